@@ -1,0 +1,192 @@
+"""Messages and their parts: the frozen values every layer shares.
+
+A ``Message`` never changes once built, so a provider adapter may encode its wire form once and
+reuse it (``Message.encoded``): the cost of a turn does not grow with the conversation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from agentloop.errors import InvalidInput
+
+__all__ = [
+    "Message",
+    "Part",
+    "Role",
+    "TextPart",
+    "ToolCallPart",
+    "ToolResultPart",
+    "Usage",
+]
+
+Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
+_ROLES = ("system", "user", "assistant", "tool")
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    """Plain text."""
+
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form."""
+        return {"type": "text", "text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallPart:
+    """The model asks for a tool to run."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form."""
+        return {
+            "type": "tool_call",
+            "id": self.id,
+            "name": self.name,
+            "arguments": dict(self.arguments),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultPart:
+    """What a tool call produced; ``is_error`` marks a soft error the model reads."""
+
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form."""
+        return {
+            "type": "tool_result",
+            "call_id": self.call_id,
+            "name": self.name,
+            "content": self.content,
+            "is_error": self.is_error,
+        }
+
+
+Part: TypeAlias = TextPart | ToolCallPart | ToolResultPart
+
+
+def _part_from_dict(data: Mapping[str, Any]) -> Part:
+    kind = data.get("type")
+    if kind == "text":
+        return TextPart(str(data["text"]))
+    if kind == "tool_call":
+        return ToolCallPart(str(data["id"]), str(data["name"]), dict(data.get("arguments") or {}))
+    if kind == "tool_result":
+        return ToolResultPart(
+            str(data["call_id"]),
+            str(data["name"]),
+            str(data["content"]),
+            bool(data.get("is_error", False)),
+        )
+    raise InvalidInput(f"unknown message part type: {kind!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message of a conversation: a role and its parts (any iterable becomes a tuple)."""
+
+    role: Role
+    parts: tuple[Part, ...]
+    _wire: dict[str, Any] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
+
+    def __post_init__(self) -> None:
+        if self.role not in _ROLES:
+            raise InvalidInput(f"message role must be one of {_ROLES}, got {self.role!r}")
+        if not isinstance(self.parts, tuple):
+            object.__setattr__(self, "parts", tuple(self.parts))
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        """A system message."""
+        return cls("system", (TextPart(text),))
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        """A user message."""
+        return cls("user", (TextPart(text),))
+
+    @classmethod
+    def assistant(cls, text: str = "", calls: Iterable[ToolCallPart] = ()) -> Message:
+        """An assistant message with optional text and tool calls."""
+        parts: list[Part] = [TextPart(text)] if text else []
+        parts.extend(calls)
+        return cls("assistant", tuple(parts))
+
+    @classmethod
+    def tool_results(cls, results: Iterable[ToolResultPart]) -> Message:
+        """The one ``tool`` message carrying a turn's results, in the model's order."""
+        return cls("tool", tuple(results))
+
+    @property
+    def text(self) -> str:
+        """All text parts joined (empty when there are none)."""
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallPart, ...]:
+        """The tool calls this message asks for."""
+        return tuple(p for p in self.parts if isinstance(p, ToolCallPart))
+
+    @property
+    def tool_results_parts(self) -> tuple[ToolResultPart, ...]:
+        """The tool results this message carries."""
+        return tuple(p for p in self.parts if isinstance(p, ToolResultPart))
+
+    def encoded(self, key: str, encode: Callable[[Message], Any]) -> Any:
+        """The wire form under ``key``, computed by ``encode`` once and then reused."""
+        cached = self._wire.get(key)
+        if cached is None:
+            cached = encode(self)
+            self._wire[key] = cached
+        return cached
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form; ``Message.from_dict`` reverses it losslessly."""
+        return {"role": self.role, "parts": [p.to_dict() for p in self.parts]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Message:
+        """Rebuild a message from ``to_dict`` output."""
+        return cls(data["role"], tuple(_part_from_dict(p) for p in data.get("parts", ())))
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts reported by the provider."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+        )
+
+    def to_dict(self) -> dict[str, int]:
+        """Plain-data form."""
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Usage:
+        """Rebuild from ``to_dict`` output."""
+        return cls(int(data.get("input_tokens", 0)), int(data.get("output_tokens", 0)))

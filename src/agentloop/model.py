@@ -1,0 +1,178 @@
+"""What the engine and every provider share: the ``ModelClient`` protocol and its values.
+
+The engine talks to any ``ModelClient`` (a provider adapter, ``RetryingClient``,
+``FallbackClient`` or a test model) and never imports ``providers/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+from agentloop.errors import ConfigurationError
+from agentloop.messages import Message, ToolCallPart, Usage
+
+__all__ = [
+    "ClientEvents",
+    "ModelClient",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelSettings",
+    "StreamEvent",
+    "StreamEventKind",
+    "ToolSpec",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSettings:
+    """Sampling options forwarded on every request.
+
+    ``tool_choice`` is ``"auto"``, ``"required"``, ``"none"`` or a tool name. An adapter that
+    cannot forward an option raises ``ConfigurationError`` instead of dropping it.
+    """
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+    top_p: float | None = None
+    stop: tuple[str, ...] | None = None
+    seed: int | None = None
+    tool_choice: str | None = None
+    extra_body: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.temperature is not None and not 0.0 <= self.temperature <= 2.0:
+            raise ConfigurationError(
+                f"ModelSettings.temperature must be in [0, 2], got {self.temperature}",
+                field="temperature",
+            )
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ConfigurationError(
+                f"ModelSettings.max_tokens must be >= 1, got {self.max_tokens}",
+                field="max_tokens",
+            )
+        if self.top_p is not None and not 0.0 <= self.top_p <= 1.0:
+            raise ConfigurationError(
+                f"ModelSettings.top_p must be in [0, 1], got {self.top_p}", field="top_p"
+            )
+        if self.stop is not None and not isinstance(self.stop, tuple):
+            stop: Any = self.stop
+            object.__setattr__(self, "stop", (stop,) if isinstance(stop, str) else tuple(stop))
+
+    def is_default(self) -> bool:
+        """True when no option is set."""
+        return self == _DEFAULT_SETTINGS
+
+
+_DEFAULT_SETTINGS = ModelSettings()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as advertised to the model: name, description, JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """One request to a model: the transcript, the advertised tools, the options."""
+
+    messages: Sequence[Message]
+    tools: Sequence[ToolSpec] = ()
+    system: str | None = None
+    settings: ModelSettings = field(default_factory=ModelSettings)
+    model: str | None = None
+    """A per-request model override (set by ``FallbackClient``); None = the client's own."""
+    events: ClientEvents | None = None
+    """Where wrapping clients report retries, failovers and model switches (the engine's
+    observers); None when nobody listens."""
+
+
+class ClientEvents(Protocol):
+    """Callbacks a wrapping client (retrying, fallback) reports through; all synchronous."""
+
+    def on_retry(self, error: BaseException, attempt: int, wait_seconds: float) -> None:
+        """An attempt failed with ``error``; attempt ``attempt + 1`` follows after a wait."""
+        ...
+
+    def on_fallback(self, from_model: str, to_model: str, error: BaseException) -> None:
+        """``from_model`` failed; the request moves on to ``to_model``."""
+        ...
+
+    def on_model_switched(self, from_model: str, to_model: str) -> None:
+        """The model serving requests changed."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    """A complete reply: one assistant message, its usage, the model that served it."""
+
+    message: Message
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    stop_reason: str | None = None
+    request_id: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The reply's text."""
+        return self.message.text
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallPart, ...]:
+        """The tool calls the reply asks for."""
+        return self.message.tool_calls
+
+
+StreamEventKind: TypeAlias = Literal["text_delta", "tool_call_delta", "attempt_reset", "done"]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEvent:
+    """One streaming event.
+
+    ``text_delta`` carries ``text``; ``tool_call_delta`` carries ``index``, ``call_id``, ``name``
+    and an ``arguments`` fragment; ``attempt_reset`` tells consumers to discard everything
+    received so far (a retry started); ``done`` is the terminal event and carries the complete
+    ``response``. A stream that ends without ``done`` is incomplete and never an answer.
+    """
+
+    kind: StreamEventKind
+    text: str = ""
+    index: int = 0
+    call_id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+    response: ModelResponse | None = None
+
+
+@runtime_checkable
+class ModelClient(Protocol):
+    """Anything that can answer a ``ModelRequest``."""
+
+    @property
+    def model(self) -> str:
+        """The model this client asks by default."""
+        ...
+
+    @property
+    def provider(self) -> str:
+        """The provider's name (``openai``, ``anthropic``, ``scripted``...)."""
+        ...
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send one request and return the complete reply."""
+        ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Send one request and yield its events; the last one is ``done``."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...
