@@ -7,7 +7,7 @@ whatever the strategy says, so no strategy can run a tool more than six times pe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
@@ -46,6 +46,8 @@ class ToolFailure:
     schema: Mapping[str, Any] | None
     attempt: int
     max_attempts: int = MAX_RECOVERY_ATTEMPTS
+    validate: Callable[[Mapping[str, Any]], str | None] | None = None
+    """Checks proposed arguments against the tool's schema: None when valid, else the problem."""
 
 
 @dataclass(frozen=True, slots=True)
