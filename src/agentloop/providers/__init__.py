@@ -1,0 +1,1 @@
+"""Provider adapters, the HTTP layer they share, and ``Settings``/``build_client``."""

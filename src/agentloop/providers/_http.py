@@ -1,0 +1,705 @@
+"""The HTTP layer: the only module that imports aiohttp, and the one place failures are classified.
+
+Every provider adapter sends its requests through ``HttpTransport`` so that limits, timeouts,
+redirect refusal, credential redaction and the mapping of every failure into ``agentloop.errors``
+(with ``phase`` and ``request_sent``, SPEC section 8) exist exactly once. aiohttp is imported
+lazily (when the first request opens a session), so ``import agentloop`` never imports it.
+
+API (stable; every provider module depends on it)::
+
+    transport = HttpTransport(
+        provider="openai", timeout=120.0, connect_timeout=10.0,
+        headers={"Authorization": f"Bearer {key}"},   # credential header values are redacted
+        secrets=(key,), proxy=None, ssl_context=None,
+    )
+    reply = await transport.post_json(url, payload)    # -> HttpResponse(status, headers, data,
+                                                       #    text, request_id); data = parsed JSON
+    async with transport.stream_sse(url, payload) as stream:   # status checked on entry
+        stream.request_id, stream.headers
+        async for event in stream:                     # _sse.SSEEvent(event, data, id, retry)
+            ...
+    await transport.aclose()
+
+    error_for_status(status, headers, body, provider=...)   # the status-code table, reusable for
+    parse_error_body(text) -> ErrorInfo(message, type, code) # mid-stream error payloads
+    parse_retry_after(headers) -> float | None          # retry-after-ms, Retry-After secs or date
+    should_retry_hint(error) -> bool | None              # the ``x-should-retry`` header, if sent
+    redact(text, secrets) -> str
+
+Both request methods raise only ``agentloop.errors`` (``ProviderError`` subclasses, or
+``ConfigurationError`` for a malformed URL); the foreign exception is chained (``from exc``).
+
+Classification (``classify_exception`` and ``error_for_status``):
+
+=================================  ==================================================
+connect refused / reset             ``ProviderUnavailable(phase=connect, sent=False)``
+DNS failure                         ``ProviderUnreachable(connect, False)``
+TLS verification / handshake        ``ProviderUnreachable(tls, False)``
+proxy refusal (connect or CONNECT)  ``ProviderUnreachable(proxy, False)``
+connect timeout                     ``ProviderTimeout(connect, False)``
+failure after connecting, before
+the response headers (write/reset)  ``ProviderUnavailable(send, None)``
+read timeout (idle gap)             ``ProviderTimeout(read, True)``
+reset while reading the body        ``ProviderUnavailable(read, True)``
+3xx                                 ``UnexpectedRedirect(redirect, True, redirect_host)``
+4xx / 5xx                           status table in ``error_for_status`` (phase status)
+unparseable / oversized body        ``ResponseInvalid(body, True, body=<raw excerpt>)``
+=================================  ==================================================
+
+Limits: response bodies 10 MiB (Content-Length and while reading; SSE streams are bounded per
+line instead, 1 MiB, plus the idle-gap timeout), error-diagnostic bodies 8 KiB. ``timeout`` is
+the read/idle-gap timeout (aiohttp ``sock_read``), not a total deadline: a slow but steady
+stream never times out. Redirects are never followed. TCP_NODELAY is set by aiohttp on every
+connection; one session (one connection pool) per transport, created lazily.
+
+Every error carries ``provider``, ``request_id`` (from ``x-request-id`` / ``request-id``) and
+``retry_after`` where known, plus an extra attribute ``should_retry`` (True/False from the
+``x-should-retry`` header, else None) that ``RetryingClient`` may honour.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import re
+import ssl
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import SimpleNamespace, TracebackType
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin, urlsplit
+
+from agentloop.errors import (
+    AgentLoopError,
+    AuthError,
+    BadRequestError,
+    ConfigurationError,
+    ContextLengthExceeded,
+    FailurePhase,
+    InsufficientCredits,
+    ModelNotFound,
+    ProviderError,
+    ProviderTimeout,
+    ProviderUnavailable,
+    ProviderUnreachable,
+    RateLimited,
+    ResponseInvalid,
+    UnexpectedRedirect,
+)
+from agentloop.providers._sse import MAX_SSE_LINE, SSEDecoder, SSEEvent
+
+if TYPE_CHECKING:
+    import aiohttp
+
+__all__ = [
+    "MAX_BODY",
+    "MAX_ERROR_BODY",
+    "ErrorInfo",
+    "HttpResponse",
+    "HttpTransport",
+    "SSEStream",
+    "classify_exception",
+    "error_for_status",
+    "is_context_overflow",
+    "parse_error_body",
+    "parse_retry_after",
+    "redact",
+    "should_retry_hint",
+]
+
+MAX_BODY = 10 * 1024 * 1024
+"""The largest response body accepted, in bytes (10 MiB)."""
+MAX_ERROR_BODY = 8 * 1024
+"""How much of an error response is read and kept for diagnostics (8 KiB)."""
+
+_CHUNK = 64 * 1024
+_REDACTED = "[REDACTED]"
+_CREDENTIAL_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key"}
+)
+_SECRET_SHAPES = (
+    (re.compile(r"\bsk-[A-Za-z0-9_\-]{4,}"), "sk-" + _REDACTED),
+    (re.compile(r"(?i)\bBearer\s+[^\s\"',;]+"), "Bearer " + _REDACTED),
+    (re.compile(r"\bAIza[0-9A-Za-z_\-]{10,}"), _REDACTED),
+    (re.compile(r"(?i)([?&](?:key|api_key|api-key)=)[^&\s\"']+"), r"\1" + _REDACTED),
+)
+_CREDIT_CODES = frozenset({"insufficient_quota", "credit_balance_exhausted"})
+_CREDIT_PHRASES = ("credit balance is too low", "insufficient credits", "insufficient_quota")
+_OVERFLOW_CODES = frozenset({"context_length_exceeded", "request_too_large"})
+_OVERFLOW_PHRASES = (
+    "context length",
+    "context_length",
+    "context window",
+    "maximum context",
+    "prompt is too long",
+    "too many tokens",
+    "input token count",
+    "exceeds the maximum number of tokens",
+    "reduce the length of the messages",
+)
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """Remove known secret values and key-shaped strings (``sk-...``, ``Bearer ...``)."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, _REDACTED)
+    for pattern, replacement in _SECRET_SHAPES:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms``, or ``Retry-After`` (delta seconds or HTTP date).
+
+    ``headers`` must have lower-case keys. Negative or unparseable values give None; a date in
+    the past gives 0.0.
+    """
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        seconds = _non_negative_float(millis)
+        if seconds is not None:
+            return seconds / 1000.0
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    seconds = _non_negative_float(value)
+    if seconds is not None:
+        return seconds
+    try:
+        when = email.utils.parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError):
+        return None
+    current = time.time() if now is None else now
+    return max(0.0, when.timestamp() - current)
+
+
+def _non_negative_float(value: str) -> float | None:
+    try:
+        number = float(value.strip())
+    except ValueError:
+        return None
+    if number != number or number < 0 or number == float("inf"):
+        return None
+    return number
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    """What a provider's JSON error body says (OpenAI, OpenRouter, Anthropic, Gemini shapes)."""
+
+    message: str | None = None
+    type: str | None = None
+    code: str | None = None
+
+
+def parse_error_body(text: str) -> ErrorInfo:
+    """Extract message/type/code from an error body; unknown shapes give an empty ``ErrorInfo``."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return ErrorInfo()
+    if isinstance(data, list) and data:
+        data = data[0]
+    if not isinstance(data, dict):
+        return ErrorInfo()
+    error = data.get("error", data)
+    if isinstance(error, str):
+        return ErrorInfo(message=error)
+    if not isinstance(error, dict):
+        return ErrorInfo()
+    return ErrorInfo(
+        message=_text(error.get("message")),
+        type=_text(error.get("type") or error.get("status")),
+        code=_text(error.get("code")),
+    )
+
+
+def _text(value: object) -> str | None:
+    return None if value is None or isinstance(value, dict | list) else str(value)
+
+
+def is_context_overflow(info: ErrorInfo, body: str = "") -> bool:
+    """Whether an error says the prompt is too long for the model's context."""
+    if info.code in _OVERFLOW_CODES or info.type in _OVERFLOW_CODES:
+        return True
+    text = f"{info.message or ''} {body}".lower()
+    return any(phrase in text for phrase in _OVERFLOW_PHRASES)
+
+
+def _is_credit_error(info: ErrorInfo) -> bool:
+    if info.code in _CREDIT_CODES or info.type in _CREDIT_CODES:
+        return True
+    message = (info.message or "").lower()
+    return any(phrase in message for phrase in _CREDIT_PHRASES)
+
+
+def _status_class(status: int, info: ErrorInfo, body: str) -> type[ProviderError]:
+    """The SPEC section 8 status table."""
+    if status in (400, 429) and _is_credit_error(info):
+        return InsufficientCredits
+    fixed: dict[int, type[ProviderError]] = {
+        401: AuthError,
+        403: AuthError,
+        402: InsufficientCredits,
+        404: ModelNotFound,
+        408: ProviderTimeout,
+        413: ContextLengthExceeded,
+        429: RateLimited,
+        529: ProviderUnavailable,
+    }
+    if status in fixed:
+        return fixed[status]
+    if 400 <= status < 500:
+        return ContextLengthExceeded if is_context_overflow(info, body) else BadRequestError
+    if status >= 500:
+        return ProviderUnavailable
+    return ResponseInvalid
+
+
+def error_for_status(
+    status: int,
+    headers: Mapping[str, str],
+    body: str,
+    *,
+    provider: str | None,
+    secrets: Iterable[str] = (),
+) -> ProviderError:
+    """Build the error for a non-2xx, non-3xx response (``headers`` with lower-case keys)."""
+    excerpt = redact(body[:MAX_ERROR_BODY], secrets)
+    info = parse_error_body(excerpt)
+    cls = _status_class(status, info, excerpt)
+    detail = info.message or excerpt.strip()[:500] or "no body"
+    error = cls(
+        redact(f"{provider or 'provider'} HTTP {status}: {detail}", secrets),
+        provider=provider,
+        status_code=status,
+        retry_after=parse_retry_after(headers),
+        request_id=_request_id(headers),
+        phase=FailurePhase.STATUS,
+        request_sent=True,
+        body=excerpt,
+    )
+    _set_hint(error, headers)
+    return error
+
+
+def _redirect_error(
+    status: int, headers: Mapping[str, str], url: str, provider: str | None
+) -> UnexpectedRedirect:
+    location = headers.get("location", "")
+    host = urlsplit(urljoin(url, location)).hostname if location else None
+    error = UnexpectedRedirect(
+        f"{provider or 'provider'} HTTP {status}: redirect to {host or 'an unknown host'} "
+        "refused (redirects are never followed)",
+        provider=provider,
+        status_code=status,
+        request_id=_request_id(headers),
+        phase=FailurePhase.REDIRECT,
+        request_sent=True,
+        redirect_host=host,
+    )
+    _set_hint(error, headers)
+    return error
+
+
+def _request_id(headers: Mapping[str, str]) -> str | None:
+    return headers.get("x-request-id") or headers.get("request-id")
+
+
+def _set_hint(error: ProviderError, headers: Mapping[str, str]) -> None:
+    value = headers.get("x-should-retry", "").strip().lower()
+    vars(error)["should_retry"] = {"true": True, "false": False}.get(value)
+
+
+def should_retry_hint(error: BaseException) -> bool | None:
+    """The server's ``x-should-retry`` verdict carried by ``error``, or None when absent."""
+    hint = getattr(error, "should_retry", None)
+    return hint if isinstance(hint, bool) else None
+
+
+def _invalid_body(
+    message: str, body: str, provider: str | None, request_id: str | None, secrets: Iterable[str]
+) -> ResponseInvalid:
+    error = ResponseInvalid(
+        redact(message, secrets),
+        provider=provider,
+        request_id=request_id,
+        phase=FailurePhase.BODY,
+        request_sent=True,
+        body=redact(body[:MAX_ERROR_BODY], secrets),
+    )
+    vars(error)["should_retry"] = None
+    return error
+
+
+def classify_exception(
+    exc: BaseException, *, stage: str, provider: str | None, secrets: Iterable[str] = ()
+) -> AgentLoopError:
+    """Map a transport exception to the error tree; ``stage`` is connect, send or read."""
+    import aiohttp
+
+    detail = redact(f"{type(exc).__name__}: {exc}", secrets)
+    if isinstance(exc, aiohttp.InvalidURL):
+        return ConfigurationError(f"invalid provider URL: {detail}", field="base_url")
+    cls, phase, sent = _exception_kind(exc, stage)
+    what = {
+        FailurePhase.CONNECT: "connect failed",
+        FailurePhase.TLS: "TLS failed",
+        FailurePhase.PROXY: "proxy refused the connection",
+        FailurePhase.SEND: "sending the request failed",
+        FailurePhase.READ: "reading the response failed",
+    }[phase]
+    if cls is ProviderTimeout:
+        what = "connect timed out" if phase is FailurePhase.CONNECT else "read timed out"
+    error = cls(
+        f"{provider or 'provider'}: {what} ({detail})",
+        provider=provider,
+        phase=phase,
+        request_sent=sent,
+    )
+    vars(error)["should_retry"] = None
+    return error
+
+
+def _exception_kind(
+    exc: BaseException, stage: str
+) -> tuple[type[ProviderError], FailurePhase, bool | None]:
+    import aiohttp
+
+    if isinstance(exc, aiohttp.ClientHttpProxyError | aiohttp.ClientProxyConnectionError):
+        return ProviderUnreachable, FailurePhase.PROXY, False
+    if isinstance(exc, aiohttp.ClientSSLError | ssl.SSLError):
+        return ProviderUnreachable, FailurePhase.TLS, False
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return ProviderUnreachable, FailurePhase.CONNECT, False
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return ProviderTimeout, FailurePhase.CONNECT, False
+    if isinstance(exc, aiohttp.ClientConnectorError) or stage == "connect":
+        if isinstance(exc, TimeoutError):
+            return ProviderTimeout, FailurePhase.CONNECT, False
+        return ProviderUnavailable, FailurePhase.CONNECT, False
+    if isinstance(exc, TimeoutError):
+        return ProviderTimeout, FailurePhase.READ, True
+    if stage == "send":
+        return ProviderUnavailable, FailurePhase.SEND, None
+    return ProviderUnavailable, FailurePhase.READ, True
+
+
+@dataclass(frozen=True, slots=True)
+class HttpResponse:
+    """A successful JSON reply: status, lower-cased headers, parsed ``data`` and raw ``text``."""
+
+    status: int
+    headers: Mapping[str, str]
+    data: Any
+    text: str
+    request_id: str | None
+
+
+def _lower_headers(response: aiohttp.ClientResponse) -> dict[str, str]:
+    return {key.lower(): value for key, value in response.headers.items()}
+
+
+async def _on_connected(_session: object, context: SimpleNamespace, _params: object) -> None:
+    progress = context.trace_request_ctx
+    if isinstance(progress, _Progress):
+        progress.stage = "send"
+
+
+class _Progress:
+    """How far one request got: connect, then send (connected), then read (headers arrived)."""
+
+    __slots__ = ("stage",)
+
+    def __init__(self) -> None:
+        self.stage = "connect"
+
+
+_FOREIGN: tuple[type[BaseException], ...] = (OSError, TimeoutError)
+
+
+def _foreign_errors() -> tuple[type[BaseException], ...]:
+    import aiohttp
+
+    return (aiohttp.ClientError, *_FOREIGN)
+
+
+class HttpTransport:
+    """One provider client's HTTP connection pool, limits and failure classification."""
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        timeout: float = 120.0,
+        connect_timeout: float = 10.0,
+        headers: Mapping[str, str] | None = None,
+        secrets: Iterable[str] = (),
+        proxy: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        max_body: int = MAX_BODY,
+        max_line: int = MAX_SSE_LINE,
+        resolver: object | None = None,
+    ) -> None:
+        """Configure the transport; no connection is opened until the first request.
+
+        Args:
+            provider: Name stamped on every error (``openai``, ``anthropic``...).
+            timeout: Read/idle-gap timeout in seconds (between bytes, not a total deadline).
+            connect_timeout: TCP + TLS connect timeout in seconds.
+            headers: Sent on every request; credential header values are treated as secrets.
+            secrets: Extra strings to redact from every message and body excerpt.
+            proxy: An ``http://`` proxy URL (its password is redacted too).
+            ssl_context: Custom TLS context (e.g. trusting a test CA); None = system defaults.
+            max_body: Largest JSON response body accepted, in bytes.
+            max_line: Largest SSE line accepted, in bytes.
+            resolver: An ``aiohttp.abc.AbstractResolver`` (tests); None = aiohttp's default.
+        """
+        self.provider = provider
+        self._timeout = timeout
+        self._connect_timeout = connect_timeout
+        self._headers = dict(headers or {})
+        found = [v for k, v in self._headers.items() if k.lower() in _CREDENTIAL_HEADERS]
+        found.extend(_bearer_tokens(found))
+        password = urlsplit(proxy).password if proxy else None
+        self._secrets = tuple(s for s in (*secrets, *found, password or "") if s)
+        self._proxy = proxy
+        self._ssl = ssl_context
+        self.max_body = max_body
+        self.max_line = max_line
+        self._resolver = resolver
+        self._session: aiohttp.ClientSession | None = None
+
+    def __repr__(self) -> str:
+        return f"HttpTransport(provider={self.provider!r}, timeout={self._timeout!r})"
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The values this transport redacts (never printed)."""
+        return self._secrets
+
+    def redact(self, text: str) -> str:
+        """``redact`` with this transport's secrets."""
+        return redact(text, self._secrets)
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            import aiohttp
+
+            trace = aiohttp.TraceConfig()
+            trace.on_connection_create_end.append(_on_connected)
+            trace.on_connection_reuseconn.append(_on_connected)
+            connector = aiohttp.TCPConnector(
+                ssl=self._ssl if self._ssl is not None else True,
+                resolver=self._resolver,  # type: ignore[arg-type]
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                timeout=aiohttp.ClientTimeout(
+                    total=None, sock_connect=self._connect_timeout, sock_read=self._timeout
+                ),
+                trace_configs=[trace],
+                trust_env=False,
+            )
+        return self._session
+
+    async def aclose(self) -> None:
+        """Close the connection pool (idempotent)."""
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
+
+    async def _open(
+        self,
+        url: str,
+        payload: Mapping[str, Any] | bytes,
+        headers: Mapping[str, str] | None,
+        accept: str,
+    ) -> aiohttp.ClientResponse:
+        """Send the POST and return a 2xx response; anything else raises an agentloop error."""
+        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        merged = {"Content-Type": "application/json", "Accept": accept, **self._headers}
+        merged.update(headers or {})
+        progress = _Progress()
+        try:
+            response = await self._client().post(
+                url,
+                data=body,
+                headers=merged,
+                allow_redirects=False,
+                proxy=self._proxy,
+                trace_request_ctx=progress,
+            )
+        except _foreign_errors() as exc:
+            raise self._translate(exc, progress.stage) from exc
+        try:
+            await self._check_status(response, url)
+        except BaseException:
+            response.close()
+            raise
+        return response
+
+    def _translate(self, exc: BaseException, stage: str) -> AgentLoopError:
+        return classify_exception(exc, stage=stage, provider=self.provider, secrets=self._secrets)
+
+    async def _check_status(self, response: aiohttp.ClientResponse, url: str) -> None:
+        status = response.status
+        if 200 <= status < 300:
+            return
+        headers = _lower_headers(response)
+        if 300 <= status < 400:
+            raise _redirect_error(status, headers, url, self.provider)
+        raw = await self._read(response, limit=MAX_ERROR_BODY, truncate=True)
+        text = raw.decode("utf-8", errors="replace")
+        raise error_for_status(status, headers, text, provider=self.provider, secrets=self._secrets)
+
+    async def _read(
+        self, response: aiohttp.ClientResponse, *, limit: int, truncate: bool = False
+    ) -> bytes:
+        """Read the body up to ``limit`` bytes (raise past it unless ``truncate``)."""
+        length = response.content_length
+        if not truncate and length is not None and length > limit:
+            raise self._too_large(response, f"Content-Length {length}")
+        data = bytearray()
+        try:
+            while len(data) <= limit:
+                chunk = await response.content.read(_CHUNK)
+                if not chunk:
+                    return bytes(data)
+                data += chunk
+        except _foreign_errors() as exc:
+            raise self._translate(exc, "read") from exc
+        if truncate:
+            return bytes(data[:limit])
+        raise self._too_large(response, f"more than {limit} bytes")
+
+    def _too_large(self, response: aiohttp.ClientResponse, what: str) -> ResponseInvalid:
+        return _invalid_body(
+            f"{self.provider}: response body too large ({what}; limit {self.max_body} bytes)",
+            "",
+            self.provider,
+            _request_id(_lower_headers(response)),
+            self._secrets,
+        )
+
+    async def post_json(
+        self,
+        url: str,
+        payload: Mapping[str, Any] | bytes,
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> HttpResponse:
+        """POST ``payload`` as JSON and return the parsed JSON reply."""
+        response = await self._open(url, payload, headers, "application/json")
+        try:
+            raw = await self._read(response, limit=self.max_body)
+        finally:
+            response.release()
+        resp_headers = _lower_headers(response)
+        request_id = _request_id(resp_headers)
+        text = raw.decode("utf-8", errors="replace")
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise _invalid_body(
+                f"{self.provider}: response body is not valid JSON ({exc})",
+                text,
+                self.provider,
+                request_id,
+                self._secrets,
+            ) from exc
+        return HttpResponse(response.status, resp_headers, data, text, request_id)
+
+    def stream_sse(
+        self,
+        url: str,
+        payload: Mapping[str, Any] | bytes,
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> SSEStream:
+        """POST ``payload`` and decode the reply as SSE; use as ``async with``."""
+        return SSEStream(self, url, payload, headers)
+
+
+def _bearer_tokens(values: Iterable[str]) -> list[str]:
+    return [v.split(None, 1)[1] for v in values if v.lower().startswith("bearer ") and " " in v]
+
+
+class SSEStream:
+    """An open SSE response: ``async with`` it, then ``async for`` its ``SSEEvent``s.
+
+    Entering sends the request and checks the status (raising the classified error); leaving
+    releases the connection. ``request_id`` and ``headers`` are set once entered.
+    """
+
+    def __init__(
+        self,
+        transport: HttpTransport,
+        url: str,
+        payload: Mapping[str, Any] | bytes,
+        headers: Mapping[str, str] | None,
+    ) -> None:
+        self._transport = transport
+        self._url = url
+        self._payload = payload
+        self._extra = headers
+        self._response: aiohttp.ClientResponse | None = None
+        self._decoder = SSEDecoder(max_line=transport.max_line)
+        self._pending: list[SSEEvent] = []
+        self._eof = False
+        self.headers: Mapping[str, str] = {}
+        self.request_id: str | None = None
+        self.status: int | None = None
+
+    async def __aenter__(self) -> SSEStream:
+        response = await self._transport._open(
+            self._url, self._payload, self._extra, "text/event-stream"
+        )
+        self._response = response
+        self.status = response.status
+        self.headers = _lower_headers(response)
+        self.request_id = _request_id(self.headers)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._response is not None:
+            if exc is None and self._eof:
+                self._response.release()
+            else:
+                self._response.close()
+
+    def __aiter__(self) -> SSEStream:
+        return self
+
+    async def __anext__(self) -> SSEEvent:
+        while not self._pending:
+            if self._eof:
+                raise StopAsyncIteration
+            chunk = await self._read_chunk()
+            try:
+                events = self._decoder.feed(chunk) if chunk else self._decoder.close()
+            except ResponseInvalid as error:
+                error.provider = self._transport.provider
+                error.request_id = self.request_id
+                raise
+            self._eof = not chunk
+            self._pending.extend(reversed(events))
+        return self._pending.pop()
+
+    async def _read_chunk(self) -> bytes:
+        if self._response is None:
+            raise RuntimeError("SSEStream must be entered with 'async with' before iterating")
+        try:
+            return await self._response.content.readany()
+        except _foreign_errors() as exc:
+            error = self._transport._translate(exc, "read")
+            if isinstance(error, ProviderError):
+                error.request_id = self.request_id
+            raise error from exc

@@ -1,0 +1,154 @@
+"""A pure Server-Sent Events decoder: bytes in, events out, no I/O.
+
+Every streaming provider (OpenAI-compatible, Anthropic, Gemini) speaks SSE; they share this one
+decoder so line endings, comments and split chunks are handled once and unit-tested without
+sockets (the transport in ``_http.py`` drives it).
+
+API (stable; other provider modules depend on it)::
+
+    decoder = SSEDecoder(max_line=MAX_SSE_LINE)
+    for event in decoder.feed(chunk):   # any split of the byte stream gives the same events
+        event.event, event.data, event.id, event.retry
+    for event in decoder.close():       # at end of stream: flushes a final unterminated event
+        ...
+
+- Lines end with CRLF, LF or CR (a CR at the end of one chunk and an LF at the start of the next
+  are one line ending).
+- ``data`` fields of one event are joined with a newline; a line starting with ``:`` is a comment;
+  one space after the colon is stripped; a line without a colon is a field with an empty value.
+- An event is dispatched at a blank line when any of its fields was seen (so ``event: ping``
+  without data still arrives, as the Anthropic and OpenAI SDK decoders do); ``event`` defaults
+  to ``"message"``. ``id`` is the last event id seen (it persists across events, as in the
+  WHATWG spec); ``retry`` is set only on the event that carried a valid integer ``retry`` field.
+- A line longer than ``max_line`` bytes (1 MiB by default) raises ``ResponseInvalid``
+  (``phase="body"``, ``request_sent=True``): the decoder never buffers without bound.
+- Bytes are decoded as UTF-8 per line; invalid sequences are replaced, never raised.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from agentloop.errors import FailurePhase, ResponseInvalid
+
+__all__ = ["MAX_SSE_LINE", "SSEDecoder", "SSEEvent"]
+
+MAX_SSE_LINE = 1024 * 1024
+"""The longest SSE line accepted, in bytes (1 MiB)."""
+
+_EOL = re.compile(rb"\r\n|\r|\n")
+
+
+@dataclass(frozen=True, slots=True)
+class SSEEvent:
+    """One dispatched SSE event."""
+
+    event: str = "message"
+    data: str = ""
+    id: str | None = None
+    retry: int | None = None
+
+
+class SSEDecoder:
+    """Incremental SSE decoder; feed it bytes in any chunking."""
+
+    def __init__(self, *, max_line: int = MAX_SSE_LINE) -> None:
+        self._max_line = max_line
+        self._buffer = bytearray()
+        self._skip_lf = False
+        self._event: str | None = None
+        self._data: list[str] = []
+        self._seen = False
+        self._last_id: str | None = None
+        self._retry: int | None = None
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        """Decode ``chunk`` and return the events it completed (possibly none)."""
+        if not chunk:
+            return []
+        buffer = self._buffer
+        buffer += chunk
+        start = 0
+        if self._skip_lf:
+            self._skip_lf = False
+            if buffer[:1] == b"\n":
+                start = 1
+        events: list[SSEEvent] = []
+        while (match := _EOL.search(buffer, start)) is not None:
+            self._check_length(match.start() - start)
+            event = self._line(bytes(buffer[start : match.start()]))
+            if event is not None:
+                events.append(event)
+            start = match.end()
+            if match.group() == b"\r" and start == len(buffer):
+                self._skip_lf = True
+        del buffer[:start]
+        self._check_length(len(buffer))
+        return events
+
+    def close(self) -> list[SSEEvent]:
+        """End of stream: process an unterminated last line and flush a pending event."""
+        events: list[SSEEvent] = []
+        if self._buffer:
+            event = self._line(bytes(self._buffer))
+            self._buffer.clear()
+            if event is not None:
+                events.append(event)
+        event = self._dispatch()
+        if event is not None:
+            events.append(event)
+        return events
+
+    def _check_length(self, length: int) -> None:
+        if length > self._max_line:
+            raise ResponseInvalid(
+                f"SSE line exceeds the {self._max_line}-byte limit",
+                phase=FailurePhase.BODY,
+                request_sent=True,
+            )
+
+    def _line(self, raw: bytes) -> SSEEvent | None:
+        """Process one line (without its terminator); a blank line dispatches."""
+        if not raw:
+            return self._dispatch()
+        line = raw.decode("utf-8", errors="replace")
+        if line.startswith(":"):
+            return None
+        name, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        self._field(name, value)
+        return None
+
+    def _field(self, name: str, value: str) -> None:
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            if "\0" in value:
+                return
+            self._last_id = value
+        elif name == "retry":
+            if not (value.isascii() and value.isdigit()):
+                return
+            self._retry = int(value)
+        else:
+            return
+        self._seen = True
+
+    def _dispatch(self) -> SSEEvent | None:
+        if not self._seen:
+            return None
+        event = SSEEvent(
+            event=self._event or "message",
+            data="\n".join(self._data),
+            id=self._last_id,
+            retry=self._retry,
+        )
+        self._event = None
+        self._data = []
+        self._retry = None
+        self._seen = False
+        return event
