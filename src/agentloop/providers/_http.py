@@ -343,16 +343,7 @@ def classify_exception(
     detail = redact(f"{type(exc).__name__}: {exc}", secrets)
     if isinstance(exc, aiohttp.InvalidURL):
         return ConfigurationError(f"invalid provider URL: {detail}", field="base_url")
-    cls, phase, sent = _exception_kind(exc, stage)
-    what = {
-        FailurePhase.CONNECT: "connect failed",
-        FailurePhase.TLS: "TLS failed",
-        FailurePhase.PROXY: "proxy refused the connection",
-        FailurePhase.SEND: "sending the request failed",
-        FailurePhase.READ: "reading the response failed",
-    }[phase]
-    if cls is ProviderTimeout:
-        what = "connect timed out" if phase is FailurePhase.CONNECT else "read timed out"
+    cls, phase, sent, what = _exception_kind(exc, stage)
     error = cls(
         f"{provider or 'provider'}: {what} ({detail})",
         provider=provider,
@@ -363,28 +354,29 @@ def classify_exception(
     return error
 
 
-def _exception_kind(
-    exc: BaseException, stage: str
-) -> tuple[type[ProviderError], FailurePhase, bool | None]:
+_Kind = tuple[type[ProviderError], FailurePhase, bool | None, str]
+
+
+def _exception_kind(exc: BaseException, stage: str) -> _Kind:
     import aiohttp
 
     if isinstance(exc, aiohttp.ClientHttpProxyError | aiohttp.ClientProxyConnectionError):
-        return ProviderUnreachable, FailurePhase.PROXY, False
+        return ProviderUnreachable, FailurePhase.PROXY, False, "the proxy refused the connection"
     if isinstance(exc, aiohttp.ClientSSLError | ssl.SSLError):
-        return ProviderUnreachable, FailurePhase.TLS, False
+        return ProviderUnreachable, FailurePhase.TLS, False, "TLS verification/handshake failed"
     if isinstance(exc, aiohttp.ClientConnectorDNSError):
-        return ProviderUnreachable, FailurePhase.CONNECT, False
+        return ProviderUnreachable, FailurePhase.CONNECT, False, "DNS lookup failed"
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
-        return ProviderTimeout, FailurePhase.CONNECT, False
+        return ProviderTimeout, FailurePhase.CONNECT, False, "connect timed out"
     if isinstance(exc, aiohttp.ClientConnectorError) or stage == "connect":
         if isinstance(exc, TimeoutError):
-            return ProviderTimeout, FailurePhase.CONNECT, False
-        return ProviderUnavailable, FailurePhase.CONNECT, False
+            return ProviderTimeout, FailurePhase.CONNECT, False, "connect timed out"
+        return ProviderUnavailable, FailurePhase.CONNECT, False, "connect failed"
     if isinstance(exc, TimeoutError):
-        return ProviderTimeout, FailurePhase.READ, True
+        return ProviderTimeout, FailurePhase.READ, True, "read timed out"
     if stage == "send":
-        return ProviderUnavailable, FailurePhase.SEND, None
-    return ProviderUnavailable, FailurePhase.READ, True
+        return ProviderUnavailable, FailurePhase.SEND, None, "the connection failed before a reply"
+    return ProviderUnavailable, FailurePhase.READ, True, "reading the response failed"
 
 
 @dataclass(frozen=True, slots=True)
