@@ -1,0 +1,339 @@
+"""The per-call pipeline: every tool call becomes a result, soft errors included.
+
+Per attempt, in order: ``on_tool_pre`` → pre-tool hooks (a veto is soft, no recovery) → loop
+pre-check → tool breaker gate → dispatch (lookup, validation, timeout, exception capture) →
+loop-detector record → ``on_tool_post`` → post-tool hooks → breaker record → recovery decision
+(a retry re-runs this whole list). Only the engine ends runs: a tool never can.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from agentloop._suggest import suggest
+from agentloop._turn import RunState
+from agentloop.config import RunConfig
+from agentloop.errors import (
+    AgentLoopError,
+    ToolError,
+    ToolLimitReached,
+    ToolNotFound,
+    ToolRecoveryExhausted,
+)
+from agentloop.hooks import Allow, Approver, Ask, Block, Hook, overrides
+from agentloop.messages import ToolCallPart, ToolResultPart
+from agentloop.observers import ObserverFanout
+from agentloop.safety.recovery import (
+    MAX_RECOVERY_ATTEMPTS,
+    ExponentialBackoffRecovery,
+    NoopReflector,
+    Retry,
+    ToolFailure,
+)
+from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, render_content
+
+__all__ = ["INVALID_JSON_KEY", "Dispatcher", "Outcome"]
+
+INVALID_JSON_KEY = "__invalid_json__"
+"""Adapters put a tool call's undecodable argument text under this key."""
+
+Outcome: TypeAlias = Literal["ok", "vetoed", "refused", "missing", "invalid", "tool_error", "sick"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    result: ToolResultPart
+    outcome: Outcome
+
+
+class Dispatcher:
+    """Runs a turn's tool calls through the pipeline."""
+
+    def __init__(
+        self,
+        *,
+        registry: ToolRegistry,
+        config: RunConfig,
+        hooks: Sequence[Hook],
+        observers: ObserverFanout,
+        approver: Approver | None,
+        session_id: str,
+    ) -> None:
+        self.registry = registry
+        self.config = config
+        self.observers = observers
+        self.approver = approver
+        self.session_id = session_id
+        self.pre_hooks = tuple(h for h in hooks if overrides(h, Hook, "pre_tool"))
+        self.post_hooks = tuple(h for h in hooks if overrides(h, Hook, "post_tool"))
+        self.default_recovery = isinstance(config.reflector, NoopReflector) and isinstance(
+            config.recovery, ExponentialBackoffRecovery
+        )
+
+    async def dispatch_turn(
+        self, state: RunState, calls: Sequence[ToolCallPart]
+    ) -> list[ToolResultPart]:
+        """Every call's result, in the model's order."""
+        self._check_limits(state, calls)
+        state.tool_calls += len(calls)
+        for call in calls:
+            self.observers.emit("on_tool_call_received", state.run, call)
+        results: list[ToolResultPart | None] = [None] * len(calls)
+        runnable: list[int] = []
+        for index, call in enumerate(calls):
+            if call.name in state.advertised:
+                runnable.append(index)
+            else:
+                results[index] = self._not_available(state, call)
+        if self.config.parallel_tool_calls and len(runnable) > 1:
+            await self._run_parallel(state, calls, runnable, results)
+        else:
+            for index in runnable:
+                state.check_cancel()
+                results[index] = await self.execute(state, calls[index])
+        return [
+            r
+            if r is not None
+            else ToolResultPart(c.id, c.name, "dispatch produced no result", True)
+            for r, c in zip(results, calls, strict=True)
+        ]
+
+    def _check_limits(self, state: RunState, calls: Sequence[ToolCallPart]) -> None:
+        per_turn = self.config.max_tool_calls_per_turn
+        if per_turn is not None and len(calls) > per_turn:
+            raise ToolLimitReached(
+                f"turn tool-call limit of {per_turn} reached ({len(calls)} calls requested)"
+            )
+        total = self.config.max_tool_calls
+        if total is not None and state.tool_calls + len(calls) > total:
+            raise ToolLimitReached(
+                f"run tool-call limit of {total} reached "
+                f"({state.tool_calls} made, {len(calls)} more requested)"
+            )
+
+    async def _run_parallel(
+        self,
+        state: RunState,
+        calls: Sequence[ToolCallPart],
+        runnable: list[int],
+        results: list[ToolResultPart | None],
+    ) -> None:
+        semaphore = asyncio.Semaphore(min(self.config.max_concurrency, len(runnable)))
+
+        async def one(index: int) -> None:
+            async with semaphore:
+                results[index] = await self.execute(state, calls[index])
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for index in runnable:
+                    group.create_task(one(index))
+        except BaseExceptionGroup as group_error:
+            raise _first_error(group_error) from None
+
+    def _not_available(self, state: RunState, call: ToolCallPart) -> ToolResultPart:
+        text = f"tool '{call.name}' is not available"
+        hint = self._suggestion(call.name, state.advertised)
+        if hint:
+            text += f". Did you mean '{hint}'?"
+        return ToolResultPart(call.id, call.name, text, True)
+
+    def _suggestion(self, name: str, candidates: frozenset[str] | list[str]) -> str | None:
+        if not self.config.suggest_tools:
+            return None
+        return suggest(name, sorted(candidates))
+
+    async def execute(self, state: RunState, call: ToolCallPart) -> ToolResultPart:
+        """One call through the pipeline, with recovery; returns the result the model reads."""
+        name, arguments = call.name, call.arguments
+        attempt = 0
+        while True:
+            outcome = await self._attempt(state, call, name, arguments, attempt)
+            if outcome.outcome in ("ok", "vetoed", "refused"):
+                return outcome.result
+            action, correction = await self._decide(name, arguments, outcome.result, attempt)
+            if not isinstance(action, Retry):
+                return outcome.result
+            attempt += 1
+            if attempt > MAX_RECOVERY_ATTEMPTS:
+                raise ToolRecoveryExhausted(call.name, attempt)
+            if action.delay > 0:
+                await asyncio.sleep(action.delay)
+            name, arguments = _apply(correction, name, arguments)
+
+    async def _attempt(
+        self,
+        state: RunState,
+        call: ToolCallPart,
+        name: str,
+        arguments: Mapping[str, Any],
+        attempt: int,
+    ) -> _Attempt:
+        run = state.run
+        ctx = ToolContext(
+            run_id=run.id,
+            turn=state.turn_index,
+            call_id=call.id,
+            tool_name=name,
+            cancel=state.tokens[-1],
+            session_id=self.session_id,
+        )
+        self.observers.emit("on_tool_pre", run, call, attempt)
+        veto = await self._pre_hooks(call, ctx) if self.pre_hooks else None
+        if veto is not None:
+            result = ToolResultPart(call.id, call.name, veto, True)
+            self.observers.emit("on_tool_post", run, call, result, attempt, 0.0)
+            return _Attempt(result, "vetoed")
+        started = time.perf_counter()
+        content, outcome = await self._invoke(state, ctx, name, arguments)
+        duration = time.perf_counter() - started
+        result = ToolResultPart(call.id, call.name, content, outcome != "ok")
+        self.observers.emit("on_tool_post", run, call, result, attempt, duration)
+        for hook in self.post_hooks:
+            await hook.post_tool(call, result, ctx)
+        return _Attempt(result, outcome)
+
+    async def _pre_hooks(self, call: ToolCallPart, ctx: ToolContext) -> str | None:
+        """The veto text of the first Block/Ask, or None to proceed."""
+        for hook in self.pre_hooks:
+            decision = await hook.pre_tool(call, ctx)
+            if decision is None or isinstance(decision, Allow):
+                continue
+            if isinstance(decision, Block):
+                return decision.reason
+            if isinstance(decision, Ask):
+                if self.config.headless or self.approver is None:
+                    return decision.message
+                if await self.approver(call, decision.message):
+                    continue
+                return "User denied permission"
+        return None
+
+    async def _invoke(
+        self, state: RunState, ctx: ToolContext, name: str, arguments: Mapping[str, Any]
+    ) -> tuple[str, Outcome]:
+        tool = self.registry.get(name)
+        if tool is None:
+            text = str(ToolNotFound(name, self.registry.names()))
+            hint = self._suggestion(name, self.registry.names())
+            return (f"{text}. Did you mean '{hint}'?" if hint else text), "missing"
+        if INVALID_JSON_KEY in arguments and len(arguments) == 1:
+            return (
+                f"Invalid arguments for tool '{name}': arguments: not valid JSON: "
+                f"{arguments[INVALID_JSON_KEY]!s:.200}"
+            ), "invalid"
+        try:
+            valid = tool.validate(arguments)
+        except ToolError as exc:
+            return exc.message, "invalid"
+        return await self._run_tool(tool, valid, ctx)
+
+    async def _run_tool(
+        self, tool: Tool, arguments: Mapping[str, Any], ctx: ToolContext
+    ) -> tuple[str, Outcome]:
+        timeout = tool.timeout if tool.timeout is not None else self.config.tool_timeout
+        try:
+            if timeout:
+                async with asyncio.timeout(timeout) as scope:
+                    try:
+                        output = await tool.call(arguments, ctx)
+                    except TimeoutError as raised:
+                        if scope.expired():
+                            raise
+                        raise _ToolRaisedTimeout() from raised
+            else:
+                output = await tool.call(arguments, ctx)
+        except ToolError as exc:
+            return exc.message, "tool_error"
+        except _ToolRaisedTimeout as exc:
+            return _panic_text(tool.name, exc.__cause__ or TimeoutError()), "sick"
+        except TimeoutError:
+            return f"Tool '{tool.name}' timed out after {_seconds(timeout)}s", "sick"
+        except Exception as exc:
+            return _panic_text(tool.name, exc), "sick"
+        if isinstance(output, ToolOutput):
+            return render_content(output.content), "tool_error" if output.is_error else "ok"
+        return render_content(output), "ok"
+
+    async def _decide(
+        self, name: str, arguments: Mapping[str, Any], result: ToolResultPart, attempt: int
+    ) -> tuple[object, Any]:
+        if self.default_recovery:
+            return None, None
+        tool = self.registry.get(name)
+        failure = ToolFailure(
+            tool=name,
+            arguments=arguments,
+            error_text=result.content,
+            schema=tool.parameters if tool else None,
+            attempt=attempt,
+            max_attempts=MAX_RECOVERY_ATTEMPTS,
+            validate=_validator(tool),
+        )
+        try:
+            analysis = await self.config.reflector.analyze(failure)
+            action = self.config.recovery.decide(analysis, attempt, MAX_RECOVERY_ATTEMPTS)
+        except AgentLoopError:
+            return None, None
+        except Exception:
+            return None, None
+        return action, analysis.correction
+
+
+class _ToolRaisedTimeout(Exception):
+    """A tool raised TimeoutError itself (a panic, not our deadline)."""
+
+
+def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    for error in group.exceptions:
+        if isinstance(error, BaseExceptionGroup):
+            return _first_error(error)
+        if not isinstance(error, asyncio.CancelledError):
+            return error
+    return group.exceptions[0]
+
+
+def _seconds(timeout: float | None) -> str:
+    value = float(timeout or 0)
+    return str(int(value)) if value.is_integer() else f"{value:g}"
+
+
+def _panic_text(name: str, exc: BaseException) -> str:
+    message = str(exc)
+    kind = type(exc).__name__
+    return (
+        f'Tool "{name}" panicked: {kind}: {message}'
+        if message
+        else f'Tool "{name}" panicked: {kind}'
+    )
+
+
+def _validator(tool: Tool | None) -> Any:
+    if tool is None:
+        return None
+
+    def check(arguments: Mapping[str, Any]) -> str | None:
+        try:
+            tool.validate(arguments)
+        except ToolError as exc:
+            return exc.message
+        return None
+
+    return check
+
+
+def _apply(
+    correction: Any, name: str, arguments: Mapping[str, Any]
+) -> tuple[str, Mapping[str, Any]]:
+    """Apply a correction to the retry's input (never to the recorded history)."""
+    if correction is None:
+        return name, arguments
+    if correction.kind == "input_fix" and correction.arguments is not None:
+        return name, dict(correction.arguments)
+    if correction.kind == "tool_change" and correction.tool:
+        return correction.tool, arguments
+    return name, arguments

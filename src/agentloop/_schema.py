@@ -1,0 +1,131 @@
+"""JSON schema and argument validation for function tools, built by pydantic from type hints.
+
+One pydantic model per tool, built once at decoration time; validation at call time is one
+``model_validate`` call. Docstring parameter descriptions (Google ``Args:`` or reST ``:param``)
+become field descriptions.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, get_type_hints
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agentloop.errors import ConfigurationError
+
+__all__ = ["ArgumentModel", "build_argument_model", "format_validation_error", "split_docstring"]
+
+_SECTION = re.compile(
+    r"^\s*(Args|Arguments|Parameters|Returns|Raises|Yields|Examples?|Notes?):\s*$"
+)
+_GOOGLE_PARAM = re.compile(r"^\s*(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+_REST_PARAM = re.compile(r"^\s*:param\s+(?:[\w\[\], |.]+\s+)?(\w+)\s*:\s*(.*)$")
+
+
+class ArgumentModel(BaseModel):
+    """Base of every generated argument model: unknown keys are errors, not silently dropped."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=False)
+
+
+def split_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Split a docstring into its description and its per-parameter descriptions."""
+    if not doc:
+        return "", {}
+    lines = inspect.cleandoc(doc).splitlines()
+    description: list[str] = []
+    params: dict[str, str] = {}
+    section: str | None = None
+    current: str | None = None
+    for line in lines:
+        rest = _REST_PARAM.match(line)
+        if rest:
+            current = rest.group(1)
+            params[current] = rest.group(2).strip()
+            continue
+        header = _SECTION.match(line)
+        if header:
+            section, current = header.group(1), None
+            continue
+        if section in ("Args", "Arguments", "Parameters"):
+            current = _add_param_line(line, params, current)
+        elif section is None and not line.lstrip().startswith(":"):
+            description.append(line)
+    return "\n".join(description).strip(), params
+
+
+def _add_param_line(line: str, params: dict[str, str], current: str | None) -> str | None:
+    match = _GOOGLE_PARAM.match(line)
+    indent = len(line) - len(line.lstrip())
+    if match and indent <= 4:
+        name = match.group(1).lstrip("*")
+        params[name] = match.group(2).strip()
+        return name
+    if current and line.strip():
+        params[current] = f"{params[current]} {line.strip()}".strip()
+    return current
+
+
+def build_argument_model(
+    func: Callable[..., Any], tool_name: str, skip_first: bool
+) -> tuple[type[ArgumentModel], dict[str, Any], str]:
+    """Build (argument model, JSON schema, description) for ``func``.
+
+    Raises ``ConfigurationError`` naming the parameter for *args/**kwargs, a missing
+    annotation, or an annotation pydantic cannot turn into a JSON schema.
+    """
+    description, param_docs = split_docstring(func.__doc__)
+    try:
+        hints = get_type_hints(func, include_extras=True)
+    except Exception as exc:
+        raise ConfigurationError(
+            f"tool '{tool_name}': cannot resolve type hints: {exc}", field="annotations"
+        ) from exc
+    params = list(inspect.signature(func).parameters.values())
+    if skip_first:
+        params = params[1:]
+    fields: dict[str, Any] = {}
+    for param in params:
+        fields[param.name] = _field_for(param, hints, param_docs, tool_name)
+    try:
+        model = pydantic.create_model(
+            f"{tool_name}_arguments", __base__=ArgumentModel, **fields
+        )
+        schema = model.model_json_schema()
+    except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError, TypeError) as exc:
+        raise ConfigurationError(
+            f"tool '{tool_name}' has a parameter type that cannot be described as JSON: {exc}",
+            field="annotations",
+        ) from exc
+    schema.pop("title", None)
+    return model, schema, description
+
+
+def _field_for(
+    param: inspect.Parameter, hints: Mapping[str, Any], docs: Mapping[str, str], tool_name: str
+) -> tuple[Any, Any]:
+    if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+        raise ConfigurationError(
+            f"tool '{tool_name}': parameter '{param.name}' must not be *args or **kwargs",
+            field=param.name,
+        )
+    if param.name not in hints:
+        raise ConfigurationError(
+            f"tool '{tool_name}': parameter '{param.name}' needs a type annotation",
+            field=param.name,
+        )
+    default = ... if param.default is inspect.Parameter.empty else param.default
+    return (hints[param.name], Field(default, description=docs.get(param.name)))
+
+
+def format_validation_error(tool_name: str, error: ValidationError) -> str:
+    """``Invalid arguments for tool 'x': <field>: <problem>; ...``."""
+    problems = []
+    for item in error.errors(include_url=False, include_context=False, include_input=False):
+        loc = ".".join(str(part) for part in item["loc"]) or "arguments"
+        problems.append(f"{loc}: {item['msg']}")
+    return f"Invalid arguments for tool '{tool_name}': " + "; ".join(problems)

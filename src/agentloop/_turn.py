@@ -1,0 +1,209 @@
+"""One run's mutable state and one turn's model step: build the request, call, record.
+
+``RunState.transcript`` is committed history plus this run's messages, built once per run and
+appended to per turn; ``boundary`` marks the end of the last complete turn (what a salvaging
+finalize commits).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from agentloop.cancel import CancelToken
+from agentloop.errors import (
+    AgentLoopError,
+    AttemptRecord,
+    Cancelled,
+    FailurePhase,
+    InternalError,
+    ProviderError,
+    ResponseInvalid,
+)
+from agentloop.messages import Message, ToolCallPart
+from agentloop.model import ModelClient, ModelRequest, ModelResponse, ModelSettings, ToolSpec
+from agentloop.observers import ObserverFanout
+from agentloop.run import Run
+
+__all__ = ["ClientEventBridge", "RunState", "call_model"]
+
+
+@dataclass(eq=False)
+class RunState:
+    """Everything one run mutates."""
+
+    run: Run
+    tokens: tuple[CancelToken, ...]
+    transcript: list[Message]
+    base: int
+    advertised: frozenset[str]
+    specs: tuple[ToolSpec, ...]
+    boundary: int = 0
+    turn_index: int = 0
+    tool_calls: int = 0
+    finalizing: bool = False
+    watch_handles: list[tuple[CancelToken, int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.boundary = self.base
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether any watched token fired."""
+        return any(t.cancelled for t in self.tokens)
+
+    def check_cancel(self) -> None:
+        """A cancellation checkpoint."""
+        for token in self.tokens:
+            if token.cancelled:
+                raise Cancelled()
+
+    def append(self, message: Message) -> None:
+        """Add a message of this run."""
+        self.transcript.append(message)
+
+    def complete_turn(self) -> None:
+        """Mark everything so far as a complete turn (a salvage point)."""
+        self.boundary = len(self.transcript)
+
+    @property
+    def pending(self) -> list[Message]:
+        """This run's messages."""
+        return self.transcript[self.base :]
+
+
+class ClientEventBridge:
+    """Forwards a wrapping client's events (retry, fallback, switch) to the observers."""
+
+    __slots__ = ("_observers", "_run")
+
+    def __init__(self, run: Run, observers: ObserverFanout) -> None:
+        self._run = run
+        self._observers = observers
+
+    def on_retry(self, error: BaseException, attempt: int, wait_seconds: float) -> None:
+        """A request is retried."""
+        self._observers.emit("on_retry", self._run, error, attempt, wait_seconds)
+
+    def on_fallback(self, from_model: str, to_model: str, error: BaseException) -> None:
+        """A request failed over."""
+        self._observers.emit("on_fallback", self._run, from_model, to_model, error)
+
+    def on_model_switched(self, from_model: str, to_model: str) -> None:
+        """The serving model changed."""
+        self._observers.emit("on_model_switched", self._run, from_model, to_model)
+
+
+def build_request(
+    state: RunState,
+    system: str | None,
+    settings: ModelSettings,
+    events: ClientEventBridge | None,
+) -> ModelRequest:
+    """The request for the next model call."""
+    return ModelRequest(
+        messages=tuple(state.transcript),
+        tools=state.specs,
+        system=system,
+        settings=settings,
+        events=events,
+    )
+
+
+async def call_model(
+    client: ModelClient,
+    request: ModelRequest,
+    state: RunState,
+    observers: ObserverFanout,
+    stream: bool,
+) -> ModelResponse:
+    """One model call; every failure leaves as an ``AgentLoopError``."""
+    state.check_cancel()
+    started = time.perf_counter()
+    try:
+        if stream:
+            response = await _consume_stream(client, request, state, observers)
+        else:
+            response = await client.complete(request)
+    except ProviderError as error:
+        _ensure_attempt_log(error, time.perf_counter() - started)
+        raise
+    except AgentLoopError:
+        raise
+    except Exception as exc:
+        raise InternalError(f"model client raised {type(exc).__name__}: {exc}") from exc
+    return _checked(response, client)
+
+
+async def _consume_stream(
+    client: ModelClient, request: ModelRequest, state: RunState, observers: ObserverFanout
+) -> ModelResponse:
+    response: ModelResponse | None = None
+    events = client.stream(request)
+    try:
+        async for event in events:
+            state.check_cancel()
+            if event.kind == "text_delta":
+                observers.emit("on_text_delta", state.run, event.text)
+            elif event.kind == "attempt_reset":
+                observers.emit("on_attempt_reset", state.run)
+            elif event.kind == "done":
+                response = event.response
+    finally:
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()
+    if response is None:
+        raise ResponseInvalid(
+            "the stream ended without its terminal event",
+            provider=client.provider,
+            phase=FailurePhase.BODY,
+            request_sent=True,
+        )
+    return response
+
+
+def _ensure_attempt_log(error: ProviderError, duration: float) -> None:
+    """An unwrapped client's error gets a one-record attempt log."""
+    if error.attempt_log:
+        return
+    error.attempt_log = (
+        AttemptRecord(
+            attempt=1,
+            error_type=type(error).__name__,
+            status_code=error.status_code,
+            phase=error.phase,
+            request_sent=error.request_sent,
+            duration_seconds=duration,
+        ),
+    )
+
+
+def _checked(response: object, client: ModelClient) -> ModelResponse:
+    """Reject a reply that is not an assistant message; give every tool call an id."""
+    if not isinstance(response, ModelResponse) or response.message.role != "assistant":
+        raise ResponseInvalid(
+            f"the model client returned {type(response).__name__}, not an assistant reply",
+            provider=client.provider,
+            phase=FailurePhase.BODY,
+            request_sent=True,
+            body=repr(response)[:8192],
+        )
+    calls = response.message.tool_calls
+    if calls and (not all(c.id for c in calls) or len({c.id for c in calls}) != len(calls)):
+        response = replace(response, message=_restamped(response.message, calls))
+    return response
+
+
+def _restamped(message: Message, calls: Sequence[ToolCallPart]) -> Message:
+    seen: set[str] = set()
+    parts = []
+    for part in message.parts:
+        if isinstance(part, ToolCallPart):
+            if not part.id or part.id in seen:
+                part = ToolCallPart(f"call_{uuid.uuid4().hex[:12]}", part.name, part.arguments)
+            seen.add(part.id)
+        parts.append(part)
+    return Message("assistant", tuple(parts))

@@ -1,0 +1,118 @@
+"""``RunConfig``: every knob of a run, frozen, validated at construction.
+
+Invalid values raise ``ConfigurationError`` naming the field, before any request is sent.
+The ``0 disables`` convention holds for thresholds: ``tool_timeout=0`` means no timeout,
+``context_window=0`` turns the window policy off, ``max_tool_output_chars=0`` keeps outputs whole.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentloop.context import Compactor, TruncatingCompactor
+from agentloop.errors import ConfigurationError
+from agentloop.model import ModelSettings
+from agentloop.safety.breaker import ToolBreaker
+from agentloop.safety.budget import Budget
+from agentloop.safety.convergence import Convergence
+from agentloop.safety.loops import LoopDetection
+from agentloop.safety.recovery import (
+    ExponentialBackoffRecovery,
+    NoopReflector,
+    RecoveryStrategy,
+    Reflector,
+)
+from agentloop.tokens import HeuristicTokenCounter, TokenCounter
+
+__all__ = ["RunConfig"]
+
+
+def _fail(name: str, rule: str, value: Any) -> ConfigurationError:
+    return ConfigurationError(f"RunConfig.{name} must be {rule}, got {value!r}", field=name)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    """How a run behaves; every field has a default (see SPEC section 2)."""
+
+    max_turns: int = 200
+    stream: bool = False
+    parallel_tool_calls: bool = False
+    max_concurrency: int = 8
+    tool_timeout: float | None = 120.0
+    suggest_tools: bool = True
+    max_tool_calls: int | None = None
+    max_tool_calls_per_turn: int | None = None
+    max_tool_output_chars: int = 0
+    headless: bool = True
+    loop_detection: LoopDetection = field(default_factory=LoopDetection)
+    convergence: Convergence = field(default_factory=Convergence)
+    tool_breaker: ToolBreaker = field(default_factory=ToolBreaker)
+    reflector: Reflector = field(default_factory=NoopReflector)
+    recovery: RecoveryStrategy = field(
+        default_factory=lambda: ExponentialBackoffRecovery(max_retries=3)
+    )
+    budget: Budget = field(default_factory=Budget)
+    context_window: int = 200_000
+    compact_threshold: float = 0.8
+    auto_compact: bool = True
+    compactor: Compactor = field(default_factory=TruncatingCompactor)
+    token_counter: TokenCounter = field(default_factory=HeuristicTokenCounter)
+    model_settings: ModelSettings = field(default_factory=ModelSettings)
+
+    def __post_init__(self) -> None:
+        self._check_counts()
+        self._check_flags()
+        self._check_components()
+
+    def _check_counts(self) -> None:
+        for name in ("max_turns", "max_concurrency"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise _fail(name, "an integer >= 1", value)
+        for name in ("max_tool_calls", "max_tool_calls_per_turn"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise _fail(name, "None or an integer >= 1", value)
+        for name in ("max_tool_output_chars", "context_window"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise _fail(name, "an integer >= 0", value)
+        timeout = self.tool_timeout
+        if timeout is not None and (not _is_number(timeout) or timeout < 0):
+            raise _fail("tool_timeout", "None or a number >= 0", timeout)
+        threshold = self.compact_threshold
+        if not _is_number(threshold) or not 0.0 < threshold <= 1.0:
+            raise _fail("compact_threshold", "in (0, 1]", threshold)
+
+    def _check_flags(self) -> None:
+        for name in ("stream", "parallel_tool_calls", "suggest_tools", "headless", "auto_compact"):
+            if not isinstance(getattr(self, name), bool):
+                raise _fail(name, "a bool", getattr(self, name))
+
+    def _check_components(self) -> None:
+        typed: tuple[tuple[str, type], ...] = (
+            ("loop_detection", LoopDetection),
+            ("convergence", Convergence),
+            ("tool_breaker", ToolBreaker),
+            ("budget", Budget),
+            ("model_settings", ModelSettings),
+        )
+        for name, cls in typed:
+            if not isinstance(getattr(self, name), cls):
+                raise _fail(name, f"a {cls.__name__}", getattr(self, name))
+        protocols = (
+            ("reflector", "analyze"),
+            ("recovery", "decide"),
+            ("compactor", "compact"),
+            ("token_counter", "count_message"),
+        )
+        for name, method in protocols:
+            if not callable(getattr(getattr(self, name), method, None)):
+                raise _fail(name, f"an object with a {method}() method", getattr(self, name))

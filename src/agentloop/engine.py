@@ -1,0 +1,254 @@
+"""``Agent``: the loop, as a short sequence of named steps.
+
+A run: accept input → (check cancel → max turns → model call → record → dispatch tools →
+one ``tool`` message) until a reply without tool calls → finalize. Every exit goes through
+``_finalize``, which records ``stop_reason`` and commits history three ways (success: all;
+cannot-fit family: nothing; anything else: the completed turns).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from agentloop._dispatch import Dispatcher
+from agentloop._turn import ClientEventBridge, RunState, build_request, call_model
+from agentloop.cancel import CancelToken
+from agentloop.config import RunConfig
+from agentloop.errors import (
+    AgentLoopError,
+    Cancelled,
+    CompactionStalled,
+    ConfigurationError,
+    ContextExceeded,
+    ContextLengthExceeded,
+    InternalError,
+    InvalidInput,
+    MaxTurnsExceeded,
+)
+from agentloop.hooks import Approver, Hook, overrides
+from agentloop.messages import Message
+from agentloop.model import ModelClient
+from agentloop.observers import Observer, ObserverFanout
+from agentloop.run import Run, Turn
+from agentloop.tools import Tool, ToolRegistry
+
+__all__ = ["Agent"]
+
+logger = logging.getLogger("agentloop")
+
+_CANNOT_FIT = (ContextExceeded, CompactionStalled, ContextLengthExceeded)
+
+
+class Agent:
+    """An LLM agent: a model client, tools, a system prompt and the committed history."""
+
+    def __init__(
+        self,
+        client: ModelClient,
+        *,
+        tools: Iterable[Tool | Callable[..., Any]] | ToolRegistry = (),
+        system: str | None = None,
+        config: RunConfig | None = None,
+        hooks: Sequence[Hook] = (),
+        observers: Sequence[Observer] = (),
+        approver: Approver | None = None,
+        store: Any = None,
+        session_id: str | None = None,
+    ) -> None:
+        if client is None or not callable(getattr(client, "complete", None)):
+            raise ConfigurationError("Agent needs a model client (a ModelClient)", field="client")
+        config = RunConfig() if config is None else config
+        if not isinstance(config, RunConfig):
+            raise ConfigurationError("Agent config must be a RunConfig", field="config")
+        if not config.headless and approver is None:
+            raise ConfigurationError(
+                "RunConfig(headless=False) needs Agent(approver=...) to answer Ask",
+                field="approver",
+            )
+        self.client = client
+        self.registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        self.system = system
+        self.config = config
+        self.session_id = session_id or uuid.uuid4().hex
+        self.store = store
+        self._hooks = tuple(hooks)
+        self._observers = ObserverFanout(tuple(observers))
+        self._history: list[Message] = []
+        self._runs: list[Run] = []
+        self._cancel = CancelToken()
+        self._dispatcher = Dispatcher(
+            registry=self.registry,
+            config=config,
+            hooks=self._hooks,
+            observers=self._observers,
+            approver=approver,
+            session_id=self.session_id,
+        )
+
+    @property
+    def history(self) -> list[Message]:
+        """Committed messages (a copy)."""
+        return list(self._history)
+
+    @property
+    def runs(self) -> list[Run]:
+        """Every run, failed ones included."""
+        return list(self._runs)
+
+    @property
+    def current_run(self) -> Run | None:
+        """The last run."""
+        return self._runs[-1] if self._runs else None
+
+    @property
+    def cancel_token(self) -> CancelToken:
+        """The agent's own cancel signal."""
+        return self._cancel
+
+    def cancel(self) -> None:
+        """Fire the agent's cancel signal: the running (or else the next) run is cancelled."""
+        self._cancel.cancel()
+
+    def run_sync(self, input: str, *, cancel: CancelToken | None = None) -> Run:
+        """The one sync facade: ``asyncio.run(agent.run(...))``."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.run(input, cancel=cancel))
+        raise InvalidInput("run_sync() was called inside a running event loop; await run()")
+
+    async def run(self, input: str, *, cancel: CancelToken | None = None) -> Run:
+        """Run the agent on ``input``; raise the hard error that ended it, after finalizing."""
+        if not isinstance(input, str):
+            raise InvalidInput(f"run() input must be a str, got {type(input).__name__}")
+        state = self._start(input, cancel)
+        inner = asyncio.get_running_loop().create_task(self._execute(state))
+
+        def on_cancel() -> None:
+            if not state.finalizing:
+                inner.cancel()
+
+        state.watch_handles = [(t, t.watch(on_cancel)) for t in state.tokens]
+        return await inner
+
+    def _start(self, input: str, cancel: CancelToken | None) -> RunState:
+        run = Run(id=uuid.uuid4().hex, input=input, started_at=time.time())
+        self._runs.append(run)
+        transcript = list(self._history)
+        base = len(transcript)
+        transcript.append(Message.user(input))
+        tokens = (self._cancel,) if cancel is None else (self._cancel, cancel)
+        return RunState(
+            run=run,
+            tokens=tokens,
+            transcript=transcript,
+            base=base,
+            advertised=frozenset(self.registry.names()),
+            specs=self.registry.specs(),
+        )
+
+    async def _execute(self, state: RunState) -> Run:
+        try:
+            state.check_cancel()
+            await self._run_start(state)
+            await self._loop(state)
+        except asyncio.CancelledError:
+            if not state.cancelled:
+                await self._finalize(state, Cancelled())
+                raise
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()
+            await self._finalize(state, Cancelled())
+        except AgentLoopError as error:
+            await self._finalize(state, error)
+        except Exception as exc:
+            await self._finalize(state, _internal(exc))
+        else:
+            await self._finalize(state, None)
+        stop = state.run.stop_reason
+        if stop is not None:
+            raise stop
+        return state.run
+
+    async def _run_start(self, state: RunState) -> None:
+        self._observers.emit("on_run_start", state.run)
+        for hook in self._hooks:
+            if overrides(hook, Hook, "on_run_start"):
+                await hook.on_run_start(state.run)
+
+    async def _loop(self, state: RunState) -> None:
+        events = ClientEventBridge(state.run, self._observers)
+        config = self.config
+        while True:
+            state.check_cancel()
+            if state.turn_index >= config.max_turns:
+                raise MaxTurnsExceeded(config.max_turns)
+            self._observers.emit("on_turn_start", state.run, state.turn_index)
+            request = build_request(state, self.system, config.model_settings, events)
+            response = await call_model(self.client, request, state, self._observers, config.stream)
+            self._observers.emit("on_response", state.run, response)
+            calls = response.tool_calls
+            turn = Turn(
+                index=state.turn_index,
+                model=response.model or self.client.model,
+                tool_calls=list(calls),
+                usage=response.usage,
+                stop_reason=response.stop_reason,
+                text=response.text,
+            )
+            state.run.turns.append(turn)
+            state.run.usage = state.run.usage + response.usage
+            state.append(response.message)
+            if not calls:
+                state.run.output = response.text
+                state.complete_turn()
+                self._observers.emit("on_turn_end", state.run, turn)
+                return
+            results = await self._dispatcher.dispatch_turn(state, calls)
+            turn.tool_results = results
+            state.append(Message.tool_results(results))
+            state.complete_turn()
+            state.turn_index += 1
+            self._observers.emit("on_turn_end", state.run, turn)
+
+    async def _finalize(self, state: RunState, error: AgentLoopError | None) -> None:
+        state.finalizing = True
+        for token, handle in state.watch_handles:
+            token.unwatch(handle)
+        run = state.run
+        run.ended_at = time.time()
+        run.stop_reason = error
+        run.messages = state.pending
+        self._commit(state, error)
+        if error is not None and error.summary is None:
+            error.summary = run.summary()
+        for hook in self._hooks:
+            if overrides(hook, Hook, "on_run_end"):
+                try:
+                    await hook.on_run_end(run)
+                except Exception:
+                    logger.exception("hook %r raised in on_run_end; ignored", hook)
+        self._observers.emit("on_run_end", run)
+        if self._cancel.cancelled:
+            self._cancel.reset()
+
+    def _commit(self, state: RunState, error: AgentLoopError | None) -> None:
+        """Three-way retention: all on success, nothing for cannot-fit, else completed turns."""
+        if error is None:
+            self._history.extend(state.pending)
+        elif isinstance(error, _CANNOT_FIT):
+            state.run.unfinished_input = state.run.input
+        else:
+            self._history.extend(state.transcript[state.base : state.boundary])
+
+
+def _internal(exc: Exception) -> InternalError:
+    error = InternalError(f"unexpected {type(exc).__name__} in the engine: {exc}")
+    error.__cause__ = exc
+    return error

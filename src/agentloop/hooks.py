@@ -1,0 +1,77 @@
+"""Hooks: user code that may veto a tool call (``Block``/``Ask``) or watch run boundaries.
+
+Subclass ``Hook`` and override what you need. The first ``Block`` or ``Ask`` wins and later
+hooks are not consulted; an explicit ``Allow`` does not stop evaluation. In headless mode
+(``RunConfig.headless=True``, the default) ``Ask`` acts as ``Block`` with its message;
+otherwise the agent's ``approver`` answers it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, TypeAlias
+
+from agentloop.messages import Message, ToolCallPart, ToolResultPart
+from agentloop.tools import ToolContext
+
+if TYPE_CHECKING:
+    from agentloop.run import Run
+
+__all__ = ["Allow", "Approver", "Ask", "Block", "Hook", "PreToolDecision", "overrides"]
+
+
+@dataclass(frozen=True, slots=True)
+class Allow:
+    """Explicitly allow the call (later hooks are still consulted)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """Veto the call; the model reads ``reason`` verbatim as a soft error."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """Ask a human; headless runs treat it as ``Block(message)``."""
+
+    message: str
+
+
+PreToolDecision: TypeAlias = Allow | Block | Ask | None
+
+
+class Approver(Protocol):
+    """Answers ``Ask`` decisions when the agent is not headless."""
+
+    async def __call__(self, call: ToolCallPart, message: str) -> bool:
+        """Return True to let the call run."""
+        ...
+
+
+class Hook:
+    """No-op base class: override any method."""
+
+    async def pre_tool(self, call: ToolCallPart, ctx: ToolContext) -> PreToolDecision:
+        """Before each attempt of a tool call."""
+        return None
+
+    async def post_tool(self, call: ToolCallPart, result: ToolResultPart, ctx: ToolContext) -> None:
+        """After each attempt that ran (not after a veto)."""
+
+    async def pre_compact(self, messages: Sequence[Message], estimate: int) -> bool | None:
+        """Before a compaction pass; return False to veto it."""
+        return None
+
+    async def on_run_start(self, run: Run) -> None:
+        """When a run starts."""
+
+    async def on_run_end(self, run: Run) -> None:
+        """When a run ends (after finalize)."""
+
+
+def overrides(obj: object, base: type, method: str) -> bool:
+    """Whether ``obj``'s class overrides ``base.method`` (so no-op calls can be skipped)."""
+    return getattr(type(obj), method, None) is not getattr(base, method)

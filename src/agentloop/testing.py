@@ -1,0 +1,180 @@
+"""Test doubles that implement the same ``ModelClient`` protocol the real providers do.
+
+``ScriptedModel`` plays a list of steps, one per request: ``reply(text)``, ``call(name, args)``
+(a list of calls is one turn), an exception instance to raise, or a callable
+``request -> step``. ``FunctionModel(fn)`` computes every reply. Both stream too: text in
+small deltas, then the terminal ``done`` event.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from agentloop.errors import InternalError
+from agentloop.messages import Message, Part, TextPart, ToolCallPart, Usage
+from agentloop.model import ModelRequest, ModelResponse, StreamEvent
+
+__all__ = [
+    "FunctionModel",
+    "ScriptExhausted",
+    "ScriptedCall",
+    "ScriptedModel",
+    "Step",
+    "call",
+    "reply",
+]
+
+
+class ScriptExhausted(InternalError):
+    """A ``ScriptedModel`` received more requests than it has steps."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedCall:
+    """A tool call to emit; ``id=None`` gets a fresh unique id when emitted."""
+
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    id: str | None = None
+
+
+Step: TypeAlias = Any
+"""A ModelResponse, a ScriptedCall, a list of calls (and texts), an exception, or a callable."""
+
+
+def reply(text: str, *, usage: Usage | None = None, stop_reason: str = "end_turn") -> ModelResponse:
+    """A terminal text reply."""
+    return ModelResponse(Message.assistant(text), usage=usage or Usage(), stop_reason=stop_reason)
+
+
+def call(name: str, args: Mapping[str, Any] | None = None, id: str | None = None) -> ScriptedCall:
+    """A tool call step (ids are unique per emitted call unless given)."""
+    return ScriptedCall(name, dict(args or {}), id)
+
+
+class _Base:
+    """Shared emission logic: steps to responses, complete and stream."""
+
+    def __init__(self, model: str, provider: str) -> None:
+        self._model = model
+        self._provider = provider
+        self.requests: list[ModelRequest] = []
+        self._ids = itertools.count(1)
+        self.closed = False
+
+    @property
+    def model(self) -> str:
+        """The model name responses report."""
+        return self._model
+
+    @property
+    def provider(self) -> str:
+        """The provider name."""
+        return self._provider
+
+    async def _step_for(self, request: ModelRequest) -> Step:
+        raise NotImplementedError
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Record the request and answer with the next step."""
+        self.requests.append(request)
+        step = await self._step_for(request)
+        while callable(step) and not isinstance(step, type):
+            step = step(request)
+            if inspect.isawaitable(step):
+                step = await step
+        return self._response(step)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """The same answer as ``complete``, streamed."""
+        response = await self.complete(request)
+        text = response.text
+        for start in range(0, len(text), 8):
+            yield StreamEvent("text_delta", text=text[start : start + 8])
+        for index, part in enumerate(response.tool_calls):
+            yield StreamEvent("tool_call_delta", index=index, call_id=part.id, name=part.name)
+        yield StreamEvent("done", response=response)
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+        self.closed = True
+
+    def _response(self, step: Step) -> ModelResponse:
+        if isinstance(step, BaseException):
+            raise step
+        if isinstance(step, ModelResponse):
+            return step if step.model else _with_model(step, self._model)
+        if isinstance(step, ScriptedCall | ToolCallPart | str):
+            step = [step]
+        if isinstance(step, Sequence):
+            parts = [self._part(item) for item in step]
+            message = Message("assistant", tuple(parts))
+            stop = "tool_use" if message.tool_calls else "end_turn"
+            return ModelResponse(message, model=self._model, stop_reason=stop)
+        raise TypeError(f"not a scripted step: {step!r}")
+
+    def _part(self, item: Any) -> Part:
+        if isinstance(item, str):
+            return TextPart(item)
+        if isinstance(item, ToolCallPart):
+            return item
+        if isinstance(item, ScriptedCall):
+            call_id = item.id or f"call_{next(self._ids)}"
+            return ToolCallPart(call_id, item.name, dict(item.arguments))
+        raise TypeError(f"not a scripted step item: {item!r}")
+
+
+def _with_model(response: ModelResponse, model: str) -> ModelResponse:
+    return ModelResponse(
+        response.message, response.usage, model, response.stop_reason, response.request_id
+    )
+
+
+class ScriptedModel(_Base):
+    """Answers request N with step N; ``.requests`` records every request."""
+
+    def __init__(self, steps: Iterable[Step], model: str = "scripted") -> None:
+        super().__init__(model, "scripted")
+        self.steps = list(steps)
+        self._next = 0
+
+    async def _step_for(self, request: ModelRequest) -> Step:
+        if self._next >= len(self.steps):
+            last = request.messages[-1] if request.messages else None
+            raise ScriptExhausted(
+                f"ScriptedModel has {len(self.steps)} steps but received request "
+                f"#{len(self.requests)} (last message: {_describe(last)})"
+            )
+        step = self.steps[self._next]
+        self._next += 1
+        return step
+
+    @property
+    def remaining(self) -> int:
+        """Steps not yet played."""
+        return len(self.steps) - self._next
+
+
+class FunctionModel(_Base):
+    """Answers every request with ``fn(request)`` (sync or async), interpreted as a step."""
+
+    def __init__(self, fn: Callable[[ModelRequest], Any], model: str = "function") -> None:
+        super().__init__(model, "function")
+        self.fn = fn
+
+    async def _step_for(self, request: ModelRequest) -> Step:
+        step = self.fn(request)
+        if inspect.isawaitable(step):
+            step = await step
+        return step
+
+
+def _describe(message: Message | None) -> str:
+    if message is None:
+        return "none"
+    text = message.text or ", ".join(p.__class__.__name__ for p in message.parts)
+    return f"{message.role}: {text[:80]!r}"

@@ -1,0 +1,305 @@
+"""Tools: ``@tool`` for functions, ``Tool`` for hand-written ones, and the ``ToolRegistry``.
+
+A tool fails softly by raising ``ToolError("text for the model")`` or returning
+``ToolOutput(content, is_error=True)``. Sync functions run in a worker thread so they never
+block the event loop. Results that are not strings are serialised (JSON for dicts, lists,
+pydantic models and dataclasses), never ``repr``-dumped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, get_type_hints, overload
+
+import pydantic_core
+from pydantic import BaseModel, ValidationError
+
+from agentloop._schema import ArgumentModel, build_argument_model, format_validation_error
+from agentloop.cancel import CancelToken
+from agentloop.errors import (
+    ConfigurationError,
+    ToolError,
+    ToolExecutionError,
+    ToolNotFound,
+)
+from agentloop.model import ToolSpec
+
+__all__ = [
+    "FunctionTool",
+    "Tool",
+    "ToolContext",
+    "ToolOutput",
+    "ToolRegistry",
+    "render_content",
+    "tool",
+]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """A tool's result with an explicit error flag (``is_error=True`` is a soft error)."""
+
+    content: Any
+    is_error: bool = False
+
+
+class ToolContext:
+    """What a tool may know about the call: run id, turn, call id, cancel token, scratch dir."""
+
+    __slots__ = ("_scratch", "call_id", "cancel", "run_id", "session_id", "tool_name", "turn")
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        turn: int,
+        call_id: str,
+        tool_name: str,
+        cancel: CancelToken,
+        session_id: str,
+        scratch: Callable[[], Path] | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.turn = turn
+        self.call_id = call_id
+        self.tool_name = tool_name
+        self.cancel = cancel
+        self.session_id = session_id
+        self._scratch = scratch
+
+    @property
+    def scratch_dir(self) -> Path:
+        """A per-session scratch directory, created on first use."""
+        if self._scratch is not None:
+            return self._scratch()
+        path = Path(tempfile.gettempdir()) / f"agentloop-{self.session_id}"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def __repr__(self) -> str:
+        return f"ToolContext(run_id={self.run_id!r}, turn={self.turn}, call_id={self.call_id!r})"
+
+
+def render_content(value: Any) -> str:
+    """Serialise a tool's return value into the text the model reads."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
+    if isinstance(value, dict | list | tuple | int | float | bool):
+        try:
+            return json.dumps(value, ensure_ascii=False, default=_json_default)
+        except (TypeError, ValueError):
+            pass
+    return pydantic_core.to_json(value, fallback=str).decode()
+
+
+def _json_default(value: Any) -> Any:
+    return pydantic_core.to_jsonable_python(value, fallback=str)
+
+
+class Tool:
+    """Base class for hand-written tools.
+
+    Set ``name``, ``description`` and ``parameters`` (a JSON schema object) and implement
+    ``call``. ``validate`` checks required keys; override it for stricter checks (return the
+    arguments to use, or raise ``ToolError`` with the text the model should read).
+    """
+
+    name: str = ""
+    description: str = ""
+    parameters: Mapping[str, Any] = {"type": "object", "properties": {}}
+    timeout: float | None = None
+
+    def validate(self, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Check arguments before the call; raise ``ToolError`` with the problem."""
+        missing = [k for k in self.parameters.get("required", ()) if k not in arguments]
+        if missing:
+            problems = "; ".join(f"{k}: Field required" for k in missing)
+            raise ToolError(f"Invalid arguments for tool '{self.name}': {problems}")
+        return arguments
+
+    async def call(self, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
+        """Run the tool; the return value is rendered with ``render_content``."""
+        raise NotImplementedError
+
+    def spec(self) -> ToolSpec:
+        """The tool as advertised to the model."""
+        return ToolSpec(self.name, self.description, self.parameters)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+class FunctionTool(Tool):
+    """A tool made from a function by ``@tool``."""
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        self.func = func
+        self.name = name or func.__name__
+        if timeout is not None and timeout < 0:
+            raise ConfigurationError(f"tool '{self.name}': timeout must be >= 0", field="timeout")
+        self.timeout = timeout
+        self.takes_context = _first_param_is_context(func)
+        model, schema, doc = build_argument_model(func, self.name, self.takes_context)
+        self.model: type[ArgumentModel] = model
+        self.parameters = schema
+        self.description = description if description is not None else doc
+        self.is_async = inspect.iscoroutinefunction(func)
+        self._fields = tuple(model.model_fields)
+        self._spec = ToolSpec(self.name, self.description, schema)
+        self.__doc__ = func.__doc__
+
+    def spec(self) -> ToolSpec:
+        """The tool as advertised to the model (built once)."""
+        return self._spec
+
+    def validate(self, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Validate with the pydantic model; the text names each field and problem."""
+        try:
+            parsed = self.model.model_validate(arguments)
+        except ValidationError as exc:
+            raise ToolError(format_validation_error(self.name, exc)) from None
+        return {field: getattr(parsed, field) for field in self._fields}
+
+    async def call(self, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
+        """Await async functions; run sync ones in a worker thread."""
+        args = (ctx,) if self.takes_context else ()
+        if self.is_async:
+            return await self.func(*args, **arguments)
+        return await asyncio.to_thread(self.func, *args, **arguments)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the underlying function directly."""
+        return self.func(*args, **kwargs)
+
+
+def _first_param_is_context(func: Callable[..., Any]) -> bool:
+    params = list(inspect.signature(func).parameters.values())
+    if not params:
+        return False
+    try:
+        hint = get_type_hints(func).get(params[0].name)
+    except Exception:
+        hint = None
+    return hint is ToolContext or params[0].annotation in ("ToolContext", ToolContext)
+
+
+@overload
+def tool(func: Callable[..., Any], /) -> FunctionTool: ...
+
+
+@overload
+def tool(
+    *, name: str | None = None, description: str | None = None, timeout: float | None = None
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+
+
+def tool(
+    func: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+    """Make a tool from a sync or async function (``@tool`` or ``@tool(name=..., timeout=...)``).
+
+    The name is the function's, the description its docstring, the JSON schema and argument
+    validation come from the type hints via pydantic.
+    """
+
+    def wrap(f: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(f, name=name, description=description, timeout=timeout)
+
+    return wrap(func) if func is not None else wrap
+
+
+class ToolRegistry:
+    """Tools by name; two tools with one name are a ``ConfigurationError``."""
+
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for item in tools:
+            self.register(item)
+
+    def register(self, item: Tool | Callable[..., Any]) -> Tool:
+        """Add a tool (a plain function is wrapped with ``@tool``)."""
+        if not isinstance(item, Tool):
+            if not callable(item):
+                raise ConfigurationError(f"not a tool: {item!r}", field="tools")
+            item = tool(item)
+        if not item.name:
+            raise ConfigurationError(f"tool {item!r} has no name", field="tools")
+        if item.name in self._tools:
+            raise ConfigurationError(
+                f"two tools are named '{item.name}'; tool names must be unique", field="tools"
+            )
+        self._tools[item.name] = item
+        return item
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called ``name``, or None."""
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        """Registered names, sorted."""
+        return sorted(self._tools)
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """Every tool as advertised to the model, in registration order."""
+        return tuple(t.spec() for t in self._tools.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __iter__(self) -> Any:
+        return iter(self._tools.values())
+
+    async def execute(
+        self, name: str, arguments: Mapping[str, Any], ctx: ToolContext | None = None
+    ) -> str:
+        """Run a tool directly (outside a run): misses and failures are hard errors here."""
+        found = self._tools.get(name)
+        if found is None:
+            raise ToolNotFound(name, self.names())
+        context = ctx or ToolContext(
+            run_id="direct",
+            turn=0,
+            call_id="direct",
+            tool_name=name,
+            cancel=CancelToken(),
+            session_id=f"direct-{os.getpid()}",
+        )
+        try:
+            output = await found.call(found.validate(arguments), context)
+        except ToolError as exc:
+            raise ToolExecutionError(name, exc.message) from exc
+        except Exception as exc:
+            raise ToolExecutionError(name, f"{type(exc).__name__}: {exc}") from exc
+        if isinstance(output, ToolOutput):
+            if output.is_error:
+                raise ToolExecutionError(name, render_content(output.content))
+            return render_content(output.content)
+        return render_content(output)
