@@ -1,0 +1,502 @@
+"""The Anthropic Messages API adapter: agentloop messages in, ``ModelResponse`` out.
+
+Speaks ``POST {base_url}/v1/messages`` through the shared ``HttpTransport`` (which classifies
+every HTTP failure), both as one JSON reply and as SSE. Wire rules it owns:
+
+- The system prompt (``request.system`` and any ``system`` messages) goes top-level.
+- An agentloop ``tool`` message becomes one ``user`` message of ``tool_result`` blocks (with
+  ``is_error``); consecutive same-role messages are merged, so a user text right after tool
+  results joins that user message (results first, as the API requires). Empty text is dropped.
+- ``ModelSettings`` are forwarded (``tool_choice``: ``auto``, ``required``/``any``, ``none`` or a
+  tool name); ``seed`` or a temperature above 1 cannot be forwarded and raise
+  ``ConfigurationError`` before sending.
+- A stream is complete only at ``message_stop``; an ``error`` event becomes the matching
+  ``ProviderError`` (``overloaded_error`` -> ``ProviderUnavailable``...), and a stream that ends
+  without ``message_stop`` is ``ResponseInvalid``. Only closed content blocks survive into the
+  final response; a tool block still open at the end (e.g. cut by ``max_tokens``) is dropped.
+- Thinking, server-tool, compaction and other non-text, non-``tool_use`` blocks are ignored.
+- ``Usage.input_tokens`` includes cache reads and writes (the prompt's real size).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentloop.errors import (
+    AuthError,
+    BadRequestError,
+    ConfigurationError,
+    ContextLengthExceeded,
+    FailurePhase,
+    InsufficientCredits,
+    ModelNotFound,
+    ProviderError,
+    ProviderTimeout,
+    ProviderUnavailable,
+    RateLimited,
+    ResponseInvalid,
+)
+from agentloop.messages import Message, Part, TextPart, ToolCallPart, Usage
+from agentloop.model import ModelRequest, ModelResponse, ModelSettings, StreamEvent
+from agentloop.providers._http import (
+    HttpTransport,
+    is_context_overflow,
+    parse_error_body,
+)
+from agentloop.providers._sse import SSEEvent
+
+__all__ = ["ANTHROPIC_VERSION", "AnthropicClient", "AnthropicStreamState", "build_payload"]
+
+ANTHROPIC_VERSION = "2023-06-01"
+_PROVIDER = "anthropic"
+_ERROR_TYPES: dict[str, type[ProviderError]] = {
+    "overloaded_error": ProviderUnavailable,
+    "api_error": ProviderUnavailable,
+    "rate_limit_error": RateLimited,
+    "invalid_request_error": BadRequestError,
+    "authentication_error": AuthError,
+    "permission_error": AuthError,
+    "not_found_error": ModelNotFound,
+    "request_too_large": ContextLengthExceeded,
+    "billing_error": InsufficientCredits,
+    "timeout_error": ProviderTimeout,
+}
+
+
+def _invalid(message: str, body: str = "", request_id: str | None = None) -> ResponseInvalid:
+    return ResponseInvalid(
+        f"anthropic: {message}",
+        provider=_PROVIDER,
+        request_id=request_id,
+        phase=FailurePhase.BODY,
+        request_sent=True,
+        body=body[:8192],
+    )
+
+
+# --- request encoding ------------------------------------------------------------------------
+
+
+def _encode_part(part: Part) -> dict[str, Any] | None:
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text} if part.text else None
+    if isinstance(part, ToolCallPart):
+        return {"type": "tool_use", "id": part.id, "name": part.name, "input": dict(part.arguments)}
+    return {
+        "type": "tool_result",
+        "tool_use_id": part.call_id,
+        "content": part.content,
+        "is_error": part.is_error,
+    }
+
+
+def _encode_message(message: Message) -> tuple[str, tuple[dict[str, Any], ...]]:
+    role = "assistant" if message.role == "assistant" else "user"
+    blocks = (_encode_part(part) for part in message.parts)
+    return role, tuple(block for block in blocks if block is not None)
+
+
+def encode_messages(messages: list[Message] | tuple[Message, ...]) -> list[dict[str, Any]]:
+    """The ``messages`` array: tool results as user blocks, same-role neighbours merged."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        role, blocks = message.encoded(_PROVIDER, _encode_message)
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": list(blocks)})
+    return out
+
+
+def _system_text(request: ModelRequest) -> str | None:
+    texts = [request.system] if request.system else []
+    texts.extend(m.text for m in request.messages if m.role == "system" and m.text)
+    return "\n\n".join(texts) or None
+
+
+def _tool_choice(choice: str) -> dict[str, Any]:
+    fixed = {"auto": "auto", "required": "any", "any": "any", "none": "none"}
+    if choice in fixed:
+        return {"type": fixed[choice]}
+    return {"type": "tool", "name": choice}
+
+
+def _settings(settings: ModelSettings, max_tokens: int) -> dict[str, Any]:
+    if settings.seed is not None:
+        raise ConfigurationError("anthropic cannot forward ModelSettings.seed", field="seed")
+    if settings.temperature is not None and settings.temperature > 1.0:
+        raise ConfigurationError(
+            f"anthropic accepts temperature in [0, 1], got {settings.temperature}",
+            field="temperature",
+        )
+    out: dict[str, Any] = {"max_tokens": settings.max_tokens or max_tokens}
+    if settings.temperature is not None:
+        out["temperature"] = settings.temperature
+    if settings.top_p is not None:
+        out["top_p"] = settings.top_p
+    if settings.stop:
+        out["stop_sequences"] = list(settings.stop)
+    if settings.tool_choice is not None:
+        out["tool_choice"] = _tool_choice(settings.tool_choice)
+    return out
+
+
+def build_payload(
+    request: ModelRequest, *, model: str, max_tokens: int, stream: bool
+) -> dict[str, Any]:
+    """The Messages API request body for ``request`` (raises ``ConfigurationError``)."""
+    payload: dict[str, Any] = {
+        "model": request.model or model,
+        "messages": encode_messages(tuple(request.messages)),
+    }
+    system = _system_text(request)
+    if system:
+        payload["system"] = system
+    if request.tools:
+        payload["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
+            for t in request.tools
+        ]
+    payload.update(_settings(request.settings, max_tokens))
+    if stream:
+        payload["stream"] = True
+    if request.settings.extra_body:
+        payload.update(request.settings.extra_body)
+    return payload
+
+
+# --- response decoding -----------------------------------------------------------------------
+
+
+def _usage(data: Mapping[str, Any] | None, previous: Usage | None = None) -> Usage:
+    base = previous or Usage()
+    if not isinstance(data, Mapping):
+        return base
+    fields = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    prompt = [data.get(name) for name in fields]
+    inputs = sum(int(v) for v in prompt if isinstance(v, int))
+    output = data.get("output_tokens")
+    return Usage(
+        inputs if any(isinstance(v, int) for v in prompt) else base.input_tokens,
+        int(output) if isinstance(output, int) else base.output_tokens,
+    )
+
+
+def _decode_block(block: Any) -> Part | None:
+    if not isinstance(block, Mapping):
+        raise _invalid(f"content block is not an object: {block!r}")
+    kind = block.get("type")
+    if kind == "text":
+        text = block.get("text")
+        return TextPart(text) if isinstance(text, str) and text else None
+    if kind == "tool_use":
+        arguments = block.get("input")
+        if not isinstance(arguments, Mapping) or not isinstance(block.get("id"), str):
+            raise _invalid(f"malformed tool_use block: {block!r}")
+        return ToolCallPart(block["id"], str(block.get("name", "")), dict(arguments))
+    return None
+
+
+def error_from_body(error: Any, *, phase: FailurePhase, request_id: str | None) -> ProviderError:
+    """The ``ProviderError`` for an Anthropic ``{"type": "error", "error": {...}}`` payload."""
+    detail = error if isinstance(error, Mapping) else {}
+    kind = str(detail.get("type", "api_error"))
+    message = str(detail.get("message", "")) or kind
+    info = parse_error_body(json.dumps({"error": detail}))
+    cls = _ERROR_TYPES.get(kind, ProviderUnavailable)
+    if cls is BadRequestError and is_context_overflow(info):
+        cls = ContextLengthExceeded
+    return cls(
+        f"anthropic {kind}: {message}",
+        provider=_PROVIDER,
+        request_id=request_id,
+        phase=phase,
+        request_sent=True,
+    )
+
+
+def parse_response(data: Any, *, request_id: str | None = None, text: str = "") -> ModelResponse:
+    """A ``ModelResponse`` from a non-streaming Messages API reply."""
+    if isinstance(data, Mapping) and data.get("type") == "error":
+        raise error_from_body(data.get("error"), phase=FailurePhase.BODY, request_id=request_id)
+    if not isinstance(data, Mapping) or not isinstance(data.get("content"), list):
+        raise _invalid("reply has no content list", text, request_id)
+    parts = tuple(p for p in (_decode_block(b) for b in data["content"]) if p is not None)
+    return ModelResponse(
+        message=Message("assistant", parts),
+        usage=_usage(data.get("usage")),
+        model=str(data.get("model") or ""),
+        stop_reason=data.get("stop_reason"),
+        request_id=request_id or data.get("id"),
+    )
+
+
+@dataclass
+class _Lane:
+    """One open content block of a stream."""
+
+    kind: str
+    text: str = ""
+    call_id: str = ""
+    name: str = ""
+    initial: Mapping[str, Any] | None = None
+
+
+@dataclass
+class AnthropicStreamState:
+    """Pure accumulator of one Messages API SSE stream: ``feed`` events, get ``StreamEvent``s."""
+
+    request_id: str | None = None
+    model: str = ""
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: str | None = None
+    finished: bool = False
+    count: int = 0
+    _open: dict[int, _Lane] = field(default_factory=dict)
+    _closed: dict[int, Part] = field(default_factory=dict)
+
+    def feed(self, event: SSEEvent) -> list[StreamEvent]:
+        """Apply one SSE event; returns what to yield (``done`` after ``message_stop``)."""
+        if self.finished or event.event == "ping":
+            return []
+        self.count += 1
+        try:
+            data = json.loads(event.data) if event.data else {}
+        except ValueError as exc:
+            raise _invalid(
+                f"stream event is not JSON ({exc})", event.data, self.request_id
+            ) from exc
+        if not isinstance(data, dict):
+            raise _invalid("stream event is not an object", event.data, self.request_id)
+        handler = _HANDLERS.get(str(data.get("type", event.event)))
+        return handler(self, data) if handler is not None else []
+
+    def _start(self, data: dict[str, Any]) -> list[StreamEvent]:
+        message = data.get("message") or {}
+        self.model = str(message.get("model") or "")
+        self.request_id = self.request_id or message.get("id")
+        self.usage = _usage(message.get("usage"))
+        return []
+
+    def _block_start(self, data: dict[str, Any]) -> list[StreamEvent]:
+        index, block = data.get("index"), data.get("content_block") or {}
+        if not isinstance(index, int):
+            raise _invalid("content_block_start without an index", str(data), self.request_id)
+        lane = _Lane(kind=str(block.get("type")))
+        self._open[index] = lane
+        if lane.kind == "tool_use":
+            lane.call_id, lane.name = str(block.get("id", "")), str(block.get("name", ""))
+            lane.initial = block.get("input") if isinstance(block.get("input"), Mapping) else None
+            return [StreamEvent("tool_call_delta", index=index, call_id=lane.call_id,
+                                name=lane.name)]  # fmt: skip
+        if lane.kind == "text" and block.get("text"):
+            return self._append(index, lane, {"type": "text_delta", "text": block["text"]})
+        return []
+
+    def _block_delta(self, data: dict[str, Any]) -> list[StreamEvent]:
+        index = data.get("index")
+        lane = self._open.get(index) if isinstance(index, int) else None
+        if lane is None or not isinstance(index, int):
+            return []
+        return self._append(index, lane, data.get("delta") or {})
+
+    def _append(self, index: int, lane: _Lane, delta: Mapping[str, Any]) -> list[StreamEvent]:
+        kind = delta.get("type")
+        if kind == "text_delta" and lane.kind == "text":
+            piece = str(delta.get("text", ""))
+            lane.text += piece
+            return [StreamEvent("text_delta", text=piece)] if piece else []
+        if kind == "input_json_delta" and lane.kind == "tool_use":
+            piece = str(delta.get("partial_json", ""))
+            lane.text += piece
+            return [StreamEvent("tool_call_delta", index=index, call_id=lane.call_id,
+                                name=lane.name, arguments=piece)]  # fmt: skip
+        return []
+
+    def _block_stop(self, data: dict[str, Any]) -> list[StreamEvent]:
+        index = data.get("index")
+        lane = self._open.pop(index, None) if isinstance(index, int) else None
+        if lane is None or not isinstance(index, int):
+            return []
+        if lane.kind == "text" and lane.text:
+            self._closed[index] = TextPart(lane.text)
+        elif lane.kind == "tool_use":
+            self._closed[index] = ToolCallPart(lane.call_id, lane.name, self._arguments(lane))
+        return []
+
+    def _arguments(self, lane: _Lane) -> dict[str, Any]:
+        if not lane.text.strip():
+            return dict(lane.initial or {})
+        try:
+            arguments = json.loads(lane.text)
+        except ValueError as exc:
+            raise _invalid(f"tool input of {lane.name!r} is not JSON", lane.text) from exc
+        if not isinstance(arguments, dict):
+            raise _invalid(f"tool input of {lane.name!r} is not an object", lane.text)
+        return arguments
+
+    def _delta(self, data: dict[str, Any]) -> list[StreamEvent]:
+        delta = data.get("delta") or {}
+        self.stop_reason = delta.get("stop_reason") or self.stop_reason
+        self.usage = _usage(data.get("usage"), self.usage)
+        return []
+
+    def _stop(self, data: dict[str, Any]) -> list[StreamEvent]:
+        self.finished = True
+        return [StreamEvent("done", response=self.response())]
+
+    def _error(self, data: dict[str, Any]) -> list[StreamEvent]:
+        raise error_from_body(
+            data.get("error"), phase=FailurePhase.READ, request_id=self.request_id
+        )
+
+    def response(self) -> ModelResponse:
+        """The response built from the closed blocks, in block order."""
+        parts = tuple(self._closed[i] for i in sorted(self._closed))
+        return ModelResponse(
+            message=Message("assistant", parts),
+            usage=self.usage,
+            model=self.model,
+            stop_reason=self.stop_reason,
+            request_id=self.request_id,
+        )
+
+
+_HANDLERS = {
+    "message_start": AnthropicStreamState._start,
+    "content_block_start": AnthropicStreamState._block_start,
+    "content_block_delta": AnthropicStreamState._block_delta,
+    "content_block_stop": AnthropicStreamState._block_stop,
+    "message_delta": AnthropicStreamState._delta,
+    "message_stop": AnthropicStreamState._stop,
+    "error": AnthropicStreamState._error,
+}
+
+
+def _refine(error: ProviderError) -> ProviderError:
+    """Re-type an HTTP error whose Anthropic body says more than its status (``billing_error``)."""
+    if isinstance(error, InsufficientCredits) or error.phase is not FailurePhase.STATUS:
+        return error
+    if parse_error_body(error.body or "").type != "billing_error":
+        return error
+    refined = InsufficientCredits(
+        error.message,
+        provider=error.provider,
+        status_code=error.status_code,
+        retry_after=error.retry_after,
+        request_id=error.request_id,
+        phase=error.phase,
+        request_sent=error.request_sent,
+        body=error.body,
+    )
+    vars(refined)["should_retry"] = False
+    return refined
+
+
+def _check_positive(name: str, value: object) -> None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+    if not ok:
+        raise ConfigurationError(f"AnthropicClient.{name} must be > 0, got {value!r}", field=name)
+
+
+class AnthropicClient:
+    """A ``ModelClient`` for the Anthropic Messages API.
+
+    Args:
+        model: Default model (a request's ``model`` overrides it).
+        api_key: Sent as ``x-api-key``; never shown in errors, logs or ``repr``.
+        base_url: API root (``/v1/messages`` is appended).
+        timeout: Read/idle-gap timeout in seconds.
+        connect_timeout: Connect timeout in seconds.
+        max_tokens: ``max_tokens`` when ``ModelSettings.max_tokens`` is unset (the API needs one).
+        headers: Extra headers (e.g. ``anthropic-beta``).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str,
+        base_url: str = "https://api.anthropic.com",
+        timeout: float = 120.0,
+        connect_timeout: float = 10.0,
+        max_tokens: int = 4096,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise ConfigurationError("AnthropicClient needs a model name", field="model")
+        if not isinstance(api_key, str) or not api_key:
+            raise AuthError("ANTHROPIC_API_KEY is not set", provider=_PROVIDER)
+        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+            raise ConfigurationError(f"invalid base_url {base_url!r}", field="base_url")
+        for name, value in (("timeout", timeout), ("connect_timeout", connect_timeout)):
+            _check_positive(name, value)
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ConfigurationError(
+                f"max_tokens must be >= 1, got {max_tokens!r}", field="max_tokens"
+            )
+        self._model = model
+        self.max_tokens = max_tokens
+        self.url = base_url.rstrip("/") + "/v1/messages"
+        sent = {"anthropic-version": ANTHROPIC_VERSION, **(headers or {}), "x-api-key": api_key}
+        self._transport = HttpTransport(
+            provider=_PROVIDER,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            headers=sent,
+            secrets=(api_key,),
+        )
+
+    def __repr__(self) -> str:
+        return f"AnthropicClient(model={self._model!r}, url={self.url!r})"
+
+    @property
+    def model(self) -> str:
+        """The default model."""
+        return self._model
+
+    @property
+    def provider(self) -> str:
+        """Always ``anthropic``."""
+        return _PROVIDER
+
+    def _payload(self, request: ModelRequest, stream: bool) -> dict[str, Any]:
+        return build_payload(request, model=self._model, max_tokens=self.max_tokens, stream=stream)
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send one request and parse the reply."""
+        payload = self._payload(request, False)
+        try:
+            reply = await self._transport.post_json(self.url, payload)
+        except ProviderError as error:
+            raise _refine(error) from error.__cause__
+        return parse_response(reply.data, request_id=reply.request_id, text=reply.text)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Stream one request; the last event is ``done`` (only after ``message_stop``)."""
+        payload = self._payload(request, True)
+        try:
+            async with self._transport.stream_sse(self.url, payload) as sse:
+                state = AnthropicStreamState(request_id=sse.request_id)
+                async for event in sse:  # drained to the end so the connection is reused
+                    for out in state.feed(event):
+                        yield out
+        except ProviderError as error:
+            raise _refine(error) from error.__cause__
+        if state.finished:
+            return
+        raise _invalid(
+            f"stream ended without message_stop after {state.count} events (truncated?)",
+            request_id=state.request_id,
+        )
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._transport.aclose()
