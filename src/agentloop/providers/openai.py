@@ -1,0 +1,473 @@
+"""OpenAI Chat Completions, and every server that speaks it (OpenRouter, Ollama, vLLM, llama.cpp).
+
+``OpenAIClient`` implements ``ModelClient`` over ``POST {base_url}/chat/completions``, both as one
+JSON reply and as an SSE stream. ``OpenRouterClient`` and ``OllamaClient`` are the same adapter
+with another default ``base_url``/``provider`` (and no key for Ollama).
+
+Wire mapping:
+
+- ``ModelRequest.system`` becomes the first ``system`` message; agentloop messages are encoded
+  once each (``Message.encoded``): the one ``tool`` message of a turn becomes one ``role: tool``
+  wire message per ``ToolResultPart`` (the soft-error flag has no wire field: the text says it);
+  an assistant message carries ``tool_calls`` with JSON-encoded arguments.
+- ``ModelSettings``: ``temperature``, ``top_p``, ``stop``, ``seed`` as is; ``max_tokens`` as
+  ``max_completion_tokens`` on api.openai.com and ``max_tokens`` elsewhere (override with
+  ``max_tokens_field``); ``tool_choice`` ``auto``/``required``/``none`` as is, any other value
+  names a function; ``extra_body`` is merged into the payload last.
+- Streaming sends ``stream: true`` and ``stream_options: {include_usage: true}``. Deltas of
+  choice 0 are accumulated: text (a ``refusal`` counts as text) and tool calls keyed by their
+  ``index`` (fragments of arguments are joined; parallel calls stay apart). A stream is complete
+  only when ``data: [DONE]`` arrives; one that ends before it raises ``ResponseInvalid`` and is
+  never returned as an answer. The last ``StreamEvent`` is ``done`` with the full
+  ``ModelResponse``.
+- ``ModelResponse.stop_reason`` is the provider's ``finish_reason`` string (``stop``,
+  ``tool_calls``, ``length``, ``content_filter``...), ``usage`` maps ``prompt_tokens`` /
+  ``completion_tokens``, ``request_id`` comes from ``x-request-id``.
+- An ``{"error": ...}`` object in a 200 body or mid-stream (OpenRouter, proxies) is classified
+  like an HTTP error with the status its ``code`` names (else 500, i.e. ``ProviderUnavailable``).
+
+Invalid tool-argument JSON: when a tool call's ``arguments`` text is not a JSON object (bad JSON,
+or JSON that is not an object), the ``ToolCallPart`` carries ``arguments ==
+{"__invalid_json__": "<the raw text as the model sent it>"}`` (``INVALID_JSON_KEY``), so the
+engine answers with a soft "Invalid arguments" result instead of failing the run. An empty
+string means no arguments (``{}``). When such a call is sent back in the transcript, the raw
+text is sent verbatim as the call's ``arguments``.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from agentloop.errors import FailurePhase, ProviderError, ResponseInvalid
+from agentloop.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart, Usage
+from agentloop.model import ModelRequest, ModelResponse, ModelSettings, StreamEvent, ToolSpec
+from agentloop.providers._http import HttpTransport, error_for_status
+
+__all__ = [
+    "INVALID_JSON_KEY",
+    "ChatStreamAccumulator",
+    "OllamaClient",
+    "OpenAIClient",
+    "OpenRouterClient",
+    "decode_arguments",
+    "encode_request",
+    "parse_completion",
+]
+
+INVALID_JSON_KEY = "__invalid_json__"
+"""A tool call whose argument text is not a JSON object carries ``{INVALID_JSON_KEY: raw}``."""
+
+_WIRE_KEY = "openai-chat"
+_DONE = "[DONE]"
+
+
+def decode_arguments(raw: str) -> dict[str, Any]:
+    """Decode a tool call's argument text (the ``INVALID_JSON_KEY`` convention on failure)."""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {INVALID_JSON_KEY: raw}
+    return value if isinstance(value, dict) else {INVALID_JSON_KEY: raw}
+
+
+def _encode_arguments(arguments: Mapping[str, Any]) -> str:
+    raw = arguments.get(INVALID_JSON_KEY)
+    if len(arguments) == 1 and isinstance(raw, str):
+        return raw
+    return json.dumps(dict(arguments), ensure_ascii=False)
+
+
+def _encode_message(message: Message) -> list[dict[str, Any]]:
+    """One agentloop message as its Chat Completions wire messages."""
+    if message.role == "tool":
+        return [
+            {"role": "tool", "tool_call_id": part.call_id, "content": part.content}
+            for part in message.parts
+            if isinstance(part, ToolResultPart)
+        ]
+    if message.role != "assistant":
+        return [{"role": message.role, "content": message.text}]
+    wire: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+    calls = message.tool_calls
+    if calls:
+        wire["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": _encode_arguments(call.arguments)},
+            }
+            for call in calls
+        ]
+    elif wire["content"] is None:
+        wire["content"] = ""
+    return [wire]
+
+
+def _encode_tool(spec: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": dict(spec.parameters),
+        },
+    }
+
+
+def _tool_choice(choice: str) -> str | dict[str, Any]:
+    if choice in ("auto", "required", "none"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
+def _apply_settings(payload: dict[str, Any], settings: ModelSettings, max_field: str) -> None:
+    optional: dict[str, Any] = {
+        "temperature": settings.temperature,
+        "top_p": settings.top_p,
+        "seed": settings.seed,
+        max_field: settings.max_tokens,
+        "stop": list(settings.stop) if settings.stop is not None else None,
+        "tool_choice": _tool_choice(settings.tool_choice) if settings.tool_choice else None,
+    }
+    payload.update({key: value for key, value in optional.items() if value is not None})
+    if settings.extra_body:
+        payload.update(settings.extra_body)
+
+
+def encode_request(
+    request: ModelRequest, model: str, *, stream: bool = False, max_field: str = "max_tokens"
+) -> dict[str, Any]:
+    """The Chat Completions payload for ``request`` (each message encoded once, then reused)."""
+    messages: list[dict[str, Any]] = []
+    if request.system:
+        messages.append({"role": "system", "content": request.system})
+    for message in request.messages:
+        messages.extend(message.encoded(_WIRE_KEY, _encode_message))
+    payload: dict[str, Any] = {"model": request.model or model, "messages": messages}
+    if request.tools:
+        payload["tools"] = [_encode_tool(spec) for spec in request.tools]
+    if stream:
+        payload["stream"] = True
+        payload["stream_options"] = {"include_usage": True}
+    _apply_settings(payload, request.settings, max_field)
+    return payload
+
+
+def _invalid(message: str, body: str, provider: str, request_id: str | None) -> ResponseInvalid:
+    return ResponseInvalid(
+        message,
+        provider=provider,
+        request_id=request_id,
+        phase=FailurePhase.BODY,
+        request_sent=True,
+        body=body[:8192],
+    )
+
+
+def _payload_error(
+    data: Mapping[str, Any], text: str, provider: str, request_id: str | None
+) -> ProviderError | None:
+    """An ``{"error": ...}`` object inside a 2xx body or a stream chunk, classified."""
+    error = data.get("error")
+    if not error:
+        return None
+    code = error.get("code") if isinstance(error, dict) else None
+    status = code if isinstance(code, int) and 400 <= code < 600 else 500
+    result = error_for_status(status, {}, text, provider=provider)
+    result.request_id = request_id
+    return result
+
+
+def _usage(data: object) -> Usage:
+    if not isinstance(data, dict):
+        return Usage()
+    return Usage(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0))
+
+
+def _parse_message(message: Mapping[str, Any]) -> Message:
+    parts: list[Part] = []
+    text = message.get("content") or message.get("refusal") or ""
+    if not isinstance(text, str):
+        raise TypeError("message content is not a string")
+    if text:
+        parts.append(TextPart(text))
+    for index, call in enumerate(message.get("tool_calls") or ()):
+        function = call["function"]
+        raw = function.get("arguments") or ""
+        raw = raw if isinstance(raw, str) else json.dumps(raw)
+        parts.append(
+            ToolCallPart(
+                str(call.get("id") or f"call_{index}"), str(function["name"]), decode_arguments(raw)
+            )
+        )
+    return Message("assistant", tuple(parts))
+
+
+def parse_completion(
+    data: object, text: str, *, provider: str, model: str, request_id: str | None = None
+) -> ModelResponse:
+    """A non-streaming Chat Completions body as a ``ModelResponse`` (``ResponseInvalid`` else)."""
+    if isinstance(data, dict):
+        error = _payload_error(data, text, provider, request_id)
+        if error is not None:
+            raise error
+    try:
+        if not isinstance(data, dict):
+            raise TypeError("the body is not a JSON object")
+        choice = data["choices"][0]
+        message = _parse_message(choice["message"])
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+        raise _invalid(
+            f"{provider}: the reply is not a chat completion ({type(exc).__name__}: {exc})",
+            text,
+            provider,
+            request_id,
+        ) from exc
+    return ModelResponse(
+        message=message,
+        usage=_usage(data.get("usage")),
+        model=str(data.get("model") or model),
+        stop_reason=choice.get("finish_reason"),
+        request_id=request_id,
+    )
+
+
+class ChatStreamAccumulator:
+    """Folds Chat Completions stream chunks (choice 0) into deltas and one final response."""
+
+    def __init__(self, *, provider: str, model: str) -> None:
+        self.provider = provider
+        self.model = model
+        self.request_id: str | None = None
+        self.done = False
+        self.events_seen = 0
+        self._text: list[str] = []
+        self._calls: dict[int, list[str]] = {}
+        self._order: list[int] = []
+        self._finish: str | None = None
+        self._usage = Usage()
+
+    def feed(self, data: str) -> list[StreamEvent]:
+        """One SSE ``data`` payload; returns the deltas it carries."""
+        self.events_seen += 1
+        if not data.strip():
+            return []
+        if data.strip() == _DONE:
+            self.done = True
+            return []
+        try:
+            chunk = json.loads(data)
+        except ValueError as exc:
+            raise self._bad(f"stream chunk is not JSON ({exc})", data) from exc
+        if not isinstance(chunk, dict):
+            raise self._bad("stream chunk is not an object", data)
+        error = _payload_error(chunk, data, self.provider, self.request_id)
+        if error is not None:
+            raise error
+        self.model = str(chunk.get("model") or self.model)
+        if chunk.get("usage"):
+            self._usage = _usage(chunk["usage"])
+        try:
+            return self._choices(chunk.get("choices") or ())
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise self._bad(f"malformed stream chunk ({type(exc).__name__}: {exc})", data) from exc
+
+    def _choices(self, choices: Iterable[Any]) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        for choice in choices:
+            if int(choice.get("index") or 0) != 0:
+                continue
+            if choice.get("finish_reason"):
+                self._finish = str(choice["finish_reason"])
+            delta = choice.get("delta") or {}
+            text = delta.get("content") or delta.get("refusal")
+            if text:
+                self._text.append(str(text))
+                events.append(StreamEvent("text_delta", text=str(text)))
+            for call in delta.get("tool_calls") or ():
+                events.append(self._tool_delta(call))
+        return events
+
+    def _tool_delta(self, call: Mapping[str, Any]) -> StreamEvent:
+        call_id = call.get("id")
+        index = self._index(call.get("index"), call_id)
+        if index not in self._calls:
+            self._calls[index] = ["", "", ""]
+            self._order.append(index)
+        state = self._calls[index]
+        function = call.get("function") or {}
+        name = function.get("name")
+        fragment = function.get("arguments") or ""
+        state[0] = state[0] or str(call_id or "")
+        state[1] = state[1] or str(name or "")
+        state[2] += str(fragment)
+        return StreamEvent(
+            "tool_call_delta",
+            index=index,
+            call_id=call_id,
+            name=name,
+            arguments=str(fragment),
+        )
+
+    def _index(self, index: object, call_id: object) -> int:
+        """The call's lane; servers that omit ``index`` start a new lane with each new id."""
+        if index is not None:
+            return int(str(index))
+        for known in self._order:
+            if call_id and self._calls[known][0] == call_id:
+                return known
+        if call_id or not self._order:
+            return max(self._order, default=-1) + 1
+        return self._order[-1]
+
+    def _bad(self, message: str, body: str) -> ResponseInvalid:
+        return _invalid(f"{self.provider}: {message}", body, self.provider, self.request_id)
+
+    def response(self) -> ModelResponse:
+        """The complete reply; ``ResponseInvalid`` when ``[DONE]`` never arrived."""
+        if not self.done:
+            raise self._bad(
+                f"stream ended without [DONE] after {self.events_seen} events (truncated?)",
+                "".join(self._text),
+            )
+        parts: list[Part] = [TextPart("".join(self._text))] if self._text else []
+        for index in sorted(self._order):
+            call_id, name, raw = self._calls[index]
+            if not name:
+                raise self._bad(f"streamed tool call {index} has no name", raw)
+            parts.append(ToolCallPart(call_id or f"call_{index}", name, decode_arguments(raw)))
+        return ModelResponse(
+            message=Message("assistant", tuple(parts)),
+            usage=self._usage,
+            model=self.model,
+            stop_reason=self._finish,
+            request_id=self.request_id,
+        )
+
+
+class OpenAIClient:
+    """``ModelClient`` for OpenAI Chat Completions and OpenAI-compatible servers."""
+
+    default_base_url = "https://api.openai.com/v1"
+    default_provider = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        provider: str | None = None,
+        timeout: float = 120.0,
+        connect_timeout: float = 10.0,
+        headers: Mapping[str, str] | None = None,
+        proxy: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        max_tokens_field: str | None = None,
+    ) -> None:
+        """Configure the client; nothing is sent until the first request.
+
+        Args:
+            model: The default model name (``ModelRequest.model`` overrides it per request).
+            api_key: Sent as ``Authorization: Bearer``; never shown in errors or reprs.
+            base_url: API root up to ``/v1``; the class default when None.
+            provider: Name stamped on errors and responses; the class default when None.
+            timeout: Read/idle-gap timeout in seconds.
+            connect_timeout: Connect timeout in seconds.
+            headers: Extra headers on every request (e.g. OpenRouter's ``HTTP-Referer``).
+            proxy: An ``http://`` proxy URL.
+            ssl_context: Custom TLS context (e.g. a private CA).
+            max_tokens_field: Wire name for ``ModelSettings.max_tokens``; None picks
+                ``max_completion_tokens`` for api.openai.com and ``max_tokens`` elsewhere.
+        """
+        self._model = model
+        self._provider = provider or self.default_provider
+        self.base_url = (base_url or self.default_base_url).rstrip("/")
+        host = urlsplit(self.base_url).hostname or ""
+        self._max_field = max_tokens_field or (
+            "max_completion_tokens" if host == "api.openai.com" else "max_tokens"
+        )
+        all_headers = dict(headers or {})
+        if api_key:
+            all_headers["Authorization"] = f"Bearer {api_key}"
+        self._transport = HttpTransport(
+            provider=self._provider,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            headers=all_headers,
+            secrets=(api_key,) if api_key else (),
+            proxy=proxy,
+            ssl_context=ssl_context,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(model={self._model!r}, provider={self._provider!r}, "
+            f"base_url={self.base_url!r})"
+        )
+
+    @property
+    def model(self) -> str:
+        """The default model."""
+        return self._model
+
+    @property
+    def provider(self) -> str:
+        """The provider name (``openai``, ``openrouter``, ``ollama``...)."""
+        return self._provider
+
+    @property
+    def url(self) -> str:
+        """The Chat Completions endpoint."""
+        return f"{self.base_url}/chat/completions"
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send ``request`` and return the complete reply."""
+        payload = encode_request(request, self._model, max_field=self._max_field)
+        reply = await self._transport.post_json(self.url, payload)
+        return parse_completion(
+            reply.data,
+            self._transport.redact(reply.text),
+            provider=self._provider,
+            model=request.model or self._model,
+            request_id=reply.request_id,
+        )
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Stream ``request``: text and tool-call deltas, then ``done`` with the full reply."""
+        payload = encode_request(request, self._model, stream=True, max_field=self._max_field)
+        accumulator = ChatStreamAccumulator(
+            provider=self._provider, model=request.model or self._model
+        )
+        async with self._transport.stream_sse(self.url, payload) as events:
+            accumulator.request_id = events.request_id
+            async for event in events:
+                for delta in accumulator.feed(event.data):
+                    yield delta
+                if accumulator.done:
+                    break
+        yield StreamEvent("done", response=accumulator.response())
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._transport.aclose()
+
+
+class OpenRouterClient(OpenAIClient):
+    """OpenRouter's OpenAI-compatible API (402 means out of credits)."""
+
+    default_base_url = "https://openrouter.ai/api/v1"
+    default_provider = "openrouter"
+
+
+class OllamaClient(OpenAIClient):
+    """A local Ollama server's OpenAI-compatible API (no key needed)."""
+
+    default_base_url = "http://localhost:11434/v1"
+    default_provider = "ollama"
