@@ -1,12 +1,43 @@
-"""Token counting: a pluggable estimate of how much of the window a transcript uses."""
+"""Token counting: a pluggable estimate of how much of the window a request uses.
+
+The window policy needs an estimate before every request, so counting must be cheap and must not
+grow with the conversation. Messages are frozen: each message's count is computed once and cached
+on the message (``Message.encoded``). The fixed part of a request (system prompt and tool schemas)
+is measured once per ``(system, tools)`` and cached, and ``ContextMeter`` keeps a running total so
+adding a message costs O(1).
+
+Counters:
+
+- ``HeuristicTokenCounter``: about 4 characters a token plus 4 framing tokens a message (default).
+- ``RatioTokenCounter``: the same rule with per-provider presets (``for_provider``).
+- ``TiktokenCounter``: exact BPE counts when ``tiktoken`` is installed (never required).
+"""
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+import importlib
+import importlib.util
+import json
+import math
+import threading
+import warnings
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from agentloop.errors import ConfigurationError
 from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from agentloop.model import ToolSpec
 
-__all__ = ["HeuristicTokenCounter", "TokenCounter"]
+__all__ = [
+    "ContextMeter",
+    "HeuristicTokenCounter",
+    "RatioTokenCounter",
+    "TiktokenCounter",
+    "TokenCounter",
+    "estimate_request",
+    "request_overhead",
+]
 
 
 @runtime_checkable
@@ -22,52 +53,307 @@ class TokenCounter(Protocol):
         ...
 
 
-def _message_chars(message: Message) -> int:
-    total = 0
+def arguments_json(arguments: Mapping[str, Any]) -> str:
+    """The JSON a provider sends for tool-call arguments (compact, non-ASCII kept)."""
+    return json.dumps(dict(arguments), ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def message_text_pieces(message: Message) -> Iterable[str]:
+    """Every string of a message that travels on the wire (texts, names, ids, argument JSON)."""
     for part in message.parts:
         if isinstance(part, TextPart):
-            total += len(part.text)
+            yield part.text
         elif isinstance(part, ToolCallPart):
-            total += len(part.name) + len(repr(dict(part.arguments)))
+            yield part.id
+            yield part.name
+            yield arguments_json(part.arguments)
         elif isinstance(part, ToolResultPart):
-            total += len(part.name) + len(part.content)
-    return total
+            yield part.call_id
+            yield part.name
+            yield part.content
 
 
-class HeuristicTokenCounter:
-    """About ``chars_per_token`` characters a token plus ``per_message`` framing tokens.
+def _valid_ratio(chars_per_token: object) -> float:
+    if isinstance(chars_per_token, bool) or not isinstance(chars_per_token, int | float):
+        raise ConfigurationError(
+            f"chars_per_token must be a number, got {chars_per_token!r}", field="chars_per_token"
+        )
+    ratio = float(chars_per_token)
+    if not math.isfinite(ratio) or ratio <= 0:
+        warnings.warn(
+            f"chars_per_token {chars_per_token!r} is not a positive finite number; using 4.0",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return 4.0
+    return ratio
 
-    Messages are frozen, so each one's count is computed once and cached on the message.
+
+class RatioTokenCounter:
+    """``ceil(characters / chars_per_token)`` plus ``per_message`` framing tokens a message.
+
+    A NaN, infinite or non-positive ratio warns (``RuntimeWarning``) and falls back to 4.0.
+    Each message's count is cached on the message, so re-counting a history is cheap.
+
+    Args:
+        chars_per_token: Average characters per token.
+        per_message: Framing tokens added for every message (role markers, separators).
     """
 
-    def __init__(self, chars_per_token: float = 4.0, per_message: int = 4) -> None:
-        if not chars_per_token > 0:
-            chars_per_token = 4.0
-        self.chars_per_token = chars_per_token
+    PRESETS: ClassVar[Mapping[str, tuple[float, int]]] = {
+        "openai": (4.30, 4),
+        "anthropic": (3.60, 5),
+        "gemini": (4.05, 4),
+        "local": (3.80, 4),
+    }
+    """Calibrated ratios per provider family: ``(chars_per_token, per_message)``."""
+
+    ALIASES: ClassVar[Mapping[str, str]] = {"openrouter": "openai", "ollama": "local"}
+    """Providers that share a preset with another family."""
+
+    __slots__ = ("_key", "chars_per_token", "per_message")
+
+    def __init__(self, chars_per_token: float, per_message: int = 4) -> None:
+        if isinstance(per_message, bool) or not isinstance(per_message, int) or per_message < 0:
+            raise ConfigurationError(
+                f"per_message must be an int >= 0, got {per_message!r}", field="per_message"
+            )
+        self.chars_per_token = _valid_ratio(chars_per_token)
         self.per_message = per_message
-        self._key = f"tokens:{chars_per_token}:{per_message}"
+        self._key = f"tokens:ratio:{self.chars_per_token!r}:{per_message}"
+
+    @classmethod
+    def for_provider(cls, provider: str) -> RatioTokenCounter:
+        """The preset for ``openai``, ``anthropic``, ``gemini`` or ``local``.
+
+        ``openrouter`` maps to ``openai`` and ``ollama`` to ``local``.
+
+        Raises:
+            ConfigurationError: The provider has no preset.
+        """
+        name = cls.ALIASES.get(provider, provider)
+        try:
+            ratio, per_message = cls.PRESETS[name]
+        except KeyError:
+            known = ", ".join(sorted([*cls.PRESETS, *cls.ALIASES]))
+            raise ConfigurationError(
+                f"no token-ratio preset for provider {provider!r}; known: {known}",
+                field="provider",
+            ) from None
+        return cls(ratio, per_message)
 
     def count_text(self, text: str) -> int:
         """Ceiling of characters over the ratio."""
-        return -int(-len(text) // self.chars_per_token)
+        return math.ceil(len(text) / self.chars_per_token)
 
     def count_message(self, message: Message) -> int:
-        """Cached per message."""
+        """Characters of every wire string over the ratio, plus framing; cached per message."""
         count: int = message.encoded(self._key, self._count)
         return count
 
     def _count(self, message: Message) -> int:
-        return -int(-_message_chars(message) // self.chars_per_token) + self.per_message
+        chars = sum(len(piece) for piece in message_text_pieces(message))
+        return math.ceil(chars / self.chars_per_token) + self.per_message
 
     def __repr__(self) -> str:
-        return f"HeuristicTokenCounter({self.chars_per_token}, {self.per_message})"
+        return f"{type(self).__name__}({self.chars_per_token!r}, {self.per_message!r})"
 
     def __eq__(self, other: object) -> bool:
         return (
-            isinstance(other, HeuristicTokenCounter)
+            type(other) is type(self)
+            and isinstance(other, RatioTokenCounter)
             and other.chars_per_token == self.chars_per_token
             and other.per_message == self.per_message
         )
 
     def __hash__(self) -> int:
-        return hash((self.chars_per_token, self.per_message))
+        return hash((type(self).__name__, self.chars_per_token, self.per_message))
+
+
+class HeuristicTokenCounter(RatioTokenCounter):
+    """The default counter: about 4 characters a token plus 4 framing tokens a message."""
+
+    __slots__ = ()
+
+    def __init__(self, chars_per_token: float = 4.0, per_message: int = 4) -> None:
+        super().__init__(chars_per_token, per_message)
+
+
+class TiktokenCounter:
+    """Exact BPE counts through ``tiktoken`` (optional; imported lazily at construction).
+
+    Args:
+        encoding: A tiktoken encoding name (``cl100k_base``, ``o200k_base``...).
+        per_message: Framing tokens added for every message.
+
+    Raises:
+        ConfigurationError: ``tiktoken`` is not installed or the encoding is unknown.
+    """
+
+    __slots__ = ("_encoding", "_key", "encoding_name", "per_message")
+    _encoding: Any
+
+    def __init__(self, encoding: str = "o200k_base", per_message: int = 4) -> None:
+        try:
+            tiktoken = importlib.import_module("tiktoken")
+        except ImportError as exc:
+            raise ConfigurationError(
+                "TiktokenCounter needs the optional 'tiktoken' package", field="token_counter"
+            ) from exc
+        try:
+            self._encoding = tiktoken.get_encoding(encoding)
+        except (KeyError, ValueError) as exc:
+            raise ConfigurationError(
+                f"unknown tiktoken encoding {encoding!r}", field="encoding"
+            ) from exc
+        self.encoding_name = encoding
+        self.per_message = per_message
+        self._key = f"tokens:tiktoken:{encoding}:{per_message}"
+
+    @staticmethod
+    def available() -> bool:
+        """True when ``tiktoken`` can be imported."""
+        return importlib.util.find_spec("tiktoken") is not None
+
+    def count_text(self, text: str) -> int:
+        """BPE tokens of ``text`` (special-token text counts as ordinary text)."""
+        return len(self._encoding.encode(text, disallowed_special=()))
+
+    def count_message(self, message: Message) -> int:
+        """BPE tokens of every wire string plus framing; cached per message."""
+        count: int = message.encoded(self._key, self._count)
+        return count
+
+    def _count(self, message: Message) -> int:
+        return sum(self.count_text(p) for p in message_text_pieces(message)) + self.per_message
+
+    def __repr__(self) -> str:
+        return f"TiktokenCounter({self.encoding_name!r}, {self.per_message!r})"
+
+
+def _tool_schema_json(spec: ToolSpec) -> str:
+    schema = {"name": spec.name, "description": spec.description, "parameters": spec.parameters}
+    return json.dumps(schema, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _measure_overhead(system: str | None, tools: Sequence[ToolSpec], counter: TokenCounter) -> int:
+    total = counter.count_message(Message.system(system)) if system else 0
+    return total + sum(counter.count_text(_tool_schema_json(spec)) for spec in tools)
+
+
+class _OverheadCache:
+    """A small LRU keyed by counter identity, system text and tool identities.
+
+    Entries hold strong references to the counter and the tools, so the ``id`` values in a key
+    cannot be reused by other objects while the entry lives.
+    """
+
+    def __init__(self, size: int = 128) -> None:
+        self._size = size
+        self._entries: OrderedDict[tuple[Any, ...], tuple[object, tuple[ToolSpec, ...], int]]
+        self._entries = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, system: str | None, tools: Sequence[ToolSpec], counter: TokenCounter) -> int:
+        specs = tuple(tools)
+        key = (id(counter), system, tuple(id(s) for s in specs))
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+                return entry[2]
+        value = _measure_overhead(system, specs, counter)
+        with self._lock:
+            self._entries[key] = (counter, specs, value)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+        return value
+
+
+_OVERHEAD = _OverheadCache()
+
+
+def request_overhead(system: str | None, tools: Sequence[ToolSpec], counter: TokenCounter) -> int:
+    """Tokens of the fixed part of a request: the system prompt and the tool schemas.
+
+    Measured once per ``(counter, system, tools)`` and cached (tools by identity).
+    """
+    return _OVERHEAD.get(system, tools, counter)
+
+
+def estimate_request(
+    messages: Sequence[Message],
+    *,
+    system: str | None,
+    tools: Sequence[ToolSpec],
+    counter: TokenCounter,
+) -> int:
+    """Tokens a request costs: every message plus the system prompt plus the tool schemas.
+
+    Message counts are cached per message by the built-in counters, so re-estimating a long
+    history only sums integers; prefer ``ContextMeter`` for a running total.
+    """
+    total = sum(counter.count_message(m) for m in messages)
+    return total + request_overhead(system, tools, counter)
+
+
+class ContextMeter:
+    """A running estimate of the next request's size; O(1) per added message.
+
+    Call ``reset`` at run start (history plus the new input, system prompt, tools), ``add`` for
+    every message appended afterwards, and ``replace`` when compaction swaps the history.
+    ``total`` is what ``WindowPolicy.need`` takes.
+
+    Args:
+        counter: The counter every measurement uses.
+    """
+
+    __slots__ = ("_messages_tokens", "_overhead", "counter")
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self._overhead = 0
+        self._messages_tokens = 0
+
+    def reset(
+        self,
+        messages: Iterable[Message],
+        system: str | None = None,
+        tools: Sequence[ToolSpec] = (),
+    ) -> None:
+        """Measure a whole request afresh (O(n) once, cheap when messages are cached)."""
+        self._overhead = request_overhead(system, tools, self.counter)
+        self._messages_tokens = sum(self.counter.count_message(m) for m in messages)
+
+    def add(self, message: Message) -> int:
+        """Count one appended message; returns its tokens."""
+        tokens = self.counter.count_message(message)
+        self._messages_tokens += tokens
+        return tokens
+
+    def extend(self, messages: Iterable[Message]) -> None:
+        """Count several appended messages."""
+        for message in messages:
+            self.add(message)
+
+    def replace(self, messages: Iterable[Message]) -> None:
+        """Re-measure the messages (after compaction); the overhead is kept."""
+        self._messages_tokens = sum(self.counter.count_message(m) for m in messages)
+
+    @property
+    def overhead(self) -> int:
+        """Tokens of the system prompt and tool schemas."""
+        return self._overhead
+
+    @property
+    def messages_tokens(self) -> int:
+        """Tokens of the messages alone."""
+        return self._messages_tokens
+
+    @property
+    def total(self) -> int:
+        """The estimate of the next request: messages plus overhead."""
+        return self._messages_tokens + self._overhead
+
+    def __repr__(self) -> str:
+        return f"ContextMeter(total={self.total}, overhead={self._overhead})"

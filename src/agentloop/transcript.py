@@ -1,0 +1,254 @@
+"""Transcript rules: what a sequence of messages must look like before it is sent.
+
+Providers reject transcripts with dangling tool calls, results without calls, duplicate call ids,
+empty messages or odd role orders, usually with an opaque 400. We check locally first and name
+the offending message (``TranscriptError.index``), its role and the call id.
+
+The rules, in the order a message is checked:
+
+1. no ``system`` message (the system prompt travels separately, in ``ModelRequest.system``);
+2. no empty message (no parts, or only empty text);
+3. the first message is a ``user`` message;
+4. tool calls appear only in ``assistant`` messages, results only in ``tool`` messages, and a
+   ``tool`` message carries nothing but results;
+5. a ``tool`` message comes directly after an ``assistant`` message with calls and answers every
+   one of them exactly once (pairing is per occurrence: the results answer the calls just before);
+6. call ids are unique in the transcript (``unique_ids=False`` relaxes this to unique per turn, for
+   providers that tolerate reuse);
+7. a transcript ready to send does not end with unanswered calls.
+
+``TranscriptChecker`` applies the rules incrementally, so a turn costs the size of its new
+messages, not of the whole history. ``close_interrupted`` repairs the one shape a cancel or a
+crash leaves behind: calls whose results never came.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from agentloop.errors import TranscriptError
+from agentloop.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart
+
+__all__ = [
+    "INTERRUPTED_TEXT",
+    "TranscriptChecker",
+    "close_interrupted",
+    "validate_transcript",
+]
+
+INTERRUPTED_TEXT = "The tool call was interrupted before a result was produced."
+"""The synthetic result text (``is_error=True``) for a call whose result never came."""
+
+
+def _is_empty(message: Message) -> bool:
+    return all(isinstance(p, TextPart) and not p.text for p in message.parts)
+
+
+def _fail(index: int, message: Message, problem: str) -> TranscriptError:
+    return TranscriptError(f"message {index} ({message.role}): {problem}", index=index)
+
+
+class TranscriptChecker:
+    """Checks a transcript message by message; each check costs only the new messages.
+
+    ``extend`` raises ``TranscriptError`` on the first offending message among the new ones; the
+    valid prefix stays absorbed. Unanswered calls at the end are allowed while the transcript is
+    being built (the tools are still running); ``check_sendable`` refuses them.
+
+    Args:
+        unique_ids: Require call ids unique across the whole transcript (default), not only
+            within one turn.
+    """
+
+    __slots__ = ("_count", "_ids", "_pending", "_pending_index", "unique_ids")
+
+    def __init__(self, *, unique_ids: bool = True) -> None:
+        self.unique_ids = unique_ids
+        self._count = 0
+        self._ids: set[str] = set()
+        self._pending: tuple[ToolCallPart, ...] = ()
+        self._pending_index = -1
+
+    def __len__(self) -> int:
+        return self._count
+
+    @property
+    def pending_calls(self) -> tuple[ToolCallPart, ...]:
+        """Calls of the last message still waiting for their results."""
+        return self._pending
+
+    def reset(self, messages: Iterable[Message] = ()) -> None:
+        """Forget everything and check ``messages`` afresh (after compaction replaced history)."""
+        self._count = 0
+        self._ids.clear()
+        self._pending = ()
+        self._pending_index = -1
+        self.extend(messages)
+
+    def extend(self, messages: Iterable[Message]) -> None:
+        """Check and absorb new messages appended to the transcript.
+
+        Raises:
+            TranscriptError: A new message breaks a rule; ``index`` is its position in the
+                whole transcript (or the position of the call left unanswered).
+        """
+        for message in messages:
+            self.append(message)
+
+    def append(self, message: Message) -> None:
+        """Check and absorb one appended message (see ``extend``)."""
+        index = self._count
+        self._check_shape(index, message)
+        if message.role == "tool":
+            self._check_results(index, message)
+            self._pending = ()
+        else:
+            self._check_answered()
+            self._pending = self._check_calls(index, message)
+            self._pending_index = index
+        self._count += 1
+
+    def check_sendable(self) -> None:
+        """Raise unless the transcript absorbed so far can be sent as a request.
+
+        Raises:
+            TranscriptError: The transcript is empty or ends with unanswered calls.
+        """
+        if self._count == 0:
+            raise TranscriptError("the transcript is empty", index=None)
+        self._check_answered()
+
+    def _check_shape(self, index: int, message: Message) -> None:
+        if message.role == "system":
+            raise _fail(index, message, "system messages are not allowed; pass the system prompt")
+        if _is_empty(message):
+            raise _fail(index, message, "the message is empty")
+        if index == 0 and message.role != "user":
+            raise _fail(index, message, "the first message must be a user message")
+        for part in message.parts:
+            if not _part_allowed(message.role, part):
+                raise _fail(index, message, f"a {message.role} message cannot carry {_kind(part)}")
+
+    def _check_answered(self) -> None:
+        if self._pending:
+            call = self._pending[0]
+            raise TranscriptError(
+                f"message {self._pending_index} (assistant): tool call {call.id!r} ({call.name})"
+                " has no result in the next tool message",
+                index=self._pending_index,
+            )
+
+    def _check_calls(self, index: int, message: Message) -> tuple[ToolCallPart, ...]:
+        calls = message.tool_calls
+        seen: set[str] = set()
+        for call in calls:
+            if call.id in seen or (self.unique_ids and call.id in self._ids):
+                raise _fail(index, message, f"duplicate tool call id {call.id!r} ({call.name})")
+            seen.add(call.id)
+        self._ids.update(seen)
+        return calls
+
+    def _check_results(self, index: int, message: Message) -> None:
+        if not self._pending or self._pending_index != index - 1:
+            raise _fail(index, message, "a tool message must follow an assistant message's calls")
+        waiting = Counter(call.id for call in self._pending)
+        for result in message.tool_results_parts:
+            if waiting[result.call_id] <= 0:
+                raise _fail(index, message, _unmatched(result, self._pending))
+            waiting[result.call_id] -= 1
+        for call in self._pending:
+            if waiting[call.id] > 0:
+                raise TranscriptError(
+                    f"message {index - 1} (assistant): tool call {call.id!r} ({call.name})"
+                    f" has no result in the next tool message (message {index})",
+                    index=index - 1,
+                )
+
+
+def _part_allowed(role: str, part: Part) -> bool:
+    if isinstance(part, ToolCallPart):
+        return role == "assistant"
+    if isinstance(part, ToolResultPart):
+        return role == "tool"
+    return role != "tool"
+
+
+def _kind(part: Part) -> str:
+    if isinstance(part, ToolCallPart):
+        return f"a tool call ({part.id!r})"
+    if isinstance(part, ToolResultPart):
+        return f"a tool result ({part.call_id!r})"
+    return "text"
+
+
+def _unmatched(result: ToolResultPart, calls: Sequence[ToolCallPart]) -> str:
+    if any(call.id == result.call_id for call in calls):
+        return f"duplicate result for tool call {result.call_id!r} ({result.name})"
+    return f"result for tool call {result.call_id!r} ({result.name}) has no matching call"
+
+
+def validate_transcript(
+    messages: Sequence[Message], *, allow_pending: bool = False, unique_ids: bool = True
+) -> None:
+    """Check a whole transcript against the rules in this module's docstring, in O(n).
+
+    Args:
+        messages: The transcript, without the system prompt.
+        allow_pending: Accept unanswered calls in the last message (a transcript being built).
+        unique_ids: Require call ids unique across the transcript, not only within a turn.
+
+    Raises:
+        TranscriptError: The first offending message, with ``index``, role and call id.
+    """
+    checker = TranscriptChecker(unique_ids=unique_ids)
+    checker.extend(messages)
+    if allow_pending:
+        if not messages:
+            raise TranscriptError("the transcript is empty", index=None)
+    else:
+        checker.check_sendable()
+
+
+def close_interrupted(messages: Sequence[Message]) -> list[Message]:
+    """Give the last assistant message's unanswered calls a synthetic result.
+
+    A cancel or a crash mid-tool leaves calls without results. Each missing result becomes
+    ``ToolResultPart(call.id, call.name, INTERRUPTED_TEXT, is_error=True)``; the ``tool`` message
+    after the calls is completed (results in the calls' order, results matching no call
+    dropped) or inserted. A transcript with nothing missing comes back as an equal copy.
+    """
+    out = list(messages)
+    last = next((i for i in range(len(out) - 1, -1, -1) if out[i].role == "assistant"), None)
+    if last is None or not out[last].tool_calls:
+        return out
+    following = out[last + 1] if last + 1 < len(out) else None
+    existing = following.tool_results_parts if following and following.role == "tool" else ()
+    results = _complete_results(out[last].tool_calls, existing)
+    if results is None:
+        return out
+    if following is not None and following.role == "tool":
+        out[last + 1] = Message.tool_results(results)
+    else:
+        out.insert(last + 1, Message.tool_results(results))
+    return out
+
+
+def _complete_results(
+    calls: Sequence[ToolCallPart], existing: Sequence[ToolResultPart]
+) -> list[ToolResultPart] | None:
+    """The results for ``calls`` in order, synthetic where missing; None when none is missing."""
+    available: dict[str, list[ToolResultPart]] = {}
+    for result in existing:
+        available.setdefault(result.call_id, []).append(result)
+    results: list[ToolResultPart] = []
+    missing = False
+    for call in calls:
+        queue = available.get(call.id)
+        if queue:
+            results.append(queue.pop(0))
+        else:
+            missing = True
+            results.append(ToolResultPart(call.id, call.name, INTERRUPTED_TEXT, is_error=True))
+    extra = any(available.values())
+    return results if missing or extra else None
