@@ -169,6 +169,9 @@ class Agent:
             await self._finalize(state, error)
         except Exception as exc:
             await self._finalize(state, _internal(exc))
+        except BaseException:  # KeyboardInterrupt / SystemExit: record the run, then let go
+            await self._finalize(state, Cancelled())
+            raise
         else:
             await self._finalize(state, None)
         stop = state.run.stop_reason

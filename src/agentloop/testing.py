@@ -17,9 +17,11 @@ from typing import Any, TypeAlias
 from agentloop.errors import InternalError
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, Usage
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
+from agentloop.observers import EVENTS, Observer
 
 __all__ = [
     "FunctionModel",
+    "RecordingObserver",
     "ScriptExhausted",
     "ScriptedCall",
     "ScriptedModel",
@@ -178,3 +180,30 @@ def _describe(message: Message | None) -> str:
         return "none"
     text = message.text or ", ".join(p.__class__.__name__ for p in message.parts)
     return f"{message.role}: {text[:80]!r}"
+
+
+class RecordingObserver(Observer):
+    """An observer that records every event as ``(name, args)`` in ``events``."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, tuple[Any, ...]]] = []
+
+    def names(self) -> list[str]:
+        """Event names in order."""
+        return [name for name, _ in self.events]
+
+    def of(self, event: str) -> list[tuple[Any, ...]]:
+        """The argument tuples of one event."""
+        return [args for name, args in self.events if name == event]
+
+
+def _recording(event: str) -> Callable[..., None]:
+    def record(self: RecordingObserver, *args: Any) -> None:
+        self.events.append((event, args))
+
+    record.__name__ = event
+    return record
+
+
+for _event in EVENTS:
+    setattr(RecordingObserver, _event, _recording(_event))

@@ -256,6 +256,10 @@ class ToolRegistry:
         self._tools[item.name] = item
         return item
 
+    def unregister(self, name: str) -> None:
+        """Remove a tool (a run that advertised it answers later calls with a registry miss)."""
+        self._tools.pop(name, None)
+
     def get(self, name: str) -> Tool | None:
         """The tool called ``name``, or None."""
         return self._tools.get(name)
