@@ -1,0 +1,445 @@
+"""The Gemini ``generateContent`` adapter: agentloop messages in, ``ModelResponse`` out.
+
+Speaks ``POST {base_url}/models/{model}:generateContent`` and
+``:streamGenerateContent?alt=sse`` through the shared ``HttpTransport``. The key travels in the
+``x-goog-api-key`` header, never in the URL. Wire rules it owns:
+
+- ``request.system`` (and ``system`` messages) -> ``systemInstruction``; roles ``user`` and
+  ``model``; a ``tool`` message -> one ``user`` turn of ``functionResponse`` parts
+  (``{"result": text}``, or ``{"error": text}`` for a soft error), in the model's call order;
+  consecutive same-role turns are merged.
+- Call ids: Gemini may omit ``functionCall.id``. A missing id is synthesised as
+  ``gemini_<responseId>_<n>`` (or a random stem without a response id): the same id in the
+  stream's deltas and in the final response. Results map back by name and order; only ids that
+  Gemini itself issued are echoed back. ``thoughtSignature`` values are remembered per client
+  by call id and returned with the call, as thinking models require.
+- ``ModelSettings``: temperature, top_p, max_tokens, stop, seed -> ``generationConfig``;
+  ``tool_choice`` -> ``toolConfig.functionCallingConfig`` (``AUTO``/``ANY``/``NONE``, a tool
+  name -> ``ANY`` restricted to it); ``extra_body`` merges into the body.
+- Stream completion rule: a stream is complete when a chunk carrying ``finishReason`` (or a
+  ``promptFeedback.blockReason``) has arrived AND the connection then ended cleanly; chunks after
+  the finish (usage) are still read. EOF without a finish reason is ``ResponseInvalid``.
+- ``finishReason``: STOP -> ``end_turn`` (``tool_use`` when calls were made), MAX_TOKENS ->
+  ``max_tokens``, safety-type reasons -> ``refusal``, MALFORMED_FUNCTION_CALL ->
+  ``ResponseInvalid`` (retryable); others lower-cased.
+- Errors: the status table of ``_http``; a 400 about an invalid API key -> ``AuthError``; a 429
+  with a ``RetryInfo`` is ``RateLimited`` with its ``retryDelay`` as ``retry_after``; a 429
+  about billing without one -> ``InsufficientCredits``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentloop.errors import (
+    AuthError,
+    ConfigurationError,
+    FailurePhase,
+    InsufficientCredits,
+    ProviderError,
+    RateLimited,
+    ResponseInvalid,
+)
+from agentloop.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart, Usage
+from agentloop.model import ModelRequest, ModelResponse, ModelSettings, StreamEvent
+from agentloop.providers._http import HttpTransport, error_for_status
+from agentloop.providers._sse import SSEEvent
+
+__all__ = ["GeminiClient", "GeminiStreamState", "build_payload", "parse_response"]
+
+_PROVIDER = "gemini"
+_SYNTHETIC = "gemini_"
+_REFUSALS = frozenset(
+    {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "LANGUAGE",
+     "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION"}
+)  # fmt: skip
+
+
+def _invalid(message: str, body: str = "", request_id: str | None = None) -> ResponseInvalid:
+    return ResponseInvalid(
+        f"gemini: {message}",
+        provider=_PROVIDER,
+        request_id=request_id,
+        phase=FailurePhase.BODY,
+        request_sent=True,
+        body=body[:8192],
+    )
+
+
+# --- request encoding ------------------------------------------------------------------------
+
+
+def _encode_part(part: Part, signatures: Mapping[str, str]) -> dict[str, Any] | None:
+    if isinstance(part, TextPart):
+        return {"text": part.text} if part.text else None
+    if isinstance(part, ToolCallPart):
+        call: dict[str, Any] = {"name": part.name, "args": dict(part.arguments)}
+        if not part.id.startswith(_SYNTHETIC):
+            call["id"] = part.id
+        encoded: dict[str, Any] = {"functionCall": call}
+        if part.id in signatures:
+            encoded["thoughtSignature"] = signatures[part.id]
+        return encoded
+    return _encode_result(part)
+
+
+def _encode_result(part: ToolResultPart) -> dict[str, Any]:
+    key = "error" if part.is_error else "result"
+    response: dict[str, Any] = {"name": part.name, "response": {key: part.content}}
+    if not part.call_id.startswith(_SYNTHETIC):
+        response["id"] = part.call_id
+    return {"functionResponse": response}
+
+
+def encode_contents(
+    messages: Sequence[Message], signatures: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """The ``contents`` array: roles user/model, same-role neighbours merged."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        role = "model" if message.role == "assistant" else "user"
+        parts = [_encode_part(p, signatures or {}) for p in message.parts]
+        kept = [p for p in parts if p is not None]
+        if not kept:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["parts"].extend(kept)
+        else:
+            out.append({"role": role, "parts": kept})
+    return out
+
+
+def _tool_config(choice: str) -> dict[str, Any]:
+    modes = {"auto": "AUTO", "required": "ANY", "any": "ANY", "none": "NONE"}
+    if choice in modes:
+        return {"functionCallingConfig": {"mode": modes[choice]}}
+    return {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [choice]}}
+
+
+def _generation_config(settings: ModelSettings) -> dict[str, Any]:
+    pairs = (
+        ("temperature", settings.temperature),
+        ("topP", settings.top_p),
+        ("maxOutputTokens", settings.max_tokens),
+        ("seed", settings.seed),
+        ("stopSequences", list(settings.stop) if settings.stop else None),
+    )
+    return {key: value for key, value in pairs if value is not None}
+
+
+def build_payload(
+    request: ModelRequest, signatures: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The ``generateContent`` request body for ``request``."""
+    payload: dict[str, Any] = {"contents": encode_contents(tuple(request.messages), signatures)}
+    texts = [request.system] if request.system else []
+    texts.extend(m.text for m in request.messages if m.role == "system" and m.text)
+    if texts:
+        payload["systemInstruction"] = {"parts": [{"text": "\n\n".join(texts)}]}
+    if request.tools:
+        declarations = [
+            {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}
+            for t in request.tools
+        ]
+        payload["tools"] = [{"functionDeclarations": declarations}]
+    if request.settings.tool_choice is not None:
+        payload["toolConfig"] = _tool_config(request.settings.tool_choice)
+    config = _generation_config(request.settings)
+    if config:
+        payload["generationConfig"] = config
+    if request.settings.extra_body:
+        payload.update(request.settings.extra_body)
+    return payload
+
+
+# --- response decoding -----------------------------------------------------------------------
+
+
+def _usage(data: Any, previous: Usage) -> Usage:
+    if not isinstance(data, Mapping):
+        return previous
+    prompt = data.get("promptTokenCount")
+    output = sum(
+        int(data.get(k) or 0) for k in ("candidatesTokenCount", "thoughtsTokenCount")
+    )  # thinking is billed as output
+    return Usage(int(prompt) if isinstance(prompt, int) else previous.input_tokens, output)
+
+
+def _stop_reason(finish: str, has_calls: bool) -> str:
+    if finish == "STOP":
+        return "tool_use" if has_calls else "end_turn"
+    if finish == "MAX_TOKENS":
+        return "max_tokens"
+    if finish in _REFUSALS:
+        return "refusal"
+    return finish.lower()
+
+
+@dataclass
+class GeminiStreamState:
+    """Pure accumulator of Gemini response chunks (one for ``generateContent``, many streamed)."""
+
+    request_id: str | None = None
+    stem: str = ""
+    model: str = ""
+    usage: Usage = field(default_factory=Usage)
+    finish: str | None = None
+    parts: list[Part] = field(default_factory=list)
+    signatures: dict[str, str] = field(default_factory=dict)
+    count: int = 0
+
+    def feed_chunk(self, data: Any, raw: str = "") -> list[StreamEvent]:
+        """Apply one ``GenerateContentResponse`` chunk; returns the events it produces."""
+        if not isinstance(data, Mapping):
+            raise _invalid("chunk is not an object", raw, self.request_id)
+        if "error" in data:
+            raise _chunk_error(data, raw, self.request_id)
+        self.count += 1
+        self.request_id = self.request_id or data.get("responseId")
+        self.model = str(data.get("modelVersion") or self.model)
+        self.usage = _usage(data.get("usageMetadata"), self.usage)
+        blocked = (data.get("promptFeedback") or {}).get("blockReason")
+        if blocked:
+            self.finish = str(blocked)
+        candidates = data.get("candidates") or []
+        if not isinstance(candidates, list) or not candidates:
+            return []
+        candidate = candidates[0] if isinstance(candidates[0], Mapping) else {}
+        if candidate.get("finishReason"):
+            self.finish = str(candidate["finishReason"])
+        content = candidate.get("content") or {}
+        return [e for part in content.get("parts") or [] for e in self._part(part, raw)]
+
+    def feed(self, event: SSEEvent) -> list[StreamEvent]:
+        """Apply one SSE event (its data is one JSON chunk)."""
+        if not event.data.strip():
+            return []
+        try:
+            data = json.loads(event.data)
+        except ValueError as exc:
+            raise _invalid(f"chunk is not JSON ({exc})", event.data, self.request_id) from exc
+        return self.feed_chunk(data, event.data)
+
+    def _part(self, part: Any, raw: str) -> list[StreamEvent]:
+        if not isinstance(part, Mapping) or part.get("thought"):
+            return []
+        if isinstance(part.get("text"), str) and part["text"]:
+            self._add_text(part["text"])
+            return [StreamEvent("text_delta", text=part["text"])]
+        call = part.get("functionCall")
+        if not isinstance(call, Mapping):
+            return []
+        args = call.get("args") or {}
+        if not isinstance(args, Mapping) or not isinstance(call.get("name"), str):
+            raise _invalid(f"malformed functionCall: {call!r}", raw, self.request_id)
+        index = sum(isinstance(p, ToolCallPart) for p in self.parts)
+        call_id = str(call.get("id") or f"{_SYNTHETIC}{self._stem()}_{index}")
+        if isinstance(part.get("thoughtSignature"), str):
+            self.signatures[call_id] = part["thoughtSignature"]
+        self.parts.append(ToolCallPart(call_id, call["name"], dict(args)))
+        return [StreamEvent("tool_call_delta", index=index, call_id=call_id, name=call["name"],
+                            arguments=json.dumps(dict(args)))]  # fmt: skip
+
+    def _add_text(self, text: str) -> None:
+        if self.parts and isinstance(self.parts[-1], TextPart):
+            self.parts[-1] = TextPart(self.parts[-1].text + text)
+        else:
+            self.parts.append(TextPart(text))
+
+    def _stem(self) -> str:
+        if not self.stem:
+            self.stem = self.request_id or uuid.uuid4().hex[:16]
+        return self.stem
+
+    def response(self) -> ModelResponse:
+        """The complete response; raises ``ResponseInvalid`` when it cannot be one."""
+        if self.finish is None:
+            raise _invalid(f"stream ended without a finishReason after {self.count} chunks")
+        if self.finish in ("MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL"):
+            raise _invalid(f"the model produced an invalid tool call ({self.finish})")
+        has_calls = any(isinstance(p, ToolCallPart) for p in self.parts)
+        return ModelResponse(
+            message=Message("assistant", tuple(self.parts)),
+            usage=self.usage,
+            model=self.model,
+            stop_reason=_stop_reason(self.finish, has_calls),
+            request_id=self.request_id,
+        )
+
+
+def _chunk_error(data: Mapping[str, Any], raw: str, request_id: str | None) -> ProviderError:
+    """An ``{"error": {...}}`` object inside a 200 reply or stream, as the status table says."""
+    error = data.get("error")
+    code = error.get("code") if isinstance(error, Mapping) else None
+    status = code if isinstance(code, int) and 400 <= code < 600 else 500
+    refined = _refine(error_for_status(status, {}, raw or json.dumps(data), provider=_PROVIDER))
+    refined.phase, refined.request_id = FailurePhase.READ, request_id
+    return refined
+
+
+def _parse(data: Any, request_id: str | None, text: str) -> GeminiStreamState:
+    state = GeminiStreamState(request_id=request_id)
+    state.feed_chunk(data, text)
+    if state.finish is None and not state.parts:
+        raise _invalid("reply has no candidates", text, request_id)
+    state.finish = state.finish or "STOP"
+    return state
+
+
+def parse_response(data: Any, *, request_id: str | None = None, text: str = "") -> ModelResponse:
+    """A ``ModelResponse`` from a non-streaming ``generateContent`` reply."""
+    return _parse(data, request_id, text).response()
+
+
+def _retry_delay(body: str) -> float | None:
+    try:
+        details = json.loads(body)["error"]["details"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    for detail in details if isinstance(details, list) else []:
+        delay = detail.get("retryDelay") if isinstance(detail, Mapping) else None
+        if isinstance(delay, str) and delay.endswith("s"):
+            try:
+                return max(0.0, float(delay[:-1]))
+            except ValueError:
+                return None
+    return None
+
+
+def _refine(error: ProviderError) -> ProviderError:
+    """Re-type an HTTP error whose Gemini body says more than its status."""
+    body = error.body or ""
+    lowered = body.lower()
+    cls: type[ProviderError] | None = None
+    if error.status_code == 400 and (
+        "api key not valid" in lowered or "api_key_invalid" in lowered
+    ):
+        cls = AuthError
+    elif isinstance(error, RateLimited) and not isinstance(error, InsufficientCredits):
+        delay = _retry_delay(body)
+        if delay is None and "billing" in lowered:
+            cls = InsufficientCredits
+        elif error.retry_after is None:
+            error.retry_after = delay
+    if cls is None:
+        return error
+    refined = cls(
+        error.message,
+        provider=error.provider,
+        status_code=error.status_code,
+        retry_after=error.retry_after,
+        request_id=error.request_id,
+        phase=error.phase,
+        request_sent=error.request_sent,
+        body=error.body,
+    )
+    vars(refined)["should_retry"] = getattr(error, "should_retry", None)
+    return refined
+
+
+def _check_positive(name: str, value: object) -> None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+    if not ok:
+        raise ConfigurationError(f"GeminiClient.{name} must be > 0, got {value!r}", field=name)
+
+
+class GeminiClient:
+    """A ``ModelClient`` for the Gemini API (``generateContent``).
+
+    Args:
+        model: Default model, e.g. ``gemini-2.5-flash`` (a ``models/`` prefix is accepted).
+        api_key: Sent as ``x-goog-api-key``; never in the URL, errors, logs or ``repr``.
+        base_url: API root including the version.
+        timeout: Read/idle-gap timeout in seconds.
+        connect_timeout: Connect timeout in seconds.
+        headers: Extra headers.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str,
+        base_url: str = "https://generativelanguage.googleapis.com/v1beta",
+        timeout: float = 120.0,
+        connect_timeout: float = 10.0,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model.removeprefix("models/"):
+            raise ConfigurationError("GeminiClient needs a model name", field="model")
+        if not isinstance(api_key, str) or not api_key:
+            raise AuthError("GEMINI_API_KEY is not set", provider=_PROVIDER)
+        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+            raise ConfigurationError(f"invalid base_url {base_url!r}", field="base_url")
+        _check_positive("timeout", timeout)
+        _check_positive("connect_timeout", connect_timeout)
+        self._model = model.removeprefix("models/")
+        self.base_url = base_url.rstrip("/")
+        self._signatures: dict[str, str] = {}
+        self._transport = HttpTransport(
+            provider=_PROVIDER,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            headers={**(headers or {}), "x-goog-api-key": api_key},
+            secrets=(api_key,),
+        )
+
+    def __repr__(self) -> str:
+        return f"GeminiClient(model={self._model!r}, base_url={self.base_url!r})"
+
+    @property
+    def model(self) -> str:
+        """The default model."""
+        return self._model
+
+    @property
+    def provider(self) -> str:
+        """Always ``gemini``."""
+        return _PROVIDER
+
+    def _url(self, request: ModelRequest, method: str) -> str:
+        model = (request.model or self._model).removeprefix("models/")
+        return f"{self.base_url}/models/{model}:{method}"
+
+    def _remember(self, state: GeminiStreamState) -> None:
+        if len(self._signatures) > 10_000:
+            self._signatures.clear()
+        self._signatures.update(state.signatures)
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send one request and parse the reply."""
+        payload = build_payload(request, self._signatures)
+        try:
+            reply = await self._transport.post_json(self._url(request, "generateContent"), payload)
+        except ProviderError as error:
+            raise _refine(error) from error.__cause__
+        state = _parse(reply.data, reply.request_id, reply.text)
+        response = state.response()
+        self._remember(state)
+        return response
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Stream one request; ``done`` follows the finish chunk and a clean end of stream."""
+        payload = build_payload(request, self._signatures)
+        url = self._url(request, "streamGenerateContent") + "?alt=sse"
+        try:
+            async with self._transport.stream_sse(url, payload) as sse:
+                state = GeminiStreamState(request_id=sse.request_id)
+                async for event in sse:
+                    for out in state.feed(event):
+                        yield out
+        except ProviderError as error:
+            raise _refine(error) from error.__cause__
+        response = state.response()
+        self._remember(state)
+        yield StreamEvent("done", response=response)
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._transport.aclose()
