@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncIterator, Sequence
+import socket
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,6 +32,7 @@ from agentloop.errors import (
 )
 from agentloop.messages import Message
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
+from agentloop.providers.anthropic import AnthropicClient
 from agentloop.providers.retrying import (
     RetryingClient,
     RetryPolicy,
@@ -118,7 +122,7 @@ class Events:
         raise AssertionError("not expected")
 
 
-def client(inner: FakeClient, sleeper: Sleeper, **kwargs: Any) -> RetryingClient:
+def client(inner: FakeClient | AnthropicClient, sleeper: Sleeper, **kwargs: Any) -> RetryingClient:
     return RetryingClient(inner, sleep=sleeper, random=lambda a, b: 0.0, **kwargs)
 
 
@@ -452,3 +456,108 @@ def test_backoff_stays_within_the_jittered_cap(retry_index: int, sample: float) 
     policy = RetryPolicy()
     wait = policy.backoff(retry_index, sample)
     assert 0.0 <= wait <= policy.max_delay * 1.1 + 1e-9
+
+
+# --- end to end through a real local HTTP server ---------------------------------------------
+
+
+@dataclass
+class LocalServer:
+    """An aiohttp server on 127.0.0.1 answering /v1/messages from a list of (status, headers)."""
+
+    replies: list[tuple[int, dict[str, str]]]
+    hits: int = 0
+
+    async def handle(self, request: web.Request) -> web.Response:
+        status, headers = self.replies[min(self.hits, len(self.replies) - 1)]
+        self.hits += 1
+        if status == 200:
+            body = {
+                "content": [{"type": "text", "text": "served"}],
+                "model": "claude-local",
+                "stop_reason": "end_turn",
+            }
+        else:
+            body = {"type": "error", "error": {"type": "api_error", "message": f"HTTP {status}"}}
+        return web.json_response(body, status=status, headers=headers)
+
+
+@pytest.fixture
+async def local() -> AsyncIterator[tuple[LocalServer, str]]:
+    state = LocalServer([])
+    app = web.Application()
+    app.router.add_post("/v1/messages", state.handle)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    try:
+        yield state, f"http://127.0.0.1:{server.port}"
+    finally:
+        await server.close()
+
+
+@pytest.fixture
+async def anthropic_at() -> AsyncIterator[Callable[[str], AnthropicClient]]:
+    made: list[AnthropicClient] = []
+
+    def make(url: str) -> AnthropicClient:
+        made.append(AnthropicClient("claude-local", api_key="sk-ant-e2e-secret", base_url=url))
+        return made[-1]
+
+    yield make
+    for item in made:
+        await item.aclose()
+
+
+async def test_e2e_503_503_200_succeeds_with_retries_reported(
+    local: tuple[LocalServer, str], anthropic_at: Callable[[str], AnthropicClient]
+) -> None:
+    state, url = local
+    state.replies = [(503, {}), (503, {}), (200, {})]
+    events, sleeper = Events(), Sleeper()
+    request = ModelRequest(messages=[Message.user("hi")], events=events)
+    response = await client(anthropic_at(url), sleeper).complete(request)
+    assert response.text == "served" and state.hits == 3
+    assert events.retries == [("ProviderUnavailable", 1, 0.1), ("ProviderUnavailable", 2, 0.2)]
+
+
+async def test_e2e_429_retry_after_7_is_waited_then_escalates(
+    local: tuple[LocalServer, str], anthropic_at: Callable[[str], AnthropicClient]
+) -> None:
+    state, url = local
+    state.replies = [(429, {"Retry-After": "7"})]
+    sleeper = Sleeper()
+    with pytest.raises(RateLimitEscalation) as info:
+        await client(anthropic_at(url), sleeper).complete(REQUEST)
+    error = info.value
+    assert sleeper.waits == [7.0, 7.0, 7.0] and state.hits == 4
+    assert error.attempts == 4 and error.retry_after == 7.0
+    assert [r.wait_seconds for r in error.attempt_log] == [7.0, 7.0, 7.0, 0.0]
+    assert all(r.status_code == 429 and r.request_sent for r in error.attempt_log)
+
+
+async def test_e2e_401_costs_one_attempt(
+    local: tuple[LocalServer, str], anthropic_at: Callable[[str], AnthropicClient]
+) -> None:
+    state, url = local
+    state.replies = [(401, {})]
+    sleeper = Sleeper()
+    with pytest.raises(AuthError) as info:
+        await client(anthropic_at(url), sleeper).complete(REQUEST)
+    assert state.hits == 1 and sleeper.waits == [] and info.value.attempts == 1
+    record = info.value.attempt_log[0]
+    assert record.status_code == 401 and record.phase == "status" and record.request_sent is True
+    assert "sk-ant-e2e-secret" not in repr(info.value.attempt_log) + str(info.value)
+
+
+async def test_e2e_connection_refused_is_retried_and_logged_as_unsent(
+    anthropic_at: Callable[[str], AnthropicClient],
+) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    sleeper = Sleeper()
+    url = f"http://127.0.0.1:{port}"
+    with pytest.raises(ProviderUnavailable) as info:
+        await client(anthropic_at(url), sleeper).complete(REQUEST)
+    assert info.value.attempts == 4 and len(sleeper.waits) == 3
+    assert all(r.phase == "connect" and r.request_sent is False for r in info.value.attempt_log)
