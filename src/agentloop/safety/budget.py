@@ -1,18 +1,57 @@
-"""The budget gate: refuse the next request once a run has spent its budget."""
+"""The budget gate: refuse the next request once a run has spent its budget.
+
+A ``Budget`` draws hard lines per run (tokens, output tokens, completed turns, wall-clock
+seconds, tool calls, US dollars); ``None`` or ``0`` disables a line. The ``BudgetGate`` is
+checked before every model request: spending happens after a response, so the request that
+crosses a line always completes and the *next* check refuses with ``BudgetExhausted``. Each
+dimension warns once per run at its soft line, ``floor(limit * soft_fraction)``.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from types import MappingProxyType
 
-from agentloop.errors import ConfigurationError
+from agentloop.errors import BudgetExhausted, ConfigurationError
+from agentloop.messages import Usage
 from agentloop.safety._config import require_non_negative
 
-__all__ = ["Budget"]
+__all__ = ["DIMENSIONS", "Budget", "BudgetGate", "BudgetWarning", "Price", "soft_line"]
+
+DIMENSIONS = ("tokens", "output_tokens", "turns", "wall_clock", "tool_calls", "cost_usd")
+"""Every budget dimension, in the order the gate checks them."""
+
+_logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """US dollars per million input and output tokens of one model."""
+
+    input_per_million: float
+    output_per_million: float
+
+    def __post_init__(self) -> None:
+        require_non_negative("Price", "input_per_million", self.input_per_million)
+        require_non_negative("Price", "output_per_million", self.output_per_million)
+
+    def cost(self, usage: Usage) -> float:
+        """What ``usage`` costs in US dollars."""
+        spent = usage.input_tokens * self.input_per_million
+        return (spent + usage.output_tokens * self.output_per_million) / 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
 class Budget:
-    """Hard lines per run (None disables a line); one warning per dimension at ``soft_fraction``."""
+    """Hard lines per run (None or 0 disables a line); one warning each at ``soft_fraction``.
+
+    ``cost_usd`` needs ``prices`` keyed by the exact model name a response reports.
+    """
 
     tokens: int | None = None
     output_tokens: int | None = None
@@ -20,9 +59,11 @@ class Budget:
     wall_clock: float | None = None
     tool_calls: int | None = None
     soft_fraction: float = 0.8
+    cost_usd: float | None = None
+    prices: Mapping[str, Price] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
-        for name in ("tokens", "output_tokens", "turns", "wall_clock", "tool_calls"):
+        for name in DIMENSIONS:
             value = getattr(self, name)
             if value is not None:
                 require_non_negative("Budget", name, value)
@@ -31,3 +72,124 @@ class Budget:
                 f"Budget.soft_fraction must be in (0.0, 1.0], got {self.soft_fraction!r}",
                 field="soft_fraction",
             )
+        if self.prices is not None:
+            for model, price in self.prices.items():
+                if not isinstance(price, Price):
+                    raise ConfigurationError(
+                        f"Budget.prices[{model!r}] must be a Price, got {price!r}", field="prices"
+                    )
+            object.__setattr__(self, "prices", MappingProxyType(dict(self.prices)))
+        if self.cost_usd and not self.prices:
+            raise ConfigurationError(
+                "Budget.cost_usd needs prices: a Price per model name", field="prices"
+            )
+
+    def limit(self, dimension: str) -> float | None:
+        """The hard line of ``dimension``; None when the line is disabled (None or 0)."""
+        value: float | None = getattr(self, dimension)
+        return value or None
+
+
+def soft_line(limit: float, fraction: float) -> float:
+    """``floor(limit * fraction)`` for whole-number limits, computed exactly; else the product.
+
+    The fraction is taken at its shortest decimal form (0.8 is exactly 4/5), so the soft line
+    never exceeds the hard one: ``soft_line(200, 0.8) == 160``, ``soft_line(1, 0.8) == 0``.
+    """
+    if isinstance(limit, int):
+        return math.floor(limit * Fraction(repr(fraction)))
+    return min(limit * fraction, limit)
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetWarning:
+    """A dimension crossed its soft line (or its hard line before warning) in this run."""
+
+    dimension: str
+    spent: float
+    limit: float
+
+
+class BudgetGate:
+    """Counts a run's spending and decides, before each request, whether it may be sent.
+
+    Args:
+        budget: the lines.
+        clock: monotonic seconds for the wall-clock line; inject a fake in tests.
+    """
+
+    def __init__(
+        self, budget: Budget | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.budget = budget or Budget()
+        self._clock = clock
+        self._lines: list[tuple[str, float, float]] = []
+        for dimension in DIMENSIONS:
+            limit = self.budget.limit(dimension)
+            if limit is not None:
+                self._lines.append((dimension, limit, soft_line(limit, self.budget.soft_fraction)))
+        self._prices = self.budget.prices or {}
+        self._unpriced: set[str] = set()
+        self.begin()
+
+    def __repr__(self) -> str:
+        return f"BudgetGate({self.budget!r})"
+
+    def begin(self) -> None:
+        """Start a run: zero every counter and re-arm every warning."""
+        self._started = self._clock()
+        self._spent: dict[str, float] = dict.fromkeys(DIMENSIONS, 0)
+        self._spent["cost_usd"] = 0.0
+        self._warned: set[str] = set()
+
+    def spent(self, dimension: str) -> float:
+        """What this run has spent on ``dimension`` so far (wall clock in seconds)."""
+        if dimension == "wall_clock":
+            return self._clock() - self._started
+        return self._spent[dimension]
+
+    def record_usage(self, usage: Usage, model: str) -> None:
+        """Count a response's provider-reported usage (and its cost when priced)."""
+        self._spent["tokens"] += usage.input_tokens + usage.output_tokens
+        self._spent["output_tokens"] += usage.output_tokens
+        if self.budget.cost_usd:
+            self._spent["cost_usd"] += self._cost(usage, model)
+
+    def record_turn(self) -> None:
+        """Count one completed assistant turn."""
+        self._spent["turns"] += 1
+
+    def record_tool_calls(self, n: int) -> None:
+        """Count ``n`` dispatched tool calls."""
+        self._spent["tool_calls"] += n
+
+    def pre_request(self) -> tuple[list[BudgetWarning], BudgetExhausted | None]:
+        """Check every line before a request.
+
+        Returns:
+            The warnings not sent yet this run (a dimension crossing its hard line also
+            warns if it had not), and the first exhausted dimension's ``BudgetExhausted``
+            (refuse the request) or None (send it).
+        """
+        warnings: list[BudgetWarning] = []
+        exhausted: BudgetExhausted | None = None
+        for dimension, limit, soft in self._lines:
+            spent = self.spent(dimension)
+            over = spent >= limit
+            if over and exhausted is None:
+                exhausted = BudgetExhausted(dimension, spent, limit)
+            if dimension not in self._warned and (over or (spent >= soft and spent > 0)):
+                self._warned.add(dimension)
+                warnings.append(BudgetWarning(dimension, spent, limit))
+        return warnings, exhausted
+
+    def _cost(self, usage: Usage, model: str) -> float:
+        price = self._prices.get(model)
+        if price is not None:
+            return price.cost(usage)
+        if model not in self._unpriced:
+            self._unpriced.add(model)
+            _logger.warning(
+                "budget: no price for model %r; its usage counts nothing toward cost_usd", model
+            )
+        return 0.0

@@ -1,13 +1,35 @@
-"""Loop detection: identical (tool, arguments, result) operations repeated in a window."""
+"""Loop detection: identical (tool, arguments, result) operations repeated in a window.
+
+A soft error invites the model to try again; a model that ignores what it reads tries the same
+thing forever. The ``LoopDetector`` watches the last ``window`` operations and says when the
+same operation keeps producing the same result (warn at ``warn_threshold``, stop at
+``stop_threshold``), or when two failing operations alternate A-B-A-B.
+
+The engine calls ``check()`` before every dispatch (a pure read) and ``record()`` once after
+every attempt. Every call costs O(1) amortized whatever the window: counts live in a dict
+beside the window deque, and entries made stale by progress are tombstoned, not searched for.
+"""
 
 from __future__ import annotations
 
+import json
+from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, TypeAlias
 
-from agentloop.errors import ConfigurationError
+from agentloop.errors import ConfigurationError, LoopDetected
 from agentloop.safety._config import require_non_negative
 
-__all__ = ["LoopDetection"]
+__all__ = ["LoopDetection", "LoopDetector", "LoopWarning", "canonical_arguments"]
+
+UNAVAILABLE_ARGUMENTS = "*"
+"""The arguments shown for a name that is not available: one pattern per name."""
+
+_Key: TypeAlias = tuple[str, str]
+"""(tool name, canonical JSON of the arguments)."""
+_Signature: TypeAlias = tuple[str, str, int | None]
+"""(tool name, canonical JSON of the arguments, hash of the result text or None if empty)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,3 +45,237 @@ class LoopDetection:
             require_non_negative("LoopDetection", name, getattr(self, name))
         if self.window == 0 and (self.warn_threshold or self.stop_threshold):
             raise ConfigurationError("LoopDetection.window must be >= 1", field="window")
+
+
+@dataclass(frozen=True, slots=True)
+class LoopWarning:
+    """A pattern reached the warn threshold (below the stop): one per pattern per episode."""
+
+    pattern: str
+    repetitions: int
+
+
+def canonical_arguments(arguments: Mapping[str, Any]) -> str:
+    """Compact JSON of ``arguments`` with sorted keys (``repr`` for values JSON cannot hold)."""
+    try:
+        return json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=repr)
+    except (TypeError, ValueError):
+        return repr(sorted(arguments.items(), key=lambda item: str(item[0])))
+
+
+def _pattern(signature: _Signature) -> str:
+    return f"{signature[0]}({signature[1]})"
+
+
+class _Alternation:
+    """The failing A-B-A-B tail of the operation stream (two different calls alternating)."""
+
+    __slots__ = ("before_previous", "length", "previous", "warned")
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.length = 0
+        self.previous: _Signature | None = None
+        self.before_previous: _Signature | None = None
+        self.warned = False
+
+    @property
+    def cycles(self) -> int:
+        """Completed A-B pairs in the tail."""
+        return self.length // 2
+
+    def push(self, signature: _Signature, is_error: bool) -> None:
+        """Extend or restart the tail with one recorded operation."""
+        if not is_error:
+            self.reset()
+            return
+        previous = self.previous
+        if previous is None or previous[:2] == signature[:2]:
+            self.length = 1
+            self.warned = False
+        elif self.length >= 2 and signature == self.before_previous:
+            self.length += 1
+        else:
+            self.length = 2
+            self.warned = False
+        self.before_previous, self.previous = previous, signature
+
+    def description(self) -> str:
+        """``<A> and <B>``, A being the call that started the alternation."""
+        assert self.previous is not None and self.before_previous is not None
+        first, second = (
+            (self.before_previous, self.previous)
+            if self.length % 2 == 0
+            else (self.previous, self.before_previous)
+        )
+        return f"{_pattern(first)} and {_pattern(second)}"
+
+
+class LoopDetector:
+    """Counts identical operations in a sliding window and says when the model is stuck.
+
+    Args:
+        config: the thresholds and the window size (``0`` disables a threshold).
+    """
+
+    def __init__(self, config: LoopDetection | None = None) -> None:
+        self.config = config or LoopDetection()
+        stop = self.config.stop_threshold
+        self._alternation_stop = (stop + 1) // 2 if stop else 0
+        self._clear()
+
+    def _clear(self) -> None:
+        self._window: deque[_Signature] = deque()
+        self._counts: dict[_Signature, int] = {}
+        self._live_hash: dict[_Key, int | None] = {}
+        self._dead: dict[_Signature, int] = {}
+        self._warned: set[_Signature] = set()
+        self._at_stop: set[_Signature] = set()
+        self._alternation = _Alternation()
+
+    def __repr__(self) -> str:
+        return f"LoopDetector({self.config!r})"
+
+    def check(self) -> LoopDetected | None:
+        """The stop-level pattern in the window, if any. Pure: never changes state."""
+        found = self._stop_signature()
+        if found is not None:
+            return LoopDetected(f"{_pattern(found)} repeated {self._counts[found]} times")
+        if self._alternation_at_stop():
+            alternation = self._alternation
+            cycles = alternation.cycles
+            return LoopDetected(f"{alternation.description()} alternating {cycles} times")
+        return None
+
+    def consume_stop(self) -> LoopDetected | None:
+        """Clear the pattern ``check()`` reports (after the engine ended the run on it)."""
+        detected = self.check()
+        found = self._stop_signature()
+        if found is not None:
+            self._drop(found)
+        elif detected is not None:
+            self._drop_alternation()
+        return detected
+
+    def end_run(self) -> None:
+        """Drop every stop-level pattern the run never fired, so the next run is not refused."""
+        while self.consume_stop() is not None:
+            pass
+
+    def reset(self) -> None:
+        """Forget everything."""
+        self._clear()
+
+    def record(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        result_text: str,
+        *,
+        is_error: bool,
+        available: bool = True,
+    ) -> LoopWarning | None:
+        """Record one attempt after dispatch; return a warning when a pattern reaches the warn line.
+
+        Args:
+            tool: the tool name the model asked for.
+            arguments: the arguments the attempt ran with.
+            result_text: what the model reads back (soft errors included).
+            is_error: whether the result is a soft error (feeds the alternation check).
+            available: False when the name is not available; all such calls to one name form
+                one pattern whatever their arguments and results.
+
+        Returns:
+            A ``LoopWarning`` the first time a pattern reaches ``warn_threshold`` (below the stop).
+        """
+        if self.config.window == 0:
+            return None
+        if available:
+            args = canonical_arguments(arguments)
+            digest: int | None = hash(result_text) if result_text else None
+        else:
+            args, digest = UNAVAILABLE_ARGUMENTS, None
+        signature: _Signature = (tool, args, digest)
+        self._flush_progress((tool, args), digest)
+        if len(self._window) >= self.config.window:
+            self._evict(self._window.popleft())
+        self._window.append(signature)
+        count = self._counts.get(signature, 0) + 1
+        self._counts[signature] = count
+        self._live_hash[(tool, args)] = digest
+        if self._is_stop(count):
+            self._at_stop.add(signature)
+        self._alternation.push(signature, is_error)
+        return self._repetition_warning(signature, count) or self._alternation_warning()
+
+    def _is_stop(self, count: int) -> bool:
+        return 0 < self.config.stop_threshold <= count
+
+    def _stop_signature(self) -> _Signature | None:
+        if not self._at_stop:
+            return None
+        return min(self._at_stop, key=lambda s: (-self._counts[s], _pattern(s)))
+
+    def _alternation_at_stop(self) -> bool:
+        return 0 < self._alternation_stop <= self._alternation.cycles
+
+    def _repetition_warning(self, signature: _Signature, count: int) -> LoopWarning | None:
+        warn = self.config.warn_threshold
+        if not warn or count < warn or self._is_stop(count) or signature in self._warned:
+            return None
+        self._warned.add(signature)
+        return LoopWarning(_pattern(signature), count)
+
+    def _alternation_warning(self) -> LoopWarning | None:
+        alternation, warn = self._alternation, self.config.warn_threshold
+        if not warn or alternation.warned or alternation.cycles < warn:
+            return None
+        if self._alternation_at_stop():
+            return None
+        alternation.warned = True
+        return LoopWarning(f"{alternation.description()} alternating", alternation.cycles)
+
+    def _flush_progress(self, key: _Key, digest: int | None) -> None:
+        """A call whose result changed made progress: its older results stop counting."""
+        if key in self._live_hash and self._live_hash[key] != digest:
+            self._drop((key[0], key[1], self._live_hash[key]))
+
+    def _drop(self, signature: _Signature) -> None:
+        """Stop counting every window entry of ``signature`` (they are evicted later)."""
+        count = self._counts.pop(signature, 0)
+        if count:
+            self._dead[signature] = self._dead.get(signature, 0) + count
+        self._forget(signature)
+
+    def _drop_alternation(self) -> None:
+        alternation = self._alternation
+        for signature in (alternation.previous, alternation.before_previous):
+            if signature is not None:
+                self._drop(signature)
+        alternation.reset()
+
+    def _evict(self, signature: _Signature) -> None:
+        dead = self._dead.get(signature, 0)
+        if dead:
+            if dead == 1:
+                del self._dead[signature]
+            else:
+                self._dead[signature] = dead - 1
+            return
+        count = self._counts[signature] - 1
+        if count:
+            self._counts[signature] = count
+            if not self._is_stop(count):
+                self._at_stop.discard(signature)
+        else:
+            del self._counts[signature]
+            self._forget(signature)
+
+    def _forget(self, signature: _Signature) -> None:
+        key = (signature[0], signature[1])
+        if key in self._live_hash and self._live_hash[key] == signature[2]:
+            del self._live_hash[key]
+        self._warned.discard(signature)
+        self._at_stop.discard(signature)
