@@ -316,14 +316,9 @@ def _last_turn_start(messages: Sequence[Message]) -> int:
 
 
 @_FAST
-@given(
-    transcripts(),
-    st.integers(1, 6),
-    st.integers(2, 8),
-    st.booleans(),
-)
+@given(transcripts(), st.integers(1, 6), st.integers(2, 8))
 def test_truncation_keeps_every_promise(
-    messages: list[Message], preserve: int, minimum: int, reuse: bool
+    messages: list[Message], preserve: int, minimum: int
 ) -> None:
     out = truncate(messages, preserve_recent=preserve, min_messages=minimum)
     validate_transcript(out)

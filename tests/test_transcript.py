@@ -344,10 +344,12 @@ def test_results_answering_no_call_are_dropped_when_closing() -> None:
     validate_transcript(closed)
 
 
-def test_reused_ids_are_closed_per_occurrence() -> None:
+def test_a_repeated_id_is_closed_per_occurrence() -> None:
     first = ToolResultPart("x", "read_file", "first")
-    closed = close_interrupted([user(), calls("x", text="t"), Message.tool_results([first])])
-    assert closed[2].tool_results_parts == (first,)  # nothing missing: left alone
+    closed = close_interrupted([user(), calls("x", "x"), Message.tool_results([first])])
+    parts = closed[2].tool_results_parts
+    assert parts[0] is first
+    assert parts[1].call_id == "x" and parts[1].content == INTERRUPTED_TEXT
 
 
 # --------------------------------------------------------------------------- properties
