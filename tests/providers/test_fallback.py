@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,6 +28,7 @@ from agentloop.errors import (
 )
 from agentloop.messages import Message
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
+from agentloop.providers.anthropic import AnthropicClient
 from agentloop.providers.fallback import (
     BreakerPolicy,
     FallbackClient,
@@ -440,3 +444,74 @@ async def test_exhausted_never_sends_and_open_models_are_never_called(
             if was_open:
                 assert client.calls == calls
         clock.now += advance
+
+
+# --- end to end through real local HTTP servers ----------------------------------------------
+
+
+@dataclass
+class Upstream:
+    """A local Messages API endpoint that always answers ``status``."""
+
+    status: int
+    model: str
+    hits: int = 0
+
+    async def handle(self, request: web.Request) -> web.Response:
+        self.hits += 1
+        if self.status != 200:
+            error = {"type": "error", "error": {"type": "api_error", "message": "boom"}}
+            return web.json_response(error, status=self.status)
+        if (await request.json()).get("stream"):
+            return web.Response(body=SSE_BODY, content_type="text/event-stream")
+        body = {"content": [{"type": "text", "text": f"from {self.model}"}], "model": ""}
+        return web.json_response(body)
+
+
+SSE_BODY = Path(
+    "/work/shared/fixtures/anthropic-sdk-python/messages-sse/basic_response.sse"
+).read_bytes()
+
+
+@pytest.fixture
+async def upstreams() -> AsyncIterator[list[tuple[Upstream, str]]]:
+    made: list[tuple[Upstream, str]] = []
+    servers: list[TestServer] = []
+    for status, model in ((500, "primary"), (200, "backup")):
+        upstream = Upstream(status, model)
+        app = web.Application()
+        app.router.add_post("/v1/messages", upstream.handle)
+        server = TestServer(app, host="127.0.0.1")
+        await server.start_server()
+        servers.append(server)
+        made.append((upstream, f"http://127.0.0.1:{server.port}"))
+    try:
+        yield made
+    finally:
+        for server in servers:
+            await server.close()
+
+
+async def test_e2e_failover_and_trip_through_real_servers(
+    upstreams: list[tuple[Upstream, str]],
+) -> None:
+    (primary, p_url), (backup, b_url) = upstreams
+    clock = Clock()
+    clients = [
+        AnthropicClient("primary", api_key="sk-ant-e2e", base_url=p_url),
+        AnthropicClient("backup", api_key="sk-ant-e2e", base_url=b_url),
+    ]
+    fallback = FallbackClient(clients, clock=clock)
+    events = Events()
+    try:
+        for _ in range(3):
+            response = await fallback.complete(request(events))
+            assert response.text == "from backup" and response.model == "backup"
+        assert primary.hits == 3 and fallback.health[0].state is Health.OPEN
+        streamed = await collect(fallback.stream(request(events)))
+        assert primary.hits == 3 and backup.hits == 4
+        assert streamed[-1].response is not None and streamed[-1].response.text == "Hello there!"
+    finally:
+        await fallback.aclose()
+    assert events.log[0] == ("fallback", "primary", "backup", "ProviderUnavailable")
+    assert [e for e in events.log if e[0] == "switched"] == [("switched", "primary", "backup")]
