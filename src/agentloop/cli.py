@@ -1,0 +1,237 @@
+"""The command line: a thin layer of argparse and rich over the public API.
+
+``agentloop demo`` runs real agent loops over the real OpenAI-compatible HTTP adapter against a
+local fault-injecting server it starts (no key, no network beyond 127.0.0.1) and shows each soft
+error, recovery, loop stop, fallback and the final run records. ``agentloop fake-server`` runs
+that server for your own tests; ``agentloop run`` runs a real task with read-only tools.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentloop import Agent, Run, RunConfig
+from agentloop.builtin_tools import workspace_tools
+from agentloop.errors import AgentLoopError
+from agentloop.messages import ToolCallPart, ToolResultPart
+from agentloop.model import ModelClient
+from agentloop.observers import Observer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["main"]
+
+
+def _console() -> Console:
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+class ConsoleObserver(Observer):
+    """Prints tool calls, soft errors, retries, loop warnings and fallbacks as they happen."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    def on_tool_post(
+        self, run: Run, call: ToolCallPart, result: ToolResultPart, attempt: int, duration: float
+    ) -> None:
+        """Show each tool result; soft errors in yellow."""
+        style = "yellow" if result.is_error else "green"
+        label = "soft error" if result.is_error else "ok"
+        self.console.print(
+            f"  [cyan]{call.name}[/]({_args(call)}) -> [{style}]{label}[/]: {result.content[:90]!r}"
+        )
+
+    def on_retry(self, run: Run, error: BaseException, attempt: int, wait_seconds: float) -> None:
+        """Show provider retries."""
+        self.console.print(
+            f"  [magenta]retry[/] after {type(error).__name__} (attempt {attempt}), "
+            f"waiting {wait_seconds:.2f}s"
+        )
+
+    def on_fallback(self, run: Run, from_model: str, to_model: str, error: BaseException) -> None:
+        """Show failovers."""
+        self.console.print(
+            f"  [magenta]fallback[/] {from_model} -> {to_model} ({type(error).__name__})"
+        )
+
+    def on_loop_detected(self, run: Run, pattern: str, repetitions: int) -> None:
+        """Show loop warnings."""
+        self.console.print(f"  [red]loop warning[/] {pattern} x{repetitions}")
+
+    def on_response(self, run: Run, response: Any) -> None:
+        """Show final answers."""
+        if not response.tool_calls:
+            self.console.print(f"  [bold]model[/] ({response.model}): {response.text!r}")
+
+
+def _args(call: ToolCallPart) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
+
+
+async def _scenario(console: Console, title: str, agent: Agent, task: str) -> Run | AgentLoopError:
+    console.rule(f"[bold]{title}")
+    console.print(f"  [dim]task:[/] {task}")
+    try:
+        run = await agent.run(task)
+    except AgentLoopError as error:
+        kind = "cancelled" if error.is_cancelled() else "hard error"
+        console.print(f"  [bold red]{kind}[/]: {type(error).__name__}: {error}")
+        return error
+    console.print(f"  [bold green]completed[/]: {run.output!r}")
+    return run
+
+
+def _client(base_url: str, model: str) -> ModelClient:
+    from agentloop.providers.openai import OpenAIClient
+    from agentloop.providers.retrying import RetryingClient
+
+    inner = OpenAIClient(model, api_key="demo-key", base_url=base_url, timeout=2.0)
+    return RetryingClient(inner, max_retries=3, base_delay=0.01, rate_limit_max_delay=0.05)
+
+
+async def _demo(workdir: Path) -> int:
+    from agentloop._fake_server import FakeProviderServer, FakeReply, FakeToolCall, Fault
+
+    console = _console()
+    (workdir / "src").mkdir()
+    (workdir / "src" / "main.rs").write_text('fn main() { println!("hello"); }\n')
+    tools = workspace_tools(workdir)
+    observer = ConsoleObserver(console)
+    read = FakeToolCall
+    script: list[FakeReply | Fault] = [
+        FakeReply(tool_calls=[read("read_file", {"path": "src/mian.rs"})]),
+        Fault.server_error(503),
+        Fault.rate_limit(retry_after=0.01),
+        FakeReply(tool_calls=[read("read_file", {"path": "src/main.rs"})]),
+        FakeReply("src/main.rs prints hello."),
+        FakeReply(tool_calls=[read("read_fille", {"path": "src/main.rs"})]),
+        FakeReply(tool_calls=[read("read_file", {"path": "../etc/passwd"})]),
+        FakeReply("I can only read inside the project."),
+        *[FakeReply(tool_calls=[read("read_file", {"path": "notes.txt"})]) for _ in range(11)],
+    ]
+    async with (
+        FakeProviderServer(script) as server,
+        FakeProviderServer([FakeReply("backup model answered.")]) as backup,
+    ):
+        primary = _client(server.base_url, "fake-primary")
+        agent = Agent(primary, tools=tools, observers=[observer], system="You are careful.")
+        await _scenario(
+            console,
+            "1. a typo is a soft error; a 503 and a 429 are retried",
+            agent,
+            "Summarise src/main.rs",
+        )
+        await _scenario(
+            console,
+            "2. unknown tool names and forbidden paths are soft",
+            agent,
+            "Read the password file",
+        )
+        await _scenario(
+            console, "3. a model that ignores its errors is stopped", agent, "Read notes.txt"
+        )
+        await _fallback(console, observer, tools, backup.base_url)
+        _records(console, agent)
+        await primary.aclose()
+    return 0
+
+
+async def _fallback(console: Console, observer: Observer, tools: Any, backup_url: str) -> None:
+    from agentloop._fake_server import FakeProviderServer, Fault
+    from agentloop.providers.fallback import FallbackClient
+
+    async with FakeProviderServer([Fault.server_error(500)] * 8) as broken:
+        client = FallbackClient(
+            [_client(broken.base_url, "fake-primary"), _client(backup_url, "fake-backup")]
+        )
+        agent = Agent(client, tools=tools, observers=[observer])
+        await _scenario(
+            console, "4. a failing primary fails over to the backup", agent, "Say hello"
+        )
+        await client.aclose()
+
+
+def _records(console: Console, agent: Agent) -> None:
+    from rich.table import Table
+
+    console.rule("[bold]run records")
+    table = Table("run", "turns", "tool calls", "output", "stop_reason")
+    for run in agent.runs:
+        stop = "-" if run.stop_reason is None else type(run.stop_reason).__name__
+        table.add_row(
+            run.id[:8], str(len(run.turns)), str(run.tool_calls), repr(run.output)[:40], stop
+        )
+    console.print(table)
+    console.print(f"  committed history: {len(agent.history)} messages")
+
+
+async def _fake_server(port: int) -> int:
+    from agentloop._fake_server import FakeProviderServer, FakeReply
+
+    server = FakeProviderServer([], default=FakeReply("ok"), port=port)
+    await server.start()
+    print(f"fake OpenAI-compatible server on {server.base_url} (Ctrl-C to stop)", flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await server.close()
+    return 0
+
+
+async def _run(task: str, provider: str, model: str | None, base_url: str | None) -> int:
+    from agentloop.providers.settings import Settings, build_client
+
+    console = _console()
+    client = build_client(Settings(provider=provider, model=model, base_url=base_url))
+    agent = Agent(
+        client,
+        tools=workspace_tools(Path.cwd()),
+        observers=[ConsoleObserver(console)],
+        config=RunConfig(stream=True),
+    )
+    try:
+        result = await _scenario(console, task, agent, task)
+    finally:
+        await client.aclose()
+    return 0 if isinstance(result, Run) else 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agentloop", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("demo", help="offline demo over a local fault-injecting server")
+    fake = sub.add_parser("fake-server", help="run the fault-injecting fake provider")
+    fake.add_argument("--port", type=int, default=0)
+    run = sub.add_parser("run", help="run a task with read-only tools")
+    run.add_argument("task")
+    run.add_argument("--provider", required=True)
+    run.add_argument("--model")
+    run.add_argument("--base-url")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``agentloop`` and ``python -m agentloop``."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "demo":
+            with tempfile.TemporaryDirectory(prefix="agentloop-demo-") as workdir:
+                return asyncio.run(_demo(Path(workdir)))
+        if args.command == "fake-server":
+            return asyncio.run(_fake_server(args.port))
+        return asyncio.run(_run(args.task, args.provider, args.model, args.base_url))
+    except KeyboardInterrupt:
+        return 130
+    except AgentLoopError as error:
+        print(f"agentloop: {type(error).__name__}: {error}", file=sys.stderr)
+        return 2

@@ -1,0 +1,41 @@
+"""CancelToken: one-shot, thread-safe, re-armable."""
+
+import asyncio
+import threading
+
+import pytest
+
+from agentloop import CancelToken
+from agentloop.errors import Cancelled
+
+
+async def test_wait_returns_when_fired_from_another_thread() -> None:
+    token = CancelToken()
+    threading.Timer(0.02, token.cancel).start()
+    await asyncio.wait_for(token.wait(), 1)
+    assert token.cancelled and token.is_cancelled()
+
+
+def test_raise_if_cancelled_and_reset() -> None:
+    token = CancelToken()
+    token.raise_if_cancelled()
+    token.cancel()
+    token.cancel()
+    with pytest.raises(Cancelled):
+        token.raise_if_cancelled()
+    token.reset()
+    assert not token.cancelled
+    assert "cancelled=False" in repr(token)
+
+
+async def test_watchers_are_called_once_and_can_be_removed() -> None:
+    token = CancelToken()
+    seen: list[str] = []
+    handle = token.watch(lambda: seen.append("a"))
+    removed = token.watch(lambda: seen.append("b"))
+    token.unwatch(removed)
+    token.cancel()
+    token.cancel()
+    await asyncio.sleep(0)
+    assert seen == ["a"]
+    token.unwatch(handle)
