@@ -92,9 +92,7 @@ def build_argument_model(
     for param in params:
         fields[param.name] = _field_for(param, hints, param_docs, tool_name)
     try:
-        model = pydantic.create_model(
-            f"{tool_name}_arguments", __base__=ArgumentModel, **fields
-        )
+        model = pydantic.create_model(f"{tool_name}_arguments", __base__=ArgumentModel, **fields)
         schema = model.model_json_schema()
     except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError, TypeError) as exc:
         raise ConfigurationError(
