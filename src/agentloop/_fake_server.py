@@ -19,6 +19,11 @@ and headers (``Fault.status``, and shorthands for 429 + Retry-After, 401, 402, 4
 context_length_exceeded, 500, 503, 529), a 3xx redirect, a connection reset before the response,
 a hang (read timeout), a truncated stream (no ``[DONE]``), a malformed JSON body, slow chunks.
 
+The same script also answers ``POST /v1/messages`` in the Anthropic Messages format (JSON, or
+SSE ending with ``message_stop``; a truncated stream stops before it), so
+``AnthropicClient(base_url=server.root_url)`` works too. Status faults send an OpenAI-shaped
+error body unless given one (agentloop classifies both shapes).
+
 aiohttp is imported lazily (``import agentloop`` stays light). This module is re-exported from
 ``agentloop.testing``.
 """
@@ -238,6 +243,69 @@ def completion_body(
     }
 
 
+def _sse(event: str, data: Mapping[str, Any]) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def _anthropic_stop(reply: FakeReply) -> str:
+    mapping = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
+    return mapping.get(reply.finish, reply.finish)
+
+
+def anthropic_body(reply: FakeReply, model: str, ident: str, call_ids: list[str]) -> dict[str, Any]:
+    """The non-streaming Anthropic Messages body of ``reply``."""
+    content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
+    for call, call_id in zip(reply.tool_calls, call_ids, strict=True):
+        arguments = call.arguments if isinstance(call.arguments, Mapping) else {}
+        content.append(
+            {"type": "tool_use", "id": call_id, "name": call.name, "input": dict(arguments)}
+        )
+    return {
+        "id": ident,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": _anthropic_stop(reply),
+        "stop_sequence": None,
+        "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
+    }
+
+
+def anthropic_events(reply: FakeReply, model: str, ident: str, call_ids: list[str]) -> list[bytes]:
+    """The Anthropic Messages SSE events of ``reply`` (without the final ``message_stop``)."""
+    start = anthropic_body(FakeReply(input_tokens=reply.input_tokens), model, ident, [])
+    start["usage"]["output_tokens"] = 0
+    start["stop_reason"] = None
+    events = [_sse("message_start", {"type": "message_start", "message": start})]
+    blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    if reply.text:
+        deltas = [{"type": "text_delta", "text": p} for p in _pieces(reply.text)]
+        blocks.append(({"type": "text", "text": ""}, deltas))
+    for call, call_id in zip(reply.tool_calls, call_ids, strict=True):
+        head = {"type": "tool_use", "id": call_id, "name": call.name, "input": {}}
+        parts = [
+            {"type": "input_json_delta", "partial_json": p} for p in _pieces(call.raw_arguments())
+        ]
+        blocks.append((head, parts))
+    for index, (head, deltas) in enumerate(blocks):
+        events.append(
+            _sse(
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": head},
+            )
+        )
+        events += [
+            _sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
+            for d in deltas
+        ]
+        events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+    delta = {"stop_reason": _anthropic_stop(reply), "stop_sequence": None}
+    usage = {"output_tokens": reply.output_tokens}
+    events.append(_sse("message_delta", {"type": "message_delta", "delta": delta, "usage": usage}))
+    return events
+
+
 class FakeProviderServer:
     """An OpenAI-compatible server on 127.0.0.1 that answers from a script of replies and faults."""
 
@@ -287,6 +355,11 @@ class FakeProviderServer:
         """``http://127.0.0.1:<port>/v1``: pass it as a client's ``base_url``."""
         return f"http://{self._host}:{self.port}/v1"
 
+    @property
+    def root_url(self) -> str:
+        """``http://127.0.0.1:<port>``: the base URL for ``AnthropicClient``."""
+        return f"http://{self._host}:{self.port}"
+
     def push(self, *steps: Step) -> None:
         """Append steps to the script."""
         self._script.extend(steps)
@@ -298,6 +371,7 @@ class FakeProviderServer:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._handle)
         app.router.add_post("/chat/completions", self._handle)
+        app.router.add_post("/v1/messages", self._handle)
         runner = web.AppRunner(app, shutdown_timeout=0.1, handle_signals=False)
         await runner.setup()
         await web.TCPSite(runner, self._host, self._port).start()
@@ -366,21 +440,26 @@ class FakeProviderServer:
     ) -> web.StreamResponse:
         from aiohttp import web
 
-        ident = f"chatcmpl-fake{number}"
+        anthropic = request.path.endswith("/messages")
+        ident = f"msg_fake{number}" if anthropic else f"chatcmpl-fake{number}"
         call_ids = [c.id or f"call_fake_{number}_{i}" for i, c in enumerate(reply.tool_calls)]
         if not stream:
             await self._pause(reply.chunk_delay)
-            text = json.dumps(completion_body(reply, self.model, ident, call_ids))
+            build = anthropic_body if anthropic else completion_body
+            text = json.dumps(build(reply, self.model, ident, call_ids))
             if not complete:
                 text = text[: len(text) // 2]
             return web.Response(text=text, content_type="application/json", headers=headers)
         response = web.StreamResponse(headers={**headers, "Content-Type": "text/event-stream"})
         await response.prepare(request)
-        chunks = stream_chunks(reply, self.model, ident, call_ids)
-        if complete:
-            chunks.append(b"data: [DONE]\n\n")
-        else:
+        events = anthropic_events if anthropic else stream_chunks
+        chunks = events(reply, self.model, ident, call_ids)
+        if not complete:
             chunks = chunks[: max(1, len(chunks) // 2)]
+        elif anthropic:
+            chunks.append(_sse("message_stop", {"type": "message_stop"}))
+        else:
+            chunks.append(b"data: [DONE]\n\n")
         for chunk in chunks:
             await response.write(chunk)
             await self._pause(reply.chunk_delay)

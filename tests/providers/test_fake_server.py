@@ -160,3 +160,31 @@ async def test_slow_chunks_are_paced() -> None:
 async def test_port_before_start_is_an_error() -> None:
     with pytest.raises(RuntimeError):
         _ = FakeProviderServer().base_url
+
+
+async def test_anthropic_messages_format() -> None:
+    from agentloop.providers.anthropic import AnthropicClient
+
+    call = FakeToolCall("read_file", {"path": "a.txt"}, id="toolu_1")
+    script = [
+        FakeReply("hello", input_tokens=7, output_tokens=2),
+        FakeReply("let me look", tool_calls=[call]),
+        Fault.truncate(FakeReply("cut " * 20)),
+    ]
+    async with FakeProviderServer(script) as server:
+        client = AnthropicClient("claude-test", api_key="k-1234", base_url=server.root_url)
+        try:
+            first = await client.complete(REQUEST)
+            events = [e async for e in client.stream(REQUEST)]
+            with pytest.raises(ResponseInvalid):
+                async for _ in client.stream(REQUEST):
+                    pass
+        finally:
+            await client.aclose()
+    assert first.text == "hello" and (first.usage.input_tokens, first.usage.output_tokens) == (7, 2)
+    response = events[-1].response
+    assert response is not None and response.text == "let me look"
+    assert [(c.id, c.name, dict(c.arguments)) for c in response.tool_calls] == [
+        ("toolu_1", "read_file", {"path": "a.txt"})
+    ]
+    assert server.received[0].path == "/v1/messages"
