@@ -478,3 +478,13 @@ def test_accumulator_rejects_nameless_calls_and_garbage() -> None:
         acc.feed("[1, 2]")
     with pytest.raises(ResponseInvalid):
         acc.feed(json.dumps({"choices": [{"delta": "nope"}]}))
+
+
+def test_stream_errors_redact_the_key() -> None:
+    acc = ChatStreamAccumulator(provider="p", model="m", secrets=[KEY])
+    with pytest.raises(ProviderUnavailable) as info:
+        acc.feed(json.dumps({"error": {"message": f"bad key {KEY}"}}))
+    with pytest.raises(ResponseInvalid) as bad:
+        acc.feed(f"not json {KEY}")
+    for err in (info.value, bad.value):
+        assert KEY not in str(err) and KEY not in (err.body or "")

@@ -662,8 +662,8 @@ class SSEStream:
         tb: TracebackType | None,
     ) -> None:
         if self._response is not None:
-            if exc is None and self._eof:
-                self._response.release()
+            if exc is None and (self._eof or self._response.content.is_eof()):
+                self._response.release()  # the body is complete: the connection is reusable
             else:
                 self._response.close()
 

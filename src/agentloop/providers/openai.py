@@ -38,14 +38,14 @@ from __future__ import annotations
 
 import json
 import ssl
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 from agentloop.errors import ConfigurationError, FailurePhase, ProviderError, ResponseInvalid
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart, Usage
 from agentloop.model import ModelRequest, ModelResponse, ModelSettings, StreamEvent, ToolSpec
-from agentloop.providers._http import HttpTransport, error_for_status
+from agentloop.providers._http import HttpTransport, error_for_status, redact
 
 __all__ = [
     "INVALID_JSON_KEY",
@@ -241,9 +241,10 @@ def parse_completion(
 class ChatStreamAccumulator:
     """Folds Chat Completions stream chunks (choice 0) into deltas and one final response."""
 
-    def __init__(self, *, provider: str, model: str) -> None:
+    def __init__(self, *, provider: str, model: str, secrets: Sequence[str] = ()) -> None:
         self.provider = provider
         self.model = model
+        self.secrets = tuple(secrets)
         self.request_id: str | None = None
         self.done = False
         self.events_seen = 0
@@ -267,7 +268,7 @@ class ChatStreamAccumulator:
             raise self._bad(f"stream chunk is not JSON ({exc})", data) from exc
         if not isinstance(chunk, dict):
             raise self._bad("stream chunk is not an object", data)
-        error = _payload_error(chunk, data, self.provider, self.request_id)
+        error = _payload_error(chunk, redact(data, self.secrets), self.provider, self.request_id)
         if error is not None:
             raise error
         self.model = str(chunk.get("model") or self.model)
@@ -327,7 +328,8 @@ class ChatStreamAccumulator:
         return self._order[-1]
 
     def _bad(self, message: str, body: str) -> ResponseInvalid:
-        return _invalid(f"{self.provider}: {message}", body, self.provider, self.request_id)
+        text = redact(body, self.secrets)
+        return _invalid(f"{self.provider}: {message}", text, self.provider, self.request_id)
 
     def response(self) -> ModelResponse:
         """The complete reply; ``ResponseInvalid`` when ``[DONE]`` never arrived."""
@@ -458,7 +460,9 @@ class OpenAIClient:
         """Stream ``request``: text and tool-call deltas, then ``done`` with the full reply."""
         payload = encode_request(request, self._model, stream=True, max_field=self._max_field)
         accumulator = ChatStreamAccumulator(
-            provider=self._provider, model=request.model or self._model
+            provider=self._provider,
+            model=request.model or self._model,
+            secrets=self._transport.secrets,
         )
         async with self._transport.stream_sse(self.url, payload) as events:
             accumulator.request_id = events.request_id
