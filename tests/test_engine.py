@@ -422,7 +422,7 @@ async def test_nothing_commits_when_no_turn_completed() -> None:
 async def test_cannot_fit_family_commits_nothing_and_keeps_unfinished_input() -> None:
     for error in (ContextLengthExceeded("prompt is too long"), ContextExceeded(9, 8)):
         model = ScriptedModel([call("read_file", {"path": "src/main.rs"}), error])
-        agent = Agent(model, tools=[read_file])
+        agent = Agent(model, tools=[read_file], config=RunConfig(context_window=0))
         with pytest.raises(type(error)):
             await agent.run("a very long task")
         assert agent.history == []

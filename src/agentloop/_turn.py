@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from agentloop.cancel import CancelToken
@@ -42,12 +41,17 @@ class RunState:
     specs: tuple[ToolSpec, ...]
     boundary: int = 0
     turn_index: int = 0
+    audit: list[Message] = field(default_factory=list)
+    events: ClientEventBridge | None = None
+    call_ids: set[str] = field(default_factory=set)
     tool_calls: int = 0
     finalizing: bool = False
     watch_handles: list[tuple[CancelToken, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.boundary = self.base
+        self.audit = self.transcript[self.base :]
+        self.call_ids = {c.id for m in self.transcript for c in m.tool_calls}
 
     @property
     def cancelled(self) -> bool:
@@ -63,6 +67,12 @@ class RunState:
     def append(self, message: Message) -> None:
         """Add a message of this run."""
         self.transcript.append(message)
+        self.audit.append(message)
+
+    def replace(self, messages: list[Message]) -> None:
+        """Compaction committed ``messages``: they are history now, nothing is pending."""
+        self.transcript = list(messages)
+        self.base = self.boundary = len(self.transcript)
 
     def complete_turn(self) -> None:
         """Mark everything so far as a complete turn (a salvage point)."""
@@ -134,7 +144,7 @@ async def call_model(
         raise
     except Exception as exc:
         raise InternalError(f"model client raised {type(exc).__name__}: {exc}") from exc
-    return _checked(response, client)
+    return _checked(response, client, state.call_ids)
 
 
 async def _consume_stream(
@@ -181,8 +191,8 @@ def _ensure_attempt_log(error: ProviderError, duration: float) -> None:
     )
 
 
-def _checked(response: object, client: ModelClient) -> ModelResponse:
-    """Reject a reply that is not an assistant message; give every tool call an id."""
+def _checked(response: object, client: ModelClient, seen: set[str]) -> ModelResponse:
+    """Reject a reply that is not an assistant message; give every tool call a unique id."""
     if not isinstance(response, ModelResponse) or response.message.role != "assistant":
         raise ResponseInvalid(
             f"the model client returned {type(response).__name__}, not an assistant reply",
@@ -192,13 +202,15 @@ def _checked(response: object, client: ModelClient) -> ModelResponse:
             body=repr(response)[:8192],
         )
     calls = response.message.tool_calls
-    if calls and (not all(c.id for c in calls) or len({c.id for c in calls}) != len(calls)):
-        response = replace(response, message=_restamped(response.message, calls))
+    ids = {c.id for c in calls}
+    if calls and ("" in ids or len(ids) != len(calls) or not ids.isdisjoint(seen)):
+        response = replace(response, message=_restamped(response.message, seen))
+    seen.update(c.id for c in response.message.tool_calls)
     return response
 
 
-def _restamped(message: Message, calls: Sequence[ToolCallPart]) -> Message:
-    seen: set[str] = set()
+def _restamped(message: Message, taken: set[str]) -> Message:
+    seen = set(taken)
     parts = []
     for part in message.parts:
         if isinstance(part, ToolCallPart):

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from agentloop._compaction import ContextGuard
 from agentloop._dispatch import Dispatcher
 from agentloop._turn import ClientEventBridge, RunState, build_request, call_model
 from agentloop.cancel import CancelToken
@@ -32,7 +33,7 @@ from agentloop.errors import (
 )
 from agentloop.hooks import Approver, Hook, overrides
 from agentloop.messages import Message
-from agentloop.model import ModelClient
+from agentloop.model import ModelClient, ModelResponse
 from agentloop.observers import Observer, ObserverFanout
 from agentloop.run import Run, Turn
 from agentloop.tools import Tool, ToolRegistry
@@ -143,7 +144,7 @@ class Agent:
         base = len(transcript)
         transcript.append(Message.user(input))
         tokens = (self._cancel,) if cancel is None else (self._cancel, cancel)
-        return RunState(
+        state = RunState(
             run=run,
             tokens=tokens,
             transcript=transcript,
@@ -151,12 +152,14 @@ class Agent:
             advertised=frozenset(self.registry.names()),
             specs=self.registry.specs(),
         )
+        state.events = ClientEventBridge(run, self._observers)
+        return state
 
     async def _execute(self, state: RunState) -> Run:
         try:
             state.check_cancel()
             await self._run_start(state)
-            await self._loop(state)
+            await self._loop(state, self._guard(state))
         except asyncio.CancelledError:
             if not state.cancelled:
                 await self._finalize(state, Cancelled())
@@ -179,46 +182,81 @@ class Agent:
             raise stop
         return state.run
 
+    def _guard(self, state: RunState) -> ContextGuard:
+        guard = ContextGuard(
+            self.config,
+            system=self.system,
+            specs=state.specs,
+            observers=self._observers,
+            hooks=self._hooks,
+        )
+        guard.start(state.transcript)
+        return guard
+
     async def _run_start(self, state: RunState) -> None:
         self._observers.emit("on_run_start", state.run)
         for hook in self._hooks:
             if overrides(hook, Hook, "on_run_start"):
                 await hook.on_run_start(state.run)
 
-    async def _loop(self, state: RunState) -> None:
-        events = ClientEventBridge(state.run, self._observers)
-        config = self.config
+    async def _loop(self, state: RunState, guard: ContextGuard) -> None:
         while True:
             state.check_cancel()
-            if state.turn_index >= config.max_turns:
-                raise MaxTurnsExceeded(config.max_turns)
-            self._observers.emit("on_turn_start", state.run, state.turn_index)
-            request = build_request(state, self.system, config.model_settings, events)
-            response = await call_model(self.client, request, state, self._observers, config.stream)
-            self._observers.emit("on_response", state.run, response)
-            calls = response.tool_calls
-            turn = Turn(
-                index=state.turn_index,
-                model=response.model or self.client.model,
-                tool_calls=list(calls),
-                usage=response.usage,
-                stop_reason=response.stop_reason,
-                text=response.text,
-            )
-            state.run.turns.append(turn)
-            state.run.usage = state.run.usage + response.usage
-            state.append(response.message)
-            if not calls:
+            if state.turn_index >= self.config.max_turns:
+                raise MaxTurnsExceeded(self.config.max_turns)
+            await guard.before_call(state, lambda messages: self._commit_compacted(state, messages))
+            response = await self._model_step(state, guard)
+            if response is None:
+                continue
+            turn = self._record(state, guard, response)
+            if not response.tool_calls:
                 state.run.output = response.text
                 state.complete_turn()
                 self._observers.emit("on_turn_end", state.run, turn)
                 return
-            results = await self._dispatcher.dispatch_turn(state, calls)
-            turn.tool_results = results
-            state.append(Message.tool_results(results))
+            turn.tool_results = await self._dispatcher.dispatch_turn(state, response.tool_calls)
+            self._append(state, guard, Message.tool_results(turn.tool_results))
             state.complete_turn()
             state.turn_index += 1
             self._observers.emit("on_turn_end", state.run, turn)
+
+    async def _model_step(self, state: RunState, guard: ContextGuard) -> ModelResponse | None:
+        """One model call; None when a context rejection sends the turn back for compaction."""
+        self._observers.emit("on_turn_start", state.run, state.turn_index)
+        request = build_request(state, self.system, self.config.model_settings, state.events)
+        try:
+            response = await call_model(
+                self.client, request, state, self._observers, self.config.stream
+            )
+        except ContextLengthExceeded as error:
+            guard.salvage(state, error)
+            return None
+        self._observers.emit("on_response", state.run, response)
+        return response
+
+    def _record(self, state: RunState, guard: ContextGuard, response: ModelResponse) -> Turn:
+        turn = Turn(
+            index=state.turn_index,
+            model=response.model or self.client.model,
+            tool_calls=list(response.tool_calls),
+            usage=response.usage,
+            stop_reason=response.stop_reason,
+            text=response.text,
+        )
+        state.run.turns.append(turn)
+        state.run.usage = state.run.usage + response.usage
+        if response.message.parts and (response.tool_calls or response.text):
+            self._append(state, guard, response.message)
+        return turn
+
+    def _append(self, state: RunState, guard: ContextGuard, message: Message) -> None:
+        state.append(message)
+        guard.added(message)
+
+    def _commit_compacted(self, state: RunState, messages: list[Message]) -> None:
+        """Compaction is a commit point: its result becomes the history."""
+        self._history = list(messages)
+        state.replace(messages)
 
     async def _finalize(self, state: RunState, error: AgentLoopError | None) -> None:
         state.finalizing = True
@@ -227,7 +265,7 @@ class Agent:
         run = state.run
         run.ended_at = time.time()
         run.stop_reason = error
-        run.messages = state.pending
+        run.messages = list(state.audit)
         self._commit(state, error)
         if error is not None and error.summary is None:
             error.summary = run.summary()

@@ -1,0 +1,134 @@
+"""The engine's context step: keep every request inside the window and safe to send.
+
+Per run, ``ContextGuard`` keeps a running estimate (O(1) per appended message), decides before
+each model call whether a compaction pass is needed (``WindowPolicy``), runs it (pre-compact
+hooks may veto; the no-progress guard ends the run with ``CompactionStalled``; a raising
+compactor is ``CompactionFailed``; a result that still does not fit is ``ContextExceeded``),
+commits its result (compaction is a commit point), checks the transcript incrementally, and
+handles overflow salvage (a provider ``ContextLengthExceeded`` → compact once, retry the turn).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from agentloop._turn import RunState
+from agentloop.config import RunConfig
+from agentloop.context import WindowPolicy
+from agentloop.errors import (
+    CompactionFailed,
+    CompactionStalled,
+    ContextExceeded,
+    ContextLengthExceeded,
+)
+from agentloop.hooks import Hook, overrides
+from agentloop.messages import Message
+from agentloop.model import ToolSpec
+from agentloop.observers import ObserverFanout
+from agentloop.tokens import ContextMeter
+from agentloop.transcript import TranscriptChecker
+
+__all__ = ["ContextGuard"]
+
+Commit = Callable[[list[Message]], None]
+
+
+class ContextGuard:
+    """Window policy, compaction passes, overflow salvage and transcript checks for one run."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        *,
+        system: str | None,
+        specs: Sequence[ToolSpec],
+        observers: ObserverFanout,
+        hooks: Sequence[Hook],
+    ) -> None:
+        self.config = config
+        self.system = system
+        self.specs = specs
+        self.observers = observers
+        self.hooks = tuple(h for h in hooks if overrides(h, Hook, "pre_compact"))
+        self.policy = WindowPolicy(
+            config.context_window, config.compact_threshold, config.auto_compact
+        )
+        self.meter = ContextMeter(config.token_counter)
+        self.checker = TranscriptChecker(unique_ids=False)
+        self._salvaged_turn: int | None = None
+        self._force = False
+
+    @property
+    def estimate(self) -> int:
+        """The size of the next request as it stands."""
+        return self.meter.total
+
+    def start(self, transcript: Sequence[Message]) -> None:
+        """Measure and check the whole transcript once, at run start."""
+        self.meter.reset(transcript, self.system, self.specs)
+        self.checker.reset(transcript)
+
+    def added(self, message: Message) -> None:
+        """Account for one appended message."""
+        self.meter.add(message)
+        self.checker.append(message)
+
+    async def before_call(self, state: RunState, commit: Commit) -> None:
+        """Compact when the policy says so; refuse anything that cannot be sent."""
+        reason = "emergency" if self._force else self.policy.need(self.meter.total)
+        self._force = False
+        if reason is not None:
+            await self._compact(state, reason, commit)
+        if not self.policy.fits(self.meter.total):
+            raise ContextExceeded(self.meter.total, self.config.context_window)
+        self.checker.check_sendable()
+
+    def salvage(self, state: RunState, error: ContextLengthExceeded) -> None:
+        """First provider rejection on a turn: compact before retrying it; second: give up."""
+        window = self.config.context_window
+        if not self.policy.enabled:
+            raise error
+        if self._salvaged_turn == state.turn_index:
+            raise ContextExceeded(max(self.meter.total, window + 1), window) from error
+        self._salvaged_turn = state.turn_index
+        self._force = len(state.transcript) > 1
+
+    async def _compact(self, state: RunState, reason: str, commit: Commit) -> None:
+        state.check_cancel()
+        before = self.meter.total
+        if not await self._hooks_allow(state.transcript, before):
+            self._no_progress(reason, before, before)
+            return
+        target = max(0, self.policy.target - self.meter.overhead)
+        try:
+            compacted = await self.config.compactor.compact(
+                list(state.transcript), target_tokens=target, counter=self.meter.counter
+            )
+        except Exception as exc:
+            error = CompactionFailed(before, self.config.context_window, cause=exc)
+            self.observers.emit("on_compaction_failed", state.run, error)
+            raise error from exc
+        after = self.meter.overhead + sum(self.meter.counter.count_message(m) for m in compacted)
+        if after >= before or not compacted:
+            self._no_progress(reason, after, before)
+            return
+        if not self.policy.fits(after):
+            error_ = ContextExceeded(after, self.config.context_window)
+            self.observers.emit("on_compaction_failed", state.run, error_)
+            raise error_
+        commit(compacted)
+        self.meter.replace(compacted)
+        self.checker.reset(compacted)
+        self.observers.emit("on_compaction", state.run, before, after)
+
+    def _no_progress(self, reason: str, after: int, before: int) -> None:
+        """A pass shaved nothing: defer while a threshold pass still fits, else stop."""
+        if reason == "threshold" and self.policy.fits(before):
+            return
+        raise CompactionStalled(after, before)
+
+    async def _hooks_allow(self, messages: Sequence[Message], estimate: int) -> bool:
+        for hook in self.hooks:
+            if await hook.pre_compact(messages, estimate) is False:
+                return False
+        return True
