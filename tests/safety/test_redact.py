@@ -15,7 +15,7 @@ RANDOM_32 = "9XFC0AOhBVODxDd9GVYJtsIZf2TP6XOu"  # 4.60 bits per character
     "secret",
     [
         "sk-proj-abcdefghijklmnopqrstuvwxyz012345",
-        "sk-abcdefghijklmnopqrstuv",
+        "sk-abcdefghij0123456789",
         "sk-ant-api03-abcdefghijklmnop_qrstuv-wxyz",
         "AIzaSyA1234567890abcdefghijklmnopqrstu",
         "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
@@ -75,11 +75,18 @@ def test_long_tokens_below_the_entropy_line_are_kept() -> None:
         "Bearer tokens are described in RFC 6750.",
         "basic knowledge of the tool",
         "skip the sk- prefix: sk-short",
+        "a task-aaaabbbbccccdddd1111 inside a word",
+        "sk-learn-compatible-estimators-and-pipelines",
+        "İstanbul has no password here",
         "",
     ],
 )
 def test_ordinary_text_is_untouched(text: str) -> None:
     assert redact_secrets(text) == text
+
+
+def test_text_whose_lowercase_is_longer_is_still_redacted() -> None:
+    assert redact_secrets("İİ Password=abc") == f"İİ Password={REDACTED}"
 
 
 def test_redaction_is_idempotent() -> None:

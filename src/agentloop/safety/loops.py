@@ -59,8 +59,10 @@ def canonical_arguments(arguments: Mapping[str, Any]) -> str:
     """Compact JSON of ``arguments`` with sorted keys (``repr`` for values JSON cannot hold)."""
     try:
         return json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=repr)
-    except (TypeError, ValueError):
-        return repr(sorted(arguments.items(), key=lambda item: str(item[0])))
+    except (TypeError, ValueError):  # e.g. keys of mixed types, circular structures
+        if isinstance(arguments, Mapping):
+            return repr(sorted(arguments.items(), key=lambda item: str(item[0])))
+        return repr(arguments)
 
 
 def _pattern(signature: _Signature) -> str:

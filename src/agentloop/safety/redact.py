@@ -22,16 +22,18 @@ MIN_ENTROPY_LENGTH = 32
 MIN_ENTROPY_BITS = 4.5
 """Bits of Shannon entropy per character at which a long token counts as a secret."""
 
+# No leading \b: a pattern that starts with literal characters lets the regex engine skip ahead;
+# the left boundary is checked in ``_redact_prefixed`` instead.
 _PREFIXED_KEYS = re.compile(
     r"""
-    \b(?:
-        sk-ant-[A-Za-z0-9_-]{8,}                    # Anthropic
-      | sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{16,}  # OpenAI and look-alikes
-      | AIza[0-9A-Za-z_-]{30,}                      # Google
-      | gh[pousr]_[A-Za-z0-9]{30,}                  # GitHub tokens
-      | github_pat_[A-Za-z0-9_]{30,}                # GitHub fine-grained tokens
-      | xox[abposr]-[A-Za-z0-9-]{10,}               # Slack
-      | (?:AKIA|ASIA)[0-9A-Z]{16}                   # AWS access key ids
+    (?:
+        sk-ant-[A-Za-z0-9_-]{8,}                            # Anthropic
+      | sk-(?=[A-Za-z_-]*[0-9])(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{16,}  # OpenAI & co
+      | AIza[0-9A-Za-z_-]{30,}                              # Google
+      | gh[pousr]_[A-Za-z0-9]{30,}                          # GitHub tokens
+      | github_pat_[A-Za-z0-9_]{30,}                        # GitHub fine-grained tokens
+      | xox[abposr]-[A-Za-z0-9-]{10,}                       # Slack
+      | (?:AKIA|ASIA)[0-9A-Z]{16}                           # AWS access key ids
     )""",
     re.VERBOSE,
 )
@@ -40,17 +42,20 @@ _BEARER = re.compile(
     r"\b(Bearer|Basic)(\s+)(?=[A-Za-z]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE
 )
 
+# Matched against the lowercased text (same length), which is several times faster than
+# IGNORECASE; replacements are applied to the original text by position.
 _SECRET_ASSIGNMENT = re.compile(
     r"""
-    (\b[\w.-]*?
-        (?:api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|auth[_-]?token
-          |secret|token|password|passwd|pwd|credentials?)
-        ["']?\s*[:=]\s*["']?)
-    (?![\["'\s]|REDACTED)
+    (?:api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|auth[_-]?token
+      |secret|token|password|passwd|pwd|credentials?)
+    ["']?\s*[:=]\s*["']?
+    (?![\["'\s]|redacted)
     ([^\s"',;&}]+)
     """,
-    re.VERBOSE | re.IGNORECASE,
+    re.VERBOSE,
 )
+
+_SECRET_ASSIGNMENT_ANY_CASE = re.compile(_SECRET_ASSIGNMENT.pattern, re.VERBOSE | re.IGNORECASE)
 
 _CANDIDATE = re.compile(rf"[A-Za-z0-9+/=_-]{{{MIN_ENTROPY_LENGTH},}}")
 
@@ -75,6 +80,33 @@ def _looks_random_path(token: str) -> bool:
     return not any(segment.isalpha() and len(segment) >= 3 for segment in token.split("/"))
 
 
+def _redact_prefixed(match: re.Match[str]) -> str:
+    start = match.start()
+    if start and (match.string[start - 1].isalnum() or match.string[start - 1] == "_"):
+        return match.group(0)
+    return REDACTED
+
+
+def _redact_assignments(text: str) -> str:
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a rare character whose lowercase is longer
+        return _SECRET_ASSIGNMENT_ANY_CASE.sub(_keep_key, text)
+    pieces: list[str] = []
+    position = 0
+    for match in _SECRET_ASSIGNMENT.finditer(lowered):
+        pieces.append(text[position : match.start(1)])
+        pieces.append(REDACTED)
+        position = match.end(1)
+    if not pieces:
+        return text
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+def _keep_key(match: re.Match[str]) -> str:
+    return match.group(0)[: match.start(1) - match.start()] + REDACTED
+
+
 def redact_secrets(text: str) -> str:
     """Replace API keys, bearer tokens, secret assignments and high-entropy tokens.
 
@@ -85,7 +117,12 @@ def redact_secrets(text: str) -> str:
         ``text`` with each secret replaced by ``[REDACTED]``; key names, ``Bearer`` and
         separators are kept (``password=[REDACTED]``, ``Bearer [REDACTED]``).
     """
-    text = _PREFIXED_KEYS.sub(REDACTED, text)
-    text = _BEARER.sub(rf"\1\2{REDACTED}", text)
-    text = _SECRET_ASSIGNMENT.sub(rf"\1{REDACTED}", text)
-    return _CANDIDATE.sub(_redact_high_entropy, text)
+    text = _PREFIXED_KEYS.sub(_redact_prefixed, text)
+    lowered = text.lower()
+    if "bearer" in lowered or "basic" in lowered:
+        text = _BEARER.sub(rf"\1\2{REDACTED}", text)
+    if "=" in text or ":" in text:
+        text = _redact_assignments(text)
+    if max(map(len, text.split()), default=0) >= MIN_ENTROPY_LENGTH:  # cheaper than the regex
+        text = _CANDIDATE.sub(_redact_high_entropy, text)
+    return text
