@@ -20,6 +20,10 @@ from agentloop.model import ModelRequest, ModelResponse, StreamEvent
 from agentloop.observers import EVENTS, Observer
 
 __all__ = [
+    "FakeProviderServer",
+    "FakeReply",
+    "FakeToolCall",
+    "Fault",
     "FunctionModel",
     "RecordingObserver",
     "ScriptExhausted",
@@ -207,3 +211,12 @@ def _recording(event: str) -> Callable[..., None]:
 
 for _event in EVENTS:
     setattr(RecordingObserver, _event, _recording(_event))
+
+
+def __getattr__(name: str) -> object:
+    """The fake provider server loads lazily (it needs aiohttp)."""
+    if name in ("FakeProviderServer", "FakeReply", "FakeToolCall", "Fault"):
+        from agentloop import _fake_server
+
+        return getattr(_fake_server, name)
+    raise AttributeError(f"module 'agentloop.testing' has no attribute {name!r}")
