@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import pickle
 
 import pytest
 from hypothesis import given
@@ -168,6 +169,7 @@ def test_prices_are_copied_and_the_budget_stays_hashable() -> None:
     prices["m"] = Price(100.0, 100.0)
     assert budget.prices is not None and budget.prices["m"] == Price(1.0, 1.0)
     assert hash(budget) == hash(Budget(cost_usd=1.0, prices={"m": Price(1.0, 1.0)}))
+    assert pickle.loads(pickle.dumps(budget)) == budget
 
 
 @pytest.mark.parametrize("fraction", [0.0, -0.5, 1.01])

@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from types import MappingProxyType
 
 from agentloop.errors import BudgetExhausted, ConfigurationError
 from agentloop.messages import Usage
@@ -78,7 +77,7 @@ class Budget:
                     raise ConfigurationError(
                         f"Budget.prices[{model!r}] must be a Price, got {price!r}", field="prices"
                     )
-            object.__setattr__(self, "prices", MappingProxyType(dict(self.prices)))
+            object.__setattr__(self, "prices", dict(self.prices))  # a private copy; pickles
         if self.cost_usd and not self.prices:
             raise ConfigurationError(
                 "Budget.cost_usd needs prices: a Price per model name", field="prices"
@@ -128,7 +127,7 @@ class BudgetGate:
             limit = self.budget.limit(dimension)
             if limit is not None:
                 self._lines.append((dimension, limit, soft_line(limit, self.budget.soft_fraction)))
-        self._prices = self.budget.prices or {}
+        self._prices = dict(self.budget.prices or {})
         self._unpriced: set[str] = set()
         self.begin()
 
