@@ -409,7 +409,12 @@ async def test_finalize_drops_the_in_flight_turn_on_a_hard_error_mid_dispatch() 
         await agent.run("go", cancel=token)
     assert len(agent.history) == 3
     assert_valid_transcript(agent.history)
-    assert agent.current_run is not None and len(agent.current_run.messages) == 4
+    run = agent.current_run
+    assert run is not None and len(run.messages) == 5
+    assert_valid_transcript(run.messages)
+    interrupted = run.messages[-1].tool_results_parts[0]
+    assert interrupted.is_error
+    assert interrupted.content == "The tool call was interrupted before a result was produced."
 
 
 async def test_nothing_commits_when_no_turn_completed() -> None:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from agentloop._safety import BREAKER_TEXT, SafetyState
 from agentloop._suggest import suggest
 from agentloop._turn import RunState
 from agentloop.config import RunConfig
@@ -27,6 +28,7 @@ from agentloop.errors import (
 from agentloop.hooks import Allow, Approver, Ask, Block, Hook, overrides
 from agentloop.messages import ToolCallPart, ToolResultPart
 from agentloop.observers import ObserverFanout
+from agentloop.safety.output import limit_output
 from agentloop.safety.recovery import (
     MAX_RECOVERY_ATTEMPTS,
     ExponentialBackoffRecovery,
@@ -34,9 +36,18 @@ from agentloop.safety.recovery import (
     Retry,
     ToolFailure,
 )
+from agentloop.safety.redact import redact_secrets
 from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, render_content
 
 __all__ = ["INVALID_JSON_KEY", "Dispatcher", "Outcome"]
+
+_BREAKER_OUTCOME = {
+    "ok": "success",
+    "sick": "sick",
+    "tool_error": "neutral",
+    "invalid": "neutral",
+    "missing": None,
+}
 
 INVALID_JSON_KEY = "__invalid_json__"
 """Adapters put a tool call's undecodable argument text under this key."""
@@ -62,7 +73,9 @@ class Dispatcher:
         observers: ObserverFanout,
         approver: Approver | None,
         session_id: str,
+        safety: SafetyState,
     ) -> None:
+        self.safety = safety
         self.registry = registry
         self.config = config
         self.observers = observers
@@ -89,6 +102,7 @@ class Dispatcher:
                 runnable.append(index)
             else:
                 results[index] = self._not_available(state, call)
+        self.safety.budget_tool_calls(len(calls))
         if self.config.parallel_tool_calls and len(runnable) > 1:
             await self._run_parallel(state, calls, runnable, results)
         else:
@@ -136,10 +150,16 @@ class Dispatcher:
             raise _first_error(group_error) from None
 
     def _not_available(self, state: RunState, call: ToolCallPart) -> ToolResultPart:
+        stop = self.safety.loop_stop()
+        if stop is not None:
+            raise stop
         text = f"tool '{call.name}' is not available"
         hint = self._suggestion(call.name, state.advertised)
         if hint:
             text += f". Did you mean '{hint}'?"
+        self.safety.loop_record(
+            state.run, call.name, call.arguments, text, is_error=True, available=False
+        )
         return ToolResultPart(call.id, call.name, text, True)
 
     def _suggestion(self, name: str, candidates: frozenset[str] | list[str]) -> str | None:
@@ -188,14 +208,46 @@ class Dispatcher:
             result = ToolResultPart(call.id, call.name, veto, True)
             self.observers.emit("on_tool_post", run, call, result, attempt, 0.0)
             return _Attempt(result, "vetoed")
+        stop = self.safety.loop_stop()
+        if stop is not None:
+            refused = ToolResultPart(
+                call.id, call.name, f"dispatch refused before execution: {stop}", True
+            )
+            self.observers.emit("on_tool_post", run, call, refused, attempt, 0.0)
+            raise stop
+        admission = self.safety.admit(name)
+        if admission is None:
+            return self._refused(state, call, name, arguments, attempt)
         started = time.perf_counter()
-        content, outcome = await self._invoke(state, ctx, name, arguments)
+        try:
+            content, outcome = await self._invoke(state, ctx, name, arguments)
+        except BaseException:
+            self.safety.settle(admission, None)
+            raise
         duration = time.perf_counter() - started
         result = ToolResultPart(call.id, call.name, content, outcome != "ok")
+        self.safety.loop_record(
+            run, name, arguments, content, is_error=result.is_error, available=outcome != "missing"
+        )
         self.observers.emit("on_tool_post", run, call, result, attempt, duration)
         for hook in self.post_hooks:
             await hook.post_tool(call, result, ctx)
+        self.safety.settle(admission, _BREAKER_OUTCOME[outcome])
         return _Attempt(result, outcome)
+
+    def _refused(
+        self,
+        state: RunState,
+        call: ToolCallPart,
+        name: str,
+        arguments: Mapping[str, Any],
+        attempt: int,
+    ) -> _Attempt:
+        """The breaker refused: a soft result, counted by the loop detector, never recovered."""
+        result = ToolResultPart(call.id, call.name, BREAKER_TEXT, True)
+        self.safety.loop_record(state.run, name, arguments, BREAKER_TEXT, is_error=True)
+        self.observers.emit("on_tool_post", state.run, call, result, attempt, 0.0)
+        return _Attempt(result, "refused")
 
     async def _pre_hooks(self, call: ToolCallPart, ctx: ToolContext) -> str | None:
         """The veto text of the first Block/Ask, or None to proceed."""
@@ -230,7 +282,9 @@ class Dispatcher:
             valid = tool.validate(arguments)
         except ToolError as exc:
             return exc.message, "invalid"
-        return await self._run_tool(tool, valid, ctx)
+        content, outcome = await self._run_tool(tool, valid, ctx)
+        limit = self.config.max_tool_output_chars
+        return (limit_output(content, limit) if limit else content), outcome
 
     async def _run_tool(
         self, tool: Tool, arguments: Mapping[str, Any], ctx: ToolContext
@@ -303,7 +357,7 @@ def _seconds(timeout: float | None) -> str:
 
 
 def _panic_text(name: str, exc: BaseException) -> str:
-    message = str(exc)
+    message = redact_secrets(str(exc))
     kind = type(exc).__name__
     return (
         f'Tool "{name}" panicked: {kind}: {message}'

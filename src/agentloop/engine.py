@@ -17,6 +17,7 @@ from typing import Any
 
 from agentloop._compaction import ContextGuard
 from agentloop._dispatch import Dispatcher
+from agentloop._safety import SafetyState
 from agentloop._turn import ClientEventBridge, RunState, build_request, call_model
 from agentloop.cancel import CancelToken
 from agentloop.config import RunConfig
@@ -37,6 +38,7 @@ from agentloop.model import ModelClient, ModelResponse
 from agentloop.observers import Observer, ObserverFanout
 from agentloop.run import Run, Turn
 from agentloop.tools import Tool, ToolRegistry
+from agentloop.transcript import close_interrupted
 
 __all__ = ["Agent"]
 
@@ -82,7 +84,9 @@ class Agent:
         self._history: list[Message] = []
         self._runs: list[Run] = []
         self._cancel = CancelToken()
+        self.safety = SafetyState(config, self._observers)
         self._dispatcher = Dispatcher(
+            safety=self.safety,
             registry=self.registry,
             config=config,
             hooks=self._hooks,
@@ -158,6 +162,7 @@ class Agent:
     async def _execute(self, state: RunState) -> Run:
         try:
             state.check_cancel()
+            self.safety.budget_begin()
             await self._run_start(state)
             await self._loop(state, self._guard(state))
         except asyncio.CancelledError:
@@ -205,20 +210,22 @@ class Agent:
             if state.turn_index >= self.config.max_turns:
                 raise MaxTurnsExceeded(self.config.max_turns)
             await guard.before_call(state, lambda messages: self._commit_compacted(state, messages))
+            self.safety.budget_check(state.run)
             response = await self._model_step(state, guard)
             if response is None:
                 continue
             turn = self._record(state, guard, response)
+            if response.tool_calls:
+                results = await self._dispatcher.dispatch_turn(state, response.tool_calls)
+                turn.tool_results = results
+                self._append(state, guard, Message.tool_results(results))
+            state.complete_turn()
+            self.safety.budget_turn()
+            self._observers.emit("on_turn_end", state.run, turn)
             if not response.tool_calls:
                 state.run.output = response.text
-                state.complete_turn()
-                self._observers.emit("on_turn_end", state.run, turn)
                 return
-            turn.tool_results = await self._dispatcher.dispatch_turn(state, response.tool_calls)
-            self._append(state, guard, Message.tool_results(turn.tool_results))
-            state.complete_turn()
             state.turn_index += 1
-            self._observers.emit("on_turn_end", state.run, turn)
 
     async def _model_step(self, state: RunState, guard: ContextGuard) -> ModelResponse | None:
         """One model call; None when a context rejection sends the turn back for compaction."""
@@ -231,7 +238,12 @@ class Agent:
         except ContextLengthExceeded as error:
             guard.salvage(state, error)
             return None
+        self.safety.budget_usage(response.usage, response.model or self.client.model)
         self._observers.emit("on_response", state.run, response)
+        if not response.tool_calls:
+            stop = self.safety.converge(state.run, response.text)
+            if stop is not None:
+                raise stop
         return response
 
     def _record(self, state: RunState, guard: ContextGuard, response: ModelResponse) -> Turn:
@@ -265,8 +277,9 @@ class Agent:
         run = state.run
         run.ended_at = time.time()
         run.stop_reason = error
-        run.messages = list(state.audit)
+        run.messages = list(state.audit) if error is None else close_interrupted(state.audit)
         self._commit(state, error)
+        self.safety.end_run()
         if error is not None and error.summary is None:
             error.summary = run.summary()
         for hook in self._hooks:

@@ -1,0 +1,164 @@
+"""The engine's view of the safety stack, with the poisoning policy applied in one place.
+
+One ``SafetyState`` per agent (detectors and breakers are session state). Detection is advisory:
+if a detector's own update raises, detection switches itself off for the session with one
+warning and the run goes on. A breaker whose update raises fails closed (``LockPoisoned``).
+The budget gate fails open (its checks are skipped) if it raises.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from agentloop.config import RunConfig
+from agentloop.errors import AgentLoopError, LockPoisoned, LoopDetected
+from agentloop.messages import Usage
+from agentloop.observers import ObserverFanout
+from agentloop.run import Run
+from agentloop.safety.breaker import Admission, ToolBreakers
+from agentloop.safety.budget import BudgetGate
+from agentloop.safety.convergence import ConvergenceDetector, convergence_error
+from agentloop.safety.loops import LoopDetector
+
+__all__ = ["BREAKER_TEXT", "SafetyState"]
+
+logger = logging.getLogger("agentloop")
+
+BREAKER_TEXT = "tool temporarily unavailable: circuit breaker open"
+
+
+class SafetyState:
+    """Loop and convergence detection, tool breakers and the budget gate of one agent."""
+
+    def __init__(self, config: RunConfig, observers: ObserverFanout) -> None:
+        self.observers = observers
+        self.action = config.convergence.action
+        self.loops = LoopDetector(config.loop_detection)
+        self.convergence = ConvergenceDetector(config.convergence)
+        self.breakers = ToolBreakers(config.tool_breaker)
+        self.budget = BudgetGate(config.budget)
+        self.detection_on = True
+        self.budget_on = True
+
+    def _poisoned(self, what: str, exc: Exception) -> None:
+        self.detection_on = False
+        logger.warning("%s raised (%r); detection is off for the rest of this session", what, exc)
+
+    def loop_stop(self) -> LoopDetected | None:
+        """The stop-level pattern that refuses the next dispatch, if any (consumed)."""
+        if not self.detection_on:
+            return None
+        try:
+            stop = self.loops.check()
+            if stop is not None:
+                self.loops.consume_stop()
+        except Exception as exc:
+            self._poisoned("the loop detector", exc)
+            return None
+        return stop
+
+    def loop_record(
+        self,
+        run: Run,
+        tool: str,
+        arguments: Mapping[str, Any],
+        text: str,
+        *,
+        is_error: bool,
+        available: bool = True,
+    ) -> None:
+        """Record one attempt's result; warn observers once per pattern."""
+        if not self.detection_on:
+            return
+        try:
+            warning = self.loops.record(
+                tool, arguments, text, is_error=is_error, available=available
+            )
+        except Exception as exc:
+            self._poisoned("the loop detector", exc)
+            return
+        if warning is not None:
+            self.observers.emit("on_loop_detected", run, warning.pattern, warning.repetitions)
+
+    def converge(self, run: Run, text: str) -> AgentLoopError | None:
+        """Feed a terminal reply; the hard error its configured action asks for, if any."""
+        if not self.detection_on:
+            return None
+        try:
+            status = self.convergence.record(text)
+        except Exception as exc:
+            self._poisoned("the convergence detector", exc)
+            return None
+        if status is None:
+            return None
+        self.observers.emit("on_convergence_detected", run, status)
+        return convergence_error(self.action)
+
+    def admit(self, tool: str) -> Admission | None:
+        """The breaker's verdict for one attempt (None = refused)."""
+        try:
+            return self.breakers.admit(tool)
+        except Exception as exc:
+            raise LockPoisoned("tool_breaker") from exc
+
+    def settle(self, admission: Admission, outcome: str | None) -> None:
+        """Record an attempt's outcome (None releases an attempt that produced no result)."""
+        try:
+            if outcome is None:
+                self.breakers.release(admission)
+            else:
+                self.breakers.record(admission, outcome)  # type: ignore[arg-type]
+        except Exception as exc:
+            raise LockPoisoned("tool_breaker") from exc
+
+    def end_run(self) -> None:
+        """Drop a stop-level pattern the run never fired."""
+        if self.detection_on:
+            try:
+                self.loops.end_run()
+            except Exception as exc:
+                self._poisoned("the loop detector", exc)
+
+    def budget_begin(self) -> None:
+        """Run start: reset the budget counters."""
+        self._budget(lambda: self.budget.begin())
+
+    def budget_check(self, run: Run) -> None:
+        """Before a request: warn once per dimension, refuse past a hard line."""
+        if not self.budget_on:
+            return
+        try:
+            warnings, stop = self.budget.pre_request()
+        except Exception as exc:
+            self.budget_on = False
+            logger.warning("the budget gate raised (%r); budget checks are off", exc)
+            return
+        for warning in warnings:
+            self.observers.emit(
+                "on_budget_warn", run, warning.dimension, warning.spent, warning.limit
+            )
+        if stop is not None:
+            raise stop
+
+    def budget_usage(self, usage: Usage, model: str) -> None:
+        """Account a reply's usage."""
+        self._budget(lambda: self.budget.record_usage(usage, model))
+
+    def budget_turn(self) -> None:
+        """Account a completed turn."""
+        self._budget(self.budget.record_turn)
+
+    def budget_tool_calls(self, count: int) -> None:
+        """Account dispatched tool calls."""
+        self._budget(lambda: self.budget.record_tool_calls(count))
+
+    def _budget(self, update: Any) -> None:
+        if not self.budget_on:
+            return
+        try:
+            update()
+        except Exception as exc:
+            self.budget_on = False
+            logger.warning("the budget gate raised (%r); budget checks are off", exc)
