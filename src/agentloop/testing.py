@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+from agentloop._fake_server import FakeProviderServer, FakeReply, FakeToolCall, Fault
 from agentloop.errors import InternalError
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, Usage
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
@@ -212,11 +213,3 @@ def _recording(event: str) -> Callable[..., None]:
 for _event in EVENTS:
     setattr(RecordingObserver, _event, _recording(_event))
 
-
-def __getattr__(name: str) -> object:
-    """The fake provider server loads lazily (it needs aiohttp)."""
-    if name in ("FakeProviderServer", "FakeReply", "FakeToolCall", "Fault"):
-        from agentloop import _fake_server
-
-        return getattr(_fake_server, name)
-    raise AttributeError(f"module 'agentloop.testing' has no attribute {name!r}")
