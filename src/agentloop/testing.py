@@ -212,4 +212,3 @@ def _recording(event: str) -> Callable[..., None]:
 
 for _event in EVENTS:
     setattr(RecordingObserver, _event, _recording(_event))
-
