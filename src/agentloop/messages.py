@@ -134,18 +134,33 @@ class Message:
 
     @property
     def text(self) -> str:
-        """All text parts joined (empty when there are none)."""
-        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+        """All text parts joined (empty when there are none); computed once."""
+        text: str | None = self._wire.get(":text")
+        if text is None:
+            text = self._wire[":text"] = "".join(
+                p.text for p in self.parts if isinstance(p, TextPart)
+            )
+        return text
 
     @property
     def tool_calls(self) -> tuple[ToolCallPart, ...]:
-        """The tool calls this message asks for."""
-        return tuple(p for p in self.parts if isinstance(p, ToolCallPart))
+        """The tool calls this message asks for; computed once."""
+        calls: tuple[ToolCallPart, ...] | None = self._wire.get(":calls")
+        if calls is None:
+            calls = self._wire[":calls"] = tuple(
+                p for p in self.parts if isinstance(p, ToolCallPart)
+            )
+        return calls
 
     @property
     def tool_results_parts(self) -> tuple[ToolResultPart, ...]:
-        """The tool results this message carries."""
-        return tuple(p for p in self.parts if isinstance(p, ToolResultPart))
+        """The tool results this message carries; computed once."""
+        results: tuple[ToolResultPart, ...] | None = self._wire.get(":results")
+        if results is None:
+            results = self._wire[":results"] = tuple(
+                p for p in self.parts if isinstance(p, ToolResultPart)
+            )
+        return results
 
     def encoded(self, key: str, encode: Callable[[Message], Any]) -> Any:
         """The wire form under ``key``, computed by ``encode`` once and then reused."""

@@ -1,0 +1,76 @@
+"""House rules that tools do not check: short functions in the engine, layering of imports."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).parent.parent / "src" / "agentloop"
+ENGINE_MODULES = ["engine.py", "_turn.py", "_dispatch.py", "_compaction.py", "_safety.py"]
+
+
+def functions(path: Path) -> list[tuple[str, int]]:
+    tree = ast.parse(path.read_text())
+    return [
+        (node.name, (node.end_lineno or node.lineno) - node.lineno + 1)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
+
+
+@pytest.mark.parametrize("module", ENGINE_MODULES)
+def test_no_function_over_50_lines_in_the_engine(module: str) -> None:
+    long = [(name, n) for name, n in functions(SRC / module) if n > 50]
+    assert long == []
+
+
+def imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+def test_errors_imports_nothing_of_ours_at_runtime() -> None:
+    source = (SRC / "errors.py").read_text()
+    runtime = source.split("if TYPE_CHECKING:")[0]
+    assert "from agentloop" not in runtime.replace("from agentloop.run import", "")
+
+
+@pytest.mark.parametrize(
+    "module",
+    [*ENGINE_MODULES, "run.py", "cancel.py", "hooks.py", "observers.py", "context.py", "tokens.py"],
+)
+def test_the_engine_never_imports_providers_or_aiohttp(module: str) -> None:
+    names = imports(SRC / module)
+    assert not any(n.startswith(("agentloop.providers", "aiohttp", "rich")) for n in names)
+
+
+def test_safety_is_pure_logic() -> None:
+    for path in (SRC / "safety").glob("*.py"):
+        names = imports(path)
+        assert not any(n.startswith(("agentloop.providers", "aiohttp", "rich")) for n in names), (
+            path
+        )
+
+
+def test_only_http_module_imports_aiohttp_in_providers() -> None:
+    for path in (SRC / "providers").glob("*.py"):
+        if path.name != "_http.py":
+            assert not any(n.startswith("aiohttp") for n in imports(path)), path
+
+
+def test_import_agentloop_does_not_import_aiohttp() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, agentloop, agentloop.testing, agentloop.providers\n"
+        "print('aiohttp' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
