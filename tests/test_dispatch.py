@@ -369,3 +369,64 @@ async def test_tool_context_is_passed() -> None:
     assert (ctx.run_id, ctx.turn, ctx.call_id, ctx.tool_name) == (run.id, 0, "c-1", "with_ctx")
     assert "sess-test" in str(ctx.scratch_dir) and not ctx.cancel.cancelled
     assert "ctx" not in with_ctx.parameters["properties"]
+
+
+async def test_policy_hook_texts() -> None:
+    from agentloop import PolicyHook
+
+    counter = Counter()
+    cases = [
+        (PolicyHook.denying_everything(), "blocked by policy: every tool call is denied"),
+        (PolicyHook(deny=["flaky"]), "blocked by policy: tool 'flaky' is denied"),
+        (PolicyHook(allow=["other"]), "blocked by policy: tool 'flaky' is not in the allowlist"),
+        (PolicyHook(deny=["flaky"], allow=["flaky"]), "blocked by policy: tool 'flaky' is denied"),
+        (PolicyHook(ask=["flaky"]), "permission required: allow tool 'flaky'?"),
+    ]
+    for hook, text in cases:
+        model = ScriptedModel([call("flaky"), reply("ok")])
+        await Agent(model, tools=[counter.make()], hooks=[hook]).run("go")
+        assert results(model)[0].content == text
+    assert counter.calls == []
+    model = ScriptedModel([call("flaky"), reply("ok")])
+    await Agent(model, tools=[counter.make(fail=False)], hooks=[PolicyHook(allow=["flaky"])]).run(
+        "go"
+    )
+    assert results(model)[0].content == "ok"
+
+
+async def test_cancel_while_awaiting_approval_never_runs_the_tool() -> None:
+    from agentloop import PolicyHook
+
+    counter = Counter()
+
+    async def approver(call_part: ToolCallPart, message: str) -> bool:
+        agent.cancel()
+        await asyncio.sleep(30)
+        return True
+
+    agent = Agent(
+        ScriptedModel([call("flaky"), reply("never")]),
+        tools=[counter.make(fail=False)],
+        hooks=[PolicyHook(ask=["flaky"])],
+        approver=approver,
+        config=RunConfig(headless=False),
+    )
+    with pytest.raises(Cancelled):
+        await asyncio.wait_for(agent.run("go"), 2)
+    assert counter.calls == []
+
+
+async def test_a_tools_own_not_found_text_is_never_decorated() -> None:
+    @tool
+    def read_file(path: str) -> str:
+        """Read."""
+        raise ToolError(f"file {path} not found")
+
+    @tool
+    def read_files(paths: list[str]) -> str:
+        """Read many."""
+        return ""
+
+    model = ScriptedModel([call("read_file", {"path": "a"}), reply("ok")])
+    await Agent(model, tools=[read_file, read_files]).run("go")
+    assert results(model)[0].content == "file a not found"

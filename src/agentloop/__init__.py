@@ -8,7 +8,7 @@ from agentloop.cancel import CancelToken
 from agentloop.config import RunConfig
 from agentloop.engine import Agent
 from agentloop.errors import AgentLoopError, ToolError
-from agentloop.hooks import Allow, Ask, Block, Hook
+from agentloop.hooks import Allow, Ask, Block, Hook, PolicyHook
 from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart, Usage
 from agentloop.model import ModelClient, ModelRequest, ModelResponse, ModelSettings, StreamEvent
 from agentloop.observers import Observer
@@ -50,6 +50,7 @@ __all__ = [
     "ModelSettings",
     "RetryingClient",
     "Observer",
+    "PolicyHook",
     "Run",
     "RunConfig",
     "Settings",

@@ -8,7 +8,7 @@ otherwise the agent's ``approver`` answers it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
@@ -18,7 +18,16 @@ from agentloop.tools import ToolContext
 if TYPE_CHECKING:
     from agentloop.run import Run
 
-__all__ = ["Allow", "Approver", "Ask", "Block", "Hook", "PreToolDecision", "overrides"]
+__all__ = [
+    "Allow",
+    "Approver",
+    "Ask",
+    "Block",
+    "Hook",
+    "PolicyHook",
+    "PreToolDecision",
+    "overrides",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +79,45 @@ class Hook:
 
     async def on_run_end(self, run: Run) -> None:
         """When a run ends (after finalize)."""
+
+
+class PolicyHook(Hook):
+    """The built-in permission policy: deny lists, an allow list, and tools that need asking.
+
+    Denials read ``blocked by policy: <why>``; a denied name wins over an allowed one; an empty
+    allow list (None) allows every tool not denied. Tools in ``ask`` produce ``Ask``, which a
+    headless run treats as a block and an interactive run hands to the approver.
+    """
+
+    def __init__(
+        self,
+        *,
+        deny: Iterable[str] = (),
+        allow: Iterable[str] | None = None,
+        ask: Iterable[str] = (),
+        deny_all: bool = False,
+    ) -> None:
+        self.deny = frozenset(deny)
+        self.allow = None if allow is None else frozenset(allow)
+        self.ask = frozenset(ask)
+        self.deny_all = deny_all
+
+    @classmethod
+    def denying_everything(cls) -> PolicyHook:
+        """A policy that blocks every tool call."""
+        return cls(deny_all=True)
+
+    async def pre_tool(self, call: ToolCallPart, ctx: ToolContext) -> PreToolDecision:
+        """Apply the policy to one call."""
+        if self.deny_all:
+            return Block("blocked by policy: every tool call is denied")
+        if call.name in self.deny:
+            return Block(f"blocked by policy: tool '{call.name}' is denied")
+        if self.allow is not None and call.name not in self.allow:
+            return Block(f"blocked by policy: tool '{call.name}' is not in the allowlist")
+        if call.name in self.ask:
+            return Ask(f"permission required: allow tool '{call.name}'?")
+        return Allow()
 
 
 def overrides(obj: object, base: type, method: str) -> bool:
