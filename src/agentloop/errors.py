@@ -154,7 +154,7 @@ class TranscriptError(AgentLoopError):
 class ToolError(AgentLoopError):
     """Raised inside a tool: the text is for the model and is shown to it verbatim."""
 
-    recoverability = "yes"
+    recoverability = "n/a"
 
 
 def format_available(available: Sequence[str]) -> str:
