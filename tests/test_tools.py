@@ -136,15 +136,17 @@ def test_unsupported_signatures_are_configuration_errors(func_src: str) -> None:
         tool(namespace["f"])
 
 
-def test_unsupported_annotation_names_the_tool() -> None:
-    class Opaque:
-        pass
+class Opaque:
+    """Not describable as JSON."""
 
+
+def test_unsupported_annotation_names_the_tool() -> None:
     def g(x: Opaque) -> str:
         return ""
 
-    with pytest.raises(ConfigurationError, match="tool 'g'"):
+    with pytest.raises(ConfigurationError, match="tool 'g': parameter 'x'") as info:
         tool(g)
+    assert info.value.field == "x"
 
 
 def test_negative_timeout_is_rejected() -> None:

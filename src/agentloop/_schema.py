@@ -94,13 +94,31 @@ def build_argument_model(
     try:
         model = pydantic.create_model(f"{tool_name}_arguments", __base__=ArgumentModel, **fields)
         schema = model.model_json_schema()
-    except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError, TypeError) as exc:
+    except _SCHEMA_ERRORS as exc:
+        name = _culprit(fields, tool_name) or "annotations"
         raise ConfigurationError(
-            f"tool '{tool_name}' has a parameter type that cannot be described as JSON: {exc}",
-            field="annotations",
+            f"tool '{tool_name}': parameter '{name}' has a type that cannot be described as "
+            f"JSON ({type(exc).__name__})",
+            field=name,
         ) from exc
     schema.pop("title", None)
     return model, schema, description
+
+
+_SCHEMA_ERRORS = (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError, TypeError)
+
+
+def _culprit(fields: Mapping[str, Any], tool_name: str) -> str | None:
+    """The first parameter whose type alone cannot become a JSON schema."""
+    for name, spec in fields.items():
+        try:
+            pydantic.create_model(f"{tool_name}_{name}", __base__=ArgumentModel, **{name: spec})
+            pydantic.create_model(
+                f"{tool_name}_{name}", __base__=ArgumentModel, **{name: spec}
+            ).model_json_schema()
+        except _SCHEMA_ERRORS:
+            return name
+    return None
 
 
 def _field_for(
