@@ -83,8 +83,10 @@ class Dispatcher:
         self.session_id = session_id
         self.pre_hooks = tuple(h for h in hooks if overrides(h, Hook, "pre_tool"))
         self.post_hooks = tuple(h for h in hooks if overrides(h, Hook, "post_tool"))
-        self.default_recovery = isinstance(config.reflector, NoopReflector) and isinstance(
-            config.recovery, ExponentialBackoffRecovery
+        # the stock pair always fails at once; exact types, so a subclass's override still runs
+        self.default_recovery = (
+            type(config.reflector) is NoopReflector
+            and type(config.recovery) is ExponentialBackoffRecovery
         )
 
     async def dispatch_turn(
