@@ -365,7 +365,11 @@ def _seconds(timeout: float | None) -> str:
 
 
 def _panic_text(name: str, exc: BaseException) -> str:
-    message = redact_secrets(str(exc))
+    try:
+        text = str(exc)
+    except Exception:  # a tool's broken __str__ must not end the run
+        text = "<exception str() failed>"
+    message = redact_secrets(text)
     kind = type(exc).__name__
     return (
         f'Tool "{name}" panicked: {kind}: {message}'

@@ -1016,6 +1016,22 @@ async def test_a_panic_message_is_redacted_before_the_model_reads_it(
     )
 
 
+async def test_an_exception_that_cannot_be_printed_is_still_a_soft_result() -> None:
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise ValueError("no text")
+
+    @tool
+    def weird() -> str:
+        """Raise something odd."""
+        raise Unprintable()
+
+    model = ScriptedModel([call("weird"), reply("ok")])
+    run = await Agent(model, tools=[weird]).run("go")
+    assert run.output == "ok"
+    assert read_texts(model) == ['Tool "weird" panicked: Unprintable: <exception str() failed>']
+
+
 async def test_a_tool_error_text_stays_verbatim() -> None:
     @tool
     def login() -> str:
