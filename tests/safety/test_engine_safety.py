@@ -261,6 +261,51 @@ async def test_after_the_cooldown_exactly_one_probe_runs_and_its_success_closes(
     assert agent.safety.breakers.health("svc").state == "closed"
 
 
+class DelayCall(Hook):
+    """Holds one call (by argument) in the pre-tool hook, i.e. before the breaker gate."""
+
+    def __init__(self, n: int, seconds: float) -> None:
+        self.n, self.seconds = n, seconds
+
+    async def pre_tool(self, call: ToolCallPart, ctx: ToolContext) -> None:
+        if call.arguments.get("n") == self.n:
+            await asyncio.sleep(self.seconds)
+
+
+@pytest.mark.parametrize(("probe_timeout", "second_runs"), [(0.05, True), (0.0, False)])
+async def test_a_lost_probe_is_released_after_its_lease(
+    probe_timeout: float, second_runs: bool
+) -> None:
+    executed: list[int] = []
+
+    @tool
+    async def svc(n: int) -> str:
+        """Sick three times; call 3 hangs past the probe lease."""
+        executed.append(n)
+        if n < 3:
+            raise RuntimeError("boom")
+        if n == 3:
+            await asyncio.sleep(0.3)
+        return f"ok {n}"
+
+    model = ScriptedModel(
+        [call("svc", {"n": i}) for i in range(3)]
+        + [_after(0.03, [call("svc", {"n": 3}), call("svc", {"n": 4})]), reply("done")]
+    )
+    config = RunConfig(
+        tool_breaker=ToolBreaker(recovery_seconds=0.02, probe_timeout=probe_timeout),
+        parallel_tool_calls=True,
+    )
+    agent = Agent(model, tools=[svc], config=config, hooks=[DelayCall(4, 0.1)])
+    await agent.run("go")
+    texts = read_texts(model)
+    assert texts[3] == "ok 3"
+    if second_runs:  # the lease of the hanging probe ended: call 4 became the new probe
+        assert executed == [0, 1, 2, 3, 4] and texts[4] == "ok 4"
+    else:  # no lease: the probe slot is held until the probe answers
+        assert executed == [0, 1, 2, 3] and texts[4] == BREAKER_TEXT
+
+
 async def test_a_failed_probe_reopens_the_breaker_with_a_fresh_cooldown() -> None:
     calls = Calls()
     model = ScriptedModel(
