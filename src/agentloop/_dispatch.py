@@ -238,9 +238,11 @@ class Dispatcher:
             run, name, arguments, content, is_error=result.is_error, available=outcome != "missing"
         )
         self.observers.emit("on_tool_post", run, call, result, attempt, duration)
-        for hook in self.post_hooks:
-            await hook.post_tool(call, result, ctx)
-        self.safety.settle(admission, _BREAKER_OUTCOME[outcome])
+        try:
+            for hook in self.post_hooks:
+                await hook.post_tool(call, result, ctx)
+        finally:  # the tool ran: a failing or cancelled post hook must not leave a probe hanging
+            self.safety.settle(admission, _BREAKER_OUTCOME[outcome])
         return _Attempt(result, outcome)
 
     def _refused(

@@ -17,6 +17,7 @@ import pytest
 
 from agentloop import Agent, Hook, RunConfig, ToolError, ToolOutput, tool
 from agentloop.errors import (
+    AgentLoopError,
     BudgetExhausted,
     Cancelled,
     LockPoisoned,
@@ -304,6 +305,83 @@ async def test_a_lost_probe_is_released_after_its_lease(
         assert executed == [0, 1, 2, 3, 4] and texts[4] == "ok 4"
     else:  # no lease: the probe slot is held until the probe answers
         assert executed == [0, 1, 2, 3] and texts[4] == BREAKER_TEXT
+
+
+class FailingPostHook(Hook):
+    """A post-tool hook that raises for one call (by argument)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    async def post_tool(self, call: ToolCallPart, result: ToolResultPart, ctx: ToolContext) -> None:
+        if call.arguments.get("n") == self.n:
+            raise RuntimeError("post hook bug")
+
+
+async def test_a_probe_whose_post_hook_raises_still_settles_the_breaker() -> None:
+    """Without a lease (probe_timeout=0) a probe never settled would wedge the tool forever."""
+    executed: list[int] = []
+
+    @tool
+    def svc(n: int) -> str:
+        """Sick three times, then fine."""
+        executed.append(n)
+        if n < 3:
+            raise RuntimeError("boom")
+        return f"ok {n}"
+
+    model = ScriptedModel(
+        [call("svc", {"n": i}) for i in range(3)]
+        + [_after(0.03, call("svc", {"n": 3}))]
+        + [call("svc", {"n": 4}), reply("done")]
+    )
+    config = RunConfig(tool_breaker=ToolBreaker(recovery_seconds=0.01, probe_timeout=0))
+    agent = Agent(model, tools=[svc], config=config, hooks=[FailingPostHook(3)])
+    with pytest.raises(AgentLoopError):
+        await agent.run("go")
+    assert executed == [0, 1, 2, 3]
+    # the probe ran and succeeded: its result closed the breaker despite the hook's failure
+    assert agent.safety.breakers.health("svc").state == "closed"
+    run = await agent.run("again")
+    assert run.output == "done" and executed == [0, 1, 2, 3, 4]
+    assert read_texts(model)[-1] == "ok 4"
+
+
+async def test_a_probe_cancelled_in_its_post_hook_still_settles_the_breaker() -> None:
+    entered = asyncio.Event()
+    executed: list[int] = []
+
+    class SlowPostHook(Hook):
+        async def post_tool(
+            self, call: ToolCallPart, result: ToolResultPart, ctx: ToolContext
+        ) -> None:
+            if call.arguments.get("n") == 3:
+                entered.set()
+                await asyncio.sleep(30)
+
+    @tool
+    def svc(n: int) -> str:
+        """Sick three times, then fine."""
+        executed.append(n)
+        if n < 3:
+            raise RuntimeError("boom")
+        return f"ok {n}"
+
+    model = ScriptedModel(
+        [call("svc", {"n": i}) for i in range(3)]
+        + [reply("opened"), _after(0.03, call("svc", {"n": 3}))]
+        + [call("svc", {"n": 4}), reply("done")]
+    )
+    config = RunConfig(tool_breaker=ToolBreaker(recovery_seconds=0.01, probe_timeout=0))
+    agent = Agent(model, tools=[svc], config=config, hooks=[SlowPostHook()])
+    assert (await agent.run("a")).output == "opened"
+    task = asyncio.ensure_future(agent.run("probe"))
+    await asyncio.wait_for(entered.wait(), 2)
+    agent.cancel()
+    with pytest.raises(Cancelled):
+        await asyncio.wait_for(task, 2)
+    run = await agent.run("again")
+    assert run.output == "done" and executed == [0, 1, 2, 3, 4]
 
 
 async def test_a_failed_probe_reopens_the_breaker_with_a_fresh_cooldown() -> None:
