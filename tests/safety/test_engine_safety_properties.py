@@ -30,6 +30,7 @@ from agentloop.safety import (
     ToolBreaker,
     ToolFailure,
 )
+from agentloop.safety.recovery import Severity
 from agentloop.testing import FunctionModel, RecordingObserver, ScriptedModel, call, reply
 from agentloop.tools import ToolContext
 
@@ -207,7 +208,7 @@ class Recovery:
     recoverable: bool
     reflector_raises: bool
     correction: str  # "none" | "input_fix" | "tool_change" | "guidance"
-    severity: str
+    severity: Severity
     strategy: str  # "scripted" | "backoff"
     decisions: tuple[str, ...]
     max_retries: int
