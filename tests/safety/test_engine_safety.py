@@ -473,6 +473,14 @@ async def test_identical_call_and_result_stop_before_the_eleventh_execution(
     assert [args[1:] for args in recorder.of("on_loop_detected")] == [(HOSTS_PATTERN, 3)]
 
 
+async def test_identical_calls_within_one_sequential_turn_stop_at_the_eleventh() -> None:
+    calls = Calls()
+    model = ScriptedModel([[call("read", HOSTS) for _ in range(12)], reply("never")])
+    with pytest.raises(LoopDetected, match=r"repeated 10 times$"):
+        await Agent(model, tools=[read_tool(calls)]).run("go")
+    assert calls.count() == 10 and len(model.requests) == 1
+
+
 async def test_stop_threshold_zero_never_stops() -> None:
     calls = Calls()
     model = FunctionModel(forever("read", HOSTS))
