@@ -239,11 +239,16 @@ class Dispatcher:
         )
         self.observers.emit("on_tool_post", run, call, result, attempt, duration)
         try:
-            for hook in self.post_hooks:
-                await hook.post_tool(call, result, ctx)
+            await self._post_hooks(call, result, ctx)
         finally:  # the tool ran: a failing or cancelled post hook must not leave a probe hanging
             self.safety.settle(admission, _BREAKER_OUTCOME[outcome])
         return _Attempt(result, outcome)
+
+    async def _post_hooks(
+        self, call: ToolCallPart, result: ToolResultPart, ctx: ToolContext
+    ) -> None:
+        for hook in self.post_hooks:
+            await hook.post_tool(call, result, ctx)
 
     def _refused(
         self,
