@@ -4,6 +4,8 @@
 local fault-injecting server it starts (no key, no network beyond 127.0.0.1) and shows each soft
 error, recovery, loop stop, fallback and the final run records. ``agentloop fake-server`` runs
 that server for your own tests; ``agentloop run`` runs a real task with read-only tools.
+``agentloop runs`` lists the runs in a store and ``agentloop runs show ID`` prints one of them,
+with its error's class, message and attributes.
 """
 
 from __future__ import annotations
@@ -13,18 +15,21 @@ import asyncio
 import sys
 import tempfile
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloop import Agent, Run, RunConfig
 from agentloop.builtin_tools import workspace_tools
-from agentloop.errors import AgentLoopError
+from agentloop.errors import AgentLoopError, AttemptRecord, InvalidInput
 from agentloop.messages import ToolCallPart, ToolResultPart
 from agentloop.model import ModelClient
 from agentloop.observers import Observer
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from agentloop.store import Store, StoredRun
 
 __all__ = ["main"]
 
@@ -206,6 +211,130 @@ async def _run(task: str, provider: str, model: str | None, base_url: str | None
     return 0 if isinstance(result, Run) else 1
 
 
+def _open_store(location: str) -> Store:
+    from agentloop.store import PostgresStore, SQLiteStore
+
+    if location.startswith(("postgres://", "postgresql://")):
+        return PostgresStore(location)
+    if not Path(location).is_file():
+        raise InvalidInput(f"no store at {location!r} (pass --store PATH)")
+    return SQLiteStore(location)
+
+
+def _runs(location: str, run_id: str | None, session: str | None) -> int:
+    console = _console()
+    store = _open_store(location)
+    try:
+        if run_id is None:
+            _list_runs(console, store.load_runs(session))
+            return 0
+        stored = store.load_run(run_id) or _by_prefix(store, run_id)
+    finally:
+        store.close()
+    _show_run(console, stored)
+    return 0
+
+
+def _by_prefix(store: Store, prefix: str) -> StoredRun:
+    matches = [s for s in store.load_runs() if s.run.id.startswith(prefix)]
+    if len(matches) != 1:
+        problem = "no stored run" if not matches else f"{len(matches)} stored runs"
+        raise InvalidInput(f"{problem} with an id starting {prefix!r}")
+    return matches[0]
+
+
+def _outcome(stored: StoredRun) -> str:
+    run = stored.run
+    if not stored.finished:
+        return "[yellow]unfinished[/] (no recorded end)"
+    if run.stop_reason is not None:
+        return f"[red]{type(run.stop_reason).__name__}[/]: {_escape(str(run.stop_reason))}"
+    return _escape(repr(run.output))
+
+
+def _when(timestamp: float | None) -> str:
+    if timestamp is None:
+        return "-"
+    return datetime.fromtimestamp(timestamp).isoformat(sep=" ", timespec="seconds")
+
+
+def _list_runs(console: Console, runs: list[StoredRun]) -> None:
+    from rich.table import Table
+
+    table = Table("session", "run", "started", "turns", "tool calls", "output / stop_reason")
+    for stored in runs:
+        run = stored.run
+        table.add_row(
+            _escape(stored.session_id[:12]),
+            run.id[:12],
+            _when(run.started_at),
+            str(len(run.turns)),
+            str(run.tool_calls),
+            _outcome(stored),
+        )
+    console.print(table)
+    console.print(f"{len(runs)} runs")
+
+
+def _show_run(console: Console, stored: StoredRun) -> None:
+    from rich.table import Table
+
+    run = stored.run
+    fields = Table("field", "value", show_header=False, title=f"run {run.id}")
+    for name, value in (
+        ("session", _escape(stored.session_id)),
+        ("input", _escape(repr(run.input))),
+        ("output", _escape(repr(run.output))),
+        ("outcome", _outcome(stored)),
+        ("turns", f"{len(run.turns)} ({run.tool_calls} tool calls)"),
+        ("tokens", f"{run.usage.input_tokens} in, {run.usage.output_tokens} out"),
+        ("started", _when(run.started_at)),
+        ("ended", _when(run.ended_at)),
+        ("unfinished_input", _escape(repr(run.unfinished_input))),
+    ):
+        fields.add_row(name, value)
+    console.print(fields)
+    if run.stop_reason is not None:
+        _show_error(console, run.stop_reason)
+    turns = Table("turn", "model", "tool calls", "soft errors", "text")
+    for turn in run.turns:
+        calls = ", ".join(c.name for c in turn.tool_calls) or "-"
+        soft = sum(r.is_error for r in turn.tool_results)
+        turns.add_row(
+            str(turn.index), _escape(turn.model), _escape(calls), str(soft), _escape(turn.text[:60])
+        )
+    console.print(turns)
+
+
+def _show_error(console: Console, error: AgentLoopError) -> None:
+    from rich.table import Table
+
+    table = Table("attribute", "value", title=f"stop_reason: {type(error).__name__}")
+    table.add_row("class", type(error).__name__)
+    table.add_row("message", _escape(str(error)))
+    table.add_row("recoverability", error.recoverability)
+    for name, value in sorted(error.attributes().items()):
+        if name == "attempt_log":
+            value = "\n".join(_attempt(record) for record in value) or "()"
+        table.add_row(_escape(name), _escape(str(value)))
+    console.print(table)
+
+
+def _attempt(record: AttemptRecord) -> str:
+    phase = "-" if record.phase is None else str(record.phase)
+    return (
+        f"#{record.attempt} {record.error_type} status={record.status_code} phase={phase} "
+        f"sent={record.request_sent} {record.duration_seconds:.3f}s wait={record.wait_seconds:.3f}s"
+    )
+
+
+def _escape(text: str) -> str:
+    """Escape rich markup in stored text."""
+    from rich.markup import escape
+
+    return escape(text)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentloop", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -217,6 +346,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--provider", required=True)
     run.add_argument("--model")
     run.add_argument("--base-url")
+    runs = sub.add_parser("runs", help="list the runs in a store; 'runs show ID' prints one")
+    runs.add_argument("--store", default="agentloop.db", help="SQLite file or postgresql:// DSN")
+    runs.add_argument("--session", help="only this session's runs")
+    show_sub = runs.add_subparsers(dest="runs_command")
+    show = show_sub.add_parser("show", help="one run with its error's class and attributes")
+    show.add_argument("run_id", metavar="ID", help="a run id or a unique prefix of one")
+    show.add_argument("--store", default=argparse.SUPPRESS, help="as for 'runs'")
     return parser
 
 
@@ -229,6 +365,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return asyncio.run(_demo(Path(workdir)))
         if args.command == "fake-server":
             return asyncio.run(_fake_server(args.port))
+        if args.command == "runs":
+            return _runs(args.store, getattr(args, "run_id", None), args.session)
         return asyncio.run(_run(args.task, args.provider, args.model, args.base_url))
     except KeyboardInterrupt:
         return 130

@@ -3,7 +3,9 @@
 A run: accept input → (check cancel → max turns → model call → record → dispatch tools →
 one ``tool`` message) until a reply without tool calls → finalize. Every exit goes through
 ``_finalize``, which records ``stop_reason`` and commits history three ways (success: all;
-cannot-fit family: nothing; anything else: the completed turns).
+cannot-fit family: nothing; anything else: the completed turns). With a ``store``, every commit
+point (run start, each completed turn, the compaction commit, finalize) is also written there
+(``agentloop.store``); ``Agent.resume`` rebuilds an agent from it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from agentloop._compaction import ContextGuard
 from agentloop._dispatch import Dispatcher
@@ -31,12 +33,15 @@ from agentloop.errors import (
     InternalError,
     InvalidInput,
     MaxTurnsExceeded,
+    MemoryBackendError,
 )
 from agentloop.hooks import Approver, Hook, overrides
 from agentloop.messages import Message
 from agentloop.model import ModelClient, ModelResponse
 from agentloop.observers import Observer, ObserverFanout
 from agentloop.run import Run, Turn
+from agentloop.store import Store
+from agentloop.store._session import SessionRecorder, restore
 from agentloop.tools import Tool, ToolRegistry
 from agentloop.transcript import close_interrupted
 
@@ -45,6 +50,17 @@ __all__ = ["Agent"]
 logger = logging.getLogger("agentloop")
 
 _CANNOT_FIT = (ContextExceeded, CompactionStalled, ContextLengthExceeded)
+
+
+class AgentOptions(TypedDict, total=False):
+    """The keyword arguments ``Agent.resume`` passes on to ``Agent``."""
+
+    tools: Iterable[Tool | Callable[..., Any]] | ToolRegistry
+    system: str | None
+    config: RunConfig | None
+    hooks: Sequence[Hook]
+    observers: Sequence[Observer]
+    approver: Approver | None
 
 
 class Agent:
@@ -60,7 +76,7 @@ class Agent:
         hooks: Sequence[Hook] = (),
         observers: Sequence[Observer] = (),
         approver: Approver | None = None,
-        store: Any = None,
+        store: Store | None = None,
         session_id: str | None = None,
     ) -> None:
         if client is None or not callable(getattr(client, "complete", None)):
@@ -79,6 +95,8 @@ class Agent:
         self.config = config
         self.session_id = session_id or uuid.uuid4().hex
         self.store = store
+        self.persistence_error: MemoryBackendError | None = None
+        self._recorder = _recorder(store, self.session_id, existing_ok=session_id is None)
         self._hooks = tuple(hooks)
         self._observers = ObserverFanout(tuple(observers))
         self._history: list[Message] = []
@@ -94,6 +112,28 @@ class Agent:
             approver=approver,
             session_id=self.session_id,
         )
+
+    @classmethod
+    def resume(
+        cls,
+        session_id: str,
+        *,
+        store: Store,
+        client: ModelClient,
+        **agent_kwargs: Unpack[AgentOptions],
+    ) -> Agent:
+        """Rebuild the agent of a stored session: its history and runs (failed ones included).
+
+        A run the process never finalized is closed as a salvaging finalize would have closed
+        it (see ``agentloop.store``). An unknown session gives an agent with no history.
+        """
+        agent = cls(client, session_id=session_id, **agent_kwargs)
+        history, runs = restore(_checked_store(store), session_id)
+        agent.store = store
+        agent._recorder = SessionRecorder(store, session_id, synced=len(history))
+        agent._history = history
+        agent._runs = runs
+        return agent
 
     @property
     def history(self) -> list[Message]:
@@ -162,6 +202,8 @@ class Agent:
     async def _execute(self, state: RunState) -> Run:
         try:
             state.check_cancel()
+            if self._recorder is not None:
+                self._recorder.begin(state.run)
             self.safety.budget_begin()
             await self._run_start(state)
             await self._loop(state, self._guard(state))
@@ -220,6 +262,8 @@ class Agent:
                 turn.tool_results = results
                 self._append(state, guard, Message.tool_results(results))
             state.complete_turn()
+            if self._recorder is not None:
+                self._recorder.turn_completed(state.run, state.audit)
             self.safety.budget_turn()
             self._observers.emit("on_turn_end", state.run, turn)
             if not response.tool_calls:
@@ -267,6 +311,8 @@ class Agent:
 
     def _commit_compacted(self, state: RunState, messages: list[Message]) -> None:
         """Compaction is a commit point: its result becomes the history."""
+        if self._recorder is not None:
+            self._recorder.compacted(state.run, messages, len(state.audit))
         self._history = list(messages)
         state.replace(messages)
 
@@ -279,6 +325,8 @@ class Agent:
         run.stop_reason = error
         run.messages = list(state.audit) if error is None else close_interrupted(state.audit)
         self._commit(state, error)
+        if self._recorder is not None:
+            self.persistence_error = self._recorder.finished(run, self._history)
         self.safety.end_run()
         if error is not None and error.summary is None:
             error.summary = run.summary()
@@ -300,6 +348,26 @@ class Agent:
             state.run.unfinished_input = state.run.input
         else:
             self._history.extend(state.transcript[state.base : state.boundary])
+
+
+def _checked_store(store: object) -> Store:
+    if not isinstance(store, Store):
+        raise ConfigurationError("Agent store must implement agentloop.store.Store", field="store")
+    return store
+
+
+def _recorder(store: Store | None, session_id: str, existing_ok: bool) -> SessionRecorder | None:
+    """The session's recorder; a named session that already has data needs ``resume``."""
+    if store is None:
+        return None
+    store = _checked_store(store)
+    if not existing_ok and store.has_session(session_id):
+        raise ConfigurationError(
+            f"session {session_id!r} already has stored runs; continue it with "
+            "Agent.resume(session_id, store=..., client=...)",
+            field="session_id",
+        )
+    return SessionRecorder(store, session_id)
 
 
 def _internal(exc: Exception) -> InternalError:

@@ -1,0 +1,74 @@
+"""Persistence: the ``Store`` protocol and its two implementations.
+
+A store keeps, per session, the committed history (the messages the next run is sent) and every
+run record (``Run.to_dict``, ``stop_reason`` included). The engine writes at its commit points:
+run start (``begin_run``), every completed turn (``save_turn``, append-only), the compaction
+commit (``commit_compaction``) and finalize (``finish_runs``). ``Agent.resume`` reads it back.
+``SQLiteStore`` (stdlib ``sqlite3``) is the embedded default; ``PostgresStore`` speaks psycopg 3
+(the ``postgres`` extra). Every failure of a store is a ``MemoryBackendError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from agentloop.messages import Message
+from agentloop.run import Run, Turn
+from agentloop.store._sql import StoredRun
+from agentloop.store.postgres import PostgresStore
+from agentloop.store.sqlite import SQLiteStore
+
+__all__ = ["PostgresStore", "SQLiteStore", "Store", "StoredRun"]
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Where an ``Agent`` persists its committed history and its runs.
+
+    Every method is synchronous and small; each write is one transaction (all or nothing). A
+    failure raises ``MemoryBackendError`` with the backend's exception as ``__cause__``.
+    """
+
+    def has_session(self, session_id: str) -> bool:
+        """Whether anything (history or a run) is stored for ``session_id``."""
+        ...
+
+    def begin_run(self, session_id: str, run: Run) -> None:
+        """Record that ``run`` started (its id, input and start time; no end yet)."""
+        ...
+
+    def save_turn(self, run_id: str, number: int, turn: Turn, messages: Sequence[Message]) -> None:
+        """Append completed turn ``number`` (0-based) and the run messages it added."""
+        ...
+
+    def commit_compaction(
+        self, session_id: str, run_id: str, history: Sequence[Message], absorbed: int
+    ) -> None:
+        """Make ``history`` the stored history; ``absorbed`` run messages are now part of it."""
+        ...
+
+    def finish_runs(
+        self, session_id: str, runs: Sequence[Run], *, keep: int, append: Sequence[Message]
+    ) -> None:
+        """Record each run's end (``Run.to_dict``) and set history to ``history[:keep] + append``.
+
+        Raises ``MemoryBackendError`` when fewer than ``keep`` messages are stored.
+        """
+        ...
+
+    def load_history(self, session_id: str) -> list[Message]:
+        """The stored history of ``session_id`` (empty when there is none)."""
+        ...
+
+    def load_runs(self, session_id: str | None = None) -> list[StoredRun]:
+        """Stored runs in the order they started; all sessions when ``session_id`` is None."""
+        ...
+
+    def load_run(self, run_id: str) -> StoredRun | None:
+        """One stored run by its exact id, or None."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection (idempotent)."""
+        ...

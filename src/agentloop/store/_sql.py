@@ -1,0 +1,291 @@
+"""The SQL both stores share: one schema, one set of statements, one error boundary.
+
+``SQLStore`` implements the ``Store`` protocol over a tiny ``Transaction`` interface (run a
+statement, run it for many rows, fetch rows) that each backend provides for its driver. Three
+tables, every payload a JSON text column (plain text, not JSONB, so both backends keep exactly
+the bytes ``json.dumps`` wrote, NaN included):
+
+- ``agentloop_history(session_id, seq, message)``: the committed history, one row per message;
+  a finalize appends rows, a compaction commit rewrites the session's rows.
+- ``agentloop_runs(seq, run_id, session_id, input, started_at, ended_at, absorbed, record)``: one
+  row per run, inserted at run start; ``record`` (``Run.to_dict``) is NULL until its finalize.
+- ``agentloop_turns(run_id, number, turn, messages)``: append-only, one row per completed turn
+  while the run has no recorded end (what a crash leaves to resume from); deleted at finalize.
+
+Foreign exceptions (the driver's, and a stored record that no longer parses) become
+``MemoryBackendError`` in ``_guard``, the one boundary, with ``raise ... from exc``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, ClassVar, Protocol
+
+from agentloop.errors import AgentLoopError, MemoryBackendError, StreamError
+from agentloop.messages import Message
+from agentloop.run import Run, Turn
+
+__all__ = ["SQLStore", "StoredRun", "Transaction"]
+
+Row = tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRun:
+    """One stored run record.
+
+    Attributes:
+        session_id: The session the run belongs to.
+        run: The run; ``started_at`` and ``ended_at`` come from the store. While the run has no
+            recorded end, ``run.turns`` and ``run.messages`` hold its completed turns only.
+        finished: Whether the run's end (its finalize) was recorded.
+        absorbed: How many of the run's messages a compaction commit already folded into the
+            stored history (what a resume must not add again).
+    """
+
+    session_id: str
+    run: Run
+    finished: bool
+    absorbed: int = 0
+
+
+class Transaction(Protocol):
+    """The three things the shared SQL needs from a driver, inside one transaction."""
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """Execute one statement."""
+        ...
+
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Execute one statement for each parameter row."""
+        ...
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """Execute a query and fetch every row."""
+        ...
+
+
+_RUN_COLUMNS = "run_id, session_id, input, started_at, ended_at, absorbed, record"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_plain)
+
+
+def _plain(value: Any) -> Any:
+    """Values ``Run.to_dict`` leaves as objects (e.g. ``StreamError.partial``)."""
+    to_dict = getattr(value, "to_dict", None)
+    return to_dict() if callable(to_dict) else repr(value)
+
+
+def _messages(messages: Sequence[Message]) -> str:
+    return _dumps([m.to_dict() for m in messages])
+
+
+class SQLStore:
+    """``Store`` over SQL; a subclass supplies the connection, the DDL and ``_transaction``."""
+
+    name: ClassVar[str] = "store"
+    schema: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, *, driver_errors: tuple[type[BaseException], ...]) -> None:
+        self._driver_errors = driver_errors
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # -- what a backend provides -----------------------------------------------------------
+
+    def _transaction(self, *, write: bool) -> AbstractContextManager[Transaction]:
+        raise NotImplementedError
+
+    def _close_connection(self) -> None:
+        raise NotImplementedError
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    @contextmanager
+    def _open(self, what: str, *, write: bool) -> Iterator[Transaction]:
+        """One transaction under the lock, behind the one error boundary."""
+        with self._lock, self._guard(what), self._transaction(write=write) as tx:
+            yield tx
+
+    @contextmanager
+    def _guard(self, what: str) -> Iterator[None]:
+        if self._closed:
+            raise MemoryBackendError(f"{self.name}: {what}: the store is closed")
+        try:
+            yield
+        except MemoryBackendError:
+            raise
+        except self._driver_errors as exc:
+            raise MemoryBackendError(f"{self.name}: {what} failed: {_describe(exc)}") from exc
+        except (ValueError, KeyError, TypeError) as exc:
+            raise MemoryBackendError(
+                f"{self.name}: {what}: a stored record is unreadable: {_describe(exc)}"
+            ) from exc
+
+    def _create_schema(self) -> None:
+        with self._open("creating the schema", write=True) as tx:
+            for statement in self.schema:
+                tx.run(statement)
+
+    def close(self) -> None:
+        """Release the connection (idempotent)."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._close_connection()
+
+    def __enter__(self) -> SQLStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def begin_run(self, session_id: str, run: Run) -> None:
+        """Record that ``run`` started (its id, input and start time; no end yet)."""
+        with self._open(f"saving the start of run {run.id}", write=True) as tx:
+            tx.run(
+                f"INSERT INTO agentloop_runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, NULL, 0, NULL)",
+                (run.id, session_id, run.input, run.started_at),
+            )
+
+    def save_turn(self, run_id: str, number: int, turn: Turn, messages: Sequence[Message]) -> None:
+        """Append completed turn ``number`` (0-based) and the run messages it added."""
+        row = (run_id, number, _dumps(turn.to_dict()), _messages(messages))
+        with self._open(f"saving turn {number} of run {run_id}", write=True) as tx:
+            tx.run("INSERT INTO agentloop_turns VALUES (?, ?, ?, ?)", row)
+
+    def commit_compaction(
+        self, session_id: str, run_id: str, history: Sequence[Message], absorbed: int
+    ) -> None:
+        """Make ``history`` the stored history; ``absorbed`` run messages are now part of it."""
+        with self._open(f"saving the compaction of run {run_id}", write=True) as tx:
+            _write_history(tx, session_id, 0, history)
+            tx.run("UPDATE agentloop_runs SET absorbed = ? WHERE run_id = ?", (absorbed, run_id))
+
+    def finish_runs(
+        self, session_id: str, runs: Sequence[Run], *, keep: int, append: Sequence[Message]
+    ) -> None:
+        """Record each run's end (``Run.to_dict``) and set history to ``history[:keep] + append``.
+
+        Raises ``MemoryBackendError`` when fewer than ``keep`` messages are stored.
+        """
+        records = [
+            (run.id, session_id, run.input, run.started_at, run.ended_at, 0, _dumps(run.to_dict()))
+            for run in runs
+        ]
+        with self._open(f"saving the end of run {runs[-1].id if runs else '-'}", write=True) as tx:
+            _write_history(tx, session_id, keep, append)
+            tx.many(
+                f"INSERT INTO agentloop_runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (run_id) DO UPDATE SET started_at = excluded.started_at, "
+                "ended_at = excluded.ended_at, record = excluded.record",
+                records,
+            )
+            tx.many("DELETE FROM agentloop_turns WHERE run_id = ?", [(r[0],) for r in records])
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def has_session(self, session_id: str) -> bool:
+        """Whether anything (history or a run) is stored for ``session_id``."""
+        with self._open(f"looking up session {session_id}", write=False) as tx:
+            found = tx.rows(
+                "SELECT 1 FROM agentloop_runs WHERE session_id = ? UNION ALL "
+                "SELECT 1 FROM agentloop_history WHERE session_id = ?",
+                (session_id, session_id),
+            )
+        return bool(found)
+
+    def load_history(self, session_id: str) -> list[Message]:
+        """The stored history of ``session_id`` (empty when there is none)."""
+        with self._open(f"loading the history of session {session_id}", write=False) as tx:
+            rows = tx.rows(
+                "SELECT message FROM agentloop_history WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            )
+            return [Message.from_dict(json.loads(r[0])) for r in rows]
+
+    def load_runs(self, session_id: str | None = None) -> list[StoredRun]:
+        """Stored runs in the order they started; all sessions when ``session_id`` is None."""
+        where, params = ("WHERE session_id = ?", (session_id,)) if session_id else ("", ())
+        with self._open("loading runs", write=False) as tx:
+            rows = tx.rows(
+                f"SELECT {_RUN_COLUMNS} FROM agentloop_runs {where} ORDER BY seq", params
+            )
+            return [_stored(tx, row) for row in rows]
+
+    def load_run(self, run_id: str) -> StoredRun | None:
+        """One stored run by its exact id, or None."""
+        with self._open(f"loading run {run_id}", write=False) as tx:
+            rows = tx.rows(f"SELECT {_RUN_COLUMNS} FROM agentloop_runs WHERE run_id = ?", (run_id,))
+            return _stored(tx, rows[0]) if rows else None
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def _write_history(tx: Transaction, session_id: str, keep: int, append: Sequence[Message]) -> None:
+    if keep:
+        stored = tx.rows(
+            "SELECT COUNT(*) FROM agentloop_history WHERE session_id = ? AND seq < ?",
+            (session_id, keep),
+        )[0][0]
+        if stored != keep:
+            raise MemoryBackendError(
+                f"the stored history of session {session_id} has {stored} messages, "
+                f"expected at least {keep}"
+            )
+    tx.run("DELETE FROM agentloop_history WHERE session_id = ? AND seq >= ?", (session_id, keep))
+    if append:
+        tx.many(
+            "INSERT INTO agentloop_history VALUES (?, ?, ?)",
+            [(session_id, keep + i, _dumps(m.to_dict())) for i, m in enumerate(append)],
+        )
+
+
+def _stored(tx: Transaction, row: Row) -> StoredRun:
+    run_id, session_id, input_, started_at, ended_at, absorbed, record = row
+    if record is not None:
+        run = Run.from_dict(json.loads(record))
+        _revive_partial(run.stop_reason)
+    else:
+        run = _unfinished(tx, str(run_id), str(input_))
+    run.started_at = started_at
+    run.ended_at = ended_at
+    return StoredRun(str(session_id), run, record is not None, int(absorbed))
+
+
+def _revive_partial(error: AgentLoopError | None) -> None:
+    """``StreamError.partial`` is a ``Message``; ``Run.from_dict`` leaves its plain form."""
+    partial = getattr(error, "partial", None)
+    if isinstance(error, StreamError) and isinstance(partial, dict) and "role" in partial:
+        error.partial = Message.from_dict(partial)
+
+
+def _unfinished(tx: Transaction, run_id: str, input_: str) -> Run:
+    """A run without a recorded end, rebuilt from its completed turns."""
+    run = Run(id=run_id, input=input_)
+    rows = tx.rows(
+        "SELECT turn, messages FROM agentloop_turns WHERE run_id = ? ORDER BY number", (run_id,)
+    )
+    for turn_json, messages_json in rows:
+        turn = Turn.from_dict(json.loads(turn_json))
+        run.turns.append(turn)
+        run.usage = run.usage + turn.usage
+        run.messages.extend(Message.from_dict(m) for m in json.loads(messages_json))
+    return run
