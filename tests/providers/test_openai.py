@@ -119,7 +119,7 @@ def test_encoding_of_a_whole_transcript() -> None:
         {"role": "user", "content": "and tomorrow?"},
         {
             "role": "assistant",
-            "content": None,
+            "content": "",
             "tool_calls": [
                 {
                     "id": "c3",

@@ -23,7 +23,6 @@ from urllib.parse import urlsplit
 import pytest
 
 from agentloop import Agent, ModelSettings, RunConfig, tool
-from agentloop.errors import ProviderError
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
 from agentloop.providers import OpenAIClient
 from agentloop.testing import RecordingObserver
@@ -128,16 +127,6 @@ async def test_a_real_model_answers(client: OpenAIClient, stream: bool) -> None:
     assert deltas == (run.output if stream else "")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ProviderError,
-    reason=(
-        "bug in agentloop/providers/openai.py _encode_message: an assistant tool-call message "
-        "is sent with 'content': null; llama-cpp-python's server rejects it (HTTP 500, "
-        "'Input should be a valid string'), so the second request of a tool round trip fails. "
-        "Sending '' (or omitting content) works with it and with OpenAI."
-    ),
-)
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 async def test_a_real_model_calls_a_tool_and_reads_its_result(
     client: OpenAIClient, stream: bool

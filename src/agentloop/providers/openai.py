@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 import ssl
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -93,7 +93,8 @@ def _encode_message(message: Message) -> list[dict[str, Any]]:
         ]
     if message.role != "assistant":
         return [{"role": message.role, "content": message.text}]
-    wire: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+    # content is "" rather than null beside tool calls: llama.cpp's server rejects null
+    wire: dict[str, Any] = {"role": "assistant", "content": message.text}
     calls = message.tool_calls
     if calls:
         wire["tool_calls"] = [
@@ -104,8 +105,6 @@ def _encode_message(message: Message) -> list[dict[str, Any]]:
             }
             for call in calls
         ]
-    elif wire["content"] is None:
-        wire["content"] = ""
     return [wire]
 
 
@@ -210,9 +209,20 @@ def _parse_message(message: Mapping[str, Any]) -> Message:
 
 
 def parse_completion(
-    data: object, text: str, *, provider: str, model: str, request_id: str | None = None
+    data: object,
+    text: str,
+    *,
+    provider: str,
+    model: str,
+    request_id: str | None = None,
+    redactor: Callable[[str], str] | None = None,
 ) -> ModelResponse:
-    """A non-streaming Chat Completions body as a ``ModelResponse`` (``ResponseInvalid`` else)."""
+    """A non-streaming Chat Completions body as a ``ModelResponse`` (``ResponseInvalid`` else).
+
+    ``redactor`` cleans ``text`` before it is kept on an error; successful replies skip it.
+    """
+    if redactor is not None and (not isinstance(data, dict) or data.get("error")):
+        text = redactor(text)
     if isinstance(data, dict):
         error = _payload_error(data, text, provider, request_id)
         if error is not None:
@@ -225,7 +235,7 @@ def parse_completion(
     except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
         raise _invalid(
             f"{provider}: the reply is not a chat completion ({type(exc).__name__}: {exc})",
-            text,
+            redactor(text) if redactor is not None else text,
             provider,
             request_id,
         ) from exc
@@ -268,9 +278,12 @@ class ChatStreamAccumulator:
             raise self._bad(f"stream chunk is not JSON ({exc})", data) from exc
         if not isinstance(chunk, dict):
             raise self._bad("stream chunk is not an object", data)
-        error = _payload_error(chunk, redact(data, self.secrets), self.provider, self.request_id)
-        if error is not None:
-            raise error
+        if chunk.get("error"):
+            error = _payload_error(
+                chunk, redact(data, self.secrets), self.provider, self.request_id
+            )
+            if error is not None:
+                raise error
         self.model = str(chunk.get("model") or self.model)
         if chunk.get("usage"):
             self._usage = _usage(chunk["usage"])
@@ -450,10 +463,11 @@ class OpenAIClient:
         reply = await self._transport.post_json(self.url, payload)
         return parse_completion(
             reply.data,
-            self._transport.redact(reply.text),
+            reply.text,
             provider=self._provider,
             model=request.model or self._model,
             request_id=reply.request_id,
+            redactor=self._transport.redact,
         )
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
