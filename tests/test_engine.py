@@ -642,3 +642,22 @@ async def test_scripted_model_runs_out_with_a_clear_error() -> None:
 
     with pytest.raises(ScriptExhausted, match="1 steps but received request #2"):
         await Agent(ScriptedModel([call("nope")])).run("go")
+
+
+async def test_a_result_that_cannot_be_rendered_is_a_panic() -> None:
+    class Unprintable:
+        def __str__(self) -> str:
+            raise ValueError("no text")
+
+        __repr__ = __str__
+
+    @tool
+    def weird() -> Any:
+        """Return something unrenderable."""
+        return Unprintable()
+
+    model = ScriptedModel([call("weird"), reply("ok")])
+    run = await Agent(model, tools=[weird]).run("go")
+    assert run.output == "ok"
+    result = last_results(model)[0]
+    assert result.is_error and result.content.startswith('Tool "weird" panicked: ')

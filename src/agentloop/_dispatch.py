@@ -324,9 +324,7 @@ class Dispatcher:
             return f"Tool '{tool.name}' timed out after {_seconds(timeout)}s", "sick"
         except Exception as exc:
             return _panic_text(tool.name, exc), "sick"
-        if isinstance(output, ToolOutput):
-            return render_content(output.content), "tool_error" if output.is_error else "ok"
-        return render_content(output), "ok"
+        return _rendered(tool.name, output)
 
     async def _decide(
         self, name: str, arguments: Mapping[str, Any], result: ToolResultPart, attempt: int
@@ -351,6 +349,16 @@ class Dispatcher:
         except Exception:
             return None, None
         return action, analysis.correction
+
+
+def _rendered(name: str, output: Any) -> tuple[str, Outcome]:
+    """The text of a tool's return value; a value that cannot be rendered is a panic."""
+    try:
+        if isinstance(output, ToolOutput):
+            return render_content(output.content), "tool_error" if output.is_error else "ok"
+        return render_content(output), "ok"
+    except Exception as exc:
+        return _panic_text(name, exc), "sick"
 
 
 class _ToolRaisedTimeout(Exception):
