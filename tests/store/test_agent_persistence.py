@@ -345,6 +345,17 @@ async def test_a_store_failure_after_a_turn_ends_the_run_and_keeps_the_turn(
     assert resume(open_store).history == agent.history  # finalize still saved it
 
 
+async def test_a_store_failure_at_the_compaction_commit_ends_the_run_uncompacted(
+    open_store: Callable[[], SQLiteStore],
+) -> None:
+    store = FailingStore(open_store(), "commit_compaction")
+    agent = Agent(ScriptedModel([]), config=compacting(), store=store, session_id="s")
+    with pytest.raises(MemoryBackendError, match="commit_compaction failed"):
+        await agent.run("x" * 7000)
+    assert agent.history == []  # nothing completed, nothing compacted
+    assert isinstance(resume(open_store).runs[0].stop_reason, MemoryBackendError)
+
+
 async def test_a_store_failure_at_finalize_is_logged_and_healed_by_the_next_commit(
     open_store: Callable[[], SQLiteStore], caplog: pytest.LogCaptureFixture
 ) -> None:

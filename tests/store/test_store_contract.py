@@ -437,6 +437,17 @@ def test_text_survives_byte_for_byte(store: Store) -> None:
     assert loaded is not None and loaded.run == run
 
 
+def test_a_record_that_cannot_be_encoded_is_a_memory_backend_error(store: Store) -> None:
+    loop: dict[str, Any] = {}
+    loop["self"] = loop
+    turn = Turn(index=0, model="m", tool_calls=[ToolCallPart("c", "x", loop)])
+    with pytest.raises(MemoryBackendError, match="cannot be written as JSON"):
+        store.save_turn("r1", 0, turn, [])
+    with pytest.raises(MemoryBackendError, match="cannot be written as JSON"):
+        store.finish_runs("s", [Run(id="r1", input="x", turns=[turn])], keep=0, append=[])
+    assert store.load_runs() == []
+
+
 def test_a_closed_store_raises_memory_backend_error(open_store: Opener) -> None:
     store = open_store()
     store.close()

@@ -74,7 +74,10 @@ _RUN_COLUMNS = "run_id, session_id, input, started_at, ended_at, absorbed, recor
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_plain)
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_plain)
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise MemoryBackendError(f"a record cannot be written as JSON: {_describe(exc)}") from exc
 
 
 def _plain(value: Any) -> Any:
