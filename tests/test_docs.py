@@ -26,6 +26,7 @@ PAGES = [
     "docs/errors.md",
     "docs/tools.md",
     "docs/engine.md",
+    "docs/persistence.md",
 ]
 FENCE = re.compile(r"^```python\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 PROVIDER_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY")

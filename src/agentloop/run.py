@@ -164,7 +164,7 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if isinstance(value, BaseException):
         return f"{type(value).__name__}: {value}"
-    if isinstance(value, ConversationSummary):
+    if isinstance(value, ConversationSummary | Message):
         return value.to_dict()
     return value
 
@@ -193,8 +193,11 @@ def error_from_dict(data: Mapping[str, Any]) -> AgentLoopError:
     attributes = dict(data.get("attributes", {}))
     if "attempt_log" in attributes:
         attributes["attempt_log"] = tuple(_attempt(r) for r in attributes["attempt_log"])
-    if attributes.get("phase") is not None:
+    if isinstance(error, errors.ProviderError) and attributes.get("phase") is not None:
         attributes["phase"] = errors.FailurePhase(attributes["phase"])
+    partial = attributes.get("partial")
+    if isinstance(error, errors.StreamError) and isinstance(partial, dict) and "role" in partial:
+        attributes["partial"] = Message.from_dict(partial)
     error.__dict__.update(attributes)
     return error
 

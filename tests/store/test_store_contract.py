@@ -228,14 +228,7 @@ STOP_REASONS: list[Any] = [
     errors.FallbackExhausted(12.0),
     errors.Cancelled(),
     errors.MemoryBackendError("disk full"),
-    pytest.param(
-        errors.PhaseFailed("plan", "no plan"),
-        marks=pytest.mark.xfail(
-            reason="run.error_from_dict turns every 'phase' attribute into a FailurePhase",
-            raises=MemoryBackendError,
-            strict=True,
-        ),
-    ),
+    errors.PhaseFailed("plan", "no plan"),
     errors.LockPoisoned("breaker"),
     errors.InternalError("bug"),
     errors.TranscriptError("message 3 (tool): orphan result", index=3),

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, ClassVar, Protocol
 
-from agentloop.errors import AgentLoopError, MemoryBackendError, StreamError
+from agentloop.errors import MemoryBackendError
 from agentloop.messages import Message
 from agentloop.run import Run, Turn
 
@@ -265,19 +265,11 @@ def _stored(tx: Transaction, row: Row) -> StoredRun:
     run_id, session_id, input_, started_at, ended_at, absorbed, record = row
     if record is not None:
         run = Run.from_dict(json.loads(record))
-        _revive_partial(run.stop_reason)
     else:
         run = _unfinished(tx, str(run_id), str(input_))
     run.started_at = started_at
     run.ended_at = ended_at
     return StoredRun(str(session_id), run, record is not None, int(absorbed))
-
-
-def _revive_partial(error: AgentLoopError | None) -> None:
-    """``StreamError.partial`` is a ``Message``; ``Run.from_dict`` leaves its plain form."""
-    partial = getattr(error, "partial", None)
-    if isinstance(error, StreamError) and isinstance(partial, dict) and "role" in partial:
-        error.partial = Message.from_dict(partial)
 
 
 def _unfinished(tx: Transaction, run_id: str, input_: str) -> Run:
