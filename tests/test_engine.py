@@ -661,3 +661,34 @@ async def test_a_result_that_cannot_be_rendered_is_a_panic() -> None:
     assert run.output == "ok"
     result = last_results(model)[0]
     assert result.is_error and result.content.startswith('Tool "weird" panicked: ')
+
+
+async def test_one_agent_runs_one_conversation_at_a_time() -> None:
+    started = asyncio.Event()
+
+    @tool
+    async def wait() -> str:
+        """Wait."""
+        started.set()
+        await asyncio.sleep(0.05)
+        return "done"
+
+    agent = Agent(ScriptedModel([call("wait"), reply("first"), reply("second")]), tools=[wait])
+    first = asyncio.create_task(agent.run("one"))
+    await started.wait()
+    with pytest.raises(InvalidInput, match="already running"):
+        await agent.run("two")
+    assert (await first).output == "first"
+    assert (await agent.run("two")).output == "second"
+
+
+async def test_a_run_cancelled_before_its_task_starts_is_still_finalized() -> None:
+    agent = Agent(ScriptedModel([reply("x"), reply("y")]))
+    task = asyncio.create_task(agent.run("go"))
+    await asyncio.sleep(0)  # run() has created its inner task, which has not started
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert agent.current_run is not None
+    assert isinstance(agent.current_run.stop_reason, Cancelled)
+    assert (await agent.run("again")).output == "x"

@@ -102,6 +102,7 @@ class Agent:
         self._history: list[Message] = []
         self._runs: list[Run] = []
         self._cancel = CancelToken()
+        self._active: RunState | None = None
         self.safety = SafetyState(config, self._observers)
         self._dispatcher = Dispatcher(
             safety=self.safety,
@@ -171,7 +172,13 @@ class Agent:
         """Run the agent on ``input``; raise the hard error that ended it, after finalizing."""
         if not isinstance(input, str):
             raise InvalidInput(f"run() input must be a str, got {type(input).__name__}")
+        if self._active is not None:
+            raise InvalidInput(
+                "this Agent is already running; one Agent runs one conversation at a time "
+                "(create an Agent per concurrent conversation)"
+            )
         state = self._start(input, cancel)
+        self._active = state
         inner = asyncio.get_running_loop().create_task(self._execute(state))
 
         def on_cancel() -> None:
@@ -179,7 +186,12 @@ class Agent:
                 inner.cancel()
 
         state.watch_handles = [(t, t.watch(on_cancel)) for t in state.tokens]
-        return await inner
+        try:
+            return await inner
+        except asyncio.CancelledError:
+            if not state.finalizing:  # cancelled before the run's own task ever started
+                await self._finalize(state, Cancelled())
+            raise
 
     def _start(self, input: str, cancel: CancelToken | None) -> RunState:
         run = Run(id=uuid.uuid4().hex, input=input, started_at=time.time())
@@ -257,7 +269,9 @@ class Agent:
             if response is None:
                 continue
             turn = self._record(state, guard, response)
-            if response.tool_calls:
+            if not response.tool_calls:
+                self._converge(state, response)
+            else:
                 results = await self._dispatcher.dispatch_turn(state, response.tool_calls)
                 turn.tool_results = results
                 self._append(state, guard, Message.tool_results(results))
@@ -284,10 +298,6 @@ class Agent:
             return None
         self.safety.budget_usage(response.usage, response.model or self.client.model)
         self._observers.emit("on_response", state.run, response)
-        if not response.tool_calls:
-            stop = self.safety.converge(state.run, response.text)
-            if stop is not None:
-                raise stop
         return response
 
     def _record(self, state: RunState, guard: ContextGuard, response: ModelResponse) -> Turn:
@@ -305,6 +315,12 @@ class Agent:
             self._append(state, guard, response.message)
         return turn
 
+    def _converge(self, state: RunState, response: ModelResponse) -> None:
+        """Terminal replies feed convergence detection; stop/ask_user end the run here."""
+        stop = self.safety.converge(state.run, response.text)
+        if stop is not None:
+            raise stop
+
     def _append(self, state: RunState, guard: ContextGuard, message: Message) -> None:
         state.append(message)
         guard.added(message)
@@ -318,6 +334,7 @@ class Agent:
 
     async def _finalize(self, state: RunState, error: AgentLoopError | None) -> None:
         state.finalizing = True
+        self._active = None
         for token, handle in state.watch_handles:
             token.unwatch(handle)
         run = state.run
