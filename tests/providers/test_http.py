@@ -312,12 +312,15 @@ async def test_tls_success_with_custom_ca(
     assert reply.data == {"ok": 1}
 
 
+@pytest.mark.parametrize(
+    "status_line", [b"403 Forbidden", b"407 Proxy Authentication Required"], ids=["403", "407"]
+)
 async def test_proxy_that_refuses_connect(
-    server_ssl: ssl.SSLContext, client_ssl: ssl.SSLContext
+    server_ssl: ssl.SSLContext, client_ssl: ssl.SSLContext, status_line: bytes
 ) -> None:
     async def refuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
-        writer.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+        writer.write(b"HTTP/1.1 " + status_line + b"\r\nContent-Length: 0\r\n\r\n")
         await writer.drain()
 
     async with serve_raw(refuse) as proxy:
