@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentloop import Agent, Run, RunConfig
+from agentloop import Agent, Run, RunConfig, Turn
 from agentloop.builtin_tools import workspace_tools
 from agentloop.errors import AgentLoopError, AttemptRecord, InvalidInput
 from agentloop.messages import ToolCallPart, ToolResultPart
@@ -37,7 +37,7 @@ __all__ = ["main"]
 def _console() -> Console:
     from rich.console import Console
 
-    return Console(highlight=False)
+    return Console(highlight=False, soft_wrap=True)
 
 
 class ConsoleObserver(Observer):
@@ -45,11 +45,22 @@ class ConsoleObserver(Observer):
 
     def __init__(self, console: Console) -> None:
         self.console = console
+        self.shown: set[str] = set()
 
     def on_tool_post(
         self, run: Run, call: ToolCallPart, result: ToolResultPart, attempt: int, duration: float
     ) -> None:
         """Show each tool result; soft errors in yellow."""
+        self.shown.add(call.id)
+        self._show(call, result)
+
+    def on_turn_end(self, run: Run, turn: Turn) -> None:
+        """Show results that never ran (a name the model was never offered)."""
+        for call, result in zip(turn.tool_calls, turn.tool_results, strict=False):
+            if call.id not in self.shown:
+                self._show(call, result)
+
+    def _show(self, call: ToolCallPart, result: ToolResultPart) -> None:
         style = "yellow" if result.is_error else "green"
         label = "soft error" if result.is_error else "ok"
         self.console.print(
@@ -180,12 +191,30 @@ def _records(console: Console, agent: Agent) -> None:
     console.print(f"  committed history: {len(agent.history)} messages")
 
 
-async def _fake_server(port: int) -> int:
-    from agentloop._fake_server import FakeProviderServer, FakeReply
+_FAULTS = (
+    "rate_limit",
+    "auth",
+    "insufficient_credits",
+    "quota",
+    "context_overflow",
+    "server_error",
+    "redirect",
+    "reset",
+    "hang",
+    "truncate",
+    "malformed",
+)
 
-    server = FakeProviderServer([], default=FakeReply("ok"), port=port)
+
+async def _fake_server(port: int, faults: Sequence[str]) -> int:
+    from agentloop._fake_server import FakeProviderServer, FakeReply, Fault
+
+    script = [getattr(Fault, name)() for name in faults]
+    server = FakeProviderServer(script, default=FakeReply("ok"), port=port)
     await server.start()
     print(f"fake OpenAI-compatible server on {server.base_url} (Ctrl-C to stop)", flush=True)
+    if faults:
+        print(f"the first {len(faults)} requests fail with: {', '.join(faults)}", flush=True)
     try:
         await asyncio.Event().wait()
     finally:
@@ -335,12 +364,26 @@ def _escape(text: str) -> str:
     return escape(text)
 
 
+def _fault_list(text: str) -> list[str]:
+    names = [name.strip().replace("-", "_") for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in _FAULTS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown fault(s): {', '.join(unknown)}")
+    return names
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentloop", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="offline demo over a local fault-injecting server")
     fake = sub.add_parser("fake-server", help="run the fault-injecting fake provider")
     fake.add_argument("--port", type=int, default=0)
+    fake.add_argument(
+        "--faults",
+        type=_fault_list,
+        default=[],
+        help=f"comma-separated faults for the first requests: {', '.join(_FAULTS)}",
+    )
     run = sub.add_parser("run", help="run a task with read-only tools")
     run.add_argument("task")
     run.add_argument("--provider", required=True)
@@ -364,7 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             with tempfile.TemporaryDirectory(prefix="agentloop-demo-") as workdir:
                 return asyncio.run(_demo(Path(workdir)))
         if args.command == "fake-server":
-            return asyncio.run(_fake_server(args.port))
+            return asyncio.run(_fake_server(args.port, args.faults))
         if args.command == "runs":
             return _runs(args.store, getattr(args, "run_id", None), args.session)
         return asyncio.run(_run(args.task, args.provider, args.model, args.base_url))
