@@ -30,7 +30,7 @@ from agentloop.errors import MemoryBackendError
 from agentloop.messages import Message
 from agentloop.run import Run, Turn
 
-__all__ = ["SQLStore", "StoredRun", "Transaction"]
+__all__ = ["SQLStore", "StoredRun", "Transaction", "schema"]
 
 Row = tuple[Any, ...]
 
@@ -88,6 +88,36 @@ def _plain(value: Any) -> Any:
 
 def _messages(messages: Sequence[Message]) -> str:
     return _dumps([m.to_dict() for m in messages])
+
+
+def schema(*, seq: str, real: str) -> tuple[str, ...]:
+    """The DDL both stores share; ``seq`` and ``real`` are the dialect's column types."""
+    return (
+        f"""CREATE TABLE IF NOT EXISTS agentloop_runs (
+        seq {seq},
+        run_id TEXT NOT NULL UNIQUE,
+        session_id TEXT NOT NULL,
+        input TEXT NOT NULL,
+        started_at {real},
+        ended_at {real},
+        absorbed INTEGER NOT NULL DEFAULT 0,
+        record TEXT
+    )""",
+        "CREATE INDEX IF NOT EXISTS agentloop_runs_session ON agentloop_runs (session_id, seq)",
+        """CREATE TABLE IF NOT EXISTS agentloop_turns (
+        run_id TEXT NOT NULL,
+        number INTEGER NOT NULL,
+        turn TEXT NOT NULL,
+        messages TEXT NOT NULL,
+        PRIMARY KEY (run_id, number)
+    )""",
+        """CREATE TABLE IF NOT EXISTS agentloop_history (
+        session_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        message TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    )""",
+    )
 
 
 class SQLStore:

@@ -16,36 +16,11 @@ from contextlib import contextmanager, suppress
 from typing import Any, ClassVar
 
 from agentloop.errors import ConfigurationError, MemoryBackendError
-from agentloop.store._sql import Row, SQLStore, Transaction
+from agentloop.store._sql import Row, SQLStore, Transaction, schema
 
 __all__ = ["SQLiteStore"]
 
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS agentloop_runs (
-        seq INTEGER PRIMARY KEY,
-        run_id TEXT NOT NULL UNIQUE,
-        session_id TEXT NOT NULL,
-        input TEXT NOT NULL,
-        started_at REAL,
-        ended_at REAL,
-        absorbed INTEGER NOT NULL DEFAULT 0,
-        record TEXT
-    )""",
-    "CREATE INDEX IF NOT EXISTS agentloop_runs_session ON agentloop_runs (session_id, seq)",
-    """CREATE TABLE IF NOT EXISTS agentloop_turns (
-        run_id TEXT NOT NULL,
-        number INTEGER NOT NULL,
-        turn TEXT NOT NULL,
-        messages TEXT NOT NULL,
-        PRIMARY KEY (run_id, number)
-    )""",
-    """CREATE TABLE IF NOT EXISTS agentloop_history (
-        session_id TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        message TEXT NOT NULL,
-        PRIMARY KEY (session_id, seq)
-    )""",
-)
+_SCHEMA = schema(seq="INTEGER PRIMARY KEY", real="REAL")
 
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
