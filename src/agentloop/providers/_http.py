@@ -66,7 +66,7 @@ import ssl
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from types import SimpleNamespace, TracebackType
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
@@ -394,21 +394,6 @@ def _lower_headers(response: aiohttp.ClientResponse) -> dict[str, str]:
     return {key.lower(): value for key, value in response.headers.items()}
 
 
-async def _on_connected(_session: object, context: SimpleNamespace, _params: object) -> None:
-    progress = context.trace_request_ctx
-    if isinstance(progress, _Progress):
-        progress.stage = "send"
-
-
-class _Progress:
-    """How far one request got: connect, then send (connected), then read (headers arrived)."""
-
-    __slots__ = ("stage",)
-
-    def __init__(self) -> None:
-        self.stage = "connect"
-
-
 _FOREIGN: tuple[type[BaseException], ...] = (OSError, TimeoutError)
 
 
@@ -480,9 +465,6 @@ class HttpTransport:
         if self._session is None or self._session.closed:
             import aiohttp
 
-            trace = aiohttp.TraceConfig()
-            trace.on_connection_create_end.append(_on_connected)
-            trace.on_connection_reuseconn.append(_on_connected)
             connector = aiohttp.TCPConnector(
                 ssl=self._ssl if self._ssl is not None else True,
                 resolver=self._resolver,  # type: ignore[arg-type]
@@ -492,7 +474,6 @@ class HttpTransport:
                 timeout=aiohttp.ClientTimeout(
                     total=None, sock_connect=self._connect_timeout, sock_read=self._timeout
                 ),
-                trace_configs=[trace],
                 trust_env=False,
             )
         return self._session
@@ -514,18 +495,15 @@ class HttpTransport:
         body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         merged = {"Content-Type": "application/json", "Accept": accept, **self._headers}
         merged.update(headers or {})
-        progress = _Progress()
         try:
             response = await self._client().post(
-                url,
-                data=body,
-                headers=merged,
-                allow_redirects=False,
-                proxy=self._proxy,
-                trace_request_ctx=progress,
+                url, data=body, headers=merged, allow_redirects=False, proxy=self._proxy
             )
         except _foreign_errors() as exc:
-            raise self._translate(exc, progress.stage) from exc
+            # aiohttp wraps every failure before the connection exists in a connector error
+            # (``_exception_kind`` maps those to the connect phase); anything else happened
+            # after connecting, while sending or waiting for the status line.
+            raise self._translate(exc, "send") from exc
         try:
             await self._check_status(response, url)
         except BaseException:
