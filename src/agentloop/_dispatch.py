@@ -9,6 +9,7 @@ loop-detector record → ``on_tool_post`` → post-tool hooks → breaker record
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,8 +32,10 @@ from agentloop.observers import ObserverFanout
 from agentloop.safety.output import limit_output
 from agentloop.safety.recovery import (
     MAX_RECOVERY_ATTEMPTS,
+    Correction,
     ExponentialBackoffRecovery,
     NoopReflector,
+    RecoveryAction,
     Retry,
     ToolFailure,
 )
@@ -40,6 +43,8 @@ from agentloop.safety.redact import redact_secrets
 from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, render_content
 
 __all__ = ["INVALID_JSON_KEY", "Dispatcher", "Outcome"]
+
+logger = logging.getLogger("agentloop")
 
 _BREAKER_OUTCOME = {
     "ok": "success",
@@ -328,7 +333,8 @@ class Dispatcher:
 
     async def _decide(
         self, name: str, arguments: Mapping[str, Any], result: ToolResultPart, attempt: int
-    ) -> tuple[object, Any]:
+    ) -> tuple[RecoveryAction | None, Correction | None]:
+        """The recovery action for a failed attempt (None when a reflector or strategy raised)."""
         if self.default_recovery:
             return None, None
         tool = self.registry.get(name)
@@ -344,9 +350,8 @@ class Dispatcher:
         try:
             analysis = await self.config.reflector.analyze(failure)
             action = self.config.recovery.decide(analysis, attempt, MAX_RECOVERY_ATTEMPTS)
-        except AgentLoopError:
-            return None, None
         except Exception:
+            logger.warning("recovery for tool '%s' raised; treated as Fail", name, exc_info=True)
             return None, None
         return action, analysis.correction
 
@@ -408,7 +413,7 @@ def _validator(tool: Tool | None) -> Any:
 
 
 def _apply(
-    correction: Any, name: str, arguments: Mapping[str, Any]
+    correction: Correction | None, name: str, arguments: Mapping[str, Any]
 ) -> tuple[str, Mapping[str, Any]]:
     """Apply a correction to the retry's input (never to the recorded history)."""
     if correction is None:
