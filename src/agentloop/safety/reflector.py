@@ -8,7 +8,6 @@ before anyone retries with it.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -143,5 +142,5 @@ def _check_arguments(failure: ToolFailure, correction: Correction) -> None:
         return
     problem = failure.validate(correction.arguments)
     if problem is not None:
-        arguments = json.dumps(correction.arguments, sort_keys=True, default=repr)
+        arguments = canonical_arguments(correction.arguments)
         raise ReflectionError(f"proposed arguments {arguments} are invalid: {problem}")
