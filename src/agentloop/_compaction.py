@@ -58,11 +58,6 @@ class ContextGuard:
         self._salvaged_turn: int | None = None
         self._force = False
 
-    @property
-    def estimate(self) -> int:
-        """The size of the next request as it stands."""
-        return self.meter.total
-
     def start(self, transcript: Sequence[Message]) -> None:
         """Measure and check the whole transcript once, at run start."""
         self.meter.reset(transcript, self.system, self.specs)

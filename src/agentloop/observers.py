@@ -113,10 +113,6 @@ class ObserverFanout:
             event: tuple(o for o in observers if overrides(o, Observer, event)) for event in EVENTS
         }
 
-    def wants(self, event: str) -> bool:
-        """Whether any observer listens to ``event``."""
-        return bool(self._by_event[event])
-
     def emit(self, event: str, *args: Any) -> None:
         """Deliver ``event`` to every observer that overrides it."""
         for observer in self._by_event[event]:
