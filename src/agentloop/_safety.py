@@ -34,7 +34,6 @@ class SafetyState:
 
     def __init__(self, config: RunConfig, observers: ObserverFanout) -> None:
         self.observers = observers
-        self.action = config.convergence.action
         self.loops = LoopDetector(config.loop_detection)
         self.convergence = ConvergenceDetector(config.convergence)
         self.breakers = ToolBreakers(config.tool_breaker)
@@ -94,7 +93,7 @@ class SafetyState:
         if status is None:
             return None
         self.observers.emit("on_convergence_detected", run, status)
-        return convergence_error(self.action)
+        return convergence_error(status.action)
 
     def admit(self, tool: str) -> Admission | None:
         """The breaker's verdict for one attempt (None = refused)."""
