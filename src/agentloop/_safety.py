@@ -9,7 +9,7 @@ The budget gate fails open (its checks are skipped) if it raises.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from agentloop.config import RunConfig
@@ -122,7 +122,7 @@ class SafetyState:
 
     def budget_begin(self) -> None:
         """Run start: reset the budget counters."""
-        self._budget(lambda: self.budget.begin())
+        self._budget(self.budget.begin)
 
     def budget_check(self, run: Run) -> None:
         """Before a request: warn once per dimension, refuse past a hard line."""
@@ -131,8 +131,7 @@ class SafetyState:
         try:
             warnings, stop = self.budget.pre_request()
         except Exception as exc:
-            self.budget_on = False
-            logger.warning("the budget gate raised (%r); budget checks are off", exc)
+            self._budget_off(exc)
             return
         for warning in warnings:
             self.observers.emit(
@@ -153,11 +152,14 @@ class SafetyState:
         """Account dispatched tool calls."""
         self._budget(lambda: self.budget.record_tool_calls(count))
 
-    def _budget(self, update: Any) -> None:
+    def _budget(self, update: Callable[[], None]) -> None:
         if not self.budget_on:
             return
         try:
             update()
         except Exception as exc:
-            self.budget_on = False
-            logger.warning("the budget gate raised (%r); budget checks are off", exc)
+            self._budget_off(exc)
+
+    def _budget_off(self, exc: Exception) -> None:
+        self.budget_on = False
+        logger.warning("the budget gate raised (%r); budget checks are off", exc)
