@@ -29,6 +29,7 @@ from agentloop.errors import (
 from agentloop.hooks import Allow, Approver, Ask, Block, Hook, overrides
 from agentloop.messages import ToolCallPart, ToolResultPart
 from agentloop.observers import ObserverFanout
+from agentloop.safety.breaker import Outcome as BreakerOutcome
 from agentloop.safety.output import limit_output
 from agentloop.safety.recovery import (
     MAX_RECOVERY_ATTEMPTS,
@@ -46,7 +47,7 @@ __all__ = ["INVALID_JSON_KEY", "Dispatcher", "Outcome"]
 
 logger = logging.getLogger("agentloop")
 
-_BREAKER_OUTCOME = {
+_BREAKER_OUTCOME: dict[str, BreakerOutcome | None] = {
     "ok": "success",
     "sick": "sick",
     "tool_error": "neutral",

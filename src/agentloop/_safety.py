@@ -18,6 +18,7 @@ from agentloop.messages import Usage
 from agentloop.observers import ObserverFanout
 from agentloop.run import Run
 from agentloop.safety.breaker import Admission, ToolBreakers
+from agentloop.safety.breaker import Outcome as BreakerOutcome
 from agentloop.safety.budget import BudgetGate
 from agentloop.safety.convergence import ConvergenceDetector, convergence_error
 from agentloop.safety.loops import LoopDetector
@@ -102,13 +103,13 @@ class SafetyState:
         except Exception as exc:
             raise LockPoisoned("tool_breaker") from exc
 
-    def settle(self, admission: Admission, outcome: str | None) -> None:
+    def settle(self, admission: Admission, outcome: BreakerOutcome | None) -> None:
         """Record an attempt's outcome (None releases an attempt that produced no result)."""
         try:
             if outcome is None:
                 self.breakers.release(admission)
             else:
-                self.breakers.record(admission, outcome)  # type: ignore[arg-type]
+                self.breakers.record(admission, outcome)
         except Exception as exc:
             raise LockPoisoned("tool_breaker") from exc
 
