@@ -523,6 +523,44 @@ def test_error_for_status_anthropic_credit_400() -> None:
     assert isinstance(err, InsufficientCredits)
 
 
+def google(code: int, status: str, message: str, *details: object) -> str:
+    return json.dumps({"error": {"code": code, "status": status, "message": message,
+                                 "details": list(details)}})  # fmt: skip
+
+
+RETRY_INFO = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "13s"}
+BILLING = "You exceeded your current quota, please check your plan and billing details"
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "cls", "retry_after"),
+    [
+        (400, json.dumps({"type": "error", "error": {"type": "billing_error", "message": "b"}}),
+         InsufficientCredits, None),
+        (403, json.dumps({"error": {"type": "billing_error", "message": "b"}}),
+         InsufficientCredits, None),
+        (400, google(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key."),
+         AuthError, None),
+        (429, google(429, "RESOURCE_EXHAUSTED", "quota", RETRY_INFO), RateLimited, 13.0),
+        (429, google(429, "RESOURCE_EXHAUSTED", BILLING, RETRY_INFO), RateLimited, 13.0),
+        (429, google(429, "RESOURCE_EXHAUSTED", BILLING), InsufficientCredits, None),
+        (429, json.dumps({"error": {"message": "add a payment method at /account/billing",
+                                    "type": "requests"}}), RateLimited, None),
+    ],
+)  # fmt: skip
+def test_error_for_status_reads_what_the_body_says(
+    status: int, body: str, cls: type, retry_after: float | None
+) -> None:
+    err = error_for_status(status, {}, body, provider="p")
+    assert type(err) is cls and err.retry_after == retry_after
+
+
+def test_a_retry_after_header_wins_over_a_retry_delay_in_the_body() -> None:
+    body = google(429, "RESOURCE_EXHAUSTED", "quota", RETRY_INFO)
+    err = error_for_status(429, {"retry-after": "2"}, body, provider="p")
+    assert type(err) is RateLimited and err.retry_after == 2.0
+
+
 def test_import_agentloop_does_not_import_aiohttp() -> None:
     code = "import sys, agentloop, agentloop.providers._http; print('aiohttp' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

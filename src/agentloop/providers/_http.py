@@ -42,7 +42,11 @@ the response headers (write/reset)  ``ProviderUnavailable(send, None)``
 read timeout (idle gap)             ``ProviderTimeout(read, True)``
 reset while reading the body        ``ProviderUnavailable(read, True)``
 3xx                                 ``UnexpectedRedirect(redirect, True, redirect_host)``
-4xx / 5xx                           status table in ``error_for_status`` (phase status)
+4xx / 5xx                           status table in ``error_for_status`` (phase status),
+                                    refined by the body: credit/billing errors ->
+                                    ``InsufficientCredits``, a 400 about an invalid API key
+                                    -> ``AuthError``, a 429's Google ``retryDelay`` ->
+                                    ``retry_after`` when no header gives one
 unparseable / oversized body        ``ResponseInvalid(body, True, body=<raw excerpt>)``
 =================================  ==================================================
 
@@ -126,6 +130,7 @@ _SECRET_SHAPES = (
 )
 _CREDIT_CODES = frozenset({"insufficient_quota", "credit_balance_exhausted"})
 _CREDIT_PHRASES = ("credit balance is too low", "insufficient credits", "insufficient_quota")
+_KEY_PHRASES = ("api key not valid", "api_key_invalid")
 _OVERFLOW_CODES = frozenset({"context_length_exceeded", "request_too_large"})
 _OVERFLOW_PHRASES = (
     "context length",
@@ -187,11 +192,15 @@ def _non_negative_float(value: str) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class ErrorInfo:
-    """What a provider's JSON error body says (OpenAI, OpenRouter, Anthropic, Gemini shapes)."""
+    """What a provider's JSON error body says (OpenAI, OpenRouter, Anthropic, Gemini shapes).
+
+    ``retry_delay`` is a Google ``RetryInfo`` detail's ``retryDelay`` in seconds, if any.
+    """
 
     message: str | None = None
     type: str | None = None
     code: str | None = None
+    retry_delay: float | None = None
 
 
 def parse_error_body(text: str) -> ErrorInfo:
@@ -213,11 +222,24 @@ def parse_error_body(text: str) -> ErrorInfo:
         message=_text(error.get("message")),
         type=_text(error.get("type") or error.get("status")),
         code=_text(error.get("code")),
+        retry_delay=_retry_delay(error.get("details")),
     )
 
 
 def _text(value: object) -> str | None:
     return None if value is None or isinstance(value, dict | list) else str(value)
+
+
+def _retry_delay(details: object) -> float | None:
+    """The first ``retryDelay`` (``"13s"``) among Google error ``details``."""
+    for detail in details if isinstance(details, list) else []:
+        delay = detail.get("retryDelay") if isinstance(detail, dict) else None
+        if isinstance(delay, str) and delay.endswith("s"):
+            try:
+                return max(0.0, float(delay[:-1]))
+            except ValueError:
+                return None
+    return None
 
 
 def is_context_overflow(info: ErrorInfo, body: str = "") -> bool:
@@ -235,10 +257,24 @@ def _is_credit_error(info: ErrorInfo) -> bool:
     return any(phrase in message for phrase in _CREDIT_PHRASES)
 
 
+def _says_out_of_credit(status: int, info: ErrorInfo, body: str) -> bool:
+    """Whether the body says the account is out of credit.
+
+    A credit code, type or phrase at 400 or 429, Anthropic's ``billing_error`` at any status, or
+    Google's quota 429 (``RESOURCE_EXHAUSTED``) that mentions billing and has no ``retryDelay``.
+    """
+    if info.type == "billing_error" or (status in (400, 429) and _is_credit_error(info)):
+        return True
+    google_quota = status == 429 and info.type == "RESOURCE_EXHAUSTED"
+    return google_quota and info.retry_delay is None and "billing" in body.lower()
+
+
 def _status_class(status: int, info: ErrorInfo, body: str) -> type[ProviderError]:
-    """The SPEC section 8 status table."""
-    if status in (400, 429) and _is_credit_error(info):
+    """The SPEC section 8 status table, refined by what the body says."""
+    if _says_out_of_credit(status, info, body):
         return InsufficientCredits
+    if status == 400 and any(phrase in body.lower() for phrase in _KEY_PHRASES):
+        return AuthError  # Gemini answers an invalid key with a 400
     fixed: dict[int, type[ProviderError]] = {
         401: AuthError,
         403: AuthError,
@@ -271,11 +307,14 @@ def error_for_status(
     info = parse_error_body(excerpt)
     cls = _status_class(status, info, excerpt)
     detail = info.message or excerpt.strip()[:500] or "no body"
+    retry_after = parse_retry_after(headers)
+    if retry_after is None and cls is RateLimited:
+        retry_after = info.retry_delay
     error = cls(
         redact(f"{provider or 'provider'} HTTP {status}: {detail}", secrets),
         provider=provider,
         status_code=status,
-        retry_after=parse_retry_after(headers),
+        retry_after=retry_after,
         request_id=_request_id(headers),
         phase=FailurePhase.STATUS,
         request_sent=True,

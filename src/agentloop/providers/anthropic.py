@@ -380,26 +380,6 @@ _HANDLERS = {
 }
 
 
-def _refine(error: ProviderError) -> ProviderError:
-    """Re-type an HTTP error whose Anthropic body says more than its status (``billing_error``)."""
-    if isinstance(error, InsufficientCredits) or error.phase is not FailurePhase.STATUS:
-        return error
-    if parse_error_body(error.body or "").type != "billing_error":
-        return error
-    refined = InsufficientCredits(
-        error.message,
-        provider=error.provider,
-        status_code=error.status_code,
-        retry_after=error.retry_after,
-        request_id=error.request_id,
-        phase=error.phase,
-        request_sent=error.request_sent,
-        body=error.body,
-    )
-    vars(refined)["should_retry"] = False
-    return refined
-
-
 def _check_positive(name: str, value: object) -> None:
     ok = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
     if not ok:
@@ -472,24 +452,16 @@ class AnthropicClient:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send one request and parse the reply."""
-        payload = self._payload(request, False)
-        try:
-            reply = await self._transport.post_json(self.url, payload)
-        except ProviderError as error:
-            raise _refine(error) from error.__cause__
+        reply = await self._transport.post_json(self.url, self._payload(request, False))
         return parse_response(reply.data, request_id=reply.request_id, text=reply.text)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream one request; the last event is ``done`` (only after ``message_stop``)."""
-        payload = self._payload(request, True)
-        try:
-            async with self._transport.stream_sse(self.url, payload) as sse:
-                state = AnthropicStreamState(request_id=sse.request_id)
-                async for event in sse:  # drained to the end so the connection is reused
-                    for out in state.feed(event):
-                        yield out
-        except ProviderError as error:
-            raise _refine(error) from error.__cause__
+        async with self._transport.stream_sse(self.url, self._payload(request, True)) as sse:
+            state = AnthropicStreamState(request_id=sse.request_id)
+            async for event in sse:  # drained to the end so the connection is reused
+                for out in state.feed(event):
+                    yield out
         if state.finished:
             return
         raise _invalid(

@@ -22,9 +22,9 @@ Speaks ``POST {base_url}/models/{model}:generateContent`` and
 - ``finishReason``: STOP -> ``end_turn`` (``tool_use`` when calls were made), MAX_TOKENS ->
   ``max_tokens``, safety-type reasons -> ``refusal``, MALFORMED_FUNCTION_CALL ->
   ``ResponseInvalid`` (retryable); others lower-cased.
-- Errors: the status table of ``_http``; a 400 about an invalid API key -> ``AuthError``; a 429
-  with a ``RetryInfo`` is ``RateLimited`` with its ``retryDelay`` as ``retry_after``; a 429
-  about billing without one -> ``InsufficientCredits``.
+- Errors: the status table of ``_http`` (which also reads Google's error bodies: a 400 about an
+  invalid API key -> ``AuthError``; a 429 with a ``RetryInfo`` is ``RateLimited`` with its
+  ``retryDelay`` as ``retry_after``; a 429 about billing without one -> ``InsufficientCredits``).
 """
 
 from __future__ import annotations
@@ -39,9 +39,7 @@ from agentloop.errors import (
     AuthError,
     ConfigurationError,
     FailurePhase,
-    InsufficientCredits,
     ProviderError,
-    RateLimited,
     ResponseInvalid,
 )
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart, Usage
@@ -278,9 +276,9 @@ def _chunk_error(data: Mapping[str, Any], raw: str, request_id: str | None) -> P
     error = data.get("error")
     code = error.get("code") if isinstance(error, Mapping) else None
     status = code if isinstance(code, int) and 400 <= code < 600 else 500
-    refined = _refine(error_for_status(status, {}, raw or json.dumps(data), provider=_PROVIDER))
-    refined.phase, refined.request_id = FailurePhase.READ, request_id
-    return refined
+    error = error_for_status(status, {}, raw or json.dumps(data), provider=_PROVIDER)
+    error.phase, error.request_id = FailurePhase.READ, request_id
+    return error
 
 
 def _parse(data: Any, request_id: str | None, text: str) -> GeminiStreamState:
@@ -295,52 +293,6 @@ def _parse(data: Any, request_id: str | None, text: str) -> GeminiStreamState:
 def parse_response(data: Any, *, request_id: str | None = None, text: str = "") -> ModelResponse:
     """A ``ModelResponse`` from a non-streaming ``generateContent`` reply."""
     return _parse(data, request_id, text).response()
-
-
-def _retry_delay(body: str) -> float | None:
-    try:
-        details = json.loads(body)["error"]["details"]
-    except (ValueError, KeyError, TypeError):
-        return None
-    for detail in details if isinstance(details, list) else []:
-        delay = detail.get("retryDelay") if isinstance(detail, Mapping) else None
-        if isinstance(delay, str) and delay.endswith("s"):
-            try:
-                return max(0.0, float(delay[:-1]))
-            except ValueError:
-                return None
-    return None
-
-
-def _refine(error: ProviderError) -> ProviderError:
-    """Re-type an HTTP error whose Gemini body says more than its status."""
-    body = error.body or ""
-    lowered = body.lower()
-    cls: type[ProviderError] | None = None
-    if error.status_code == 400 and (
-        "api key not valid" in lowered or "api_key_invalid" in lowered
-    ):
-        cls = AuthError
-    elif isinstance(error, RateLimited) and not isinstance(error, InsufficientCredits):
-        delay = _retry_delay(body)
-        if delay is None and "billing" in lowered:
-            cls = InsufficientCredits
-        elif error.retry_after is None:
-            error.retry_after = delay
-    if cls is None:
-        return error
-    refined = cls(
-        error.message,
-        provider=error.provider,
-        status_code=error.status_code,
-        retry_after=error.retry_after,
-        request_id=error.request_id,
-        phase=error.phase,
-        request_sent=error.request_sent,
-        body=error.body,
-    )
-    vars(refined)["should_retry"] = getattr(error, "should_retry", None)
-    return refined
 
 
 def _check_positive(name: str, value: object) -> None:
@@ -415,10 +367,7 @@ class GeminiClient:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send one request and parse the reply."""
         payload = build_payload(request, self._signatures)
-        try:
-            reply = await self._transport.post_json(self._url(request, "generateContent"), payload)
-        except ProviderError as error:
-            raise _refine(error) from error.__cause__
+        reply = await self._transport.post_json(self._url(request, "generateContent"), payload)
         state = _parse(reply.data, reply.request_id, reply.text)
         response = state.response()
         self._remember(state)
@@ -428,14 +377,11 @@ class GeminiClient:
         """Stream one request; ``done`` follows the finish chunk and a clean end of stream."""
         payload = build_payload(request, self._signatures)
         url = self._url(request, "streamGenerateContent") + "?alt=sse"
-        try:
-            async with self._transport.stream_sse(url, payload) as sse:
-                state = GeminiStreamState(request_id=sse.request_id)
-                async for event in sse:
-                    for out in state.feed(event):
-                        yield out
-        except ProviderError as error:
-            raise _refine(error) from error.__cause__
+        async with self._transport.stream_sse(url, payload) as sse:
+            state = GeminiStreamState(request_id=sse.request_id)
+            async for event in sse:
+                for out in state.feed(event):
+                    yield out
         response = state.response()
         self._remember(state)
         yield StreamEvent("done", response=response)
