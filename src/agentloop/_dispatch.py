@@ -291,8 +291,9 @@ class Dispatcher:
     ) -> tuple[str, Outcome]:
         tool = self.registry.get(name)
         if tool is None:
-            text = str(ToolNotFound(name, self.registry.names()))
-            hint = self._suggestion(name, self.registry.names())
+            names = self.registry.names()
+            text = str(ToolNotFound(name, names))
+            hint = self._suggestion(name, names)
             return (f"{text}. Did you mean '{hint}'?" if hint else text), "missing"
         if INVALID_JSON_KEY in arguments and len(arguments) == 1:
             return (
