@@ -621,11 +621,19 @@ def test_construction_errors_name_the_field() -> None:
 
 
 async def test_model_returning_garbage_is_response_invalid() -> None:
+    from agentloop import ModelResponse
     from agentloop.errors import ResponseInvalid
 
-    agent = Agent(FunctionModel(lambda r: Message.user("not an assistant")))
-    with pytest.raises((ResponseInvalid, AgentLoopError)):
-        await agent.run("go")
+    class Garbage(ScriptedModel):
+        async def complete(self, request: ModelRequest) -> Any:
+            return "not a response"
+
+    user_reply = FunctionModel(lambda r: ModelResponse(Message.user("not an assistant")))
+    for client in (user_reply, Garbage([])):
+        agent = Agent(client)
+        with pytest.raises(ResponseInvalid, match="not an assistant reply"):
+            await agent.run("go")
+        assert agent.history == []
 
 
 async def test_every_error_from_run_is_an_agentloop_error() -> None:
