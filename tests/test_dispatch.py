@@ -269,11 +269,14 @@ def test_no_strategy_runs_a_tool_more_than_six_times(
     agent = Agent(
         model, tools=[counter.make()], config=RunConfig(reflector=Reflect(), recovery=Scripted())
     )
-    try:
-        agent.run_sync("go")
-    except ToolRecoveryExhausted as error:
-        assert error.attempts == 6
-    assert 1 <= len(counter.calls) <= 6
+    gives_up = [decisions[min(a, len(decisions) - 1)] != "retry" for a in range(6)]
+    if any(gives_up):
+        assert agent.run_sync("go").output == "ok"
+        assert len(counter.calls) == gives_up.index(True) + 1
+    else:
+        with pytest.raises(ToolRecoveryExhausted) as info:
+            agent.run_sync("go")
+        assert info.value.attempts == 6 and len(counter.calls) == 6
 
 
 async def test_parallel_dispatch_keeps_the_models_order() -> None:
