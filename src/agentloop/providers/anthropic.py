@@ -41,11 +41,8 @@ from agentloop.errors import (
 )
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, Usage
 from agentloop.model import ModelRequest, ModelResponse, ModelSettings, StreamEvent
-from agentloop.providers._http import (
-    HttpTransport,
-    is_context_overflow,
-    parse_error_body,
-)
+from agentloop.providers._client import HttpClient, check_client, require_key
+from agentloop.providers._http import HttpTransport, is_context_overflow, parse_error_body
 from agentloop.providers._sse import SSEEvent
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicClient", "AnthropicStreamState", "build_payload"]
@@ -380,13 +377,7 @@ _HANDLERS = {
 }
 
 
-def _check_positive(name: str, value: object) -> None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
-    if not ok:
-        raise ConfigurationError(f"AnthropicClient.{name} must be > 0, got {value!r}", field=name)
-
-
-class AnthropicClient:
+class AnthropicClient(HttpClient):
     """A ``ModelClient`` for the Anthropic Messages API.
 
     Args:
@@ -410,19 +401,14 @@ class AnthropicClient:
         max_tokens: int = 4096,
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        if not isinstance(model, str) or not model:
-            raise ConfigurationError("AnthropicClient needs a model name", field="model")
-        if not isinstance(api_key, str) or not api_key:
-            raise AuthError("ANTHROPIC_API_KEY is not set", provider=_PROVIDER)
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise ConfigurationError(f"invalid base_url {base_url!r}", field="base_url")
-        for name, value in (("timeout", timeout), ("connect_timeout", connect_timeout)):
-            _check_positive(name, value)
+        check_client(model, base_url, timeout, connect_timeout)
+        require_key(api_key, "ANTHROPIC_API_KEY", _PROVIDER)
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ConfigurationError(
                 f"max_tokens must be >= 1, got {max_tokens!r}", field="max_tokens"
             )
         self._model = model
+        self._provider = _PROVIDER
         self.max_tokens = max_tokens
         self.url = base_url.rstrip("/") + "/v1/messages"
         sent = {"anthropic-version": ANTHROPIC_VERSION, **(headers or {}), "x-api-key": api_key}
@@ -436,16 +422,6 @@ class AnthropicClient:
 
     def __repr__(self) -> str:
         return f"AnthropicClient(model={self._model!r}, url={self.url!r})"
-
-    @property
-    def model(self) -> str:
-        """The default model."""
-        return self._model
-
-    @property
-    def provider(self) -> str:
-        """Always ``anthropic``."""
-        return _PROVIDER
 
     def _payload(self, request: ModelRequest, stream: bool) -> dict[str, Any]:
         return build_payload(request, model=self._model, max_tokens=self.max_tokens, stream=stream)
@@ -468,7 +444,3 @@ class AnthropicClient:
             f"stream ended without message_stop after {state.count} events (truncated?)",
             request_id=state.request_id,
         )
-
-    async def aclose(self) -> None:
-        """Close the connection pool."""
-        await self._transport.aclose()

@@ -35,15 +35,10 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentloop.errors import (
-    AuthError,
-    ConfigurationError,
-    FailurePhase,
-    ProviderError,
-    ResponseInvalid,
-)
+from agentloop.errors import FailurePhase, ProviderError, ResponseInvalid
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart, Usage
 from agentloop.model import ModelRequest, ModelResponse, ModelSettings, StreamEvent
+from agentloop.providers._client import HttpClient, check_client, require_key
 from agentloop.providers._http import HttpTransport, error_for_status
 from agentloop.providers._sse import SSEEvent
 
@@ -295,13 +290,7 @@ def parse_response(data: Any, *, request_id: str | None = None, text: str = "") 
     return _parse(data, request_id, text).response()
 
 
-def _check_positive(name: str, value: object) -> None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
-    if not ok:
-        raise ConfigurationError(f"GeminiClient.{name} must be > 0, got {value!r}", field=name)
-
-
-class GeminiClient:
+class GeminiClient(HttpClient):
     """A ``ModelClient`` for the Gemini API (``generateContent``).
 
     Args:
@@ -323,15 +312,11 @@ class GeminiClient:
         connect_timeout: float = 10.0,
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        if not isinstance(model, str) or not model.removeprefix("models/"):
-            raise ConfigurationError("GeminiClient needs a model name", field="model")
-        if not isinstance(api_key, str) or not api_key:
-            raise AuthError("GEMINI_API_KEY is not set", provider=_PROVIDER)
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise ConfigurationError(f"invalid base_url {base_url!r}", field="base_url")
-        _check_positive("timeout", timeout)
-        _check_positive("connect_timeout", connect_timeout)
-        self._model = model.removeprefix("models/")
+        name = model.removeprefix("models/") if isinstance(model, str) else model
+        check_client(name, base_url, timeout, connect_timeout)
+        require_key(api_key, "GEMINI_API_KEY", _PROVIDER)
+        self._model = name
+        self._provider = _PROVIDER
         self.base_url = base_url.rstrip("/")
         self._signatures: dict[str, str] = {}
         self._transport = HttpTransport(
@@ -344,16 +329,6 @@ class GeminiClient:
 
     def __repr__(self) -> str:
         return f"GeminiClient(model={self._model!r}, base_url={self.base_url!r})"
-
-    @property
-    def model(self) -> str:
-        """The default model."""
-        return self._model
-
-    @property
-    def provider(self) -> str:
-        """Always ``gemini``."""
-        return _PROVIDER
 
     def _url(self, request: ModelRequest, method: str) -> str:
         model = (request.model or self._model).removeprefix("models/")
@@ -385,7 +360,3 @@ class GeminiClient:
         response = state.response()
         self._remember(state)
         yield StreamEvent("done", response=response)
-
-    async def aclose(self) -> None:
-        """Close the connection pool."""
-        await self._transport.aclose()

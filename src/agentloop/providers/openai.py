@@ -42,9 +42,10 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from agentloop.errors import ConfigurationError, FailurePhase, ProviderError, ResponseInvalid
+from agentloop.errors import FailurePhase, ProviderError, ResponseInvalid
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart, Usage
 from agentloop.model import ModelRequest, ModelResponse, ModelSettings, StreamEvent, ToolSpec
+from agentloop.providers._client import HttpClient, check_client
 from agentloop.providers._http import HttpTransport, error_for_status, redact
 
 __all__ = [
@@ -366,21 +367,7 @@ class ChatStreamAccumulator:
         )
 
 
-def _validate(model: object, base_url: str, timeout: float, connect_timeout: float) -> None:
-    """Raise ``ConfigurationError`` before any request for a client that cannot work."""
-    if not isinstance(model, str) or not model.strip():
-        raise ConfigurationError("the client needs a non-empty model name", field="model")
-    parts = urlsplit(base_url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigurationError(
-            f"base_url must be an http(s) URL, got {base_url!r}", field="base_url"
-        )
-    for name, value in (("timeout", timeout), ("connect_timeout", connect_timeout)):
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-            raise ConfigurationError(f"{name} must be > 0 seconds, got {value!r}", field=name)
-
-
-class OpenAIClient:
+class OpenAIClient(HttpClient):
     """``ModelClient`` for OpenAI Chat Completions and OpenAI-compatible servers."""
 
     default_base_url = "https://api.openai.com/v1"
@@ -415,7 +402,7 @@ class OpenAIClient:
             max_tokens_field: Wire name for ``ModelSettings.max_tokens``; None picks
                 ``max_completion_tokens`` for api.openai.com and ``max_tokens`` elsewhere.
         """
-        _validate(model, base_url or self.default_base_url, timeout, connect_timeout)
+        check_client(model, base_url or self.default_base_url, timeout, connect_timeout)
         self._model = model
         self._provider = provider or self.default_provider
         self.base_url = (base_url or self.default_base_url).rstrip("/")
@@ -441,16 +428,6 @@ class OpenAIClient:
             f"{type(self).__name__}(model={self._model!r}, provider={self._provider!r}, "
             f"base_url={self.base_url!r})"
         )
-
-    @property
-    def model(self) -> str:
-        """The default model."""
-        return self._model
-
-    @property
-    def provider(self) -> str:
-        """The provider name (``openai``, ``openrouter``, ``ollama``...)."""
-        return self._provider
 
     @property
     def url(self) -> str:
@@ -486,10 +463,6 @@ class OpenAIClient:
                 if accumulator.done:
                     break
         yield StreamEvent("done", response=accumulator.response())
-
-    async def aclose(self) -> None:
-        """Close the connection pool."""
-        await self._transport.aclose()
 
 
 class OpenRouterClient(OpenAIClient):

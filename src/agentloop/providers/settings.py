@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 from agentloop.errors import AuthError, ConfigurationError
 from agentloop.model import ModelClient
+from agentloop.providers._client import check_base_url
 
 __all__ = ["DEFAULT_MODELS", "KEY_ENV_VARS", "PROVIDERS", "Settings", "build_client"]
 
@@ -131,7 +132,7 @@ class Settings:
                 f"max_retries must be an integer >= 0, got {retries!r}", field="max_retries"
             )
         if self.base_url is not None:
-            _check_url(self.base_url)
+            check_base_url(self.base_url)
 
 
 def _convert(name: str, raw: str, convert: type[float] | type[int]) -> float | int:
@@ -148,14 +149,6 @@ def _check_seconds(name: str, value: object) -> None:
     if not ok or not math.isfinite(float(value)) or float(value) <= 0:  # type: ignore[arg-type]
         raise ConfigurationError(
             f"{name} must be a positive number of seconds, got {value!r}", field=name
-        )
-
-
-def _check_url(url: object) -> None:
-    parts = urlsplit(url) if isinstance(url, str) else None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigurationError(
-            f"base_url must be an http(s) URL with a host, got {url!r}", field="base_url"
         )
 
 

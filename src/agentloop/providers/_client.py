@@ -1,0 +1,62 @@
+"""What the HTTP adapters share: the checks at construction and the ``ModelClient`` plumbing.
+
+``OpenAIClient``, ``AnthropicClient`` and ``GeminiClient`` each own a wire format; refusing a
+client that cannot work (before any request), ``model``, ``provider`` and ``aclose`` are here
+once. ``Settings`` validates its ``base_url`` with the same rule.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from agentloop.errors import AuthError, ConfigurationError
+from agentloop.providers._http import HttpTransport
+
+__all__ = ["HttpClient", "check_base_url", "check_client", "require_key"]
+
+
+def check_base_url(url: object) -> None:
+    """Raise ``ConfigurationError`` unless ``url`` is an http(s) URL with a host."""
+    parts = urlsplit(url) if isinstance(url, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(
+            f"base_url must be an http(s) URL with a host, got {url!r}", field="base_url"
+        )
+
+
+def check_client(model: object, base_url: object, timeout: object, connect_timeout: object) -> None:
+    """Raise ``ConfigurationError`` before any request for a client that cannot work."""
+    if not isinstance(model, str) or not model.strip():
+        raise ConfigurationError("the client needs a non-empty model name", field="model")
+    check_base_url(base_url)
+    for name, value in (("timeout", timeout), ("connect_timeout", connect_timeout)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            raise ConfigurationError(f"{name} must be > 0 seconds, got {value!r}", field=name)
+
+
+def require_key(api_key: object, variable: str, provider: str) -> None:
+    """Raise ``AuthError("<variable> is not set")`` for a missing or empty key."""
+    if not isinstance(api_key, str) or not api_key:
+        raise AuthError(f"{variable} is not set", provider=provider)
+
+
+class HttpClient:
+    """The ``ModelClient`` plumbing of an HTTP adapter; a subclass sets the three attributes."""
+
+    _model: str
+    _provider: str
+    _transport: HttpTransport
+
+    @property
+    def model(self) -> str:
+        """The default model (a request's ``model`` overrides it)."""
+        return self._model
+
+    @property
+    def provider(self) -> str:
+        """The provider name stamped on errors and responses."""
+        return self._provider
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._transport.aclose()
