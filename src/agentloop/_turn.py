@@ -26,7 +26,7 @@ from agentloop.model import ModelClient, ModelRequest, ModelResponse, ModelSetti
 from agentloop.observers import ObserverFanout
 from agentloop.run import Run
 
-__all__ = ["ClientEventBridge", "RunState", "call_model"]
+__all__ = ["ClientEventBridge", "RunState", "build_request", "call_model"]
 
 
 @dataclass(eq=False)
@@ -106,19 +106,14 @@ class ClientEventBridge:
         self._observers.emit("on_model_switched", self._run, from_model, to_model)
 
 
-def build_request(
-    state: RunState,
-    system: str | None,
-    settings: ModelSettings,
-    events: ClientEventBridge | None,
-) -> ModelRequest:
-    """The request for the next model call."""
+def build_request(state: RunState, system: str | None, settings: ModelSettings) -> ModelRequest:
+    """The request for the next model call (wrapping clients report to ``state.events``)."""
     return ModelRequest(
         messages=tuple(state.transcript),
         tools=state.specs,
         system=system,
         settings=settings,
-        events=events,
+        events=state.events,
     )
 
 

@@ -288,7 +288,7 @@ class Agent:
     async def _model_step(self, state: RunState, guard: ContextGuard) -> ModelResponse | None:
         """One model call; None when a context rejection sends the turn back for compaction."""
         self._observers.emit("on_turn_start", state.run, state.turn_index)
-        request = build_request(state, self.system, self.config.model_settings, state.events)
+        request = build_request(state, self.system, self.config.model_settings)
         try:
             response = await call_model(
                 self.client, request, state, self._observers, self.config.stream
