@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import itertools
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
 from agentloop._fake_server import FakeProviderServer, FakeReply, FakeToolCall, Fault
@@ -114,7 +114,7 @@ class _Base:
         if isinstance(step, BaseException):
             raise step
         if isinstance(step, ModelResponse):
-            return step if step.model else _with_model(step, self._model)
+            return step if step.model else replace(step, model=self._model)
         if isinstance(step, ScriptedCall | ToolCallPart | str):
             step = [step]
         if isinstance(step, Sequence):
@@ -133,12 +133,6 @@ class _Base:
             call_id = item.id or f"call_{next(self._ids)}"
             return ToolCallPart(call_id, item.name, dict(item.arguments))
         raise TypeError(f"not a scripted step item: {item!r}")
-
-
-def _with_model(response: ModelResponse, model: str) -> ModelResponse:
-    return ModelResponse(
-        response.message, response.usage, model, response.stop_reason, response.request_id
-    )
 
 
 class ScriptedModel(_Base):
