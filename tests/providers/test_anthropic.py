@@ -19,6 +19,7 @@ from agentloop.errors import (
     ContextLengthExceeded,
     InsufficientCredits,
     ModelNotFound,
+    ProviderError,
     ProviderUnavailable,
     RateLimited,
     ResponseInvalid,
@@ -456,6 +457,36 @@ async def test_invalid_json_reply_is_response_invalid(
     server[0].replies = [as_json({"no": "content"})]
     with pytest.raises(ResponseInvalid):
         await make_client().complete(REQUEST)
+
+
+PLAIN_KEY = "plain-secret-value-0987654321"  # no sk- shape: only the known value redacts it
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        as_json({"unexpected": f"echo {PLAIN_KEY}"}),
+        mid_stream(f"event: error\ndata: {json.dumps(error_body('api_error', PLAIN_KEY))}\n\n"),
+        mid_stream(f"event: content_block_delta\ndata: not json {PLAIN_KEY}\n\n"),
+    ],
+    ids=["reply-shape", "error-event", "bad-event"],
+)
+async def test_errors_decoded_from_a_reply_never_carry_the_key(
+    reply: Reply, server: tuple[Script, str]
+) -> None:
+    server[0].replies = [reply]
+    client = AnthropicClient("claude-test", api_key=PLAIN_KEY, base_url=server[1])
+    try:
+        with pytest.raises(ProviderError) as info:
+            if reply.content_type == "text/event-stream":
+                await collect(client.stream(REQUEST))
+            else:
+                await client.complete(REQUEST)
+    finally:
+        await client.aclose()
+    error = info.value
+    texts = [str(error), repr(error), str(error.attributes()), repr(error.args)]
+    assert all(PLAIN_KEY not in text for text in texts)
 
 
 async def _no_sleep(seconds: float) -> None:

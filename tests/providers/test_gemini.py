@@ -17,6 +17,7 @@ from agentloop.errors import (
     ContextLengthExceeded,
     InsufficientCredits,
     ModelNotFound,
+    ProviderError,
     ProviderUnavailable,
     RateLimited,
     ResponseInvalid,
@@ -302,6 +303,38 @@ async def test_retrying_client_over_gemini_503_503_200(
     client = RetryingClient(make_client(), sleep=sleep, random=lambda a, b: 0.0)
     assert (await client.complete(REQUEST)).text == "up"
     assert waits == pytest.approx([0.1, 0.2]) and len(server[0].received) == 3
+
+
+PLAIN_KEY = "plain-secret-value-0987654321"  # no AIza shape: only the known value redacts it
+
+
+@pytest.mark.parametrize(
+    ("reply", "stream"),
+    [
+        (as_json(chunk({"functionCall": {"name": 7, "echo": PLAIN_KEY}}, finish="STOP")), False),
+        (as_json(google_error(500, "INTERNAL", f"echo {PLAIN_KEY}")), False),
+        (as_sse(chunk({"text": "a"}), google_error(503, "UNAVAILABLE", PLAIN_KEY)), True),
+        (Reply(body=f"data: not json {PLAIN_KEY}\n\n".encode(), content_type="text/event-stream"),
+         True),
+    ],
+    ids=["reply-shape", "error-in-200", "error-chunk", "bad-chunk"],
+)  # fmt: skip
+async def test_errors_decoded_from_a_reply_never_carry_the_key(
+    reply: Reply, stream: bool, server: tuple[Script, str]
+) -> None:
+    server[0].replies = [reply]
+    client = GeminiClient("gemini-test", api_key=PLAIN_KEY, base_url=server[1])
+    try:
+        with pytest.raises(ProviderError) as info:
+            if stream:
+                await collect(client.stream(REQUEST))
+            else:
+                await client.complete(REQUEST)
+    finally:
+        await client.aclose()
+    error = info.value
+    texts = [str(error), repr(error), str(error.attributes()), repr(error.args)]
+    assert all(PLAIN_KEY not in text for text in texts)
 
 
 @pytest.mark.parametrize(

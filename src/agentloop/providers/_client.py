@@ -1,15 +1,18 @@
 """What the HTTP adapters share: the checks at construction and the ``ModelClient`` plumbing.
 
 ``OpenAIClient``, ``AnthropicClient`` and ``GeminiClient`` each own a wire format; refusing a
-client that cannot work (before any request), ``model``, ``provider`` and ``aclose`` are here
-once. ``Settings`` validates its ``base_url`` with the same rule.
+client that cannot work (before any request), ``model``, ``provider``, ``aclose`` and the
+redaction of errors decoded from a reply are here once. ``Settings`` validates its ``base_url``
+with the same rule.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import urlsplit
 
-from agentloop.errors import AuthError, ConfigurationError
+from agentloop.errors import AuthError, ConfigurationError, ProviderError
 from agentloop.providers._http import HttpTransport
 
 __all__ = ["HttpClient", "check_base_url", "check_client", "require_key"]
@@ -60,3 +63,17 @@ class HttpClient:
     async def aclose(self) -> None:
         """Close the connection pool."""
         await self._transport.aclose()
+
+    @contextmanager
+    def _redacting(self) -> Iterator[None]:
+        """Redact the key from errors built from a reply (bodies, stream events) on their way out.
+
+        The transport redacts the errors it builds; the ones a wire decoder builds from a 2xx
+        body or a stream event (``ResponseInvalid`` with the raw text, an error event's message)
+        pass here. Nothing runs on success.
+        """
+        try:
+            yield
+        except ProviderError as error:
+            self._transport.redact_error(error)
+            raise

@@ -25,6 +25,7 @@ API (stable; every provider module depends on it)::
     parse_retry_after(headers) -> float | None          # retry-after-ms, Retry-After secs or date
     should_retry_hint(error) -> bool | None              # the ``x-should-retry`` header, if sent
     redact(text, secrets) -> str
+    redact_error(error, secrets) -> error                # message and body, in place
 
 Both request methods raise only ``agentloop.errors`` (``ProviderError`` subclasses, or
 ``ConfigurationError`` for a malformed URL); the foreign exception is chained (``from exc``).
@@ -109,6 +110,7 @@ __all__ = [
     "parse_error_body",
     "parse_retry_after",
     "redact",
+    "redact_error",
     "should_retry_hint",
 ]
 
@@ -153,6 +155,15 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     for pattern, replacement in _SECRET_SHAPES:
         text = pattern.sub(replacement, text)
     return text
+
+
+def redact_error(error: ProviderError, secrets: Iterable[str]) -> ProviderError:
+    """Redact ``error``'s message and body in place (for errors built from a reply's text)."""
+    error.message = redact(error.message, secrets)
+    error.args = tuple(redact(a, secrets) if isinstance(a, str) else a for a in error.args)
+    if error.body is not None:
+        error.body = redact(error.body, secrets)
+    return error
 
 
 def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
@@ -499,6 +510,10 @@ class HttpTransport:
     def redact(self, text: str) -> str:
         """``redact`` with this transport's secrets."""
         return redact(text, self._secrets)
+
+    def redact_error(self, error: ProviderError) -> ProviderError:
+        """``redact_error`` with this transport's secrets."""
+        return redact_error(error, self._secrets)
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:

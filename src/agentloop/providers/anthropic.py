@@ -429,15 +429,18 @@ class AnthropicClient(HttpClient):
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send one request and parse the reply."""
         reply = await self._transport.post_json(self.url, self._payload(request, False))
-        return parse_response(reply.data, request_id=reply.request_id, text=reply.text)
+        with self._redacting():
+            return parse_response(reply.data, request_id=reply.request_id, text=reply.text)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream one request; the last event is ``done`` (only after ``message_stop``)."""
-        async with self._transport.stream_sse(self.url, self._payload(request, True)) as sse:
-            state = AnthropicStreamState(request_id=sse.request_id)
-            async for event in sse:  # drained to the end so the connection is reused
-                for out in state.feed(event):
-                    yield out
+        payload = self._payload(request, True)
+        with self._redacting():
+            async with self._transport.stream_sse(self.url, payload) as sse:
+                state = AnthropicStreamState(request_id=sse.request_id)
+                async for event in sse:  # drained to the end so the connection is reused
+                    for out in state.feed(event):
+                        yield out
         if state.finished:
             return
         raise _invalid(

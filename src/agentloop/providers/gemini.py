@@ -343,8 +343,9 @@ class GeminiClient(HttpClient):
         """Send one request and parse the reply."""
         payload = build_payload(request, self._signatures)
         reply = await self._transport.post_json(self._url(request, "generateContent"), payload)
-        state = _parse(reply.data, reply.request_id, reply.text)
-        response = state.response()
+        with self._redacting():
+            state = _parse(reply.data, reply.request_id, reply.text)
+            response = state.response()
         self._remember(state)
         return response
 
@@ -352,11 +353,12 @@ class GeminiClient(HttpClient):
         """Stream one request; ``done`` follows the finish chunk and a clean end of stream."""
         payload = build_payload(request, self._signatures)
         url = self._url(request, "streamGenerateContent") + "?alt=sse"
-        async with self._transport.stream_sse(url, payload) as sse:
-            state = GeminiStreamState(request_id=sse.request_id)
-            async for event in sse:
-                for out in state.feed(event):
-                    yield out
+        with self._redacting():
+            async with self._transport.stream_sse(url, payload) as sse:
+                state = GeminiStreamState(request_id=sse.request_id)
+                async for event in sse:
+                    for out in state.feed(event):
+                        yield out
         response = state.response()
         self._remember(state)
         yield StreamEvent("done", response=response)
