@@ -24,7 +24,7 @@ from agentloop.errors import (
 )
 from agentloop.messages import Message, ToolCallPart, ToolResultPart
 from agentloop.model import ModelRequest, ModelSettings, StreamEvent, ToolSpec
-from agentloop.providers.gemini import GeminiClient, parse_response
+from agentloop.providers.gemini import GeminiClient, encode_contents, parse_response
 from agentloop.providers.retrying import RetryingClient
 
 KEY = "AIzaSyTEST-0123456789abcdefghij"
@@ -217,6 +217,14 @@ async def test_gemini_issued_ids_are_echoed_and_errors_marked(
         "seed": 4,
         "stopSequences": ["Z"],
     }
+
+
+def test_each_message_is_encoded_once_and_a_later_signature_is_added_to_a_copy() -> None:
+    message = Message.assistant("", [ToolCallPart("c1", "read", {"p": 1})])
+    first = encode_contents([message])[0]["parts"][0]
+    assert encode_contents([message])[0]["parts"][0] is first
+    signed = encode_contents([message], {"c1": "sig"})[0]["parts"][0]
+    assert signed == {**first, "thoughtSignature": "sig"} and "thoughtSignature" not in first
 
 
 @pytest.mark.parametrize(

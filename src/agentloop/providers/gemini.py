@@ -66,17 +66,14 @@ def _invalid(message: str, body: str = "", request_id: str | None = None) -> Res
 # --- request encoding ------------------------------------------------------------------------
 
 
-def _encode_part(part: Part, signatures: Mapping[str, str]) -> dict[str, Any] | None:
+def _encode_part(part: Part) -> dict[str, Any] | None:
     if isinstance(part, TextPart):
         return {"text": part.text} if part.text else None
     if isinstance(part, ToolCallPart):
         call: dict[str, Any] = {"name": part.name, "args": dict(part.arguments)}
         if not part.id.startswith(_SYNTHETIC):
             call["id"] = part.id
-        encoded: dict[str, Any] = {"functionCall": call}
-        if part.id in signatures:
-            encoded["thoughtSignature"] = signatures[part.id]
-        return encoded
+        return {"functionCall": call}
     return _encode_result(part)
 
 
@@ -88,24 +85,48 @@ def _encode_result(part: ToolResultPart) -> dict[str, Any]:
     return {"functionResponse": response}
 
 
+_Encoded = tuple[str, tuple[tuple[str | None, dict[str, Any]], ...]]
+
+
+def _encode_message(message: Message) -> _Encoded:
+    """The role and wire parts of ``message``, each with its call id (None for other parts)."""
+    parts: list[tuple[str | None, dict[str, Any]]] = []
+    for part in message.parts:
+        wire = _encode_part(part)
+        if wire is not None:
+            parts.append((part.id if isinstance(part, ToolCallPart) else None, wire))
+    return "model" if message.role == "assistant" else "user", tuple(parts)
+
+
 def encode_contents(
     messages: Sequence[Message], signatures: Mapping[str, str] | None = None
 ) -> list[dict[str, Any]]:
-    """The ``contents`` array: roles user/model, same-role neighbours merged."""
+    """The ``contents`` array: roles user/model, same-role neighbours merged.
+
+    Each message is encoded once (``Message.encoded``); a call's ``thoughtSignature`` is added
+    to a copy of its cached part, since the client learns signatures after the message exists.
+    """
+    signatures = signatures or {}
     out: list[dict[str, Any]] = []
     for message in messages:
         if message.role == "system":
             continue
-        role = "model" if message.role == "assistant" else "user"
-        parts = [_encode_part(p, signatures or {}) for p in message.parts]
-        kept = [p for p in parts if p is not None]
-        if not kept:
+        role, encoded = message.encoded(_PROVIDER, _encode_message)
+        if not encoded:
             continue
+        kept = [_signed(wire, call_id, signatures) for call_id, wire in encoded]
         if out and out[-1]["role"] == role:
             out[-1]["parts"].extend(kept)
         else:
             out.append({"role": role, "parts": kept})
     return out
+
+
+def _signed(
+    wire: dict[str, Any], call_id: str | None, signatures: Mapping[str, str]
+) -> dict[str, Any]:
+    signature = signatures.get(call_id) if call_id is not None else None
+    return wire if signature is None else {**wire, "thoughtSignature": signature}
 
 
 def _tool_config(choice: str) -> dict[str, Any]:
