@@ -191,7 +191,7 @@ def _delta(delta: dict[str, Any], finish: str | None = None) -> list[dict[str, A
 
 
 def _pieces(text: str, size: int = 8) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)] or []
+    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 def stream_chunks(reply: FakeReply, model: str, ident: str, call_ids: list[str]) -> list[bytes]:
