@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -400,7 +400,7 @@ def _panic_text(name: str, exc: BaseException) -> str:
     )
 
 
-def _validator(tool: Tool | None) -> Any:
+def _validator(tool: Tool | None) -> Callable[[Mapping[str, Any]], str | None] | None:
     if tool is None:
         return None
 
