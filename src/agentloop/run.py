@@ -7,6 +7,7 @@ round-trip everything but the two process-local timestamps.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,15 +34,7 @@ class ConversationSummary:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form."""
-        return {
-            "run_id": self.run_id,
-            "turns_completed": self.turns_completed,
-            "tool_calls": self.tool_calls,
-            "messages": self.messages,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "last_model": self.last_model,
-        }
+        return dataclasses.asdict(self)
 
 
 @dataclass(slots=True)
