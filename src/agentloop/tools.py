@@ -14,7 +14,7 @@ import inspect
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, get_type_hints, overload
 
@@ -278,7 +278,7 @@ class ToolRegistry:
     def __len__(self) -> int:
         return len(self._tools)
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools.values())
 
     async def execute(
