@@ -112,7 +112,6 @@ def _culprit(fields: Mapping[str, Any], tool_name: str) -> str | None:
     """The first parameter whose type alone cannot become a JSON schema."""
     for name, spec in fields.items():
         try:
-            pydantic.create_model(f"{tool_name}_{name}", __base__=ArgumentModel, **{name: spec})
             pydantic.create_model(
                 f"{tool_name}_{name}", __base__=ArgumentModel, **{name: spec}
             ).model_json_schema()
