@@ -23,7 +23,7 @@ from agentloop.safety import (
     Skip,
     ToolFailure,
 )
-from agentloop.testing import RecordingObserver, ScriptedModel, call, reply
+from agentloop.testing import FunctionModel, RecordingObserver, ScriptedModel, call, reply
 from agentloop.tools import ToolContext
 
 
@@ -464,3 +464,16 @@ def _poison_for(name: str, admit: Any) -> Any:
         return admit(tool_name)
 
     return wrapped
+
+
+async def test_a_model_that_keeps_calling_a_blocked_tool_is_stopped() -> None:
+    from agentloop import PolicyHook
+    from agentloop.errors import LoopDetected
+
+    counter = Counter()
+    model = FunctionModel(lambda request: call("flaky", {"n": 1}))
+    agent = Agent(model, tools=[counter.make()], hooks=[PolicyHook(deny=["flaky"])])
+    with pytest.raises(LoopDetected) as info:
+        await agent.run("go")
+    assert str(info.value) == 'Loop detected: flaky({"n":1}) repeated 10 times'
+    assert len(model.requests) == 11 and counter.calls == []

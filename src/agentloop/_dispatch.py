@@ -219,16 +219,8 @@ class Dispatcher:
         self.observers.emit("on_tool_pre", run, call, attempt)
         veto = await self._pre_hooks(call, ctx) if self.pre_hooks else None
         if veto is not None:
-            result = ToolResultPart(call.id, call.name, veto, True)
-            self.observers.emit("on_tool_post", run, call, result, attempt, 0.0)
-            return _Attempt(result, "vetoed")
-        stop = self.safety.loop_stop()
-        if stop is not None:
-            refused = ToolResultPart(
-                call.id, call.name, f"dispatch refused before execution: {stop}", True
-            )
-            self.observers.emit("on_tool_post", run, call, refused, attempt, 0.0)
-            raise stop
+            return self._vetoed(state, call, name, arguments, attempt, veto)
+        self._refuse_if_looping(state, call, attempt)
         admission = self.safety.admit(name)
         if admission is None:
             return self._refused(state, call, name, arguments, attempt)
@@ -255,6 +247,36 @@ class Dispatcher:
     ) -> None:
         for hook in self.post_hooks:
             await hook.post_tool(call, result, ctx)
+
+    def _refuse_if_looping(self, state: RunState, call: ToolCallPart, attempt: int) -> None:
+        """The loop pre-check: at the stop threshold the call is refused and the run ends."""
+        stop = self.safety.loop_stop()
+        if stop is not None:
+            refused = ToolResultPart(
+                call.id, call.name, f"dispatch refused before execution: {stop}", True
+            )
+            self.observers.emit("on_tool_post", state.run, call, refused, attempt, 0.0)
+            raise stop
+
+    def _vetoed(
+        self,
+        state: RunState,
+        call: ToolCallPart,
+        name: str,
+        arguments: Mapping[str, Any],
+        attempt: int,
+        veto: str,
+    ) -> _Attempt:
+        """A hook vetoed the call: soft, never recovered, counted by the loop detector.
+
+        A model that keeps asking for a blocked call is stuck too (SPEC 6: every soft result
+        counts), so the pre-check runs for vetoed calls as well.
+        """
+        self._refuse_if_looping(state, call, attempt)
+        result = ToolResultPart(call.id, call.name, veto, True)
+        self.safety.loop_record(state.run, name, arguments, veto, is_error=True)
+        self.observers.emit("on_tool_post", state.run, call, result, attempt, 0.0)
+        return _Attempt(result, "vetoed")
 
     def _refused(
         self,
