@@ -369,9 +369,14 @@ def should_retry_hint(error: BaseException) -> bool | None:
     return hint if isinstance(hint, bool) else None
 
 
-def _invalid_body(
-    message: str, body: str, provider: str | None, request_id: str | None, secrets: Iterable[str]
+def invalid_body(
+    message: str,
+    body: str,
+    provider: str | None,
+    request_id: str | None = None,
+    secrets: Iterable[str] = (),
 ) -> ResponseInvalid:
+    """The one ``ResponseInvalid`` shape: phase body, sent, at most 8 KiB of redacted body."""
     error = ResponseInvalid(
         redact(message, secrets),
         provider=provider,
@@ -600,7 +605,7 @@ class HttpTransport:
         raise self._too_large(response, f"more than {limit} bytes")
 
     def _too_large(self, response: aiohttp.ClientResponse, what: str) -> ResponseInvalid:
-        return _invalid_body(
+        return invalid_body(
             f"{self.provider}: response body too large ({what}; limit {self.max_body} bytes)",
             "",
             self.provider,
@@ -627,7 +632,7 @@ class HttpTransport:
         try:
             data = json.loads(text)
         except ValueError as exc:
-            raise _invalid_body(
+            raise invalid_body(
                 f"{self.provider}: response body is not valid JSON ({exc})",
                 text,
                 self.provider,

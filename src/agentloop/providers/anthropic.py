@@ -42,7 +42,12 @@ from agentloop.errors import (
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, Usage
 from agentloop.model import ModelRequest, ModelResponse, ModelSettings, StreamEvent
 from agentloop.providers._client import HttpClient, check_client, require_key
-from agentloop.providers._http import HttpTransport, is_context_overflow, parse_error_body
+from agentloop.providers._http import (
+    HttpTransport,
+    invalid_body,
+    is_context_overflow,
+    parse_error_body,
+)
 from agentloop.providers._sse import SSEEvent
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicClient", "AnthropicStreamState", "build_payload"]
@@ -64,14 +69,7 @@ _ERROR_TYPES: dict[str, type[ProviderError]] = {
 
 
 def _invalid(message: str, body: str = "", request_id: str | None = None) -> ResponseInvalid:
-    return ResponseInvalid(
-        f"anthropic: {message}",
-        provider=_PROVIDER,
-        request_id=request_id,
-        phase=FailurePhase.BODY,
-        request_sent=True,
-        body=body[:8192],
-    )
+    return invalid_body(f"anthropic: {message}", body, _PROVIDER, request_id)
 
 
 # --- request encoding ------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from agentloop.errors import FailurePhase, ProviderError, ResponseInvalid
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart, Usage
 from agentloop.model import ModelRequest, ModelResponse, ModelSettings, StreamEvent
 from agentloop.providers._client import HttpClient, check_client, require_key
-from agentloop.providers._http import HttpTransport, error_for_status
+from agentloop.providers._http import HttpTransport, error_for_status, invalid_body
 from agentloop.providers._sse import SSEEvent
 
 __all__ = ["GeminiClient", "GeminiStreamState", "build_payload", "parse_response"]
@@ -53,14 +53,7 @@ _REFUSALS = frozenset(
 
 
 def _invalid(message: str, body: str = "", request_id: str | None = None) -> ResponseInvalid:
-    return ResponseInvalid(
-        f"gemini: {message}",
-        provider=_PROVIDER,
-        request_id=request_id,
-        phase=FailurePhase.BODY,
-        request_sent=True,
-        body=body[:8192],
-    )
+    return invalid_body(f"gemini: {message}", body, _PROVIDER, request_id)
 
 
 # --- request encoding ------------------------------------------------------------------------

@@ -42,11 +42,11 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from agentloop.errors import FailurePhase, ProviderError, ResponseInvalid
+from agentloop.errors import ProviderError, ResponseInvalid
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart, Usage
 from agentloop.model import ModelRequest, ModelResponse, ModelSettings, StreamEvent, ToolSpec
 from agentloop.providers._client import HttpClient, check_client
-from agentloop.providers._http import HttpTransport, error_for_status, redact
+from agentloop.providers._http import HttpTransport, error_for_status, invalid_body, redact
 
 __all__ = [
     "INVALID_JSON_KEY",
@@ -160,14 +160,7 @@ def encode_request(
 
 
 def _invalid(message: str, body: str, provider: str, request_id: str | None) -> ResponseInvalid:
-    return ResponseInvalid(
-        message,
-        provider=provider,
-        request_id=request_id,
-        phase=FailurePhase.BODY,
-        request_sent=True,
-        body=body[:8192],
-    )
+    return invalid_body(message, body, provider, request_id)
 
 
 def _payload_error(
