@@ -3,19 +3,21 @@
 ``OpenAIClient``, ``AnthropicClient`` and ``GeminiClient`` each own a wire format; refusing a
 client that cannot work (before any request), ``model``, ``provider``, ``aclose`` and the
 redaction of errors decoded from a reply are here once. ``Settings`` validates its ``base_url``
-with the same rule.
+with the same rule. ``ClosingClient`` gives every client, wrappers included, ``async with``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import TracebackType
+from typing import Self
 from urllib.parse import urlsplit
 
 from agentloop.errors import AuthError, ConfigurationError, ProviderError
 from agentloop.providers._http import HttpTransport
 
-__all__ = ["HttpClient", "check_base_url", "check_client", "require_key"]
+__all__ = ["ClosingClient", "HttpClient", "check_base_url", "check_client", "require_key"]
 
 
 def check_base_url(url: object) -> None:
@@ -43,8 +45,31 @@ def require_key(api_key: object, variable: str, provider: str) -> None:
         raise AuthError(f"{variable} is not set", provider=provider)
 
 
-class HttpClient:
-    """The ``ModelClient`` plumbing of an HTTP adapter; a subclass sets the three attributes."""
+class ClosingClient:
+    """``async with client:`` yields the client and awaits its ``aclose()`` on the way out."""
+
+    async def aclose(self) -> None:
+        """Release what the client holds; a subclass overrides it."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class HttpClient(ClosingClient):
+    """The ``ModelClient`` plumbing of an HTTP adapter; a subclass sets the three attributes.
+
+    The connection pool is bound lazily to the running event loop (one per loop, closed before
+    that loop ends), so one client serves any number of ``asyncio.run`` calls. ``aclose()``
+    releases the running loop's connections; the client stays usable.
+    """
 
     _model: str
     _provider: str
@@ -61,7 +86,7 @@ class HttpClient:
         return self._provider
 
     async def aclose(self) -> None:
-        """Close the connection pool."""
+        """Close the running loop's connection pool; the next request opens a new one."""
         await self._transport.aclose()
 
     @contextmanager

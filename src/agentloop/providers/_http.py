@@ -55,7 +55,8 @@ Limits: response bodies 10 MiB (Content-Length and while reading; SSE streams ar
 line instead, 1 MiB, plus the idle-gap timeout), error-diagnostic bodies 8 KiB. ``timeout`` is
 the read/idle-gap timeout (aiohttp ``sock_read``), not a total deadline: a slow but steady
 stream never times out. Redirects are never followed. TCP_NODELAY is set by aiohttp on every
-connection; one session (one connection pool) per transport, created lazily.
+connection; one session (one connection pool) per transport and event loop, opened
+lazily by the first request on that loop and closed before that loop ends (``_LoopSession``).
 
 Every error carries ``provider``, ``request_id`` (from ``x-request-id`` / ``request-id``) and
 ``retry_after`` where known, plus an extra attribute ``should_retry`` (True/False from the
@@ -64,12 +65,14 @@ Every error carries ``provider``, ``request_id`` (from ``x-request-id`` / ``requ
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import json
+import logging
 import re
 import ssl
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -113,6 +116,8 @@ __all__ = [
     "redact_error",
     "should_retry_hint",
 ]
+
+_log = logging.getLogger(__name__)
 
 MAX_BODY = 10 * 1024 * 1024
 """The largest response body accepted, in bytes (10 MiB)."""
@@ -458,6 +463,57 @@ def _foreign_errors() -> tuple[type[BaseException], ...]:
     return (aiohttp.ClientError, *_FOREIGN)
 
 
+class _LoopSession:
+    """One event loop's aiohttp session, closed before that loop ends.
+
+    aiohttp binds a session (its connector, timers and futures) to the loop that created it,
+    so a transport keeps one per loop: two ``asyncio.run`` calls, or ``run_sync`` twice, each
+    get their own. ``_guardian`` is an async generator first iterated on the session's loop, so
+    the loop tracks it: ``shutdown_asyncgens()``, which ``asyncio.run`` and
+    ``asyncio.Runner.close`` await before closing the loop, finishes it and so closes the
+    session while the loop can still close its sockets (no "Unclosed client session", no
+    "Unclosed connector"). A session dropped while its loop runs (the transport was garbage
+    collected) is closed on that loop the same way, by asyncio's async-generator finalizer.
+    """
+
+    def __init__(self, session: aiohttp.ClientSession) -> None:
+        self.session = session
+        self._guardian = _close_at_loop_shutdown(session)
+
+    async def start(self) -> None:
+        """Register the guardian with the running loop (its first iteration does)."""
+        await anext(self._guardian)
+
+    async def aclose(self) -> None:
+        """Close the session now, on its own (running) loop."""
+        await self._guardian.aclose()
+
+    def close_after_loop(self) -> None:
+        """Finish a session whose loop has closed, without running that loop.
+
+        After ``asyncio.run`` the guardian has already closed it and this does nothing. A loop
+        closed without ``shutdown_asyncgens()`` left it open: aiohttp closes the connector of a
+        closed loop by marking it closed and forgetting its connections, without awaiting
+        anything, so the close coroutine finishes at its first step and is driven here by hand.
+        """
+        closing = self._guardian.aclose()
+        try:
+            closing.send(None)
+        except StopIteration:
+            return
+        except Exception:  # best effort: a dead loop's leftovers must not fail a new request
+            _log.debug("closing a session of a closed event loop failed", exc_info=True)
+            return
+        closing.close()
+
+
+async def _close_at_loop_shutdown(session: aiohttp.ClientSession) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        await session.close()
+
+
 class HttpTransport:
     """One provider client's HTTP connection pool, limits and failure classification."""
 
@@ -502,7 +558,7 @@ class HttpTransport:
         self.max_body = max_body
         self.max_line = max_line
         self._resolver = resolver
-        self._session: aiohttp.ClientSession | None = None
+        self._sessions: dict[asyncio.AbstractEventLoop, _LoopSession] = {}
 
     def __repr__(self) -> str:
         return f"HttpTransport(provider={self.provider!r}, timeout={self._timeout!r})"
@@ -520,28 +576,49 @@ class HttpTransport:
         """``redact_error`` with this transport's secrets."""
         return redact_error(error, self._secrets)
 
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            import aiohttp
+    async def _client(self) -> aiohttp.ClientSession:
+        """The running loop's session, opened on first use (see ``_LoopSession``)."""
+        loop = asyncio.get_running_loop()
+        self._drop_dead_sessions()
+        current = self._sessions.get(loop)
+        if current is None or current.session.closed:
+            current = _LoopSession(self._new_session())
+            self._sessions[loop] = current
+            await current.start()
+        return current.session
 
-            connector = aiohttp.TCPConnector(
-                ssl=self._ssl if self._ssl is not None else True,
-                resolver=self._resolver,  # type: ignore[arg-type]
-            )
-            self._session = aiohttp.ClientSession(
-                connector=connector,
-                timeout=aiohttp.ClientTimeout(
-                    total=None, sock_connect=self._connect_timeout, sock_read=self._timeout
-                ),
-                trust_env=False,
-            )
-        return self._session
+    def _new_session(self) -> aiohttp.ClientSession:
+        import aiohttp
+
+        connector = aiohttp.TCPConnector(
+            ssl=self._ssl if self._ssl is not None else True,
+            resolver=self._resolver,  # type: ignore[arg-type]
+        )
+        return aiohttp.ClientSession(
+            connector=connector,
+            timeout=aiohttp.ClientTimeout(
+                total=None, sock_connect=self._connect_timeout, sock_read=self._timeout
+            ),
+            trust_env=False,
+        )
+
+    def _drop_dead_sessions(self) -> None:
+        """Forget the sessions of loops that have closed, closing any still open."""
+        for loop, dead in list(self._sessions.items()):
+            if loop.is_closed():
+                del self._sessions[loop]
+                dead.close_after_loop()
 
     async def aclose(self) -> None:
-        """Close the connection pool (idempotent)."""
-        if self._session is not None:
-            session, self._session = self._session, None
-            await session.close()
+        """Release the running loop's connections (idempotent); the transport stays usable.
+
+        The next request opens a new session. A session of another loop that is still open
+        closes when that loop shuts down (or by ``aclose`` awaited on it).
+        """
+        self._drop_dead_sessions()
+        current = self._sessions.pop(asyncio.get_running_loop(), None)
+        if current is not None:
+            await current.aclose()
 
     async def _open(
         self,
@@ -555,7 +632,8 @@ class HttpTransport:
         merged = {"Content-Type": "application/json", "Accept": accept, **self._headers}
         merged.update(headers or {})
         try:
-            response = await self._client().post(
+            session = await self._client()
+            response = await session.post(
                 url, data=body, headers=merged, allow_redirects=False, proxy=self._proxy
             )
         except _foreign_errors() as exc:

@@ -42,6 +42,7 @@ from agentloop.errors import (
     ResponseInvalid,
 )
 from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent
+from agentloop.providers._client import ClosingClient
 
 __all__ = [
     "BreakerPolicy",
@@ -166,7 +167,7 @@ async def _close(iterator: AsyncIterator[Any]) -> None:
         await aclose()
 
 
-class FallbackClient:
+class FallbackClient(ClosingClient):
     """A ``ModelClient`` that fails over along an ordered list of clients.
 
     Args:

@@ -45,6 +45,7 @@ from agentloop.errors import (
 )
 from agentloop.messages import Message
 from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent
+from agentloop.providers._client import ClosingClient
 
 __all__ = [
     "RetryDecision",
@@ -254,7 +255,7 @@ async def _close(iterator: AsyncIterator[Any]) -> None:
         await aclose()
 
 
-class RetryingClient:
+class RetryingClient(ClosingClient):
     """A ``ModelClient`` that retries its inner client's retryable failures.
 
     Args:
