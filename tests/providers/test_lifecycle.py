@@ -28,7 +28,7 @@ import pytest
 
 from agentloop import Agent
 from agentloop.messages import Message
-from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent
+from agentloop.model import ModelRequest, ModelResponse, StreamEvent
 from agentloop.providers import (
     AnthropicClient,
     FallbackClient,
@@ -85,16 +85,20 @@ def _wire_format(head: bytes) -> str:
 
 
 class Wire:
-    """A keep-alive server speaking the three JSON wire formats; it counts connections."""
+    """A keep-alive server speaking the three JSON wire formats; counts connections.
+
+    ``closed`` counts only the connections the client closed (not the server's teardown), and
+    the counts are guarded by a thread lock, so sync tests can wait on them too.
+    """
 
     def __init__(self, *, keep_alive: bool = True) -> None:
         self.keep_alive = keep_alive
         self.opened = 0
         self.closed = 0
-        self._changed = asyncio.Condition()
+        self._changed = threading.Condition()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await self._count(opened=1)
+        self._count(opened=1)
         try:
             while True:
                 head = await read_request(reader)
@@ -107,22 +111,25 @@ class Wire:
                 )
                 await writer.drain()
                 if not self.keep_alive:
-                    break
+                    return
         except (asyncio.IncompleteReadError, ConnectionError):
-            pass  # the client closed the connection
-        finally:
-            await self._count(closed=1)
+            self._count(closed=1)  # the client closed the connection
 
-    async def _count(self, opened: int = 0, closed: int = 0) -> None:
-        async with self._changed:
+    def _count(self, opened: int = 0, closed: int = 0) -> None:
+        with self._changed:
             self.opened += opened
             self.closed += closed
             self._changed.notify_all()
 
+    def wait_all_closed(self) -> None:
+        """Block until the client has closed every connection it opened (5 s at most)."""
+        with self._changed:
+            done = self._changed.wait_for(lambda: self.closed == self.opened, timeout=5)
+        assert done, f"{self.opened} connections opened, {self.closed} closed by the client"
+
     async def all_closed(self) -> None:
-        """Wait until the client has closed every connection it opened."""
-        async with asyncio.timeout(5), self._changed:
-            await self._changed.wait_for(lambda: self.closed == self.opened)
+        """``wait_all_closed`` without blocking the running loop."""
+        await asyncio.to_thread(self.wait_all_closed)
 
 
 @asynccontextmanager
@@ -158,7 +165,10 @@ def in_thread(server: Callable[[], AbstractAsyncContextManager[str]]) -> Iterato
         thread.join(timeout=10)
 
 
-def make_client(kind: str, url: str) -> ModelClient:
+AnyClient = OpenAIClient | AnthropicClient | GeminiClient | RetryingClient | FallbackClient
+
+
+def make_client(kind: str, url: str) -> AnyClient:
     """A client of ``kind`` (an HTTP adapter or a wrapper over them) for the server at ``url``."""
     if kind == "anthropic":
         return AnthropicClient("m", api_key="test-key", base_url=url)
@@ -242,8 +252,52 @@ def test_one_client_serves_successive_asyncio_runs(kind: str) -> None:
             return (await client.complete(REQUEST)).text
 
         assert [asyncio.run(ask()) for _ in range(3)] == ["hello"] * 3
+        wire.wait_all_closed()  # each loop's session closed before its loop ended
         gc.collect()  # an unclosed session would warn here, and warnings are errors
-    assert wire.opened == wire.closed == 3  # each loop's session closed before its loop ended
+    assert wire.opened == 3
+
+
+def test_an_idle_runner_keeps_its_session_while_other_loops_run() -> None:
+    """The shape of ``run_sync`` on a private ``asyncio.Runner``, used between other loops."""
+    wire = Wire()
+    with in_thread(lambda: serve_wire(wire)) as url:
+        client = make_client("openai", url)
+
+        async def ask() -> str:
+            return (await client.complete(REQUEST)).text
+
+        with asyncio.Runner() as runner:
+            assert runner.run(ask()) == "hello"
+            assert asyncio.run(ask()) == "hello"
+            assert runner.run(ask()) == "hello"  # its pooled connection, still open
+            assert wire.opened == 2
+            runner.run(client.aclose())
+            wire.wait_all_closed()
+        gc.collect()
+    assert wire.opened == 2
+
+
+def test_loops_in_several_threads_share_one_client() -> None:
+    wire = Wire()
+    with in_thread(lambda: serve_wire(wire)) as url:
+        client = make_client("openai", url)
+
+        async def ask() -> str:
+            return (await client.complete(REQUEST)).text
+
+        answers: list[str] = []
+        threads = [
+            threading.Thread(target=lambda: answers.extend(asyncio.run(ask()) for _ in range(3)))
+            for _ in range(4)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        wire.wait_all_closed()
+        gc.collect()
+    assert answers == ["hello"] * 12
+    assert wire.opened == 12
 
 
 def test_a_session_left_open_by_a_loop_closed_without_shutdown_is_dropped() -> None:

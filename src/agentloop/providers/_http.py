@@ -515,7 +515,7 @@ async def _close_at_loop_shutdown(session: aiohttp.ClientSession) -> AsyncGenera
 
 
 class HttpTransport:
-    """One provider client's HTTP connection pool, limits and failure classification."""
+    """One provider client's HTTP connection pools (one per event loop), limits and failures."""
 
     def __init__(
         self,
@@ -604,9 +604,9 @@ class HttpTransport:
 
     def _drop_dead_sessions(self) -> None:
         """Forget the sessions of loops that have closed, closing any still open."""
-        for loop, dead in list(self._sessions.items()):
-            if loop.is_closed():
-                del self._sessions[loop]
+        for loop in list(self._sessions):  # a copy: loops in other threads add theirs
+            dead = self._sessions.pop(loop, None) if loop.is_closed() else None
+            if dead is not None:  # None too when another thread dropped it first
                 dead.close_after_loop()
 
     async def aclose(self) -> None:
