@@ -1,89 +1,141 @@
-"""Every ```python block of the user docs runs, so the docs cannot rot.
+"""Every code block of README.md and docs/*.md runs as written, so the docs cannot rot.
 
-Blocks run in order, each page in one fresh namespace (a later block may use an earlier one's
-names). A block with top-level ``await`` runs inside ``asyncio.run``. Blocks that are not meant
-to run are fenced as ``text`` instead.
+Each ```python block is its own script: it is written to a file and run by a fresh interpreter
+in an empty working directory (a page's blocks share one, in page order, so a later block may
+read what an earlier one stored), with no provider keys in the environment. A block that needs an
+event loop says so itself (``asyncio.run(main())``); top-level ``await`` is a ``SyntaxError``
+here, as it is in a script. A block may import only public names: no ``agentloop._x`` module and
+no ``_name`` from an agentloop module. ```json and ```toml blocks must parse. Anything not meant
+to run is fenced as ``text``; an untagged fence is an error (it would skip a block silently).
+New pages are picked up by the glob: nothing here lists them.
 """
 
 from __future__ import annotations
 
 import ast
-import asyncio
-import inspect
+import json
+import os
 import re
+import subprocess
 import sys
-import tempfile
-import types
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = [
-    "README.md",
-    "docs/soft-and-hard-errors.md",
-    "docs/errors.md",
-    "docs/tools.md",
-    "docs/engine.md",
-    "docs/persistence.md",
-]
-FENCE = re.compile(r"^```python\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+PAGES = ["README.md", *sorted(p.relative_to(ROOT).as_posix() for p in ROOT.glob("docs/*.md"))]
+FENCE = re.compile(r"^```(\S*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+TAGS = {"python", "text", "sh", "json", "toml"}
 PROVIDER_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY")
+BLOCK_TIMEOUT = 60.0
 
 
-def python_blocks(page: str) -> list[tuple[int, str]]:
-    """(line number, source) of every ```python block of ``page``."""
+def blocks(page: str, tag: str | None = None) -> list[tuple[int, str, str]]:
+    """(first line of the body, tag, source) of every fenced block of ``page``."""
     text = (ROOT / page).read_text(encoding="utf-8")
-    return [(text.count("\n", 0, m.start()) + 2, m.group(1)) for m in FENCE.finditer(text)]
+    found = [
+        (text.count("\n", 0, m.start()) + 2, m.group(1), m.group(2)) for m in FENCE.finditer(text)
+    ]
+    return [b for b in found if tag is None or b[1] == tag]
 
 
-def run_block(source: str, filename: str, namespace: dict[str, Any]) -> None:
-    """Execute one block; top-level ``await`` makes it a coroutine run by ``asyncio.run``."""
-    code = compile(
-        source, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
+def _fenced(tag: str) -> list[Any]:
+    return [
+        pytest.param(page, line, source, id=f"{page}:{line}")
+        for page in PAGES
+        for line, _, source in blocks(page, tag)
+    ]
+
+
+def private_imports(source: str) -> list[str]:
+    """The private agentloop names ``source`` imports or reaches (``agentloop._x``, ``_name``)."""
+
+    def private(name: str) -> bool:
+        return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+            found += [m for m in modules if m.split(".")[0] == "agentloop"]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "agentloop":
+            found += [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Attribute) and _from_agentloop(node.value):
+            found.append(f"agentloop...{node.attr}")
+    return [name for name in found if any(map(private, name.split(".")))]
+
+
+def _from_agentloop(node: ast.expr) -> bool:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id == "agentloop"
+
+
+def run_script(source: str, line: int, page: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``source`` as a script; padding keeps traceback line numbers equal to the page's."""
+    script = cwd / f"{page.replace('/', '_')}.py"
+    script.write_text("\n" * (line - 1) + source, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_KEYS}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return subprocess.run(
+        [sys.executable, str(script)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=BLOCK_TIMEOUT,
+        check=False,
     )
-    if code.co_flags & inspect.CO_COROUTINE:
-        asyncio.run(eval(code, namespace))
-    else:
-        exec(code, namespace)
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_python_blocks_run(
-    page: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    for key in PROVIDER_KEYS:
-        monkeypatch.delenv(key, raising=False)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # scratch dirs land in tmp_path
-    blocks = python_blocks(page)
-    assert blocks, f"{page} has no python blocks"
-    module = types.ModuleType(f"docs_{Path(page).stem.replace('-', '_')}")
-    monkeypatch.setitem(sys.modules, module.__name__, module)  # dataclasses look it up
-    namespace = module.__dict__
-    for line, source in blocks:
-        run_block(source, f"{page}:{line}", namespace)
-    capsys.readouterr()
+def test_python_blocks_run_as_scripts(page: str, tmp_path: Path) -> None:
+    """Each block is its own script; a page's blocks share one directory, in page order."""
+    failures = []
+    for line, _, source in blocks(page, "python"):
+        if private := private_imports(source):
+            failures.append(f"{page}:{line} uses private names: {', '.join(private)}")
+            continue
+        done = run_script(source, line, page, tmp_path)
+        if done.returncode != 0:
+            failures.append(f"{page}:{line} failed:\n{done.stderr}")
+    assert not failures, "\n".join(failures)
 
 
-def test_printed_output_matches_the_page(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+@pytest.mark.parametrize(("page", "line", "source"), _fenced("json"))
+def test_json_block_parses(page: str, line: int, source: str) -> None:
+    json.loads(source)
+
+
+@pytest.mark.parametrize(("page", "line", "source"), _fenced("toml"))
+def test_toml_block_parses(page: str, line: int, source: str) -> None:
+    tomllib.loads(source)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_fence_is_tagged(page: str) -> None:
+    """An untagged fence would silently skip a block: tag it ``python``, ``text``, ..."""
+    tags = {tag for _, tag, _ in blocks(page)}
+    assert tags <= TAGS, (page, tags - TAGS)
+
+
+def test_the_private_import_check() -> None:
+    assert private_imports("from agentloop._fake_server import FakeProviderServer")
+    assert private_imports("import agentloop._turn")
+    assert private_imports("from agentloop.cli import _fault_list")
+    assert private_imports("import agentloop\nagentloop.testing._Base")
+    assert not private_imports("from __future__ import annotations\nimport os\nos._exit")
+    assert not private_imports("from agentloop.testing import FakeProviderServer")
+
+
+def test_printed_output_matches_the_page(tmp_path: Path) -> None:
     """The seed-002 example prints exactly what errors.md says it prints."""
-    for key in PROVIDER_KEYS:
-        monkeypatch.delenv(key, raising=False)
     text = (ROOT / "docs/errors.md").read_text(encoding="utf-8")
-    source = next(s for _, s in python_blocks("docs/errors.md") if "build_client" in s)
+    line, _, source = next(b for b in blocks("docs/errors.md", "python") if "build_client" in b[2])
     expected = re.search(re.escape(source) + r"```\n\n```text\n(.*?)```", text, re.DOTALL)
     assert expected is not None
-    run_block(source, "errors.md", {"__name__": "docs_errors"})
-    assert capsys.readouterr().out == expected.group(1)
-
-
-def test_every_fence_is_python_or_text() -> None:
-    """An untagged fence would silently skip a block: tag it ``python`` or ``text``."""
-    for page in PAGES[1:]:
-        text = (ROOT / page).read_text(encoding="utf-8")
-        openers = re.findall(r"^```(\S*)$", text, re.MULTILINE)[::2]
-        assert set(openers) <= {"python", "text"}, (page, openers)
+    done = run_script(source, line, "docs/errors.md", tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == expected.group(1)
