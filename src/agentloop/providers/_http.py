@@ -123,6 +123,8 @@ MAX_BODY = 10 * 1024 * 1024
 """The largest response body accepted, in bytes (10 MiB)."""
 MAX_ERROR_BODY = 8 * 1024
 """How much of an error response is read and kept for diagnostics (8 KiB)."""
+_EXCERPT_READ = MAX_ERROR_BODY + 4 * 1024
+"""Read past the 8 KiB cut, so a secret straddling it is whole when redacted, then cut."""
 
 _CHUNK = 64 * 1024
 _REDACTED = "[REDACTED]"
@@ -223,7 +225,7 @@ def parse_error_body(text: str) -> ErrorInfo:
     """Extract message/type/code from an error body; unknown shapes give an empty ``ErrorInfo``."""
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return ErrorInfo()
     if isinstance(data, list) and data:
         data = data[0]
@@ -251,10 +253,7 @@ def _retry_delay(details: object) -> float | None:
     for detail in details if isinstance(details, list) else []:
         delay = detail.get("retryDelay") if isinstance(detail, dict) else None
         if isinstance(delay, str) and delay.endswith("s"):
-            try:
-                return max(0.0, float(delay[:-1]))
-            except ValueError:
-                return None
+            return _non_negative_float(delay[:-1])
     return None
 
 
@@ -319,7 +318,7 @@ def error_for_status(
     secrets: Iterable[str] = (),
 ) -> ProviderError:
     """Build the error for a non-2xx, non-3xx response (``headers`` with lower-case keys)."""
-    excerpt = redact(body[:MAX_ERROR_BODY], secrets)
+    excerpt = _excerpt(body, secrets)
     info = parse_error_body(excerpt)
     cls = _status_class(status, info, excerpt)
     detail = info.message or excerpt.strip()[:500] or "no body"
@@ -338,6 +337,11 @@ def error_for_status(
     )
     _set_hint(error, headers)
     return error
+
+
+def _excerpt(body: str, secrets: Iterable[str]) -> str:
+    """At most 8 KiB of ``body`` for diagnostics, redacted before it is cut."""
+    return redact(body[:_EXCERPT_READ], secrets)[:MAX_ERROR_BODY]
 
 
 def _redirect_error(
@@ -388,7 +392,7 @@ def invalid_body(
         request_id=request_id,
         phase=FailurePhase.BODY,
         request_sent=True,
-        body=redact(body[:MAX_ERROR_BODY], secrets),
+        body=_excerpt(body, secrets),
     )
     vars(error)["should_retry"] = None
     return error
@@ -658,7 +662,7 @@ class HttpTransport:
         headers = _lower_headers(response)
         if 300 <= status < 400:
             raise _redirect_error(status, headers, url, self.provider)
-        raw = await self._read(response, limit=MAX_ERROR_BODY, truncate=True)
+        raw = await self._read(response, limit=_EXCERPT_READ, truncate=True)
         text = raw.decode("utf-8", errors="replace")
         raise error_for_status(status, headers, text, provider=self.provider, secrets=self._secrets)
 
@@ -709,7 +713,7 @@ class HttpTransport:
         text = raw.decode("utf-8", errors="replace")
         try:
             data = json.loads(text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep
             raise invalid_body(
                 f"{self.provider}: response body is not valid JSON ({exc})",
                 text,

@@ -19,7 +19,8 @@ API (stable; other provider modules depend on it)::
 - An event is dispatched at a blank line when any of its fields was seen (so ``event: ping``
   without data still arrives, as the Anthropic and OpenAI SDK decoders do); ``event`` defaults
   to ``"message"``. ``id`` is the last event id seen (it persists across events, as in the
-  WHATWG spec); ``retry`` is set only on the event that carried a valid integer ``retry`` field.
+  WHATWG spec); ``retry`` is set only on the event that carried a valid integer ``retry`` field
+  (at most 18 digits; a longer one is ignored like any invalid value).
 - A line longer than ``max_line`` bytes (1 MiB by default) raises ``ResponseInvalid``
   (``phase="body"``, ``request_sent=True``): the decoder never buffers without bound.
 - Bytes are decoded as UTF-8 per line; invalid sequences are replaced, never raised.
@@ -131,8 +132,8 @@ class SSEDecoder:
                 return
             self._last_id = value
         elif name == "retry":
-            if not (value.isascii() and value.isdigit()):
-                return
+            if not (value.isascii() and value.isdigit()) or len(value) > 18:
+                return  # too long for int() (4300 digits) and for any sane delay
             self._retry = int(value)
         else:
             return

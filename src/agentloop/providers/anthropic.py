@@ -20,7 +20,6 @@ every HTTP failure), both as one JSON reply and as SSE. Wire rules it owns:
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,13 +41,19 @@ from agentloop.errors import (
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, Usage
 from agentloop.model import ModelRequest, ModelResponse, ModelSettings, StreamEvent
 from agentloop.providers._client import HttpClient, check_client, require_key
-from agentloop.providers._http import (
-    HttpTransport,
-    invalid_body,
-    is_context_overflow,
-    parse_error_body,
-)
+from agentloop.providers._http import ErrorInfo, HttpTransport, invalid_body, is_context_overflow
 from agentloop.providers._sse import SSEEvent
+from agentloop.providers._wire import (
+    WireError,
+    as_count,
+    as_index,
+    as_object,
+    loads,
+    nonempty_str,
+    opt_object,
+    opt_str,
+    wrong,
+)
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicClient", "AnthropicStreamState", "build_payload"]
 
@@ -170,43 +175,52 @@ def build_payload(
 # --- response decoding -----------------------------------------------------------------------
 
 
-def _usage(data: Mapping[str, Any] | None, previous: Usage | None = None) -> Usage:
+_INPUT_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+def _usage(value: object, previous: Usage | None = None, path: str = "usage") -> Usage:
+    """Usage from a ``usage`` object; fields it omits keep ``previous``'s counts."""
     base = previous or Usage()
-    if not isinstance(data, Mapping):
+    if value is None:
         return base
-    fields = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    prompt = [data.get(name) for name in fields]
-    inputs = sum(int(v) for v in prompt if isinstance(v, int))
-    output = data.get("output_tokens")
-    return Usage(
-        inputs if any(isinstance(v, int) for v in prompt) else base.input_tokens,
-        int(output) if isinstance(output, int) else base.output_tokens,
-    )
+    usage = as_object(value, path)
+    prompt = [usage.get(name) for name in _INPUT_FIELDS]
+    inputs = base.input_tokens
+    if any(v is not None for v in prompt):
+        inputs = sum(as_count(v, f"{path}.{n}") for v, n in zip(prompt, _INPUT_FIELDS, strict=True))
+    output = usage.get("output_tokens")
+    outputs = base.output_tokens if output is None else as_count(output, f"{path}.output_tokens")
+    return Usage(inputs, outputs)
 
 
-def _decode_block(block: Any) -> Part | None:
-    if not isinstance(block, Mapping):
-        raise _invalid(f"content block is not an object: {block!r}")
+def _decode_block(value: object, path: str) -> Part | None:
+    block = as_object(value, path)
     kind = block.get("type")
     if kind == "text":
-        text = block.get("text")
-        return TextPart(text) if isinstance(text, str) and text else None
+        text = opt_str(block.get("text"), f"{path}.text")
+        return TextPart(text) if text else None
     if kind == "tool_use":
-        arguments = block.get("input")
-        if not isinstance(arguments, Mapping) or not isinstance(block.get("id"), str):
-            raise _invalid(f"malformed tool_use block: {block!r}")
-        return ToolCallPart(block["id"], str(block.get("name", "")), dict(arguments))
+        return ToolCallPart(
+            nonempty_str(block.get("id"), f"{path}.id"),
+            nonempty_str(block.get("name"), f"{path}.name"),
+            dict(as_object(block.get("input"), f"{path}.input")),
+        )
     return None
 
 
 def error_from_body(error: Any, *, phase: FailurePhase, request_id: str | None) -> ProviderError:
-    """The ``ProviderError`` for an Anthropic ``{"type": "error", "error": {...}}`` payload."""
+    """The ``ProviderError`` for an Anthropic ``{"type": "error", "error": {...}}`` payload.
+
+    Any shape is accepted (a field of the wrong type counts as absent): an error event is
+    classified as an error even when it is malformed.
+    """
     detail = error if isinstance(error, Mapping) else {}
-    kind = str(detail.get("type", "api_error"))
-    message = str(detail.get("message", "")) or kind
-    info = parse_error_body(json.dumps({"error": detail}))
+    kind = detail.get("type")
+    kind = kind if isinstance(kind, str) and kind else "api_error"
+    message = detail.get("message")
+    message = message if isinstance(message, str) and message else kind
     cls = _ERROR_TYPES.get(kind, ProviderUnavailable)
-    if cls is BadRequestError and is_context_overflow(info):
+    if cls is BadRequestError and is_context_overflow(ErrorInfo(message=message, type=kind)):
         cls = ContextLengthExceeded
     return cls(
         f"anthropic {kind}: {message}",
@@ -217,20 +231,30 @@ def error_from_body(error: Any, *, phase: FailurePhase, request_id: str | None) 
     )
 
 
+def _message(data: object, request_id: str | None) -> ModelResponse:
+    """The typed read of a Messages API reply; a wrong shape raises ``WireError``."""
+    body = as_object(data, "body")
+    content = body.get("content")
+    if not isinstance(content, list):
+        raise wrong("content", "an array", content)
+    blocks = (_decode_block(block, f"content[{i}]") for i, block in enumerate(content))
+    return ModelResponse(
+        message=Message("assistant", tuple(part for part in blocks if part is not None)),
+        usage=_usage(body.get("usage")),
+        model=opt_str(body.get("model"), "model") or "",
+        stop_reason=opt_str(body.get("stop_reason"), "stop_reason") or None,
+        request_id=request_id or opt_str(body.get("id"), "id"),
+    )
+
+
 def parse_response(data: Any, *, request_id: str | None = None, text: str = "") -> ModelResponse:
-    """A ``ModelResponse`` from a non-streaming Messages API reply."""
+    """A ``ModelResponse`` from a non-streaming Messages API reply (``ResponseInvalid`` else)."""
     if isinstance(data, Mapping) and data.get("type") == "error":
         raise error_from_body(data.get("error"), phase=FailurePhase.BODY, request_id=request_id)
-    if not isinstance(data, Mapping) or not isinstance(data.get("content"), list):
-        raise _invalid("reply has no content list", text, request_id)
-    parts = tuple(p for p in (_decode_block(b) for b in data["content"]) if p is not None)
-    return ModelResponse(
-        message=Message("assistant", parts),
-        usage=_usage(data.get("usage")),
-        model=str(data.get("model") or ""),
-        stop_reason=data.get("stop_reason"),
-        request_id=request_id or data.get("id"),
-    )
+    try:
+        return _message(data, request_id)
+    except WireError as exc:
+        raise _invalid(f"the reply is not a message ({exc})", text, request_id) from exc
 
 
 @dataclass
@@ -263,62 +287,63 @@ class AnthropicStreamState:
             return []
         self.count += 1
         try:
-            data = json.loads(event.data) if event.data else {}
-        except ValueError as exc:
-            raise _invalid(
-                f"stream event is not JSON ({exc})", event.data, self.request_id
-            ) from exc
-        if not isinstance(data, dict):
-            raise _invalid("stream event is not an object", event.data, self.request_id)
-        handler = _HANDLERS.get(str(data.get("type", event.event)))
-        return handler(self, data) if handler is not None else []
+            data = as_object(loads(event.data, "stream event") if event.data else {}, "event")
+            handler = _HANDLERS.get(opt_str(data.get("type"), "type") or event.event)
+            return handler(self, data) if handler is not None else []
+        except WireError as exc:
+            raise _invalid(f"malformed stream event ({exc})", event.data, self.request_id) from exc
 
-    def _start(self, data: dict[str, Any]) -> list[StreamEvent]:
-        message = data.get("message") or {}
-        self.model = str(message.get("model") or "")
-        self.request_id = self.request_id or message.get("id")
-        self.usage = _usage(message.get("usage"))
+    def _start(self, data: Mapping[str, Any]) -> list[StreamEvent]:
+        message = opt_object(data.get("message"), "message")
+        self.model = opt_str(message.get("model"), "message.model") or ""
+        self.request_id = self.request_id or opt_str(message.get("id"), "message.id")
+        self.usage = _usage(message.get("usage"), None, "message.usage")
         return []
 
-    def _block_start(self, data: dict[str, Any]) -> list[StreamEvent]:
-        index, block = data.get("index"), data.get("content_block") or {}
-        if not isinstance(index, int):
-            raise _invalid("content_block_start without an index", str(data), self.request_id)
-        lane = _Lane(kind=str(block.get("type")))
+    def _block_start(self, data: Mapping[str, Any]) -> list[StreamEvent]:
+        index = as_index(data.get("index"), "index")
+        if index is None:
+            raise wrong("index", "a non-negative integer", None)
+        block = opt_object(data.get("content_block"), "content_block")
+        lane = _Lane(kind=opt_str(block.get("type"), "content_block.type") or "")
         self._open[index] = lane
         if lane.kind == "tool_use":
-            lane.call_id, lane.name = str(block.get("id", "")), str(block.get("name", ""))
-            lane.initial = block.get("input") if isinstance(block.get("input"), Mapping) else None
+            lane.call_id = nonempty_str(block.get("id"), "content_block.id")
+            lane.name = nonempty_str(block.get("name"), "content_block.name")
+            initial = opt_object(block.get("input"), "content_block.input")
+            lane.initial = initial or None
             return [StreamEvent("tool_call_delta", index=index, call_id=lane.call_id,
                                 name=lane.name)]  # fmt: skip
-        if lane.kind == "text" and block.get("text"):
-            return self._append(index, lane, {"type": "text_delta", "text": block["text"]})
+        text = opt_str(block.get("text"), "content_block.text")
+        if lane.kind == "text" and text:
+            return self._append(index, lane, {"type": "text_delta", "text": text})
         return []
 
-    def _block_delta(self, data: dict[str, Any]) -> list[StreamEvent]:
-        index = data.get("index")
-        lane = self._open.get(index) if isinstance(index, int) else None
-        if lane is None or not isinstance(index, int):
+    def _block_delta(self, data: Mapping[str, Any]) -> list[StreamEvent]:
+        index = as_index(data.get("index"), "index")
+        delta = opt_object(data.get("delta"), "delta")
+        lane = self._open.get(index) if index is not None else None
+        if lane is None or index is None:
             return []
-        return self._append(index, lane, data.get("delta") or {})
+        return self._append(index, lane, delta)
 
     def _append(self, index: int, lane: _Lane, delta: Mapping[str, Any]) -> list[StreamEvent]:
         kind = delta.get("type")
         if kind == "text_delta" and lane.kind == "text":
-            piece = str(delta.get("text", ""))
+            piece = opt_str(delta.get("text"), "delta.text") or ""
             lane.text += piece
             return [StreamEvent("text_delta", text=piece)] if piece else []
         if kind == "input_json_delta" and lane.kind == "tool_use":
-            piece = str(delta.get("partial_json", ""))
+            piece = opt_str(delta.get("partial_json"), "delta.partial_json") or ""
             lane.text += piece
             return [StreamEvent("tool_call_delta", index=index, call_id=lane.call_id,
                                 name=lane.name, arguments=piece)]  # fmt: skip
         return []
 
-    def _block_stop(self, data: dict[str, Any]) -> list[StreamEvent]:
-        index = data.get("index")
-        lane = self._open.pop(index, None) if isinstance(index, int) else None
-        if lane is None or not isinstance(index, int):
+    def _block_stop(self, data: Mapping[str, Any]) -> list[StreamEvent]:
+        index = as_index(data.get("index"), "index")
+        lane = self._open.pop(index, None) if index is not None else None
+        if lane is None or index is None:
             return []
         if lane.kind == "text" and lane.text:
             self._closed[index] = TextPart(lane.text)
@@ -330,24 +355,23 @@ class AnthropicStreamState:
         if not lane.text.strip():
             return dict(lane.initial or {})
         try:
-            arguments = json.loads(lane.text)
-        except ValueError as exc:
-            raise _invalid(f"tool input of {lane.name!r} is not JSON", lane.text) from exc
-        if not isinstance(arguments, dict):
-            raise _invalid(f"tool input of {lane.name!r} is not an object", lane.text)
-        return arguments
+            return dict(as_object(loads(lane.text, "tool input"), "tool input"))
+        except WireError as exc:  # kept apart to keep the joined text as the body
+            raise _invalid(f"tool input of {lane.name!r} is not a JSON object ({exc})",
+                           lane.text, self.request_id) from exc  # fmt: skip
 
-    def _delta(self, data: dict[str, Any]) -> list[StreamEvent]:
-        delta = data.get("delta") or {}
-        self.stop_reason = delta.get("stop_reason") or self.stop_reason
+    def _delta(self, data: Mapping[str, Any]) -> list[StreamEvent]:
+        delta = opt_object(data.get("delta"), "delta")
+        stop_reason = opt_str(delta.get("stop_reason"), "delta.stop_reason")
+        self.stop_reason = stop_reason or self.stop_reason
         self.usage = _usage(data.get("usage"), self.usage)
         return []
 
-    def _stop(self, data: dict[str, Any]) -> list[StreamEvent]:
+    def _stop(self, data: Mapping[str, Any]) -> list[StreamEvent]:
         self.finished = True
         return [StreamEvent("done", response=self.response())]
 
-    def _error(self, data: dict[str, Any]) -> list[StreamEvent]:
+    def _error(self, data: Mapping[str, Any]) -> list[StreamEvent]:
         raise error_from_body(
             data.get("error"), phase=FailurePhase.READ, request_id=self.request_id
         )

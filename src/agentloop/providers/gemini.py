@@ -29,7 +29,6 @@ Speaks ``POST {base_url}/models/{model}:generateContent`` and
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +40,17 @@ from agentloop.model import ModelRequest, ModelResponse, ModelSettings, StreamEv
 from agentloop.providers._client import HttpClient, check_client, require_key
 from agentloop.providers._http import HttpTransport, error_for_status, invalid_body
 from agentloop.providers._sse import SSEEvent
+from agentloop.providers._wire import (
+    WireError,
+    as_count,
+    as_list,
+    as_object,
+    dumps,
+    loads,
+    nonempty_str,
+    opt_object,
+    opt_str,
+)
 
 __all__ = ["GeminiClient", "GeminiStreamState", "build_payload", "parse_response"]
 
@@ -168,14 +178,19 @@ def build_payload(
 # --- response decoding -----------------------------------------------------------------------
 
 
-def _usage(data: Any, previous: Usage) -> Usage:
-    if not isinstance(data, Mapping):
+def _usage(value: object, previous: Usage) -> Usage:
+    if value is None:
         return previous
-    prompt = data.get("promptTokenCount")
-    output = sum(
-        int(data.get(k) or 0) for k in ("candidatesTokenCount", "thoughtsTokenCount")
+    usage = as_object(value, "usageMetadata")
+    prompt = usage.get("promptTokenCount")
+    output = as_count(
+        usage.get("candidatesTokenCount"), "usageMetadata.candidatesTokenCount"
+    ) + as_count(
+        usage.get("thoughtsTokenCount"), "usageMetadata.thoughtsTokenCount"
     )  # thinking is billed as output
-    return Usage(int(prompt) if isinstance(prompt, int) else previous.input_tokens, output)
+    if prompt is None:
+        return Usage(previous.input_tokens, output)
+    return Usage(as_count(prompt, "usageMetadata.promptTokenCount"), output)
 
 
 def _stop_reason(finish: str, has_calls: bool) -> str:
@@ -203,55 +218,67 @@ class GeminiStreamState:
 
     def feed_chunk(self, data: Any, raw: str = "") -> list[StreamEvent]:
         """Apply one ``GenerateContentResponse`` chunk; returns the events it produces."""
-        if not isinstance(data, Mapping):
-            raise _invalid("chunk is not an object", raw, self.request_id)
-        if "error" in data:
-            raise _chunk_error(data, raw, self.request_id)
+        try:
+            chunk = as_object(data, "chunk")
+            if "error" in chunk:
+                raise _chunk_error(chunk, raw, self.request_id)
+            return self._apply(chunk)
+        except WireError as exc:
+            raise _invalid(f"malformed chunk ({exc})", raw, self.request_id) from exc
+
+    def _apply(self, chunk: Mapping[str, Any]) -> list[StreamEvent]:
         self.count += 1
-        self.request_id = self.request_id or data.get("responseId")
-        self.model = str(data.get("modelVersion") or self.model)
-        self.usage = _usage(data.get("usageMetadata"), self.usage)
-        blocked = (data.get("promptFeedback") or {}).get("blockReason")
-        if blocked:
-            self.finish = str(blocked)
-        candidates = data.get("candidates") or []
-        if not isinstance(candidates, list) or not candidates:
+        self.request_id = self.request_id or opt_str(chunk.get("responseId"), "responseId")
+        self.model = opt_str(chunk.get("modelVersion"), "modelVersion") or self.model
+        self.usage = _usage(chunk.get("usageMetadata"), self.usage)
+        feedback = opt_object(chunk.get("promptFeedback"), "promptFeedback")
+        self.finish = opt_str(feedback.get("blockReason"), "promptFeedback.blockReason") or (
+            self.finish
+        )
+        candidates = as_list(chunk.get("candidates"), "candidates")
+        if not candidates:
             return []
-        candidate = candidates[0] if isinstance(candidates[0], Mapping) else {}
-        if candidate.get("finishReason"):
-            self.finish = str(candidate["finishReason"])
-        content = candidate.get("content") or {}
-        return [e for part in content.get("parts") or [] for e in self._part(part, raw)]
+        candidate = as_object(candidates[0], "candidates[0]")
+        finish = opt_str(candidate.get("finishReason"), "candidates[0].finishReason")
+        self.finish = finish or self.finish
+        content = opt_object(candidate.get("content"), "candidates[0].content")
+        parts = as_list(content.get("parts"), "candidates[0].content.parts")
+        return [e for index, part in enumerate(parts) for e in self._part(part, index)]
 
     def feed(self, event: SSEEvent) -> list[StreamEvent]:
         """Apply one SSE event (its data is one JSON chunk)."""
         if not event.data.strip():
             return []
         try:
-            data = json.loads(event.data)
-        except ValueError as exc:
-            raise _invalid(f"chunk is not JSON ({exc})", event.data, self.request_id) from exc
+            data = loads(event.data, "chunk")
+        except WireError as exc:
+            raise _invalid(f"malformed chunk ({exc})", event.data, self.request_id) from exc
         return self.feed_chunk(data, event.data)
 
-    def _part(self, part: Any, raw: str) -> list[StreamEvent]:
-        if not isinstance(part, Mapping) or part.get("thought"):
+    def _part(self, value: object, position: int) -> list[StreamEvent]:
+        path = f"candidates[0].content.parts[{position}]"
+        part = as_object(value, path)
+        if part.get("thought"):
             return []
-        if isinstance(part.get("text"), str) and part["text"]:
-            self._add_text(part["text"])
-            return [StreamEvent("text_delta", text=part["text"])]
-        call = part.get("functionCall")
-        if not isinstance(call, Mapping):
+        text = opt_str(part.get("text"), f"{path}.text")
+        if text:
+            self._add_text(text)
+            return [StreamEvent("text_delta", text=text)]
+        if part.get("functionCall") is None:
             return []
-        args = call.get("args") or {}
-        if not isinstance(args, Mapping) or not isinstance(call.get("name"), str):
-            raise _invalid(f"malformed functionCall: {call!r}", raw, self.request_id)
+        call = as_object(part["functionCall"], f"{path}.functionCall")
+        name = nonempty_str(call.get("name"), f"{path}.functionCall.name")
+        args = opt_object(call.get("args"), f"{path}.functionCall.args")
+        arguments = dumps(args, f"{path}.functionCall.args")
         index = sum(isinstance(p, ToolCallPart) for p in self.parts)
-        call_id = str(call.get("id") or f"{_SYNTHETIC}{self._stem()}_{index}")
-        if isinstance(part.get("thoughtSignature"), str):
-            self.signatures[call_id] = part["thoughtSignature"]
-        self.parts.append(ToolCallPart(call_id, call["name"], dict(args)))
-        return [StreamEvent("tool_call_delta", index=index, call_id=call_id, name=call["name"],
-                            arguments=json.dumps(dict(args)))]  # fmt: skip
+        call_id = opt_str(call.get("id"), f"{path}.functionCall.id")
+        call_id = call_id or f"{_SYNTHETIC}{self._stem()}_{index}"
+        signature = opt_str(part.get("thoughtSignature"), f"{path}.thoughtSignature")
+        if signature:
+            self.signatures[call_id] = signature
+        self.parts.append(ToolCallPart(call_id, name, dict(args)))
+        return [StreamEvent("tool_call_delta", index=index, call_id=call_id, name=name,
+                            arguments=arguments)]  # fmt: skip
 
     def _add_text(self, text: str) -> None:
         if self.parts and isinstance(self.parts[-1], TextPart):
@@ -285,7 +312,7 @@ def _chunk_error(data: Mapping[str, Any], raw: str, request_id: str | None) -> P
     error = data.get("error")
     code = error.get("code") if isinstance(error, Mapping) else None
     status = code if isinstance(code, int) and 400 <= code < 600 else 500
-    error = error_for_status(status, {}, raw or json.dumps(data), provider=_PROVIDER)
+    error = error_for_status(status, {}, raw or dumps(data, "error"), provider=_PROVIDER)
     error.phase, error.request_id = FailurePhase.READ, request_id
     return error
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 import ssl
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -47,6 +48,19 @@ from agentloop.messages import Message, Part, TextPart, ToolCallPart, ToolResult
 from agentloop.model import ModelRequest, ModelResponse, ModelSettings, StreamEvent, ToolSpec
 from agentloop.providers._client import HttpClient, check_client
 from agentloop.providers._http import HttpTransport, error_for_status, invalid_body, redact
+from agentloop.providers._wire import (
+    WireError,
+    as_count,
+    as_index,
+    as_list,
+    as_object,
+    dumps,
+    loads,
+    nonempty_str,
+    opt_object,
+    opt_str,
+    wrong,
+)
 
 __all__ = [
     "INVALID_JSON_KEY",
@@ -72,7 +86,7 @@ def decode_arguments(raw: str) -> dict[str, Any]:
         return {}
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # too deep to decode is as invalid as bad JSON
         return {INVALID_JSON_KEY: raw}
     return value if isinstance(value, dict) else {INVALID_JSON_KEY: raw}
 
@@ -177,29 +191,61 @@ def _payload_error(
     return result
 
 
-def _usage(data: object) -> Usage:
-    if not isinstance(data, dict):
-        return Usage()
-    return Usage(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0))
+def _usage(value: object) -> Usage:
+    usage = opt_object(value, "usage")
+    return Usage(
+        as_count(usage.get("prompt_tokens"), "usage.prompt_tokens"),
+        as_count(usage.get("completion_tokens"), "usage.completion_tokens"),
+    )
 
 
-def _parse_message(message: Mapping[str, Any]) -> Message:
-    parts: list[Part] = []
-    text = message.get("content") or message.get("refusal") or ""
-    if not isinstance(text, str):
-        raise TypeError("message content is not a string")
-    if text:
-        parts.append(TextPart(text))
-    for index, call in enumerate(message.get("tool_calls") or ()):
-        function = call["function"]
-        raw = function.get("arguments") or ""
-        raw = raw if isinstance(raw, str) else json.dumps(raw)
-        parts.append(
-            ToolCallPart(
-                str(call.get("id") or f"call_{index}"), str(function["name"]), decode_arguments(raw)
-            )
-        )
+def _argument_text(value: object, path: str) -> str:
+    """A call's ``arguments``: the JSON text; an object (sent by some servers) is re-encoded."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, dict):
+        return dumps(value, path)
+    raise wrong(path, "a string or an object", value)
+
+
+def _parse_call(value: object, index: int) -> ToolCallPart:
+    path = f"choices[0].message.tool_calls[{index}]"
+    call = as_object(value, path)
+    function = as_object(call.get("function"), f"{path}.function")
+    name = nonempty_str(function.get("name"), f"{path}.function.name")
+    raw = _argument_text(function.get("arguments"), f"{path}.function.arguments")
+    call_id = opt_str(call.get("id"), f"{path}.id") or f"call_{index}"
+    return ToolCallPart(call_id, name, decode_arguments(raw))
+
+
+def _parse_message(value: object) -> Message:
+    message = as_object(value, "choices[0].message")
+    content = opt_str(message.get("content"), "choices[0].message.content")
+    refusal = opt_str(message.get("refusal"), "choices[0].message.refusal")
+    text = content or refusal
+    parts: list[Part] = [TextPart(text)] if text else []
+    calls = as_list(message.get("tool_calls"), "choices[0].message.tool_calls")
+    parts.extend(_parse_call(call, index) for index, call in enumerate(calls))
     return Message("assistant", tuple(parts))
+
+
+def _completion(data: object, model: str, request_id: str | None) -> ModelResponse:
+    """The typed read of a chat completion body; a wrong shape raises ``WireError``."""
+    body = as_object(data, "body")
+    choices = as_list(body.get("choices"), "choices")
+    if not choices:
+        raise WireError("choices", "expected at least one choice")
+    choice = as_object(choices[0], "choices[0]")
+    message = _parse_message(choice.get("message"))
+    return ModelResponse(
+        message=message,
+        usage=_usage(body.get("usage")),
+        model=opt_str(body.get("model"), "model") or model,
+        stop_reason=opt_str(choice.get("finish_reason"), "choices[0].finish_reason") or None,
+        request_id=request_id,
+    )
 
 
 def parse_completion(
@@ -215,35 +261,38 @@ def parse_completion(
 
     ``redactor`` cleans ``text`` before it is kept on an error; successful replies skip it.
     """
-    if redactor is not None and (not isinstance(data, dict) or data.get("error")):
-        text = redactor(text)
-    if isinstance(data, dict):
-        error = _payload_error(data, text, provider, request_id)
+    if isinstance(data, dict) and data.get("error"):
+        error = _payload_error(data, redactor(text) if redactor else text, provider, request_id)
         if error is not None:
             raise error
     try:
-        if not isinstance(data, dict):
-            raise TypeError("the body is not a JSON object")
-        choice = data["choices"][0]
-        message = _parse_message(choice["message"])
-    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+        return _completion(data, model, request_id)
+    except WireError as exc:
         raise _invalid(
-            f"{provider}: the reply is not a chat completion ({type(exc).__name__}: {exc})",
+            f"{provider}: the reply is not a chat completion ({exc})",
             redactor(text) if redactor is not None else text,
             provider,
             request_id,
         ) from exc
-    return ModelResponse(
-        message=message,
-        usage=_usage(data.get("usage")),
-        model=str(data.get("model") or model),
-        stop_reason=choice.get("finish_reason"),
-        request_id=request_id,
-    )
+
+
+@dataclass(slots=True)
+class _StreamedCall:
+    """One tool call being streamed: its id, name and argument fragments so far."""
+
+    id: str = ""
+    name: str = ""
+    fragments: list[str] = field(default_factory=list)
 
 
 class ChatStreamAccumulator:
-    """Folds Chat Completions stream chunks (choice 0) into deltas and one final response."""
+    """Folds Chat Completions stream chunks (choice 0) into deltas and one final response.
+
+    Tool-call fragments go to lanes, in order of first appearance: a fragment joins the lane of
+    its ``index``, unless it carries an id different from the one that lane already has (two
+    calls sent under one index stay two calls). Without an ``index``, a new id opens a new lane
+    and a fragment without an id continues the last one. ``StreamEvent.index`` is the lane.
+    """
 
     def __init__(self, *, provider: str, model: str, secrets: Sequence[str] = ()) -> None:
         self.provider = provider
@@ -253,8 +302,8 @@ class ChatStreamAccumulator:
         self.done = False
         self.events_seen = 0
         self._text: list[str] = []
-        self._calls: dict[int, list[str]] = {}
-        self._order: list[int] = []
+        self._calls: list[_StreamedCall] = []
+        self._lanes: dict[int, int] = {}
         self._finish: str | None = None
         self._usage = Usage()
 
@@ -267,72 +316,75 @@ class ChatStreamAccumulator:
             self.done = True
             return []
         try:
-            chunk = json.loads(data)
-        except ValueError as exc:
-            raise self._bad(f"stream chunk is not JSON ({exc})", data) from exc
-        if not isinstance(chunk, dict):
-            raise self._bad("stream chunk is not an object", data)
+            return self._chunk(loads(data, "stream chunk"), data)
+        except WireError as exc:
+            raise self._bad(f"malformed stream chunk ({exc})", data) from exc
+
+    def _chunk(self, value: object, data: str) -> list[StreamEvent]:
+        chunk = as_object(value, "stream chunk")
         if chunk.get("error"):
             error = _payload_error(
                 chunk, redact(data, self.secrets), self.provider, self.request_id
             )
             if error is not None:
                 raise error
-        self.model = str(chunk.get("model") or self.model)
-        if chunk.get("usage"):
-            self._usage = _usage(chunk["usage"])
-        try:
-            return self._choices(chunk.get("choices") or ())
-        except (KeyError, TypeError, AttributeError, ValueError) as exc:
-            raise self._bad(f"malformed stream chunk ({type(exc).__name__}: {exc})", data) from exc
+        self.model = opt_str(chunk.get("model"), "model") or self.model
+        usage = chunk.get("usage")
+        if usage is not None and usage != {}:
+            self._usage = _usage(usage)
+        return self._choices(as_list(chunk.get("choices"), "choices"))
 
     def _choices(self, choices: Iterable[Any]) -> list[StreamEvent]:
         events: list[StreamEvent] = []
-        for choice in choices:
-            if int(choice.get("index") or 0) != 0:
-                continue
-            if choice.get("finish_reason"):
-                self._finish = str(choice["finish_reason"])
-            delta = choice.get("delta") or {}
-            text = delta.get("content") or delta.get("refusal")
+        for value in choices:
+            choice = as_object(value, "choices[]")
+            if as_index(choice.get("index"), "choices[].index"):
+                continue  # only choice 0 (a missing index means 0)
+            finish = opt_str(choice.get("finish_reason"), "choices[].finish_reason")
+            self._finish = finish or self._finish
+            delta = opt_object(choice.get("delta"), "choices[].delta")
+            content = opt_str(delta.get("content"), "choices[].delta.content")
+            refusal = opt_str(delta.get("refusal"), "choices[].delta.refusal")
+            text = content or refusal
             if text:
-                self._text.append(str(text))
-                events.append(StreamEvent("text_delta", text=str(text)))
-            for call in delta.get("tool_calls") or ():
-                events.append(self._tool_delta(call))
+                self._text.append(text)
+                events.append(StreamEvent("text_delta", text=text))
+            for call in as_list(delta.get("tool_calls"), "choices[].delta.tool_calls"):
+                events.append(self._tool_delta(as_object(call, "choices[].delta.tool_calls[]")))
         return events
 
     def _tool_delta(self, call: Mapping[str, Any]) -> StreamEvent:
-        call_id = call.get("id")
-        index = self._index(call.get("index"), call_id)
-        if index not in self._calls:
-            self._calls[index] = ["", "", ""]
-            self._order.append(index)
-        state = self._calls[index]
-        function = call.get("function") or {}
-        name = function.get("name")
-        fragment = function.get("arguments") or ""
-        state[0] = state[0] or str(call_id or "")
-        state[1] = state[1] or str(name or "")
-        state[2] += str(fragment)
+        path = "choices[].delta.tool_calls[]"
+        call_id = opt_str(call.get("id"), f"{path}.id") or None
+        function = opt_object(call.get("function"), f"{path}.function")
+        name = opt_str(function.get("name"), f"{path}.function.name")
+        fragment = _argument_text(function.get("arguments"), f"{path}.function.arguments")
+        lane = self._lane(as_index(call.get("index"), f"{path}.index"), call_id)
+        state = self._calls[lane]
+        state.id = state.id or call_id or ""
+        state.name = state.name or name or ""
+        state.fragments.append(fragment)
         return StreamEvent(
-            "tool_call_delta",
-            index=index,
-            call_id=call_id,
-            name=name,
-            arguments=str(fragment),
+            "tool_call_delta", index=lane, call_id=call_id, name=name, arguments=fragment
         )
 
-    def _index(self, index: object, call_id: object) -> int:
-        """The call's lane; servers that omit ``index`` start a new lane with each new id."""
-        if index is not None:
-            return int(str(index))
-        for known in self._order:
-            if call_id and self._calls[known][0] == call_id:
-                return known
-        if call_id or not self._order:
-            return max(self._order, default=-1) + 1
-        return self._order[-1]
+    def _lane(self, index: int | None, call_id: str | None) -> int:
+        """The lane of a fragment (see the class docstring)."""
+        if index is None:
+            known = [lane for lane, c in enumerate(self._calls) if call_id and c.id == call_id]
+            if known:
+                return known[0]
+            if call_id or not self._calls:
+                return self._new_lane()
+            return len(self._calls) - 1
+        lane = self._lanes.get(index)
+        if lane is None or (call_id and self._calls[lane].id not in ("", call_id)):
+            lane = self._lanes[index] = self._new_lane()
+        return lane
+
+    def _new_lane(self) -> int:
+        self._calls.append(_StreamedCall())
+        return len(self._calls) - 1
 
     def _bad(self, message: str, body: str) -> ResponseInvalid:
         text = redact(body, self.secrets)
@@ -346,11 +398,11 @@ class ChatStreamAccumulator:
                 "".join(self._text),
             )
         parts: list[Part] = [TextPart("".join(self._text))] if self._text else []
-        for index in sorted(self._order):
-            call_id, name, raw = self._calls[index]
-            if not name:
-                raise self._bad(f"streamed tool call {index} has no name", raw)
-            parts.append(ToolCallPart(call_id or f"call_{index}", name, decode_arguments(raw)))
+        for lane, call in enumerate(self._calls):
+            raw = "".join(call.fragments)
+            if not call.name:
+                raise self._bad(f"streamed tool call {lane} has no name", raw)
+            parts.append(ToolCallPart(call.id or f"call_{lane}", call.name, decode_arguments(raw)))
         return ModelResponse(
             message=Message("assistant", tuple(parts)),
             usage=self._usage,
