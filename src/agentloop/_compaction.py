@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from agentloop import events as ev
 from agentloop._turn import RunState
 from agentloop.config import RunConfig
 from agentloop.context import WindowPolicy
@@ -24,7 +25,7 @@ from agentloop.errors import (
 from agentloop.hooks import Hook, overrides
 from agentloop.messages import Message
 from agentloop.model import ToolSpec
-from agentloop.observers import ObserverFanout
+from agentloop.observers import EventBus
 from agentloop.tokens import ContextMeter
 from agentloop.transcript import TranscriptChecker
 
@@ -42,7 +43,7 @@ class ContextGuard:
         *,
         system: str | None,
         specs: Sequence[ToolSpec],
-        observers: ObserverFanout,
+        observers: EventBus,
         hooks: Sequence[Hook],
     ) -> None:
         self.config = config
@@ -101,7 +102,7 @@ class ContextGuard:
             )
         except Exception as exc:
             error = CompactionFailed(before, self.config.context_window, cause=exc)
-            self.observers.emit("on_compaction_failed", state.run, error)
+            self.observers.emit(ev.CompactionFailed(state.run.id, state.turn_index, error))
             raise error from exc
         after = self.meter.overhead + sum(self.meter.counter.count_message(m) for m in compacted)
         if after >= before or not compacted:
@@ -109,12 +110,12 @@ class ContextGuard:
             return
         if not self.policy.fits(after):
             error_ = ContextExceeded(after, self.config.context_window)
-            self.observers.emit("on_compaction_failed", state.run, error_)
+            self.observers.emit(ev.CompactionFailed(state.run.id, state.turn_index, error_))
             raise error_
         commit(compacted)
         self.meter.replace(compacted)
         self.checker.reset(compacted)
-        self.observers.emit("on_compaction", state.run, before, after)
+        self.observers.emit(ev.Compacted(state.run.id, state.turn_index, before, after))
 
     def _no_progress(self, reason: str, after: int, before: int) -> None:
         """A pass shaved nothing: defer while a threshold pass still fits, else stop."""

@@ -9,12 +9,14 @@ loop-detector record → ``on_tool_post`` → post-tool hooks → breaker record
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from agentloop import events as ev
 from agentloop._safety import BREAKER_TEXT, SafetyState
 from agentloop._suggest import suggest
 from agentloop._turn import RunState
@@ -28,7 +30,7 @@ from agentloop.errors import (
 )
 from agentloop.hooks import Allow, Approver, Ask, Block, Hook, overrides
 from agentloop.messages import ToolCallPart, ToolResultPart
-from agentloop.observers import ObserverFanout
+from agentloop.observers import EventBus
 from agentloop.safety.breaker import Outcome as BreakerOutcome
 from agentloop.safety.output import limit_output
 from agentloop.safety.recovery import (
@@ -76,7 +78,7 @@ class Dispatcher:
         registry: ToolRegistry,
         config: RunConfig,
         hooks: Sequence[Hook],
-        observers: ObserverFanout,
+        observers: EventBus,
         approver: Approver | None,
         session_id: str,
         safety: SafetyState,
@@ -101,8 +103,10 @@ class Dispatcher:
         """Every call's result, in the model's order."""
         self._check_limits(state, calls)
         state.tool_calls += len(calls)
-        for call in calls:
-            self.observers.emit("on_tool_call_received", state.run, call)
+        bus = self.observers
+        if bus.active:
+            for call in calls:
+                bus.emit(ev.ToolCallRequested(state.run.id, state.turn_index, call))
         results: list[ToolResultPart | None] = [None] * len(calls)
         runnable: list[int] = []
         for index, call in enumerate(calls):
@@ -215,8 +219,10 @@ class Dispatcher:
             tool_name=name,
             cancel=state.tokens[-1],
             session_id=self.session_id,
+            deps=state.deps,
         )
-        self.observers.emit("on_tool_pre", run, call, attempt)
+        if self.observers.active:
+            self.observers.emit(ev.ToolCallStarted(run.id, state.turn_index, call, attempt))
         veto = await self._pre_hooks(call, ctx) if self.pre_hooks else None
         if veto is not None:
             return self._vetoed(state, call, name, arguments, attempt, veto)
@@ -235,7 +241,7 @@ class Dispatcher:
         self.safety.loop_record(
             run, name, arguments, content, is_error=result.is_error, available=outcome != "missing"
         )
-        self.observers.emit("on_tool_post", run, call, result, attempt, duration)
+        self._finished(state, call, result, attempt, duration)
         try:
             await self._post_hooks(call, result, ctx)
         finally:  # the tool ran: a failing or cancelled post hook must not leave a probe hanging
@@ -255,7 +261,7 @@ class Dispatcher:
             refused = ToolResultPart(
                 call.id, call.name, f"dispatch refused before execution: {stop}", True
             )
-            self.observers.emit("on_tool_post", state.run, call, refused, attempt, 0.0)
+            self._finished(state, call, refused, attempt, 0.0)
             raise stop
 
     def _vetoed(
@@ -275,7 +281,7 @@ class Dispatcher:
         self._refuse_if_looping(state, call, attempt)
         result = ToolResultPart(call.id, call.name, veto, True)
         self.safety.loop_record(state.run, name, arguments, veto, is_error=True)
-        self.observers.emit("on_tool_post", state.run, call, result, attempt, 0.0)
+        self._finished(state, call, result, attempt, 0.0)
         return _Attempt(result, "vetoed")
 
     def _refused(
@@ -289,11 +295,28 @@ class Dispatcher:
         """The breaker refused: a soft result, counted by the loop detector, never recovered."""
         result = ToolResultPart(call.id, call.name, BREAKER_TEXT, True)
         self.safety.loop_record(state.run, name, arguments, BREAKER_TEXT, is_error=True)
-        self.observers.emit("on_tool_post", state.run, call, result, attempt, 0.0)
+        self._finished(state, call, result, attempt, 0.0)
         return _Attempt(result, "refused")
 
+    def _finished(
+        self,
+        state: RunState,
+        call: ToolCallPart,
+        result: ToolResultPart,
+        attempt: int,
+        duration: float,
+    ) -> None:
+        if self.observers.active:
+            self.observers.emit(
+                ev.ToolCallFinished(state.run.id, state.turn_index, call, result, attempt, duration)
+            )
+
     async def _pre_hooks(self, call: ToolCallPart, ctx: ToolContext) -> str | None:
-        """The veto text of the first Block/Ask, or None to proceed."""
+        """The veto text of the first Block/Ask, or None to proceed. Fails closed.
+
+        An answer that is not a decision blocks the call; an approver's answer other than
+        ``True`` denies it; an approver that raises denies it. Each is logged.
+        """
         for hook in self.pre_hooks:
             decision = await hook.pre_tool(call, ctx)
             if decision is None or isinstance(decision, Allow):
@@ -301,12 +324,47 @@ class Dispatcher:
             if isinstance(decision, Block):
                 return decision.reason
             if isinstance(decision, Ask):
-                if self.config.headless or self.approver is None:
+                if self.approver is None:
                     return decision.message
-                if await self.approver(call, decision.message):
+                denial = await self._approve(call, decision.message)
+                if denial is None:
                     continue
-                return "User denied permission"
+                return denial
+            logger.error(
+                "hook %s returned %r for tool '%s' (call %s), not a decision; the call is blocked",
+                type(hook).__name__,
+                decision,
+                call.name,
+                call.id,
+            )
+            return f"blocked: hook {type(hook).__name__} returned {decision!r}, not a decision"
         return None
+
+    async def _approve(self, call: ToolCallPart, message: str) -> str | None:
+        """None when the approver answered exactly ``True``; else the denial the model reads."""
+        assert self.approver is not None
+        try:
+            answer = self.approver(call, message)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        except Exception as exc:
+            logger.error(
+                "approver raised for tool '%s' (call %s); the call is denied",
+                call.name,
+                call.id,
+                exc_info=True,
+            )
+            return f"approval failed: {type(exc).__name__}: {exc}"
+        if answer is True:
+            return None
+        if answer is not False:
+            logger.warning(
+                "approver answered %r for tool '%s' (call %s), not True; the call is denied",
+                answer,
+                call.name,
+                call.id,
+            )
+        return "User denied permission"
 
     async def _invoke(
         self, state: RunState, ctx: ToolContext, name: str, arguments: Mapping[str, Any]
@@ -348,12 +406,22 @@ class Dispatcher:
         except ToolError as exc:
             return exc.message, "tool_error"
         except _ToolRaisedTimeout as exc:
-            return _panic_text(tool.name, exc.__cause__ or TimeoutError()), "sick"
-        except TimeoutError:
+            cause = exc.__cause__ or TimeoutError()
+            _log_panic(tool.name, ctx.call_id, cause)
+            return _panic_text(tool.name, cause), "sick"
+        except TimeoutError as exc:
+            logger.warning(
+                "tool '%s' (call %s) timed out after %ss",
+                tool.name,
+                ctx.call_id,
+                _seconds(timeout),
+                exc_info=exc,
+            )
             return f"Tool '{tool.name}' timed out after {_seconds(timeout)}s", "sick"
         except Exception as exc:
+            _log_panic(tool.name, ctx.call_id, exc)
             return _panic_text(tool.name, exc), "sick"
-        return _rendered(tool.name, output)
+        return _rendered(tool.name, output, ctx.call_id)
 
     async def _decide(
         self, name: str, arguments: Mapping[str, Any], result: ToolResultPart, attempt: int
@@ -380,14 +448,22 @@ class Dispatcher:
         return action, analysis.correction
 
 
-def _rendered(name: str, output: Any) -> tuple[str, Outcome]:
+def _rendered(name: str, output: Any, call_id: str) -> tuple[str, Outcome]:
     """The text of a tool's return value; a value that cannot be rendered is a panic."""
     try:
         if isinstance(output, ToolOutput):
             return render_content(output.content), "tool_error" if output.is_error else "ok"
         return render_content(output), "ok"
     except Exception as exc:
+        _log_panic(name, call_id, exc)
         return _panic_text(name, exc), "sick"
+
+
+def _log_panic(name: str, call_id: str, exc: BaseException) -> None:
+    """A tool bug is the developer's business too: WARNING with the traceback."""
+    logger.warning(
+        "tool '%s' (call %s) panicked: %s", name, call_id, type(exc).__name__, exc_info=exc
+    )
 
 
 class _ToolRaisedTimeout(Exception):

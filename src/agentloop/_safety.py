@@ -12,10 +12,11 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from agentloop import events as ev
 from agentloop.config import RunConfig
 from agentloop.errors import AgentLoopError, LockPoisoned, LoopDetected
 from agentloop.messages import Usage
-from agentloop.observers import ObserverFanout
+from agentloop.observers import EventBus
 from agentloop.run import Run
 from agentloop.safety.breaker import Admission, ToolBreakers
 from agentloop.safety.breaker import Outcome as BreakerOutcome
@@ -33,8 +34,8 @@ BREAKER_TEXT = "tool temporarily unavailable: circuit breaker open"
 class SafetyState:
     """Loop and convergence detection, tool breakers and the budget gate of one agent."""
 
-    def __init__(self, config: RunConfig, observers: ObserverFanout) -> None:
-        self.observers = observers
+    def __init__(self, config: RunConfig, bus: EventBus) -> None:
+        self.bus = bus
         self.loops = LoopDetector(config.loop_detection)
         self.convergence = ConvergenceDetector(config.convergence)
         self.breakers = ToolBreakers(config.tool_breaker)
@@ -79,8 +80,10 @@ class SafetyState:
         except Exception as exc:
             self._poisoned("the loop detector", exc)
             return
-        if warning is not None:
-            self.observers.emit("on_loop_detected", run, warning.pattern, warning.repetitions)
+        if warning is not None and self.bus.active:
+            self.bus.emit(
+                ev.LoopWarning(run.id, self.bus.turn, warning.pattern, warning.repetitions)
+            )
 
     def converge(self, run: Run, text: str) -> AgentLoopError | None:
         """Feed a terminal reply; the hard error its configured action asks for, if any."""
@@ -93,7 +96,8 @@ class SafetyState:
             return None
         if status is None:
             return None
-        self.observers.emit("on_convergence_detected", run, status)
+        if self.bus.active:
+            self.bus.emit(ev.ConvergenceWarning(run.id, self.bus.turn, status))
         return convergence_error(status.action)
 
     def admit(self, tool: str) -> Admission | None:
@@ -135,8 +139,10 @@ class SafetyState:
             self._budget_off(exc)
             return
         for warning in warnings:
-            self.observers.emit(
-                "on_budget_warn", run, warning.dimension, warning.spent, warning.limit
+            self.bus.emit(
+                ev.BudgetWarning(
+                    run.id, self.bus.turn, warning.dimension, warning.spent, warning.limit
+                )
             )
         if stop is not None:
             raise stop

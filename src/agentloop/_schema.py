@@ -139,8 +139,13 @@ def _field_for(
 
 def format_validation_error(tool_name: str, error: ValidationError) -> str:
     """``Invalid arguments for tool 'x': <field>: <problem>; ...``."""
+    return f"Invalid arguments for tool '{tool_name}': " + format_problems(error, "arguments")
+
+
+def format_problems(error: ValidationError, whole: str) -> str:
+    """``<field>: <problem>; ...`` (``whole`` names a problem of the value itself)."""
     problems = []
     for item in error.errors(include_url=False, include_context=False, include_input=False):
-        loc = ".".join(str(part) for part in item["loc"]) or "arguments"
+        loc = ".".join(str(part) for part in item["loc"]) or whole
         problems.append(f"{loc}: {item['msg']}")
-    return f"Invalid arguments for tool '{tool_name}': " + "; ".join(problems)
+    return "; ".join(problems)

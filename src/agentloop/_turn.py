@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
+from agentloop import events as ev
 from agentloop.cancel import CancelToken
 from agentloop.errors import (
     AgentLoopError,
@@ -22,8 +25,16 @@ from agentloop.errors import (
     ResponseInvalid,
 )
 from agentloop.messages import Message, ToolCallPart
-from agentloop.model import ModelClient, ModelRequest, ModelResponse, ModelSettings, ToolSpec
-from agentloop.observers import ObserverFanout
+from agentloop.model import (
+    ModelClient,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    OutputSpec,
+    StreamEvent,
+    ToolSpec,
+)
+from agentloop.observers import EventBus
 from agentloop.run import Run
 
 __all__ = ["ClientEventBridge", "RunState", "build_request", "call_model"]
@@ -33,7 +44,7 @@ __all__ = ["ClientEventBridge", "RunState", "build_request", "call_model"]
 class RunState:
     """Everything one run mutates."""
 
-    run: Run
+    run: Run[Any]
     tokens: tuple[CancelToken, ...]
     transcript: list[Message]
     base: int
@@ -47,6 +58,10 @@ class RunState:
     tool_calls: int = 0
     finalizing: bool = False
     watch_handles: list[tuple[CancelToken, int]] = field(default_factory=list)
+    deps: Any = None
+    native_output: bool = False
+    invalid_outputs: int = 0
+    listener: Callable[[ev.Event], None] | None = None
 
     def __post_init__(self) -> None:
         self.boundary = self.base
@@ -85,28 +100,35 @@ class RunState:
 
 
 class ClientEventBridge:
-    """Forwards a wrapping client's events (retry, fallback, switch) to the observers."""
+    """Turns a wrapping client's reports (retry, fallback, switch) into events."""
 
-    __slots__ = ("_observers", "_run")
+    __slots__ = ("_bus", "_run")
 
-    def __init__(self, run: Run, observers: ObserverFanout) -> None:
+    def __init__(self, run: Run[Any], bus: EventBus) -> None:
         self._run = run
-        self._observers = observers
+        self._bus = bus
 
     def on_retry(self, error: BaseException, attempt: int, wait_seconds: float) -> None:
         """A request is retried."""
-        self._observers.emit("on_retry", self._run, error, attempt, wait_seconds)
+        if self._bus.active:
+            self._bus.emit(
+                ev.RetryScheduled(self._run.id, self._bus.turn, error, attempt, wait_seconds)
+            )
 
     def on_fallback(self, from_model: str, to_model: str, error: BaseException) -> None:
         """A request failed over."""
-        self._observers.emit("on_fallback", self._run, from_model, to_model, error)
+        if self._bus.active:
+            self._bus.emit(ev.FellBack(self._run.id, self._bus.turn, from_model, to_model, error))
 
     def on_model_switched(self, from_model: str, to_model: str) -> None:
         """The serving model changed."""
-        self._observers.emit("on_model_switched", self._run, from_model, to_model)
+        if self._bus.active:
+            self._bus.emit(ev.ModelSwitched(self._run.id, self._bus.turn, from_model, to_model))
 
 
-def build_request(state: RunState, system: str | None, settings: ModelSettings) -> ModelRequest:
+def build_request(
+    state: RunState, system: str | None, settings: ModelSettings, output: OutputSpec | None = None
+) -> ModelRequest:
     """The request for the next model call (wrapping clients report to ``state.events``)."""
     return ModelRequest(
         messages=tuple(state.transcript),
@@ -114,6 +136,7 @@ def build_request(state: RunState, system: str | None, settings: ModelSettings) 
         system=system,
         settings=settings,
         events=state.events,
+        output=output,
     )
 
 
@@ -121,7 +144,7 @@ async def call_model(
     client: ModelClient,
     request: ModelRequest,
     state: RunState,
-    observers: ObserverFanout,
+    observers: EventBus,
     stream: bool,
 ) -> ModelResponse:
     """One model call; every failure leaves as an ``AgentLoopError``."""
@@ -143,19 +166,17 @@ async def call_model(
 
 
 async def _consume_stream(
-    client: ModelClient, request: ModelRequest, state: RunState, observers: ObserverFanout
+    client: ModelClient, request: ModelRequest, state: RunState, bus: EventBus
 ) -> ModelResponse:
     response: ModelResponse | None = None
     events = client.stream(request)
     try:
         async for event in events:
             state.check_cancel()
-            if event.kind == "text_delta":
-                observers.emit("on_text_delta", state.run, event.text)
-            elif event.kind == "attempt_reset":
-                observers.emit("on_attempt_reset", state.run)
-            elif event.kind == "done":
+            if event.kind == "done":
                 response = event.response
+            elif bus.active:
+                bus.emit(_forwarded(event, state.run.id, state.turn_index))
     finally:
         close = getattr(events, "aclose", None)
         if close is not None:
@@ -168,6 +189,17 @@ async def _consume_stream(
             request_sent=True,
         )
     return response
+
+
+def _forwarded(event: StreamEvent, run_id: str, turn: int) -> ev.Event:
+    """A provider stream event as the engine's event."""
+    if event.kind == "text_delta":
+        return ev.TextDelta(run_id, turn, event.text)
+    if event.kind == "tool_call_delta":
+        return ev.ToolCallDelta(
+            run_id, turn, event.index, event.name, event.arguments, event.call_id
+        )
+    return ev.AttemptReset(run_id, turn)
 
 
 def _ensure_attempt_log(error: ProviderError, duration: float) -> None:

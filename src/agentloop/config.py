@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from agentloop.context import Compactor, TruncatingCompactor
 from agentloop.errors import ConfigurationError
@@ -65,11 +65,21 @@ class RunConfig:
     compactor: Compactor = field(default_factory=TruncatingCompactor)
     token_counter: TokenCounter = field(default_factory=HeuristicTokenCounter)
     model_settings: ModelSettings = field(default_factory=ModelSettings)
+    output_mode: Literal["tool", "native", "text"] = "tool"
+    output_retries: int = 3
 
     def __post_init__(self) -> None:
         self._check_counts()
         self._check_flags()
         self._check_components()
+        self._check_output()
+
+    def _check_output(self) -> None:
+        retries = self.output_retries
+        if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+            raise _fail("output_retries", "an integer >= 0", retries)
+        if self.output_mode not in ("tool", "native", "text"):
+            raise _fail("output_mode", "'tool', 'native' or 'text'", self.output_mode)
 
     def _check_counts(self) -> None:
         for name in ("max_turns", "max_concurrency"):

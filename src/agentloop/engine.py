@@ -5,21 +5,37 @@ one ``tool`` message) until a reply without tool calls → finalize. Every exit 
 ``_finalize``, which records ``stop_reason`` and commits history three ways (success: all;
 cannot-fit family: nothing; anything else: the completed turns). With a ``store``, every commit
 point (run start, each completed turn, the compaction commit, finalize) is also written there
-(``agentloop.store``); ``Agent.resume`` rebuilds an agent from it.
+(``agentloop.store``); ``Agent.resume`` rebuilds an agent from it. With an ``output_type`` the
+final answer is validated (``agentloop._output``); everything the run reports travels as one
+event stream (``agentloop.events``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypedDict, Unpack
+from types import TracebackType
+from typing import Any, Generic, TypedDict, Unpack, overload
 
+from agentloop import events as ev
 from agentloop._compaction import ContextGuard
 from agentloop._dispatch import Dispatcher
+from agentloop._output import (
+    ACCEPTED_TEXT,
+    CALL_FINAL_RESULT_TEXT,
+    FINAL_RESULT,
+    NOT_EXECUTED_TEXT,
+    TRUNCATED_TEXT,
+    InvalidOutput,
+    OutputType,
+)
 from agentloop._safety import SafetyState
+from agentloop._stream import RunStream
 from agentloop._turn import ClientEventBridge, RunState, build_request, call_model
 from agentloop.cancel import CancelToken
 from agentloop.config import RunConfig
@@ -34,22 +50,25 @@ from agentloop.errors import (
     InvalidInput,
     MaxTurnsExceeded,
     MemoryBackendError,
+    OutputValidationFailed,
+    TranscriptError,
 )
 from agentloop.hooks import Approver, Hook, overrides
-from agentloop.messages import Message
+from agentloop.messages import Message, ToolCallPart, ToolResultPart
 from agentloop.model import ModelClient, ModelResponse
-from agentloop.observers import Observer, ObserverFanout
-from agentloop.run import Run, Turn
+from agentloop.observers import EventBus, Observer
+from agentloop.run import TRUNCATION_REASONS, OutputT, Run, Turn
 from agentloop.store import Store
 from agentloop.store._session import SessionRecorder, restore
 from agentloop.tools import Tool, ToolRegistry
-from agentloop.transcript import close_interrupted
+from agentloop.transcript import close_interrupted, validate_transcript
 
 __all__ = ["Agent"]
 
 logger = logging.getLogger("agentloop")
 
 _CANNOT_FIT = (ContextExceeded, CompactionStalled, ContextLengthExceeded)
+_NATIVE_PROVIDERS = frozenset({"openai", "openrouter", "ollama", "gemini"})
 
 
 class AgentOptions(TypedDict, total=False):
@@ -63,13 +82,19 @@ class AgentOptions(TypedDict, total=False):
     approver: Approver | None
 
 
-class Agent:
-    """An LLM agent: a model client, tools, a system prompt and the committed history."""
+class Agent(Generic[OutputT]):
+    """An LLM agent: a model client, tools, a system prompt and the committed history.
 
+    ``Agent(client)`` answers with text (``run.output`` is ``str | None``);
+    ``Agent(client, output_type=Invoice)`` answers with a validated ``Invoice``.
+    """
+
+    @overload
     def __init__(
-        self,
+        self: Agent[str | None],
         client: ModelClient,
         *,
+        output_type: None = None,
         tools: Iterable[Tool | Callable[..., Any]] | ToolRegistry = (),
         system: str | None = None,
         config: RunConfig | None = None,
@@ -78,38 +103,66 @@ class Agent:
         approver: Approver | None = None,
         store: Store | None = None,
         session_id: str | None = None,
+        history: Sequence[Message] | None = None,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: Agent[OutputT],
+        client: ModelClient,
+        *,
+        output_type: type[OutputT],
+        tools: Iterable[Tool | Callable[..., Any]] | ToolRegistry = (),
+        system: str | None = None,
+        config: RunConfig | None = None,
+        hooks: Sequence[Hook] = (),
+        observers: Sequence[Observer] = (),
+        approver: Approver | None = None,
+        store: Store | None = None,
+        session_id: str | None = None,
+        history: Sequence[Message] | None = None,
+    ) -> None: ...
+
+    def __init__(
+        self,
+        client: ModelClient,
+        *,
+        output_type: type[Any] | None = None,
+        tools: Iterable[Tool | Callable[..., Any]] | ToolRegistry = (),
+        system: str | None = None,
+        config: RunConfig | None = None,
+        hooks: Sequence[Hook] = (),
+        observers: Sequence[Observer] = (),
+        approver: Approver | None = None,
+        store: Store | None = None,
+        session_id: str | None = None,
+        history: Sequence[Message] | None = None,
     ) -> None:
-        if client is None or not callable(getattr(client, "complete", None)):
-            raise ConfigurationError("Agent needs a model client (a ModelClient)", field="client")
-        config = RunConfig() if config is None else config
-        if not isinstance(config, RunConfig):
-            raise ConfigurationError("Agent config must be a RunConfig", field="config")
-        if not config.headless and approver is None:
-            raise ConfigurationError(
-                "RunConfig(headless=False) needs Agent(approver=...) to answer Ask",
-                field="approver",
-            )
+        config = _checked_setup(client, config, approver)
         self.client = client
-        self.registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        self.registry = _registry(tools)
         self.system = system
         self.config = config
+        self.output = _output_type(output_type, self.registry)
         self.session_id = session_id or uuid.uuid4().hex
         self.store = store
         self.persistence_error: MemoryBackendError | None = None
         self._recorder = _recorder(store, self.session_id, existing_ok=session_id is None)
         self._hooks = tuple(hooks)
-        self._observers = ObserverFanout(tuple(observers))
-        self._history: list[Message] = []
-        self._runs: list[Run] = []
+        self._bus = EventBus(tuple(observers))
+        self._history: list[Message] = _checked_history(history)
+        self._runs: list[Run[OutputT]] = []
         self._cancel = CancelToken()
         self._active: RunState | None = None
-        self.safety = SafetyState(config, self._observers)
+        self._runner: asyncio.Runner | None = None
+        self._closer: weakref.finalize[Any, Any] | None = None
+        self.safety = SafetyState(config, self._bus)
         self._dispatcher = Dispatcher(
             safety=self.safety,
             registry=self.registry,
             config=config,
             hooks=self._hooks,
-            observers=self._observers,
+            observers=self._bus,
             approver=approver,
             session_id=self.session_id,
         )
@@ -122,13 +175,13 @@ class Agent:
         store: Store,
         client: ModelClient,
         **agent_kwargs: Unpack[AgentOptions],
-    ) -> Agent:
+    ) -> Agent[str | None]:
         """Rebuild the agent of a stored session: its history and runs (failed ones included).
 
         A run the process never finalized is closed as a salvaging finalize would have closed
         it (see ``agentloop.store``). An unknown session gives an agent with no history.
         """
-        agent = cls(client, session_id=session_id, **agent_kwargs)
+        agent = Agent(client, session_id=session_id, **agent_kwargs)
         history, runs = restore(_checked_store(store), session_id)
         agent.store = store
         agent._recorder = SessionRecorder(store, session_id, synced=len(history))
@@ -142,12 +195,12 @@ class Agent:
         return list(self._history)
 
     @property
-    def runs(self) -> list[Run]:
+    def runs(self) -> list[Run[OutputT]]:
         """Every run, failed ones included."""
         return list(self._runs)
 
     @property
-    def current_run(self) -> Run | None:
+    def current_run(self) -> Run[OutputT] | None:
         """The last run."""
         return self._runs[-1] if self._runs else None
 
@@ -160,16 +213,107 @@ class Agent:
         """Fire the agent's cancel signal: the running (or else the next) run is cancelled."""
         self._cancel.cancel()
 
-    def run_sync(self, input: str, *, cancel: CancelToken | None = None) -> Run:
-        """The one sync facade: ``asyncio.run(agent.run(...))``."""
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Release the client's connections (the agent stays usable; they reopen on demand)."""
+        await self.client.aclose()
+
+    def close(self) -> None:
+        """Sync ``aclose``: also shuts the private event loop ``run_sync`` keeps."""
+        if self._closer is not None:
+            self._closer()
+            self._closer = None
+            self._runner = None
+            return
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(input, cancel=cancel))
-        raise InvalidInput("run_sync() was called inside a running event loop; await run()")
+            asyncio.run(self.aclose())
+            return
+        raise InvalidInput("close() was called inside a running event loop; await aclose()")
 
-    async def run(self, input: str, *, cancel: CancelToken | None = None) -> Run:
-        """Run the agent on ``input``; raise the hard error that ended it, after finalizing."""
+    async def __aenter__(self) -> Agent[OutputT]:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __enter__(self) -> Agent[OutputT]:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- running -----------------------------------------------------------------------------
+
+    def run_sync(
+        self, input: str, *, deps: Any = None, cancel: CancelToken | None = None
+    ) -> Run[OutputT]:
+        """The one sync facade: ``run()`` on a private event loop this agent keeps.
+
+        The loop lives as long as the agent, so a client's connections are reused from one
+        call to the next; it is shut (the client closed on it) by ``close()``, ``with agent:``,
+        or at the latest when the agent is garbage-collected or the interpreter exits.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise InvalidInput("run_sync() was called inside a running event loop; await run()")
+        if self._runner is None:
+            self._runner = asyncio.Runner()
+            self._closer = weakref.finalize(self, _shut, self._runner, self.client)
+        try:
+            return self._runner.run(self.run(input, deps=deps, cancel=cancel))
+        except (KeyboardInterrupt, SystemExit):
+            self.close()  # the loop was interrupted mid-step: the next call gets a fresh one
+            raise
+
+    async def run(
+        self, input: str, *, deps: Any = None, cancel: CancelToken | None = None
+    ) -> Run[OutputT]:
+        """Run the agent on ``input``; raise the hard error that ended it, after finalizing.
+
+        ``deps`` reaches tools and hooks as ``ctx.deps``.
+        """
+        state = self._begin(input, deps, () if cancel is None else (cancel,), None)
+        return await self._drive(state)
+
+    def stream(
+        self, input: str, *, deps: Any = None, cancel: CancelToken | None = None
+    ) -> RunStream[OutputT]:
+        """Run the agent and receive its events as they happen.
+
+        ``async with agent.stream(input) as events: async for event in events: ...``. The last
+        event is ``RunFinished``; a hard error is raised after it, as ``run()`` would raise it.
+        Leaving the block early cancels the run (finalized as ``Cancelled``). Events are
+        buffered without bound: the engine never waits for a slow consumer and no event is
+        dropped.
+        """
+        if not isinstance(input, str):
+            raise InvalidInput(f"stream() input must be a str, got {type(input).__name__}")
+        return RunStream(self, input, deps, cancel)
+
+    def _begin(
+        self,
+        input: str,
+        deps: Any,
+        cancels: tuple[CancelToken, ...],
+        listener: Callable[[ev.Event], None] | None,
+    ) -> RunState:
+        """Start a run synchronously: checks, the ``Run`` record, the state, the listener."""
         if not isinstance(input, str):
             raise InvalidInput(f"run() input must be a str, got {type(input).__name__}")
         if self._active is not None:
@@ -177,8 +321,43 @@ class Agent:
                 "this Agent is already running; one Agent runs one conversation at a time "
                 "(create an Agent per concurrent conversation)"
             )
-        state = self._start(input, cancel)
+        run: Run[Any] = Run(id=uuid.uuid4().hex, input=input, started_at=time.time())
+        self._runs.append(run)
+        transcript = list(self._history)
+        base = len(transcript)
+        transcript.append(Message.user(input))
+        specs = self.registry.specs()
+        native = self._native()
+        if self.output is not None and not native and self.config.output_mode != "text":
+            specs = (*specs, self.output.tool_spec)
+        state = RunState(
+            run=run,
+            tokens=(self._cancel, *cancels),
+            transcript=transcript,
+            base=base,
+            advertised=frozenset(s.name for s in specs),
+            specs=specs,
+            deps=deps,
+        )
+        state.events = ClientEventBridge(run, self._bus)
+        state.native_output = native
         self._active = state
+        self._bus.run = run
+        self._bus.turn = 0
+        if listener is not None:
+            state.listener = listener
+            self._bus.attach(listener)
+        return state
+
+    def _native(self) -> bool:
+        """Whether this run asks the provider for native structured output."""
+        return (
+            self.output is not None
+            and self.config.output_mode == "native"
+            and self.client.provider in _NATIVE_PROVIDERS
+        )
+
+    async def _drive(self, state: RunState) -> Run[OutputT]:
         inner = asyncio.get_running_loop().create_task(self._execute(state))
 
         def on_cancel() -> None:
@@ -193,25 +372,7 @@ class Agent:
                 await self._finalize(state, Cancelled())
             raise
 
-    def _start(self, input: str, cancel: CancelToken | None) -> RunState:
-        run = Run(id=uuid.uuid4().hex, input=input, started_at=time.time())
-        self._runs.append(run)
-        transcript = list(self._history)
-        base = len(transcript)
-        transcript.append(Message.user(input))
-        tokens = (self._cancel,) if cancel is None else (self._cancel, cancel)
-        state = RunState(
-            run=run,
-            tokens=tokens,
-            transcript=transcript,
-            base=base,
-            advertised=frozenset(self.registry.names()),
-            specs=self.registry.specs(),
-        )
-        state.events = ClientEventBridge(run, self._observers)
-        return state
-
-    async def _execute(self, state: RunState) -> Run:
+    async def _execute(self, state: RunState) -> Run[OutputT]:
         try:
             state.check_cancel()
             if self._recorder is not None:
@@ -244,16 +405,24 @@ class Agent:
     def _guard(self, state: RunState) -> ContextGuard:
         guard = ContextGuard(
             self.config,
-            system=self.system,
+            system=self._system(),
             specs=state.specs,
-            observers=self._observers,
+            observers=self._bus,
             hooks=self._hooks,
         )
         guard.start(state.transcript)
         return guard
 
+    def _system(self) -> str | None:
+        """The system prompt; ``"text"`` output mode adds the answer's JSON schema to it."""
+        if self.output is None or self.config.output_mode != "text" or self.output.is_text:
+            return self.system
+        extra = self.output.instructions()
+        return extra if not self.system else f"{self.system}\n\n{extra}"
+
     async def _run_start(self, state: RunState) -> None:
-        self._observers.emit("on_run_start", state.run)
+        if self._bus.active:
+            self._bus.emit(ev.RunStarted(state.run.id, 0, state.run))
         for hook in self._hooks:
             if overrides(hook, Hook, "on_run_start"):
                 await hook.on_run_start(state.run)
@@ -269,35 +438,122 @@ class Agent:
             if response is None:
                 continue
             turn = self._record(state, guard, response)
-            if not response.tool_calls:
-                self._converge(state, response)
+            if self.output is None:
+                done = await self._text_turn(state, guard, turn, response)
             else:
-                results = await self._dispatcher.dispatch_turn(state, response.tool_calls)
-                turn.tool_results = results
-                self._append(state, guard, Message.tool_results(results))
+                done = await self._typed_turn(state, guard, turn, response)
             state.complete_turn()
             if self._recorder is not None:
                 self._recorder.turn_completed(state.run, state.audit)
             self.safety.budget_turn()
-            self._observers.emit("on_turn_end", state.run, turn)
-            if not response.tool_calls:
-                state.run.output = response.text
+            if self._bus.active:
+                self._bus.emit(ev.TurnFinished(state.run.id, turn))
+            if done:
                 return
             state.turn_index += 1
 
+    async def _text_turn(
+        self, state: RunState, guard: ContextGuard, turn: Turn, response: ModelResponse
+    ) -> bool:
+        """An untyped turn: dispatch the calls, or the reply is the output. True when done."""
+        if not response.tool_calls:
+            self._converge(state, response)
+            state.run.output = response.text
+            return True
+        await self._dispatch(state, guard, turn, response.tool_calls)
+        return False
+
+    async def _typed_turn(
+        self, state: RunState, guard: ContextGuard, turn: Turn, response: ModelResponse
+    ) -> bool:
+        """A typed turn: a valid answer ends the run; an invalid one is soft feedback."""
+        assert self.output is not None
+        calls = response.tool_calls
+        finals = [c for c in calls if c.name == FINAL_RESULT and FINAL_RESULT in state.advertised]
+        truncated = response.stop_reason in TRUNCATION_REASONS
+        if finals:
+            try:
+                if truncated:
+                    raise InvalidOutput(TRUNCATED_TEXT)
+                value = self.output.from_arguments(finals[0].arguments)
+            except InvalidOutput as invalid:
+                self._invalid_output(state, invalid.text)
+                await self._dispatch(state, guard, turn, calls, rejected=finals, why=invalid.text)
+                return False
+            results = [
+                ToolResultPart(c.id, c.name, ACCEPTED_TEXT if c is finals[0] else NOT_EXECUTED_TEXT)
+                for c in calls
+            ]
+            turn.tool_results = results
+            self._append(state, guard, Message.tool_results(results))
+            state.run.output = value
+            return True
+        if calls:
+            await self._dispatch(state, guard, turn, calls)
+            return False
+        try:
+            if FINAL_RESULT in state.advertised:
+                raise InvalidOutput(CALL_FINAL_RESULT_TEXT)
+            if truncated:
+                raise InvalidOutput(TRUNCATED_TEXT)
+            state.run.output = self.output.from_text(response.text)
+        except InvalidOutput as invalid:
+            self._invalid_output(state, invalid.text)
+            self._append(state, guard, Message.user(invalid.text))
+            return False
+        return True
+
+    def _invalid_output(self, state: RunState, text: str) -> None:
+        """Count an invalid answer; past ``output_retries`` more tries the run ends."""
+        state.invalid_outputs += 1
+        if state.invalid_outputs > self.config.output_retries:
+            raise OutputValidationFailed(state.invalid_outputs, text)
+
+    async def _dispatch(
+        self,
+        state: RunState,
+        guard: ContextGuard,
+        turn: Turn,
+        calls: Sequence[ToolCallPart],
+        *,
+        rejected: Sequence[ToolCallPart] = (),
+        why: str = "",
+    ) -> None:
+        """Run the turn's tool calls; ``rejected`` calls get ``why`` as their soft result."""
+        skip = {c.id for c in rejected}
+        runnable = [c for c in calls if c.id not in skip]
+        done = await self._dispatcher.dispatch_turn(state, runnable) if runnable else []
+        if rejected:
+            by_id = {r.call_id: r for r in done}
+            results = [
+                by_id[c.id] if c.id in by_id else ToolResultPart(c.id, c.name, why, True)
+                for c in calls
+            ]
+        else:
+            results = done
+        turn.tool_results = results
+        self._append(state, guard, Message.tool_results(results))
+
     async def _model_step(self, state: RunState, guard: ContextGuard) -> ModelResponse | None:
         """One model call; None when a context rejection sends the turn back for compaction."""
-        self._observers.emit("on_turn_start", state.run, state.turn_index)
-        request = build_request(state, self.system, self.config.model_settings)
+        bus = self._bus
+        bus.turn = state.turn_index
+        if bus.active:
+            bus.emit(ev.TurnStarted(state.run.id, state.turn_index))
+        request = build_request(
+            state,
+            self._system(),
+            self.config.model_settings,
+            self.output.spec if state.native_output and self.output is not None else None,
+        )
         try:
-            response = await call_model(
-                self.client, request, state, self._observers, self.config.stream
-            )
+            response = await call_model(self.client, request, state, bus, self.config.stream)
         except ContextLengthExceeded as error:
             guard.salvage(state, error)
             return None
         self.safety.budget_usage(response.usage, response.model or self.client.model)
-        self._observers.emit("on_response", state.run, response)
+        if bus.active:
+            bus.emit(ev.ModelResponded(state.run.id, state.turn_index, response))
         return response
 
     def _record(self, state: RunState, guard: ContextGuard, response: ModelResponse) -> Turn:
@@ -340,6 +596,8 @@ class Agent:
         run = state.run
         run.ended_at = time.time()
         run.stop_reason = error
+        if error is not None:
+            run.output = None
         run.messages = list(state.audit) if error is None else close_interrupted(state.audit)
         self._commit(state, error)
         if self._recorder is not None:
@@ -347,15 +605,22 @@ class Agent:
         self.safety.end_run()
         if error is not None and error.summary is None:
             error.summary = run.summary()
+        await self._run_end_hooks(run)
+        bus = self._bus
+        if bus.active:
+            bus.emit(ev.RunFinished(run.id, state.turn_index, run))
+        if state.listener is not None:
+            bus.detach(state.listener)
+        if self._cancel.cancelled:
+            self._cancel.reset()
+
+    async def _run_end_hooks(self, run: Run[Any]) -> None:
         for hook in self._hooks:
             if overrides(hook, Hook, "on_run_end"):
                 try:
                     await hook.on_run_end(run)
                 except Exception:
                     logger.exception("hook %r raised in on_run_end; ignored", hook)
-        self._observers.emit("on_run_end", run)
-        if self._cancel.cancelled:
-            self._cancel.reset()
 
     def _commit(self, state: RunState, error: AgentLoopError | None) -> None:
         """Three-way retention: all on success, nothing for cannot-fit, else completed turns."""
@@ -365,6 +630,94 @@ class Agent:
             state.run.unfinished_input = state.run.input
         else:
             self._history.extend(state.transcript[state.base : state.boundary])
+
+
+def _shut(runner: asyncio.Runner, client: ModelClient) -> None:
+    """Close ``client`` on ``run_sync``'s private loop, then the loop (at close, GC or exit).
+
+    When another loop runs in this thread (the agent was collected inside async code), the
+    private loop cannot run here, so it is shut from a short-lived thread.
+    """
+    if asyncio.events._get_running_loop() is not None:
+        worker = threading.Thread(target=_shut, args=(runner, client), name="agentloop-close")
+        worker.start()
+        worker.join()
+        return
+    for _ in range(3):  # a KeyboardInterrupt left pending in the loop surfaces here, once
+        try:
+            runner.run(client.aclose())
+            break
+        except BaseException:
+            logger.debug("closing the model client on run_sync's loop failed", exc_info=True)
+    try:
+        runner.close()
+    except BaseException:
+        logger.debug("closing run_sync's event loop failed", exc_info=True)
+
+
+def _checked_setup(client: object, config: object, approver: object) -> RunConfig:
+    """The run config, once the client, config and approver are known to be usable."""
+    if client is None or not callable(getattr(client, "complete", None)):
+        raise ConfigurationError("Agent needs a model client (a ModelClient)", field="client")
+    config = RunConfig() if config is None else config
+    if not isinstance(config, RunConfig):
+        raise ConfigurationError("Agent config must be a RunConfig", field="config")
+    if not config.headless and approver is None:
+        raise ConfigurationError(
+            "RunConfig(headless=False) needs Agent(approver=...) to answer Ask", field="approver"
+        )
+    if approver is not None and not callable(approver):
+        raise ConfigurationError(
+            f"Agent approver must be callable (call, message) -> bool, got {approver!r}",
+            field="approver",
+        )
+    return config
+
+
+def _output_type(output_type: type[Any] | None, registry: ToolRegistry) -> OutputType[Any] | None:
+    if output_type is None:
+        return None
+    if FINAL_RESULT in registry:
+        raise ConfigurationError(
+            f"a tool is named '{FINAL_RESULT}', the name typed output answers with; rename it",
+            field="tools",
+        )
+    return OutputType(output_type)
+
+
+def _registry(tools: object) -> ToolRegistry:
+    """The agent's registry; a single tool or a string is a clear error, not an iteration."""
+    if isinstance(tools, ToolRegistry):
+        return tools
+    if isinstance(tools, str | bytes) or isinstance(tools, Tool) or callable(tools):
+        raise ConfigurationError(
+            f"Agent tools must be a list of tools, got {tools!r}; write tools=[...]",
+            field="tools",
+        )
+    if not isinstance(tools, Iterable):
+        raise ConfigurationError(
+            f"Agent tools must be a list of tools, got {type(tools).__name__}", field="tools"
+        )
+    return ToolRegistry(tools)
+
+
+def _checked_history(history: object) -> list[Message]:
+    """``Agent(history=...)`` as a list, checked as a transcript (``TranscriptError`` names it)."""
+    if history is None:
+        return []
+    if isinstance(history, str | bytes | Message) or not isinstance(history, Iterable):
+        raise TranscriptError(
+            f"Agent history must be a sequence of Message, got {type(history).__name__}"
+        )
+    messages = list(history)
+    for index, message in enumerate(messages):
+        if not isinstance(message, Message):
+            raise TranscriptError(
+                f"history[{index}] is a {type(message).__name__}, not a Message", index=index
+            )
+    if messages:
+        validate_transcript(messages)
+    return messages
 
 
 def _checked_store(store: object) -> Store:

@@ -20,6 +20,7 @@ are tool results the model reads. The tree::
     ├── UserInputRequired(message)
     ├── ToolLimitReached(message)
     ├── ToolRecoveryExhausted(tool, attempts)
+    ├── OutputValidationFailed(attempts, errors)   typed output stayed invalid past its retries
     ├── FallbackExhausted(retry_after)
     ├── Cancelled
     ├── ReflectionError, MemoryBackendError, PhaseFailed(phase, message), LockPoisoned(what),
@@ -77,6 +78,7 @@ __all__ = [
     "LoopDetected",
     "MaxTurnsExceeded",
     "MemoryBackendError",
+    "OutputValidationFailed",
     "ModelNotFound",
     "PhaseFailed",
     "ProviderError",
@@ -322,6 +324,20 @@ class ToolRecoveryExhausted(AgentLoopError):
         self.args = (tool, attempts)
         self.tool = tool
         self.attempts = attempts
+
+
+class OutputValidationFailed(AgentLoopError):
+    """The model's answer failed the ``output_type`` past ``RunConfig.output_retries``.
+
+    ``attempts`` counts the invalid answers (the first one plus every retry); ``errors`` is the
+    validation text of the last one, as the model read it.
+    """
+
+    def __init__(self, attempts: int, errors: str) -> None:
+        super().__init__(f"Output validation failed after {attempts} attempts: {errors}")
+        self.args = (attempts, errors)
+        self.attempts = attempts
+        self.errors = errors
 
 
 class FallbackExhausted(AgentLoopError):

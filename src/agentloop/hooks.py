@@ -1,14 +1,19 @@
 """Hooks: user code that may veto a tool call (``Block``/``Ask``) or watch run boundaries.
 
 Subclass ``Hook`` and override what you need. The first ``Block`` or ``Ask`` wins and later
-hooks are not consulted; an explicit ``Allow`` does not stop evaluation. In headless mode
-(``RunConfig.headless=True``, the default) ``Ask`` acts as ``Block`` with its message;
-otherwise the agent's ``approver`` answers it.
+hooks are not consulted; an explicit ``Allow`` does not stop evaluation. The agent's
+``approver`` answers ``Ask``; with no approver (a headless run) ``Ask`` acts as ``Block`` with
+its message.
+
+Gates fail closed: a ``pre_tool`` answer that is not None, ``Allow``, ``Block`` or ``Ask``
+blocks the call (``blocked: hook <HookClass> returned <value!r>, not a decision``); an approver
+answer other than ``True`` denies it (``User denied permission``); an approver that raises
+denies it (``approval failed: <ExcType>: <msg>``). Each is logged on the ``agentloop`` logger.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
@@ -53,10 +58,10 @@ PreToolDecision: TypeAlias = Allow | Block | Ask | None
 
 
 class Approver(Protocol):
-    """Answers ``Ask`` decisions when the agent is not headless."""
+    """Answers ``Ask`` decisions: a sync or async callable ``(call, message) -> bool``."""
 
-    async def __call__(self, call: ToolCallPart, message: str) -> bool:
-        """Return True to let the call run."""
+    def __call__(self, call: ToolCallPart, message: str) -> bool | Awaitable[bool]:
+        """Return exactly True to let the call run; anything else denies it."""
         ...
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
+    "OutputSpec",
     "StreamEvent",
     "StreamEventKind",
     "ToolSpec",
@@ -78,6 +79,19 @@ class ToolSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class OutputSpec:
+    """The structured output a request asks for in ``"native"`` output mode.
+
+    An adapter with native structured output (OpenAI ``response_format`` json_schema, Gemini
+    ``responseSchema``) constrains the reply to ``schema``; the others never receive one (the
+    engine falls back to the ``final_result`` tool for them).
+    """
+
+    name: str
+    schema: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class ModelRequest:
     """One request to a model: the transcript, the advertised tools, the options."""
 
@@ -90,6 +104,8 @@ class ModelRequest:
     events: ClientEvents | None = None
     """Where wrapping clients report retries, failovers and model switches (the engine's
     observers); None when nobody listens."""
+    output: OutputSpec | None = None
+    """Native structured output to ask for (``RunConfig.output_mode="native"``), else None."""
 
 
 class ClientEvents(Protocol):

@@ -1,16 +1,18 @@
-"""Observers: read-only callbacks for every event of a run.
+"""Observers and the event bus: read-only consumers of the one event channel.
 
-Subclass ``Observer`` and override what you need; methods are synchronous and cheap to skip
-(the fan-out only calls observers that override an event). An observer that raises is logged
-and ignored: observing never changes a run.
+Subclass ``Observer`` and override ``on_event`` (or the per-event ``on_*`` methods); methods are
+synchronous and cheap to skip (the bus only calls observers that override something). An
+observer that raises is logged and ignored: observing never changes a run.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from agentloop import events as ev
+from agentloop.events import Event
 from agentloop.hooks import overrides
 from agentloop.messages import ToolCallPart, ToolResultPart
 from agentloop.model import ModelResponse
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
     from agentloop.errors import AgentLoopError
     from agentloop.run import Run, Turn
 
-__all__ = ["EVENTS", "Observer", "ObserverFanout"]
+__all__ = ["EVENTS", "EventBus", "Observer"]
 
 logger = logging.getLogger("agentloop")
 
@@ -46,7 +48,16 @@ EVENTS = (
 
 
 class Observer:
-    """No-op base class: override any event."""
+    """No-op base class: override ``on_event`` (every event), or any per-event method.
+
+    ``on_event(event)`` receives every ``agentloop.events`` object. The ``on_*`` methods are a
+    convenience over the same channel for observers that want a few events with their run: an
+    observer that does not override ``on_event`` gets the ``on_*`` methods it overrides called
+    for its own agent's events (an agent-as-tool's forwarded events reach only ``on_event``).
+    """
+
+    def on_event(self, event: Event) -> None:
+        """Every event of the agent's runs, in order."""
 
     def on_run_start(self, run: Run) -> None:
         """A run started."""
@@ -105,18 +116,97 @@ class Observer:
         """A run ended (``run.stop_reason`` says how)."""
 
 
-class ObserverFanout:
-    """Calls each event on the observers that override it; errors are logged and ignored."""
+_Legacy = Callable[[Any, "Run"], tuple[Any, ...]]
+
+_LEGACY: dict[type[Event], tuple[str, _Legacy]] = {
+    ev.RunStarted: ("on_run_start", lambda e, r: (r,)),
+    ev.TurnStarted: ("on_turn_start", lambda e, r: (r, e.turn)),
+    ev.TextDelta: ("on_text_delta", lambda e, r: (r, e.text)),
+    ev.AttemptReset: ("on_attempt_reset", lambda e, r: (r,)),
+    ev.ModelResponded: ("on_response", lambda e, r: (r, e.response)),
+    ev.TurnFinished: ("on_turn_end", lambda e, r: (r, e.turn)),
+    ev.ToolCallRequested: ("on_tool_call_received", lambda e, r: (r, e.call)),
+    ev.ToolCallStarted: ("on_tool_pre", lambda e, r: (r, e.call, e.attempt)),
+    ev.ToolCallFinished: (
+        "on_tool_post",
+        lambda e, r: (r, e.call, e.result, e.attempt, e.duration),
+    ),
+    ev.LoopWarning: ("on_loop_detected", lambda e, r: (r, e.pattern, e.repetitions)),
+    ev.ConvergenceWarning: ("on_convergence_detected", lambda e, r: (r, e.status)),
+    ev.Compacted: ("on_compaction", lambda e, r: (r, e.before, e.after)),
+    ev.CompactionFailed: ("on_compaction_failed", lambda e, r: (r, e.error)),
+    ev.RetryScheduled: ("on_retry", lambda e, r: (r, e.error, e.attempt, e.wait_seconds)),
+    ev.FellBack: ("on_fallback", lambda e, r: (r, e.from_model, e.to_model, e.error)),
+    ev.ModelSwitched: ("on_model_switched", lambda e, r: (r, e.from_model, e.to_model)),
+    ev.BudgetWarning: ("on_budget_warn", lambda e, r: (r, e.dimension, e.spent, e.limit)),
+    ev.RunFinished: ("on_run_end", lambda e, r: (r,)),
+}
+
+
+class EventBus:
+    """One agent's event channel: delivers each event to its observers and run listeners.
+
+    ``run`` and ``turn`` say where the agent is (emitters stamp events with them); ``active`` is
+    False when nobody listens, so emitters skip building events at all. Listeners (a stream's
+    queue, a parent agent's forwarder) are attached for one run. An observer or listener that
+    raises is logged and ignored.
+    """
+
+    __slots__ = ("_listeners", "_observers", "active", "run", "turn")
 
     def __init__(self, observers: Sequence[Observer]) -> None:
-        self._by_event: dict[str, tuple[Observer, ...]] = {
-            event: tuple(o for o in observers if overrides(o, Observer, event)) for event in EVENTS
-        }
+        self._observers = tuple((o, _legacy_handlers(o)) for o in observers if _listens(o))
+        self._listeners: list[Callable[[Event], None]] = []
+        self.run: Run[Any] | None = None
+        self.turn = 0
+        self.active = bool(self._observers)
 
-    def emit(self, event: str, *args: Any) -> None:
-        """Deliver ``event`` to every observer that overrides it."""
-        for observer in self._by_event[event]:
+    @property
+    def run_id(self) -> str:
+        """The current run's id."""
+        return self.run.id if self.run is not None else ""
+
+    def attach(self, listener: Callable[[Event], None]) -> None:
+        """Deliver every event to ``listener`` too (until ``detach``)."""
+        self._listeners.append(listener)
+        self.active = True
+
+    def detach(self, listener: Callable[[Event], None]) -> None:
+        """Stop delivering to ``listener``."""
+        self._listeners.remove(listener)
+        self.active = bool(self._observers or self._listeners)
+
+    def emit(self, event: Event) -> None:
+        """Deliver ``event`` to every listener and observer."""
+        for listener in self._listeners:
             try:
-                getattr(observer, event)(*args)
+                listener(event)
             except Exception:
-                logger.exception("observer %r raised in %s; ignored", observer, event)
+                logger.exception("event listener %r raised on %s; ignored", listener, event)
+        for observer, legacy in self._observers:
+            try:
+                if legacy is None:
+                    observer.on_event(event)
+                elif self.run is not None and event.run_id == self.run.id:
+                    entry = legacy.get(type(event))
+                    if entry is not None:
+                        getattr(observer, entry[0])(*entry[1](event, self.run))
+            except Exception:
+                logger.exception(
+                    "observer %r raised on %s; ignored", observer, type(event).__name__
+                )
+
+
+def _listens(observer: Observer) -> bool:
+    return overrides(observer, Observer, "on_event") or any(
+        overrides(observer, Observer, name) for name in EVENTS
+    )
+
+
+def _legacy_handlers(observer: Observer) -> dict[type[Event], tuple[str, _Legacy]] | None:
+    """None when the observer takes events through ``on_event``; else its per-event methods."""
+    if overrides(observer, Observer, "on_event"):
+        return None
+    return {
+        kind: entry for kind, entry in _LEGACY.items() if overrides(observer, Observer, entry[0])
+    }

@@ -11,13 +11,30 @@ import dataclasses
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic
+
+import pydantic_core
+from typing_extensions import TypeVar
 
 from agentloop import errors
 from agentloop.errors import AgentLoopError, AttemptRecord, InternalError
 from agentloop.messages import Message, ToolCallPart, ToolResultPart, Usage
 
-__all__ = ["ConversationSummary", "Run", "Turn", "error_from_dict", "error_to_dict"]
+__all__ = [
+    "TRUNCATION_REASONS",
+    "ConversationSummary",
+    "OutputT",
+    "Run",
+    "Turn",
+    "error_from_dict",
+    "error_to_dict",
+]
+
+OutputT = TypeVar("OutputT", default=str | None)
+"""The type of ``Run.output``: the agent's ``output_type``, or ``str | None`` without one."""
+
+TRUNCATION_REASONS = frozenset({"length", "max_tokens", "MAX_TOKENS"})
+"""Finish reasons that mean the reply stopped at the output-token limit (all three wire formats)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,12 +98,17 @@ class Turn:
 
 
 @dataclass(slots=True, eq=False)
-class Run:
-    """One call of ``agent.run()``: its input, output, turns, messages and how it ended."""
+class Run(Generic[OutputT]):
+    """One call of ``agent.run()``: its input, output, turns, messages and how it ended.
+
+    ``output`` is the final answer: an instance of the agent's ``output_type`` for a typed agent,
+    else the final reply's text; None while the run has not completed (a failed run in
+    ``agent.runs``). After ``from_dict`` a typed output is its JSON form (dicts and lists).
+    """
 
     id: str
     input: str
-    output: str | None = None
+    output: OutputT = None  # type: ignore[assignment]
     stop_reason: AgentLoopError | None = None
     turns: list[Turn] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
@@ -94,6 +116,11 @@ class Run:
     unfinished_input: str | None = None
     started_at: float | None = None
     ended_at: float | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """Whether the final reply stopped at the output-token limit (never silent)."""
+        return bool(self.turns) and self.turns[-1].stop_reason in TRUNCATION_REASONS
 
     @property
     def tool_calls(self) -> int:
@@ -117,7 +144,7 @@ class Run:
         return {
             "id": self.id,
             "input": self.input,
-            "output": self.output,
+            "output": _jsonable(self.output),
             "stop_reason": None if self.stop_reason is None else error_to_dict(self.stop_reason),
             "turns": [t.to_dict() for t in self.turns],
             "messages": [m.to_dict() for m in self.messages],
@@ -126,13 +153,14 @@ class Run:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Run:
+    def from_dict(cls, data: Mapping[str, Any]) -> Run[Any]:
         """Rebuild from ``to_dict`` output (``stop_reason`` becomes the same error class)."""
         stop = data.get("stop_reason")
-        return cls(
+        output: Any = data.get("output")  # the JSON form of a typed output
+        return Run(
             id=str(data["id"]),
             input=str(data["input"]),
-            output=data.get("output"),
+            output=output,
             stop_reason=None if stop is None else error_from_dict(stop),
             turns=[Turn.from_dict(t) for t in data.get("turns", ())],
             messages=[Message.from_dict(m) for m in data.get("messages", ())],
@@ -146,6 +174,12 @@ class Run:
         return self.to_dict() == other.to_dict()
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return pydantic_core.to_jsonable_python(value, fallback=str)
 
 
 def _plain(value: Any) -> Any:

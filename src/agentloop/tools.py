@@ -16,10 +16,11 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, get_type_hints, overload
+from typing import Any, Generic, get_origin, get_type_hints, overload
 
 import pydantic_core
 from pydantic import BaseModel, ValidationError
+from typing_extensions import TypeVar
 
 from agentloop._schema import ArgumentModel, build_argument_model, format_validation_error
 from agentloop.cancel import CancelToken
@@ -42,6 +43,10 @@ __all__ = [
 ]
 
 
+DepsT = TypeVar("DepsT", default=Any)
+"""The type of ``ToolContext.deps``: what the application passed as ``run(..., deps=...)``."""
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class ToolOutput:
     """A tool's result with an explicit error flag (``is_error=True`` is a soft error)."""
@@ -50,10 +55,24 @@ class ToolOutput:
     is_error: bool = False
 
 
-class ToolContext:
-    """What a tool may know about the call: run id, turn, call id, cancel token, scratch dir."""
+class ToolContext(Generic[DepsT]):
+    """What a tool may know: run id, turn, call id, cancel token, scratch dir and ``deps``.
 
-    __slots__ = ("_scratch", "call_id", "cancel", "run_id", "session_id", "tool_name", "turn")
+    ``deps`` is what the application passed to ``run(..., deps=...)`` (None if nothing).
+
+    Annotate the parameter as ``ctx: ToolContext[MyDeps]`` to have ``ctx.deps`` typed.
+    """
+
+    __slots__ = (
+        "_scratch",
+        "call_id",
+        "cancel",
+        "deps",
+        "run_id",
+        "session_id",
+        "tool_name",
+        "turn",
+    )
 
     def __init__(
         self,
@@ -65,7 +84,9 @@ class ToolContext:
         cancel: CancelToken,
         session_id: str,
         scratch: Callable[[], Path] | None = None,
+        deps: DepsT = None,  # type: ignore[assignment]
     ) -> None:
+        self.deps: DepsT = deps
         self.run_id = run_id
         self.turn = turn
         self.call_id = call_id
@@ -200,7 +221,12 @@ def _first_param_is_context(func: Callable[..., Any]) -> bool:
         hint = get_type_hints(func).get(params[0].name)
     except Exception:
         hint = None
-    return hint is ToolContext or params[0].annotation in ("ToolContext", ToolContext)
+    if hint is ToolContext or get_origin(hint) is ToolContext:
+        return True
+    annotation = params[0].annotation
+    return annotation is ToolContext or (
+        isinstance(annotation, str) and annotation.split("[", 1)[0].strip() == "ToolContext"
+    )
 
 
 @overload

@@ -1,0 +1,93 @@
+"""``agent.stream()``: a run's events as an async iterator, inside an async context manager.
+
+The run starts when the block is entered (a busy agent raises ``InvalidInput`` there) and
+runs in its own task; every event goes into an unbounded queue, so the engine never waits for
+the consumer and nothing is dropped. After ``RunFinished`` the iterator ends, or raises the
+run's hard error. Leaving the block before the run ended cancels it (it is finalized as
+``Cancelled``) and waits for its task, so no task outlives the block.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Generic
+
+from agentloop.cancel import CancelToken
+from agentloop.errors import AgentLoopError
+from agentloop.events import Event
+from agentloop.run import OutputT, Run
+
+if TYPE_CHECKING:
+    from agentloop.engine import Agent
+
+__all__ = ["RunStream"]
+
+_END = object()
+
+
+class RunStream(Generic[OutputT]):
+    """The events of one run: ``async with agent.stream(x) as events: async for e in events``."""
+
+    def __init__(
+        self, agent: Agent[OutputT], input: str, deps: Any, cancel: CancelToken | None
+    ) -> None:
+        self._agent = agent
+        self._input = input
+        self._deps = deps
+        self._cancel = cancel
+        self._stop = CancelToken()
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._task: asyncio.Task[Run[OutputT]] | None = None
+        self._run: Run[OutputT] | None = None
+        self._ended = False
+
+    @property
+    def run(self) -> Run[OutputT]:
+        """The ``Run`` being streamed (filled in as it goes; final after ``RunFinished``)."""
+        if self._run is None:
+            raise RuntimeError("the stream has not started: use it as `async with agent.stream()`")
+        return self._run
+
+    async def __aenter__(self) -> RunStream[OutputT]:
+        if self._task is not None:
+            raise RuntimeError("a stream can be entered once")
+        cancels = (self._stop,) if self._cancel is None else (self._cancel, self._stop)
+        state = self._agent._begin(self._input, self._deps, cancels, self._queue.put_nowait)
+        self._run = state.run
+        self._task = asyncio.get_running_loop().create_task(self._agent._drive(state))
+        self._task.add_done_callback(lambda _: self._queue.put_nowait(_END))
+        return self
+
+    def __aiter__(self) -> RunStream[OutputT]:
+        return self
+
+    async def __anext__(self) -> Event:
+        if self._task is None:
+            raise RuntimeError("iterate inside `async with agent.stream(...) as events:`")
+        if self._ended:
+            raise StopAsyncIteration
+        item = await self._queue.get()
+        if item is not _END:
+            return item  # type: ignore[no-any-return]
+        self._ended = True
+        error = None if self._task.cancelled() else self._task.exception()
+        if error is not None:
+            raise error
+        raise StopAsyncIteration
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        task = self._task
+        if task is None:
+            return
+        if not task.done():
+            self._stop.cancel()  # left early: the run is finalized as Cancelled
+        try:
+            await task  # a cancel of this block is passed on to the run, which then finalizes
+        except AgentLoopError:
+            pass  # delivered by iteration, or the block left before reading it

@@ -1,0 +1,204 @@
+"""The engine's one event channel: typed, frozen event objects.
+
+Everything a run tells the outside world travels as one of these: observers receive them through
+``Observer.on_event``, ``agent.stream()`` yields them, the OpenTelemetry observer and the CLI
+render them. Every event carries ``run_id`` and ``turn`` (the 0-based turn it belongs to) and
+``path``, the names of the agents from the root when an agent runs as another agent's tool
+(empty for a top-level run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agentloop.messages import ToolCallPart, ToolResultPart
+from agentloop.model import ModelResponse
+
+if TYPE_CHECKING:
+    from agentloop.errors import AgentLoopError
+    from agentloop.run import Run, Turn
+
+__all__ = [
+    "AttemptReset",
+    "BudgetWarning",
+    "Compacted",
+    "CompactionFailed",
+    "ConvergenceWarning",
+    "Event",
+    "FellBack",
+    "LoopWarning",
+    "ModelResponded",
+    "ModelSwitched",
+    "RetryScheduled",
+    "RunFinished",
+    "RunStarted",
+    "TextDelta",
+    "ToolCallDelta",
+    "ToolCallFinished",
+    "ToolCallRequested",
+    "ToolCallStarted",
+    "TurnFinished",
+    "TurnStarted",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Base of every event: which run, which turn, and which agent (``path``)."""
+
+    run_id: str
+    turn: int
+    path: tuple[str, ...] = field(default=(), kw_only=True)
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted(Event):
+    """A run started (``run.input`` is its prompt)."""
+
+    run: Run[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStarted(Event):
+    """Turn ``turn`` is about to call the model."""
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta(Event):
+    """A streamed fragment of the reply's text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta(Event):
+    """A streamed fragment of a tool call: its name (first fragment) and argument text.
+
+    ``index`` is the call's position in the reply; ``call_id`` is set when the provider has sent
+    it. Concatenating ``arguments_delta`` of one index gives the call's JSON arguments.
+    """
+
+    index: int
+    name: str | None
+    arguments_delta: str
+    call_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptReset(Event):
+    """A streamed attempt failed and a retry starts: discard the fragments of this turn."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponded(Event):
+    """The model's complete reply for this turn."""
+
+    response: ModelResponse
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRequested(Event):
+    """The model asked for a tool call (once per call, before any attempt)."""
+
+    call: ToolCallPart
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted(Event):
+    """An attempt of a tool call starts (``attempt`` is 0-based; recovery retries count up)."""
+
+    call: ToolCallPart
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallFinished(Event):
+    """An attempt produced a result; ``result.is_error`` marks a soft error (vetoes included)."""
+
+    call: ToolCallPart
+    result: ToolResultPart
+    attempt: int
+    duration: float
+
+
+@dataclass(frozen=True, slots=True)
+class LoopWarning(Event):
+    """A repeated operation reached the loop detector's warning threshold."""
+
+    pattern: str
+    repetitions: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConvergenceWarning(Event):
+    """Terminal replies converged (``status`` is the detector's ``ConvergenceStatus``)."""
+
+    status: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Compacted(Event):
+    """A compaction pass shrank the transcript from ``before`` to ``after`` tokens."""
+
+    before: int
+    after: int
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionFailed(Event):
+    """A compaction pass failed; ``error`` is the hard error that ends the run."""
+
+    error: AgentLoopError
+
+
+@dataclass(frozen=True, slots=True)
+class RetryScheduled(Event):
+    """A model request failed with ``error``; attempt ``attempt + 1`` follows after a wait."""
+
+    error: BaseException
+    attempt: int
+    wait_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class FellBack(Event):
+    """A request failed on ``from_model`` and moves on to ``to_model``."""
+
+    from_model: str
+    to_model: str
+    error: BaseException
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSwitched(Event):
+    """The model serving requests changed (for instance a recovered primary after its probe)."""
+
+    from_model: str
+    to_model: str
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetWarning(Event):
+    """A budget dimension crossed its soft line (once per dimension per run)."""
+
+    dimension: str
+    spent: float
+    limit: float
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFinished(Event):
+    """A turn finished: its model call and the dispatch of its tool calls.
+
+    Here ``turn`` is the finished ``Turn`` record itself (``event.turn.index`` is its number).
+    """
+
+    turn: Turn  # type: ignore[assignment]
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished(Event):
+    """The run ended (``run.stop_reason`` says how); always the last event of a run."""
+
+    run: Run[Any]
