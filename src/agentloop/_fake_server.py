@@ -15,17 +15,25 @@ when the request says ``"stream": true``) from a script, one step per request::
 
 A step is a ``FakeReply``, a ``Fault`` or a callable ``body -> step``. When the script runs out,
 ``default`` answers (a 500 naming the exhaustion when it is None). Faults: any status with body
-and headers (``Fault.status``, and shorthands for 429 + Retry-After, 401, 402, 400
+and headers (``Fault.http``, and shorthands for 429 + Retry-After, 401, 402, 400
 context_length_exceeded, 500, 503, 529), a 3xx redirect, a connection reset before the response,
 a hang (read timeout), a truncated stream (no ``[DONE]``), a malformed JSON body, slow chunks.
+Every step may wait ``delay`` seconds before it answers.
 
 The same script also answers ``POST /v1/messages`` in the Anthropic Messages format (JSON, or
 SSE ending with ``message_stop``; a truncated stream stops before it), so
 ``AnthropicClient(base_url=server.root_url)`` works too. Status faults send an OpenAI-shaped
 error body unless given one (agentloop classifies both shapes).
 
-aiohttp is imported lazily (``import agentloop`` stays light). This module is re-exported from
-``agentloop.testing``.
+Beyond the script the server is strict, as a real provider is: ``GET /v1/models`` lists the
+models it serves; any other path is a 404 with an OpenAI error body (``unknown_url``); with a
+``models`` list, a request for another model is a 404 ``model_not_found`` that uses no step.
+It logs nothing of its own: a client that disconnects mid-answer and its own ``reset`` and
+``hang`` faults end the exchange quietly. Scripts can also come from a JSON or TOML file
+(``FakeProviderServer.from_script``; the format is in ``_fake_script``).
+
+aiohttp is imported lazily (``import agentloop`` stays light). The wire formats are in
+``_fake_wire``. This module is re-exported from ``agentloop.testing``.
 """
 
 from __future__ import annotations
@@ -33,10 +41,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from agentloop import _fake_wire as wire
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -63,7 +74,11 @@ class FakeToolCall:
 
 @dataclass(frozen=True, slots=True)
 class FakeReply:
-    """A successful answer: text and/or tool calls, usage, optional pacing between chunks."""
+    """A successful answer: text and/or tool calls, usage, and timing.
+
+    ``delay`` waits before answering; ``chunk_delay`` paces a stream's chunks (a JSON answer
+    pays it once).
+    """
 
     text: str = ""
     tool_calls: Sequence[FakeToolCall] = ()
@@ -71,6 +86,7 @@ class FakeReply:
     input_tokens: int = 10
     output_tokens: int = 5
     chunk_delay: float = 0.0
+    delay: float = 0.0
 
     @property
     def finish(self) -> str:
@@ -80,7 +96,10 @@ class FakeReply:
 
 @dataclass(frozen=True, slots=True)
 class Fault:
-    """A failure injected into one request; build it with the class methods."""
+    """A failure injected into one request; build it with the class methods.
+
+    ``delay`` (seconds before the fault strikes) is set with ``dataclasses.replace``.
+    """
 
     kind: FaultKind
     status: int = 500
@@ -88,6 +107,7 @@ class Fault:
     headers: Mapping[str, str] = field(default_factory=dict)
     reply: FakeReply | None = None
     seconds: float = 30.0
+    delay: float = 0.0
 
     @classmethod
     def http(
@@ -162,148 +182,16 @@ Step: TypeAlias = FakeReply | Fault | Callable[[Mapping[str, Any]], "FakeReply |
 
 def _error(message: str, code: str) -> dict[str, Any]:
     kind = "insufficient_quota" if code == "insufficient_quota" else "invalid_request_error"
-    return {"error": {"message": message, "type": kind, "code": code, "param": None}}
+    return wire.openai_error(message, code, kind)
 
 
 @dataclass(frozen=True, slots=True)
 class RecordedRequest:
-    """One request the server received."""
+    """One model request the server received (``/v1/models`` and unknown paths are not kept)."""
 
     path: str
     headers: Mapping[str, str]
     body: Mapping[str, Any]
-
-
-def _chunk(ident: str, model: str, choices: list[dict[str, Any]], **extra: Any) -> bytes:
-    data = {
-        "id": ident,
-        "object": "chat.completion.chunk",
-        "created": 0,
-        "model": model,
-        "choices": choices,
-        **extra,
-    }
-    return b"data: " + json.dumps(data).encode() + b"\n\n"
-
-
-def _delta(delta: dict[str, Any], finish: str | None = None) -> list[dict[str, Any]]:
-    return [{"index": 0, "delta": delta, "finish_reason": finish}]
-
-
-def _pieces(text: str, size: int = 8) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)]
-
-
-def stream_chunks(reply: FakeReply, model: str, ident: str, call_ids: list[str]) -> list[bytes]:
-    """The SSE chunks of ``reply`` (without the final ``[DONE]``)."""
-    chunks = [_chunk(ident, model, _delta({"role": "assistant", "content": ""}))]
-    chunks += [_chunk(ident, model, _delta({"content": p})) for p in _pieces(reply.text)]
-    for index, (call, call_id) in enumerate(zip(reply.tool_calls, call_ids, strict=True)):
-        head = {"index": index, "id": call_id, "type": "function"}
-        head["function"] = {"name": call.name, "arguments": ""}
-        chunks.append(_chunk(ident, model, _delta({"tool_calls": [head]})))
-        for piece in _pieces(call.raw_arguments()):
-            part = {"index": index, "function": {"arguments": piece}}
-            chunks.append(_chunk(ident, model, _delta({"tool_calls": [part]})))
-    chunks.append(_chunk(ident, model, _delta({}, reply.finish)))
-    usage = {
-        "prompt_tokens": reply.input_tokens,
-        "completion_tokens": reply.output_tokens,
-        "total_tokens": reply.input_tokens + reply.output_tokens,
-    }
-    chunks.append(_chunk(ident, model, [], usage=usage))
-    return chunks
-
-
-def completion_body(
-    reply: FakeReply, model: str, ident: str, call_ids: list[str]
-) -> dict[str, Any]:
-    """The non-streaming Chat Completions body of ``reply``."""
-    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
-    if reply.tool_calls:
-        message["tool_calls"] = [
-            {
-                "id": call_id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.raw_arguments()},
-            }
-            for call, call_id in zip(reply.tool_calls, call_ids, strict=True)
-        ]
-    return {
-        "id": ident,
-        "object": "chat.completion",
-        "created": 0,
-        "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": reply.finish}],
-        "usage": {
-            "prompt_tokens": reply.input_tokens,
-            "completion_tokens": reply.output_tokens,
-            "total_tokens": reply.input_tokens + reply.output_tokens,
-        },
-    }
-
-
-def _sse(event: str, data: Mapping[str, Any]) -> bytes:
-    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
-
-
-def _anthropic_stop(reply: FakeReply) -> str:
-    mapping = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
-    return mapping.get(reply.finish, reply.finish)
-
-
-def anthropic_body(reply: FakeReply, model: str, ident: str, call_ids: list[str]) -> dict[str, Any]:
-    """The non-streaming Anthropic Messages body of ``reply``."""
-    content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
-    for call, call_id in zip(reply.tool_calls, call_ids, strict=True):
-        arguments = call.arguments if isinstance(call.arguments, Mapping) else {}
-        content.append(
-            {"type": "tool_use", "id": call_id, "name": call.name, "input": dict(arguments)}
-        )
-    return {
-        "id": ident,
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": content,
-        "stop_reason": _anthropic_stop(reply),
-        "stop_sequence": None,
-        "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
-    }
-
-
-def anthropic_events(reply: FakeReply, model: str, ident: str, call_ids: list[str]) -> list[bytes]:
-    """The Anthropic Messages SSE events of ``reply`` (without the final ``message_stop``)."""
-    start = anthropic_body(FakeReply(input_tokens=reply.input_tokens), model, ident, [])
-    start["usage"]["output_tokens"] = 0
-    start["stop_reason"] = None
-    events = [_sse("message_start", {"type": "message_start", "message": start})]
-    blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
-    if reply.text:
-        deltas = [{"type": "text_delta", "text": p} for p in _pieces(reply.text)]
-        blocks.append(({"type": "text", "text": ""}, deltas))
-    for call, call_id in zip(reply.tool_calls, call_ids, strict=True):
-        head = {"type": "tool_use", "id": call_id, "name": call.name, "input": {}}
-        parts = [
-            {"type": "input_json_delta", "partial_json": p} for p in _pieces(call.raw_arguments())
-        ]
-        blocks.append((head, parts))
-    for index, (head, deltas) in enumerate(blocks):
-        events.append(
-            _sse(
-                "content_block_start",
-                {"type": "content_block_start", "index": index, "content_block": head},
-            )
-        )
-        events += [
-            _sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
-            for d in deltas
-        ]
-        events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
-    delta = {"stop_reason": _anthropic_stop(reply), "stop_sequence": None}
-    usage = {"output_tokens": reply.output_tokens}
-    events.append(_sse("message_delta", {"type": "message_delta", "delta": delta, "usage": usage}))
-    return events
 
 
 class FakeProviderServer:
@@ -315,6 +203,7 @@ class FakeProviderServer:
         *,
         default: Step | None = None,
         model: str = "fake-model",
+        models: Sequence[str] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -323,19 +212,49 @@ class FakeProviderServer:
         Args:
             script: One step per request, in order.
             default: Answers once the script is exhausted; None = a 500 saying so.
-            model: The model name echoed in replies.
+            model: The model name echoed in replies (and listed, without ``models``).
+            models: The models served: ``GET /v1/models`` lists them, a request for any other
+                is a 404 ``model_not_found``, and replies echo the requested name. None (the
+                default) accepts every model name.
             host: Interface to bind (keep 127.0.0.1 in tests).
             port: Port to bind; 0 picks a free one.
         """
         self._script: list[Step] = list(script)
         self.default = default
         self.model = model
+        self.models = None if models is None else tuple(models)
         self._host = host
         self._port = port
         self.received: list[RecordedRequest] = []
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self._closing = asyncio.Event()
+
+    @classmethod
+    def from_script(
+        cls,
+        script: str | os.PathLike[str] | Mapping[str, Any] | Sequence[Any],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> FakeProviderServer:
+        """A server playing a script file (``.json`` or ``.toml``) or its parsed data.
+
+        Raises:
+            ConfigurationError: The file does not parse or a step is not understood; the
+                message names the step and the key.
+        """
+        from agentloop._fake_script import load_fake_script
+
+        parsed = load_fake_script(script)
+        return cls(
+            parsed.steps,
+            default=parsed.default,
+            model=parsed.model,
+            models=parsed.models,
+            host=host,
+            port=port,
+        )
 
     @property
     def requests(self) -> list[Mapping[str, Any]]:
@@ -370,8 +289,10 @@ class FakeProviderServer:
 
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._handle)
-        app.router.add_post("/chat/completions", self._handle)
         app.router.add_post("/v1/messages", self._handle)
+        app.router.add_get("/v1/models", self._list_models)
+        app.router.add_get("/v1/models/{name}", self._get_model)
+        app.router.add_route("*", "/{tail:.*}", self._unknown)
         runner = web.AppRunner(app, shutdown_timeout=0.1, handle_signals=False)
         await runner.setup()
         await web.TCPSite(runner, self._host, self._port).start()
@@ -403,96 +324,124 @@ class FakeProviderServer:
             return Fault.http(500, _error(message, "script_exhausted"))
         return step(body) if callable(step) else step
 
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
+    def _served(self) -> tuple[str, ...]:
+        return (self.model,) if self.models is None else self.models
+
+    def _model_object(self, name: str) -> dict[str, Any]:
+        return {"id": name, "object": "model", "created": 0, "owned_by": "agentloop"}
+
+    async def _list_models(self, request: web.Request) -> web.StreamResponse:
         from aiohttp import web
 
+        data = [self._model_object(name) for name in self._served()]
+        return web.json_response({"object": "list", "data": data})
+
+    async def _get_model(self, request: web.Request) -> web.StreamResponse:
+        from aiohttp import web
+
+        name = request.match_info["name"]
+        if name not in self._served():
+            return _json(404, _unknown_model(name, anthropic=False), {})
+        return web.json_response(self._model_object(name))
+
+    async def _unknown(self, request: web.Request) -> web.StreamResponse:
+        served = ("/v1/chat/completions", "/v1/messages", "/v1/models")
+        status, code = (
+            (405, "method_not_allowed") if request.path in served else (404, "unknown_url")
+        )
+        message = f"Invalid URL ({request.method} {request.path})"
+        return _json(status, _error(message, code), {})
+
+    def _rejection(self, anthropic: bool, body: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The 404 body for a model this server does not serve (None: serve it)."""
+        name = body.get("model")
+        if self.models is None or name in self.models:
+            return None
+        return _unknown_model(str(name), anthropic=anthropic)
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
         try:
             body = json.loads(raw)
         except ValueError:
             body = {"_raw": raw.decode("utf-8", errors="replace")}
         self.received.append(RecordedRequest(request.path, dict(request.headers), body))
-        step = self._next_step(body)
         number = next(self._ids)
         headers = {"x-request-id": f"req_fake_{number}"}
+        anthropic = request.path.endswith("/messages")
+        rejection = self._rejection(anthropic, body)
+        if rejection is not None:
+            return _json(404, rejection, headers)
+        step = self._next_step(body)
+        await self._pause(step.delay)
+        model = self.model if self.models is None else str(body.get("model"))
+        exchange = _Exchange(request, bool(body.get("stream")), number, headers, model, anthropic)
         if isinstance(step, FakeReply):
-            return await self._reply(request, step, bool(body.get("stream")), number, headers)
+            return await self._reply(exchange, step)
         if step.kind in ("status", "redirect"):
             payload = step.body if step.body is not None else _error("fault", "fault")
-            text = payload if isinstance(payload, str) else json.dumps(payload)
-            return web.Response(
-                status=step.status,
-                text=text,
-                headers={**headers, **step.headers},
-                content_type="application/json",
-            )
-        return await self._misbehave(request, step, bool(body.get("stream")), number, headers)
+            return _json(step.status, payload, {**headers, **step.headers})
+        return await self._misbehave(exchange, step)
 
     async def _reply(
-        self,
-        request: web.Request,
-        reply: FakeReply,
-        stream: bool,
-        number: int,
-        headers: dict[str, str],
-        *,
-        complete: bool = True,
+        self, exchange: _Exchange, reply: FakeReply, *, complete: bool = True
     ) -> web.StreamResponse:
         from aiohttp import web
 
-        anthropic = request.path.endswith("/messages")
+        number, anthropic = exchange.number, exchange.anthropic
         ident = f"msg_fake{number}" if anthropic else f"chatcmpl-fake{number}"
         call_ids = [c.id or f"call_fake_{number}_{i}" for i, c in enumerate(reply.tool_calls)]
-        if not stream:
+        if not exchange.stream:
             await self._pause(reply.chunk_delay)
-            build = anthropic_body if anthropic else completion_body
-            text = json.dumps(build(reply, self.model, ident, call_ids))
+            build = wire.anthropic_body if anthropic else wire.completion_body
+            text = json.dumps(build(reply, exchange.model, ident, call_ids))
             if not complete:
                 text = text[: len(text) // 2]
-            return web.Response(text=text, content_type="application/json", headers=headers)
-        response = web.StreamResponse(headers={**headers, "Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        events = anthropic_events if anthropic else stream_chunks
-        chunks = events(reply, self.model, ident, call_ids)
+            return _json(200, text, exchange.headers)
+        events = wire.anthropic_events if anthropic else wire.stream_chunks
+        chunks = events(reply, exchange.model, ident, call_ids)
         if not complete:
             chunks = chunks[: max(1, len(chunks) // 2)]
-        elif anthropic:
-            chunks.append(_sse("message_stop", {"type": "message_stop"}))
         else:
-            chunks.append(b"data: [DONE]\n\n")
-        for chunk in chunks:
-            await response.write(chunk)
-            await self._pause(reply.chunk_delay)
-        await response.write_eof()
+            chunks.append(wire.anthropic_stop_event() if anthropic else wire.OPENAI_DONE)
+        response = web.StreamResponse(
+            headers={**exchange.headers, "Content-Type": "text/event-stream"}
+        )
+        try:
+            await response.prepare(exchange.request)
+            for chunk in chunks:
+                await response.write(chunk)
+                await self._pause(reply.chunk_delay)
+            await response.write_eof()
+        except ConnectionError:
+            pass  # the client went away mid-stream: its business, not an error of ours
         return response
 
-    async def _misbehave(
-        self,
-        request: web.Request,
-        fault: Fault,
-        stream: bool,
-        number: int,
-        headers: dict[str, str],
-    ) -> web.StreamResponse:
+    async def _misbehave(self, exchange: _Exchange, fault: Fault) -> web.StreamResponse:
         from aiohttp import web
 
         if fault.kind == "truncate":
             assert fault.reply is not None
-            return await self._reply(request, fault.reply, stream, number, headers, complete=False)
+            return await self._reply(exchange, fault.reply, complete=False)
         if fault.kind == "malformed":
-            if stream:
-                response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-                await response.prepare(request)
-                await response.write(b'data: {"choices": [\n\ndata: [DONE]\n\n')
+            if not exchange.stream:
+                return _json(200, '{"choices": [', {})
+            response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            try:
+                await response.prepare(exchange.request)
+                await response.write(b'data: {"choices": [\n\n' + wire.OPENAI_DONE)
                 await response.write_eof()
-                return response
-            return web.Response(text='{"choices": [', content_type="application/json")
+            except ConnectionError:
+                pass
+            return response
         if fault.kind == "hang":
             await self._pause(fault.seconds)
-        transport = request.transport
+        transport = exchange.request.transport
         if transport is not None:
             transport.abort()
-        raise ConnectionResetError("fake server dropped the connection")
+        # Returning (not raising) keeps aiohttp from logging a traceback: writing this answer to
+        # the aborted transport fails with a ConnectionError, which aiohttp ignores quietly.
+        return web.Response(status=500)
 
     async def _pause(self, seconds: float) -> None:
         if seconds <= 0:
@@ -501,3 +450,33 @@ class FakeProviderServer:
             await asyncio.wait_for(self._closing.wait(), timeout=seconds)
         except TimeoutError:
             pass
+
+
+@dataclass(frozen=True, slots=True)
+class _Exchange:
+    """One request being answered: what every answering step needs to know about it."""
+
+    request: web.Request
+    stream: bool
+    number: int
+    headers: dict[str, str]
+    model: str
+    anthropic: bool
+
+
+def _json(
+    status: int, payload: str | Mapping[str, Any], headers: Mapping[str, str]
+) -> web.Response:
+    from aiohttp import web
+
+    text = payload if isinstance(payload, str) else json.dumps(payload)
+    return web.Response(
+        status=status, text=text, headers=dict(headers), content_type="application/json"
+    )
+
+
+def _unknown_model(name: str, *, anthropic: bool) -> dict[str, Any]:
+    if anthropic:
+        return wire.anthropic_error("not_found_error", f"model: {name}")
+    message = f"The model '{name}' does not exist or you do not have access to it."
+    return wire.openai_error(message, "model_not_found", param="model")

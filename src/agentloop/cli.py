@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from agentloop.store import Store, StoredRun
+    from agentloop.testing import FakeProviderServer
 
 __all__ = ["main"]
 
@@ -206,15 +207,34 @@ _FAULTS = (
 )
 
 
-async def _fake_server(port: int, faults: Sequence[str]) -> int:
-    from agentloop._fake_server import FakeProviderServer, FakeReply, Fault
+def _fake_server_for(
+    port: int, faults: Sequence[str], script: str | None, models: Sequence[str] | None
+) -> FakeProviderServer:
+    """The server the flags describe: ``--faults`` first, then the script's steps."""
+    from agentloop.testing import FakeProviderServer, FakeReply, FakeScript, Fault, load_fake_script
 
-    script = [getattr(Fault, name)() for name in faults]
-    server = FakeProviderServer(script, default=FakeReply("ok"), port=port)
+    parsed = FakeScript(default=FakeReply("ok")) if script is None else load_fake_script(script)
+    steps = [*(getattr(Fault, name)() for name in faults), *parsed.steps]
+    return FakeProviderServer(
+        steps,
+        default=parsed.default,
+        model=models[0] if models else parsed.model,
+        models=models or parsed.models,
+        port=port,
+    )
+
+
+async def _fake_server(
+    server: FakeProviderServer, faults: Sequence[str], script: str | None
+) -> int:
     await server.start()
     print(f"fake OpenAI-compatible server on {server.base_url} (Ctrl-C to stop)", flush=True)
+    served = ", ".join(server.models) if server.models else f"any ({server.model} echoed)"
+    print(f"models: {served}", flush=True)
     if faults:
         print(f"the first {len(faults)} requests fail with: {', '.join(faults)}", flush=True)
+    if script is not None:
+        print(f"playing the script {script}, one step per request", flush=True)
     try:
         await asyncio.Event().wait()
     finally:
@@ -372,17 +392,32 @@ def _fault_list(text: str) -> list[str]:
     return names
 
 
+def _name_list(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentloop", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="offline demo over a local fault-injecting server")
     fake = sub.add_parser("fake-server", help="run the fault-injecting fake provider")
-    fake.add_argument("--port", type=int, default=0)
+    fake.add_argument("--port", type=int, default=0, help="0 (the default) picks a free port")
     fake.add_argument(
         "--faults",
         type=_fault_list,
         default=[],
         help=f"comma-separated faults for the first requests: {', '.join(_FAULTS)}",
+    )
+    fake.add_argument(
+        "--script",
+        metavar="FILE",
+        help="replies, tool calls, faults and delays per request, from JSON or TOML "
+        "(docs/fake-server.md); without it every request is answered 'ok'",
+    )
+    fake.add_argument(
+        "--models",
+        type=_name_list,
+        help="comma-separated models served; others get 404 model_not_found (default: any)",
     )
     run = sub.add_parser("run", help="run a task with read-only tools")
     run.add_argument("task")
@@ -407,7 +442,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             with tempfile.TemporaryDirectory(prefix="agentloop-demo-") as workdir:
                 return asyncio.run(_demo(Path(workdir)))
         if args.command == "fake-server":
-            return asyncio.run(_fake_server(args.port, args.faults))
+            server = _fake_server_for(args.port, args.faults, args.script, args.models)
+            return asyncio.run(_fake_server(server, args.faults, args.script))
         if args.command == "runs":
             return _runs(args.store, getattr(args, "run_id", None), args.session)
         return asyncio.run(_run(args.task, args.provider, args.model, args.base_url))

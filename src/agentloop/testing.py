@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
+from agentloop._fake_script import FakeScript, load_fake_script
 from agentloop._fake_server import FakeProviderServer, FakeReply, FakeToolCall, Fault
 from agentloop.errors import InternalError
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, Usage
@@ -23,6 +24,7 @@ from agentloop.observers import EVENTS, Observer
 __all__ = [
     "FakeProviderServer",
     "FakeReply",
+    "FakeScript",
     "FakeToolCall",
     "Fault",
     "FunctionModel",
@@ -32,6 +34,7 @@ __all__ = [
     "ScriptedModel",
     "Step",
     "call",
+    "load_fake_script",
     "reply",
 ]
 
