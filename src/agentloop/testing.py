@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import json
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
@@ -106,7 +107,12 @@ class _Base:
         for start in range(0, len(text), 8):
             yield StreamEvent("text_delta", text=text[start : start + 8])
         for index, part in enumerate(response.tool_calls):
+            arguments = json.dumps(dict(part.arguments))
             yield StreamEvent("tool_call_delta", index=index, call_id=part.id, name=part.name)
+            for start in range(0, len(arguments), 8):
+                yield StreamEvent(
+                    "tool_call_delta", index=index, arguments=arguments[start : start + 8]
+                )
         yield StreamEvent("done", response=response)
 
     async def aclose(self) -> None:
