@@ -1,8 +1,14 @@
-"""The fault-injecting fake server: scripts, recording, every fault, clean shutdown."""
+"""The fault-injecting fake server: scripts (Python and files), recording, every fault, strict
+paths and models, clean shutdown, and a command that prints no tracebacks.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -10,8 +16,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from agentloop._fake_server import FakeProviderServer, FakeReply, FakeToolCall, Fault
 from agentloop.errors import (
+    ConfigurationError,
     InsufficientCredits,
     ProviderError,
     ProviderTimeout,
@@ -21,6 +27,7 @@ from agentloop.errors import (
 from agentloop.messages import Message
 from agentloop.model import ModelRequest
 from agentloop.providers.openai import OpenAIClient
+from agentloop.testing import FakeProviderServer, FakeReply, FakeToolCall, Fault, load_fake_script
 
 REQUEST = ModelRequest(messages=(Message.user("hi"),))
 
@@ -188,3 +195,246 @@ async def test_anthropic_messages_format() -> None:
         ("toolu_1", "read_file", {"path": "a.txt"})
     ]
     assert server.received[0].path == "/v1/messages"
+
+
+# --- strict paths and models -------------------------------------------------------------------
+
+
+async def test_models_are_listed_and_unknown_paths_are_404() -> None:
+    async with (
+        FakeProviderServer(model="echo-model") as server,
+        aiohttp.ClientSession() as session,
+    ):
+        async with session.get(f"{server.base_url}/models") as listing:
+            assert listing.status == 200
+            body = await listing.json()
+        assert body["object"] == "list" and [m["id"] for m in body["data"]] == ["echo-model"]
+        async with session.get(f"{server.base_url}/models/echo-model") as one:
+            assert (await one.json())["id"] == "echo-model"
+        async with session.post(f"{server.root_url}/chat/completions", json={}) as missing:
+            assert missing.status == 404
+            error = (await missing.json())["error"]
+        assert error["code"] == "unknown_url"
+        assert error["message"] == "Invalid URL (POST /chat/completions)"
+        async with session.get(f"{server.base_url}/chat/completions") as wrong:
+            assert wrong.status == 405
+    assert server.received == []  # neither listing nor a wrong path is a model request
+
+
+async def test_a_model_list_rejects_other_models_without_using_a_step() -> None:
+    from agentloop.errors import ModelNotFound
+
+    async with FakeProviderServer([FakeReply("served")], models=["small", "large"]) as server:
+        wrong = OpenAIClient("huge", base_url=server.base_url)
+        right = OpenAIClient("large", base_url=server.base_url)
+        try:
+            with pytest.raises(ModelNotFound) as info:
+                await wrong.complete(REQUEST)
+            response = await right.complete(REQUEST)
+        finally:
+            await wrong.aclose()
+            await right.aclose()
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"{server.base_url}/models") as listing:
+                listed = [m["id"] for m in (await listing.json())["data"]]
+            async with session.get(f"{server.base_url}/models/huge") as one:
+                assert one.status == 404
+    assert "huge" in str(info.value) and info.value.status_code == 404
+    assert response.text == "served" and response.model == "large"  # the requested name echoes
+    assert listed == ["small", "large"]
+
+
+# --- scripts from files ------------------------------------------------------------------------
+
+SCRIPT_TOML = """
+model = "scripted-model"
+
+[default]
+text = "the script is over"
+
+[[steps]]
+fault = "server_error"
+status = 503
+repeat = 2
+
+[[steps]]
+text = "Reading both."
+tool_calls = [
+    { name = "read_file", arguments = { path = "a.txt" }, id = "call_a" },
+    { name = "read_file", arguments = { path = "b.txt" } },
+]
+
+[[steps]]
+status = 429
+body = { error = { message = "slow down", type = "rate_limit", code = "rate_limit_exceeded" } }
+headers = { "Retry-After" = "0" }
+
+[[steps]]
+text = "Both files are empty."
+delay = 0.2
+chunk_delay = 0.01
+"""
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_toml_script_drives_an_agent_through_the_real_adapter(
+    tmp_path: Any, stream: bool
+) -> None:
+    from agentloop import Agent, RetryingClient, RunConfig, tool
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a UTF-8 text file."""
+        return ""
+
+    path = tmp_path / "script.toml"
+    path.write_text(SCRIPT_TOML)
+    async with FakeProviderServer.from_script(path) as server:
+        inner = OpenAIClient("scripted-model", base_url=server.base_url)
+        client = RetryingClient(inner, base_delay=0.001, rate_limit_max_delay=0.01)
+        agent = Agent(client, tools=[read_file], config=RunConfig(stream=stream))
+        started = time.monotonic()
+        async with client:
+            run = await agent.run("What is in a.txt and b.txt?")
+        elapsed = time.monotonic() - started
+    calls = run.turns[0].tool_calls
+    assert [(c.id, c.name, dict(c.arguments)) for c in calls] == [
+        ("call_a", "read_file", {"path": "a.txt"}),
+        ("call_fake_3_1", "read_file", {"path": "b.txt"}),
+    ]
+    assert run.output == "Both files are empty." and elapsed >= 0.2
+    assert [r.get("stream", False) for r in server.requests] == [stream] * 5
+    assert run.turns[0].model == "scripted-model"
+
+
+async def test_a_json_script_of_faults_and_anthropic_replies(tmp_path: Any) -> None:
+    from agentloop.providers.anthropic import AnthropicClient
+
+    script = {
+        "steps": [
+            {"fault": "hang", "seconds": 5},
+            {"fault": "reset"},
+            {"fault": "malformed"},
+            {"fault": "truncate", "text": "cut " * 20},
+            {"tool_calls": [{"name": "search", "arguments": '{"q": '}]},
+        ]
+    }
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(script))
+    async with FakeProviderServer.from_script(str(path)) as server:
+        openai = OpenAIClient("m", base_url=server.base_url, timeout=0.2)
+        anthropic = AnthropicClient("m", api_key="k-1", base_url=server.root_url)
+        try:
+            with pytest.raises(ProviderTimeout):
+                await openai.complete(REQUEST)
+            with pytest.raises(ProviderUnavailable):
+                await openai.complete(REQUEST)
+            with pytest.raises(ResponseInvalid):
+                await openai.complete(REQUEST)
+            with pytest.raises(ResponseInvalid):
+                async for _ in anthropic.stream(REQUEST):
+                    pass
+            broken = await openai.complete(REQUEST)  # invalid argument JSON, sent verbatim
+        finally:
+            await openai.aclose()
+            await anthropic.aclose()
+    assert broken.tool_calls[0].name == "search"
+    assert '{"q": ' in str(broken.tool_calls[0].arguments)
+
+
+def test_script_parsing() -> None:
+    parsed = load_fake_script(
+        [
+            {"text": "hi", "delay": 1, "repeat": 2},
+            {"fault": "rate_limit", "retry_after": 0.5},
+            {"status": 402, "body": "no money"},
+            {"fault": "truncate"},
+        ]
+    )
+    assert parsed.steps[:2] == (FakeReply("hi", delay=1.0),) * 2
+    assert parsed.steps[2] == Fault.rate_limit(0.5)
+    assert parsed.steps[3] == Fault.http(402, "no money")
+    assert parsed.steps[4] == Fault.truncate()
+    assert (parsed.default, parsed.model, parsed.models) == (None, "fake-model", None)
+    listed = load_fake_script({"models": ["a", "b"]})
+    assert (listed.model, listed.models) == ("a", ("a", "b"))
+
+
+@pytest.mark.parametrize(
+    ("script", "field", "words"),
+    [
+        ({"steps": [{"txt": "typo"}]}, "steps[0] (a reply)", "unknown key(s) txt"),
+        ({"steps": [{"fault": "explode"}]}, "steps[0].fault", "unknown fault 'explode'"),
+        ({"steps": [{"fault": "hang", "status": 500}]}, "steps[0] (fault 'hang')", "seconds"),
+        ({"steps": [{"fault": "status"}]}, "steps[0].status", "needs a status code"),
+        ({"steps": [{"text": 3}]}, "steps[0].text", "must be a string"),
+        ({"steps": [{"tool_calls": [{"arguments": {}}]}]}, "steps[0].tool_calls[0].name", "name"),
+        ({"steps": [{"text": "x", "repeat": 0}]}, "steps[0].repeat", ">= 1"),
+        ({"steps": [{"text": "x", "delay": -1}]}, "steps[0].delay", ">= 0"),
+        ({"steps": "x"}, "steps", "must be a list"),
+        ({"step": []}, "the script", "unknown key(s) step"),
+    ],
+)
+def test_script_mistakes_name_the_step_and_key(
+    script: dict[str, Any], field: str, words: str
+) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        load_fake_script(script)
+    assert info.value.field == field and words in str(info.value)
+
+
+def test_an_unreadable_script_file_names_the_file(tmp_path: Any) -> None:
+    path = tmp_path / "broken.toml"
+    path.write_text("steps = [")
+    with pytest.raises(ConfigurationError, match=r"broken\.toml"):
+        load_fake_script(path)
+    with pytest.raises(ConfigurationError, match=r"missing\.json"):
+        load_fake_script(tmp_path / "missing.json")
+
+
+# --- the command: quiet about its own faults and about clients that leave ---------------------
+
+
+def test_the_command_prints_no_tracebacks(tmp_path: Any) -> None:
+    script = {
+        "models": ["fake-model"],
+        "steps": [
+            {"text": "a long answer " * 40, "chunk_delay": 0.05},
+            {"fault": "hang", "seconds": 0.5},
+            {"fault": "reset"},
+            {"text": "still here"},
+        ],
+    }
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(script))
+    command = [sys.executable, "-m", "agentloop", "fake-server", "--script", str(path)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        first, second = process.stdout.readline(), process.stdout.readline()
+        url = first.split(" on ", 1)[1].split()[0]
+        asyncio.run(_misbehaving_client(url))
+        time.sleep(0.6)  # the hang ends and the stream writes on into the closed connection
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=10)
+    assert "Traceback" not in err, err
+    assert second == "models: fake-model\n"
+    assert process.returncode == 130
+
+
+async def _misbehaving_client(url: str) -> None:
+    body = {"model": "fake-model", "stream": True, "messages": []}
+    timeout = aiohttp.ClientTimeout(total=0.2)
+    async with aiohttp.ClientSession() as session:
+        async with session.post(f"{url}/chat/completions", json=body) as streaming:
+            await streaming.content.readline()  # the first chunk; then hang up mid-stream
+            streaming.close()
+        with pytest.raises(asyncio.TimeoutError):
+            async with session.post(f"{url}/chat/completions", json=body, timeout=timeout):
+                pass
+        with pytest.raises(aiohttp.ClientError):
+            async with session.post(f"{url}/chat/completions", json=body):
+                pass
+        async with session.post(f"{url}/chat/completions", json={**body, "stream": False}) as ok:
+            assert (await ok.json())["choices"][0]["message"]["content"] == "still here"
