@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_type
 
 from pydantic import BaseModel
-from typing_extensions import assert_type
 
 from agentloop import Agent, Run, ToolContext, tool
 from agentloop import events as ev
