@@ -168,6 +168,9 @@ def build_payload(
     if request.settings.tool_choice is not None:
         payload["toolConfig"] = _tool_config(request.settings.tool_choice)
     config = _generation_config(request.settings)
+    if request.output is not None:  # native structured output (RunConfig.output_mode="native")
+        config["responseMimeType"] = "application/json"
+        config["responseJsonSchema"] = dict(request.output.schema)
     if config:
         payload["generationConfig"] = config
     if request.settings.extra_body:

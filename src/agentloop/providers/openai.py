@@ -169,6 +169,15 @@ def encode_request(
     if stream:
         payload["stream"] = True
         payload["stream_options"] = {"include_usage": True}
+    if request.output is not None:  # native structured output (RunConfig.output_mode="native")
+        payload["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {
+                "name": request.output.name,
+                "schema": dict(request.output.schema),
+                "strict": False,
+            },
+        }
     _apply_settings(payload, request.settings, max_field)
     return payload
 
@@ -276,6 +285,9 @@ def parse_completion(
         ) from exc
 
 
+_CALL = "choices[].delta.tool_calls[]"  # constant paths: no formatting on the hot path
+
+
 @dataclass(slots=True)
 class _StreamedCall:
     """One tool call being streamed: its id, name and argument fragments so far."""
@@ -350,16 +362,15 @@ class ChatStreamAccumulator:
                 self._text.append(text)
                 events.append(StreamEvent("text_delta", text=text))
             for call in as_list(delta.get("tool_calls"), "choices[].delta.tool_calls"):
-                events.append(self._tool_delta(as_object(call, "choices[].delta.tool_calls[]")))
+                events.append(self._tool_delta(as_object(call, _CALL)))
         return events
 
     def _tool_delta(self, call: Mapping[str, Any]) -> StreamEvent:
-        path = "choices[].delta.tool_calls[]"
-        call_id = opt_str(call.get("id"), f"{path}.id") or None
-        function = opt_object(call.get("function"), f"{path}.function")
-        name = opt_str(function.get("name"), f"{path}.function.name")
-        fragment = _argument_text(function.get("arguments"), f"{path}.function.arguments")
-        lane = self._lane(as_index(call.get("index"), f"{path}.index"), call_id)
+        call_id = opt_str(call.get("id"), _CALL + ".id") or None
+        function = opt_object(call.get("function"), _CALL + ".function")
+        name = opt_str(function.get("name"), _CALL + ".function.name")
+        fragment = _argument_text(function.get("arguments"), _CALL + ".function.arguments")
+        lane = self._lane(as_index(call.get("index"), _CALL + ".index"), call_id)
         state = self._calls[lane]
         state.id = state.id or call_id or ""
         state.name = state.name or name or ""
