@@ -139,3 +139,15 @@ def test_printed_output_matches_the_page(tmp_path: Path) -> None:
     done = run_script(source, line, "docs/errors.md", tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout == expected.group(1)
+
+
+def test_the_fake_server_scripts_load_and_agree() -> None:
+    """The example script of fake-server.md is a real one, the same in TOML and in JSON."""
+    from agentloop.testing import load_fake_script
+
+    page = "docs/fake-server.md"
+    [(_, _, toml_source)] = blocks(page, "toml")
+    [(_, _, json_source)] = blocks(page, "json")
+    parsed = load_fake_script(tomllib.loads(toml_source))
+    assert parsed == load_fake_script(json.loads(json_source))
+    assert len(parsed.steps) == 5 and parsed.models == ("fake-model",)
