@@ -28,6 +28,7 @@ from agentloop.observers import Observer
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.text import Text
 
     from agentloop.store import Store, StoredRun
     from agentloop.testing import FakeProviderServer
@@ -310,7 +311,7 @@ def _when(timestamp: float | None) -> str:
 def _list_runs(console: Console, runs: list[StoredRun]) -> None:
     from rich.table import Table
 
-    table = Table("session", "run", "started", "turns", "tool calls", "output / stop_reason")
+    table = Table("session", "run", "started", "turns", "calls", "outcome")
     for stored in runs:
         run = stored.run
         table.add_row(
@@ -322,7 +323,7 @@ def _list_runs(console: Console, runs: list[StoredRun]) -> None:
             _outcome(stored),
         )
     console.print(table)
-    console.print(f"{len(runs)} runs")
+    console.print(f"{len(runs)} run{'s' * (len(runs) != 1)}")
 
 
 def _show_run(console: Console, stored: StoredRun) -> None:
@@ -345,14 +346,69 @@ def _show_run(console: Console, stored: StoredRun) -> None:
     console.print(fields)
     if run.stop_reason is not None:
         _show_error(console, run.stop_reason)
-    turns = Table("turn", "model", "tool calls", "soft errors", "text")
     for turn in run.turns:
-        calls = ", ".join(c.name for c in turn.tool_calls) or "-"
-        soft = sum(r.is_error for r in turn.tool_results)
-        turns.add_row(
-            str(turn.index), _escape(turn.model), _escape(calls), str(soft), _escape(turn.text[:60])
-        )
-    console.print(turns)
+        _show_turn(console, turn)
+
+
+def _show_turn(console: Console, turn: Turn) -> None:
+    """One turn: its text, each tool call with its arguments, and what each call returned.
+
+    Everything stored is user or model text: it goes out as ``rich.text.Text``, never as
+    markup, and soft errors are printed whole (they are what the model read).
+    """
+    from rich.text import Text
+
+    soft = sum(r.is_error for r in turn.tool_results)
+    counts = [f"{len(turn.tool_calls)} tool call{'s' * (len(turn.tool_calls) != 1)}"]
+    if soft:
+        counts.append(f"{soft} soft error{'s' * (soft != 1)}")
+    console.print(
+        Text.assemble((f"turn {turn.index}", "bold"), f" ({turn.model}): {', '.join(counts)}")
+    )
+    if turn.text:
+        _indented(console, 2, Text.assemble(("says: ", "dim"), turn.text))
+    for call, result in _pairs(turn):
+        if call is not None:
+            _indented(
+                console, 2, Text.assemble(("call ", "dim"), (call.name, "cyan"), " ", _json(call))
+            )
+        if result is None:
+            _indented(console, 4, Text("(no result recorded)", style="dim"))
+        elif result.is_error:
+            _indented(console, 4, Text.assemble(("soft error", "yellow"), ": ", result.content))
+        else:
+            _indented(console, 4, Text.assemble(("ok", "green"), ": ", _preview(result.content)))
+
+
+def _indented(console: Console, indent: int, text: Text) -> None:
+    """Print ``text`` wrapped to the console's width, every line indented (no trailing blanks)."""
+    from rich.text import Text
+
+    for line in text.wrap(console, max(20, console.width - indent)):
+        line.rstrip()
+        console.print(Text(" " * indent) + line, soft_wrap=True)
+
+
+def _pairs(turn: Turn) -> list[tuple[ToolCallPart | None, ToolResultPart | None]]:
+    """Each call with its result (by id), then any result that answers no call."""
+    results = {r.call_id: r for r in turn.tool_results}
+    pairs: list[tuple[ToolCallPart | None, ToolResultPart | None]] = [
+        (call, results.pop(call.id, None)) for call in turn.tool_calls
+    ]
+    return pairs + [(None, result) for result in results.values()]
+
+
+def _json(call: ToolCallPart) -> str:
+    import json
+
+    return json.dumps(dict(call.arguments), ensure_ascii=False, default=repr)
+
+
+def _preview(text: str, limit: int = 120) -> str:
+    """A successful result's first line, cut at ``limit`` characters."""
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    more = len(first) > limit or first != text.strip()
+    return first[:limit] + (" …" if more else "")
 
 
 def _show_error(console: Console, error: AgentLoopError) -> None:
@@ -371,10 +427,20 @@ def _show_error(console: Console, error: AgentLoopError) -> None:
 
 def _attempt(record: AttemptRecord) -> str:
     phase = "-" if record.phase is None else str(record.phase)
+    wait = f", then waited {_seconds(record.wait_seconds)}" if record.wait_seconds > 0 else ""
     return (
         f"#{record.attempt} {record.error_type} status={record.status_code} phase={phase} "
-        f"sent={record.request_sent} {record.duration_seconds:.3f}s wait={record.wait_seconds:.3f}s"
+        f"sent={record.request_sent} took {_seconds(record.duration_seconds)}{wait}"
     )
+
+
+def _seconds(value: float) -> str:
+    """Seconds rounded for reading: 0.25s, 3.1s, 42s."""
+    if value >= 10:
+        return f"{value:.0f}s"
+    if value >= 1:
+        return f"{value:.1f}s"
+    return f"{value:.2f}s"
 
 
 def _escape(text: str) -> str:
