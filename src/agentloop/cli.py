@@ -302,22 +302,24 @@ def _outcome(stored: StoredRun) -> str:
     return _escape(repr(run.output))
 
 
-def _when(timestamp: float | None) -> str:
+def _when(timestamp: float | None, timespec: str = "seconds") -> str:
     if timestamp is None:
         return "-"
-    return datetime.fromtimestamp(timestamp).isoformat(sep=" ", timespec="seconds")
+    return datetime.fromtimestamp(timestamp).isoformat(sep=" ", timespec=timespec)
 
 
 def _list_runs(console: Console, runs: list[StoredRun]) -> None:
     from rich.table import Table
 
     table = Table("session", "run", "started", "turns", "calls", "outcome")
+    for column in table.columns[:3]:
+        column.no_wrap = True  # the outcome column takes what an 80-column terminal leaves
     for stored in runs:
         run = stored.run
         table.add_row(
             _escape(stored.session_id[:12]),
             run.id[:12],
-            _when(run.started_at),
+            _when(run.started_at, "minutes"),
             str(len(run.turns)),
             str(run.tool_calls),
             _outcome(stored),
@@ -336,7 +338,7 @@ def _show_run(console: Console, stored: StoredRun) -> None:
         ("input", _escape(repr(run.input))),
         ("output", _escape(repr(run.output))),
         ("outcome", _outcome(stored)),
-        ("turns", f"{len(run.turns)} ({run.tool_calls} tool calls)"),
+        ("turns", f"{len(run.turns)} ({run.tool_calls} tool call{'s' * (run.tool_calls != 1)})"),
         ("tokens", f"{run.usage.input_tokens} in, {run.usage.output_tokens} out"),
         ("started", _when(run.started_at)),
         ("ended", _when(run.ended_at)),
@@ -421,6 +423,8 @@ def _show_error(console: Console, error: AgentLoopError) -> None:
     for name, value in sorted(error.attributes().items()):
         if name == "attempt_log":
             value = "\n".join(_attempt(record) for record in value) or "()"
+        elif isinstance(value, float):
+            value = _seconds(value) if name.endswith(("_seconds", "_after")) else f"{value:g}"
         table.add_row(_escape(name), _escape(str(value)))
     console.print(table)
 
