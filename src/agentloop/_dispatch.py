@@ -221,6 +221,7 @@ class Dispatcher:
             session_id=self.session_id,
             deps=state.deps,
         )
+        ctx._link = (state, self)
         if self.observers.active:
             self.observers.emit(ev.ToolCallStarted(run.id, state.turn_index, call, attempt))
         veto = await self._pre_hooks(call, ctx) if self.pre_hooks else None

@@ -20,7 +20,7 @@ import uuid
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
-from typing import Any, Generic, TypedDict, Unpack, overload
+from typing import Any, Generic, TypedDict, Unpack, cast, overload
 
 from agentloop import events as ev
 from agentloop._compaction import ContextGuard
@@ -36,6 +36,7 @@ from agentloop._output import (
 )
 from agentloop._safety import SafetyState
 from agentloop._stream import RunStream
+from agentloop._toolsets import Toolsets
 from agentloop._turn import ClientEventBridge, RunState, build_request, call_model
 from agentloop.cancel import CancelToken
 from agentloop.config import RunConfig
@@ -55,12 +56,12 @@ from agentloop.errors import (
 )
 from agentloop.hooks import Approver, Hook, overrides
 from agentloop.messages import Message, ToolCallPart, ToolResultPart
-from agentloop.model import ModelClient, ModelResponse
+from agentloop.model import ModelClient, ModelResponse, ToolSpec
 from agentloop.observers import EventBus, Observer
 from agentloop.run import TRUNCATION_REASONS, OutputT, Run, Turn
 from agentloop.store import Store
 from agentloop.store._session import SessionRecorder, restore
-from agentloop.tools import Tool, ToolRegistry
+from agentloop.tools import Tool, ToolRegistry, Toolset
 from agentloop.transcript import close_interrupted, validate_transcript
 
 __all__ = ["Agent"]
@@ -140,7 +141,8 @@ class Agent(Generic[OutputT]):
     ) -> None:
         config = _checked_setup(client, config, approver)
         self.client = client
-        self.registry = _registry(tools)
+        self.registry, toolsets = _registry(tools)
+        self._toolsets = Toolsets(toolsets, self.registry)
         self.system = system
         self.config = config
         self.output = _output_type(output_type, self.registry)
@@ -149,7 +151,8 @@ class Agent(Generic[OutputT]):
         self.persistence_error: MemoryBackendError | None = None
         self._recorder = _recorder(store, self.session_id, existing_ok=session_id is None)
         self._hooks = tuple(hooks)
-        self._bus = EventBus(tuple(observers))
+        self._observers = tuple(observers)
+        self._bus = EventBus(self._observers)
         self._history: list[Message] = _checked_history(history)
         self._runs: list[Run[OutputT]] = []
         self._cancel = CancelToken()
@@ -213,11 +216,46 @@ class Agent(Generic[OutputT]):
         """Fire the agent's cancel signal: the running (or else the next) run is cancelled."""
         self._cancel.cancel()
 
+    def as_tool(self, *, name: str, description: str) -> Tool:
+        """This agent as a tool of another agent: one parameter, ``input``, the child's prompt.
+
+        Each call runs a fresh conversation of this agent (see ``fork``); its output (typed
+        output as JSON) is the result, its hard error the parent's soft error
+        ``agent '<name>' stopped: <ErrorClass>: <message>``.
+        """
+        from agentloop._agent_tool import AgentTool
+
+        return AgentTool(self, name=name, description=description)
+
+    def fork(self) -> Agent[OutputT]:
+        """A fresh agent with this one's client, tools, prompt, config and output type.
+
+        No history, no runs, no store; its own safety state. Observers and hooks are shared.
+        """
+        twin = Agent(
+            self.client,
+            tools=self.registry,
+            system=self.system,
+            config=self.config,
+            hooks=self._hooks,
+            observers=self._observers,
+            approver=self._dispatcher.approver,
+        )
+        twin.output = self.output
+        twin._toolsets = self._toolsets
+        return cast("Agent[OutputT]", twin)
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        """Release the client's connections (the agent stays usable; they reopen on demand)."""
-        await self.client.aclose()
+        """Release the client's connections and stop tool sources (MCP servers).
+
+        The agent stays usable: connections reopen and servers restart on demand.
+        """
+        try:
+            await self._toolsets.aclose()
+        finally:
+            await self.client.aclose()
 
     def close(self) -> None:
         """Sync ``aclose``: also shuts the private event loop ``run_sync`` keeps."""
@@ -326,10 +364,8 @@ class Agent(Generic[OutputT]):
         transcript = list(self._history)
         base = len(transcript)
         transcript.append(Message.user(input))
-        specs = self.registry.specs()
         native = self._native()
-        if self.output is not None and not native and self.config.output_mode != "text":
-            specs = (*specs, self.output.tool_spec)
+        specs = self._specs(native)
         state = RunState(
             run=run,
             tokens=(self._cancel, *cancels),
@@ -348,6 +384,19 @@ class Agent(Generic[OutputT]):
             state.listener = listener
             self._bus.attach(listener)
         return state
+
+    def _specs(self, native: bool) -> tuple[ToolSpec, ...]:
+        """The tools advertised to the model: the registry's, and ``final_result`` if typed."""
+        specs = self.registry.specs()
+        if self.output is not None and not native and self.config.output_mode != "text":
+            specs = (*specs, self.output.tool_spec)
+        return specs
+
+    async def _refresh_tools(self, state: RunState, *, starting: bool) -> None:
+        """List tool sources that changed (MCP servers) and re-advertise the tools."""
+        if await self._toolsets.refresh(starting=starting):
+            state.specs = self._specs(state.native_output)
+            state.advertised = frozenset(s.name for s in state.specs)
 
     def _native(self) -> bool:
         """Whether this run asks the provider for native structured output."""
@@ -375,6 +424,7 @@ class Agent(Generic[OutputT]):
     async def _execute(self, state: RunState) -> Run[OutputT]:
         try:
             state.check_cancel()
+            await self._refresh_tools(state, starting=True)
             if self._recorder is not None:
                 self._recorder.begin(state.run)
             self.safety.budget_begin()
@@ -432,6 +482,8 @@ class Agent(Generic[OutputT]):
             state.check_cancel()
             if state.turn_index >= self.config.max_turns:
                 raise MaxTurnsExceeded(self.config.max_turns)
+            if self._toolsets.toolsets:
+                await self._refresh_tools(state, starting=False)
             await guard.before_call(state, lambda messages: self._commit_compacted(state, messages))
             self.safety.budget_check(state.run)
             response = await self._model_step(state, guard)
@@ -685,11 +737,11 @@ def _output_type(output_type: type[Any] | None, registry: ToolRegistry) -> Outpu
     return OutputType(output_type)
 
 
-def _registry(tools: object) -> ToolRegistry:
-    """The agent's registry; a single tool or a string is a clear error, not an iteration."""
+def _registry(tools: object) -> tuple[ToolRegistry, list[Toolset]]:
+    """The agent's registry and tool sources; a single tool or a string is a clear error."""
     if isinstance(tools, ToolRegistry):
-        return tools
-    if isinstance(tools, str | bytes) or isinstance(tools, Tool) or callable(tools):
+        return tools, []
+    if isinstance(tools, str | bytes | Tool | Toolset) or callable(tools):
         raise ConfigurationError(
             f"Agent tools must be a list of tools, got {tools!r}; write tools=[...]",
             field="tools",
@@ -698,7 +750,9 @@ def _registry(tools: object) -> ToolRegistry:
         raise ConfigurationError(
             f"Agent tools must be a list of tools, got {type(tools).__name__}", field="tools"
         )
-    return ToolRegistry(tools)
+    items = list(tools)
+    sources = [t for t in items if isinstance(t, Toolset)]
+    return ToolRegistry(t for t in items if not isinstance(t, Toolset)), sources
 
 
 def _checked_history(history: object) -> list[Message]:

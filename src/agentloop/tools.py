@@ -14,9 +14,9 @@ import inspect
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Generic, get_origin, get_type_hints, overload
+from typing import Any, Generic, Protocol, get_origin, get_type_hints, overload, runtime_checkable
 
 import pydantic_core
 from pydantic import BaseModel, ValidationError
@@ -38,6 +38,7 @@ __all__ = [
     "ToolContext",
     "ToolOutput",
     "ToolRegistry",
+    "Toolset",
     "render_content",
     "tool",
 ]
@@ -64,6 +65,7 @@ class ToolContext(Generic[DepsT]):
     """
 
     __slots__ = (
+        "_link",
         "_scratch",
         "call_id",
         "cancel",
@@ -94,6 +96,7 @@ class ToolContext(Generic[DepsT]):
         self.cancel = cancel
         self.session_id = session_id
         self._scratch = scratch
+        self._link: Any = None  # the engine's (run state, dispatcher), for agents as tools
 
     @property
     def scratch_dir(self) -> Path:
@@ -257,6 +260,34 @@ def tool(
         return FunctionTool(f, name=name, description=description, timeout=timeout)
 
     return wrap(func) if func is not None else wrap
+
+
+@runtime_checkable
+class Toolset(Protocol):
+    """A source of tools listed at run time, such as an MCP server (``agentloop.mcp``).
+
+    Put it in ``Agent(tools=[...])`` beside plain tools. ``list_tools`` is awaited when a run
+    starts (starting the source if needed) and again before a model call whenever ``version``
+    changed; ``aclose`` is awaited by ``agent.aclose()``.
+    """
+
+    @property
+    def name(self) -> str:
+        """The source's name, used in error messages."""
+        ...
+
+    @property
+    def version(self) -> int:
+        """Bumped whenever the source's tools changed."""
+        ...
+
+    async def list_tools(self) -> Sequence[Tool]:
+        """The source's tools now."""
+        ...
+
+    async def aclose(self) -> None:
+        """Stop the source and release what it holds."""
+        ...
 
 
 class ToolRegistry:

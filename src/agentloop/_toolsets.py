@@ -1,0 +1,91 @@
+"""Tool sources whose tools are listed at run time (MCP servers), kept in the agent's registry.
+
+A ``Toolset`` is listed when a run starts and again whenever its ``version`` changed (an MCP
+``tools/list_changed`` notification bumps it) before a model call. A toolset that cannot list
+its tools when a run starts is a ``ConfigurationError`` naming it; later, a failed refresh keeps
+the tools already listed (logged) so the run goes on. A name listed by two sources is a
+``ConfigurationError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+from agentloop.errors import AgentLoopError, ConfigurationError
+from agentloop.tools import Tool, ToolRegistry, Toolset
+
+__all__ = ["Toolsets"]
+
+logger = logging.getLogger("agentloop")
+
+
+class Toolsets:
+    """An agent's toolsets and what each put in its registry (shared by the agent's forks)."""
+
+    def __init__(self, toolsets: Sequence[Toolset], registry: ToolRegistry) -> None:
+        self.toolsets = tuple(toolsets)
+        self.registry = registry
+        self._versions: list[int | None] = [None] * len(self.toolsets)
+        self._names: list[list[str]] = [[] for _ in self.toolsets]
+        self._lock = asyncio.Lock()
+
+    def stale(self) -> bool:
+        """Whether a toolset changed since it was last listed."""
+        return any(t.version != v for t, v in zip(self.toolsets, self._versions, strict=True))
+
+    async def refresh(self, *, starting: bool) -> bool:
+        """List the toolsets that changed; True when the registry changed."""
+        if not self.toolsets or not self.stale():
+            return False
+        async with self._lock:
+            changed = False
+            for index, toolset in enumerate(self.toolsets):
+                if toolset.version == self._versions[index]:
+                    continue
+                version = toolset.version
+                try:
+                    tools = list(await toolset.list_tools())
+                except (ConfigurationError, asyncio.CancelledError):
+                    raise
+                except Exception as exc:
+                    if starting:
+                        raise _cannot_list(toolset, exc) from exc
+                    logger.warning("tool source %r could not refresh its tools", toolset.name)
+                    continue
+                self._replace(index, toolset, tools)
+                self._versions[index] = version
+                changed = True
+            return changed
+
+    def _replace(self, index: int, toolset: Toolset, tools: list[Tool]) -> None:
+        for name in self._names[index]:
+            self.registry.unregister(name)
+        for item in tools:
+            if item.name in self.registry:
+                raise ConfigurationError(
+                    f"tool source {toolset.name!r} lists a tool named {item.name!r}, a name "
+                    "already taken; give the source a prefix",
+                    field="tools",
+                )
+            self.registry.register(item)
+        self._names[index] = [t.name for t in tools]
+
+    async def aclose(self) -> None:
+        """Close every toolset (all of them, even when one fails; the first error is raised)."""
+        first: BaseException | None = None
+        for toolset in self.toolsets:
+            try:
+                await toolset.aclose()
+            except Exception as exc:
+                first = first or exc
+        if first is not None:
+            raise first
+
+
+def _cannot_list(toolset: Toolset, exc: Exception) -> ConfigurationError:
+    why = exc.message if isinstance(exc, AgentLoopError) else f"{type(exc).__name__}: {exc}"
+    return ConfigurationError(
+        f"tool source {toolset.name!r} could not list its tools: {why}", field="tools"
+    )
