@@ -16,7 +16,8 @@ Wire mapping:
   names a function; ``extra_body`` is merged into the payload last.
 - Streaming sends ``stream: true`` and ``stream_options: {include_usage: true}``. Deltas of
   choice 0 are accumulated: text (a ``refusal`` counts as text) and tool calls keyed by their
-  ``index`` (fragments of arguments are joined; parallel calls stay apart). A stream is complete
+  ``index`` (fragments of arguments are joined; parallel calls stay apart; a new id on a used
+  index is a new call, see ``ChatStreamAccumulator``). A stream is complete
   only when ``data: [DONE]`` arrives; one that ends before it raises ``ResponseInvalid`` and is
   never returned as an answer. The last ``StreamEvent`` is ``done`` with the full
   ``ModelResponse``.
@@ -30,8 +31,10 @@ Invalid tool-argument JSON: when a tool call's ``arguments`` text is not a JSON 
 or JSON that is not an object), the ``ToolCallPart`` carries ``arguments ==
 {"__invalid_json__": "<the raw text as the model sent it>"}`` (``INVALID_JSON_KEY``), so the
 engine answers with a soft "Invalid arguments" result instead of failing the run. An empty
-string means no arguments (``{}``). When such a call is sent back in the transcript, the raw
-text is sent verbatim as the call's ``arguments``.
+string or null means no arguments (``{}``); an object (some compatible servers send one) is taken
+as is, in both paths. Every other field is read through ``_wire`` (a wrong shape is
+``ResponseInvalid``, the same in ``complete()`` and ``stream()``). When such a call is sent back
+in the transcript, the raw text is sent verbatim as the call's ``arguments``.
 """
 
 from __future__ import annotations
