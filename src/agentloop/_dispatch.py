@@ -23,6 +23,7 @@ from agentloop._turn import RunState
 from agentloop.config import RunConfig
 from agentloop.errors import (
     AgentLoopError,
+    InternalError,
     ToolError,
     ToolLimitReached,
     ToolNotFound,
@@ -319,7 +320,13 @@ class Dispatcher:
         ``True`` denies it; an approver that raises denies it. Each is logged.
         """
         for hook in self.pre_hooks:
-            decision = await hook.pre_tool(call, ctx)
+            try:
+                decision = await hook.pre_tool(call, ctx)
+            except Exception as exc:
+                raise InternalError(
+                    f"hook {type(hook).__name__} raised in pre_tool for tool '{call.name}' "
+                    f"(the call did not run): {type(exc).__name__}: {exc}"
+                ) from exc
             if decision is None or isinstance(decision, Allow):
                 continue
             if isinstance(decision, Block):

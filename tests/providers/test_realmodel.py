@@ -21,11 +21,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from pydantic import BaseModel
 
 from agentloop import Agent, ModelSettings, RunConfig, tool
+from agentloop import events as ev
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
 from agentloop.providers import OpenAIClient
 from agentloop.testing import RecordingObserver
+from agentloop.transcript import validate_transcript
 
 URL = os.environ.get("AGENTLOOP_REALMODEL_URL", "http://127.0.0.1:8080/v1").rstrip("/")
 
@@ -155,3 +158,50 @@ async def test_a_real_model_calls_a_tool_and_reads_its_result(
     assert len(run.turns) == 2 and not run.turns[1].tool_calls
     assert isinstance(run.output, str)
     assert [m.role for m in agent.history] == ["user", "assistant", "tool", "assistant"]
+
+
+class City(BaseModel):
+    """A city and the country it is in."""
+
+    name: str
+    country: str
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_a_real_model_gives_typed_output_through_final_result(
+    client: OpenAIClient, stream: bool
+) -> None:
+    settings = replace(SETTINGS, tool_choice="final_result", max_tokens=64)
+    agent = Agent(
+        client,
+        output_type=City,
+        system="You answer with the city the user asks about.",
+        config=RunConfig(stream=stream, model_settings=settings, max_turns=4),
+    )
+    run = await agent.run("Which city is the Eiffel Tower in?")
+    assert run.stop_reason is None and isinstance(run.output, City)
+    assert run.output.name and run.output.country
+    last = run.turns[-1]
+    assert [c.name for c in last.tool_calls] == ["final_result"]
+    assert last.tool_results[0].content == "Final result accepted."
+    validate_transcript(agent.history)
+
+
+async def test_a_real_model_streams_through_agent_stream(client: OpenAIClient) -> None:
+    agent = Agent(
+        client,
+        system="You are a friendly assistant. Answer in one short sentence.",
+        config=RunConfig(stream=True, model_settings=SETTINGS),
+    )
+    async with agent.stream("Say hello to Ada.") as events:
+        got = [event async for event in events]
+    assert isinstance(got[0], ev.RunStarted) and isinstance(got[-1], ev.RunFinished)
+    text = "".join(e.text for e in got if isinstance(e, ev.TextDelta))
+    assert text and text == events.run.output
+    assert [type(e).__name__ for e in got if not isinstance(e, ev.TextDelta)] == [
+        "RunStarted",
+        "TurnStarted",
+        "ModelResponded",
+        "TurnFinished",
+        "RunFinished",
+    ]
