@@ -591,7 +591,12 @@ class Agent(Generic[OutputT]):
         bus = self._bus
         bus.turn = state.turn_index
         if bus.active:
-            bus.emit(ev.TurnStarted(state.run.id, state.turn_index))
+            client = self.client
+            bus.emit(
+                ev.TurnStarted(
+                    state.run.id, state.turn_index, model=client.model, provider=client.provider
+                )
+            )
         request = build_request(
             state,
             self._system(),

@@ -61,7 +61,14 @@ class RunStarted(Event):
 
 @dataclass(frozen=True, slots=True)
 class TurnStarted(Event):
-    """Turn ``turn`` is about to call the model."""
+    """Turn ``turn`` is about to call the model.
+
+    ``model`` and ``provider`` name what the agent's client asks by default (``client.model``,
+    ``client.provider``); the model that served the reply is ``ModelResponded.response.model``.
+    """
+
+    model: str | None = field(default=None, kw_only=True)
+    provider: str | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)
