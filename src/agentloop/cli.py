@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloop import Agent, Run, RunConfig, Turn
+from agentloop._advice import Target, failure_paragraph
 from agentloop.builtin_tools import workspace_tools
 from agentloop.errors import AgentLoopError, AttemptRecord, InvalidInput
 from agentloop.messages import ToolCallPart, ToolResultPart
@@ -30,82 +31,38 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.text import Text
 
+    from agentloop._console import LineScreen, LiveScreen, RunView
     from agentloop.store import Store, StoredRun
     from agentloop.testing import FakeProviderServer
 
 __all__ = ["main"]
 
 
-def _console() -> Console:
+def _console(*, plain: bool = False) -> Console:
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=True)
+    return Console(highlight=False, soft_wrap=True, color_system=None if plain else "auto")
 
 
-class ConsoleObserver(Observer):
-    """Prints tool calls, soft errors, retries, loop warnings and fallbacks as they happen."""
+def _said(label: str, style: str, text: str) -> Text:
+    """``  label text``: user and model text stay literal (never markup, never a repr)."""
+    from rich.text import Text
 
-    def __init__(self, console: Console) -> None:
-        self.console = console
-        self.shown: set[str] = set()
-
-    def on_tool_post(
-        self, run: Run, call: ToolCallPart, result: ToolResultPart, attempt: int, duration: float
-    ) -> None:
-        """Show each tool result; soft errors in yellow."""
-        self.shown.add(call.id)
-        self._show(call, result)
-
-    def on_turn_end(self, run: Run, turn: Turn) -> None:
-        """Show results that never ran (a name the model was never offered)."""
-        for call, result in zip(turn.tool_calls, turn.tool_results, strict=False):
-            if call.id not in self.shown:
-                self._show(call, result)
-
-    def _show(self, call: ToolCallPart, result: ToolResultPart) -> None:
-        style = "yellow" if result.is_error else "green"
-        label = "soft error" if result.is_error else "ok"
-        self.console.print(
-            f"  [cyan]{call.name}[/]({_args(call)}) -> [{style}]{label}[/]: {result.content[:90]!r}"
-        )
-
-    def on_retry(self, run: Run, error: BaseException, attempt: int, wait_seconds: float) -> None:
-        """Show provider retries."""
-        self.console.print(
-            f"  [magenta]retry[/] after {type(error).__name__} (attempt {attempt}), "
-            f"waiting {wait_seconds:.2f}s"
-        )
-
-    def on_fallback(self, run: Run, from_model: str, to_model: str, error: BaseException) -> None:
-        """Show failovers."""
-        self.console.print(
-            f"  [magenta]fallback[/] {from_model} -> {to_model} ({type(error).__name__})"
-        )
-
-    def on_loop_detected(self, run: Run, pattern: str, repetitions: int) -> None:
-        """Show loop warnings."""
-        self.console.print(f"  [red]loop warning[/] {pattern} x{repetitions}")
-
-    def on_response(self, run: Run, response: Any) -> None:
-        """Show final answers."""
-        if not response.tool_calls:
-            self.console.print(f"  [bold]model[/] ({response.model}): {response.text!r}")
-
-
-def _args(call: ToolCallPart) -> str:
-    return ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
+    return Text.assemble("  ", (label, style), " ", text)
 
 
 async def _scenario(console: Console, title: str, agent: Agent, task: str) -> Run | AgentLoopError:
-    console.rule(f"[bold]{title}")
-    console.print(f"  [dim]task:[/] {task}")
+    from rich.text import Text
+
+    console.rule(Text(title, style="bold"))
+    console.print(_said("task:", "dim", task))
     try:
         run = await agent.run(task)
     except AgentLoopError as error:
         kind = "cancelled" if error.is_cancelled() else "hard error"
-        console.print(f"  [bold red]{kind}[/]: {type(error).__name__}: {error}")
+        console.print(_said(f"{kind}:", "bold red", f"{type(error).__name__}: {error}"))
         return error
-    console.print(f"  [bold green]completed[/]: {run.output!r}")
+    console.print(_said("completed", "bold green", f"in {_counts(run)}"))
     return run
 
 
@@ -118,13 +75,15 @@ def _client(base_url: str, model: str) -> ModelClient:
 
 
 async def _demo(workdir: Path) -> int:
+    from agentloop._console import ConsoleObserver, LineScreen, logs_shown
     from agentloop._fake_server import FakeProviderServer, FakeReply, FakeToolCall, Fault
 
     console = _console()
     (workdir / "src").mkdir()
     (workdir / "src" / "main.rs").write_text('fn main() { println!("hello"); }\n')
     tools = workspace_tools(workdir)
-    observer = ConsoleObserver(console)
+    screen = LineScreen(console, reply_label="  reply")
+    observer = ConsoleObserver(screen)
     read = FakeToolCall
     script: list[FakeReply | Fault] = [
         FakeReply(tool_calls=[read("read_file", {"path": "src/mian.rs"})]),
@@ -141,30 +100,37 @@ async def _demo(workdir: Path) -> int:
         FakeProviderServer(script) as server,
         FakeProviderServer([FakeReply("backup model answered.")]) as backup,
     ):
-        primary = _client(server.base_url, "fake-primary")
-        agent = Agent(primary, tools=tools, observers=[observer], system="You are careful.")
-        await _scenario(
-            console,
-            "1. a typo is a soft error; a 503 and a 429 are retried",
-            agent,
-            "Summarise src/main.rs",
-        )
-        await _scenario(
-            console,
-            "2. unknown tool names and forbidden paths are soft",
-            agent,
-            "Read the password file",
-        )
-        await _scenario(
-            console, "3. a model that ignores its errors is stopped", agent, "Read notes.txt"
-        )
-        await _fallback(console, observer, tools, backup.base_url)
-        _records(console, agent)
-        await primary.aclose()
+        with logs_shown(screen.line):
+            await _demo_runs(console, observer, tools, server.base_url, backup.base_url)
     return 0
 
 
-async def _fallback(console: Console, observer: Observer, tools: Any, backup_url: str) -> None:
+async def _demo_runs(
+    console: Console, observer: Observer, tools: Any, primary_url: str, backup_url: str
+) -> None:
+    primary = _client(primary_url, "fake-primary")
+    agent = Agent(primary, tools=tools, observers=[observer], system="You are careful.")
+    await _scenario(
+        console,
+        "1. a typo is a soft error; a 503 and a 429 are retried",
+        agent,
+        "Summarise src/main.rs",
+    )
+    await _scenario(
+        console,
+        "2. unknown tool names and forbidden paths are soft",
+        agent,
+        "Read the password file",
+    )
+    await _scenario(
+        console, "3. a model that ignores its errors is stopped", agent, "Read notes.txt"
+    )
+    fallback_runs = await _fallback(console, observer, tools, backup_url)
+    _records(console, [*agent.runs, *fallback_runs], agent)
+    await primary.aclose()
+
+
+async def _fallback(console: Console, observer: Observer, tools: Any, backup_url: str) -> list[Run]:
     from agentloop._fake_server import FakeProviderServer, Fault
     from agentloop.providers.fallback import FallbackClient
 
@@ -177,20 +143,22 @@ async def _fallback(console: Console, observer: Observer, tools: Any, backup_url
             console, "4. a failing primary fails over to the backup", agent, "Say hello"
         )
         await client.aclose()
+    return list(agent.runs)
 
 
-def _records(console: Console, agent: Agent) -> None:
+def _records(console: Console, runs: list[Run], agent: Agent) -> None:
+    """Every run of the demo, the fallback agent's included."""
     from rich.table import Table
+    from rich.text import Text
 
-    console.rule("[bold]run records")
+    console.rule(Text("run records", style="bold"))
     table = Table("run", "turns", "tool calls", "output", "stop_reason")
-    for run in agent.runs:
+    for run in runs:
         stop = "-" if run.stop_reason is None else type(run.stop_reason).__name__
-        table.add_row(
-            run.id[:8], str(len(run.turns)), str(run.tool_calls), repr(run.output)[:40], stop
-        )
+        output = "-" if run.output is None else _preview(str(run.output), 40)
+        table.add_row(run.id[:8], str(len(run.turns)), str(run.tool_calls), Text(output), stop)
     console.print(table)
-    console.print(f"  committed history: {len(agent.history)} messages")
+    console.print(f"  committed history of the first agent: {len(agent.history)} messages")
 
 
 _FAULTS = (
@@ -243,22 +211,83 @@ async def _fake_server(
     return 0
 
 
-async def _run(task: str, provider: str, model: str | None, base_url: str | None) -> int:
-    from agentloop.providers.settings import Settings, build_client
+async def _run(args: argparse.Namespace) -> int:
+    """``agentloop run``: stream one task's events to the screen, store the run, explain failure."""
+    from rich.text import Text
 
-    console = _console()
-    client = build_client(Settings(provider=provider, model=model, base_url=base_url))
+    from agentloop._console import LineScreen, LiveScreen, RunView, logs_shown
+    from agentloop.providers.settings import DEFAULT_MODELS, Settings, build_client
+
+    settings = Settings(provider=args.provider, model=args.model, base_url=args.base_url)
+    client = build_client(settings)
+    model = settings.model or DEFAULT_MODELS.get(settings.provider)
+    target = Target(settings.provider, model, settings.base_url, settings.key_env_var())
+    store = None if args.no_store else _run_store(args.store)
+    console = _console(plain=args.plain)
+    live = console.is_terminal and not args.plain
+    screen: LineScreen | LiveScreen = LiveScreen(console) if live else LineScreen(console)
     agent = Agent(
-        client,
-        tools=workspace_tools(Path.cwd()),
-        observers=[ConsoleObserver(console)],
-        config=RunConfig(stream=True),
+        client, tools=workspace_tools(Path.cwd()), config=RunConfig(stream=True), store=store
     )
+    console.print(Text.assemble(("task: ", "dim"), args.task))
     try:
-        result = await _scenario(console, task, agent, task)
+        with logs_shown(screen.line, debug=args.debug), screen:
+            run, error = await _streamed(agent, args.task, RunView(screen))
     finally:
         await client.aclose()
-    return 0 if isinstance(result, Run) else 1
+        if store is not None:
+            store.close()
+    console.print(_summary(run, None if store is None else args.store), style="dim")
+    if error is None:
+        return 0
+    _report(error, target, debug=args.debug)
+    return 130 if error.is_cancelled() else 1
+
+
+async def _streamed(agent: Agent, task: str, view: RunView) -> tuple[Run, AgentLoopError | None]:
+    """Draw every event of the run; its hard error (raised after ``RunFinished``) is returned."""
+    async with agent.stream(task) as events:
+        try:
+            async for event in events:
+                view.apply(event)
+        except AgentLoopError as error:
+            return events.run, error
+    return events.run, None
+
+
+def _run_store(location: str) -> Store:
+    from agentloop.store import PostgresStore, SQLiteStore
+
+    if location.startswith(("postgres://", "postgresql://")):
+        return PostgresStore(location)
+    return SQLiteStore(location)
+
+
+def _counts(run: Run) -> str:
+    """``3 turns, 1 tool call``."""
+    calls = f"{run.tool_calls} tool call{'s' * (run.tool_calls != 1)}"
+    return f"{len(run.turns)} turn{'s' * (len(run.turns) != 1)}, {calls}"
+
+
+def _summary(run: Run, store: str | None) -> str:
+    tokens = f"{run.usage.input_tokens} tokens in, {run.usage.output_tokens} out"
+    where = f"stored in {store}" if store is not None else "not stored (--no-store)"
+    return f"{_counts(run)}, {tokens}; run {run.id[:12]} {where}"
+
+
+def _report(error: AgentLoopError, target: Target, *, debug: bool) -> None:
+    """The failure as one paragraph on stderr; the traceback too with ``--debug``."""
+    import traceback
+
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(stderr=True, highlight=False)
+    label = "cancelled" if error.is_cancelled() else "error"
+    paragraph = Text.assemble((f"{label}: ", "bold red"), failure_paragraph(error, target))
+    console.print(paragraph, soft_wrap=not console.is_terminal)
+    if debug:
+        console.print(Text("".join(traceback.format_exception(error))), soft_wrap=True)
 
 
 def _open_store(location: str) -> Store:
@@ -489,11 +518,19 @@ def _parser() -> argparse.ArgumentParser:
         type=_name_list,
         help="comma-separated models served; others get 404 model_not_found (default: any)",
     )
-    run = sub.add_parser("run", help="run a task with read-only tools")
-    run.add_argument("task")
-    run.add_argument("--provider", required=True)
-    run.add_argument("--model")
-    run.add_argument("--base-url")
+    run = sub.add_parser("run", help="run a task with read-only tools, streaming the reply")
+    run.add_argument("task", help="the task, printed literally (brackets are not markup)")
+    run.add_argument("--provider", required=True, help="openai, openrouter, ollama, ...")
+    run.add_argument("--model", help="the model name (default: the provider's small model)")
+    run.add_argument(
+        "--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1"
+    )
+    run.add_argument("--store", default="agentloop.db", help="SQLite file or postgresql:// DSN")
+    run.add_argument("--no-store", action="store_true", help="do not record the run")
+    run.add_argument(
+        "--plain", action="store_true", help="plain lines: no colour, markdown or spinner"
+    )
+    run.add_argument("--debug", action="store_true", help="print tracebacks")
     runs = sub.add_parser("runs", help="list the runs in a store; 'runs show ID' prints one")
     runs.add_argument("--store", default="agentloop.db", help="SQLite file or postgresql:// DSN")
     runs.add_argument("--session", help="only this session's runs")
@@ -516,7 +553,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_fake_server(server, args.faults, args.script))
         if args.command == "runs":
             return _runs(args.store, getattr(args, "run_id", None), args.session)
-        return asyncio.run(_run(args.task, args.provider, args.model, args.base_url))
+        return asyncio.run(_run(args))
     except KeyboardInterrupt:
         return 130
     except AgentLoopError as error:

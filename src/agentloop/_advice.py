@@ -1,0 +1,132 @@
+"""What to tell a person whose run failed: one paragraph, from the error's typed attributes.
+
+``failure_paragraph`` says what failed (the provider, model and URL the command was given),
+where (``phase``), whether the request had been sent (``request_sent``: True, False or
+unknown), how many attempts were made, and what to try next. The hint is picked from the
+error's class and attributes, never from its text: a 404 from a base URL that does not end in
+``/v1`` suggests adding it, a refused connection asks whether the server runs, and so on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from agentloop import errors as er
+
+__all__ = ["Target", "failure_paragraph"]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What the command asked for: the provider, model and base URL (None: the default)."""
+
+    provider: str
+    model: str | None = None
+    base_url: str | None = None
+    key_env_var: str | None = None
+
+
+def failure_paragraph(error: er.AgentLoopError, target: Target) -> str:
+    """One paragraph: what failed, where, whether it was sent, and what to try."""
+    if error.is_cancelled():
+        return "The run was cancelled; what it finished is stored with it."
+    if not isinstance(error, er.ProviderError):
+        return (
+            f"The run stopped: {type(error).__name__}: {error}. "
+            "`agentloop runs show ID` shows each of its turns."
+        )
+    sentences = [
+        f"The request to {_where(target)} failed: {type(error).__name__}: {error}.",
+        _phase(error),
+        _hint(error, target),
+    ]
+    return " ".join(s for s in sentences if s)
+
+
+def _where(target: Target) -> str:
+    model = f" model {target.model}" if target.model else ""
+    url = f" at {target.base_url}" if target.base_url else ""
+    return f"{target.provider}{model}{url}"
+
+
+def _phase(error: er.ProviderError) -> str:
+    phase = f"in the {error.phase} phase" if error.phase is not None else "in an unknown phase"
+    sent = {
+        True: "after the request was sent",
+        False: "before the request was sent",
+        None: "and it is unknown whether the request was sent",
+    }[error.request_sent]
+    tries = f", after {error.attempts} attempts" if error.attempts > 1 else ""
+    return f"It failed {phase}, {sent}{tries}."
+
+
+def _hint(error: er.ProviderError, target: Target) -> str:
+    for kind, hint in _HINTS:
+        if isinstance(error, kind):
+            return hint(error, target)
+    return "Run again with --debug for the traceback."
+
+
+def _not_found(error: er.ProviderError, target: Target) -> str:
+    url = target.base_url
+    if url and error.status_code == 404 and not _under_v1(url):
+        return (
+            f"The server answered 404 for {url}; OpenAI-compatible servers usually serve "
+            f"under /v1: try --base-url {url.rstrip('/')}/v1."
+        )
+    listing = f" (GET {url.rstrip('/')}/models lists what it serves)" if url else ""
+    return f"Check the model name given with --model{listing}."
+
+
+def _under_v1(url: str) -> bool:
+    return "/v1" in urlsplit(url).path
+
+
+def _auth(error: er.ProviderError, target: Target) -> str:
+    where = f" ({target.key_env_var})" if target.key_env_var else ""
+    return f"Check the API key{where}: it is missing, mistyped or has no access to this model."
+
+
+def _unavailable(error: er.ProviderError, target: Target) -> str:
+    if error.phase == er.FailurePhase.CONNECT:
+        return f"Is the server running, and is {target.base_url or 'the URL'} right?"
+    return "The server failed; try again later, or another model."
+
+
+def _fixed(text: str) -> Callable[[er.ProviderError, Target], str]:
+    return lambda error, target: text
+
+
+def _redirect(error: er.ProviderError, target: Target) -> str:
+    host = error.redirect_host or "another host"
+    return f"The server redirects to {host} (never followed): give the final URL as --base-url."
+
+
+def _rate_limited(error: er.ProviderError, target: Target) -> str:
+    wait = f" (the server asked for {error.retry_after:g}s)" if error.retry_after else ""
+    return f"Wait and try again{wait}, or use a model with a higher limit."
+
+
+_HINTS: tuple[tuple[type[er.ProviderError], Callable[[er.ProviderError, Target], str]], ...] = (
+    (er.ModelNotFound, _not_found),
+    (er.AuthError, _auth),
+    (er.InsufficientCredits, _fixed("Add credits to the account, or use another provider.")),
+    (er.UnexpectedRedirect, _redirect),
+    (er.RateLimitEscalation, _rate_limited),
+    (er.RateLimited, _rate_limited),
+    (er.ProviderUnreachable, _fixed("Check the URL's host name, the proxy and TLS settings.")),
+    (er.ProviderUnavailable, _unavailable),
+    (
+        er.ProviderTimeout,
+        _fixed("The server did not answer in time; try again, or a smaller model."),
+    ),
+    (er.ContextLengthExceeded, _fixed("The conversation is too long for this model's context.")),
+    (er.BadRequestError, _fixed("The server rejected the request; its message above says why.")),
+    (
+        er.ResponseInvalid,
+        _fixed("The reply could not be read: is the server OpenAI-compatible? --debug shows more."),
+    ),
+    (er.StreamError, _fixed("The stream broke off mid-reply; try again.")),
+)

@@ -1,0 +1,376 @@
+"""What the command line draws: a run's events as terminal output, and a failure as advice.
+
+One interpreter, ``RunView``, turns events into a few screen operations (a finished line, a
+text fragment, a finished reply, a discarded attempt, a status); two screens perform them:
+
+- ``LineScreen`` writes lines and nothing else: streamed text goes out line by line as each
+  line completes, there is no spinner and no cursor movement. ``agentloop run --plain`` and any
+  output that is not a terminal (a pipe, a log file, a test) get this one, and so does the demo.
+- ``LiveScreen`` (a terminal) keeps a rich ``Live`` area at the bottom: the reply being
+  streamed, rendered as markdown (its last screenful), and a spinner while the model is awaited
+  or tools run. Everything finished is printed above that area and the area is transient, so
+  the scrollback holds each line, and the reply, exactly once.
+
+Everything that came from a user or a model is printed as ``rich.text.Text`` (never parsed as
+markup) and never as a Python ``repr``. ``failure_paragraph`` says what failed, in which phase,
+whether the request was sent and what to try; ``ConsoleLogHandler`` prints the ``agentloop``
+logger's warnings as one line each (tracebacks only when asked).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol
+
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.markdown import Markdown
+from rich.segment import Segment
+from rich.spinner import Spinner
+from rich.text import Text
+
+from agentloop import events as ev
+from agentloop.messages import ToolCallPart, ToolResultPart
+from agentloop.observers import Observer
+
+if TYPE_CHECKING:
+    from rich.live import Live
+
+__all__ = [
+    "ConsoleLogHandler",
+    "ConsoleObserver",
+    "LineScreen",
+    "LiveScreen",
+    "RunView",
+    "Screen",
+    "call_summary",
+    "logs_shown",
+]
+
+_ARGS_LIMIT = 70
+_PREVIEW_LIMIT = 100
+
+
+class Screen(Protocol):
+    """Where a ``RunView`` draws; each method is one finished thing, or the live state."""
+
+    def line(self, text: Text) -> None:
+        """A finished line (a tool call, a result, a retry)."""
+
+    def fragment(self, text: str) -> None:
+        """A streamed piece of the reply being written."""
+
+    def reply(self, text: str) -> None:
+        """A model reply is complete (whether or not it was streamed)."""
+
+    def discard(self) -> None:
+        """The streamed attempt failed: forget the fragments since the last reply."""
+
+    def status(self, label: str | None) -> None:
+        """What the run is waiting for (None: nothing, the text is flowing)."""
+
+
+def call_summary(call: ToolCallPart) -> str:
+    """``read_file(path="src/main.rs")``: the name and the arguments, cut to a short line."""
+    args = ", ".join(
+        f"{key}={json.dumps(value, ensure_ascii=False, default=str)}"
+        for key, value in call.arguments.items()
+    )
+    if len(args) > _ARGS_LIMIT:
+        args = args[: _ARGS_LIMIT - 1] + "…"
+    return f"{call.name}({args})"
+
+
+def _result_line(result: ToolResultPart) -> Text:
+    """A soft error whole (it is what the model read); a success as its first line."""
+    if result.is_error:
+        return Text.assemble("    ", ("soft error", "yellow"), ": ", result.content)
+    body = result.content.strip()
+    first = body.splitlines()[0] if body else "(empty)"
+    cut = len(first) > _PREVIEW_LIMIT or first != body
+    return Text.assemble("    ", ("ok", "green"), ": ", first[:_PREVIEW_LIMIT] + " …" * cut)
+
+
+def _note(label: str, style: str, rest: str) -> Text:
+    return Text.assemble("  ", (label, style), " ", rest)
+
+
+class RunView:
+    """Turns a run's events into screen operations; the same for ``run``, the demo and tests."""
+
+    def __init__(self, screen: Screen) -> None:
+        self.screen = screen
+        self._finished: set[str] = set()  # call ids whose result was drawn
+        self._fell_to: str | None = None
+        self._handlers: dict[type[ev.Event], Callable[[Any], None]] = {
+            ev.TurnStarted: lambda e: screen.status("waiting for the model"),
+            ev.TextDelta: self._text,
+            ev.ToolCallDelta: self._call_delta,
+            ev.AttemptReset: lambda e: screen.discard(),
+            ev.ModelResponded: self._responded,
+            ev.ToolCallStarted: self._call_started,
+            ev.ToolCallFinished: self._call_finished,
+            ev.RetryScheduled: self._retry,
+            ev.FellBack: self._fell_back,
+            ev.ModelSwitched: self._switched,
+            ev.LoopWarning: self._loop,
+            ev.BudgetWarning: self._budget,
+            ev.Compacted: self._compacted,
+            ev.TurnFinished: self._turn_finished,
+            ev.RunFinished: lambda e: screen.status(None),
+        }
+
+    def apply(self, event: ev.Event) -> None:
+        """Draw ``event`` (events of agents run as tools are drawn too; nothing is dropped)."""
+        handler = self._handlers.get(type(event))
+        if handler is not None:
+            handler(event)
+
+    def _text(self, event: ev.TextDelta) -> None:
+        self.screen.status(None)
+        self.screen.fragment(event.text)
+
+    def _call_delta(self, event: ev.ToolCallDelta) -> None:
+        if event.name:
+            self.screen.status(f"the model is calling {event.name}")
+
+    def _responded(self, event: ev.ModelResponded) -> None:
+        if event.response.text:
+            self.screen.reply(event.response.text)
+
+    def _call_started(self, event: ev.ToolCallStarted) -> None:
+        again = f" (attempt {event.attempt + 1})" if event.attempt else ""
+        self.screen.line(_note("→", "cyan", call_summary(event.call) + again))
+        self.screen.status(f"running {event.call.name}")
+
+    def _call_finished(self, event: ev.ToolCallFinished) -> None:
+        self._finished.add(event.call.id)
+        self.screen.line(_result_line(event.result))
+        self.screen.status(None)
+
+    def _turn_finished(self, event: ev.TurnFinished) -> None:
+        """Draw the results no attempt reported (a tool name the model was never offered)."""
+        turn = event.turn
+        for call, result in zip(turn.tool_calls, turn.tool_results, strict=False):
+            if call.id not in self._finished:
+                self.screen.line(_note("→", "cyan", call_summary(call)))
+                self.screen.line(_result_line(result))
+        self._finished.clear()
+
+    def _retry(self, event: ev.RetryScheduled) -> None:
+        what = type(event.error).__name__
+        text = f"after {what} (attempt {event.attempt}), waiting {event.wait_seconds:.2f}s"
+        self.screen.line(_note("retry", "magenta", text))
+        self.screen.status(f"waiting to retry ({what})")
+
+    def _fell_back(self, event: ev.FellBack) -> None:
+        self._fell_to = event.to_model
+        text = f"{event.from_model} -> {event.to_model} ({type(event.error).__name__})"
+        self.screen.line(_note("fallback", "magenta", text))
+
+    def _switched(self, event: ev.ModelSwitched) -> None:
+        if event.to_model == self._fell_to:
+            return  # the fallback line said it
+        self.screen.line(_note("model", "magenta", f"{event.from_model} -> {event.to_model}"))
+
+    def _loop(self, event: ev.LoopWarning) -> None:
+        self.screen.line(_note("loop warning", "red", f"{event.pattern} x{event.repetitions}"))
+
+    def _budget(self, event: ev.BudgetWarning) -> None:
+        text = f"{event.dimension}: {event.spent:g} of {event.limit:g} spent"
+        self.screen.line(_note("budget warning", "red", text))
+
+    def _compacted(self, event: ev.Compacted) -> None:
+        text = f"{event.before} -> {event.after} tokens"
+        self.screen.line(_note("compacted", "magenta", text))
+
+
+class ConsoleObserver(Observer):
+    """An observer that draws every event of an agent's runs through a ``RunView``."""
+
+    def __init__(self, screen: Screen) -> None:
+        self.view = RunView(screen)
+
+    def on_event(self, event: ev.Event) -> None:
+        """Draw the event."""
+        self.view.apply(event)
+
+
+class LineScreen:
+    """Lines only: for ``--plain``, pipes and logs; the text streams out line by line.
+
+    ``reply_label`` prefixes each reply that was not streamed (the demo labels its replies).
+    """
+
+    def __init__(self, console: Console, *, reply_label: str | None = None) -> None:
+        self.console = console
+        self.reply_label = reply_label
+        self._pending = ""  # the streamed line not yet ended by a newline
+        self._streamed = False  # fragments arrived since the last reply
+
+    def __enter__(self) -> LineScreen:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._streamed:  # the run ended mid-reply: keep what arrived, marked as such
+            self._end_pending()
+            self.console.print(Text("(the reply was cut off)", "dim"))
+
+    def line(self, text: Text) -> None:
+        """Print a finished line (after any half-streamed line, so they never share one)."""
+        self._end_pending()
+        self.console.print(text, soft_wrap=True)
+
+    def fragment(self, text: str) -> None:
+        """Print each line of the reply as soon as it is complete."""
+        self._streamed = True
+        *done, self._pending = (self._pending + text).split("\n")
+        for line in done:
+            self.console.print(Text(line), soft_wrap=True)
+
+    def reply(self, text: str) -> None:
+        """End the streamed reply, or print a reply that was not streamed."""
+        if self._streamed:
+            self._end_pending()
+        elif self.reply_label is not None:
+            label = Text.assemble((self.reply_label, "bold"), ": ")
+            self.console.print(label + Text(text), soft_wrap=True)
+        else:
+            self.console.print(Text(text), soft_wrap=True)
+        self._streamed = False
+
+    def discard(self) -> None:
+        """Lines already printed cannot be taken back: say they are void."""
+        if self._streamed:
+            self._end_pending()
+            self.console.print(Text("  (the reply above was cut off; it is retried)", "dim"))
+        self._pending, self._streamed = "", False
+
+    def status(self, label: str | None) -> None:
+        """Lines only: no spinner."""
+
+    def _end_pending(self) -> None:
+        if self._pending:
+            self.console.print(Text(self._pending), soft_wrap=True)
+        self._pending = ""
+
+
+class _Tail:
+    """The last lines of a renderable that fit the screen (a long reply scrolls, not crops)."""
+
+    def __init__(self, renderable: RenderableType, reserve: int) -> None:
+        self.renderable = renderable
+        self.reserve = reserve
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines = console.render_lines(self.renderable, options.update(height=None), pad=False)
+        keep = max(1, options.size.height - self.reserve)
+        for line in lines[-keep:]:
+            yield from line
+            yield Segment.line()
+
+
+class LiveScreen:
+    """A terminal: finished lines above, the streaming reply and a spinner in a live area."""
+
+    def __init__(self, console: Console) -> None:
+        from rich.live import Live
+
+        self.console = console
+        self._text = ""
+        self._status: str | None = None
+        self._spinner = Spinner("dots", style="cyan")
+        self.live: Live = Live(
+            console=console, transient=True, refresh_per_second=12, get_renderable=self._render
+        )
+
+    def __enter__(self) -> LiveScreen:
+        self.live.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        partial = self._text
+        self.live.stop()
+        if partial:  # the run ended mid-reply: keep what arrived, marked as such
+            self.console.print(Markdown(partial))
+            self.console.print(Text("(the reply was cut off)", "dim"))
+
+    def line(self, text: Text) -> None:
+        """Print above the live area."""
+        self.live.console.print(text, soft_wrap=True)
+
+    def fragment(self, text: str) -> None:
+        """Grow the live reply."""
+        self._text += text
+
+    def reply(self, text: str) -> None:
+        """Print the finished reply once, as markdown, and empty the live area."""
+        self._text = ""
+        self.live.refresh()  # a print redraws the last frame: it must not hold the reply
+        self.live.console.print(Markdown(text))
+
+    def discard(self) -> None:
+        """Drop the partial reply of a failed attempt."""
+        self._text = ""
+        self.live.refresh()
+
+    def status(self, label: str | None) -> None:
+        """Show (or hide) the spinner with ``label``."""
+        self._status = label
+        if label is not None:
+            self._spinner.update(text=Text(label, style="dim"))
+        self.live.refresh()
+
+    def _render(self) -> RenderableType:
+        parts: list[RenderableType] = []
+        if self._text:
+            parts.append(_Tail(Markdown(self._text), reserve=3 if self._status else 2))
+        if self._status is not None:
+            parts.append(self._spinner)
+        return Group(*parts)
+
+
+class ConsoleLogHandler(logging.Handler):
+    """The ``agentloop`` logger's records as one line each; tracebacks only with ``debug``."""
+
+    def __init__(self, line: Callable[[Text], None], *, debug: bool = False) -> None:
+        super().__init__(logging.WARNING)
+        self._line = line
+        self.debug = debug
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Print ``warning: <message>`` (``error:`` for errors)."""
+        try:
+            label = record.levelname.lower()
+            text = Text.assemble("  ", (f"{label}:", "yellow"), " ", record.getMessage())
+            if self.debug and record.exc_info and record.exc_info[1] is not None:
+                text.append("\n" + "".join(traceback.format_exception(record.exc_info[1])))
+            self._line(text)
+        except Exception:
+            self.handleError(record)
+
+
+@contextmanager
+def logs_shown(line: Callable[[Text], None], *, debug: bool = False) -> Iterator[None]:
+    """Print the ``agentloop`` logger's warnings through ``line`` while the block runs."""
+    handler = ConsoleLogHandler(line, debug=debug)
+    logger = logging.getLogger("agentloop")
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
