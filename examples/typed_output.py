@@ -13,7 +13,15 @@ import os
 
 from pydantic import BaseModel, Field
 
-from agentloop import Agent, ModelSettings, RunConfig, Settings, build_client, tool
+from agentloop import (
+    Agent,
+    AgentLoopError,
+    ModelSettings,
+    RunConfig,
+    Settings,
+    build_client,
+    tool,
+)
 from agentloop.testing import FakeProviderServer, FakeReply, FakeToolCall
 
 
@@ -63,7 +71,12 @@ async def invoice(base_url: str, model: str) -> Invoice:
 async def main() -> None:
     base_url = os.environ.get("AGENTLOOP_BASE_URL")
     if base_url:
-        result = await invoice(base_url, os.environ.get("AGENTLOOP_MODEL", "local"))
+        try:
+            result = await invoice(base_url, os.environ.get("AGENTLOOP_MODEL", "local"))
+        except AgentLoopError as error:  # a hard error: the run is finalized, here is why
+            print(f"{type(error).__name__}: {error}")
+            print(f"  {error.summary}")
+            raise SystemExit(1) from None
     else:
         async with FakeProviderServer(SCRIPT) as server:
             result = await invoice(server.base_url, "fake-model")

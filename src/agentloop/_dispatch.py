@@ -33,7 +33,7 @@ from agentloop.hooks import Allow, Approver, Ask, Block, Hook, overrides
 from agentloop.messages import ToolCallPart, ToolResultPart
 from agentloop.observers import EventBus
 from agentloop.safety.breaker import Outcome as BreakerOutcome
-from agentloop.safety.output import limit_output
+from agentloop.safety.output import cut_to_fit, limit_output, storable
 from agentloop.safety.recovery import (
     MAX_RECOVERY_ATTEMPTS,
     Correction,
@@ -388,13 +388,27 @@ class Dispatcher:
                 f"Invalid arguments for tool '{name}': arguments: not valid JSON: "
                 f"{arguments[INVALID_JSON_KEY]!s:.200}"
             ), "invalid"
+        private = _private_copy(arguments)
+        if private is None:
+            return (
+                f"Invalid arguments for tool '{name}': arguments: nested more than "
+                f"{MAX_ARGUMENT_DEPTH} levels deep"
+            ), "invalid"
         try:
-            valid = tool.validate(arguments)
+            valid = tool.validate(private)
         except ToolError as exc:
             return exc.message, "invalid"
+        except RecursionError:
+            return f"Invalid arguments for tool '{name}': arguments: nested too deeply", "invalid"
         content, outcome = await self._run_tool(tool, valid, ctx)
+        content = storable(content)
         limit = self.config.max_tool_output_chars
-        return (limit_output(content, limit) if limit else content), outcome
+        if limit:
+            return limit_output(content, limit), outcome
+        window = self.config.context_window
+        if window and len(content) > window:  # ~a quarter of the window at ~4 chars per token
+            return cut_to_fit(content, window), outcome
+        return content, outcome
 
     async def _run_tool(
         self, tool: Tool, arguments: Mapping[str, Any], ctx: ToolContext
@@ -411,8 +425,8 @@ class Dispatcher:
                         raise _ToolRaisedTimeout() from raised
             else:
                 output = await tool.call(arguments, ctx)
-        except ToolError as exc:
-            return exc.message, "tool_error"
+        except ToolError as exc:  # sick=True: the tool's own failure, counted by the breaker
+            return exc.message, "sick" if exc.sick else "tool_error"
         except _ToolRaisedTimeout as exc:
             cause = exc.__cause__ or TimeoutError()
             _log_panic(tool.name, ctx.call_id, cause)
@@ -426,7 +440,9 @@ class Dispatcher:
                 exc_info=exc,
             )
             return f"Tool '{tool.name}' timed out after {_seconds(timeout)}s", "sick"
-        except Exception as exc:
+        except (KeyboardInterrupt, SystemExit, asyncio.CancelledError):
+            raise
+        except BaseException as exc:  # GeneratorExit, a custom BaseException: still a panic
             _log_panic(tool.name, ctx.call_id, exc)
             return _panic_text(tool.name, exc), "sick"
         return _rendered(tool.name, output, ctx.call_id)
@@ -454,6 +470,32 @@ class Dispatcher:
             logger.warning("recovery for tool '%s' raised; treated as Fail", name, exc_info=True)
             return None, None
         return action, analysis.correction
+
+
+MAX_ARGUMENT_DEPTH = 64
+"""Tool arguments nested deeper than this are a soft invalid-arguments result."""
+
+
+def _private_copy(arguments: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A copy the tool may mutate without rewriting the recorded call; None when too deep.
+
+    Containers are copied (iteratively, so depth never costs the interpreter's stack); scalars
+    are immutable and shared. Only JSON shapes (dict, list) occur in decoded arguments.
+    """
+    top: dict[str, Any] = {}
+    stack: list[tuple[Any, Any, int]] = [(arguments, top, 1)]
+    while stack:
+        source, target, depth = stack.pop()
+        items = source.items() if isinstance(source, Mapping) else enumerate(source)
+        for key, value in items:
+            if isinstance(value, Mapping | list):
+                if depth >= MAX_ARGUMENT_DEPTH:
+                    return None
+                copy: Any = {} if isinstance(value, Mapping) else [None] * len(value)
+                stack.append((value, copy, depth + 1))
+                value = copy
+            target[key] = value
+    return top
 
 
 def _rendered(name: str, output: Any, call_id: str) -> tuple[str, Outcome]:

@@ -36,6 +36,7 @@ from agentloop.model import (
 )
 from agentloop.observers import EventBus
 from agentloop.run import Run
+from agentloop.safety.redact import redact_secrets
 
 __all__ = ["ClientEventBridge", "RunState", "build_request", "call_model"]
 
@@ -161,7 +162,9 @@ async def call_model(
     except AgentLoopError:
         raise
     except Exception as exc:
-        raise InternalError(f"model client raised {type(exc).__name__}: {exc}") from exc
+        raise InternalError(
+            f"model client raised {type(exc).__name__}: {redact_secrets(str(exc))}"
+        ) from exc
     return _checked(response, client, state.call_ids)
 
 

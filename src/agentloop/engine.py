@@ -40,6 +40,7 @@ from agentloop._toolsets import Toolsets
 from agentloop._turn import ClientEventBridge, RunState, build_request, call_model
 from agentloop.cancel import CancelToken
 from agentloop.config import RunConfig
+from agentloop.durable.journal import Journal, JournaledTools, ReplayClient
 from agentloop.errors import (
     AgentLoopError,
     Cancelled,
@@ -59,8 +60,9 @@ from agentloop.messages import Message, ToolCallPart, ToolResultPart
 from agentloop.model import ModelClient, ModelResponse, ToolSpec
 from agentloop.observers import EventBus, Observer
 from agentloop.run import TRUNCATION_REASONS, OutputT, Run, Turn
+from agentloop.safety.redact import redact_secrets
 from agentloop.store import Store
-from agentloop.store._session import SessionRecorder, restore
+from agentloop.store._session import SessionRecorder, continuable, load_safety, restore
 from agentloop.tools import Tool, ToolRegistry, Toolset
 from agentloop.transcript import close_interrupted, validate_transcript
 
@@ -169,6 +171,17 @@ class Agent(Generic[OutputT]):
             approver=approver,
             session_id=self.session_id,
         )
+        self._journal: Journal | None = None
+        self._wire_recorder()
+
+    def _wire_recorder(self) -> None:
+        """With a durable store: safety state at each commit point, tool outputs journaled."""
+        recorder = self._recorder
+        if recorder is None or recorder.durable is None:
+            return
+        recorder.snapshot = lambda: self.safety.snapshot(self.client)
+        self._journal = Journal(recorder.step)
+        self._dispatcher.registry = JournaledTools(self.registry, self._journal)
 
     @classmethod
     def resume(
@@ -190,7 +203,106 @@ class Agent(Generic[OutputT]):
         agent._recorder = SessionRecorder(store, session_id, synced=len(history))
         agent._history = history
         agent._runs = runs
+        agent._wire_recorder()
+        agent._restore_safety(store, continuing=None)
         return agent
+
+    def _restore_safety(self, store: Store, *, continuing: Run[Any] | None) -> None:
+        """Put back the stored safety state; a resumed agent drops unfired stop patterns."""
+        data = load_safety(store, self.session_id)
+        if data is None:
+            return
+        try:
+            self.safety.restore(data, self.client, continuing=continuing)
+        except ValueError as exc:
+            raise MemoryBackendError(
+                f"session {self.session_id!r}: the stored safety state is unreadable: {exc}"
+            ) from exc
+        if continuing is None:
+            self.safety.end_run()
+
+    async def continue_run(
+        self, *, deps: Any = None, cancel: CancelToken | None = None
+    ) -> Run[OutputT]:
+        """Continue the run a crash cut off, from its last completed turn; raise as ``run()``.
+
+        Completed tool calls are never executed again: the turn in flight gets its journaled
+        model reply back, and each of its tool calls that had returned gets its journaled output
+        (``agentloop.durable.journal``). Needs an agent with a store (``Agent.resume``).
+
+        Raises:
+            InvalidInput: The session has no run a crash cut off.
+            MemoryBackendError: Another live process is running the session.
+        """
+        state = self._reopened(deps, () if cancel is None else (cancel,))
+        assert self._journal is not None
+        client = self.client
+        self.client = ReplayClient(client, self._journal.reply, lambda: state.turn_index)
+        try:
+            return await self._drive(state)
+        finally:
+            self.client = client
+
+    def _reopened(self, deps: Any, cancels: tuple[CancelToken, ...]) -> RunState:
+        """The crashed run's state, its lease taken and its closure undone in the store."""
+        recorder = self._recorder
+        if recorder is None or recorder.durable is None or self._journal is None:
+            raise InvalidInput(
+                "continue_run() needs an agent with a store: "
+                "Agent.resume(session_id, store=..., client=...)"
+            )
+        if self._active is not None:
+            raise InvalidInput("this Agent is already running")
+        recorder.claim()
+        try:
+            return self._reopen(recorder, self._journal, deps, cancels)
+        except BaseException:
+            recorder.release()
+            raise
+
+    def _reopen(
+        self,
+        recorder: SessionRecorder,
+        journal: Journal,
+        deps: Any,
+        cancels: tuple[CancelToken, ...],
+    ) -> RunState:
+        store = recorder.store
+        stored = continuable(store, self.session_id)
+        if stored is None:
+            raise InvalidInput(
+                f"session {self.session_id!r} has no run to continue: its last run ended "
+                "(only a run its process never finalized can be continued)"
+            )
+        history, runs = restore(store, self.session_id)
+        run = runs[-1]
+        keep = len(history) - (len(run.messages) - stored.absorbed)
+        self._history, self._runs = history[:keep], cast("list[Run[OutputT]]", runs)
+        run.stop_reason, run.output, run.ended_at = None, None, None
+        transcript = list(history) if run.turns else [*history, Message.user(run.input)]
+        recorder.reopened(run, keep=keep)
+        journal.start(run.id, recorder.durable.load_steps(run.id) if recorder.durable else {})
+        self._restore_safety(store, continuing=run)
+        native = self._native()
+        specs = self._specs(native)
+        state = RunState(
+            run=run,
+            tokens=(self._cancel, *cancels),
+            transcript=transcript,
+            base=keep,
+            advertised=frozenset(s.name for s in specs),
+            specs=specs,
+            deps=deps,
+        )
+        state.audit = list(run.messages) if run.turns else transcript[keep:]
+        state.turn_index = len(run.turns)
+        state.complete_turn()
+        state.tool_calls = sum(len(t.tool_calls) for t in run.turns)
+        state.events = ClientEventBridge(run, self._bus)
+        state.native_output = native
+        self._active = state
+        self._bus.run, self._bus.turn = run, state.turn_index
+        return state
 
     @property
     def history(self) -> list[Message]:
@@ -800,6 +912,8 @@ def _recorder(store: Store | None, session_id: str, existing_ok: bool) -> Sessio
 
 
 def _internal(exc: Exception) -> InternalError:
-    error = InternalError(f"unexpected {type(exc).__name__} in the engine: {exc}")
+    error = InternalError(
+        f"unexpected {type(exc).__name__} in the engine: {redact_secrets(str(exc))}"
+    )
     error.__cause__ = exc
     return error

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from types import TracebackType
+from typing import Any, Literal, Protocol, Self, TypeAlias, runtime_checkable
 
 from agentloop.errors import ConfigurationError
 from agentloop.messages import Message, ToolCallPart, Usage
 
 __all__ = [
     "ClientEvents",
+    "ClosableModelClient",
     "ModelClient",
     "ModelRequest",
     "ModelResponse",
@@ -191,4 +193,22 @@ class ModelClient(Protocol):
 
     async def aclose(self) -> None:
         """Release connections."""
+        ...
+
+
+@runtime_checkable
+class ClosableModelClient(ModelClient, Protocol):
+    """A ``ModelClient`` that is also an async context manager (every built-in client is)."""
+
+    async def __aenter__(self) -> Self:
+        """Return the client."""
+        ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """``aclose()``."""
         ...

@@ -9,11 +9,13 @@ pydantic models and dataclasses), never ``repr``-dumped.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import inspect
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Generic, Protocol, get_origin, get_type_hints, overload, runtime_checkable
@@ -209,11 +211,55 @@ class FunctionTool(Tool):
         args = (ctx,) if self.takes_context else ()
         if self.is_async:
             return await self.func(*args, **arguments)
-        return await asyncio.to_thread(self.func, *args, **arguments)
+        return await in_daemon_thread(self.func, *args, **arguments)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly."""
         return self.func(*args, **kwargs)
+
+
+async def in_daemon_thread(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Run a sync function in a daemon thread of its own and await its result.
+
+    Not the loop's default executor: a sync tool that outlives its timeout (or never returns)
+    is abandoned, and nothing waits for it — not ``run_sync``, which shuts its loop's executor,
+    and not the interpreter at exit. The thread runs on until the function returns; its result
+    is dropped. Context variables are copied into the thread, as ``asyncio.to_thread`` does.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def work() -> None:
+        try:
+            result = context.run(func, *args, **kwargs)
+        except BaseException as exc:
+            _settle(loop, future, None, exc)
+        else:
+            _settle(loop, future, result, None)
+
+    threading.Thread(target=work, name="agentloop-tool", daemon=True).start()
+    return await future
+
+
+def _settle(
+    loop: asyncio.AbstractEventLoop,
+    future: asyncio.Future[Any],
+    result: Any,
+    error: BaseException | None,
+) -> None:
+    def settle() -> None:
+        if future.done():  # the call timed out or was cancelled: nobody waits any more
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    try:
+        loop.call_soon_threadsafe(settle)
+    except RuntimeError:  # the loop is closed: the run ended long ago
+        pass
 
 
 def _first_param_is_context(func: Callable[..., Any]) -> bool:

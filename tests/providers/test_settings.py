@@ -220,3 +220,17 @@ def test_lazy_exports() -> None:
     assert providers.RetryingClient.__name__ == "RetryingClient"
     with pytest.raises(AttributeError):
         providers.Nope  # noqa: B018
+
+
+@pytest.mark.parametrize(
+    "key", ["sk-abc\x7fdef", "sk-abc\x85def", "sk-\u00e9t\u00e9", "sk a", "sk\tb"]
+)
+def test_a_key_with_control_whitespace_or_non_ascii_characters_is_refused(key: str) -> None:
+    from agentloop import Settings, build_client
+    from agentloop.providers.openai import OpenAIClient
+
+    with pytest.raises(ConfigurationError, match="api_key contains") as caught:
+        build_client(Settings(provider="openai", model="m", api_key=key))
+    assert key not in str(caught.value)
+    with pytest.raises(ConfigurationError, match="api_key contains"):
+        OpenAIClient("m", api_key=key)

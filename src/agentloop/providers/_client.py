@@ -17,7 +17,14 @@ from urllib.parse import urlsplit
 from agentloop.errors import AuthError, ConfigurationError, ProviderError
 from agentloop.providers._http import HttpTransport
 
-__all__ = ["ClosingClient", "HttpClient", "check_base_url", "check_client", "require_key"]
+__all__ = [
+    "ClosingClient",
+    "HttpClient",
+    "check_base_url",
+    "check_client",
+    "check_key_characters",
+    "require_key",
+]
 
 
 def check_base_url(url: object) -> None:
@@ -43,6 +50,21 @@ def require_key(api_key: object, variable: str, provider: str) -> None:
     """Raise ``AuthError("<variable> is not set")`` for a missing or empty key."""
     if not isinstance(api_key, str) or not api_key:
         raise AuthError(f"{variable} is not set", provider=provider)
+    check_key_characters(api_key)
+
+
+def check_key_characters(key: str) -> None:
+    """Refuse a key with any character an HTTP header cannot carry as is (before any request).
+
+    Keys are printable ASCII; whitespace, control characters (DEL included) and anything
+    non-ASCII would fail later inside the HTTP library, or leak into an error message.
+    """
+    if not all(33 <= ord(ch) <= 126 for ch in key):
+        raise ConfigurationError(
+            "api_key contains whitespace, control or non-ASCII characters; check how it was "
+            "pasted or exported",
+            field="api_key",
+        )
 
 
 class ClosingClient:

@@ -49,7 +49,7 @@ from urllib.parse import urlsplit
 from agentloop.errors import ProviderError, ResponseInvalid
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart, Usage
 from agentloop.model import ModelRequest, ModelResponse, ModelSettings, StreamEvent, ToolSpec
-from agentloop.providers._client import HttpClient, check_client
+from agentloop.providers._client import HttpClient, check_client, check_key_characters
 from agentloop.providers._http import HttpTransport, error_for_status, invalid_body, redact
 from agentloop.providers._wire import (
     WireError,
@@ -462,6 +462,8 @@ class OpenAIClient(HttpClient):
                 ``max_completion_tokens`` for api.openai.com and ``max_tokens`` elsewhere.
         """
         check_client(model, base_url or self.default_base_url, timeout, connect_timeout)
+        if api_key:
+            check_key_characters(api_key)
         self._model = model
         self._provider = provider or self.default_provider
         self.base_url = (base_url or self.default_base_url).rstrip("/")

@@ -31,8 +31,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agentloop.errors import AuthError, ConfigurationError
-from agentloop.model import ModelClient
-from agentloop.providers._client import check_base_url
+from agentloop.model import ClosableModelClient
+from agentloop.providers._client import check_base_url, check_key_characters
 
 __all__ = ["DEFAULT_MODELS", "KEY_ENV_VARS", "PROVIDERS", "Settings", "build_client"]
 
@@ -168,17 +168,14 @@ def is_local_url(url: str | None) -> bool:
 
 def _check_key(settings: Settings, key: str | None) -> None:
     if key is not None:
-        if any(ch.isspace() or ord(ch) < 32 for ch in key):
-            raise ConfigurationError(
-                "api_key contains whitespace or control characters", field="api_key"
-            )
+        check_key_characters(key)
         return
     var = settings.key_env_var()
     if var is not None and not is_local_url(settings.base_url):
         raise AuthError(f"{var} is not set", provider=settings.provider)
 
 
-def _openai_family(settings: Settings, model: str, key: str | None) -> ModelClient:
+def _openai_family(settings: Settings, model: str, key: str | None) -> ClosableModelClient:
     from agentloop.providers.openai import OllamaClient, OpenAIClient, OpenRouterClient
 
     classes = {"openai": OpenAIClient, "openrouter": OpenRouterClient, "ollama": OllamaClient}
@@ -191,7 +188,7 @@ def _openai_family(settings: Settings, model: str, key: str | None) -> ModelClie
     )
 
 
-def _other(settings: Settings, model: str, key: str | None) -> ModelClient:
+def _other(settings: Settings, model: str, key: str | None) -> ClosableModelClient:
     kwargs: dict[str, Any] = {
         "api_key": key or "local-no-key",
         "timeout": float(settings.timeout),
@@ -202,7 +199,7 @@ def _other(settings: Settings, model: str, key: str | None) -> ModelClient:
     if settings.provider == "anthropic":
         from agentloop.providers.anthropic import AnthropicClient
 
-        client: ModelClient = AnthropicClient(model, **kwargs)
+        client: ClosableModelClient = AnthropicClient(model, **kwargs)
     else:
         from agentloop.providers.gemini import GeminiClient
 
@@ -210,7 +207,7 @@ def _other(settings: Settings, model: str, key: str | None) -> ModelClient:
     return client
 
 
-def build_client(settings: Settings) -> ModelClient:
+def build_client(settings: Settings) -> ClosableModelClient:
     """Validate ``settings`` and build the client (wrapped in ``RetryingClient`` by default).
 
     Raises:

@@ -10,7 +10,7 @@ import unicodedata
 
 from agentloop.errors import InvalidInput
 
-__all__ = ["TRUNCATION_MARKER", "limit_output"]
+__all__ = ["TRUNCATION_MARKER", "cut_to_fit", "limit_output", "storable"]
 
 TRUNCATION_MARKER = "\n[truncated]"
 
@@ -36,6 +36,37 @@ def _cut(text: str, end: int) -> str:
     if end > 0 and text[end - 1] in _JOINERS:
         end -= 1
     return text[:end] if end or start == 0 else text[:start]
+
+
+def cut_to_fit(text: str, max_chars: int) -> str:
+    """The automatic cut of a result too large for the context window, saying how much was cut.
+
+    Unlike ``limit_output`` (the explicit ``max_tool_output_chars``), the marker tells the model
+    the size it did not see, so it can ask for less (a range, a filter).
+    """
+    if len(text) <= max_chars:
+        return text
+    marker = (
+        f"\n[cut: {len(text) - max_chars:,} of {len(text):,} characters not shown; the result "
+        "is larger than the context window allows]"
+    )
+    head = _cut(text, max(0, max_chars - len(marker)))
+    return head + marker
+
+
+def storable(text: str) -> str:
+    r"""``text`` as valid UTF-8: lone surrogates (``os.listdir`` of a non-UTF-8 name) escaped.
+
+    A surrogate cannot be encoded, sent or stored; it becomes its ``\udcxx`` escape, so
+    nothing is lost and the model can still read which bytes were there.
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def limit_output(text: str, max_chars: int) -> str:
