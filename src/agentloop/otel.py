@@ -1,102 +1,407 @@
-"""Optional OpenTelemetry spans: run, turn, model call and tool call (the ``otel`` extra).
+"""OpenTelemetry spans for runs, named by the GenAI semantic conventions (the ``otel`` extra).
 
-``OtelObserver`` is an ordinary observer, so tracing never changes a run: pass it in
-``Agent(observers=[OtelObserver()])``. Spans nest run → turn → (model call, tool calls); a
-tool call gets one span per attempt. Spans left open by a hard error (a cancelled tool, a
-failed model call) are ended at run end with the run's error recorded.
+``OtelObserver`` reads only the typed event channel (``on_event``), so tracing never changes a
+run. The span tree of one run::
+
+    invoke_agent {agent}         INTERNAL  gen_ai.operation.name=invoke_agent  (RunStarted)
+    └── agentloop.turn           INTERNAL  agentloop.turn.index                (TurnStarted)
+        ├── chat {model}         CLIENT    gen_ai.operation.name=chat          (→ ModelResponded)
+        └── execute_tool {tool}  INTERNAL  gen_ai.operation.name=execute_tool, one per attempt
+            └── invoke_agent {tool}        a sub-agent run (``agent.as_tool``), same shape below
+
+``{agent}`` is ``agentloop`` for a top-level run and the tool name for a sub-agent (agents have
+no name of their own). Retries, fallbacks, model switches, stream resets, loop, convergence and
+budget warnings and compaction are span events on the innermost open span (chat, else turn,
+else run). Errors: a soft tool error marks its ``execute_tool`` span (``error.type=tool_error``,
+``agentloop.error.channel=soft``, status ERROR) and the run goes on; the hard error that ends a
+run (``run.stop_reason``) marks the run span and every span it left open, ended at
+``RunFinished``, with ``error.type`` (the class name), ``agentloop.error.channel=hard`` and, for
+a ``ProviderError``, ``agentloop.error.phase`` and ``http.response.status_code``.
+
+Privacy: no message text, tool argument, tool result, error message or loop pattern (it quotes
+arguments) reaches a span unless ``capture_content=True``; with it, the GenAI content attributes
+(``gen_ai.input.messages``, ``gen_ai.output.messages``, ``gen_ai.tool.call.arguments``,
+``gen_ai.tool.call.result``) and error messages are recorded through ``redact_secrets``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from agentloop.messages import ToolCallPart, ToolResultPart
-from agentloop.model import ModelResponse
+import pydantic_core
+
+from agentloop import events as ev
+from agentloop.errors import ProviderError
+from agentloop.messages import Message, TextPart, ToolCallPart
 from agentloop.observers import Observer
-from agentloop.run import Run, Turn
+from agentloop.safety.redact import redact_secrets
+
+try:
+    from opentelemetry import trace
+    from opentelemetry.trace import SpanKind, Status, StatusCode
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("agentloop.otel needs OpenTelemetry: pip install 'agentloop[otel]'") from exc
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
+    from opentelemetry.util.types import AttributeValue
 
 __all__ = ["OtelObserver"]
 
+Attributes: TypeAlias = "dict[str, AttributeValue]"
+_Described: TypeAlias = "tuple[str, Attributes]"
+
+OPERATION = "gen_ai.operation.name"
+PROVIDER = "gen_ai.provider.name"
+REQUEST_MODEL = "gen_ai.request.model"
+INPUT_MESSAGES = "gen_ai.input.messages"
+OUTPUT_MESSAGES = "gen_ai.output.messages"
+INPUT_TOKENS = "gen_ai.usage.input_tokens"
+OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+ERROR_TYPE = "error.type"
+CHANNEL = "agentloop.error.channel"
+ROOT_AGENT = "agentloop"
+SOFT_ERROR_TYPE = "tool_error"
+"""``error.type`` of a soft tool error: the result carries no class, only the text."""
+
+
+@dataclass(slots=True, eq=False)
+class _RunSpans:
+    """The open spans of one run."""
+
+    root: Span
+    path: tuple[str, ...]
+    turn: Span | None = None
+    turn_index: int = -1
+    chat: Span | None = None
+    tools: dict[str, tuple[str, Span]] = field(default_factory=dict)
+    """Open tool-attempt spans by call id, with the tool's name."""
+    adopted: set[str] = field(default_factory=set)
+    """Call ids whose span already parents a sub-agent run."""
+
+    def current(self) -> Span:
+        """The innermost open span that is not a tool's (span events go here)."""
+        return self.chat or self.turn or self.root
+
 
 class OtelObserver(Observer):
-    """Emits OpenTelemetry spans for runs, turns, model calls and tool calls."""
+    """Emits GenAI-convention OpenTelemetry spans for runs, turns, model and tool calls.
 
-    def __init__(self, tracer: Tracer | None = None) -> None:
-        from opentelemetry import trace
+    Args:
+        tracer: The tracer to use (default: the global provider's ``agentloop`` tracer).
+        capture_content: Record messages, tool arguments, tool results and error messages
+            (secrets redacted). Off by default: spans then carry names, ids, counts and
+            error classes only.
+    """
 
-        self._trace = trace
-        self.tracer = tracer or trace.get_tracer("agentloop")
-        self._runs: dict[str, Span] = {}
-        self._turns: dict[str, Span] = {}
-        self._models: dict[str, Span] = {}
-        self._tools: dict[tuple[str, str], Span] = {}
+    def __init__(self, tracer: Tracer | None = None, *, capture_content: bool = False) -> None:
+        self.tracer = tracer if tracer is not None else trace.get_tracer("agentloop")
+        self.capture_content = capture_content
+        self._runs: dict[str, _RunSpans] = {}
 
-    def _child(self, name: str, parent: Span | None, **attributes: Any) -> Span:
-        context = self._trace.set_span_in_context(parent) if parent is not None else None
-        return self.tracer.start_span(name, context=context, attributes=attributes)
-
-    def on_run_start(self, run: Run) -> None:
-        """Open the run span."""
-        self._runs[run.id] = self._child("agentloop.run", None, **{"agentloop.run_id": run.id})
-
-    def on_turn_start(self, run: Run, index: int) -> None:
-        """Open a turn span and its model-call span."""
-        turn = self._child("agentloop.turn", self._runs.get(run.id), **{"agentloop.turn": index})
-        self._turns[run.id] = turn
-        self._models[run.id] = self._child("agentloop.model_call", turn)
-
-    def on_response(self, run: Run, response: ModelResponse) -> None:
-        """Close the model-call span with the model and token counts."""
-        span = self._models.pop(run.id, None)
-        if span is not None:
-            span.set_attribute("gen_ai.response.model", response.model)
-            span.set_attribute("gen_ai.usage.input_tokens", response.usage.input_tokens)
-            span.set_attribute("gen_ai.usage.output_tokens", response.usage.output_tokens)
-            span.set_attribute("agentloop.tool_calls", len(response.tool_calls))
-            span.end()
-
-    def on_tool_pre(self, run: Run, call: ToolCallPart, attempt: int) -> None:
-        """Open a tool-call span for this attempt."""
-        attributes = {"agentloop.tool": call.name, "agentloop.call_id": call.id}
-        attributes["agentloop.attempt"] = attempt  # type: ignore[assignment]
-        span = self._child("agentloop.tool_call", self._turns.get(run.id), **attributes)
-        self._tools[(run.id, call.id)] = span
-
-    def on_tool_post(
-        self, run: Run, call: ToolCallPart, result: ToolResultPart, attempt: int, duration: float
-    ) -> None:
-        """Close the attempt's span; a soft error is marked, not raised."""
-        span = self._tools.pop((run.id, call.id), None)
-        if span is not None:
-            span.set_attribute("agentloop.is_error", result.is_error)
-            span.end()
-
-    def on_turn_end(self, run: Run, turn: Turn) -> None:
-        """Close the turn span."""
-        span = self._turns.pop(run.id, None)
-        if span is not None:
-            span.end()
-
-    def on_run_end(self, run: Run) -> None:
-        """Close every span still open for the run; the run span carries the outcome."""
-        from opentelemetry.trace import Status, StatusCode
-
-        error = run.stop_reason
-        leftovers = [s for k, s in list(self._tools.items()) if k[0] == run.id]
-        self._tools = {k: s for k, s in self._tools.items() if k[0] != run.id}
-        leftovers += [m.pop(run.id) for m in (self._models, self._turns) if run.id in m]
-        for span in leftovers:
-            if error is not None:
-                span.set_status(Status(StatusCode.ERROR, type(error).__name__))
-            span.end()
-        root = self._runs.pop(run.id, None)
-        if root is None:
+    def on_event(self, event: ev.Event) -> None:
+        """Open, annotate or close the spans ``event`` concerns."""
+        if isinstance(event, ev.RunStarted):
+            self._run_started(event)
             return
-        root.set_attribute("agentloop.turns", len(run.turns))
+        spans = self._runs.get(event.run_id)
+        # A different path is the same run delivered twice: this observer sits on a sub-agent
+        # too, which reports its events directly and through its parent (with the path).
+        if spans is None or spans.path != event.path:
+            return
+        handler = _HANDLERS.get(type(event))
+        if handler is not None:
+            handler(self, event, spans)
+        else:
+            self._span_event(event, spans)
+
+    def _start(
+        self, name: str, parent: Span | None, attributes: Attributes, kind: SpanKind
+    ) -> Span:
+        context = trace.set_span_in_context(parent) if parent is not None else None
+        return self.tracer.start_span(name, context=context, kind=kind, attributes=attributes)
+
+    def _content(self, value: Any) -> str:
+        """``value`` as redacted text (JSON unless it is a string)."""
+        text = value if isinstance(value, str) else json.dumps(value, default=_jsonable)
+        return redact_secrets(text)
+
+    def _run_started(self, event: ev.RunStarted) -> None:
+        if event.run_id in self._runs:
+            return
+        name = event.path[-1] if event.path else ROOT_AGENT
+        attributes: Attributes = {
+            OPERATION: "invoke_agent",
+            "gen_ai.agent.name": name,
+            "agentloop.run_id": event.run_id,
+        }
+        if event.path:
+            attributes["agentloop.agent.path"] = list(event.path)
+        if self.capture_content:
+            attributes[INPUT_MESSAGES] = self._content([_message("user", [_text(event.run.input)])])
+        parent = self._adopting_tool(event.path)
+        root = self._start(f"invoke_agent {name}", parent, attributes, SpanKind.INTERNAL)
+        self._runs[event.run_id] = _RunSpans(root, event.path)
+
+    def _adopting_tool(self, path: tuple[str, ...]) -> Span | None:
+        """The parent's open span of the tool call running the sub-agent at ``path``.
+
+        Events do not say which call started a sub-agent run, so two parallel calls of the same
+        agent-tool may swap their children (both stay under a call of that tool).
+        """
+        if not path:
+            return None
+        for spans in self._runs.values():
+            if spans.path != path[:-1]:
+                continue
+            for call_id, (tool, span) in spans.tools.items():
+                if tool == path[-1] and call_id not in spans.adopted:
+                    spans.adopted.add(call_id)
+                    return span
+        return None
+
+    def _turn_started(self, event: ev.TurnStarted, spans: _RunSpans) -> None:
+        if spans.chat is not None:
+            # The engine starts a turn over without a reply only when the provider rejected the
+            # context as too long (it compacts, then asks again).
+            spans.chat.set_attributes({ERROR_TYPE: "ContextLengthExceeded", CHANNEL: "hard"})
+            spans.chat.set_status(Status(StatusCode.ERROR))
+            spans.chat.end()
+        if spans.turn is None or spans.turn_index != event.turn:
+            _end(spans.turn)
+            attributes: Attributes = {"agentloop.turn.index": event.turn}
+            spans.turn = self._start("agentloop.turn", spans.root, attributes, SpanKind.INTERNAL)
+            spans.turn_index = event.turn
+        model: Attributes = {}
+        if event.model:
+            model[REQUEST_MODEL] = event.model
+        if event.provider:
+            model[PROVIDER] = event.provider
+        spans.root.set_attributes(model)
+        name = f"chat {event.model}" if event.model else "chat"
+        spans.chat = self._start(name, spans.turn, {OPERATION: "chat", **model}, SpanKind.CLIENT)
+
+    def _model_responded(self, event: ev.ModelResponded, spans: _RunSpans) -> None:
+        span, spans.chat = spans.chat, None
+        if span is None:
+            return
+        response = event.response
+        attributes: Attributes = {
+            INPUT_TOKENS: response.usage.input_tokens,
+            OUTPUT_TOKENS: response.usage.output_tokens,
+        }
+        if response.model:
+            attributes["gen_ai.response.model"] = response.model
+        if response.stop_reason:
+            attributes["gen_ai.response.finish_reasons"] = [response.stop_reason]
+        if self.capture_content:
+            output = _message_of(response.message, response.stop_reason)
+            attributes[OUTPUT_MESSAGES] = self._content([output])
+        span.set_attributes(attributes)
+        span.end()
+
+    def _tool_started(self, event: ev.ToolCallStarted, spans: _RunSpans) -> None:
+        call = event.call
+        attributes: Attributes = {
+            OPERATION: "execute_tool",
+            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.call.id": call.id,
+            "gen_ai.tool.type": "function",
+            "agentloop.tool.attempt": event.attempt,
+        }
+        if self.capture_content:
+            attributes["gen_ai.tool.call.arguments"] = self._content(dict(call.arguments))
+        parent = spans.turn or spans.root
+        span = self._start(f"execute_tool {call.name}", parent, attributes, SpanKind.INTERNAL)
+        _end(spans.tools.pop(call.id, (None, None))[1])
+        spans.tools[call.id] = (call.name, span)
+
+    def _tool_finished(self, event: ev.ToolCallFinished, spans: _RunSpans) -> None:
+        spans.adopted.discard(event.call.id)
+        entry = spans.tools.pop(event.call.id, None)
+        if entry is None:
+            return
+        span = entry[1]
+        if event.result.is_error:
+            span.set_attributes({ERROR_TYPE: SOFT_ERROR_TYPE, CHANNEL: "soft"})
+            span.set_status(Status(StatusCode.ERROR))
+        if self.capture_content:
+            span.set_attribute("gen_ai.tool.call.result", self._content(event.result.content))
+        span.end()
+
+    def _turn_finished(self, event: ev.TurnFinished, spans: _RunSpans) -> None:
+        if spans.turn is not None:
+            spans.turn.set_attribute("agentloop.turn.tool_calls", len(event.turn.tool_calls))
+        _end(spans.turn)
+        spans.turn = None
+
+    def _run_finished(self, event: ev.RunFinished, spans: _RunSpans) -> None:
+        del self._runs[event.run_id]
+        run = event.run
+        error = run.stop_reason
+        left_open = [span for _, span in spans.tools.values()] + [spans.chat, spans.turn]
+        for span in left_open:
+            if span is not None:
+                if error is not None:
+                    self._record_error(span, error)
+                span.end()
+        root = spans.root
+        root.set_attributes(
+            {
+                INPUT_TOKENS: run.usage.input_tokens,
+                OUTPUT_TOKENS: run.usage.output_tokens,
+                "agentloop.turns": len(run.turns),
+            }
+        )
         if error is not None:
-            root.set_attribute("agentloop.stop_reason", type(error).__name__)
-            root.set_status(Status(StatusCode.ERROR, str(error)))
+            self._record_error(root, error)
+        elif self.capture_content and run.output is not None:
+            output = _message("assistant", [_text(self._content(run.output))])
+            root.set_attribute(OUTPUT_MESSAGES, self._content([output]))
         root.end()
+
+    def _record_error(self, span: Span, error: BaseException) -> None:
+        span.set_attributes({**_error_attributes(error), CHANNEL: "hard"})
+        description = self._content(str(error)) if self.capture_content else type(error).__name__
+        span.set_status(Status(StatusCode.ERROR, description))
+
+    def _span_event(self, event: ev.Event, spans: _RunSpans) -> None:
+        describe = _SPAN_EVENTS.get(type(event))
+        if describe is not None:
+            spans.current().add_event(*describe(event, self.capture_content))
+
+
+_Handler = Callable[[OtelObserver, Any, _RunSpans], None]
+
+_HANDLERS: dict[type[ev.Event], _Handler] = {
+    ev.TurnStarted: OtelObserver._turn_started,
+    ev.ModelResponded: OtelObserver._model_responded,
+    ev.ToolCallStarted: OtelObserver._tool_started,
+    ev.ToolCallFinished: OtelObserver._tool_finished,
+    ev.TurnFinished: OtelObserver._turn_finished,
+    ev.RunFinished: OtelObserver._run_finished,
+}
+
+
+def _retry(event: ev.RetryScheduled, capture: bool) -> _Described:
+    retry: Attributes = {
+        "agentloop.retry.attempt": event.attempt,
+        "agentloop.retry.wait_seconds": event.wait_seconds,
+    }
+    return "agentloop.retry", {**_error_attributes(event.error), **retry}
+
+
+def _fallback(event: ev.FellBack, capture: bool) -> _Described:
+    models: Attributes = {
+        "agentloop.from_model": event.from_model,
+        "agentloop.to_model": event.to_model,
+    }
+    return "agentloop.fallback", {**_error_attributes(event.error), **models}
+
+
+def _switched(event: ev.ModelSwitched, capture: bool) -> _Described:
+    return "agentloop.model_switched", {
+        "agentloop.from_model": event.from_model,
+        "agentloop.to_model": event.to_model,
+    }
+
+
+def _reset(event: ev.AttemptReset, capture: bool) -> _Described:
+    return "agentloop.attempt_reset", {}
+
+
+def _loop(event: ev.LoopWarning, capture: bool) -> _Described:
+    loop: Attributes = {"agentloop.loop.repetitions": event.repetitions}
+    if capture:  # the pattern quotes the repeated call's arguments
+        loop["agentloop.loop.pattern"] = redact_secrets(event.pattern)
+    return "agentloop.loop_warning", loop
+
+
+def _converged(event: ev.ConvergenceWarning, capture: bool) -> _Described:
+    attributes: Attributes = {}
+    for name in ("streak", "similarity", "action"):
+        value = getattr(event.status, name, None)
+        if isinstance(value, int | float | str):
+            attributes[f"agentloop.convergence.{name}"] = value
+    return "agentloop.convergence_warning", attributes
+
+
+def _compacted(event: ev.Compacted, capture: bool) -> _Described:
+    return "agentloop.compaction", {
+        "agentloop.tokens.before": event.before,
+        "agentloop.tokens.after": event.after,
+    }
+
+
+def _compaction_failed(event: ev.CompactionFailed, capture: bool) -> _Described:
+    return "agentloop.compaction_failed", _error_attributes(event.error)
+
+
+def _budget(event: ev.BudgetWarning, capture: bool) -> _Described:
+    return "agentloop.budget_warning", {
+        "agentloop.budget.dimension": event.dimension,
+        "agentloop.budget.spent": event.spent,
+        "agentloop.budget.limit": event.limit,
+    }
+
+
+_SPAN_EVENTS: dict[type[ev.Event], Callable[[Any, bool], _Described]] = {
+    ev.RetryScheduled: _retry,
+    ev.FellBack: _fallback,
+    ev.ModelSwitched: _switched,
+    ev.AttemptReset: _reset,
+    ev.LoopWarning: _loop,
+    ev.ConvergenceWarning: _converged,
+    ev.Compacted: _compacted,
+    ev.CompactionFailed: _compaction_failed,
+    ev.BudgetWarning: _budget,
+}
+"""Events reported as span events on the innermost open span (stream fragments are not)."""
+
+
+def _error_attributes(error: BaseException) -> Attributes:
+    """The class of ``error`` and, for a provider failure, its phase and HTTP status."""
+    attributes: Attributes = {ERROR_TYPE: type(error).__name__}
+    if isinstance(error, ProviderError):
+        if error.phase is not None:
+            attributes["agentloop.error.phase"] = error.phase.value
+        if error.status_code is not None:
+            attributes["http.response.status_code"] = error.status_code
+        if error.provider:
+            attributes["agentloop.error.provider"] = error.provider
+    return attributes
+
+
+def _end(span: Span | None) -> None:
+    if span is not None:
+        span.end()
+
+
+def _text(content: str) -> dict[str, Any]:
+    return {"type": "text", "content": content}
+
+
+def _message(role: str, parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    return {"role": role, "parts": list(parts)}
+
+
+def _message_of(message: Message, finish_reason: str | None) -> dict[str, Any]:
+    """A reply in the GenAI conventions' message shape (text and tool-call parts)."""
+    parts: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            parts.append(_text(part.text))
+        elif isinstance(part, ToolCallPart):
+            call = {"id": part.id, "name": part.name, "arguments": dict(part.arguments)}
+            parts.append({"type": "tool_call", **call})
+    shaped = _message(message.role, parts)
+    if finish_reason:
+        shaped["finish_reason"] = finish_reason
+    return shaped
+
+
+def _jsonable(value: Any) -> Any:
+    return pydantic_core.to_jsonable_python(value, fallback=str)
