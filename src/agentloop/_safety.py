@@ -4,13 +4,17 @@ One ``SafetyState`` per agent (detectors and breakers are session state). Detect
 if a detector's own update raises, detection switches itself off for the session with one
 warning and the run goes on. A breaker whose update raises fails closed (``LockPoisoned``).
 The budget gate fails open (its checks are skipped) if it raises.
+
+``snapshot()`` gathers every component's state (and the model health of a ``FallbackClient``,
+found through wrapping clients' ``inner``) as plain JSON data; the engine stores it at each
+commit point and ``restore()`` puts it back on ``Agent.resume`` and ``continue_run``.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from agentloop import events as ev
 from agentloop.config import RunConfig
@@ -24,11 +28,34 @@ from agentloop.safety.budget import BudgetGate
 from agentloop.safety.convergence import ConvergenceDetector, convergence_error
 from agentloop.safety.loops import LoopDetector
 
-__all__ = ["BREAKER_TEXT", "SafetyState"]
+__all__ = ["BREAKER_TEXT", "SAFETY_FORMAT", "SafetyState"]
 
 logger = logging.getLogger("agentloop")
 
 BREAKER_TEXT = "tool temporarily unavailable: circuit breaker open"
+
+SAFETY_FORMAT = 1
+"""The version of ``SafetyState.snapshot()``'s data; a newer one is not restored."""
+
+
+@runtime_checkable
+class _HealthSnapshots(Protocol):
+    """A client that keeps model health across processes (``FallbackClient``)."""
+
+    def snapshot(self) -> dict[str, Any]: ...
+
+    def restore(self, data: Mapping[str, Any]) -> None: ...
+
+
+def _health_client(client: object) -> _HealthSnapshots | None:
+    """The client, or the first client it wraps (``inner``), that snapshots model health."""
+    for _ in range(8):
+        if isinstance(client, _HealthSnapshots):
+            return client
+        client = getattr(client, "inner", None)
+        if client is None:
+            return None
+    return None
 
 
 class SafetyState:
@@ -42,6 +69,48 @@ class SafetyState:
         self.budget = BudgetGate(config.budget)
         self.detection_on = True
         self.budget_on = True
+        self._continued_budget: dict[str, Any] | None = None
+
+    def snapshot(self, client: object = None) -> dict[str, Any]:
+        """Every component's state as plain JSON data (``client``: the agent's model client)."""
+        data: dict[str, Any] = {
+            "format": SAFETY_FORMAT,
+            "loops": self.loops.snapshot(),
+            "convergence": self.convergence.snapshot(),
+            "breakers": self.breakers.snapshot(),
+            "budget": self.budget.snapshot(),
+            "detection_on": self.detection_on,
+            "budget_on": self.budget_on,
+        }
+        health = _health_client(client)
+        if health is not None:
+            data["models"] = health.snapshot()
+        return data
+
+    def restore(
+        self, data: Mapping[str, Any], client: object = None, *, continuing: Run | None = None
+    ) -> None:
+        """Put back a ``snapshot()``; raises ``ValueError`` when it is malformed or newer.
+
+        ``continuing``: the run ``continue_run`` picks up; its spend is restored at its start
+        (the snapshot of a turn's commit point predates that turn's count).
+        """
+        version = data.get("format") if isinstance(data, Mapping) else None
+        if not isinstance(version, int) or version > SAFETY_FORMAT:
+            raise ValueError(f"safety state format {version!r} is not one this agentloop reads")
+        self.loops.restore(data["loops"])
+        self.convergence.restore(data["convergence"])
+        self.breakers.restore(data["breakers"])
+        if continuing is not None:
+            budget = dict(data["budget"])
+            budget["spent"] = {**budget["spent"], "turns": len(continuing.turns)}
+            self.budget.restore(budget)
+            self._continued_budget = self.budget.snapshot()
+        self.detection_on = bool(data.get("detection_on", True))
+        self.budget_on = bool(data.get("budget_on", True))
+        health = _health_client(client)
+        if health is not None and "models" in data:
+            health.restore(data["models"])
 
     def _poisoned(self, what: str, exc: Exception) -> None:
         self.detection_on = False
@@ -126,8 +195,12 @@ class SafetyState:
                 self._poisoned("the loop detector", exc)
 
     def budget_begin(self) -> None:
-        """Run start: reset the budget counters."""
-        self._budget(self.budget.begin)
+        """Run start: reset the budget counters (a continued run keeps its restored spend)."""
+        continued, self._continued_budget = self._continued_budget, None
+        if continued is not None:
+            self._budget(lambda: self.budget.restore(continued))
+        else:
+            self._budget(self.budget.begin)
 
     def budget_check(self, run: Run) -> None:
         """Before a request: warn once per dimension, refuse past a hard line."""

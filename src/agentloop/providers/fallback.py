@@ -18,6 +18,9 @@ is bad everywhere, and a cancel says nothing about a model's health. Any other
 ``ProviderError``, a ``ConfigurationError`` (a model that cannot take this request) or a nested
 ``FallbackExhausted`` counts as a failure and fails over. Other exceptions pass through.
 
+``snapshot()`` / ``restore()`` carry every model's health into another process (``Agent.resume``),
+with cooldown starts as wall-clock seconds.
+
 If a state update itself raises, the fallback state is poisoned and every later request raises
 ``LockPoisoned("fallback")`` until ``reset()``: model selection fails closed, never open.
 """
@@ -28,7 +31,7 @@ import enum
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -219,6 +222,38 @@ class FallbackClient(ClosingClient):
         self._health = [ModelHealth() for _ in self.clients]
         self._serving = 0
         self._poisoned = False
+
+    def snapshot(self, *, wall: float | None = None) -> dict[str, Any]:
+        """Every model's health as plain JSON data, cooldown starts as wall-clock seconds."""
+        shift = (time.time() if wall is None else wall) - self._clock()
+        return {
+            "models": [c.model for c in self.clients],
+            "serving": self._serving,
+            "health": [
+                [h.state.value, h.consecutive_failures, h.opened_at + shift, h.probe_successes]
+                for h in self._health
+            ],
+        }
+
+    def restore(self, data: Mapping[str, Any], *, wall: float | None = None) -> None:
+        """Take a ``snapshot()``'s health; ignored when it was taken of other models.
+
+        Raises:
+            ValueError: ``data`` is not a snapshot.
+        """
+        shift = self._clock() - (time.time() if wall is None else wall)
+        try:
+            if list(data["models"]) != [c.model for c in self.clients]:
+                return
+            health = [
+                ModelHealth(Health(state), int(failures), float(opened) + shift, int(probes))
+                for state, failures, opened, probes in data["health"]
+            ]
+            serving = int(data["serving"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a FallbackClient snapshot: {exc!r}") from exc
+        if len(health) == len(self.clients) and 0 <= serving < len(self.clients):
+            self._health, self._serving = health, serving
 
     async def aclose(self) -> None:
         """Close every client; the first error is re-raised after all were closed."""

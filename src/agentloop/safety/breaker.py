@@ -15,14 +15,18 @@ States per tool::
 Every transition starts a new *generation*; an ``Admission`` remembers the generation it was
 granted in, and a result from an older generation never moves the state machine (a success
 that arrives while open cannot close it). The health score never blocks; only the state does.
+
+``snapshot()`` / ``restore()`` carry the breakers into another process (``Agent.resume``): times
+travel as wall-clock seconds (monotonic clocks do not survive a process), and a probe that was in
+flight is lost with its process, so a restored half-open breaker is open with its cooldown served.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 from agentloop.safety._config import require_non_negative
 
@@ -136,6 +140,21 @@ class _Circuit:
             self.failures += 1
 
 
+def _restored(data: Mapping[str, Any], shift: float) -> _Circuit:
+    circuit = _Circuit()
+    state = data["state"]
+    if state not in ("closed", "open", "half_open"):
+        raise ValueError(f"unknown breaker state {state!r}")
+    circuit.state = state
+    circuit.generation = int(data["generation"])
+    circuit.consecutive_failures = int(data["consecutive_failures"])
+    circuit.opened_at = float(data["opened_at"]) + shift
+    circuit.probe_started = float(data["probe_started"]) + shift
+    circuit.successes, circuit.failures, circuit.neutral = (int(n) for n in data["counts"])
+    circuit.ewma = float(data["ewma"])
+    return circuit
+
+
 class ToolBreakers:
     """One circuit breaker per tool name, created on first use.
 
@@ -220,6 +239,35 @@ class ToolBreakers:
         if circuit.state == "half_open" and circuit.generation == admission.generation:
             circuit.transition("open")
             circuit.opened_at = circuit.probe_started - self.config.recovery_seconds
+
+    def snapshot(self, *, wall: float | None = None) -> dict[str, Any]:
+        """Every breaker as plain JSON data, times as wall-clock seconds (``wall`` = now)."""
+        shift = (time.time() if wall is None else wall) - self._clock()
+        tools = {}
+        for name, c in self._circuits.items():
+            tools[name] = {
+                "state": c.state,
+                "generation": c.generation,
+                "consecutive_failures": c.consecutive_failures,
+                "opened_at": c.opened_at + shift,
+                "probe_started": c.probe_started + shift,
+                "counts": [c.successes, c.failures, c.neutral],
+                "ewma": c.ewma,
+            }
+        return {"tools": tools}
+
+    def restore(self, data: Mapping[str, Any], *, wall: float | None = None) -> None:
+        """Replace every breaker with a ``snapshot()``; raises ``ValueError`` on malformed data."""
+        shift = self._clock() - (time.time() if wall is None else wall)
+        try:
+            circuits = {str(name): _restored(c, shift) for name, c in data["tools"].items()}
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"not a ToolBreakers snapshot: {exc!r}") from exc
+        for circuit in circuits.values():
+            if circuit.state == "half_open":  # its probe died with its process
+                circuit.transition("open")
+                circuit.opened_at = circuit.probe_started - self.config.recovery_seconds
+        self._circuits = circuits
 
     def health(self, tool: str) -> ToolHealth:
         """The state and statistics of ``tool`` (a tool never seen is healthy and closed)."""

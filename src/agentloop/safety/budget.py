@@ -5,6 +5,8 @@ seconds, tool calls, US dollars); ``None`` or ``0`` disables a line. The ``Budge
 checked before every model request: spending happens after a response, so the request that
 crosses a line always completes and the *next* check refuses with ``BudgetExhausted``. Each
 dimension warns once per run at its soft line, ``floor(limit * soft_fraction)``.
+``snapshot()`` / ``restore()`` carry a run's spend into another process (a continued run); the
+wall-clock line counts the time the run was running, not the time its process was dead.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 from agentloop.errors import BudgetExhausted, ConfigurationError
 from agentloop.messages import Usage
@@ -140,6 +143,26 @@ class BudgetGate:
         self._spent: dict[str, float] = dict.fromkeys(DIMENSIONS, 0)
         self._spent["cost_usd"] = 0.0
         self._warned: set[str] = set()
+
+    def snapshot(self) -> dict[str, Any]:
+        """This run's spend, warnings sent and elapsed seconds, as plain JSON data."""
+        return {
+            "spent": dict(self._spent),
+            "warned": sorted(self._warned),
+            "elapsed": self._clock() - self._started,
+        }
+
+    def restore(self, data: Mapping[str, Any]) -> None:
+        """Replace the run's spend with a ``snapshot()``; raises ``ValueError`` if malformed."""
+        try:
+            spent = {d: data["spent"][d] for d in DIMENSIONS}
+            if not all(isinstance(v, int | float) for v in spent.values()):
+                raise TypeError("a spend is not a number")
+            warned = {str(d) for d in data["warned"]}
+            started = self._clock() - float(data["elapsed"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a BudgetGate snapshot: {exc!r}") from exc
+        self._spent, self._warned, self._started = spent, warned, started
 
     def spent(self, dimension: str) -> float:
         """What this run has spent on ``dimension`` so far (wall clock in seconds)."""

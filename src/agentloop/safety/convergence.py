@@ -9,8 +9,9 @@ in a row is convergence. The engine keeps one detector per agent, so the streak 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from agentloop.errors import AgentLoopError, ConfigurationError, LoopDetected, UserInputRequired
 
@@ -105,6 +106,21 @@ class ConvergenceDetector:
         """Forget the previous reply and the streak."""
         self._previous = None
         self._streak = 0
+
+    def snapshot(self) -> dict[str, Any]:
+        """The previous reply's words and the streak, as plain JSON data."""
+        previous = None if self._previous is None else sorted(self._previous)
+        return {"previous": previous, "streak": self._streak}
+
+    def restore(self, data: Mapping[str, Any]) -> None:
+        """Replace the state with a ``snapshot()``; raises ``ValueError`` on malformed data."""
+        try:
+            previous = data["previous"]
+            streak = int(data["streak"])
+            words = None if previous is None else frozenset(str(w) for w in previous)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a ConvergenceDetector snapshot: {exc!r}") from exc
+        self._previous, self._streak = words, streak
 
     def record(self, text: str) -> ConvergenceStatus | None:
         """Feed one terminal reply; return a status when the streak reaches ``count``.

@@ -8,10 +8,13 @@ same operation keeps producing the same result (warn at ``warn_threshold``, stop
 The engine calls ``check()`` before every dispatch (a pure read) and ``record()`` once after
 every attempt. Every call costs O(1) amortized whatever the window: counts live in a dict
 beside the window deque, and entries made stale by progress are tombstoned, not searched for.
+Result texts are hashed with a stable digest (not ``hash()``, which differs per process), so
+``snapshot()`` / ``restore()`` carry the window into another process (``Agent.resume``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import deque
 from collections.abc import Mapping
@@ -21,7 +24,13 @@ from typing import Any, TypeAlias
 from agentloop.errors import ConfigurationError, LoopDetected
 from agentloop.safety._config import require_non_negative
 
-__all__ = ["LoopDetection", "LoopDetector", "LoopWarning", "canonical_arguments"]
+__all__ = [
+    "LoopDetection",
+    "LoopDetector",
+    "LoopWarning",
+    "canonical_arguments",
+    "result_digest",
+]
 
 UNAVAILABLE_ARGUMENTS = "*"
 """The arguments shown for a name that is not available: one pattern per name."""
@@ -65,6 +74,19 @@ def canonical_arguments(arguments: Mapping[str, Any]) -> str:
         return repr(arguments)
 
 
+def result_digest(text: str) -> int | None:
+    """A stable 64-bit digest of a result text (None for an empty text)."""
+    if not text:
+        return None
+    raw = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(raw, "big")
+
+
+def _signature(item: Any) -> _Signature:
+    tool, args, digest = item
+    return (str(tool), str(args), None if digest is None else int(digest))
+
+
 def _pattern(signature: _Signature) -> str:
     return f"{signature[0]}({signature[1]})"
 
@@ -103,6 +125,21 @@ class _Alternation:
             self.length = 2
             self.warned = False
         self.before_previous, self.previous = previous, signature
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "length": self.length,
+            "previous": self.previous,
+            "before_previous": self.before_previous,
+            "warned": self.warned,
+        }
+
+    def restore(self, data: Mapping[str, Any]) -> None:
+        previous, before = data["previous"], data["before_previous"]
+        self.length = int(data["length"])
+        self.previous = None if previous is None else _signature(previous)
+        self.before_previous = None if before is None else _signature(before)
+        self.warned = bool(data["warned"])
 
     def description(self) -> str:
         """``<A> and <B>``, A being the call that started the alternation."""
@@ -170,6 +207,35 @@ class LoopDetector:
         """Forget everything."""
         self._clear()
 
+    def snapshot(self) -> dict[str, Any]:
+        """The window and its bookkeeping as plain JSON data (for ``restore``)."""
+        return {
+            "window": [list(s) for s in self._window],
+            "counts": [[*s, n] for s, n in self._counts.items()],
+            "live": [[*key, digest] for key, digest in self._live_hash.items()],
+            "dead": [[*s, n] for s, n in self._dead.items()],
+            "warned": [list(s) for s in self._warned],
+            "at_stop": [list(s) for s in self._at_stop],
+            "alternation": self._alternation.snapshot(),
+        }
+
+    def restore(self, data: Mapping[str, Any]) -> None:
+        """Replace the state with a ``snapshot()``; raises ``ValueError`` on malformed data."""
+        try:
+            self._clear()
+            self._window = deque(_signature(s) for s in data["window"])
+            self._counts = {_signature(s[:3]): int(s[3]) for s in data["counts"]}
+            self._live_hash = {
+                (str(t), str(a)): None if d is None else int(d) for t, a, d in data["live"]
+            }
+            self._dead = {_signature(s[:3]): int(s[3]) for s in data["dead"]}
+            self._warned = {_signature(s) for s in data["warned"]}
+            self._at_stop = {_signature(s) for s in data["at_stop"]}
+            self._alternation.restore(data["alternation"])
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            self._clear()
+            raise ValueError(f"not a LoopDetector snapshot: {exc!r}") from exc
+
     def record(
         self,
         tool: str,
@@ -196,7 +262,7 @@ class LoopDetector:
             return None
         if available:
             args = canonical_arguments(arguments)
-            digest: int | None = hash(result_text) if result_text else None
+            digest = result_digest(result_text)
         else:
             args, digest = UNAVAILABLE_ARGUMENTS, None
         signature: _Signature = (tool, args, digest)

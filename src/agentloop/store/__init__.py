@@ -6,12 +6,17 @@ run start (``begin_run``), every completed turn (``save_turn``, append-only), th
 commit (``commit_compaction``) and finalize (``finish_runs``). ``Agent.resume`` reads it back.
 ``SQLiteStore`` (stdlib ``sqlite3``) is the embedded default; ``PostgresStore`` speaks psycopg 3
 (the ``postgres`` extra). Every failure of a store is a ``MemoryBackendError``.
+
+A ``DurableStore`` (both of ours) also keeps what a run needs to outlive its process: the safety
+state at each commit point, the step journal of the run in flight, and a lease that lets one
+process at a time run a session (``Agent.resume`` restores the first, ``continue_run`` uses all
+three). A plain ``Store`` still works; its sessions just cannot be continued.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from agentloop.messages import Message
 from agentloop.run import Run, Turn
@@ -19,7 +24,7 @@ from agentloop.store._sql import StoredRun
 from agentloop.store.postgres import PostgresStore
 from agentloop.store.sqlite import SQLiteStore
 
-__all__ = ["PostgresStore", "SQLiteStore", "Store", "StoredRun"]
+__all__ = ["DurableStore", "PostgresStore", "SQLiteStore", "Store", "StoredRun"]
 
 
 @runtime_checkable
@@ -71,4 +76,40 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Release the connection (idempotent)."""
+        ...
+
+
+@runtime_checkable
+class DurableStore(Store, Protocol):
+    """A ``Store`` that runs can outlive their process with (``SQLiteStore``, ``PostgresStore``).
+
+    Its ``begin_run``, ``save_turn`` (with ``session_id``), ``commit_compaction`` and
+    ``finish_runs`` also take ``safety=`` (the ``SafetyState`` snapshot, written in the same
+    transaction) and ``finish_runs`` takes ``release=`` (a lease owner).
+    """
+
+    def load_safety(self, session_id: str) -> dict[str, Any] | None:
+        """The safety state stored at the session's last commit point, or None."""
+        ...
+
+    def save_step(self, session_id: str, run_id: str, key: str, value: Mapping[str, Any]) -> None:
+        """Journal one step of a run in flight."""
+        ...
+
+    def load_steps(self, run_id: str) -> dict[str, Any]:
+        """Every journaled step of ``run_id`` by key."""
+        ...
+
+    def claim(
+        self, session_id: str, owner: str, until: float, *, now: float, replace: str | None = None
+    ) -> str | None:
+        """Take the session's lease; None on success, else the holder (nothing changed)."""
+        ...
+
+    def release(self, session_id: str, owner: str) -> None:
+        """End ``owner``'s lease of the session."""
+        ...
+
+    def reopen_run(self, session_id: str, run: Run, *, keep: int, at: float) -> None:
+        """Undo a resume's closure of a crashed run so ``continue_run`` can go on with it."""
         ...

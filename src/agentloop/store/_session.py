@@ -16,25 +16,66 @@ mid-run) is closed the way a salvaging finalize would have closed it: its comple
 the history, after what a compaction already folded in; its ``stop_reason`` becomes
 ``InternalError`` ("the process stopped before the run finished") — unless its last saved turn
 was the final reply, in which case it had completed and is restored as completed. The closure is
-written back, so the store and the resumed agent agree.
+written back, so the store and the resumed agent agree; ``continue_run`` can still pick such a
+run up (``continuable``), its crash ``InternalError`` then replaced by its real end.
+
+With a ``DurableStore`` the recorder also writes the safety state (``snapshot``) in each commit
+point's transaction, journals steps (``agentloop.durable.journal``), and holds the session's
+lease from run start to finalize: a process that finds the lease held by another live process
+gets ``MemoryBackendError``. A lease is stale when it expired (``LEASE_SECONDS`` after its last
+renewal; renewed as turns complete) or when its holder is a process of this host that is gone.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import os
+import socket
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from agentloop.errors import InternalError, MemoryBackendError
 from agentloop.messages import Message
 from agentloop.run import Run
-from agentloop.store import Store, StoredRun
+from agentloop.store import DurableStore, Store, StoredRun
 
-__all__ = ["CRASHED_TEXT", "SessionRecorder", "restore"]
+__all__ = [
+    "CRASHED_TEXT",
+    "LEASE_SECONDS",
+    "SessionRecorder",
+    "continuable",
+    "load_safety",
+    "process_owner",
+    "restore",
+]
+
+LEASE_SECONDS = 300.0
+"""How long a session's lease lasts without renewal (renewed as turns complete)."""
 
 logger = logging.getLogger("agentloop")
 
 CRASHED_TEXT = "the process stopped before the run finished"
 """The ``InternalError`` message of a run found without a recorded end on resume."""
+
+
+def process_owner() -> str:
+    """This process as a lease owner: ``host:pid``."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _gone(owner: str) -> bool:
+    """Whether ``owner`` is a process of this host that no longer runs."""
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 class SessionRecorder:
@@ -43,24 +84,90 @@ class SessionRecorder:
     def __init__(self, store: Store, session_id: str, *, synced: int = 0) -> None:
         self.store = store
         self.session_id = session_id
+        self.durable: DurableStore | None = store if isinstance(store, DurableStore) else None
+        self.snapshot: Callable[[], Mapping[str, Any]] | None = None
+        self.owner = process_owner()
+        self._renew_at = 0.0
+        self._continuing: str | None = None
         self._synced: int | None = synced
         self._saved: dict[str, int] = {}
         self._unsaved: list[Run] = []
 
+    def _safety(self) -> dict[str, Any]:
+        """The ``safety=`` keyword of a durable write (empty for a plain store)."""
+        if self.durable is None or self.snapshot is None:
+            return {}
+        return {"safety": self.snapshot()}
+
+    def claim(self) -> None:
+        """Take (or renew) the session's lease; ``MemoryBackendError`` if a live process has it."""
+        store = self.durable
+        if store is None:
+            return
+        now = time.time()
+        holder = store.claim(self.session_id, self.owner, now + LEASE_SECONDS, now=now)
+        if holder is not None and _gone(holder):
+            holder = store.claim(
+                self.session_id, self.owner, now + LEASE_SECONDS, now=now, replace=holder
+            )
+        if holder is not None:
+            raise MemoryBackendError(
+                f"session {self.session_id!r} is being run by another process ({holder}); "
+                "one process at a time runs a session"
+            )
+        self._renew_at = now + LEASE_SECONDS / 3
+
+    def release(self) -> None:
+        """Give the lease back (logged, never raised: the lease expires anyway)."""
+        if self.durable is not None:
+            try:
+                self.durable.release(self.session_id, self.owner)
+            except MemoryBackendError as error:
+                logger.warning("could not release session %s: %s", self.session_id, error)
+
+    def step(self, run_id: str, key: str, value: Mapping[str, Any]) -> None:
+        """Journal one step of the run in flight (a no-op for a plain store)."""
+        if self.durable is not None:
+            self.durable.save_step(self.session_id, run_id, key, value)
+
     def begin(self, run: Run) -> None:
         """Run start; raises ``MemoryBackendError``."""
-        self.store.begin_run(self.session_id, run)
+        if run.id == self._continuing:  # reopened already, lease held
+            self._continuing = None
+            return
+        self.claim()
+        if self.durable is not None:
+            self.durable.begin_run(self.session_id, run, **self._safety())
+        else:
+            self.store.begin_run(self.session_id, run)
         self._saved[run.id] = 0
+
+    def reopened(self, run: Run, *, keep: int) -> None:
+        """``continue_run`` picks ``run`` up: undo its closure; the history is ``keep`` long."""
+        if self.durable is None:
+            raise MemoryBackendError("a plain Store cannot continue a run")
+        self.durable.reopen_run(self.session_id, run, keep=keep, at=time.time())
+        self._synced = keep
+        self._unsaved = []
+        self._saved[run.id] = len(run.messages)
+        self._continuing = run.id
 
     def turn_completed(self, run: Run, messages: Sequence[Message]) -> None:
         """A turn completed; ``messages`` are all of the run's messages so far."""
         saved = self._saved.get(run.id, 0)
-        self.store.save_turn(run.id, len(run.turns) - 1, run.turns[-1], messages[saved:])
+        number, turn, added = len(run.turns) - 1, run.turns[-1], messages[saved:]
+        if self.durable is not None:
+            extra = {"session_id": self.session_id, **self._safety()}
+            self.durable.save_turn(run.id, number, turn, added, **extra)
+            if time.time() >= self._renew_at:
+                self.claim()
+        else:
+            self.store.save_turn(run.id, number, turn, added)
         self._saved[run.id] = len(messages)
 
     def compacted(self, run: Run, history: Sequence[Message], absorbed: int) -> None:
         """Compaction made ``history`` the history; raises ``MemoryBackendError``."""
-        self.store.commit_compaction(self.session_id, run.id, history, absorbed)
+        self.store.commit_compaction(self.session_id, run.id, history, absorbed, **self._safety())
         self._synced = len(history)
         if self._unsaved:
             self._finish([], history)
@@ -74,8 +181,11 @@ class SessionRecorder:
         runs = [*self._unsaved, *runs]
         synced = self._synced
         keep = synced if synced is not None and synced <= len(history) else 0
+        extra: dict[str, Any] = self._safety()
+        if self.durable is not None and runs:
+            extra["release"] = self.owner
         try:
-            self.store.finish_runs(self.session_id, runs, keep=keep, append=history[keep:])
+            self.store.finish_runs(self.session_id, runs, keep=keep, append=history[keep:], **extra)
         except MemoryBackendError as error:
             logger.warning("could not persist run %s: %s", runs[-1].id, error, exc_info=error)
             self._unsaved = runs
@@ -109,3 +219,22 @@ def _close(stored: StoredRun) -> list[Message]:
             f"{CRASHED_TEXT} ({len(run.turns)} completed turns were saved)"
         )
     return run.messages[stored.absorbed :]
+
+
+def load_safety(store: Store, session_id: str) -> dict[str, Any] | None:
+    """The session's stored safety state (None for a plain store or when nothing is stored)."""
+    if not isinstance(store, DurableStore):
+        return None
+    return store.load_safety(session_id)
+
+
+def continuable(store: Store, session_id: str) -> StoredRun | None:
+    """The session's last run if a crash ended it and ``continue_run`` may pick it up."""
+    stored = store.load_runs(session_id)
+    if not stored:
+        return None
+    last = stored[-1]
+    stop = last.run.stop_reason
+    if not last.finished or not isinstance(stop, InternalError):
+        return None
+    return last if str(stop).startswith(CRASHED_TEXT) else None

@@ -1,7 +1,7 @@
 """The SQL both stores share: one schema, one set of statements, one error boundary.
 
 ``SQLStore`` implements the ``Store`` protocol over a tiny ``Transaction`` interface (run a
-statement, run it for many rows, fetch rows) that each backend provides for its driver. Three
+statement, run it for many rows, fetch rows) that each backend provides for its driver. The
 tables, every payload a JSON text column (plain text, not JSONB, so both backends keep exactly
 the bytes ``json.dumps`` wrote, NaN included):
 
@@ -12,6 +12,17 @@ the bytes ``json.dumps`` wrote, NaN included):
 - ``agentloop_turns(run_id, number, turn, messages)``: append-only, one row per completed turn
   while the run has no recorded end (what a crash leaves to resume from); deleted at finalize.
 
+Schema 2 (``SCHEMA_VERSION``) adds, without touching the tables above (a schema-1 store opens and
+is upgraded in place; a store whose recorded version is newer is refused):
+
+- ``agentloop_meta(key, value)``: ``schema_version``.
+- ``agentloop_sessions(session_id, safety, lease_owner, lease_until)``: the safety state as of
+  the last commit point, and the lease of the process running the session (one at a time).
+- ``agentloop_steps(session_id, run_id, key, value)``: the step journal of runs in flight (each
+  model reply and each tool call's output, keyed by what asked for it), so a continued run
+  repeats none of them; a session's next run start deletes its older runs' steps.
+- ``agentloop_resumptions(run_id, at, from_turn)``: each time ``continue_run`` picked a run up.
+
 Foreign exceptions (the driver's, and a stored record that no longer parses) become
 ``MemoryBackendError`` in ``_guard``, the one boundary, with ``raise ... from exc``.
 """
@@ -20,7 +31,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from types import TracebackType
@@ -30,9 +41,12 @@ from agentloop.errors import MemoryBackendError
 from agentloop.messages import Message
 from agentloop.run import Run, Turn
 
-__all__ = ["SQLStore", "StoredRun", "Transaction", "schema"]
+__all__ = ["SCHEMA_VERSION", "SQLStore", "StoredRun", "Transaction", "schema"]
 
 Row = tuple[Any, ...]
+
+SCHEMA_VERSION = 2
+"""The store layout this agentloop writes; a store recorded with a newer one is refused."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,12 +60,14 @@ class StoredRun:
         finished: Whether the run's end (its finalize) was recorded.
         absorbed: How many of the run's messages a compaction commit already folded into the
             stored history (what a resume must not add again).
+        resumptions: ``(wall-clock time, turn)`` of each ``continue_run`` that picked it up.
     """
 
     session_id: str
     run: Run
     finished: bool
     absorbed: int = 0
+    resumptions: tuple[tuple[float, int], ...] = ()
 
 
 class Transaction(Protocol):
@@ -93,6 +109,25 @@ def _messages(messages: Sequence[Message]) -> str:
 def schema(*, seq: str, real: str) -> tuple[str, ...]:
     """The DDL both stores share; ``seq`` and ``real`` are the dialect's column types."""
     return (
+        """CREATE TABLE IF NOT EXISTS agentloop_sessions (
+        session_id TEXT PRIMARY KEY,
+        safety TEXT,
+        lease_owner TEXT,
+        lease_until REAL
+    )""".replace("REAL", real),
+        """CREATE TABLE IF NOT EXISTS agentloop_steps (
+        session_id TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (run_id, key)
+    )""",
+        "CREATE INDEX IF NOT EXISTS agentloop_steps_session ON agentloop_steps (session_id)",
+        f"""CREATE TABLE IF NOT EXISTS agentloop_resumptions (
+        run_id TEXT NOT NULL,
+        at {real} NOT NULL,
+        from_turn INTEGER NOT NULL
+    )""",
         f"""CREATE TABLE IF NOT EXISTS agentloop_runs (
         seq {seq},
         run_id TEXT NOT NULL UNIQUE,
@@ -163,9 +198,26 @@ class SQLStore:
             ) from exc
 
     def _create_schema(self) -> None:
+        """Create missing tables; upgrade an older layout; refuse a newer one."""
         with self._open("creating the schema", write=True) as tx:
+            tx.run(
+                "CREATE TABLE IF NOT EXISTS agentloop_meta "
+                "(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+            )
+            rows = tx.rows("SELECT value FROM agentloop_meta WHERE key = 'schema_version'")
+            found = int(rows[0][0]) if rows else SCHEMA_VERSION
+            if found > SCHEMA_VERSION:
+                raise MemoryBackendError(
+                    f"{self.name}: the store was written with schema version {found}, newer than "
+                    f"this agentloop's {SCHEMA_VERSION}; upgrade agentloop to open it"
+                )
             for statement in self.schema:
                 tx.run(statement)
+            tx.run(
+                "INSERT INTO agentloop_meta VALUES ('schema_version', ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (str(SCHEMA_VERSION),),
+            )
 
     def close(self) -> None:
         """Release the connection (idempotent)."""
@@ -187,34 +239,67 @@ class SQLStore:
 
     # -- writes ----------------------------------------------------------------------------
 
-    def begin_run(self, session_id: str, run: Run) -> None:
-        """Record that ``run`` started (its id, input and start time; no end yet)."""
+    def begin_run(
+        self, session_id: str, run: Run, *, safety: Mapping[str, Any] | None = None
+    ) -> None:
+        """Record that ``run`` started (its id, input and start time; no end yet).
+
+        The session's older runs' step journals are deleted (their runs have ended).
+        """
         with self._open(f"saving the start of run {run.id}", write=True) as tx:
             tx.run(
                 f"INSERT INTO agentloop_runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, NULL, 0, NULL)",
                 (run.id, session_id, run.input, run.started_at),
             )
+            tx.run("DELETE FROM agentloop_steps WHERE session_id = ?", (session_id,))
+            _write_safety(tx, session_id, safety)
 
-    def save_turn(self, run_id: str, number: int, turn: Turn, messages: Sequence[Message]) -> None:
+    def save_turn(
+        self,
+        run_id: str,
+        number: int,
+        turn: Turn,
+        messages: Sequence[Message],
+        *,
+        session_id: str | None = None,
+        safety: Mapping[str, Any] | None = None,
+    ) -> None:
         """Append completed turn ``number`` (0-based) and the run messages it added."""
         row = (run_id, number, _dumps(turn.to_dict()), _messages(messages))
         with self._open(f"saving turn {number} of run {run_id}", write=True) as tx:
             tx.run("INSERT INTO agentloop_turns VALUES (?, ?, ?, ?)", row)
+            if session_id is not None:
+                _write_safety(tx, session_id, safety)
 
     def commit_compaction(
-        self, session_id: str, run_id: str, history: Sequence[Message], absorbed: int
+        self,
+        session_id: str,
+        run_id: str,
+        history: Sequence[Message],
+        absorbed: int,
+        *,
+        safety: Mapping[str, Any] | None = None,
     ) -> None:
         """Make ``history`` the stored history; ``absorbed`` run messages are now part of it."""
         with self._open(f"saving the compaction of run {run_id}", write=True) as tx:
             _write_history(tx, session_id, 0, history)
             tx.run("UPDATE agentloop_runs SET absorbed = ? WHERE run_id = ?", (absorbed, run_id))
+            _write_safety(tx, session_id, safety)
 
     def finish_runs(
-        self, session_id: str, runs: Sequence[Run], *, keep: int, append: Sequence[Message]
+        self,
+        session_id: str,
+        runs: Sequence[Run],
+        *,
+        keep: int,
+        append: Sequence[Message],
+        safety: Mapping[str, Any] | None = None,
+        release: str | None = None,
     ) -> None:
         """Record each run's end (``Run.to_dict``) and set history to ``history[:keep] + append``.
 
-        Raises ``MemoryBackendError`` when fewer than ``keep`` messages are stored.
+        ``release`` names a lease owner whose lease ends with this write. Raises
+        ``MemoryBackendError`` when fewer than ``keep`` messages are stored.
         """
         records = [
             (run.id, session_id, run.input, run.started_at, run.ended_at, 0, _dumps(run.to_dict()))
@@ -229,6 +314,95 @@ class SQLStore:
                 records,
             )
             tx.many("DELETE FROM agentloop_turns WHERE run_id = ?", [(r[0],) for r in records])
+            _write_safety(tx, session_id, safety)
+            if release is not None:
+                _release(tx, session_id, release)
+
+    # -- durability: safety state, step journal, leases -------------------------------------
+
+    def load_safety(self, session_id: str) -> dict[str, Any] | None:
+        """The safety state stored at the session's last commit point, or None."""
+        with self._open(f"loading the safety state of session {session_id}", write=False) as tx:
+            rows = tx.rows(
+                "SELECT safety FROM agentloop_sessions WHERE session_id = ?", (session_id,)
+            )
+            if not rows or rows[0][0] is None:
+                return None
+            data = json.loads(rows[0][0])
+            if not isinstance(data, dict):
+                raise ValueError("the safety state is not a JSON object")
+            return data
+
+    def save_step(self, session_id: str, run_id: str, key: str, value: Mapping[str, Any]) -> None:
+        """Journal one step of a run in flight (a model reply, a tool call's output)."""
+        row = (session_id, run_id, key, _dumps(value))
+        with self._open(f"journaling step {key} of run {run_id}", write=True) as tx:
+            tx.run(
+                "INSERT INTO agentloop_steps VALUES (?, ?, ?, ?) ON CONFLICT (run_id, key) "
+                "DO UPDATE SET value = excluded.value",
+                row,
+            )
+
+    def load_steps(self, run_id: str) -> dict[str, Any]:
+        """Every journaled step of ``run_id`` by key."""
+        with self._open(f"loading the steps of run {run_id}", write=False) as tx:
+            rows = tx.rows("SELECT key, value FROM agentloop_steps WHERE run_id = ?", (run_id,))
+            return {str(key): json.loads(value) for key, value in rows}
+
+    def claim(
+        self, session_id: str, owner: str, until: float, *, now: float, replace: str | None = None
+    ) -> str | None:
+        """Take the session's lease for ``owner`` until ``until`` (wall-clock seconds).
+
+        Succeeds (returns None) when the lease is free, expired at ``now``, already ``owner``'s,
+        or held by ``replace``; otherwise returns the current holder and changes nothing.
+        """
+        with self._open(f"claiming session {session_id}", write=True) as tx:
+            rows = tx.rows(
+                "SELECT lease_owner, lease_until FROM agentloop_sessions WHERE session_id = ?",
+                (session_id,),
+            )
+            holder = rows[0][0] if rows else None
+            if holder is not None and holder not in (owner, replace) and rows[0][1] > now:
+                return str(holder)
+            tx.run(
+                "INSERT INTO agentloop_sessions (session_id, lease_owner, lease_until) "
+                "VALUES (?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
+                "lease_owner = excluded.lease_owner, lease_until = excluded.lease_until",
+                (session_id, owner, until),
+            )
+            return None
+
+    def release(self, session_id: str, owner: str) -> None:
+        """End ``owner``'s lease of the session (nothing when another process holds it)."""
+        with self._open(f"releasing session {session_id}", write=True) as tx:
+            _release(tx, session_id, owner)
+
+    def reopen_run(self, session_id: str, run: Run, *, keep: int, at: float) -> None:
+        """Undo a resume's closure of crashed ``run`` so it can go on (``continue_run``).
+
+        In one transaction: the run has no recorded end again, its completed turns are stored
+        as turns of a run in flight, the history is cut back to its first ``keep`` messages
+        (what the closure added goes), and the resumption is noted.
+        """
+        with self._open(f"reopening run {run.id}", write=True) as tx:
+            _write_history(tx, session_id, keep, [])
+            tx.run(
+                "UPDATE agentloop_runs SET record = NULL, ended_at = NULL WHERE run_id = ?",
+                (run.id,),
+            )
+            tx.run("DELETE FROM agentloop_turns WHERE run_id = ?", (run.id,))
+            last = len(run.turns) - 1
+            tx.many(
+                "INSERT INTO agentloop_turns VALUES (?, ?, ?, ?)",
+                [
+                    (run.id, i, _dumps(t.to_dict()), _messages(run.messages if i == last else []))
+                    for i, t in enumerate(run.turns)
+                ],
+            )
+            tx.run(
+                "INSERT INTO agentloop_resumptions VALUES (?, ?, ?)", (run.id, at, len(run.turns))
+            )
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -291,6 +465,24 @@ def _write_history(tx: Transaction, session_id: str, keep: int, append: Sequence
         )
 
 
+def _write_safety(tx: Transaction, session_id: str, safety: Mapping[str, Any] | None) -> None:
+    if safety is None:
+        return
+    tx.run(
+        "INSERT INTO agentloop_sessions (session_id, safety) VALUES (?, ?) "
+        "ON CONFLICT (session_id) DO UPDATE SET safety = excluded.safety",
+        (session_id, _dumps(safety)),
+    )
+
+
+def _release(tx: Transaction, session_id: str, owner: str) -> None:
+    tx.run(
+        "UPDATE agentloop_sessions SET lease_owner = NULL, lease_until = NULL "
+        "WHERE session_id = ? AND lease_owner = ?",
+        (session_id, owner),
+    )
+
+
 def _stored(tx: Transaction, row: Row) -> StoredRun:
     run_id, session_id, input_, started_at, ended_at, absorbed, record = row
     if record is not None:
@@ -299,7 +491,17 @@ def _stored(tx: Transaction, row: Row) -> StoredRun:
         run = _unfinished(tx, str(run_id), str(input_))
     run.started_at = started_at
     run.ended_at = ended_at
-    return StoredRun(str(session_id), run, record is not None, int(absorbed))
+    resumed = tx.rows(
+        "SELECT at, from_turn FROM agentloop_resumptions WHERE run_id = ? ORDER BY at",
+        (str(run_id),),
+    )
+    return StoredRun(
+        str(session_id),
+        run,
+        record is not None,
+        int(absorbed),
+        tuple((float(at), int(turn)) for at, turn in resumed),
+    )
 
 
 def _unfinished(tx: Transaction, run_id: str, input_: str) -> Run:

@@ -1,0 +1,229 @@
+"""The step journal of the plain store: what lets ``continue_run`` repeat no finished step.
+
+A run with a store writes each completed turn (``SessionRecorder``); a crash loses the turn in
+flight. Its finished steps must not be lost with it: the tool calls that already ran. So every
+tool call's output is journaled the moment the tool returns (``agentloop_steps``), keyed by what
+asked for it — ``t<turn>/<tool>/<digest of the arguments>/<n>`` (the n-th such call in the turn;
+a recovery retry is the next n) — and, before the turn's first tool runs, the turn's model reply
+(``t<turn>/reply``). ``continue_run`` then answers the in-flight turn's model call from the
+journal (``ReplayClient``) and each journaled tool call from its output (``JournaledTool``), so
+only what never finished runs again.
+
+Not journaled, and so run again on continuation: a tool that raised an unexpected exception (a
+panic), and a tool whose process died before its output was written. Keys use the call's name
+and arguments, never its id, so a restamped id cannot hide a finished call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentloop.errors import ToolError
+from agentloop.messages import Message, Usage
+from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent
+from agentloop.safety.loops import canonical_arguments
+from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, render_content
+
+__all__ = ["Journal", "JournaledTool", "JournaledTools", "ReplayClient"]
+
+Writer = Callable[[str, str, Mapping[str, Any]], None]
+"""``write(run_id, key, value)``: persist one journal entry (raises ``MemoryBackendError``)."""
+
+
+@dataclass(eq=False)
+class Journal:
+    """The journal of the run in flight: entries to replay, and the writer for new ones."""
+
+    write: Writer
+    run_id: str = ""
+    entries: dict[str, Any] = field(default_factory=dict)
+    _seen: dict[str, int] = field(default_factory=dict)
+
+    def start(self, run_id: str, entries: Mapping[str, Any] | None = None) -> None:
+        """A run starts (or is continued with the ``entries`` its process journaled)."""
+        self.run_id = run_id
+        self.entries = dict(entries or {})
+        self._seen = {}
+
+    def tool_key(self, ctx: ToolContext, name: str, arguments: Mapping[str, Any]) -> str:
+        """The key of this call: same turn, tool and arguments → the next occurrence."""
+        if ctx.run_id != self.run_id:
+            self.start(ctx.run_id)
+        raw = canonical_arguments(arguments).encode("utf-8", "surrogatepass")
+        prefix = f"t{ctx.turn}/{name}/{hashlib.blake2b(raw, digest_size=12).hexdigest()}"
+        n = self._seen.get(prefix, 0)
+        self._seen[prefix] = n + 1
+        return f"{prefix}/{n}"
+
+    def record(self, key: str, value: Mapping[str, Any]) -> None:
+        """Journal an entry of the current run."""
+        self.write(self.run_id, key, value)
+        self.entries[key] = value
+
+    def note_reply(self, ctx: ToolContext) -> None:
+        """Before a turn's first tool runs: journal the model reply that asked for it."""
+        key = f"t{ctx.turn}/reply"
+        link = ctx._link
+        if key in self.entries or link is None:
+            return
+        state = link[0]
+        turns = state.run.turns
+        if not turns or turns[-1].index != ctx.turn:
+            return
+        turn = turns[-1]
+        message = next((m for m in reversed(state.transcript) if m.role == "assistant"), None)
+        if message is None:
+            return
+        self.record(
+            key,
+            {
+                "message": message.to_dict(),
+                "usage": turn.usage.to_dict(),
+                "model": turn.model,
+                "stop_reason": turn.stop_reason,
+            },
+        )
+
+    def reply(self, turn: int) -> ModelResponse | None:
+        """The journaled model reply of ``turn``, if any."""
+        data = self.entries.get(f"t{turn}/reply")
+        if data is None:
+            return None
+        return ModelResponse(
+            message=Message.from_dict(data["message"]),
+            usage=Usage.from_dict(data.get("usage", {})),
+            model=str(data.get("model", "")),
+            stop_reason=data.get("stop_reason"),
+        )
+
+
+class JournaledTool(Tool):
+    """A tool whose output is journaled, and replayed from the journal when it is there."""
+
+    def __init__(self, inner: Tool, journal: Journal) -> None:
+        self.inner = inner
+        self.journal = journal
+        self.name = inner.name
+        self.description = inner.description
+        self.parameters = inner.parameters
+        self.timeout = inner.timeout
+
+    def spec(self) -> Any:
+        """The inner tool's spec."""
+        return self.inner.spec()
+
+    def validate(self, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The inner tool's validation."""
+        return self.inner.validate(arguments)
+
+    async def call(self, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
+        """The journaled output, or the inner tool's (journaled once it returns)."""
+        journal = self.journal
+        key = journal.tool_key(ctx, self.name, arguments)
+        if key in journal.entries:
+            return _replayed(journal.entries[key])
+        journal.note_reply(ctx)
+        try:
+            output = await self.inner.call(arguments, ctx)
+        except ToolError as error:
+            journal.record(key, {"tool_error": error.message})
+            raise
+        entry = _entry(output)
+        if entry is not None:
+            journal.record(key, entry)
+        return output
+
+
+def _entry(output: Any) -> dict[str, Any] | None:
+    """The journal form of a tool's return value (None if it cannot be rendered: a panic)."""
+    try:
+        if isinstance(output, ToolOutput):
+            return {"content": render_content(output.content), "is_error": output.is_error}
+        return {"content": render_content(output), "is_error": False}
+    except Exception:
+        return None
+
+
+def _replayed(entry: Mapping[str, Any]) -> Any:
+    if "tool_error" in entry:
+        raise ToolError(str(entry["tool_error"]))
+    if entry.get("is_error"):
+        return ToolOutput(str(entry["content"]), is_error=True)
+    return str(entry["content"])
+
+
+class JournaledTools(ToolRegistry):
+    """A view of a registry whose tools are journaled (what the dispatcher looks tools up in)."""
+
+    def __init__(self, inner: ToolRegistry, journal: Journal) -> None:
+        super().__init__()
+        self.inner = inner
+        self.journal = journal
+
+    def get(self, name: str) -> Tool | None:
+        """The inner registry's tool, journaled."""
+        tool = self.inner.get(name)
+        return None if tool is None else JournaledTool(tool, self.journal)
+
+    def names(self) -> list[str]:
+        """The inner registry's names."""
+        return self.inner.names()
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.inner
+
+
+class ReplayClient:
+    """A ``ModelClient`` that answers each turn's first request from the journal when it can."""
+
+    def __init__(
+        self,
+        inner: ModelClient,
+        replies: Callable[[int], ModelResponse | None],
+        turn: Callable[[], int],
+    ) -> None:
+        self.inner = inner
+        self._replies = replies
+        self._turn = turn
+        self._answered: set[int] = set()
+
+    def _take(self) -> ModelResponse | None:
+        """The journaled reply of the current turn, once (a second call goes to the model)."""
+        turn = self._turn()
+        if turn in self._answered:
+            return None
+        self._answered.add(turn)
+        return self._replies(turn)
+
+    @property
+    def model(self) -> str:
+        """The inner client's model."""
+        return self.inner.model
+
+    @property
+    def provider(self) -> str:
+        """The inner client's provider."""
+        return self.inner.provider
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """The journaled reply once, then the inner client's."""
+        reply = self._take()
+        if reply is not None:
+            return reply
+        return await self.inner.complete(request)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """The journaled reply as one ``done`` event once, then the inner client's stream."""
+        reply = self._take()
+        if reply is not None:
+            yield StreamEvent("done", response=reply)
+            return
+        async for event in self.inner.stream(request):
+            yield event
+
+    async def aclose(self) -> None:
+        """Close the inner client."""
+        await self.inner.aclose()
