@@ -684,6 +684,11 @@ class Agent(Generic[OutputT]):
         why: str = "",
     ) -> None:
         """Run the turn's tool calls; ``rejected`` calls get ``why`` as their soft result."""
+        if not rejected:
+            results = await self._dispatcher.dispatch_turn(state, calls)
+            turn.tool_results = results
+            self._append(state, guard, Message.tool_results(results))
+            return
         skip = {c.id for c in rejected}
         runnable = [c for c in calls if c.id not in skip]
         done = await self._dispatcher.dispatch_turn(state, runnable) if runnable else []

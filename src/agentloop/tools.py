@@ -14,6 +14,7 @@ import dataclasses
 import inspect
 import json
 import os
+import queue
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -219,12 +220,13 @@ class FunctionTool(Tool):
 
 
 async def in_daemon_thread(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Run a sync function in a daemon thread of its own and await its result.
+    """Run a sync function on a daemon worker thread and await its result.
 
     Not the loop's default executor: a sync tool that outlives its timeout (or never returns)
     is abandoned, and nothing waits for it — not ``run_sync``, which shuts its loop's executor,
-    and not the interpreter at exit. The thread runs on until the function returns; its result
-    is dropped. Context variables are copied into the thread, as ``asyncio.to_thread`` does.
+    and not the interpreter at exit. The thread runs on until the function returns (its result
+    is dropped) and then serves other calls. Context variables are copied into the thread, as
+    ``asyncio.to_thread`` does.
     """
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
@@ -238,8 +240,40 @@ async def in_daemon_thread(func: Callable[..., Any], *args: Any, **kwargs: Any) 
         else:
             _settle(loop, future, result, None)
 
-    threading.Thread(target=work, name="agentloop-tool", daemon=True).start()
+    _WORKERS.submit(work)
     return await future
+
+
+class _DaemonWorkers:
+    """Daemon threads that take jobs from one queue; a new one starts when none is idle.
+
+    The stdlib's ``ThreadPoolExecutor`` joins its (non-daemon) threads at interpreter exit,
+    which would hang forever on a tool that never returns; this is the smallest pool that
+    doesn't. Idle threads wait on the queue and cost nothing.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._idle = 0
+        self._lock = threading.Lock()
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            start = self._idle == 0
+            if not start:
+                self._idle -= 1
+        self._jobs.put(job)
+        if start:
+            threading.Thread(target=self._serve, name="agentloop-tool", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            self._jobs.get()()
+            with self._lock:
+                self._idle += 1
+
+
+_WORKERS = _DaemonWorkers()
 
 
 def _settle(
