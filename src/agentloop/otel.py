@@ -294,23 +294,12 @@ def _retry(event: ev.RetryScheduled, capture: bool) -> _Described:
     return "agentloop.retry", {**_error_attributes(event.error), **retry}
 
 
+def _models(event: ev.FellBack | ev.ModelSwitched) -> Attributes:
+    return {"agentloop.from_model": event.from_model, "agentloop.to_model": event.to_model}
+
+
 def _fallback(event: ev.FellBack, capture: bool) -> _Described:
-    models: Attributes = {
-        "agentloop.from_model": event.from_model,
-        "agentloop.to_model": event.to_model,
-    }
-    return "agentloop.fallback", {**_error_attributes(event.error), **models}
-
-
-def _switched(event: ev.ModelSwitched, capture: bool) -> _Described:
-    return "agentloop.model_switched", {
-        "agentloop.from_model": event.from_model,
-        "agentloop.to_model": event.to_model,
-    }
-
-
-def _reset(event: ev.AttemptReset, capture: bool) -> _Described:
-    return "agentloop.attempt_reset", {}
+    return "agentloop.fallback", {**_error_attributes(event.error), **_models(event)}
 
 
 def _loop(event: ev.LoopWarning, capture: bool) -> _Described:
@@ -336,10 +325,6 @@ def _compacted(event: ev.Compacted, capture: bool) -> _Described:
     }
 
 
-def _compaction_failed(event: ev.CompactionFailed, capture: bool) -> _Described:
-    return "agentloop.compaction_failed", _error_attributes(event.error)
-
-
 def _budget(event: ev.BudgetWarning, capture: bool) -> _Described:
     return "agentloop.budget_warning", {
         "agentloop.budget.dimension": event.dimension,
@@ -351,12 +336,15 @@ def _budget(event: ev.BudgetWarning, capture: bool) -> _Described:
 _SPAN_EVENTS: dict[type[ev.Event], Callable[[Any, bool], _Described]] = {
     ev.RetryScheduled: _retry,
     ev.FellBack: _fallback,
-    ev.ModelSwitched: _switched,
-    ev.AttemptReset: _reset,
+    ev.ModelSwitched: lambda event, capture: ("agentloop.model_switched", _models(event)),
+    ev.AttemptReset: lambda event, capture: ("agentloop.attempt_reset", {}),
     ev.LoopWarning: _loop,
     ev.ConvergenceWarning: _converged,
     ev.Compacted: _compacted,
-    ev.CompactionFailed: _compaction_failed,
+    ev.CompactionFailed: lambda event, capture: (
+        "agentloop.compaction_failed",
+        _error_attributes(event.error),
+    ),
     ev.BudgetWarning: _budget,
 }
 """Events reported as span events on the innermost open span (stream fragments are not)."""
