@@ -10,6 +10,7 @@ run's hard error. Leaving the block before the run ended cancels it (it is final
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic
 
@@ -37,7 +38,8 @@ class RunStream(Generic[OutputT]):
         self._deps = deps
         self._cancel = cancel
         self._stop = CancelToken()
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._buffer: deque[Any] = deque()
+        self._waiter: asyncio.Future[None] | None = None
         self._task: asyncio.Task[Run[OutputT]] | None = None
         self._run: Run[OutputT] | None = None
         self._ended = False
@@ -53,11 +55,20 @@ class RunStream(Generic[OutputT]):
         if self._task is not None:
             raise RuntimeError("a stream can be entered once")
         cancels = (self._stop,) if self._cancel is None else (self._cancel, self._stop)
-        state = self._agent._begin(self._input, self._deps, cancels, self._queue.put_nowait)
+        state = self._agent._begin(self._input, self._deps, cancels, self._push)
         self._run = state.run
         self._task = asyncio.get_running_loop().create_task(self._agent._drive(state))
-        self._task.add_done_callback(lambda _: self._queue.put_nowait(_END))
+        self._task.add_done_callback(lambda _: self._push(_END))
         return self
+
+    def _push(self, item: Any) -> None:
+        """The engine's listener: buffer the event, wake the consumer if it waits."""
+        self._buffer.append(item)
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
 
     def __aiter__(self) -> RunStream[OutputT]:
         return self
@@ -67,7 +78,11 @@ class RunStream(Generic[OutputT]):
             raise RuntimeError("iterate inside `async with agent.stream(...) as events:`")
         if self._ended:
             raise StopAsyncIteration
-        item = await self._queue.get()
+        buffer = self._buffer
+        while not buffer:
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+        item = buffer.popleft()
         if item is not _END:
             return item  # type: ignore[no-any-return]
         self._ended = True

@@ -9,8 +9,11 @@ render them. Every event carries ``run_id`` and ``turn`` (the 0-based turn it be
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from typing_extensions import dataclass_transform
 
 from agentloop.messages import ToolCallPart, ToolResultPart
 from agentloop.model import ModelResponse
@@ -43,7 +46,40 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+_E = TypeVar("_E")
+
+
+@dataclass_transform(frozen_default=True, kw_only_default=False, field_specifiers=(field,))
+def _event(cls: type[_E]) -> type[_E]:
+    """A frozen, slotted dataclass whose ``__init__`` sets the slots through their descriptors.
+
+    Events are built on the engine's hot path. A frozen dataclass's generated ``__init__`` goes
+    through ``object.__setattr__`` once per field (about 1.3 us for five fields); setting the
+    slot descriptors directly does the same in about 0.4 us. Everything else (fields, ``repr``,
+    ``==``, ``replace``, ``FrozenInstanceError`` on assignment) is the dataclass's own.
+    """
+    made: Any = dataclass(frozen=True, slots=True)(cls)
+    fields = dataclasses.fields(made)
+    names = {f.name: f"_set_{f.name}" for f in fields}
+    scope: dict[str, Any] = {names[f.name]: getattr(made, f.name).__set__ for f in fields}
+    params: list[str] = []
+    keywords: list[str] = []
+    for f in fields:
+        text = f.name
+        if f.default is not dataclasses.MISSING:
+            scope[f"_default_{f.name}"] = f.default
+            text += f"=_default_{f.name}"
+        (keywords if f.kw_only else params).append(text)
+    signature = ", ".join(["self", *params, *(["*", *keywords] if keywords else [])])
+    body = "; ".join(f"{names[f.name]}(self, {f.name})" for f in fields)
+    exec(f"def __init__({signature}):\n    {body}", scope)
+    init = scope["__init__"]
+    init.__qualname__ = f"{made.__qualname__}.__init__"
+    made.__init__ = init
+    return made  # type: ignore[no-any-return]
+
+
+@_event
 class Event:
     """Base of every event: which run, which turn, and which agent (``path``)."""
 
@@ -52,14 +88,14 @@ class Event:
     path: tuple[str, ...] = field(default=(), kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@_event
 class RunStarted(Event):
     """A run started (``run.input`` is its prompt)."""
 
     run: Run[Any]
 
 
-@dataclass(frozen=True, slots=True)
+@_event
 class TurnStarted(Event):
     """Turn ``turn`` is about to call the model.
 
@@ -71,14 +107,14 @@ class TurnStarted(Event):
     provider: str | None = field(default=None, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@_event
 class TextDelta(Event):
     """A streamed fragment of the reply's text."""
 
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@_event
 class ToolCallDelta(Event):
     """A streamed fragment of a tool call: its name (first fragment) and argument text.
 
@@ -92,26 +128,26 @@ class ToolCallDelta(Event):
     call_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@_event
 class AttemptReset(Event):
     """A streamed attempt failed and a retry starts: discard the fragments of this turn."""
 
 
-@dataclass(frozen=True, slots=True)
+@_event
 class ModelResponded(Event):
     """The model's complete reply for this turn."""
 
     response: ModelResponse
 
 
-@dataclass(frozen=True, slots=True)
+@_event
 class ToolCallRequested(Event):
     """The model asked for a tool call (once per call, before any attempt)."""
 
     call: ToolCallPart
 
 
-@dataclass(frozen=True, slots=True)
+@_event
 class ToolCallStarted(Event):
     """An attempt of a tool call starts (``attempt`` is 0-based; recovery retries count up)."""
 
@@ -119,7 +155,7 @@ class ToolCallStarted(Event):
     attempt: int
 
 
-@dataclass(frozen=True, slots=True)
+@_event
 class ToolCallFinished(Event):
     """An attempt produced a result; ``result.is_error`` marks a soft error (vetoes included)."""
 
@@ -129,7 +165,7 @@ class ToolCallFinished(Event):
     duration: float
 
 
-@dataclass(frozen=True, slots=True)
+@_event
 class LoopWarning(Event):
     """A repeated operation reached the loop detector's warning threshold."""
 
@@ -137,14 +173,14 @@ class LoopWarning(Event):
     repetitions: int
 
 
-@dataclass(frozen=True, slots=True)
+@_event
 class ConvergenceWarning(Event):
     """Terminal replies converged (``status`` is the detector's ``ConvergenceStatus``)."""
 
     status: Any
 
 
-@dataclass(frozen=True, slots=True)
+@_event
 class Compacted(Event):
     """A compaction pass shrank the transcript from ``before`` to ``after`` tokens."""
 
@@ -152,14 +188,14 @@ class Compacted(Event):
     after: int
 
 
-@dataclass(frozen=True, slots=True)
+@_event
 class CompactionFailed(Event):
     """A compaction pass failed; ``error`` is the hard error that ends the run."""
 
     error: AgentLoopError
 
 
-@dataclass(frozen=True, slots=True)
+@_event
 class RetryScheduled(Event):
     """A model request failed with ``error``; attempt ``attempt + 1`` follows after a wait."""
 
@@ -168,7 +204,7 @@ class RetryScheduled(Event):
     wait_seconds: float
 
 
-@dataclass(frozen=True, slots=True)
+@_event
 class FellBack(Event):
     """A request failed on ``from_model`` and moves on to ``to_model``."""
 
@@ -177,7 +213,7 @@ class FellBack(Event):
     error: BaseException
 
 
-@dataclass(frozen=True, slots=True)
+@_event
 class ModelSwitched(Event):
     """The model serving requests changed (for instance a recovered primary after its probe)."""
 
@@ -185,7 +221,7 @@ class ModelSwitched(Event):
     to_model: str
 
 
-@dataclass(frozen=True, slots=True)
+@_event
 class BudgetWarning(Event):
     """A budget dimension crossed its soft line (once per dimension per run)."""
 
@@ -194,7 +230,7 @@ class BudgetWarning(Event):
     limit: float
 
 
-@dataclass(frozen=True, slots=True)
+@_event
 class TurnFinished(Event):
     """A turn finished: its model call and the dispatch of its tool calls.
 
@@ -204,7 +240,7 @@ class TurnFinished(Event):
     turn: Turn  # type: ignore[assignment]
 
 
-@dataclass(frozen=True, slots=True)
+@_event
 class RunFinished(Event):
     """The run ended (``run.stop_reason`` says how); always the last event of a run."""
 
