@@ -306,12 +306,12 @@ class LiveScreen:
         partial = self._text
         self.live.stop()
         if partial:  # the run ended mid-reply: keep what arrived, marked as such
-            self.console.print(Markdown(partial))
+            self.console.print(Markdown(partial), soft_wrap=False)
             self.console.print(Text("(the reply was cut off)", "dim"))
 
     def line(self, text: Text) -> None:
-        """Print above the live area."""
-        self.live.console.print(text, soft_wrap=True)
+        """Print above the live area (wrapped by rich: the live area's height must be exact)."""
+        self.live.console.print(text, soft_wrap=False)
 
     def fragment(self, text: str) -> None:
         """Grow the live reply."""
@@ -321,7 +321,7 @@ class LiveScreen:
         """Print the finished reply once, as markdown, and empty the live area."""
         self._text = ""
         self.live.refresh()  # a print redraws the last frame: it must not hold the reply
-        self.live.console.print(Markdown(text))
+        self.live.console.print(Markdown(text), soft_wrap=False)
 
     def discard(self) -> None:
         """Drop the partial reply of a failed attempt."""

@@ -225,6 +225,8 @@ async def _run(args: argparse.Namespace) -> int:
     store = None if args.no_store else _run_store(args.store)
     console = _console(plain=args.plain)
     live = console.is_terminal and not args.plain
+    if live:  # rich wraps what the live area shows, so it knows the area's height
+        console.soft_wrap = False
     screen: LineScreen | LiveScreen = LiveScreen(console) if live else LineScreen(console)
     agent = Agent(
         client, tools=workspace_tools(Path.cwd()), config=RunConfig(stream=True), store=store
