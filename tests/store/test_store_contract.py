@@ -31,7 +31,7 @@ from agentloop.errors import (
 )
 from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart, Usage
 from agentloop.run import Run, Turn
-from agentloop.store import PostgresStore, SQLiteStore, Store, StoredRun
+from agentloop.store import DurableStore, PostgresStore, SQLiteStore, Store, StoredRun
 
 Opener = Callable[[], Store]
 
@@ -109,7 +109,10 @@ def _truncate(dsn: str) -> None:
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("TRUNCATE agentloop_runs, agentloop_turns, agentloop_history")
+        conn.execute(
+            "TRUNCATE agentloop_runs, agentloop_turns, agentloop_history, agentloop_sessions, "
+            "agentloop_steps, agentloop_resumptions"
+        )
 
 
 # -- the parametrized store -------------------------------------------------------------------
@@ -490,3 +493,37 @@ def test_import_agentloop_store_does_not_import_psycopg() -> None:
     code = "import sys, agentloop, agentloop.store; print('psycopg' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# -- durability: safety state, step journal, leases, reopening ---------------------------------
+
+
+def test_durable_rows_round_trip(open_store: Opener) -> None:
+    store = open_store()
+    assert isinstance(store, DurableStore)
+    run = Run(id="r1", input="go", started_at=1.0)
+    store.begin_run("s", run, safety={"format": 1, "n": [1, 2]})
+    assert store.load_safety("s") == {"format": 1, "n": [1, 2]}
+    store.save_step("s", "r1", "t0/reply", {"x": 1})
+    store.save_step("s", "r1", "t0/reply", {"x": 2})
+    assert store.load_steps("r1") == {"t0/reply": {"x": 2}}
+    assert store.claim("s", "me:1", 100.0, now=50.0) is None
+    assert store.claim("s", "you:2", 100.0, now=60.0) == "me:1"
+    assert store.claim("s", "you:2", 200.0, now=60.0, replace="me:1") is None
+    assert store.claim("s", "me:1", 300.0, now=250.0) is None  # expired
+    store.release("s", "you:2")  # not the holder: nothing
+    assert store.claim("s", "you:2", 400.0, now=260.0) == "me:1"
+    store.release("s", "me:1")
+    assert store.claim("s", "you:2", 400.0, now=260.0) is None
+    turn = Turn(index=0, model="m")
+    messages = [Message.user("go"), Message.assistant("hi")]
+    store.save_turn("r1", 0, turn, messages, session_id="s", safety={"format": 1})
+    run.turns, run.messages = [turn], messages
+    store.finish_runs("s", [run], keep=0, append=messages, release="you:2")
+    reopened = open_store()
+    assert isinstance(reopened, DurableStore)
+    reopened.reopen_run("s", run, keep=0, at=5.0)
+    [stored] = reopened.load_runs("s")
+    assert not stored.finished and stored.resumptions == ((5.0, 1),)
+    assert stored.run.messages == messages and reopened.load_history("s") == []
+    assert reopened.load_steps("r1") == {"t0/reply": {"x": 2}}  # kept for the continued run
