@@ -5,7 +5,7 @@ are tool results the model reads. The tree::
 
     AgentLoopError
     ├── TranscriptError                  a transcript is inconsistent or unsafe to send
-    ├── ToolError                        raised inside tools; the executor makes it a soft result
+    ├── ToolError(message, *, sick)      raised inside tools; the executor makes it a soft result
     ├── ToolNotFound(tool, available)    direct registry use only (in a run it is soft)
     ├── ToolExecutionError(tool, message)  direct registry use only
     ├── InvalidInput (also ValueError)   caller-supplied input is malformed
@@ -154,9 +154,18 @@ class TranscriptError(AgentLoopError):
 
 
 class ToolError(AgentLoopError):
-    """Raised inside a tool: the text is for the model and is shown to it verbatim."""
+    """Raised inside a tool: the text is for the model and is shown to it verbatim.
+
+    ``sick=True`` says the tool itself is failing, not the model's input (an MCP server that
+    died mid-call): the text is still shown verbatim, and the tool circuit breaker counts the
+    failure as it counts a timeout or a panic.
+    """
 
     recoverability = "n/a"
+
+    def __init__(self, message: str = "", *, sick: bool = False) -> None:
+        super().__init__(message)
+        self.sick = sick
 
 
 def format_available(available: Sequence[str]) -> str:

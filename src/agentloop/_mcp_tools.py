@@ -1,0 +1,140 @@
+"""An MCP server's tools as agentloop ``Tool`` objects: argument checks and result text.
+
+Pure logic beside ``agentloop.mcp`` (which owns the connection): arguments are checked against
+the JSON schema the server listed, before any request, so a bad argument is the usual soft
+``Invalid arguments for tool 'x': <field>: <problem>; ...``; a ``CallToolResult`` becomes the
+text the model reads (text, structured and resource content as text; images and audio as a
+placeholder naming type and size); a result with ``isError`` is the server's own text, raised
+as ``ToolError``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import jsonschema
+import jsonschema.exceptions
+import mcp.types as types
+
+from agentloop.errors import ToolError
+from agentloop.tools import Tool, ToolContext
+
+__all__ = ["MCPTool", "argument_problems", "result_text"]
+
+logger = logging.getLogger("agentloop")
+
+CallTool = Callable[[str, Mapping[str, Any]], Awaitable[types.CallToolResult]]
+"""How a tool reaches its server: ``(remote name, arguments) -> result``."""
+
+_MAX_PROBLEM = 200
+
+
+class MCPTool(Tool):
+    """One tool of an MCP server, named ``<prefix>_<name>`` when the server has a prefix."""
+
+    def __init__(self, listed: types.Tool, *, prefix: str | None, call: CallTool) -> None:
+        self.remote_name = listed.name
+        self.name = f"{prefix}_{listed.name}" if prefix else listed.name
+        self.description = listed.description or ""
+        self.parameters = dict(listed.input_schema)
+        self.timeout = None
+        self._call = call
+        self._validator = _validator(self.name, self.parameters)
+
+    def validate(self, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Check the arguments against the server's schema; the text names each problem."""
+        if self._validator is None:
+            return arguments
+        problems = argument_problems(self._validator, arguments)
+        if problems:
+            raise ToolError(f"Invalid arguments for tool '{self.name}': {problems}")
+        return arguments
+
+    async def call(self, arguments: Mapping[str, Any], ctx: ToolContext) -> str:
+        """Call the server; a result with ``isError`` is its own text, as a soft error."""
+        result = await self._call(self.remote_name, arguments)
+        text = result_text(result)
+        if result.is_error:
+            raise ToolError(text or f"tool '{self.name}' failed (the server gave no text)")
+        return text
+
+
+def _validator(name: str, schema: Mapping[str, Any]) -> jsonschema.protocols.Validator | None:
+    """A validator for the listed schema (2020-12 unless it says otherwise); None if unusable."""
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(dict(schema))
+    except jsonschema.exceptions.SchemaError:
+        logger.warning("MCP tool %r lists an invalid input schema; arguments go unchecked", name)
+        return None
+    return cls(dict(schema))
+
+
+def argument_problems(validator: jsonschema.protocols.Validator, arguments: Any) -> str:
+    """``<field>: <problem>; ...`` for every schema violation, in field order ('' when valid)."""
+    problems: list[tuple[str, str]] = []
+    for error in validator.iter_errors(arguments):
+        path = ".".join(str(part) for part in error.absolute_path)
+        instance, expected, schema = error.instance, error.validator_value, error.schema
+        if error.validator == "required" and isinstance(instance, dict):
+            missing = [k for k in expected if k not in instance]  # type: ignore[union-attr]
+            problems.extend((_join(path, key), "Field required") for key in missing)
+        elif (
+            error.validator == "additionalProperties"
+            and isinstance(instance, dict)
+            and isinstance(schema, Mapping)
+        ):
+            allowed = schema.get("properties", {})
+            extra = [k for k in instance if k not in allowed]
+            problems.extend((_join(path, key), "Extra inputs are not permitted") for key in extra)
+        else:
+            problems.append((path or "arguments", error.message[:_MAX_PROBLEM]))
+    return "; ".join(f"{field}: {problem}" for field, problem in sorted(problems))
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def result_text(result: types.CallToolResult) -> str:
+    """The text the model reads for a tool result, one content block per line."""
+    parts = [_block_text(block) for block in result.content]
+    has_text = any(
+        isinstance(block, types.TextContent)
+        or (
+            isinstance(block, types.EmbeddedResource)
+            and isinstance(block.resource, types.TextResourceContents)
+        )
+        for block in result.content
+    )
+    if result.structured_content is not None and not has_text:
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
+    return "\n".join(parts)
+
+
+def _block_text(block: types.ContentBlock) -> str:
+    if isinstance(block, types.TextContent):
+        return block.text
+    if isinstance(block, types.ImageContent):
+        return f"[image: {block.mime_type}, {_decoded_size(block.data)} bytes]"
+    if isinstance(block, types.AudioContent):
+        return f"[audio: {block.mime_type}, {_decoded_size(block.data)} bytes]"
+    if isinstance(block, types.EmbeddedResource):
+        resource = block.resource
+        if isinstance(resource, types.TextResourceContents):
+            return resource.text
+        kind = resource.mime_type or "binary"
+        return f"[resource {resource.uri}: {kind}, {_decoded_size(resource.blob)} bytes]"
+    if isinstance(block, types.ResourceLink):
+        about = f" ({block.description})" if block.description else ""
+        return f"[resource link {block.uri}: {block.name}{about}]"
+    return f"[{getattr(block, 'type', 'unknown')} content]"  # a content type added later
+
+
+def _decoded_size(data: str) -> int:
+    """Bytes in a base64 payload, without decoding it."""
+    body = "".join(data.split())
+    return len(body) * 3 // 4 - (len(body) - len(body.rstrip("=")))
