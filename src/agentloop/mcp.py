@@ -350,6 +350,7 @@ class _Connection:
         self.launch = launch
         self.loop = asyncio.get_running_loop()
         self.errlog = launch.errlog()
+        self._last_tail = ""
         self._session: ClientSession | None = None
         self._ready: asyncio.Future[None] = self.loop.create_future()
         self._done = asyncio.Event()
@@ -363,9 +364,8 @@ class _Connection:
             async with asyncio.timeout(limit):
                 await asyncio.shield(conn._ready)
         except BaseException as exc:  # a start failure, a timeout, or the caller was cancelled
-            await asyncio.shield(conn.stop_and_wait())
+            await asyncio.shield(conn.close())
             tail = conn.stderr_tail()  # read once the process is gone: its last words are in
-            await conn.close()
             if isinstance(exc, TimeoutError):
                 raise _StartFailed(f"no answer to initialize within {limit:g}s{tail}") from None
             if isinstance(exc, _StartFailed):
@@ -410,6 +410,7 @@ class _Connection:
             self._session = None
             self._done.set()
             self._fail("it closed the connection during start-up")
+            self._release_errlog()  # the transport is down, so the server said its last words
 
     def _fail(self, why: str) -> None:
         if not self._ready.done():
@@ -434,7 +435,12 @@ class _Connection:
     async def close(self) -> None:
         """Stop the session and the server, and drop the stderr file."""
         await self.stop_and_wait()
+        self._release_errlog()
+
+    def _release_errlog(self) -> None:
+        """Keep the stderr tail as text and close the file (also when the loop tears us down)."""
         if self.errlog is not None:
+            self._last_tail = self.stderr_tail()
             self.errlog.close()
             self.errlog = None
 
@@ -453,7 +459,7 @@ class _Connection:
     def stderr_tail(self) -> str:
         """``; its stderr ends: <last lines>`` for a stdio server that wrote any, else ''."""
         if self.errlog is None or self.errlog.closed:
-            return ""
+            return self._last_tail
         fd = self.errlog.fileno()
         size = os.fstat(fd).st_size
         raw = os.pread(fd, _TAIL_BYTES, max(0, size - _TAIL_BYTES))
