@@ -25,6 +25,7 @@ from agentloop.errors import ToolError
 from agentloop.messages import Message, Usage
 from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent
 from agentloop.safety.loops import canonical_arguments
+from agentloop.safety.output import storable
 from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, render_content
 
 __all__ = ["Journal", "JournaledTool", "JournaledTools", "ReplayClient"]
@@ -129,7 +130,7 @@ class JournaledTool(Tool):
         try:
             output = await self.inner.call(arguments, ctx)
         except ToolError as error:
-            journal.record(key, {"tool_error": error.message})
+            journal.record(key, {"tool_error": storable(error.message)})
             raise
         entry = _entry(output)
         if entry is not None:
@@ -141,8 +142,11 @@ def _entry(output: Any) -> dict[str, Any] | None:
     """The journal form of a tool's return value (None if it cannot be rendered: a panic)."""
     try:
         if isinstance(output, ToolOutput):
-            return {"content": render_content(output.content), "is_error": output.is_error}
-        return {"content": render_content(output), "is_error": False}
+            return {
+                "content": storable(render_content(output.content)),
+                "is_error": output.is_error,
+            }
+        return {"content": storable(render_content(output)), "is_error": False}
     except Exception:
         return None
 
