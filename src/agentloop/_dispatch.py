@@ -482,6 +482,8 @@ def _private_copy(arguments: Mapping[str, Any]) -> dict[str, Any] | None:
     Containers are copied (iteratively, so depth never costs the interpreter's stack); scalars
     are immutable and shared. Only JSON shapes (dict, list) occur in decoded arguments.
     """
+    if not any(isinstance(v, Mapping | list) for v in arguments.values()):
+        return dict(arguments)  # flat: a shallow copy is a private copy
     top: dict[str, Any] = {}
     stack: list[tuple[Any, Any, int]] = [(arguments, top, 1)]
     while stack:

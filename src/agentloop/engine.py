@@ -20,7 +20,7 @@ import uuid
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
-from typing import Any, Generic, TypedDict, Unpack, cast, overload
+from typing import Any, Generic, TypedDict, TypeGuard, Unpack, cast, overload
 
 from agentloop import events as ev
 from agentloop._compaction import ContextGuard
@@ -863,7 +863,7 @@ def _registry(tools: object) -> tuple[ToolRegistry, list[Toolset]]:
     """The agent's registry and tool sources; a single tool or a string is a clear error."""
     if isinstance(tools, ToolRegistry):
         return tools, []
-    if isinstance(tools, str | bytes | Tool | Toolset) or callable(tools):
+    if isinstance(tools, str | bytes | Tool) or callable(tools) or _is_toolset(tools):
         raise ConfigurationError(
             f"Agent tools must be a list of tools, got {tools!r}; write tools=[...]",
             field="tools",
@@ -873,8 +873,17 @@ def _registry(tools: object) -> tuple[ToolRegistry, list[Toolset]]:
             f"Agent tools must be a list of tools, got {type(tools).__name__}", field="tools"
         )
     items = list(tools)
-    sources = [t for t in items if isinstance(t, Toolset)]
-    return ToolRegistry(t for t in items if not isinstance(t, Toolset)), sources
+    sources = [t for t in items if _is_toolset(t)]
+    return ToolRegistry(t for t in items if not _is_toolset(t)), sources
+
+
+def _is_toolset(item: object) -> TypeGuard[Toolset]:
+    """Whether ``item`` is a ``Toolset``, judged by its ``list_tools``.
+
+    An ``isinstance`` on the runtime-checkable protocol costs ~14 us in Python 3.11, paid per
+    tool per ``Agent``.
+    """
+    return not isinstance(item, Tool) and callable(getattr(item, "list_tools", None))
 
 
 def _checked_history(history: object) -> list[Message]:
