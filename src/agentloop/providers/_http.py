@@ -583,6 +583,9 @@ class HttpTransport:
     async def _client(self) -> aiohttp.ClientSession:
         """The running loop's session, opened on first use (see ``_LoopSession``)."""
         loop = asyncio.get_running_loop()
+        current = self._sessions.get(loop)
+        if current is not None and len(self._sessions) == 1 and not current.session.closed:
+            return current.session  # the common case: one loop, its session open
         self._drop_dead_sessions()
         current = self._sessions.get(loop)
         if current is None or current.session.closed:
