@@ -112,3 +112,11 @@ async def test_aclose_closes_sources_and_the_client() -> None:
     async with Agent(model, tools=[source]) as agent:
         await agent.run("go")
     assert source.closed == 1 and model.closed
+
+
+def test_close_after_run_sync_stops_sources_too() -> None:
+    source = Source(make("ping", "pong"))
+    model = ScriptedModel([call("ping"), reply("ok")])
+    with Agent(model, tools=[source]) as agent:
+        agent.run_sync("go")
+    assert source.closed == 1 and model.closed

@@ -424,7 +424,7 @@ class Agent(Generic[OutputT]):
             raise InvalidInput("run_sync() was called inside a running event loop; await run()")
         if self._runner is None:
             self._runner = asyncio.Runner()
-            self._closer = weakref.finalize(self, _shut, self._runner, self.client)
+            self._closer = weakref.finalize(self, _shut, self._runner, self.client, self._toolsets)
         try:
             return self._runner.run(self.run(input, deps=deps, cancel=cancel))
         except (KeyboardInterrupt, SystemExit):
@@ -806,23 +806,27 @@ class Agent(Generic[OutputT]):
             self._history.extend(state.transcript[state.base : state.boundary])
 
 
-def _shut(runner: asyncio.Runner, client: ModelClient) -> None:
-    """Close ``client`` on ``run_sync``'s private loop, then the loop (at close, GC or exit).
+def _shut(runner: asyncio.Runner, client: ModelClient, toolsets: Toolsets) -> None:
+    """Stop tool servers and close ``client`` on ``run_sync``'s private loop, then the loop.
 
-    When another loop runs in this thread (the agent was collected inside async code), the
-    private loop cannot run here, so it is shut from a short-lived thread.
+    Runs at ``close()``, garbage collection or interpreter exit. When another loop runs in this
+    thread (the agent was collected inside async code), the private loop cannot run here, so it
+    is shut from a short-lived thread.
     """
     if asyncio.events._get_running_loop() is not None:
-        worker = threading.Thread(target=_shut, args=(runner, client), name="agentloop-close")
+        worker = threading.Thread(
+            target=_shut, args=(runner, client, toolsets), name="agentloop-close"
+        )
         worker.start()
         worker.join()
         return
-    for _ in range(3):  # a KeyboardInterrupt left pending in the loop surfaces here, once
-        try:
-            runner.run(client.aclose())
-            break
-        except BaseException:
-            logger.debug("closing the model client on run_sync's loop failed", exc_info=True)
+    for close in (toolsets.aclose, client.aclose):
+        for _ in range(3):  # a KeyboardInterrupt left pending in the loop surfaces here, once
+            try:
+                runner.run(close())
+                break
+            except BaseException:
+                logger.debug("closing on run_sync's loop failed", exc_info=True)
     try:
         runner.close()
     except BaseException:
