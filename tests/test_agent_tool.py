@@ -10,9 +10,9 @@ from pydantic import BaseModel
 from agentloop import Agent, Observer, RunConfig, tool
 from agentloop import events as ev
 from agentloop.errors import BudgetExhausted, Cancelled, ConfigurationError, ProviderUnavailable
-from agentloop.messages import Usage
-from agentloop.model import ModelRequest
-from agentloop.safety import Budget
+from agentloop.messages import Message, ToolCallPart, Usage
+from agentloop.model import ModelRequest, ModelResponse
+from agentloop.safety import Budget, LoopDetection
 from agentloop.testing import FunctionModel, ScriptedModel, call, reply
 
 
@@ -171,3 +171,160 @@ async def test_a_bad_input_argument_is_the_usual_soft_validation_text() -> None:
         "Invalid arguments for tool 'sub': input: Input should be a string",
         True,
     )
+
+
+# -- children that stop: max turns, loops, the parent's budget -----------------------------------
+
+
+def counter_tool() -> object:
+    count = iter(range(1_000))
+
+    @tool
+    def tick() -> str:
+        """A new number on every call (never a loop)."""
+        return str(next(count))
+
+    return tick
+
+
+def asking(
+    name: str, usage: Usage | None = None, id: str = "c0", **arguments: object
+) -> ModelResponse:
+    """A response that calls ``name`` (with ``usage``)."""
+    message = Message("assistant", (ToolCallPart(id, name, arguments),))
+    return ModelResponse(message, usage=usage or Usage(), stop_reason="tool_use")
+
+
+def forever(name: str, usage: Usage | None = None) -> FunctionModel:
+    """A model that calls ``name`` on every request."""
+    return FunctionModel(lambda request: asking(name, usage, f"c{len(request.messages)}"))
+
+
+async def test_a_child_past_its_max_turns_is_soft_and_the_parent_goes_on() -> None:
+    child = Agent(forever("tick"), tools=[counter_tool()], config=RunConfig(max_turns=3))
+    parent_model = ScriptedModel([call("sub", {"input": "count"}), reply("gave up on it")])
+    run = await Agent(parent_model, tools=[child.as_tool(name="sub", description="S.")]).run("go")
+    assert run.output == "gave up on it" and run.stop_reason is None
+    assert tool_result(parent_model.requests[1]) == (
+        "agent 'sub' stopped: MaxTurnsExceeded: Max turns exceeded: 3",
+        True,
+    )
+
+
+async def test_a_looping_child_is_soft_and_its_loop_is_not_the_parents() -> None:
+    @tool
+    def same() -> str:
+        """Always the same answer."""
+        return "same"
+
+    detection = RunConfig(loop_detection=LoopDetection(warn_threshold=2, stop_threshold=3))
+    child = Agent(forever("same"), tools=[same], config=detection)
+    parent_model = ScriptedModel(
+        [call("sub", {"input": "a"}), call("sub", {"input": "b"}), reply("moved on")]
+    )
+    parent = Agent(parent_model, tools=[child.as_tool(name="sub", description="S.")])
+    run = await parent.run("go")
+    assert run.output == "moved on"
+    stopped = "agent 'sub' stopped: LoopDetected: Loop detected: same({}) repeated 3 times"
+    assert tool_result(parent_model.requests[1]) == (stopped, True)
+    assert tool_result(parent_model.requests[2]) == (stopped, True)  # a fresh detector per call
+
+
+async def test_a_child_cannot_spend_past_the_parents_budget() -> None:
+    """The child stops with BudgetExhausted (soft for the parent's model, which never reads it:
+    the spend is the parent's too, so the parent's next request is refused, a hard error)."""
+    finished: list[ev.ToolCallFinished] = []
+
+    class Collect(Observer):
+        def on_event(self, event: ev.Event) -> None:
+            if isinstance(event, ev.ToolCallFinished) and not event.path:
+                finished.append(event)
+
+    child_model = forever("tick", usage=Usage(40, 20))
+    child = Agent(child_model, tools=[counter_tool()])  # no budget of its own
+    parent_model = ScriptedModel([asking("sub", Usage(5, 5), input="work"), reply("never sent")])
+    parent = Agent(
+        parent_model,
+        tools=[child.as_tool(name="sub", description="S.")],
+        config=RunConfig(budget=Budget(tokens=100)),
+        observers=[Collect()],
+    )
+    with pytest.raises(BudgetExhausted) as caught:
+        await parent.run("go")
+    # 10 (parent) + 60 + 60 (two child responses; the second crosses the line and completes)
+    assert (caught.value.dimension, caught.value.spent, caught.value.limit) == ("tokens", 130, 100)
+    assert len(child_model.requests) == 2 and len(parent_model.requests) == 1
+    [result] = [e.result for e in finished]
+    assert (result.content, result.is_error) == (
+        "agent 'sub' stopped: BudgetExhausted: Budget exhausted: tokens spent 130 of 100",
+        True,
+    )
+    assert parent.runs[-1].usage == Usage(85, 45)
+
+
+async def test_a_childs_own_tighter_budget_stops_only_the_child() -> None:
+    child = Agent(
+        forever("tick", Usage(10, 10)),
+        tools=[counter_tool()],
+        config=RunConfig(budget=Budget(tokens=30)),
+    )
+    parent_model = ScriptedModel([call("sub", {"input": "x"}), reply("fine")])
+    parent = Agent(
+        parent_model,
+        tools=[child.as_tool(name="sub", description="S.")],
+        config=RunConfig(budget=Budget(tokens=1_000)),
+    )
+    run = await parent.run("go")
+    assert run.output == "fine"
+    assert tool_result(parent_model.requests[1]) == (
+        "agent 'sub' stopped: BudgetExhausted: Budget exhausted: tokens spent 40 of 30",
+        True,
+    )
+    assert run.usage == Usage(20, 20)
+
+
+async def test_tool_calls_of_children_and_grandchildren_count_in_the_root() -> None:
+    texts: dict[tuple[str, ...], str] = {}
+
+    class Collect(Observer):
+        def on_event(self, event: ev.Event) -> None:
+            if isinstance(event, ev.ToolCallFinished):
+                texts[event.path] = event.result.content
+
+    grandchild = Agent(forever("tick"), tools=[counter_tool()])
+    child = Agent(
+        ScriptedModel([call("deep", {"input": "x"}), reply("unreached")]),
+        tools=[grandchild.as_tool(name="deep", description="D.")],
+    )
+    parent_model = ScriptedModel([call("sub", {"input": "x"}), reply("done")])
+    parent = Agent(
+        parent_model,
+        tools=[child.as_tool(name="sub", description="S.")],
+        config=RunConfig(budget=Budget(tool_calls=4)),
+        observers=[Collect()],
+    )
+    with pytest.raises(BudgetExhausted) as caught:
+        await parent.run("go")
+    # the root's call to sub, the child's to deep, then two ticks: the grandchild is refused,
+    # then the child, then the root
+    assert (caught.value.dimension, caught.value.spent) == ("tool_calls", 4)
+    spent = "BudgetExhausted: Budget exhausted: tool_calls spent 4 of 4"
+    assert texts == {
+        ("sub", "deep"): "1",
+        ("sub",): f"agent 'deep' stopped: {spent}",
+        (): f"agent 'sub' stopped: {spent}",
+    }
+
+
+async def test_a_parent_already_past_its_line_refuses_the_childs_first_request() -> None:
+    child_model = ScriptedModel([reply("never")])
+    child = Agent(child_model)
+    parent_model = ScriptedModel([asking("sub", Usage(60, 60), input="x"), reply("never")])
+    parent = Agent(
+        parent_model,
+        tools=[child.as_tool(name="sub", description="S.")],
+        config=RunConfig(budget=Budget(tokens=100)),
+    )
+    with pytest.raises(BudgetExhausted):
+        await parent.run("go")
+    assert child_model.requests == []

@@ -4,8 +4,17 @@ Each call is a fresh conversation of the child (a fork of its configuration with
 so parallel calls are independent. The child's output is the tool's result (typed output as
 JSON); its hard error is the parent's soft error ``agent '<name>' stopped: <Class>: <message>``.
 A parent cancel reaches the child through task cancellation and ends the parent as
-``Cancelled``. The child's usage is added to the parent run's usage and budget, and its events
-reach the parent's observers and stream with ``path`` naming the agents from the root.
+``Cancelled``. The child's usage is added to the parent run's usage, and its events reach the
+parent's observers and stream with ``path`` naming the agents from the root.
+
+Budget: a child cannot spend past its parent's budget. Its gate is a ``SharedBudget``: the
+child's own lines, plus every line of the parent (and so of every ancestor). Each response,
+turn and tool call of the child is counted in the parent's gate as it happens, and the child's
+next request is refused when either gate is exhausted: the child stops with
+``BudgetExhausted``, which the parent's model reads as the soft ``agent '<name>' stopped: ...``
+text, and then the parent's own next request is refused with ``BudgetExhausted`` too (the spend
+is the parent's). As for any run, the request that crosses a line completes; parallel children
+share the parent's gate, so they overshoot it by at most their requests in flight.
 """
 
 from __future__ import annotations
@@ -14,14 +23,16 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from agentloop.errors import AgentLoopError, ConfigurationError, ToolError
+from agentloop.errors import AgentLoopError, BudgetExhausted, ConfigurationError, ToolError
 from agentloop.events import Event
+from agentloop.messages import Usage
+from agentloop.safety.budget import Budget, BudgetGate, BudgetWarning
 from agentloop.tools import Tool, ToolContext
 
 if TYPE_CHECKING:
     from agentloop.engine import Agent
 
-__all__ = ["AgentTool"]
+__all__ = ["AgentTool", "SharedBudget"]
 
 
 class AgentTool(Tool):
@@ -59,6 +70,7 @@ class AgentTool(Tool):
         link = ctx._link
         forward = None
         if link is not None:
+            child.safety.budget = SharedBudget(child.config.budget, link[1].safety.budget)
             bus = link[1].observers
             if bus.active:
                 prefix = (self.name,)
@@ -80,11 +92,45 @@ class AgentTool(Tool):
 
 
 def _roll_up(link: tuple[Any, Any], child: Agent[Any]) -> None:
-    """Add the child's usage to the parent run and its budget."""
-    state, dispatcher = link
+    """Add the child's usage to the parent run (its budget counted it as it was spent)."""
+    state = link[0]
     run = child.current_run
-    if run is None:
-        return
-    state.run.usage = state.run.usage + run.usage
-    model = run.turns[-1].model if run.turns else child.client.model
-    dispatcher.safety.budget_usage(run.usage, model)
+    if run is not None:
+        state.run.usage = state.run.usage + run.usage
+
+
+class SharedBudget(BudgetGate):
+    """A child run's gate: its own lines, and its parent's gate, which counts all it spends.
+
+    Args:
+        own: the child agent's own ``Budget``.
+        parent: the parent run's gate (a ``SharedBudget`` itself for a grandchild).
+    """
+
+    def __init__(self, own: Budget, parent: BudgetGate) -> None:
+        super().__init__(own)
+        self.parent = parent
+
+    def record_usage(self, usage: Usage, model: str) -> None:
+        """Count a response here and in the parent (priced by each gate's own prices)."""
+        super().record_usage(usage, model)
+        self.parent.record_usage(usage, model)
+
+    def record_turn(self) -> None:
+        """Count a completed turn here and in the parent."""
+        super().record_turn()
+        self.parent.record_turn()
+
+    def record_tool_calls(self, n: int) -> None:
+        """Count dispatched tool calls here and in the parent."""
+        super().record_tool_calls(n)
+        self.parent.record_tool_calls(n)
+
+    def exhausted(self) -> BudgetExhausted | None:
+        """The first exhausted line here, else in the parent's gate."""
+        return super().exhausted() or self.parent.exhausted()
+
+    def pre_request(self) -> tuple[list[BudgetWarning], BudgetExhausted | None]:
+        """The child's own warnings; refused when its own or an ancestor's line is spent."""
+        warnings, exhausted = super().pre_request()
+        return warnings, exhausted or self.parent.exhausted()

@@ -205,6 +205,14 @@ class BudgetGate:
                 warnings.append(BudgetWarning(dimension, spent, limit))
         return warnings, exhausted
 
+    def exhausted(self) -> BudgetExhausted | None:
+        """The first exhausted dimension's ``BudgetExhausted``, sending no warning."""
+        for dimension, limit, _ in self._lines:
+            spent = self.spent(dimension)
+            if spent >= limit:
+                return BudgetExhausted(dimension, spent, limit)
+        return None
+
     def _cost(self, usage: Usage, model: str) -> float:
         price = self._prices.get(model)
         if price is not None:
