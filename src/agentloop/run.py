@@ -2,14 +2,18 @@
 
 A ``Run`` survives in ``agent.runs`` whatever happened (the audit trail); ``stop_reason`` holds
 the ``AgentLoopError`` that ended it, None when it completed. ``to_dict``/``from_dict``
-round-trip everything but the two process-local timestamps.
+round-trip everything but the two process-local timestamps. ``from_dict`` trusts nothing it
+reads (a record may come from a damaged store): a malformed field is an ``InvalidInput`` that
+names it by its path (``turns[2].usage.input_tokens: expected a non-negative integer, got a
+string``), never a bare ``KeyError``/``TypeError``/``AttributeError``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic
 
@@ -17,7 +21,7 @@ import pydantic_core
 from typing_extensions import TypeVar
 
 from agentloop import errors
-from agentloop.errors import AgentLoopError, AttemptRecord, InternalError
+from agentloop.errors import AgentLoopError, AttemptRecord, InternalError, InvalidInput
 from agentloop.messages import Message, ToolCallPart, ToolResultPart, Usage
 
 __all__ = [
@@ -28,6 +32,7 @@ __all__ = [
     "Turn",
     "error_from_dict",
     "error_to_dict",
+    "message_from_dict",
 ]
 
 OutputT = TypeVar("OutputT", default=str | None)
@@ -80,21 +85,8 @@ class Turn:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Turn:
-        """Rebuild from ``to_dict`` output."""
-        return cls(
-            index=int(data["index"]),
-            model=str(data["model"]),
-            tool_calls=[
-                ToolCallPart(c["id"], c["name"], dict(c["arguments"])) for c in data["tool_calls"]
-            ],
-            tool_results=[
-                ToolResultPart(r["call_id"], r["name"], r["content"], bool(r["is_error"]))
-                for r in data["tool_results"]
-            ],
-            usage=Usage.from_dict(data.get("usage", {})),
-            stop_reason=data.get("stop_reason"),
-            text=data.get("text", ""),
-        )
+        """Rebuild from ``to_dict`` output; ``InvalidInput`` names a malformed field."""
+        return _turn(data, "")
 
 
 @dataclass(slots=True, eq=False)
@@ -154,18 +146,22 @@ class Run(Generic[OutputT]):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Run[Any]:
-        """Rebuild from ``to_dict`` output (``stop_reason`` becomes the same error class)."""
-        stop = data.get("stop_reason")
-        output: Any = data.get("output")  # the JSON form of a typed output
+        """Rebuild from ``to_dict`` output (``stop_reason`` becomes the same error class).
+
+        Raises:
+            InvalidInput: A field is missing or malformed; the message names it by its path.
+        """
+        data = _object(data, "run record")
+        stop = _field(data, "stop_reason", "", "object", default=None)
         return Run(
-            id=str(data["id"]),
-            input=str(data["input"]),
-            output=output,
-            stop_reason=None if stop is None else error_from_dict(stop),
-            turns=[Turn.from_dict(t) for t in data.get("turns", ())],
-            messages=[Message.from_dict(m) for m in data.get("messages", ())],
-            usage=Usage.from_dict(data.get("usage", {})),
-            unfinished_input=data.get("unfinished_input"),
+            id=_field(data, "id", "", "str"),
+            input=_field(data, "input", "", "str"),
+            output=data.get("output"),  # the JSON form of a typed output: any JSON value
+            stop_reason=None if stop is None else _error(stop, "stop_reason"),
+            turns=_each(data, "turns", "", _turn),
+            messages=_each(data, "messages", "", message_from_dict),
+            usage=_usage(data, ""),
+            unfinished_input=_field(data, "unfinished_input", "", "str", default=None),
         )
 
     def __eq__(self, other: object) -> bool:
@@ -209,34 +205,188 @@ def error_to_dict(error: AgentLoopError) -> dict[str, Any]:
 
 
 def error_from_dict(data: Mapping[str, Any]) -> AgentLoopError:
-    """Rebuild an error serialised by ``error_to_dict`` (unknown classes become InternalError)."""
-    cls = getattr(errors, str(data.get("type")), None)
+    """Rebuild an error serialised by ``error_to_dict`` (unknown classes become InternalError).
+
+    Raises:
+        InvalidInput: A field is missing or malformed; the message names it by its path.
+    """
+    return _error(data, "")
+
+
+# -- reading records back: every field checked, every failure naming its path -----------------
+
+_REQUIRED: Any = object()
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+_KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "str": (lambda v: isinstance(v, str), "a string"),
+    "int": (lambda v: type(v) is int, "an integer"),
+    "count": (lambda v: type(v) is int and v >= 0, "a non-negative integer"),
+    "number": (_finite, "a finite number"),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "list": (lambda v: isinstance(v, list | tuple), "an array"),
+    "object": (lambda v: isinstance(v, Mapping), "an object"),
+}
+
+_JSON_KINDS = {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+               int: "an integer", float: "a number"}  # fmt: skip
+
+
+def _at(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def _bad(path: str, expected: str, value: object) -> InvalidInput:
+    got = "null" if value is None else _JSON_KINDS.get(type(value), type(value).__name__)
+    return InvalidInput(f"{path}: expected {expected}, got {got}")
+
+
+def _object(value: object, path: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise _bad(path, "an object", value)
+    return value
+
+
+def _field(
+    data: Mapping[str, Any], key: str, path: str, kind: str, *, default: Any = _REQUIRED
+) -> Any:
+    """``data[key]`` checked to be of ``kind``; a ``default`` also stands in for null."""
+    value = data.get(key)
+    if value is None and default is not _REQUIRED:
+        return default
+    check, expected = _KINDS[kind]
+    if value is None and key not in data:
+        raise InvalidInput(f"{_at(path, key)}: missing")
+    if not check(value):
+        raise _bad(_at(path, key), expected, value)
+    return value
+
+
+def _each(
+    data: Mapping[str, Any], key: str, path: str, read: Callable[[Any, str], Any]
+) -> list[Any]:
+    where = _at(path, key)
+    return [
+        read(item, _at(where, i))
+        for i, item in enumerate(_field(data, key, path, "list", default=()))
+    ]
+
+
+def _usage(data: Mapping[str, Any], path: str) -> Usage:
+    where = _at(path, "usage")
+    usage = _object(_field(data, "usage", path, "object", default={}), where)
+    return Usage(
+        _field(usage, "input_tokens", where, "count", default=0),
+        _field(usage, "output_tokens", where, "count", default=0),
+    )
+
+
+def message_from_dict(data: object, path: str = "message") -> Message:
+    """``Message.from_dict`` for a record read back: ``InvalidInput`` names ``path`` on failure."""
+    try:
+        return Message.from_dict(_object(data, path))
+    except InvalidInput as exc:
+        raise InvalidInput(f"{path}: not a message: {exc.message}") from exc
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+        detail = f"{type(exc).__name__}: {exc}"[:200]
+        raise InvalidInput(f"{path}: not a message ({detail})") from exc
+
+
+def _turn(data: object, path: str) -> Turn:
+    data = _object(data, path or "turn")
+    return Turn(
+        index=_field(data, "index", path, "int"),
+        model=_field(data, "model", path, "str"),
+        tool_calls=_each(data, "tool_calls", path, _call),
+        tool_results=_each(data, "tool_results", path, _result),
+        usage=_usage(data, path),
+        stop_reason=_field(data, "stop_reason", path, "str", default=None),
+        text=_field(data, "text", path, "str", default=""),
+    )
+
+
+def _call(data: object, path: str) -> ToolCallPart:
+    data = _object(data, path)
+    arguments = _field(data, "arguments", path, "object")
+    return ToolCallPart(
+        _field(data, "id", path, "str"), _field(data, "name", path, "str"), dict(arguments)
+    )
+
+
+def _result(data: object, path: str) -> ToolResultPart:
+    data = _object(data, path)
+    return ToolResultPart(
+        _field(data, "call_id", path, "str"),
+        _field(data, "name", path, "str"),
+        _field(data, "content", path, "str"),
+        _field(data, "is_error", path, "bool", default=False),
+    )
+
+
+def _error(data: object, path: str) -> AgentLoopError:
+    data = _object(data, path or "error")
+    name = _field(data, "type", path, "str")
+    message = _field(data, "message", path, "str", default="")
+    cls = getattr(errors, name, None)
     if not (isinstance(cls, type) and issubclass(cls, AgentLoopError)):
-        return InternalError(str(data.get("message", "")))
+        return InternalError(message)
     error = cls.__new__(cls)
-    error.args = tuple(data.get("args", ()))
-    error.message = str(data.get("raw_message", data.get("message", "")))
+    error.args = tuple(_field(data, "args", path, "list", default=()))
+    error.message = _field(data, "raw_message", path, "str", default=message)
     error.summary = None
-    attributes = dict(data.get("attributes", {}))
-    if "attempt_log" in attributes:
-        attributes["attempt_log"] = tuple(_attempt(r) for r in attributes["attempt_log"])
-    if isinstance(error, errors.ProviderError) and attributes.get("phase") is not None:
-        attributes["phase"] = errors.FailurePhase(attributes["phase"])
-    partial = attributes.get("partial")
-    if isinstance(error, errors.StreamError) and isinstance(partial, dict) and "role" in partial:
-        attributes["partial"] = Message.from_dict(partial)
-    error.__dict__.update(attributes)
+    error.__dict__.update(_attributes(cls, data, _at(path, "attributes")))
     return error
 
 
-def _attempt(record: Mapping[str, Any]) -> AttemptRecord:
+_ATTRIBUTE_KINDS = {"status_code": "int", "retry_after": "number", "request_sent": "bool",
+                    "attempts": "count", "retry_wait_seconds": "number"}  # fmt: skip
+
+
+def _attributes(cls: type[AgentLoopError], data: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """An error's stored attributes, each checked; none may shadow what the class defines."""
+    attributes = dict(_object(data.get("attributes", {}), path))
+    for name in attributes:
+        if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+            raise InvalidInput(f"{path}: {name!r} is not an attribute name")
+        if name in ("message", "summary", "args") or hasattr(cls, name):
+            raise InvalidInput(f"{_at(path, name)}: would replace {cls.__name__}.{name}")
+        kind = _ATTRIBUTE_KINDS.get(name)
+        if kind is not None:
+            _field(attributes, name, path, kind, default=None)
+    if "attempt_log" in attributes:
+        attributes["attempt_log"] = tuple(_each(attributes, "attempt_log", path, _attempt))
+    if issubclass(cls, errors.ProviderError) and attributes.get("phase") is not None:
+        attributes["phase"] = _phase(attributes["phase"], _at(path, "phase"))
+    partial = attributes.get("partial")
+    if issubclass(cls, errors.StreamError) and isinstance(partial, Mapping) and "role" in partial:
+        attributes["partial"] = message_from_dict(partial, _at(path, "partial"))
+    return attributes
+
+
+_PHASES = tuple(p.value for p in errors.FailurePhase)
+
+
+def _phase(value: object, path: str) -> errors.FailurePhase:
+    if isinstance(value, str) and value in _PHASES:
+        return errors.FailurePhase(value)
+    raise _bad(path, f"one of {', '.join(_PHASES)}", value)
+
+
+def _attempt(data: object, path: str) -> AttemptRecord:
+    record = _object(data, path)
     phase = record.get("phase")
     return AttemptRecord(
-        attempt=int(record["attempt"]),
-        error_type=record.get("error_type"),
-        status_code=record.get("status_code"),
-        phase=None if phase is None else errors.FailurePhase(phase),
-        request_sent=record.get("request_sent"),
-        duration_seconds=float(record.get("duration_seconds", 0.0)),
-        wait_seconds=float(record.get("wait_seconds", 0.0)),
+        attempt=_field(record, "attempt", path, "int"),
+        error_type=_field(record, "error_type", path, "str", default=None),
+        status_code=_field(record, "status_code", path, "int", default=None),
+        phase=None if phase is None else _phase(phase, _at(path, "phase")),
+        request_sent=_field(record, "request_sent", path, "bool", default=None),
+        duration_seconds=float(_field(record, "duration_seconds", path, "number", default=0.0)),
+        wait_seconds=float(_field(record, "wait_seconds", path, "number", default=0.0)),
     )
