@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import typing
 from collections.abc import Callable, Mapping
 from typing import Any, get_type_hints
 
@@ -120,6 +121,12 @@ def _culprit(fields: Mapping[str, Any], tool_name: str) -> str | None:
     return None
 
 
+def _is_context(hint: Any) -> bool:
+    from agentloop.tools import ToolContext
+
+    return hint is ToolContext or typing.get_origin(hint) is ToolContext
+
+
 def _field_for(
     param: inspect.Parameter, hints: Mapping[str, Any], docs: Mapping[str, str], tool_name: str
 ) -> tuple[Any, Any]:
@@ -131,6 +138,12 @@ def _field_for(
     if param.name not in hints:
         raise ConfigurationError(
             f"tool '{tool_name}': parameter '{param.name}' needs a type annotation",
+            field=param.name,
+        )
+    if _is_context(hints[param.name]):
+        raise ConfigurationError(
+            f"tool '{tool_name}': the ToolContext parameter '{param.name}' must be the "
+            "function's first parameter",
             field=param.name,
         )
     default = ... if param.default is inspect.Parameter.empty else param.default

@@ -190,6 +190,12 @@ class FunctionTool(Tool):
         self.model: type[ArgumentModel] = model
         self.parameters = schema
         self.description = description if description is not None else doc
+        if not self.description.strip():
+            raise ConfigurationError(
+                f"tool '{self.name}' has no description, so the model cannot know what it does: "
+                f"give the function a docstring or use @tool(description=...)",
+                field="description",
+            )
         self.is_async = inspect.iscoroutinefunction(func)
         self._fields = tuple(model.model_fields)
         self._spec = ToolSpec(self.name, self.description, schema)

@@ -316,8 +316,14 @@ def error_for_status(
     *,
     provider: str | None,
     secrets: Iterable[str] = (),
+    url: str | None = None,
 ) -> ProviderError:
-    """Build the error for a non-2xx, non-3xx response (``headers`` with lower-case keys)."""
+    """Build the error for a non-2xx, non-3xx response (``headers`` with lower-case keys).
+
+    A 404 names the URL (without its query) and, when its path has no ``/v1``, says that
+    OpenAI-compatible servers usually serve under it: the commonest cause is a base URL
+    missing it.
+    """
     excerpt = _excerpt(body, secrets)
     info = parse_error_body(excerpt)
     cls = _status_class(status, info, excerpt)
@@ -325,8 +331,14 @@ def error_for_status(
     retry_after = parse_retry_after(headers)
     if retry_after is None and cls is RateLimited:
         retry_after = info.retry_delay
+    where = ""
+    if status == 404 and url:
+        bare = url.split("?", 1)[0]
+        where = f" for POST {bare}"
+        if "/v1" not in urlsplit(bare).path:
+            detail += "; OpenAI-compatible servers usually serve under /v1 (check base_url)"
     error = cls(
-        redact(f"{provider or 'provider'} HTTP {status}: {detail}", secrets),
+        redact(f"{provider or 'provider'} HTTP {status}{where}: {detail}", secrets),
         provider=provider,
         status_code=status,
         retry_after=retry_after,
@@ -667,7 +679,9 @@ class HttpTransport:
             raise _redirect_error(status, headers, url, self.provider)
         raw = await self._read(response, limit=_EXCERPT_READ, truncate=True)
         text = raw.decode("utf-8", errors="replace")
-        raise error_for_status(status, headers, text, provider=self.provider, secrets=self._secrets)
+        raise error_for_status(
+            status, headers, text, provider=self.provider, secrets=self._secrets, url=url
+        )
 
     async def _read(
         self, response: aiohttp.ClientResponse, *, limit: int, truncate: bool = False

@@ -1,0 +1,59 @@
+"""Construction mistakes get errors that name the fix (issue 12, point 6)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentloop import Agent, ToolContext, tool
+from agentloop.errors import ConfigurationError, ModelNotFound
+from agentloop.providers.openai import OpenAIClient
+from agentloop.testing import FakeProviderServer, FakeReply, ScriptedModel
+
+
+def test_a_tool_context_that_is_not_first_says_where_it_goes() -> None:
+    with pytest.raises(ConfigurationError, match="'ctx' must be the function's first parameter"):
+
+        @tool
+        def search(query: str, ctx: ToolContext) -> str:
+            """Search."""
+            return query
+
+
+def test_a_tool_without_a_docstring_is_refused_with_the_fix() -> None:
+    with pytest.raises(ConfigurationError, match=r"add|docstring or use @tool\(description=") as e:
+
+        @tool
+        def undocumented(x: int) -> int:
+            return x
+
+    assert "'undocumented' has no description" in str(e.value)
+
+    @tool(description="Doubles x.")
+    def documented_elsewhere(x: int) -> int:
+        return 2 * x
+
+    assert documented_elsewhere.description == "Doubles x."
+
+
+def test_tools_given_as_one_tool_or_a_string_say_write_a_list() -> None:
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return path
+
+    with pytest.raises(ConfigurationError, match=r"write tools=\[\.\.\.\]"):
+        Agent(ScriptedModel([]), tools=read_file)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match=r"got 'read_file'; write tools=\[\.\.\.\]"):
+        Agent(ScriptedModel([]), tools="read_file")  # type: ignore[arg-type]
+
+
+async def test_a_404_names_the_url_and_suggests_v1() -> None:
+    async with FakeProviderServer([FakeReply("never")]) as server:
+        root = server.root_url
+        client = OpenAIClient("m", api_key="k", base_url=root)  # no /v1
+        async with client:
+            with pytest.raises(ModelNotFound) as caught:
+                await Agent(client).run("hi")
+    message = str(caught.value)
+    assert f"for POST {root}/chat/completions" in message
+    assert "usually serve under /v1 (check base_url)" in message
