@@ -14,6 +14,7 @@ from agentloop.messages import Message, ToolCallPart, Usage
 from agentloop.model import ModelRequest, ModelResponse
 from agentloop.safety import Budget, LoopDetection
 from agentloop.testing import FunctionModel, ScriptedModel, call, reply
+from agentloop.tools import Tool
 
 
 class Answer(BaseModel):
@@ -176,7 +177,7 @@ async def test_a_bad_input_argument_is_the_usual_soft_validation_text() -> None:
 # -- children that stop: max turns, loops, the parent's budget -----------------------------------
 
 
-def counter_tool() -> object:
+def counter_tool() -> Tool:
     count = iter(range(1_000))
 
     @tool

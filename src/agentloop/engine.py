@@ -77,7 +77,7 @@ _NATIVE_PROVIDERS = frozenset({"openai", "openrouter", "ollama", "gemini"})
 class AgentOptions(TypedDict, total=False):
     """The keyword arguments ``Agent.resume`` passes on to ``Agent``."""
 
-    tools: Iterable[Tool | Callable[..., Any]] | ToolRegistry
+    tools: Iterable[Tool | Toolset | Callable[..., Any]] | ToolRegistry
     system: str | None
     config: RunConfig | None
     hooks: Sequence[Hook]
@@ -98,7 +98,7 @@ class Agent(Generic[OutputT]):
         client: ModelClient,
         *,
         output_type: None = None,
-        tools: Iterable[Tool | Callable[..., Any]] | ToolRegistry = (),
+        tools: Iterable[Tool | Toolset | Callable[..., Any]] | ToolRegistry = (),
         system: str | None = None,
         config: RunConfig | None = None,
         hooks: Sequence[Hook] = (),
@@ -115,7 +115,7 @@ class Agent(Generic[OutputT]):
         client: ModelClient,
         *,
         output_type: type[OutputT],
-        tools: Iterable[Tool | Callable[..., Any]] | ToolRegistry = (),
+        tools: Iterable[Tool | Toolset | Callable[..., Any]] | ToolRegistry = (),
         system: str | None = None,
         config: RunConfig | None = None,
         hooks: Sequence[Hook] = (),
@@ -131,7 +131,7 @@ class Agent(Generic[OutputT]):
         client: ModelClient,
         *,
         output_type: type[Any] | None = None,
-        tools: Iterable[Tool | Callable[..., Any]] | ToolRegistry = (),
+        tools: Iterable[Tool | Toolset | Callable[..., Any]] | ToolRegistry = (),
         system: str | None = None,
         config: RunConfig | None = None,
         hooks: Sequence[Hook] = (),
@@ -719,6 +719,7 @@ class Agent(Generic[OutputT]):
             self._system(),
             self.config.model_settings,
             self.output.spec if state.native_output and self.output is not None else None,
+            self.session_id,
         )
         try:
             response = await call_model(self.client, request, state, bus, self.config.stream)
