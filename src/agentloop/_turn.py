@@ -128,9 +128,16 @@ class ClientEventBridge:
 
 
 def build_request(
-    state: RunState, system: str | None, settings: ModelSettings, output: OutputSpec | None = None
+    state: RunState,
+    system: str | None,
+    settings: ModelSettings,
+    output: OutputSpec | None = None,
+    session_id: str | None = None,
 ) -> ModelRequest:
-    """The request for the next model call (wrapping clients report to ``state.events``)."""
+    """The request for the next model call (wrapping clients report to ``state.events``).
+
+    ``session_id`` (the agent's) lets adapters key the provider's prompt cache per session.
+    """
     return ModelRequest(
         messages=tuple(state.transcript),
         tools=state.specs,
@@ -138,6 +145,7 @@ def build_request(
         settings=settings,
         events=state.events,
         output=output,
+        session_id=session_id,
     )
 
 

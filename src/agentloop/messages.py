@@ -182,26 +182,53 @@ class Message:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts reported by the provider."""
+    """Token counts reported by the provider.
+
+    ``input_tokens`` is the prompt's whole size, cached tokens included (the OpenTelemetry GenAI
+    convention and what every provider bills against). ``cache_read_tokens`` (served from the
+    provider's prompt cache) and ``cache_write_tokens`` (written to it, Anthropic only) are the
+    parts of ``input_tokens`` that were cached; ``uncached_input_tokens`` is the rest. Positional
+    construction ``Usage(input, output)`` is unchanged; the cache counts are 0 when unknown.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
         """Input plus output tokens."""
         return self.input_tokens + self.output_tokens
 
+    @property
+    def uncached_input_tokens(self) -> int:
+        """Input tokens neither read from nor written to the cache (never negative)."""
+        return max(0, self.input_tokens - self.cache_read_tokens - self.cache_write_tokens)
+
     def __add__(self, other: Usage) -> Usage:
         return Usage(
-            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
         )
 
     def to_dict(self) -> dict[str, int]:
-        """Plain-data form."""
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        """Plain-data form; the cache counts appear only when non-zero (older rows lack them)."""
+        data = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        if self.cache_read_tokens:
+            data["cache_read_tokens"] = self.cache_read_tokens
+        if self.cache_write_tokens:
+            data["cache_write_tokens"] = self.cache_write_tokens
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Usage:
-        """Rebuild from ``to_dict`` output."""
-        return cls(int(data.get("input_tokens", 0)), int(data.get("output_tokens", 0)))
+        """Rebuild from ``to_dict`` output (a missing count is 0)."""
+        return cls(
+            int(data.get("input_tokens", 0)),
+            int(data.get("output_tokens", 0)),
+            int(data.get("cache_read_tokens", 0)),
+            int(data.get("cache_write_tokens", 0)),
+        )

@@ -34,6 +34,10 @@ class ModelSettings:
 
     ``tool_choice`` is ``"auto"``, ``"required"``, ``"none"`` or a tool name. An adapter that
     cannot forward an option raises ``ConfigurationError`` instead of dropping it.
+
+    ``cache`` (default True) lets adapters help the provider's prompt cache: Anthropic
+    ``cache_control`` breakpoints, OpenAI's ``prompt_cache_key``. ``cache=False`` sends neither
+    (every adapter can honour it; providers that cache on their own still may).
     """
 
     temperature: float | None = None
@@ -43,8 +47,13 @@ class ModelSettings:
     seed: int | None = None
     tool_choice: str | None = None
     extra_body: Mapping[str, Any] | None = None
+    cache: bool = True
 
     def __post_init__(self) -> None:
+        if not isinstance(self.cache, bool):
+            raise ConfigurationError(
+                f"ModelSettings.cache must be a bool, got {self.cache!r}", field="cache"
+            )
         if self.temperature is not None and not 0.0 <= self.temperature <= 2.0:
             raise ConfigurationError(
                 f"ModelSettings.temperature must be in [0, 2], got {self.temperature}",
@@ -108,6 +117,9 @@ class ModelRequest:
     observers); None when nobody listens."""
     output: OutputSpec | None = None
     """Native structured output to ask for (``RunConfig.output_mode="native"``), else None."""
+    session_id: str | None = None
+    """The conversation this request belongs to (the engine's ``Agent.session_id``); adapters
+    derive a provider's prompt-cache key from it. None outside a session."""
 
 
 class ClientEvents(Protocol):

@@ -299,7 +299,7 @@ async def test_request_headers_system_tools_and_settings(
         tools=[ToolSpec("read", "Read it.", {"type": "object", "properties": {}})],
         system="Be careful.",
         settings=ModelSettings(temperature=0.5, max_tokens=99, top_p=0.9, stop=("X",),
-                               tool_choice="required"),
+                               tool_choice="required", cache=False),
         model="claude-override",
     )  # fmt: skip
     await make_client(headers={"anthropic-beta": "b1"}).complete(request)

@@ -15,7 +15,15 @@ every HTTP failure), both as one JSON reply and as SSE. Wire rules it owns:
   without ``message_stop`` is ``ResponseInvalid``. Only closed content blocks survive into the
   final response; a tool block still open at the end (e.g. cut by ``max_tokens``) is dropped.
 - Thinking, server-tool, compaction and other non-text, non-``tool_use`` blocks are ignored.
-- ``Usage.input_tokens`` includes cache reads and writes (the prompt's real size).
+- Prompt caching (``ModelSettings.cache``, on by default): ``cache_control`` breakpoints, at most
+  four: the last tool, the system prompt (then sent as one text block), the last block of the
+  transcript (the next turn reads it) and the last block before the final assistant message
+  (where the previous request ended, so a turn that adds many blocks still hits). Encoded
+  messages are shared and never marked in place: a marked block is a copy. ``cache=False``
+  sends the old payload byte for byte.
+- ``Usage.input_tokens`` includes cache reads and writes (the prompt's real size);
+  ``cache_read_input_tokens`` and ``cache_creation_input_tokens`` are kept as
+  ``cache_read_tokens`` and ``cache_write_tokens``.
 """
 
 from __future__ import annotations
@@ -55,7 +63,14 @@ from agentloop.providers._wire import (
     wrong,
 )
 
-__all__ = ["ANTHROPIC_VERSION", "AnthropicClient", "AnthropicStreamState", "build_payload"]
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "EPHEMERAL",
+    "AnthropicClient",
+    "AnthropicStreamState",
+    "build_payload",
+    "mark_transcript",
+]
 
 ANTHROPIC_VERSION = "2023-06-01"
 _PROVIDER = "anthropic"
@@ -148,22 +163,59 @@ def _settings(settings: ModelSettings, max_tokens: int) -> dict[str, Any]:
     return out
 
 
+EPHEMERAL: Mapping[str, str] = {"type": "ephemeral"}
+"""The ``cache_control`` value of every breakpoint this adapter places."""
+
+
+def _marked(block: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``block`` carrying a breakpoint (encoded blocks are shared: never mutate)."""
+    return {**block, "cache_control": dict(EPHEMERAL)}
+
+
+def mark_transcript(messages: list[dict[str, Any]]) -> None:
+    """Breakpoints on the transcript's last block and where the previous request ended.
+
+    The previous request ended at the last message before the final assistant message (the
+    loop appends one assistant message and one user message of results per turn). Each wire
+    message's content list is private to this payload, so replacing a block is safe.
+    """
+    if not messages:
+        return
+    ends = [len(messages) - 1]
+    last_assistant = max(
+        (i for i, m in enumerate(messages) if m["role"] == "assistant"), default=None
+    )
+    if last_assistant is not None and last_assistant > 0:
+        ends.append(last_assistant - 1)
+    for index in set(ends):
+        content = messages[index]["content"]
+        content[-1] = _marked(content[-1])
+
+
+def _encode_tools(request: ModelRequest, cache: bool) -> list[dict[str, Any]]:
+    tools = [
+        {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
+        for t in request.tools
+    ]
+    if cache and tools:
+        tools[-1] = _marked(tools[-1])
+    return tools
+
+
 def build_payload(
     request: ModelRequest, *, model: str, max_tokens: int, stream: bool
 ) -> dict[str, Any]:
     """The Messages API request body for ``request`` (raises ``ConfigurationError``)."""
-    payload: dict[str, Any] = {
-        "model": request.model or model,
-        "messages": encode_messages(tuple(request.messages)),
-    }
+    cache = request.settings.cache
+    messages = encode_messages(tuple(request.messages))
+    if cache:
+        mark_transcript(messages)
+    payload: dict[str, Any] = {"model": request.model or model, "messages": messages}
     system = _system_text(request)
     if system:
-        payload["system"] = system
+        payload["system"] = [_marked({"type": "text", "text": system})] if cache else system
     if request.tools:
-        payload["tools"] = [
-            {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
-            for t in request.tools
-        ]
+        payload["tools"] = _encode_tools(request, cache)
     payload.update(_settings(request.settings, max_tokens))
     if stream:
         payload["stream"] = True
@@ -179,18 +231,23 @@ _INPUT_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_inpu
 
 
 def _usage(value: object, previous: Usage | None = None, path: str = "usage") -> Usage:
-    """Usage from a ``usage`` object; fields it omits keep ``previous``'s counts."""
+    """Usage from a ``usage`` object; fields it omits keep ``previous``'s counts.
+
+    The three prompt fields travel together: when any is present, the absent ones count 0.
+    """
     base = previous or Usage()
     if value is None:
         return base
     usage = as_object(value, path)
-    prompt = [usage.get(name) for name in _INPUT_FIELDS]
-    inputs = base.input_tokens
-    if any(v is not None for v in prompt):
-        inputs = sum(as_count(v, f"{path}.{n}") for v, n in zip(prompt, _INPUT_FIELDS, strict=True))
     output = usage.get("output_tokens")
     outputs = base.output_tokens if output is None else as_count(output, f"{path}.output_tokens")
-    return Usage(inputs, outputs)
+    prompt = [usage.get(name) for name in _INPUT_FIELDS]
+    if all(v is None for v in prompt):
+        return Usage(base.input_tokens, outputs, base.cache_read_tokens, base.cache_write_tokens)
+    fresh, write, read = (
+        as_count(v, f"{path}.{n}") for v, n in zip(prompt, _INPUT_FIELDS, strict=True)
+    )
+    return Usage(fresh + write + read, outputs, cache_read_tokens=read, cache_write_tokens=write)
 
 
 def _decode_block(value: object, path: str) -> Part | None:

@@ -19,6 +19,8 @@ Speaks ``POST {base_url}/models/{model}:generateContent`` and
 - Stream completion rule: a stream is complete when a chunk carrying ``finishReason`` (or a
   ``promptFeedback.blockReason``) has arrived AND the connection then ended cleanly; chunks after
   the finish (usage) are still read. EOF without a finish reason is ``ResponseInvalid``.
+- Usage: ``promptTokenCount`` (which includes cached content) is ``input_tokens``,
+  ``cachedContentTokenCount`` is ``cache_read_tokens`` (Gemini caches implicitly; nothing to send).
 - ``finishReason``: STOP -> ``end_turn`` (``tool_use`` when calls were made), MAX_TOKENS ->
   ``max_tokens``, safety-type reasons -> ``refusal``, MALFORMED_FUNCTION_CALL ->
   ``ResponseInvalid`` (retryable); others lower-cased.
@@ -182,6 +184,7 @@ def build_payload(
 
 
 def _usage(value: object, previous: Usage) -> Usage:
+    """``promptTokenCount`` includes ``cachedContentTokenCount`` (kept as cache reads)."""
     if value is None:
         return previous
     usage = as_object(value, "usageMetadata")
@@ -192,8 +195,9 @@ def _usage(value: object, previous: Usage) -> Usage:
         usage.get("thoughtsTokenCount"), "usageMetadata.thoughtsTokenCount"
     )  # thinking is billed as output
     if prompt is None:
-        return Usage(previous.input_tokens, output)
-    return Usage(as_count(prompt, "usageMetadata.promptTokenCount"), output)
+        return Usage(previous.input_tokens, output, previous.cache_read_tokens)
+    cached = as_count(usage.get("cachedContentTokenCount"), "usageMetadata.cachedContentTokenCount")
+    return Usage(as_count(prompt, "usageMetadata.promptTokenCount"), output, cached)
 
 
 def _stop_reason(finish: str, has_calls: bool) -> str:

@@ -23,7 +23,13 @@ Wire mapping:
   ``ModelResponse``.
 - ``ModelResponse.stop_reason`` is the provider's ``finish_reason`` string (``stop``,
   ``tool_calls``, ``length``, ``content_filter``...), ``usage`` maps ``prompt_tokens`` /
-  ``completion_tokens``, ``request_id`` comes from ``x-request-id``.
+  ``completion_tokens`` (``input_tokens`` includes cached tokens, as ``prompt_tokens`` does),
+  ``prompt_tokens_details.cached_tokens`` / ``.cache_write_tokens`` (OpenRouter) to
+  ``cache_read_tokens`` / ``cache_write_tokens``; ``request_id`` comes from ``x-request-id``.
+- Prompt caching is automatic on these servers; with ``ModelSettings.cache`` (the default) and a
+  ``ModelRequest.session_id``, api.openai.com and openrouter.ai also get ``prompt_cache_key``
+  (``agentloop-`` + 32 hex digits of the session id's SHA-256: stable per session, reveals
+  nothing) so one session's requests land on the same cache. Other servers never see the field.
 - An ``{"error": ...}`` object in a 200 body or mid-stream (OpenRouter, proxies) is classified
   like an HTTP error with the status its ``code`` names (else 500, i.e. ``ProviderUnavailable``).
 
@@ -39,6 +45,7 @@ in the transcript, the raw text is sent verbatim as the call's ``arguments``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import ssl
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
@@ -74,6 +81,7 @@ __all__ = [
     "decode_arguments",
     "encode_request",
     "parse_completion",
+    "prompt_cache_key",
 ]
 
 INVALID_JSON_KEY = "__invalid_json__"
@@ -157,10 +165,29 @@ def _apply_settings(payload: dict[str, Any], settings: ModelSettings, max_field:
         payload.update(settings.extra_body)
 
 
+_CACHE_KEY_HOSTS = frozenset({"api.openai.com", "openrouter.ai"})
+"""Servers that accept ``prompt_cache_key`` (others may reject unknown fields)."""
+
+
+def prompt_cache_key(session_id: str) -> str:
+    """The ``prompt_cache_key`` of a session: stable, at most 64 characters, no user data."""
+    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return "agentloop-" + digest[:32]
+
+
 def encode_request(
-    request: ModelRequest, model: str, *, stream: bool = False, max_field: str = "max_tokens"
+    request: ModelRequest,
+    model: str,
+    *,
+    stream: bool = False,
+    max_field: str = "max_tokens",
+    cache_key: bool = False,
 ) -> dict[str, Any]:
-    """The Chat Completions payload for ``request`` (each message encoded once, then reused)."""
+    """The Chat Completions payload for ``request`` (each message encoded once, then reused).
+
+    ``cache_key``: the server accepts ``prompt_cache_key`` (sent when caching is on and the
+    request has a session).
+    """
     messages: list[dict[str, Any]] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
@@ -181,6 +208,8 @@ def encode_request(
                 "strict": False,
             },
         }
+    if cache_key and request.settings.cache and request.session_id:
+        payload["prompt_cache_key"] = prompt_cache_key(request.session_id)
     _apply_settings(payload, request.settings, max_field)
     return payload
 
@@ -205,9 +234,14 @@ def _payload_error(
 
 def _usage(value: object) -> Usage:
     usage = opt_object(value, "usage")
+    details = opt_object(usage.get("prompt_tokens_details"), "usage.prompt_tokens_details")
     return Usage(
         as_count(usage.get("prompt_tokens"), "usage.prompt_tokens"),
         as_count(usage.get("completion_tokens"), "usage.completion_tokens"),
+        as_count(details.get("cached_tokens"), "usage.prompt_tokens_details.cached_tokens"),
+        as_count(
+            details.get("cache_write_tokens"), "usage.prompt_tokens_details.cache_write_tokens"
+        ),
     )
 
 
@@ -471,6 +505,7 @@ class OpenAIClient(HttpClient):
         self._max_field = max_tokens_field or (
             "max_completion_tokens" if host == "api.openai.com" else "max_tokens"
         )
+        self._cache_key = host in _CACHE_KEY_HOSTS
         all_headers = dict(headers or {})
         if api_key:
             all_headers["Authorization"] = f"Bearer {api_key}"
@@ -497,7 +532,9 @@ class OpenAIClient(HttpClient):
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request`` and return the complete reply."""
-        payload = encode_request(request, self._model, max_field=self._max_field)
+        payload = encode_request(
+            request, self._model, max_field=self._max_field, cache_key=self._cache_key
+        )
         reply = await self._transport.post_json(self.url, payload)
         return parse_completion(
             reply.data,
@@ -510,7 +547,13 @@ class OpenAIClient(HttpClient):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream ``request``: text and tool-call deltas, then ``done`` with the full reply."""
-        payload = encode_request(request, self._model, stream=True, max_field=self._max_field)
+        payload = encode_request(
+            request,
+            self._model,
+            stream=True,
+            max_field=self._max_field,
+            cache_key=self._cache_key,
+        )
         accumulator = ChatStreamAccumulator(
             provider=self._provider,
             model=request.model or self._model,
