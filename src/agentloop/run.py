@@ -151,7 +151,7 @@ class Run(Generic[OutputT]):
         Raises:
             InvalidInput: A field is missing or malformed; the message names it by its path.
         """
-        data = _object(data, "run record")
+        data = _object(data, "")
         stop = _field(data, "stop_reason", "", "object", default=None)
         return Run(
             id=_field(data, "id", "", "str"),
@@ -244,7 +244,9 @@ def _at(path: str, key: str | int) -> str:
 
 def _bad(path: str, expected: str, value: object) -> InvalidInput:
     got = "null" if value is None else _JSON_KINDS.get(type(value), type(value).__name__)
-    return InvalidInput(f"{path}: expected {expected}, got {got}")
+    return InvalidInput(
+        f"{path}: expected {expected}, got {got}" if path else f"expected {expected}, got {got}"
+    )
 
 
 def _object(value: object, path: str) -> Mapping[str, Any]:
@@ -299,7 +301,7 @@ def message_from_dict(data: object, path: str = "message") -> Message:
 
 
 def _turn(data: object, path: str) -> Turn:
-    data = _object(data, path or "turn")
+    data = _object(data, path)
     return Turn(
         index=_field(data, "index", path, "int"),
         model=_field(data, "model", path, "str"),
@@ -330,7 +332,7 @@ def _result(data: object, path: str) -> ToolResultPart:
 
 
 def _error(data: object, path: str) -> AgentLoopError:
-    data = _object(data, path or "error")
+    data = _object(data, path)
     name = _field(data, "type", path, "str")
     message = _field(data, "message", path, "str", default="")
     cls = getattr(errors, name, None)

@@ -24,7 +24,11 @@ is upgraded in place; a store whose recorded version is newer is refused):
 - ``agentloop_resumptions(run_id, at, from_turn)``: each time ``continue_run`` picked a run up.
 
 Foreign exceptions (the driver's, and a stored record that no longer parses) become
-``MemoryBackendError`` in ``_guard``, the one boundary, with ``raise ... from exc``.
+``MemoryBackendError`` in ``_guard``, the one boundary, with ``raise ... from exc``. Reads check
+every row they rebuild: a damaged one (a record that is not a run, a malformed ``usage``, a
+history row that is not a message, a column of the wrong type) is a ``MemoryBackendError`` that
+names the run (or session) and the field. ``scan_runs`` reads each run on its own, so one
+damaged record does not hide the readable ones (``agentloop runs`` lists those).
 """
 
 from __future__ import annotations
@@ -37,9 +41,10 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, ClassVar, Protocol
 
-from agentloop.errors import MemoryBackendError
+from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Message
-from agentloop.run import Run, Turn
+from agentloop.run import Run, Turn, message_from_dict
+from agentloop.store._rows import column, describe, from_record, json_column, unfinished_run
 
 __all__ = ["SCHEMA_VERSION", "SQLStore", "StoredRun", "Transaction", "schema"]
 
@@ -93,7 +98,7 @@ def _dumps(value: Any) -> str:
     try:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_plain)
     except (ValueError, TypeError, RecursionError) as exc:
-        raise MemoryBackendError(f"a record cannot be written as JSON: {_describe(exc)}") from exc
+        raise MemoryBackendError(f"a record cannot be written as JSON: {describe(exc)}") from exc
 
 
 def _plain(value: Any) -> Any:
@@ -191,10 +196,10 @@ class SQLStore:
         except MemoryBackendError:
             raise
         except self._driver_errors as exc:
-            raise MemoryBackendError(f"{self.name}: {what} failed: {_describe(exc)}") from exc
+            raise MemoryBackendError(f"{self.name}: {what} failed: {describe(exc)}") from exc
         except (ValueError, KeyError, TypeError) as exc:
             raise MemoryBackendError(
-                f"{self.name}: {what}: a stored record is unreadable: {_describe(exc)}"
+                f"{self.name}: {what}: a stored record is unreadable: {describe(exc)}"
             ) from exc
 
     def _create_schema(self) -> None:
@@ -347,7 +352,10 @@ class SQLStore:
         """Every journaled step of ``run_id`` by key."""
         with self._open(f"loading the steps of run {run_id}", write=False) as tx:
             rows = tx.rows("SELECT key, value FROM agentloop_steps WHERE run_id = ?", (run_id,))
-            return {str(key): json.loads(value) for key, value in rows}
+        try:
+            return {str(key): json_column(value, f"step {key}") for key, value in rows}
+        except InvalidInput as exc:
+            raise self._damaged(f"the step journal of run {run_id}", exc) from exc
 
     def claim(
         self, session_id: str, owner: str, until: float, *, now: float, replace: str | None = None
@@ -420,30 +428,62 @@ class SQLStore:
         """The stored history of ``session_id`` (empty when there is none)."""
         with self._open(f"loading the history of session {session_id}", write=False) as tx:
             rows = tx.rows(
-                "SELECT message FROM agentloop_history WHERE session_id = ? ORDER BY seq",
+                "SELECT seq, message FROM agentloop_history WHERE session_id = ? ORDER BY seq",
                 (session_id,),
             )
-            return [Message.from_dict(json.loads(r[0])) for r in rows]
+        try:
+            return [
+                message_from_dict(json_column(m, f"message {seq}"), f"message {seq}")
+                for seq, m in rows
+            ]
+        except InvalidInput as exc:
+            raise self._damaged(f"the history of session {session_id}", exc) from exc
 
     def load_runs(self, session_id: str | None = None) -> list[StoredRun]:
-        """Stored runs in the order they started; all sessions when ``session_id`` is None."""
+        """Stored runs in the order they started; all sessions when ``session_id`` is None.
+
+        Raises ``MemoryBackendError`` naming the run and the field when a record is damaged.
+        """
+        runs = []
+        for _, stored in self.scan_runs(session_id):
+            if isinstance(stored, MemoryBackendError):
+                raise stored
+            runs.append(stored)
+        return runs
+
+    def scan_runs(
+        self, session_id: str | None = None
+    ) -> list[tuple[str, StoredRun | MemoryBackendError]]:
+        """Each stored run's id with the run, or the error naming what is damaged in its record.
+
+        ``load_runs`` for a reader that must not lose the readable runs to one damaged record.
+        """
         where, params = ("WHERE session_id = ?", (session_id,)) if session_id else ("", ())
         with self._open("loading runs", write=False) as tx:
             rows = tx.rows(
                 f"SELECT {_RUN_COLUMNS} FROM agentloop_runs {where} ORDER BY seq", params
             )
-            return [_stored(tx, row) for row in rows]
+            return [(str(row[0]), self._read_run(tx, row)) for row in rows]
 
     def load_run(self, run_id: str) -> StoredRun | None:
-        """One stored run by its exact id, or None."""
+        """One stored run by its exact id, or None (``MemoryBackendError`` when damaged)."""
         with self._open(f"loading run {run_id}", write=False) as tx:
             rows = tx.rows(f"SELECT {_RUN_COLUMNS} FROM agentloop_runs WHERE run_id = ?", (run_id,))
-            return _stored(tx, rows[0]) if rows else None
+            stored = self._read_run(tx, rows[0]) if rows else None
+        if isinstance(stored, MemoryBackendError):
+            raise stored
+        return stored
 
+    def _read_run(self, tx: Transaction, row: Row) -> StoredRun | MemoryBackendError:
+        try:
+            return _stored(tx, row)
+        except InvalidInput as exc:
+            error = self._damaged(f"run {row[0]}", exc)
+            error.__cause__ = exc
+            return error
 
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    def _damaged(self, what: str, exc: InvalidInput) -> MemoryBackendError:
+        return MemoryBackendError(f"{self.name}: {what} is damaged: {exc.message}")
 
 
 def _write_history(tx: Transaction, session_id: str, keep: int, append: Sequence[Message]) -> None:
@@ -485,34 +525,30 @@ def _release(tx: Transaction, session_id: str, owner: str) -> None:
 
 def _stored(tx: Transaction, row: Row) -> StoredRun:
     run_id, session_id, input_, started_at, ended_at, absorbed, record = row
+    column(session_id, "session_id", (str,))
     if record is not None:
-        run = Run.from_dict(json.loads(record))
+        run = from_record(json_column(record, "record"), "record", Run.from_dict)
+        if run.id != str(run_id):
+            raise InvalidInput(f"record: id: {run.id!r:.40} in the row of run {run_id}")
     else:
-        run = _unfinished(tx, str(run_id), str(input_))
-    run.started_at = started_at
-    run.ended_at = ended_at
+        rows = tx.rows(
+            "SELECT number, turn, messages FROM agentloop_turns WHERE run_id = ? ORDER BY number",
+            (str(run_id),),
+        )
+        run = unfinished_run(str(run_id), column(input_, "input", (str,)), rows)
+    run.started_at = column(started_at, "started_at", (int, float), nullable=True)
+    run.ended_at = column(ended_at, "ended_at", (int, float), nullable=True)
     resumed = tx.rows(
         "SELECT at, from_turn FROM agentloop_resumptions WHERE run_id = ? ORDER BY at",
         (str(run_id),),
     )
     return StoredRun(
-        str(session_id),
+        session_id,
         run,
         record is not None,
-        int(absorbed),
-        tuple((float(at), int(turn)) for at, turn in resumed),
+        column(absorbed, "absorbed", (int,)),
+        tuple(
+            (float(column(at, "at", (int, float))), column(turn, "from_turn", (int,)))
+            for at, turn in resumed
+        ),
     )
-
-
-def _unfinished(tx: Transaction, run_id: str, input_: str) -> Run:
-    """A run without a recorded end, rebuilt from its completed turns."""
-    run = Run(id=run_id, input=input_)
-    rows = tx.rows(
-        "SELECT turn, messages FROM agentloop_turns WHERE run_id = ? ORDER BY number", (run_id,)
-    )
-    for turn_json, messages_json in rows:
-        turn = Turn.from_dict(json.loads(turn_json))
-        run.turns.append(turn)
-        run.usage = run.usage + turn.usage
-        run.messages.extend(Message.from_dict(m) for m in json.loads(messages_json))
-    return run
