@@ -281,12 +281,13 @@ def _each(
 
 
 def _usage(data: Mapping[str, Any], path: str) -> Usage:
+    """Every count of ``Usage`` (each field a non-negative integer; a missing one is 0)."""
     where = _at(path, "usage")
     usage = _object(_field(data, "usage", path, "object", default={}), where)
-    return Usage(
-        _field(usage, "input_tokens", where, "count", default=0),
-        _field(usage, "output_tokens", where, "count", default=0),
-    )
+    return Usage(**{name: _field(usage, name, where, "count", default=0) for name in _COUNTS})
+
+
+_COUNTS = tuple(f.name for f in dataclasses.fields(Usage))
 
 
 def message_from_dict(data: object, path: str = "message") -> Message:
