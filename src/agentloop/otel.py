@@ -35,7 +35,7 @@ import pydantic_core
 
 from agentloop import events as ev
 from agentloop.errors import ProviderError
-from agentloop.messages import Message, TextPart, ToolCallPart
+from agentloop.messages import Message, TextPart, ToolCallPart, Usage
 from agentloop.observers import Observer
 from agentloop.safety.redact import redact_secrets
 
@@ -61,6 +61,8 @@ INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
 INPUT_TOKENS = "gen_ai.usage.input_tokens"
 OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+CACHE_READ_TOKENS = "gen_ai.usage.cache_read.input_tokens"
+CACHE_WRITE_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
 ERROR_TYPE = "error.type"
 CHANNEL = "agentloop.error.channel"
 ROOT_AGENT = "agentloop"
@@ -189,10 +191,7 @@ class OtelObserver(Observer):
         if span is None:
             return
         response = event.response
-        attributes: Attributes = {
-            INPUT_TOKENS: response.usage.input_tokens,
-            OUTPUT_TOKENS: response.usage.output_tokens,
-        }
+        attributes = _usage(response.usage)
         if response.model:
             attributes["gen_ai.response.model"] = response.model
         if response.stop_reason:
@@ -249,13 +248,7 @@ class OtelObserver(Observer):
                     self._record_error(span, error)
                 span.end()
         root = spans.root
-        root.set_attributes(
-            {
-                INPUT_TOKENS: run.usage.input_tokens,
-                OUTPUT_TOKENS: run.usage.output_tokens,
-                "agentloop.turns": len(run.turns),
-            }
-        )
+        root.set_attributes({**_usage(run.usage), "agentloop.turns": len(run.turns)})
         if error is not None:
             self._record_error(root, error)
         elif self.capture_content and run.output is not None:
@@ -370,6 +363,16 @@ def _end(span: Span | None) -> None:
 
 def _text(content: str) -> dict[str, Any]:
     return {"type": "text", "content": content}
+
+
+def _usage(usage: Usage) -> Attributes:
+    """Token counts by the GenAI conventions (input includes the cached counts, sent if any)."""
+    attributes: Attributes = {INPUT_TOKENS: usage.input_tokens, OUTPUT_TOKENS: usage.output_tokens}
+    if usage.cache_read_tokens:
+        attributes[CACHE_READ_TOKENS] = usage.cache_read_tokens
+    if usage.cache_write_tokens:
+        attributes[CACHE_WRITE_TOKENS] = usage.cache_write_tokens
+    return attributes
 
 
 def _message(role: str, parts: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from typing_extensions import TypeVar
 from agentloop import errors
 from agentloop.errors import AgentLoopError, AttemptRecord, InternalError, InvalidInput
 from agentloop.messages import Message, ToolCallPart, ToolResultPart, Usage
+from agentloop.pricing import estimate_cost, sum_costs
 
 __all__ = [
     "TRUNCATION_REASONS",
@@ -118,6 +119,20 @@ class Run(Generic[OutputT]):
     def tool_calls(self) -> int:
         """How many tool calls the model asked for in this run."""
         return sum(len(t.tool_calls) for t in self.turns)
+
+    @property
+    def cost(self) -> float | None:
+        """Estimated US dollars of this run's model calls; None when any part is unknown.
+
+        Each turn is priced on its own usage and model by ``agentloop.pricing`` (the
+        ``genai-prices`` table, cached input at its own rate). None, never 0, when a turn's
+        model has no price, the table is not installed, or ``usage`` holds tokens no turn
+        accounts for (a sub-agent's, rolled up without its model).
+        """
+        covered = sum((t.usage for t in self.turns), Usage())
+        if covered != self.usage:
+            return None
+        return sum_costs(estimate_cost(t.usage, t.model) for t in self.turns)
 
     def summary(self) -> ConversationSummary:
         """A ``ConversationSummary`` of this run so far."""

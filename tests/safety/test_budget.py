@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import pickle
 
 import pytest
@@ -142,19 +141,49 @@ def test_cost_in_dollars_from_the_price_table() -> None:
     assert exhausted is not None and exhausted.dimension == "cost_usd"
 
 
-def test_an_unpriced_model_counts_nothing_and_warns_once(caplog: pytest.LogCaptureFixture) -> None:
+def test_an_unpriced_model_fails_closed_naming_the_model() -> None:
     budget_gate, _ = gate(cost_usd=1.0, prices={"big": Price(1.0, 1.0)})
-    with caplog.at_level(logging.WARNING, logger="agentloop.safety.budget"):
-        budget_gate.record_usage(Usage(10**9, 10**9), "unknown-model")
-        budget_gate.record_usage(Usage(10**9, 10**9), "unknown-model")
+    budget_gate.record_usage(Usage(10, 10), "unknown-model")
     assert budget_gate.spent("cost_usd") == 0.0
-    assert [r.getMessage().count("unknown-model") for r in caplog.records] == [1]
+    refused = budget_gate.pre_request()[1]
+    assert isinstance(refused, ConfigurationError) and refused.field == "prices"
+    assert "'unknown-model'" in str(refused) and "free" in str(refused)
+    budget_gate.begin()  # a later run of the same gate is refused too, before any request
+    assert isinstance(budget_gate.pre_request()[1], ConfigurationError)
+    restored = gate(cost_usd=1.0, prices={"big": Price(1.0, 1.0)})[0]
+    restored.restore(budget_gate.snapshot())  # and in a continued run
+    assert isinstance(restored.pre_request()[1], ConfigurationError)
 
 
-def test_cost_without_prices_is_a_configuration_error() -> None:
+def test_an_unpriced_model_is_harmless_without_a_cost_line() -> None:
+    budget_gate, _ = gate(tokens=10**6)
+    budget_gate.record_usage(Usage(10, 10), "unknown-model")
+    assert budget_gate.pre_request() == ([], None)
+
+
+def test_cost_from_the_genai_prices_table_with_cached_input() -> None:
+    budget_gate, _ = gate(cost_usd=100.0)  # no prices: the table prices it
+    budget_gate.record_usage(Usage(1_000_000, 0), "gpt-4o")
+    uncached = budget_gate.spent("cost_usd")
+    budget_gate.begin()
+    budget_gate.record_usage(Usage(1_000_000, 0, cache_read_tokens=900_000), "gpt-4o")
+    assert 0 < budget_gate.spent("cost_usd") < uncached  # cached input is cheaper, not free
+
+
+def test_cached_rates_of_a_hand_written_price() -> None:
+    price = Price(3.0, 15.0, cache_read_per_million=0.3, cache_write_per_million=3.75)
+    usage = Usage(1_000_000, 0, cache_read_tokens=600_000, cache_write_tokens=100_000)
+    assert price.cost(usage) == pytest.approx(0.9 + 0.18 + 0.375)
+    assert Price(3.0, 15.0).cost(usage) == pytest.approx(3.0)  # no cached rate: no discount
+
+
+def test_cost_without_prices_needs_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentloop.safety import budget as budget_module
+
+    monkeypatch.setattr(budget_module, "table_available", lambda: False)
     with pytest.raises(ConfigurationError) as info:
         Budget(cost_usd=5.0)
-    assert info.value.field == "prices"
+    assert info.value.field == "prices" and "agentloop[cost]" in str(info.value)
     with pytest.raises(ConfigurationError):
         Budget(cost_usd=5.0, prices={})
     with pytest.raises(ConfigurationError):

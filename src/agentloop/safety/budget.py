@@ -7,11 +7,16 @@ crosses a line always completes and the *next* check refuses with ``BudgetExhaus
 dimension warns once per run at its soft line, ``floor(limit * soft_fraction)``.
 ``snapshot()`` / ``restore()`` carry a run's spend into another process (a continued run); the
 wall-clock line counts the time the run was running, not the time its process was dead.
+
+The cost line (``cost_usd``) prices each response with ``agentloop.pricing``: ``prices[model]``
+when given, else the ``genai-prices`` table (cached input at its own rate). It fails closed: a
+response from a model nobody can price makes the next check refuse with a
+``ConfigurationError`` naming the model (it is never counted as free), for every later run of
+the gate too.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -19,8 +24,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from agentloop.errors import BudgetExhausted, ConfigurationError
+from agentloop.errors import AgentLoopError, BudgetExhausted, ConfigurationError
 from agentloop.messages import Usage
+from agentloop.pricing import Price, estimate_cost, table_available
 from agentloop.safety._config import require_non_negative
 
 __all__ = ["DIMENSIONS", "Budget", "BudgetGate", "BudgetWarning", "Price", "soft_line"]
@@ -28,31 +34,14 @@ __all__ = ["DIMENSIONS", "Budget", "BudgetGate", "BudgetWarning", "Price", "soft
 DIMENSIONS = ("tokens", "output_tokens", "turns", "wall_clock", "tool_calls", "cost_usd")
 """Every budget dimension, in the order the gate checks them."""
 
-_logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Price:
-    """US dollars per million input and output tokens of one model."""
-
-    input_per_million: float
-    output_per_million: float
-
-    def __post_init__(self) -> None:
-        require_non_negative("Price", "input_per_million", self.input_per_million)
-        require_non_negative("Price", "output_per_million", self.output_per_million)
-
-    def cost(self, usage: Usage) -> float:
-        """What ``usage`` costs in US dollars."""
-        spent = usage.input_tokens * self.input_per_million
-        return (spent + usage.output_tokens * self.output_per_million) / 1_000_000
-
 
 @dataclass(frozen=True, slots=True)
 class Budget:
     """Hard lines per run (None or 0 disables a line); one warning each at ``soft_fraction``.
 
-    ``cost_usd`` needs ``prices`` keyed by the exact model name a response reports.
+    ``cost_usd`` prices responses from the ``genai-prices`` table (extra ``cost``) and from
+    ``prices`` (keyed by the exact model name a response reports; an entry wins over the
+    table). Without the table, ``cost_usd`` needs ``prices``.
     """
 
     tokens: int | None = None
@@ -81,9 +70,11 @@ class Budget:
                         f"Budget.prices[{model!r}] must be a Price, got {price!r}", field="prices"
                     )
             object.__setattr__(self, "prices", dict(self.prices))  # a private copy; pickles
-        if self.cost_usd and not self.prices:
+        if self.cost_usd and not self.prices and not table_available():
             raise ConfigurationError(
-                "Budget.cost_usd needs prices: a Price per model name", field="prices"
+                "Budget.cost_usd needs prices: install the price table "
+                "(pip install 'agentloop[cost]') or pass prices={model: Price(...)}",
+                field="prices",
             )
 
     def limit(self, dimension: str) -> float | None:
@@ -131,7 +122,7 @@ class BudgetGate:
             if limit is not None:
                 self._lines.append((dimension, limit, soft_line(limit, self.budget.soft_fraction)))
         self._prices = dict(self.budget.prices or {})
-        self._unpriced: set[str] = set()
+        self._unpriced: list[str] = []  # models no one could price: the gate refuses (kept)
         self.begin()
 
     def __repr__(self) -> str:
@@ -150,6 +141,7 @@ class BudgetGate:
             "spent": dict(self._spent),
             "warned": sorted(self._warned),
             "elapsed": self._clock() - self._started,
+            "unpriced": list(self._unpriced),
         }
 
     def restore(self, data: Mapping[str, Any]) -> None:
@@ -160,9 +152,11 @@ class BudgetGate:
                 raise TypeError("a spend is not a number")
             warned = {str(d) for d in data["warned"]}
             started = self._clock() - float(data["elapsed"])
+            unpriced = [str(m) for m in data.get("unpriced", ())]
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a BudgetGate snapshot: {exc!r}") from exc
         self._spent, self._warned, self._started = spent, warned, started
+        self._unpriced.extend(m for m in unpriced if m not in self._unpriced)
 
     def spent(self, dimension: str) -> float:
         """What this run has spent on ``dimension`` so far (wall clock in seconds)."""
@@ -185,16 +179,17 @@ class BudgetGate:
         """Count ``n`` dispatched tool calls."""
         self._spent["tool_calls"] += n
 
-    def pre_request(self) -> tuple[list[BudgetWarning], BudgetExhausted | None]:
+    def pre_request(self) -> tuple[list[BudgetWarning], AgentLoopError | None]:
         """Check every line before a request.
 
         Returns:
             The warnings not sent yet this run (a dimension crossing its hard line also
             warns if it had not), and the first exhausted dimension's ``BudgetExhausted``
-            (refuse the request) or None (send it).
+            (refuse the request) or None (send it). A cost line that met a model it cannot
+            price refuses with ``ConfigurationError`` (field ``prices``) naming the model.
         """
         warnings: list[BudgetWarning] = []
-        exhausted: BudgetExhausted | None = None
+        exhausted: AgentLoopError | None = self._unpriced_error()
         for dimension, limit, soft in self._lines:
             spent = self.spent(dimension)
             over = spent >= limit
@@ -214,12 +209,20 @@ class BudgetGate:
         return None
 
     def _cost(self, usage: Usage, model: str) -> float:
-        price = self._prices.get(model)
-        if price is not None:
-            return price.cost(usage)
+        cost = estimate_cost(usage, model, prices=self._prices)
+        if cost is not None:
+            return cost
         if model not in self._unpriced:
-            self._unpriced.add(model)
-            _logger.warning(
-                "budget: no price for model %r; its usage counts nothing toward cost_usd", model
-            )
-        return 0.0
+            self._unpriced.append(model)
+        return 0.0  # not free: ``_unpriced_error`` refuses the next request
+
+    def _unpriced_error(self) -> ConfigurationError | None:
+        if not self._unpriced or not self.budget.cost_usd:
+            return None
+        model = self._unpriced[0]
+        return ConfigurationError(
+            f"Budget.cost_usd cannot price model {model!r}: the price table does not know it "
+            f"and Budget.prices has no entry; refusing the next request rather than counting "
+            f"it as free (pass prices={{{model!r}: Price(...)}})",
+            field="prices",
+        )
