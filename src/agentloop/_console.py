@@ -34,7 +34,7 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 from agentloop import events as ev
-from agentloop.messages import ToolCallPart, ToolResultPart
+from agentloop.messages import ToolCallPart, ToolResultPart, Usage
 from agentloop.observers import Observer
 
 if TYPE_CHECKING:
@@ -83,6 +83,21 @@ def call_summary(call: ToolCallPart) -> str:
     if len(args) > _ARGS_LIMIT:
         args = args[: _ARGS_LIMIT - 1] + "…"
     return f"{call.name}({args})"
+
+
+def usage_summary(usage: Usage, cost: float | None) -> str:
+    """``1200 in (1000 cache read, 150 cache write), 40 out, cost ~$0.0021`` (or unknown)."""
+    cached = [
+        f"{count} {label}"
+        for count, label in (
+            (usage.cache_read_tokens, "cache read"),
+            (usage.cache_write_tokens, "cache write"),
+        )
+        if count
+    ]
+    inputs = f"{usage.input_tokens} in" + (f" ({', '.join(cached)})" if cached else "")
+    price = "unknown" if cost is None else f"~${cost:.4f}"
+    return f"{inputs}, {usage.output_tokens} out, cost {price}"
 
 
 def _result_line(result: ToolResultPart) -> Text:
