@@ -28,7 +28,16 @@ from agentloop.safety.loops import canonical_arguments
 from agentloop.safety.output import storable
 from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, render_content
 
-__all__ = ["Journal", "JournaledTool", "JournaledTools", "ReplayClient"]
+__all__ = [
+    "Journal",
+    "JournaledTool",
+    "JournaledTools",
+    "ReplayClient",
+    "ToolsView",
+    "WrappedTool",
+    "output_entry",
+    "replayed_output",
+]
 
 Writer = Callable[[str, str, Mapping[str, Any]], None]
 """``write(run_id, key, value)``: persist one journal entry (raises ``MemoryBackendError``)."""
@@ -101,12 +110,15 @@ class Journal:
         )
 
 
-class JournaledTool(Tool):
-    """A tool whose output is journaled, and replayed from the journal when it is there."""
+class WrappedTool(Tool):
+    """A tool that is ``inner`` in all but ``call``: name, schema, timeout, spec, validation.
 
-    def __init__(self, inner: Tool, journal: Journal) -> None:
+    The base of the wrappers a registry view hands the dispatcher (``ToolsView``): the
+    journal's here, the DBOS steps' in ``agentloop.durable.dbos``.
+    """
+
+    def __init__(self, inner: Tool) -> None:
         self.inner = inner
-        self.journal = journal
         self.name = inner.name
         self.description = inner.description
         self.parameters = inner.parameters
@@ -121,24 +133,36 @@ class JournaledTool(Tool):
         return self.inner.validate(arguments)
 
     async def call(self, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
+        """The inner tool's call."""
+        return await self.inner.call(arguments, ctx)
+
+
+class JournaledTool(WrappedTool):
+    """A tool whose output is journaled, and replayed from the journal when it is there."""
+
+    def __init__(self, inner: Tool, journal: Journal) -> None:
+        super().__init__(inner)
+        self.journal = journal
+
+    async def call(self, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
         """The journaled output, or the inner tool's (journaled once it returns)."""
         journal = self.journal
         key = journal.tool_key(ctx, self.name, arguments)
         if key in journal.entries:
-            return _replayed(journal.entries[key])
+            return replayed_output(journal.entries[key])
         journal.note_reply(ctx)
         try:
             output = await self.inner.call(arguments, ctx)
         except ToolError as error:
             journal.record(key, {"tool_error": storable(error.message)})
             raise
-        entry = _entry(output)
+        entry = output_entry(output)
         if entry is not None:
             journal.record(key, entry)
         return output
 
 
-def _entry(output: Any) -> dict[str, Any] | None:
+def output_entry(output: Any) -> dict[str, Any] | None:
     """The journal form of a tool's return value (None if it cannot be rendered: a panic)."""
     try:
         if isinstance(output, ToolOutput):
@@ -151,7 +175,8 @@ def _entry(output: Any) -> dict[str, Any] | None:
         return None
 
 
-def _replayed(entry: Mapping[str, Any]) -> Any:
+def replayed_output(entry: Mapping[str, Any]) -> Any:
+    """A tool's return value (or its ``ToolError``) as ``output_entry`` stored it."""
     if "tool_error" in entry:
         raise ToolError(str(entry["tool_error"]))
     if entry.get("is_error"):
@@ -159,18 +184,21 @@ def _replayed(entry: Mapping[str, Any]) -> Any:
     return str(entry["content"])
 
 
-class JournaledTools(ToolRegistry):
-    """A view of a registry whose tools are journaled (what the dispatcher looks tools up in)."""
+class ToolsView(ToolRegistry):
+    """A view of a registry whose tools ``wrap`` wraps (what the dispatcher looks tools up in)."""
 
-    def __init__(self, inner: ToolRegistry, journal: Journal) -> None:
+    def __init__(self, inner: ToolRegistry) -> None:
         super().__init__()
         self.inner = inner
-        self.journal = journal
+
+    def wrap(self, tool: Tool) -> Tool:
+        """The tool the dispatcher calls in place of ``tool``."""
+        return tool
 
     def get(self, name: str) -> Tool | None:
-        """The inner registry's tool, journaled."""
+        """The inner registry's tool, wrapped."""
         tool = self.inner.get(name)
-        return None if tool is None else JournaledTool(tool, self.journal)
+        return None if tool is None else self.wrap(tool)
 
     def names(self) -> list[str]:
         """The inner registry's names."""
@@ -178,6 +206,18 @@ class JournaledTools(ToolRegistry):
 
     def __contains__(self, name: object) -> bool:
         return name in self.inner
+
+
+class JournaledTools(ToolsView):
+    """A view of a registry whose tools are journaled."""
+
+    def __init__(self, inner: ToolRegistry, journal: Journal) -> None:
+        super().__init__(inner)
+        self.journal = journal
+
+    def wrap(self, tool: Tool) -> Tool:
+        """The tool, journaled."""
+        return JournaledTool(tool, self.journal)
 
 
 class ReplayClient:

@@ -1,0 +1,434 @@
+"""Runs as DBOS workflows: a killed process's runs are finished by DBOS, no finished step repeated.
+
+``DBOSAgent(agent, name=...)`` registers one DBOS workflow, ``agentloop.<name>``, that runs a
+fresh conversation of the agent (``agent.fork()``) with two seams swapped in, the same two the
+plain store's journal uses (``agentloop.durable.journal``):
+
+- the model client becomes a ``StepClient``: each ``complete``/``stream`` is a DBOS step
+  ``<name>.model`` whose recorded reply DBOS hands back on replay;
+- the dispatcher's registry becomes a ``StepTools`` view: each tool call is a DBOS step
+  ``<name>.tool.<tool>`` (except ``inline_tools``), whose rendered output, or ``ToolError``,
+  is recorded. A turn's tool calls draw their step IDs together, in the model's order, before
+  the first one runs, so parallel tool calls replay onto the right records.
+
+DBOS re-runs a recovered workflow from the top; the engine is deterministic given its steps'
+results, so it retraces the same turns without calling the model or the tools again, then goes
+on. The run's id is the workflow's id, the same on every execution (so ``ctx.run_id`` can seed an
+idempotency key). Errors cross DBOS's serialiser (pickle) with every attribute.
+
+Cancellation: ``DBOS.cancel_workflow(id)`` (or a ``CancelToken`` given to ``run``/``result``)
+stops the model or tool call in flight (the steps are preemptible) and the run ends as
+``Cancelled``; an asyncio cancellation of the waiting caller only stops the waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import contextvars
+import pickle
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
+from typing import Any, Generic, NoReturn
+
+import sqlalchemy.exc
+from dbos import DBOS, SetWorkflowID, StepOptions, StepReservation, WorkflowHandleAsync
+from dbos import error as dbos_error
+
+from agentloop.cancel import CancelToken
+from agentloop.durable.journal import ToolsView, WrappedTool, output_entry, replayed_output
+from agentloop.engine import Agent
+from agentloop.errors import (
+    AgentLoopError,
+    Cancelled,
+    ConfigurationError,
+    InternalError,
+    MemoryBackendError,
+    ResponseInvalid,
+    ToolError,
+)
+from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent
+from agentloop.run import OutputT, Run
+from agentloop.tools import Tool, ToolContext, ToolRegistry, render_content
+
+__all__ = ["DBOSAgent", "DBOSRun", "StepClient", "StepTools"]
+
+
+class _Flow:
+    """One execution of a run's workflow: its step names, its cancel, the turn's reserved steps."""
+
+    def __init__(self, name: str, cancel_run: Callable[[], None]) -> None:
+        self.name = name
+        self.cancel_run = cancel_run
+        self.cancelled: BaseException | None = None
+        self._turn = -1
+        self._reserved: dict[str, StepReservation] = {}
+
+    async def step(
+        self,
+        name: str,
+        func: Callable[..., Coroutine[Any, Any, Any]],
+        *args: Any,
+        reservation: StepReservation | None = None,
+    ) -> Any:
+        """``func(*args)`` as the DBOS step ``<flow>.<name>`` (at ``reservation`` if given)."""
+        options: StepOptions = {"name": f"{self.name}.{name}", "preemptible": True}
+        try:
+            if reservation is not None:
+                return await reservation.run_async(options, func, *args)
+            return await DBOS.run_step_async(options, func, *args)
+        except dbos_error.DBOSWorkflowCancelledError as exc:
+            self.cancelled = exc
+            raise
+
+    def reservation(
+        self, ctx: ToolContext, stepped: Callable[[str], bool]
+    ) -> StepReservation | None:
+        """The step ID drawn for this call when its turn's first call arrived (None: draw now)."""
+        if ctx.turn != self._turn:
+            self._turn = ctx.turn
+            self._reserved = {c.id: DBOS.reserve_step() for c in _calls(ctx) if stepped(c.name)}
+        return self._reserved.pop(ctx.call_id, None)
+
+    async def stop(self, exc: BaseException) -> NoReturn:
+        """DBOS cancelled the workflow during a tool call: end the run as ``Cancelled``.
+
+        The dispatcher turns a tool's exceptions into soft results, all but a cancellation;
+        so the run's own cancel fires and its cancellation arrives at the next ``await``.
+        """
+        self.cancelled = exc
+        self.cancel_run()
+        await asyncio.sleep(0)
+        raise asyncio.CancelledError
+
+
+def _calls(ctx: ToolContext) -> tuple[Any, ...]:
+    """The tool calls of ``ctx``'s turn, in the model's order (the engine's link to its run)."""
+    link = ctx._link
+    if link is None:
+        return ()
+    turns = link[0].run.turns
+    if not turns or turns[-1].index != ctx.turn:
+        return ()
+    return tuple(turns[-1].tool_calls)
+
+
+class StepClient:
+    """A ``ModelClient`` whose every call is a DBOS step (outside a workflow: the inner call)."""
+
+    def __init__(self, inner: ModelClient, flow: _Flow) -> None:
+        self.inner = inner
+        self._flow = flow
+
+    @property
+    def model(self) -> str:
+        """The inner client's model."""
+        return self.inner.model
+
+    @property
+    def provider(self) -> str:
+        """The inner client's provider."""
+        return self.inner.provider
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """The inner client's reply, recorded (or, on replay, the recorded reply)."""
+        response: ModelResponse = await self._flow.step("model", self.inner.complete, request)
+        return response
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """The inner stream's events live, then ``done``; on replay only ``done``.
+
+        The step consumes the inner stream and records the reply; its events reach the caller
+        as they arrive. The step's ID is drawn before its task starts, so it is in order.
+        """
+        events: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
+        reservation = DBOS.reserve_step()
+        task = asyncio.ensure_future(
+            self._flow.step(
+                "model", _streamed, self.inner, request, events.put_nowait, reservation=reservation
+            )
+        )
+        task.add_done_callback(lambda _: events.put_nowait(None))
+        try:
+            while (event := await events.get()) is not None:
+                yield event
+            response: ModelResponse = await task
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.wait({task})
+        yield StreamEvent("done", response=response)
+
+    async def aclose(self) -> None:
+        """Close the inner client."""
+        await self.inner.aclose()
+
+
+async def _streamed(
+    client: ModelClient, request: ModelRequest, sink: Callable[[StreamEvent], None]
+) -> ModelResponse:
+    """The model-stream step: forward the events, return the reply (what is recorded)."""
+    response: ModelResponse | None = None
+    events = client.stream(request)
+    try:
+        async for event in events:
+            if event.kind == "done":
+                response = event.response
+            else:
+                sink(event)
+    finally:
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()
+    if response is None:
+        raise ResponseInvalid(
+            "the stream ended without its terminal event",
+            provider=client.provider,
+            request_sent=True,
+        )
+    return response
+
+
+class StepTool(WrappedTool):
+    """A tool whose call is a DBOS step: its rendered output or ``ToolError`` is recorded."""
+
+    def __init__(self, inner: Tool, view: StepTools) -> None:
+        super().__init__(inner)
+        self.view = view
+
+    async def call(self, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
+        """The recorded output when DBOS has it, else the inner tool's (then recorded)."""
+        flow = self.view.flow
+        reservation = flow.reservation(ctx, self.view.stepped)
+        try:
+            entry = await flow.step(
+                f"tool.{self.name}",
+                _tool_entry,
+                self.inner,
+                arguments,
+                ctx,
+                reservation=reservation,
+            )
+        except dbos_error.DBOSWorkflowCancelledError as exc:
+            await flow.stop(exc)
+        return replayed_output(entry)
+
+
+async def _tool_entry(tool: Tool, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
+    """The tool-call step: the output as the text the model reads (what is recorded)."""
+    try:
+        output = await tool.call(arguments, ctx)
+    except ToolError:
+        raise
+    except Exception as exc:
+        try:
+            pickle.dumps(exc)
+        except Exception:  # DBOS could not record it: record what the dispatcher would say
+            raise InternalError(f"{type(exc).__name__}: {exc}") from exc
+        raise
+    entry = output_entry(output)
+    if entry is None:  # rendering raises: a panic, reported as the dispatcher reports it
+        render_content(getattr(output, "content", output))
+        raise InternalError(f"tool '{tool.name}' returned a value that cannot be rendered")
+    return entry
+
+
+class StepTools(ToolsView):
+    """A view of a registry whose tools are DBOS steps, but for ``inline`` ones."""
+
+    def __init__(self, inner: ToolRegistry, flow: _Flow, inline: frozenset[str]) -> None:
+        super().__init__(inner)
+        self.flow = flow
+        self.inline = inline
+
+    def stepped(self, name: str) -> bool:
+        """Whether a call of ``name`` runs as a step."""
+        return name not in self.inline and name in self.inner
+
+    def wrap(self, tool: Tool) -> Tool:
+        """The tool as a step, or itself when inline."""
+        return tool if tool.name in self.inline else StepTool(tool, self)
+
+
+class DBOSRun(Generic[OutputT]):
+    """A run started or enqueued as a DBOS workflow: its id, its result, its cancellation."""
+
+    def __init__(
+        self, workflow_id: str, handle: WorkflowHandleAsync[Run[OutputT]] | None = None
+    ) -> None:
+        self.workflow_id = workflow_id
+        self._handle = handle
+
+    async def result(self, *, cancel: CancelToken | None = None) -> Run[OutputT]:
+        """Wait for the run; raise the hard error that ended it, as ``agent.run()`` would.
+
+        When ``cancel`` fires, the workflow is cancelled in DBOS (``Cancelled`` is raised).
+
+        Raises:
+            Cancelled: The workflow was cancelled (here, by ``cancel``, or in DBOS).
+            MemoryBackendError: DBOS's database failed, or DBOS gave up on the workflow.
+        """
+        try:
+            handle = self._handle or await DBOS.retrieve_workflow_async(self.workflow_id)
+            if cancel is None:
+                return await handle.get_result()
+            return await self._until_cancelled(handle, cancel)
+        except (AgentLoopError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            raise _translated(exc, self.workflow_id) from exc
+
+    async def _until_cancelled(
+        self, handle: WorkflowHandleAsync[Run[OutputT]], cancel: CancelToken
+    ) -> Run[OutputT]:
+        result = asyncio.ensure_future(handle.get_result())
+        fired = asyncio.ensure_future(cancel.wait())
+        try:
+            await asyncio.wait({result, fired}, return_when=asyncio.FIRST_COMPLETED)
+            if not result.done():
+                await self.cancel()
+            return await result
+        finally:
+            for task in (result, fired):
+                task.cancel()
+
+    async def cancel(self) -> None:
+        """Cancel the workflow in DBOS: its model or tool call in flight stops, it never resumes."""
+        await DBOS.cancel_workflow_async(self.workflow_id)
+
+
+_NOT_LAUNCHED = ("No DBOS was created", "before DBOS was launched", "before DBOS initialized")
+"""How DBOS words "not launched" (its exceptions carry no code for it)."""
+
+
+def _translated(exc: Exception, workflow_id: str) -> AgentLoopError:
+    """A DBOS failure as ours: cancellation, then the database and DBOS's own refusals."""
+    if isinstance(exc, dbos_error.DBOSAwaitedWorkflowCancelledError):
+        return Cancelled()
+    if isinstance(exc, dbos_error.DBOSException) and any(m in str(exc) for m in _NOT_LAUNCHED):
+        return _not_launched()
+    if isinstance(exc, dbos_error.DBOSException | sqlalchemy.exc.SQLAlchemyError):
+        return MemoryBackendError(f"DBOS workflow {workflow_id}: {type(exc).__name__}: {exc}")
+    return InternalError(f"DBOS workflow {workflow_id}: {type(exc).__name__}: {exc}")
+
+
+def _off_loop(work: Callable[[], str]) -> str:
+    """``work()`` here, or on a short-lived thread when an event loop runs in this one."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return work()
+    context = contextvars.copy_context()
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agentloop-dbos") as pool:
+        return pool.submit(context.run, work).result()
+
+
+def _not_launched() -> ConfigurationError:
+    return ConfigurationError(
+        "DBOS is not launched: build the DBOSAgents, then DBOS(config=...) and DBOS.launch()",
+        field="dbos",
+    )
+
+
+class DBOSAgent(Generic[OutputT]):
+    """An agent whose runs are DBOS workflows: model calls and tool calls are steps.
+
+    Build every ``DBOSAgent`` before ``DBOS(config=...)`` and ``DBOS.launch()`` (launch is when
+    DBOS recovers the runs a dead process left), with the same ``name`` in every process that
+    may run or recover its workflows. Each run is a fresh conversation of ``agent`` (its
+    client, tools, prompt, config, hooks and observers; not its history or store).
+    ``inline_tools`` run in the workflow's own code, not as steps: pure functions (run again on
+    replay), or tools that use DBOS themselves (a step cannot start a workflow). ``queue`` names
+    the DBOS queue ``enqueue`` uses (default ``agentloop.<name>``), registered on first use
+    unless the application registered it (``DBOS.register_queue``, with its limits) first.
+    """
+
+    def __init__(
+        self,
+        agent: Agent[OutputT],
+        *,
+        name: str,
+        inline_tools: Iterable[str] = (),
+        queue: str | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise ConfigurationError("DBOSAgent needs a name (a non-empty str)", field="name")
+        if not isinstance(agent, Agent):
+            raise ConfigurationError("DBOSAgent wraps an agentloop Agent", field="agent")
+        self.agent = agent
+        self.name = name
+        self.inline_tools = frozenset(inline_tools)
+        self.queue = queue or f"agentloop.{name}"
+
+        async def run_workflow(input: str, deps: Any) -> Run[OutputT]:
+            return await self._execute(input, deps)
+
+        self._workflow = DBOS.workflow(name=f"agentloop.{name}")(run_workflow)
+
+    async def run(
+        self,
+        input: str,
+        *,
+        deps: Any = None,
+        cancel: CancelToken | None = None,
+        workflow_id: str | None = None,
+    ) -> Run[OutputT]:
+        """Run ``input`` as a DBOS workflow in this process; raise as ``agent.run()`` raises.
+
+        ``deps`` is a workflow input: DBOS pickles it. If the process dies, the run is
+        recovered at the next ``DBOS.launch()`` of a process with the same executor id.
+        ``workflow_id`` (default: a new one) makes the start idempotent: a second run with
+        the same id waits for the first one's result instead of running again.
+        """
+        started = await self.start(input, deps=deps, workflow_id=workflow_id)
+        return await started.result(cancel=cancel)
+
+    async def start(
+        self, input: str, *, deps: Any = None, workflow_id: str | None = None
+    ) -> DBOSRun[OutputT]:
+        """Start ``input`` as a DBOS workflow in this process; its ``DBOSRun`` at once."""
+        try:
+            with SetWorkflowID(workflow_id) if workflow_id else contextlib.nullcontext():
+                handle = await DBOS.start_workflow_async(self._workflow, input, deps)
+        except AgentLoopError:
+            raise
+        except Exception as exc:
+            raise _translated(exc, "(not started)") from exc
+        return DBOSRun(handle.workflow_id, handle)
+
+    def enqueue(
+        self, input: str, *, deps: Any = None, workflow_id: str | None = None
+    ) -> DBOSRun[OutputT]:
+        """Put ``input`` on the agent's DBOS queue; a launched process with this agent runs it.
+
+        Synchronous (a database insert), so it can be called from plain code as well as from
+        a coroutine: inside a running event loop DBOS refuses its sync calls, so they run on a
+        short-lived thread (the loop waits for the insert).
+        """
+        try:
+            enqueued = _off_loop(lambda: self._enqueue(input, deps, workflow_id))
+        except AgentLoopError:
+            raise
+        except Exception as exc:
+            raise _translated(exc, "(not enqueued)") from exc
+        return DBOSRun(enqueued)
+
+    def _enqueue(self, input: str, deps: Any, workflow_id: str | None) -> str:
+        queue = DBOS.retrieve_queue(self.queue) or DBOS.register_queue(self.queue)
+        with SetWorkflowID(workflow_id) if workflow_id else contextlib.nullcontext():
+            return queue.enqueue(self._workflow, input, deps).workflow_id
+
+    async def _execute(self, input: str, deps: Any) -> Run[OutputT]:
+        """The workflow's body: a fresh conversation, its model and tool calls as steps."""
+        twin = self.agent.fork()
+        flow = _Flow(self.name, twin.cancel)
+        twin.client = StepClient(self.agent.client, flow)
+        twin._dispatcher.registry = StepTools(twin.registry, flow, self.inline_tools)
+        state = twin._begin(input, deps, (), None)
+        state.run.id = DBOS.workflow_id or state.run.id
+        try:
+            return await twin._drive(state)
+        except Cancelled:
+            if flow.cancelled is not None:  # DBOS cancelled it: let DBOS see its own signal
+                raise flow.cancelled from None
+            raise
