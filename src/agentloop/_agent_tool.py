@@ -23,7 +23,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from agentloop.errors import AgentLoopError, BudgetExhausted, ConfigurationError, ToolError
+from agentloop.errors import AgentLoopError, ConfigurationError, ToolError
 from agentloop.events import Event
 from agentloop.messages import Usage
 from agentloop.safety.budget import Budget, BudgetGate, BudgetWarning
@@ -126,11 +126,11 @@ class SharedBudget(BudgetGate):
         super().record_tool_calls(n)
         self.parent.record_tool_calls(n)
 
-    def exhausted(self) -> BudgetExhausted | None:
+    def exhausted(self) -> AgentLoopError | None:
         """The first exhausted line here, else in the parent's gate."""
         return super().exhausted() or self.parent.exhausted()
 
-    def pre_request(self) -> tuple[list[BudgetWarning], BudgetExhausted | None]:
+    def pre_request(self) -> tuple[list[BudgetWarning], AgentLoopError | None]:
         """The child's own warnings; refused when its own or an ancestor's line is spent."""
         warnings, exhausted = super().pre_request()
         return warnings, exhausted or self.parent.exhausted()

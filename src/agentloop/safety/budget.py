@@ -200,8 +200,14 @@ class BudgetGate:
                 warnings.append(BudgetWarning(dimension, spent, limit))
         return warnings, exhausted
 
-    def exhausted(self) -> BudgetExhausted | None:
-        """The first exhausted dimension's ``BudgetExhausted``, sending no warning."""
+    def exhausted(self) -> AgentLoopError | None:
+        """The first exhausted dimension's ``BudgetExhausted``, sending no warning.
+
+        An unpriced model under a cost line refuses first (``ConfigurationError``).
+        """
+        unpriced = self._unpriced_error()
+        if unpriced is not None:
+            return unpriced
         for dimension, limit, _ in self._lines:
             spent = self.spent(dimension)
             if spent >= limit:
