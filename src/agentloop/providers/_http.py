@@ -25,7 +25,7 @@ API (stable; every provider module depends on it)::
     parse_retry_after(headers) -> float | None          # retry-after-ms, Retry-After secs or date
     should_retry_hint(error) -> bool | None              # the ``x-should-retry`` header, if sent
     redact(text, secrets) -> str
-    redact_error(error, secrets) -> error                # message and body, in place
+    redact_error(error, secrets) -> error   # message, body, request id, redirect host, in place
 
 Both request methods raise only ``agentloop.errors`` (``ProviderError`` subclasses, or
 ``ConfigurationError`` for a malformed URL); the foreign exception is chained (``from exc``).
@@ -165,11 +165,18 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
 
 
 def redact_error(error: ProviderError, secrets: Iterable[str]) -> ProviderError:
-    """Redact ``error``'s message and body in place (for errors built from a reply's text)."""
+    """Redact ``error``'s provider-sent text in place: message, body, request id, redirect host.
+
+    For errors built from a reply's text; every text attribute a server controls is covered (a
+    hostile server may echo the key in a header as readily as in a body).
+    """
+    secrets = tuple(secrets)
     error.message = redact(error.message, secrets)
     error.args = tuple(redact(a, secrets) if isinstance(a, str) else a for a in error.args)
-    if error.body is not None:
-        error.body = redact(error.body, secrets)
+    for name in ("body", "request_id", "redirect_host"):
+        value = getattr(error, name)
+        if isinstance(value, str):
+            setattr(error, name, redact(value, secrets))
     return error
 
 
@@ -342,7 +349,7 @@ def error_for_status(
         provider=provider,
         status_code=status,
         retry_after=retry_after,
-        request_id=_request_id(headers),
+        request_id=_request_id(headers, secrets),
         phase=FailurePhase.STATUS,
         request_sent=True,
         body=excerpt,
@@ -357,16 +364,22 @@ def _excerpt(body: str, secrets: Iterable[str]) -> str:
 
 
 def _redirect_error(
-    status: int, headers: Mapping[str, str], url: str, provider: str | None
+    status: int,
+    headers: Mapping[str, str],
+    url: str,
+    provider: str | None,
+    secrets: Iterable[str] = (),
 ) -> UnexpectedRedirect:
     location = headers.get("location", "")
     host = urlsplit(urljoin(url, location)).hostname if location else None
+    if host is not None and any(len(s) >= 4 and s.lower() in host for s in secrets):
+        host = _REDACTED  # a host is lower-cased: a key in it no longer matches exactly
     error = UnexpectedRedirect(
         f"{provider or 'provider'} HTTP {status}: redirect to {host or 'an unknown host'} "
         "refused (redirects are never followed)",
         provider=provider,
         status_code=status,
-        request_id=_request_id(headers),
+        request_id=_request_id(headers, secrets),
         phase=FailurePhase.REDIRECT,
         request_sent=True,
         redirect_host=host,
@@ -375,8 +388,10 @@ def _redirect_error(
     return error
 
 
-def _request_id(headers: Mapping[str, str]) -> str | None:
-    return headers.get("x-request-id") or headers.get("request-id")
+def _request_id(headers: Mapping[str, str], secrets: Iterable[str]) -> str | None:
+    """The server's request id (redacted: it is a header the server may fill with anything)."""
+    value = headers.get("x-request-id") or headers.get("request-id")
+    return None if value is None else redact(value, secrets)
 
 
 def _set_hint(error: ProviderError, headers: Mapping[str, str]) -> None:
@@ -676,7 +691,7 @@ class HttpTransport:
             return
         headers = _lower_headers(response)
         if 300 <= status < 400:
-            raise _redirect_error(status, headers, url, self.provider)
+            raise _redirect_error(status, headers, url, self.provider, self._secrets)
         raw = await self._read(response, limit=_EXCERPT_READ, truncate=True)
         text = raw.decode("utf-8", errors="replace")
         raise error_for_status(
@@ -708,7 +723,7 @@ class HttpTransport:
             f"{self.provider}: response body too large ({what}; limit {self.max_body} bytes)",
             "",
             self.provider,
-            _request_id(_lower_headers(response)),
+            _request_id(_lower_headers(response), self._secrets),
             self._secrets,
         )
 
@@ -726,7 +741,7 @@ class HttpTransport:
         finally:
             response.release()
         resp_headers = _lower_headers(response)
-        request_id = _request_id(resp_headers)
+        request_id = _request_id(resp_headers, self._secrets)
         text = raw.decode("utf-8", errors="replace")
         try:
             data = json.loads(text)
@@ -788,7 +803,7 @@ class SSEStream:
         self._response = response
         self.status = response.status
         self.headers = _lower_headers(response)
-        self.request_id = _request_id(self.headers)
+        self.request_id = _request_id(self.headers, self._transport.secrets)
         return self
 
     async def __aexit__(
