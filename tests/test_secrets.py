@@ -16,14 +16,16 @@ SQLite file's bytes (with its WAL), and the output of ``agentloop runs`` and ``r
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import pickle
 import random
 import string
+import threading
 import traceback
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +33,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from agentloop import Agent, tool
+from agentloop import Agent, FallbackClient, tool
 from agentloop.cli import main
 from agentloop.errors import AgentLoopError, ProviderError
 from agentloop.model import ModelClient
@@ -367,9 +369,81 @@ async def test_build_client_and_settings_keep_the_key_out(
         finally:
             await client.aclose()
         assert server.received[0].headers["Authorization"] == f"Bearer {key}"  # it was sent
+        echo = {"x-request-id": key, "Retry-After": "0"}
+        pairs = [
+            (Fault.http(503, f"busy {key}", echo), fault),
+            (Fault.reset(), Fault.http(429, f"slow {key}", echo)),
+        ]
+        for n, faults in enumerate(pairs):
+            async with (
+                FakeProviderServer(default=faults[0]) as first,
+                FakeProviderServer(default=faults[1]) as second,
+            ):
+                fallback = FallbackClient(
+                    [retrying(scripted_client("openai", s, key)) for s in (first, second)]
+                )
+                try:
+                    await drive(found, fallback, store, f"fallback-{n}", stream=bool(n))
+                finally:
+                    await fallback.aclose()
     runs = [s.run.id for s in store.load_runs()]
     store.close()
     add_logs(found, debug_logs)
     add_store(found, db, capsys, runs)
     assert [type(e).__name__ for e in found.errors][:1] == ["AuthError"]
+    assert not found.leaks(key), "\n".join(found.leaks(key)[:20])
+
+
+@contextmanager
+def serving_in_a_thread(default: Fault) -> Iterator[FakeProviderServer]:
+    """A fake server on its own thread and loop, for ``main()`` (which runs its own loop)."""
+    loop = asyncio.new_event_loop()
+    server = FakeProviderServer(default=default)
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        asyncio.run_coroutine_threadsafe(server.start(), loop).result(10)
+        yield server
+    finally:
+        asyncio.run_coroutine_threadsafe(server.close(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+
+
+@pytest.mark.parametrize("key", list(KEYS.values()), ids=list(KEYS))
+def test_agentloop_run_prints_and_stores_no_key(
+    key: str,
+    tmp_path: Path,
+    debug_logs: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``agentloop run`` failing on a key-echoing server: its paragraph, ``--debug`` traceback,
+    and the store it writes."""
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    monkeypatch.setenv("COLUMNS", "250")
+    monkeypatch.chdir(tmp_path)
+    found = Artifacts()
+    db = tmp_path / "agentloop.db"
+    echo = {"x-request-id": key, "Retry-After": "0"}
+    for fault in (
+        Fault.http(401, openai_error(f"Incorrect API key provided: {key}")),
+        Fault.http(500, straddling(key, len(key) // 2, shape="json"), echo),
+        Fault.http(404, f"no such model for {key}", echo),
+        Fault.redirect(f"https://{key}.example/?key={key}"),
+    ):
+        with serving_in_a_thread(fault) as server:
+            for extra in ([], ["--debug"], ["--plain", "--debug"]):
+                argv = ["run", "task", "--provider", "openai", "--base-url", server.base_url]
+                assert main([*argv, "--store", str(db), *extra]) == 1
+                found.add(f"agentloop run {fault.status} {extra}", "".join(capsys.readouterr()))
+            assert server.received[0].headers["Authorization"] == f"Bearer {key}"
+    add_logs(found, debug_logs)
+    with SQLiteStore(db) as store:
+        runs = [s.run.id for s in store.load_runs()]
+    add_store(found, db, capsys, runs)
+    assert len(runs) == 12
+    printed = "".join(text for where, text in found.texts if where.startswith("agentloop run"))
+    assert "AuthError" in printed and "Traceback" in printed and "UnexpectedRedirect" in printed
     assert not found.leaks(key), "\n".join(found.leaks(key)[:20])
