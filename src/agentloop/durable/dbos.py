@@ -259,10 +259,13 @@ class DBOSRun(Generic[OutputT]):
         self.workflow_id = workflow_id
         self._handle = handle
 
-    async def result(self, *, cancel: CancelToken | None = None) -> Run[OutputT]:
+    async def result(
+        self, *, cancel: CancelToken | None = None, poll_seconds: float = 1.0
+    ) -> Run[OutputT]:
         """Wait for the run; raise the hard error that ended it, as ``agent.run()`` would.
 
-        When ``cancel`` fires, the workflow is cancelled in DBOS (``Cancelled`` is raised).
+        When ``cancel`` fires, the workflow is cancelled in DBOS (``Cancelled`` is raised). A
+        run of another process is polled for in DBOS's database every ``poll_seconds``.
 
         Raises:
             Cancelled: The workflow was cancelled (here, by ``cancel``, or in DBOS).
@@ -270,18 +273,19 @@ class DBOSRun(Generic[OutputT]):
         """
         try:
             handle = self._handle or await DBOS.retrieve_workflow_async(self.workflow_id)
+            waiting = handle.get_result(polling_interval_sec=poll_seconds)
             if cancel is None:
-                return await handle.get_result()
-            return await self._until_cancelled(handle, cancel)
+                return await waiting
+            return await self._until_cancelled(waiting, cancel)
         except (AgentLoopError, asyncio.CancelledError):
             raise
         except Exception as exc:
             raise _translated(exc, self.workflow_id) from exc
 
     async def _until_cancelled(
-        self, handle: WorkflowHandleAsync[Run[OutputT]], cancel: CancelToken
+        self, waiting: Coroutine[Any, Any, Run[OutputT]], cancel: CancelToken
     ) -> Run[OutputT]:
-        result = asyncio.ensure_future(handle.get_result())
+        result = asyncio.ensure_future(waiting)
         fired = asyncio.ensure_future(cancel.wait())
         try:
             await asyncio.wait({result, fired}, return_when=asyncio.FIRST_COMPLETED)

@@ -1,0 +1,72 @@
+"""A DBOS test's child process: the plan of ``_plan.py`` as a DBOS workflow.
+
+``run ID``: run it (``KILL`` says where the process SIGKILLs itself). ``recover ID``: launch
+DBOS, which recovers the killed run, and print its result. ``worker``: launch and drain the
+queue until the ``STOP`` file exists. The system database is ``DBOS_URL``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import _plan
+from dbos import DBOS
+
+from agentloop import Agent
+from agentloop.durable.dbos import DBOSAgent, DBOSRun
+from agentloop.testing import FunctionModel
+
+
+def build() -> DBOSAgent[str | None]:
+    agent = Agent(FunctionModel(_plan.plan_step), tools=[_plan.work])
+    return DBOSAgent(agent, name="plan")
+
+
+def launch() -> None:
+    DBOS(
+        config={
+            "name": "agentloop-tests",
+            "system_database_url": os.environ["DBOS_URL"],
+            "log_level": "WARNING",
+            "executor_id": os.environ.get("EXECUTOR", "local"),
+            "application_version": "tests",
+            "notification_listener_polling_interval_sec": 0.05,
+        }
+    )
+    DBOS.launch()
+
+
+async def main(mode: str, workflow_id: str) -> None:
+    durable = build()
+    launch()
+    try:
+        if mode == "run":
+            run = await durable.run("go", workflow_id=workflow_id)
+        else:
+            run = await DBOSRun[str | None](workflow_id).result(poll_seconds=0.05)
+        status = await DBOS.get_workflow_status_async(workflow_id)
+        attempts = status.recovery_attempts if status else None
+        print(run.output, run.id, attempts, flush=True)
+    finally:
+        os._exit(0)  # DBOS.destroy() joins its queue threads for a second: nothing to keep here
+
+
+def work_until_stopped() -> None:
+    """A worker: DBOS's queue threads run the enqueued workflows until ``STOP`` exists."""
+    build()
+    launch()
+    while not Path(os.environ["STOP"]).exists():
+        time.sleep(0.05)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "worker":
+        work_until_stopped()
+    asyncio.run(main(sys.argv[1], sys.argv[2]))

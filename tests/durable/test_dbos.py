@@ -1,0 +1,268 @@
+"""``DBOSAgent``: runs as DBOS workflows, on SQLite in process and in child processes.
+
+In process (one DBOS per test, on a temp SQLite file): a run is a workflow whose model and tool
+calls are steps; a replay (a fork of the finished workflow) repeats no step and rebuilds the
+same run, parallel tool calls included; errors cross DBOS's serialisation with their
+attributes; DBOS cancellation ends the run as ``Cancelled``. In children: a run SIGKILLed at
+several points is recovered by the next process's ``DBOS.launch()`` with every completed tool
+call run once; an enqueued run is drained by a worker process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("dbos", reason="DBOSAgent tests need the dbos extra")
+
+from dbos import DBOS
+
+from agentloop import Agent, RunConfig, tool
+from agentloop.cancel import CancelToken
+from agentloop.durable.dbos import DBOSAgent, DBOSRun
+from agentloop.errors import (
+    Cancelled,
+    ConfigurationError,
+    MaxTurnsExceeded,
+    RateLimited,
+)
+from agentloop.model import ModelRequest
+from agentloop.testing import FunctionModel, call
+from agentloop.transcript import validate_transcript
+
+HERE = Path(__file__).parent
+CHILD = HERE / "_dbos_child.py"
+sys.path.insert(0, str(HERE))
+
+import _plan  # noqa: E402
+
+calls: list[str] = []
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers (counted)."""
+    calls.append(f"add {a} {b}")
+    return a + b
+
+
+def two_turns(request: ModelRequest) -> Any:
+    done = sum(1 for m in request.messages if m.role == "tool")
+    if done < 2:
+        return [call("add", {"a": done, "b": 1}), call("add", {"a": 10, "b": done})]
+    return f"sum after {done} turns"
+
+
+@pytest.fixture
+def dbos_url(tmp_path: Path) -> Iterator[str]:
+    calls.clear()
+    yield f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    DBOS.destroy(destroy_registry=True)
+
+
+def _launch(url: str) -> None:
+    DBOS(config={"name": "agentloop-tests", "system_database_url": url, "log_level": "ERROR"})
+    DBOS.launch()
+
+
+async def test_a_run_is_a_workflow_of_model_and_tool_steps(dbos_url: str) -> None:
+    durable = DBOSAgent(Agent(FunctionModel(two_turns), tools=[add]), name="steps")
+    _launch(dbos_url)
+    run = await durable.run("go", workflow_id="wf-steps")
+    assert run.output == "sum after 2 turns" and run.id == "wf-steps"
+    validate_transcript(run.messages)
+    steps = [s["function_name"] for s in await DBOS.list_workflow_steps_async("wf-steps")]
+    assert steps == ["steps.model", *["steps.tool.add"] * 2] * 2 + ["steps.model"]
+    assert calls == ["add 0 1", "add 10 0", "add 1 1", "add 10 1"]
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+async def test_a_replay_repeats_no_step_and_rebuilds_the_same_run(
+    dbos_url: str, parallel: bool
+) -> None:
+    config = RunConfig(parallel_tool_calls=parallel, max_concurrency=1)
+    asked: list[int] = []
+
+    def counted(request: ModelRequest) -> Any:
+        asked.append(1)
+        return two_turns(request)
+
+    durable = DBOSAgent(Agent(FunctionModel(counted), tools=[add], config=config), name="replay")
+    _launch(dbos_url)
+    first = await durable.run("go", workflow_id="wf-replay")
+    before = (len(asked), list(calls))
+    last_step = len(await DBOS.list_workflow_steps_async("wf-replay"))
+    fork = await DBOS.fork_workflow_async("wf-replay", last_step + 1)
+    again = await fork.get_result()
+    assert (len(asked), calls) == before  # every model and tool call answered from DBOS
+    assert again.messages == first.messages and again.output == first.output
+
+
+async def test_stream_config_streams_through_the_model_step(dbos_url: str) -> None:
+    config = RunConfig(stream=True)
+    agent = Agent(FunctionModel(two_turns), tools=[add], config=config)
+    durable = DBOSAgent(agent, name="streamed")
+    _launch(dbos_url)
+    run = await durable.run("go")
+    assert run.output == "sum after 2 turns"
+    steps = await DBOS.list_workflow_steps_async(run.id)
+    assert [s["function_name"] for s in steps].count("streamed.model") == 3
+
+
+async def test_errors_cross_dbos_serialisation_with_their_attributes(dbos_url: str) -> None:
+    looping = Agent(
+        FunctionModel(lambda r: [call("add", {"a": 1, "b": 1})]),
+        tools=[add],
+        config=RunConfig(max_turns=2),
+    )
+    failing = Agent(FunctionModel(_rate_limited))
+    loops = DBOSAgent(looping, name="loops")
+    limited = DBOSAgent(failing, name="limited")
+    _launch(dbos_url)
+    with pytest.raises(MaxTurnsExceeded) as caught:
+        await loops.run("go", workflow_id="wf-loops")
+    assert caught.value.max == 2 and caught.value.kind == "iterations"
+    assert caught.value.summary is not None and caught.value.summary.run_id == "wf-loops"
+    assert caught.value.summary.tool_calls == 2
+    with pytest.raises(RateLimited) as limit:
+        await limited.run("go", workflow_id="wf-limited")
+    with pytest.raises(RateLimited) as again:  # read back from the database
+        await DBOSRun[Any]("wf-limited").result()
+    for error in (limit.value, again.value):
+        assert (error.provider, error.status_code, error.retry_after) == ("p", 429, 7.5)
+        assert error.request_id == "req-1" and error.attempts == 1
+
+
+def _rate_limited(request: ModelRequest) -> Any:
+    raise RateLimited(
+        "slow down", provider="p", status_code=429, retry_after=7.5, request_id="req-1"
+    )
+
+
+async def test_dbos_cancellation_ends_the_run_as_cancelled(dbos_url: str) -> None:
+    entered = asyncio.Event()
+
+    @tool
+    async def wait_forever() -> str:
+        """Block until cancelled."""
+        entered.set()
+        await asyncio.sleep(3600)
+        return "never"
+
+    agent = Agent(FunctionModel(lambda r: [call("wait_forever")]), tools=[wait_forever])
+    durable = DBOSAgent(agent, name="cancelled")
+    _launch(dbos_url)
+    token = CancelToken()
+    running = asyncio.ensure_future(durable.run("go", cancel=token, workflow_id="wf-cancel"))
+    await asyncio.wait_for(entered.wait(), 10)
+    token.cancel()
+    with pytest.raises(Cancelled):
+        await asyncio.wait_for(running, 20)
+    status = await DBOS.get_workflow_status_async("wf-cancel")
+    assert status is not None and status.status == "CANCELLED"
+
+
+async def test_dbos_not_launched_is_a_configuration_error(dbos_url: str) -> None:
+    durable = DBOSAgent(Agent(FunctionModel(two_turns), tools=[add]), name="early")
+    with pytest.raises(ConfigurationError, match=r"DBOS is not launched"):
+        await durable.run("go")
+    with pytest.raises(ConfigurationError, match=r"DBOS is not launched"):
+        durable.enqueue("go")
+
+
+async def test_inline_tools_are_not_steps(dbos_url: str) -> None:
+    agent = Agent(FunctionModel(two_turns), tools=[add])
+    durable = DBOSAgent(agent, name="inline", inline_tools=["add"])
+    _launch(dbos_url)
+    run = await durable.run("go")
+    steps = [s["function_name"] for s in await DBOS.list_workflow_steps_async(run.id)]
+    assert steps == ["inline.model"] * 3 and len(calls) == 4
+
+
+# -- child processes ----------------------------------------------------------------------------
+
+KILL_POINTS = ["model:1", "model:2", "model:3", "model:5", "tool:a:1", "tool:c:1", "tool:e:1",
+               "tool:g:1"]  # fmt: skip
+"""Inside a model call (before the first, between turns, before the final reply) and inside a
+tool call (before its side effect)."""
+
+
+def _child(tmp: Path, name: str, *args: str, **env: str) -> subprocess.Popen[str]:
+    environ = {k: v for k, v in os.environ.items() if k not in ("KILL", "HOLD")}
+    environ.update(
+        DBOS_URL=f"sqlite:///{tmp / name}.sqlite", EFFECTS=str(tmp / f"{name}.effects"), **env
+    )
+    return subprocess.Popen(
+        [sys.executable, str(CHILD), *args],
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _effects(path: Path) -> list[str]:
+    return sorted(path.read_text().split()) if path.exists() else []
+
+
+def test_a_killed_run_is_recovered_by_the_next_launch(tmp_path: Path) -> None:
+    names = {point: point.replace(":", "_") for point in KILL_POINTS}
+    killed = {p: _child(tmp_path, n, "run", n, KILL=p) for p, n in names.items()}
+    for point, child in killed.items():
+        _, err = child.communicate(timeout=120)
+        assert child.returncode == -9, f"{point}: exited {child.returncode}: {err[-2000:]}"
+    recovering = {p: _child(tmp_path, n, "recover", n) for p, n in names.items()}
+    for point, child in recovering.items():
+        out, err = child.communicate(timeout=120)
+        assert child.returncode == 0, f"{point}: {err[-2000:]}"
+        output, run_id, attempts = out.split()
+        assert (output, run_id) == ("done", names[point]), point
+        assert int(attempts) >= 2, point  # the first execution and DBOS's recovery
+        effects = _effects(tmp_path / f"{names[point]}.effects")
+        assert effects == sorted(_plan.KEYS), f"{point}: {effects}"
+
+
+def test_an_enqueued_run_is_drained_by_a_worker_process(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'queue.sqlite'}"
+    os.environ["EFFECTS"] = str(tmp_path / "queue.effects")
+    durable = DBOSAgent(Agent(FunctionModel(_plan.plan_step), tools=[_plan.work]), name="plan")
+    _launch_listening(url)
+    try:
+        enqueued = durable.enqueue("go", workflow_id="wf-queued")
+        worker = _child(tmp_path, "queue", "worker", STOP=str(tmp_path / "stop"))
+        try:
+            run = asyncio.run(_result(enqueued))
+        finally:
+            (tmp_path / "stop").touch()
+            worker.communicate(timeout=60)
+    finally:
+        DBOS.destroy(destroy_registry=True)
+        os.environ.pop("EFFECTS", None)
+    assert run.output == "done" and run.id == "wf-queued"
+    assert _effects(tmp_path / "queue.effects") == sorted(_plan.KEYS)
+
+
+def _launch_listening(url: str) -> None:
+    """This process enqueues but runs nothing: it listens to no queue."""
+    DBOS(
+        config={
+            "name": "agentloop-tests",
+            "system_database_url": url,
+            "log_level": "ERROR",
+            "application_version": "tests",
+            "executor_id": "enqueuer",
+        }
+    )
+    DBOS.listen_queues([])
+    DBOS.launch()
+
+
+async def _result(enqueued: DBOSRun[Any]) -> Any:
+    return await asyncio.wait_for(enqueued.result(), 60)
