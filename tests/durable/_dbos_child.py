@@ -18,13 +18,22 @@ sys.path.insert(0, str(Path(__file__).parent))
 import _plan
 from dbos import DBOS
 
-from agentloop import Agent
+from agentloop import Agent, ToolContext, tool
 from agentloop.durable.dbos import DBOSAgent, DBOSRun
 from agentloop.testing import FunctionModel
 
 
+@tool
+async def work(ctx: ToolContext, key: str) -> str:
+    """Do one unit of work with a side effect (a line naming the run and the key)."""
+    _plan.kill_point(f"tool:{key}")
+    with _plan.effects_file().open("a") as out:
+        out.write(f"{ctx.run_id} {key}\n")
+    return f"did {key}"
+
+
 def build() -> DBOSAgent[str | None]:
-    agent = Agent(FunctionModel(_plan.plan_step), tools=[_plan.work])
+    agent = Agent(FunctionModel(_plan.plan_step), tools=[work])
     return DBOSAgent(agent, name="plan")
 
 
@@ -33,6 +42,7 @@ def launch() -> None:
         config={
             "name": "agentloop-tests",
             "system_database_url": os.environ["DBOS_URL"],
+            "sys_db_pool_size": 4,
             "log_level": "WARNING",
             "executor_id": os.environ.get("EXECUTOR", "local"),
             "application_version": "tests",

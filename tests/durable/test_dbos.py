@@ -11,6 +11,7 @@ call run once; an enqueued run is drained by a worker process.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import subprocess
 import sys
@@ -208,8 +209,13 @@ def _child(tmp: Path, name: str, *args: str, **env: str) -> subprocess.Popen[str
     )
 
 
-def _effects(path: Path) -> list[str]:
-    return sorted(path.read_text().split()) if path.exists() else []
+def _effects(path: Path) -> dict[str, list[str]]:
+    """The side effects by run id (each line: run id, key)."""
+    runs: dict[str, list[str]] = {}
+    for line in path.read_text().splitlines() if path.exists() else []:
+        run_id, key = line.split()
+        runs.setdefault(run_id, []).append(key)
+    return {run_id: sorted(keys) for run_id, keys in runs.items()}
 
 
 def test_a_killed_run_is_recovered_by_the_next_launch(tmp_path: Path) -> None:
@@ -226,12 +232,11 @@ def test_a_killed_run_is_recovered_by_the_next_launch(tmp_path: Path) -> None:
         assert (output, run_id) == ("done", names[point]), point
         assert int(attempts) >= 2, point  # the first execution and DBOS's recovery
         effects = _effects(tmp_path / f"{names[point]}.effects")
-        assert effects == sorted(_plan.KEYS), f"{point}: {effects}"
+        assert effects == {names[point]: sorted(_plan.KEYS)}, f"{point}: {effects}"
 
 
 def test_an_enqueued_run_is_drained_by_a_worker_process(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'queue.sqlite'}"
-    os.environ["EFFECTS"] = str(tmp_path / "queue.effects")
     durable = DBOSAgent(Agent(FunctionModel(_plan.plan_step), tools=[_plan.work]), name="plan")
     _launch_listening(url)
     try:
@@ -244,12 +249,11 @@ def test_an_enqueued_run_is_drained_by_a_worker_process(tmp_path: Path) -> None:
             worker.communicate(timeout=60)
     finally:
         DBOS.destroy(destroy_registry=True)
-        os.environ.pop("EFFECTS", None)
     assert run.output == "done" and run.id == "wf-queued"
-    assert _effects(tmp_path / "queue.effects") == sorted(_plan.KEYS)
+    assert _effects(tmp_path / "queue.effects") == {"wf-queued": sorted(_plan.KEYS)}
 
 
-def _launch_listening(url: str) -> None:
+def _launch_listening(url: str, **queue: Any) -> None:
     """This process enqueues but runs nothing: it listens to no queue."""
     DBOS(
         config={
@@ -262,7 +266,90 @@ def _launch_listening(url: str) -> None:
     )
     DBOS.listen_queues([])
     DBOS.launch()
+    if queue:
+        DBOS.register_queue("agentloop.plan", **queue)
 
 
 async def _result(enqueued: DBOSRun[Any]) -> Any:
     return await asyncio.wait_for(enqueued.result(), 60)
+
+
+# -- many workers on one Postgres ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def postgres_url() -> Iterator[str]:
+    """A throwaway PostgreSQL server (the store contract's helpers), or ``..._POSTGRES_DSN``."""
+    pytest.importorskip("psycopg", reason="DBOS on Postgres needs psycopg")
+    contract = _store_contract()
+    if dsn := os.environ.get("AGENTLOOP_TEST_POSTGRES_DSN"):
+        import psycopg
+
+        params = psycopg.conninfo.conninfo_to_dict(dsn)
+        yield f"postgresql://{params.get('user', 'postgres')}@{params['host']}:{params['port']}"
+        return
+    fixture = contract.postgres_dsn.__wrapped__()
+    dsn = next(fixture)
+    port = dsn.split("port=")[1].split()[0]
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}"
+    finally:
+        next(fixture, None)
+
+
+def _store_contract() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "agentloop_store_contract", HERE.parent / "store" / "test_store_contract.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+RUNS = 30
+
+
+def test_three_workers_on_postgres_drain_30_runs_through_a_killed_worker(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """One worker is SIGKILLed mid-run and restarted with its executor id: all finish once."""
+    url = f"{postgres_url}/dbos_scale"
+    env = {"DBOS_URL": url, "EFFECTS": str(tmp_path / "effects"), "STOP": str(tmp_path / "stop")}
+    durable = DBOSAgent(Agent(FunctionModel(_plan.plan_step), tools=[_plan.work]), name="plan")
+    _launch_listening(url, worker_concurrency=1, polling_interval_sec=0.1)
+    try:
+        enqueued = [durable.enqueue("go", workflow_id=f"scale-{i}") for i in range(RUNS)]
+        workers = [_worker(env, "w0", KILL="tool:d:2")]
+        workers += [_worker(env, f"w{i}") for i in (1, 2)]
+        workers[0].communicate(timeout=120)
+        assert workers[0].returncode == -9  # killed inside its second run's tool "d"
+        workers[0] = _worker(env, "w0")  # restarted with its executor id: DBOS recovers its run
+        try:
+            runs = asyncio.run(_results(enqueued))
+        finally:
+            (tmp_path / "stop").touch()
+            for worker in workers:
+                worker.communicate(timeout=60)
+    finally:
+        DBOS.destroy(destroy_registry=True)
+    assert sorted(run.id for run in runs) == sorted(f"scale-{i}" for i in range(RUNS))
+    assert all(run.output == "done" for run in runs)
+    assert _effects(tmp_path / "effects") == {run.id: sorted(_plan.KEYS) for run in runs}
+
+
+def _worker(env: dict[str, str], executor: str, **extra: str) -> subprocess.Popen[str]:
+    environ = {k: v for k, v in os.environ.items() if k not in ("KILL", "HOLD")}
+    environ.update(env, EXECUTOR=executor, **extra)
+    return subprocess.Popen(
+        [sys.executable, str(CHILD), "worker"],
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+async def _results(enqueued: list[DBOSRun[Any]]) -> list[Any]:
+    waiting = [run.result(poll_seconds=0.1) for run in enqueued]
+    return await asyncio.wait_for(asyncio.gather(*waiting), 120)
