@@ -255,6 +255,7 @@ def assert_results_on_the_wire(provider: str, body: Mapping[str, Any]) -> None:
                 "tool_use_id": "call_route",
                 "content": ROUTE_ERROR,
                 "is_error": True,
+                "cache_control": {"type": "ephemeral"},  # the transcript end: cached
             },
         ]
         calls = [b for b in body["messages"][-2]["content"] if b["type"] == "tool_use"]
