@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint docs bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests bench examples
 	$(BIN)/mypy
 
-test: lint
+# The docs site (mkdocs.yml) must build without a warning; it is built to a temporary directory.
+docs: $(STAMP)
+	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir "$$d"
+
+test: lint docs
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
