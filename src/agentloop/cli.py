@@ -5,7 +5,8 @@ local fault-injecting server it starts (no key, no network beyond 127.0.0.1) and
 error, recovery, loop stop, fallback and the final run records. ``agentloop fake-server`` runs
 that server for your own tests; ``agentloop run`` runs a real task with read-only tools.
 ``agentloop runs`` lists the runs in a store and ``agentloop runs show ID`` prints one of them,
-with its error's class, message and attributes.
+with its error's class, message and attributes; a damaged record is one error line on standard
+error (exit 1), and the readable runs are still listed.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from agentloop import Agent, Run, RunConfig, Turn
 from agentloop._advice import Target, failure_paragraph
 from agentloop.builtin_tools import workspace_tools
-from agentloop.errors import AgentLoopError, AttemptRecord, InvalidInput
+from agentloop.errors import AgentLoopError, AttemptRecord, InvalidInput, MemoryBackendError
 from agentloop.messages import ToolCallPart, ToolResultPart
 from agentloop.model import ModelClient
 from agentloop.observers import Observer
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from agentloop._console import LineScreen, LiveScreen, RunView
-    from agentloop.store import Store, StoredRun
+    from agentloop.store import PostgresStore, SQLiteStore, Store, StoredRun
     from agentloop.testing import FakeProviderServer
 
 __all__ = ["main"]
@@ -292,7 +293,7 @@ def _report(error: AgentLoopError, target: Target, *, debug: bool) -> None:
         console.print(Text("".join(traceback.format_exception(error))), soft_wrap=True)
 
 
-def _open_store(location: str) -> Store:
+def _open_store(location: str) -> SQLiteStore | PostgresStore:
     from agentloop.store import PostgresStore, SQLiteStore
 
     if location.startswith(("postgres://", "postgresql://")):
@@ -303,24 +304,33 @@ def _open_store(location: str) -> Store:
 
 
 def _runs(location: str, run_id: str | None, session: str | None) -> int:
+    """``runs`` and ``runs show``: 0, or 1 when a stored record could not be read."""
     console = _console()
     store = _open_store(location)
     try:
         if run_id is None:
-            _list_runs(console, store.load_runs(session))
-            return 0
+            return _list_runs(console, store.scan_runs(session))
         stored = store.load_run(run_id) or _by_prefix(store, run_id)
+    except MemoryBackendError as error:
+        _unreadable(error)
+        return 1
     finally:
         store.close()
     _show_run(console, stored)
     return 0
 
 
-def _by_prefix(store: Store, prefix: str) -> StoredRun:
-    matches = [s for s in store.load_runs() if s.run.id.startswith(prefix)]
+def _unreadable(error: MemoryBackendError) -> None:
+    print(f"agentloop: {type(error).__name__}: {error}", file=sys.stderr)
+
+
+def _by_prefix(store: SQLiteStore | PostgresStore, prefix: str) -> StoredRun:
+    matches = [stored for run_id, stored in store.scan_runs() if run_id.startswith(prefix)]
     if len(matches) != 1:
         problem = "no stored run" if not matches else f"{len(matches)} stored runs"
         raise InvalidInput(f"{problem} with an id starting {prefix!r}")
+    if isinstance(matches[0], MemoryBackendError):
+        raise matches[0]
     return matches[0]
 
 
@@ -339,24 +349,33 @@ def _when(timestamp: float | None, timespec: str = "seconds") -> str:
     return datetime.fromtimestamp(timestamp).isoformat(sep=" ", timespec=timespec)
 
 
-def _list_runs(console: Console, runs: list[StoredRun]) -> None:
+def _list_runs(
+    console: Console, scanned: Sequence[tuple[str, StoredRun | MemoryBackendError]]
+) -> int:
+    """The readable runs as a table; each damaged record one line on stderr (then exit 1)."""
     from rich.table import Table
 
     table = Table("session", "run", "started", "turns", "calls", "outcome")
     for column in table.columns[:3]:
         column.no_wrap = True  # the outcome column takes what an 80-column terminal leaves
+    runs = [stored for _, stored in scanned if not isinstance(stored, MemoryBackendError)]
     for stored in runs:
         run = stored.run
         table.add_row(
             _escape(stored.session_id[:12]),
-            run.id[:12],
+            _escape(run.id[:12]),
             _when(run.started_at, "minutes"),
             str(len(run.turns)),
             str(run.tool_calls),
             _outcome(stored),
         )
     console.print(table)
-    console.print(f"{len(runs)} run{'s' * (len(runs) != 1)}")
+    damaged = [error for _, error in scanned if isinstance(error, MemoryBackendError)]
+    for error in damaged:
+        _unreadable(error)
+    more = f", {len(damaged)} damaged record{'s' * (len(damaged) != 1)}" if damaged else ""
+    console.print(f"{len(runs)} run{'s' * (len(runs) != 1)}{more}")
+    return 1 if damaged else 0
 
 
 def _show_run(console: Console, stored: StoredRun) -> None:
