@@ -214,9 +214,10 @@ class Agent(Generic[OutputT]):
             return
         try:
             self.safety.restore(data, self.client, continuing=continuing)
-        except ValueError as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise MemoryBackendError(
-                f"session {self.session_id!r}: the stored safety state is unreadable: {exc}"
+                f"session {self.session_id!r}: the stored safety state is unreadable: "
+                f"{type(exc).__name__}: {exc}"
             ) from exc
         if continuing is None:
             self.safety.end_run()

@@ -347,3 +347,23 @@ def test_from_dict_raises_invalid_input_naming_the_field() -> None:
         error_from_dict({"type": None})
     unknown = error_from_dict({"type": "FromTheFuture", "message": "new"})
     assert type(unknown).__name__ == "InternalError" and str(unknown) == "new"
+
+
+def test_a_safety_state_missing_its_parts_is_a_memory_backend_error(tmp_path: Path) -> None:
+    import sqlite3
+
+    from agentloop import Agent
+    from agentloop.errors import MemoryBackendError
+    from agentloop.store import SQLiteStore
+    from agentloop.testing import ScriptedModel, reply
+
+    path = tmp_path / "s.db"
+    store = SQLiteStore(path)
+    agent = Agent(ScriptedModel([reply("ok")]), store=store)
+    agent.run_sync("go")
+    with sqlite3.connect(path) as db:
+        columns = [row[1] for row in db.execute("PRAGMA table_info(agentloop_sessions)")]
+        safety = next(c for c in columns if "safety" in c)
+        db.execute(f"UPDATE agentloop_sessions SET {safety} = ?", ('{"format": 1}',))
+    with pytest.raises(MemoryBackendError, match="stored safety state is unreadable: KeyError"):
+        Agent.resume(agent.session_id, store=SQLiteStore(path), client=ScriptedModel([]))
