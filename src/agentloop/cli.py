@@ -340,7 +340,26 @@ def _outcome(stored: StoredRun) -> str:
         return "[yellow]unfinished[/] (no recorded end)"
     if run.stop_reason is not None:
         return f"[red]{type(run.stop_reason).__name__}[/]: {_escape(str(run.stop_reason))}"
-    return _escape(repr(run.output))
+    return _escape(_first_line(_plain_text(run.output)))
+
+
+def _plain_text(value: object) -> str:
+    """Stored text as the reader wrote it (never a Python repr); typed output as JSON."""
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return value
+    import json
+
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _first_line(text: str, width: int = 48) -> str:
+    line = text.strip().split("\n", 1)[0]
+    more = line != text.strip()
+    if len(line) > width:
+        line, more = line[: width - 1], True
+    return line + ("…" if more else "")
 
 
 def _when(timestamp: float | None, timespec: str = "seconds") -> str:
@@ -385,14 +404,14 @@ def _show_run(console: Console, stored: StoredRun) -> None:
     fields = Table("field", "value", show_header=False, title=f"run {run.id}")
     for name, value in (
         ("session", _escape(stored.session_id)),
-        ("input", _escape(repr(run.input))),
-        ("output", _escape(repr(run.output))),
+        ("input", _escape(_plain_text(run.input))),
+        ("output", _escape(_plain_text(run.output))),
         ("outcome", _outcome(stored)),
         ("turns", f"{len(run.turns)} ({run.tool_calls} tool call{'s' * (run.tool_calls != 1)})"),
         ("tokens", f"{run.usage.input_tokens} in, {run.usage.output_tokens} out"),
         ("started", _when(run.started_at)),
         ("ended", _when(run.ended_at)),
-        ("unfinished_input", _escape(repr(run.unfinished_input))),
+        ("unfinished_input", _escape(_plain_text(run.unfinished_input))),
     ):
         fields.add_row(name, value)
     console.print(fields)
