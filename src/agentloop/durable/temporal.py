@@ -128,7 +128,7 @@ class _Activities:
         self.timeout = timeout
         self.retry = retry
 
-    async def execute(self, activity_name: str, payload: bytes, summary: str) -> Any:
+    async def execute(self, activity_name: str, payload: bytes) -> Any:
         """Run an activity from the workflow; its failure raised as the exception it carries."""
         try:
             result: bytes = await workflow.execute_activity(
@@ -137,7 +137,6 @@ class _Activities:
                 start_to_close_timeout=self.timeout,
                 retry_policy=self.retry,
                 result_type=bytes,
-                summary=summary,
             )
         except ActivityError as exc:
             raise restored(exc) from None
@@ -167,9 +166,7 @@ class ActivityClient:
 
     async def _call(self, request: ModelRequest, stream: bool) -> ModelResponse:
         payload = pickle.dumps((replace(request, events=None), stream))
-        response: ModelResponse = await self._activities.execute(
-            self._activities.model, payload, "model"
-        )
+        response: ModelResponse = await self._activities.execute(self._activities.model, payload)
         return response
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
@@ -195,9 +192,7 @@ class ActivityTool(WrappedTool):
         """The output of the tool as the activity ran it; its exceptions raised here."""
         where = (ctx.run_id, ctx.turn, ctx.call_id, ctx.session_id)
         payload = pickle.dumps((self.name, dict(arguments), where, ctx.deps))
-        kind, value = await self._activities.execute(
-            self._activities.tool, payload, f"tool {self.name}"
-        )
+        kind, value = await self._activities.execute(self._activities.tool, payload)
         if kind == "tool_error":
             raise value
         return value
