@@ -28,7 +28,7 @@ from temporalio.client import Client
 
 from agentloop import Agent, tool
 from agentloop.durable.temporal import TemporalAgent, failure, restored
-from agentloop.errors import ProviderError, RateLimited, ToolError
+from agentloop.errors import Cancelled, ProviderError, RateLimited, ToolError
 from agentloop.model import ModelRequest
 from agentloop.testing import FunctionModel, ScriptedModel, call, reply
 
@@ -183,3 +183,28 @@ async def test_each_run_is_a_fresh_conversation(client: Client) -> None:
         )
     assert sorted([first.output, second.output]) == ["one", "two"]
     assert first.id != second.id
+
+
+entered, released = asyncio.Event(), asyncio.Event()
+
+
+@tool
+async def wait_for_release() -> str:
+    """Blocks until the test releases it."""
+    entered.set()
+    await released.wait()
+    return "released"
+
+
+async def test_a_cancelled_workflow_is_cancelled(client: Client) -> None:
+    entered.clear()
+    released.clear()
+    model = ScriptedModel([call("wait_for_release"), reply("never")])
+    durable = TemporalAgent(Agent(model, tools=[wait_for_release]), name="cancels")
+    async with durable.worker(client):
+        started = await durable.start("wait", client=client)
+        await asyncio.wait_for(entered.wait(), 10)
+        await started.cancel()
+        with pytest.raises(Cancelled):
+            await started.result()
+        released.set()  # the activity (no heartbeats) finishes; its result is ignored

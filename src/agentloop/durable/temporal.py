@@ -35,6 +35,7 @@ same way, and ``TemporalRun.result`` raises it again with every attribute.
 
 from __future__ import annotations
 
+import asyncio
 import pickle
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -139,6 +140,8 @@ class _Activities:
                 result_type=bytes,
             )
         except ActivityError as exc:
+            if isinstance(exc.cause, TemporalCancelled):  # the workflow is being cancelled
+                raise asyncio.CancelledError from None
             raise restored(exc) from None
         return pickle.loads(result)
 
