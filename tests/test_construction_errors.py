@@ -57,3 +57,21 @@ async def test_a_404_names_the_url_and_suggests_v1() -> None:
     message = str(caught.value)
     assert f"for POST {root}/chat/completions" in message
     assert "usually serve under /v1 (check base_url)" in message
+
+
+@pytest.mark.parametrize(
+    ("client", "variable"),
+    [("AnthropicClient", "ANTHROPIC_API_KEY"), ("GeminiClient", "GEMINI_API_KEY")],
+)
+def test_a_direct_client_reads_its_key_from_the_environment(
+    client: str, variable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentloop.errors import AuthError
+    from agentloop.providers import anthropic, gemini
+
+    cls = getattr(anthropic if client == "AnthropicClient" else gemini, client)
+    monkeypatch.delenv(variable, raising=False)
+    with pytest.raises(AuthError, match=f"{variable} is not set"):
+        cls("m", api_key=None)
+    monkeypatch.setenv(variable, "from-the-environment")
+    assert cls("m", api_key=None).model == "m"

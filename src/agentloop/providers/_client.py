@@ -8,6 +8,7 @@ with the same rule. ``ClosingClient`` gives every client, wrappers included, ``a
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import TracebackType
@@ -46,11 +47,17 @@ def check_client(model: object, base_url: object, timeout: object, connect_timeo
             raise ConfigurationError(f"{name} must be > 0 seconds, got {value!r}", field=name)
 
 
-def require_key(api_key: object, variable: str, provider: str) -> None:
-    """Raise ``AuthError("<variable> is not set")`` for a missing or empty key."""
+def require_key(api_key: object, variable: str, provider: str) -> str:
+    """The key: ``api_key``, else the ``variable`` environment variable (as ``Settings`` does).
+
+    Raises ``AuthError("<variable> is not set")`` when neither gives one.
+    """
+    if api_key is None:
+        api_key = os.environ.get(variable, "").strip() or None
     if not isinstance(api_key, str) or not api_key:
         raise AuthError(f"{variable} is not set", provider=provider)
     check_key_characters(api_key)
+    return api_key
 
 
 def check_key_characters(key: str) -> None:

@@ -481,7 +481,7 @@ class AnthropicClient(HttpClient):
         headers: Mapping[str, str] | None = None,
     ) -> None:
         check_client(model, base_url, timeout, connect_timeout)
-        require_key(api_key, "ANTHROPIC_API_KEY", _PROVIDER)
+        api_key = require_key(api_key, "ANTHROPIC_API_KEY", _PROVIDER)
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ConfigurationError(
                 f"max_tokens must be >= 1, got {max_tokens!r}", field="max_tokens"

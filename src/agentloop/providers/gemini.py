@@ -362,7 +362,7 @@ class GeminiClient(HttpClient):
     ) -> None:
         name = model.removeprefix("models/") if isinstance(model, str) else model
         check_client(name, base_url, timeout, connect_timeout)
-        require_key(api_key, "GEMINI_API_KEY", _PROVIDER)
+        api_key = require_key(api_key, "GEMINI_API_KEY", _PROVIDER)
         self._model = name
         self._provider = _PROVIDER
         self.base_url = base_url.rstrip("/")
