@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import _plan
 from dbos import DBOS
 
-from agentloop import Agent, ToolContext, tool
+from agentloop import Agent, RunConfig, ToolContext, tool
 from agentloop.durable.dbos import DBOSAgent, DBOSRun
 from agentloop.testing import FunctionModel
 
@@ -33,7 +33,8 @@ async def work(ctx: ToolContext, key: str) -> str:
 
 
 def build() -> DBOSAgent[str | None]:
-    agent = Agent(FunctionModel(_plan.plan_step), tools=[work])
+    config = RunConfig(stream=os.environ.get("STREAM") == "1")
+    agent = Agent(FunctionModel(_plan.plan_step), tools=[work], config=config)
     return DBOSAgent(agent, name="plan")
 
 

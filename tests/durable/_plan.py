@@ -61,9 +61,9 @@ def plan_step(request: ModelRequest) -> Any:
     """The next step from the transcript: how many tool-result messages the run has."""
     kill_point("model")
     done = sum(1 for m in request.messages if m.role == "tool")
-    if done < len(PLAN):
-        return [call("work", {"key": key}) for key in PLAN[done]]
-    return "done"
+    step: Any = [call("work", {"key": key}) for key in PLAN[done]] if done < len(PLAN) else "done"
+    kill_point("model-reply")  # the reply is made, the model call has not returned
+    return step
 
 
 class KillingStore(SQLiteStore):

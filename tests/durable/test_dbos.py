@@ -189,10 +189,15 @@ async def test_inline_tools_are_not_steps(dbos_url: str) -> None:
 
 # -- child processes ----------------------------------------------------------------------------
 
-KILL_POINTS = ["model:1", "model:2", "model:3", "model:5", "tool:a:1", "tool:c:1", "tool:e:1",
-               "tool:g:1"]  # fmt: skip
-"""Inside a model call (before the first, between turns, before the final reply) and inside a
-tool call (before its side effect)."""
+KILL_POINTS = [
+    *(f"model:{n}" for n in range(1, 6)),
+    *(f"model-reply:{n}" for n in range(1, 6)),
+    *(f"tool:{key}:1" for key in "abcdefg"),
+    *(f"stream/{point}" for point in ("model:1", "model-reply:3", "tool:d:1")),
+]
+"""Inside each model call (as it starts, and with its reply made but not returned), inside each
+tool call (before its side effect), and three of those again with streaming on (the model step
+streams): 20 points."""
 
 
 def _child(tmp: Path, name: str, *args: str, **env: str) -> subprocess.Popen[str]:
@@ -219,12 +224,20 @@ def _effects(path: Path) -> dict[str, list[str]]:
 
 
 def test_a_killed_run_is_recovered_by_the_next_launch(tmp_path: Path) -> None:
-    names = {point: point.replace(":", "_") for point in KILL_POINTS}
-    killed = {p: _child(tmp_path, n, "run", n, KILL=p) for p, n in names.items()}
+    names = {point: point.replace(":", "_").replace("/", "_") for point in KILL_POINTS}
+
+    def start(point: str, mode: str) -> subprocess.Popen[str]:
+        streamed, _, kill = point.rpartition("/")
+        env = {"STREAM": "1"} if streamed else {}
+        if mode == "run":
+            env["KILL"] = kill
+        return _child(tmp_path, names[point], mode, names[point], **env)
+
+    killed = {p: start(p, "run") for p in names}
     for point, child in killed.items():
         _, err = child.communicate(timeout=120)
         assert child.returncode == -9, f"{point}: exited {child.returncode}: {err[-2000:]}"
-    recovering = {p: _child(tmp_path, n, "recover", n) for p, n in names.items()}
+    recovering = {p: start(p, "recover") for p in names}
     for point, child in recovering.items():
         out, err = child.communicate(timeout=120)
         assert child.returncode == 0, f"{point}: {err[-2000:]}"
