@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -21,15 +21,90 @@ from agentloop.cli import _fault_list, main
 from agentloop.testing import FakeProviderServer, FakeReply, FakeToolCall, Fault
 
 
-def test_demo_runs_every_scenario(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo"]) == 0
-    out = capsys.readouterr().out
+def demo_table(out: str, title: str) -> list[list[str]]:
+    """The rows of one of the demo's closing tables (cells split on runs of 2+ spaces)."""
+    lines = out.split(f" {title} ", 1)[1].splitlines()[1:]
+    rows = []
+    for line in lines[2:]:
+        if line.startswith("─"):
+            break
+        if line[:1].isdigit():  # a wrapped cell's continuation line starts with blanks
+            rows.append(re.split(r" {2,}", line.strip()))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def demo_output() -> str:
+    """What ``agentloop demo`` prints at 80 columns (run once for the tests that read it)."""
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, redirect_stdout(out):
+        patch.setenv("COLUMNS", "80")
+        assert main(["demo"]) == 0
+    return out.getvalue()
+
+
+def test_demo_runs_every_scenario(demo_output: str) -> None:
+    out = demo_output
     assert "src/main.rs prints hello." in out
     assert "tool 'read_fille' is not available. Did you mean 'read_file'?" in out
     assert "contains '..'" in out
     assert "LoopDetected" in out
     assert "backup model answered." in out
-    assert "run records" in out
+    # a Retry-After honoured: the 429 asked for 0.3 s and RetryingClient waited exactly that
+    assert "Retry-After honoured: the server sent Retry-After: 0.3; waited 0.30s" in out
+    # a tool breaker opening: three sick failures, then a refusal that never runs the tool
+    assert out.count("soft error: connection refused by db.internal:5432") == 3
+    assert "soft error: tool temporarily unavailable: circuit breaker open" in out
+    assert "query_db ran 3 times for 4 calls" in out
+    # a cancel mid-run: Cancelled, and the history keeps the turn that finished
+    assert "cancel: the CancelToken fires while run_tests runs" in out
+    assert "cancelled: Cancelled: Agent cancelled" in out
+    assert "history keeps 3 messages (user, assistant, tool)" in out
+    # an unreachable server, explained as agentloop run would
+    assert "It failed in the connect phase, before the request was sent, after 4 attempts." in out
+
+
+def test_demo_tables_list_every_provider_error_and_every_run(demo_output: str) -> None:
+    out = demo_output
+    header = out.split(" provider errors ", 1)[1].splitlines()[1].split()
+    assert header == ["#", "error", "status", "phase", "request_sent", "attempts", "then"]
+    errors = demo_table(out, "provider errors")
+    assert ["1", "ProviderUnavailable", "503", "status", "True", "1", "retry 0.01s"] in errors
+    assert ["1", "RateLimited", "429", "status", "True", "2", "retry 0.30s"] in errors
+    assert ["6", "ResponseInvalid", "-", "body", "True", "3", "retry 0.04s"] in errors
+    assert ["6", "ProviderUnavailable", "503", "status", "True", "4", "fell back"] in errors
+    assert ["7", "ProviderUnavailable", "-", "connect", "False", "4", "raised"] in errors
+    assert len(errors) == 10
+    runs = demo_table(out, "run records")
+    assert [row[0] for row in runs] == ["1", "2", "3", "4", "5", "6", "7"]
+    assert [row[-1] for row in runs] == [
+        "-",
+        "-",
+        "LoopDetected",
+        "-",
+        "Cancelled",
+        "-",
+        "ProviderUnavailable",
+    ]
+    assert all(len(line) <= 80 for line in out.split(" provider errors ", 1)[1].splitlines())
+
+
+def test_make_demo_finishes_in_under_a_minute_offline() -> None:
+    """``python -m agentloop demo`` as ``make demo`` runs it: exit 0, nothing on stderr."""
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "agentloop", "demo"],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    elapsed = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert "run records" in done.stdout
+    assert elapsed < 60
 
 
 def test_fault_names() -> None:

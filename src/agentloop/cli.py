@@ -1,9 +1,9 @@
 """The command line: a thin layer of argparse and rich over the public API.
 
-``agentloop demo`` runs real agent loops over the real OpenAI-compatible HTTP adapter against a
-local fault-injecting server it starts (no key, no network beyond 127.0.0.1) and shows each soft
-error, recovery, loop stop, fallback and the final run records. ``agentloop fake-server`` runs
-that server for your own tests; ``agentloop run`` runs a real task with read-only tools.
+``agentloop demo`` runs real agent loops over the real OpenAI-compatible HTTP adapter against
+local fault-injecting servers it starts (no key, no network beyond 127.0.0.1; ``_demo.py``).
+``agentloop fake-server`` runs that server for your own tests; ``agentloop run`` runs a real task
+with read-only tools.
 ``agentloop runs`` lists the runs in a store and ``agentloop runs show ID`` prints one of them,
 with its error's class, message and attributes; a damaged record is one error line on standard
 error (exit 1), and the readable runs are still listed.
@@ -14,19 +14,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import tempfile
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentloop import Agent, Run, RunConfig, Turn
 from agentloop._advice import Target, failure_paragraph
 from agentloop.builtin_tools import workspace_tools
 from agentloop.errors import AgentLoopError, AttemptRecord, InvalidInput, MemoryBackendError
 from agentloop.messages import ToolCallPart, ToolResultPart
-from agentloop.model import ModelClient
-from agentloop.observers import Observer
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -43,123 +40,6 @@ def _console(*, plain: bool = False) -> Console:
     from rich.console import Console
 
     return Console(highlight=False, soft_wrap=True, color_system=None if plain else "auto")
-
-
-def _said(label: str, style: str, text: str) -> Text:
-    """``  label text``: user and model text stay literal (never markup, never a repr)."""
-    from rich.text import Text
-
-    return Text.assemble("  ", (label, style), " ", text)
-
-
-async def _scenario(console: Console, title: str, agent: Agent, task: str) -> Run | AgentLoopError:
-    from rich.text import Text
-
-    console.rule(Text(title, style="bold"))
-    console.print(_said("task:", "dim", task))
-    try:
-        run = await agent.run(task)
-    except AgentLoopError as error:
-        kind = "cancelled" if error.is_cancelled() else "hard error"
-        console.print(_said(f"{kind}:", "bold red", f"{type(error).__name__}: {error}"))
-        return error
-    console.print(_said("completed", "bold green", f"in {_counts(run)}"))
-    return run
-
-
-def _client(base_url: str, model: str) -> ModelClient:
-    from agentloop.providers.openai import OpenAIClient
-    from agentloop.providers.retrying import RetryingClient
-
-    inner = OpenAIClient(model, api_key="demo-key", base_url=base_url, timeout=2.0)
-    return RetryingClient(inner, max_retries=3, base_delay=0.01, rate_limit_max_delay=0.05)
-
-
-async def _demo(workdir: Path) -> int:
-    from agentloop._console import ConsoleObserver, LineScreen, logs_shown
-    from agentloop._fake_server import FakeProviderServer, FakeReply, FakeToolCall, Fault
-
-    console = _console()
-    (workdir / "src").mkdir()
-    (workdir / "src" / "main.rs").write_text('fn main() { println!("hello"); }\n')
-    tools = workspace_tools(workdir)
-    screen = LineScreen(console, reply_label="  reply")
-    observer = ConsoleObserver(screen)
-    read = FakeToolCall
-    script: list[FakeReply | Fault] = [
-        FakeReply(tool_calls=[read("read_file", {"path": "src/mian.rs"})]),
-        Fault.server_error(503),
-        Fault.rate_limit(retry_after=0.01),
-        FakeReply(tool_calls=[read("read_file", {"path": "src/main.rs"})]),
-        FakeReply("src/main.rs prints hello."),
-        FakeReply(tool_calls=[read("read_fille", {"path": "src/main.rs"})]),
-        FakeReply(tool_calls=[read("read_file", {"path": "../etc/passwd"})]),
-        FakeReply("I can only read inside the project."),
-        *[FakeReply(tool_calls=[read("read_file", {"path": "notes.txt"})]) for _ in range(11)],
-    ]
-    async with (
-        FakeProviderServer(script) as server,
-        FakeProviderServer([FakeReply("backup model answered.")]) as backup,
-    ):
-        with logs_shown(screen.line):
-            await _demo_runs(console, observer, tools, server.base_url, backup.base_url)
-    return 0
-
-
-async def _demo_runs(
-    console: Console, observer: Observer, tools: Any, primary_url: str, backup_url: str
-) -> None:
-    primary = _client(primary_url, "fake-primary")
-    agent = Agent(primary, tools=tools, observers=[observer], system="You are careful.")
-    await _scenario(
-        console,
-        "1. a typo is a soft error; a 503 and a 429 are retried",
-        agent,
-        "Summarise src/main.rs",
-    )
-    await _scenario(
-        console,
-        "2. unknown tool names and forbidden paths are soft",
-        agent,
-        "Read the password file",
-    )
-    await _scenario(
-        console, "3. a model that ignores its errors is stopped", agent, "Read notes.txt"
-    )
-    fallback_runs = await _fallback(console, observer, tools, backup_url)
-    _records(console, [*agent.runs, *fallback_runs], agent)
-    await primary.aclose()
-
-
-async def _fallback(console: Console, observer: Observer, tools: Any, backup_url: str) -> list[Run]:
-    from agentloop._fake_server import FakeProviderServer, Fault
-    from agentloop.providers.fallback import FallbackClient
-
-    async with FakeProviderServer([Fault.server_error(500)] * 8) as broken:
-        client = FallbackClient(
-            [_client(broken.base_url, "fake-primary"), _client(backup_url, "fake-backup")]
-        )
-        agent = Agent(client, tools=tools, observers=[observer])
-        await _scenario(
-            console, "4. a failing primary fails over to the backup", agent, "Say hello"
-        )
-        await client.aclose()
-    return list(agent.runs)
-
-
-def _records(console: Console, runs: list[Run], agent: Agent) -> None:
-    """Every run of the demo, the fallback agent's included."""
-    from rich.table import Table
-    from rich.text import Text
-
-    console.rule(Text("run records", style="bold"))
-    table = Table("run", "turns", "tool calls", "output", "stop_reason")
-    for run in runs:
-        stop = "-" if run.stop_reason is None else type(run.stop_reason).__name__
-        output = "-" if run.output is None else _preview(str(run.output), 40)
-        table.add_row(run.id[:8], str(len(run.turns)), str(run.tool_calls), Text(output), stop)
-    console.print(table)
-    console.print(f"  committed history of the first agent: {len(agent.history)} messages")
 
 
 _FAULTS = (
@@ -586,8 +466,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "demo":
-            with tempfile.TemporaryDirectory(prefix="agentloop-demo-") as workdir:
-                return asyncio.run(_demo(Path(workdir)))
+            from agentloop._demo import run_demo
+
+            return run_demo()
         if args.command == "fake-server":
             server = _fake_server_for(args.port, args.faults, args.script, args.models)
             return asyncio.run(_fake_server(server, args.faults, args.script))
