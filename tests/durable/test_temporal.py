@@ -71,7 +71,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     argv += ["--ui-port", str(ui), "--db-filename", str(db), "--log-level", "error"]
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60
         while True:
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
@@ -94,7 +94,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture
 async def client(server: str) -> AsyncIterator[Client]:
-    yield await Client.connect(server)
+    deadline = time.monotonic() + 30  # the port opens before the frontend answers
+    while True:
+        try:
+            connected = await Client.connect(server)
+            break
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
+    yield connected
 
 
 def _two_adds(request: ModelRequest) -> Any:
