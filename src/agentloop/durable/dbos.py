@@ -36,7 +36,13 @@ from dbos import DBOS, SetWorkflowID, StepOptions, StepReservation, WorkflowHand
 from dbos import error as dbos_error
 
 from agentloop.cancel import CancelToken
-from agentloop.durable.journal import ToolsView, WrappedTool, output_entry, replayed_output
+from agentloop.durable.journal import (
+    ToolsView,
+    WrappedClient,
+    WrappedTool,
+    output_entry,
+    replayed_output,
+)
 from agentloop.engine import Agent
 from agentloop.errors import (
     AgentLoopError,
@@ -113,22 +119,12 @@ def _calls(ctx: ToolContext) -> tuple[Any, ...]:
     return tuple(turns[-1].tool_calls)
 
 
-class StepClient:
+class StepClient(WrappedClient):
     """A ``ModelClient`` whose every call is a DBOS step (outside a workflow: the inner call)."""
 
     def __init__(self, inner: ModelClient, flow: _Flow) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._flow = flow
-
-    @property
-    def model(self) -> str:
-        """The inner client's model."""
-        return self.inner.model
-
-    @property
-    def provider(self) -> str:
-        """The inner client's provider."""
-        return self.inner.provider
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """The inner client's reply, recorded (or, on replay, the recorded reply)."""
@@ -158,10 +154,6 @@ class StepClient:
                 task.cancel()
                 await asyncio.wait({task})
         yield StreamEvent("done", response=response)
-
-    async def aclose(self) -> None:
-        """Close the inner client."""
-        await self.inner.aclose()
 
 
 async def _streamed(

@@ -34,6 +34,7 @@ __all__ = [
     "JournaledTools",
     "ReplayClient",
     "ToolsView",
+    "WrappedClient",
     "WrappedTool",
     "output_entry",
     "replayed_output",
@@ -220,7 +221,32 @@ class JournaledTools(ToolsView):
         return JournaledTool(tool, self.journal)
 
 
-class ReplayClient:
+class WrappedClient:
+    """A ``ModelClient`` around ``inner``: its model and provider, and closing it.
+
+    The durable integrations route model calls through a subclass (the journal's replay, a DBOS
+    step, a Temporal activity) and override ``complete`` and ``stream``.
+    """
+
+    def __init__(self, inner: ModelClient) -> None:
+        self.inner = inner
+
+    @property
+    def model(self) -> str:
+        """The inner client's model."""
+        return self.inner.model
+
+    @property
+    def provider(self) -> str:
+        """The inner client's provider."""
+        return self.inner.provider
+
+    async def aclose(self) -> None:
+        """Close the inner client."""
+        await self.inner.aclose()
+
+
+class ReplayClient(WrappedClient):
     """A ``ModelClient`` that answers each turn's first request from the journal when it can."""
 
     def __init__(
@@ -229,7 +255,7 @@ class ReplayClient:
         replies: Callable[[int], ModelResponse | None],
         turn: Callable[[], int],
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._replies = replies
         self._turn = turn
         self._answered: set[int] = set()
@@ -241,16 +267,6 @@ class ReplayClient:
             return None
         self._answered.add(turn)
         return self._replies(turn)
-
-    @property
-    def model(self) -> str:
-        """The inner client's model."""
-        return self.inner.model
-
-    @property
-    def provider(self) -> str:
-        """The inner client's provider."""
-        return self.inner.provider
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """The journaled reply once, then the inner client's."""
@@ -267,7 +283,3 @@ class ReplayClient:
             return
         async for event in self.inner.stream(request):
             yield event
-
-    async def aclose(self) -> None:
-        """Close the inner client."""
-        await self.inner.aclose()

@@ -52,7 +52,7 @@ from temporalio.service import RPCError
 from temporalio.worker import Worker
 
 from agentloop.cancel import CancelToken
-from agentloop.durable.journal import ToolsView, WrappedTool
+from agentloop.durable.journal import ToolsView, WrappedClient, WrappedTool
 from agentloop.engine import Agent
 from agentloop.errors import (
     AgentLoopError,
@@ -146,7 +146,7 @@ class _Activities:
         return pickle.loads(result)
 
 
-class ActivityClient:
+class ActivityClient(WrappedClient):
     """A ``ModelClient`` whose every call is the model activity (the real client in the worker).
 
     A stream's events stay in the activity: the workflow receives the final reply as ``done``.
@@ -154,18 +154,8 @@ class ActivityClient:
     """
 
     def __init__(self, inner: ModelClient, activities: _Activities) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._activities = activities
-
-    @property
-    def model(self) -> str:
-        """The inner client's model."""
-        return self.inner.model
-
-    @property
-    def provider(self) -> str:
-        """The inner client's provider."""
-        return self.inner.provider
 
     async def _call(self, request: ModelRequest, stream: bool) -> ModelResponse:
         payload = pickle.dumps((replace(request, events=None), stream))
