@@ -12,6 +12,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -30,6 +31,32 @@ async def work(ctx: ToolContext, key: str) -> str:
     with _plan.effects_file().open("a") as out:
         out.write(f"{ctx.run_id} {key}\n")
     return f"did {key}"
+
+
+def _kill_in_commits() -> None:
+    """Kill points inside DBOS's own step commits (its private API: a test-only hook).
+
+    ``model-commit:N``: inside the transaction that records the N-th model step (rolled back:
+    the model is asked again on recovery). ``tool-commit:N``: right after the N-th tool step's
+    row is committed (the tool never runs again).
+    """
+    from dbos._sys_db import SystemDatabase
+
+    txn = SystemDatabase._record_operation_result_txn
+    record = SystemDatabase.record_operation_result
+
+    def killing_txn(self: Any, result: Any, *args: Any, **kwargs: Any) -> None:
+        txn(self, result, *args, **kwargs)
+        if str(result.get("function_name", "")).endswith(".model"):
+            _plan.kill_point("model-commit")
+
+    def killing_record(self: Any, result: Any, **kwargs: Any) -> None:
+        record(self, result, **kwargs)
+        if ".tool." in str(result.get("function_name", "")):
+            _plan.kill_point("tool-commit")
+
+    SystemDatabase._record_operation_result_txn = killing_txn  # type: ignore[method-assign]
+    SystemDatabase.record_operation_result = killing_record  # type: ignore[method-assign]
 
 
 def build() -> DBOSAgent[str | None]:
@@ -54,6 +81,8 @@ def launch() -> None:
 
 
 async def main(mode: str, workflow_id: str) -> None:
+    if os.environ.get("KILL", "").startswith(("model-commit", "tool-commit")):
+        _kill_in_commits()
     durable = build()
     launch()
     try:

@@ -194,10 +194,13 @@ KILL_POINTS = [
     *(f"model-reply:{n}" for n in range(1, 6)),
     *(f"tool:{key}:1" for key in "abcdefg"),
     *(f"stream/{point}" for point in ("model:1", "model-reply:3", "tool:d:1")),
+    *(f"model-commit:{n}" for n in (1, 3, 5)),
+    *(f"tool-commit:{n}" for n in (1, 4, 7)),
 ]
 """Inside each model call (as it starts, and with its reply made but not returned), inside each
-tool call (before its side effect), and three of those again with streaming on (the model step
-streams): 20 points."""
+tool call (before its side effect), three of those again with streaming on (the model step
+streams), and during DBOS's own commits (inside the transaction recording a model step; right
+after a tool step's row is committed): 26 points."""
 
 
 def _child(tmp: Path, name: str, *args: str, **env: str) -> subprocess.Popen[str]:
