@@ -38,7 +38,7 @@ from agentloop.observers import EventBus
 from agentloop.run import Run
 from agentloop.safety.redact import redact_secrets
 
-__all__ = ["ClientEventBridge", "RunState", "build_request", "call_model"]
+__all__ = ["ClientEventBridge", "RunState", "build_request", "call_model", "collect_stream"]
 
 
 @dataclass(eq=False)
@@ -179,15 +179,33 @@ async def call_model(
 async def _consume_stream(
     client: ModelClient, request: ModelRequest, state: RunState, bus: EventBus
 ) -> ModelResponse:
+    def forward(event: StreamEvent) -> None:
+        state.check_cancel()
+        if bus.active:
+            bus.emit(_forwarded(event, state.run.id, state.turn_index))
+
+    response = await collect_stream(client, request, forward)
+    state.check_cancel()
+    return response
+
+
+async def collect_stream(
+    client: ModelClient,
+    request: ModelRequest,
+    on_event: Callable[[StreamEvent], None] | None = None,
+) -> ModelResponse:
+    """The reply of ``client.stream(request)``, every other event passed to ``on_event``.
+
+    The iterator is always closed; a stream that ends without ``done`` is ``ResponseInvalid``.
+    """
     response: ModelResponse | None = None
     events = client.stream(request)
     try:
         async for event in events:
-            state.check_cancel()
             if event.kind == "done":
                 response = event.response
-            elif bus.active:
-                bus.emit(_forwarded(event, state.run.id, state.turn_index))
+            elif on_event is not None:
+                on_event(event)
     finally:
         close = getattr(events, "aclose", None)
         if close is not None:

@@ -35,6 +35,7 @@ import sqlalchemy.exc
 from dbos import DBOS, SetWorkflowID, StepOptions, StepReservation, WorkflowHandleAsync
 from dbos import error as dbos_error
 
+from agentloop._turn import collect_stream
 from agentloop.cancel import CancelToken
 from agentloop.durable.journal import (
     ToolsView,
@@ -50,7 +51,6 @@ from agentloop.errors import (
     ConfigurationError,
     InternalError,
     MemoryBackendError,
-    ResponseInvalid,
     ToolError,
 )
 from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent
@@ -160,25 +160,7 @@ async def _streamed(
     client: ModelClient, request: ModelRequest, sink: Callable[[StreamEvent], None]
 ) -> ModelResponse:
     """The model-stream step: forward the events, return the reply (what is recorded)."""
-    response: ModelResponse | None = None
-    events = client.stream(request)
-    try:
-        async for event in events:
-            if event.kind == "done":
-                response = event.response
-            else:
-                sink(event)
-    finally:
-        close = getattr(events, "aclose", None)
-        if close is not None:
-            await close()
-    if response is None:
-        raise ResponseInvalid(
-            "the stream ended without its terminal event",
-            provider=client.provider,
-            request_sent=True,
-        )
-    return response
+    return await collect_stream(client, request, sink)
 
 
 class StepTool(WrappedTool):

@@ -51,6 +51,7 @@ from temporalio.exceptions import CancelledError as TemporalCancelled
 from temporalio.service import RPCError
 from temporalio.worker import Worker
 
+from agentloop._turn import collect_stream
 from agentloop.cancel import CancelToken
 from agentloop.durable.journal import ToolsView, WrappedClient, WrappedTool
 from agentloop.engine import Agent
@@ -60,7 +61,6 @@ from agentloop.errors import (
     ConfigurationError,
     InternalError,
     MemoryBackendError,
-    ResponseInvalid,
     ToolError,
 )
 from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent
@@ -210,20 +210,10 @@ async def _model_call(client: ModelClient, payload: bytes) -> bytes:
     """The model activity's body: the reply, pickled; an exception as a Temporal failure."""
     request, stream = pickle.loads(payload)
     try:
-        response = await (_streamed(client, request) if stream else client.complete(request))
+        response = await (collect_stream(client, request) if stream else client.complete(request))
     except Exception as exc:
         raise failure(exc) from exc
     return pickle.dumps(response)
-
-
-async def _streamed(client: ModelClient, request: ModelRequest) -> ModelResponse:
-    """Consume a stream in the activity; its reply is the ``done`` event's."""
-    async for event in client.stream(request):
-        if event.kind == "done" and event.response is not None:
-            return event.response
-    raise ResponseInvalid(
-        "the stream ended without its terminal event", provider=client.provider, request_sent=True
-    )
 
 
 async def _tool_call(registry: ToolRegistry, payload: bytes) -> bytes:
