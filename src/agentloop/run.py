@@ -21,7 +21,13 @@ import pydantic_core
 from typing_extensions import TypeVar
 
 from agentloop import errors
-from agentloop.errors import AgentLoopError, AttemptRecord, InternalError, InvalidInput
+from agentloop.errors import (
+    AgentLoopError,
+    AttemptRecord,
+    ConversationSummary,
+    InternalError,
+    InvalidInput,
+)
 from agentloop.messages import Message, ToolCallPart, ToolResultPart, Usage
 from agentloop.pricing import estimate_cost, sum_costs
 
@@ -41,23 +47,6 @@ OutputT = TypeVar("OutputT", default=str | None)
 
 TRUNCATION_REASONS = frozenset({"length", "max_tokens", "MAX_TOKENS"})
 """Finish reasons that mean the reply stopped at the output-token limit (all three wire formats)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ConversationSummary:
-    """Where a conversation stood when an error ended its run."""
-
-    run_id: str
-    turns_completed: int
-    tool_calls: int
-    messages: int
-    input_tokens: int
-    output_tokens: int
-    last_model: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-data form."""
-        return dataclasses.asdict(self)
 
 
 @dataclass(slots=True)

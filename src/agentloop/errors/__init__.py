@@ -1,0 +1,155 @@
+"""Every exception agentloop raises, in one module.
+
+Hard errors end a run and reach the caller's code; soft errors never appear here because they
+are tool results the model reads. The tree::
+
+    AgentLoopError
+    ├── TranscriptError                  a transcript is inconsistent or unsafe to send
+    ├── ToolError(message, *, sick)      raised inside tools; the executor makes it a soft result
+    ├── ToolNotFound(tool, available)    direct registry use only (in a run it is soft)
+    ├── ToolExecutionError(tool, message)  direct registry use only
+    ├── InvalidInput (also ValueError)   caller-supplied input is malformed
+    ├── ConfigurationError (also ValueError)  at construction, before any request
+    ├── LoopBudgetExceeded(kind, limit, actual)
+    │   ├── MaxTurnsExceeded(max)        kind "iterations"
+    │   └── BudgetExhausted(dimension, spent, limit)
+    ├── ContextExceeded(used, limit)
+    ├── CompactionFailed(used, limit, cause)
+    ├── CompactionStalled(used, limit)
+    ├── LoopDetected(message)
+    ├── UserInputRequired(message)
+    ├── ToolLimitReached(message)
+    ├── ToolRecoveryExhausted(tool, attempts)
+    ├── OutputValidationFailed(attempts, errors)   typed output stayed invalid past its retries
+    ├── FallbackExhausted(retry_after)
+    ├── Cancelled
+    ├── ReflectionError, MemoryBackendError, PhaseFailed(phase, message), LockPoisoned(what),
+    │   InternalError
+    └── ProviderError(message, *, provider, status_code, retry_after, request_id, phase,
+        │             request_sent, redirect_host)
+        ├── AuthError
+        ├── BadRequestError
+        │   └── ContextLengthExceeded
+        ├── ModelNotFound
+        ├── InsufficientCredits
+        ├── UnexpectedRedirect
+        ├── RateLimited
+        │   └── RateLimitEscalation(attempts, retry_after)
+        ├── ProviderUnavailable
+        │   └── ProviderUnreachable
+        ├── ProviderTimeout
+        ├── ResponseInvalid
+        └── StreamError(partial)
+
+Every error pickles with all its attributes, answers ``is_recoverable()`` from an explicit table
+(the ``retryable`` providers' errors, and six classes marked always recoverable),
+``is_cancelled()`` (true only for ``Cancelled``), gives the seed-001 word in ``recoverability``
+and carries ``summary`` (the ``ConversationSummary`` of the run it ended, else None).
+
+This package is the bottom layer: nothing in it imports anything of ours outside it. The classes
+live in ``_base`` (the base, runs, tools, config) and ``_provider`` (the HTTP layer's), and
+report ``agentloop.errors`` as their module, the name they are raised, pickled and documented
+under.
+"""
+
+from agentloop.errors import _base, _provider
+from agentloop.errors._base import (
+    AgentLoopError,
+    BudgetExhausted,
+    Cancelled,
+    CompactionFailed,
+    CompactionStalled,
+    ConfigurationError,
+    ContextExceeded,
+    ConversationSummary,
+    FallbackExhausted,
+    InternalError,
+    InvalidInput,
+    LockPoisoned,
+    LoopBudgetExceeded,
+    LoopDetected,
+    MaxTurnsExceeded,
+    MemoryBackendError,
+    OutputValidationFailed,
+    PhaseFailed,
+    ReflectionError,
+    ToolError,
+    ToolExecutionError,
+    ToolLimitReached,
+    ToolNotFound,
+    ToolRecoveryExhausted,
+    TranscriptError,
+    UserInputRequired,
+    _rebuild,  # noqa: F401  (pickles made before the split name it here)
+    format_available,
+)
+from agentloop.errors._provider import (
+    AttemptRecord,
+    AuthError,
+    BadRequestError,
+    ContextLengthExceeded,
+    FailurePhase,
+    InsufficientCredits,
+    ModelNotFound,
+    ProviderError,
+    ProviderTimeout,
+    ProviderUnavailable,
+    ProviderUnreachable,
+    RateLimited,
+    RateLimitEscalation,
+    ResponseInvalid,
+    StreamError,
+    UnexpectedRedirect,
+)
+
+__all__ = [
+    "AgentLoopError",
+    "AttemptRecord",
+    "AuthError",
+    "BadRequestError",
+    "BudgetExhausted",
+    "Cancelled",
+    "CompactionFailed",
+    "CompactionStalled",
+    "ConfigurationError",
+    "ContextExceeded",
+    "ContextLengthExceeded",
+    "ConversationSummary",
+    "FailurePhase",
+    "FallbackExhausted",
+    "InsufficientCredits",
+    "InternalError",
+    "InvalidInput",
+    "LockPoisoned",
+    "LoopBudgetExceeded",
+    "LoopDetected",
+    "MaxTurnsExceeded",
+    "MemoryBackendError",
+    "ModelNotFound",
+    "OutputValidationFailed",
+    "PhaseFailed",
+    "ProviderError",
+    "ProviderTimeout",
+    "ProviderUnavailable",
+    "ProviderUnreachable",
+    "RateLimitEscalation",
+    "RateLimited",
+    "ReflectionError",
+    "ResponseInvalid",
+    "StreamError",
+    "ToolError",
+    "ToolExecutionError",
+    "ToolLimitReached",
+    "ToolNotFound",
+    "ToolRecoveryExhausted",
+    "TranscriptError",
+    "UnexpectedRedirect",
+    "UserInputRequired",
+    "format_available",
+]
+
+for _name in __all__:
+    _value = globals()[_name]
+    if getattr(_value, "__module__", None) in (_base.__name__, _provider.__name__):
+        _value.__module__ = __name__
+del _name, _value
