@@ -104,3 +104,11 @@ def test_entropy() -> None:
 def test_redaction_never_grows_text_without_a_marker(text: str) -> None:
     out = redact_secrets(text)
     assert REDACTED in out or out == text
+
+
+def test_provider_key_shapes_and_explicit_secrets() -> None:
+    text = redact_secrets(
+        "a sk-abc123456 b Bearer tok.en c AIzaSyA1234567890abcdef ?key=zzz&x=1", ["zz"]
+    )
+    assert "sk-abc" not in text and "tok.en" not in text and "AIzaSy" not in text
+    assert "zzz" not in text and "x=1" in text

@@ -48,8 +48,9 @@ from agentloop.errors import (
 )
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, Usage
 from agentloop.model import ModelRequest, ModelResponse, ModelSettings, StreamEvent
+from agentloop.providers._classify import ErrorInfo, invalid_body, is_context_overflow
 from agentloop.providers._client import HttpClient, check_client, require_key
-from agentloop.providers._http import ErrorInfo, HttpTransport, invalid_body, is_context_overflow
+from agentloop.providers._http import HttpTransport
 from agentloop.providers._sse import SSEEvent
 from agentloop.providers._wire import (
     WireError,

@@ -39,8 +39,9 @@ from typing import Any
 from agentloop.errors import FailurePhase, ProviderError, ResponseInvalid
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart, Usage
 from agentloop.model import ModelRequest, ModelResponse, ModelSettings, StreamEvent
+from agentloop.providers._classify import error_for_status, invalid_body
 from agentloop.providers._client import HttpClient, check_client, require_key
-from agentloop.providers._http import HttpTransport, error_for_status, invalid_body
+from agentloop.providers._http import HttpTransport
 from agentloop.providers._sse import SSEEvent
 from agentloop.providers._wire import (
     WireError,

@@ -56,8 +56,9 @@ from urllib.parse import urlsplit
 from agentloop.errors import ProviderError, ResponseInvalid
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart, Usage
 from agentloop.model import ModelRequest, ModelResponse, ModelSettings, StreamEvent, ToolSpec
+from agentloop.providers._classify import error_for_status, invalid_body
 from agentloop.providers._client import HttpClient, check_client, check_key_characters
-from agentloop.providers._http import HttpTransport, error_for_status, invalid_body, redact
+from agentloop.providers._http import HttpTransport
 from agentloop.providers._wire import (
     WireError,
     as_count,
@@ -71,6 +72,7 @@ from agentloop.providers._wire import (
     opt_str,
     wrong,
 )
+from agentloop.safety.redact import redact_secrets
 
 __all__ = [
     "INVALID_JSON_KEY",
@@ -373,7 +375,7 @@ class ChatStreamAccumulator:
         chunk = as_object(value, "stream chunk")
         if chunk.get("error"):
             error = _payload_error(
-                chunk, redact(data, self.secrets), self.provider, self.request_id
+                chunk, redact_secrets(data, self.secrets), self.provider, self.request_id
             )
             if error is not None:
                 raise error
@@ -435,7 +437,7 @@ class ChatStreamAccumulator:
         return len(self._calls) - 1
 
     def _bad(self, message: str, body: str) -> ResponseInvalid:
-        text = redact(body, self.secrets)
+        text = redact_secrets(body, self.secrets)
         return _invalid(f"{self.provider}: {message}", text, self.provider, self.request_id)
 
     def response(self) -> ModelResponse:

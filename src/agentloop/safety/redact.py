@@ -1,7 +1,12 @@
-"""Secret redaction for text that leaves the process (logs, traces, stored results).
+"""Secret redaction for text that leaves the process (logs, traces, stored results, errors).
 
-``redact_secrets`` replaces what looks like a credential with ``[REDACTED]``: provider API keys
-by their well-known prefixes, ``Bearer`` tokens, ``key=value`` pairs whose key names a secret,
+The one redactor of the package: the engine redacts what it logs and records with it, and the
+HTTP layer (``providers/``) redacts every error a server's reply fills in with it, passing the
+client's own credentials as explicit ``secrets``.
+
+``redact_secrets`` replaces what looks like a credential with ``[REDACTED]``: the known secret
+values it is given, provider API keys by their well-known prefixes, ``Bearer``/``Basic``
+credentials, ``key=value`` pairs whose key names a secret (``?key=`` in a URL query included),
 and long high-entropy tokens (>= 32 characters, >= 4.5 bits of Shannon entropy per character).
 Hex digests (at most 4 bits per character), UUIDs, paths and prose are left alone. Every
 pattern is compiled once; text without a candidate costs one regex scan per pattern.
@@ -12,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Iterable
 
 __all__ = ["REDACTED", "redact_secrets", "shannon_entropy"]
 
@@ -21,6 +27,8 @@ MIN_ENTROPY_LENGTH = 32
 """High-entropy tokens shorter than this are kept."""
 MIN_ENTROPY_BITS = 4.5
 """Bits of Shannon entropy per character at which a long token counts as a secret."""
+MIN_SECRET_LENGTH = 4
+"""Known secret values shorter than this are not searched for (they would match anywhere)."""
 
 # No leading \b: a pattern that starts with literal characters lets the regex engine skip ahead;
 # the left boundary is checked in ``_redact_prefixed`` instead.
@@ -28,8 +36,8 @@ _PREFIXED_KEYS = re.compile(
     r"""
     (?:
         sk-ant-[A-Za-z0-9_-]{8,}                            # Anthropic
-      | sk-(?=[A-Za-z_-]*[0-9])(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{16,}  # OpenAI & co
-      | AIza[0-9A-Za-z_-]{30,}                              # Google
+      | sk-(?=[A-Za-z_-]*[0-9])[A-Za-z0-9_-]{4,}            # OpenAI & co (a digit: not sk-learn)
+      | AIza[0-9A-Za-z_-]{10,}                              # Google
       | gh[pousr]_[A-Za-z0-9]{30,}                          # GitHub tokens
       | github_pat_[A-Za-z0-9_]{30,}                        # GitHub fine-grained tokens
       | xox[abposr]-[A-Za-z0-9-]{10,}                       # Slack
@@ -38,8 +46,9 @@ _PREFIXED_KEYS = re.compile(
     re.VERBOSE,
 )
 
+# A credential has a digit or punctuation in it: "Bearer tokens are described in..." is prose.
 _BEARER = re.compile(
-    r"\b(Bearer|Basic)(\s+)(?=[A-Za-z]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE
+    r"\b(Bearer|Basic)(\s+)(?=[A-Za-z]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{4,}", re.IGNORECASE
 )
 
 # Matched against the lowercased text (same length), which is several times faster than
@@ -47,7 +56,7 @@ _BEARER = re.compile(
 _SECRET_ASSIGNMENT = re.compile(
     r"""
     (?:api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|auth[_-]?token
-      |secret|token|password|passwd|pwd|credentials?)
+      |secret|token|password|passwd|pwd|credentials?|(?<=[?&])key)
     ["']?\s*[:=]\s*["']?
     (?![\["'\s]|redacted)
     ([^\s"',;&}]+)
@@ -107,16 +116,21 @@ def _keep_key(match: re.Match[str]) -> str:
     return match.group(0)[: match.start(1) - match.start()] + REDACTED
 
 
-def redact_secrets(text: str) -> str:
-    """Replace API keys, bearer tokens, secret assignments and high-entropy tokens.
+def redact_secrets(text: str, secrets: Iterable[str] = ()) -> str:
+    """Replace known secrets, API keys, bearer tokens, secret assignments and high-entropy tokens.
 
     Args:
         text: any text.
+        secrets: values known to be secret (a client's API key): each occurrence is replaced
+            first, whatever its shape; values shorter than ``MIN_SECRET_LENGTH`` are ignored.
 
     Returns:
         ``text`` with each secret replaced by ``[REDACTED]``; key names, ``Bearer`` and
         separators are kept (``password=[REDACTED]``, ``Bearer [REDACTED]``).
     """
+    for secret in secrets:
+        if len(secret) >= MIN_SECRET_LENGTH:
+            text = text.replace(secret, REDACTED)
     text = _PREFIXED_KEYS.sub(_redact_prefixed, text)
     lowered = text.lower()
     if "bearer" in lowered or "basic" in lowered:
