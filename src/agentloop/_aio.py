@@ -5,9 +5,13 @@ left before its end keeps its ``finally`` blocks (and the connection or lock the
 until it is closed, while a plain iterator object may have nothing to close. Errors raised by the
 close propagate; nothing is swallowed.
 
-``AsyncClosing`` and ``Closing`` are mixins for the common case where leaving the block means
-calling ``aclose()`` / ``close()``: the class writes only the close method. A class whose exit does
-more than close (a stream that cancels its run, a screen that keeps a partial reply) writes its own.
+``AsyncClosing`` and ``Closing`` serve the common case where leaving the block means calling
+``aclose()`` / ``close()``. They are protocols with default methods: a class that subclasses one
+writes only its close method (mypy insists on it) and gets ``__aenter__``/``__aexit__`` (or
+``__enter__``/``__exit__``); a protocol that extends one (``model.ClosableModelClient``) says "an
+async context manager that closes" without declaring the dunders again. Put them before
+``Generic[...]`` in the bases. A class whose exit does more than close (a stream that cancels its
+run, a screen that keeps a partial reply) writes its own.
 
 This module imports nothing of ours, so every layer may use it.
 """
@@ -16,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Protocol, Self
 
 __all__ = ["AsyncClosing", "Closing", "aclose_iterator"]
 
@@ -28,11 +32,11 @@ async def aclose_iterator(iterator: AsyncIterator[Any]) -> None:
         await close()
 
 
-class AsyncClosing:
+class AsyncClosing(Protocol):
     """``async with obj:`` yields ``obj`` and awaits ``obj.aclose()`` on the way out."""
 
     async def aclose(self) -> None:
-        """Release what the object holds; a subclass overrides it."""
+        """Release what the object holds (each class writes its own)."""
 
     async def __aenter__(self) -> Self:
         return self
@@ -46,11 +50,11 @@ class AsyncClosing:
         await self.aclose()
 
 
-class Closing:
+class Closing(Protocol):
     """``with obj:`` yields ``obj`` and calls ``obj.close()`` on the way out."""
 
     def close(self) -> None:
-        """Release what the object holds; a subclass overrides it."""
+        """Release what the object holds (each class writes its own)."""
 
     def __enter__(self) -> Self:
         return self

@@ -44,10 +44,10 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeAlias
 
 from agentloop import _fake_wire as wire
+from agentloop._aio import AsyncClosing
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -194,7 +194,7 @@ class RecordedRequest:
     body: Mapping[str, Any]
 
 
-class FakeProviderServer:
+class FakeProviderServer(AsyncClosing):
     """An OpenAI-compatible server on 127.0.0.1 that answers from a script of replies and faults."""
 
     def __init__(
@@ -283,7 +283,7 @@ class FakeProviderServer:
         """Append steps to the script."""
         self._script.extend(steps)
 
-    async def start(self) -> FakeProviderServer:
+    async def start(self) -> Self:
         """Bind and serve."""
         from aiohttp import web
 
@@ -299,23 +299,17 @@ class FakeProviderServer:
         self._runner = runner
         return self
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Stop serving; hanging requests are released."""
         self._closing.set()
         if self._runner is not None:
             runner, self._runner = self._runner, None
             await runner.cleanup()
 
-    async def __aenter__(self) -> FakeProviderServer:
-        return await self.start()
+    close = aclose  # the name tests and the CLI use
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
+    async def __aenter__(self) -> Self:
+        return await self.start()
 
     def _next_step(self, body: Mapping[str, Any]) -> FakeReply | Fault:
         step = self._script.pop(0) if self._script else self.default

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Literal, Protocol, Self, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
+from agentloop._aio import AsyncClosing
 from agentloop.errors import ConfigurationError
 from agentloop.messages import Message, ToolCallPart, Usage
 
@@ -209,18 +209,5 @@ class ModelClient(Protocol):
 
 
 @runtime_checkable
-class ClosableModelClient(ModelClient, Protocol):
+class ClosableModelClient(ModelClient, AsyncClosing, Protocol):
     """A ``ModelClient`` that is also an async context manager (every built-in client is)."""
-
-    async def __aenter__(self) -> Self:
-        """Return the client."""
-        ...
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """``aclose()``."""
-        ...

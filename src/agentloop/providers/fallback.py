@@ -35,6 +35,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from agentloop._aio import aclose_iterator
 from agentloop.errors import (
     BadRequestError,
     ConfigurationError,
@@ -162,12 +163,6 @@ def fails_over(error: BaseException) -> bool:
     if isinstance(error, BadRequestError):
         return False
     return isinstance(error, ProviderError | ConfigurationError | FallbackExhausted)
-
-
-async def _close(iterator: AsyncIterator[Any]) -> None:
-    aclose = getattr(iterator, "aclose", None)
-    if aclose is not None:
-        await aclose()
 
 
 class FallbackClient(ClosingClient):
@@ -311,7 +306,7 @@ class FallbackClient(ClosingClient):
                 if event.kind == "done" and event.response is not None:
                     return
         finally:
-            await _close(iterator)
+            await aclose_iterator(iterator)
         raise ResponseInvalid(
             f"{client.model}: stream ended without a terminal event",
             provider=client.provider,
