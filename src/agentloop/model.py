@@ -15,6 +15,7 @@ from agentloop.errors import ConfigurationError
 from agentloop.messages import Message, ToolCallPart, Usage
 
 __all__ = [
+    "INVALID_JSON_KEY",
     "ClientEvents",
     "ClosableModelClient",
     "ModelClient",
@@ -26,6 +27,14 @@ __all__ = [
     "StreamEventKind",
     "ToolSpec",
 ]
+
+INVALID_JSON_KEY = "__invalid_json__"
+"""A tool call whose argument text is not a JSON object carries ``{INVALID_JSON_KEY: raw}``.
+
+Adapters put it there (the raw text as the model sent it); the engine answers such a call with a
+soft "Invalid arguments" result instead of running the tool, and an adapter sends the raw text
+back verbatim when the call is replayed in a transcript.
+"""
 
 
 @dataclass(frozen=True, slots=True)

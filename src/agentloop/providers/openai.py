@@ -55,7 +55,14 @@ from urllib.parse import urlsplit
 
 from agentloop.errors import ProviderError, ResponseInvalid
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart, Usage
-from agentloop.model import ModelRequest, ModelResponse, ModelSettings, StreamEvent, ToolSpec
+from agentloop.model import (
+    INVALID_JSON_KEY,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    StreamEvent,
+    ToolSpec,
+)
 from agentloop.providers._classify import error_for_status, invalid_body
 from agentloop.providers._client import HttpClient, check_client, check_key_characters
 from agentloop.providers._http import HttpTransport
@@ -85,9 +92,6 @@ __all__ = [
     "parse_completion",
     "prompt_cache_key",
 ]
-
-INVALID_JSON_KEY = "__invalid_json__"
-"""A tool call whose argument text is not a JSON object carries ``{INVALID_JSON_KEY: raw}``."""
 
 _WIRE_KEY = "openai-chat"
 _DONE = "[DONE]"
