@@ -2,36 +2,70 @@
 
 Soft errors are tool results the model reads; hard errors are typed exceptions from
 ``agentloop.errors`` that end a run after it is finalized.
+
+Every public name loads on first access (``agentloop._lazy``): ``import agentloop`` imports
+none of asyncio, pydantic or aiohttp.
 """
 
-from agentloop.cancel import CancelToken
-from agentloop.config import RunConfig
-from agentloop.engine import Agent
-from agentloop.errors import AgentLoopError, ToolError
-from agentloop.hooks import Allow, Ask, Block, Hook, PolicyHook
-from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart, Usage
-from agentloop.model import ModelClient, ModelRequest, ModelResponse, ModelSettings, StreamEvent
-from agentloop.observers import Observer
-from agentloop.run import ConversationSummary, Run, Turn
-from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, tool
+from __future__ import annotations
 
-_LAZY = {
-    "Settings": "agentloop.providers.settings",
-    "build_client": "agentloop.providers.settings",
-    "RetryingClient": "agentloop.providers.retrying",
+from typing import TYPE_CHECKING
+
+from agentloop._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from agentloop.cancel import CancelToken
+    from agentloop.config import RunConfig
+    from agentloop.engine import Agent
+    from agentloop.errors import AgentLoopError, ToolError
+    from agentloop.hooks import Allow, Ask, Block, Hook, PolicyHook
+    from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart, Usage
+    from agentloop.model import ModelClient, ModelRequest, ModelResponse, ModelSettings, StreamEvent
+    from agentloop.observers import Observer
+    from agentloop.providers.fallback import FallbackClient
+    from agentloop.providers.retrying import RetryingClient
+    from agentloop.providers.settings import Settings, build_client
+    from agentloop.run import ConversationSummary, Run, Turn
+    from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, tool
+
+_EXPORTS = {
+    "Agent": "agentloop.engine",
+    "AgentLoopError": "agentloop.errors",
+    "Allow": "agentloop.hooks",
+    "Ask": "agentloop.hooks",
+    "Block": "agentloop.hooks",
+    "CancelToken": "agentloop.cancel",
+    "ConversationSummary": "agentloop.run",
     "FallbackClient": "agentloop.providers.fallback",
+    "Hook": "agentloop.hooks",
+    "Message": "agentloop.messages",
+    "ModelClient": "agentloop.model",
+    "ModelRequest": "agentloop.model",
+    "ModelResponse": "agentloop.model",
+    "ModelSettings": "agentloop.model",
+    "Observer": "agentloop.observers",
+    "PolicyHook": "agentloop.hooks",
+    "RetryingClient": "agentloop.providers.retrying",
+    "Run": "agentloop.run",
+    "RunConfig": "agentloop.config",
+    "Settings": "agentloop.providers.settings",
+    "StreamEvent": "agentloop.model",
+    "TextPart": "agentloop.messages",
+    "Tool": "agentloop.tools",
+    "ToolCallPart": "agentloop.messages",
+    "ToolContext": "agentloop.tools",
+    "ToolError": "agentloop.errors",
+    "ToolOutput": "agentloop.tools",
+    "ToolRegistry": "agentloop.tools",
+    "ToolResultPart": "agentloop.messages",
+    "Turn": "agentloop.run",
+    "Usage": "agentloop.messages",
+    "build_client": "agentloop.providers.settings",
+    "tool": "agentloop.tools",
 }
 
-
-def __getattr__(name: str) -> object:
-    """Provider names load lazily so ``import agentloop`` never imports aiohttp."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentloop' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
-
+if not TYPE_CHECKING:  # mypy sees the imports above, and no other name
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 __all__ = [
     "Agent",
@@ -48,9 +82,9 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
-    "RetryingClient",
     "Observer",
     "PolicyHook",
+    "RetryingClient",
     "Run",
     "RunConfig",
     "Settings",

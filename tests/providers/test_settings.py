@@ -219,7 +219,7 @@ def test_lazy_exports() -> None:
 
     assert providers.RetryingClient.__name__ == "RetryingClient"
     with pytest.raises(AttributeError):
-        providers.Nope  # noqa: B018
+        providers.Nope  # type: ignore[attr-defined]  # noqa: B018
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,9 @@ never fails because one sibling module is absent and never imports aiohttp.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agentloop._lazy import lazy_exports
 from agentloop.providers.openai import OllamaClient, OpenAIClient, OpenRouterClient
 from agentloop.providers.settings import Settings, build_client
 
@@ -39,11 +39,5 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Load ``RetryingClient``, ``FallbackClient``, ``AnthropicClient``, ``GeminiClient`` lazily."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+if not TYPE_CHECKING:  # mypy sees the imports above, and no other name
+    __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

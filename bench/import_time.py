@@ -1,0 +1,95 @@
+"""What ``import agentloop`` costs: wall and CPU time net of the bare interpreter.
+
+Each statement runs in a fresh interpreter (``python -c``) ``--repeats`` times, interleaved with
+``python -c "pass"``; the median of each is kept and the bare interpreter's median subtracted.
+CPU time is the child's user + system time (``os.wait4``), which a loaded machine disturbs less
+than wall time. ``--importtime`` adds the modules with the largest cumulative ``-X importtime``
+of the first statement.
+
+    python bench/import_time.py
+    python bench/import_time.py --importtime 25 "from agentloop import Agent, tool"
+
+A benchmark, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+STATEMENTS = (
+    "import agentloop",
+    "import agentloop.providers",
+    "from agentloop import Agent, RunConfig, tool",
+    "from agentloop import Agent, RunConfig, tool; from agentloop.providers import OpenAIClient",
+)
+
+
+def once(statement: str) -> tuple[float, float]:
+    """(wall ms, CPU ms) of one ``python -c statement``."""
+    start = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-c", statement])
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode:
+        raise SystemExit(f"{statement!r} exited with {process.returncode}")
+    return wall * 1e3, (usage.ru_utime + usage.ru_stime) * 1e3
+
+
+def measure(statements: list[str], repeats: int) -> dict[str, tuple[float, float]]:
+    """Median (wall ms, CPU ms) per statement, ``pass`` included, interleaved."""
+    samples: dict[str, list[tuple[float, float]]] = {s: [] for s in ["pass", *statements]}
+    for _ in range(repeats):
+        for statement in samples:
+            samples[statement].append(once(statement))
+    return {
+        s: (statistics.median(w for w, _ in xs), statistics.median(c for _, c in xs))
+        for s, xs in samples.items()
+    }
+
+
+def importtime(statement: str, top: int) -> None:
+    """The ``top`` modules by cumulative ``-X importtime`` (microseconds, one run)."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", statement],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rows = []
+    for line in done.stderr.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        own_us, cumulative_us, name = line.removeprefix("import time:").split("|")
+        rows.append((int(cumulative_us), int(own_us), name.rstrip()))
+    print(f"\n-X importtime of {statement!r}: top {top} by cumulative us (one run)")
+    for cumulative, own, name in sorted(rows, reverse=True)[:top]:
+        print(f"  {cumulative:8d} {own:8d}  {name}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("statements", nargs="*", help="statements to time (default: a set)")
+    parser.add_argument("--repeats", type=int, default=10, help="runs per statement (median)")
+    parser.add_argument("--importtime", type=int, default=0, metavar="N", help="top N modules")
+    args = parser.parse_args()
+    statements = args.statements or list(STATEMENTS)
+    results = measure(statements, args.repeats)
+    base_wall, base_cpu = results.pop("pass")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, median of {args.repeats}")
+    print(f"bare interpreter: {base_wall:.1f} ms wall, {base_cpu:.1f} ms CPU\n")
+    print("| statement | wall ms (net) | CPU ms (net) |")
+    print("|---|---:|---:|")
+    for statement, (wall, cpu) in results.items():
+        print(f"| `{statement}` | {wall - base_wall:.1f} | {cpu - base_cpu:.1f} |")
+    if args.importtime:
+        importtime(statements[0], args.importtime)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""The lazy exports of ``agentloop`` and ``agentloop.providers`` (``agentloop._lazy``)."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+import agentloop
+import agentloop.providers
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+PACKAGES = [agentloop, agentloop.providers]
+
+
+def type_checking_imports(module: ModuleType) -> dict[str, str]:
+    """Name -> module of every ``from m import name`` under the package's ``if TYPE_CHECKING``."""
+    assert module.__file__ is not None
+    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for statement in node.body:
+                assert isinstance(statement, ast.ImportFrom) and statement.module
+                found.update({alias.name: statement.module for alias in statement.names})
+    return found
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.__name__)
+def test_every_public_name_resolves_to_its_definition(package: ModuleType) -> None:
+    for name in package.__all__:
+        value = getattr(package, name)
+        assert getattr(importlib.import_module(value.__module__), name) is value, name
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.__name__)
+def test_mypy_sees_exactly_the_lazy_names(package: ModuleType) -> None:
+    """The ``TYPE_CHECKING`` imports name the same modules as the runtime table."""
+    table = vars(package).get("_EXPORTS") or vars(package)["_LAZY"]
+    assert type_checking_imports(package) == table
+    assert set(table) <= set(package.__all__)
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.__name__)
+def test_dir_lists_every_public_name(package: ModuleType) -> None:
+    assert set(package.__all__) <= set(dir(package))
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.__name__)
+def test_an_unknown_name_is_an_attribute_error(package: ModuleType) -> None:
+    with pytest.raises(
+        AttributeError, match=f"module '{package.__name__}' has no attribute 'Nope'"
+    ):
+        getattr(package, "Nope")  # noqa: B009
+
+
+def test_the_all_list_is_sorted() -> None:
+    assert agentloop.__all__ == sorted(agentloop.__all__)
+
+
+def test_import_agentloop_imports_no_heavy_dependency() -> None:
+    code = (
+        "import sys, agentloop\n"
+        "print(sorted(m for m in ('asyncio', 'pydantic', 'aiohttp') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_star_import_binds_every_public_name() -> None:
+    namespace: dict[str, object] = {}
+    exec("from agentloop import *", namespace)
+    assert set(agentloop.__all__) <= set(namespace)
