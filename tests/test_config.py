@@ -92,5 +92,5 @@ def test_component_values_are_validated(build: Any, field: str) -> None:
 
 
 def test_model_settings_stop_becomes_a_tuple() -> None:
-    assert ModelSettings(stop="END").stop == ("END",)
+    assert ModelSettings(stop="END").stop == ("END",)  # type: ignore[arg-type]
     assert ModelSettings(stop=["a", "b"]).stop == ("a", "b")  # type: ignore[arg-type]

@@ -175,7 +175,7 @@ def test_provider_error_keywords_default_to_none() -> None:
     assert err.redirect_host is None and err.summary is None
     assert err.attempts == 1 and err.retry_wait_seconds == 0.0 and err.attempt_log == ()
     err = e.ProviderTimeout("t", phase="read", request_sent=True)
-    assert err.phase is e.FailurePhase.READ and err.phase == "read"
+    assert err.phase == "read" and err.phase is e.FailurePhase.READ
 
 
 def _all_instances() -> list[e.AgentLoopError]:

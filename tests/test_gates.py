@@ -112,7 +112,7 @@ async def test_a_panicking_tool_is_logged_with_its_traceback(
     @tool
     def buggy(n: int) -> str:
         """Has a bug."""
-        return "x" + n  # type: ignore[operator]
+        return "x" + n  # type: ignore[operator, no-any-return]
 
     model = ScriptedModel([call("buggy", {"n": 1}, id="c-7"), reply("ok")])
     with caplog.at_level(logging.WARNING, logger="agentloop"):

@@ -1,13 +1,14 @@
 """Messages are frozen and round-trip losslessly."""
 
 import dataclasses
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from agentloop.errors import InvalidInput
-from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart, Usage
+from agentloop.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart, Usage
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),
@@ -35,7 +36,7 @@ parts = st.one_of(
 
 
 @given(st.sampled_from(["system", "user", "assistant", "tool"]), st.lists(parts, max_size=4))
-def test_round_trip(role: str, items: list) -> None:
+def test_round_trip(role: str, items: list[Part]) -> None:
     message = Message(role, items)  # type: ignore[arg-type]
     assert Message.from_dict(message.to_dict()) == message
 
@@ -67,7 +68,7 @@ def test_encoded_is_computed_once() -> None:
     message = Message.user("hello")
     calls: list[int] = []
 
-    def encode(m: Message) -> dict:
+    def encode(m: Message) -> dict[str, Any]:
         calls.append(1)
         return {"role": m.role}
 

@@ -98,7 +98,9 @@ def test_otel_spans_carry_cached_tokens() -> None:
     usage = Usage(100, 5, cache_read_tokens=80, cache_write_tokens=15)
     model = ScriptedModel([reply("done", usage=usage)])
     Agent(model, observers=[OtelObserver(provider.get_tracer("t"))]).run_sync("hi")
-    spans = {s.attributes.get("gen_ai.operation.name"): s for s in exporter.get_finished_spans()}
+    spans = {
+        (s.attributes or {}).get("gen_ai.operation.name"): s for s in exporter.get_finished_spans()
+    }
     for span in (spans["chat"], spans["invoke_agent"]):
         assert span.attributes is not None
         assert span.attributes["gen_ai.usage.input_tokens"] == 100

@@ -43,7 +43,7 @@ async def serve_raw(handler: RawHandler) -> AsyncIterator[str]:
         writers.append(writer)
         task = asyncio.current_task()
         assert task is not None
-        tasks.add(task)  # type: ignore[arg-type]
+        tasks.add(task)
         try:
             await handler(reader, writer)
         except (ConnectionError, asyncio.CancelledError):
