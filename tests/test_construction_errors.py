@@ -42,7 +42,7 @@ def test_tools_given_as_one_tool_or_a_string_say_write_a_list() -> None:
         return path
 
     with pytest.raises(ConfigurationError, match=r"write tools=\[\.\.\.\]"):
-        Agent(ScriptedModel([]), tools=read_file)  # type: ignore[arg-type]
+        Agent(ScriptedModel([]), tools=read_file)  # type: ignore[call-overload]
     with pytest.raises(ConfigurationError, match=r"got 'read_file'; write tools=\[\.\.\.\]"):
         Agent(ScriptedModel([]), tools="read_file")  # type: ignore[arg-type]
 

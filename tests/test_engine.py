@@ -610,7 +610,7 @@ async def test_run_round_trips_through_to_dict() -> None:
 
 def test_construction_errors_name_the_field() -> None:
     with pytest.raises(ConfigurationError) as info:
-        Agent(None)  # type: ignore[arg-type]
+        Agent(None)  # type: ignore[call-overload]
     assert info.value.field == "client"
     with pytest.raises(ConfigurationError) as info:
         Agent(ScriptedModel([]), tools=[read_file, read_file])

@@ -181,7 +181,7 @@ class Served:
     """A client wired to a running server, and a view of what the server received."""
 
     client: ModelClient
-    requests: Callable[[], list[Mapping[str, Any]]]
+    requests: Callable[[], Sequence[Mapping[str, Any]]]
     headers: Callable[[], list[Mapping[str, str]]]
     paths: Callable[[], list[str]]
 

@@ -88,14 +88,14 @@ def test_a_history_that_is_not_messages_is_refused() -> None:
 
 def test_tools_must_be_a_list() -> None:
     with pytest.raises(ConfigurationError, match=r"tools=\[\.\.\.\]"):
-        Agent(ScriptedModel([]), tools=lookup)  # type: ignore[arg-type]
+        Agent(ScriptedModel([]), tools=lookup)  # type: ignore[call-overload]
     with pytest.raises(ConfigurationError, match="list of tools"):
         Agent(ScriptedModel([]), tools="lookup")  # type: ignore[arg-type]
 
 
 def test_a_non_callable_approver_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="approver"):
-        Agent(ScriptedModel([]), approver="yes")  # type: ignore[arg-type]
+        Agent(ScriptedModel([]), approver="yes")  # type: ignore[call-overload]
 
 
 def test_run_sync_many_times_and_close() -> None:

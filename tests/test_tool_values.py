@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -110,13 +110,13 @@ async def test_a_tool_cannot_rewrite_the_recorded_call() -> None:
     class Mutator(Tool):
         name = "mutate"
         description = "Mutates what it receives."
-        parameters: ClassVar[dict[str, Any]] = {
+        parameters: Mapping[str, Any] = {
             "type": "object",
             "properties": {"items": {"type": "array"}},
         }
 
         async def call(self, arguments: Mapping[str, Any], ctx: ToolContext) -> str:
-            arguments["items"].append("evil")  # type: ignore[index]
+            arguments["items"].append("evil")
             arguments.clear()  # type: ignore[attr-defined]
             return "done"
 

@@ -60,7 +60,7 @@ PreToolDecision: TypeAlias = Allow | Block | Ask | None
 class Approver(Protocol):
     """Answers ``Ask`` decisions: a sync or async callable ``(call, message) -> bool``."""
 
-    def __call__(self, call: ToolCallPart, message: str) -> bool | Awaitable[bool]:
+    def __call__(self, call: ToolCallPart, message: str, /) -> bool | Awaitable[bool]:
         """Return exactly True to let the call run; anything else denies it."""
         ...
 

@@ -56,7 +56,7 @@ def test_one_below_the_hard_line_is_allowed() -> None:
     assert budget_gate.pre_request()[1] is None
     budget_gate.record_usage(Usage(0, 1), "m")
     exhausted = budget_gate.pre_request()[1]
-    assert exhausted is not None and exhausted.spent == 100
+    assert isinstance(exhausted, BudgetExhausted) and exhausted.spent == 100
 
 
 def test_soft_line_warns_exactly_once_per_run_at_and_not_below_the_line() -> None:
@@ -74,7 +74,7 @@ def test_a_hard_crossing_without_a_prior_warning_also_warns() -> None:
     budget_gate.record_tool_calls(7)
     warnings, exhausted = budget_gate.pre_request()
     assert warnings == [BudgetWarning("tool_calls", 7, 5)]
-    assert exhausted is not None and exhausted.dimension == "tool_calls"
+    assert isinstance(exhausted, BudgetExhausted) and exhausted.dimension == "tool_calls"
     warnings, again = budget_gate.pre_request()
     assert warnings == [] and again is not None
 
@@ -96,7 +96,7 @@ def test_wall_clock_in_seconds_both_sides_of_the_line() -> None:
     assert budget_gate.pre_request()[1] is None
     clock.now += 0.001
     exhausted = budget_gate.pre_request()[1]
-    assert exhausted is not None and exhausted.dimension == "wall_clock"
+    assert isinstance(exhausted, BudgetExhausted) and exhausted.dimension == "wall_clock"
     assert exhausted.spent == pytest.approx(60.0) and exhausted.limit == 60.0
 
 
@@ -106,7 +106,7 @@ def test_output_tokens_count_only_output() -> None:
     assert budget_gate.pre_request()[1] is None
     budget_gate.record_usage(Usage(0, 1), "m")
     exhausted = budget_gate.pre_request()[1]
-    assert exhausted is not None and exhausted.dimension == "output_tokens"
+    assert isinstance(exhausted, BudgetExhausted) and exhausted.dimension == "output_tokens"
 
 
 def test_dimensions_are_checked_in_order() -> None:
@@ -117,7 +117,7 @@ def test_dimensions_are_checked_in_order() -> None:
     clock.now += 1
     warnings, exhausted = budget_gate.pre_request()
     assert [w.dimension for w in warnings] == list(DIMENSIONS[:5])
-    assert exhausted is not None and exhausted.dimension == "tokens"
+    assert isinstance(exhausted, BudgetExhausted) and exhausted.dimension == "tokens"
 
 
 def test_zero_disables_a_line() -> None:
@@ -138,7 +138,7 @@ def test_cost_in_dollars_from_the_price_table() -> None:
     assert [w.dimension for w in warnings] == ["cost_usd"] and exhausted is None
     budget_gate.record_usage(Usage(0, 10_000), "big")  # 1.05
     exhausted = budget_gate.pre_request()[1]
-    assert exhausted is not None and exhausted.dimension == "cost_usd"
+    assert isinstance(exhausted, BudgetExhausted) and exhausted.dimension == "cost_usd"
 
 
 def test_an_unpriced_model_fails_closed_naming_the_model() -> None:

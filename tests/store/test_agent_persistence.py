@@ -390,7 +390,7 @@ async def test_a_named_session_that_exists_needs_resume(
 
 def test_a_store_must_implement_the_protocol() -> None:
     with pytest.raises(ConfigurationError) as info:
-        Agent(ScriptedModel([]), store="agentloop.db")  # type: ignore[arg-type]
+        Agent(ScriptedModel([]), store="agentloop.db")  # type: ignore[call-overload]
     assert info.value.field == "store"
 
 
