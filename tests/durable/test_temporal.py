@@ -190,7 +190,7 @@ async def test_each_run_is_a_fresh_conversation(client: Client) -> None:
         first, second = await asyncio.gather(
             durable.run("a", client=client), durable.run("b", client=client)
         )
-    assert sorted([first.output, second.output]) == ["one", "two"]
+    assert sorted([first.output, second.output], key=str) == ["one", "two"]
     assert first.id != second.id
 
 

@@ -251,7 +251,7 @@ def to_messages(raw: list[dict[str, Any]]) -> list[Message]:
 
 
 def normalise(messages: list[dict[str, Any]]) -> list[tuple[str, list[Any]]]:
-    out = []
+    out: list[tuple[str, list[Any]]] = []
     for message in messages:
         content = message["content"]
         if isinstance(content, str):
@@ -415,7 +415,7 @@ def mid_stream(*lines: str) -> Reply:
 )  # fmt: skip
 async def test_an_error_event_mid_stream_raises_the_right_error(
     kind: str,
-    expected: type[Exception],
+    expected: type[ProviderError],
     server: tuple[Script, str],
     make_client: Callable[..., AnthropicClient],
 ) -> None:

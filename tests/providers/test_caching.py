@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,8 @@ def _recorded_usage(body: Any) -> dict[str, int] | None:
         except ValueError:
             return None
     if isinstance(body, dict) and isinstance(body.get("usage"), dict):
-        return body["usage"]
+        usage: dict[str, int] = body["usage"]
+        return usage
     return None
 
 
@@ -71,7 +73,8 @@ def test_recorded_anthropic_replies_decode_cache_fields(path: Path) -> None:
 @pytest.mark.parametrize("path", ANTHROPIC_SSE, ids=lambda p: p.name)
 def test_recorded_anthropic_streams_decode_cache_fields(path: Path) -> None:
     state = _anthropic_stream(path.read_text())
-    prompt = {}  # the last usage object that carries prompt fields (start, or a later delta)
+    # the last usage object that carries prompt fields (start, or a later delta)
+    prompt: dict[str, Any] = {}
     for line in path.read_text().splitlines():
         if not line.startswith("data:"):
             continue
@@ -210,7 +213,8 @@ def _cache_order(payload: dict[str, Any], keys: tuple[str, ...]) -> str:
     return "".join(parts).rstrip("]}")
 
 
-ENCODERS = {
+Encoder = Callable[[ModelRequest], dict[str, Any]]
+ENCODERS: dict[str, tuple[Encoder, tuple[str, ...]]] = {
     "anthropic": (
         lambda r: anthropic.build_payload(r, model="m", max_tokens=10, stream=False),
         ("tools", "system", "messages"),
@@ -236,7 +240,7 @@ def test_each_request_starts_with_the_previous_one_byte_for_byte(
     assert json.dumps(again) == json.dumps(payloads)
 
 
-def _marked_blocks(payload: dict[str, Any]) -> list[str]:
+def _marked_blocks(payload: Mapping[str, Any]) -> list[str]:
     marked = []
     if any("cache_control" in t for t in payload.get("tools", ())):
         marked.append("tools")

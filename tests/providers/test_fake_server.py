@@ -173,7 +173,7 @@ async def test_anthropic_messages_format() -> None:
     from agentloop.providers.anthropic import AnthropicClient
 
     call = FakeToolCall("read_file", {"path": "a.txt"}, id="toolu_1")
-    script = [
+    script: list[FakeReply | Fault] = [
         FakeReply("hello", input_tokens=7, output_tokens=2),
         FakeReply("let me look", tool_calls=[call]),
         Fault.truncate(FakeReply("cut " * 20)),

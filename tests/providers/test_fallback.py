@@ -405,12 +405,13 @@ OUTCOMES = st.sampled_from(["ok", "fail", "rate", "bad"])
 
 
 def outcome(kind: str) -> Step:
-    return {
+    steps: dict[str, Step] = {
         "ok": ok(),
         "fail": fail(),
         "rate": RateLimited("429"),
         "bad": BadRequestError("400"),
-    }[kind]
+    }
+    return steps[kind]
 
 
 @settings(max_examples=150, deadline=None)

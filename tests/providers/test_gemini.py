@@ -273,7 +273,7 @@ RETRY_INFO = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay":
 )  # fmt: skip
 async def test_status_errors_are_classified(
     body: dict[str, Any],
-    expected: type[Exception],
+    expected: type[ProviderError],
     server: tuple[Script, str],
     make_client: Callable[..., GeminiClient],
 ) -> None:

@@ -473,6 +473,7 @@ async def test_gemini_prompt_feedback_that_is_a_string(hostile: Hostile) -> None
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
 async def test_json_nested_100000_deep(hostile: Hostile, provider: str) -> None:
     assert_invalid(await outcome(hostile, provider, DEEP, stream=False))
+    frames: list[tuple[str | None, str]]
     frames = [(None, DEEP)] if provider != "anthropic" else [("message_start", DEEP)]
     assert_invalid(await outcome(hostile, provider, sse(frames), stream=True))
 

@@ -16,6 +16,7 @@ from agentloop.errors import (
     ContextLengthExceeded,
     FailurePhase,
     InsufficientCredits,
+    ProviderError,
     ProviderTimeout,
     ProviderUnavailable,
     RateLimited,
@@ -303,7 +304,11 @@ FAULTS = [
 @pytest.mark.parametrize(("fault", "cls"), FAULTS)
 @pytest.mark.parametrize("stream", [False, True])
 async def test_faults_map_to_the_error_tree(
-    server: FakeProviderServer, client: OpenAIClient, fault: Fault, cls: type, stream: bool
+    server: FakeProviderServer,
+    client: OpenAIClient,
+    fault: Fault,
+    cls: type[ProviderError],
+    stream: bool,
 ) -> None:
     server.push(fault)
     with pytest.raises(cls) as info:
@@ -397,7 +402,8 @@ async def stream_fixture(name: str) -> tuple[list[StreamEvent], ModelResponse]:
 
 def expected_from_fixture(name: str) -> dict[str, Any]:
     """Independently fold the fixture (choice 0) with plain json, for comparison."""
-    text, calls, finish, usage = "", {}, None, None
+    calls: dict[int, dict[str, str]] = {}
+    text, finish, usage = "", None, None
     for line in (FIXTURES / name).read_text().splitlines():
         if not line.startswith("data: ") or line == "data: [DONE]":
             continue

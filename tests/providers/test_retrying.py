@@ -203,9 +203,9 @@ def test_is_retryable_follows_the_class_table(error: BaseException, expected: bo
 
 def test_should_retry_hint_overrides_the_class() -> None:
     no = unavailable()
-    no.should_retry = False  # type: ignore[attr-defined]
+    no.should_retry = False
     yes = AuthError("401")
-    yes.should_retry = True  # type: ignore[attr-defined]
+    yes.should_retry = True
     assert not is_retryable(no)
     assert is_retryable(yes)
 
@@ -427,7 +427,7 @@ ERRORS: list[type[ProviderError]] = [
 async def test_attempt_accounting_properties(
     kinds: list[type[ProviderError]], max_retries: int, rate_limit_retries: int
 ) -> None:
-    steps: list[Step] = [kind("e") for kind in kinds] + [ok()]
+    steps: list[Step] = [*(kind("e") for kind in kinds), ok()]
     inner = FakeClient(steps)
     retrying = client(
         inner, Sleeper(), max_retries=max_retries, rate_limit_retries=rate_limit_retries
@@ -471,6 +471,7 @@ class LocalServer:
     async def handle(self, request: web.Request) -> web.Response:
         status, headers = self.replies[min(self.hits, len(self.replies) - 1)]
         self.hits += 1
+        body: dict[str, Any]
         if status == 200:
             body = {
                 "content": [{"type": "text", "text": "served"}],
