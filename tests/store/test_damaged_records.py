@@ -22,7 +22,7 @@ from agentloop import Agent, tool
 from agentloop.cli import main
 from agentloop.errors import InvalidInput, MemoryBackendError, ProviderUnavailable
 from agentloop.run import Run, Turn, error_from_dict
-from agentloop.store import PostgresStore, SQLiteStore, Store
+from agentloop.store import PostgresStore, SQLiteStore
 from agentloop.testing import ScriptedModel, call, reply
 
 _CONTRACT = Path(__file__).with_name("test_store_contract.py")
@@ -40,18 +40,19 @@ def read_file(path: str) -> str:
 
 
 Execute = Callable[[str, tuple[Any, ...]], None]
+Backend = SQLiteStore | PostgresStore  # both scan_runs, which the Store protocol does not ask for
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def backend(
     request: pytest.FixtureRequest, tmp_path: Path
-) -> Iterator[tuple[Callable[[], Store], Execute]]:
+) -> Iterator[tuple[Callable[[], Backend], Execute]]:
     """Opens the store, and runs raw SQL on its backing data (``?`` placeholders)."""
-    opened: list[Store] = []
+    opened: list[Backend] = []
     if request.param == "sqlite":
         path = tmp_path / "agentloop.db"
 
-        def factory() -> Store:
+        def factory() -> Backend:
             return SQLiteStore(path)
 
         def execute(sql: str, params: tuple[Any, ...]) -> None:
@@ -64,14 +65,14 @@ def backend(
         PostgresStore(dsn).close()
         _contract._truncate(dsn)
 
-        def factory() -> Store:
+        def factory() -> Backend:
             return PostgresStore(dsn)
 
         def execute(sql: str, params: tuple[Any, ...]) -> None:
             with psycopg.connect(dsn, autocommit=True) as conn:
                 conn.execute(sql.replace("?", "%s"), params)
 
-    def opener() -> Store:
+    def opener() -> Backend:
         opened.append(factory())
         return opened[-1]
 
@@ -80,7 +81,7 @@ def backend(
         store.close()
 
 
-def two_runs(opener: Callable[[], Store]) -> tuple[str, str]:
+def two_runs(opener: Callable[[], Backend]) -> tuple[str, str]:
     """Session ``s``: a completed run with a tool call, then one that failed with a 502."""
     store = opener()
     agent = Agent(
@@ -97,7 +98,7 @@ def two_runs(opener: Callable[[], Store]) -> tuple[str, str]:
     return first.id, agent.runs[-1].id
 
 
-def record_of(execute: Execute, opener: Callable[[], Store], run_id: str) -> dict[str, Any]:
+def record_of(execute: Execute, opener: Callable[[], Backend], run_id: str) -> dict[str, Any]:
     stored = opener().load_run(run_id)
     assert stored is not None
     return stored.run.to_dict()
@@ -173,7 +174,7 @@ RECORD_DAMAGE: list[tuple[str, Callable[[dict[str, Any]], Any], str]] = [
     [pytest.param(change, field, id=name) for name, change, field in RECORD_DAMAGE],
 )
 def test_a_damaged_run_record_names_the_run_and_the_field(
-    backend: tuple[Callable[[], Store], Execute],
+    backend: tuple[Callable[[], Backend], Execute],
     change: Callable[[dict[str, Any]], Any],
     field: str,
 ) -> None:
@@ -200,7 +201,7 @@ def test_a_damaged_run_record_names_the_run_and_the_field(
 
 
 def test_a_damaged_history_row_names_the_session_and_the_message(
-    backend: tuple[Callable[[], Store], Execute],
+    backend: tuple[Callable[[], Backend], Execute],
 ) -> None:
     opener, execute = backend
     two_runs(opener)
@@ -218,7 +219,7 @@ def test_a_damaged_history_row_names_the_session_and_the_message(
 
 
 def test_damaged_turn_rows_of_an_unfinished_run(
-    backend: tuple[Callable[[], Store], Execute],
+    backend: tuple[Callable[[], Backend], Execute],
 ) -> None:
     opener, execute = backend
     store = opener()
@@ -242,7 +243,7 @@ def test_damaged_turn_rows_of_an_unfinished_run(
 
 
 def test_a_damaged_step_journal_names_the_run_and_the_step(
-    backend: tuple[Callable[[], Store], Execute],
+    backend: tuple[Callable[[], Backend], Execute],
 ) -> None:
     opener, execute = backend
     store = opener()

@@ -88,6 +88,50 @@ class DurableStore(Store, Protocol):
     transaction) and ``finish_runs`` takes ``release=`` (a lease owner).
     """
 
+    def begin_run(
+        self, session_id: str, run: Run, *, safety: Mapping[str, Any] | None = None
+    ) -> None:
+        """``Store.begin_run``, with the safety state in the same transaction."""
+        ...
+
+    def save_turn(
+        self,
+        run_id: str,
+        number: int,
+        turn: Turn,
+        messages: Sequence[Message],
+        *,
+        session_id: str | None = None,
+        safety: Mapping[str, Any] | None = None,
+    ) -> None:
+        """``Store.save_turn``, with the session's safety state in the same transaction."""
+        ...
+
+    def commit_compaction(
+        self,
+        session_id: str,
+        run_id: str,
+        history: Sequence[Message],
+        absorbed: int,
+        *,
+        safety: Mapping[str, Any] | None = None,
+    ) -> None:
+        """``Store.commit_compaction``, with the safety state in the same transaction."""
+        ...
+
+    def finish_runs(
+        self,
+        session_id: str,
+        runs: Sequence[Run],
+        *,
+        keep: int,
+        append: Sequence[Message],
+        safety: Mapping[str, Any] | None = None,
+        release: str | None = None,
+    ) -> None:
+        """``Store.finish_runs``, with the safety state; ``release`` ends that owner's lease."""
+        ...
+
     def load_safety(self, session_id: str) -> dict[str, Any] | None:
         """The safety state stored at the session's last commit point, or None."""
         ...
