@@ -28,6 +28,7 @@ If a state update itself raises, the fallback state is poisoned and every later 
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 import math
 import time
@@ -47,6 +48,7 @@ from agentloop.errors import (
 )
 from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent
 from agentloop.providers._client import ClosingClient
+from agentloop.safety.breaker import BreakerState, Circuit, CircuitRule, wall_shift
 
 __all__ = [
     "BreakerPolicy",
@@ -106,7 +108,11 @@ def _require_int(name: str, value: object, *, minimum: int) -> None:
 
 @dataclass(frozen=True, slots=True)
 class ModelHealth:
-    """One model's breaker state."""
+    """One model's breaker state: a frozen view of the shared ``safety.breaker.Circuit``.
+
+    ``opened_at`` is kept while open, ``probe_successes`` while probing, and
+    ``consecutive_failures`` outside ``open``; each is 0 elsewhere.
+    """
 
     state: Health = Health.CLOSED
     consecutive_failures: int = 0
@@ -114,48 +120,71 @@ class ModelHealth:
     probe_successes: int = 0
 
 
-def _opened(now: float) -> ModelHealth:
-    return ModelHealth(state=Health.OPEN, opened_at=now)
+_HEALTH: dict[BreakerState, Health] = {
+    "closed": Health.CLOSED,
+    "open": Health.OPEN,
+    "half_open": Health.PROBING,
+}
+_STATE: dict[Health, BreakerState] = {health: state for state, health in _HEALTH.items()}
+
+
+@functools.lru_cache(maxsize=64)
+def _rule(policy: BreakerPolicy) -> CircuitRule:
+    """Models: every request is admitted while probing; only a rate limit reopens at once."""
+    return CircuitRule(
+        threshold=policy.trip_threshold,
+        cooldown=policy.cooldown,
+        probes_to_close=policy.probe_successes,
+        single_probe=False,
+        recount_when_probing=True,
+    )
+
+
+def _circuit(health: ModelHealth) -> Circuit:
+    return Circuit(
+        _STATE[health.state], health.consecutive_failures, health.opened_at, health.probe_successes
+    )
+
+
+def _step(health: ModelHealth, step: Callable[[Circuit], object]) -> ModelHealth:
+    """Run one step of the shared state machine on ``health``; unchanged, it is returned as is."""
+    circuit = _circuit(health)
+    step(circuit)
+    state = _HEALTH[circuit.state]
+    after = (circuit.generation, circuit.consecutive_failures, circuit.probe_successes)
+    if after == (0, health.consecutive_failures, health.probe_successes):
+        return health
+    return ModelHealth(
+        state,
+        0 if state is Health.OPEN else circuit.consecutive_failures,
+        circuit.opened_at if state is Health.OPEN else 0.0,
+        circuit.probe_successes if state is Health.PROBING else 0,
+    )
 
 
 def cooldown_remaining(health: ModelHealth, policy: BreakerPolicy, now: float) -> float:
     """Seconds until an open model may be probed (0.0 when it is not open)."""
-    if health.state is not Health.OPEN:
-        return 0.0
-    return max(0.0, health.opened_at + policy.cooldown - now)
+    return _circuit(health).cooldown_left(_rule(policy), now)
 
 
 def admit(health: ModelHealth, policy: BreakerPolicy, now: float) -> ModelHealth:
     """Move an open model whose cooldown has ended to ``probing``; others are unchanged."""
-    if health.state is Health.OPEN and cooldown_remaining(health, policy, now) <= 0.0:
-        return ModelHealth(state=Health.PROBING)
-    return health
+    return _step(health, lambda circuit: circuit.admit(_rule(policy), now))
 
 
 def record_success(health: ModelHealth, policy: BreakerPolicy) -> ModelHealth:
     """A request this model served succeeded (a late success while open changes nothing)."""
-    if health.state is Health.OPEN:
-        return health
-    if health.state is Health.PROBING:
-        streak = health.probe_successes + 1
-        if streak >= policy.probe_successes:
-            return ModelHealth()
-        return replace(health, probe_successes=streak, consecutive_failures=0)
-    return ModelHealth()
+    return _step(health, lambda circuit: circuit.record(_rule(policy), 0.0, success=True))
 
 
 def record_failure(
     health: ModelHealth, policy: BreakerPolicy, now: float, *, rate_limited: bool
 ) -> ModelHealth:
-    """A request this model served failed; may open the breaker."""
-    if health.state is Health.OPEN:
-        return health
-    if health.state is Health.PROBING and rate_limited:
-        return _opened(now)
-    failures = health.consecutive_failures + 1
-    if policy.trip_threshold and failures >= policy.trip_threshold:
-        return _opened(now)
-    return replace(health, consecutive_failures=failures, probe_successes=0)
+    """A request this model served failed; may open the breaker (a rate limit while probing)."""
+    rule = _rule(policy)
+    return _step(
+        health, lambda circuit: circuit.record(rule, now, success=False, hard=rate_limited)
+    )
 
 
 def fails_over(error: BaseException) -> bool:
@@ -220,7 +249,7 @@ class FallbackClient(ClosingClient):
 
     def snapshot(self, *, wall: float | None = None) -> dict[str, Any]:
         """Every model's health as plain JSON data, cooldown starts as wall-clock seconds."""
-        shift = (time.time() if wall is None else wall) - self._clock()
+        shift = wall_shift(self._clock, wall)
         return {
             "models": [c.model for c in self.clients],
             "serving": self._serving,
@@ -236,7 +265,7 @@ class FallbackClient(ClosingClient):
         Raises:
             ValueError: ``data`` is not a snapshot.
         """
-        shift = self._clock() - (time.time() if wall is None else wall)
+        shift = -wall_shift(self._clock, wall)
         try:
             if list(data["models"]) != [c.model for c in self.clients]:
                 return

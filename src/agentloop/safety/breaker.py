@@ -1,20 +1,24 @@
-"""Per-tool circuit breakers: sustained sick failures become a temporary soft refusal.
+"""Circuit breakers: one state machine (``Circuit``) for tools and models, and per-tool breakers.
 
-Only failures that say the *tool* is sick count: timeouts and unexpected exceptions. A
-``ToolError``, an ``is_error`` output or a validation failure means the model's input was wrong
-(the tool ran fine) and never counts, so a model's typos can never lock a tool.
+``Circuit`` is the state machine both breakers run: ``ToolBreakers`` below keeps one per tool,
+``providers.fallback`` one per model (``ModelHealth`` is its frozen view). The few ways the two
+differ are numbers and flags of a ``CircuitRule``, not code::
 
-States per tool::
+    closed --(threshold consecutive failures)--> open
+    open --(cooldown elapsed; the next caller probes)--> half_open
+    half_open --(probes_to_close successes in a row)--> closed
+    half_open --(a hard failure, or threshold failures)--> open (fresh cooldown)
+    half_open --(single probe not reported within probe_lease)--> open (cooldown from lease end)
 
-    closed --(failure_threshold consecutive sick results)--> open
-    open --(recovery_seconds elapsed; the next caller is the single probe)--> half_open
-    half_open --(probe success or neutral)--> closed
-    half_open --(probe sick)--> open (fresh cooldown)
-    half_open --(no probe result within probe_timeout)--> open (cooldown from the lease end)
+Every transition starts a new *generation*; an admission that remembers its generation (tools)
+never moves the state machine once it is stale (a success that arrives while open cannot close
+it); a result while open changes nothing, except that a stale failure restarts the cooldown.
 
-Every transition starts a new *generation*; an ``Admission`` remembers the generation it was
-granted in, and a result from an older generation never moves the state machine (a success
-that arrives while open cannot close it). The health score never blocks; only the state does.
+Per-tool breakers count only failures that say the *tool* is sick: timeouts and unexpected
+exceptions. A ``ToolError``, an ``is_error`` output or a validation failure means the model's input
+was wrong (the tool ran fine) and never counts, so a model's typos can never lock a tool. A tool's
+half-open state admits a single probe; any sick probe reopens. The health score never blocks;
+only the state does.
 
 ``snapshot()`` / ``restore()`` carry the breakers into another process (``Agent.resume``): times
 travel as wall-clock seconds (monotonic clocks do not survive a process), and a probe that was in
@@ -33,12 +37,15 @@ from agentloop.safety._config import require_non_negative
 __all__ = [
     "Admission",
     "BreakerState",
+    "Circuit",
+    "CircuitRule",
     "HealthStatus",
     "Outcome",
     "ToolBreaker",
     "ToolBreakers",
     "ToolHealth",
     "health_status",
+    "wall_shift",
 ]
 
 BreakerState: TypeAlias = Literal["closed", "open", "half_open"]
@@ -48,6 +55,158 @@ Outcome: TypeAlias = Literal["success", "sick", "neutral"]
 _EWMA_KEEP = 0.7
 _HEALTHY_SCORE = 0.8
 _DEGRADED_SCORE = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class CircuitRule:
+    """How a ``Circuit`` moves.
+
+    Attributes:
+        threshold: consecutive failures that open it (0 never opens).
+        cooldown: seconds open before the next caller probes.
+        probes_to_close: successes in a row while half-open that close it.
+        single_probe: half-open admits one caller (tools) rather than every caller (models).
+        probe_lease: with ``single_probe``, seconds after which an unreported probe is lost
+            (0: never).
+        recount_when_probing: half-open counts failures from zero (models) rather than on from
+            the count that opened it (tools).
+    """
+
+    threshold: int
+    cooldown: float
+    probes_to_close: int = 1
+    single_probe: bool = True
+    probe_lease: float = 0.0
+    recount_when_probing: bool = False
+
+
+class Circuit:
+    """One breaker's mutable state; every method takes the rule and the monotonic ``now``."""
+
+    __slots__ = (
+        "consecutive_failures",
+        "generation",
+        "opened_at",
+        "probe_started",
+        "probe_successes",
+        "state",
+    )
+
+    def __init__(
+        self,
+        state: BreakerState = "closed",
+        consecutive_failures: int = 0,
+        opened_at: float = 0.0,
+        probe_successes: int = 0,
+    ) -> None:
+        self.state: BreakerState = state
+        self.generation = 0
+        self.consecutive_failures = consecutive_failures
+        self.opened_at = opened_at
+        self.probe_started = 0.0
+        self.probe_successes = probe_successes
+
+    def transition(self, state: BreakerState) -> None:
+        """Enter ``state`` and start a new generation."""
+        self.state = state
+        self.generation += 1
+
+    def settled(self, rule: CircuitRule, now: float) -> tuple[BreakerState, float]:
+        """The state and cooldown start once an expired probe lease is released (pure)."""
+        lease = rule.probe_lease
+        if self.state == "half_open" and lease and now >= self.probe_started + lease:
+            return "open", self.probe_started + lease
+        return self.state, self.opened_at
+
+    def would_admit(self, rule: CircuitRule, now: float) -> bool:
+        """Whether ``admit`` would let a caller through now (pure)."""
+        if self.state == "closed":
+            return True
+        state, opened_at = self.settled(rule, now)
+        if state == "open":
+            return now >= opened_at + rule.cooldown
+        return not rule.single_probe
+
+    def cooldown_left(self, rule: CircuitRule, now: float) -> float:
+        """Seconds until an open circuit may be probed (0.0 when it is not open)."""
+        if self.state != "open":
+            return 0.0
+        return max(0.0, self.opened_at + rule.cooldown - now)
+
+    def admit(self, rule: CircuitRule, now: float) -> bool | None:
+        """Let a caller through: ``False`` an ordinary call, ``True`` a probe, None refused."""
+        if self.state == "closed":
+            return False
+        self._expire_lease(rule, now)
+        if self.state == "open":
+            if now < self.opened_at + rule.cooldown:
+                return None
+            self.transition("half_open")
+            self.probe_started = now
+            self.probe_successes = 0
+            if rule.recount_when_probing:
+                self.consecutive_failures = 0
+            return True
+        return None if rule.single_probe else True
+
+    def record(
+        self,
+        rule: CircuitRule,
+        now: float,
+        *,
+        success: bool,
+        hard: bool = True,
+        generation: int | None = None,
+    ) -> None:
+        """Count a result; ``hard`` failures reopen a half-open circuit at once.
+
+        ``generation`` is the one the call was admitted in (None: the current one).
+        """
+        self._expire_lease(rule, now)
+        if generation is not None and generation != self.generation:
+            if not success and self.state == "open":
+                self.opened_at = max(self.opened_at, now)
+            return
+        if self.state == "closed":
+            self.consecutive_failures = 0 if success else self.consecutive_failures + 1
+            if not success and rule.threshold and self.consecutive_failures >= rule.threshold:
+                self._open(now)
+        elif self.state == "half_open":
+            self._record_probe(rule, now, success, hard)
+
+    def lose_probe(self, rule: CircuitRule) -> None:
+        """A half-open circuit whose probe will never report: open, its cooldown served."""
+        self.transition("open")
+        self.opened_at = self.probe_started - rule.cooldown
+
+    def _record_probe(self, rule: CircuitRule, now: float, success: bool, hard: bool) -> None:
+        if success:
+            self.consecutive_failures = 0
+            self.probe_successes += 1
+            if self.probe_successes >= rule.probes_to_close:
+                self.probe_successes = 0
+                self.transition("closed")
+            return
+        self.consecutive_failures += 1
+        self.probe_successes = 0
+        if hard or (rule.threshold and self.consecutive_failures >= rule.threshold):
+            self._open(now)
+
+    def _open(self, now: float) -> None:
+        self.transition("open")
+        self.opened_at = now
+        self.probe_successes = 0
+
+    def _expire_lease(self, rule: CircuitRule, now: float) -> None:
+        state, opened_at = self.settled(rule, now)
+        if state != self.state:
+            self.transition(state)
+            self.opened_at = opened_at
+
+
+def wall_shift(clock: Callable[[], float], wall: float | None) -> float:
+    """What to add to a ``clock`` reading to get wall-clock seconds (``wall`` = now)."""
+    return (time.time() if wall is None else wall) - clock()
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,35 +256,17 @@ def health_status(score: float) -> HealthStatus:
     return "unhealthy"
 
 
-class _Circuit:
-    """The mutable state of one tool's breaker."""
+class _ToolCircuit(Circuit):
+    """A tool's circuit and its health statistics."""
 
-    __slots__ = (
-        "consecutive_failures",
-        "ewma",
-        "failures",
-        "generation",
-        "neutral",
-        "opened_at",
-        "probe_started",
-        "state",
-        "successes",
-    )
+    __slots__ = ("ewma", "failures", "neutral", "successes")
 
     def __init__(self) -> None:
-        self.state: BreakerState = "closed"
-        self.generation = 0
-        self.consecutive_failures = 0
-        self.opened_at = 0.0
-        self.probe_started = 0.0
+        super().__init__()
         self.successes = 0
         self.failures = 0
         self.neutral = 0
         self.ewma = 1.0
-
-    def transition(self, state: BreakerState) -> None:
-        self.state = state
-        self.generation += 1
 
     def count(self, outcome: Outcome) -> None:
         """Health statistics: neutral results are calls, but neither success nor failure."""
@@ -140,8 +281,8 @@ class _Circuit:
             self.failures += 1
 
 
-def _restored(data: Mapping[str, Any], shift: float) -> _Circuit:
-    circuit = _Circuit()
+def _restored(data: Mapping[str, Any], shift: float) -> _ToolCircuit:
+    circuit = _ToolCircuit()
     state = data["state"]
     if state not in ("closed", "open", "half_open"):
         raise ValueError(f"unknown breaker state {state!r}")
@@ -166,9 +307,14 @@ class ToolBreakers:
     def __init__(
         self, config: ToolBreaker | None = None, clock: Callable[[], float] = time.monotonic
     ) -> None:
-        self.config = config or ToolBreaker()
+        self.config = config = config or ToolBreaker()
+        self._rule = CircuitRule(
+            threshold=config.failure_threshold,
+            cooldown=config.recovery_seconds,
+            probe_lease=config.probe_timeout,
+        )
         self._clock = clock
-        self._circuits: dict[str, _Circuit] = {}
+        self._circuits: dict[str, _ToolCircuit] = {}
 
     def __repr__(self) -> str:
         return f"ToolBreakers({self.config!r})"
@@ -181,25 +327,18 @@ class ToolBreakers:
         """
         circuit = self._circuits.get(tool)
         if circuit is None:
-            circuit = self._circuits[tool] = _Circuit()
-        if circuit.state == "closed":
+            circuit = self._circuits[tool] = _ToolCircuit()
+        if circuit.state == "closed":  # the common case, without reading the clock
             return Admission(tool, False, circuit.generation)
-        now = self._clock()
-        self._expire_lease(circuit, now)
-        if circuit.state == "open" and now - circuit.opened_at >= self.config.recovery_seconds:
-            circuit.transition("half_open")
-            circuit.probe_started = now
-            return Admission(tool, True, circuit.generation)
-        return None
+        probe = circuit.admit(self._rule, self._clock())
+        return None if probe is None else Admission(tool, probe, circuit.generation)
 
     def would_admit(self, tool: str) -> bool:
         """Whether ``admit(tool)`` would succeed now, without taking the probe slot."""
         circuit = self._circuits.get(tool)
         if circuit is None or circuit.state == "closed":
             return True
-        now = self._clock()
-        state, opened_at = self._settled(circuit, now)
-        return state == "open" and now - opened_at >= self.config.recovery_seconds
+        return circuit.would_admit(self._rule, self._clock())
 
     def record(self, admission: Admission, outcome: Outcome) -> None:
         """Report how an admitted call ended.
@@ -214,18 +353,14 @@ class ToolBreakers:
         """
         circuit = self._circuits.get(admission.tool)
         if circuit is None:
-            circuit = self._circuits[admission.tool] = _Circuit()
+            circuit = self._circuits[admission.tool] = _ToolCircuit()
         circuit.count(outcome)
-        now = self._clock()
-        self._expire_lease(circuit, now)
-        if admission.generation != circuit.generation:
-            if outcome == "sick" and circuit.state == "open":
-                circuit.opened_at = max(circuit.opened_at, now)
-            return
-        if circuit.state == "closed":
-            self._record_closed(circuit, outcome, now)
-        elif circuit.state == "half_open":
-            self._record_probe(circuit, outcome, now)
+        circuit.record(
+            self._rule,
+            self._clock(),
+            success=outcome != "sick",
+            generation=admission.generation,
+        )
 
     def release(self, admission: Admission) -> None:
         """Hand back an admission whose call never produced a result (e.g. it was cancelled).
@@ -237,12 +372,11 @@ class ToolBreakers:
         if circuit is None or not admission.probe:
             return
         if circuit.state == "half_open" and circuit.generation == admission.generation:
-            circuit.transition("open")
-            circuit.opened_at = circuit.probe_started - self.config.recovery_seconds
+            circuit.lose_probe(self._rule)
 
     def snapshot(self, *, wall: float | None = None) -> dict[str, Any]:
         """Every breaker as plain JSON data, times as wall-clock seconds (``wall`` = now)."""
-        shift = (time.time() if wall is None else wall) - self._clock()
+        shift = wall_shift(self._clock, wall)
         tools = {}
         for name, c in self._circuits.items():
             tools[name] = {
@@ -258,21 +392,20 @@ class ToolBreakers:
 
     def restore(self, data: Mapping[str, Any], *, wall: float | None = None) -> None:
         """Replace every breaker with a ``snapshot()``; raises ``ValueError`` on malformed data."""
-        shift = self._clock() - (time.time() if wall is None else wall)
+        shift = -wall_shift(self._clock, wall)
         try:
             circuits = {str(name): _restored(c, shift) for name, c in data["tools"].items()}
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"not a ToolBreakers snapshot: {exc!r}") from exc
         for circuit in circuits.values():
             if circuit.state == "half_open":  # its probe died with its process
-                circuit.transition("open")
-                circuit.opened_at = circuit.probe_started - self.config.recovery_seconds
+                circuit.lose_probe(self._rule)
         self._circuits = circuits
 
     def health(self, tool: str) -> ToolHealth:
         """The state and statistics of ``tool`` (a tool never seen is healthy and closed)."""
-        circuit = self._circuits.get(tool) or _Circuit()
-        state, _ = self._settled(circuit, self._clock())
+        circuit = self._circuits.get(tool) or _ToolCircuit()
+        state, _ = circuit.settled(self._rule, self._clock())
         decided = circuit.successes + circuit.failures
         rate = circuit.successes / decided if decided else 1.0
         score = 0.3 * rate + 0.7 * circuit.ewma
@@ -292,35 +425,3 @@ class ToolBreakers:
     def health_summary(self) -> dict[str, ToolHealth]:
         """``health`` of every tool seen so far, sorted by name."""
         return {tool: self.health(tool) for tool in sorted(self._circuits)}
-
-    def _record_closed(self, circuit: _Circuit, outcome: Outcome, now: float) -> None:
-        if outcome != "sick":
-            circuit.consecutive_failures = 0
-            return
-        circuit.consecutive_failures += 1
-        threshold = self.config.failure_threshold
-        if threshold and circuit.consecutive_failures >= threshold:
-            circuit.transition("open")
-            circuit.opened_at = now
-
-    def _record_probe(self, circuit: _Circuit, outcome: Outcome, now: float) -> None:
-        if outcome == "sick":
-            circuit.consecutive_failures += 1
-            circuit.transition("open")
-            circuit.opened_at = now
-        else:
-            circuit.consecutive_failures = 0
-            circuit.transition("closed")
-
-    def _settled(self, circuit: _Circuit, now: float) -> tuple[BreakerState, float]:
-        """The state and cooldown start once an expired probe lease is released (pure)."""
-        lease = self.config.probe_timeout
-        if circuit.state == "half_open" and lease and now >= circuit.probe_started + lease:
-            return "open", circuit.probe_started + lease
-        return circuit.state, circuit.opened_at
-
-    def _expire_lease(self, circuit: _Circuit, now: float) -> None:
-        state, opened_at = self._settled(circuit, now)
-        if state != circuit.state:
-            circuit.transition(state)
-            circuit.opened_at = opened_at
