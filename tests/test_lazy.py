@@ -13,9 +13,9 @@ import pytest
 
 import agentloop
 import agentloop.providers
+import agentloop.store
 
-SRC = Path(__file__).resolve().parent.parent / "src"
-PACKAGES = [agentloop, agentloop.providers]
+PACKAGES = [agentloop, agentloop.providers, agentloop.store]
 
 
 def type_checking_imports(module: ModuleType) -> dict[str, str]:
@@ -61,6 +61,12 @@ def test_an_unknown_name_is_an_attribute_error(package: ModuleType) -> None:
 
 def test_the_all_list_is_sorted() -> None:
     assert agentloop.__all__ == sorted(agentloop.__all__)
+
+
+def test_the_engine_does_not_load_a_store_backend() -> None:
+    code = "import sys, agentloop.engine; print('agentloop.store.sqlite' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
 
 
 def test_import_agentloop_imports_no_heavy_dependency() -> None:

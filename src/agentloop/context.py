@@ -16,6 +16,7 @@ its results, never return an empty transcript and never return more messages tha
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -73,6 +74,18 @@ def _exact(value: float) -> Fraction:
     return Fraction(repr(float(value)))
 
 
+@functools.lru_cache(maxsize=64)
+def _lines(window: int, threshold: float) -> tuple[int, int, int]:
+    """(threshold, emergency, target) tokens: exact, and cached (every run builds a policy)."""
+    line = window * _exact(threshold)
+    base = line if threshold > 0 else Fraction(window)
+    return (
+        math.floor(line),
+        math.ceil(window * EMERGENCY_FRACTION),
+        math.floor(base * TARGET_FRACTION),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class WindowPolicy:
     """When to compact: a pure function of the request estimate.
@@ -106,11 +119,10 @@ class WindowPolicy:
             raise ConfigurationError(
                 f"threshold must be in [0, 1], got {threshold!r}", field="threshold"
             )
-        line = window * _exact(threshold)
-        base = line if threshold > 0 else Fraction(window)
-        object.__setattr__(self, "_threshold_tokens", math.floor(line))
-        object.__setattr__(self, "_emergency_tokens", math.ceil(window * EMERGENCY_FRACTION))
-        object.__setattr__(self, "_target", math.floor(base * TARGET_FRACTION))
+        threshold_tokens, emergency_tokens, target = _lines(window, threshold)
+        object.__setattr__(self, "_threshold_tokens", threshold_tokens)
+        object.__setattr__(self, "_emergency_tokens", emergency_tokens)
+        object.__setattr__(self, "_target", target)
 
     @property
     def enabled(self) -> bool:

@@ -16,15 +16,27 @@ three). A plain ``Store`` still works; its sessions just cannot be continued.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from agentloop._lazy import lazy_exports
 from agentloop.messages import Message
 from agentloop.run import Run, Turn
-from agentloop.store._sql import StoredRun
-from agentloop.store.postgres import PostgresStore
-from agentloop.store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from agentloop.store._sql import StoredRun
+    from agentloop.store.postgres import PostgresStore
+    from agentloop.store.sqlite import SQLiteStore
 
 __all__ = ["DurableStore", "PostgresStore", "SQLiteStore", "Store", "StoredRun"]
+
+# The engine needs only the protocols; the backends (sqlite3, psycopg) load on first use.
+_LAZY = {
+    "PostgresStore": "agentloop.store.postgres",
+    "SQLiteStore": "agentloop.store.sqlite",
+    "StoredRun": "agentloop.store._sql",
+}
+if not TYPE_CHECKING:  # mypy sees the imports above, and no other name
+    __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 
 @runtime_checkable
