@@ -8,11 +8,15 @@ import pytest
 from agentloop import CancelToken
 from agentloop.errors import Cancelled
 
+pytestmark = pytest.mark.usefixtures("no_real_sleep")
+
 
 async def test_wait_returns_when_fired_from_another_thread() -> None:
     token = CancelToken()
-    threading.Timer(0.02, token.cancel).start()
-    await asyncio.wait_for(token.wait(), 1)
+    waiting = asyncio.ensure_future(token.wait())
+    await asyncio.sleep(0)  # the waiter is waiting
+    threading.Thread(target=token.cancel).start()
+    await asyncio.wait_for(waiting, 1)
     assert token.cancelled and token.is_cancelled()
 
 

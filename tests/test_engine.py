@@ -33,6 +33,8 @@ from agentloop.errors import (
 )
 from agentloop.testing import FunctionModel, RecordingObserver, ScriptedModel, call, reply
 
+pytestmark = pytest.mark.usefixtures("no_real_sleep")
+
 
 @tool
 def read_file(path: str) -> str:
@@ -267,6 +269,7 @@ async def test_non_json_arguments_are_a_soft_invalid_arguments_result() -> None:
     assert text.startswith("Invalid arguments for tool 'read_file': arguments: not valid JSON")
 
 
+@pytest.mark.looptime
 async def test_tool_timeout_text_uses_whole_seconds() -> None:
     @tool(timeout=1)
     async def slow() -> str:
@@ -280,6 +283,7 @@ async def test_tool_timeout_text_uses_whole_seconds() -> None:
     assert last_results(model)[0].content == "Tool 'slow' timed out after 1s"
 
 
+@pytest.mark.looptime
 async def test_run_config_tool_timeout_applies_and_tool_raised_timeout_is_a_panic() -> None:
     @tool
     async def slow() -> str:
@@ -398,7 +402,7 @@ async def test_finalize_drops_the_in_flight_turn_on_a_hard_error_mid_dispatch() 
     async def cancel_me() -> str:
         """Fire the cancel signal mid-tool."""
         token.cancel()
-        await asyncio.sleep(1)
+        await asyncio.Event().wait()
         return "never"
 
     model = ScriptedModel(
@@ -472,7 +476,7 @@ async def test_cancel_during_a_tool_call_is_prompt_and_agent_is_reusable() -> No
     async def hang() -> str:
         """Hang."""
         started.set()
-        await asyncio.sleep(30)
+        await asyncio.Event().wait()
         return "never"
 
     model = ScriptedModel([call("hang"), reply("after")])
@@ -491,7 +495,7 @@ async def test_cancel_during_a_streaming_reply() -> None:
             from agentloop import StreamEvent
 
             yield StreamEvent("text_delta", text="partial")
-            await asyncio.sleep(30)
+            await asyncio.Event().wait()
 
     model = Stalled([])
     recorder = RecordingObserver()
@@ -508,29 +512,37 @@ async def test_cancel_during_a_streaming_reply() -> None:
 
 
 async def test_cancel_from_another_thread() -> None:
+    started = asyncio.Event()
+
     @tool
     async def hang() -> str:
         """Hang."""
-        await asyncio.sleep(30)
+        started.set()
+        await asyncio.Event().wait()
         return "never"
 
     token = CancelToken()
     agent = Agent(ScriptedModel([call("hang")]), tools=[hang])
-    threading.Timer(0.05, token.cancel).start()
+    task = asyncio.ensure_future(agent.run("go", cancel=token))
+    await started.wait()
+    threading.Thread(target=token.cancel).start()
     with pytest.raises(Cancelled):
-        await asyncio.wait_for(agent.run("go", cancel=token), 2)
+        await asyncio.wait_for(task, 2)
 
 
 async def test_task_cancellation_finalizes_and_is_re_raised(recorder: RecordingObserver) -> None:
+    started = asyncio.Event()
+
     @tool
     async def hang() -> str:
         """Hang."""
-        await asyncio.sleep(30)
+        started.set()
+        await asyncio.Event().wait()
         return "never"
 
     agent = Agent(ScriptedModel([call("hang")]), tools=[hang], observers=[recorder])
     task = asyncio.create_task(agent.run("go"))
-    await asyncio.sleep(0.02)
+    await started.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -673,12 +685,13 @@ async def test_a_result_that_cannot_be_rendered_is_a_panic() -> None:
 
 async def test_one_agent_runs_one_conversation_at_a_time() -> None:
     started = asyncio.Event()
+    release = asyncio.Event()
 
     @tool
     async def wait() -> str:
         """Wait."""
         started.set()
-        await asyncio.sleep(0.05)
+        await release.wait()
         return "done"
 
     agent = Agent(ScriptedModel([call("wait"), reply("first"), reply("second")]), tools=[wait])
@@ -686,6 +699,7 @@ async def test_one_agent_runs_one_conversation_at_a_time() -> None:
     await started.wait()
     with pytest.raises(InvalidInput, match="already running"):
         await agent.run("two")
+    release.set()
     assert (await first).output == "first"
     assert (await agent.run("two")).output == "second"
 

@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentloop import Agent, Message, RunConfig, ToolError, tool
 from agentloop.errors import AgentLoopError, ProviderUnavailable
 from agentloop.testing import ScriptedModel, call, reply
+
+pytestmark = pytest.mark.usefixtures("no_real_sleep")
 
 
 @tool
@@ -34,8 +37,8 @@ async def boom() -> str:
 
 @tool
 async def slow() -> str:
-    """Times out."""
-    await asyncio.sleep(1)
+    """Times out (tool_timeout below)."""
+    await asyncio.Event().wait()
     return "late"
 
 

@@ -13,6 +13,8 @@ from agentloop.messages import ToolCallPart
 from agentloop.model import ModelRequest
 from agentloop.testing import ScriptedModel, call, reply
 
+pytestmark = pytest.mark.usefixtures("no_real_sleep")
+
 
 def result_text(request: ModelRequest) -> str:
     return request.messages[-1].tool_results_parts[0].content
@@ -124,6 +126,7 @@ async def test_a_panicking_tool_is_logged_with_its_traceback(
     assert record.exc_info is not None and record.exc_info[0] is TypeError
 
 
+@pytest.mark.looptime
 async def test_a_timeout_is_logged(caplog: pytest.LogCaptureFixture) -> None:
     @tool(timeout=0.05)
     async def stuck() -> str:

@@ -3,26 +3,31 @@
 ``ScriptedModel`` plays a list of steps, one per request: ``reply(text)``, ``call(name, args)``
 (a list of calls is one turn), an exception instance to raise, or a callable
 ``request -> step``. ``FunctionModel(fn)`` computes every reply. Both stream too: text in
-small deltas, then the terminal ``done`` event.
+small deltas, then the terminal ``done`` event. ``FakeClock`` is a ``Clock`` that moves only
+when told (``advance``) or slept on, so a test never waits for real time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import itertools
 import json
+import math
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
 from agentloop._fake_script import FakeScript, load_fake_script
 from agentloop._fake_server import FakeProviderServer, FakeReply, FakeToolCall, Fault
+from agentloop.clock import Clock
 from agentloop.errors import InternalError
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, Usage
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
 from agentloop.observers import EVENTS, Observer
 
 __all__ = [
+    "FakeClock",
     "FakeProviderServer",
     "FakeReply",
     "FakeScript",
@@ -38,6 +43,50 @@ __all__ = [
     "load_fake_script",
     "reply",
 ]
+
+
+class FakeClock(Clock):
+    """A ``Clock`` that moves only when told: ``advance(seconds)``, or ``await sleep(seconds)``.
+
+    Wall time starts at ``time`` and the monotonic clock at ``monotonic``; both move together.
+    ``sleep`` advances the clock by the delay and yields to the event loop once, without
+    waiting; ``sleeps`` lists every delay asked for, in order. ``new_id`` counts: the first id is
+    ``00000000000000000000000000000001`` (32 hex digits, like the system clock's).
+    """
+
+    __slots__ = ("_elapsed", "_ids", "_monotonic", "_time", "sleeps")
+
+    def __init__(self, *, time: float = 1_700_000_000.0, monotonic: float = 1_000.0) -> None:
+        self._time = time
+        self._monotonic = monotonic
+        self._elapsed = 0.0
+        self._ids = itertools.count(1)
+        self.sleeps: list[float] = []
+
+    def time(self) -> float:
+        """Wall-clock seconds: the start value plus every advance."""
+        return self._time + self._elapsed
+
+    def monotonic(self) -> float:
+        """Monotonic seconds: the start value plus every advance."""
+        return self._monotonic + self._elapsed
+
+    def advance(self, seconds: float) -> None:
+        """Move both clocks forward by ``seconds`` (finite, not negative)."""
+        if not math.isfinite(seconds) or seconds < 0:
+            raise ValueError(f"a clock moves forward by a finite amount, not {seconds!r}")
+        self._elapsed += seconds
+
+    async def sleep(self, seconds: float) -> None:
+        """Record the delay, advance by it (a delay <= 0 is none) and yield once; no real wait."""
+        self.sleeps.append(seconds)
+        if seconds > 0:
+            self.advance(seconds)
+        await asyncio.sleep(0)
+
+    def new_id(self) -> str:
+        """The next id of a counter, as 32 hex digits."""
+        return f"{next(self._ids):032x}"
 
 
 class ScriptExhausted(InternalError):
