@@ -16,6 +16,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from agentloop.errors import Cancelled, ConfigurationError, ToolError
 from agentloop.mcp import MCPServer, restart_delay
 from agentloop.run import Run
 from agentloop.testing import ScriptedModel, call, reply
-from agentloop.tools import Tool
+from agentloop.tools import Tool, ToolContext
 
 SERVER = Path(__file__).parent / "mcp_servers" / "faulty.py"
 UNAVAILABLE = "tool server 'faulty' is unavailable: "
@@ -159,28 +160,33 @@ async def test_three_crashes_open_the_breaker(tmp_path: Path) -> None:
     assert texts[3] == "tool temporarily unavailable: circuit breaker open"
 
 
+CONTEXT: ToolContext[None] = ToolContext(
+    run_id="r", turn=0, call_id="c", tool_name="t", cancel=CancelToken(), session_id="s"
+)  # an MCP tool never reads its context
+
+
 async def test_restarts_back_off_and_a_failed_restart_is_soft(tmp_path: Path) -> None:
     now = [100.0]
     server = faulty(tmp_path, clock=lambda: now[0])
     try:
         tools = await tools_of(server)
         with pytest.raises(ToolError) as crash:
-            await tools["crash"].call({}, None)  # type: ignore[arg-type]
+            await tools["crash"].call({}, CONTEXT)
         assert crash.value.sick
         (tmp_path / "fail-start").write_text("disk full")
         with pytest.raises(ToolError) as restart:
-            await tools["echo"].call({"text": "a"}, None)  # type: ignore[arg-type]
+            await tools["echo"].call({"text": "a"}, CONTEXT)
         assert restart.value.sick
         assert restart.value.message == (
             UNAVAILABLE + "it closed the connection during start-up; "
             "its stderr ends: faulty: cannot start: disk full"
         )
         with pytest.raises(ToolError) as waiting:  # within the backoff: no new process
-            await tools["echo"].call({"text": "b"}, None)  # type: ignore[arg-type]
+            await tools["echo"].call({"text": "b"}, CONTEXT)
         assert waiting.value.message.endswith("; next restart attempt in 0.5s")
         (tmp_path / "fail-start").unlink()
         now[0] += 0.5
-        assert await tools["echo"].call({"text": "c"}, None) == "c"  # type: ignore[arg-type]
+        assert await tools["echo"].call({"text": "c"}, CONTEXT) == "c"
     finally:
         await server.aclose()
     assert our_servers() == []
@@ -306,8 +312,19 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@dataclass
+class HTTPServer:
+    """Starts the faulty MCP server over HTTP (again after it dies, on the same port)."""
+
+    url: str
+    start: Callable[[], subprocess.Popen[bytes]]
+
+    def __call__(self) -> subprocess.Popen[bytes]:
+        return self.start()
+
+
 @pytest.fixture
-def http_server(tmp_path: Path) -> Iterator[Callable[[], subprocess.Popen[bytes]]]:
+def http_server(tmp_path: Path) -> Iterator[HTTPServer]:
     port = free_port()
     started: list[subprocess.Popen[bytes]] = []
 
@@ -328,18 +345,15 @@ def http_server(tmp_path: Path) -> Iterator[Callable[[], subprocess.Popen[bytes]
                 time.sleep(0.05)
         raise RuntimeError("the HTTP MCP server did not come up")
 
-    start.url = f"http://127.0.0.1:{port}/mcp"  # type: ignore[attr-defined]
-    yield start
+    yield HTTPServer(f"http://127.0.0.1:{port}/mcp", start)
     for proc in started:
         proc.kill()
         proc.wait()
 
 
-async def test_streamable_http_calls_drops_and_reconnects(
-    http_server: Callable[[], subprocess.Popen[bytes]],
-) -> None:
+async def test_streamable_http_calls_drops_and_reconnects(http_server: HTTPServer) -> None:
     first = http_server()
-    server = MCPServer.http(http_server.url, headers={"X-Trace": "1"}, name="faulty")  # type: ignore[attr-defined]
+    server = MCPServer.http(http_server.url, headers={"X-Trace": "1"}, name="faulty")
     model = ScriptedModel(
         [
             call("echo", {"text": "over http"}),

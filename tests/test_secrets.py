@@ -115,6 +115,11 @@ class Answer:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+def always(answer: Answer) -> Callable[[], Answer]:
+    """The same answer to every request."""
+    return lambda: answer
+
+
 @asynccontextmanager
 async def hostile_server(answers: Callable[[], Answer]) -> AsyncIterator[str]:
     """Answers every POST with ``answers()``; yields ``http://127.0.0.1:port``."""
@@ -286,7 +291,7 @@ async def hostile_paths(found: Artifacts, provider: str, key: str, store: SQLite
         ]  # fmt: skip
     for n, answer in enumerate(answers):
         for stream in (False, True):
-            async with hostile_server(lambda answer=answer: answer) as url:  # type: ignore[misc]
+            async with hostile_server(always(answer)) as url:
                 client = retrying(hostile_client(provider, url, key))
                 try:
                     await drive(found, client, store, f"{provider}-h{n}-{stream}", stream=stream)

@@ -98,7 +98,8 @@ async def test_a_busy_agent_refuses_a_second_stream_at_once() -> None:
         with pytest.raises(InvalidInput):
             async with agent.stream("second"):
                 pass
-        assert [e async for e in first][-1].run.output == "ok"  # type: ignore[attr-defined]
+        last = [e async for e in first][-1]
+        assert isinstance(last, ev.RunFinished) and last.run.output == "ok"
 
 
 async def test_a_cancel_token_ends_the_stream_with_cancelled() -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentloop.errors import ConfigurationError
-from agentloop.safety.breaker import Admission, ToolBreaker, ToolBreakers, health_status
+from agentloop.safety.breaker import Admission, Outcome, ToolBreaker, ToolBreakers, health_status
 
 
 class FakeClock:
@@ -18,9 +20,9 @@ class FakeClock:
         return self.now
 
 
-def make(**kwargs: float) -> tuple[ToolBreakers, FakeClock]:
+def make(**kwargs: Any) -> tuple[ToolBreakers, FakeClock]:
     clock = FakeClock()
-    return ToolBreakers(ToolBreaker(**kwargs), clock=clock), clock  # type: ignore[arg-type]
+    return ToolBreakers(ToolBreaker(**kwargs), clock=clock), clock
 
 
 def fail(breakers: ToolBreakers, n: int, tool: str = "t") -> None:
@@ -108,12 +110,12 @@ def test_only_one_probe_runs_the_others_are_refused() -> None:
 
 
 @pytest.mark.parametrize("outcome", ["success", "neutral"])
-def test_probe_success_closes(outcome: str) -> None:
+def test_probe_success_closes(outcome: Outcome) -> None:
     breakers, clock = opened()
     clock.now += 30
     probe = breakers.admit("t")
     assert probe is not None
-    breakers.record(probe, outcome)  # type: ignore[arg-type]
+    breakers.record(probe, outcome)
     health = breakers.health("t")
     assert health.state == "closed" and health.consecutive_failures == 0
     assert breakers.admit("t") is not None
@@ -226,11 +228,11 @@ def test_health_statistics() -> None:
     breakers, _ = make(failure_threshold=0)
     unseen = breakers.health("new")
     assert unseen.status == "healthy" and unseen.score == 1.0 and unseen.total_calls == 0
-    outcomes = ["success", "sick", "sick", "neutral"]
+    outcomes: list[Outcome] = ["success", "sick", "sick", "neutral"]
     for outcome in outcomes:
         admission = breakers.admit("t")
         assert admission is not None
-        breakers.record(admission, outcome)  # type: ignore[arg-type]
+        breakers.record(admission, outcome)
     health = breakers.health("t")
     ewma = ((1.0 * 0.7 + 0.3) * 0.7) * 0.7
     assert health.ewma_success == pytest.approx(ewma)
@@ -303,7 +305,7 @@ def test_never_two_live_probes_and_the_oracle_agrees(
         elif outstanding:
             admission, _ = outstanding.pop(0)
             if action != "lose":
-                breakers.record(admission, action)  # type: ignore[arg-type]
+                breakers.record(admission, cast(Outcome, action))
         live = [
             a
             for a, at in outstanding

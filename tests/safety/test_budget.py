@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -21,9 +22,9 @@ class FakeClock:
         return self.now
 
 
-def gate(**kwargs: object) -> tuple[BudgetGate, FakeClock]:
+def gate(**kwargs: Any) -> tuple[BudgetGate, FakeClock]:
     clock = FakeClock()
-    return BudgetGate(Budget(**kwargs), clock=clock), clock  # type: ignore[arg-type]
+    return BudgetGate(Budget(**kwargs), clock=clock), clock
 
 
 def test_defaults_disable_every_line() -> None:

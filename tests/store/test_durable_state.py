@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,7 +26,7 @@ from agentloop.store import SQLiteStore
 from agentloop.testing import ScriptedModel, call, reply
 
 
-def _json(data: object) -> object:
+def _json(data: object) -> Any:
     return json.loads(json.dumps(data))
 
 
@@ -34,7 +35,7 @@ def test_loop_detector_round_trips_its_window() -> None:
     for _ in range(9):
         first.record("read", {"p": 1}, "same", is_error=False)
     second = LoopDetector()
-    second.restore(_json(first.snapshot()))  # type: ignore[arg-type]
+    second.restore(_json(first.snapshot()))
     assert second.check() is None
     second.record("read", {"p": 1}, "same", is_error=False)
     stop = second.check()
@@ -48,14 +49,14 @@ def test_convergence_and_budget_round_trip() -> None:
     first.record("the same answer")
     first.record("the same answer")
     second = ConvergenceDetector()
-    second.restore(_json(first.snapshot()))  # type: ignore[arg-type]
+    second.restore(_json(first.snapshot()))
     assert second.streak == 2 and second.record("the same answer") is not None
     now = [100.0]
     gate = BudgetGate(Budget(tokens=10), clock=lambda: now[0])
     gate.record_usage(Usage(4, 5), "m")
     now[0] = 130.0
     other = BudgetGate(Budget(tokens=10), clock=lambda: 5.0)
-    other.restore(_json(gate.snapshot()))  # type: ignore[arg-type]
+    other.restore(_json(gate.snapshot()))
     assert other.spent("tokens") == 9 and other.spent("wall_clock") == 30.0
 
 
@@ -68,7 +69,7 @@ def test_an_open_breaker_stays_open_across_clocks() -> None:
     data = _json(breakers.snapshot(wall=50_000.0))
     later = [7.0]  # another process: another monotonic origin
     restored = ToolBreakers(ToolBreaker(failure_threshold=1, recovery_seconds=30), lambda: later[0])
-    restored.restore(data, wall=50_010.0)  # type: ignore[arg-type]
+    restored.restore(data, wall=50_010.0)
     assert restored.health("flaky").state == "open" and restored.admit("flaky") is None
     later[0] += 20.0  # 30 s after it opened, by the wall clock
     probe = restored.admit("flaky")
@@ -83,11 +84,11 @@ def test_fallback_health_round_trips() -> None:
     data = _json(first.snapshot(wall=1000.0))
     second = FallbackClient([ScriptedModel([], model="a"), ScriptedModel([], model="b")],
                             trip_threshold=1, clock=lambda: 500.0)  # fmt: skip
-    second.restore(data, wall=1030.0)  # type: ignore[arg-type]
+    second.restore(data, wall=1030.0)
     assert second.health[0].state is Health.OPEN
     assert second.health[0].opened_at == pytest.approx(470.0)
     elsewhere = FallbackClient([ScriptedModel([], model="x")])
-    elsewhere.restore(data)  # type: ignore[arg-type]  # other models: ignored
+    elsewhere.restore(data)  # other models: ignored
     assert elsewhere.health[0].state is Health.CLOSED
 
 
