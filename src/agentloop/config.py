@@ -7,10 +7,10 @@ The ``0 disables`` convention holds for thresholds: ``tool_timeout=0`` means no 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agentloop._numbers import is_finite
 from agentloop.context import Compactor, TruncatingCompactor
 from agentloop.errors import ConfigurationError
 from agentloop.model import ModelSettings
@@ -31,10 +31,6 @@ __all__ = ["RunConfig"]
 
 def _fail(name: str, rule: str, value: Any) -> ConfigurationError:
     return ConfigurationError(f"RunConfig.{name} must be {rule}, got {value!r}", field=name)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,10 +91,10 @@ class RunConfig:
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise _fail(name, "an integer >= 0", value)
         timeout = self.tool_timeout
-        if timeout is not None and (not _is_number(timeout) or timeout < 0):
+        if timeout is not None and (not is_finite(timeout) or timeout < 0):
             raise _fail("tool_timeout", "None or a number >= 0", timeout)
         threshold = self.compact_threshold
-        if not _is_number(threshold) or not 0.0 < threshold <= 1.0:
+        if not is_finite(threshold) or not 0.0 < threshold <= 1.0:
             raise _fail("compact_threshold", "in (0, 1]", threshold)
 
     def _check_flags(self) -> None:

@@ -19,17 +19,15 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from agentloop.errors import ConfigurationError
+from agentloop._numbers import require_number
 from agentloop.messages import Usage
 
 __all__ = ["Price", "estimate_cost", "sum_costs", "table_available", "table_cost"]
 
 
 def _non_negative(name: str, value: float | None) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise ConfigurationError(f"Price.{name} must be a number >= 0, got {value!r}", field=name)
+    if value is not None:
+        require_number(value, f"Price.{name}", field=name, rule="a number >= 0")
 
 
 @dataclass(frozen=True, slots=True)

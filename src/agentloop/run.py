@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic
@@ -21,6 +20,7 @@ import pydantic_core
 from typing_extensions import TypeVar
 
 from agentloop import errors
+from agentloop._numbers import is_finite
 from agentloop.errors import (
     AgentLoopError,
     AttemptRecord,
@@ -222,15 +222,11 @@ def error_from_dict(data: Mapping[str, Any]) -> AgentLoopError:
 _REQUIRED: Any = object()
 
 
-def _finite(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
 _KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "str": (lambda v: isinstance(v, str), "a string"),
     "int": (lambda v: type(v) is int, "an integer"),
     "count": (lambda v: type(v) is int and v >= 0, "a non-negative integer"),
-    "number": (_finite, "a finite number"),
+    "number": (is_finite, "a finite number"),
     "bool": (lambda v: isinstance(v, bool), "true or false"),
     "list": (lambda v: isinstance(v, list | tuple), "an array"),
     "object": (lambda v: isinstance(v, Mapping), "an object"),

@@ -25,6 +25,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from agentloop._numbers import is_finite
 from agentloop.errors import ConfigurationError
 from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from agentloop.model import ToolSpec
@@ -78,15 +79,14 @@ def _valid_ratio(chars_per_token: object) -> float:
         raise ConfigurationError(
             f"chars_per_token must be a number, got {chars_per_token!r}", field="chars_per_token"
         )
-    ratio = float(chars_per_token)
-    if not math.isfinite(ratio) or ratio <= 0:
+    if not is_finite(chars_per_token) or chars_per_token <= 0:
         warnings.warn(
             f"chars_per_token {chars_per_token!r} is not a positive finite number; using 4.0",
             RuntimeWarning,
             stacklevel=3,
         )
         return 4.0
-    return ratio
+    return float(chars_per_token)
 
 
 class RatioTokenCounter:

@@ -30,13 +30,13 @@ from __future__ import annotations
 import enum
 import functools
 import logging
-import math
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from agentloop._aio import aclose_iterator
+from agentloop._numbers import require_number
 from agentloop.errors import (
     BadRequestError,
     ConfigurationError,
@@ -86,17 +86,7 @@ class BreakerPolicy:
     def __post_init__(self) -> None:
         _require_int("trip_threshold", self.trip_threshold, minimum=0)
         _require_int("probe_successes", self.probe_successes, minimum=1)
-        cooldown: Any = self.cooldown
-        if (
-            isinstance(cooldown, bool)
-            or not isinstance(cooldown, int | float)
-            or not math.isfinite(cooldown)
-            or cooldown < 0
-        ):
-            raise ConfigurationError(
-                f"FallbackClient.cooldown must be a finite number >= 0, got {cooldown!r}",
-                field="cooldown",
-            )
+        require_number(self.cooldown, "FallbackClient.cooldown", field="cooldown")
 
 
 def _require_int(name: str, value: object, *, minimum: int) -> None:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import random as _random
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
@@ -34,6 +33,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn
 
+from agentloop._numbers import require_number
 from agentloop.errors import (
     AttemptRecord,
     ConfigurationError,
@@ -69,11 +69,7 @@ def _require_count(name: str, value: object) -> None:
 
 
 def _require_seconds(name: str, value: object) -> None:
-    number = value if isinstance(value, int | float) and not isinstance(value, bool) else -1.0
-    if not math.isfinite(number) or number < 0:
-        raise ConfigurationError(
-            f"RetryingClient.{name} must be a finite number >= 0, got {value!r}", field=name
-        )
+    require_number(value, f"RetryingClient.{name}", field=name)
 
 
 @dataclass(frozen=True, slots=True)

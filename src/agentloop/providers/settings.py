@@ -23,13 +23,13 @@ Default models when ``model`` is None: openai ``gpt-4o-mini``, openrouter
 from __future__ import annotations
 
 import ipaddress
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from agentloop._numbers import require_number
 from agentloop.errors import AuthError, ConfigurationError
 from agentloop.model import ClosableModelClient
 from agentloop.providers._client import check_base_url, check_key_characters
@@ -145,11 +145,7 @@ def _convert(name: str, raw: str, convert: type[float] | type[int]) -> float | i
 
 
 def _check_seconds(name: str, value: object) -> None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if not ok or not math.isfinite(float(value)) or float(value) <= 0:  # type: ignore[arg-type]
-        raise ConfigurationError(
-            f"{name} must be a positive number of seconds, got {value!r}", field=name
-        )
+    require_number(value, name, field=name, rule="a positive number of seconds", positive=True)
 
 
 def is_local_url(url: str | None) -> bool:

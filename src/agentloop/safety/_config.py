@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from agentloop.errors import ConfigurationError
+from agentloop._numbers import require_number
 
 
 def require_non_negative(owner: str, name: str, value: float) -> None:
-    """Raise ``ConfigurationError`` naming the field when ``value`` is negative or NaN."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value or value < 0:
-        raise ConfigurationError(f"{owner}.{name} must be >= 0, got {value!r}", field=name)
+    """Raise ``ConfigurationError`` naming the field unless ``value`` is a finite number >= 0."""
+    require_number(value, f"{owner}.{name}", field=name, rule=">= 0")
+
+
+def require_non_negative_fields(config: object, *names: str) -> None:
+    """``require_non_negative`` for each named field of a config dataclass."""
+    for name in names:
+        require_non_negative(type(config).__name__, name, getattr(config, name))

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from agentloop.safety._config import require_non_negative
+from agentloop.safety._config import require_non_negative_fields
 
 __all__ = [
     "Admission",
@@ -218,8 +218,7 @@ class ToolBreaker:
     probe_timeout: float = 30.0
 
     def __post_init__(self) -> None:
-        for name in ("failure_threshold", "recovery_seconds", "probe_timeout"):
-            require_non_negative("ToolBreaker", name, getattr(self, name))
+        require_non_negative_fields(self, "failure_threshold", "recovery_seconds", "probe_timeout")
 
 
 @dataclass(frozen=True, slots=True)
