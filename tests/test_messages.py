@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentloop.errors import InvalidInput
-from agentloop.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart, Usage
+from agentloop.messages import Message, Part, Role, TextPart, ToolCallPart, ToolResultPart, Usage
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),
@@ -35,9 +35,12 @@ parts = st.one_of(
 )
 
 
-@given(st.sampled_from(["system", "user", "assistant", "tool"]), st.lists(parts, max_size=4))
-def test_round_trip(role: str, items: list[Part]) -> None:
-    message = Message(role, items)  # type: ignore[arg-type]
+ROLES: list[Role] = ["system", "user", "assistant", "tool"]
+
+
+@given(st.sampled_from(ROLES), st.lists(parts, max_size=4))
+def test_round_trip(role: Role, items: list[Part]) -> None:
+    message = Message(role, tuple(items))
     assert Message.from_dict(message.to_dict()) == message
 
 
