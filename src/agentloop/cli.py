@@ -19,16 +19,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentloop import Agent, Run, RunConfig, Turn
 from agentloop._advice import Target, failure_paragraph
-from agentloop.builtin_tools import workspace_tools
 from agentloop.errors import AgentLoopError, AttemptRecord, InvalidInput, MemoryBackendError
 from agentloop.messages import ToolCallPart, ToolResultPart
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the engine, its tools and rich load in the commands that use them
     from rich.console import Console
     from rich.text import Text
 
+    from agentloop import Agent, Run, Turn
     from agentloop._console import LineScreen, LiveScreen, RunView
     from agentloop.store import PostgresStore, SQLiteStore, Store, StoredRun
     from agentloop.testing import FakeProviderServer
@@ -96,7 +95,9 @@ async def _run(args: argparse.Namespace) -> int:
     """``agentloop run``: stream one task's events to the screen, store the run, explain failure."""
     from rich.text import Text
 
+    from agentloop import Agent, RunConfig
     from agentloop._console import LineScreen, LiveScreen, RunView, logs_shown
+    from agentloop.builtin_tools import workspace_tools
     from agentloop.providers.settings import DEFAULT_MODELS, Settings, build_client
 
     settings = Settings(provider=args.provider, model=args.model, base_url=args.base_url)
