@@ -11,7 +11,8 @@ writes only its close method (mypy insists on it) and gets ``__aenter__``/``__ae
 ``__enter__``/``__exit__``); a protocol that extends one (``model.ClosableModelClient``) says "an
 async context manager that closes" without declaring the dunders again. Put them before
 ``Generic[...]`` in the bases. A class whose exit does more than close (a stream that cancels its
-run, a screen that keeps a partial reply) writes its own.
+run, a screen that keeps a partial reply) writes its own, as ``__exit__(self, *exc_info: object)``
+when it does not look at the exception.
 
 This module imports nothing of ours, so every layer may use it.
 """

@@ -24,7 +24,6 @@ import logging
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -230,12 +229,7 @@ class LineScreen:
     def __enter__(self) -> LineScreen:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         if self._streamed:  # the run ended mid-reply: keep what arrived, marked as such
             self._end_pending()
             self.console.print(Text("(the reply was cut off)", "dim"))
@@ -312,12 +306,7 @@ class LiveScreen:
         self.live.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         partial = self._text
         self.live.stop()
         if partial:  # the run ended mid-reply: keep what arrived, marked as such

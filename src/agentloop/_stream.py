@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic
 
 from agentloop.cancel import CancelToken
@@ -91,12 +90,7 @@ class RunStream(Generic[OutputT]):
             raise error
         raise StopAsyncIteration
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         task = self._task
         if task is None:
             return

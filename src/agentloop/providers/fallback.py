@@ -80,8 +80,11 @@ class BreakerPolicy:
     """The per-model breaker numbers (``trip_threshold=0`` never trips)."""
 
     trip_threshold: int = 3
+    """Consecutive failed requests that take a model out of rotation."""
     cooldown: float = 60.0
+    """Seconds out of rotation before requests probe the model."""
     probe_successes: int = 2
+    """Successes in a row, while probing, that close the breaker."""
 
     def __post_init__(self) -> None:
         _require_int("trip_threshold", self.trip_threshold, minimum=0)

@@ -214,8 +214,11 @@ class ToolBreaker:
     """Open after ``failure_threshold`` consecutive sick failures (0 never opens)."""
 
     failure_threshold: int = 3
+    """Consecutive sick results that open a tool's breaker."""
     recovery_seconds: float = 30.0
+    """Seconds open before the next call to the tool is the single probe."""
     probe_timeout: float = 30.0
+    """Seconds a probe may go unreported before the breaker is open again (0: no lease)."""
 
     def __post_init__(self) -> None:
         require_non_negative_fields(self, "failure_threshold", "recovery_seconds", "probe_timeout")

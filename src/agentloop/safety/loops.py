@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from agentloop.errors import ConfigurationError, LoopDetected
-from agentloop.safety._config import require_non_negative
+from agentloop.safety._config import require_non_negative_fields
 
 __all__ = [
     "LoopDetection",
@@ -50,8 +50,7 @@ class LoopDetection:
     window: int = 50
 
     def __post_init__(self) -> None:
-        for name in ("warn_threshold", "stop_threshold", "window"):
-            require_non_negative("LoopDetection", name, getattr(self, name))
+        require_non_negative_fields(self, "warn_threshold", "stop_threshold", "window")
         if self.window == 0 and (self.warn_threshold or self.stop_threshold):
             raise ConfigurationError("LoopDetection.window must be >= 1", field="window")
 
