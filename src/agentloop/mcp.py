@@ -38,6 +38,7 @@ from mcp.client.session import IncomingMessage
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from agentloop._backoff import exponential_backoff
 from agentloop._mcp_connection import Connection, Http, StartFailed, Stdio, cancellable
 from agentloop._mcp_tools import MCPTool
 from agentloop.errors import ConfigurationError, ToolError
@@ -56,7 +57,7 @@ def restart_delay(failures: int) -> float:
     """
     if failures <= 1:
         return 0.0
-    return min(0.5 * 2.0 ** min(failures - 2, 16), 30.0)
+    return exponential_backoff(failures - 2, 0.5, 30.0)
 
 
 class MCPServer:

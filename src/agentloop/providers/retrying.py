@@ -33,6 +33,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn
 
+from agentloop._backoff import exponential_backoff
 from agentloop._numbers import require_number
 from agentloop.errors import (
     AttemptRecord,
@@ -97,8 +98,8 @@ class RetryPolicy:
 
     def backoff(self, retry_index: int, jitter_sample: float) -> float:
         """The transport wait before retry ``retry_index`` (0-based), jitter already drawn."""
-        exponent = min(retry_index, 64)
-        return float(min(self.base_delay * 2**exponent, self.max_delay) * (1.0 + jitter_sample))
+        delay = exponential_backoff(retry_index, self.base_delay, self.max_delay)
+        return delay * (1.0 + jitter_sample)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
+from agentloop._backoff import exponential_backoff
 from agentloop.errors import ConfigurationError
 
 __all__ = [
@@ -167,4 +168,4 @@ class ExponentialBackoffRecovery:
             return Fail("retries exhausted")
         if analysis.severity == "high" and analysis.correction is not None:
             return AskUser(analysis.root_cause)
-        return Retry(min(self.base_delay * 2**attempt, self.max_delay))
+        return Retry(exponential_backoff(attempt, self.base_delay, self.max_delay))
