@@ -70,7 +70,8 @@ class AgentTool(Tool):
         link = ctx._link
         forward = None
         if link is not None:
-            child.safety.budget = SharedBudget(child.config.budget, link[1].safety.budget)
+            limits = child.safety.limits
+            limits.budget = SharedBudget(child.config.budget, link[1].safety.limits.budget)
             bus = link[1].observers
             if bus.active:
                 prefix = (self.name,)

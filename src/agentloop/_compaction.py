@@ -11,9 +11,9 @@ handles overflow salvage (a provider ``ContextLengthExceeded`` → compact once,
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from agentloop import events as ev
-from agentloop._turn import RunState
 from agentloop.config import RunConfig
 from agentloop.context import WindowPolicy
 from agentloop.errors import (
@@ -29,6 +29,9 @@ from agentloop.observers import EventBus
 from agentloop.tokens import ContextMeter
 from agentloop.transcript import TranscriptChecker
 
+if TYPE_CHECKING:
+    from agentloop._state import RunState
+
 __all__ = ["ContextGuard"]
 
 Commit = Callable[[list[Message]], None]
@@ -42,13 +45,11 @@ class ContextGuard:
         config: RunConfig,
         *,
         system: str | None,
-        specs: Sequence[ToolSpec],
         observers: EventBus,
         hooks: Sequence[Hook],
     ) -> None:
         self.config = config
         self.system = system
-        self.specs = specs
         self.observers = observers
         self.hooks = tuple(h for h in hooks if overrides(h, Hook, "pre_compact"))
         self.policy = WindowPolicy(
@@ -59,9 +60,9 @@ class ContextGuard:
         self._salvaged_turn: int | None = None
         self._force = False
 
-    def start(self, transcript: Sequence[Message]) -> None:
-        """Measure and check the whole transcript once, at run start."""
-        self.meter.reset(transcript, self.system, self.specs)
+    def start(self, transcript: Sequence[Message], specs: Sequence[ToolSpec]) -> None:
+        """Measure and check the whole transcript once, at run start (with the tools offered)."""
+        self.meter.reset(transcript, self.system, specs)
         self.checker.reset(transcript)
 
     def added(self, message: Message) -> None:

@@ -18,7 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from agentloop._schema import format_problems
 from agentloop.errors import ConfigurationError
-from agentloop.model import OutputSpec, ToolSpec
+from agentloop.model import INVALID_JSON_KEY, OutputSpec, ToolSpec
 
 __all__ = [
     "FINAL_RESULT",
@@ -38,7 +38,6 @@ TRUNCATED_TEXT = "Invalid output: the reply was cut off at the output token limi
 CALL_FINAL_RESULT_TEXT = f"Reply by calling '{FINAL_RESULT}' with your answer."
 ACCEPTED_TEXT = "Final result accepted."
 NOT_EXECUTED_TEXT = f"not executed: the run ended with '{FINAL_RESULT}'"
-_INVALID_JSON_KEY = "__invalid_json__"
 
 
 class InvalidOutput(Exception):
@@ -89,8 +88,8 @@ class OutputType(Generic[T]):
 
     def from_arguments(self, arguments: Mapping[str, Any]) -> T:
         """The value of a ``final_result`` call's arguments."""
-        if _INVALID_JSON_KEY in arguments and len(arguments) == 1:
-            raw = f"{arguments[_INVALID_JSON_KEY]!s:.200}"
+        if INVALID_JSON_KEY in arguments and len(arguments) == 1:
+            raw = f"{arguments[INVALID_JSON_KEY]!s:.200}"
             raise InvalidOutput(f"Invalid output: arguments: not valid JSON: {raw}")
         if self.wrapped:
             if "result" not in arguments:

@@ -3,7 +3,7 @@
 One ``SafetyState`` per agent (detectors and breakers are session state). Detection is advisory:
 if a detector's own update raises, detection switches itself off for the session with one
 warning and the run goes on. A breaker whose update raises fails closed (``LockPoisoned``).
-The budget gate fails open (its checks are skipped) if it raises.
+The budget gate fails open (its checks are skipped) if it raises (``_limits``).
 
 ``snapshot()`` gathers every component's state (and the model health of a ``FallbackClient``,
 found through wrapping clients' ``inner``) as plain JSON data; the engine stores it at each
@@ -13,18 +13,18 @@ commit point and ``restore()`` puts it back on ``Agent.resume`` and ``continue_r
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from agentloop import events as ev
+from agentloop._limits import Limits
+from agentloop.clock import Clock
 from agentloop.config import RunConfig
 from agentloop.errors import AgentLoopError, LockPoisoned, LoopDetected
-from agentloop.messages import Usage
 from agentloop.observers import EventBus
 from agentloop.run import Run
 from agentloop.safety.breaker import Admission, ToolBreakers
 from agentloop.safety.breaker import Outcome as BreakerOutcome
-from agentloop.safety.budget import BudgetGate
 from agentloop.safety.convergence import ConvergenceDetector, convergence_error
 from agentloop.safety.loops import LoopDetector
 
@@ -59,17 +59,15 @@ def _health_client(client: object) -> _HealthSnapshots | None:
 
 
 class SafetyState:
-    """Loop and convergence detection, tool breakers and the budget gate of one agent."""
+    """Loop and convergence detection, tool breakers and the limits gate of one agent."""
 
-    def __init__(self, config: RunConfig, bus: EventBus) -> None:
+    def __init__(self, config: RunConfig, bus: EventBus, clock: Clock) -> None:
         self.bus = bus
         self.loops = LoopDetector(config.loop_detection)
         self.convergence = ConvergenceDetector(config.convergence)
-        self.breakers = ToolBreakers(config.tool_breaker)
-        self.budget = BudgetGate(config.budget)
+        self.breakers = ToolBreakers(config.tool_breaker, clock.monotonic)
+        self.limits = Limits(config, bus, clock.monotonic)
         self.detection_on = True
-        self.budget_on = True
-        self._continued_budget: dict[str, Any] | None = None
 
     def snapshot(self, client: object = None) -> dict[str, Any]:
         """Every component's state as plain JSON data (``client``: the agent's model client)."""
@@ -78,9 +76,9 @@ class SafetyState:
             "loops": self.loops.snapshot(),
             "convergence": self.convergence.snapshot(),
             "breakers": self.breakers.snapshot(),
-            "budget": self.budget.snapshot(),
+            "budget": self.limits.budget.snapshot(),
             "detection_on": self.detection_on,
-            "budget_on": self.budget_on,
+            "budget_on": self.limits.budget_on,
         }
         health = _health_client(client)
         if health is not None:
@@ -102,12 +100,9 @@ class SafetyState:
         self.convergence.restore(data["convergence"])
         self.breakers.restore(data["breakers"])
         if continuing is not None:
-            budget = dict(data["budget"])
-            budget["spent"] = {**budget["spent"], "turns": len(continuing.turns)}
-            self.budget.restore(budget)
-            self._continued_budget = self.budget.snapshot()
+            self.limits.continue_run(continuing, data["budget"])
         self.detection_on = bool(data.get("detection_on", True))
-        self.budget_on = bool(data.get("budget_on", True))
+        self.limits.budget_on = bool(data.get("budget_on", True))
         health = _health_client(client)
         if health is not None and "models" in data:
             health.restore(data["models"])
@@ -193,53 +188,3 @@ class SafetyState:
                 self.loops.end_run()
             except Exception as exc:
                 self._poisoned("the loop detector", exc)
-
-    def budget_begin(self) -> None:
-        """Run start: reset the budget counters (a continued run keeps its restored spend)."""
-        continued, self._continued_budget = self._continued_budget, None
-        if continued is not None:
-            self._budget(lambda: self.budget.restore(continued))
-        else:
-            self._budget(self.budget.begin)
-
-    def budget_check(self, run: Run) -> None:
-        """Before a request: warn once per dimension, refuse past a hard line."""
-        if not self.budget_on:
-            return
-        try:
-            warnings, stop = self.budget.pre_request()
-        except Exception as exc:
-            self._budget_off(exc)
-            return
-        for warning in warnings:
-            self.bus.emit(
-                ev.BudgetWarning(
-                    run.id, self.bus.turn, warning.dimension, warning.spent, warning.limit
-                )
-            )
-        if stop is not None:
-            raise stop
-
-    def budget_usage(self, usage: Usage, model: str) -> None:
-        """Account a reply's usage."""
-        self._budget(lambda: self.budget.record_usage(usage, model))
-
-    def budget_turn(self) -> None:
-        """Account a completed turn."""
-        self._budget(self.budget.record_turn)
-
-    def budget_tool_calls(self, count: int) -> None:
-        """Account dispatched tool calls."""
-        self._budget(lambda: self.budget.record_tool_calls(count))
-
-    def _budget(self, update: Callable[[], None]) -> None:
-        if not self.budget_on:
-            return
-        try:
-            update()
-        except Exception as exc:
-            self._budget_off(exc)
-
-    def _budget_off(self, exc: Exception) -> None:
-        self.budget_on = False
-        logger.warning("the budget gate raised (%r); budget checks are off", exc)

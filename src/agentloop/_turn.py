@@ -1,24 +1,21 @@
-"""One run's mutable state and one turn's model step: build the request, call, record.
+"""One turn's model step: build the request, call the model (streaming or not), check the reply.
 
-``RunState.transcript`` is committed history plus this run's messages, built once per run and
-appended to per turn; ``boundary`` marks the end of the last complete turn (what a salvaging
-finalize commits).
+Every failure leaves as an ``AgentLoopError``; a reply is an assistant message whose tool calls
+have ids unique in the run. ``collect_stream`` is the one stream consumer (the engine's, DBOS's
+model step and Temporal's model activity).
 """
 
 from __future__ import annotations
 
-import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
-from agentloop.cancel import CancelToken
+from agentloop.clock import Clock
 from agentloop.errors import (
     AgentLoopError,
     AttemptRecord,
-    Cancelled,
     FailurePhase,
     InternalError,
     ProviderError,
@@ -32,72 +29,15 @@ from agentloop.model import (
     ModelSettings,
     OutputSpec,
     StreamEvent,
-    ToolSpec,
 )
 from agentloop.observers import EventBus
 from agentloop.run import Run
 from agentloop.safety.redact import redact_secrets
 
-__all__ = ["ClientEventBridge", "RunState", "build_request", "call_model", "collect_stream"]
+if TYPE_CHECKING:
+    from agentloop._state import RunState
 
-
-@dataclass(eq=False)
-class RunState:
-    """Everything one run mutates."""
-
-    run: Run[Any]
-    tokens: tuple[CancelToken, ...]
-    transcript: list[Message]
-    base: int
-    advertised: frozenset[str]
-    specs: tuple[ToolSpec, ...]
-    boundary: int = 0
-    turn_index: int = 0
-    audit: list[Message] = field(default_factory=list)
-    events: ClientEventBridge | None = None
-    call_ids: set[str] = field(default_factory=set)
-    tool_calls: int = 0
-    finalizing: bool = False
-    watch_handles: list[tuple[CancelToken, int]] = field(default_factory=list)
-    deps: Any = None
-    native_output: bool = False
-    invalid_outputs: int = 0
-    listener: Callable[[ev.Event], None] | None = None
-
-    def __post_init__(self) -> None:
-        self.boundary = self.base
-        self.audit = self.transcript[self.base :]
-        self.call_ids = {c.id for m in self.transcript for c in m.tool_calls}
-
-    @property
-    def cancelled(self) -> bool:
-        """Whether any watched token fired."""
-        return any(t.cancelled for t in self.tokens)
-
-    def check_cancel(self) -> None:
-        """A cancellation checkpoint."""
-        for token in self.tokens:
-            if token.cancelled:
-                raise Cancelled()
-
-    def append(self, message: Message) -> None:
-        """Add a message of this run."""
-        self.transcript.append(message)
-        self.audit.append(message)
-
-    def replace(self, messages: list[Message]) -> None:
-        """Compaction committed ``messages``: they are history now, nothing is pending."""
-        self.transcript = list(messages)
-        self.base = self.boundary = len(self.transcript)
-
-    def complete_turn(self) -> None:
-        """Mark everything so far as a complete turn (a salvage point)."""
-        self.boundary = len(self.transcript)
-
-    @property
-    def pending(self) -> list[Message]:
-        """This run's messages."""
-        return self.transcript[self.base :]
+__all__ = ["ClientEventBridge", "build_request", "call_model", "collect_stream"]
 
 
 class ClientEventBridge:
@@ -140,7 +80,7 @@ def build_request(
     """
     return ModelRequest(
         messages=tuple(state.transcript),
-        tools=state.specs,
+        tools=state.offer.specs,
         system=system,
         settings=settings,
         events=state.events,
@@ -155,17 +95,18 @@ async def call_model(
     state: RunState,
     observers: EventBus,
     stream: bool,
+    clock: Clock,
 ) -> ModelResponse:
     """One model call; every failure leaves as an ``AgentLoopError``."""
     state.check_cancel()
-    started = time.perf_counter()
+    started = clock.monotonic()
     try:
         if stream:
             response = await _consume_stream(client, request, state, observers)
         else:
             response = await client.complete(request)
     except ProviderError as error:
-        _ensure_attempt_log(error, time.perf_counter() - started)
+        _ensure_attempt_log(error, clock.monotonic() - started)
         raise
     except AgentLoopError:
         raise
@@ -173,7 +114,7 @@ async def call_model(
         raise InternalError(
             f"model client raised {type(exc).__name__}: {redact_secrets(str(exc))}"
         ) from exc
-    return _checked(response, client, state.call_ids)
+    return _checked(response, client, state.call_ids, clock)
 
 
 async def _consume_stream(
@@ -247,7 +188,7 @@ def _ensure_attempt_log(error: ProviderError, duration: float) -> None:
     )
 
 
-def _checked(response: object, client: ModelClient, seen: set[str]) -> ModelResponse:
+def _checked(response: object, client: ModelClient, seen: set[str], clock: Clock) -> ModelResponse:
     """Reject a reply that is not an assistant message; give every tool call a unique id."""
     if not isinstance(response, ModelResponse) or response.message.role != "assistant":
         raise ResponseInvalid(
@@ -260,18 +201,18 @@ def _checked(response: object, client: ModelClient, seen: set[str]) -> ModelResp
     calls = response.message.tool_calls
     ids = {c.id for c in calls}
     if calls and ("" in ids or len(ids) != len(calls) or not ids.isdisjoint(seen)):
-        response = replace(response, message=_restamped(response.message, seen))
+        response = replace(response, message=_restamped(response.message, seen, clock))
     seen.update(c.id for c in response.message.tool_calls)
     return response
 
 
-def _restamped(message: Message, taken: set[str]) -> Message:
+def _restamped(message: Message, taken: set[str], clock: Clock) -> Message:
     seen = set(taken)
     parts = []
     for part in message.parts:
         if isinstance(part, ToolCallPart):
             if not part.id or part.id in seen:
-                part = ToolCallPart(f"call_{uuid.uuid4().hex[:12]}", part.name, part.arguments)
+                part = ToolCallPart(f"call_{clock.new_id()[:12]}", part.name, part.arguments)
             seen.add(part.id)
         parts.append(part)
     return Message("assistant", tuple(parts))

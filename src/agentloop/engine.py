@@ -1,9 +1,8 @@
-"""``Agent``: the loop, as a short sequence of named steps.
+"""``Agent``: what an application holds: a model client, tools, a prompt and the history.
 
-A run: accept input → (check cancel → max turns → model call → record → dispatch tools →
-one ``tool`` message) until a reply without tool calls → finalize. Every exit goes through
-``_finalize``, which records ``stop_reason`` and commits history three ways (success: all;
-cannot-fit family: nothing; anything else: the completed turns). With a ``store``, every commit
+``run``/``run_sync``/``stream`` start a run; its steps are ``agentloop._loop.RunLoop`` (check
+cancel → limits → compaction → model call → record → answer or dispatch tools, until an
+answer → finalize) over one ``agentloop._state.RunState``. With a ``store``, every commit
 point (run start, each completed turn, the compaction commit, finalize) is also written there
 (``agentloop.store``); ``Agent.resume`` rebuilds an agent from it. With an ``output_type`` the
 final answer is validated (``agentloop._output``); everything the run reports travels as one
@@ -15,62 +14,40 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
-import uuid
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
-from typing import Any, Generic, TypedDict, TypeGuard, Unpack, cast, overload
+from typing import Any, Generic, TypedDict, Unpack, cast, overload
 
+from agentloop import _setup
 from agentloop import events as ev
 from agentloop._compaction import ContextGuard
+from agentloop._continue import reopen, restore_safety
 from agentloop._dispatch import Dispatcher
-from agentloop._output import (
-    ACCEPTED_TEXT,
-    CALL_FINAL_RESULT_TEXT,
-    FINAL_RESULT,
-    NOT_EXECUTED_TEXT,
-    TRUNCATED_TEXT,
-    InvalidOutput,
-    OutputType,
-)
+from agentloop._loop import RunLoop
 from agentloop._safety import SafetyState
+from agentloop._state import Offer, RunState
 from agentloop._stream import RunStream
 from agentloop._toolsets import Toolsets
-from agentloop._turn import ClientEventBridge, RunState, build_request, call_model
+from agentloop._turn import ClientEventBridge
 from agentloop.cancel import CancelToken
+from agentloop.clock import SYSTEM_CLOCK, Clock
 from agentloop.config import RunConfig
 from agentloop.durable.journal import Journal, JournaledTools, ReplayClient
-from agentloop.errors import (
-    AgentLoopError,
-    Cancelled,
-    CompactionStalled,
-    ConfigurationError,
-    ContextExceeded,
-    ContextLengthExceeded,
-    InternalError,
-    InvalidInput,
-    MaxTurnsExceeded,
-    MemoryBackendError,
-    OutputValidationFailed,
-    TranscriptError,
-)
-from agentloop.hooks import Approver, Hook, overrides
-from agentloop.messages import Message, ToolCallPart, ToolResultPart
-from agentloop.model import ModelClient, ModelResponse, ToolSpec
+from agentloop.errors import InvalidInput, MemoryBackendError
+from agentloop.hooks import Approver, Hook
+from agentloop.messages import Message
+from agentloop.model import ModelClient
 from agentloop.observers import EventBus, Observer
-from agentloop.run import TRUNCATION_REASONS, OutputT, Run, Turn
-from agentloop.safety.redact import redact_secrets
+from agentloop.run import OutputT, Run
 from agentloop.store import Store
-from agentloop.store._session import SessionRecorder, continuable, load_safety, restore
+from agentloop.store._session import SessionRecorder, restore
 from agentloop.tools import Tool, ToolRegistry, Toolset
-from agentloop.transcript import close_interrupted, validate_transcript
 
 __all__ = ["Agent"]
 
 logger = logging.getLogger("agentloop")
 
-_CANNOT_FIT = (ContextExceeded, CompactionStalled, ContextLengthExceeded)
 _NATIVE_PROVIDERS = frozenset({"openai", "openrouter", "ollama", "gemini"})
 
 
@@ -107,6 +84,7 @@ class Agent(Generic[OutputT]):
         store: Store | None = None,
         session_id: str | None = None,
         history: Sequence[Message] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None: ...
 
     @overload
@@ -124,6 +102,7 @@ class Agent(Generic[OutputT]):
         store: Store | None = None,
         session_id: str | None = None,
         history: Sequence[Message] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None: ...
 
     def __init__(
@@ -140,28 +119,30 @@ class Agent(Generic[OutputT]):
         store: Store | None = None,
         session_id: str | None = None,
         history: Sequence[Message] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        config = _checked_setup(client, config, approver)
+        config = _setup.checked_setup(client, config, approver)
         self.client = client
-        self.registry, toolsets = _registry(tools)
+        self.clock = clock
+        self.registry, toolsets = _setup.registry(tools)
         self._toolsets = Toolsets(toolsets, self.registry)
         self.system = system
         self.config = config
-        self.output = _output_type(output_type, self.registry)
-        self.session_id = session_id or uuid.uuid4().hex
+        self.output = _setup.output_type(output_type, self.registry)
+        self.session_id = session_id or clock.new_id()
         self.store = store
         self.persistence_error: MemoryBackendError | None = None
-        self._recorder = _recorder(store, self.session_id, existing_ok=session_id is None)
+        self._recorder = _setup.recorder(store, self.session_id, existing_ok=session_id is None)
         self._hooks = tuple(hooks)
         self._observers = tuple(observers)
         self._bus = EventBus(self._observers)
-        self._history: list[Message] = _checked_history(history)
+        self._history: list[Message] = _setup.checked_history(history)
         self._runs: list[Run[OutputT]] = []
         self._cancel = CancelToken()
         self._active: RunState | None = None
         self._runner: asyncio.Runner | None = None
         self._closer: weakref.finalize[Any, Any] | None = None
-        self.safety = SafetyState(config, self._bus)
+        self.safety = SafetyState(config, self._bus, clock)
         self._dispatcher = Dispatcher(
             safety=self.safety,
             registry=self.registry,
@@ -170,6 +151,7 @@ class Agent(Generic[OutputT]):
             observers=self._bus,
             approver=approver,
             session_id=self.session_id,
+            clock=clock,
         )
         self._journal: Journal | None = None
         self._wire_recorder()
@@ -198,29 +180,14 @@ class Agent(Generic[OutputT]):
         it (see ``agentloop.store``). An unknown session gives an agent with no history.
         """
         agent = Agent(client, session_id=session_id, **agent_kwargs)
-        history, runs = restore(_checked_store(store), session_id)
+        history, runs = restore(_setup.checked_store(store), session_id)
         agent.store = store
         agent._recorder = SessionRecorder(store, session_id, synced=len(history))
         agent._history = history
         agent._runs = runs
         agent._wire_recorder()
-        agent._restore_safety(store, continuing=None)
+        restore_safety(agent, store, continuing=None)
         return agent
-
-    def _restore_safety(self, store: Store, *, continuing: Run[Any] | None) -> None:
-        """Put back the stored safety state; a resumed agent drops unfired stop patterns."""
-        data = load_safety(store, self.session_id)
-        if data is None:
-            return
-        try:
-            self.safety.restore(data, self.client, continuing=continuing)
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise MemoryBackendError(
-                f"session {self.session_id!r}: the stored safety state is unreadable: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
-        if continuing is None:
-            self.safety.end_run()
 
     async def continue_run(
         self, *, deps: Any = None, cancel: CancelToken | None = None
@@ -235,7 +202,7 @@ class Agent(Generic[OutputT]):
             InvalidInput: The session has no run a crash cut off.
             MemoryBackendError: Another live process is running the session.
         """
-        state = self._reopened(deps, () if cancel is None else (cancel,))
+        state = reopen(self, deps, () if cancel is None else (cancel,))
         assert self._journal is not None
         client = self.client
         self.client = ReplayClient(client, self._journal.reply, lambda: state.turn_index)
@@ -243,67 +210,6 @@ class Agent(Generic[OutputT]):
             return await self._drive(state)
         finally:
             self.client = client
-
-    def _reopened(self, deps: Any, cancels: tuple[CancelToken, ...]) -> RunState:
-        """The crashed run's state, its lease taken and its closure undone in the store."""
-        recorder = self._recorder
-        if recorder is None or recorder.durable is None or self._journal is None:
-            raise InvalidInput(
-                "continue_run() needs an agent with a store: "
-                "Agent.resume(session_id, store=..., client=...)"
-            )
-        if self._active is not None:
-            raise InvalidInput("this Agent is already running")
-        recorder.claim()
-        try:
-            return self._reopen(recorder, self._journal, deps, cancels)
-        except BaseException:
-            recorder.release()
-            raise
-
-    def _reopen(
-        self,
-        recorder: SessionRecorder,
-        journal: Journal,
-        deps: Any,
-        cancels: tuple[CancelToken, ...],
-    ) -> RunState:
-        store = recorder.store
-        stored = continuable(store, self.session_id)
-        if stored is None:
-            raise InvalidInput(
-                f"session {self.session_id!r} has no run to continue: its last run ended "
-                "(only a run its process never finalized can be continued)"
-            )
-        history, runs = restore(store, self.session_id)
-        run = runs[-1]
-        keep = len(history) - (len(run.messages) - stored.absorbed)
-        self._history, self._runs = history[:keep], cast("list[Run[OutputT]]", runs)
-        run.stop_reason, run.output, run.ended_at = None, None, None
-        transcript = list(history) if run.turns else [*history, Message.user(run.input)]
-        recorder.reopened(run, keep=keep)
-        journal.start(run.id, recorder.durable.load_steps(run.id) if recorder.durable else {})
-        self._restore_safety(store, continuing=run)
-        native = self._native()
-        specs = self._specs(native)
-        state = RunState(
-            run=run,
-            tokens=(self._cancel, *cancels),
-            transcript=transcript,
-            base=keep,
-            advertised=frozenset(s.name for s in specs),
-            specs=specs,
-            deps=deps,
-        )
-        state.audit = list(run.messages) if run.turns else transcript[keep:]
-        state.turn_index = len(run.turns)
-        state.complete_turn()
-        state.tool_calls = sum(len(t.tool_calls) for t in run.turns)
-        state.events = ClientEventBridge(run, self._bus)
-        state.native_output = native
-        self._active = state
-        self._bus.run, self._bus.turn = run, state.turn_index
-        return state
 
     @property
     def history(self) -> list[Message]:
@@ -353,6 +259,7 @@ class Agent(Generic[OutputT]):
             hooks=self._hooks,
             observers=self._observers,
             approver=self._dispatcher.approver,
+            clock=self.clock,
         )
         twin.output = self.output
         twin._toolsets = self._toolsets
@@ -472,340 +379,76 @@ class Agent(Generic[OutputT]):
                 "this Agent is already running; one Agent runs one conversation at a time "
                 "(create an Agent per concurrent conversation)"
             )
-        run: Run[Any] = Run(id=uuid.uuid4().hex, input=input, started_at=time.time())
+        run: Run[Any] = Run(id=self.clock.new_id(), input=input, started_at=self.clock.time())
         self._runs.append(run)
         transcript = list(self._history)
         base = len(transcript)
         transcript.append(Message.user(input))
-        native = self._native()
-        specs = self._specs(native)
-        state = RunState(
-            run=run,
-            tokens=(self._cancel, *cancels),
-            transcript=transcript,
-            base=base,
-            advertised=frozenset(s.name for s in specs),
-            specs=specs,
-            deps=deps,
-        )
-        state.events = ClientEventBridge(run, self._bus)
-        state.native_output = native
-        self._active = state
-        self._bus.run = run
+        state = self._new_state(run, transcript, base, deps, cancels)
         self._bus.turn = 0
         if listener is not None:
             state.listener = listener
             self._bus.attach(listener)
         return state
 
-    def _specs(self, native: bool) -> tuple[ToolSpec, ...]:
-        """The tools advertised to the model: the registry's, and ``final_result`` if typed."""
+    def _new_state(
+        self,
+        run: Run[Any],
+        transcript: list[Message],
+        base: int,
+        deps: Any,
+        cancels: tuple[CancelToken, ...],
+    ) -> RunState:
+        """The state of a run over ``transcript`` (``base``: where its own messages start)."""
+        guard = ContextGuard(
+            self.config, system=self._system(), observers=self._bus, hooks=self._hooks
+        )
+        state = RunState(
+            run=run,
+            tokens=(self._cancel, *cancels),
+            transcript=transcript,
+            base=base,
+            offer=self._offer(),
+            guard=guard,
+            deps=deps,
+        )
+        state.events = ClientEventBridge(run, self._bus)
+        self._active = state
+        self._bus.run = run
+        return state
+
+    async def _drive(self, state: RunState) -> Run[OutputT]:
+        return await RunLoop(self, state).drive()
+
+    def _offer(self) -> Offer:
+        """The tools advertised to the model: the registry's, and ``final_result`` if typed.
+
+        With native structured output (an ``output_type``, ``output_mode="native"`` and a
+        provider that has it) the answer's schema goes in the request instead.
+        """
+        output = self.output
+        native = (
+            output is not None
+            and self.config.output_mode == "native"
+            and self.client.provider in _NATIVE_PROVIDERS
+        )
         specs = self.registry.specs()
-        if self.output is not None and not native and self.config.output_mode != "text":
-            specs = (*specs, self.output.tool_spec)
-        return specs
+        if output is not None and not native and self.config.output_mode != "text":
+            specs = (*specs, output.tool_spec)
+        return Offer(specs, native)
 
     async def _refresh_tools(self, state: RunState, *, starting: bool) -> None:
         """List tool sources that changed (MCP servers) and re-advertise the tools."""
         if await self._toolsets.refresh(starting=starting):
-            state.specs = self._specs(state.native_output)
-            state.advertised = frozenset(s.name for s in state.specs)
-
-    def _native(self) -> bool:
-        """Whether this run asks the provider for native structured output."""
-        return (
-            self.output is not None
-            and self.config.output_mode == "native"
-            and self.client.provider in _NATIVE_PROVIDERS
-        )
-
-    async def _drive(self, state: RunState) -> Run[OutputT]:
-        inner = asyncio.get_running_loop().create_task(self._execute(state))
-
-        def on_cancel() -> None:
-            if not state.finalizing:
-                inner.cancel()
-
-        state.watch_handles = [(t, t.watch(on_cancel)) for t in state.tokens]
-        try:
-            return await inner
-        except asyncio.CancelledError:
-            if not state.finalizing:  # cancelled before the run's own task ever started
-                await self._finalize(state, Cancelled())
-            raise
-
-    async def _execute(self, state: RunState) -> Run[OutputT]:
-        try:
-            state.check_cancel()
-            await self._refresh_tools(state, starting=True)
-            if self._recorder is not None:
-                self._recorder.begin(state.run)
-            self.safety.budget_begin()
-            await self._run_start(state)
-            await self._loop(state, self._guard(state))
-        except asyncio.CancelledError:
-            if not state.cancelled:
-                await self._finalize(state, Cancelled())
-                raise
-            current = asyncio.current_task()
-            if current is not None:
-                current.uncancel()
-            await self._finalize(state, Cancelled())
-        except AgentLoopError as error:
-            await self._finalize(state, error)
-        except Exception as exc:
-            await self._finalize(state, _internal(exc))
-        except BaseException:  # KeyboardInterrupt / SystemExit: record the run, then let go
-            await self._finalize(state, Cancelled())
-            raise
-        else:
-            await self._finalize(state, None)
-        stop = state.run.stop_reason
-        if stop is not None:
-            raise stop
-        return state.run
-
-    def _guard(self, state: RunState) -> ContextGuard:
-        guard = ContextGuard(
-            self.config,
-            system=self._system(),
-            specs=state.specs,
-            observers=self._bus,
-            hooks=self._hooks,
-        )
-        guard.start(state.transcript)
-        return guard
+            state.offer = self._offer()
 
     def _system(self) -> str | None:
         """The system prompt; ``"text"`` output mode adds the answer's JSON schema to it."""
-        if self.output is None or self.config.output_mode != "text" or self.output.is_text:
+        output = self.output
+        if output is None or self.config.output_mode != "text" or output.is_text:
             return self.system
-        extra = self.output.instructions()
+        extra = output.instructions()
         return extra if not self.system else f"{self.system}\n\n{extra}"
-
-    async def _run_start(self, state: RunState) -> None:
-        if self._bus.active:
-            self._bus.emit(ev.RunStarted(state.run.id, 0, state.run))
-        for hook in self._hooks:
-            if overrides(hook, Hook, "on_run_start"):
-                await hook.on_run_start(state.run)
-
-    async def _loop(self, state: RunState, guard: ContextGuard) -> None:
-        while True:
-            state.check_cancel()
-            if state.turn_index >= self.config.max_turns:
-                raise MaxTurnsExceeded(self.config.max_turns)
-            if self._toolsets.toolsets:
-                await self._refresh_tools(state, starting=False)
-            await guard.before_call(state, lambda messages: self._commit_compacted(state, messages))
-            self.safety.budget_check(state.run)
-            response = await self._model_step(state, guard)
-            if response is None:
-                continue
-            turn = self._record(state, guard, response)
-            if self.output is None:
-                done = await self._text_turn(state, guard, turn, response)
-            else:
-                done = await self._typed_turn(state, guard, turn, response)
-            state.complete_turn()
-            if self._recorder is not None:
-                self._recorder.turn_completed(state.run, state.audit)
-            self.safety.budget_turn()
-            if self._bus.active:
-                self._bus.emit(ev.TurnFinished(state.run.id, turn))
-            if done:
-                return
-            state.turn_index += 1
-
-    async def _text_turn(
-        self, state: RunState, guard: ContextGuard, turn: Turn, response: ModelResponse
-    ) -> bool:
-        """An untyped turn: dispatch the calls, or the reply is the output. True when done."""
-        if not response.tool_calls:
-            self._converge(state, response)
-            state.run.output = response.text
-            return True
-        await self._dispatch(state, guard, turn, response.tool_calls)
-        return False
-
-    async def _typed_turn(
-        self, state: RunState, guard: ContextGuard, turn: Turn, response: ModelResponse
-    ) -> bool:
-        """A typed turn: a valid answer ends the run; an invalid one is soft feedback."""
-        assert self.output is not None
-        calls = response.tool_calls
-        finals = [c for c in calls if c.name == FINAL_RESULT and FINAL_RESULT in state.advertised]
-        truncated = response.stop_reason in TRUNCATION_REASONS
-        if finals:
-            try:
-                if truncated:
-                    raise InvalidOutput(TRUNCATED_TEXT)
-                value = self.output.from_arguments(finals[0].arguments)
-            except InvalidOutput as invalid:
-                self._invalid_output(state, invalid.text)
-                await self._dispatch(state, guard, turn, calls, rejected=finals, why=invalid.text)
-                return False
-            results = [
-                ToolResultPart(c.id, c.name, ACCEPTED_TEXT if c is finals[0] else NOT_EXECUTED_TEXT)
-                for c in calls
-            ]
-            turn.tool_results = results
-            self._append(state, guard, Message.tool_results(results))
-            state.run.output = value
-            return True
-        if calls:
-            await self._dispatch(state, guard, turn, calls)
-            return False
-        try:
-            if FINAL_RESULT in state.advertised:
-                raise InvalidOutput(CALL_FINAL_RESULT_TEXT)
-            if truncated:
-                raise InvalidOutput(TRUNCATED_TEXT)
-            state.run.output = self.output.from_text(response.text)
-        except InvalidOutput as invalid:
-            self._invalid_output(state, invalid.text)
-            self._append(state, guard, Message.user(invalid.text))
-            return False
-        return True
-
-    def _invalid_output(self, state: RunState, text: str) -> None:
-        """Count an invalid answer; past ``output_retries`` more tries the run ends."""
-        state.invalid_outputs += 1
-        if state.invalid_outputs > self.config.output_retries:
-            raise OutputValidationFailed(state.invalid_outputs, text)
-
-    async def _dispatch(
-        self,
-        state: RunState,
-        guard: ContextGuard,
-        turn: Turn,
-        calls: Sequence[ToolCallPart],
-        *,
-        rejected: Sequence[ToolCallPart] = (),
-        why: str = "",
-    ) -> None:
-        """Run the turn's tool calls; ``rejected`` calls get ``why`` as their soft result."""
-        if not rejected:
-            results = await self._dispatcher.dispatch_turn(state, calls)
-            turn.tool_results = results
-            self._append(state, guard, Message.tool_results(results))
-            return
-        skip = {c.id for c in rejected}
-        runnable = [c for c in calls if c.id not in skip]
-        done = await self._dispatcher.dispatch_turn(state, runnable) if runnable else []
-        if rejected:
-            by_id = {r.call_id: r for r in done}
-            results = [
-                by_id[c.id] if c.id in by_id else ToolResultPart(c.id, c.name, why, True)
-                for c in calls
-            ]
-        else:
-            results = done
-        turn.tool_results = results
-        self._append(state, guard, Message.tool_results(results))
-
-    async def _model_step(self, state: RunState, guard: ContextGuard) -> ModelResponse | None:
-        """One model call; None when a context rejection sends the turn back for compaction."""
-        bus = self._bus
-        bus.turn = state.turn_index
-        if bus.active:
-            client = self.client
-            bus.emit(
-                ev.TurnStarted(
-                    state.run.id, state.turn_index, model=client.model, provider=client.provider
-                )
-            )
-        request = build_request(
-            state,
-            self._system(),
-            self.config.model_settings,
-            self.output.spec if state.native_output and self.output is not None else None,
-            self.session_id,
-        )
-        try:
-            response = await call_model(self.client, request, state, bus, self.config.stream)
-        except ContextLengthExceeded as error:
-            guard.salvage(state, error)
-            return None
-        self.safety.budget_usage(response.usage, response.model or self.client.model)
-        if bus.active:
-            bus.emit(ev.ModelResponded(state.run.id, state.turn_index, response))
-        return response
-
-    def _record(self, state: RunState, guard: ContextGuard, response: ModelResponse) -> Turn:
-        turn = Turn(
-            index=state.turn_index,
-            model=response.model or self.client.model,
-            tool_calls=list(response.tool_calls),
-            usage=response.usage,
-            stop_reason=response.stop_reason,
-            text=response.text,
-        )
-        state.run.turns.append(turn)
-        state.run.usage = state.run.usage + response.usage
-        if response.message.parts and (response.tool_calls or response.text):
-            self._append(state, guard, response.message)
-        return turn
-
-    def _converge(self, state: RunState, response: ModelResponse) -> None:
-        """Terminal replies feed convergence detection; stop/ask_user end the run here."""
-        stop = self.safety.converge(state.run, response.text)
-        if stop is not None:
-            raise stop
-
-    def _append(self, state: RunState, guard: ContextGuard, message: Message) -> None:
-        state.append(message)
-        guard.added(message)
-
-    def _commit_compacted(self, state: RunState, messages: list[Message]) -> None:
-        """Compaction is a commit point: its result becomes the history."""
-        if self._recorder is not None:
-            self._recorder.compacted(state.run, messages, len(state.audit))
-        self._history = list(messages)
-        state.replace(messages)
-
-    async def _finalize(self, state: RunState, error: AgentLoopError | None) -> None:
-        state.finalizing = True
-        self._active = None
-        for token, handle in state.watch_handles:
-            token.unwatch(handle)
-        run = state.run
-        run.ended_at = time.time()
-        run.stop_reason = error
-        if error is not None:
-            run.output = None
-        run.messages = list(state.audit) if error is None else close_interrupted(state.audit)
-        self._commit(state, error)
-        if self._recorder is not None:
-            self.persistence_error = self._recorder.finished(run, self._history)
-        self.safety.end_run()
-        if error is not None and error.summary is None:
-            error.summary = run.summary()
-        await self._run_end_hooks(run)
-        bus = self._bus
-        if bus.active:
-            bus.emit(ev.RunFinished(run.id, state.turn_index, run))
-        if state.listener is not None:
-            bus.detach(state.listener)
-        if self._cancel.cancelled:
-            self._cancel.reset()
-
-    async def _run_end_hooks(self, run: Run[Any]) -> None:
-        for hook in self._hooks:
-            if overrides(hook, Hook, "on_run_end"):
-                try:
-                    await hook.on_run_end(run)
-                except Exception:
-                    logger.exception("hook %r raised in on_run_end; ignored", hook)
-
-    def _commit(self, state: RunState, error: AgentLoopError | None) -> None:
-        """Three-way retention: all on success, nothing for cannot-fit, else completed turns."""
-        if error is None:
-            self._history.extend(state.pending)
-        elif isinstance(error, _CANNOT_FIT):
-            state.run.unfinished_input = state.run.input
-        else:
-            self._history.extend(state.transcript[state.base : state.boundary])
 
 
 def _shut(runner: asyncio.Runner, client: ModelClient, toolsets: Toolsets) -> None:
@@ -833,107 +476,3 @@ def _shut(runner: asyncio.Runner, client: ModelClient, toolsets: Toolsets) -> No
         runner.close()
     except BaseException:
         logger.debug("closing run_sync's event loop failed", exc_info=True)
-
-
-def _checked_setup(client: object, config: object, approver: object) -> RunConfig:
-    """The run config, once the client, config and approver are known to be usable."""
-    if client is None or not callable(getattr(client, "complete", None)):
-        raise ConfigurationError("Agent needs a model client (a ModelClient)", field="client")
-    config = RunConfig() if config is None else config
-    if not isinstance(config, RunConfig):
-        raise ConfigurationError("Agent config must be a RunConfig", field="config")
-    if not config.headless and approver is None:
-        raise ConfigurationError(
-            "RunConfig(headless=False) needs Agent(approver=...) to answer Ask", field="approver"
-        )
-    if approver is not None and not callable(approver):
-        raise ConfigurationError(
-            f"Agent approver must be callable (call, message) -> bool, got {approver!r}",
-            field="approver",
-        )
-    return config
-
-
-def _output_type(output_type: type[Any] | None, registry: ToolRegistry) -> OutputType[Any] | None:
-    if output_type is None:
-        return None
-    if FINAL_RESULT in registry:
-        raise ConfigurationError(
-            f"a tool is named '{FINAL_RESULT}', the name typed output answers with; rename it",
-            field="tools",
-        )
-    return OutputType(output_type)
-
-
-def _registry(tools: object) -> tuple[ToolRegistry, list[Toolset]]:
-    """The agent's registry and tool sources; a single tool or a string is a clear error."""
-    if isinstance(tools, ToolRegistry):
-        return tools, []
-    if isinstance(tools, str | bytes | Tool) or callable(tools) or _is_toolset(tools):
-        raise ConfigurationError(
-            f"Agent tools must be a list of tools, got {tools!r}; write tools=[...]",
-            field="tools",
-        )
-    if not isinstance(tools, Iterable):
-        raise ConfigurationError(
-            f"Agent tools must be a list of tools, got {type(tools).__name__}", field="tools"
-        )
-    items = list(tools)
-    sources = [t for t in items if _is_toolset(t)]
-    return ToolRegistry(t for t in items if not _is_toolset(t)), sources
-
-
-def _is_toolset(item: object) -> TypeGuard[Toolset]:
-    """Whether ``item`` is a ``Toolset``, judged by its ``list_tools``.
-
-    An ``isinstance`` on the runtime-checkable protocol costs ~14 us in Python 3.11, paid per
-    tool per ``Agent``.
-    """
-    return not isinstance(item, Tool) and callable(getattr(item, "list_tools", None))
-
-
-def _checked_history(history: object) -> list[Message]:
-    """``Agent(history=...)`` as a list, checked as a transcript (``TranscriptError`` names it)."""
-    if history is None:
-        return []
-    if isinstance(history, str | bytes | Message) or not isinstance(history, Iterable):
-        raise TranscriptError(
-            f"Agent history must be a sequence of Message, got {type(history).__name__}"
-        )
-    messages = list(history)
-    for index, message in enumerate(messages):
-        if not isinstance(message, Message):
-            raise TranscriptError(
-                f"history[{index}] is a {type(message).__name__}, not a Message", index=index
-            )
-    if messages:
-        validate_transcript(messages)
-    return messages
-
-
-def _checked_store(store: object) -> Store:
-    if not isinstance(store, Store):
-        raise ConfigurationError("Agent store must implement agentloop.store.Store", field="store")
-    return store
-
-
-def _recorder(store: Store | None, session_id: str, existing_ok: bool) -> SessionRecorder | None:
-    """The session's recorder; a named session that already has data needs ``resume``."""
-    if store is None:
-        return None
-    store = _checked_store(store)
-    if not existing_ok and store.has_session(session_id):
-        raise ConfigurationError(
-            f"session {session_id!r} already has stored runs; continue it with "
-            "Agent.resume(session_id, store=..., client=...)",
-            field="session_id",
-        )
-    return SessionRecorder(store, session_id)
-
-
-def _internal(exc: Exception) -> InternalError:
-    error = InternalError(
-        f"unexpected {type(exc).__name__} in the engine: {redact_secrets(str(exc))}"
-    )
-    error.__cause__ = exc
-    return error

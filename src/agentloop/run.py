@@ -348,7 +348,10 @@ def _error(data: object, path: str) -> AgentLoopError:
 
 
 _ATTRIBUTE_KINDS = {"status_code": "int", "retry_after": "number", "request_sent": "bool",
-                    "attempts": "count", "retry_wait_seconds": "number"}  # fmt: skip
+                    "attempts": "count", "retry_wait_seconds": "number",
+                    "should_retry": "bool"}  # fmt: skip
+_CLASS_DEFAULTS = frozenset({"should_retry"})
+"""Declared data attributes with a class-level default: a stored value may set them."""
 
 
 def _attributes(cls: type[AgentLoopError], data: Mapping[str, Any], path: str) -> dict[str, Any]:
@@ -357,7 +360,9 @@ def _attributes(cls: type[AgentLoopError], data: Mapping[str, Any], path: str) -
     for name in attributes:
         if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
             raise InvalidInput(f"{path}: {name!r} is not an attribute name")
-        if name in ("message", "summary", "args") or hasattr(cls, name):
+        if name in ("message", "summary", "args") or (
+            hasattr(cls, name) and name not in _CLASS_DEFAULTS
+        ):
             raise InvalidInput(f"{_at(path, name)}: would replace {cls.__name__}.{name}")
         kind = _ATTRIBUTE_KINDS.get(name)
         if kind is not None:

@@ -1236,7 +1236,7 @@ async def test_a_raising_budget_gate_fails_open_with_one_warning(
 ) -> None:
     model = ScriptedModel([call("noop", {"n": i}) for i in range(5)] + [reply("done")])
     agent = Agent(model, tools=[noop], config=RunConfig(budget=Budget(turns=2)))
-    monkeypatch.setattr(agent.safety.budget, "pre_request", _boom)
+    monkeypatch.setattr(agent.safety.limits.budget, "pre_request", _boom)
     with caplog.at_level(logging.WARNING, logger="agentloop"):
         run = await agent.run("go")
     assert run.output == "done" and len(model.requests) == 6

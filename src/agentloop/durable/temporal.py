@@ -384,7 +384,7 @@ class TemporalAgent(Generic[OutputT]):
         twin.client = ActivityClient(self.agent.client, self._activities)
         twin._dispatcher.registry = ActivityTools(twin.registry, self._activities)
         twin.safety.breakers = ToolBreakers(twin.config.tool_breaker, clock=workflow.time)
-        twin.safety.budget = BudgetGate(twin.config.budget, clock=workflow.time)
+        twin.safety.limits.budget = BudgetGate(twin.config.budget, clock=workflow.time)
         state = twin._begin(input, deps, (), None)
         state.run.id = workflow.info().workflow_id
         state.run.started_at = workflow.now().timestamp()

@@ -1,0 +1,215 @@
+"""The per-call pipeline: one object per tool call, owning its attempts.
+
+Per attempt, in order: ``ToolCallStarted`` → pre-tool hooks and the approver (a veto is soft,
+never recovered) → loop pre-check (at the stop threshold the call is refused and the run ends)
+→ tool breaker gate (open: soft, never recovered) → the tool (``agentloop._invoke``) → result →
+post-tool hooks → breaker record → recovery decision (a retry re-runs this whole list).
+
+``finish`` is the one place a result is made, whatever decided it: built, recorded for loop
+detection (every soft result counts, SPEC 6), announced with ``ToolCallFinished``. What each
+outcome records and announces is a table (``_RECORDED``, ``_UNAVAILABLE``, ``_SILENT``). Only the
+engine ends runs: a tool never can.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from agentloop import events as ev
+from agentloop._invoke import Outcome, suggestion
+from agentloop._safety import BREAKER_TEXT
+from agentloop._state import RunState
+from agentloop.errors import ToolError, ToolRecoveryExhausted
+from agentloop.messages import ToolCallPart, ToolResultPart
+from agentloop.safety.breaker import Outcome as BreakerOutcome
+from agentloop.safety.recovery import (
+    MAX_RECOVERY_ATTEMPTS,
+    Correction,
+    RecoveryAction,
+    Retry,
+    ToolFailure,
+)
+from agentloop.tools import Tool, ToolContext
+
+if TYPE_CHECKING:
+    from agentloop._dispatch import Dispatcher
+
+__all__ = ["CallPipeline"]
+
+logger = logging.getLogger("agentloop")
+
+_FINAL: frozenset[Outcome] = frozenset({"ok", "vetoed", "refused"})
+"""Outcomes no recovery follows."""
+
+_BREAKER: dict[Outcome, BreakerOutcome | None] = {
+    "ok": "success",
+    "sick": "sick",
+    "tool_error": "neutral",
+    "invalid": "neutral",
+    "missing": None,
+}
+"""What the tool breaker records for an attempt that reached the tool."""
+
+_UNAVAILABLE: frozenset[Outcome] = frozenset({"missing", "unavailable"})
+"""Results the loop detector records as calls to a tool that is not there."""
+
+_NOT_RECORDED: frozenset[Outcome] = frozenset({"looping"})
+_SILENT: frozenset[Outcome] = frozenset({"unavailable"})
+"""A name the model was never offered: nothing was attempted, no Started/Finished events."""
+
+
+class CallPipeline:
+    """One tool call through the pipeline, with recovery."""
+
+    __slots__ = ("arguments", "attempt", "call", "dispatcher", "name", "state")
+
+    def __init__(self, dispatcher: Dispatcher, state: RunState, call: ToolCallPart) -> None:
+        self.dispatcher = dispatcher
+        self.state = state
+        self.call = call
+        self.name = call.name
+        self.arguments: Mapping[str, Any] = call.arguments
+        self.attempt = 0
+
+    async def run(self) -> ToolResultPart:
+        """The result the model reads, after any retries recovery asks for."""
+        while True:
+            result, outcome = await self._attempt()
+            if outcome in _FINAL:
+                return result
+            action, correction = await self._decide(result)
+            if not isinstance(action, Retry):
+                return result
+            self.attempt += 1
+            if self.attempt > MAX_RECOVERY_ATTEMPTS:
+                raise ToolRecoveryExhausted(self.call.name, self.attempt)
+            if action.delay > 0:
+                await self.dispatcher.clock.sleep(action.delay)
+            self._apply(correction)
+
+    def unavailable(self) -> ToolResultPart:
+        """A call to a name the model was never offered: soft, counted, nothing attempted."""
+        self._refuse_if_looping(announce=False)
+        text = f"tool '{self.name}' is not available"
+        hint = suggestion(self.dispatcher.config, self.name, self.state.offer.names)
+        if hint:
+            text += f". Did you mean '{hint}'?"
+        return self.finish(text, "unavailable")[0]
+
+    def finish(
+        self, text: str, outcome: Outcome, duration: float = 0.0
+    ) -> tuple[ToolResultPart, Outcome]:
+        """Make the attempt's result: build it, record it for loop detection, announce it."""
+        call, state, d = self.call, self.state, self.dispatcher
+        result = ToolResultPart(call.id, call.name, text, outcome != "ok")
+        if outcome not in _NOT_RECORDED:
+            d.safety.loop_record(
+                state.run,
+                self.name,
+                self.arguments,
+                text,
+                is_error=result.is_error,
+                available=outcome not in _UNAVAILABLE,
+            )
+        if outcome not in _SILENT and d.observers.active:
+            d.observers.emit(
+                ev.ToolCallFinished(
+                    state.run.id, state.turn_index, call, result, self.attempt, duration
+                )
+            )
+        return result, outcome
+
+    async def _attempt(self) -> tuple[ToolResultPart, Outcome]:
+        d, state, call = self.dispatcher, self.state, self.call
+        ctx = ToolContext(
+            run_id=state.run.id,
+            turn=state.turn_index,
+            call_id=call.id,
+            tool_name=self.name,
+            cancel=state.tokens[-1],
+            session_id=d.session_id,
+            deps=state.deps,
+        )
+        ctx._link = (state, d)
+        if d.observers.active:
+            d.observers.emit(ev.ToolCallStarted(state.run.id, state.turn_index, call, self.attempt))
+        veto = await d.gates.veto(call, ctx) if d.gates.pre_hooks else None
+        self._refuse_if_looping()
+        if veto is not None:
+            return self.finish(veto, "vetoed")
+        admission = d.safety.admit(self.name)
+        if admission is None:
+            return self.finish(BREAKER_TEXT, "refused")
+        clock = d.clock
+        started = clock.monotonic()
+        try:
+            text, outcome = await d.invoke(ctx, self.name, self.arguments)
+        except BaseException:
+            d.safety.settle(admission, None)
+            raise
+        result = self.finish(text, outcome, clock.monotonic() - started)
+        try:
+            await d.gates.after(call, result[0], ctx)
+        finally:  # the tool ran: a failing or cancelled post hook must not leave a probe hanging
+            d.safety.settle(admission, _BREAKER[outcome])
+        return result
+
+    def _refuse_if_looping(self, *, announce: bool = True) -> None:
+        """The loop pre-check: at the stop threshold the call is refused and the run ends."""
+        stop = self.dispatcher.safety.loop_stop()
+        if stop is not None:
+            if announce:
+                self.finish(f"dispatch refused before execution: {stop}", "looping")
+            raise stop
+
+    async def _decide(
+        self, result: ToolResultPart
+    ) -> tuple[RecoveryAction | None, Correction | None]:
+        """The recovery action for a failed attempt (None when a reflector or strategy raised)."""
+        d = self.dispatcher
+        if d.default_recovery:
+            return None, None
+        tool = d.registry.get(self.name)
+        failure = ToolFailure(
+            tool=self.name,
+            arguments=self.arguments,
+            error_text=result.content,
+            schema=tool.parameters if tool else None,
+            attempt=self.attempt,
+            max_attempts=MAX_RECOVERY_ATTEMPTS,
+            validate=_validator(tool),
+        )
+        try:
+            analysis = await d.config.reflector.analyze(failure)
+            action = d.config.recovery.decide(analysis, self.attempt, MAX_RECOVERY_ATTEMPTS)
+        except Exception:
+            logger.warning(
+                "recovery for tool '%s' raised; treated as Fail", self.name, exc_info=True
+            )
+            return None, None
+        return action, analysis.correction
+
+    def _apply(self, correction: Correction | None) -> None:
+        """Apply a correction to the retry's input (never to the recorded history)."""
+        if correction is None:
+            return
+        if correction.kind == "input_fix" and correction.arguments is not None:
+            self.arguments = dict(correction.arguments)
+        elif correction.kind == "tool_change" and correction.tool:
+            self.name = correction.tool
+
+
+def _validator(tool: Tool | None) -> Callable[[Mapping[str, Any]], str | None] | None:
+    if tool is None:
+        return None
+
+    def check(arguments: Mapping[str, Any]) -> str | None:
+        try:
+            tool.validate(arguments)
+        except ToolError as exc:
+            return exc.message
+        return None
+
+    return check

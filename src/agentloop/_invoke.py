@@ -1,0 +1,189 @@
+"""Running one tool once: lookup, arguments, timeout, and whatever it does, as text and an outcome.
+
+Nothing here raises for a tool's sake: a missing tool, invalid arguments, a timeout, a
+``ToolError``, any exception (a panic, logged at WARNING with its traceback) and a value that
+cannot be rendered all come back as the text the model reads plus an ``Outcome`` the pipeline
+(``agentloop._call``) and the tool breaker act on. Only cancellation and interpreter exits leave.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any, Literal, TypeAlias
+
+from agentloop._suggest import suggest
+from agentloop.config import RunConfig
+from agentloop.errors import ToolError, ToolNotFound
+from agentloop.model import INVALID_JSON_KEY
+from agentloop.safety.output import cut_to_fit, limit_output, storable
+from agentloop.safety.redact import redact_secrets
+from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, render_content
+
+__all__ = ["MAX_ARGUMENT_DEPTH", "Outcome", "invoke", "suggestion"]
+
+logger = logging.getLogger("agentloop")
+
+Outcome: TypeAlias = Literal[
+    "ok", "tool_error", "invalid", "sick", "missing", "vetoed", "refused", "looping", "unavailable"
+]
+"""How an attempt ended. The first five come from running the tool; ``vetoed`` (a hook or the
+approver), ``refused`` (the breaker), ``looping`` (the loop detector's stop) and ``unavailable``
+(a name the model was never offered) are decided before it would run."""
+
+MAX_ARGUMENT_DEPTH = 64
+"""Tool arguments nested deeper than this are a soft invalid-arguments result."""
+
+
+def suggestion(config: RunConfig, name: str, candidates: frozenset[str] | list[str]) -> str | None:
+    """The close name to suggest for a miss, when ``suggest_tools`` is on."""
+    if not config.suggest_tools:
+        return None
+    return suggest(name, sorted(candidates))
+
+
+async def invoke(
+    registry: ToolRegistry,
+    config: RunConfig,
+    ctx: ToolContext,
+    name: str,
+    arguments: Mapping[str, Any],
+) -> tuple[str, Outcome]:
+    """Run tool ``name`` once; its text (cut to the configured size) and outcome."""
+    tool = registry.get(name)
+    if tool is None:
+        names = registry.names()
+        text = str(ToolNotFound(name, names))
+        hint = suggestion(config, name, names)
+        return (f"{text}. Did you mean '{hint}'?" if hint else text), "missing"
+    if INVALID_JSON_KEY in arguments and len(arguments) == 1:
+        return (
+            f"Invalid arguments for tool '{name}': arguments: not valid JSON: "
+            f"{arguments[INVALID_JSON_KEY]!s:.200}"
+        ), "invalid"
+    private = _private_copy(arguments)
+    if private is None:
+        return (
+            f"Invalid arguments for tool '{name}': arguments: nested more than "
+            f"{MAX_ARGUMENT_DEPTH} levels deep"
+        ), "invalid"
+    try:
+        valid = tool.validate(private)
+    except ToolError as exc:
+        return exc.message, "invalid"
+    except RecursionError:
+        return f"Invalid arguments for tool '{name}': arguments: nested too deeply", "invalid"
+    timeout = tool.timeout if tool.timeout is not None else config.tool_timeout
+    content, outcome = await _run_tool(tool, valid, ctx, timeout)
+    content = storable(content)
+    limit = config.max_tool_output_chars
+    if limit:
+        return limit_output(content, limit), outcome
+    window = config.context_window
+    if window and len(content) > window:  # ~a quarter of the window at ~4 chars per token
+        return cut_to_fit(content, window), outcome
+    return content, outcome
+
+
+async def _run_tool(
+    tool: Tool, arguments: Mapping[str, Any], ctx: ToolContext, deadline: float | None
+) -> tuple[str, Outcome]:
+    timeout = deadline
+    try:
+        if timeout:
+            async with asyncio.timeout(timeout) as scope:
+                try:
+                    output = await tool.call(arguments, ctx)
+                except TimeoutError as raised:
+                    if scope.expired():
+                        raise
+                    raise _ToolRaisedTimeout() from raised
+        else:
+            output = await tool.call(arguments, ctx)
+    except ToolError as exc:  # sick=True: the tool's own failure, counted by the breaker
+        return exc.message, "sick" if exc.sick else "tool_error"
+    except _ToolRaisedTimeout as exc:
+        cause = exc.__cause__ or TimeoutError()
+        _log_panic(tool.name, ctx.call_id, cause)
+        return _panic_text(tool.name, cause), "sick"
+    except TimeoutError as exc:
+        logger.warning(
+            "tool '%s' (call %s) timed out after %ss",
+            tool.name,
+            ctx.call_id,
+            _seconds(timeout),
+            exc_info=exc,
+        )
+        return f"Tool '{tool.name}' timed out after {_seconds(timeout)}s", "sick"
+    except (KeyboardInterrupt, SystemExit, asyncio.CancelledError):
+        raise
+    except BaseException as exc:  # GeneratorExit, a custom BaseException: still a panic
+        _log_panic(tool.name, ctx.call_id, exc)
+        return _panic_text(tool.name, exc), "sick"
+    return _rendered(tool.name, output, ctx.call_id)
+
+
+def _private_copy(arguments: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A copy the tool may mutate without rewriting the recorded call; None when too deep.
+
+    Containers are copied (iteratively, so depth never costs the interpreter's stack); scalars
+    are immutable and shared. Only JSON shapes (dict, list) occur in decoded arguments.
+    """
+    if not any(isinstance(v, Mapping | list) for v in arguments.values()):
+        return dict(arguments)  # flat: a shallow copy is a private copy
+    top: dict[str, Any] = {}
+    stack: list[tuple[Any, Any, int]] = [(arguments, top, 1)]
+    while stack:
+        source, target, depth = stack.pop()
+        items = source.items() if isinstance(source, Mapping) else enumerate(source)
+        for key, value in items:
+            if isinstance(value, Mapping | list):
+                if depth >= MAX_ARGUMENT_DEPTH:
+                    return None
+                copy: Any = {} if isinstance(value, Mapping) else [None] * len(value)
+                stack.append((value, copy, depth + 1))
+                value = copy
+            target[key] = value
+    return top
+
+
+def _rendered(name: str, output: Any, call_id: str) -> tuple[str, Outcome]:
+    """The text of a tool's return value; a value that cannot be rendered is a panic."""
+    try:
+        if isinstance(output, ToolOutput):
+            return render_content(output.content), "tool_error" if output.is_error else "ok"
+        return render_content(output), "ok"
+    except Exception as exc:
+        _log_panic(name, call_id, exc)
+        return _panic_text(name, exc), "sick"
+
+
+def _log_panic(name: str, call_id: str, exc: BaseException) -> None:
+    """A tool bug is the developer's business too: WARNING with the traceback."""
+    logger.warning(
+        "tool '%s' (call %s) panicked: %s", name, call_id, type(exc).__name__, exc_info=exc
+    )
+
+
+class _ToolRaisedTimeout(Exception):
+    """A tool raised TimeoutError itself (a panic, not our deadline)."""
+
+
+def _seconds(timeout: float | None) -> str:
+    """Whole seconds, truncated (SPEC section 3): 1.5 -> "1", 0.05 -> "0"."""
+    return str(int(timeout or 0))
+
+
+def _panic_text(name: str, exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except Exception:  # a tool's broken __str__ must not end the run
+        text = "<exception str() failed>"
+    message = redact_secrets(text)
+    kind = type(exc).__name__
+    return (
+        f'Tool "{name}" panicked: {kind}: {message}'
+        if message
+        else f'Tool "{name}" panicked: {kind}'
+    )

@@ -1,0 +1,124 @@
+"""The one limits gate of an agent: every line a run may not cross, in one place.
+
+Checked before each request (``before_request``: ``max_turns``, then the ``Budget`` lines:
+tokens, output tokens, turns, tool calls, cost, wall clock) and when a turn asks for tool calls
+(``admit_tools``: ``max_tool_calls_per_turn`` and ``max_tool_calls``); fed after each response
+(``spent``) and each completed turn (``turn_done``). One counter of a run's tool calls serves
+both the cap and the budget.
+
+The budget's own arithmetic is ``safety.budget.BudgetGate`` (a child agent's gate is a
+``SharedBudget`` that also counts in its parent's). If that gate raises, its checks are off for
+the session, with one warning (the policy of ``_safety``); the caps on turns and tool calls are
+plain comparisons and always hold.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from agentloop import events as ev
+from agentloop.config import RunConfig
+from agentloop.errors import MaxTurnsExceeded, ToolLimitReached
+from agentloop.messages import Usage
+from agentloop.observers import EventBus
+from agentloop.run import Run
+from agentloop.safety.budget import BudgetGate
+
+__all__ = ["Limits"]
+
+logger = logging.getLogger("agentloop")
+
+
+class Limits:
+    """Turns, tool calls, tokens, cost and wall clock of one agent's runs."""
+
+    def __init__(self, config: RunConfig, bus: EventBus, clock: Callable[[], float]) -> None:
+        self.max_turns = config.max_turns
+        self.max_tool_calls = config.max_tool_calls
+        self.per_turn = config.max_tool_calls_per_turn
+        self.budget = BudgetGate(config.budget, clock)
+        self.budget_on = True
+        self.tool_calls = 0
+        """Tool calls this run has asked for (what ``max_tool_calls`` caps)."""
+        self._bus = bus
+        self._continued_budget: dict[str, Any] | None = None
+        self._continued_calls: int | None = None
+
+    def begin(self) -> None:
+        """Run start: zero the counters (a continued run keeps what it had spent)."""
+        budget, self._continued_budget = self._continued_budget, None
+        calls, self._continued_calls = self._continued_calls, None
+        self.tool_calls = calls or 0
+        if budget is None:
+            self._budget(self.budget.begin)
+        else:
+            self._budget(lambda: self.budget.restore(budget))
+
+    def continue_run(self, run: Run[Any], budget: Mapping[str, Any] | None = None) -> None:
+        """``continue_run``: the next ``begin`` keeps ``run``'s spend instead of zeroing it.
+
+        ``budget``: the stored gate snapshot. The snapshot of a turn's commit point predates
+        that turn's count, so the turns and tool calls come from the run record.
+        """
+        self._continued_calls = sum(len(t.tool_calls) for t in run.turns)
+        if budget is not None:
+            data = dict(budget)
+            data["spent"] = {**data["spent"], "turns": len(run.turns)}
+            self.budget.restore(data)
+            self._continued_budget = self.budget.snapshot()
+
+    def before_request(self, run: Run[Any], turn: int) -> None:
+        """Refuse the next request past a line; warn once per budget dimension nearing one."""
+        if turn >= self.max_turns:
+            raise MaxTurnsExceeded(self.max_turns)
+        if not self.budget_on:
+            return
+        try:
+            warnings, stop = self.budget.pre_request()
+        except Exception as exc:
+            self._budget_off(exc)
+            return
+        for warning in warnings:
+            self._bus.emit(
+                ev.BudgetWarning(run.id, turn, warning.dimension, warning.spent, warning.limit)
+            )
+        if stop is not None:
+            raise stop
+
+    def admit_tools(self, count: int) -> None:
+        """A turn asks for ``count`` tool calls: refuse past a cap, else count them."""
+        per_turn = self.per_turn
+        if per_turn is not None and count > per_turn:
+            raise ToolLimitReached(
+                f"turn tool-call limit of {per_turn} reached ({count} calls requested)"
+            )
+        total = self.max_tool_calls
+        if total is not None and self.tool_calls + count > total:
+            raise ToolLimitReached(
+                f"run tool-call limit of {total} reached "
+                f"({self.tool_calls} made, {count} more requested)"
+            )
+        self.tool_calls += count
+        self._budget(lambda: self.budget.record_tool_calls(count))
+
+    def spent(self, usage: Usage, model: str) -> None:
+        """Account a reply's usage (tokens, cost)."""
+        self._budget(lambda: self.budget.record_usage(usage, model))
+
+    def turn_done(self) -> None:
+        """Account a completed turn."""
+        self._budget(self.budget.record_turn)
+
+    def _budget(self, update: Callable[[], None]) -> None:
+        if not self.budget_on:
+            return
+        try:
+            update()
+        except Exception as exc:
+            self._budget_off(exc)
+
+    def _budget_off(self, exc: Exception) -> None:
+        self.budget_on = False
+        logger.warning("the budget gate raised (%r); budget checks are off", exc)

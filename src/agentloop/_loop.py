@@ -1,0 +1,328 @@
+"""One run of an ``Agent``, as a short sequence of named steps.
+
+A run: start (tools listed, the record begun, ``RunStarted``) → per turn (cancel checkpoint →
+tool sources refreshed → the context guard compacts if needed → the limits gate → the model
+step → record → answer or dispatch) until an answer → finalize. Every exit goes through
+``finalize``, which records ``stop_reason`` and commits history three ways (success: all;
+cannot-fit family: nothing; anything else: the completed turns).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from agentloop import events as ev
+from agentloop._output import (
+    ACCEPTED_TEXT,
+    CALL_FINAL_RESULT_TEXT,
+    FINAL_RESULT,
+    NOT_EXECUTED_TEXT,
+    TRUNCATED_TEXT,
+    InvalidOutput,
+)
+from agentloop._state import RunState
+from agentloop._turn import build_request, call_model
+from agentloop.errors import (
+    AgentLoopError,
+    Cancelled,
+    CompactionStalled,
+    ContextExceeded,
+    ContextLengthExceeded,
+    InternalError,
+    OutputValidationFailed,
+)
+from agentloop.hooks import Hook, overrides
+from agentloop.messages import Message, ToolCallPart, ToolResultPart
+from agentloop.model import ModelResponse
+from agentloop.run import TRUNCATION_REASONS, Run, Turn
+from agentloop.safety.redact import redact_secrets
+from agentloop.transcript import close_interrupted
+
+if TYPE_CHECKING:
+    from agentloop.engine import Agent
+
+__all__ = ["RunLoop"]
+
+logger = logging.getLogger("agentloop")
+
+_CANNOT_FIT = (ContextExceeded, CompactionStalled, ContextLengthExceeded)
+
+
+class RunLoop:
+    """The steps of one run of ``agent`` over ``state``."""
+
+    __slots__ = ("agent", "state")
+
+    def __init__(self, agent: Agent[Any], state: RunState) -> None:
+        self.agent = agent
+        self.state = state
+
+    async def drive(self) -> Run[Any]:
+        """Run to the end in a task of its own, so a cancel token can cancel it."""
+        state = self.state
+        inner = asyncio.get_running_loop().create_task(self._execute())
+
+        def on_cancel() -> None:
+            if not state.finalizing:
+                inner.cancel()
+
+        state.watch_handles = [(t, t.watch(on_cancel)) for t in state.tokens]
+        try:
+            return await inner
+        except asyncio.CancelledError:
+            if not state.finalizing:  # cancelled before the run's own task ever started
+                await self.finalize(Cancelled())
+            raise
+
+    async def _execute(self) -> Run[Any]:
+        state = self.state
+        try:
+            await self._start()
+            await self._turns()
+        except asyncio.CancelledError:
+            if not state.cancelled:
+                await self.finalize(Cancelled())
+                raise
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()
+            await self.finalize(Cancelled())
+        except AgentLoopError as error:
+            await self.finalize(error)
+        except Exception as exc:
+            await self.finalize(_internal(exc))
+        except BaseException:  # KeyboardInterrupt / SystemExit: record the run, then let go
+            await self.finalize(Cancelled())
+            raise
+        else:
+            await self.finalize(None)
+        stop = state.run.stop_reason
+        if stop is not None:
+            raise stop
+        return state.run
+
+    async def _start(self) -> None:
+        agent, state = self.agent, self.state
+        state.check_cancel()
+        await agent._refresh_tools(state, starting=True)
+        if agent._recorder is not None:
+            agent._recorder.begin(state.run)
+        agent.safety.limits.begin()
+        if agent._bus.active:
+            agent._bus.emit(ev.RunStarted(state.run.id, 0, state.run))
+        for hook in agent._hooks:
+            if overrides(hook, Hook, "on_run_start"):
+                await hook.on_run_start(state.run)
+        state.guard.start(state.transcript, state.offer.specs)
+
+    async def _turns(self) -> None:
+        agent, state = self.agent, self.state
+        while True:
+            state.check_cancel()
+            agent.safety.limits.before_request(state.run, state.turn_index)
+            if agent._toolsets.toolsets:
+                await agent._refresh_tools(state, starting=False)
+            await state.guard.before_call(state, self._commit_compacted)
+            response = await self._model_step()
+            if response is None:
+                continue
+            turn = self._record(response)
+            if agent.output is None:
+                done = await self._text_turn(turn, response)
+            else:
+                done = await self._typed_turn(turn, response)
+            state.complete_turn()
+            if agent._recorder is not None:
+                agent._recorder.turn_completed(state.run, state.audit)
+            agent.safety.limits.turn_done()
+            if agent._bus.active:
+                agent._bus.emit(ev.TurnFinished(state.run.id, turn))
+            if done:
+                return
+            state.turn_index += 1
+
+    async def _model_step(self) -> ModelResponse | None:
+        """One model call; None when a context rejection sends the turn back for compaction."""
+        agent, state = self.agent, self.state
+        bus, client = agent._bus, agent.client
+        bus.turn = state.turn_index
+        if bus.active:
+            bus.emit(
+                ev.TurnStarted(
+                    state.run.id, state.turn_index, model=client.model, provider=client.provider
+                )
+            )
+        output = agent.output
+        request = build_request(
+            state,
+            agent._system(),
+            agent.config.model_settings,
+            output.spec if state.offer.native_output and output is not None else None,
+            agent.session_id,
+        )
+        try:
+            response = await call_model(
+                client, request, state, bus, agent.config.stream, agent.clock
+            )
+        except ContextLengthExceeded as error:
+            state.guard.salvage(state, error)
+            return None
+        agent.safety.limits.spent(response.usage, response.model or client.model)
+        if bus.active:
+            bus.emit(ev.ModelResponded(state.run.id, state.turn_index, response))
+        return response
+
+    def _record(self, response: ModelResponse) -> Turn:
+        state = self.state
+        turn = Turn(
+            index=state.turn_index,
+            model=response.model or self.agent.client.model,
+            tool_calls=list(response.tool_calls),
+            usage=response.usage,
+            stop_reason=response.stop_reason,
+            text=response.text,
+        )
+        state.run.turns.append(turn)
+        state.run.usage = state.run.usage + response.usage
+        if response.message.parts and (response.tool_calls or response.text):
+            state.append(response.message)
+        return turn
+
+    async def _text_turn(self, turn: Turn, response: ModelResponse) -> bool:
+        """An untyped turn: dispatch the calls, or the reply is the output. True when done."""
+        if not response.tool_calls:
+            stop = self.agent.safety.converge(self.state.run, response.text)
+            if stop is not None:
+                raise stop
+            self.state.run.output = response.text
+            return True
+        await self._dispatch(turn, response.tool_calls)
+        return False
+
+    async def _typed_turn(self, turn: Turn, response: ModelResponse) -> bool:
+        """A typed turn: a valid answer ends the run; an invalid one is soft feedback."""
+        state, output = self.state, self.agent.output
+        assert output is not None
+        calls = response.tool_calls
+        offered = FINAL_RESULT in state.offer.names
+        finals = [c for c in calls if c.name == FINAL_RESULT and offered]
+        truncated = response.stop_reason in TRUNCATION_REASONS
+        if finals:
+            try:
+                if truncated:
+                    raise InvalidOutput(TRUNCATED_TEXT)
+                value = output.from_arguments(finals[0].arguments)
+            except InvalidOutput as invalid:
+                self._invalid_output(invalid.text)
+                await self._dispatch(turn, calls, rejected=finals, why=invalid.text)
+                return False
+            accepted = finals[0]
+            turn.tool_results = [
+                ToolResultPart(c.id, c.name, ACCEPTED_TEXT if c is accepted else NOT_EXECUTED_TEXT)
+                for c in calls
+            ]
+            state.append(Message.tool_results(turn.tool_results))
+            state.run.output = value
+            return True
+        if calls:
+            await self._dispatch(turn, calls)
+            return False
+        try:
+            if offered:
+                raise InvalidOutput(CALL_FINAL_RESULT_TEXT)
+            if truncated:
+                raise InvalidOutput(TRUNCATED_TEXT)
+            state.run.output = output.from_text(response.text)
+        except InvalidOutput as invalid:
+            self._invalid_output(invalid.text)
+            state.append(Message.user(invalid.text))
+            return False
+        return True
+
+    def _invalid_output(self, text: str) -> None:
+        """Count an invalid answer; past ``output_retries`` more tries the run ends."""
+        state = self.state
+        state.invalid_outputs += 1
+        if state.invalid_outputs > self.agent.config.output_retries:
+            raise OutputValidationFailed(state.invalid_outputs, text)
+
+    async def _dispatch(
+        self,
+        turn: Turn,
+        calls: Sequence[ToolCallPart],
+        *,
+        rejected: Sequence[ToolCallPart] = (),
+        why: str = "",
+    ) -> None:
+        """Run the turn's tool calls; ``rejected`` calls get ``why`` as their soft result."""
+        dispatcher, state = self.agent._dispatcher, self.state
+        if rejected:
+            skip = {c.id for c in rejected}
+            runnable = [c for c in calls if c.id not in skip]
+            done = await dispatcher.dispatch_turn(state, runnable) if runnable else []
+            by_id = {r.call_id: r for r in done}
+            results = [by_id.get(c.id) or ToolResultPart(c.id, c.name, why, True) for c in calls]
+        else:
+            results = await dispatcher.dispatch_turn(state, calls)
+        turn.tool_results = results
+        state.append(Message.tool_results(results))
+
+    def _commit_compacted(self, messages: list[Message]) -> None:
+        """Compaction is a commit point: its result becomes the history."""
+        agent, state = self.agent, self.state
+        if agent._recorder is not None:
+            agent._recorder.compacted(state.run, messages, len(state.audit))
+        agent._history = list(messages)
+        state.replace(messages)
+
+    async def finalize(self, error: AgentLoopError | None) -> None:
+        """Record how the run ended, commit its history, tell hooks and observers."""
+        agent, state = self.agent, self.state
+        state.finalizing = True
+        agent._active = None
+        for token, handle in state.watch_handles:
+            token.unwatch(handle)
+        run = state.run
+        run.ended_at = agent.clock.time()
+        run.stop_reason = error
+        if error is not None:
+            run.output = None
+        run.messages = list(state.audit) if error is None else close_interrupted(state.audit)
+        if error is None:
+            agent._history.extend(state.pending)
+        elif isinstance(error, _CANNOT_FIT):
+            run.unfinished_input = run.input
+        else:
+            agent._history.extend(state.completed)
+        if agent._recorder is not None:
+            agent.persistence_error = agent._recorder.finished(run, agent._history)
+        agent.safety.end_run()
+        if error is not None and error.summary is None:
+            error.summary = run.summary()
+        await self._run_end_hooks()
+        bus = agent._bus
+        if bus.active:
+            bus.emit(ev.RunFinished(run.id, state.turn_index, run))
+        if state.listener is not None:
+            bus.detach(state.listener)
+        if agent._cancel.cancelled:
+            agent._cancel.reset()
+
+    async def _run_end_hooks(self) -> None:
+        for hook in self.agent._hooks:
+            if overrides(hook, Hook, "on_run_end"):
+                try:
+                    await hook.on_run_end(self.state.run)
+                except Exception:
+                    logger.exception("hook %r raised in on_run_end; ignored", hook)
+
+
+def _internal(exc: Exception) -> InternalError:
+    error = InternalError(
+        f"unexpected {type(exc).__name__} in the engine: {redact_secrets(str(exc))}"
+    )
+    error.__cause__ = exc
+    return error

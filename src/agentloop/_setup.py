@@ -1,0 +1,126 @@
+"""What ``Agent(...)`` checks before it exists: each bad argument is a clear error naming the fix.
+
+A client without ``complete``, a config that is not a ``RunConfig``, an approver that cannot be
+called or is missing for ``headless=False``, tools that are not a list, a tool named
+``final_result`` beside typed output, a history that is not a valid transcript, a store that is
+not a ``Store``, or a named session that already has runs (``Agent.resume`` continues those).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, TypeGuard
+
+from agentloop._output import FINAL_RESULT, OutputType
+from agentloop.config import RunConfig
+from agentloop.errors import ConfigurationError, TranscriptError
+from agentloop.messages import Message
+from agentloop.store import Store
+from agentloop.store._session import SessionRecorder
+from agentloop.tools import Tool, ToolRegistry, Toolset
+from agentloop.transcript import validate_transcript
+
+__all__ = [
+    "checked_history",
+    "checked_setup",
+    "checked_store",
+    "output_type",
+    "recorder",
+    "registry",
+]
+
+
+def checked_setup(client: object, config: object, approver: object) -> RunConfig:
+    """The run config, once the client, config and approver are known to be usable."""
+    if client is None or not callable(getattr(client, "complete", None)):
+        raise ConfigurationError("Agent needs a model client (a ModelClient)", field="client")
+    config = RunConfig() if config is None else config
+    if not isinstance(config, RunConfig):
+        raise ConfigurationError("Agent config must be a RunConfig", field="config")
+    if not config.headless and approver is None:
+        raise ConfigurationError(
+            "RunConfig(headless=False) needs Agent(approver=...) to answer Ask", field="approver"
+        )
+    if approver is not None and not callable(approver):
+        raise ConfigurationError(
+            f"Agent approver must be callable (call, message) -> bool, got {approver!r}",
+            field="approver",
+        )
+    return config
+
+
+def output_type(output_type: type[Any] | None, registry: ToolRegistry) -> OutputType[Any] | None:
+    if output_type is None:
+        return None
+    if FINAL_RESULT in registry:
+        raise ConfigurationError(
+            f"a tool is named '{FINAL_RESULT}', the name typed output answers with; rename it",
+            field="tools",
+        )
+    return OutputType(output_type)
+
+
+def registry(tools: object) -> tuple[ToolRegistry, list[Toolset]]:
+    """The agent's registry and tool sources; a single tool or a string is a clear error."""
+    if isinstance(tools, ToolRegistry):
+        return tools, []
+    if isinstance(tools, str | bytes | Tool) or callable(tools) or _is_toolset(tools):
+        raise ConfigurationError(
+            f"Agent tools must be a list of tools, got {tools!r}; write tools=[...]",
+            field="tools",
+        )
+    if not isinstance(tools, Iterable):
+        raise ConfigurationError(
+            f"Agent tools must be a list of tools, got {type(tools).__name__}", field="tools"
+        )
+    items = list(tools)
+    sources = [t for t in items if _is_toolset(t)]
+    return ToolRegistry(t for t in items if not _is_toolset(t)), sources
+
+
+def _is_toolset(item: object) -> TypeGuard[Toolset]:
+    """Whether ``item`` is a ``Toolset``, judged by its ``list_tools``.
+
+    An ``isinstance`` on the runtime-checkable protocol costs ~14 us in Python 3.11, paid per
+    tool per ``Agent``.
+    """
+    return not isinstance(item, Tool) and callable(getattr(item, "list_tools", None))
+
+
+def checked_history(history: object) -> list[Message]:
+    """``Agent(history=...)`` as a list, checked as a transcript (``TranscriptError`` names it)."""
+    if history is None:
+        return []
+    if isinstance(history, str | bytes | Message) or not isinstance(history, Iterable):
+        raise TranscriptError(
+            f"Agent history must be a sequence of Message, got {type(history).__name__}"
+        )
+    messages = list(history)
+    for index, message in enumerate(messages):
+        if not isinstance(message, Message):
+            raise TranscriptError(
+                f"history[{index}] is a {type(message).__name__}, not a Message", index=index
+            )
+    if messages:
+        validate_transcript(messages)
+    return messages
+
+
+def checked_store(store: object) -> Store:
+    if not isinstance(store, Store):
+        raise ConfigurationError("Agent store must implement agentloop.store.Store", field="store")
+    return store
+
+
+def recorder(store: Store | None, session_id: str, existing_ok: bool) -> SessionRecorder | None:
+    """The session's recorder; a named session that already has data needs ``resume``."""
+    if store is None:
+        return None
+    store = checked_store(store)
+    if not existing_ok and store.has_session(session_id):
+        raise ConfigurationError(
+            f"session {session_id!r} already has stored runs; continue it with "
+            "Agent.resume(session_id, store=..., client=...)",
+            field="session_id",
+        )
+    return SessionRecorder(store, session_id)

@@ -1,0 +1,110 @@
+"""One run's mutable state: its record, its messages, its tool offer, its context guard.
+
+The messages, in one list and three positions:
+
+- ``transcript``: what the next request sends (committed history, then this run's messages);
+  appended to per message, replaced wholesale by a compaction commit;
+- ``base``: where this run's uncommitted messages start in ``transcript`` (success commits
+  ``transcript[base:]``);
+- ``boundary``: the end of the last complete turn (a salvaging finalize commits
+  ``transcript[base:boundary]``);
+
+and ``audit``, every message of this run in order, compaction or not (the run record's
+``messages``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agentloop import events as ev
+from agentloop.cancel import CancelToken
+from agentloop.errors import Cancelled
+from agentloop.messages import Message
+from agentloop.model import ToolSpec
+from agentloop.run import Run
+
+if TYPE_CHECKING:
+    from agentloop._compaction import ContextGuard
+    from agentloop._turn import ClientEventBridge
+
+__all__ = ["Offer", "RunState"]
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """The tools advertised to the model for the next request."""
+
+    specs: tuple[ToolSpec, ...]
+    native_output: bool = False
+    """Whether the provider is asked for native structured output (no ``final_result`` tool)."""
+    names: frozenset[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", frozenset(s.name for s in self.specs))
+
+
+@dataclass(eq=False)
+class RunState:
+    """Everything one run mutates."""
+
+    run: Run[Any]
+    tokens: tuple[CancelToken, ...]
+    transcript: list[Message]
+    base: int
+    offer: Offer
+    guard: ContextGuard
+    deps: Any = None
+    boundary: int = 0
+    audit: list[Message] = field(default_factory=list)
+    turn_index: int = 0
+    invalid_outputs: int = 0
+    call_ids: set[str] = field(default_factory=set)
+    """Every tool-call id in the transcript (a reply reusing one is re-stamped)."""
+    events: ClientEventBridge | None = None
+    listener: Callable[[ev.Event], None] | None = None
+    finalizing: bool = False
+    watch_handles: list[tuple[CancelToken, int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.boundary = self.base
+        self.audit = self.transcript[self.base :]
+        self.call_ids = {c.id for m in self.transcript for c in m.tool_calls}
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether any watched token fired."""
+        return any(t.cancelled for t in self.tokens)
+
+    def check_cancel(self) -> None:
+        """A cancellation checkpoint."""
+        for token in self.tokens:
+            if token.cancelled:
+                raise Cancelled()
+
+    def append(self, message: Message) -> None:
+        """Add a message of this run (the context guard measures and checks it)."""
+        self.transcript.append(message)
+        self.audit.append(message)
+        self.guard.added(message)
+
+    def replace(self, messages: list[Message]) -> None:
+        """Compaction committed ``messages``: they are history now, nothing is pending."""
+        self.transcript = list(messages)
+        self.base = self.boundary = len(self.transcript)
+
+    def complete_turn(self) -> None:
+        """Mark everything so far as a complete turn (a salvage point)."""
+        self.boundary = len(self.transcript)
+
+    @property
+    def pending(self) -> list[Message]:
+        """This run's messages not committed yet."""
+        return self.transcript[self.base :]
+
+    @property
+    def completed(self) -> list[Message]:
+        """This run's messages up to the last complete turn (what a salvage commits)."""
+        return self.transcript[self.base : self.boundary]
