@@ -87,12 +87,11 @@ async def invoke(
 
 
 async def _run_tool(
-    tool: Tool, arguments: Mapping[str, Any], ctx: ToolContext, deadline: float | None
+    tool: Tool, arguments: Mapping[str, Any], ctx: ToolContext, seconds: float | None
 ) -> tuple[str, Outcome]:
-    timeout = deadline
     try:
-        if timeout:
-            async with asyncio.timeout(timeout) as scope:
+        if seconds:
+            async with asyncio.timeout(seconds) as scope:
                 try:
                     output = await tool.call(arguments, ctx)
                 except TimeoutError as raised:
@@ -112,10 +111,10 @@ async def _run_tool(
             "tool '%s' (call %s) timed out after %ss",
             tool.name,
             ctx.call_id,
-            _seconds(timeout),
+            _seconds(seconds),
             exc_info=exc,
         )
-        return f"Tool '{tool.name}' timed out after {_seconds(timeout)}s", "sick"
+        return f"Tool '{tool.name}' timed out after {_seconds(seconds)}s", "sick"
     except (KeyboardInterrupt, SystemExit, asyncio.CancelledError):
         raise
     except BaseException as exc:  # GeneratorExit, a custom BaseException: still a panic
