@@ -16,11 +16,11 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from types import TracebackType
 from typing import Any, Generic, TypedDict, Unpack, cast, overload
 
 from agentloop import _setup
 from agentloop import events as ev
+from agentloop._aio import AsyncClosing, Closing
 from agentloop._compaction import ContextGuard
 from agentloop._continue import reopen, restore_safety
 from agentloop._dispatch import Dispatcher
@@ -62,7 +62,7 @@ class AgentOptions(TypedDict, total=False):
     approver: Approver | None
 
 
-class Agent(Generic[OutputT]):
+class Agent(AsyncClosing, Closing, Generic[OutputT]):
     """An LLM agent: a model client, tools, a system prompt and the committed history.
 
     ``Agent(client)`` answers with text (``run.output`` is ``str | None``);
@@ -290,28 +290,6 @@ class Agent(Generic[OutputT]):
             asyncio.run(self.aclose())
             return
         raise InvalidInput("close() was called inside a running event loop; await aclose()")
-
-    async def __aenter__(self) -> Agent[OutputT]:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    def __enter__(self) -> Agent[OutputT]:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- running -----------------------------------------------------------------------------
 

@@ -10,36 +10,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-__all__ = [
-    "AgentLoopError",
-    "BudgetExhausted",
-    "Cancelled",
-    "CompactionFailed",
-    "CompactionStalled",
-    "ConfigurationError",
-    "ContextExceeded",
-    "ConversationSummary",
-    "FallbackExhausted",
-    "InternalError",
-    "InvalidInput",
-    "LockPoisoned",
-    "LoopBudgetExceeded",
-    "LoopDetected",
-    "MaxTurnsExceeded",
-    "MemoryBackendError",
-    "OutputValidationFailed",
-    "PhaseFailed",
-    "ReflectionError",
-    "ToolError",
-    "ToolExecutionError",
-    "ToolLimitReached",
-    "ToolNotFound",
-    "ToolRecoveryExhausted",
-    "TranscriptError",
-    "UserInputRequired",
-    "format_available",
-]
-
 
 @dataclass(frozen=True, slots=True)
 class ConversationSummary:

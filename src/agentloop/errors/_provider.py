@@ -8,25 +8,6 @@ from typing import Any, ClassVar
 
 from agentloop.errors._base import AgentLoopError
 
-__all__ = [
-    "AttemptRecord",
-    "AuthError",
-    "BadRequestError",
-    "ContextLengthExceeded",
-    "FailurePhase",
-    "InsufficientCredits",
-    "ModelNotFound",
-    "ProviderError",
-    "ProviderTimeout",
-    "ProviderUnavailable",
-    "ProviderUnreachable",
-    "RateLimitEscalation",
-    "RateLimited",
-    "ResponseInvalid",
-    "StreamError",
-    "UnexpectedRedirect",
-]
-
 
 class FailurePhase(enum.StrEnum):
     """Where a provider request failed."""
