@@ -1,21 +1,75 @@
-"""Reading stored rows back: every damaged row an ``InvalidInput`` naming its field.
+"""Rows to and from their JSON columns; reading back, every damaged row an ``InvalidInput``.
 
 The shared SQL (``_sql``) turns these into one ``MemoryBackendError`` per damaged run or
 history, naming the run (or session) and the field: ``run 3f… is damaged: record field
 record: turns[0].usage.input_tokens: expected a non-negative integer, got a string``. Nothing here
-touches a driver; the caller fetched the rows.
+touches a driver; the caller fetched the rows. ``StoredRun`` is what a read returns.
+Writing, ``to_json`` is the one encoder: compact, and a value that cannot be written is a
+``MemoryBackendError``.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from agentloop.errors import InvalidInput
+from agentloop.errors import InvalidInput, MemoryBackendError
+from agentloop.messages import Message
 from agentloop.run import Run, Turn, message_from_dict
 
-__all__ = ["column", "describe", "from_record", "json_column", "unfinished_run"]
+__all__ = [
+    "StoredRun",
+    "column",
+    "describe",
+    "from_record",
+    "json_column",
+    "messages_json",
+    "stored_run",
+    "to_json",
+    "unfinished_run",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRun:
+    """One stored run record.
+
+    Attributes:
+        session_id: The session the run belongs to.
+        run: The run; ``started_at`` and ``ended_at`` come from the store. While the run has no
+            recorded end, ``run.turns`` and ``run.messages`` hold its completed turns only.
+        finished: Whether the run's end (its finalize) was recorded.
+        absorbed: How many of the run's messages a compaction commit already folded into the
+            stored history (what a resume must not add again).
+        resumptions: ``(wall-clock time, turn)`` of each ``continue_run`` that picked it up.
+    """
+
+    session_id: str
+    run: Run
+    finished: bool
+    absorbed: int = 0
+    resumptions: tuple[tuple[float, int], ...] = ()
+
+
+def to_json(value: Any) -> str:
+    """``value`` as compact JSON text; ``MemoryBackendError`` when it cannot be written."""
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_plain)
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise MemoryBackendError(f"a record cannot be written as JSON: {describe(exc)}") from exc
+
+
+def _plain(value: Any) -> Any:
+    """Values ``Run.to_dict`` leaves as objects (e.g. ``StreamError.partial``)."""
+    to_dict = getattr(value, "to_dict", None)
+    return to_dict() if callable(to_dict) else repr(value)
+
+
+def messages_json(messages: Sequence[Message]) -> str:
+    """A list of messages as one JSON column."""
+    return to_json([m.to_dict() for m in messages])
 
 
 def describe(exc: BaseException) -> str:
@@ -70,3 +124,33 @@ def unfinished_run(run_id: str, input_: str, rows: Sequence[Sequence[Any]]) -> R
             message_from_dict(m, f"{where} messages[{i}]") for i, m in enumerate(messages)
         )
     return run
+
+
+def stored_run(
+    row: Sequence[Any], turns: Sequence[Sequence[Any]], resumed: Sequence[Sequence[Any]]
+) -> StoredRun:
+    """A run from its ``agentloop_runs`` row (``RUN_COLUMNS``) and its other rows.
+
+    ``turns`` are its ``(number, turn, messages)`` rows (read only while it has no record),
+    ``resumed`` its ``(at, from_turn)`` resumptions.
+    """
+    run_id, session_id, input_, started_at, ended_at, absorbed, record = row
+    column(session_id, "session_id", (str,))
+    if record is not None:
+        run = from_record(json_column(record, "record"), "record", Run.from_dict)
+        if run.id != str(run_id):
+            raise InvalidInput(f"record: id: {run.id!r:.40} in the row of run {run_id}")
+    else:
+        run = unfinished_run(str(run_id), column(input_, "input", (str,)), turns)
+    run.started_at = column(started_at, "started_at", (int, float), nullable=True)
+    run.ended_at = column(ended_at, "ended_at", (int, float), nullable=True)
+    return StoredRun(
+        session_id,
+        run,
+        record is not None,
+        column(absorbed, "absorbed", (int,)),
+        tuple(
+            (float(column(at, "at", (int, float))), column(turn, "from_turn", (int,)))
+            for at, turn in resumed
+        ),
+    )

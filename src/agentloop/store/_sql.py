@@ -1,27 +1,9 @@
 """The SQL both stores share: one schema, one set of statements, one error boundary.
 
 ``SQLStore`` implements the ``Store`` protocol over a tiny ``Transaction`` interface (run a
-statement, run it for many rows, fetch rows) that each backend provides for its driver. The
-tables, every payload a JSON text column (plain text, not JSONB, so both backends keep exactly
-the bytes ``json.dumps`` wrote, NaN included):
-
-- ``agentloop_history(session_id, seq, message)``: the committed history, one row per message;
-  a finalize appends rows, a compaction commit rewrites the session's rows.
-- ``agentloop_runs(seq, run_id, session_id, input, started_at, ended_at, absorbed, record)``: one
-  row per run, inserted at run start; ``record`` (``Run.to_dict``) is NULL until its finalize.
-- ``agentloop_turns(run_id, number, turn, messages)``: append-only, one row per completed turn
-  while the run has no recorded end (what a crash leaves to resume from); deleted at finalize.
-
-Schema 2 (``SCHEMA_VERSION``) adds, without touching the tables above (a schema-1 store opens and
-is upgraded in place; a store whose recorded version is newer is refused):
-
-- ``agentloop_meta(key, value)``: ``schema_version``.
-- ``agentloop_sessions(session_id, safety, lease_owner, lease_until)``: the safety state as of
-  the last commit point, and the lease of the process running the session (one at a time).
-- ``agentloop_steps(session_id, run_id, key, value)``: the step journal of runs in flight (each
-  model reply and each tool call's output, keyed by what asked for it), so a continued run
-  repeats none of them; a session's next run start deletes its older runs' steps.
-- ``agentloop_resumptions(run_id, at, from_turn)``: each time ``continue_run`` picked a run up.
+statement, run it for many rows, fetch rows) that each backend provides for its driver, on the
+tables ``_tables`` declares (one row per message of history, per run, per turn in flight; the
+safety state, step journal and lease of each session).
 
 Foreign exceptions (the driver's, and a stored record that no longer parses) become
 ``MemoryBackendError`` in ``_guard``, the one boundary, with ``raise ... from exc``. Reads check
@@ -37,42 +19,30 @@ import json
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, ClassVar, Protocol
 
+from agentloop._aio import Closing
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Message
 from agentloop.run import Run, Turn, message_from_dict
-from agentloop.store._rows import column, describe, from_record, json_column, unfinished_run
+from agentloop.store._rows import (
+    StoredRun,
+    describe,
+    json_column,
+    messages_json,
+    stored_run,
+    to_json,
+)
+from agentloop.store._tables import RUN_COLUMNS, SCHEMA_VERSION
 
-__all__ = ["SCHEMA_VERSION", "SQLStore", "StoredRun", "Transaction", "schema"]
+__all__ = ["Row", "SQLStore", "StoredRun", "Transaction"]
 
 Row = tuple[Any, ...]
 
-SCHEMA_VERSION = 2
-"""The store layout this agentloop writes; a store recorded with a newer one is refused."""
-
-
-@dataclass(frozen=True, slots=True)
-class StoredRun:
-    """One stored run record.
-
-    Attributes:
-        session_id: The session the run belongs to.
-        run: The run; ``started_at`` and ``ended_at`` come from the store. While the run has no
-            recorded end, ``run.turns`` and ``run.messages`` hold its completed turns only.
-        finished: Whether the run's end (its finalize) was recorded.
-        absorbed: How many of the run's messages a compaction commit already folded into the
-            stored history (what a resume must not add again).
-        resumptions: ``(wall-clock time, turn)`` of each ``continue_run`` that picked it up.
-    """
-
-    session_id: str
-    run: Run
-    finished: bool
-    absorbed: int = 0
-    resumptions: tuple[tuple[float, int], ...] = ()
+_TURNS_OF_RUN = (
+    "SELECT number, turn, messages FROM agentloop_turns WHERE run_id = ? ORDER BY number"
+)
+_RESUMPTIONS_OF_RUN = "SELECT at, from_turn FROM agentloop_resumptions WHERE run_id = ? ORDER BY at"
 
 
 class Transaction(Protocol):
@@ -91,76 +61,7 @@ class Transaction(Protocol):
         ...
 
 
-_RUN_COLUMNS = "run_id, session_id, input, started_at, ended_at, absorbed, record"
-
-
-def _dumps(value: Any) -> str:
-    try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_plain)
-    except (ValueError, TypeError, RecursionError) as exc:
-        raise MemoryBackendError(f"a record cannot be written as JSON: {describe(exc)}") from exc
-
-
-def _plain(value: Any) -> Any:
-    """Values ``Run.to_dict`` leaves as objects (e.g. ``StreamError.partial``)."""
-    to_dict = getattr(value, "to_dict", None)
-    return to_dict() if callable(to_dict) else repr(value)
-
-
-def _messages(messages: Sequence[Message]) -> str:
-    return _dumps([m.to_dict() for m in messages])
-
-
-def schema(*, seq: str, real: str) -> tuple[str, ...]:
-    """The DDL both stores share; ``seq`` and ``real`` are the dialect's column types."""
-    return (
-        """CREATE TABLE IF NOT EXISTS agentloop_sessions (
-        session_id TEXT PRIMARY KEY,
-        safety TEXT,
-        lease_owner TEXT,
-        lease_until REAL
-    )""".replace("REAL", real),
-        """CREATE TABLE IF NOT EXISTS agentloop_steps (
-        session_id TEXT NOT NULL,
-        run_id TEXT NOT NULL,
-        key TEXT NOT NULL,
-        value TEXT NOT NULL,
-        PRIMARY KEY (run_id, key)
-    )""",
-        "CREATE INDEX IF NOT EXISTS agentloop_steps_session ON agentloop_steps (session_id)",
-        f"""CREATE TABLE IF NOT EXISTS agentloop_resumptions (
-        run_id TEXT NOT NULL,
-        at {real} NOT NULL,
-        from_turn INTEGER NOT NULL
-    )""",
-        f"""CREATE TABLE IF NOT EXISTS agentloop_runs (
-        seq {seq},
-        run_id TEXT NOT NULL UNIQUE,
-        session_id TEXT NOT NULL,
-        input TEXT NOT NULL,
-        started_at {real},
-        ended_at {real},
-        absorbed INTEGER NOT NULL DEFAULT 0,
-        record TEXT
-    )""",
-        "CREATE INDEX IF NOT EXISTS agentloop_runs_session ON agentloop_runs (session_id, seq)",
-        """CREATE TABLE IF NOT EXISTS agentloop_turns (
-        run_id TEXT NOT NULL,
-        number INTEGER NOT NULL,
-        turn TEXT NOT NULL,
-        messages TEXT NOT NULL,
-        PRIMARY KEY (run_id, number)
-    )""",
-        """CREATE TABLE IF NOT EXISTS agentloop_history (
-        session_id TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        message TEXT NOT NULL,
-        PRIMARY KEY (session_id, seq)
-    )""",
-    )
-
-
-class SQLStore:
+class SQLStore(Closing):
     """``Store`` over SQL; a subclass supplies the connection, the DDL and ``_transaction``."""
 
     name: ClassVar[str] = "store"
@@ -231,17 +132,6 @@ class SQLStore:
                 self._closed = True
                 self._close_connection()
 
-    def __enter__(self) -> SQLStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
     # -- writes ----------------------------------------------------------------------------
 
     def begin_run(
@@ -253,7 +143,7 @@ class SQLStore:
         """
         with self._open(f"saving the start of run {run.id}", write=True) as tx:
             tx.run(
-                f"INSERT INTO agentloop_runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, NULL, 0, NULL)",
+                f"INSERT INTO agentloop_runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, NULL, 0, NULL)",
                 (run.id, session_id, run.input, run.started_at),
             )
             tx.run("DELETE FROM agentloop_steps WHERE session_id = ?", (session_id,))
@@ -270,7 +160,7 @@ class SQLStore:
         safety: Mapping[str, Any] | None = None,
     ) -> None:
         """Append completed turn ``number`` (0-based) and the run messages it added."""
-        row = (run_id, number, _dumps(turn.to_dict()), _messages(messages))
+        row = (run_id, number, to_json(turn.to_dict()), messages_json(messages))
         with self._open(f"saving turn {number} of run {run_id}", write=True) as tx:
             tx.run("INSERT INTO agentloop_turns VALUES (?, ?, ?, ?)", row)
             if session_id is not None:
@@ -307,13 +197,13 @@ class SQLStore:
         ``MemoryBackendError`` when fewer than ``keep`` messages are stored.
         """
         records = [
-            (run.id, session_id, run.input, run.started_at, run.ended_at, 0, _dumps(run.to_dict()))
+            (run.id, session_id, run.input, run.started_at, run.ended_at, 0, to_json(run.to_dict()))
             for run in runs
         ]
         with self._open(f"saving the end of run {runs[-1].id if runs else '-'}", write=True) as tx:
             _write_history(tx, session_id, keep, append)
             tx.many(
-                f"INSERT INTO agentloop_runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                f"INSERT INTO agentloop_runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (run_id) DO UPDATE SET started_at = excluded.started_at, "
                 "ended_at = excluded.ended_at, record = excluded.record",
                 records,
@@ -340,7 +230,7 @@ class SQLStore:
 
     def save_step(self, session_id: str, run_id: str, key: str, value: Mapping[str, Any]) -> None:
         """Journal one step of a run in flight (a model reply, a tool call's output)."""
-        row = (session_id, run_id, key, _dumps(value))
+        row = (session_id, run_id, key, to_json(value))
         with self._open(f"journaling step {key} of run {run_id}", write=True) as tx:
             tx.run(
                 "INSERT INTO agentloop_steps VALUES (?, ?, ?, ?) ON CONFLICT (run_id, key) "
@@ -404,7 +294,12 @@ class SQLStore:
             tx.many(
                 "INSERT INTO agentloop_turns VALUES (?, ?, ?, ?)",
                 [
-                    (run.id, i, _dumps(t.to_dict()), _messages(run.messages if i == last else []))
+                    (
+                        run.id,
+                        i,
+                        to_json(t.to_dict()),
+                        messages_json(run.messages if i == last else []),
+                    )
                     for i, t in enumerate(run.turns)
                 ],
             )
@@ -460,23 +355,24 @@ class SQLStore:
         """
         where, params = ("WHERE session_id = ?", (session_id,)) if session_id else ("", ())
         with self._open("loading runs", write=False) as tx:
-            rows = tx.rows(
-                f"SELECT {_RUN_COLUMNS} FROM agentloop_runs {where} ORDER BY seq", params
-            )
+            rows = tx.rows(f"SELECT {RUN_COLUMNS} FROM agentloop_runs {where} ORDER BY seq", params)
             return [(str(row[0]), self._read_run(tx, row)) for row in rows]
 
     def load_run(self, run_id: str) -> StoredRun | None:
         """One stored run by its exact id, or None (``MemoryBackendError`` when damaged)."""
         with self._open(f"loading run {run_id}", write=False) as tx:
-            rows = tx.rows(f"SELECT {_RUN_COLUMNS} FROM agentloop_runs WHERE run_id = ?", (run_id,))
+            rows = tx.rows(f"SELECT {RUN_COLUMNS} FROM agentloop_runs WHERE run_id = ?", (run_id,))
             stored = self._read_run(tx, rows[0]) if rows else None
         if isinstance(stored, MemoryBackendError):
             raise stored
         return stored
 
     def _read_run(self, tx: Transaction, row: Row) -> StoredRun | MemoryBackendError:
+        run_id, finished = str(row[0]), row[-1] is not None  # the record column
+        turns = [] if finished else tx.rows(_TURNS_OF_RUN, (run_id,))
+        resumed = tx.rows(_RESUMPTIONS_OF_RUN, (run_id,))
         try:
-            return _stored(tx, row)
+            return stored_run(row, turns, resumed)
         except InvalidInput as exc:
             error = self._damaged(f"run {row[0]}", exc)
             error.__cause__ = exc
@@ -501,7 +397,7 @@ def _write_history(tx: Transaction, session_id: str, keep: int, append: Sequence
     if append:
         tx.many(
             "INSERT INTO agentloop_history VALUES (?, ?, ?)",
-            [(session_id, keep + i, _dumps(m.to_dict())) for i, m in enumerate(append)],
+            [(session_id, keep + i, to_json(m.to_dict())) for i, m in enumerate(append)],
         )
 
 
@@ -511,7 +407,7 @@ def _write_safety(tx: Transaction, session_id: str, safety: Mapping[str, Any] | 
     tx.run(
         "INSERT INTO agentloop_sessions (session_id, safety) VALUES (?, ?) "
         "ON CONFLICT (session_id) DO UPDATE SET safety = excluded.safety",
-        (session_id, _dumps(safety)),
+        (session_id, to_json(safety)),
     )
 
 
@@ -520,35 +416,4 @@ def _release(tx: Transaction, session_id: str, owner: str) -> None:
         "UPDATE agentloop_sessions SET lease_owner = NULL, lease_until = NULL "
         "WHERE session_id = ? AND lease_owner = ?",
         (session_id, owner),
-    )
-
-
-def _stored(tx: Transaction, row: Row) -> StoredRun:
-    run_id, session_id, input_, started_at, ended_at, absorbed, record = row
-    column(session_id, "session_id", (str,))
-    if record is not None:
-        run = from_record(json_column(record, "record"), "record", Run.from_dict)
-        if run.id != str(run_id):
-            raise InvalidInput(f"record: id: {run.id!r:.40} in the row of run {run_id}")
-    else:
-        rows = tx.rows(
-            "SELECT number, turn, messages FROM agentloop_turns WHERE run_id = ? ORDER BY number",
-            (str(run_id),),
-        )
-        run = unfinished_run(str(run_id), column(input_, "input", (str,)), rows)
-    run.started_at = column(started_at, "started_at", (int, float), nullable=True)
-    run.ended_at = column(ended_at, "ended_at", (int, float), nullable=True)
-    resumed = tx.rows(
-        "SELECT at, from_turn FROM agentloop_resumptions WHERE run_id = ? ORDER BY at",
-        (str(run_id),),
-    )
-    return StoredRun(
-        session_id,
-        run,
-        record is not None,
-        column(absorbed, "absorbed", (int,)),
-        tuple(
-            (float(column(at, "at", (int, float))), column(turn, "from_turn", (int,)))
-            for at, turn in resumed
-        ),
     )

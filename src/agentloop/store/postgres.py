@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from agentloop.errors import ConfigurationError, MemoryBackendError
-from agentloop.store._sql import Row, SQLStore, Transaction, schema
+from agentloop.store._sql import Row, SQLStore, Transaction
+from agentloop.store._tables import schema
 
 __all__ = ["PostgresStore"]
 
