@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import pytest
@@ -23,8 +22,17 @@ from agentloop.safety import (
     Skip,
     ToolFailure,
 )
-from agentloop.testing import FunctionModel, RecordingObserver, ScriptedModel, call, reply
+from agentloop.testing import (
+    FakeClock,
+    FunctionModel,
+    RecordingObserver,
+    ScriptedModel,
+    call,
+    reply,
+)
 from agentloop.tools import ToolContext
+
+pytestmark = pytest.mark.usefixtures("no_real_sleep")
 
 
 def results(model: ScriptedModel, request: int = -1) -> list[ToolResultPart]:
@@ -172,9 +180,10 @@ async def test_backoff_recovery_retries_three_times_then_model_reads_the_failure
     counter = Counter()
     model = ScriptedModel([call("flaky", {"n": 4}), reply("ok")])
     config = RunConfig(reflector=Recoverable(), recovery=ExponentialBackoffRecovery(max_retries=3))
-    started = time.monotonic()
-    run = await Agent(model, tools=[counter.make()], config=config).run("go")
-    elapsed = time.monotonic() - started
+    clock = FakeClock()
+    started = clock.monotonic()
+    run = await Agent(model, tools=[counter.make()], config=config, clock=clock).run("go")
+    elapsed = clock.monotonic() - started
     assert run.output == "ok" and len(counter.calls) == 4
     assert 0.65 <= elapsed < 2.0  # 100 + 200 + 400 ms
     assert results(model)[0].content == "flaky failed (n=4)"
@@ -239,10 +248,14 @@ async def test_cancel_during_backoff_sleep() -> None:
 
     model = ScriptedModel([call("flaky"), reply("after")])
     config = RunConfig(reflector=Recoverable(), recovery=SlowRetry())
-    agent = Agent(model, tools=[counter.make()], config=config, observers=[CancelOnPre()])
+    clock = FakeClock()
+    agent = Agent(
+        model, tools=[counter.make()], config=config, observers=[CancelOnPre()], clock=clock
+    )
     with pytest.raises(Cancelled):
         await asyncio.wait_for(agent.run("go"), 2)
     assert len(counter.calls) == 1
+    assert clock.sleeps == [30.0]
 
 
 @settings(max_examples=25, deadline=None)
@@ -279,6 +292,7 @@ def test_no_strategy_runs_a_tool_more_than_six_times(
         assert info.value.attempts == 6 and len(counter.calls) == 6
 
 
+@pytest.mark.looptime
 async def test_parallel_dispatch_keeps_the_models_order() -> None:
     order: list[str] = []
 
@@ -293,13 +307,15 @@ async def test_parallel_dispatch_keeps_the_models_order() -> None:
         call("sleepy", {"name": n, "delay": d}) for n, d in [("a", 0.05), ("b", 0.0), ("c", 0.02)]
     ]
     model = ScriptedModel([calls, reply("ok")])
-    started = time.monotonic()
+    loop = asyncio.get_running_loop()
+    started = loop.time()
     await Agent(model, tools=[sleepy], config=RunConfig(parallel_tool_calls=True)).run("go")
-    assert time.monotonic() - started < 0.07 + 0.05
+    assert loop.time() - started < 0.07 + 0.05
     assert order == ["b", "c", "a"]
     assert [r.content for r in results(model)] == ["a", "b", "c"]
 
 
+@pytest.mark.looptime
 async def test_parallel_concurrency_is_bounded() -> None:
     active = 0
     peak = 0
@@ -337,6 +353,7 @@ async def test_parallel_hard_error_discards_finished_siblings() -> None:
     assert len(counter.calls) == 6
 
 
+@pytest.mark.looptime
 async def test_sequential_is_the_default_dispatch_mode() -> None:
     order: list[str] = []
 
@@ -404,7 +421,7 @@ async def test_cancel_while_awaiting_approval_never_runs_the_tool() -> None:
 
     async def approver(call_part: ToolCallPart, message: str) -> bool:
         agent.cancel()
-        await asyncio.sleep(30)
+        await asyncio.Event().wait()
         return True
 
     agent = Agent(

@@ -1,21 +1,21 @@
 """The safety stack end to end through ``Agent`` (reference statements 9-16 and the bonus pins).
 
 Everything here goes through the public API: a scripted or function model, real tools, and
-what the model reads back. Cooldowns are shrunk with ``ToolBreaker(recovery_seconds=...)``
-rather than waited for.
+what the model reads back. Nothing waits for real time: cooldowns, backoff and the wall-clock
+budget run on a ``FakeClock`` (``Agent(clock=...)``) that the test moves forward, and tool
+timeouts on looptime's fake loop time (``@pytest.mark.looptime``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
 
-from agentloop import Agent, Hook, RunConfig, ToolError, ToolOutput, tool
+from agentloop import Agent, Hook, Observer, Run, RunConfig, ToolError, ToolOutput, tool
 from agentloop.errors import (
     AgentLoopError,
     BudgetExhausted,
@@ -43,7 +43,14 @@ from agentloop.safety import (
     ToolBreaker,
     ToolFailure,
 )
-from agentloop.testing import FunctionModel, RecordingObserver, ScriptedModel, call, reply
+from agentloop.testing import (
+    FakeClock,
+    FunctionModel,
+    RecordingObserver,
+    ScriptedModel,
+    call,
+    reply,
+)
 from agentloop.tools import ToolContext
 
 BREAKER_TEXT = "tool temporarily unavailable: circuit breaker open"
@@ -142,6 +149,7 @@ async def test_three_sick_failures_open_the_breaker_and_the_fourth_call_never_ru
     assert agent.safety.breakers.health("svc").state == "open"
 
 
+@pytest.mark.looptime
 async def test_timeouts_count_as_sick_failures() -> None:
     runs = 0
 
@@ -226,16 +234,20 @@ async def test_a_neutral_failure_breaks_the_consecutive_sick_count() -> None:
     assert BREAKER_TEXT not in read_texts(model)
 
 
-def _after(seconds: float, step: Any) -> Callable[[ModelRequest], Any]:
-    async def later(request: ModelRequest) -> Any:
-        await asyncio.sleep(seconds)
+def _after(clock: FakeClock, seconds: float, step: Any) -> Callable[[ModelRequest], Any]:
+    """``step``, played once ``clock`` has moved ``seconds`` on."""
+
+    def later(request: ModelRequest) -> Any:
+        clock.advance(seconds)
         return step
 
     return later
 
 
+@pytest.mark.looptime  # the "slow-ok" probe
 async def test_after_the_cooldown_exactly_one_probe_runs_and_its_success_closes() -> None:
     calls = Calls()
+    clock = FakeClock()
     outcomes = ["sick", "sick", "sick", "slow-ok", "ok", "ok"]
     model = ScriptedModel(
         [
@@ -243,14 +255,14 @@ async def test_after_the_cooldown_exactly_one_probe_runs_and_its_success_closes(
             call("svc", {"n": 1}),
             call("svc", {"n": 2}),
             call("svc", {"n": 3}),  # refused: open
-            _after(0.08, [call("svc", {"n": 4}), call("svc", {"n": 5})]),  # one probe
+            _after(clock, 0.08, [call("svc", {"n": 4}), call("svc", {"n": 5})]),  # one probe
             call("svc", {"n": 6}),  # closed again
             call("svc", {"n": 7}),
             reply("done"),
         ]
     )
     config = RunConfig(tool_breaker=ToolBreaker(recovery_seconds=0.05), parallel_tool_calls=True)
-    agent = Agent(model, tools=[sick_tool(calls, outcomes)], config=config)
+    agent = Agent(model, tools=[sick_tool(calls, outcomes)], config=config, clock=clock)
     run = await agent.run("go")
     assert run.output == "done"
     executed = [args["n"] for _, args in calls.log]
@@ -263,14 +275,29 @@ async def test_after_the_cooldown_exactly_one_probe_runs_and_its_success_closes(
 
 
 class DelayCall(Hook):
-    """Holds one call (by argument) in the pre-tool hook, i.e. before the breaker gate."""
+    """Holds one call (by argument) in the pre-tool hook, i.e. before the breaker gate, until
+    ``ready`` is set, then moves ``clock`` on by ``seconds``."""
 
-    def __init__(self, n: int, seconds: float) -> None:
-        self.n, self.seconds = n, seconds
+    def __init__(self, n: int, clock: FakeClock, seconds: float, ready: asyncio.Event) -> None:
+        self.n, self.clock, self.seconds, self.ready = n, clock, seconds, ready
 
     async def pre_tool(self, call: ToolCallPart, ctx: ToolContext) -> None:
         if call.arguments.get("n") == self.n:
-            await asyncio.sleep(self.seconds)
+            await self.ready.wait()
+            self.clock.advance(self.seconds)
+
+
+class OnPost(Observer):
+    """Sets ``event`` when one call (by argument) has its result, run or refused."""
+
+    def __init__(self, n: int, event: asyncio.Event) -> None:
+        self.n, self.event = n, event
+
+    def on_tool_post(
+        self, run: Run, call: ToolCallPart, result: ToolResultPart, attempt: int, duration: float
+    ) -> None:
+        if call.arguments.get("n") == self.n:
+            self.event.set()
 
 
 @pytest.mark.parametrize(("probe_timeout", "second_runs"), [(0.05, True), (0.0, False)])
@@ -278,26 +305,36 @@ async def test_a_lost_probe_is_released_after_its_lease(
     probe_timeout: float, second_runs: bool
 ) -> None:
     executed: list[int] = []
+    clock = FakeClock()
+    probing, call_4_done = asyncio.Event(), asyncio.Event()
 
     @tool
     async def svc(n: int) -> str:
-        """Sick three times; call 3 hangs past the probe lease."""
+        """Sick three times; call 3 hangs past the probe lease (until call 4 is through)."""
         executed.append(n)
         if n < 3:
             raise RuntimeError("boom")
         if n == 3:
-            await asyncio.sleep(0.3)
+            probing.set()
+            await call_4_done.wait()
         return f"ok {n}"
 
     model = ScriptedModel(
         [call("svc", {"n": i}) for i in range(3)]
-        + [_after(0.03, [call("svc", {"n": 3}), call("svc", {"n": 4})]), reply("done")]
+        + [_after(clock, 0.03, [call("svc", {"n": 3}), call("svc", {"n": 4})]), reply("done")]
     )
     config = RunConfig(
         tool_breaker=ToolBreaker(recovery_seconds=0.02, probe_timeout=probe_timeout),
         parallel_tool_calls=True,
     )
-    agent = Agent(model, tools=[svc], config=config, hooks=[DelayCall(4, 0.1)])
+    agent = Agent(
+        model,
+        tools=[svc],
+        config=config,
+        hooks=[DelayCall(4, clock, 0.1, probing)],
+        observers=[OnPost(4, call_4_done)],
+        clock=clock,
+    )
     await agent.run("go")
     texts = read_texts(model)
     assert texts[3] == "ok 3"
@@ -330,13 +367,14 @@ async def test_a_probe_whose_post_hook_raises_still_settles_the_breaker() -> Non
             raise RuntimeError("boom")
         return f"ok {n}"
 
+    clock = FakeClock()
     model = ScriptedModel(
         [call("svc", {"n": i}) for i in range(3)]
-        + [_after(0.03, call("svc", {"n": 3}))]
+        + [_after(clock, 0.03, call("svc", {"n": 3}))]
         + [call("svc", {"n": 4}), reply("done")]
     )
     config = RunConfig(tool_breaker=ToolBreaker(recovery_seconds=0.01, probe_timeout=0))
-    agent = Agent(model, tools=[svc], config=config, hooks=[FailingPostHook(3)])
+    agent = Agent(model, tools=[svc], config=config, hooks=[FailingPostHook(3)], clock=clock)
     with pytest.raises(AgentLoopError):
         await agent.run("go")
     assert executed == [0, 1, 2, 3]
@@ -357,7 +395,7 @@ async def test_a_probe_cancelled_in_its_post_hook_still_settles_the_breaker() ->
         ) -> None:
             if call.arguments.get("n") == 3:
                 entered.set()
-                await asyncio.sleep(30)
+                await asyncio.Event().wait()
 
     @tool
     def svc(n: int) -> str:
@@ -367,13 +405,14 @@ async def test_a_probe_cancelled_in_its_post_hook_still_settles_the_breaker() ->
             raise RuntimeError("boom")
         return f"ok {n}"
 
+    clock = FakeClock()
     model = ScriptedModel(
         [call("svc", {"n": i}) for i in range(3)]
-        + [reply("opened"), _after(0.03, call("svc", {"n": 3}))]
+        + [reply("opened"), _after(clock, 0.03, call("svc", {"n": 3}))]
         + [call("svc", {"n": 4}), reply("done")]
     )
     config = RunConfig(tool_breaker=ToolBreaker(recovery_seconds=0.01, probe_timeout=0))
-    agent = Agent(model, tools=[svc], config=config, hooks=[SlowPostHook()])
+    agent = Agent(model, tools=[svc], config=config, hooks=[SlowPostHook()], clock=clock)
     assert (await agent.run("a")).output == "opened"
     task = asyncio.ensure_future(agent.run("probe"))
     await asyncio.wait_for(entered.wait(), 2)
@@ -386,25 +425,27 @@ async def test_a_probe_cancelled_in_its_post_hook_still_settles_the_breaker() ->
 
 async def test_a_failed_probe_reopens_the_breaker_with_a_fresh_cooldown() -> None:
     calls = Calls()
+    clock = FakeClock()
     model = ScriptedModel(
         [call("svc", {"n": i}) for i in range(3)]
         + [
-            _after(0.08, call("svc", {"n": 3})),  # probe: sick again
+            _after(clock, 0.08, call("svc", {"n": 3})),  # probe: sick again
             call("svc", {"n": 4}),  # refused: re-opened
-            _after(0.08, call("svc", {"n": 5})),  # next probe succeeds
+            _after(clock, 0.08, call("svc", {"n": 5})),  # next probe succeeds
             call("svc", {"n": 6}),
             reply("done"),
         ]
     )
     config = RunConfig(tool_breaker=ToolBreaker(recovery_seconds=0.05))
     outcomes = ["sick", "sick", "sick", "sick", "ok", "ok"]
-    await Agent(model, tools=[sick_tool(calls, outcomes)], config=config).run("go")
+    await Agent(model, tools=[sick_tool(calls, outcomes)], config=config, clock=clock).run("go")
     assert [args["n"] for _, args in calls.log] == [0, 1, 2, 3, 5, 6]
     texts = read_texts(model)
     assert texts[3].startswith('Tool "svc" panicked') and texts[4] == BREAKER_TEXT
     assert texts[5:] == ["ok 4", "ok 5"]
 
 
+@pytest.mark.looptime
 async def test_a_success_arriving_while_open_does_not_close_the_breaker() -> None:
     calls = Calls()
     # one batch: a slow success admitted before the trip, three fast sick failures
@@ -849,9 +890,10 @@ async def test_recovery_gives_up_softly_with_the_latest_attempts_text() -> None:
         reflector=reflector, recovery=ExponentialBackoffRecovery(max_retries=3, base_delay=0.01)
     )
     model = ScriptedModel([call("flaky", {"n": 1}), reply("ok")])
-    started = time.monotonic()
-    run = await Agent(model, tools=[flaky.make()], config=config).run("go")
-    elapsed = time.monotonic() - started
+    clock = FakeClock()
+    started = clock.monotonic()
+    run = await Agent(model, tools=[flaky.make()], config=config, clock=clock).run("go")
+    elapsed = clock.monotonic() - started
     assert run.output == "ok" and flaky.runs == 4
     assert elapsed >= 0.07  # 10 + 20 + 40 ms of backoff
     assert read_texts(model) == ["flaky failed (attempt 4)"]
@@ -1019,21 +1061,23 @@ async def test_cost_budget_uses_the_price_table(recorder: RecordingObserver) -> 
 
 async def test_wall_clock_budget_refuses_the_next_request(recorder: RecordingObserver) -> None:
     executed = 0
+    clock = FakeClock()
 
     @tool
     async def work(n: int = 0) -> str:
         """Takes a while."""
         nonlocal executed
         executed += 1
-        await asyncio.sleep(0.2)
+        await clock.sleep(0.2)
         return f"step {n}"
 
     def decide(request: ModelRequest) -> Any:
         return call("work", {"n": len(request.messages)})
 
-    # a wide margin: the first turn must fit in the budget even on a loaded 2-core machine
     config = RunConfig(budget=Budget(wall_clock=0.5))
-    agent = Agent(FunctionModel(decide), tools=[work], config=config, observers=[recorder])
+    agent = Agent(
+        FunctionModel(decide), tools=[work], config=config, observers=[recorder], clock=clock
+    )
     model = agent.client
     assert isinstance(model, FunctionModel)
     with pytest.raises(BudgetExhausted) as info:
@@ -1286,7 +1330,7 @@ async def test_cancelled_calls_are_not_sick_failures() -> None:
         nonlocal runs
         runs += 1
         started.set()
-        await asyncio.sleep(30)
+        await asyncio.Event().wait()
         return "never"
 
     model = ScriptedModel([call("hang", {"n": i}) for i in range(4)] + [call("hang"), reply("x")])
@@ -1318,7 +1362,7 @@ async def test_a_cancelled_probe_hands_its_slot_back() -> None:
         if n == 99:
             return "recovered"
         started.set()
-        await asyncio.sleep(30)
+        await asyncio.Event().wait()
         return "never"
 
     model = ScriptedModel(
@@ -1326,9 +1370,10 @@ async def test_a_cancelled_probe_hands_its_slot_back() -> None:
         + [reply("opened"), call("svc", {"n": 3}), call("svc", {"n": 99}), reply("done")]
     )
     config = RunConfig(tool_breaker=ToolBreaker(recovery_seconds=0.05))
-    agent = Agent(model, tools=[svc], config=config)
+    clock = FakeClock()
+    agent = Agent(model, tools=[svc], config=config, clock=clock)
     assert (await agent.run("a")).output == "opened"
-    await asyncio.sleep(0.08)
+    clock.advance(0.08)
     task = asyncio.ensure_future(agent.run("probe"))
     await asyncio.wait_for(started.wait(), 2)  # the probe is running
     agent.cancel()

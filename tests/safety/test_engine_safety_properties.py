@@ -31,7 +31,14 @@ from agentloop.safety import (
     ToolFailure,
 )
 from agentloop.safety.recovery import Severity
-from agentloop.testing import FunctionModel, RecordingObserver, ScriptedModel, call, reply
+from agentloop.testing import (
+    FakeClock,
+    FunctionModel,
+    RecordingObserver,
+    ScriptedModel,
+    call,
+    reply,
+)
 from agentloop.tools import ToolContext
 
 BREAKER_TEXT = "tool temporarily unavailable: circuit breaker open"
@@ -160,6 +167,7 @@ def test_breaker_refused_calls_never_execute_and_never_end_the_run(
 ) -> None:
     planned, turns = plan(script)
     executed: list[int] = []
+    clock = FakeClock()
 
     @tool
     async def svc(n: int) -> str:
@@ -177,7 +185,7 @@ def test_breaker_refused_calls_never_execute_and_never_end_the_run(
         if turn == len(turns):
             return reply("end")
         if script[turn].pause:
-            await asyncio.sleep(0.012)
+            clock.advance(0.012)
         return [call("svc", {"n": n}, id=f"c{n}") for n in turns[turn]]
 
     recorder = RecordingObserver()
@@ -186,7 +194,8 @@ def test_breaker_refused_calls_never_execute_and_never_end_the_run(
         parallel_tool_calls=parallel,
     )
     model = FunctionModel(decide)
-    run = Agent(model, tools=[svc], config=config, observers=[recorder]).run_sync("go")
+    agent = Agent(model, tools=[svc], config=config, observers=[recorder], clock=clock)
+    run = agent.run_sync("go")
     assert run.output == "end" and run.stop_reason is None
     results = {r.call_id: r for request in model.requests for r in last_results(request)}
     check_results(planned, executed, results)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from pathlib import Path
 
 import pytest
 
@@ -97,3 +98,54 @@ async def test_the_guard_lets_a_sleep_on_fake_loop_time_through(no_real_sleep: l
     assert loop.time() - started == pytest.approx(101)
     assert time.monotonic() - real < 1
     assert no_real_sleep == []
+
+
+GUARDED = """
+import asyncio
+import contextlib
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.usefixtures("no_real_sleep")
+
+
+def test_swallowed_time_sleep():
+    with contextlib.suppress(BaseException):
+        time.sleep(0.001)
+
+
+async def test_swallowed_asyncio_sleep():
+    with contextlib.suppress(BaseException):
+        await asyncio.sleep(0.001)
+
+
+async def test_a_bare_yield_is_no_sleep():
+    await asyncio.sleep(0)
+
+
+@pytest.mark.looptime
+async def test_fake_loop_time():
+    await asyncio.sleep(60)
+"""
+
+
+def test_a_swallowed_real_sleep_still_fails_its_test(pytester: pytest.Pytester) -> None:
+    """The guard cannot silently pass: a real sleep fails its test even if the error is eaten."""
+    pytester.makeconftest((Path(__file__).parent.parent / "conftest.py").read_text())
+    pytester.makeini(
+        "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
+        "filterwarnings = error\n"
+    )
+    pytester.makepyfile(test_guarded=GUARDED)
+    result = pytester.runpytest_inprocess("-p", "no:hypothesispytest")
+    result.assert_outcomes(passed=4, errors=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_swallowed_time_sleep*",
+            "*the test slept for real: time.sleep(0.001)*",
+            "*ERROR at teardown of test_swallowed_asyncio_sleep*",
+            "*the test slept for real: asyncio.sleep(0.001)*",
+        ]
+    )

@@ -19,7 +19,7 @@ from agentloop import Agent, RunConfig, ToolError, tool
 from agentloop.messages import ToolResultPart
 from agentloop.model import ModelRequest
 from agentloop.safety import Convergence
-from agentloop.testing import FunctionModel, RecordingObserver, ScriptedCall, call, reply
+from agentloop.testing import FakeClock, FunctionModel, RecordingObserver, ScriptedCall, call, reply
 
 BREAKER_TEXT = "tool temporarily unavailable: circuit breaker open"
 
@@ -355,6 +355,7 @@ async def test_a_long_batch_of_independent_writes(per_turn: int) -> None:
 
 async def test_a_health_check_loop_until_the_service_comes_up() -> None:
     checks = 0
+    clock = FakeClock()
 
     @tool
     def health(service: str) -> str:
@@ -368,7 +369,7 @@ async def test_a_health_check_loop_until_the_service_comes_up() -> None:
     @tool
     async def wait(seconds: float) -> str:
         """Wait."""
-        await asyncio.sleep(seconds)
+        await clock.sleep(seconds)
         return f"waited {seconds}s"
 
     def decide(request: ModelRequest) -> Any:
