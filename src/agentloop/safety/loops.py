@@ -63,10 +63,14 @@ class LoopWarning:
     repetitions: int
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=repr)
+"""One encoder for every call (``json.dumps`` with options builds a new one each time)."""
+
+
 def canonical_arguments(arguments: Mapping[str, Any]) -> str:
     """Compact JSON of ``arguments`` with sorted keys (``repr`` for values JSON cannot hold)."""
     try:
-        return json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=repr)
+        return _CANONICAL.encode(arguments)
     except (TypeError, ValueError):  # e.g. keys of mixed types, circular structures
         if isinstance(arguments, Mapping):
             return repr(sorted(arguments.items(), key=lambda item: str(item[0])))
