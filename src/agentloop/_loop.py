@@ -25,6 +25,7 @@ from agentloop._output import (
 )
 from agentloop._state import RunState
 from agentloop._turn import build_request, call_model
+from agentloop.cancel import CancelToken
 from agentloop.errors import (
     AgentLoopError,
     Cancelled,
@@ -54,11 +55,13 @@ _CANNOT_FIT = (ContextExceeded, CompactionStalled, ContextLengthExceeded)
 class RunLoop:
     """The steps of one run of ``agent`` over ``state``."""
 
-    __slots__ = ("agent", "state")
+    __slots__ = ("agent", "finalizing", "state", "watches")
 
     def __init__(self, agent: Agent[Any], state: RunState) -> None:
         self.agent = agent
         self.state = state
+        self.finalizing = False
+        self.watches: list[tuple[CancelToken, int]] = []
 
     async def drive(self) -> Run[Any]:
         """Run to the end in a task of its own, so a cancel token can cancel it."""
@@ -66,14 +69,14 @@ class RunLoop:
         inner = asyncio.get_running_loop().create_task(self._execute())
 
         def on_cancel() -> None:
-            if not state.finalizing:
+            if not self.finalizing:
                 inner.cancel()
 
-        state.watch_handles = [(t, t.watch(on_cancel)) for t in state.tokens]
+        self.watches = [(t, t.watch(on_cancel)) for t in state.tokens]
         try:
             return await inner
         except asyncio.CancelledError:
-            if not state.finalizing:  # cancelled before the run's own task ever started
+            if not self.finalizing:  # cancelled before the run's own task ever started
                 await self.finalize(Cancelled())
             raise
 
@@ -281,9 +284,9 @@ class RunLoop:
     async def finalize(self, error: AgentLoopError | None) -> None:
         """Record how the run ended, commit its history, tell hooks and observers."""
         agent, state = self.agent, self.state
-        state.finalizing = True
+        self.finalizing = True
         agent._active = None
-        for token, handle in state.watch_handles:
+        for token, handle in self.watches:
             token.unwatch(handle)
         run = state.run
         run.ended_at = agent.clock.time()

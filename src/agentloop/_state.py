@@ -65,8 +65,6 @@ class RunState:
     """Every tool-call id in the transcript (a reply reusing one is re-stamped)."""
     events: ClientEventBridge | None = None
     listener: Callable[[ev.Event], None] | None = None
-    finalizing: bool = False
-    watch_handles: list[tuple[CancelToken, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.boundary = self.base
