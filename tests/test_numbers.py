@@ -17,7 +17,9 @@ from agentloop.providers.retrying import RetryPolicy
 from agentloop.providers.settings import Settings
 from agentloop.safety.breaker import ToolBreaker
 from agentloop.safety.budget import Budget
+from agentloop.safety.recovery import ExponentialBackoffRecovery
 from agentloop.testing import ScriptedModel
+from agentloop.tools import tool
 
 REFUSED = [True, False, math.nan, math.inf, -math.inf, "1", None]
 
@@ -52,7 +54,14 @@ MAKERS: dict[str, Callable[[Any], object]] = {
     "ToolBreaker.recovery_seconds": lambda v: ToolBreaker(recovery_seconds=v),
     "Budget.wall_clock": lambda v: Budget(wall_clock=v),
     "Price.input_per_million": lambda v: Price(v, 1.0),
+    "ExponentialBackoffRecovery.base_delay": lambda v: ExponentialBackoffRecovery(base_delay=v),
+    "tool.timeout": lambda v: tool(timeout=v)(_noop),
 }
+
+
+def _noop() -> str:
+    """Do nothing."""
+    return ""
 
 
 @pytest.mark.parametrize("value", [True, math.nan, math.inf, -math.inf])

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from agentloop._fake_server import FakeReply, FakeToolCall, Fault
+from agentloop._numbers import is_finite
 from agentloop.errors import ConfigurationError
 
 __all__ = ["FAULTS", "FakeScript", "load_fake_script"]
@@ -215,6 +216,6 @@ def _is_int(value: object) -> bool:
 
 
 def _seconds(value: object, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+    if not is_finite(value) or value < 0:
         raise _error(where, f"must be a number of seconds >= 0, not {value!r}")
     return float(value)

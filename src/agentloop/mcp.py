@@ -41,6 +41,7 @@ from pydantic import ValidationError
 from agentloop._backoff import exponential_backoff
 from agentloop._mcp_connection import Connection, Http, StartFailed, Stdio, cancellable
 from agentloop._mcp_tools import MCPTool
+from agentloop._numbers import is_finite
 from agentloop.errors import ConfigurationError, ToolError
 from agentloop.tools import Tool
 
@@ -72,7 +73,7 @@ class MCPServer:
         start_timeout: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if start_timeout <= 0:
+        if not is_finite(start_timeout) or start_timeout <= 0:
             raise ConfigurationError("MCPServer start_timeout must be > 0", field="start_timeout")
         self.name = name
         self.prefix = prefix

@@ -25,6 +25,7 @@ import pydantic_core
 from pydantic import BaseModel, ValidationError
 from typing_extensions import TypeVar
 
+from agentloop._numbers import is_finite
 from agentloop._schema import ArgumentModel, build_argument_model, format_validation_error
 from agentloop.cancel import CancelToken
 from agentloop.errors import (
@@ -182,7 +183,7 @@ class FunctionTool(Tool):
     ) -> None:
         self.func = func
         self.name = name or func.__name__
-        if timeout is not None and timeout < 0:
+        if timeout is not None and (not is_finite(timeout) or timeout < 0):
             raise ConfigurationError(f"tool '{self.name}': timeout must be >= 0", field="timeout")
         self.timeout = timeout
         self.takes_context = _first_param_is_context(func)

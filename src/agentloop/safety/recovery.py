@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from agentloop._backoff import exponential_backoff
+from agentloop._numbers import is_finite
 from agentloop.errors import ConfigurationError
 
 __all__ = [
@@ -155,7 +156,7 @@ class ExponentialBackoffRecovery:
                 f"ExponentialBackoffRecovery.max_retries must be >= 0, got {self.max_retries}",
                 field="max_retries",
             )
-        if self.base_delay < 0 or self.max_delay < 0:
+        if not all(is_finite(d) and d >= 0 for d in (self.base_delay, self.max_delay)):
             raise ConfigurationError(
                 "ExponentialBackoffRecovery delays must be >= 0", field="base_delay"
             )
