@@ -317,7 +317,7 @@ def _status_error(
     error.status_code = status
     error.request_id = read_request_id(headers, secrets)
     error.request_sent = True
-    vars(error)["should_retry"] = _HINTS.get(headers.get("x-should-retry", "").strip().lower())
+    error.should_retry = _HINTS.get(headers.get("x-should-retry", "").strip().lower())
     return error
 
 
@@ -354,5 +354,5 @@ def invalid_body(
         request_sent=True,
         body=_excerpt(body, secrets),
     )
-    vars(error)["should_retry"] = None
+    error.should_retry = None  # stated: a body the server sent carries no hint
     return error

@@ -11,10 +11,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from types import TracebackType
-from typing import Self
 from urllib.parse import urlsplit
 
+from agentloop._aio import AsyncClosing
 from agentloop.errors import AuthError, ConfigurationError, ProviderError
 from agentloop.providers._http import HttpTransport
 
@@ -74,22 +73,8 @@ def check_key_characters(key: str) -> None:
         )
 
 
-class ClosingClient:
-    """``async with client:`` yields the client and awaits its ``aclose()`` on the way out."""
-
-    async def aclose(self) -> None:
-        """Release what the client holds; a subclass overrides it."""
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
+ClosingClient = AsyncClosing
+"""``async with client:`` yields the client and awaits its ``aclose()`` on the way out."""
 
 
 class HttpClient(ClosingClient):

@@ -53,7 +53,6 @@ import json
 import ssl
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -130,7 +129,7 @@ def classify_exception(
         phase=phase,
         request_sent=sent,
     )
-    vars(error)["should_retry"] = None
+    error.should_retry = None  # stated: no reply, so no hint
     return error
 
 
@@ -420,14 +419,9 @@ class SSEStream:
         self.request_id = read_request_id(self.headers, self._transport.secrets)
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         if self._response is not None:
-            if exc is None and (self._eof or self._response.content.is_eof()):
+            if exc_info[1] is None and (self._eof or self._response.content.is_eof()):
                 self._response.release()  # the body is complete: the connection is reusable
             else:
                 self._response.close()

@@ -31,8 +31,9 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
-from typing import Any, NoReturn
+from typing import NoReturn
 
+from agentloop._aio import aclose_iterator
 from agentloop._backoff import exponential_backoff
 from agentloop._numbers import require_number
 from agentloop.errors import (
@@ -129,9 +130,8 @@ def is_retryable(error: BaseException) -> bool:
         return False
     if isinstance(error, RateLimitEscalation | StreamError):
         return False
-    hint = getattr(error, "should_retry", None)
-    if isinstance(hint, bool):
-        return hint
+    if error.should_retry is not None:
+        return error.should_retry
     return type(error).retryable
 
 
@@ -244,12 +244,6 @@ def _stream_error(cause: ProviderError, received: list[StreamEvent]) -> StreamEr
         redirect_host=cause.redirect_host,
         body=cause.body,
     )
-
-
-async def _close(iterator: AsyncIterator[Any]) -> None:
-    aclose = getattr(iterator, "aclose", None)
-    if aclose is not None:
-        await aclose()
 
 
 class RetryingClient(ClosingClient):
@@ -389,7 +383,7 @@ class RetryingClient(ClosingClient):
                 if event.kind == "done":
                     return
         finally:
-            await _close(iterator)
+            await aclose_iterator(iterator)
         yield ResponseInvalid(
             f"stream ended without a terminal event after {count} events (truncated?)",
             provider=self.inner.provider,
