@@ -13,9 +13,16 @@ import pytest
 
 import agentloop
 import agentloop.providers
+import agentloop.safety
 import agentloop.store
 
-PACKAGES = [agentloop, agentloop.providers, agentloop.store]
+PACKAGES = [agentloop, agentloop.providers, agentloop.safety, agentloop.store]
+
+
+def table(package: ModuleType) -> dict[str, str]:
+    """The package's lazy names and their modules."""
+    found: dict[str, str] = vars(package).get("_EXPORTS") or vars(package)["_LAZY"]
+    return found
 
 
 def type_checking_imports(module: ModuleType) -> dict[str, str]:
@@ -35,15 +42,15 @@ def type_checking_imports(module: ModuleType) -> dict[str, str]:
 def test_every_public_name_resolves_to_its_definition(package: ModuleType) -> None:
     for name in package.__all__:
         value = getattr(package, name)
-        assert getattr(importlib.import_module(value.__module__), name) is value, name
+        home = table(package).get(name) or value.__module__
+        assert getattr(importlib.import_module(home), name) is value, name
 
 
 @pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.__name__)
 def test_mypy_sees_exactly_the_lazy_names(package: ModuleType) -> None:
     """The ``TYPE_CHECKING`` imports name the same modules as the runtime table."""
-    table = vars(package).get("_EXPORTS") or vars(package)["_LAZY"]
-    assert type_checking_imports(package) == table
-    assert set(table) <= set(package.__all__)
+    assert type_checking_imports(package) == table(package)
+    assert set(table(package)) <= set(package.__all__)
 
 
 @pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.__name__)
@@ -61,6 +68,15 @@ def test_an_unknown_name_is_an_attribute_error(package: ModuleType) -> None:
 
 def test_the_all_list_is_sorted() -> None:
     assert agentloop.__all__ == sorted(agentloop.__all__)
+
+
+def test_the_providers_load_one_safety_module_and_no_pydantic() -> None:
+    code = (
+        "import sys, agentloop.providers\n"
+        "print('pydantic' in sys.modules, 'agentloop.safety.reflector' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False False"
 
 
 def test_the_engine_does_not_load_a_store_backend() -> None:
