@@ -4,10 +4,13 @@ Each statement runs in a fresh interpreter (``python -c``) ``--repeats`` times, 
 ``python -c "pass"``; the median of each is kept and the bare interpreter's median subtracted.
 CPU time is the child's user + system time (``os.wait4``), which a loaded machine disturbs less
 than wall time. ``--importtime`` adds the modules with the largest cumulative ``-X importtime``
-of the first statement.
+of the first statement. ``--before DIR`` also times every statement with ``DIR`` (the ``src``
+of another checkout, e.g. ``git worktree add /tmp/old <commit>``) first on ``PYTHONPATH``,
+interleaved with the current tree, so both columns come from the same run.
 
     python bench/import_time.py
     python bench/import_time.py --importtime 25 "from agentloop import Agent, tool"
+    python bench/import_time.py --before /tmp/old/src
 
 A benchmark, not a test.
 """
@@ -29,10 +32,13 @@ STATEMENTS = (
 )
 
 
-def once(statement: str) -> tuple[float, float]:
-    """(wall ms, CPU ms) of one ``python -c statement``."""
+def once(statement: str, path: str | None = None) -> tuple[float, float]:
+    """(wall ms, CPU ms) of one ``python -c statement``, with ``path`` first on PYTHONPATH."""
+    env = dict(os.environ)
+    if path is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [path, env.get("PYTHONPATH")]))
     start = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-c", statement])
+    process = subprocess.Popen([sys.executable, "-c", statement], env=env)
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
     process.returncode = os.waitstatus_to_exitcode(status)
@@ -41,15 +47,18 @@ def once(statement: str) -> tuple[float, float]:
     return wall * 1e3, (usage.ru_utime + usage.ru_stime) * 1e3
 
 
-def measure(statements: list[str], repeats: int) -> dict[str, tuple[float, float]]:
-    """Median (wall ms, CPU ms) per statement, ``pass`` included, interleaved."""
-    samples: dict[str, list[tuple[float, float]]] = {s: [] for s in ["pass", *statements]}
+Sample = tuple[str, str | None]  # (statement, path first on PYTHONPATH)
+
+
+def measure(samples: list[Sample], repeats: int) -> dict[Sample, tuple[float, float]]:
+    """Median (wall ms, CPU ms) per sample, interleaved."""
+    found: dict[Sample, list[tuple[float, float]]] = {s: [] for s in samples}
     for _ in range(repeats):
-        for statement in samples:
-            samples[statement].append(once(statement))
+        for sample in samples:
+            found[sample].append(once(*sample))
     return {
         s: (statistics.median(w for w, _ in xs), statistics.median(c for _, c in xs))
-        for s, xs in samples.items()
+        for s, xs in found.items()
     }
 
 
@@ -77,16 +86,21 @@ def main() -> None:
     parser.add_argument("statements", nargs="*", help="statements to time (default: a set)")
     parser.add_argument("--repeats", type=int, default=10, help="runs per statement (median)")
     parser.add_argument("--importtime", type=int, default=0, metavar="N", help="top N modules")
+    parser.add_argument("--before", metavar="DIR", help="also time with DIR first on PYTHONPATH")
     args = parser.parse_args()
     statements = args.statements or list(STATEMENTS)
-    results = measure(statements, args.repeats)
-    base_wall, base_cpu = results.pop("pass")
+    trees = [None, args.before] if args.before else [None]
+    results = measure(
+        [("pass", None), *((s, tree) for s in statements for tree in trees)], args.repeats
+    )
+    base_wall, base_cpu = results.pop(("pass", None))
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, median of {args.repeats}")
     print(f"bare interpreter: {base_wall:.1f} ms wall, {base_cpu:.1f} ms CPU\n")
-    print("| statement | wall ms (net) | CPU ms (net) |")
-    print("|---|---:|---:|")
-    for statement, (wall, cpu) in results.items():
-        print(f"| `{statement}` | {wall - base_wall:.1f} | {cpu - base_cpu:.1f} |")
+    print("| statement | tree | wall ms (net) | CPU ms (net) |")
+    print("|---|---|---:|---:|")
+    for (statement, tree), (wall, cpu) in results.items():
+        where = "this" if tree is None else tree
+        print(f"| `{statement}` | {where} | {wall - base_wall:.1f} | {cpu - base_cpu:.1f} |")
     if args.importtime:
         importtime(statements[0], args.importtime)
 
