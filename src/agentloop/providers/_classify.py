@@ -53,6 +53,8 @@ __all__ = [
     "MAX_BODY",
     "MAX_ERROR_BODY",
     "ErrorInfo",
+    "class_for_error_type",
+    "embedded_error",
     "error_for_status",
     "invalid_body",
     "is_context_overflow",
@@ -96,6 +98,19 @@ _FIXED_STATUS: Mapping[int, type[ProviderError]] = {
     429: RateLimited,
     529: ProviderUnavailable,
 }
+_ERROR_TYPES: Mapping[str, type[ProviderError]] = {
+    "overloaded_error": ProviderUnavailable,
+    "api_error": ProviderUnavailable,
+    "rate_limit_error": RateLimited,
+    "invalid_request_error": BadRequestError,
+    "authentication_error": AuthError,
+    "permission_error": AuthError,
+    "not_found_error": ModelNotFound,
+    "request_too_large": ContextLengthExceeded,
+    "billing_error": InsufficientCredits,
+    "timeout_error": ProviderTimeout,
+}
+"""Anthropic's error ``type`` names (error bodies and stream ``error`` events)."""
 _HINTS: Mapping[str, bool] = {"true": True, "false": False}
 _E = TypeVar("_E", bound=ProviderError)
 
@@ -242,6 +257,18 @@ def _status_class(status: int, info: ErrorInfo, body: str) -> type[ProviderError
     return ResponseInvalid
 
 
+def class_for_error_type(kind: str, message: str) -> type[ProviderError]:
+    """The class for an Anthropic error ``type``; unknown types are ``ProviderUnavailable``.
+
+    An ``invalid_request_error`` whose message says the prompt is too long is
+    ``ContextLengthExceeded``.
+    """
+    cls = _ERROR_TYPES.get(kind, ProviderUnavailable)
+    if cls is BadRequestError and is_context_overflow(ErrorInfo(message=message, type=kind)):
+        return ContextLengthExceeded
+    return cls
+
+
 def error_for_status(
     status: int,
     headers: Mapping[str, str],
@@ -336,6 +363,21 @@ def should_retry_hint(error: BaseException) -> bool | None:
     """The server's ``x-should-retry`` verdict carried by ``error``, or None when absent."""
     hint = getattr(error, "should_retry", None)
     return hint if isinstance(hint, bool) else None
+
+
+def embedded_error(
+    error: object, body: str, *, provider: str | None, request_id: str | None
+) -> ProviderError:
+    """The error for an ``{"error": {...}}`` object inside a 2xx body or a stream chunk.
+
+    Classified like an HTTP error with the status its ``code`` names (else 500, i.e.
+    ``ProviderUnavailable``); OpenRouter, proxies and Gemini send these.
+    """
+    code = error.get("code") if isinstance(error, Mapping) else None
+    status = code if isinstance(code, int) and 400 <= code < 600 else 500
+    result = error_for_status(status, {}, body, provider=provider)
+    result.request_id = request_id
+    return result
 
 
 def invalid_body(

@@ -9,7 +9,8 @@ with the same rule. ``ClosingClient`` gives every client, wrappers included, ``a
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import ssl
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from urllib.parse import urlsplit
 
@@ -98,6 +99,31 @@ class HttpClient(ClosingClient):
     def provider(self) -> str:
         """The provider name stamped on errors and responses."""
         return self._provider
+
+    def _configure(
+        self,
+        model: str,
+        provider: str,
+        *,
+        headers: Mapping[str, str],
+        key: str | None,
+        timeout: float,
+        connect_timeout: float,
+        proxy: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        """Set the three attributes; ``key`` is redacted from every error (no connection yet)."""
+        self._model = model
+        self._provider = provider
+        self._transport = HttpTransport(
+            provider=provider,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            headers=headers,
+            secrets=(key,) if key else (),
+            proxy=proxy,
+            ssl_context=ssl_context,
+        )
 
     async def aclose(self) -> None:
         """Close the running loop's connection pool; the next request opens a new one."""

@@ -39,9 +39,8 @@ from typing import Any
 from agentloop.errors import FailurePhase, ProviderError, ResponseInvalid
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart, Usage
 from agentloop.model import ModelRequest, ModelResponse, ModelSettings, StreamEvent
-from agentloop.providers._classify import error_for_status, invalid_body
+from agentloop.providers._classify import embedded_error, invalid_body
 from agentloop.providers._client import HttpClient, check_client, require_key
-from agentloop.providers._http import HttpTransport
 from agentloop.providers._sse import SSEEvent
 from agentloop.providers._wire import (
     WireError,
@@ -317,11 +316,9 @@ class GeminiStreamState:
 
 def _chunk_error(data: Mapping[str, Any], raw: str, request_id: str | None) -> ProviderError:
     """An ``{"error": {...}}`` object inside a 200 reply or stream, as the status table says."""
-    error = data.get("error")
-    code = error.get("code") if isinstance(error, Mapping) else None
-    status = code if isinstance(code, int) and 400 <= code < 600 else 500
-    error = error_for_status(status, {}, raw or dumps(data, "error"), provider=_PROVIDER)
-    error.phase, error.request_id = FailurePhase.READ, request_id
+    body = raw or dumps(data, "error")
+    error = embedded_error(data.get("error"), body, provider=_PROVIDER, request_id=request_id)
+    error.phase = FailurePhase.READ
     return error
 
 
@@ -364,16 +361,15 @@ class GeminiClient(HttpClient):
         name = model.removeprefix("models/") if isinstance(model, str) else model
         check_client(name, base_url, timeout, connect_timeout)
         api_key = require_key(api_key, "GEMINI_API_KEY", _PROVIDER)
-        self._model = name
-        self._provider = _PROVIDER
         self.base_url = base_url.rstrip("/")
         self._signatures: dict[str, str] = {}
-        self._transport = HttpTransport(
-            provider=_PROVIDER,
+        self._configure(
+            name,
+            _PROVIDER,
+            headers={**(headers or {}), "x-goog-api-key": api_key},
+            key=api_key,
             timeout=timeout,
             connect_timeout=connect_timeout,
-            headers={**(headers or {}), "x-goog-api-key": api_key},
-            secrets=(api_key,),
         )
 
     def __repr__(self) -> str:

@@ -48,13 +48,11 @@ from __future__ import annotations
 import hashlib
 import json
 import ssl
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from agentloop.errors import ProviderError, ResponseInvalid
-from agentloop.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart, Usage
+from agentloop.messages import Message, ToolResultPart
 from agentloop.model import (
     INVALID_JSON_KEY,
     ModelRequest,
@@ -63,23 +61,12 @@ from agentloop.model import (
     StreamEvent,
     ToolSpec,
 )
-from agentloop.providers._classify import error_for_status, invalid_body
 from agentloop.providers._client import HttpClient, check_client, check_key_characters
-from agentloop.providers._http import HttpTransport
-from agentloop.providers._wire import (
-    WireError,
-    as_count,
-    as_index,
-    as_list,
-    as_object,
-    dumps,
-    loads,
-    nonempty_str,
-    opt_object,
-    opt_str,
-    wrong,
+from agentloop.providers._openai_reply import (
+    ChatStreamAccumulator,
+    decode_arguments,
+    parse_completion,
 )
-from agentloop.safety.redact import redact_secrets
 
 __all__ = [
     "INVALID_JSON_KEY",
@@ -94,18 +81,6 @@ __all__ = [
 ]
 
 _WIRE_KEY = "openai-chat"
-_DONE = "[DONE]"
-
-
-def decode_arguments(raw: str) -> dict[str, Any]:
-    """Decode a tool call's argument text (the ``INVALID_JSON_KEY`` convention on failure)."""
-    if not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError):  # too deep to decode is as invalid as bad JSON
-        return {INVALID_JSON_KEY: raw}
-    return value if isinstance(value, dict) else {INVALID_JSON_KEY: raw}
 
 
 def _encode_arguments(arguments: Mapping[str, Any]) -> str:
@@ -220,252 +195,6 @@ def encode_request(
     return payload
 
 
-def _invalid(message: str, body: str, provider: str, request_id: str | None) -> ResponseInvalid:
-    return invalid_body(message, body, provider, request_id)
-
-
-def _payload_error(
-    data: Mapping[str, Any], text: str, provider: str, request_id: str | None
-) -> ProviderError | None:
-    """An ``{"error": ...}`` object inside a 2xx body or a stream chunk, classified."""
-    error = data.get("error")
-    if not error:
-        return None
-    code = error.get("code") if isinstance(error, dict) else None
-    status = code if isinstance(code, int) and 400 <= code < 600 else 500
-    result = error_for_status(status, {}, text, provider=provider)
-    result.request_id = request_id
-    return result
-
-
-def _usage(value: object) -> Usage:
-    usage = opt_object(value, "usage")
-    details = opt_object(usage.get("prompt_tokens_details"), "usage.prompt_tokens_details")
-    return Usage(
-        as_count(usage.get("prompt_tokens"), "usage.prompt_tokens"),
-        as_count(usage.get("completion_tokens"), "usage.completion_tokens"),
-        as_count(details.get("cached_tokens"), "usage.prompt_tokens_details.cached_tokens"),
-        as_count(
-            details.get("cache_write_tokens"), "usage.prompt_tokens_details.cache_write_tokens"
-        ),
-    )
-
-
-def _argument_text(value: object, path: str) -> str:
-    """A call's ``arguments``: the JSON text; an object (sent by some servers) is re-encoded."""
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    if isinstance(value, dict):
-        return dumps(value, path)
-    raise wrong(path, "a string or an object", value)
-
-
-def _parse_call(value: object, index: int) -> ToolCallPart:
-    path = f"choices[0].message.tool_calls[{index}]"
-    call = as_object(value, path)
-    function = as_object(call.get("function"), f"{path}.function")
-    name = nonempty_str(function.get("name"), f"{path}.function.name")
-    raw = _argument_text(function.get("arguments"), f"{path}.function.arguments")
-    call_id = opt_str(call.get("id"), f"{path}.id") or f"call_{index}"
-    return ToolCallPart(call_id, name, decode_arguments(raw))
-
-
-def _parse_message(value: object) -> Message:
-    message = as_object(value, "choices[0].message")
-    content = opt_str(message.get("content"), "choices[0].message.content")
-    refusal = opt_str(message.get("refusal"), "choices[0].message.refusal")
-    text = content or refusal
-    parts: list[Part] = [TextPart(text)] if text else []
-    calls = as_list(message.get("tool_calls"), "choices[0].message.tool_calls")
-    parts.extend(_parse_call(call, index) for index, call in enumerate(calls))
-    return Message("assistant", tuple(parts))
-
-
-def _completion(data: object, model: str, request_id: str | None) -> ModelResponse:
-    """The typed read of a chat completion body; a wrong shape raises ``WireError``."""
-    body = as_object(data, "body")
-    choices = as_list(body.get("choices"), "choices")
-    if not choices:
-        raise WireError("choices", "expected at least one choice")
-    choice = as_object(choices[0], "choices[0]")
-    message = _parse_message(choice.get("message"))
-    return ModelResponse(
-        message=message,
-        usage=_usage(body.get("usage")),
-        model=opt_str(body.get("model"), "model") or model,
-        stop_reason=opt_str(choice.get("finish_reason"), "choices[0].finish_reason") or None,
-        request_id=request_id,
-    )
-
-
-def parse_completion(
-    data: object,
-    text: str,
-    *,
-    provider: str,
-    model: str,
-    request_id: str | None = None,
-    redactor: Callable[[str], str] | None = None,
-) -> ModelResponse:
-    """A non-streaming Chat Completions body as a ``ModelResponse`` (``ResponseInvalid`` else).
-
-    ``redactor`` cleans ``text`` before it is kept on an error; successful replies skip it.
-    """
-    if isinstance(data, dict) and data.get("error"):
-        error = _payload_error(data, redactor(text) if redactor else text, provider, request_id)
-        if error is not None:
-            raise error
-    try:
-        return _completion(data, model, request_id)
-    except WireError as exc:
-        raise _invalid(
-            f"{provider}: the reply is not a chat completion ({exc})",
-            redactor(text) if redactor is not None else text,
-            provider,
-            request_id,
-        ) from exc
-
-
-_CALL = "choices[].delta.tool_calls[]"  # constant paths: no formatting on the hot path
-
-
-@dataclass(slots=True)
-class _StreamedCall:
-    """One tool call being streamed: its id, name and argument fragments so far."""
-
-    id: str = ""
-    name: str = ""
-    fragments: list[str] = field(default_factory=list)
-
-
-class ChatStreamAccumulator:
-    """Folds Chat Completions stream chunks (choice 0) into deltas and one final response.
-
-    Tool-call fragments go to lanes, in order of first appearance: a fragment joins the lane of
-    its ``index``, unless it carries an id different from the one that lane already has (two
-    calls sent under one index stay two calls). Without an ``index``, a new id opens a new lane
-    and a fragment without an id continues the last one. ``StreamEvent.index`` is the lane.
-    """
-
-    def __init__(self, *, provider: str, model: str, secrets: Sequence[str] = ()) -> None:
-        self.provider = provider
-        self.model = model
-        self.secrets = tuple(secrets)
-        self.request_id: str | None = None
-        self.done = False
-        self.events_seen = 0
-        self._text: list[str] = []
-        self._calls: list[_StreamedCall] = []
-        self._lanes: dict[int, int] = {}
-        self._finish: str | None = None
-        self._usage = Usage()
-
-    def feed(self, data: str) -> list[StreamEvent]:
-        """One SSE ``data`` payload; returns the deltas it carries."""
-        self.events_seen += 1
-        if not data.strip():
-            return []
-        if data.strip() == _DONE:
-            self.done = True
-            return []
-        try:
-            return self._chunk(loads(data, "stream chunk"), data)
-        except WireError as exc:
-            raise self._bad(f"malformed stream chunk ({exc})", data) from exc
-
-    def _chunk(self, value: object, data: str) -> list[StreamEvent]:
-        chunk = as_object(value, "stream chunk")
-        if chunk.get("error"):
-            error = _payload_error(
-                chunk, redact_secrets(data, self.secrets), self.provider, self.request_id
-            )
-            if error is not None:
-                raise error
-        self.model = opt_str(chunk.get("model"), "model") or self.model
-        usage = chunk.get("usage")
-        if usage is not None and usage != {}:
-            self._usage = _usage(usage)
-        return self._choices(as_list(chunk.get("choices"), "choices"))
-
-    def _choices(self, choices: Iterable[Any]) -> list[StreamEvent]:
-        events: list[StreamEvent] = []
-        for value in choices:
-            choice = as_object(value, "choices[]")
-            if as_index(choice.get("index"), "choices[].index"):
-                continue  # only choice 0 (a missing index means 0)
-            finish = opt_str(choice.get("finish_reason"), "choices[].finish_reason")
-            self._finish = finish or self._finish
-            delta = opt_object(choice.get("delta"), "choices[].delta")
-            content = opt_str(delta.get("content"), "choices[].delta.content")
-            refusal = opt_str(delta.get("refusal"), "choices[].delta.refusal")
-            text = content or refusal
-            if text:
-                self._text.append(text)
-                events.append(StreamEvent("text_delta", text=text))
-            for call in as_list(delta.get("tool_calls"), "choices[].delta.tool_calls"):
-                events.append(self._tool_delta(as_object(call, _CALL)))
-        return events
-
-    def _tool_delta(self, call: Mapping[str, Any]) -> StreamEvent:
-        call_id = opt_str(call.get("id"), _CALL + ".id") or None
-        function = opt_object(call.get("function"), _CALL + ".function")
-        name = opt_str(function.get("name"), _CALL + ".function.name")
-        fragment = _argument_text(function.get("arguments"), _CALL + ".function.arguments")
-        lane = self._lane(as_index(call.get("index"), _CALL + ".index"), call_id)
-        state = self._calls[lane]
-        state.id = state.id or call_id or ""
-        state.name = state.name or name or ""
-        state.fragments.append(fragment)
-        return StreamEvent(
-            "tool_call_delta", index=lane, call_id=call_id, name=name, arguments=fragment
-        )
-
-    def _lane(self, index: int | None, call_id: str | None) -> int:
-        """The lane of a fragment (see the class docstring)."""
-        if index is None:
-            known = [lane for lane, c in enumerate(self._calls) if call_id and c.id == call_id]
-            if known:
-                return known[0]
-            if call_id or not self._calls:
-                return self._new_lane()
-            return len(self._calls) - 1
-        lane = self._lanes.get(index)
-        if lane is None or (call_id and self._calls[lane].id not in ("", call_id)):
-            lane = self._lanes[index] = self._new_lane()
-        return lane
-
-    def _new_lane(self) -> int:
-        self._calls.append(_StreamedCall())
-        return len(self._calls) - 1
-
-    def _bad(self, message: str, body: str) -> ResponseInvalid:
-        text = redact_secrets(body, self.secrets)
-        return _invalid(f"{self.provider}: {message}", text, self.provider, self.request_id)
-
-    def response(self) -> ModelResponse:
-        """The complete reply; ``ResponseInvalid`` when ``[DONE]`` never arrived."""
-        if not self.done:
-            raise self._bad(
-                f"stream ended without [DONE] after {self.events_seen} events (truncated?)",
-                "".join(self._text),
-            )
-        parts: list[Part] = [TextPart("".join(self._text))] if self._text else []
-        for lane, call in enumerate(self._calls):
-            raw = "".join(call.fragments)
-            if not call.name:
-                raise self._bad(f"streamed tool call {lane} has no name", raw)
-            parts.append(ToolCallPart(call.id or f"call_{lane}", call.name, decode_arguments(raw)))
-        return ModelResponse(
-            message=Message("assistant", tuple(parts)),
-            usage=self._usage,
-            model=self.model,
-            stop_reason=self._finish,
-            request_id=self.request_id,
-        )
-
-
 class OpenAIClient(HttpClient):
     """``ModelClient`` for OpenAI Chat Completions and OpenAI-compatible servers."""
 
@@ -504,8 +233,6 @@ class OpenAIClient(HttpClient):
         check_client(model, base_url or self.default_base_url, timeout, connect_timeout)
         if api_key:
             check_key_characters(api_key)
-        self._model = model
-        self._provider = provider or self.default_provider
         self.base_url = (base_url or self.default_base_url).rstrip("/")
         host = urlsplit(self.base_url).hostname or ""
         self._max_field = max_tokens_field or (
@@ -515,12 +242,13 @@ class OpenAIClient(HttpClient):
         all_headers = dict(headers or {})
         if api_key:
             all_headers["Authorization"] = f"Bearer {api_key}"
-        self._transport = HttpTransport(
-            provider=self._provider,
+        self._configure(
+            model,
+            provider or self.default_provider,
+            headers=all_headers,
+            key=api_key,
             timeout=timeout,
             connect_timeout=connect_timeout,
-            headers=all_headers,
-            secrets=(api_key,) if api_key else (),
             proxy=proxy,
             ssl_context=ssl_context,
         )
