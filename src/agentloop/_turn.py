@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
+from agentloop._aio import aclose_iterator
 from agentloop.clock import Clock
 from agentloop.errors import (
     AgentLoopError,
@@ -148,9 +149,7 @@ async def collect_stream(
             elif on_event is not None:
                 on_event(event)
     finally:
-        close = getattr(events, "aclose", None)
-        if close is not None:
-            await close()
+        await aclose_iterator(events)
     if response is None:
         raise ResponseInvalid(
             "the stream ended without its terminal event",
