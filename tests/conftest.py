@@ -50,7 +50,7 @@ def _on_fake_loop_time() -> bool:
 
 
 @pytest.fixture
-def no_real_sleep(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+def no_real_sleep() -> Iterator[list[str]]:
     """Make real sleeps fail the test; yields the list of sleeps caught (normally empty)."""
     caught: list[str] = []
     real_asyncio_sleep = asyncio.sleep
@@ -67,9 +67,9 @@ def no_real_sleep(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     def time_sleep(seconds: float) -> None:
         raise refuse(f"time.sleep({seconds!r})")
 
-    monkeypatch.setattr(asyncio, "sleep", asyncio_sleep)
-    monkeypatch.setattr(time, "sleep", time_sleep)
-    yield caught
-    monkeypatch.undo()
+    with pytest.MonkeyPatch.context() as patch:  # its own: the test's monkeypatch is untouched
+        patch.setattr(asyncio, "sleep", asyncio_sleep)
+        patch.setattr(time, "sleep", time_sleep)
+        yield caught
     if caught:
         pytest.fail(f"the test slept for real: {', '.join(caught)}", pytrace=False)
