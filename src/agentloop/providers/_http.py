@@ -217,6 +217,7 @@ class HttpTransport:
         self._timeout = timeout
         self._connect_timeout = connect_timeout
         self._headers = dict(headers or {})
+        self._merged: dict[str, Mapping[str, str]] = {}
         found = [v for k, v in self._headers.items() if k.lower() in _CREDENTIAL_HEADERS]
         found.extend(_bearer_tokens(found))
         password = urlsplit(proxy).password if proxy else None
@@ -276,8 +277,9 @@ class HttpTransport:
     ) -> aiohttp.ClientResponse:
         """Send the POST and return a 2xx response; anything else raises an agentloop error."""
         body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        merged = {"Content-Type": "application/json", "Accept": accept, **self._headers}
-        merged.update(headers or {})
+        merged = self._sent_headers(accept)
+        if headers:
+            merged = {**merged, **headers}
         try:
             session = await self._sessions.get()
             response = await session.post(
@@ -294,6 +296,14 @@ class HttpTransport:
             response.close()
             raise
         return response
+
+    def _sent_headers(self, accept: str) -> Mapping[str, str]:
+        """The headers of every request accepting ``accept``, merged once (aiohttp copies them)."""
+        merged = self._merged.get(accept)
+        if merged is None:
+            merged = {"Content-Type": "application/json", "Accept": accept, **self._headers}
+            self._merged[accept] = merged
+        return merged
 
     def _translate(self, exc: BaseException, stage: str) -> AgentLoopError:
         return classify_exception(exc, stage=stage, provider=self.provider, secrets=self._secrets)
@@ -320,6 +330,8 @@ class HttpTransport:
             raise self._too_large(response, f"Content-Length {length}")
         data = bytearray()
         try:
+            if not truncate and length is not None:  # announced and within the limit: one read
+                return await response.read()
             while len(data) <= limit:
                 chunk = await response.content.read(_CHUNK)
                 if not chunk:

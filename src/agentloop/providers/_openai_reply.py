@@ -139,6 +139,11 @@ def parse_completion(
 
 
 _CALL = "choices[].delta.tool_calls[]"  # constant paths: no formatting on the hot path
+_CALL_ID = _CALL + ".id"
+_CALL_FUNCTION = _CALL + ".function"
+_CALL_NAME = _CALL + ".function.name"
+_CALL_ARGUMENTS = _CALL + ".function.arguments"
+_CALL_INDEX = _CALL + ".index"
 
 
 @dataclass(slots=True)
@@ -175,9 +180,10 @@ class ChatStreamAccumulator:
     def feed(self, data: str) -> list[StreamEvent]:
         """One SSE ``data`` payload; returns the deltas it carries."""
         self.events_seen += 1
-        if not data.strip():
+        stripped = data.strip()
+        if not stripped:
             return []
-        if data.strip() == _DONE:
+        if stripped == _DONE:
             self.done = True
             return []
         try:
@@ -218,11 +224,11 @@ class ChatStreamAccumulator:
         return events
 
     def _tool_delta(self, call: Mapping[str, Any]) -> StreamEvent:
-        call_id = opt_str(call.get("id"), _CALL + ".id") or None
-        function = opt_object(call.get("function"), _CALL + ".function")
-        name = opt_str(function.get("name"), _CALL + ".function.name")
-        fragment = _argument_text(function.get("arguments"), _CALL + ".function.arguments")
-        lane = self._lane(as_index(call.get("index"), _CALL + ".index"), call_id)
+        call_id = opt_str(call.get("id"), _CALL_ID) or None
+        function = opt_object(call.get("function"), _CALL_FUNCTION)
+        name = opt_str(function.get("name"), _CALL_NAME)
+        fragment = _argument_text(function.get("arguments"), _CALL_ARGUMENTS)
+        lane = self._lane(as_index(call.get("index"), _CALL_INDEX), call_id)
         state = self._calls[lane]
         state.id = state.id or call_id or ""
         state.name = state.name or name or ""

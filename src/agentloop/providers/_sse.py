@@ -76,6 +76,29 @@ class SSEDecoder:
             if buffer[:1] == b"\n":
                 start = 1
         events: list[SSEEvent] = []
+        if buffer.find(b"\r", start) == -1:  # the common case: LF only, no regex per line
+            start = self._feed_lf(start, events)
+        else:
+            start = self._feed_any(start, events)
+        del buffer[:start]
+        self._check_length(len(buffer))
+        return events
+
+    def _feed_lf(self, start: int, events: list[SSEEvent]) -> int:
+        """Process the complete lines of a buffer with no CR; returns where the rest begins."""
+        end = self._buffer.rfind(b"\n")
+        if end < start:
+            return start
+        for raw in bytes(self._buffer[start:end]).split(b"\n"):
+            self._check_length(len(raw))
+            event = self._line(raw)
+            if event is not None:
+                events.append(event)
+        return end + 1
+
+    def _feed_any(self, start: int, events: list[SSEEvent]) -> int:
+        """Process the complete lines ending in CRLF, CR or LF; returns where the rest begins."""
+        buffer = self._buffer
         while (match := _EOL.search(buffer, start)) is not None:
             self._check_length(match.start() - start)
             event = self._line(bytes(buffer[start : match.start()]))
@@ -84,9 +107,7 @@ class SSEDecoder:
             start = match.end()
             if match.group() == b"\r" and start == len(buffer):
                 self._skip_lf = True
-        del buffer[:start]
-        self._check_length(len(buffer))
-        return events
+        return start
 
     def close(self) -> list[SSEEvent]:
         """End of stream: process an unterminated last line and flush a pending event."""
@@ -113,6 +134,10 @@ class SSEDecoder:
         """Process one line (without its terminator); a blank line dispatches."""
         if not raw:
             return self._dispatch()
+        if raw.startswith(b"data: "):  # the common field, as _field("data", ...) would take it
+            self._data.append(raw[6:].decode("utf-8", errors="replace"))
+            self._seen = True
+            return None
         line = raw.decode("utf-8", errors="replace")
         if line.startswith(":"):
             return None
