@@ -26,6 +26,7 @@ __all__ = [
     "StreamEvent",
     "StreamEventKind",
     "ToolSpec",
+    "WrappedClient",
 ]
 
 INVALID_JSON_KEY = "__invalid_json__"
@@ -220,3 +221,29 @@ class ModelClient(Protocol):
 @runtime_checkable
 class ClosableModelClient(ModelClient, AsyncClosing, Protocol):
     """A ``ModelClient`` that is also an async context manager (every built-in client is)."""
+
+
+class WrappedClient(AsyncClosing):
+    """A ``ModelClient`` around ``inner``: its model and provider, closing it, ``async with``.
+
+    Wrappers subclass it and override ``complete`` and ``stream``: ``RetryingClient``, and the
+    durable integrations' model calls (the journal's replay, a DBOS step, a Temporal activity).
+    """
+
+    def __init__(self, inner: ModelClient) -> None:
+        """Wrap ``inner``."""
+        self.inner = inner
+
+    @property
+    def model(self) -> str:
+        """The inner client's model."""
+        return self.inner.model
+
+    @property
+    def provider(self) -> str:
+        """The inner client's provider."""
+        return self.inner.provider
+
+    async def aclose(self) -> None:
+        """Close the inner client."""
+        await self.inner.aclose()

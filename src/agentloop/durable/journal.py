@@ -23,7 +23,7 @@ from typing import Any
 
 from agentloop.errors import ToolError
 from agentloop.messages import Message, Usage
-from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent
+from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent, WrappedClient
 from agentloop.safety.loops import canonical_arguments
 from agentloop.safety.output import storable
 from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, render_content
@@ -219,31 +219,6 @@ class JournaledTools(ToolsView):
     def wrap(self, tool: Tool) -> Tool:
         """The tool, journaled."""
         return JournaledTool(tool, self.journal)
-
-
-class WrappedClient:
-    """A ``ModelClient`` around ``inner``: its model and provider, and closing it.
-
-    The durable integrations route model calls through a subclass (the journal's replay, a DBOS
-    step, a Temporal activity) and override ``complete`` and ``stream``.
-    """
-
-    def __init__(self, inner: ModelClient) -> None:
-        self.inner = inner
-
-    @property
-    def model(self) -> str:
-        """The inner client's model."""
-        return self.inner.model
-
-    @property
-    def provider(self) -> str:
-        """The inner client's provider."""
-        return self.inner.provider
-
-    async def aclose(self) -> None:
-        """Close the inner client."""
-        await self.inner.aclose()
 
 
 class ReplayClient(WrappedClient):

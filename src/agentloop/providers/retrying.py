@@ -46,8 +46,7 @@ from agentloop.errors import (
     StreamError,
 )
 from agentloop.messages import Message
-from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent
-from agentloop.providers._client import ClosingClient
+from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent, WrappedClient
 
 __all__ = [
     "RetryDecision",
@@ -246,7 +245,7 @@ def _stream_error(cause: ProviderError, received: list[StreamEvent]) -> StreamEr
     )
 
 
-class RetryingClient(ClosingClient):
+class RetryingClient(WrappedClient):
     """A ``ModelClient`` that retries its inner client's retryable failures.
 
     Args:
@@ -290,7 +289,7 @@ class RetryingClient(ClosingClient):
             rate_limit_max_delay=rate_limit_max_delay,
             rate_limit_retries=rate_limit_retries,
         )
-        self.inner = inner
+        super().__init__(inner)
         self.replay_streams = replay_streams
         self._sleep: Sleep = sleep or asyncio.sleep
         self._clock: Clock = clock or time.monotonic
@@ -298,20 +297,6 @@ class RetryingClient(ClosingClient):
 
     def __repr__(self) -> str:
         return f"RetryingClient({self.inner!r}, {self.policy!r})"
-
-    @property
-    def model(self) -> str:
-        """The inner client's model."""
-        return self.inner.model
-
-    @property
-    def provider(self) -> str:
-        """The inner client's provider."""
-        return self.inner.provider
-
-    async def aclose(self) -> None:
-        """Close the inner client."""
-        await self.inner.aclose()
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request``, retrying retryable failures; the final error carries the log."""
