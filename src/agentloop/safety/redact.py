@@ -66,6 +66,10 @@ _SECRET_ASSIGNMENT = re.compile(
 
 _SECRET_ASSIGNMENT_ANY_CASE = re.compile(_SECRET_ASSIGNMENT.pattern, re.VERBOSE | re.IGNORECASE)
 
+_MIN_DISTINCT = math.ceil(2**MIN_ENTROPY_BITS)
+"""Fewer distinct characters than this cannot reach ``MIN_ENTROPY_BITS`` (entropy <= log2 of
+their count): hex digests and request ids skip the count."""
+
 _CANDIDATE = re.compile(rf"[A-Za-z0-9+/=_-]{{{MIN_ENTROPY_LENGTH},}}")
 
 
@@ -79,7 +83,7 @@ def shannon_entropy(text: str) -> float:
 
 def _redact_high_entropy(match: re.Match[str]) -> str:
     token = match.group(0)
-    if "/" in token and not _looks_random_path(token):
+    if len(set(token)) < _MIN_DISTINCT or ("/" in token and not _looks_random_path(token)):
         return token
     return REDACTED if shannon_entropy(token) >= MIN_ENTROPY_BITS else token
 
