@@ -89,8 +89,10 @@ class SSEDecoder:
         end = self._buffer.rfind(b"\n")
         if end < start:
             return start
+        checked = end - start <= self._max_line  # then no line in it can be too long
         for raw in bytes(self._buffer[start:end]).split(b"\n"):
-            self._check_length(len(raw))
+            if not checked:
+                self._check_length(len(raw))
             event = self._line(raw)
             if event is not None:
                 events.append(event)
