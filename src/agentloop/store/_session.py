@@ -93,11 +93,9 @@ class SessionRecorder:
         self._saved: dict[str, int] = {}
         self._unsaved: list[Run] = []
 
-    def _safety(self) -> dict[str, Any]:
-        """The ``safety=`` keyword of a durable write (empty for a plain store)."""
-        if self.durable is None or self.snapshot is None:
-            return {}
-        return {"safety": self.snapshot()}
+    def _safety(self) -> Mapping[str, Any] | None:
+        """The ``safety=`` of a durable write: the snapshot, or None when nothing takes one."""
+        return None if self.snapshot is None else self.snapshot()
 
     def claim(self) -> None:
         """Take (or renew) the session's lease; ``MemoryBackendError`` if a live process has it."""
@@ -137,7 +135,7 @@ class SessionRecorder:
             return
         self.claim()
         if self.durable is not None:
-            self.durable.begin_run(self.session_id, run, **self._safety())
+            self.durable.begin_run(self.session_id, run, safety=self._safety())
         else:
             self.store.begin_run(self.session_id, run)
         self._saved[run.id] = 0
@@ -157,8 +155,9 @@ class SessionRecorder:
         saved = self._saved.get(run.id, 0)
         number, turn, added = len(run.turns) - 1, run.turns[-1], messages[saved:]
         if self.durable is not None:
-            extra = {"session_id": self.session_id, **self._safety()}
-            self.durable.save_turn(run.id, number, turn, added, **extra)
+            self.durable.save_turn(
+                run.id, number, turn, added, session_id=self.session_id, safety=self._safety()
+            )
             if time.time() >= self._renew_at:
                 self.claim()
         else:
@@ -167,7 +166,12 @@ class SessionRecorder:
 
     def compacted(self, run: Run, history: Sequence[Message], absorbed: int) -> None:
         """Compaction made ``history`` the history; raises ``MemoryBackendError``."""
-        self.store.commit_compaction(self.session_id, run.id, history, absorbed, **self._safety())
+        if self.durable is not None:
+            self.durable.commit_compaction(
+                self.session_id, run.id, history, absorbed, safety=self._safety()
+            )
+        else:
+            self.store.commit_compaction(self.session_id, run.id, history, absorbed)
         self._synced = len(history)
         if self._unsaved:
             self._finish([], history)
@@ -181,11 +185,8 @@ class SessionRecorder:
         runs = [*self._unsaved, *runs]
         synced = self._synced
         keep = synced if synced is not None and synced <= len(history) else 0
-        extra: dict[str, Any] = self._safety()
-        if self.durable is not None and runs:
-            extra["release"] = self.owner
         try:
-            self.store.finish_runs(self.session_id, runs, keep=keep, append=history[keep:], **extra)
+            self._write_end(runs, keep, history[keep:])
         except MemoryBackendError as error:
             logger.warning("could not persist run %s: %s", runs[-1].id, error, exc_info=error)
             self._unsaved = runs
@@ -194,6 +195,20 @@ class SessionRecorder:
         self._unsaved = []
         self._synced = len(history)
         return None
+
+    def _write_end(self, runs: list[Run], keep: int, append: Sequence[Message]) -> None:
+        """``finish_runs``; a durable store also takes the safety state and ends the lease."""
+        if self.durable is None:
+            self.store.finish_runs(self.session_id, runs, keep=keep, append=append)
+            return
+        self.durable.finish_runs(
+            self.session_id,
+            runs,
+            keep=keep,
+            append=append,
+            safety=self._safety(),
+            release=self.owner if runs else None,
+        )
 
 
 def restore(store: Store, session_id: str) -> tuple[list[Message], list[Run]]:
