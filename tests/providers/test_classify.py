@@ -7,8 +7,22 @@ import json
 
 import pytest
 
-from agentloop.errors import AuthError, InsufficientCredits, RateLimited
-from agentloop.providers._classify import error_for_status, parse_error_body, parse_retry_after
+from agentloop.errors import (
+    AuthError,
+    BadRequestError,
+    ContextLengthExceeded,
+    FailurePhase,
+    InsufficientCredits,
+    ProviderUnavailable,
+    RateLimited,
+)
+from agentloop.providers._classify import (
+    class_for_error_type,
+    embedded_error,
+    error_for_status,
+    parse_error_body,
+    parse_retry_after,
+)
 
 
 def test_parse_retry_after_pure() -> None:
@@ -69,3 +83,34 @@ def test_a_retry_after_header_wins_over_a_retry_delay_in_the_body() -> None:
     body = google(429, "RESOURCE_EXHAUSTED", "quota", RETRY_INFO)
     err = error_for_status(429, {"retry-after": "2"}, body, provider="p")
     assert type(err) is RateLimited and err.retry_after == 2.0
+
+
+@pytest.mark.parametrize(
+    ("error", "cls"),
+    [
+        ({"code": 429, "message": "slow down"}, RateLimited),
+        ({"code": 401, "message": "bad key"}, AuthError),
+        ({"code": "oops", "message": "m"}, ProviderUnavailable),  # no numeric code: a 500
+        ("plain text", ProviderUnavailable),
+    ],
+)
+def test_an_error_object_in_a_2xx_body_is_classified_by_its_code(error: object, cls: type) -> None:
+    body = json.dumps({"error": error})
+    err = embedded_error(error, body, provider="openrouter", request_id="req-1")
+    assert type(err) is cls
+    assert (err.provider, err.request_id, err.phase) == ("openrouter", "req-1", FailurePhase.STATUS)
+
+
+@pytest.mark.parametrize(
+    ("kind", "message", "cls"),
+    [
+        ("overloaded_error", "busy", ProviderUnavailable),
+        ("rate_limit_error", "slow", RateLimited),
+        ("invalid_request_error", "bad field", BadRequestError),
+        ("invalid_request_error", "prompt is too long: 200000 tokens", ContextLengthExceeded),
+        ("billing_error", "pay", InsufficientCredits),
+        ("something_new", "?", ProviderUnavailable),
+    ],
+)
+def test_anthropic_error_types(kind: str, message: str, cls: type) -> None:
+    assert class_for_error_type(kind, message) is cls
