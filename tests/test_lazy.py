@@ -98,3 +98,24 @@ def test_star_import_binds_every_public_name() -> None:
     namespace: dict[str, object] = {}
     exec("from agentloop import *", namespace)
     assert set(agentloop.__all__) <= set(namespace)
+
+
+def test_a_public_submodule_loads_on_access_as_it_did_when_imported_eagerly() -> None:
+    code = (
+        "import agentloop, agentloop.safety, agentloop.store\n"
+        "print(agentloop.errors.ToolError.__name__, agentloop.safety.loops.__name__,"
+        " agentloop.store.sqlite.__name__)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["ToolError", "agentloop.safety.loops", "agentloop.store.sqlite"]
+
+
+def test_a_submodule_missing_its_extra_is_an_attribute_error() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['opentelemetry'] = None\n"
+        "import agentloop\n"
+        "print(hasattr(agentloop, 'otel'), hasattr(agentloop, '_turn'))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False False"

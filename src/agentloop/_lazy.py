@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
+from types import ModuleType
 from typing import Any
 
 __all__ = ["lazy_exports"]
@@ -21,15 +22,19 @@ def lazy_exports(
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``(__getattr__, __dir__)`` for ``package``, whose globals are ``namespace``.
 
-    ``exports`` maps each lazy name to the module that defines it. ``__getattr__`` raises the
-    usual ``AttributeError`` for any other name; ``__dir__`` lists the loaded and the lazy names.
+    ``exports`` maps each lazy name to the module that defines it. A public submodule's name
+    imports it, as an eager package would have; any other name raises the usual
+    ``AttributeError``. ``__dir__`` lists the loaded and the lazy names.
     """
 
     def __getattr__(name: str) -> Any:
         module = exports.get(name)
-        if module is None:
+        if module is not None:
+            value = getattr(importlib.import_module(module), name)
+        elif not name.startswith("_") and (found := _submodule(f"{package}.{name}")) is not None:
+            value = found  # ``import agentloop; agentloop.errors`` worked when it loaded eagerly
+        else:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
         namespace[name] = value
         return value
 
@@ -37,3 +42,20 @@ def lazy_exports(
         return sorted({*namespace, *exports})
 
     return __getattr__, __dir__
+
+
+def _submodule(name: str) -> ModuleType | None:
+    """The module ``name`` imported, or None when there is no such module.
+
+    A submodule that exists but cannot be imported (an optional extra is missing) is an
+    ``AttributeError`` naming the cause, so that ``hasattr`` and ``getattr(..., default)`` still
+    answer instead of raising; ``import`` of the submodule shows the ``ImportError`` itself.
+    """
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name == name:
+            return None
+        raise AttributeError(f"{name} cannot be imported: {exc}") from exc
+    except ImportError as exc:
+        raise AttributeError(f"{name} cannot be imported: {exc}") from exc
