@@ -37,6 +37,7 @@ from dbos import error as dbos_error
 
 from agentloop._turn import collect_stream
 from agentloop.cancel import CancelToken
+from agentloop.durable._wrap import checked_wrap
 from agentloop.durable.journal import (
     ToolsView,
     WrappedClient,
@@ -329,10 +330,7 @@ class DBOSAgent(Generic[OutputT]):
         inline_tools: Iterable[str] = (),
         queue: str | None = None,
     ) -> None:
-        if not isinstance(name, str) or not name:
-            raise ConfigurationError("DBOSAgent needs a name (a non-empty str)", field="name")
-        if not isinstance(agent, Agent):
-            raise ConfigurationError("DBOSAgent wraps an agentloop Agent", field="agent")
+        checked_wrap("DBOSAgent", agent, name)
         self.agent = agent
         self.name = name
         self.inline_tools = frozenset(inline_tools)

@@ -53,6 +53,7 @@ from temporalio.worker import Worker
 
 from agentloop._turn import collect_stream
 from agentloop.cancel import CancelToken
+from agentloop.durable._wrap import checked_wrap
 from agentloop.durable.journal import ToolsView, WrappedClient, WrappedTool
 from agentloop.engine import Agent
 from agentloop.errors import (
@@ -317,10 +318,7 @@ class TemporalAgent(Generic[OutputT]):
         activity_timeout: timedelta = timedelta(minutes=5),
         retry_policy: RetryPolicy | None = None,
     ) -> None:
-        if not isinstance(name, str) or not name:
-            raise ConfigurationError("TemporalAgent needs a name (a non-empty str)", field="name")
-        if not isinstance(agent, Agent):
-            raise ConfigurationError("TemporalAgent wraps an agentloop Agent", field="agent")
+        checked_wrap("TemporalAgent", agent, name)
         self.agent = agent
         self.name = name
         self.task_queue = task_queue or f"agentloop.{name}"
