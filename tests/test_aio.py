@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from agentloop._aio import AsyncClosing, Closing, aclose_iterator
+from agentloop._util.aio import AsyncClosing, Closing, aclose_iterator
 
 
 async def test_closing_a_generator_left_mid_way_runs_its_finally() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentloop._backoff import exponential_backoff
+from agentloop._util.backoff import exponential_backoff
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from agentloop.cli import _fault_list, main
+from agentloop.cli.commands import _fault_list, main
 from agentloop.testing import FakeProviderServer, FakeReply, FakeToolCall, Fault
 
 
@@ -186,7 +186,7 @@ def test_runs_list_fits_80_columns(
 
 
 def test_attempt_log_waits_are_rounded() -> None:
-    from agentloop.cli import _attempt
+    from agentloop.cli.commands import _attempt
     from agentloop.errors import AttemptRecord
 
     record = AttemptRecord(2, "RateLimited", 429, None, True, 0.123456, 1.23456)
@@ -454,7 +454,7 @@ def test_a_reset_attempt_is_marked_void_in_plain_lines() -> None:
     from rich.console import Console
 
     from agentloop import events as ev
-    from agentloop._console import LineScreen, RunView
+    from agentloop.cli.console import LineScreen, RunView
     from agentloop.messages import Message, TextPart
     from agentloop.model import ModelResponse
 
@@ -479,7 +479,7 @@ def test_a_reset_attempt_is_marked_void_in_plain_lines() -> None:
 
 
 def test_failure_paragraphs_name_phase_sending_and_a_fix() -> None:
-    from agentloop._advice import Target, failure_paragraph
+    from agentloop.cli.advice import Target, failure_paragraph
     from agentloop.errors import AuthError, LoopDetected, ModelNotFound, ProviderTimeout
 
     target = Target("openai", "gpt-x", "http://127.0.0.1:8080/v1", "OPENAI_API_KEY")

@@ -1,4 +1,4 @@
-"""The lazy exports of ``agentloop`` and ``agentloop.providers`` (``agentloop._lazy``)."""
+"""The lazy exports of ``agentloop`` and ``agentloop.providers`` (``agentloop._util.lazy``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The one limits gate (``agentloop._limits``): turns, tool calls, tokens, cost, wall clock."""
+"""The one limits gate (``agentloop.engine.limits``): turns, tool calls, tokens, cost, clock."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from agentloop import Agent, Observer, RunConfig, tool
 from agentloop import events as ev
-from agentloop._limits import Limits
+from agentloop.engine.limits import Limits
 from agentloop.errors import BudgetExhausted, MaxTurnsExceeded, ToolLimitReached
 from agentloop.messages import ToolCallPart, Usage
 from agentloop.observers import EventBus

@@ -418,7 +418,7 @@ async def test_a_sigkilled_parent_leaves_no_server_behind(tmp_path: Path) -> Non
 
 
 def test_result_text_renders_every_content_kind() -> None:
-    from agentloop._mcp_tools import result_text
+    from agentloop.mcp.mapping import result_text
 
     result = types.CallToolResult(
         content=[
@@ -448,7 +448,7 @@ def test_result_text_renders_every_content_kind() -> None:
 def test_argument_problems_name_nested_fields_and_extras() -> None:
     import jsonschema
 
-    from agentloop._mcp_tools import argument_problems
+    from agentloop.mcp.mapping import argument_problems
 
     schema = {
         "type": "object",

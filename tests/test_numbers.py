@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agentloop._numbers import is_finite, require_number
+from agentloop._util.numbers import is_finite, require_number
 from agentloop.config import RunConfig
 from agentloop.errors import ConfigurationError
 from agentloop.pricing import Price

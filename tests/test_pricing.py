@@ -77,7 +77,7 @@ def test_a_cost_budget_counts_table_prices() -> None:
 
 def test_usage_summary_line() -> None:
     pytest.importorskip("rich")
-    from agentloop._console import usage_summary
+    from agentloop.cli.console import usage_summary
 
     line = usage_summary(Usage(1200, 40, cache_read_tokens=1000, cache_write_tokens=150), 0.0021)
     assert line == "1200 in (1000 cache read, 150 cache write), 40 out, cost ~$0.0021"

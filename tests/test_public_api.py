@@ -66,6 +66,9 @@ SPEC_TOP_LEVEL = {
 }  # fmt: skip
 
 NOT_IN_THE_REFERENCE = {"agentloop.cli"}  # a command: docs/cli.md
+# Packages whose modules are private rooms: the package re-exports its public names
+# (docs/architecture.md), so the package is what the reference renders.
+ROOMS = ("agentloop.engine.", "agentloop.cli.", "agentloop.mcp.", "agentloop.testing.")
 
 
 def documented_modules() -> list[str]:
@@ -83,8 +86,9 @@ def public_modules() -> list[str]:
         parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
-        if not any(part.startswith("_") for part in parts):
-            names.append(".".join(parts))
+        name = ".".join(parts)
+        if not any(part.startswith("_") for part in parts) and not name.startswith(ROOMS):
+            names.append(name)
     return names
 
 

@@ -6,21 +6,9 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).parent.parent / "src" / "agentloop"
-ENGINE_MODULES = [
-    "engine.py",
-    "_loop.py",
-    "_state.py",
-    "_turn.py",
-    "_dispatch.py",
-    "_call.py",
-    "_invoke.py",
-    "_gates.py",
-    "_limits.py",
-    "_compaction.py",
-    "_safety.py",
-    "_setup.py",
-    "_continue.py",
-]
+ENGINE_MODULES = sorted(
+    str(p.relative_to(SRC)) for p in (SRC / "engine").glob("*.py") if p.name != "__init__.py"
+)
 
 
 def functions(path: Path) -> list[tuple[str, int]]:

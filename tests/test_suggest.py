@@ -2,7 +2,7 @@
 
 import pytest
 
-from agentloop._suggest import similarity, suggest
+from agentloop._util.suggest import similarity, suggest
 
 
 def test_worked_example() -> None:

@@ -3,7 +3,7 @@
 Soft errors are tool results the model reads; hard errors are typed exceptions from
 ``agentloop.errors`` that end a run after it is finalized.
 
-Every public name loads on first access (``agentloop._lazy``): ``import agentloop`` imports
+Every public name loads on first access (``agentloop._util.lazy``): ``import agentloop`` imports
 none of asyncio, pydantic or aiohttp.
 """
 
@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentloop._lazy import lazy_exports
+from agentloop._util.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agentloop.cancel import CancelToken
     from agentloop.config import RunConfig
-    from agentloop.engine import Agent
+    from agentloop.engine.agent import Agent
     from agentloop.errors import AgentLoopError, ToolError
     from agentloop.hooks import Allow, Ask, Block, Hook, PolicyHook
     from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart, Usage
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, tool
 
 _EXPORTS = {
-    "Agent": "agentloop.engine",
+    "Agent": "agentloop.engine.agent",
     "AgentLoopError": "agentloop.errors",
     "Allow": "agentloop.hooks",
     "Ask": "agentloop.hooks",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agentloop._numbers import is_finite
+from agentloop._util.numbers import is_finite
 from agentloop.context import Compactor, TruncatingCompactor
 from agentloop.errors import ConfigurationError
 from agentloop.model import ModelSettings

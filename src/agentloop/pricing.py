@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from agentloop._numbers import require_number
+from agentloop._util.numbers import require_number
 from agentloop.messages import Usage
 
 __all__ = ["Price", "estimate_cost", "sum_costs", "table_available", "table_cost"]

@@ -20,7 +20,7 @@ import pydantic_core
 from typing_extensions import TypeVar
 
 from agentloop import errors
-from agentloop._numbers import is_finite
+from agentloop._util.numbers import is_finite
 from agentloop.errors import (
     AgentLoopError,
     AttemptRecord,

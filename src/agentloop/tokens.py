@@ -25,7 +25,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from agentloop._numbers import is_finite
+from agentloop._util.numbers import is_finite
 from agentloop.errors import ConfigurationError
 from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from agentloop.model import ToolSpec

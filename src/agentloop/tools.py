@@ -25,8 +25,8 @@ import pydantic_core
 from pydantic import BaseModel, ValidationError
 from typing_extensions import TypeVar
 
-from agentloop._numbers import is_finite
 from agentloop._schema import ArgumentModel, build_argument_model, format_validation_error
+from agentloop._util.numbers import is_finite
 from agentloop.cancel import CancelToken
 from agentloop.errors import (
     ConfigurationError,

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from agentloop._fake_server import FakeProviderServer, FakeReply, FakeToolCall, Fault
 from agentloop.errors import (
     AuthError,
     ContextLengthExceeded,
@@ -41,6 +40,7 @@ from agentloop.providers.openai import (
     decode_arguments,
     encode_request,
 )
+from agentloop.testing.fake_server import FakeProviderServer, FakeReply, FakeToolCall, Fault
 
 from .conftest import serve_app
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from agentloop import Agent, FallbackClient, RunConfig, tool
-from agentloop._safety import BREAKER_TEXT
+from agentloop.engine.guards import BREAKER_TEXT
 from agentloop.errors import LoopDetected, MemoryBackendError, ProviderUnavailable
 from agentloop.messages import Usage
 from agentloop.providers.fallback import Health

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentloop.engine import Agent
+from agentloop.engine.agent import Agent
 from agentloop.errors import ConfigurationError
 
 __all__ = ["checked_wrap"]

@@ -2,7 +2,7 @@
 
 ``DBOSAgent(agent, name=...)`` registers one DBOS workflow, ``agentloop.<name>``, that runs a
 fresh conversation of the agent (``agent.fork()``) with two seams swapped in, the same two the
-plain store's journal uses (``agentloop.durable.journal``):
+plain store's journal uses (``agentloop.engine.journal``):
 
 - the model client becomes a ``StepClient``: each ``complete``/``stream`` is a DBOS step
   ``<name>.model`` whose recorded reply DBOS hands back on replay;
@@ -35,17 +35,17 @@ import sqlalchemy.exc
 from dbos import DBOS, SetWorkflowID, StepOptions, StepReservation, WorkflowHandleAsync
 from dbos import error as dbos_error
 
-from agentloop._turn import collect_stream
 from agentloop.cancel import CancelToken
 from agentloop.durable._wrap import checked_wrap
-from agentloop.durable.journal import (
+from agentloop.engine.agent import Agent
+from agentloop.engine.journal import (
     ToolsView,
     WrappedClient,
     WrappedTool,
     output_entry,
     replayed_output,
 )
-from agentloop.engine import Agent
+from agentloop.engine.turn import collect_stream
 from agentloop.errors import (
     AgentLoopError,
     Cancelled,

@@ -51,11 +51,11 @@ from temporalio.exceptions import CancelledError as TemporalCancelled
 from temporalio.service import RPCError
 from temporalio.worker import Worker
 
-from agentloop._turn import collect_stream
 from agentloop.cancel import CancelToken
 from agentloop.durable._wrap import checked_wrap
-from agentloop.durable.journal import ToolsView, WrappedClient, WrappedTool
-from agentloop.engine import Agent
+from agentloop.engine.agent import Agent
+from agentloop.engine.journal import ToolsView, WrappedClient, WrappedTool
+from agentloop.engine.turn import collect_stream
 from agentloop.errors import (
     AgentLoopError,
     Cancelled,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentloop._lazy import lazy_exports
+from agentloop._util.lazy import lazy_exports
 from agentloop.providers.openai import OllamaClient, OpenAIClient, OpenRouterClient
 from agentloop.providers.settings import Settings, build_client
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from urllib.parse import urlsplit
 
-from agentloop._aio import AsyncClosing
+from agentloop._util.aio import AsyncClosing
 from agentloop.errors import AuthError, ConfigurationError, ProviderError
 from agentloop.providers._http import HttpTransport
 

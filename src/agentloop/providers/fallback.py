@@ -35,8 +35,8 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from agentloop._aio import aclose_iterator
-from agentloop._numbers import require_number
+from agentloop._util.aio import aclose_iterator
+from agentloop._util.numbers import require_number
 from agentloop.errors import (
     BadRequestError,
     ConfigurationError,

@@ -33,9 +33,9 @@ from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import NoReturn
 
-from agentloop._aio import aclose_iterator
-from agentloop._backoff import exponential_backoff
-from agentloop._numbers import require_number
+from agentloop._util.aio import aclose_iterator
+from agentloop._util.backoff import exponential_backoff
+from agentloop._util.numbers import require_number
 from agentloop.errors import (
     AttemptRecord,
     ConfigurationError,

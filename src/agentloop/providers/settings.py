@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from agentloop._numbers import require_number
+from agentloop._util.numbers import require_number
 from agentloop.errors import AuthError, ConfigurationError
 from agentloop.model import ClosableModelClient
 from agentloop.providers._client import check_base_url, check_key_characters

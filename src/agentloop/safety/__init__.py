@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentloop._lazy import lazy_exports
+from agentloop._util.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agentloop.safety.breaker import Admission, ToolBreaker, ToolBreakers, ToolHealth

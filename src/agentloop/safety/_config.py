@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentloop._numbers import require_number
+from agentloop._util.numbers import require_number
 
 
 def require_non_negative(owner: str, name: str, value: float) -> None:

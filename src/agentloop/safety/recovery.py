@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
-from agentloop._backoff import exponential_backoff
-from agentloop._numbers import is_finite
+from agentloop._util.backoff import exponential_backoff
+from agentloop._util.numbers import is_finite
 from agentloop.errors import ConfigurationError
 
 __all__ = [

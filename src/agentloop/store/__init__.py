@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from agentloop._lazy import lazy_exports
+from agentloop._util.lazy import lazy_exports
 from agentloop.messages import Message
 from agentloop.run import Run, Turn
 

@@ -20,7 +20,7 @@ written back, so the store and the resumed agent agree; ``continue_run`` can sti
 run up (``continuable``), its crash ``InternalError`` then replaced by its real end.
 
 With a ``DurableStore`` the recorder also writes the safety state (``snapshot``) in each commit
-point's transaction, journals steps (``agentloop.durable.journal``), and holds the session's
+point's transaction, journals steps (``agentloop.engine.journal``), and holds the session's
 lease from run start to finalize: a process that finds the lease held by another live process
 gets ``MemoryBackendError``. A lease is stale when it expired (``LEASE_SECONDS`` after its last
 renewal; renewed as turns complete) or when its holder is a process of this host that is gone.

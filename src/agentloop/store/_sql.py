@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, ClassVar, Protocol
 
-from agentloop._aio import Closing
+from agentloop._util.aio import Closing
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Message
 from agentloop.run import Run, Turn, message_from_dict

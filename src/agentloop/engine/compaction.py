@@ -30,7 +30,7 @@ from agentloop.tokens import ContextMeter
 from agentloop.transcript import TranscriptChecker
 
 if TYPE_CHECKING:
-    from agentloop._state import RunState
+    from agentloop.engine.state import RunState
 
 __all__ = ["ContextGuard"]
 

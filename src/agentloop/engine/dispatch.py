@@ -1,7 +1,7 @@
 """A turn's tool calls: the limits gate, ``ToolCallRequested``, then each call's pipeline.
 
 Calls to names the model was never offered are answered at once (soft); the rest run through
-``agentloop._call.CallPipeline``, one after another or, with ``parallel_tool_calls``, at most
+``agentloop.engine.call.CallPipeline``, one after another or, with ``parallel_tool_calls``, at most
 ``max_concurrency`` at a time. Results come back in the model's order.
 """
 
@@ -12,13 +12,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentloop import events as ev
-from agentloop._call import CallPipeline
-from agentloop._gates import Gates
-from agentloop._invoke import Outcome, invoke
-from agentloop._safety import SafetyState
-from agentloop._state import RunState
 from agentloop.clock import Clock
 from agentloop.config import RunConfig
+from agentloop.engine.call import CallPipeline
+from agentloop.engine.gates import Gates
+from agentloop.engine.guards import SafetyState
+from agentloop.engine.invoke import Outcome, invoke
+from agentloop.engine.state import RunState
 from agentloop.errors import AgentLoopError
 from agentloop.hooks import Approver, Hook
 from agentloop.messages import ToolCallPart, ToolResultPart
@@ -95,7 +95,7 @@ class Dispatcher:
     async def invoke(
         self, ctx: ToolContext, name: str, arguments: Mapping[str, Any]
     ) -> tuple[str, Outcome]:
-        """Run tool ``name`` once (``agentloop._invoke``) from the current registry."""
+        """Run tool ``name`` once (``agentloop.engine.invoke``) from the current registry."""
         return await invoke(self.registry, self.config, ctx, name, arguments)
 
     async def _run_parallel(

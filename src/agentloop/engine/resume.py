@@ -4,15 +4,15 @@
 (``Agent.resume`` and ``continue_run``). ``reopen`` rebuilds the state of the run its process
 never finalized, from its last completed turn, with the session's lease taken: the engine then
 drives it like any run, the journal answering for what already happened
-(``agentloop.durable.journal``).
+(``agentloop.engine.journal``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentloop._state import RunState
 from agentloop.cancel import CancelToken
+from agentloop.engine.state import RunState
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Message
 from agentloop.run import Run
@@ -20,8 +20,8 @@ from agentloop.store import Store
 from agentloop.store._session import SessionRecorder, continuable, load_safety, restore
 
 if TYPE_CHECKING:
-    from agentloop.durable.journal import Journal
-    from agentloop.engine import Agent
+    from agentloop.engine.agent import Agent
+    from agentloop.engine.journal import Journal
 
 __all__ = ["reopen", "restore_safety"]
 

@@ -1,11 +1,11 @@
 """``Agent``: what an application holds: a model client, tools, a prompt and the history.
 
-``run``/``run_sync``/``stream`` start a run; its steps are ``agentloop._loop.RunLoop`` (check
+``run``/``run_sync``/``stream`` start a run; its steps are ``agentloop.engine.loop.RunLoop`` (check
 cancel → limits → compaction → model call → record → answer or dispatch tools, until an
-answer → finalize) over one ``agentloop._state.RunState``. With a ``store``, every commit
+answer → finalize) over one ``agentloop.engine.state.RunState``. With a ``store``, every commit
 point (run start, each completed turn, the compaction commit, finalize) is also written there
 (``agentloop.store``); ``Agent.resume`` rebuilds an agent from it. With an ``output_type`` the
-final answer is validated (``agentloop._output``); everything the run reports travels as one
+final answer is validated (``agentloop.engine.output``); everything the run reports travels as one
 event stream (``agentloop.events``).
 """
 
@@ -18,22 +18,22 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, TypedDict, Unpack, cast, overload
 
-from agentloop import _setup
 from agentloop import events as ev
-from agentloop._aio import AsyncClosing, Closing
-from agentloop._compaction import ContextGuard
-from agentloop._continue import reopen, restore_safety
-from agentloop._dispatch import Dispatcher
-from agentloop._loop import RunLoop
-from agentloop._safety import SafetyState
-from agentloop._state import Offer, RunState
-from agentloop._stream import RunStream
-from agentloop._toolsets import Toolsets
-from agentloop._turn import ClientEventBridge
+from agentloop._util.aio import AsyncClosing, Closing
 from agentloop.cancel import CancelToken
 from agentloop.clock import SYSTEM_CLOCK, Clock
 from agentloop.config import RunConfig
-from agentloop.durable.journal import Journal, JournaledTools, ReplayClient
+from agentloop.engine import setup as _setup
+from agentloop.engine.compaction import ContextGuard
+from agentloop.engine.dispatch import Dispatcher
+from agentloop.engine.guards import SafetyState
+from agentloop.engine.journal import Journal, JournaledTools, ReplayClient
+from agentloop.engine.loop import RunLoop
+from agentloop.engine.resume import reopen, restore_safety
+from agentloop.engine.state import Offer, RunState
+from agentloop.engine.stream import RunStream
+from agentloop.engine.toolsets import Toolsets
+from agentloop.engine.turn import ClientEventBridge
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.hooks import Approver, Hook
 from agentloop.messages import Message
@@ -196,7 +196,7 @@ class Agent(AsyncClosing, Closing, Generic[OutputT]):
 
         Completed tool calls are never executed again: the turn in flight gets its journaled
         model reply back, and each of its tool calls that had returned gets its journaled output
-        (``agentloop.durable.journal``). Needs an agent with a store (``Agent.resume``).
+        (``agentloop.engine.journal``). Needs an agent with a store (``Agent.resume``).
 
         Raises:
             InvalidInput: The session has no run a crash cut off.
@@ -242,7 +242,7 @@ class Agent(AsyncClosing, Closing, Generic[OutputT]):
         output as JSON) is the result, its hard error the parent's soft error
         ``agent '<name>' stopped: <ErrorClass>: <message>``.
         """
-        from agentloop._agent_tool import AgentTool
+        from agentloop.engine.agent_tool import AgentTool
 
         return AgentTool(self, name=name, description=description)
 

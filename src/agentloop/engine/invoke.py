@@ -3,7 +3,8 @@
 Nothing here raises for a tool's sake: a missing tool, invalid arguments, a timeout, a
 ``ToolError``, any exception (a panic, logged at WARNING with its traceback) and a value that
 cannot be rendered all come back as the text the model reads plus an ``Outcome`` the pipeline
-(``agentloop._call``) and the tool breaker act on. Only cancellation and interpreter exits leave.
+(``agentloop.engine.call``) and the tool breaker act on. Only cancellation and interpreter
+exits leave.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias
 
-from agentloop._suggest import suggest
+from agentloop._util.suggest import suggest
 from agentloop.config import RunConfig
 from agentloop.errors import ToolError, ToolNotFound
 from agentloop.model import INVALID_JSON_KEY

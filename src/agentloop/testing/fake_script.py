@@ -31,9 +31,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from agentloop._fake_server import FakeReply, FakeToolCall, Fault
-from agentloop._numbers import is_finite
+from agentloop._util.numbers import is_finite
 from agentloop.errors import ConfigurationError
+from agentloop.testing.fake_server import FakeReply, FakeToolCall, Fault
 
 __all__ = ["FAULTS", "FakeScript", "load_fake_script"]
 

@@ -72,6 +72,7 @@ class Stdio:
         self.command, self.args, self.env, self.cwd = command, args, env, cwd
 
     def parameters(self) -> StdioServerParameters:
+        """The SDK's stdio parameters for this command."""
         command, args = self.command, self.args
         if sys.platform == "linux":
             launcher = ["-I", "-S", "-c", _LAUNCHER, str(os.getpid())]
@@ -80,11 +81,13 @@ class Stdio:
 
     @contextlib.asynccontextmanager
     async def open(self, errlog: IO[str] | None) -> AsyncIterator[Any]:
+        """The transport's read and write streams, open for the block."""
         assert errlog is not None
         async with stdio_client(self.parameters(), errlog=errlog) as streams:  # type: ignore[arg-type]
             yield streams
 
     def errlog(self) -> IO[str] | None:
+        """Where the server's stderr goes (a temporary file for stdio)."""
         return tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
 
 
@@ -96,6 +99,7 @@ class Http:
 
     @contextlib.asynccontextmanager
     async def open(self, errlog: IO[str] | None) -> AsyncIterator[Any]:
+        """The transport's read and write streams, open for the block."""
         timeout = httpx2.Timeout(30.0, read=300.0)
         async with (
             httpx2.AsyncClient(headers=self.headers, timeout=timeout) as client,
@@ -104,6 +108,7 @@ class Http:
             yield streams
 
     def errlog(self) -> IO[str] | None:
+        """Where the server's stderr goes (none over HTTP)."""
         return None
 
 
@@ -143,11 +148,13 @@ class Connection:
         return conn
 
     def session(self) -> ClientSession:
+        """The live MCP session; a closed connection is an ``MCPError``."""
         if self._session is None:
             raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
         return self._session
 
     def usable(self) -> bool:
+        """True while the session is open and its task alive."""
         return (
             self._session is not None
             and not self._done.is_set()

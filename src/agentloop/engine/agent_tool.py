@@ -30,7 +30,7 @@ from agentloop.safety.budget import Budget, BudgetGate, BudgetWarning
 from agentloop.tools import Tool, ToolContext
 
 if TYPE_CHECKING:
-    from agentloop.engine import Agent
+    from agentloop.engine.agent import Agent
 
 __all__ = ["AgentTool", "SharedBudget"]
 

@@ -46,8 +46,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeAlias
 
-from agentloop import _fake_wire as wire
-from agentloop._aio import AsyncClosing
+from agentloop._util.aio import AsyncClosing
+from agentloop.testing import fake_wire as wire
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -244,7 +244,7 @@ class FakeProviderServer(AsyncClosing):
             ConfigurationError: The file does not parse or a step is not understood; the
                 message names the step and the key.
         """
-        from agentloop._fake_script import load_fake_script
+        from agentloop.testing.fake_script import load_fake_script
 
         parsed = load_fake_script(script)
         return cls(

@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentloop._advice import Target, failure_paragraph
+from agentloop.cli.advice import Target, failure_paragraph
 from agentloop.errors import AgentLoopError, AttemptRecord, InvalidInput, MemoryBackendError
 from agentloop.messages import ToolCallPart, ToolResultPart
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # the engine, its tools and rich load in the commands that us
     from rich.text import Text
 
     from agentloop import Agent, Run, Turn
-    from agentloop._console import LineScreen, LiveScreen, RunView
+    from agentloop.cli.console import LineScreen, LiveScreen, RunView
     from agentloop.store import PostgresStore, SQLiteStore, Store, StoredRun
     from agentloop.testing import FakeProviderServer
 
@@ -96,8 +96,8 @@ async def _run(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from agentloop import Agent, RunConfig
-    from agentloop._console import LineScreen, LiveScreen, RunView, logs_shown
     from agentloop.builtin_tools import workspace_tools
+    from agentloop.cli.console import LineScreen, LiveScreen, RunView, logs_shown
     from agentloop.providers.settings import DEFAULT_MODELS, Settings, build_client
 
     settings = Settings(provider=args.provider, model=args.model, base_url=args.base_url)
@@ -467,7 +467,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "demo":
-            from agentloop._demo import run_demo
+            from agentloop.cli.demo import run_demo
 
             return run_demo()
         if args.command == "fake-server":

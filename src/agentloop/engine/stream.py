@@ -19,7 +19,7 @@ from agentloop.events import Event
 from agentloop.run import OutputT, Run
 
 if TYPE_CHECKING:
-    from agentloop.engine import Agent
+    from agentloop.engine.agent import Agent
 
 __all__ = ["RunStream"]
 

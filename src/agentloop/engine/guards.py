@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from agentloop import events as ev
-from agentloop._limits import Limits
 from agentloop.clock import Clock
 from agentloop.config import RunConfig
+from agentloop.engine.limits import Limits
 from agentloop.errors import AgentLoopError, LockPoisoned, LoopDetected
 from agentloop.observers import EventBus
 from agentloop.run import Run

@@ -37,15 +37,15 @@ from rich.table import Table
 from rich.text import Text
 
 from agentloop import events as ev
-from agentloop._advice import Target, failure_paragraph
-from agentloop._console import ConsoleObserver, LineScreen, logs_shown
-from agentloop._fake_server import FakeProviderServer, FakeReply, FakeToolCall, Fault
 from agentloop.builtin_tools import workspace_tools
 from agentloop.cancel import CancelToken
-from agentloop.engine import Agent
+from agentloop.cli.advice import Target, failure_paragraph
+from agentloop.cli.console import ConsoleObserver, LineScreen, logs_shown
+from agentloop.engine.agent import Agent
 from agentloop.errors import AgentLoopError, ProviderError, ToolError
 from agentloop.model import ModelClient
 from agentloop.run import Run
+from agentloop.testing.fake_server import FakeProviderServer, FakeReply, FakeToolCall, Fault
 from agentloop.tools import Tool, tool
 
 __all__ = ["run_demo"]

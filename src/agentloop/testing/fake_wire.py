@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentloop._fake_server import FakeReply
+    from agentloop.testing.fake_server import FakeReply
 
 OPENAI_DONE = b"data: [DONE]\n\n"
 
@@ -105,6 +105,7 @@ def completion_body(
 
 
 def sse(event: str, data: Mapping[str, Any]) -> bytes:
+    """One SSE event with a JSON ``data`` line."""
     return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
 
 

@@ -18,13 +18,13 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
-from agentloop._fake_script import FakeScript, load_fake_script
-from agentloop._fake_server import FakeProviderServer, FakeReply, FakeToolCall, Fault
 from agentloop.clock import Clock
 from agentloop.errors import InternalError
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, Usage
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
 from agentloop.observers import EVENTS, Observer
+from agentloop.testing.fake_script import FakeScript, load_fake_script
+from agentloop.testing.fake_server import FakeProviderServer, FakeReply, FakeToolCall, Fault
 
 __all__ = [
     "FakeClock",

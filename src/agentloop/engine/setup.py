@@ -12,8 +12,8 @@ import functools
 from collections.abc import Iterable
 from typing import Any, TypeGuard
 
-from agentloop._output import FINAL_RESULT, OutputType
 from agentloop.config import RunConfig
+from agentloop.engine.output import FINAL_RESULT, OutputType
 from agentloop.errors import ConfigurationError, TranscriptError
 from agentloop.messages import Message
 from agentloop.store import Store
@@ -61,6 +61,7 @@ def checked_setup(client: object, config: object, approver: object) -> RunConfig
 
 
 def output_type(output_type: type[Any] | None, registry: ToolRegistry) -> OutputType[Any] | None:
+    """The output type, checked; None for plain text answers."""
     if output_type is None:
         return None
     if FINAL_RESULT in registry:
@@ -118,6 +119,7 @@ def checked_history(history: object) -> list[Message]:
 
 
 def checked_store(store: object) -> Store:
+    """``store`` if it implements ``Store``, else a ``ConfigurationError``."""
     if not isinstance(store, Store):
         raise ConfigurationError("Agent store must implement agentloop.store.Store", field="store")
     return store

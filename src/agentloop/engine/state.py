@@ -27,8 +27,8 @@ from agentloop.model import ToolSpec
 from agentloop.run import Run
 
 if TYPE_CHECKING:
-    from agentloop._compaction import ContextGuard
-    from agentloop._turn import ClientEventBridge
+    from agentloop.engine.compaction import ContextGuard
+    from agentloop.engine.turn import ClientEventBridge
 
 __all__ = ["Offer", "RunState"]
 

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
-from agentloop._output import (
+from agentloop.cancel import CancelToken
+from agentloop.engine.output import (
     ACCEPTED_TEXT,
     CALL_FINAL_RESULT_TEXT,
     FINAL_RESULT,
@@ -23,9 +24,8 @@ from agentloop._output import (
     TRUNCATED_TEXT,
     InvalidOutput,
 )
-from agentloop._state import RunState
-from agentloop._turn import build_request, call_model
-from agentloop.cancel import CancelToken
+from agentloop.engine.state import RunState
+from agentloop.engine.turn import build_request, call_model
 from agentloop.errors import (
     AgentLoopError,
     Cancelled,
@@ -43,7 +43,7 @@ from agentloop.safety.redact import redact_secrets
 from agentloop.transcript import close_interrupted
 
 if TYPE_CHECKING:
-    from agentloop.engine import Agent
+    from agentloop.engine.agent import Agent
 
 __all__ = ["RunLoop"]
 

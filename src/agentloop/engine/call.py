@@ -2,7 +2,8 @@
 
 Per attempt, in order: ``ToolCallStarted`` → pre-tool hooks and the approver (a veto is soft,
 never recovered) → loop pre-check (at the stop threshold the call is refused and the run ends)
-→ tool breaker gate (open: soft, never recovered) → the tool (``agentloop._invoke``) → result →
+→ tool breaker gate (open: soft, never recovered) → the tool (``agentloop.engine.invoke``) →
+result →
 post-tool hooks → breaker record → recovery decision (a retry re-runs this whole list).
 
 ``finish`` is the one place a result is made, whatever decided it: built, recorded for loop
@@ -18,9 +19,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
-from agentloop._invoke import Outcome, suggestion
-from agentloop._safety import BREAKER_TEXT
-from agentloop._state import RunState
+from agentloop.engine.guards import BREAKER_TEXT
+from agentloop.engine.invoke import Outcome, suggestion
+from agentloop.engine.state import RunState
 from agentloop.errors import ToolError, ToolRecoveryExhausted
 from agentloop.messages import ToolCallPart, ToolResultPart
 from agentloop.safety.breaker import Outcome as BreakerOutcome
@@ -34,7 +35,7 @@ from agentloop.safety.recovery import (
 from agentloop.tools import Tool, ToolContext
 
 if TYPE_CHECKING:
-    from agentloop._dispatch import Dispatcher
+    from agentloop.engine.dispatch import Dispatcher
 
 __all__ = ["CallPipeline"]
 

@@ -38,11 +38,11 @@ from mcp.client.session import IncomingMessage
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from agentloop._backoff import exponential_backoff
-from agentloop._mcp_connection import Connection, Http, StartFailed, Stdio, cancellable
-from agentloop._mcp_tools import MCPTool
-from agentloop._numbers import is_finite
+from agentloop._util.backoff import exponential_backoff
+from agentloop._util.numbers import is_finite
 from agentloop.errors import ConfigurationError, ToolError
+from agentloop.mcp.connection import Connection, Http, StartFailed, Stdio, cancellable
+from agentloop.mcp.mapping import MCPTool
 from agentloop.tools import Tool
 
 __all__ = ["MCPServer", "restart_delay"]

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
-from agentloop._aio import aclose_iterator
+from agentloop._util.aio import aclose_iterator
 from agentloop.clock import Clock
 from agentloop.errors import (
     AgentLoopError,
@@ -36,7 +36,7 @@ from agentloop.run import Run
 from agentloop.safety.redact import redact_secrets
 
 if TYPE_CHECKING:
-    from agentloop._state import RunState
+    from agentloop.engine.state import RunState
 
 __all__ = ["ClientEventBridge", "build_request", "call_model", "collect_stream"]
 

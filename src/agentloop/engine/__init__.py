@@ -1,0 +1,12 @@
+"""The engine: ``Agent`` and the private rooms of a run.
+
+``agent`` is the face an application holds; every other module here is private (no stability
+promise): ``loop`` drives a run, ``turn`` makes one model call, ``dispatch``/``call``/``invoke``/
+``gates`` run tool calls, ``state``/``compaction``/``limits``/``guards`` keep a run's state and
+safety, ``resume``/``journal`` continue a stored run, ``stream`` and ``agent_tool`` are two
+faces of a run. ``docs/architecture.md`` draws the layers.
+"""
+
+from agentloop.engine.agent import Agent
+
+__all__ = ["Agent"]
