@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import pytest
@@ -10,7 +9,7 @@ import pytest
 from agentloop import Agent, Observer, RunConfig, tool
 from agentloop import events as ev
 from agentloop.engine.limits import Limits
-from agentloop.errors import BudgetExhausted, MaxTurnsExceeded, ToolLimitReached
+from agentloop.errors import BudgetExhausted, LockPoisoned, MaxTurnsExceeded, ToolLimitReached
 from agentloop.messages import ToolCallPart, Usage
 from agentloop.observers import EventBus
 from agentloop.run import Run, Turn
@@ -72,22 +71,46 @@ def test_usage_and_turns_feed_the_budget() -> None:
     assert limits.budget.spent("turns") == 1
 
 
-def test_a_raising_budget_turns_itself_off_but_the_caps_still_hold(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+def test_a_raising_budget_is_lock_poisoned_until_the_next_run(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     limits, _ = gate(max_turns=1, budget=Budget(tokens=1))
+    broken = limits.budget
 
     def boom() -> None:
         raise RuntimeError("broken gate")
 
-    monkeypatch.setattr(limits.budget, "pre_request", boom)
+    monkeypatch.setattr(broken, "pre_request", boom)
     run: Run[Any] = Run(id="r", input="x")
-    with caplog.at_level(logging.WARNING, "agentloop"):
+    with pytest.raises(LockPoisoned) as info:
         limits.before_request(run, 0)
+    assert info.value.what == "budget" and isinstance(info.value.__cause__, RuntimeError)
     assert not limits.budget_on
-    assert "budget checks are off" in caplog.text
-    with pytest.raises(MaxTurnsExceeded):
+    with pytest.raises(LockPoisoned):  # poisoned: every later step of this run fails too
+        limits.turn_done()
+    with pytest.raises(MaxTurnsExceeded):  # the plain caps still hold first
         limits.before_request(run, 1)
+    monkeypatch.undo()
+    limits.begin()  # a new run rebuilds the counts: the gate is trusted again
+    assert limits.budget_on
+    limits.before_request(run, 0)
+
+
+@pytest.mark.parametrize("step", ["record_usage", "record_turn", "record_tool_calls"])
+def test_a_raising_budget_update_is_lock_poisoned(
+    step: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    limits, _ = gate(budget=Budget(tokens=100))
+
+    def boom(*args: Any) -> None:
+        raise ValueError("bad arithmetic")
+
+    monkeypatch.setattr(limits.budget, step, boom)
+    with pytest.raises(LockPoisoned) as info:
+        limits.spent(Usage(input_tokens=1), "m")
+        limits.turn_done()
+        limits.admit_tools(1)
+    assert isinstance(info.value.__cause__, ValueError)
 
 
 def test_a_continued_run_keeps_its_tool_calls_and_turns() -> None:

@@ -1275,17 +1275,18 @@ async def test_a_raising_breaker_is_lock_poisoned(
     assert isinstance(info.value.__cause__, RuntimeError)
 
 
-async def test_a_raising_budget_gate_fails_open_with_one_warning(
-    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+async def test_a_raising_budget_gate_fails_closed_as_lock_poisoned(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     model = ScriptedModel([call("noop", {"n": i}) for i in range(5)] + [reply("done")])
     agent = Agent(model, tools=[noop], config=RunConfig(budget=Budget(turns=2)))
     monkeypatch.setattr(agent.safety.limits.budget, "pre_request", _boom)
-    with caplog.at_level(logging.WARNING, logger="agentloop"):
-        run = await agent.run("go")
-    assert run.output == "done" and len(model.requests) == 6
-    gate = [r for r in caplog.records if "budget" in r.getMessage()]
-    assert len(gate) == 1
+    with pytest.raises(LockPoisoned) as info:
+        await agent.run("go")
+    assert info.value.what == "budget"
+    assert str(info.value) == "Lock poisoned: budget state is no longer trustworthy"
+    assert isinstance(info.value.__cause__, RuntimeError)
+    assert model.requests == []  # refused before the first request was sent
 
 
 # ------------------------------------------------------- alternation and cancellation

@@ -7,20 +7,21 @@ tokens, output tokens, turns, tool calls, cost, wall clock) and when a turn asks
 both the cap and the budget.
 
 The budget's own arithmetic is ``safety.budget.BudgetGate`` (a child agent's gate is a
-``SharedBudget`` that also counts in its parent's). If that gate raises, its checks are off for
-the session, with one warning (the policy of ``_safety``); the caps on turns and tool calls are
-plain comparisons and always hold.
+``SharedBudget`` that also counts in its parent's). If that gate raises, it fails closed like
+the tool breaker: the run ends with ``LockPoisoned("budget")`` raised from the gate's exception.
+Not ``BudgetExhausted``: nothing is known to be spent, what is known is that the spend can no
+longer be trusted, and a gate that cannot count must not let requests through uncounted. The
+next run's ``begin`` rebuilds the per-run counts, so it trusts the gate again.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from agentloop import events as ev
 from agentloop.config import RunConfig
-from agentloop.errors import MaxTurnsExceeded, ToolLimitReached
+from agentloop.errors import LockPoisoned, MaxTurnsExceeded, ToolLimitReached
 from agentloop.messages import Usage
 from agentloop.observers import EventBus
 from agentloop.run import Run
@@ -28,7 +29,7 @@ from agentloop.safety.budget import BudgetGate
 
 __all__ = ["Limits"]
 
-logger = logging.getLogger("agentloop")
+_T = TypeVar("_T")
 
 
 class Limits:
@@ -40,6 +41,7 @@ class Limits:
         self.per_turn = config.max_tool_calls_per_turn
         self.budget = BudgetGate(config.budget, clock)
         self.budget_on = True
+        """False once the gate raised this run: it is poisoned until the next ``begin``."""
         self.tool_calls = 0
         """Tool calls this run has asked for (what ``max_tool_calls`` caps)."""
         self._bus = bus
@@ -51,6 +53,7 @@ class Limits:
         budget, self._continued_budget = self._continued_budget, None
         calls, self._continued_calls = self._continued_calls, None
         self.tool_calls = calls or 0
+        self.budget_on = True
         if budget is None:
             self._budget(self.budget.begin)
         else:
@@ -73,13 +76,7 @@ class Limits:
         """Refuse the next request past a line; warn once per budget dimension nearing one."""
         if turn >= self.max_turns:
             raise MaxTurnsExceeded(self.max_turns)
-        if not self.budget_on:
-            return
-        try:
-            warnings, stop = self.budget.pre_request()
-        except Exception as exc:
-            self._budget_off(exc)
-            return
+        warnings, stop = self._budget(self.budget.pre_request)
         for warning in warnings:
             self._bus.emit(
                 ev.BudgetWarning(run.id, turn, warning.dimension, warning.spent, warning.limit)
@@ -111,14 +108,12 @@ class Limits:
         """Account a completed turn."""
         self._budget(self.budget.record_turn)
 
-    def _budget(self, update: Callable[[], None]) -> None:
+    def _budget(self, step: Callable[[], _T]) -> _T:
+        """One step of the gate; a gate that raises is poisoned and the run ends (fail closed)."""
         if not self.budget_on:
-            return
+            raise LockPoisoned("budget")
         try:
-            update()
+            return step()
         except Exception as exc:
-            self._budget_off(exc)
-
-    def _budget_off(self, exc: Exception) -> None:
-        self.budget_on = False
-        logger.warning("the budget gate raised (%r); budget checks are off", exc)
+            self.budget_on = False
+            raise LockPoisoned("budget") from exc
