@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
 import math
+import weakref
+from collections.abc import Callable
 from types import ModuleType
 
 import pytest
@@ -232,6 +235,67 @@ def test_the_overhead_is_measured_once_per_system_and_tools() -> None:
     assert counter.text_calls == calls
     request_overhead("be brief", tools, counter)
     assert counter.text_calls > calls  # a different system prompt is measured
+
+
+class FixedCounter:
+    """Every message and every text costs ``n`` tokens (weakly referenceable, like most)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.text_calls = 0
+
+    def count_message(self, message: Message) -> int:
+        return self.n
+
+    def count_text(self, text: str) -> int:
+        self.text_calls += 1
+        return self.n
+
+
+class SlottedCounter:
+    """A user's counter that cannot be weakly referenced."""
+
+    __slots__ = ("n", "text_calls")
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.text_calls = 0
+
+    def count_message(self, message: Message) -> int:
+        return self.n
+
+    def count_text(self, text: str) -> int:
+        self.text_calls += 1
+        return self.n
+
+
+@pytest.mark.parametrize("make", [lambda: FixedCounter(3), HeuristicTokenCounter])
+def test_the_overhead_cache_does_not_keep_a_counter_alive(
+    make: Callable[[], TokenCounter],
+) -> None:
+    counter = make()
+    request_overhead("be careful", [SPEC], counter)
+    ref = weakref.ref(counter)
+    del counter
+    gc.collect()
+    assert ref() is None
+
+
+def test_a_new_counter_never_reads_a_dead_counters_overhead() -> None:
+    """Bug pin: ids are reused after collection; a cache keyed by ``id`` alone lies."""
+    tools = [SPEC]
+    for n in range(1, 41):  # CPython hands a freed id to the next object of its size
+        counter = FixedCounter(n)
+        assert request_overhead(None, tools, counter) == n
+        del counter
+
+
+def test_a_counter_that_cannot_be_weakly_referenced_is_still_cached() -> None:
+    counter = SlottedCounter(7)
+    assert request_overhead("s", [SPEC], counter) == 14
+    calls = counter.text_calls
+    assert request_overhead("s", [SPEC], counter) == 14
+    assert counter.text_calls == calls
 
 
 def test_an_estimate_does_not_recount_cached_messages() -> None:

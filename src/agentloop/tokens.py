@@ -21,8 +21,9 @@ import json
 import math
 import threading
 import warnings
+import weakref
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from agentloop._util.numbers import is_finite
@@ -111,7 +112,7 @@ class RatioTokenCounter:
     ALIASES: ClassVar[Mapping[str, str]] = {"openrouter": "openai", "ollama": "local"}
     """Providers that share a preset with another family."""
 
-    __slots__ = ("_key", "chars_per_token", "per_message")
+    __slots__ = ("__weakref__", "_key", "chars_per_token", "per_message")
 
     def __init__(self, chars_per_token: float, per_message: int = 4) -> None:
         if isinstance(per_message, bool) or not isinstance(per_message, int) or per_message < 0:
@@ -190,7 +191,7 @@ class TiktokenCounter:
         ConfigurationError: ``tiktoken`` is not installed or the encoding is unknown.
     """
 
-    __slots__ = ("_encoding", "_key", "encoding_name", "per_message")
+    __slots__ = ("__weakref__", "_encoding", "_key", "encoding_name", "per_message")
     _encoding: Any
 
     def __init__(self, encoding: str = "o200k_base", per_message: int = 4) -> None:
@@ -241,16 +242,30 @@ def _measure_overhead(system: str | None, tools: Sequence[ToolSpec], counter: To
     return total + sum(counter.count_text(_tool_schema_json(spec)) for spec in tools)
 
 
+def _reference(counter: TokenCounter) -> Callable[[], object]:
+    """A weak reference to ``counter``, or a strong one when it cannot be weakly referenced."""
+    try:
+        return weakref.ref(counter)
+    except TypeError:  # a user's counter with __slots__ and no __weakref__
+        return lambda: counter
+
+
 class _OverheadCache:
     """A small LRU keyed by counter identity, system text and tool identities.
 
-    Entries hold strong references to the counter and the tools, so the ``id`` values in a key
-    cannot be reused by other objects while the entry lives.
+    An ``id`` names an object only while it lives: CPython gives a dead object's id to the next
+    object of its size. Each entry holds its tools (specs are small and cannot be weakly
+    referenced), so their ids stay theirs while it lives. The counter is held weakly, so the
+    cache never keeps a counter (and the tokenizer it may own) alive, and a hit checks that the
+    entry's counter *is* the one asked about: a new counter that inherits a dead one's id
+    measures afresh. A counter that cannot be weakly referenced is held strongly, like a tool.
     """
 
     def __init__(self, size: int = 128) -> None:
         self._size = size
-        self._entries: OrderedDict[tuple[Any, ...], tuple[object, tuple[ToolSpec, ...], int]]
+        self._entries: OrderedDict[
+            tuple[Any, ...], tuple[Callable[[], object], tuple[ToolSpec, ...], int]
+        ]
         self._entries = OrderedDict()
         self._lock = threading.Lock()
 
@@ -259,12 +274,13 @@ class _OverheadCache:
         key = (id(counter), system, tuple(id(s) for s in specs))
         with self._lock:
             entry = self._entries.get(key)
-            if entry is not None:
+            if entry is not None and entry[0]() is counter:
                 self._entries.move_to_end(key)
                 return entry[2]
         value = _measure_overhead(system, specs, counter)
         with self._lock:
-            self._entries[key] = (counter, specs, value)
+            self._entries[key] = (_reference(counter), specs, value)
+            self._entries.move_to_end(key)
             while len(self._entries) > self._size:
                 self._entries.popitem(last=False)
         return value
