@@ -3,13 +3,16 @@
 One pydantic model per tool, built once at decoration time; validation at call time is one
 ``model_validate`` call. Docstring parameter descriptions (Google ``Args:`` or reST ``:param``)
 become field descriptions.
+
+It sits beneath ``agentloop.tools`` and knows nothing of tools: the caller says which annotation
+is the tool context (``is_context``), so a context parameter out of place is named here without
+this module importing ``ToolContext``.
 """
 
 from __future__ import annotations
 
 import inspect
 import re
-import typing
 from collections.abc import Callable, Mapping
 from typing import Any, get_type_hints
 
@@ -72,12 +75,20 @@ def _add_param_line(line: str, params: dict[str, str], current: str | None) -> s
 
 
 def build_argument_model(
-    func: Callable[..., Any], tool_name: str, skip_first: bool
+    func: Callable[..., Any],
+    tool_name: str,
+    skip_first: bool,
+    *,
+    is_context: Callable[[Any], bool],
 ) -> tuple[type[ArgumentModel], dict[str, Any], str]:
     """Build (argument model, JSON schema, description) for ``func``.
 
+    ``skip_first`` leaves out the first parameter (the tool context); ``is_context`` tells a
+    context annotation, which is refused anywhere else.
+
     Raises ``ConfigurationError`` naming the parameter for *args/**kwargs, a missing
-    annotation, or an annotation pydantic cannot turn into a JSON schema.
+    annotation, a context parameter out of place, or an annotation pydantic cannot turn into a
+    JSON schema.
     """
     description, param_docs = split_docstring(func.__doc__)
     try:
@@ -91,7 +102,7 @@ def build_argument_model(
         params = params[1:]
     fields: dict[str, Any] = {}
     for param in params:
-        fields[param.name] = _field_for(param, hints, param_docs, tool_name)
+        fields[param.name] = _field_for(param, hints, param_docs, tool_name, is_context)
     try:
         model = pydantic.create_model(f"{tool_name}_arguments", __base__=ArgumentModel, **fields)
         schema = model.model_json_schema()
@@ -121,14 +132,12 @@ def _culprit(fields: Mapping[str, Any], tool_name: str) -> str | None:
     return None
 
 
-def _is_context(hint: Any) -> bool:
-    from agentloop.tools import ToolContext
-
-    return hint is ToolContext or typing.get_origin(hint) is ToolContext
-
-
 def _field_for(
-    param: inspect.Parameter, hints: Mapping[str, Any], docs: Mapping[str, str], tool_name: str
+    param: inspect.Parameter,
+    hints: Mapping[str, Any],
+    docs: Mapping[str, str],
+    tool_name: str,
+    is_context: Callable[[Any], bool],
 ) -> tuple[Any, Any]:
     if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
         raise ConfigurationError(
@@ -140,7 +149,7 @@ def _field_for(
             f"tool '{tool_name}': parameter '{param.name}' needs a type annotation",
             field=param.name,
         )
-    if _is_context(hints[param.name]):
+    if is_context(hints[param.name]):
         raise ConfigurationError(
             f"tool '{tool_name}': the ToolContext parameter '{param.name}' must be the "
             "function's first parameter",

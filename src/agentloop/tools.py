@@ -187,7 +187,9 @@ class FunctionTool(Tool):
             raise ConfigurationError(f"tool '{self.name}': timeout must be >= 0", field="timeout")
         self.timeout = timeout
         self.takes_context = _first_param_is_context(func)
-        model, schema, doc = build_argument_model(func, self.name, self.takes_context)
+        model, schema, doc = build_argument_model(
+            func, self.name, self.takes_context, is_context=_is_context
+        )
         self.model: type[ArgumentModel] = model
         self.parameters = schema
         self.description = description if description is not None else doc
@@ -303,6 +305,11 @@ def _settle(
         pass
 
 
+def _is_context(hint: Any) -> bool:
+    """True for a ``ToolContext`` annotation, bare or parametrised (``ToolContext[Deps]``)."""
+    return hint is ToolContext or get_origin(hint) is ToolContext
+
+
 def _first_param_is_context(func: Callable[..., Any]) -> bool:
     params = list(inspect.signature(func).parameters.values())
     if not params:
@@ -311,7 +318,7 @@ def _first_param_is_context(func: Callable[..., Any]) -> bool:
         hint = get_type_hints(func).get(params[0].name)
     except Exception:
         hint = None
-    if hint is ToolContext or get_origin(hint) is ToolContext:
+    if _is_context(hint):
         return True
     annotation = params[0].annotation
     return annotation is ToolContext or (

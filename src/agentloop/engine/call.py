@@ -10,20 +10,28 @@ post-tool hooks → breaker record → recovery decision (a retry re-runs this w
 detection (every soft result counts, SPEC 6), announced with ``ToolCallFinished``. What each
 outcome records and announces is a table (``_RECORDED``, ``_UNAVAILABLE``, ``_SILENT``). Only the
 engine ends runs: a tool never can.
+
+The pipeline reaches the dispatcher that runs it only through ``PipelineServices``, a protocol
+naming what it uses, so this module sits beneath ``agentloop.engine.dispatch`` and never imports
+it back.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agentloop import events as ev
-from agentloop.engine.guards import BREAKER_TEXT
+from agentloop.clock import Clock
+from agentloop.config import RunConfig
+from agentloop.engine.gates import Gates
+from agentloop.engine.guards import BREAKER_TEXT, SafetyState
 from agentloop.engine.invoke import Outcome, suggestion
 from agentloop.engine.state import RunState
 from agentloop.errors import ToolError, ToolRecoveryExhausted
 from agentloop.messages import ToolCallPart, ToolResultPart
+from agentloop.observers import EventBus
 from agentloop.safety.breaker import Outcome as BreakerOutcome
 from agentloop.safety.recovery import (
     MAX_RECOVERY_ATTEMPTS,
@@ -32,12 +40,9 @@ from agentloop.safety.recovery import (
     Retry,
     ToolFailure,
 )
-from agentloop.tools import Tool, ToolContext
+from agentloop.tools import Tool, ToolContext, ToolRegistry
 
-if TYPE_CHECKING:
-    from agentloop.engine.dispatch import Dispatcher
-
-__all__ = ["CallPipeline"]
+__all__ = ["CallPipeline", "PipelineServices"]
 
 logger = logging.getLogger("agentloop")
 
@@ -61,12 +66,31 @@ _SILENT: frozenset[Outcome] = frozenset({"unavailable"})
 """A name the model was never offered: nothing was attempted, no Started/Finished events."""
 
 
+class PipelineServices(Protocol):
+    """What a call's pipeline uses of the dispatcher that runs it (``engine.dispatch``)."""
+
+    registry: ToolRegistry
+    config: RunConfig
+    observers: EventBus
+    gates: Gates
+    session_id: str
+    safety: SafetyState
+    clock: Clock
+    default_recovery: bool
+
+    async def invoke(
+        self, ctx: ToolContext, name: str, arguments: Mapping[str, Any]
+    ) -> tuple[str, Outcome]:
+        """Run tool ``name`` once."""
+        ...
+
+
 class CallPipeline:
     """One tool call through the pipeline, with recovery."""
 
     __slots__ = ("arguments", "attempt", "call", "dispatcher", "name", "state")
 
-    def __init__(self, dispatcher: Dispatcher, state: RunState, call: ToolCallPart) -> None:
+    def __init__(self, dispatcher: PipelineServices, state: RunState, call: ToolCallPart) -> None:
         self.dispatcher = dispatcher
         self.state = state
         self.call = call

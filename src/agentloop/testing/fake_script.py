@@ -33,7 +33,7 @@ from typing import Any
 
 from agentloop._util.numbers import is_finite
 from agentloop.errors import ConfigurationError
-from agentloop.testing.fake_server import FakeReply, FakeToolCall, Fault
+from agentloop.testing.fake_steps import FakeReply, FakeToolCall, Fault
 
 __all__ = ["FAULTS", "FakeScript", "load_fake_script"]
 

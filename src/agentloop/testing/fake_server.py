@@ -30,10 +30,11 @@ models it serves; any other path is a 404 with an OpenAI error body (``unknown_u
 ``models`` list, a request for another model is a 404 ``model_not_found`` that uses no step.
 It logs nothing of its own: a client that disconnects mid-answer and its own ``reset`` and
 ``hang`` faults end the exchange quietly. Scripts can also come from a JSON or TOML file
-(``FakeProviderServer.from_script``; the format is in ``_fake_script``).
+(``FakeProviderServer.from_script``; the format is in ``fake_script``).
 
-aiohttp is imported lazily (``import agentloop`` stays light). The wire formats are in
-``_fake_wire``. This module is re-exported from ``agentloop.testing``.
+aiohttp is imported lazily (``import agentloop`` stays light). The steps (``FakeReply``,
+``Fault``, ``FakeToolCall``) are data in ``fake_steps``, re-exported here; the wire formats are
+in ``fake_wire``. This module is re-exported from ``agentloop.testing``.
 """
 
 from __future__ import annotations
@@ -42,147 +43,19 @@ import asyncio
 import itertools
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Self, TypeAlias
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Self
 
 from agentloop._util.aio import AsyncClosing
 from agentloop.testing import fake_wire as wire
+from agentloop.testing.fake_script import load_fake_script
+from agentloop.testing.fake_steps import FakeReply, FakeToolCall, Fault, Step
 
 if TYPE_CHECKING:
     from aiohttp import web
 
 __all__ = ["FakeProviderServer", "FakeReply", "FakeToolCall", "Fault", "RecordedRequest", "Step"]
-
-FaultKind: TypeAlias = Literal["status", "redirect", "reset", "hang", "truncate", "malformed"]
-
-
-@dataclass(frozen=True, slots=True)
-class FakeToolCall:
-    """A tool call the fake model makes (``id`` is generated when None)."""
-
-    name: str
-    arguments: Mapping[str, Any] | str = field(default_factory=dict)
-    id: str | None = None
-
-    def raw_arguments(self) -> str:
-        """The argument text on the wire (a str is sent verbatim, e.g. invalid JSON)."""
-        if isinstance(self.arguments, str):
-            return self.arguments
-        return json.dumps(dict(self.arguments))
-
-
-@dataclass(frozen=True, slots=True)
-class FakeReply:
-    """A successful answer: text and/or tool calls, usage, and timing.
-
-    ``delay`` waits before answering; ``chunk_delay`` paces a stream's chunks (a JSON answer
-    pays it once).
-    """
-
-    text: str = ""
-    tool_calls: Sequence[FakeToolCall] = ()
-    finish_reason: str | None = None
-    input_tokens: int = 10
-    output_tokens: int = 5
-    chunk_delay: float = 0.0
-    delay: float = 0.0
-
-    @property
-    def finish(self) -> str:
-        """The ``finish_reason`` sent: explicit, else ``tool_calls`` or ``stop``."""
-        return self.finish_reason or ("tool_calls" if self.tool_calls else "stop")
-
-
-@dataclass(frozen=True, slots=True)
-class Fault:
-    """A failure injected into one request; build it with the class methods.
-
-    ``delay`` (seconds before the fault strikes) is set with ``dataclasses.replace``.
-    """
-
-    kind: FaultKind
-    status: int = 500
-    body: str | Mapping[str, Any] | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-    reply: FakeReply | None = None
-    seconds: float = 30.0
-    delay: float = 0.0
-
-    @classmethod
-    def http(
-        cls,
-        status: int,
-        body: str | Mapping[str, Any] | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> Fault:
-        """Answer with ``status``, ``body`` (default: an OpenAI error object) and ``headers``."""
-        return cls("status", status=status, body=body, headers=dict(headers or {}))
-
-    @classmethod
-    def rate_limit(cls, retry_after: float | None = 1.0) -> Fault:
-        """429 with ``Retry-After`` (seconds) when given."""
-        headers = {} if retry_after is None else {"Retry-After": f"{retry_after:g}"}
-        return cls.http(429, _error("Rate limit reached", "rate_limit_exceeded"), headers)
-
-    @classmethod
-    def auth(cls) -> Fault:
-        """401 invalid key."""
-        return cls.http(401, _error("Incorrect API key provided", "invalid_api_key"))
-
-    @classmethod
-    def insufficient_credits(cls) -> Fault:
-        """OpenRouter's 402."""
-        return cls.http(402, {"error": {"code": 402, "message": "Insufficient credits"}})
-
-    @classmethod
-    def quota(cls) -> Fault:
-        """OpenAI's quota 429 (``insufficient_quota``), which is not a rate limit."""
-        return cls.http(429, _error("You exceeded your current quota", "insufficient_quota"))
-
-    @classmethod
-    def context_overflow(cls) -> Fault:
-        """400 ``context_length_exceeded``."""
-        message = "This model's maximum context length is 8192 tokens."
-        return cls.http(400, _error(message, "context_length_exceeded"))
-
-    @classmethod
-    def server_error(cls, status: int = 500) -> Fault:
-        """A 5xx (500, 503, 529...)."""
-        return cls.http(status, _error("The server had an error", "server_error"))
-
-    @classmethod
-    def redirect(cls, location: str = "https://elsewhere.example/v1", status: int = 302) -> Fault:
-        """A 3xx to ``location``."""
-        return cls("redirect", status=status, headers={"Location": location})
-
-    @classmethod
-    def reset(cls) -> Fault:
-        """Read the request, then drop the connection without answering."""
-        return cls("reset")
-
-    @classmethod
-    def hang(cls, seconds: float = 30.0) -> Fault:
-        """Read the request and answer nothing for ``seconds`` (a read timeout)."""
-        return cls("hang", seconds=seconds)
-
-    @classmethod
-    def truncate(cls, reply: FakeReply | None = None) -> Fault:
-        """Stream part of ``reply`` and end cleanly without ``[DONE]`` (JSON: cut the body)."""
-        return cls("truncate", reply=reply or FakeReply("partial answer"))
-
-    @classmethod
-    def malformed(cls) -> Fault:
-        """200 with a body (or stream chunk) that is not valid JSON."""
-        return cls("malformed")
-
-
-Step: TypeAlias = FakeReply | Fault | Callable[[Mapping[str, Any]], "FakeReply | Fault"]
-
-
-def _error(message: str, code: str) -> dict[str, Any]:
-    kind = "insufficient_quota" if code == "insufficient_quota" else "invalid_request_error"
-    return wire.openai_error(message, code, kind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,8 +117,6 @@ class FakeProviderServer(AsyncClosing):
             ConfigurationError: The file does not parse or a step is not understood; the
                 message names the step and the key.
         """
-        from agentloop.testing.fake_script import load_fake_script
-
         parsed = load_fake_script(script)
         return cls(
             parsed.steps,
@@ -315,7 +186,7 @@ class FakeProviderServer(AsyncClosing):
         step = self._script.pop(0) if self._script else self.default
         if step is None:
             message = f"fake server script exhausted at request {len(self.received)}"
-            return Fault.http(500, _error(message, "script_exhausted"))
+            return Fault.http(500, wire.openai_error(message, "script_exhausted"))
         return step(body) if callable(step) else step
 
     def _served(self) -> tuple[str, ...]:
@@ -344,7 +215,7 @@ class FakeProviderServer(AsyncClosing):
             (405, "method_not_allowed") if request.path in served else (404, "unknown_url")
         )
         message = f"Invalid URL ({request.method} {request.path})"
-        return _json(status, _error(message, code), {})
+        return _json(status, wire.openai_error(message, code), {})
 
     def _rejection(self, anthropic: bool, body: Mapping[str, Any]) -> dict[str, Any] | None:
         """The 404 body for a model this server does not serve (None: serve it)."""
@@ -373,7 +244,7 @@ class FakeProviderServer(AsyncClosing):
         if isinstance(step, FakeReply):
             return await self._reply(exchange, step)
         if step.kind in ("status", "redirect"):
-            payload = step.body if step.body is not None else _error("fault", "fault")
+            payload = step.body if step.body is not None else wire.openai_error("fault", "fault")
             return _json(step.status, payload, {**headers, **step.headers})
         return await self._misbehave(exchange, step)
 

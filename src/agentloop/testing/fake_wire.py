@@ -4,24 +4,55 @@ Pure functions from a ``FakeReply`` to bytes or JSON-ready dicts (no I/O), so th
 holds only the serving: a body for a non-streamed answer, the SSE chunks of a streamed one
 (without the terminator, so a truncation fault can cut them), and the error bodies of each
 provider family.
+
+The lowest of the fake server's modules: it reads a reply through the ``_Reply`` protocol, so it
+imports none of its siblings (``fake_steps`` imports it for the error bodies).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from agentloop.testing.fake_server import FakeReply
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 OPENAI_DONE = b"data: [DONE]\n\n"
 
 
+class _ToolCall(Protocol):
+    """What the wire reads of a ``FakeToolCall``."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def arguments(self) -> Mapping[str, Any] | str: ...
+    def raw_arguments(self) -> str: ...
+
+
+class _Reply(Protocol):
+    """What the wire reads of a ``FakeReply``."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def tool_calls(self) -> Sequence[_ToolCall]: ...
+    @property
+    def finish(self) -> str: ...
+    @property
+    def input_tokens(self) -> int: ...
+    @property
+    def output_tokens(self) -> int: ...
+
+
 def openai_error(
-    message: str, code: str | None, kind: str = "invalid_request_error", param: str | None = None
+    message: str, code: str | None, kind: str | None = None, param: str | None = None
 ) -> dict[str, Any]:
-    """An OpenAI error object: ``{"error": {"message", "type", "code", "param"}}``."""
+    """An OpenAI error object: ``{"error": {"message", "type", "code", "param"}}``.
+
+    ``kind`` (the ``type``) defaults to OpenAI's for ``code``: ``insufficient_quota`` for that
+    code, ``invalid_request_error`` for any other.
+    """
+    if kind is None:
+        kind = "insufficient_quota" if code == "insufficient_quota" else "invalid_request_error"
     return {"error": {"message": message, "type": kind, "code": code, "param": param}}
 
 
@@ -55,7 +86,7 @@ def _pieces(text: str, size: int = 8) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def stream_chunks(reply: FakeReply, model: str, ident: str, call_ids: list[str]) -> list[bytes]:
+def stream_chunks(reply: _Reply, model: str, ident: str, call_ids: list[str]) -> list[bytes]:
     """The SSE chunks of ``reply`` (without the final ``[DONE]``)."""
     chunks = [_chunk(ident, model, _delta({"role": "assistant", "content": ""}))]
     chunks += [_chunk(ident, model, _delta({"content": p})) for p in _pieces(reply.text)]
@@ -76,9 +107,7 @@ def stream_chunks(reply: FakeReply, model: str, ident: str, call_ids: list[str])
     return chunks
 
 
-def completion_body(
-    reply: FakeReply, model: str, ident: str, call_ids: list[str]
-) -> dict[str, Any]:
+def completion_body(reply: _Reply, model: str, ident: str, call_ids: list[str]) -> dict[str, Any]:
     """The non-streaming Chat Completions body of ``reply``."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
     if reply.tool_calls:
@@ -109,12 +138,12 @@ def sse(event: str, data: Mapping[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
 
 
-def _anthropic_stop(reply: FakeReply) -> str:
+def _anthropic_stop(reply: _Reply) -> str:
     mapping = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
     return mapping.get(reply.finish, reply.finish)
 
 
-def anthropic_body(reply: FakeReply, model: str, ident: str, call_ids: list[str]) -> dict[str, Any]:
+def anthropic_body(reply: _Reply, model: str, ident: str, call_ids: list[str]) -> dict[str, Any]:
     """The non-streaming Anthropic Messages body of ``reply``."""
     content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
     for call, call_id in zip(reply.tool_calls, call_ids, strict=True):
@@ -134,7 +163,7 @@ def anthropic_body(reply: FakeReply, model: str, ident: str, call_ids: list[str]
     }
 
 
-def anthropic_events(reply: FakeReply, model: str, ident: str, call_ids: list[str]) -> list[bytes]:
+def anthropic_events(reply: _Reply, model: str, ident: str, call_ids: list[str]) -> list[bytes]:
     """The Anthropic Messages SSE events of ``reply`` (without the final ``message_stop``)."""
     start: dict[str, Any] = {
         "id": ident,
