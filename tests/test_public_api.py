@@ -42,6 +42,7 @@ API = [
     "RetryingClient",
     "Run",
     "RunConfig",
+    "Session",
     "Settings",
     "StreamEvent",
     "TextPart",

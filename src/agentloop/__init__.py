@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from agentloop.cancel import CancelToken
     from agentloop.config import RunConfig
     from agentloop.engine.agent import Agent
+    from agentloop.engine.session import Session
     from agentloop.errors import AgentLoopError, ToolError
     from agentloop.hooks import Allow, Ask, Block, Hook, PolicyHook
     from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart, Usage
@@ -48,6 +49,7 @@ _EXPORTS = {
     "RetryingClient": "agentloop.providers.retrying",
     "Run": "agentloop.run",
     "RunConfig": "agentloop.config",
+    "Session": "agentloop.engine.session",
     "Settings": "agentloop.providers.settings",
     "StreamEvent": "agentloop.model",
     "TextPart": "agentloop.messages",
@@ -87,6 +89,7 @@ __all__ = [
     "RetryingClient",
     "Run",
     "RunConfig",
+    "Session",
     "Settings",
     "StreamEvent",
     "TextPart",

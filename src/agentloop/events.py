@@ -2,9 +2,9 @@
 
 Everything a run tells the outside world travels as one of these: observers receive them through
 ``Observer.on_event``, ``agent.stream()`` yields them, the OpenTelemetry observer and the CLI
-render them. Every event carries ``run_id`` and ``turn`` (the 0-based turn it belongs to) and
-``path``, the names of the agents from the root when an agent runs as another agent's tool
-(empty for a top-level run).
+render them. Every event carries ``run_id``, ``session_id``, ``turn`` (the 0-based turn it
+belongs to) and ``path``, the names of the agents from the root when an agent runs as another
+agent's tool (empty for a top-level run).
 """
 
 from __future__ import annotations
@@ -87,6 +87,8 @@ class Event:
     run_id: str
     turn: int
     path: tuple[str, ...] = field(default=(), kw_only=True)
+    session_id: str = field(default="", kw_only=True)
+    """The session (conversation) whose run sent it; stamped by the session's event channel."""
 
 
 @_event

@@ -152,9 +152,10 @@ class EventBus:
     raises is logged and ignored.
     """
 
-    __slots__ = ("_listeners", "_observers", "active", "run", "turn")
+    __slots__ = ("_listeners", "_observers", "active", "run", "session_id", "turn")
 
-    def __init__(self, observers: Sequence[Observer]) -> None:
+    def __init__(self, observers: Sequence[Observer], session_id: str = "") -> None:
+        self.session_id = session_id
         self._observers = tuple((o, _legacy_handlers(o)) for o in observers if _listens(o))
         self._listeners: list[Callable[[Event], None]] = []
         self.run: Run[Any] | None = None
@@ -177,7 +178,12 @@ class EventBus:
         self.active = bool(self._observers or self._listeners)
 
     def emit(self, event: Event) -> None:
-        """Deliver ``event`` to every listener and observer."""
+        """Deliver ``event`` to every listener and observer, stamped with the session's id.
+
+        An event that already names a session (a child agent's, forwarded) keeps it.
+        """
+        if not event.session_id:
+            _stamp(event, self.session_id)
         for listener in self._listeners:
             try:
                 listener(event)
@@ -195,6 +201,9 @@ class EventBus:
                 logger.exception(
                     "observer %r raised on %s; ignored", observer, type(event).__name__
                 )
+
+
+_stamp = Event.session_id.__set__  # type: ignore[attr-defined]  # the slot, past frozen
 
 
 def _listens(observer: Observer) -> bool:

@@ -98,6 +98,11 @@ class Run(Generic[OutputT]):
     unfinished_input: str | None = None
     started_at: float | None = None
     ended_at: float | None = None
+    session_id: str = ""
+    """The session (conversation) the run belongs to."""
+    conversation: list[Message] = field(default_factory=list, repr=False)
+    """The committed, compacted transcript after the run (seed history included): what to pass
+    as ``history=`` next time. Kept in memory only; ``messages`` is the stored audit trail."""
 
     @property
     def truncated(self) -> bool:
@@ -146,6 +151,7 @@ class Run(Generic[OutputT]):
             "messages": [m.to_dict() for m in self.messages],
             "usage": self.usage.to_dict(),
             "unfinished_input": self.unfinished_input,
+            "session_id": self.session_id,
         }
 
     @classmethod
@@ -166,6 +172,7 @@ class Run(Generic[OutputT]):
             messages=_each(data, "messages", "", message_from_dict),
             usage=_usage(data, ""),
             unfinished_input=_field(data, "unfinished_input", "", "str", default=None),
+            session_id=_field(data, "session_id", "", "str", default=""),
         )
 
     def __eq__(self, other: object) -> bool:

@@ -400,10 +400,10 @@ class DBOSAgent(Generic[OutputT]):
         flow = _Flow(self.name, twin.cancel)
         twin.client = StepClient(self.agent.client, flow)
         twin._dispatcher.registry = StepTools(twin.registry, flow, self.inline_tools)
-        state = twin._begin(input, deps, (), None)
+        state = twin.default_session._begin(input, deps, (), None)
         state.run.id = DBOS.workflow_id or state.run.id
         try:
-            return await twin._drive(state)
+            return await twin.default_session._drive(state)
         except Cancelled:
             if flow.cancelled is not None:  # DBOS cancelled it: let DBOS see its own signal
                 raise flow.cancelled from None

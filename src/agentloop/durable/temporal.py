@@ -383,11 +383,11 @@ class TemporalAgent(Generic[OutputT]):
         twin._dispatcher.registry = ActivityTools(twin.registry, self._activities)
         twin.safety.breakers = ToolBreakers(twin.config.tool_breaker, clock=workflow.time)
         twin.safety.limits.budget = BudgetGate(twin.config.budget, clock=workflow.time)
-        state = twin._begin(input, deps, (), None)
+        state = twin.default_session._begin(input, deps, (), None)
         state.run.id = workflow.info().workflow_id
         state.run.started_at = workflow.now().timestamp()
         try:
-            run = await twin._drive(state)
+            run = await twin.default_session._drive(state)
         except AgentLoopError as exc:
             raise failure(exc) from None
         return pickle.dumps(run)

@@ -1,6 +1,7 @@
 """The engine: ``Agent`` and the private rooms of a run.
 
-``agent`` is the face an application holds; every other module here is private (no stability
+``agent`` is the face an application holds and ``session`` a conversation on it (both
+re-exported here); every other module here is private (no stability
 promise): ``loop`` drives a run, ``turn`` makes one model call, ``dispatch``/``call``/``invoke``/
 ``gates`` run tool calls, ``state``/``compaction``/``limits``/``guards`` keep a run's state and
 safety, ``resume``/``journal`` continue a stored run, ``stream`` and ``agent_tool`` are two
@@ -8,5 +9,6 @@ faces of a run. ``docs/architecture.md`` draws the layers.
 """
 
 from agentloop.engine.agent import Agent
+from agentloop.engine.session import Session
 
-__all__ = ["Agent"]
+__all__ = ["Agent", "Session"]

@@ -1,8 +1,9 @@
 """``agent.as_tool()``: another agent as one tool of a parent run (SPEC 13).
 
-Each call is a fresh conversation of the child (a fork of its configuration with no history),
-so parallel calls are independent. The child's output is the tool's result (typed output as
-JSON); its hard error is the parent's soft error ``agent '<name>' stopped: <Class>: <message>``.
+Each call is a fresh conversation of the child (a new unsaved session of the child agent: no
+history, the child's shared tool breakers), so parallel calls are independent. The child's
+output is the tool's result (typed output as JSON); its hard error is the parent's soft error
+``agent '<name>' stopped: <Class>: <message>``.
 A parent cancel reaches the child through task cancellation and ends the parent as
 ``Cancelled``. The child's usage is added to the parent run's usage, and its events reach the
 parent's observers and stream with ``path`` naming the agents from the root.
@@ -20,17 +21,15 @@ share the parent's gate, so they overshoot it by at most their requests in fligh
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any
 
+from agentloop.engine.session import Session
 from agentloop.errors import AgentLoopError, ConfigurationError, ToolError
 from agentloop.events import Event
 from agentloop.messages import Usage
 from agentloop.safety.budget import Budget, BudgetGate, BudgetWarning
 from agentloop.tools import Tool, ToolContext
-
-if TYPE_CHECKING:
-    from agentloop.engine.agent import Agent
 
 __all__ = ["AgentTool", "SharedBudget"]
 
@@ -38,7 +37,9 @@ __all__ = ["AgentTool", "SharedBudget"]
 class AgentTool(Tool):
     """A ``Tool`` whose one parameter, ``input``, is the child agent's prompt."""
 
-    def __init__(self, agent: Agent[Any], *, name: str, description: str) -> None:
+    def __init__(
+        self, new_session: Callable[[], Session[Any]], *, name: str, description: str
+    ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ConfigurationError("as_tool() needs a non-empty name", field="name")
         if not isinstance(description, str) or not description.strip():
@@ -46,7 +47,7 @@ class AgentTool(Tool):
                 f"as_tool(name={name!r}) needs a description the parent model can read",
                 field="description",
             )
-        self.agent = agent
+        self.new_session = new_session
         self.name = name
         self.description = description
         self.parameters = {
@@ -65,13 +66,17 @@ class AgentTool(Tool):
         return {"input": value}
 
     async def call(self, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
-        """Run a fresh conversation of the child; its hard error becomes soft text."""
-        child = self.agent.fork()
+        """Run a fresh conversation of the child; its hard error becomes soft text.
+
+        The conversation is a new unsaved session of the child agent, so the child's tool
+        breakers and model health carry over from one call to the next.
+        """
+        child = self.new_session()
         link = ctx._link
         forward = None
         if link is not None:
             limits = child.safety.limits
-            limits.budget = SharedBudget(child.config.budget, link[1].safety.limits.budget)
+            limits.budget = SharedBudget(child.agent.config.budget, link[1].safety.limits.budget)
             bus = link[1].observers
             if bus.active:
                 prefix = (self.name,)
@@ -92,7 +97,7 @@ class AgentTool(Tool):
         return run.output
 
 
-def _roll_up(link: tuple[Any, Any], child: Agent[Any]) -> None:
+def _roll_up(link: tuple[Any, Any], child: Session[Any]) -> None:
     """Add the child's usage to the parent run (its budget counted it as it was spent)."""
     state = link[0]
     run = child.current_run

@@ -1,9 +1,10 @@
 """The engine's view of the safety stack, with the poisoning policy applied in one place.
 
-One ``SafetyState`` per agent (detectors and breakers are session state). Detection is advisory:
-if a detector's own update raises, detection switches itself off for the session with one
-warning and the run goes on. A breaker whose update raises fails closed (``LockPoisoned``).
-The budget gate fails open (its checks are skipped) if it raises (``_limits``).
+One ``SafetyState`` per session: the detectors' windows and the budget gate are the session's;
+the tool breakers are the agent's, shared by all its sessions (a sick tool is sick for
+everyone). Detection is advisory: if a detector's own update raises, detection switches
+itself off for the session with one warning and the run goes on. A breaker whose update
+raises fails closed (``LockPoisoned``). The budget gate: see ``agentloop.engine.limits``.
 
 ``snapshot()`` gathers every component's state (and the model health of a ``FallbackClient``,
 found through wrapping clients' ``inner``) as plain JSON data; the engine stores it at each
@@ -59,13 +60,25 @@ def _health_client(client: object) -> _HealthSnapshots | None:
 
 
 class SafetyState:
-    """Loop and convergence detection, tool breakers and the limits gate of one agent."""
+    """Loop and convergence detection, tool breakers and the limits gate of one session.
 
-    def __init__(self, config: RunConfig, bus: EventBus, clock: Clock) -> None:
+    ``breakers``: the agent's, shared by its sessions (a private set when not given).
+    """
+
+    def __init__(
+        self,
+        config: RunConfig,
+        bus: EventBus,
+        clock: Clock,
+        *,
+        breakers: ToolBreakers | None = None,
+    ) -> None:
         self.bus = bus
         self.loops = LoopDetector(config.loop_detection)
         self.convergence = ConvergenceDetector(config.convergence)
-        self.breakers = ToolBreakers(config.tool_breaker, clock.monotonic)
+        self.breakers = (
+            ToolBreakers(config.tool_breaker, clock.monotonic) if breakers is None else breakers
+        )
         self.limits = Limits(config, bus, clock.monotonic)
         self.detection_on = True
 
@@ -86,24 +99,32 @@ class SafetyState:
         return data
 
     def restore(
-        self, data: Mapping[str, Any], client: object = None, *, continuing: Run | None = None
+        self,
+        data: Mapping[str, Any],
+        client: object = None,
+        *,
+        continuing: Run | None = None,
+        shared: bool = True,
     ) -> None:
         """Put back a ``snapshot()``; raises ``ValueError`` when it is malformed or newer.
 
         ``continuing``: the run ``continue_run`` picks up; its spend is restored at its start
-        (the snapshot of a turn's commit point predates that turn's count).
+        (the snapshot of a turn's commit point predates that turn's count). ``shared=False``
+        leaves the agent's tool breakers and model health alone: a session restored on a live
+        agent never overwrites what its other sessions share.
         """
         version = data.get("format") if isinstance(data, Mapping) else None
         if not isinstance(version, int) or version > SAFETY_FORMAT:
             raise ValueError(f"safety state format {version!r} is not one this agentloop reads")
         self.loops.restore(data["loops"])
         self.convergence.restore(data["convergence"])
-        self.breakers.restore(data["breakers"])
+        if shared:
+            self.breakers.restore(data["breakers"])
         if continuing is not None:
             self.limits.continue_run(continuing, data["budget"])
         self.detection_on = bool(data.get("detection_on", True))
         self.limits.budget_on = bool(data.get("budget_on", True))
-        health = _health_client(client)
+        health = _health_client(client) if shared else None
         if health is not None and "models" in data:
             health.restore(data["models"])
 

@@ -1,4 +1,4 @@
-"""One run of an ``Agent``, as a short sequence of named steps.
+"""One run of a session (``agentloop.engine.conversation``), as a short sequence of named steps.
 
 A run: start (tools listed, the record begun, ``RunStarted``) → per turn (cancel checkpoint →
 tool sources refreshed → the context guard compacts if needed → the limits gate → the model
@@ -12,10 +12,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentloop import events as ev
 from agentloop.cancel import CancelToken
+from agentloop.engine.conversation import Conversation
 from agentloop.engine.output import (
     ACCEPTED_TEXT,
     CALL_FINAL_RESULT_TEXT,
@@ -42,9 +43,6 @@ from agentloop.run import TRUNCATION_REASONS, Run, Turn
 from agentloop.safety.redact import redact_secrets
 from agentloop.transcript import close_interrupted
 
-if TYPE_CHECKING:
-    from agentloop.engine.agent import Agent
-
 __all__ = ["RunLoop"]
 
 logger = logging.getLogger("agentloop")
@@ -53,12 +51,13 @@ _CANNOT_FIT = (ContextExceeded, CompactionStalled, ContextLengthExceeded)
 
 
 class RunLoop:
-    """The steps of one run of ``agent`` over ``state``."""
+    """The steps of one run of ``session`` over ``state`` (``agent``: its definition)."""
 
-    __slots__ = ("agent", "finalizing", "state", "watches")
+    __slots__ = ("agent", "finalizing", "session", "state", "watches")
 
-    def __init__(self, agent: Agent[Any], state: RunState) -> None:
-        self.agent = agent
+    def __init__(self, session: Conversation[Any], state: RunState) -> None:
+        self.session = session
+        self.agent = session.agent
         self.state = state
         self.finalizing = False
         self.watches: list[tuple[CancelToken, int]] = []
@@ -108,24 +107,24 @@ class RunLoop:
         return state.run
 
     async def _start(self) -> None:
-        agent, state = self.agent, self.state
+        agent, session, state = self.agent, self.session, self.state
         state.check_cancel()
         await agent._refresh_tools(state, starting=True)
-        if agent._recorder is not None:
-            agent._recorder.begin(state.run)
-        agent.safety.limits.begin()
-        if agent._bus.active:
-            agent._bus.emit(ev.RunStarted(state.run.id, 0, state.run))
+        if session._recorder is not None:
+            session._recorder.begin(state.run)
+        session.safety.limits.begin()
+        if session._bus.active:
+            session._bus.emit(ev.RunStarted(state.run.id, 0, state.run))
         for hook in agent._hooks:
             if overrides(hook, Hook, "on_run_start"):
                 await hook.on_run_start(state.run)
         state.guard.start(state.transcript, state.offer.specs)
 
     async def _turns(self) -> None:
-        agent, state = self.agent, self.state
+        agent, session, state = self.agent, self.session, self.state
         while True:
             state.check_cancel()
-            agent.safety.limits.before_request(state.run, state.turn_index)
+            session.safety.limits.before_request(state.run, state.turn_index)
             if agent._toolsets.toolsets:
                 await agent._refresh_tools(state, starting=False)
             await state.guard.before_call(state, self._commit_compacted)
@@ -138,11 +137,11 @@ class RunLoop:
             else:
                 done = await self._typed_turn(turn, response)
             state.complete_turn()
-            if agent._recorder is not None:
-                agent._recorder.turn_completed(state.run, state.audit)
-            agent.safety.limits.turn_done()
-            if agent._bus.active:
-                agent._bus.emit(ev.TurnFinished(state.run.id, turn))
+            if session._recorder is not None:
+                session._recorder.turn_completed(state.run, state.audit)
+            session.safety.limits.turn_done()
+            if session._bus.active:
+                session._bus.emit(ev.TurnFinished(state.run.id, turn))
             if done:
                 return
             state.turn_index += 1
@@ -150,7 +149,7 @@ class RunLoop:
     async def _model_step(self) -> ModelResponse | None:
         """One model call; None when a context rejection sends the turn back for compaction."""
         agent, state = self.agent, self.state
-        bus, client = agent._bus, agent.client
+        bus, client = self.session._bus, state.client
         bus.turn = state.turn_index
         if bus.active:
             bus.emit(
@@ -164,7 +163,7 @@ class RunLoop:
             agent._system(),
             agent.config.model_settings,
             output.spec if state.offer.native_output and output is not None else None,
-            agent.session_id,
+            self.session.id,
         )
         try:
             response = await call_model(
@@ -173,7 +172,7 @@ class RunLoop:
         except ContextLengthExceeded as error:
             state.guard.salvage(state, error)
             return None
-        agent.safety.limits.spent(response.usage, response.model or client.model)
+        self.session.safety.limits.spent(response.usage, response.model or client.model)
         if bus.active:
             bus.emit(ev.ModelResponded(state.run.id, state.turn_index, response))
         return response
@@ -182,7 +181,7 @@ class RunLoop:
         state = self.state
         turn = Turn(
             index=state.turn_index,
-            model=response.model or self.agent.client.model,
+            model=response.model or state.client.model,
             tool_calls=list(response.tool_calls),
             usage=response.usage,
             stop_reason=response.stop_reason,
@@ -197,7 +196,7 @@ class RunLoop:
     async def _text_turn(self, turn: Turn, response: ModelResponse) -> bool:
         """An untyped turn: dispatch the calls, or the reply is the output. True when done."""
         if not response.tool_calls:
-            stop = self.agent.safety.converge(self.state.run, response.text)
+            stop = self.session.safety.converge(self.state.run, response.text)
             if stop is not None:
                 raise stop
             self.state.run.output = response.text
@@ -261,7 +260,7 @@ class RunLoop:
         why: str = "",
     ) -> None:
         """Run the turn's tool calls; ``rejected`` calls get ``why`` as their soft result."""
-        dispatcher, state = self.agent._dispatcher, self.state
+        dispatcher, state = self.session._dispatcher, self.state
         if rejected:
             skip = {c.id for c in rejected}
             runnable = [c for c in calls if c.id not in skip]
@@ -275,17 +274,17 @@ class RunLoop:
 
     def _commit_compacted(self, messages: list[Message]) -> None:
         """Compaction is a commit point: its result becomes the history."""
-        agent, state = self.agent, self.state
-        if agent._recorder is not None:
-            agent._recorder.compacted(state.run, messages, len(state.audit))
-        agent._history = list(messages)
+        session, state = self.session, self.state
+        if session._recorder is not None:
+            session._recorder.compacted(state.run, messages, len(state.audit))
+        session._history = list(messages)
         state.replace(messages)
 
     async def finalize(self, error: AgentLoopError | None) -> None:
         """Record how the run ended, commit its history, tell hooks and observers."""
-        agent, state = self.agent, self.state
+        agent, session, state = self.agent, self.session, self.state
         self.finalizing = True
-        agent._active = None
+        session._active = None
         for token, handle in self.watches:
             token.unwatch(handle)
         run = state.run
@@ -295,24 +294,25 @@ class RunLoop:
             run.output = None
         run.messages = list(state.audit) if error is None else close_interrupted(state.audit)
         if error is None:
-            agent._history.extend(state.pending)
+            session._history.extend(state.pending)
         elif isinstance(error, _CANNOT_FIT):
             run.unfinished_input = run.input
         else:
-            agent._history.extend(state.completed)
-        if agent._recorder is not None:
-            agent.persistence_error = agent._recorder.finished(run, agent._history)
-        agent.safety.end_run()
+            session._history.extend(state.completed)
+        run.conversation = list(session._history)
+        if session._recorder is not None:
+            session.persistence_error = session._recorder.finished(run, session._history)
+        session.safety.end_run()
         if error is not None and error.summary is None:
             error.summary = run.summary()
         await self._run_end_hooks()
-        bus = agent._bus
+        bus = session._bus
         if bus.active:
             bus.emit(ev.RunFinished(run.id, state.turn_index, run))
         if state.listener is not None:
             bus.detach(state.listener)
-        if agent._cancel.cancelled:
-            agent._cancel.reset()
+        if session._cancel.cancelled:
+            session._cancel.reset()
 
     async def _run_end_hooks(self) -> None:
         for hook in self.agent._hooks:

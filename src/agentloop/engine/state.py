@@ -15,22 +15,37 @@ and ``audit``, every message of this run in order, compaction or not (the run re
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agentloop import events as ev
 from agentloop.cancel import CancelToken
-from agentloop.errors import Cancelled
+from agentloop.errors import Cancelled, ContextLengthExceeded
 from agentloop.messages import Message
-from agentloop.model import ToolSpec
+from agentloop.model import ClientEvents, ModelClient, ToolSpec
 from agentloop.run import Run
 
-if TYPE_CHECKING:
-    from agentloop.engine.compaction import ContextGuard
-    from agentloop.engine.turn import ClientEventBridge
+__all__ = ["Guard", "Offer", "RunState"]
 
-__all__ = ["Offer", "RunState"]
+
+class Guard(Protocol):
+    """What a run asks of its context guard (``agentloop.engine.compaction.ContextGuard``).
+
+    Declared here, below the guard, so the state it works on need not import it.
+    """
+
+    def start(self, transcript: Sequence[Message], specs: Sequence[ToolSpec]) -> None:
+        """Measure the run's starting transcript and tool offer."""
+
+    def added(self, message: Message) -> None:
+        """Measure and check one appended message."""
+
+    async def before_call(self, state: RunState, commit: Callable[[list[Message]], None]) -> None:
+        """Compact before the next model call when needed (``commit`` makes it history)."""
+
+    def salvage(self, state: RunState, error: ContextLengthExceeded) -> None:
+        """A provider rejected the context: force a compaction before the retry."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +70,9 @@ class RunState:
     transcript: list[Message]
     base: int
     offer: Offer
-    guard: ContextGuard
+    guard: Guard
+    client: ModelClient
+    """The client this run calls (the agent's, or a replaying wrapper around it)."""
     deps: Any = None
     boundary: int = 0
     audit: list[Message] = field(default_factory=list)
@@ -63,7 +80,7 @@ class RunState:
     invalid_outputs: int = 0
     call_ids: set[str] = field(default_factory=set)
     """Every tool-call id in the transcript (a reply reusing one is re-stamped)."""
-    events: ClientEventBridge | None = None
+    events: ClientEvents | None = None
     listener: Callable[[ev.Event], None] | None = None
 
     def __post_init__(self) -> None:

@@ -11,28 +11,41 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import TYPE_CHECKING, Any, Generic
+from collections.abc import Callable, Coroutine
+from typing import Any, Generic, Protocol
 
 from agentloop.cancel import CancelToken
+from agentloop.engine.state import RunState
 from agentloop.errors import AgentLoopError
 from agentloop.events import Event
 from agentloop.run import OutputT, Run
-
-if TYPE_CHECKING:
-    from agentloop.engine.agent import Agent
 
 __all__ = ["RunStream"]
 
 _END = object()
 
 
+class Starts(Protocol[OutputT]):
+    """What a stream starts a run on (a ``Session``)."""
+
+    def _begin(
+        self,
+        input: str,
+        deps: Any,
+        cancels: tuple[CancelToken, ...],
+        listener: Callable[[Event], None] | None,
+    ) -> RunState: ...
+
+    def _drive(self, state: RunState) -> Coroutine[Any, Any, Run[OutputT]]: ...
+
+
 class RunStream(Generic[OutputT]):
     """The events of one run: ``async with agent.stream(x) as events: async for e in events``."""
 
     def __init__(
-        self, agent: Agent[OutputT], input: str, deps: Any, cancel: CancelToken | None
+        self, session: Starts[OutputT], input: str, deps: Any, cancel: CancelToken | None
     ) -> None:
-        self._agent = agent
+        self._session = session
         self._input = input
         self._deps = deps
         self._cancel = cancel
@@ -54,9 +67,9 @@ class RunStream(Generic[OutputT]):
         if self._task is not None:
             raise RuntimeError("a stream can be entered once")
         cancels = (self._stop,) if self._cancel is None else (self._cancel, self._stop)
-        state = self._agent._begin(self._input, self._deps, cancels, self._push)
+        state = self._session._begin(self._input, self._deps, cancels, self._push)
         self._run = state.run
-        self._task = asyncio.get_running_loop().create_task(self._agent._drive(state))
+        self._task = asyncio.get_running_loop().create_task(self._session._drive(state))
         self._task.add_done_callback(lambda _: self._push(_END))
         return self
 

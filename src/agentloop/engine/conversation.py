@@ -1,0 +1,167 @@
+"""A conversation's state: what one session owns (SPEC 20).
+
+A conversation owns its history, its runs, its event channel, its loop and convergence windows
+and budget gate (``SafetyState``, over the agent's shared tool breakers), its tool dispatcher,
+its store recorder and journal, its cancel signal and the run in flight. It reads everything
+else from the agent's definition (``agentloop.engine.definition``). ``Session`` adds the ways to
+run on it; the run loop, the stream and the resume step work on this state, below ``Session``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Generic
+
+from agentloop import events as ev
+from agentloop.cancel import CancelToken
+from agentloop.engine.compaction import ContextGuard
+from agentloop.engine.definition import Definition
+from agentloop.engine.dispatch import Dispatcher
+from agentloop.engine.guards import SafetyState
+from agentloop.engine.journal import Journal, JournaledTools
+from agentloop.engine.state import RunState
+from agentloop.engine.turn import ClientEventBridge
+from agentloop.errors import InvalidInput, MemoryBackendError
+from agentloop.messages import Message
+from agentloop.model import ModelClient
+from agentloop.observers import EventBus
+from agentloop.run import OutputT, Run
+from agentloop.store._session import SessionRecorder
+
+__all__ = ["Conversation"]
+
+
+class Conversation(Generic[OutputT]):
+    """The state of one conversation on an agent's definition."""
+
+    def __init__(
+        self,
+        agent: Definition[OutputT],
+        session_id: str,
+        *,
+        recorder: SessionRecorder | None,
+        history: list[Message],
+        runs: list[Run[OutputT]] | None = None,
+    ) -> None:
+        self.agent = agent
+        self.id = session_id
+        self.persistence_error: MemoryBackendError | None = None
+        self._recorder = recorder
+        self._history = history
+        self._runs: list[Run[OutputT]] = [] if runs is None else runs
+        self._cancel = CancelToken()
+        self._active: RunState | None = None
+        self._bus = EventBus(agent._observers, session_id)
+        self.safety = SafetyState(agent.config, self._bus, agent.clock, breakers=agent.breakers)
+        self._dispatcher = Dispatcher(
+            safety=self.safety,
+            registry=agent.registry,
+            config=agent.config,
+            hooks=agent._hooks,
+            observers=self._bus,
+            approver=agent._approver,
+            session_id=session_id,
+            clock=agent.clock,
+        )
+        self._journal: Journal | None = None
+        self._wire_recorder()
+
+    def __repr__(self) -> str:
+        return f"<Session {self.id!r}: {len(self._runs)} runs>"
+
+    def _wire_recorder(self) -> None:
+        """With a durable store: safety state at each commit point, tool outputs journaled."""
+        recorder = self._recorder
+        if recorder is None or recorder.durable is None:
+            return
+        recorder.snapshot = lambda: self.safety.snapshot(self.agent.client)
+        self._journal = Journal(recorder.step)
+        self._dispatcher.registry = JournaledTools(self.agent.registry, self._journal)
+
+    @property
+    def session_id(self) -> str:
+        """The session's id (``id``)."""
+        return self.id
+
+    @property
+    def history(self) -> list[Message]:
+        """Committed messages (a copy)."""
+        return list(self._history)
+
+    @property
+    def runs(self) -> list[Run[OutputT]]:
+        """Every run of this session, failed ones included."""
+        return list(self._runs)
+
+    @property
+    def current_run(self) -> Run[OutputT] | None:
+        """The last run."""
+        return self._runs[-1] if self._runs else None
+
+    @property
+    def cancel_token(self) -> CancelToken:
+        """The session's own cancel signal."""
+        return self._cancel
+
+    def cancel(self) -> None:
+        """Fire the session's cancel signal: the running (or else the next) run is cancelled."""
+        self._cancel.cancel()
+
+    def _begin(
+        self,
+        input: str,
+        deps: Any,
+        cancels: tuple[CancelToken, ...],
+        listener: Callable[[ev.Event], None] | None,
+    ) -> RunState:
+        """Start a run synchronously: checks, the ``Run`` record, the state, the listener."""
+        if not isinstance(input, str):
+            raise InvalidInput(f"run() input must be a str, got {type(input).__name__}")
+        if self._active is not None:
+            raise InvalidInput(
+                f"session {self.id!r} is already running; one session runs one run at a time "
+                "(give each concurrent conversation its own: agent.session())"
+            )
+        clock = self.agent.clock
+        run: Run[Any] = Run(
+            id=clock.new_id(), input=input, started_at=clock.time(), session_id=self.id
+        )
+        self._runs.append(run)
+        transcript = list(self._history)
+        base = len(transcript)
+        transcript.append(Message.user(input))
+        state = self._new_state(run, transcript, base, deps, cancels)
+        self._bus.turn = 0
+        if listener is not None:
+            state.listener = listener
+            self._bus.attach(listener)
+        return state
+
+    def _new_state(
+        self,
+        run: Run[Any],
+        transcript: list[Message],
+        base: int,
+        deps: Any,
+        cancels: tuple[CancelToken, ...],
+    ) -> RunState:
+        """The state of a run over ``transcript`` (``base``: where its own messages start)."""
+        agent = self.agent
+        client: ModelClient = agent.client
+        guard = ContextGuard(
+            agent.config, system=agent._system(), observers=self._bus, hooks=agent._hooks
+        )
+        state = RunState(
+            run=run,
+            tokens=(self._cancel, *cancels),
+            transcript=transcript,
+            base=base,
+            offer=agent._offer(client),
+            guard=guard,
+            client=client,
+            deps=deps,
+        )
+        state.events = ClientEventBridge(run, self._bus)
+        self._active = state
+        self._bus.run = run
+        return state

@@ -1,0 +1,162 @@
+"""What every conversation of one agent shares: its definition.
+
+An ``Agent`` is built once and shared by every request of an application; each conversation is a
+``Session`` (``agentloop.engine.session``). This module holds the shared half, so that sessions
+and the run loop depend on it and never on ``Agent`` itself: the model client (one connection
+pool for all sessions), the tools and tool sources (MCP servers), the prompt, the config, the
+output type, hooks, observers and approver, the store, and the tool breakers (a sick tool is sick
+for every session). Model health lives in the client (a ``FallbackClient``), so it is shared too.
+
+``run_sync``'s private event loop is shared as well: a client's connections belong to the loop
+that opened them, so every sync call of every session runs on the one loop, from one thread at a
+time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import weakref
+from collections.abc import Coroutine
+from typing import Any, Generic, TypeVar
+
+from agentloop.clock import Clock
+from agentloop.config import RunConfig
+from agentloop.engine.output import OutputType
+from agentloop.engine.state import Offer, RunState
+from agentloop.engine.toolsets import Toolsets
+from agentloop.errors import InvalidInput
+from agentloop.hooks import Approver, Hook
+from agentloop.model import ModelClient
+from agentloop.observers import Observer
+from agentloop.run import OutputT
+from agentloop.safety.breaker import ToolBreakers
+from agentloop.store import Store
+from agentloop.tools import ToolRegistry
+
+__all__ = ["Definition"]
+
+logger = logging.getLogger("agentloop")
+
+_NATIVE_PROVIDERS = frozenset({"openai", "openrouter", "ollama", "gemini"})
+
+T = TypeVar("T")
+
+
+class Definition(Generic[OutputT]):
+    """The shared half of an agent (``Agent`` is one): read by every session's runs."""
+
+    client: ModelClient
+    clock: Clock
+    registry: ToolRegistry
+    system: str | None
+    config: RunConfig
+    output: OutputType[Any] | None
+    store: Store | None
+    breakers: ToolBreakers
+    _toolsets: Toolsets
+    _hooks: tuple[Hook, ...]
+    _observers: tuple[Observer, ...]
+    _approver: Approver | None
+    _runner: asyncio.Runner | None
+    _closer: weakref.finalize[Any, Any] | None
+    _sync_thread: int | None
+
+    # -- what a run reads ----------------------------------------------------------------------
+
+    def _offer(self, client: ModelClient) -> Offer:
+        """The tools advertised to the model: the registry's, and ``final_result`` if typed.
+
+        With native structured output (an ``output_type``, ``output_mode="native"`` and a
+        provider that has it) the answer's schema goes in the request instead.
+        """
+        output = self.output
+        native = (
+            output is not None
+            and self.config.output_mode == "native"
+            and client.provider in _NATIVE_PROVIDERS
+        )
+        specs = self.registry.specs()
+        if output is not None and not native and self.config.output_mode != "text":
+            specs = (*specs, output.tool_spec)
+        return Offer(specs, native)
+
+    async def _refresh_tools(self, state: RunState, *, starting: bool) -> None:
+        """List tool sources that changed (MCP servers) and re-advertise the tools."""
+        if await self._toolsets.refresh(starting=starting):
+            state.offer = self._offer(state.client)
+
+    def _system(self) -> str | None:
+        """The system prompt; ``"text"`` output mode adds the answer's JSON schema to it."""
+        output = self.output
+        if output is None or self.config.output_mode != "text" or output.is_text:
+            return self.system
+        extra = output.instructions()
+        return extra if not self.system else f"{self.system}\n\n{extra}"
+
+    # -- the shared sync loop ------------------------------------------------------------------
+
+    def _run_sync(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run ``work`` on the private loop ``run_sync`` keeps (one thread at a time)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            work.close()
+            raise InvalidInput("run_sync() was called inside a running event loop; await run()")
+        me = threading.get_ident()
+        if self._sync_thread is not None and self._sync_thread != me:
+            work.close()
+            raise InvalidInput(
+                "run_sync() is serving another thread on this agent; serve many conversations "
+                "with the async API (await agent.session(...).run(...))"
+            )
+        if self._runner is None:
+            self._runner = asyncio.Runner()
+            self._closer = weakref.finalize(self, _shut, self._runner, self.client, self._toolsets)
+        self._sync_thread = me
+        try:
+            return self._runner.run(work)
+        except (KeyboardInterrupt, SystemExit):
+            self._close_runner()  # interrupted mid-step: the next call gets a fresh loop
+            raise
+        finally:
+            self._sync_thread = None
+
+    def _close_runner(self) -> bool:
+        """Shut the private loop (and the client on it); False when there was none."""
+        if self._closer is None:
+            return False
+        self._closer()
+        self._closer = None
+        self._runner = None
+        return True
+
+
+def _shut(runner: asyncio.Runner, client: ModelClient, toolsets: Toolsets) -> None:
+    """Stop tool servers and close ``client`` on ``run_sync``'s private loop, then the loop.
+
+    Runs at ``close()``, garbage collection or interpreter exit. When another loop runs in this
+    thread (the agent was collected inside async code), the private loop cannot run here, so it
+    is shut from a short-lived thread.
+    """
+    if asyncio.events._get_running_loop() is not None:
+        worker = threading.Thread(
+            target=_shut, args=(runner, client, toolsets), name="agentloop-close"
+        )
+        worker.start()
+        worker.join()
+        return
+    for close in (toolsets.aclose, client.aclose):
+        for _ in range(3):  # a KeyboardInterrupt left pending in the loop surfaces here, once
+            try:
+                runner.run(close())
+                break
+            except BaseException:
+                logger.debug("closing on run_sync's loop failed", exc_info=True)
+    try:
+        runner.close()
+    except BaseException:
+        logger.debug("closing run_sync's event loop failed", exc_info=True)

@@ -1,0 +1,78 @@
+"""``Session``: one conversation on an agent's definition, and the ways to run on it (SPEC 20).
+
+An ``Agent`` is a definition an application builds once and shares; each conversation is a
+``Session`` (``agent.session(...)``), and ``agent.run()`` uses the agent's default one. Sessions
+of one agent run concurrently; one session runs one run at a time. The state a session owns is
+``agentloop.engine.conversation``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentloop.cancel import CancelToken
+from agentloop.engine.conversation import Conversation
+from agentloop.engine.journal import ReplayClient
+from agentloop.engine.loop import RunLoop
+from agentloop.engine.resume import reopen
+from agentloop.engine.state import RunState
+from agentloop.engine.stream import RunStream
+from agentloop.errors import InvalidInput
+from agentloop.run import OutputT, Run
+
+__all__ = ["Session"]
+
+
+class Session(Conversation[OutputT]):
+    """One conversation of an agent: its own history and runs on the agent's definition.
+
+    ``run``, ``run_sync``, ``stream`` and ``continue_run`` behave as the agent's own do;
+    ``history`` and ``runs`` are this conversation's. Make one with ``agent.session()``.
+    """
+
+    # -- running -----------------------------------------------------------------------------
+
+    async def run(
+        self, input: str, *, deps: Any = None, cancel: CancelToken | None = None
+    ) -> Run[OutputT]:
+        """Run on ``input`` in this conversation; raise the hard error that ended it.
+
+        The run is finalized first; ``deps`` reaches tools and hooks as ``ctx.deps``.
+        """
+        state = self._begin(input, deps, () if cancel is None else (cancel,), None)
+        return await self._drive(state)
+
+    def run_sync(
+        self, input: str, *, deps: Any = None, cancel: CancelToken | None = None
+    ) -> Run[OutputT]:
+        """``run()`` on the agent's private event loop (see ``Agent.run_sync``)."""
+        if not isinstance(input, str):
+            raise InvalidInput(f"run() input must be a str, got {type(input).__name__}")
+        return self.agent._run_sync(self.run(input, deps=deps, cancel=cancel))
+
+    def stream(
+        self, input: str, *, deps: Any = None, cancel: CancelToken | None = None
+    ) -> RunStream[OutputT]:
+        """Run and receive the events as they happen (see ``Agent.stream``)."""
+        if not isinstance(input, str):
+            raise InvalidInput(f"stream() input must be a str, got {type(input).__name__}")
+        return RunStream(self, input, deps, cancel)
+
+    async def continue_run(
+        self, *, deps: Any = None, cancel: CancelToken | None = None
+    ) -> Run[OutputT]:
+        """Continue the run a crash cut off, from its last completed turn (as the agent's)."""
+        state = reopen(self, deps, () if cancel is None else (cancel,))
+        journal = self._journal
+        assert journal is not None
+        state.client = ReplayClient(state.client, journal.reply, lambda: state.turn_index)
+        return await self._drive(state)
+
+    def continue_run_sync(
+        self, *, deps: Any = None, cancel: CancelToken | None = None
+    ) -> Run[OutputT]:
+        """``continue_run()`` on the agent's private event loop."""
+        return self.agent._run_sync(self.continue_run(deps=deps, cancel=cancel))
+
+    async def _drive(self, state: RunState) -> Run[OutputT]:
+        return await RunLoop(self, state).drive()
