@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeAlias
 from agentloop._util.suggest import suggest
 from agentloop.config import RunConfig
 from agentloop.errors import ToolError, ToolNotFound
+from agentloop.messages import MAX_ARGUMENT_DEPTH
 from agentloop.model import INVALID_JSON_KEY
 from agentloop.safety.output import cut_to_fit, limit_output, storable
 from agentloop.safety.redact import redact_secrets
@@ -32,9 +33,6 @@ Outcome: TypeAlias = Literal[
 """How an attempt ended. The first five come from running the tool; ``vetoed`` (a hook or the
 approver), ``refused`` (the breaker), ``looping`` (the loop detector's stop) and ``unavailable``
 (a name the model was never offered) are decided before it would run."""
-
-MAX_ARGUMENT_DEPTH = 64
-"""Tool arguments nested deeper than this are a soft invalid-arguments result."""
 
 
 def suggestion(config: RunConfig, name: str, candidates: frozenset[str] | list[str]) -> str | None:

@@ -1,0 +1,149 @@
+"""Running one tool (``agentloop.engine.invoke``): what a tool raises and what it is given.
+
+A tool's own ``GeneratorExit`` is a panic like any exception, from a sync tool (raised on a
+worker thread) as from an async one; arguments nested past ``MAX_ARGUMENT_DEPTH`` are cut where
+they enter (``ToolCallPart``) and answered with a soft invalid-arguments result, however deep.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentloop import Agent, RunConfig, tool
+from agentloop.messages import MAX_ARGUMENT_DEPTH, Message, ToolCallPart
+from agentloop.model import ModelRequest
+from agentloop.store import SQLiteStore
+from agentloop.testing import ScriptedModel, call, reply
+from agentloop.tokens import HeuristicTokenCounter
+
+pytestmark = pytest.mark.usefixtures("no_real_sleep")
+
+TOO_DEEP = "Invalid arguments for tool 't': arguments: nested more than 64 levels deep"
+
+
+def result_of(request: ModelRequest) -> tuple[str, bool]:
+    part = request.messages[-1].tool_results_parts[0]
+    return part.content, part.is_error
+
+
+def nested(levels: int, leaf: Any = "leaf", *, key: str | None = "d") -> Any:
+    """``levels`` containers, one inside the other: dicts under ``key``, or lists."""
+    value = leaf
+    for _ in range(levels):
+        value = {key: value} if key is not None else [value]
+    return value
+
+
+def depth(value: Any) -> int:
+    """Containers on the deepest path (iterative)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+# ----------------------------------------------------------------------------- GeneratorExit
+
+
+@tool
+def sync_exit() -> str:
+    """Raise GeneratorExit on the worker thread."""
+    raise GeneratorExit
+
+
+@tool
+async def async_exit() -> str:
+    """Raise GeneratorExit in the coroutine."""
+    raise GeneratorExit
+
+
+TOOLS_PY_FIX = (
+    "tools.in_daemon_thread sets GeneratorExit on an asyncio future; the task that wakes on it "
+    "throws it into the run's coroutine, which Python closes whole (fix: carry it in an "
+    "Exception through the future and re-raise it after the await)"
+)
+
+
+@pytest.mark.parametrize(
+    "raiser",
+    [
+        pytest.param(
+            sync_exit,
+            id="sync",
+            marks=pytest.mark.xfail(strict=True, raises=GeneratorExit, reason=TOOLS_PY_FIX),
+        ),
+        pytest.param(async_exit, id="async"),
+    ],
+)
+async def test_a_tool_raising_generator_exit_is_a_soft_panic(raiser: Any) -> None:
+    model = ScriptedModel([call(raiser.name), reply("ok")])
+    run = await Agent(model, tools=[raiser]).run("go")
+    assert run.output == "ok" and run.stop_reason is None
+    assert result_of(model.requests[1]) == (f'Tool "{raiser.name}" panicked: GeneratorExit', True)
+
+
+# ----------------------------------------------------------------------------- deep arguments
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("key", ["d", None], ids=["dicts", "lists"])
+async def test_arguments_nested_1000_deep_are_a_soft_invalid_result(
+    stream: bool, key: str | None
+) -> None:
+    ran = []
+
+    @tool
+    def t(d: Any) -> str:
+        """Take a tree."""
+        ran.append(d)
+        return "took"
+
+    model = ScriptedModel([call("t", {"d": nested(1000, key=key)}), reply("ok")])
+    run = await Agent(model, tools=[t], config=RunConfig(stream=stream)).run("go")
+    assert run.output == "ok" and run.stop_reason is None
+    assert result_of(model.requests[1]) == (TOO_DEEP, True)
+    assert ran == []
+
+
+async def test_a_run_with_arguments_nested_1000_deep_is_stored(tmp_path: Path) -> None:
+    @tool
+    def t(d: dict[str, Any]) -> str:
+        """Take a tree."""
+        return "took"
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    model = ScriptedModel([call("t", {"d": nested(1000)}), reply("ok")])
+    agent = Agent(model, tools=[t], store=store)
+    await agent.run("go")
+    assert agent.persistence_error is None
+    resumed = Agent.resume(agent.session_id, store=store, client=ScriptedModel([]))
+    assert resumed.history == agent.history
+
+
+def test_a_tool_call_keeps_arguments_within_the_limit_as_they_are() -> None:
+    arguments = {"d": nested(MAX_ARGUMENT_DEPTH - 1)}
+    part = ToolCallPart("c", "t", arguments)
+    assert part.arguments is arguments and depth(part.arguments) == MAX_ARGUMENT_DEPTH
+
+
+@pytest.mark.parametrize("key", ["d", None], ids=["dicts", "lists"])
+def test_a_tool_call_cuts_arguments_one_level_past_the_limit(key: str | None) -> None:
+    part = ToolCallPart("c", "t", {"d": nested(5000, key=key), "flat": 1})
+    assert depth(part.arguments) == MAX_ARGUMENT_DEPTH + 1  # still too deep for the engine
+    assert part.arguments["flat"] == 1
+    counter = HeuristicTokenCounter()
+    assert counter.count_message(Message.assistant(calls=[part])) > 0  # encodes, no recursion
+
+
+def test_a_tool_call_whose_arguments_contain_themselves_is_left_to_the_encoders() -> None:
+    looped: dict[str, Any] = {}
+    looped["again"] = looped
+    part = ToolCallPart("c", "t", {"d": looped})
+    assert part.arguments["d"] is looped  # a cycle is not depth (the store reports it)
