@@ -41,6 +41,7 @@ RECOVERABLE = {
     e.ToolLimitReached("t"): False,
     e.ToolRecoveryExhausted("flaky", 6): False,
     e.OutputValidationFailed(4, "Invalid output: x: Field required"): False,
+    e.ModelRefused("refusal", "I cannot help with that"): False,
     e.Cancelled(): False,
     e.MemoryBackendError("m"): False,
     e.PhaseFailed("reflection", "m"): False,

@@ -37,6 +37,7 @@ __all__ = [
     "RunFinished",
     "RunStarted",
     "TextDelta",
+    "ThinkingDelta",
     "ToolCallDelta",
     "ToolCallFinished",
     "ToolCallRequested",
@@ -113,6 +114,13 @@ class TurnStarted(Event):
 @_event
 class TextDelta(Event):
     """A streamed fragment of the reply's text."""
+
+    text: str
+
+
+@_event
+class ThinkingDelta(Event):
+    """A streamed fragment of the model's readable reasoning (or its summary); never an answer."""
 
     text: str
 

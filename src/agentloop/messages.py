@@ -18,6 +18,7 @@ __all__ = [
     "Part",
     "Role",
     "TextPart",
+    "ThinkingPart",
     "ToolCallPart",
     "ToolResultPart",
     "Usage",
@@ -94,7 +95,52 @@ class ToolResultPart:
         }
 
 
-Part: TypeAlias = TextPart | ToolCallPart | ToolResultPart
+@dataclass(frozen=True, slots=True)
+class ThinkingPart:
+    """The model's reasoning, kept in the transcript so it can be sent back (SPEC 16).
+
+    ``text`` is the readable thinking or its summary ("" when the provider sends none);
+    ``signature`` the provider's opaque token (Anthropic ``signature``, or the ``data`` of a
+    ``redacted_thinking`` block with ``redacted=True``; OpenAI Responses ``encrypted_content``;
+    Gemini ``thoughtSignature``); ``provider`` the provider that wrote it (an adapter sends back
+    only its own provider's parts, unchanged and in place); ``id`` the provider's id for it
+    (an OpenAI Responses reasoning item's ``rs_...``).
+
+    Gemini signs a part rather than sending a block: a ``thoughtSignature`` on a function call
+    or text part is a ``ThinkingPart(text="", signature=...)`` placed right before that part.
+    """
+
+    text: str
+    signature: str | None = field(default=None, kw_only=True)
+    redacted: bool = field(default=False, kw_only=True)
+    provider: str | None = field(default=None, kw_only=True)
+    id: str | None = field(default=None, kw_only=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form (optional fields only when set)."""
+        data: dict[str, Any] = {"type": "thinking", "text": self.text}
+        if self.signature is not None:
+            data["signature"] = self.signature
+        if self.redacted:
+            data["redacted"] = True
+        if self.provider is not None:
+            data["provider"] = self.provider
+        if self.id is not None:
+            data["id"] = self.id
+        return data
+
+
+Part: TypeAlias = TextPart | ThinkingPart | ToolCallPart | ToolResultPart
+"""Every kind of message part (the media parts of SPEC 16 join this one union)."""
+
+
+def _opt_str(data: Mapping[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"thinking part field {key!r} must be a string, got {value!r}")
+    return value
 
 
 def _too_deep(arguments: Mapping[str, Any]) -> bool:
@@ -148,6 +194,14 @@ def _part_from_dict(data: Mapping[str, Any]) -> Part:
         return TextPart(str(data["text"]))
     if kind == "tool_call":
         return ToolCallPart(str(data["id"]), str(data["name"]), dict(data.get("arguments") or {}))
+    if kind == "thinking":
+        return ThinkingPart(
+            str(data.get("text", "")),
+            signature=_opt_str(data, "signature"),
+            redacted=bool(data.get("redacted", False)),
+            provider=_opt_str(data, "provider"),
+            id=_opt_str(data, "id"),
+        )
     if kind == "tool_result":
         return ToolResultPart(
             str(data["call_id"]),
@@ -207,6 +261,11 @@ class Message:
         return text
 
     @property
+    def thinking(self) -> tuple[ThinkingPart, ...]:
+        """The reasoning parts this message carries."""
+        return tuple(p for p in self.parts if isinstance(p, ThinkingPart))
+
+    @property
     def tool_calls(self) -> tuple[ToolCallPart, ...]:
         """The tool calls this message asks for; computed once."""
         calls: tuple[ToolCallPart, ...] | None = self._wire.get(":calls")
@@ -259,6 +318,8 @@ class Usage:
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    """The part of ``output_tokens`` the model spent reasoning (0 when unknown)."""
 
     @property
     def total_tokens(self) -> int:
@@ -276,6 +337,7 @@ class Usage:
             self.output_tokens + other.output_tokens,
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
         )
 
     def to_dict(self) -> dict[str, int]:
@@ -285,6 +347,8 @@ class Usage:
             data["cache_read_tokens"] = self.cache_read_tokens
         if self.cache_write_tokens:
             data["cache_write_tokens"] = self.cache_write_tokens
+        if self.reasoning_tokens:
+            data["reasoning_tokens"] = self.reasoning_tokens
         return data
 
     @classmethod
@@ -295,4 +359,5 @@ class Usage:
             int(data.get("output_tokens", 0)),
             int(data.get("cache_read_tokens", 0)),
             int(data.get("cache_write_tokens", 0)),
+            int(data.get("reasoning_tokens", 0)),
         )

@@ -16,6 +16,7 @@ from agentloop.messages import Message, ToolCallPart, Usage
 
 __all__ = [
     "INVALID_JSON_KEY",
+    "REASONING_EFFORTS",
     "ClientEvents",
     "ClosableModelClient",
     "ModelClient",
@@ -23,11 +24,15 @@ __all__ = [
     "ModelResponse",
     "ModelSettings",
     "OutputSpec",
+    "ReasoningEffort",
     "StreamEvent",
     "StreamEventKind",
     "ToolSpec",
     "WrappedClient",
 ]
+
+ReasoningEffort: TypeAlias = Literal["none", "minimal", "low", "medium", "high"]
+REASONING_EFFORTS: tuple[ReasoningEffort, ...] = ("none", "minimal", "low", "medium", "high")
 
 INVALID_JSON_KEY = "__invalid_json__"
 """A tool call whose argument text is not a JSON object carries ``{INVALID_JSON_KEY: raw}``.
@@ -58,6 +63,12 @@ class ModelSettings:
     tool_choice: str | None = None
     extra_body: Mapping[str, Any] | None = None
     cache: bool = True
+    reasoning_effort: ReasoningEffort | None = None
+    """How hard a reasoning model thinks: each provider's own form (OpenAI ``reasoning_effort`` /
+    ``reasoning.effort``, Gemini 3 ``thinkingLevel``, Anthropic a documented table of budgets);
+    a ``ConfigurationError`` before any request where the model cannot take it."""
+    thinking_budget: int | None = None
+    """Tokens a model may think for (Anthropic ``budget_tokens``, Gemini 2.5 ``thinkingBudget``)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.cache, bool):
@@ -77,6 +88,23 @@ class ModelSettings:
         if self.top_p is not None and not 0.0 <= self.top_p <= 1.0:
             raise ConfigurationError(
                 f"ModelSettings.top_p must be in [0, 1], got {self.top_p}", field="top_p"
+            )
+        if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
+            raise ConfigurationError(
+                f"ModelSettings.reasoning_effort must be one of {REASONING_EFFORTS}, "
+                f"got {self.reasoning_effort!r}",
+                field="reasoning_effort",
+            )
+        budget = self.thinking_budget
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
+            raise ConfigurationError(
+                f"ModelSettings.thinking_budget must be an int, got {budget!r}",
+                field="thinking_budget",
+            )
+        if budget is not None and budget < 0:
+            raise ConfigurationError(
+                f"ModelSettings.thinking_budget must be >= 0, got {budget}",
+                field="thinking_budget",
             )
         if self.stop is not None and not isinstance(self.stop, tuple):
             stop: Any = self.stop
@@ -169,14 +197,17 @@ class ModelResponse:
         return self.message.tool_calls
 
 
-StreamEventKind: TypeAlias = Literal["text_delta", "tool_call_delta", "attempt_reset", "done"]
+StreamEventKind: TypeAlias = Literal[
+    "text_delta", "thinking_delta", "tool_call_delta", "attempt_reset", "done"
+]
 
 
 @dataclass(frozen=True, slots=True)
 class StreamEvent:
     """One streaming event.
 
-    ``text_delta`` carries ``text``; ``tool_call_delta`` carries ``index``, ``call_id``, ``name``
+    ``text_delta`` carries ``text``; ``thinking_delta`` carries readable reasoning in ``text``
+    (never an answer); ``tool_call_delta`` carries ``index``, ``call_id``, ``name``
     and an ``arguments`` fragment; ``attempt_reset`` tells consumers to discard everything
     received so far (a retry started); ``done`` is the terminal event and carries the complete
     ``response``. A stream that ends without ``done`` is incomplete and never an answer.

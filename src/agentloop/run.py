@@ -45,8 +45,17 @@ __all__ = [
 OutputT = TypeVar("OutputT", default=str | None)
 """The type of ``Run.output``: the agent's ``output_type``, or ``str | None`` without one."""
 
-TRUNCATION_REASONS = frozenset({"length", "max_tokens", "MAX_TOKENS"})
-"""Finish reasons that mean the reply stopped at the output-token limit (all three wire formats)."""
+TRUNCATION_REASONS = frozenset(
+    {
+        "length",  # OpenAI Chat Completions
+        "max_tokens",  # Anthropic
+        "MAX_TOKENS",  # Gemini
+        "max_output_tokens",  # OpenAI Responses (an incomplete response's reason)
+        "model_context_window_exceeded",  # Anthropic: the context window filled while writing
+    }
+)
+"""Stop reasons that mean the reply was cut off: at the output-token limit, or because the
+context window filled while the model wrote (every provider's spelling)."""
 
 
 @dataclass(slots=True)

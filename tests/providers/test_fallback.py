@@ -22,6 +22,7 @@ from agentloop.errors import (
     ContextLengthExceeded,
     FallbackExhausted,
     LockPoisoned,
+    ModelRefused,
     ProviderUnavailable,
     RateLimited,
     RateLimitEscalation,
@@ -186,7 +187,8 @@ def test_zero_trip_threshold_never_trips() -> None:
         (fail(), True),
         (AuthError("401"), True),
         (RateLimitEscalation(4, 2.0), True),
-        (ConfigurationError("unsupported option"), True),
+        (ConfigurationError("unsupported option"), False),
+        (ModelRefused("refusal", "no"), False),
         (FallbackExhausted(3.0), True),
         (BadRequestError("400"), False),
         (ContextLengthExceeded("too long"), False),
@@ -336,10 +338,22 @@ async def test_task_cancellation_never_counts() -> None:
     assert backup.calls == 0 and fallback.health[0] == ModelHealth()
 
 
-@pytest.mark.parametrize("error", [AuthError("401"), ConfigurationError("cannot forward seed")])
-async def test_auth_and_config_errors_of_one_model_fail_over(error: BaseException) -> None:
-    fallback = FallbackClient([FakeClient("p", [error]), FakeClient("b")])
+async def test_an_auth_error_of_one_model_fails_over() -> None:
+    fallback = FallbackClient([FakeClient("p", [AuthError("401")]), FakeClient("b")])
     assert (await fallback.complete(request())).model == "b"
+
+
+@pytest.mark.parametrize(
+    "error", [ConfigurationError("cannot forward seed"), ModelRefused("refusal", "I can't")]
+)
+async def test_a_refused_setting_or_a_refusal_never_falls_over_nor_counts(
+    error: BaseException,
+) -> None:
+    backup = FakeClient("b")
+    fallback = FallbackClient([FakeClient("p", [error]), backup])
+    with pytest.raises(type(error)):
+        await fallback.complete(request())
+    assert backup.calls == 0 and fallback.health[0] == ModelHealth()
 
 
 async def test_a_raising_state_update_poisons_the_fallback_state() -> None:

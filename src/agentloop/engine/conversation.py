@@ -113,8 +113,13 @@ class Conversation(Generic[OutputT]):
         deps: Any,
         cancels: tuple[CancelToken, ...],
         listener: Callable[[ev.Event], None] | None,
+        *,
+        stream: bool = False,
     ) -> RunState:
-        """Start a run synchronously: checks, the ``Run`` record, the state, the listener."""
+        """Start a run synchronously: checks, the ``Run`` record, the state, the listener.
+
+        ``stream``: ask the provider for streamed replies (``stream()`` does).
+        """
         if not isinstance(input, str):
             raise InvalidInput(f"run() input must be a str, got {type(input).__name__}")
         if self._active is not None:
@@ -132,6 +137,7 @@ class Conversation(Generic[OutputT]):
         transcript.append(Message.user(input))
         state = self._new_state(run, transcript, base, deps, cancels)
         self._bus.turn = 0
+        state.stream = stream
         if listener is not None:
             state.listener = listener
             self._bus.attach(listener)

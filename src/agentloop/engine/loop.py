@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from agentloop import events as ev
@@ -38,16 +39,22 @@ from agentloop.errors import (
 )
 from agentloop.hooks import Hook, overrides
 from agentloop.messages import Message, ToolCallPart, ToolResultPart
-from agentloop.model import ModelResponse
+from agentloop.model import INVALID_JSON_KEY, ModelResponse
 from agentloop.run import TRUNCATION_REASONS, Run, Turn
 from agentloop.safety.redact import redact_secrets
 from agentloop.transcript import close_interrupted
 
-__all__ = ["RunLoop"]
+__all__ = ["CUT_CALL_TEXT", "RunLoop"]
 
 logger = logging.getLogger("agentloop")
 
 _CANNOT_FIT = (ContextExceeded, CompactionStalled, ContextLengthExceeded)
+_NONE: Mapping[str, str] = MappingProxyType({})
+
+CUT_CALL_TEXT = (
+    "tool call '{name}' was cut off at the output token limit and did not run; make it smaller"
+)
+"""What the model reads for a tool call its reply was cut off in the middle of (SPEC 16)."""
 
 
 class RunLoop:
@@ -167,7 +174,7 @@ class RunLoop:
         )
         try:
             response = await call_model(
-                client, request, state, bus, agent.config.stream, agent.clock
+                client, request, state, bus, agent.config.stream or state.stream, agent.clock
             )
         except ContextLengthExceeded as error:
             state.guard.salvage(state, error)
@@ -201,7 +208,7 @@ class RunLoop:
                 raise stop
             self.state.run.output = response.text
             return True
-        await self._dispatch(turn, response.tool_calls)
+        await self._dispatch(turn, response.tool_calls, answered=_cut_calls(response))
         return False
 
     async def _typed_turn(self, turn: Turn, response: ModelResponse) -> bool:
@@ -219,7 +226,8 @@ class RunLoop:
                 value = output.from_arguments(finals[0].arguments)
             except InvalidOutput as invalid:
                 self._invalid_output(invalid.text)
-                await self._dispatch(turn, calls, rejected=finals, why=invalid.text)
+                answered = {**_cut_calls(response), **{c.id: invalid.text for c in finals}}
+                await self._dispatch(turn, calls, answered=answered)
                 return False
             accepted = finals[0]
             turn.tool_results = [
@@ -230,7 +238,7 @@ class RunLoop:
             state.run.output = value
             return True
         if calls:
-            await self._dispatch(turn, calls)
+            await self._dispatch(turn, calls, answered=_cut_calls(response))
             return False
         try:
             if offered:
@@ -256,17 +264,17 @@ class RunLoop:
         turn: Turn,
         calls: Sequence[ToolCallPart],
         *,
-        rejected: Sequence[ToolCallPart] = (),
-        why: str = "",
+        answered: Mapping[str, str] = _NONE,
     ) -> None:
-        """Run the turn's tool calls; ``rejected`` calls get ``why`` as their soft result."""
+        """Run the turn's tool calls; a call in ``answered`` (by id) gets that soft text."""
         dispatcher, state = self.session._dispatcher, self.state
-        if rejected:
-            skip = {c.id for c in rejected}
-            runnable = [c for c in calls if c.id not in skip]
+        if answered:
+            runnable = [c for c in calls if c.id not in answered]
             done = await dispatcher.dispatch_turn(state, runnable) if runnable else []
             by_id = {r.call_id: r for r in done}
-            results = [by_id.get(c.id) or ToolResultPart(c.id, c.name, why, True) for c in calls]
+            results = [
+                by_id.get(c.id) or ToolResultPart(c.id, c.name, answered[c.id], True) for c in calls
+            ]
         else:
             results = await dispatcher.dispatch_turn(state, calls)
         turn.tool_results = results
@@ -321,6 +329,22 @@ class RunLoop:
                     await hook.on_run_end(self.state.run)
                 except Exception:
                     logger.exception("hook %r raised in on_run_end; ignored", hook)
+
+
+def _cut_calls(response: ModelResponse) -> Mapping[str, str]:
+    """The calls a reply cut at the output limit left unfinished, each with its soft text.
+
+    A call is cut when the reply stopped at the limit (``TRUNCATION_REASONS``) and its arguments
+    never became a JSON object (the adapter kept the raw text under ``INVALID_JSON_KEY``). It
+    never runs; the model reads ``CUT_CALL_TEXT`` and the run goes on (SPEC 16).
+    """
+    if response.stop_reason not in TRUNCATION_REASONS:
+        return _NONE
+    return {
+        c.id: CUT_CALL_TEXT.format(name=c.name)
+        for c in response.tool_calls
+        if INVALID_JSON_KEY in c.arguments
+    }
 
 
 def _internal(exc: Exception) -> InternalError:

@@ -81,6 +81,8 @@ class RunState:
     call_ids: set[str] = field(default_factory=set)
     """Every tool-call id in the transcript (a reply reusing one is re-stamped)."""
     events: ClientEvents | None = None
+    stream: bool = False
+    """Ask for streamed replies whatever ``RunConfig.stream`` says (``agent.stream()``)."""
     listener: Callable[[ev.Event], None] | None = None
 
     def __post_init__(self) -> None:

@@ -34,6 +34,8 @@ class Starts(Protocol[OutputT]):
         deps: Any,
         cancels: tuple[CancelToken, ...],
         listener: Callable[[Event], None] | None,
+        *,
+        stream: bool = ...,
     ) -> RunState: ...
 
     def _drive(self, state: RunState) -> Coroutine[Any, Any, Run[OutputT]]: ...
@@ -67,7 +69,7 @@ class RunStream(Generic[OutputT]):
         if self._task is not None:
             raise RuntimeError("a stream can be entered once")
         cancels = (self._stop,) if self._cancel is None else (self._cancel, self._stop)
-        state = self._session._begin(self._input, self._deps, cancels, self._push)
+        state = self._session._begin(self._input, self._deps, cancels, self._push, stream=True)
         self._run = state.run
         self._task = asyncio.get_running_loop().create_task(self._session._drive(state))
         self._task.add_done_callback(lambda _: self._push(_END))

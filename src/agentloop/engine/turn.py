@@ -164,6 +164,8 @@ def _forwarded(event: StreamEvent, run_id: str, turn: int) -> ev.Event:
     """A provider stream event as the engine's event."""
     if event.kind == "text_delta":
         return ev.TextDelta(run_id, turn, event.text)
+    if event.kind == "thinking_delta":
+        return ev.ThinkingDelta(run_id, turn, event.text)
     if event.kind == "tool_call_delta":
         return ev.ToolCallDelta(
             run_id, turn, event.index, event.name, event.arguments, event.call_id

@@ -23,6 +23,7 @@ are tool results the model reads. The tree::
     ├── OutputValidationFailed(attempts, errors)   typed output stayed invalid past its retries
     ├── FallbackExhausted(retry_after)
     ├── Cancelled
+    ├── ModelRefused(reason, text)     the provider refused or blocked the reply (never retried)
     ├── ReflectionError, MemoryBackendError, PhaseFailed(phase, message), LockPoisoned(what),
     │   InternalError
     └── ProviderError(message, *, provider, status_code, retry_after, request_id, phase,
@@ -70,6 +71,7 @@ from agentloop.errors._base import (
     LoopDetected,
     MaxTurnsExceeded,
     MemoryBackendError,
+    ModelRefused,
     OutputValidationFailed,
     PhaseFailed,
     ReflectionError,
@@ -126,6 +128,7 @@ __all__ = [
     "MaxTurnsExceeded",
     "MemoryBackendError",
     "ModelNotFound",
+    "ModelRefused",
     "OutputValidationFailed",
     "PhaseFailed",
     "ProviderError",

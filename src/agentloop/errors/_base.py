@@ -281,6 +281,25 @@ class OutputValidationFailed(AgentLoopError):
         self.errors = errors
 
 
+class ModelRefused(AgentLoopError):
+    """The provider refused or blocked the reply (SPEC 16): a refusal is never an answer.
+
+    ``reason`` is the provider's own word (``"refusal"``, ``"content_filter"``, ``"SAFETY"``,
+    a Gemini block reason, ...); ``text`` is whatever the model said before it ("" when
+    nothing). Not recoverable: never retried, never a reason to fall back, never counted
+    against a model's health.
+    """
+
+    recoverability = "human"
+
+    def __init__(self, reason: str, text: str = "") -> None:
+        said = f": {text}" if text else ""
+        super().__init__(f"The model refused ({reason}){said}")
+        self.args = (reason, text)
+        self.reason = reason
+        self.text = text
+
+
 class FallbackExhausted(AgentLoopError):
     """Every model in the fallback chain is spent while cooldowns run (nothing was sent)."""
 

@@ -34,7 +34,7 @@ from typing import Any
 from agentloop.errors import (
     ConfigurationError,
 )
-from agentloop.messages import Message, Part, TextPart, ToolCallPart
+from agentloop.messages import Message, Part, TextPart, ThinkingPart, ToolCallPart
 from agentloop.model import ModelRequest, ModelResponse, ModelSettings, StreamEvent
 from agentloop.providers._anthropic_reply import (
     AnthropicStreamState,
@@ -63,6 +63,8 @@ _PROVIDER = "anthropic"
 def _encode_part(part: Part) -> dict[str, Any] | None:
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text} if part.text else None
+    if isinstance(part, ThinkingPart):
+        return None  # reasoning is not sent back yet (issue 19 adds it)
     if isinstance(part, ToolCallPart):
         return {"type": "tool_use", "id": part.id, "name": part.name, "input": dict(part.arguments)}
     return {

@@ -13,10 +13,11 @@ plus the functions below), driven with an injectable clock:
 
 When every model is open, ``FallbackExhausted(retry_after=<seconds until the earliest cooldown
 ends>)`` is raised before any request is sent. Bad requests (``BadRequestError``, including
-``ContextLengthExceeded``) and cancellations never fail over and never count: the same request
-is bad everywhere, and a cancel says nothing about a model's health. Any other
-``ProviderError``, a ``ConfigurationError`` (a model that cannot take this request) or a nested
-``FallbackExhausted`` counts as a failure and fails over. Other exceptions pass through.
+``ContextLengthExceeded``), a ``ConfigurationError`` (a setting the model refuses: the caller
+must fix it, SPEC 16), a refusal (``ModelRefused``) and cancellations never fail over and never
+count: the same request is bad everywhere, and neither a refusal nor a cancel says anything about
+a model's health. Any other ``ProviderError`` or a nested ``FallbackExhausted`` counts as a
+failure and fails over. Other exceptions pass through.
 
 ``snapshot()`` / ``restore()`` carry every model's health into another process (``Agent.resume``),
 with cooldown starts as wall-clock seconds.
@@ -184,7 +185,7 @@ def fails_over(error: BaseException) -> bool:
     """Whether ``error`` counts against the model and moves the request to the next one."""
     if isinstance(error, BadRequestError):
         return False
-    return isinstance(error, ProviderError | ConfigurationError | FallbackExhausted)
+    return isinstance(error, ProviderError | FallbackExhausted)
 
 
 class FallbackClient(ClosingClient):

@@ -37,7 +37,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentloop.errors import FailurePhase, ProviderError, ResponseInvalid
-from agentloop.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart, Usage
+from agentloop.messages import (
+    Message,
+    Part,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
 from agentloop.model import ModelRequest, ModelResponse, ModelSettings, StreamEvent
 from agentloop.providers._classify import embedded_error, invalid_body
 from agentloop.providers._client import HttpClient, check_client, require_key
@@ -74,6 +82,8 @@ def _invalid(message: str, body: str = "", request_id: str | None = None) -> Res
 def _encode_part(part: Part) -> dict[str, Any] | None:
     if isinstance(part, TextPart):
         return {"text": part.text} if part.text else None
+    if isinstance(part, ThinkingPart):
+        return None  # reasoning is not sent back yet (issue 19 adds it)
     if isinstance(part, ToolCallPart):
         call: dict[str, Any] = {"name": part.name, "args": dict(part.arguments)}
         if not part.id.startswith(_SYNTHETIC):

@@ -1,0 +1,234 @@
+"""What each model family accepts: one table every adapter consults (SPEC 16, model profiles).
+
+A setting a model refuses is a ``ConfigurationError`` naming the setting and the model, raised
+before that request is sent: never a provider 400, never retried, never a reason to fall back.
+The table absorbs what used to be per-client switches (the ``max_tokens`` wire name, a fixed
+output limit for every Claude, ``strict: false`` for every schema). Rows are matched in order;
+the first pattern that matches the model name (lower-cased, any ``provider/`` prefix such as
+OpenRouter's ``openai/`` dropped) wins, and every provider ends with a catch-all row.
+
+Sources: ``shared/spec/provider-rules.md`` (each rule there cites the provider's own docs).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentloop.errors import ConfigurationError
+from agentloop.model import ModelSettings
+
+__all__ = [
+    "ANTHROPIC_EFFORT_BUDGETS",
+    "ModelProfile",
+    "check_settings",
+    "merge_body",
+    "profile_for",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelProfile:
+    """What one model family accepts.
+
+    Attributes:
+        family: A readable name for messages (``"OpenAI reasoning (o-series, gpt-5)"``).
+        max_output_tokens: The output limit sent when ``ModelSettings.max_tokens`` is unset
+            (Anthropic requires one); None sends none.
+        max_tokens_field: The wire name of the output limit on OpenAI Chat Completions.
+        sampling: Accepts ``temperature`` (other than 1) and ``top_p``.
+        stop: Accepts ``stop`` sequences.
+        temperature_with_top_p: Accepts ``temperature`` and ``top_p`` in one request.
+        efforts: The ``reasoning_effort`` values it takes (empty: none).
+        thinking_budget: Takes ``thinking_budget``.
+        chat_completions: Served on ``/v1/chat/completions`` (False: Responses API only).
+        strict_schema: Structured output and tools may be sent ``strict`` where the schema allows.
+        thinks_by_default: Reasons without being asked (its reasoning comes back).
+    """
+
+    family: str
+    max_output_tokens: int | None = None
+    max_tokens_field: str = "max_tokens"
+    sampling: bool = True
+    stop: bool = True
+    temperature_with_top_p: bool = True
+    efforts: frozenset[str] = field(default_factory=frozenset)
+    thinking_budget: bool = False
+    chat_completions: bool = True
+    strict_schema: bool = True
+    thinks_by_default: bool = False
+
+
+_ALL_EFFORTS = frozenset({"none", "minimal", "low", "medium", "high"})
+_O_EFFORTS = frozenset({"low", "medium", "high"})
+
+_OPENAI_REASONING = "OpenAI reasoning models (o-series, gpt-5 family)"
+
+_TABLE: dict[str, tuple[tuple[str, ModelProfile], ...]] = {
+    "openai": (
+        (
+            r"(gpt-5(\.\d+)?-pro|o\d+-pro|.*codex)",
+            ModelProfile(
+                "OpenAI Responses-only models (gpt-5-pro, o3-pro, codex)",
+                max_tokens_field="max_completion_tokens",
+                sampling=False,
+                stop=False,
+                efforts=_O_EFFORTS,
+                chat_completions=False,
+                thinks_by_default=True,
+            ),
+        ),
+        (
+            r"gpt-5-chat.*",
+            ModelProfile("OpenAI gpt-5-chat", max_tokens_field="max_completion_tokens"),
+        ),
+        (
+            r"gpt-5\.\d+.*",
+            ModelProfile(
+                _OPENAI_REASONING,
+                max_tokens_field="max_completion_tokens",
+                sampling=False,
+                stop=False,
+                efforts=_ALL_EFFORTS,
+                thinks_by_default=True,
+            ),
+        ),
+        (
+            r"(gpt-5.*|o\d.*)",
+            ModelProfile(
+                _OPENAI_REASONING,
+                max_tokens_field="max_completion_tokens",
+                sampling=False,
+                stop=False,
+                efforts=frozenset({"minimal", "low", "medium", "high"}),
+                thinks_by_default=True,
+            ),
+        ),
+        (r".*", ModelProfile("OpenAI-compatible chat models")),
+    ),
+    "anthropic": (
+        (
+            r"claude-(opus-4|opus-4-0|4-opus).*|claude-opus-4-1.*",
+            ModelProfile(
+                "Claude Opus 4",
+                max_output_tokens=32_000,
+                efforts=_ALL_EFFORTS,
+                thinking_budget=True,
+                temperature_with_top_p=False,
+            ),
+        ),
+        (
+            r"claude-(sonnet-4-[5-9]|haiku-4-[5-9]|opus-4-[5-9]|(sonnet|haiku|opus)-[5-9]).*",
+            ModelProfile(
+                "Claude 4.5 and later",
+                max_output_tokens=64_000,
+                efforts=_ALL_EFFORTS,
+                thinking_budget=True,
+                temperature_with_top_p=False,
+            ),
+        ),
+        (
+            r"claude-(sonnet-4|4-sonnet|3-7-sonnet).*",
+            ModelProfile(
+                "Claude Sonnet 4 / 3.7",
+                max_output_tokens=64_000,
+                efforts=_ALL_EFFORTS,
+                thinking_budget=True,
+            ),
+        ),
+        (r"claude-3-5-.*", ModelProfile("Claude 3.5", max_output_tokens=8_192)),
+        (r".*", ModelProfile("Claude", max_output_tokens=4_096)),
+    ),
+    "gemini": (
+        (
+            r"gemini-[3-9].*",
+            ModelProfile(
+                "Gemini 3",
+                max_output_tokens=None,
+                efforts=frozenset({"minimal", "low", "medium", "high"}),
+                thinks_by_default=True,
+            ),
+        ),
+        (
+            r"gemini-2\.5.*",
+            ModelProfile("Gemini 2.5", thinking_budget=True, thinks_by_default=True),
+        ),
+        (r".*", ModelProfile("Gemini")),
+    ),
+}
+
+ANTHROPIC_EFFORT_BUDGETS: Mapping[str, int | None] = {
+    "none": None,  # thinking off
+    "minimal": 1_024,  # the API's smallest budget
+    "low": 4_096,
+    "medium": 16_384,
+    "high": 32_768,
+}
+"""Anthropic has budgets, not efforts: ``reasoning_effort`` becomes ``budget_tokens`` here."""
+
+_COMPILED = {
+    provider: tuple((re.compile(pattern), profile) for pattern, profile in rows)
+    for provider, rows in _TABLE.items()
+}
+
+
+def profile_for(provider: str, model: str) -> ModelProfile:
+    """The profile of ``model`` at ``provider`` (OpenAI-compatible providers use OpenAI's rows)."""
+    rows = _COMPILED.get(provider) or _COMPILED["openai"]
+    name = model.lower().rpartition("/")[2]
+    for pattern, profile in rows:
+        if pattern.fullmatch(name):
+            return profile
+    raise AssertionError("every provider's table ends with a catch-all row")  # pragma: no cover
+
+
+def _refuse(setting: str, model: str, why: str) -> ConfigurationError:
+    return ConfigurationError(
+        f"{model} does not take ModelSettings.{setting}: {why}", field=setting
+    )
+
+
+def check_settings(profile: ModelProfile, model: str, settings: ModelSettings) -> None:
+    """Raise ``ConfigurationError`` for the first setting ``model`` refuses (before sending)."""
+    family = profile.family
+    if not profile.sampling:
+        if settings.temperature is not None and settings.temperature != 1:
+            raise _refuse("temperature", model, f"{family} accept only the default (1)")
+        if settings.top_p is not None:
+            raise _refuse("top_p", model, f"{family} do not take it")
+    if settings.stop is not None and not profile.stop:
+        raise _refuse("stop", model, f"{family} do not take stop sequences")
+    if (
+        not profile.temperature_with_top_p
+        and settings.temperature is not None
+        and settings.top_p is not None
+    ):
+        raise _refuse("top_p", model, f"{family} take temperature or top_p, not both")
+    effort = settings.reasoning_effort
+    if effort is not None and effort not in profile.efforts:
+        accepted = ", ".join(sorted(profile.efforts)) or "none (not a reasoning model)"
+        raise _refuse("reasoning_effort", model, f"{family} take {accepted}")
+    if settings.thinking_budget is not None and not profile.thinking_budget:
+        why = (
+            "use reasoning_effort (Gemini 3 thinks by level)"
+            if profile.efforts
+            else "it has no thinking budget"
+        )
+        raise _refuse("thinking_budget", model, why)
+
+
+def merge_body(payload: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge ``extra`` into ``payload`` key by key, recursively for objects (in place).
+
+    ``extra_body={"generationConfig": {"thinkingConfig": ...}}`` adds to the payload's
+    ``generationConfig`` instead of replacing it; a non-object value replaces.
+    """
+    for key, value in extra.items():
+        here = payload.get(key)
+        if isinstance(here, dict) and isinstance(value, Mapping):
+            payload[key] = merge_body(dict(here), value)
+        else:
+            payload[key] = value
+    return payload
