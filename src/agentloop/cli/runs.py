@@ -1,0 +1,257 @@
+"""``agentloop runs`` and ``agentloop runs show ID``: the runs in a store, read back for a person.
+
+Separate from ``commands`` because reading a store back is its own concern: finding a run by a
+prefix of its id, telling a damaged record from a readable one (each damaged record is one line
+on standard error and exit 1, while the readable runs are still listed), and printing stored
+text, which is user and model text, never as rich markup. A run's hard error is shown with its
+class, message, recoverability and every typed attribute (the attempt log one line an attempt).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agentloop.errors import AgentLoopError, AttemptRecord, InvalidInput, MemoryBackendError
+from agentloop.messages import ToolCallPart, ToolResultPart
+
+if TYPE_CHECKING:  # rich and the stores load when the command runs
+    from rich.console import Console
+    from rich.text import Text
+
+    from agentloop import Turn
+    from agentloop.store import PostgresStore, SQLiteStore, StoredRun
+
+__all__ = ["runs"]
+
+
+def _open_store(location: str) -> SQLiteStore | PostgresStore:
+    from agentloop.store import PostgresStore, SQLiteStore
+
+    if location.startswith(("postgres://", "postgresql://")):
+        return PostgresStore(location)
+    if not Path(location).is_file():
+        raise InvalidInput(f"no store at {location!r} (pass --store PATH)")
+    return SQLiteStore(location)
+
+
+def runs(console: Console, location: str, run_id: str | None, session: str | None) -> int:
+    """``runs`` and ``runs show``: 0, or 1 when a stored record could not be read."""
+    store = _open_store(location)
+    try:
+        if run_id is None:
+            return _list_runs(console, store.scan_runs(session))
+        stored = store.load_run(run_id) or _by_prefix(store, run_id)
+    except MemoryBackendError as error:
+        _unreadable(error)
+        return 1
+    finally:
+        store.close()
+    _show_run(console, stored)
+    return 0
+
+
+def _unreadable(error: MemoryBackendError) -> None:
+    print(f"agentloop: {type(error).__name__}: {error}", file=sys.stderr)
+
+
+def _by_prefix(store: SQLiteStore | PostgresStore, prefix: str) -> StoredRun:
+    matches = [stored for run_id, stored in store.scan_runs() if run_id.startswith(prefix)]
+    if len(matches) != 1:
+        problem = "no stored run" if not matches else f"{len(matches)} stored runs"
+        raise InvalidInput(f"{problem} with an id starting {prefix!r}")
+    if isinstance(matches[0], MemoryBackendError):
+        raise matches[0]
+    return matches[0]
+
+
+def _outcome(stored: StoredRun) -> str:
+    run = stored.run
+    if not stored.finished:
+        return "[yellow]unfinished[/] (no recorded end)"
+    if run.stop_reason is not None:
+        return f"[red]{type(run.stop_reason).__name__}[/]: {_escape(str(run.stop_reason))}"
+    return _escape(_first_line(_plain_text(run.output)))
+
+
+def _plain_text(value: object) -> str:
+    """Stored text as the reader wrote it (never a Python repr); typed output as JSON."""
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return value
+    import json
+
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _first_line(text: str, width: int = 48) -> str:
+    line = text.strip().split("\n", 1)[0]
+    more = line != text.strip()
+    if len(line) > width:
+        line, more = line[: width - 1], True
+    return line + ("…" if more else "")
+
+
+def _when(timestamp: float | None, timespec: str = "seconds") -> str:
+    if timestamp is None:
+        return "-"
+    return datetime.fromtimestamp(timestamp).isoformat(sep=" ", timespec=timespec)
+
+
+def _list_runs(
+    console: Console, scanned: Sequence[tuple[str, StoredRun | MemoryBackendError]]
+) -> int:
+    """The readable runs as a table; each damaged record one line on stderr (then exit 1)."""
+    from rich.table import Table
+
+    table = Table("session", "run", "started", "turns", "calls", "outcome")
+    for column in table.columns[:3]:
+        column.no_wrap = True  # the outcome column takes what an 80-column terminal leaves
+    runs = [stored for _, stored in scanned if not isinstance(stored, MemoryBackendError)]
+    for stored in runs:
+        run = stored.run
+        table.add_row(
+            _escape(stored.session_id[:12]),
+            _escape(run.id[:12]),
+            _when(run.started_at, "minutes"),
+            str(len(run.turns)),
+            str(run.tool_calls),
+            _outcome(stored),
+        )
+    console.print(table)
+    damaged = [error for _, error in scanned if isinstance(error, MemoryBackendError)]
+    for error in damaged:
+        _unreadable(error)
+    more = f", {len(damaged)} damaged record{'s' * (len(damaged) != 1)}" if damaged else ""
+    console.print(f"{len(runs)} run{'s' * (len(runs) != 1)}{more}")
+    return 1 if damaged else 0
+
+
+def _show_run(console: Console, stored: StoredRun) -> None:
+    from rich.table import Table
+
+    run = stored.run
+    fields = Table("field", "value", show_header=False, title=f"run {run.id}")
+    for name, value in (
+        ("session", _escape(stored.session_id)),
+        ("input", _escape(_plain_text(run.input))),
+        ("output", _escape(_plain_text(run.output))),
+        ("outcome", _outcome(stored)),
+        ("turns", f"{len(run.turns)} ({run.tool_calls} tool call{'s' * (run.tool_calls != 1)})"),
+        ("tokens", f"{run.usage.input_tokens} in, {run.usage.output_tokens} out"),
+        ("started", _when(run.started_at)),
+        ("ended", _when(run.ended_at)),
+        ("unfinished_input", _escape(_plain_text(run.unfinished_input))),
+    ):
+        fields.add_row(name, value)
+    console.print(fields)
+    if run.stop_reason is not None:
+        _show_error(console, run.stop_reason)
+    for turn in run.turns:
+        _show_turn(console, turn)
+
+
+def _show_turn(console: Console, turn: Turn) -> None:
+    """One turn: its text, each tool call with its arguments, and what each call returned.
+
+    Everything stored is user or model text: it goes out as ``rich.text.Text``, never as
+    markup, and soft errors are printed whole (they are what the model read).
+    """
+    from rich.text import Text
+
+    soft = sum(r.is_error for r in turn.tool_results)
+    counts = [f"{len(turn.tool_calls)} tool call{'s' * (len(turn.tool_calls) != 1)}"]
+    if soft:
+        counts.append(f"{soft} soft error{'s' * (soft != 1)}")
+    console.print(
+        Text.assemble((f"turn {turn.index}", "bold"), f" ({turn.model}): {', '.join(counts)}")
+    )
+    if turn.text:
+        _indented(console, 2, Text.assemble(("says: ", "dim"), turn.text))
+    for call, result in _pairs(turn):
+        if call is not None:
+            _indented(
+                console, 2, Text.assemble(("call ", "dim"), (call.name, "cyan"), " ", _json(call))
+            )
+        if result is None:
+            _indented(console, 4, Text("(no result recorded)", style="dim"))
+        elif result.is_error:
+            _indented(console, 4, Text.assemble(("soft error", "yellow"), ": ", result.content))
+        else:
+            _indented(console, 4, Text.assemble(("ok", "green"), ": ", _preview(result.content)))
+
+
+def _indented(console: Console, indent: int, text: Text) -> None:
+    """Print ``text`` wrapped to the console's width, every line indented (no trailing blanks)."""
+    from rich.text import Text
+
+    for line in text.wrap(console, max(20, console.width - indent)):
+        line.rstrip()
+        console.print(Text(" " * indent) + line, soft_wrap=True)
+
+
+def _pairs(turn: Turn) -> list[tuple[ToolCallPart | None, ToolResultPart | None]]:
+    """Each call with its result (by id), then any result that answers no call."""
+    results = {r.call_id: r for r in turn.tool_results}
+    pairs: list[tuple[ToolCallPart | None, ToolResultPart | None]] = [
+        (call, results.pop(call.id, None)) for call in turn.tool_calls
+    ]
+    return pairs + [(None, result) for result in results.values()]
+
+
+def _json(call: ToolCallPart) -> str:
+    import json
+
+    return json.dumps(dict(call.arguments), ensure_ascii=False, default=repr)
+
+
+def _preview(text: str, limit: int = 120) -> str:
+    """A successful result's first line, cut at ``limit`` characters."""
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    more = len(first) > limit or first != text.strip()
+    return first[:limit] + (" …" if more else "")
+
+
+def _show_error(console: Console, error: AgentLoopError) -> None:
+    from rich.table import Table
+
+    table = Table("attribute", "value", title=f"stop_reason: {type(error).__name__}")
+    table.add_row("class", type(error).__name__)
+    table.add_row("message", _escape(str(error)))
+    table.add_row("recoverability", error.recoverability)
+    for name, value in sorted(error.attributes().items()):
+        if name == "attempt_log":
+            value = "\n".join(_attempt(record) for record in value) or "()"
+        elif isinstance(value, float):
+            value = _seconds(value) if name.endswith(("_seconds", "_after")) else f"{value:g}"
+        table.add_row(_escape(name), _escape(str(value)))
+    console.print(table)
+
+
+def _attempt(record: AttemptRecord) -> str:
+    phase = "-" if record.phase is None else str(record.phase)
+    wait = f", then waited {_seconds(record.wait_seconds)}" if record.wait_seconds > 0 else ""
+    return (
+        f"#{record.attempt} {record.error_type} status={record.status_code} phase={phase} "
+        f"sent={record.request_sent} took {_seconds(record.duration_seconds)}{wait}"
+    )
+
+
+def _seconds(value: float) -> str:
+    """Seconds rounded for reading: 0.25s, 3.1s, 42s."""
+    if value >= 10:
+        return f"{value:.0f}s"
+    if value >= 1:
+        return f"{value:.1f}s"
+    return f"{value:.2f}s"
+
+
+def _escape(text: str) -> str:
+    """Escape rich markup in stored text."""
+    from rich.markup import escape
+
+    return escape(text)
