@@ -25,6 +25,9 @@ workflow and must not do I/O that matters twice (they run again on replay).
 Payloads are pickled (the request, the reply, the tool call, ``deps``, the ``Run``): trust the
 Temporal cluster as you trust your database.
 
+The mechanics of that boundary (the errors, the two seams, the activities' bodies) are
+``_temporal_activities``; this module is the workflow and the agent.
+
 Errors. An exception in an activity becomes an ``ApplicationError`` whose ``type`` is its class
 name, ``non_retryable`` unless it ``is_recoverable()`` (a foreign exception never retries: the
 dispatcher decides what a tool's panic means), ``next_retry_delay`` its ``retry_after``, and whose
@@ -35,214 +38,35 @@ same way, and ``TemporalRun.result`` raises it again with every attribute.
 
 from __future__ import annotations
 
-import asyncio
 import pickle
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, Generic
 
 from temporalio import activity, workflow
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
-from temporalio.exceptions import CancelledError as TemporalCancelled
 from temporalio.service import RPCError
 from temporalio.worker import Worker
 
-from agentloop.cancel import CancelToken
+from agentloop.durable._temporal_activities import (
+    Activities,
+    ActivityClient,
+    ActivityTools,
+    failure,
+    model_call,
+    restored,
+    tool_call,
+)
 from agentloop.durable._wrap import checked_wrap
 from agentloop.engine.agent import Agent
-from agentloop.engine.journal import ToolsView, WrappedClient, WrappedTool
-from agentloop.engine.turn import collect_stream
-from agentloop.errors import (
-    AgentLoopError,
-    Cancelled,
-    ConfigurationError,
-    InternalError,
-    MemoryBackendError,
-    ToolError,
-)
-from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent
+from agentloop.errors import AgentLoopError, ConfigurationError, MemoryBackendError
 from agentloop.run import OutputT, Run
 from agentloop.safety.breaker import ToolBreakers
 from agentloop.safety.budget import BudgetGate
-from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, render_content
 
 __all__ = ["ActivityClient", "ActivityTools", "TemporalAgent", "TemporalRun", "failure", "restored"]
-
-
-# -- errors across Temporal --------------------------------------------------------------------
-
-
-def failure(exc: BaseException) -> ApplicationError:
-    """``exc`` as a Temporal failure: its class name, its retryability, itself pickled."""
-    try:
-        details: tuple[bytes, ...] = (pickle.dumps(exc),)
-    except Exception:  # an exception that does not pickle crosses as its name and message
-        details = ()
-    recoverable = isinstance(exc, AgentLoopError) and exc.is_recoverable()
-    retry_after = getattr(exc, "retry_after", None)
-    delay = timedelta(seconds=retry_after) if recoverable and retry_after else None
-    return ApplicationError(
-        f"{type(exc).__name__}: {exc}",
-        *details,
-        type=type(exc).__name__,
-        non_retryable=not recoverable,
-        next_retry_delay=delay,
-    )
-
-
-def restored(error: BaseException) -> BaseException:
-    """The exception a Temporal failure carries (see ``failure``), else the nearest of ours.
-
-    Follows the causes of ``ActivityError``/``WorkflowFailureError`` to the ``ApplicationError``
-    ``failure`` made; a cancellation is ``Cancelled``; anything else (a timeout, a worker that
-    vanished, an error that did not pickle) an ``InternalError`` naming it.
-    """
-    cause: BaseException | None = error
-    while isinstance(cause, ActivityError | WorkflowFailureError):
-        cause = cause.cause
-    if isinstance(cause, TemporalCancelled):
-        return Cancelled()
-    if isinstance(cause, ApplicationError) and cause.details:
-        carried = cause.details[0]
-        if isinstance(carried, bytes):
-            with_value = pickle.loads(carried)
-            if isinstance(with_value, BaseException):
-                return with_value
-    if isinstance(cause, ApplicationError) and cause.type:
-        return InternalError(f"{cause.type}: {cause.message}")
-    described = cause if cause is not None else error
-    return InternalError(f"Temporal: {type(described).__name__}: {described}")
-
-
-# -- the workflow's seams: model and tools as activities ---------------------------------------
-
-
-class _Activities:
-    """The activity names and options one ``TemporalAgent``'s workflow calls."""
-
-    def __init__(self, name: str, timeout: timedelta, retry: RetryPolicy) -> None:
-        self.model = f"agentloop.{name}.model"
-        self.tool = f"agentloop.{name}.tool"
-        self.timeout = timeout
-        self.retry = retry
-
-    async def execute(self, activity_name: str, payload: bytes) -> Any:
-        """Run an activity from the workflow; its failure raised as the exception it carries."""
-        try:
-            result: bytes = await workflow.execute_activity(
-                activity_name,
-                payload,
-                start_to_close_timeout=self.timeout,
-                retry_policy=self.retry,
-                result_type=bytes,
-            )
-        except ActivityError as exc:
-            if isinstance(exc.cause, TemporalCancelled):  # the workflow is being cancelled
-                raise asyncio.CancelledError from None
-            raise restored(exc) from None
-        return pickle.loads(result)
-
-
-class ActivityClient(WrappedClient):
-    """A ``ModelClient`` whose every call is the model activity (the real client in the worker).
-
-    A stream's events stay in the activity: the workflow receives the final reply as ``done``.
-    Wrapping clients' events (retries, failovers) are not reported to the run's observers.
-    """
-
-    def __init__(self, inner: ModelClient, activities: _Activities) -> None:
-        super().__init__(inner)
-        self._activities = activities
-
-    async def _call(self, request: ModelRequest, stream: bool) -> ModelResponse:
-        payload = pickle.dumps((replace(request, events=None), stream))
-        response: ModelResponse = await self._activities.execute(self._activities.model, payload)
-        return response
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        """The reply the model activity returned."""
-        return await self._call(request, False)
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """The model activity streams; the workflow gets its reply as the one ``done`` event."""
-        yield StreamEvent("done", response=await self._call(request, True))
-
-    async def aclose(self) -> None:
-        """Nothing to close in the workflow: the worker's client is the agent's."""
-
-
-class ActivityTool(WrappedTool):
-    """A tool whose call is the tool activity: its output, ``ToolError`` or exception returns."""
-
-    def __init__(self, inner: Tool, activities: _Activities) -> None:
-        super().__init__(inner)
-        self._activities = activities
-
-    async def call(self, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
-        """The output of the tool as the activity ran it; its exceptions raised here."""
-        where = (ctx.run_id, ctx.turn, ctx.call_id, ctx.session_id)
-        payload = pickle.dumps((self.name, dict(arguments), where, ctx.deps))
-        kind, value = await self._activities.execute(self._activities.tool, payload)
-        if kind == "tool_error":
-            raise value
-        return value
-
-
-class ActivityTools(ToolsView):
-    """A view of a registry whose tools are the tool activity."""
-
-    def __init__(self, inner: ToolRegistry, activities: _Activities) -> None:
-        super().__init__(inner)
-        self._activities = activities
-
-    def wrap(self, tool: Tool) -> Tool:
-        """The tool as an activity."""
-        return ActivityTool(tool, self._activities)
-
-
-# -- the activities: what runs in the worker ---------------------------------------------------
-
-
-async def _model_call(client: ModelClient, payload: bytes) -> bytes:
-    """The model activity's body: the reply, pickled; an exception as a Temporal failure."""
-    request, stream = pickle.loads(payload)
-    try:
-        response = await (collect_stream(client, request) if stream else client.complete(request))
-    except Exception as exc:
-        raise failure(exc) from exc
-    return pickle.dumps(response)
-
-
-async def _tool_call(registry: ToolRegistry, payload: bytes) -> bytes:
-    """The tool activity's body: ``("output", value)`` or ``("tool_error", error)``, pickled."""
-    name, arguments, (run_id, turn, call_id, session_id), deps = pickle.loads(payload)
-    tool = registry.get(name)
-    if tool is None:
-        raise failure(ConfigurationError(f"the worker's agent has no tool '{name}'", field="tools"))
-    ctx: ToolContext[Any] = ToolContext(
-        run_id=run_id,
-        turn=turn,
-        call_id=call_id,
-        tool_name=name,
-        cancel=CancelToken(),
-        session_id=session_id,
-        deps=deps,
-    )
-    try:
-        output = await tool.call(arguments, ctx)
-        if isinstance(output, ToolOutput):  # rendered here: what cannot render is the tool's panic
-            output = ToolOutput(render_content(output.content), is_error=output.is_error)
-        else:
-            output = render_content(output)
-    except ToolError as error:
-        return pickle.dumps(("tool_error", error))
-    except Exception as exc:
-        raise failure(exc) from exc
-    return pickle.dumps(("output", output))
 
 
 # -- the workflow and the agent ---------------------------------------------------------------
@@ -323,7 +147,7 @@ class TemporalAgent(Generic[OutputT]):
         self.name = name
         self.task_queue = task_queue or f"agentloop.{name}"
         _AGENTS[name] = self
-        self._activities = _Activities(
+        self._activities = Activities(
             name, activity_timeout, retry_policy or RetryPolicy(maximum_attempts=3)
         )
         self.workflow: type = AgentLoopWorkflow
@@ -334,11 +158,11 @@ class TemporalAgent(Generic[OutputT]):
 
         @activity.defn(name=self._activities.model)
         async def model(payload: bytes) -> bytes:
-            return await _model_call(agent.client, payload)
+            return await model_call(agent.client, payload)
 
         @activity.defn(name=self._activities.tool)
         async def tool(payload: bytes) -> bytes:
-            return await _tool_call(agent.registry, payload)
+            return await tool_call(agent.registry, payload)
 
         return [model, tool]
 
