@@ -29,7 +29,14 @@ from agentloop.errors import (
     FailurePhase,
     MemoryBackendError,
 )
-from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart, Usage
+from agentloop.messages import (
+    Message,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
 from agentloop.run import Run, Turn
 from agentloop.store import DurableStore, PostgresStore, SQLiteStore, Store, StoredRun
 
@@ -527,3 +534,30 @@ def test_durable_rows_round_trip(open_store: Opener) -> None:
     assert not stored.finished and stored.resumptions == ((5.0, 1),)
     assert stored.run.messages == messages and reopened.load_history("s") == []
     assert reopened.load_steps("r1") == {"t0/reply": {"x": 2}}  # kept for the continued run
+
+
+def test_reasoning_parts_and_counts_round_trip_exactly(store: Store) -> None:
+    """SPEC 16: a ThinkingPart (signature, redacted, provider, id) and reasoning tokens survive."""
+    call = ToolCallPart("call_r", "read_file", {"path": "a"})
+    thinking = Message(
+        "assistant",
+        (
+            ThinkingPart("I should read a", signature="sig-" + "x" * 500, provider="anthropic"),
+            ThinkingPart("", signature="opaque-data", redacted=True, provider="anthropic"),
+            ThinkingPart("summary", signature="enc", provider="openai", id="rs_9"),
+            ThinkingPart("", signature="g\u00e9mini", provider="gemini"),
+            call,
+        ),
+    )
+    messages = [
+        user("go"),
+        thinking,
+        Message.tool_results([ToolResultPart("call_r", "read_file", "a")]),
+    ]
+    turn = Turn(index=0, model="m", tool_calls=[call], usage=Usage(5, 9, reasoning_tokens=7))
+    run = Run(id="rr", input="go", turns=[turn], messages=messages, usage=turn.usage)
+    store.begin_run("s", run)
+    store.finish_runs("s", [run], keep=0, append=messages)
+    assert store.load_history("s") == messages
+    [stored] = store.load_runs("s")
+    assert stored.run.messages == messages and stored.run.usage.reasoning_tokens == 7
