@@ -64,24 +64,7 @@ async def async_exit() -> str:
     raise GeneratorExit
 
 
-TOOLS_PY_FIX = (
-    "tools.in_daemon_thread sets GeneratorExit on an asyncio future; the task that wakes on it "
-    "throws it into the run's coroutine, which Python closes whole (fix: carry it in an "
-    "Exception through the future and re-raise it after the await)"
-)
-
-
-@pytest.mark.parametrize(
-    "raiser",
-    [
-        pytest.param(
-            sync_exit,
-            id="sync",
-            marks=pytest.mark.xfail(strict=True, raises=GeneratorExit, reason=TOOLS_PY_FIX),
-        ),
-        pytest.param(async_exit, id="async"),
-    ],
-)
+@pytest.mark.parametrize("raiser", [sync_exit, async_exit], ids=["sync", "async"])
 async def test_a_tool_raising_generator_exit_is_a_soft_panic(raiser: Any) -> None:
     model = ScriptedModel([call(raiser.name), reply("ok")])
     run = await Agent(model, tools=[raiser]).run("go")

@@ -309,3 +309,16 @@ def test_spans_come_from_on_event_only() -> None:
     ]
     assert overridden == []
     assert OtelObserver.on_event is not Observer.on_event
+
+
+async def test_reasoning_tokens_are_recorded_and_reasoning_text_is_not() -> None:
+    from agentloop.messages import TextPart, ThinkingPart
+
+    observer, exporter = traced()
+    message = Message("assistant", (ThinkingPart("secret plan", signature="s"), TextPart("ok")))
+    model = ScriptedModel([ModelResponse(message, usage=Usage(4, 9, reasoning_tokens=6))])
+    await Agent(model, observers=[observer]).run("go")
+    [chat] = named(exporter, "chat scripted")
+    assert attrs(chat)["gen_ai.usage.reasoning.output_tokens"] == 6
+    every = [str(v) for s in exporter.get_finished_spans() for v in attrs(s).values()]
+    assert not any("secret plan" in v for v in every)  # content capture is off

@@ -63,6 +63,9 @@ INPUT_TOKENS = "gen_ai.usage.input_tokens"
 OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
 CACHE_READ_TOKENS = "gen_ai.usage.cache_read.input_tokens"
 CACHE_WRITE_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
+REASONING_TOKENS = "gen_ai.usage.reasoning.output_tokens"
+"""Output tokens spent reasoning (part of ``gen_ai.usage.output_tokens``); the text never is
+recorded unless content capture is on."""
 ERROR_TYPE = "error.type"
 CHANNEL = "agentloop.error.channel"
 ROOT_AGENT = "agentloop"
@@ -372,6 +375,8 @@ def _usage(usage: Usage) -> Attributes:
         attributes[CACHE_READ_TOKENS] = usage.cache_read_tokens
     if usage.cache_write_tokens:
         attributes[CACHE_WRITE_TOKENS] = usage.cache_write_tokens
+    if usage.reasoning_tokens:
+        attributes[REASONING_TOKENS] = usage.reasoning_tokens
     return attributes
 
 

@@ -69,10 +69,12 @@ class Turn:
     usage: Usage = field(default_factory=Usage)
     stop_reason: str | None = None
     text: str = ""
+    thinking: str = ""
+    """The reply's readable reasoning (its ``ThinkingPart`` texts joined; "" when none)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-data form."""
-        return {
+        """Plain-data form (``thinking`` only when there is some)."""
+        data = {
             "index": self.index,
             "model": self.model,
             "tool_calls": [c.to_dict() for c in self.tool_calls],
@@ -81,6 +83,9 @@ class Turn:
             "stop_reason": self.stop_reason,
             "text": self.text,
         }
+        if self.thinking:
+            data["thinking"] = self.thinking
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Turn:
@@ -327,6 +332,7 @@ def _turn(data: object, path: str) -> Turn:
         usage=_usage(data, path),
         stop_reason=_field(data, "stop_reason", path, "str", default=None),
         text=_field(data, "text", path, "str", default=""),
+        thinking=_field(data, "thinking", path, "str", default=""),
     )
 
 

@@ -245,12 +245,28 @@ async def in_daemon_thread(func: Callable[..., Any], *args: Any, **kwargs: Any) 
         try:
             result = context.run(func, *args, **kwargs)
         except BaseException as exc:
-            _settle(loop, future, None, exc)
+            _settle(loop, future, None, exc if isinstance(exc, Exception) else _Carried(exc))
         else:
             _settle(loop, future, result, None)
 
     _WORKERS.submit(work)
-    return await future
+    try:
+        return await future
+    except _Carried as carried:
+        raise carried.raised from None
+
+
+class _Carried(Exception):
+    """A ``BaseException`` from a worker thread, carried through the future as an ``Exception``.
+
+    A task that wakes on a future holding ``GeneratorExit`` throws it into its coroutine, and
+    Python closes a coroutine thrown ``GeneratorExit`` whole, whatever its frames catch: the run
+    would end there. Raised again after the await, it travels up like any exception.
+    """
+
+    def __init__(self, raised: BaseException) -> None:
+        super().__init__(repr(raised))
+        self.raised = raised
 
 
 class _DaemonWorkers:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentloop.cli.advice import Target, failure_paragraph
-from agentloop.errors import AgentLoopError
+from agentloop.errors import AgentLoopError, ModelRefused
 
 if TYPE_CHECKING:  # the engine, its tools and rich load in the commands that use them
     from rich.console import Console
@@ -41,6 +41,9 @@ def _console(*, plain: bool = False) -> Console:
 
     return Console(highlight=False, soft_wrap=True, color_system=None if plain else "auto")
 
+
+REFUSED_EXIT = 3
+"""``agentloop run``'s exit status when the model refused (1: any other hard error, 130: cancel)."""
 
 _FAULTS = (
     "rate_limit",
@@ -117,7 +120,8 @@ async def _run(args: argparse.Namespace) -> int:
     console.print(Text.assemble(("task: ", "dim"), args.task))
     try:
         with logs_shown(screen.line, debug=args.debug), screen:
-            run, error = await _streamed(agent, args.task, RunView(screen))
+            view = RunView(screen, thinking=args.thinking)
+            run, error = await _streamed(agent, args.task, view)
     finally:
         await client.aclose()
         if store is not None:
@@ -126,7 +130,9 @@ async def _run(args: argparse.Namespace) -> int:
     if error is None:
         return 0
     _report(error, target, debug=args.debug)
-    return 130 if error.is_cancelled() else 1
+    if error.is_cancelled():
+        return 130
+    return REFUSED_EXIT if isinstance(error, ModelRefused) else 1
 
 
 async def _streamed(agent: Agent, task: str, view: RunView) -> tuple[Run, AgentLoopError | None]:
@@ -223,6 +229,12 @@ def _parser() -> argparse.ArgumentParser:
         "--plain", action="store_true", help="plain lines: no colour, markdown or spinner"
     )
     run.add_argument("--debug", action="store_true", help="print tracebacks")
+    run.add_argument(
+        "--thinking",
+        choices=("brief", "full", "off"),
+        default="brief",
+        help="the model's reasoning, dimmed: its first line (default), all of it, or none",
+    )
     runs = sub.add_parser("runs", help="list the runs in a store; 'runs show ID' prints one")
     runs.add_argument("--store", default="agentloop.db", help="SQLite file or postgresql:// DSN")
     runs.add_argument("--session", help="only this session's runs")

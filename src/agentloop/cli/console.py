@@ -116,13 +116,16 @@ def _note(label: str, style: str, rest: str) -> Text:
 class RunView:
     """Turns a run's events into screen operations; the same for ``run``, the demo and tests."""
 
-    def __init__(self, screen: Screen) -> None:
+    def __init__(self, screen: Screen, *, thinking: str = "brief") -> None:
         self.screen = screen
+        self.thinking = thinking  # "brief" (a dimmed first line), "full" or "off"
+        self._thought = ""  # this turn's reasoning, drawn before its first reply text or call
         self._finished: set[str] = set()  # call ids whose result was drawn
         self._fell_to: str | None = None
         self._handlers: dict[type[ev.Event], Callable[[Any], None]] = {
             ev.TurnStarted: lambda e: screen.status("waiting for the model"),
             ev.TextDelta: self._text,
+            ev.ThinkingDelta: self._thinking,
             ev.ToolCallDelta: self._call_delta,
             ev.AttemptReset: lambda e: screen.discard(),
             ev.ModelResponded: self._responded,
@@ -145,14 +148,37 @@ class RunView:
             handler(event)
 
     def _text(self, event: ev.TextDelta) -> None:
+        self._draw_thought()
         self.screen.status(None)
         self.screen.fragment(event.text)
 
+    def _thinking(self, event: ev.ThinkingDelta) -> None:
+        self._thought += event.text
+        self.screen.status("the model is thinking")
+
+    def _draw_thought(self, thought: str | None = None) -> None:
+        """The turn's reasoning, dimmed: its first line (``brief``), all of it, or nothing."""
+        text = (self._thought if thought is None else thought).strip()
+        self._thought = ""
+        if not text or self.thinking == "off":
+            return
+        if self.thinking == "brief":
+            first = text.splitlines()[0]
+            cut = len(first) > _PREVIEW_LIMIT or first != text
+            text = first[:_PREVIEW_LIMIT] + " …" * cut
+        self.screen.line(Text.assemble(("  thinking: ", "dim italic"), (text, "dim")))
+
     def _call_delta(self, event: ev.ToolCallDelta) -> None:
+        self._draw_thought()
         if event.name:
             self.screen.status(f"the model is calling {event.name}")
 
     def _responded(self, event: ev.ModelResponded) -> None:
+        message = event.response.message
+        if self._thought or not message.thinking:
+            self._draw_thought()
+        else:  # not streamed: the reasoning arrives with the reply
+            self._draw_thought("".join(p.text for p in message.thinking))
         if event.response.text:
             self.screen.reply(event.response.text)
 

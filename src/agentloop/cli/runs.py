@@ -170,6 +170,8 @@ def _show_turn(console: Console, turn: Turn) -> None:
     console.print(
         Text.assemble((f"turn {turn.index}", "bold"), f" ({turn.model}): {', '.join(counts)}")
     )
+    if turn.thinking:
+        _indented(console, 2, Text.assemble(("thinks: ", "dim italic"), (turn.thinking, "dim")))
     if turn.text:
         _indented(console, 2, Text.assemble(("says: ", "dim"), turn.text))
     for call, result in _pairs(turn):

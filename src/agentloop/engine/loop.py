@@ -38,7 +38,7 @@ from agentloop.errors import (
     OutputValidationFailed,
 )
 from agentloop.hooks import Hook, overrides
-from agentloop.messages import Message, ToolCallPart, ToolResultPart
+from agentloop.messages import Message, ThinkingPart, ToolCallPart, ToolResultPart
 from agentloop.model import INVALID_JSON_KEY, ModelResponse
 from agentloop.run import TRUNCATION_REASONS, Run, Turn
 from agentloop.safety.redact import redact_secrets
@@ -193,6 +193,7 @@ class RunLoop:
             usage=response.usage,
             stop_reason=response.stop_reason,
             text=response.text,
+            thinking=_thinking_text(response.message),
         )
         state.run.turns.append(turn)
         state.run.usage = state.run.usage + response.usage
@@ -329,6 +330,11 @@ class RunLoop:
                     await hook.on_run_end(self.state.run)
                 except Exception:
                     logger.exception("hook %r raised in on_run_end; ignored", hook)
+
+
+def _thinking_text(message: Message) -> str:
+    """The readable reasoning of a reply ("" without any)."""
+    return "".join(p.text for p in message.parts if type(p) is ThinkingPart)
 
 
 def _cut_calls(response: ModelResponse) -> Mapping[str, str]:

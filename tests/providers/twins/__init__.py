@@ -1,1 +1,1 @@
-"""Provider twins: local servers that enforce each provider's documented rules with its own error texts."""
+"""Provider twins: local servers enforcing each provider's documented rules, with its own texts."""
