@@ -167,6 +167,7 @@ LAYERS = {
     "clock": 2,
     "cancel": 2,
     "messages": 2,
+    "media": 2,
     "model": 2,
     "pricing": 2,
     "transcript": 2,

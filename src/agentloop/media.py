@@ -1,0 +1,217 @@
+"""Media parts: images, documents and audio in a prompt or a tool's result (SPEC 16).
+
+Each part holds either the bytes (``ImagePart(data, media_type="image/png")``, or
+``ImagePart.from_path(p)`` with the type guessed from the content and the name) or a URL
+(``ImagePart(url="https://...")``). They are checked once, where they are made: the bytes are not
+empty, not larger than ``MAX_MEDIA_BYTES``, and of the kind the declared type says (a PNG declared
+as JPEG is refused); a URL is ``http``/``https`` only. Every problem is an ``InvalidInput``
+naming the fix, raised before any request.
+
+The bytes never appear in a ``repr``, a log line, a span or an error: those show the media type,
+the size and the first characters of the sha256. ``agentloop.messages`` re-exports the three
+classes; they are members of its ``Part`` union.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import mimetypes
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Self
+from urllib.parse import urlsplit
+
+from agentloop.errors import InvalidInput
+
+__all__ = [
+    "MAX_MEDIA_BYTES",
+    "AudioPart",
+    "DocumentPart",
+    "ImagePart",
+    "MediaPart",
+    "media_from_dict",
+]
+
+MAX_MEDIA_BYTES = 20 * 1024 * 1024
+"""The largest part accepted as bytes (20 MiB: the inline limit of OpenAI and Gemini); larger
+files go by URL or the provider's file API."""
+
+_SIGNATURES: tuple[tuple[bytes, int, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", 0, "image/png"),
+    (b"\xff\xd8\xff", 0, "image/jpeg"),
+    (b"GIF87a", 0, "image/gif"),
+    (b"GIF89a", 0, "image/gif"),
+    (b"WEBP", 8, "image/webp"),
+    (b"%PDF-", 0, "application/pdf"),
+    (b"ID3", 0, "audio/mpeg"),
+    (b"\xff\xfb", 0, "audio/mpeg"),
+    (b"\xff\xf3", 0, "audio/mpeg"),
+    (b"WAVE", 8, "audio/wav"),
+    (b"OggS", 0, "audio/ogg"),
+    (b"fLaC", 0, "audio/flac"),
+)
+_ALIASES = {"image/jpg": "image/jpeg", "audio/x-wav": "audio/wav", "audio/mp3": "audio/mpeg"}
+
+
+def sniff(data: bytes) -> str | None:
+    """The media type the bytes themselves show, when they have a known signature."""
+    for magic, offset, media_type in _SIGNATURES:
+        if data[offset : offset + len(magic)] == magic:
+            return media_type
+    return None
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class _Media:
+    """Bytes or a URL of one media type; the kinds below say which types they take."""
+
+    kind: ClassVar[str] = "media"
+    accepts: ClassVar[tuple[str, ...]] = ()
+
+    data: bytes | None = None
+    media_type: str | None = None
+    url: str | None = field(default=None, kw_only=True)
+    sha256: str = field(default="", init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if (self.data is None) == (self.url is None):
+            raise InvalidInput(f"{type(self).__name__} needs data= (bytes) or url=, exactly one")
+        if self.url is not None:
+            self._check_url(self.url)
+        else:
+            self._check_data(self.data)
+        declared = self.media_type
+        if declared is not None:
+            object.__setattr__(self, "media_type", _ALIASES.get(declared.lower(), declared.lower()))
+        if self.media_type is not None and not self.media_type.startswith(self.accepts):
+            raise InvalidInput(
+                f"{type(self).__name__} takes {' or '.join(self.accepts)}*, "
+                f"not {self.media_type!r}; use the part that fits the content"
+            )
+
+    def _check_url(self, url: str) -> None:
+        scheme = urlsplit(url).scheme.lower() if isinstance(url, str) else ""
+        if scheme not in ("http", "https"):
+            raise InvalidInput(
+                f"{type(self).__name__} url must be http:// or https://, got {scheme or url!r}; "
+                "for a local file use from_path()"
+            )
+
+    def _check_data(self, data: object) -> None:
+        name = type(self).__name__
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise InvalidInput(f"{name} data must be bytes, got {type(data).__name__}")
+        raw = bytes(data)
+        if not raw:
+            raise InvalidInput(f"{name} data is empty (0 bytes)")
+        if len(raw) > MAX_MEDIA_BYTES:
+            raise InvalidInput(
+                f"{name} is {len(raw):,} bytes, over the {MAX_MEDIA_BYTES:,}-byte limit for "
+                "inline media; pass a url= instead"
+            )
+        object.__setattr__(self, "data", raw)
+        object.__setattr__(self, "sha256", hashlib.sha256(raw).hexdigest())
+        seen = sniff(raw)
+        declared = self.media_type
+        if declared is None:
+            if seen is None:
+                raise InvalidInput(f"{name} needs media_type=: the bytes have no known signature")
+            object.__setattr__(self, "media_type", seen)
+        elif seen is not None and seen != _ALIASES.get(declared.lower(), declared.lower()):
+            raise InvalidInput(f"{name} is declared {declared!r} but its bytes are {seen!r}")
+
+    @classmethod
+    def from_path(cls, path: str | Path, media_type: str | None = None) -> Self:
+        """The file's bytes; the media type from its content, else its name."""
+        file = Path(path)
+        if not file.is_file():
+            raise InvalidInput(f"{cls.__name__}.from_path: no such file: {str(file)!r}")
+        data = file.read_bytes()
+        guessed = media_type or sniff(data) or mimetypes.guess_type(file.name)[0]
+        return cls(data, guessed)
+
+    @property
+    def size(self) -> int:
+        """The number of bytes (0 for a URL)."""
+        return 0 if self.data is None else len(self.data)
+
+    def describe(self) -> str:
+        """What logs, spans, errors and the CLI show instead of the bytes."""
+        if self.data is None:
+            return f"[{self.kind}: {self.media_type or 'unknown type'}, {self.url}]"
+        return f"[{self.kind}: {self.media_type}, {self.size:,} bytes, sha256 {self.sha256[:12]}]"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}{self.describe()[len(self.kind) + 1 :]}"
+
+    def base64(self) -> str:
+        """The bytes as base64 text (the wire form of every provider)."""
+        assert self.data is not None
+        return base64.b64encode(self.data).decode("ascii")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form: the bytes as base64 with their sha256, or the URL."""
+        data: dict[str, Any] = {"type": self.kind, "media_type": self.media_type}
+        if self.data is None:
+            data["url"] = self.url
+        else:
+            data["data"] = self.base64()
+            data["sha256"] = self.sha256
+        return data
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class ImagePart(_Media):
+    """An image (PNG, JPEG, GIF, WebP)."""
+
+    kind: ClassVar[str] = "image"
+    accepts: ClassVar[tuple[str, ...]] = ("image/",)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class DocumentPart(_Media):
+    """A document: a PDF or plain text."""
+
+    kind: ClassVar[str] = "document"
+    accepts: ClassVar[tuple[str, ...]] = ("application/pdf", "text/plain")
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class AudioPart(_Media):
+    """A sound recording (WAV, MP3, ...)."""
+
+    kind: ClassVar[str] = "audio"
+    accepts: ClassVar[tuple[str, ...]] = ("audio/",)
+
+
+MediaPart = ImagePart | DocumentPart | AudioPart
+_KINDS: dict[str, type[ImagePart] | type[DocumentPart] | type[AudioPart]] = {
+    "image": ImagePart,
+    "document": DocumentPart,
+    "audio": AudioPart,
+}
+
+
+def media_from_dict(data: Mapping[str, Any]) -> MediaPart | None:
+    """The media part ``to_dict`` wrote, or None when ``data`` is not one.
+
+    A stored part whose bytes no longer match their sha256 is ``InvalidInput``.
+    """
+    cls = _KINDS.get(str(data.get("type")))
+    if cls is None:
+        return None
+    media_type = data.get("media_type")
+    if "url" in data:
+        return cls(media_type=media_type, url=data["url"])
+    try:
+        raw = base64.b64decode(str(data["data"]), validate=True)
+    except (KeyError, binascii.Error) as exc:
+        raise InvalidInput(f"{cls.kind} part: its data is not base64: {exc}") from None
+    part = cls(raw, media_type)
+    expected = data.get("sha256")
+    if expected is not None and expected != part.sha256:
+        raise InvalidInput(f"{cls.kind} part: its bytes do not match their sha256")
+    return part
