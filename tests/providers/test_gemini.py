@@ -17,6 +17,7 @@ from agentloop.errors import (
     ContextLengthExceeded,
     InsufficientCredits,
     ModelNotFound,
+    ModelRefused,
     ProviderError,
     ProviderUnavailable,
     RateLimited,
@@ -24,7 +25,12 @@ from agentloop.errors import (
 )
 from agentloop.messages import Message, ToolCallPart, ToolResultPart
 from agentloop.model import ModelRequest, ModelSettings, StreamEvent, ToolSpec
-from agentloop.providers.gemini import GeminiClient, encode_contents, parse_response
+from agentloop.providers.gemini import (
+    BYPASS_SIGNATURE,
+    GeminiClient,
+    encode_contents,
+    parse_response,
+)
 from agentloop.providers.retrying import RetryingClient
 
 KEY = "AIzaSyTEST-0123456789abcdefghij"
@@ -219,29 +225,31 @@ async def test_gemini_issued_ids_are_echoed_and_errors_marked(
     }
 
 
-def test_each_message_is_encoded_once_and_a_later_signature_is_added_to_a_copy() -> None:
+def test_each_message_is_encoded_once_and_a_bypass_signature_is_added_to_a_copy() -> None:
     message = Message.assistant("", [ToolCallPart("c1", "read", {"p": 1})])
     first = encode_contents([message])[0]["parts"][0]
     assert encode_contents([message])[0]["parts"][0] is first
-    signed = encode_contents([message], {"c1": "sig"})[0]["parts"][0]
-    assert signed == {**first, "thoughtSignature": "sig"} and "thoughtSignature" not in first
+    signed = encode_contents([message], sign_calls=True)[0]["parts"][0]
+    assert signed == {**first, "thoughtSignature": BYPASS_SIGNATURE}
+    assert "thoughtSignature" not in first
 
 
-@pytest.mark.parametrize(
-    ("finish", "stop"), [("MAX_TOKENS", "max_tokens"), ("SAFETY", "refusal"), ("OTHER", "other")]
-)
+@pytest.mark.parametrize(("finish", "stop"), [("MAX_TOKENS", "max_tokens"), ("STOP", "end_turn")])
 def test_finish_reasons_map(finish: str, stop: str) -> None:
     assert parse_response(chunk({"text": "x"}, finish=finish)).stop_reason == stop
 
 
-def test_a_malformed_function_call_is_invalid() -> None:
-    with pytest.raises(ResponseInvalid):
-        parse_response(chunk(finish="MALFORMED_FUNCTION_CALL"))
+@pytest.mark.parametrize("finish", ["MALFORMED_FUNCTION_CALL", "OTHER", "NEW_REASON"])
+def test_a_finish_that_is_not_a_reply_is_invalid(finish: str) -> None:
+    with pytest.raises(ResponseInvalid) as info:
+        parse_response(chunk(finish=finish))
+    assert finish in str(info.value)
 
 
 def test_a_blocked_prompt_is_a_refusal() -> None:
-    response = parse_response({"promptFeedback": {"blockReason": "SAFETY"}})
-    assert response.stop_reason == "refusal" and response.text == ""
+    with pytest.raises(ModelRefused) as info:
+        parse_response({"promptFeedback": {"blockReason": "SAFETY"}})
+    assert (info.value.reason, info.value.text) == ("SAFETY", "")
 
 
 # --- errors ----------------------------------------------------------------------------------

@@ -1,0 +1,223 @@
+"""Gemini request encoding: agentloop messages and settings in, a ``generateContent`` body out.
+
+Reasoning lives on the message (SPEC 16), so encoding is a pure function of the message and is
+cached on it (``Message.encoded``); no client keeps signatures. Wire rules:
+
+- ``request.system`` (and ``system`` messages) -> ``systemInstruction``; roles ``user`` and
+  ``model``; a ``tool`` message -> one ``user`` turn of ``functionResponse`` parts
+  (``{"result": text}``, or ``{"error": text}`` for a soft error), in the model's call order;
+  consecutive same-role turns are merged. Only call ids Gemini issued are echoed back.
+- Gemini's own ``ThinkingPart``s (``provider="gemini"``) go back in place: a signature-only part
+  (``text=""``) puts its ``thoughtSignature`` on the next wire part (on an empty text part when
+  nothing follows, as Gemini sent it at the end of a stream); a thought goes back as
+  ``{"text", "thought": true, "thoughtSignature"}``. Every other provider's reasoning is dropped.
+- Gemini 3 validates a signature on the first ``functionCall`` of each model turn. A turn whose
+  calls Gemini never signed (written by another provider before a fallback, or by hand) gets
+  Google's documented bypass value ``skip_thought_signature_validator`` on its first call, added
+  to a copy so the cached encoding stays as received. Gemini 2.5 does not validate: none is added.
+- ``ModelSettings`` -> ``generationConfig`` (temperature, topP, maxOutputTokens, seed,
+  stopSequences); ``reasoning_effort`` -> ``thinkingConfig.thinkingLevel`` (Gemini 3),
+  ``thinking_budget`` -> ``thinkingConfig.thinkingBudget`` (Gemini 2.5), with
+  ``includeThoughts: true`` whenever thinking is asked for (not with a budget of 0, which turns
+  it off), all inside the one ``generationConfig`` beside native output's ``responseJsonSchema``;
+  ``tool_choice`` -> ``toolConfig``; ``extra_body`` merges key by key (``profiles.merge_body``),
+  so ``{"generationConfig": {"thinkingConfig": ...}}`` adds to the config instead of replacing it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from agentloop.messages import Message, Part, TextPart, ThinkingPart, ToolCallPart
+from agentloop.model import ModelRequest, ModelSettings
+from agentloop.providers.profiles import ModelProfile, check_settings, merge_body, profile_for
+
+__all__ = ["BYPASS_SIGNATURE", "build_payload", "encode_contents", "gemini_profile"]
+
+PROVIDER = "gemini"
+SYNTHETIC = "gemini_"
+"""The stem of call ids agentloop made up (Gemini sent none): never echoed back."""
+BYPASS_SIGNATURE = "skip_thought_signature_validator"
+"""Google's documented value for a function call Gemini did not sign (thought-signatures FAQ)."""
+
+
+@functools.lru_cache(maxsize=64)
+def gemini_profile(model: str) -> ModelProfile:
+    """The profile of ``model`` (memoised: a request pays a dict lookup, not the regexes)."""
+    return profile_for(PROVIDER, model)
+
+
+_GEMINI_3 = gemini_profile("gemini-3")
+
+
+# --- contents ---------------------------------------------------------------------------------
+
+
+def _encode_part(part: Part) -> dict[str, Any] | None:
+    """The wire form of one part (None: nothing to send; signature-only parts are the caller's)."""
+    if isinstance(part, TextPart):
+        return {"text": part.text} if part.text else None
+    if isinstance(part, ToolCallPart):
+        call: dict[str, Any] = {"name": part.name, "args": dict(part.arguments)}
+        if not part.id.startswith(SYNTHETIC):
+            call["id"] = part.id
+        return {"functionCall": call}
+    if isinstance(part, ThinkingPart):
+        if part.provider != PROVIDER:
+            return None  # another provider's reasoning is never sent to Gemini
+        thought: dict[str, Any] = {"text": part.text, "thought": True}
+        if part.signature:
+            thought["thoughtSignature"] = part.signature
+        return thought
+    key = "error" if part.is_error else "result"
+    response: dict[str, Any] = {"name": part.name, "response": {key: part.content}}
+    if not part.call_id.startswith(SYNTHETIC):
+        response["id"] = part.call_id
+    return {"functionResponse": response}
+
+
+def _bare(signature: str) -> dict[str, Any]:
+    """A signature with no part to sit on, as Gemini ends a stream: an empty text part."""
+    return {"text": "", "thoughtSignature": signature}
+
+
+_Encoded = tuple[str, tuple[dict[str, Any], ...], int]
+"""A message's role, wire parts, and the index of its first call when Gemini never signed it
+(-1 otherwise)."""
+
+
+def _encode_message(message: Message) -> _Encoded:
+    """Encode one message, putting each signature-only ``ThinkingPart`` on the part after it."""
+    parts: list[dict[str, Any]] = []
+    pending: str | None = None  # a signature waiting for the part it signs
+    for part in message.parts:
+        if isinstance(part, ThinkingPart) and not part.text:
+            if part.provider == PROVIDER and part.signature:
+                if pending is not None:  # two in a row: the first stands alone
+                    parts.append(_bare(pending))
+                pending = part.signature
+            continue
+        wire = _encode_part(part)
+        if wire is None:
+            continue
+        if pending is not None:
+            if "thoughtSignature" in wire:
+                parts.append(_bare(pending))
+            else:
+                wire["thoughtSignature"] = pending
+            pending = None
+        parts.append(wire)
+    if pending is not None:
+        parts.append(_bare(pending))
+    role = "model" if message.role == "assistant" else "user"
+    return role, tuple(parts), _unsigned_call(parts) if role == "model" else -1
+
+
+def _unsigned_call(parts: list[dict[str, Any]]) -> int:
+    """The index of the first ``functionCall`` when it carries no signature, else -1."""
+    for index, wire in enumerate(parts):
+        if "functionCall" in wire:
+            return -1 if "thoughtSignature" in wire else index
+    return -1
+
+
+def encode_contents(
+    messages: Sequence[Message], *, sign_calls: bool = False
+) -> list[dict[str, Any]]:
+    """The ``contents`` array: roles user/model, same-role neighbours merged.
+
+    Each message is encoded once (``Message.encoded``). With ``sign_calls`` (Gemini 3), a model
+    turn whose first call carries no signature gets ``BYPASS_SIGNATURE`` on a copy of that part.
+    """
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        role, encoded, unsigned = message.encoded(PROVIDER, _encode_message)
+        if not encoded:
+            continue
+        kept = list(encoded)
+        if unsigned >= 0 and sign_calls:
+            kept[unsigned] = {**kept[unsigned], "thoughtSignature": BYPASS_SIGNATURE}
+        if out and out[-1]["role"] == role:
+            out[-1]["parts"].extend(kept)
+        else:
+            out.append({"role": role, "parts": kept})
+    return out
+
+
+# --- settings --------------------------------------------------------------------------------
+
+
+def _tool_config(choice: str) -> dict[str, Any]:
+    modes = {"auto": "AUTO", "required": "ANY", "any": "ANY", "none": "NONE"}
+    if choice in modes:
+        return {"functionCallingConfig": {"mode": modes[choice]}}
+    return {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [choice]}}
+
+
+def _thinking_config(settings: ModelSettings) -> dict[str, Any] | None:
+    """``thinkingConfig`` for the reasoning settings (the profile has already vetted them)."""
+    effort, budget = settings.reasoning_effort, settings.thinking_budget
+    if effort is None and budget is None:
+        return None
+    config: dict[str, Any] = {}
+    if effort is not None:
+        config["thinkingLevel"] = effort.upper()
+    if budget is not None:
+        config["thinkingBudget"] = budget
+    if budget != 0:  # a budget of 0 turns thinking off: no thoughts to include
+        config["includeThoughts"] = True
+    return config
+
+
+def _generation_config(settings: ModelSettings) -> dict[str, Any]:
+    pairs = (
+        ("temperature", settings.temperature),
+        ("topP", settings.top_p),
+        ("maxOutputTokens", settings.max_tokens),
+        ("seed", settings.seed),
+        ("stopSequences", list(settings.stop) if settings.stop else None),
+    )
+    config: dict[str, Any] = {key: value for key, value in pairs if value is not None}
+    thinking = _thinking_config(settings)
+    if thinking is not None:
+        config["thinkingConfig"] = thinking
+    return config
+
+
+def build_payload(request: ModelRequest, model: str = "") -> dict[str, Any]:
+    """The ``generateContent`` request body for ``request`` to ``model``.
+
+    ``model`` (``request.model`` wins) picks the profile: a setting the model refuses is a
+    ``ConfigurationError`` raised here, before anything is sent. Without a model name the
+    catch-all Gemini profile applies.
+    """
+    name = (request.model or model).removeprefix("models/")
+    profile = gemini_profile(name)
+    check_settings(profile, name or "this Gemini model", request.settings)
+    contents = encode_contents(tuple(request.messages), sign_calls=profile is _GEMINI_3)
+    payload: dict[str, Any] = {"contents": contents}
+    texts = [request.system] if request.system else []
+    texts.extend(m.text for m in request.messages if m.role == "system" and m.text)
+    if texts:
+        payload["systemInstruction"] = {"parts": [{"text": "\n\n".join(texts)}]}
+    if request.tools:
+        declarations = [
+            {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}
+            for t in request.tools
+        ]
+        payload["tools"] = [{"functionDeclarations": declarations}]
+    if request.settings.tool_choice is not None:
+        payload["toolConfig"] = _tool_config(request.settings.tool_choice)
+    config = _generation_config(request.settings)
+    if request.output is not None:  # native structured output (RunConfig.output_mode="native")
+        config["responseMimeType"] = "application/json"
+        config["responseJsonSchema"] = dict(request.output.schema)
+    if config:
+        payload["generationConfig"] = config
+    if request.settings.extra_body:
+        merge_body(payload, request.settings.extra_body)
+    return payload
