@@ -9,7 +9,14 @@ import pytest
 
 from agentloop.errors import AuthError, ConfigurationError, ProviderError
 from agentloop.model import ModelClient
-from agentloop.providers import OllamaClient, OpenAIClient, OpenRouterClient, Settings, build_client
+from agentloop.providers import (
+    OllamaClient,
+    OpenAIClient,
+    OpenAIResponsesClient,
+    OpenRouterClient,
+    Settings,
+    build_client,
+)
 from agentloop.providers.settings import DEFAULT_MODELS, is_local_url
 
 SEED_002 = """
@@ -78,7 +85,7 @@ async def test_key_from_environment_and_retry_wrapping(monkeypatch: pytest.Monke
 
         assert isinstance(client, RetryingClient) and isinstance(client, ModelClient)
         inner = unwrap(client)
-        assert isinstance(inner, OpenAIClient)
+        assert isinstance(inner, OpenAIResponsesClient)  # api="auto" on api.openai.com
         assert inner.model == DEFAULT_MODELS["openai"] and client.provider == "openai"
         assert "sk-env-key" not in repr(client) + repr(inner)
     finally:
@@ -86,7 +93,9 @@ async def test_key_from_environment_and_retry_wrapping(monkeypatch: pytest.Monke
 
 
 async def test_max_retries_zero_returns_the_bare_client() -> None:
-    settings = Settings(provider="openai", api_key="k-123456", model="gpt-x", max_retries=0)
+    settings = Settings(
+        provider="openai", api_key="k-123456", model="gpt-x", max_retries=0, api="chat"
+    )
     client = build_client(settings)
     try:
         assert type(client) is OpenAIClient and client.model == "gpt-x"

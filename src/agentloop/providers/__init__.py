@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from agentloop.providers.anthropic import AnthropicClient
     from agentloop.providers.fallback import FallbackClient
     from agentloop.providers.gemini import GeminiClient
+    from agentloop.providers.responses import OpenAIResponsesClient
     from agentloop.providers.retrying import RetryingClient
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "GeminiClient",
     "OllamaClient",
     "OpenAIClient",
+    "OpenAIResponsesClient",
     "OpenRouterClient",
     "RetryingClient",
     "Settings",
@@ -36,6 +38,7 @@ _LAZY = {
     "FallbackClient": "agentloop.providers.fallback",
     "AnthropicClient": "agentloop.providers.anthropic",
     "GeminiClient": "agentloop.providers.gemini",
+    "OpenAIResponsesClient": "agentloop.providers.responses",
 }
 
 

@@ -15,6 +15,13 @@ hosts: a vLLM, llama.cpp or LM Studio server, or the fake server). A missing key
 naming the field. The client is wrapped in ``RetryingClient(max_retries=...)`` unless
 ``max_retries`` is 0.
 
+``api`` picks the OpenAI API (SPEC 16): ``"responses"`` builds an ``OpenAIResponsesClient``,
+``"chat"`` an ``OpenAIClient`` (Chat Completions), and ``"auto"`` (the default) the Responses API
+for api.openai.com (no ``base_url``, or one on that host) and Chat Completions for every other
+``base_url`` (vLLM, llama.cpp, LM Studio and most proxies speak only Chat Completions).
+``"responses"`` is for provider ``openai`` only; ``"chat"`` also fits ``openrouter`` and
+``ollama`` (which are Chat Completions anyway); ``anthropic`` and ``gemini`` take ``"auto"``.
+
 Default models when ``model`` is None: openai ``gpt-4o-mini``, openrouter
 ``openai/gpt-4o-mini``, ollama ``llama3.2``, anthropic ``claude-sonnet-4-5``, gemini
 ``gemini-2.5-flash`` (small, cheap, tool-capable models; name one explicitly for real work).
@@ -34,10 +41,15 @@ from agentloop.errors import AuthError, ConfigurationError
 from agentloop.model import ClosableModelClient
 from agentloop.providers._client import check_base_url, check_key_characters
 
-__all__ = ["DEFAULT_MODELS", "KEY_ENV_VARS", "PROVIDERS", "Settings", "build_client"]
+__all__ = ["APIS", "DEFAULT_MODELS", "KEY_ENV_VARS", "PROVIDERS", "Settings", "build_client"]
 
 PROVIDERS = ("openai", "openrouter", "ollama", "anthropic", "gemini")
 """The provider names ``Settings.provider`` accepts."""
+
+APIS = ("auto", "responses", "chat")
+"""The values ``Settings.api`` accepts (which OpenAI API a client speaks)."""
+
+_CHAT_PROVIDERS = frozenset({"openai", "openrouter", "ollama"})
 
 KEY_ENV_VARS: Mapping[str, str | None] = {
     "openai": "OPENAI_API_KEY",
@@ -64,7 +76,8 @@ class Settings:
 
     ``timeout`` is the read/idle-gap timeout in seconds (not a total deadline);
     ``connect_timeout`` bounds TCP and TLS set-up; ``max_retries`` counts retries after the
-    first attempt (0 = no ``RetryingClient``). The key never appears in ``repr``.
+    first attempt (0 = no ``RetryingClient``); ``api`` picks the OpenAI API (``"auto"``,
+    ``"responses"`` or ``"chat"``, see the module docstring). The key never appears in ``repr``.
     """
 
     provider: str
@@ -74,24 +87,26 @@ class Settings:
     timeout: float = 120.0
     connect_timeout: float = 10.0
     max_retries: int = 3
+    api: str = "auto"
 
     def __repr__(self) -> str:
         key = "None" if self.api_key is None else "'***'"
         return (
             f"Settings(provider={self.provider!r}, model={self.model!r}, api_key={key}, "
             f"base_url={self.base_url!r}, timeout={self.timeout!r}, "
-            f"connect_timeout={self.connect_timeout!r}, max_retries={self.max_retries!r})"
+            f"connect_timeout={self.connect_timeout!r}, max_retries={self.max_retries!r}, "
+            f"api={self.api!r})"
         )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Settings from ``AGENTLOOP_PROVIDER`` (default ``openai``), ``AGENTLOOP_MODEL``,
-        ``AGENTLOOP_BASE_URL``, ``AGENTLOOP_TIMEOUT``, ``AGENTLOOP_CONNECT_TIMEOUT`` and
-        ``AGENTLOOP_MAX_RETRIES``; keyword ``overrides`` win. Keys stay in their own variables.
+        ``AGENTLOOP_BASE_URL``, ``AGENTLOOP_API``, ``AGENTLOOP_TIMEOUT``,
+        ``AGENTLOOP_CONNECT_TIMEOUT`` and ``AGENTLOOP_MAX_RETRIES``; keyword ``overrides`` win. Keys stay in their own variables.
         """  # noqa: D205
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {"provider": env.get("AGENTLOOP_PROVIDER") or "openai"}
-        for name in ("model", "base_url"):
+        for name in ("model", "base_url", "api"):
             value = env.get(f"AGENTLOOP_{name.upper()}")
             if value:
                 values[name] = value
@@ -133,6 +148,32 @@ class Settings:
             )
         if self.base_url is not None:
             check_base_url(self.base_url)
+        self._check_api()
+
+    def _check_api(self) -> None:
+        if self.api not in APIS:
+            raise ConfigurationError(
+                f"api must be one of {', '.join(APIS)}, got {self.api!r}", field="api"
+            )
+        fits = (
+            self.api == "auto"
+            or (self.api == "responses" and self.provider == "openai")
+            or (self.api == "chat" and self.provider in _CHAT_PROVIDERS)
+        )
+        if not fits:
+            raise ConfigurationError(
+                f"api={self.api!r} does not apply to provider {self.provider!r} "
+                "(responses: openai only; chat: openai, openrouter, ollama)",
+                field="api",
+            )
+
+    def uses_responses(self) -> bool:
+        """Whether ``build_client`` builds an ``OpenAIResponsesClient`` for these settings."""
+        if self.provider != "openai" or self.api == "chat":
+            return False
+        if self.api == "responses" or self.base_url is None:
+            return True
+        return urlsplit(self.base_url).hostname == "api.openai.com"
 
 
 def _convert(name: str, raw: str, convert: type[float] | type[int]) -> float | int:
@@ -173,6 +214,17 @@ def _check_key(settings: Settings, key: str | None) -> None:
 
 def _openai_family(settings: Settings, model: str, key: str | None) -> ClosableModelClient:
     from agentloop.providers.openai import OllamaClient, OpenAIClient, OpenRouterClient
+
+    if settings.uses_responses():
+        from agentloop.providers.responses import OpenAIResponsesClient
+
+        return OpenAIResponsesClient(
+            model,
+            api_key=key,
+            base_url=settings.base_url,
+            timeout=float(settings.timeout),
+            connect_timeout=float(settings.connect_timeout),
+        )
 
     classes = {"openai": OpenAIClient, "openrouter": OpenRouterClient, "ollama": OllamaClient}
     return classes[settings.provider](

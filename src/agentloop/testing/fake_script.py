@@ -11,7 +11,7 @@ A JSON file may also be a bare list of steps. A step is a table:
 
 - a reply: ``text``, ``tool_calls`` (a list of ``{name, arguments, id}``; ``arguments`` is a
   table, or a string sent verbatim), ``finish_reason``, ``input_tokens``, ``output_tokens``,
-  ``chunk_delay``;
+  ``chunk_delay``, ``thinking`` and ``thinking_signature`` (reasoning), ``refusal``;
 - a fault: ``fault`` = one of ``FAULTS`` with that fault's own keys (``status``, ``body`` and
   ``headers`` for ``status``; ``retry_after``; ``seconds`` for ``hang``; ``location``; the reply
   keys for ``truncate``); ``status = N`` without ``fault`` is shorthand for ``fault = "status"``.
@@ -38,8 +38,19 @@ from agentloop.testing.fake_steps import FakeReply, FakeToolCall, Fault
 __all__ = ["FAULTS", "FakeScript", "load_fake_script"]
 
 _REPLY_KEYS = frozenset(
-    {"text", "tool_calls", "finish_reason", "input_tokens", "output_tokens", "chunk_delay"}
+    {
+        "text",
+        "tool_calls",
+        "finish_reason",
+        "input_tokens",
+        "output_tokens",
+        "chunk_delay",
+        "thinking",
+        "thinking_signature",
+        "refusal",
+    }
 )
+_OPTIONAL_TEXTS = ("finish_reason", "thinking", "thinking_signature", "refusal")
 _TOP_KEYS = frozenset({"model", "models", "default", "steps"})
 
 FAULTS: Mapping[str, tuple[Callable[..., Fault], frozenset[str]]] = {
@@ -155,14 +166,18 @@ def _reply(table: Mapping[str, Any], where: str) -> FakeReply:
     for key in ("input_tokens", "output_tokens"):
         if key in table and not _is_int(table[key]):
             raise _error(f"{where}.{key}", f"must be a whole number, not {table[key]!r}")
-    finish = table.get("finish_reason")
+    texts: dict[str, Any] = {
+        key: _text(table[key], f"{where}.{key}")
+        for key in _OPTIONAL_TEXTS
+        if table.get(key) is not None
+    }
     return FakeReply(
         text=_text(table.get("text", ""), f"{where}.text"),
         tool_calls=tuple(calls),
-        finish_reason=None if finish is None else _text(finish, f"{where}.finish_reason"),
         input_tokens=table.get("input_tokens", 10),
         output_tokens=table.get("output_tokens", 5),
         chunk_delay=_seconds(table.get("chunk_delay", 0.0), f"{where}.chunk_delay"),
+        **texts,
     )
 
 

@@ -22,8 +22,11 @@ Every step may wait ``delay`` seconds before it answers.
 
 The same script also answers ``POST /v1/messages`` in the Anthropic Messages format (JSON, or
 SSE ending with ``message_stop``; a truncated stream stops before it), so
-``AnthropicClient(base_url=server.root_url)`` works too. Status faults send an OpenAI-shaped
-error body unless given one (agentloop classifies both shapes).
+``AnthropicClient(base_url=server.root_url)`` works too, and ``POST /v1/responses`` in OpenAI's
+Responses format (JSON, or SSE ending with ``response.completed``), for
+``OpenAIResponsesClient(base_url=server.base_url)``. A reply may carry reasoning
+(``FakeReply.thinking``) and be a refusal (``FakeReply.refusal``) in each format. Status faults
+send an OpenAI-shaped error body unless given one (agentloop classifies both shapes).
 
 Beyond the script the server is strict, as a real provider is: ``GET /v1/models`` lists the
 models it serves; any other path is a 404 with an OpenAI error body (``unknown_url``); with a
@@ -161,6 +164,7 @@ class FakeProviderServer(AsyncClosing):
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._handle)
         app.router.add_post("/v1/messages", self._handle)
+        app.router.add_post("/v1/responses", self._handle)
         app.router.add_get("/v1/models", self._list_models)
         app.router.add_get("/v1/models/{name}", self._get_model)
         app.router.add_route("*", "/{tail:.*}", self._unknown)
@@ -210,7 +214,7 @@ class FakeProviderServer(AsyncClosing):
         return web.json_response(self._model_object(name))
 
     async def _unknown(self, request: web.Request) -> web.StreamResponse:
-        served = ("/v1/chat/completions", "/v1/messages", "/v1/models")
+        served = ("/v1/chat/completions", "/v1/messages", "/v1/responses", "/v1/models")
         status, code = (
             (405, "method_not_allowed") if request.path in served else (404, "unknown_url")
         )
@@ -233,14 +237,15 @@ class FakeProviderServer(AsyncClosing):
         self.received.append(RecordedRequest(request.path, dict(request.headers), body))
         number = next(self._ids)
         headers = {"x-request-id": f"req_fake_{number}"}
-        anthropic = request.path.endswith("/messages")
-        rejection = self._rejection(anthropic, body)
+        wire_name = _WIRES[request.path]
+        rejection = self._rejection(wire_name == "anthropic", body)
         if rejection is not None:
             return _json(404, rejection, headers)
         step = self._next_step(body)
         await self._pause(step.delay)
         model = self.model if self.models is None else str(body.get("model"))
-        exchange = _Exchange(request, bool(body.get("stream")), number, headers, model, anthropic)
+        stream = bool(body.get("stream"))
+        exchange = _Exchange(request, stream, number, headers, model, wire.FORMATS[wire_name])
         if isinstance(step, FakeReply):
             return await self._reply(exchange, step)
         if step.kind in ("status", "redirect"):
@@ -253,22 +258,20 @@ class FakeProviderServer(AsyncClosing):
     ) -> web.StreamResponse:
         from aiohttp import web
 
-        number, anthropic = exchange.number, exchange.anthropic
-        ident = f"msg_fake{number}" if anthropic else f"chatcmpl-fake{number}"
+        number, form = exchange.number, exchange.form
+        ident = f"{form.id_prefix}{number}"
         call_ids = [c.id or f"call_fake_{number}_{i}" for i, c in enumerate(reply.tool_calls)]
         if not exchange.stream:
             await self._pause(reply.chunk_delay)
-            build = wire.anthropic_body if anthropic else wire.completion_body
-            text = json.dumps(build(reply, exchange.model, ident, call_ids))
+            text = json.dumps(form.body(reply, exchange.model, ident, call_ids))
             if not complete:
                 text = text[: len(text) // 2]
             return _json(200, text, exchange.headers)
-        events = wire.anthropic_events if anthropic else wire.stream_chunks
-        chunks = events(reply, exchange.model, ident, call_ids)
+        chunks: list[bytes] = form.events(reply, exchange.model, ident, call_ids)
         if not complete:
             chunks = chunks[: max(1, len(chunks) // 2)]
         else:
-            chunks.append(wire.anthropic_stop_event() if anthropic else wire.OPENAI_DONE)
+            chunks.append(form.end(reply, exchange.model, ident, call_ids))
         response = web.StreamResponse(
             headers={**exchange.headers, "Content-Type": "text/event-stream"}
         )
@@ -294,7 +297,7 @@ class FakeProviderServer(AsyncClosing):
             response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
             try:
                 await response.prepare(exchange.request)
-                await response.write(b'data: {"choices": [\n\n' + wire.OPENAI_DONE)
+                await response.write(exchange.form.malformed)
                 await response.write_eof()
             except ConnectionError:
                 pass
@@ -326,7 +329,14 @@ class _Exchange:
     number: int
     headers: dict[str, str]
     model: str
-    anthropic: bool
+    form: wire.WireFormat
+
+
+_WIRES = {
+    "/v1/chat/completions": "chat",
+    "/v1/messages": "anthropic",
+    "/v1/responses": "responses",
+}
 
 
 def _json(

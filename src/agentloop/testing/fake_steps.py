@@ -37,10 +37,16 @@ class FakeToolCall:
 
 @dataclass(frozen=True, slots=True)
 class FakeReply:
-    """A successful answer: text and/or tool calls, usage, and timing.
+    """A successful answer: text and/or tool calls, reasoning or a refusal, usage, and timing.
 
-    ``delay`` waits before answering; ``chunk_delay`` paces a stream's chunks (a JSON answer
-    pays it once).
+    ``thinking`` (None: no reasoning) is the model's reasoning, sent before everything else in
+    each wire format's own form: Chat Completions ``reasoning_content``, an Anthropic
+    ``thinking`` block signed with ``thinking_signature``, a Responses ``reasoning`` item whose
+    ``encrypted_content`` is ``thinking_signature`` ("" gives an item with an empty summary). A
+    None signature is made up per request. ``refusal`` (None: none) makes the reply a refusal:
+    Chat Completions ``message.refusal``, a Responses ``refusal`` content part, an Anthropic
+    text block with ``stop_reason: "refusal"``. ``delay`` waits before answering;
+    ``chunk_delay`` paces a stream's chunks (a JSON answer pays it once).
     """
 
     text: str = ""
@@ -50,6 +56,9 @@ class FakeReply:
     output_tokens: int = 5
     chunk_delay: float = 0.0
     delay: float = 0.0
+    thinking: str | None = None
+    thinking_signature: str | None = None
+    refusal: str | None = None
 
     @property
     def finish(self) -> str:

@@ -1,9 +1,9 @@
-"""The wire formats the fake server speaks: OpenAI Chat Completions and Anthropic Messages.
+"""The wire formats the fake server speaks: OpenAI Chat Completions and Responses, Anthropic.
 
 Pure functions from a ``FakeReply`` to bytes or JSON-ready dicts (no I/O), so the server module
 holds only the serving: a body for a non-streamed answer, the SSE chunks of a streamed one
-(without the terminator, so a truncation fault can cut them), and the error bodies of each
-provider family.
+(without the terminal event, so a truncation fault can cut them), the terminal event, and the
+error bodies of each provider family. ``FORMATS`` names the three for the server.
 
 The lowest of the fake server's modules: it reads a reply through the ``_Reply`` protocol, so it
 imports none of its siblings (``fake_steps`` imports it for the error bodies).
@@ -12,7 +12,8 @@ imports none of its siblings (``fake_steps`` imports it for the error bodies).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 OPENAI_DONE = b"data: [DONE]\n\n"
@@ -41,6 +42,12 @@ class _Reply(Protocol):
     def input_tokens(self) -> int: ...
     @property
     def output_tokens(self) -> int: ...
+    @property
+    def thinking(self) -> str | None: ...
+    @property
+    def thinking_signature(self) -> str | None: ...
+    @property
+    def refusal(self) -> str | None: ...
 
 
 def openai_error(
@@ -89,7 +96,11 @@ def _pieces(text: str, size: int = 8) -> list[str]:
 def stream_chunks(reply: _Reply, model: str, ident: str, call_ids: list[str]) -> list[bytes]:
     """The SSE chunks of ``reply`` (without the final ``[DONE]``)."""
     chunks = [_chunk(ident, model, _delta({"role": "assistant", "content": ""}))]
+    thinking = _pieces(reply.thinking or "")
+    chunks += [_chunk(ident, model, _delta({"reasoning_content": p})) for p in thinking]
     chunks += [_chunk(ident, model, _delta({"content": p})) for p in _pieces(reply.text)]
+    refusal = _pieces(reply.refusal or "")
+    chunks += [_chunk(ident, model, _delta({"refusal": p})) for p in refusal]
     for index, (call, call_id) in enumerate(zip(reply.tool_calls, call_ids, strict=True)):
         head = {"index": index, "id": call_id, "type": "function"}
         head["function"] = {"name": call.name, "arguments": ""}
@@ -110,6 +121,10 @@ def stream_chunks(reply: _Reply, model: str, ident: str, call_ids: list[str]) ->
 def completion_body(reply: _Reply, model: str, ident: str, call_ids: list[str]) -> dict[str, Any]:
     """The non-streaming Chat Completions body of ``reply``."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    if reply.thinking is not None:
+        message["reasoning_content"] = reply.thinking
+    if reply.refusal is not None:
+        message["refusal"] = reply.refusal
     if reply.tool_calls:
         message["tool_calls"] = [
             {
@@ -139,13 +154,28 @@ def sse(event: str, data: Mapping[str, Any]) -> bytes:
 
 
 def _anthropic_stop(reply: _Reply) -> str:
+    if reply.refusal is not None:
+        return "refusal"
     mapping = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
     return mapping.get(reply.finish, reply.finish)
 
 
+def _signature(reply: _Reply, ident: str) -> str:
+    return reply.thinking_signature or f"sig_{ident}"
+
+
+def _anthropic_texts(reply: _Reply) -> list[str]:
+    """The text blocks: the reply's text, then a refusal's words."""
+    return [t for t in (reply.text, reply.refusal) if t]
+
+
 def anthropic_body(reply: _Reply, model: str, ident: str, call_ids: list[str]) -> dict[str, Any]:
     """The non-streaming Anthropic Messages body of ``reply``."""
-    content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
+    content: list[dict[str, Any]] = []
+    if reply.thinking is not None:
+        thinking = {"type": "thinking", "thinking": reply.thinking}
+        content.append({**thinking, "signature": _signature(reply, ident)})
+    content += [{"type": "text", "text": text} for text in _anthropic_texts(reply)]
     for call, call_id in zip(reply.tool_calls, call_ids, strict=True):
         arguments = call.arguments if isinstance(call.arguments, Mapping) else {}
         content.append(
@@ -177,8 +207,12 @@ def anthropic_events(reply: _Reply, model: str, ident: str, call_ids: list[str])
     }
     events = [sse("message_start", {"type": "message_start", "message": start})]
     blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
-    if reply.text:
-        deltas = [{"type": "text_delta", "text": p} for p in _pieces(reply.text)]
+    if reply.thinking is not None:
+        deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(reply.thinking)]
+        deltas.append({"type": "signature_delta", "signature": _signature(reply, ident)})
+        blocks.append(({"type": "thinking", "thinking": "", "signature": ""}, deltas))
+    for text in _anthropic_texts(reply):
+        deltas = [{"type": "text_delta", "text": p} for p in _pieces(text)]
         blocks.append(({"type": "text", "text": ""}, deltas))
     for call, call_id in zip(reply.tool_calls, call_ids, strict=True):
         head = {"type": "tool_use", "id": call_id, "name": call.name, "input": {}}
@@ -202,3 +236,154 @@ def anthropic_events(reply: _Reply, model: str, ident: str, call_ids: list[str])
     usage = {"output_tokens": reply.output_tokens}
     events.append(sse("message_delta", {"type": "message_delta", "delta": delta, "usage": usage}))
     return events
+
+
+def _responses_items(reply: _Reply, ident: str, call_ids: list[str]) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    if reply.thinking is not None:
+        summary = [{"type": "summary_text", "text": reply.thinking}] if reply.thinking else []
+        items.append(
+            {
+                "type": "reasoning",
+                "id": f"rs_{ident}",
+                "summary": summary,
+                "encrypted_content": reply.thinking_signature or f"enc_{ident}",
+            }
+        )
+    content: list[dict[str, Any]] = []
+    if reply.text:
+        content.append({"type": "output_text", "text": reply.text, "annotations": []})
+    if reply.refusal is not None:
+        content.append({"type": "refusal", "refusal": reply.refusal})
+    if content:
+        message = {"type": "message", "id": f"msg_{ident}", "role": "assistant"}
+        items.append({**message, "status": "completed", "content": content})
+    for index, (call, call_id) in enumerate(zip(reply.tool_calls, call_ids, strict=True)):
+        function = {"type": "function_call", "id": f"fc_{ident}_{index}", "call_id": call_id}
+        arguments = {"name": call.name, "arguments": call.raw_arguments()}
+        items.append({**function, **arguments, "status": "completed"})
+    return items
+
+
+_INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
+
+
+def responses_body(reply: _Reply, model: str, ident: str, call_ids: list[str]) -> dict[str, Any]:
+    """The non-streaming Responses API body of ``reply`` (``length`` -> incomplete)."""
+    reason = _INCOMPLETE.get(reply.finish)
+    return {
+        "id": ident,
+        "object": "response",
+        "created_at": 0,
+        "status": "incomplete" if reason else "completed",
+        "model": model,
+        "output": _responses_items(reply, ident, call_ids),
+        "error": None,
+        "incomplete_details": {"reason": reason} if reason else None,
+        "store": False,
+        "usage": {
+            "input_tokens": reply.input_tokens,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": reply.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": reply.input_tokens + reply.output_tokens,
+        },
+    }
+
+
+def _responses_deltas(item: Mapping[str, Any], index: int) -> list[dict[str, Any]]:
+    """The delta events of one output item (its text, summary or arguments in pieces)."""
+    base = {"item_id": item["id"], "output_index": index}
+    kind = item["type"]
+    if kind == "reasoning":
+        return [
+            {
+                "type": "response.reasoning_summary_text.delta",
+                **base,
+                "summary_index": s,
+                "delta": p,
+            }
+            for s, part in enumerate(item["summary"])
+            for p in _pieces(part["text"])
+        ]
+    if kind == "function_call":
+        return [
+            {"type": "response.function_call_arguments.delta", **base, "delta": p}
+            for p in _pieces(item["arguments"])
+        ]
+    return [
+        {"type": f"response.{part['type']}.delta", **base, "content_index": c, "delta": p}
+        for c, part in enumerate(item["content"])
+        for p in _pieces(part.get("text") or part.get("refusal") or "")
+    ]
+
+
+_OPENED: Mapping[str, Mapping[str, Any]] = {
+    "reasoning": {"summary": []},
+    "message": {"content": []},
+    "function_call": {},
+}
+
+
+def responses_events(reply: _Reply, model: str, ident: str, call_ids: list[str]) -> list[bytes]:
+    """The Responses API SSE events of ``reply`` (without the terminal ``response.*`` event)."""
+    body = responses_body(reply, model, ident, call_ids)
+    head = {**body, "status": "in_progress", "output": [], "usage": None}
+    head["incomplete_details"] = None
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": head},
+        {"type": "response.in_progress", "response": head},
+    ]
+    for index, item in enumerate(body["output"]):
+        opened = {**item, **_OPENED[item["type"]], "status": "in_progress"}
+        events.append({"type": "response.output_item.added", "output_index": index, "item": opened})
+        events += _responses_deltas(item, index)
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    return [sse(e["type"], {**e, "sequence_number": n}) for n, e in enumerate(events)]
+
+
+def responses_end(reply: _Reply, model: str, ident: str, call_ids: list[str]) -> bytes:
+    """The terminal event: ``response.completed`` (``response.incomplete`` when cut)."""
+    body = responses_body(reply, model, ident, call_ids)
+    kind = "response.incomplete" if body["status"] == "incomplete" else "response.completed"
+    return sse(kind, {"type": kind, "response": body, "sequence_number": 999_999})
+
+
+Builder = Callable[[Any, str, str, list[str]], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class WireFormat:
+    """One API the server speaks: its body, its stream (cut-able) and the stream's end."""
+
+    id_prefix: str
+    body: Builder
+    events: Builder
+    end: Builder
+    malformed: bytes
+
+
+FORMATS: Mapping[str, WireFormat] = {
+    "chat": WireFormat(
+        "chatcmpl-fake",
+        completion_body,
+        stream_chunks,
+        lambda *_: OPENAI_DONE,
+        b'data: {"choices": [\n\n' + OPENAI_DONE,
+    ),
+    "anthropic": WireFormat(
+        "msg_fake",
+        anthropic_body,
+        anthropic_events,
+        lambda *_: anthropic_stop_event(),
+        b'event: message_start\ndata: {"type": \n\n',
+    ),
+    "responses": WireFormat(
+        "resp_fake",
+        responses_body,
+        responses_events,
+        responses_end,
+        b'event: response.created\ndata: {"type": \n\n',
+    ),
+}
+"""The wire formats by name (``chat``, ``anthropic``, ``responses``)."""
