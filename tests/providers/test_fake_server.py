@@ -197,6 +197,67 @@ async def test_anthropic_messages_format() -> None:
     assert server.received[0].path == "/v1/messages"
 
 
+async def test_the_responses_format_json_sse_cuts_and_faults() -> None:
+    from agentloop.errors import ModelRefused
+    from agentloop.providers.responses import OpenAIResponsesClient
+
+    call = FakeToolCall("read_file", {"path": "a.txt"})
+    script: list[FakeReply | Fault] = [
+        FakeReply("hello", tool_calls=[call], input_tokens=7, output_tokens=2),
+        FakeReply("hello", tool_calls=[call], thinking="plan", thinking_signature="enc"),
+        FakeReply("Sure", refusal="I can't."),
+        FakeReply("long", finish_reason="length"),
+        FakeReply("rude", finish_reason="content_filter"),
+        Fault.truncate(FakeReply("cut " * 20)),
+        Fault.malformed(),
+    ]
+    async with FakeProviderServer(script) as server:
+        async with OpenAIResponsesClient("m", base_url=server.base_url) as client:
+            first = await client.complete(REQUEST)
+            events = [e async for e in client.stream(REQUEST)]
+            with pytest.raises(ModelRefused, match="I can't"):
+                await client.complete(REQUEST)
+            assert (await client.complete(REQUEST)).stop_reason == "max_output_tokens"
+            with pytest.raises(ModelRefused, match="content_filter"):
+                await client.complete(REQUEST)
+            for _ in range(2):
+                with pytest.raises(ResponseInvalid):
+                    async for _event in client.stream(REQUEST):
+                        pass
+    assert first.text == "hello" and first.tool_calls[0].arguments == {"path": "a.txt"}
+    assert (first.usage.input_tokens, first.usage.output_tokens) == (7, 2)
+    streamed = events[-1].response
+    assert streamed is not None and streamed.message.thinking[0].signature == "enc"
+    assert [e.kind for e in events].count("thinking_delta") == 1
+    assert server.received[0].path == "/v1/responses"
+
+
+async def test_chat_and_anthropic_replies_carry_reasoning_and_refusals() -> None:
+    reply = FakeReply("ok", thinking="plan", thinking_signature="sig-1")
+    refusal = FakeReply(refusal="No.")
+    script: list[FakeReply | Fault] = [reply, reply, refusal, refusal, reply, reply, refusal]
+    async with FakeProviderServer(script) as server, aiohttp.ClientSession() as session:
+        chat, messages = f"{server.base_url}/chat/completions", f"{server.root_url}/v1/messages"
+        async with session.post(chat, json={}) as answer:
+            message = (await answer.json())["choices"][0]["message"]
+        assert (message["reasoning_content"], message["content"]) == ("plan", "ok")
+        async with session.post(chat, json={"stream": True}) as answer:
+            assert '"reasoning_content": "plan"' in await answer.text()
+        async with session.post(chat, json={}) as answer:
+            message = (await answer.json())["choices"][0]["message"]
+        assert (message["refusal"], message["content"]) == ("No.", None)
+        async with session.post(chat, json={"stream": True}) as answer:
+            assert '"refusal": "No."' in await answer.text()
+        async with session.post(messages, json={}) as answer:
+            blocks = (await answer.json())["content"]
+        assert blocks[0] == {"type": "thinking", "thinking": "plan", "signature": "sig-1"}
+        async with session.post(messages, json={"stream": True}) as answer:
+            assert '"signature_delta", "signature": "sig-1"' in await answer.text()
+        async with session.post(messages, json={"stream": True}) as answer:
+            text = await answer.text()
+        assert '"stop_reason": "refusal"' in text and '"text": "No."' in text
+
+
 # --- strict paths and models -------------------------------------------------------------------
 
 
@@ -349,9 +410,11 @@ def test_script_parsing() -> None:
             {"fault": "rate_limit", "retry_after": 0.5},
             {"status": 402, "body": "no money"},
             {"fault": "truncate"},
+            {"text": "x", "thinking": "t", "thinking_signature": "s", "refusal": "r"},
         ]
     )
     assert parsed.steps[:2] == (FakeReply("hi", delay=1.0),) * 2
+    assert parsed.steps[5] == FakeReply("x", thinking="t", thinking_signature="s", refusal="r")
     assert parsed.steps[2] == Fault.rate_limit(0.5)
     assert parsed.steps[3] == Fault.http(402, "no money")
     assert parsed.steps[4] == Fault.truncate()
@@ -368,6 +431,7 @@ def test_script_parsing() -> None:
         ({"steps": [{"fault": "hang", "status": 500}]}, "steps[0] (fault 'hang')", "seconds"),
         ({"steps": [{"fault": "status"}]}, "steps[0].status", "needs a status code"),
         ({"steps": [{"text": 3}]}, "steps[0].text", "must be a string"),
+        ({"steps": [{"thinking": 3}]}, "steps[0].thinking", "must be a string"),
         ({"steps": [{"tool_calls": [{"arguments": {}}]}]}, "steps[0].tool_calls[0].name", "name"),
         ({"steps": [{"text": "x", "repeat": 0}]}, "steps[0].repeat", ">= 1"),
         ({"steps": [{"text": "x", "delay": -1}]}, "steps[0].delay", ">= 0"),
