@@ -230,6 +230,12 @@ def test_refusals_and_cuts_are_never_answers() -> None:
     assert (info.value.reason, info.value.text) == ("content_filter", "Sure: ")
     cut = body(said, status="incomplete", incomplete_details={"reason": "max_output_tokens"})
     assert parse(cut).stop_reason == "max_output_tokens"
+    marked = {"type": "function_call", "call_id": "c1", "name": "w", "arguments": '{"a": 1}',
+              "status": "incomplete"}  # fmt: skip  # parses, but the API says it was cut
+    empty = {"type": "function_call", "call_id": "c2", "name": "w", "arguments": ""}
+    calls = parse({**cut, "output": [marked, empty]}).tool_calls
+    assert [c.arguments for c in calls] == [{INVALID_JSON_KEY: '{"a": 1}'}, {INVALID_JSON_KEY: ""}]
+    assert parse(body(empty)).tool_calls[0].arguments == {}  # not cut: no arguments
 
 
 @pytest.mark.parametrize(
@@ -392,15 +398,23 @@ async def test_the_twin_enforces_the_parameters_it_documents(
         with pytest.raises(BadRequestError, match=NO_ENCRYPTION):  # asked of a non-reasoning model
             await client.complete(request())
     async with client_for(url) as client:
-        sneaked = ModelSettings(extra_body={"stop": ["x"]})  # past the client's own check
-        with pytest.raises(BadRequestError, match="Unknown parameter: 'stop'"):
-            await client.complete(request(settings=sneaked))
+        refused: list[tuple[dict[str, Any], str]] = [
+            ({"stop": ["x"]}, "Unknown parameter: 'stop'. Did you mean 'store'?"),
+            ({"seed": 7}, "Unknown parameter: 'seed'."),
+            ({"temperature": 0.2}, "Unsupported parameter: 'temperature' is not supported"),
+            ({"top_p": 0.5}, "Unsupported parameter: 'top_p' is not supported"),
+            ({"max_tokens": 10}, "this parameter has moved to 'max_output_tokens'"),
+        ]
+        for extra, words in refused:  # each sneaked past the client's checks: the twin refuses
+            with pytest.raises(BadRequestError) as info:
+                await client.complete(request(settings=ModelSettings(extra_body=extra)))
+            assert words in str(info.value)
         loose = ToolSpec("loose", "Loose.", LOOSE)
         forced = ModelSettings(extra_body={"tools": [{"type": "function", "name": "loose",
                                                       "parameters": LOOSE}]})  # fmt: skip
         with pytest.raises(BadRequestError, match="'additionalProperties' is required"):
             await client.complete(request(tools=[loose], settings=forced))  # strict by default
-    assert [r.status for r in state.received] == [400, 400, 400]
+    assert [r.status for r in state.received] == [400] * 7
 
 
 @pytest.mark.parametrize("stream", [False, True])

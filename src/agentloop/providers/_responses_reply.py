@@ -9,7 +9,8 @@ What a reply becomes (documented decisions on everything the provider may send):
 
 - ``status``: ``completed`` -> ``stop_reason="completed"``; ``incomplete`` -> the
   ``incomplete_details.reason`` (``max_output_tokens`` is a truncation: a ``function_call`` cut in
-  its arguments keeps the raw text under ``INVALID_JSON_KEY`` and the engine never runs it),
+  its arguments, marked ``incomplete`` or left ``in_progress``, or the last call with no
+  argument text at all, keeps the raw text under ``INVALID_JSON_KEY`` and never runs),
   except ``content_filter`` -> ``ModelRefused("content_filter", <text so far>)``; ``failed`` ->
   the ``ProviderError`` its ``error`` names (below); any other status (``queued``,
   ``in_progress``, ``cancelled``: never the end of a request we send) -> ``ResponseInvalid``.
@@ -37,7 +38,7 @@ from typing import Any
 
 from agentloop.errors import ModelRefused, ProviderError, ResponseInvalid
 from agentloop.messages import Message, Part, TextPart, ThinkingPart, ToolCallPart, Usage
-from agentloop.model import ModelResponse, StreamEvent
+from agentloop.model import INVALID_JSON_KEY, ModelResponse, StreamEvent
 from agentloop.providers._classify import error_for_status, invalid_body
 from agentloop.providers._openai_reply import decode_arguments
 from agentloop.providers._wire import (
@@ -57,6 +58,11 @@ __all__ = ["PROVIDER", "ResponsesStream", "failure", "parse_response"]
 
 PROVIDER = "openai"
 """``ThinkingPart.provider`` of a reasoning item: the wire family, whatever the client's name."""
+
+_CUTS = frozenset({"max_output_tokens", "max_tokens"})
+"""Incomplete reasons that mean the output limit (the spec's own example says ``max_tokens``)."""
+_UNFINISHED = frozenset({"incomplete", "in_progress"})
+"""A ``function_call`` item in one of these states was cut: it never runs."""
 
 _ERROR_STATUS: Mapping[str, int] = {
     "server_error": 500,
@@ -167,13 +173,23 @@ class _Output:
             self.message(item, path)
         elif kind == "function_call":
             raw = opt_str(item.get("arguments"), f"{path}.arguments") or ""
+            unfinished = item.get("status") in _UNFINISHED
             self.parts.append(
                 ToolCallPart(
                     nonempty_str(item.get("call_id"), f"{path}.call_id"),
                     nonempty_str(item.get("name"), f"{path}.name"),
-                    decode_arguments(raw),
+                    {INVALID_JSON_KEY: raw} if unfinished else decode_arguments(raw),
                 )
             )
+
+    def cut_last_call(self) -> None:
+        """At the output limit, a last call without argument text was cut before its first byte.
+
+        An empty text would otherwise mean ``{}`` and the call would run.
+        """
+        last = self.parts[-1] if self.parts else None
+        if isinstance(last, ToolCallPart) and not last.arguments:
+            self.parts[-1] = ToolCallPart(last.id, last.name, {INVALID_JSON_KEY: ""})
 
     def text(self) -> str:
         return "".join(self.said)
@@ -193,6 +209,8 @@ def _response(data: object, model: str, request_id: str | None) -> ModelResponse
         stop = opt_str(details.get("reason"), "incomplete_details.reason") or "incomplete"
         if stop == "content_filter":
             raise ModelRefused("content_filter", output.text())
+        if stop in _CUTS:
+            output.cut_last_call()
     elif status == "completed":
         stop = status
     else:
