@@ -24,6 +24,7 @@ from agentloop.errors import (
     ModelRefused,
     ResponseInvalid,
 )
+from agentloop.events import ThinkingDelta
 from agentloop.messages import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 from agentloop.model import ModelRequest, ModelSettings, OutputSpec, StreamEvent
 from agentloop.providers.anthropic import AnthropicClient
@@ -386,12 +387,52 @@ async def test_max_tokens_is_a_truncation_and_the_run_says_so(serve: Serve, stre
     assert run.turns[-1].stop_reason == "max_tokens"
 
 
-async def test_a_refusal_after_a_tool_turn_ends_the_run_and_keeps_the_turn(serve: Serve) -> None:
+@MODES
+async def test_a_refusal_after_a_tool_turn_ends_the_run_and_keeps_the_turn(
+    serve: Serve, stream: bool
+) -> None:
     twin = GeminiTwin(Reply([call("read_file", {"path": "a"})]), Reply([], finish="SAFETY"))
-    agent = Agent(gemini(await serve(twin)), tools=[read_file], clock=FakeClock())
-    with pytest.raises(ModelRefused):
+    agent = Agent(gemini(await serve(twin)), tools=[read_file], config=RunConfig(stream=stream),
+                  clock=FakeClock())  # fmt: skip
+    with pytest.raises(ModelRefused) as info:
         await agent.run("read a")
+    assert (info.value.reason, info.value.text) == ("SAFETY", "")
     assert [m.role for m in agent.history] == ["user", "assistant", "tool"]
+
+
+async def test_agent_stream_shows_gemini_thoughts_as_thinking_deltas(serve: Serve) -> None:
+    twin = GeminiTwin(Reply([thought("Think first."), text("Done.")]))
+    settings = ModelSettings(reasoning_effort="high")
+    agent = Agent(gemini(await serve(twin)), config=RunConfig(model_settings=settings),
+                  clock=FakeClock())  # fmt: skip
+    async with agent.stream("q") as events:
+        seen = [e async for e in events]
+    assert "".join(e.text for e in seen if isinstance(e, ThinkingDelta)) == "Think first."
+    assert events.run.output == "Done."
+    assert agent.history[-1].thinking[0].text == "Think first."
+
+
+RECORDED_SSE = (  # the shape Gemini 3 streams: text chunks, then a signature on an empty part
+    'data: {"candidates": [{"content": {"parts": [{"text": "1+1"}],"role": "model"},'
+    '"index": 0}],"usageMetadata": {"promptTokenCount": 8,"candidatesTokenCount": 2,'
+    '"totalTokenCount": 40,"thoughtsTokenCount": 30},"modelVersion": "gemini-3-flash-preview",'
+    '"responseId": "abc"}\r\n\r\n'
+    'data: {"candidates": [{"content": {"parts": [{"text": " is 2."}],"role": "model"},'
+    '"index": 0}],"modelVersion": "gemini-3-flash-preview","responseId": "abc"}\r\n\r\n'
+    'data: {"candidates": [{"content": {"parts": [{"text": "","thoughtSignature": "EjQK"}],'
+    '"role": "model"},"finishReason": "STOP","index": 0}],"usageMetadata": {'
+    '"promptTokenCount": 8,"candidatesTokenCount": 5,"totalTokenCount": 43,'
+    '"thoughtsTokenCount": 30},"modelVersion": "gemini-3-flash-preview","responseId": "abc"}'
+    "\r\n\r\n"
+)
+
+
+async def test_the_twin_replays_raw_stream_bytes(serve: Serve) -> None:
+    twin = GeminiTwin(Reply(raw=RECORDED_SSE))
+    response, events = await ask(gemini(await serve(twin)), HI, stream=True)
+    assert response.message.parts == (TextPart("1+1 is 2."), sig("EjQK"))
+    assert (response.usage.output_tokens, response.usage.reasoning_tokens) == (35, 30)
+    assert [e.kind for e in events] == ["text_delta", "text_delta"]
 
 
 # --- usage ------------------------------------------------------------------------------------
