@@ -5,16 +5,19 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+import jsonschema
 import pytest
 from aiohttp import web
+from pydantic import BaseModel, Field
 
 from agentloop.errors import (
     AuthError,
     ContextLengthExceeded,
     FailurePhase,
     InsufficientCredits,
+    ModelRefused,
     ProviderError,
     ProviderTimeout,
     ProviderUnavailable,
@@ -22,15 +25,17 @@ from agentloop.errors import (
     ResponseInvalid,
     UnexpectedRedirect,
 )
-from agentloop.messages import Message, ToolCallPart, ToolResultPart, Usage
+from agentloop.messages import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart, Usage
 from agentloop.model import (
     ModelClient,
     ModelRequest,
     ModelResponse,
     ModelSettings,
+    OutputSpec,
     StreamEvent,
     ToolSpec,
 )
+from agentloop.providers._openai_chat_strict import drop_filled_nulls, make_strict, strict_schema
 from agentloop.providers.openai import (
     INVALID_JSON_KEY,
     ChatStreamAccumulator,
@@ -39,10 +44,12 @@ from agentloop.providers.openai import (
     OpenRouterClient,
     decode_arguments,
     encode_request,
+    parse_completion,
 )
 from agentloop.testing.fake_server import FakeProviderServer, FakeReply, FakeToolCall, Fault
 
 from .conftest import serve_app
+from .twins.openai_chat import check_schema
 
 FIXTURES = Path("/work/shared/fixtures/openai-python/chat-completions-sse")
 KEY = "sk-proj-TESTKEY-abcdef0123456789"
@@ -182,10 +189,17 @@ def test_settings_are_forwarded(choice: str, wire: object) -> None:
     assert payload["stream"] is True and payload["stream_options"] == {"include_usage": True}
 
 
-def test_max_tokens_field_depends_on_the_endpoint() -> None:
-    assert OpenAIClient("m", api_key="k")._max_field == "max_completion_tokens"
-    assert OllamaClient("m")._max_field == "max_tokens"
-    assert OpenAIClient("m", base_url="http://x/v1", max_tokens_field="n")._max_field == "n"
+def test_max_tokens_field_follows_the_profile_then_the_endpoint() -> None:
+    assert OpenAIClient("m", api_key="k")._rules.max_field("gpt-4o") == "max_completion_tokens"
+    assert OllamaClient("m")._rules.max_field("llama3") == "max_tokens"
+    azure = OpenAIClient("m", base_url="https://x.openai.azure.com/openai/v1")
+    assert azure._rules.max_field("gpt-4o") == "max_tokens"
+    assert azure._rules.max_field("gpt-5-mini") == "max_completion_tokens"  # whatever the host
+    assert azure._rules.max_field("o3") == "max_completion_tokens"
+    # OpenRouter names the limit max_tokens for every model and translates it itself
+    assert OpenRouterClient("m", api_key="k")._rules.max_field("openai/o3") == "max_tokens"
+    override = OpenAIClient("m", base_url="http://x/v1", max_tokens_field="n")
+    assert override._rules.max_field("gpt-5") == override._rules.max_field("gpt-4o") == "n"
 
 
 @pytest.mark.parametrize(
@@ -423,7 +437,14 @@ def expected_from_fixture(name: str) -> dict[str, Any]:
     return {"text": text, "calls": calls, "finish": finish, "usage": usage}
 
 
-@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.sse")), ids=lambda p: p.name)
+REFUSALS = ("parse_pydantic_model_refusal.sse", "refusal_logprobs_events.sse")
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in FIXTURES.glob("*.sse") if p.name not in REFUSALS),
+    ids=lambda p: p.name,
+)
 async def test_recorded_streams(path: Path) -> None:
     events, response = await stream_fixture(path.name)
     expected = expected_from_fixture(path.name)
@@ -446,11 +467,19 @@ async def test_recorded_parallel_tools_in_detail() -> None:
     assert response.stop_reason == "tool_calls" and response.usage == Usage(149, 60)
 
 
-async def test_recorded_refusal_and_length() -> None:
-    _, refusal = await stream_fixture("parse_pydantic_model_refusal.sse")
-    assert refusal.text.startswith("I'm sorry")
+@pytest.mark.parametrize("name", REFUSALS)
+async def test_recorded_refusals_raise_model_refused(name: str) -> None:
+    """A streamed refusal is never an answer: ModelRefused with the refusal's words as text."""
+    expected = expected_from_fixture(name)["text"]  # the refusal deltas, joined
+    with pytest.raises(ModelRefused) as info:
+        await stream_fixture(name)
+    assert (info.value.reason, info.value.text) == ("refusal", expected)
+    assert info.value.text.startswith("I'm") and not info.value.is_recoverable()
+
+
+async def test_recorded_length_stop() -> None:
     _, length = await stream_fixture("parse_max_tokens_reached.sse")
-    assert length.stop_reason == "length"
+    assert length.stop_reason == "length" and length.text == '{"'
 
 
 # --- the accumulator, pure -----------------------------------------------------------------
@@ -494,3 +523,276 @@ def test_stream_errors_redact_the_key() -> None:
         acc.feed(f"not json {KEY}")
     for err in (info.value, bad.value):
         assert KEY not in str(err) and KEY not in (err.body or "")
+
+
+# --- strict structured output: the schema rewrite, pure ------------------------------------
+
+
+class Address(BaseModel):
+    street: str
+    city: str = "Paris"
+    zip_code: str | None = None
+
+
+class TreeNode(BaseModel):
+    name: str
+    children: list[TreeNode] = []
+
+
+class Order(BaseModel):
+    """An order with optional, nested, referenced and recursive fields."""
+
+    item: str
+    quantity: int = 1
+    note: str | None = None
+    ship_to: Address
+    bill_to: Address | None = None
+    tags: list[str] = Field(default_factory=list, max_length=5)
+    code: str = Field("A1", min_length=2, max_length=8)
+    kind: Literal["retail", "wholesale"] = "retail"
+    gift: Address = Field(default_factory=lambda: Address(street="x"), description="Gift address")
+    tree: TreeNode | None = None
+
+
+def every_object(node: object, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if isinstance(node, dict):
+        if node.get("type") == "object" or "properties" in node:
+            found.append(node)
+        for value in node.values():
+            every_object(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            every_object(value, found)
+    return found
+
+
+def keys_named(name: str, node: object) -> bool:
+    if isinstance(node, dict):
+        return name in node or any(keys_named(name, v) for v in node.values())
+    return isinstance(node, list) and any(keys_named(name, v) for v in node)
+
+
+def test_strict_rewrite_of_a_pydantic_model_meets_strict_mode() -> None:
+    original = Order.model_json_schema()
+    frozen = json.dumps(original, sort_keys=True)
+    result = make_strict(original)
+    assert result.strict and result.reason is None and result.fills
+    assert json.dumps(original, sort_keys=True) == frozen  # the original is never changed
+    schema = result.schema
+    objects = every_object(schema, [])
+    assert len(objects) >= 4  # the root, Address, TreeNode, the inlined gift address
+    for node in objects:
+        assert node["additionalProperties"] is False
+        assert node["required"] == list(node["properties"])
+    props = schema["properties"]
+    assert props["quantity"]["type"] == ["integer", "null"]  # optional -> nullable
+    assert props["quantity"]["description"] == "(default: 1)"
+    assert props["note"] == {"anyOf": [{"type": "string"}, {"type": "null"}], "title": "Note"}
+    assert props["ship_to"] == {"$ref": "#/$defs/Address"}  # required: untouched
+    assert props["bill_to"]["anyOf"] == [{"$ref": "#/$defs/Address"}, {"type": "null"}]
+    assert props["tags"]["anyOf"][0]["maxItems"] == 5  # a keyword strict mode takes is kept
+    code = {"type": ["string", "null"], "title": "Code", "description": '(default: "A1")'}
+    assert props["code"] == code  # minLength and maxLength dropped: our validation keeps them
+    assert not keys_named("default", schema)  # strict mode has no default
+    assert props["kind"]["anyOf"][1] == {"type": "null"}
+    # a $ref with a sibling description is inlined (strict mode takes a bare $ref only)
+    gift = props["gift"]
+    assert gift["description"] == "Gift address" and "$ref" not in json.dumps(gift)
+    assert schema["$defs"]["TreeNode"]["properties"]["children"]["anyOf"][0]["items"] == {
+        "$ref": "#/$defs/TreeNode"
+    }
+    check_schema(dict(schema), (), "twin", "tools[0].function.parameters")  # the twin agrees
+
+
+def test_strict_rewrite_accepts_what_the_original_accepted() -> None:
+    """A reply valid under strict mode (nulls for the optional fields) restores to the model."""
+    original = Order.model_json_schema()
+    strict = make_strict(original)
+    reply = {
+        "item": "pen",
+        "quantity": None,
+        "note": None,
+        "ship_to": {"street": "1 rue", "city": None, "zip_code": None},
+        "bill_to": None,
+        "tags": None,
+        "code": None,
+        "kind": None,
+        "gift": {"street": "2 rue", "city": "Lyon", "zip_code": "69000"},
+        "tree": {"name": "a", "children": [{"name": "b", "children": None}]},
+    }
+    jsonschema.validate(reply, dict(strict.schema))
+    restored = drop_filled_nulls(original, reply)
+    order = Order.model_validate(restored)
+    assert (order.quantity, order.note, order.kind, order.ship_to.city) == (
+        1,
+        None,
+        "retail",
+        "Paris",
+    )
+    assert (
+        order.bill_to is None and order.tree is not None and order.tree.children[0].children == []
+    )
+    assert "quantity" not in restored and restored["note"] is None  # note takes null itself
+    assert drop_filled_nulls(original, restored) is restored  # nothing left to drop: same object
+
+
+@pytest.mark.parametrize(
+    ("schema", "why"),
+    [
+        (
+            {
+                "type": "object",
+                "properties": {
+                    "m": {"type": "object", "additionalProperties": {"type": "integer"}}
+                },
+            },
+            "#/properties/m allows additional properties",
+        ),
+        (
+            {"type": "object", "properties": {"any": {}}},
+            "#/properties/any accepts a value of any type",
+        ),
+        ({"type": "object", "properties": {"o": {"type": "object"}}}, "declares no properties"),
+        ({"type": "array", "items": {"type": "integer"}}, "# (the root) is not an object"),
+        (
+            {
+                "type": "object",
+                "properties": {"t": {"type": "array", "prefixItems": [{"type": "integer"}]}},
+            },
+            "uses 'prefixItems'",
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"x": {"allOf": [{"type": "integer"}, {"minimum": 1}]}},
+            },
+            "'allOf' with several members",
+        ),
+        (
+            {"type": "object", "properties": {"r": {"$ref": "https://example.com/s.json"}}},
+            "cannot follow",
+        ),
+    ],
+)
+def test_schemas_strict_mode_cannot_express_stay_non_strict(
+    schema: dict[str, Any], why: str
+) -> None:
+    result = make_strict(schema)
+    assert not result.strict and result.schema is schema and not result.fills
+    assert result.reason is not None and why in result.reason
+
+
+def test_a_pydantic_dict_field_cannot_be_strict() -> None:
+    class Counts(BaseModel):
+        counts: dict[str, int]
+
+    result = make_strict(Counts.model_json_schema())
+    assert (result.strict, result.reason) == (
+        False,
+        "#/properties/counts allows additional properties",
+    )
+
+
+def test_strict_rewrite_small_cases() -> None:
+    one_of = make_strict(
+        {
+            "type": "object",
+            "properties": {"v": {"oneOf": [{"type": "integer"}, {"type": "string"}]}},
+            "required": ["v"],
+        }
+    )
+    assert one_of.schema["properties"]["v"] == {"anyOf": [{"type": "integer"}, {"type": "string"}]}
+    lone = make_strict(
+        {
+            "type": "object",
+            "properties": {"a": {"allOf": [{"type": "string", "format": "uri"}]}},
+            "required": ["a"],
+        }
+    )
+    assert lone.schema["properties"]["a"] == {"type": "string"}  # uri is not a strict format
+    empty = make_strict({"type": "object", "properties": {}})
+    assert empty.schema == {
+        "type": "object",
+        "properties": {},
+        "required": [],
+        "additionalProperties": False,
+    }
+    assert not empty.fills
+    recursive = make_strict(
+        {"type": "object", "properties": {"next": {"$ref": "#", "description": "d"}}}
+    )
+    assert recursive.strict and recursive.schema["properties"]["next"]["anyOf"][0] == {"$ref": "#"}
+
+
+def test_strict_schema_is_computed_once_per_schema_object() -> None:
+    schema = Order.model_json_schema()
+    assert strict_schema(schema) is strict_schema(schema)
+    assert strict_schema(dict(schema)) is not strict_schema(schema)
+
+
+def test_encode_request_sends_strict_tools_and_response_format() -> None:
+    spec = ToolSpec("order", "Place an order.", Order.model_json_schema())
+    loose = ToolSpec("tally", "Count.", {"type": "object", "properties": {"m": {"type": "object"}}})
+    req = request(tools=[spec, loose], output=OutputSpec("Order", Order.model_json_schema()))
+    payload = encode_request(req, "gpt-5-mini", strict=True)
+    strict_tool, loose_tool = (t["function"] for t in payload["tools"])
+    assert (
+        strict_tool["strict"] is True and strict_tool["parameters"]["additionalProperties"] is False
+    )
+    assert loose_tool["strict"] is False and loose_tool["parameters"] == dict(loose.parameters)
+    assert payload["response_format"]["json_schema"]["strict"] is True
+    plain = encode_request(req, "m")  # strict off: the schemas as given, as before
+    assert "strict" not in plain["tools"][0]["function"]
+    assert plain["response_format"]["json_schema"]["strict"] is False
+
+
+def test_thinking_parts_never_reach_chat_completions() -> None:
+    call = ToolCallPart("c1", "get_weather", {"city": "Paris"})
+    bare = Message.assistant("Looking.", [call])
+    thinking = Message(
+        "assistant",
+        (
+            ThinkingPart("mine", signature="enc", provider="openai", id="rs_1"),
+            ThinkingPart("theirs", signature="sig", provider="anthropic"),
+            TextPart("Looking."),
+            ThinkingPart("", signature="g", provider="gemini"),
+            call,
+        ),
+    )
+    results = Message.tool_results([ToolResultPart("c1", "get_weather", "sunny")])
+    with_thinking = encode_request(request(Message.user("q"), thinking, results), "m")
+    without = encode_request(request(Message.user("q"), bare, results), "m")
+    assert with_thinking == without
+    assert "rs_1" not in json.dumps(with_thinking) and "theirs" not in json.dumps(with_thinking)
+
+
+def test_reasoning_effort_and_extra_body_merge() -> None:
+    settings = ModelSettings(
+        reasoning_effort="low",
+        extra_body={"stream_options": {"include_obfuscation": False}, "metadata": {"k": "v"}},
+    )
+    payload = encode_request(request(settings=settings), "gpt-5-mini", stream=True)
+    assert payload["reasoning_effort"] == "low"
+    assert payload["stream_options"] == {"include_usage": True, "include_obfuscation": False}
+    assert payload["metadata"] == {"k": "v"}
+
+
+def test_usage_reads_cached_and_reasoning_tokens() -> None:
+    body: dict[str, Any] = {
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}
+        ],
+        "usage": {
+            "prompt_tokens": 100,
+            "completion_tokens": 40,
+            "prompt_tokens_details": {"cached_tokens": 64},
+            "completion_tokens_details": {"reasoning_tokens": 32},
+        },
+    }
+    usage = parse_completion(body, "", provider="openai", model="m").usage
+    assert usage == Usage(100, 40, cache_read_tokens=64, reasoning_tokens=32)
+    body["usage"]["completion_tokens_details"] = {"reasoning_tokens": 99}  # more than the output
+    assert parse_completion(body, "", provider="openai", model="m").usage.reasoning_tokens == 40
+    body["usage"]["completion_tokens_details"] = {"reasoning_tokens": -1}
+    with pytest.raises(ResponseInvalid):
+        parse_completion(body, "", provider="openai", model="m")

@@ -5,6 +5,20 @@ into deltas and one final ``ModelResponse``. Both read every field through ``_wi
 shape is ``ResponseInvalid``, the same in both paths), classify an ``{"error": ...}`` object
 found in a 200 body or a chunk like an HTTP error, and decode a tool call's argument text with
 ``decode_arguments`` (the ``INVALID_JSON_KEY`` convention). ``openai.py`` re-exports them.
+
+A refusal is never an answer (SPEC 16): a non-empty ``message.refusal`` (or streamed
+``delta.refusal`` text) raises ``ModelRefused("refusal", <the refusal text>)`` (for a refusal,
+``text`` is what the model said in refusing), and ``finish_reason="content_filter"`` raises
+``ModelRefused("content_filter", <the text so far>)``. Streamed refusal text is collected, never
+sent as ``text_delta`` (it is not the answer); the error is raised when choice 0 finishes. An
+empty ``refusal`` (``""``, which every recorded stream opens with) is no refusal: Chat
+Completions has no way to refuse without words, so "a refusal with no text" cannot be told from
+none. A stream cut before it finishes stays ``ResponseInvalid`` (retryable), whatever it held.
+
+A reply cut at the output limit (``finish_reason="length"``) keeps a tool call whose arguments
+are unfinished as ``{INVALID_JSON_KEY: <raw text>}`` with ``stop_reason`` ``length``; the engine
+answers it with the cut-off soft text and never runs it. The *last* call of such a reply with no
+argument text at all counts as cut too (an empty text would otherwise mean ``{}`` and run).
 """
 
 from __future__ import annotations
@@ -14,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentloop.errors import ResponseInvalid
+from agentloop.errors import ModelRefused, ResponseInvalid
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, Usage
 from agentloop.model import INVALID_JSON_KEY, ModelResponse, StreamEvent
 from agentloop.providers._classify import embedded_error, invalid_body
@@ -36,6 +50,8 @@ from agentloop.safety.redact import redact_secrets
 __all__ = ["ChatStreamAccumulator", "decode_arguments", "parse_completion"]
 
 _DONE = "[DONE]"
+_CUT = "length"
+_FILTERED = "content_filter"
 
 
 def decode_arguments(raw: str) -> dict[str, Any]:
@@ -50,16 +66,37 @@ def decode_arguments(raw: str) -> dict[str, Any]:
 
 
 def _usage(value: object) -> Usage:
+    """Token counts; reasoning tokens are a part of ``completion_tokens`` (capped at it)."""
     usage = opt_object(value, "usage")
     details = opt_object(usage.get("prompt_tokens_details"), "usage.prompt_tokens_details")
+    output = as_count(usage.get("completion_tokens"), "usage.completion_tokens")
+    thought = opt_object(
+        usage.get("completion_tokens_details"), "usage.completion_tokens_details"
+    ).get("reasoning_tokens")
     return Usage(
         as_count(usage.get("prompt_tokens"), "usage.prompt_tokens"),
-        as_count(usage.get("completion_tokens"), "usage.completion_tokens"),
+        output,
         as_count(details.get("cached_tokens"), "usage.prompt_tokens_details.cached_tokens"),
         as_count(
             details.get("cache_write_tokens"), "usage.prompt_tokens_details.cache_write_tokens"
         ),
+        min(output, as_count(thought, "usage.completion_tokens_details.reasoning_tokens")),
     )
+
+
+def _arguments(raw: str, cut: bool) -> dict[str, Any]:
+    """A call's decoded arguments; ``cut``: the last call of a reply stopped at the limit."""
+    if cut and not raw.strip():
+        return {INVALID_JSON_KEY: raw}
+    return decode_arguments(raw)
+
+
+def _refuse(refusal: str | None, finish: str | None, text: str) -> None:
+    """Raise ``ModelRefused`` for a refusal or a filtered reply (see the module docstring)."""
+    if refusal:
+        raise ModelRefused("refusal", refusal)
+    if finish == _FILTERED:
+        raise ModelRefused(_FILTERED, text)
 
 
 def _argument_text(value: object, path: str) -> str:
@@ -73,24 +110,28 @@ def _argument_text(value: object, path: str) -> str:
     raise wrong(path, "a string or an object", value)
 
 
-def _parse_call(value: object, index: int) -> ToolCallPart:
+def _parse_call(value: object, index: int, cut: bool) -> ToolCallPart:
     path = f"choices[0].message.tool_calls[{index}]"
     call = as_object(value, path)
     function = as_object(call.get("function"), f"{path}.function")
     name = nonempty_str(function.get("name"), f"{path}.function.name")
     raw = _argument_text(function.get("arguments"), f"{path}.function.arguments")
     call_id = opt_str(call.get("id"), f"{path}.id") or f"call_{index}"
-    return ToolCallPart(call_id, name, decode_arguments(raw))
+    return ToolCallPart(call_id, name, _arguments(raw, cut))
 
 
-def _parse_message(value: object) -> Message:
+def _parse_message(value: object, finish: str | None) -> Message:
     message = as_object(value, "choices[0].message")
     content = opt_str(message.get("content"), "choices[0].message.content")
     refusal = opt_str(message.get("refusal"), "choices[0].message.refusal")
-    text = content or refusal
-    parts: list[Part] = [TextPart(text)] if text else []
+    _refuse(refusal, finish, content or "")
+    parts: list[Part] = [TextPart(content)] if content else []
     calls = as_list(message.get("tool_calls"), "choices[0].message.tool_calls")
-    parts.extend(_parse_call(call, index) for index, call in enumerate(calls))
+    last = len(calls) - 1
+    parts.extend(
+        _parse_call(call, index, finish == _CUT and index == last)
+        for index, call in enumerate(calls)
+    )
     return Message("assistant", tuple(parts))
 
 
@@ -101,12 +142,13 @@ def _completion(data: object, model: str, request_id: str | None) -> ModelRespon
     if not choices:
         raise WireError("choices", "expected at least one choice")
     choice = as_object(choices[0], "choices[0]")
-    message = _parse_message(choice.get("message"))
+    finish = opt_str(choice.get("finish_reason"), "choices[0].finish_reason") or None
+    message = _parse_message(choice.get("message"), finish)
     return ModelResponse(
         message=message,
         usage=_usage(body.get("usage")),
         model=opt_str(body.get("model"), "model") or model,
-        stop_reason=opt_str(choice.get("finish_reason"), "choices[0].finish_reason") or None,
+        stop_reason=finish,
         request_id=request_id,
     )
 
@@ -122,7 +164,8 @@ def parse_completion(
 ) -> ModelResponse:
     """A non-streaming Chat Completions body as a ``ModelResponse`` (``ResponseInvalid`` else).
 
-    ``redactor`` cleans ``text`` before it is kept on an error; successful replies skip it.
+    A refused or filtered reply raises ``ModelRefused``. ``redactor`` cleans ``text`` before it
+    is kept on an error; successful replies skip it.
     """
     if isinstance(data, dict) and data.get("error"):
         body = redactor(text) if redactor else text
@@ -172,6 +215,7 @@ class ChatStreamAccumulator:
         self.done = False
         self.events_seen = 0
         self._text: list[str] = []
+        self._refusal: list[str] = []
         self._calls: list[_StreamedCall] = []
         self._lanes: dict[int, int] = {}
         self._finish: str | None = None
@@ -215,12 +259,15 @@ class ChatStreamAccumulator:
             delta = opt_object(choice.get("delta"), "choices[].delta")
             content = opt_str(delta.get("content"), "choices[].delta.content")
             refusal = opt_str(delta.get("refusal"), "choices[].delta.refusal")
-            text = content or refusal
-            if text:
-                self._text.append(text)
-                events.append(StreamEvent("text_delta", text=text))
+            if refusal:
+                self._refusal.append(refusal)  # never a text_delta: a refusal is no answer
+            if content:
+                self._text.append(content)
+                events.append(StreamEvent("text_delta", text=content))
             for call in as_list(delta.get("tool_calls"), "choices[].delta.tool_calls"):
                 events.append(self._tool_delta(as_object(call, _CALL)))
+            if finish:
+                _refuse("".join(self._refusal), finish, "".join(self._text))
         return events
 
     def _tool_delta(self, call: Mapping[str, Any]) -> StreamEvent:
@@ -260,18 +307,25 @@ class ChatStreamAccumulator:
         return invalid_body(f"{self.provider}: {message}", text, self.provider, self.request_id)
 
     def response(self) -> ModelResponse:
-        """The complete reply; ``ResponseInvalid`` when ``[DONE]`` never arrived."""
+        """The complete reply; ``ResponseInvalid`` when ``[DONE]`` never arrived.
+
+        ``ModelRefused`` for refusal text that no finish reason closed (a server that sends
+        ``[DONE]`` without one).
+        """
         if not self.done:
             raise self._bad(
                 f"stream ended without [DONE] after {self.events_seen} events (truncated?)",
                 "".join(self._text),
             )
+        _refuse("".join(self._refusal), self._finish, "".join(self._text))
         parts: list[Part] = [TextPart("".join(self._text))] if self._text else []
+        last = len(self._calls) - 1
         for lane, call in enumerate(self._calls):
             raw = "".join(call.fragments)
             if not call.name:
                 raise self._bad(f"streamed tool call {lane} has no name", raw)
-            parts.append(ToolCallPart(call.id or f"call_{lane}", call.name, decode_arguments(raw)))
+            cut = self._finish == _CUT and lane == last
+            parts.append(ToolCallPart(call.id or f"call_{lane}", call.name, _arguments(raw, cut)))
         return ModelResponse(
             message=Message("assistant", tuple(parts)),
             usage=self._usage,

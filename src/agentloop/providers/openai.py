@@ -10,10 +10,22 @@ Wire mapping:
   once each (``Message.encoded``): the one ``tool`` message of a turn becomes one ``role: tool``
   wire message per ``ToolResultPart`` (the soft-error flag has no wire field: the text says it);
   an assistant message carries ``tool_calls`` with JSON-encoded arguments.
-- ``ModelSettings``: ``temperature``, ``top_p``, ``stop``, ``seed`` as is; ``max_tokens`` as
-  ``max_completion_tokens`` on api.openai.com and ``max_tokens`` elsewhere (override with
-  ``max_tokens_field``); ``tool_choice`` ``auto``/``required``/``none`` as is, any other value
-  names a function; ``extra_body`` is merged into the payload last.
+- Before anything is sent, the model's profile (``profiles.py``) is checked
+  (``_openai_chat_rules``): a setting the model refuses, a Responses-only model, or function
+  tools a dotted gpt-5 release refuses beside a reasoning effort is a ``ConfigurationError``.
+- ``ModelSettings``: ``temperature``, ``top_p``, ``stop``, ``seed``, ``reasoning_effort`` as
+  is; ``max_tokens`` under the profile's wire name (``max_completion_tokens`` for reasoning
+  models whatever the host, see ``_openai_chat_rules``; override with ``max_tokens_field``);
+  ``tool_choice`` ``auto``/``required``/``none`` as is, any other value names a function;
+  ``extra_body`` is merged into the payload last, recursively for objects
+  (``profiles.merge_body``).
+- Tools and native structured output go ``strict: true`` where the profile allows and the
+  schema can be rewritten for strict mode, else ``strict: false`` (``_openai_chat_strict``
+  says how and why); nulls the rewrite lets the model send for optional properties are
+  dropped from the reply, so defaults apply as without strict mode.
+- Reasoning cannot be carried on Chat Completions (the API has no field for it): every
+  ``ThinkingPart`` is left out of the request, whichever provider wrote it. Reasoning models
+  keep their reasoning between tool calls only on the Responses API.
 - Streaming sends ``stream: true`` and ``stream_options: {include_usage: true}``. Deltas of
   choice 0 are accumulated: text (a ``refusal`` counts as text) and tool calls keyed by their
   ``index`` (fragments of arguments are joined; parallel calls stay apart; a new id on a used
@@ -22,10 +34,15 @@ Wire mapping:
   never returned as an answer. The last ``StreamEvent`` is ``done`` with the full
   ``ModelResponse``.
 - ``ModelResponse.stop_reason`` is the provider's ``finish_reason`` string (``stop``,
-  ``tool_calls``, ``length``, ``content_filter``...), ``usage`` maps ``prompt_tokens`` /
+  ``tool_calls``, ``length``...), ``usage`` maps ``prompt_tokens`` /
   ``completion_tokens`` (``input_tokens`` includes cached tokens, as ``prompt_tokens`` does),
   ``prompt_tokens_details.cached_tokens`` / ``.cache_write_tokens`` (OpenRouter) to
-  ``cache_read_tokens`` / ``cache_write_tokens``; ``request_id`` comes from ``x-request-id``.
+  ``cache_read_tokens`` / ``cache_write_tokens`` and
+  ``completion_tokens_details.reasoning_tokens`` to ``reasoning_tokens``; ``request_id`` comes
+  from ``x-request-id``. A refusal or ``content_filter`` raises ``ModelRefused``, a reply cut at
+  ``length`` keeps its unfinished call (``_openai_reply``).
+- A 404 "only supported in v1/responses" stays ``ModelNotFound`` with a message naming the
+  Responses API.
 - Prompt caching is automatic on these servers; with ``ModelSettings.cache`` (the default) and a
   ``ModelRequest.session_id``, api.openai.com and openrouter.ai also get ``prompt_cache_key``
   (``agentloop-`` + 32 hex digits of the session id's SHA-256: stable per session, reveals
@@ -52,21 +69,26 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from agentloop.errors import ModelNotFound
 from agentloop.messages import Message, ToolResultPart
 from agentloop.model import (
     INVALID_JSON_KEY,
     ModelRequest,
     ModelResponse,
     ModelSettings,
+    OutputSpec,
     StreamEvent,
     ToolSpec,
 )
 from agentloop.providers._client import HttpClient, check_client, check_key_characters
+from agentloop.providers._openai_chat_rules import ChatRules, name_the_fix
+from agentloop.providers._openai_chat_strict import restore_optional, strict_schema
 from agentloop.providers._openai_reply import (
     ChatStreamAccumulator,
     decode_arguments,
     parse_completion,
 )
+from agentloop.providers.profiles import merge_body
 
 __all__ = [
     "INVALID_JSON_KEY",
@@ -91,7 +113,11 @@ def _encode_arguments(arguments: Mapping[str, Any]) -> str:
 
 
 def _encode_message(message: Message) -> list[dict[str, Any]]:
-    """One agentloop message as its Chat Completions wire messages."""
+    """One agentloop message as its Chat Completions wire messages.
+
+    Only text and tool calls are read (``Message.text``, ``Message.tool_calls``), so a
+    ``ThinkingPart`` never reaches the wire: Chat Completions has no field for reasoning.
+    """
     if message.role == "tool":
         return [
             {"role": "tool", "tool_call_id": part.call_id, "content": part.content}
@@ -115,13 +141,25 @@ def _encode_message(message: Message) -> list[dict[str, Any]]:
     return [wire]
 
 
-def _encode_tool(spec: ToolSpec) -> dict[str, Any]:
+def _encode_tool(spec: ToolSpec, strict: bool) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": spec.name, "description": spec.description}
+    if strict:
+        rewritten = strict_schema(spec.parameters)
+        function["parameters"] = dict(rewritten.schema)
+        function["strict"] = rewritten.strict
+    else:
+        function["parameters"] = dict(spec.parameters)
+    return {"type": "function", "function": function}
+
+
+def _response_format(output: OutputSpec, strict: bool) -> dict[str, Any]:
+    rewritten = strict_schema(output.schema) if strict else None
     return {
-        "type": "function",
-        "function": {
-            "name": spec.name,
-            "description": spec.description,
-            "parameters": dict(spec.parameters),
+        "type": "json_schema",
+        "json_schema": {
+            "name": output.name,
+            "schema": dict(rewritten.schema if rewritten else output.schema),
+            "strict": rewritten.strict if rewritten else False,
         },
     }
 
@@ -140,10 +178,11 @@ def _apply_settings(payload: dict[str, Any], settings: ModelSettings, max_field:
         max_field: settings.max_tokens,
         "stop": list(settings.stop) if settings.stop is not None else None,
         "tool_choice": _tool_choice(settings.tool_choice) if settings.tool_choice else None,
+        "reasoning_effort": settings.reasoning_effort,
     }
     payload.update({key: value for key, value in optional.items() if value is not None})
     if settings.extra_body:
-        payload.update(settings.extra_body)
+        merge_body(payload, settings.extra_body)
 
 
 _CACHE_KEY_HOSTS = frozenset({"api.openai.com", "openrouter.ai"})
@@ -163,11 +202,13 @@ def encode_request(
     stream: bool = False,
     max_field: str = "max_tokens",
     cache_key: bool = False,
+    strict: bool = False,
 ) -> dict[str, Any]:
     """The Chat Completions payload for ``request`` (each message encoded once, then reused).
 
     ``cache_key``: the server accepts ``prompt_cache_key`` (sent when caching is on and the
-    request has a session).
+    request has a session). ``strict``: send tools and structured output ``strict`` where the
+    schema allows (``OpenAIClient`` passes the model profile's ``strict_schema``).
     """
     messages: list[dict[str, Any]] = []
     if request.system:
@@ -176,19 +217,12 @@ def encode_request(
         messages.extend(message.encoded(_WIRE_KEY, _encode_message))
     payload: dict[str, Any] = {"model": request.model or model, "messages": messages}
     if request.tools:
-        payload["tools"] = [_encode_tool(spec) for spec in request.tools]
+        payload["tools"] = [_encode_tool(spec, strict) for spec in request.tools]
     if stream:
         payload["stream"] = True
         payload["stream_options"] = {"include_usage": True}
     if request.output is not None:  # native structured output (RunConfig.output_mode="native")
-        payload["response_format"] = {
-            "type": "json_schema",
-            "json_schema": {
-                "name": request.output.name,
-                "schema": dict(request.output.schema),
-                "strict": False,
-            },
-        }
+        payload["response_format"] = _response_format(request.output, strict)
     if cache_key and request.settings.cache and request.session_id:
         payload["prompt_cache_key"] = prompt_cache_key(request.session_id)
     _apply_settings(payload, request.settings, max_field)
@@ -227,17 +261,16 @@ class OpenAIClient(HttpClient):
             headers: Extra headers on every request (e.g. OpenRouter's ``HTTP-Referer``).
             proxy: An ``http://`` proxy URL.
             ssl_context: Custom TLS context (e.g. a private CA).
-            max_tokens_field: Wire name for ``ModelSettings.max_tokens``; None picks
-                ``max_completion_tokens`` for api.openai.com and ``max_tokens`` elsewhere.
+            max_tokens_field: Wire name for ``ModelSettings.max_tokens`` for every model; None
+                lets the model's profile pick (``max_completion_tokens`` for reasoning models
+                and on api.openai.com, ``max_tokens`` elsewhere).
         """
         check_client(model, base_url or self.default_base_url, timeout, connect_timeout)
         if api_key:
             check_key_characters(api_key)
         self.base_url = (base_url or self.default_base_url).rstrip("/")
         host = urlsplit(self.base_url).hostname or ""
-        self._max_field = max_tokens_field or (
-            "max_completion_tokens" if host == "api.openai.com" else "max_tokens"
-        )
+        self._rules = ChatRules(provider or self.default_provider, host, max_tokens_field)
         self._cache_key = host in _CACHE_KEY_HOSTS
         all_headers = dict(headers or {})
         if api_key:
@@ -264,43 +297,71 @@ class OpenAIClient(HttpClient):
         """The Chat Completions endpoint."""
         return f"{self.base_url}/chat/completions"
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        """Send ``request`` and return the complete reply."""
-        payload = encode_request(
-            request, self._model, max_field=self._max_field, cache_key=self._cache_key
-        )
-        reply = await self._transport.post_json(self.url, payload)
-        return parse_completion(
-            reply.data,
-            reply.text,
-            provider=self._provider,
-            model=request.model or self._model,
-            request_id=reply.request_id,
-            redactor=self._transport.redact,
-        )
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """Stream ``request``: text and tool-call deltas, then ``done`` with the full reply."""
+    def _payload(
+        self, request: ModelRequest, model: str, stream: bool
+    ) -> tuple[dict[str, Any], bool]:
+        """The checked payload, and whether the reply may need ``restore_optional``."""
+        profile = self._rules.check(model, request)
         payload = encode_request(
             request,
             self._model,
-            stream=True,
-            max_field=self._max_field,
+            stream=stream,
+            max_field=self._rules.max_field(model),
             cache_key=self._cache_key,
+            strict=profile.strict_schema,
         )
-        accumulator = ChatStreamAccumulator(
+        return payload, profile.strict_schema
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send ``request`` and return the complete reply.
+
+        Raises:
+            ConfigurationError: The model refuses a setting or this endpoint (nothing sent).
+            ModelRefused: The model refused, or the reply was filtered.
+        """
+        model = request.model or self._model
+        payload, strict = self._payload(request, model, stream=False)
+        try:
+            reply = await self._transport.post_json(self.url, payload)
+        except ModelNotFound as error:
+            name_the_fix(error, model)
+            raise
+        response = parse_completion(
+            reply.data,
+            reply.text,
             provider=self._provider,
-            model=request.model or self._model,
-            secrets=self._transport.secrets,
+            model=model,
+            request_id=reply.request_id,
+            redactor=self._transport.redact,
         )
-        async with self._transport.stream_sse(self.url, payload) as events:
-            accumulator.request_id = events.request_id
-            async for event in events:
-                for delta in accumulator.feed(event.data):
-                    yield delta
-                if accumulator.done:
-                    break
-        yield StreamEvent("done", response=accumulator.response())
+        return restore_optional(response, request) if strict else response
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Stream ``request``: text and tool-call deltas, then ``done`` with the full reply.
+
+        Raises ``ConfigurationError`` before sending, as ``complete`` does, and ``ModelRefused``
+        mid-stream when the model refuses or the reply is filtered.
+        """
+        model = request.model or self._model
+        payload, strict = self._payload(request, model, stream=True)
+        accumulator = ChatStreamAccumulator(
+            provider=self._provider, model=model, secrets=self._transport.secrets
+        )
+        try:
+            async with self._transport.stream_sse(self.url, payload) as events:
+                accumulator.request_id = events.request_id
+                async for event in events:
+                    for delta in accumulator.feed(event.data):
+                        yield delta
+                    if accumulator.done:
+                        break
+        except ModelNotFound as error:
+            name_the_fix(error, model)
+            raise
+        response = accumulator.response()
+        yield StreamEvent(
+            "done", response=restore_optional(response, request) if strict else response
+        )
 
 
 class OpenRouterClient(OpenAIClient):

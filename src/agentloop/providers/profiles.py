@@ -91,18 +91,29 @@ _TABLE: dict[str, tuple[tuple[str, ModelProfile], ...]] = {
                 max_tokens_field="max_completion_tokens",
                 sampling=False,
                 stop=False,
-                efforts=_ALL_EFFORTS,
+                efforts=frozenset({"none", "low", "medium", "high"}),  # 5.1+: none, no minimal
                 thinks_by_default=True,
             ),
         ),
         (
-            r"(gpt-5.*|o\d.*)",
+            r"gpt-5.*",
             ModelProfile(
                 _OPENAI_REASONING,
                 max_tokens_field="max_completion_tokens",
                 sampling=False,
                 stop=False,
                 efforts=frozenset({"minimal", "low", "medium", "high"}),
+                thinks_by_default=True,
+            ),
+        ),
+        (
+            r"o\d.*",
+            ModelProfile(
+                _OPENAI_REASONING,
+                max_tokens_field="max_completion_tokens",
+                sampling=False,
+                stop=False,
+                efforts=_O_EFFORTS,  # the o-series never took "minimal"
                 thinks_by_default=True,
             ),
         ),
