@@ -359,3 +359,31 @@ def test_an_unreferenced_session_without_a_store_is_collected() -> None:
     sid = agent.session().id
     gc.collect()
     assert agent.session(sid).runs == []
+
+
+async def test_a_session_continues_only_a_run_a_crash_cut_off(tmp_path: Any) -> None:
+    agent = Agent(echo_model())
+    with pytest.raises(InvalidInput, match="store"):
+        await agent.session().continue_run()
+    with SQLiteStore(tmp_path / "c.db") as store:
+        s = Agent(echo_model(), store=store).session("done")
+        await s.run("finished")
+        with pytest.raises(InvalidInput, match="no run to continue"):
+            await s.continue_run()
+
+
+async def test_a_restored_session_gets_its_own_loop_windows_back(tmp_path: Any) -> None:
+    @tool
+    def look(q: str) -> str:
+        """Look something up."""
+        raise ToolError("nothing found")
+
+    steps = [call("look", {"q": "x"}), call("look", {"q": "x"}), reply("no")]
+    with SQLiteStore(tmp_path / "w.db") as store:
+        first = Agent(ScriptedModel(steps), tools=[look], store=store).session("w")
+        await first.run("1")
+        windows = first.safety.loops.snapshot()
+        assert windows != Agent(echo_model()).safety.loops.snapshot()  # it saw two failures
+    with SQLiteStore(tmp_path / "w.db") as store:
+        again = Agent(echo_model(), tools=[look], store=store).session("w")
+        assert again.safety.loops.snapshot() == windows
