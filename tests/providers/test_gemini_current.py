@@ -282,6 +282,9 @@ async def test_extra_body_merges_into_generation_config_instead_of_replacing_it(
         (G3, ModelSettings(reasoning_effort="none"), "reasoning_effort"),
         (G25, ModelSettings(reasoning_effort="high"), "reasoning_effort"),
         ("gemini-2.0-flash", ModelSettings(thinking_budget=10), "thinking_budget"),
+        ("gemini-3-pro-preview", ModelSettings(reasoning_effort="minimal"), "reasoning_effort"),
+        ("gemini-3-pro-preview", ModelSettings(reasoning_effort="medium"), "reasoning_effort"),
+        ("gemini-3.1-pro-preview", ModelSettings(reasoning_effort="minimal"), "reasoning_effort"),
     ],
 )
 @MODES
@@ -297,10 +300,31 @@ async def test_a_refused_setting_is_a_configuration_error_and_nothing_is_sent(
 
 
 @pytest.mark.parametrize(
+    ("model", "effort"),
+    [("gemini-3-flash-preview", "minimal"), ("gemini-3.1-pro-preview", "medium"),
+     ("gemini-3-pro-preview", "high")],
+)  # fmt: skip
+async def test_each_gemini_3_model_gets_the_levels_it_takes(
+    serve: Serve, model: str, effort: Any
+) -> None:
+    twin = GeminiTwin(Reply([text("ok")]))
+    settings = ModelSettings(reasoning_effort=effort)
+    await gemini(await serve(twin), model).complete(
+        ModelRequest([Message.user("q")], settings=settings)
+    )
+    assert (
+        twin.accepted[0].body["generationConfig"]["thinkingConfig"]["thinkingLevel"]
+        == effort.upper()
+    )
+
+
+@pytest.mark.parametrize(
     ("model", "extra", "said"),
     [
         (G3, {"thinkingConfig": {"thinkingLevel": "LOW"}}, 'Unknown name "thinkingConfig"'),
         (G25, {"generationConfig": {"thinkingConfig": {"thinkingLevel": "LOW"}}},
+         "Thinking level is not supported for this model."),
+        (G3, {"generationConfig": {"thinkingConfig": {"thinkingLevel": "MINIMAL"}}},
          "Thinking level is not supported for this model."),
         (G3, {"generationConfig": {"thinkingConfig": {"thinkingLevel": "LOW",
                                                       "thinkingBudget": 5}}},
@@ -385,6 +409,18 @@ async def test_max_tokens_is_a_truncation_and_the_run_says_so(serve: Serve, stre
     run = await agent.run("q")
     assert run.truncated and run.output == "The answer is"
     assert run.turns[-1].stop_reason == "max_tokens"
+
+
+async def test_a_call_in_a_cut_reply_is_whole_and_runs(serve: Serve) -> None:
+    """Gemini sends arguments as parsed objects: no cut JSON to keep, the call runs."""
+    twin = GeminiTwin(
+        Reply([text("Reading."), call("read_file", {"path": "a"})], finish="MAX_TOKENS"),
+        Reply([text("done")]),
+    )
+    agent = Agent(gemini(await serve(twin)), tools=[read_file], clock=FakeClock())
+    run = await agent.run("read a")
+    assert run.turns[0].stop_reason == "max_tokens" and not run.truncated
+    assert run.turns[0].tool_results[0].content == "contents of a"
 
 
 @MODES

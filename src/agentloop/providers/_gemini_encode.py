@@ -49,7 +49,9 @@ def gemini_profile(model: str) -> ModelProfile:
     return profile_for(PROVIDER, model)
 
 
-_GEMINI_3 = gemini_profile("gemini-3")
+def _validates_signatures(profile: ModelProfile) -> bool:
+    """Gemini 3 and later (the families that think by ``thinkingLevel``) check signatures."""
+    return bool(profile.efforts)
 
 
 # --- contents ---------------------------------------------------------------------------------
@@ -198,7 +200,7 @@ def build_payload(request: ModelRequest, model: str = "") -> dict[str, Any]:
     name = (request.model or model).removeprefix("models/")
     profile = gemini_profile(name)
     check_settings(profile, name or "this Gemini model", request.settings)
-    contents = encode_contents(tuple(request.messages), sign_calls=profile is _GEMINI_3)
+    contents = encode_contents(tuple(request.messages), sign_calls=_validates_signatures(profile))
     payload: dict[str, Any] = {"contents": contents}
     texts = [request.system] if request.system else []
     texts.extend(m.text for m in request.messages if m.role == "system" and m.text)

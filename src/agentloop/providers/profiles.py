@@ -153,6 +153,20 @@ _TABLE: dict[str, tuple[tuple[str, ModelProfile], ...]] = {
         (r".*", ModelProfile("Claude", max_output_tokens=4_096)),
     ),
     "gemini": (
+        (  # Gemini 3 Pro thinks at LOW or HIGH; 3.1 Pro adds MEDIUM; neither takes MINIMAL
+            r"gemini-3-pro.*",
+            ModelProfile(
+                "Gemini 3 Pro", efforts=frozenset({"low", "high"}), thinks_by_default=True
+            ),
+        ),
+        (
+            r"gemini-3\.\d+-pro.*",
+            ModelProfile(
+                "Gemini 3.x Pro",
+                efforts=frozenset({"low", "medium", "high"}),
+                thinks_by_default=True,
+            ),
+        ),
         (
             r"gemini-[3-9].*",
             ModelProfile(

@@ -11,13 +11,13 @@ a request that breaks one as Gemini does: HTTP 400 with Google's error body
    signature the twin never issued, or one moved to a different part, is "Corrupted thought
    signature."; Google's bypass value ``skip_thought_signature_validator`` passes.
 2. ``generationConfig``: unknown fields (a ``thinkingConfig`` outside it included) are
-   "Invalid JSON payload received. Unknown name ..."; ``thinkingLevel`` before Gemini 3 is
-   "Thinking level is not supported for this model."; level and budget together, "You can only
-   set only one of thinking budget and thinking level."; a budget under 128 on 2.5 Pro, "The
-   thinking budget (N) is invalid.". Gemini silently ignores a config that lost
-   ``maxOutputTokens`` or ``responseJsonSchema`` (a 200 a test cannot see), so
-   ``require_config`` names values that must arrive: the twin's stand-in for that silent loss
-   answers 400 naming the lost key.
+   "Invalid JSON payload received. Unknown name ..."; ``thinkingLevel`` before Gemini 3, or a
+   level a Gemini 3 Pro does not take, is "Thinking level is not supported for this model.";
+   level and budget together, "You can only set only one of thinking budget and thinking
+   level."; a budget under 128 on 2.5 Pro, "The thinking budget (N) is invalid.". Gemini
+   silently ignores a config that lost ``maxOutputTokens`` or ``responseJsonSchema`` (a 200 a
+   test cannot see), so ``require_config`` names values that must arrive: the twin's stand-in
+   for that silent loss answers 400 naming the lost key.
 3. Replies are scripted (``Reply``): text, thoughts (``thought: true``), calls, any finish reason
    (``SAFETY``, ``MAX_TOKENS``, ...), a ``promptFeedback.blockReason``, usage with
    ``thoughtsTokenCount`` and ``cachedContentTokenCount``, error statuses, or raw recorded bytes.
@@ -58,6 +58,10 @@ _TOP_FIELDS = frozenset(
      "cachedContent"}
 )  # fmt: skip
 _LEVELS = frozenset({"MINIMAL", "LOW", "MEDIUM", "HIGH"})
+_PRO_LEVELS = (  # Gemini 3 Pro takes LOW and HIGH, 3.x Pro adds MEDIUM; Flash takes all four
+    (re.compile(r"gemini-3-pro"), frozenset({"LOW", "HIGH"})),
+    (re.compile(r"gemini-3\.\d+-pro"), frozenset({"LOW", "MEDIUM", "HIGH"})),
+)
 
 
 def text(value: str, *, signed: bool | None = None) -> dict[str, Any]:
@@ -192,7 +196,7 @@ class GeminiTwin:
         level, budget = thinking.get("thinkingLevel"), thinking.get("thinkingBudget")
         if level is not None and budget is not None:
             return "You can only set only one of thinking budget and thinking level."
-        if level is not None and (not is_gemini_3(model) or level not in _LEVELS):
+        if level is not None and level not in levels_of(model):
             return "Thinking level is not supported for this model."
         if budget is not None and "2.5-pro" in model and not 128 <= budget <= 32_768:
             return f"The thinking budget ({budget}) is invalid."
@@ -295,6 +299,13 @@ def part_kind(part: Mapping[str, Any]) -> str:
 def is_gemini_3(model: str) -> bool:
     """Gemini 3 and later validate thought signatures and take ``thinkingLevel``."""
     return re.match(r"gemini-[3-9]", model) is not None
+
+
+def levels_of(model: str) -> frozenset[str]:
+    """The ``thinkingLevel`` values ``model`` takes (none before Gemini 3)."""
+    if not is_gemini_3(model):
+        return frozenset()
+    return next((levels for name, levels in _PRO_LEVELS if name.match(model)), _LEVELS)
 
 
 def google_error(status: int, message: str, code: str = "INVALID_ARGUMENT") -> web.Response:
