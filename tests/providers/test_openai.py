@@ -35,7 +35,8 @@ from agentloop.model import (
     StreamEvent,
     ToolSpec,
 )
-from agentloop.providers._openai_chat_strict import drop_filled_nulls, make_strict, strict_schema
+from agentloop.providers._openai_chat_restore import drop_filled_nulls
+from agentloop.providers._openai_chat_strict import make_strict, strict_schema
 from agentloop.providers.openai import (
     INVALID_JSON_KEY,
     ChatStreamAccumulator,

@@ -26,10 +26,9 @@ local (``#``, ``#/$defs/...``, ``#/definitions/...``) or names nothing, a root t
 object, and objects nested more than 10 deep.
 
 Optional properties come back: a model in strict mode sends ``null`` for an optional property it
-means to leave out. ``drop_filled_nulls`` walks the *original* schema beside the value and drops
-each ``null`` the rewrite made possible (a property that was optional and did not accept null),
-so validation sees the property absent and its default applies, as if strict mode were off.
-It runs only for schemas where the rewrite added a null (``StrictSchema.fills``).
+means to leave out, and ``_openai_chat_restore`` drops each ``null`` the rewrite made possible,
+so the property's default applies as if strict mode were off (only for schemas where the
+rewrite added a null, ``StrictSchema.fills``).
 
 ``strict_schema`` caches the rewrite per schema object (the same ``ToolSpec.parameters`` dict is
 offered on every turn), so a turn pays a dictionary lookup per tool, not a walk.
@@ -37,22 +36,12 @@ offered on every turn), so a turn pays a dictionary lookup per tool, not a walk.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentloop.messages import Message, Part, TextPart, ToolCallPart
-from agentloop.model import ModelRequest, ModelResponse
-
-__all__ = [
-    "StrictSchema",
-    "drop_filled_nulls",
-    "make_strict",
-    "restore_optional",
-    "strict_schema",
-]
+__all__ = ["StrictSchema", "Rewriter", "make_strict", "strict_schema"]
 
 _KEEP = frozenset(
     {
@@ -103,7 +92,6 @@ _FORMATS = frozenset(
     {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
 )
 _MAX_OBJECT_DEPTH = 10
-_MAX_VALUE_DEPTH = 64
 _CACHE_LIMIT = 512
 _NULL: Mapping[str, Any] = {"type": "null"}
 
@@ -116,7 +104,8 @@ class StrictSchema:
         schema: What goes on the wire.
         strict: Whether it is sent ``strict: true``.
         reason: Why it is not strict (None when it is).
-        fills: The rewrite made optional properties nullable: replies go through ``restore``.
+        fills: The rewrite made optional properties nullable: replies are restored
+            (``_openai_chat_restore``).
         original: The schema as given.
     """
 
@@ -125,17 +114,9 @@ class StrictSchema:
     reason: str | None
     fills: bool
     original: Mapping[str, Any]
-    _restorer: _Restorer | None = field(default=None, repr=False, compare=False)
-
-    def restore(self, value: Any) -> Any:
-        """``value`` without the nulls the rewrite let the model send (``drop_filled_nulls``).
-
-        ``value`` itself when the rewrite added none or the value holds no null that could be
-        one (a flat object without nulls is returned without a walk).
-        """
-        if self._restorer is None or not _may_hold_null(value):
-            return value
-        return self._restorer.walk(self.original, value, 0)
+    rewriter: Rewriter | None = field(default=None, repr=False, compare=False)
+    """The rewrite that added nulls (its definitions and null test restore replies); None
+    when it added none."""
 
 
 class _NotStrict(Exception):
@@ -144,15 +125,16 @@ class _NotStrict(Exception):
 
 def make_strict(schema: Mapping[str, Any]) -> StrictSchema:
     """Rewrite ``schema`` for strict mode, or return it unchanged with the reason it cannot be."""
-    rewriter = _Rewriter(schema)
+    rewriter = Rewriter(schema)
     try:
         rewritten = rewriter.root()
     except _NotStrict as exc:
         return StrictSchema(schema, False, str(exc), False, schema)
     except RecursionError:  # a schema nested past the interpreter's stack: far past 10 levels
         return StrictSchema(schema, False, "nested too deeply", False, schema)
-    restorer = _Restorer(rewriter) if rewriter.fills else None
-    return StrictSchema(rewritten, True, None, rewriter.fills, schema, restorer)
+    return StrictSchema(
+        rewritten, True, None, rewriter.fills, schema, rewriter if rewriter.fills else None
+    )
 
 
 _cache: dict[int, tuple[Mapping[str, Any], StrictSchema]] = {}
@@ -175,7 +157,7 @@ def strict_schema(schema: Mapping[str, Any]) -> StrictSchema:
     return result
 
 
-class _Rewriter:
+class Rewriter:
     """One rewrite: the root's definitions, the ``$ref``s being inlined, whether nulls came in."""
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
@@ -356,143 +338,3 @@ def _nullable(sub: dict[str, Any]) -> dict[str, Any]:
     outer: dict[str, Any] = {k: sub[k] for k in ("description", "title") if k in sub}
     inner = {k: v for k, v in sub.items() if k not in outer}
     return {"anyOf": [inner, dict(_NULL)], **outer}
-
-
-def _may_hold_null(value: Any) -> bool:
-    """Whether a walk could find a null in ``value`` (a plain loop: this runs on every call)."""
-    if type(value) is dict:
-        for item in value.values():
-            if item is None or type(item) is dict or type(item) is list:
-                return True
-        return False
-    return isinstance(value, list)
-
-
-def drop_filled_nulls(original: Mapping[str, Any], value: Any) -> Any:
-    """``value`` without the ``null``s a strict rewrite of ``original`` let the model send.
-
-    A ``null`` is dropped where ``original`` has an optional property that does not take null;
-    every other value is kept as sent. Returns ``value`` itself when nothing is dropped.
-    """
-    return _Restorer(_Rewriter(original)).walk(original, value, 0)
-
-
-class _Restorer:
-    """Walks a value beside the original schema it answers (see ``drop_filled_nulls``)."""
-
-    def __init__(self, rewriter: _Rewriter) -> None:
-        self.rewriter = rewriter
-
-    def resolve(self, node: object) -> Mapping[str, Any] | None:
-        for _ in range(8):
-            if not isinstance(node, Mapping):
-                return None
-            ref = node.get("$ref")
-            all_of = node.get("allOf")
-            if isinstance(ref, str) and ref in self.rewriter.defs:
-                node = {**self.rewriter.defs[ref], **{k: v for k, v in node.items() if k != "$ref"}}
-            elif ref == "#":
-                node = self.rewriter.source
-            elif isinstance(all_of, list) and len(all_of) == 1:
-                node = {
-                    **_mapping_or_empty(all_of[0]),
-                    **{k: v for k, v in node.items() if k != "allOf"},
-                }
-            else:
-                return node
-        return None
-
-    def walk(self, schema: object, value: Any, depth: int) -> Any:
-        node = self.resolve(schema)
-        if node is None or depth > _MAX_VALUE_DEPTH:
-            return value
-        if isinstance(value, dict):
-            return self.record(node, value, depth)
-        if isinstance(value, list):
-            items = next((b.get("items") for b in self.branches(node) if "items" in b), None)
-            if items is None:
-                return value
-            walked = [self.walk(items, v, depth + 1) for v in value]
-            return value if all(a is b for a, b in zip(walked, value, strict=True)) else walked
-        return value
-
-    def branches(self, node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-        """``node`` and, for a union, each of its members (resolved)."""
-        found = [node]
-        for key in ("anyOf", "oneOf"):
-            members = node.get(key)
-            if isinstance(members, list):
-                found.extend(m for m in (self.resolve(b) for b in members) if m is not None)
-        return found
-
-    def record(self, node: Mapping[str, Any], value: dict[str, Any], depth: int) -> dict[str, Any]:
-        keys = set(value)
-        shape = next(
-            (
-                b
-                for b in self.branches(node)
-                if isinstance(b.get("properties"), Mapping) and keys <= set(b["properties"])
-            ),
-            None,
-        )
-        if shape is None:
-            return value
-        properties: Mapping[str, Any] = shape["properties"]
-        required = shape.get("required")
-        was_required = set(required) if isinstance(required, list) else set()
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            prop = properties[key]
-            if item is None and key not in was_required and not self.rewriter.accepts_null(prop):
-                continue
-            out[key] = self.walk(prop, item, depth + 1)
-        changed = len(out) != len(value) or any(out[k] is not value[k] for k in out)
-        return out if changed else value
-
-
-def _mapping_or_empty(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def restore_optional(response: ModelResponse, request: ModelRequest) -> ModelResponse:
-    """``response`` with the nulls strict mode made the model send for optional properties dropped.
-
-    Tool calls are restored against their tool's original schema, and the reply text (native
-    structured output) against the output schema (``StrictSchema.restore``); a reply with
-    nothing to restore is returned as is.
-    """
-    message = response.message
-    if not message.tool_calls and (request.output is None or not message.text):
-        return response
-    parts: list[Part] | None = None
-    for index, part in enumerate(message.parts):
-        restored = _restored(part, request)
-        if restored is not part:
-            parts = parts or list(message.parts)
-            parts[index] = restored
-    if parts is None:
-        return response
-    return dataclasses.replace(response, message=Message(message.role, tuple(parts)))
-
-
-def _restored(part: Part, request: ModelRequest) -> Part:
-    if isinstance(part, ToolCallPart):
-        for spec in request.tools:
-            if spec.name == part.name:
-                arguments = strict_schema(spec.parameters).restore(part.arguments)
-                if arguments is not part.arguments:
-                    return ToolCallPart(part.id, part.name, arguments)
-                break
-        return part
-    if isinstance(part, TextPart) and request.output is not None:
-        rewritten = strict_schema(request.output.schema)
-        if not rewritten.fills:
-            return part
-        try:
-            value = json.loads(part.text)
-        except (ValueError, RecursionError):
-            return part  # not JSON: the engine's output validation says so to the model
-        restored = rewritten.restore(value)
-        if restored is not value:
-            return TextPart(json.dumps(restored, ensure_ascii=False))
-    return part

@@ -81,8 +81,9 @@ from agentloop.model import (
     ToolSpec,
 )
 from agentloop.providers._client import HttpClient, check_client, check_key_characters
+from agentloop.providers._openai_chat_restore import restore_optional
 from agentloop.providers._openai_chat_rules import ChatRules, name_the_fix
-from agentloop.providers._openai_chat_strict import restore_optional, strict_schema
+from agentloop.providers._openai_chat_strict import strict_schema
 from agentloop.providers._openai_reply import (
     ChatStreamAccumulator,
     decode_arguments,
