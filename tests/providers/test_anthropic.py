@@ -19,6 +19,7 @@ from agentloop.errors import (
     ContextLengthExceeded,
     InsufficientCredits,
     ModelNotFound,
+    ModelRefused,
     ProviderError,
     ProviderUnavailable,
     RateLimited,
@@ -26,7 +27,14 @@ from agentloop.errors import (
     StreamError,
 )
 from agentloop.messages import Message, ToolCallPart, ToolResultPart
-from agentloop.model import ModelRequest, ModelResponse, ModelSettings, StreamEvent, ToolSpec
+from agentloop.model import (
+    INVALID_JSON_KEY,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    StreamEvent,
+    ToolSpec,
+)
 from agentloop.providers.anthropic import AnthropicClient, encode_messages
 from agentloop.providers.retrying import RetryingClient
 
@@ -96,7 +104,10 @@ def as_json(body: Any, status: int = 200, **headers: str) -> Reply:
 
 
 def expected_from_sse(text: str) -> tuple[str, list[str]]:
-    """Text and tool names of a recorded stream, read independently of the adapter."""
+    """Text and tool names of a recorded stream, read independently of the adapter.
+
+    Server-side tools (``server_tool_use``) and other unknown blocks are skipped by the adapter.
+    """
     chunks: list[str] = []
     tools: list[str] = []
     stopped: set[int] = set()
@@ -111,8 +122,9 @@ def expected_from_sse(text: str) -> tuple[str, list[str]]:
             stopped.add(data["index"])
         elif data["type"] == "content_block_delta" and data["delta"]["type"] == "text_delta":
             chunks.append(data["delta"]["text"])
+    cut = '"stop_reason":"max_tokens"' in text  # a cut keeps its unfinished tool call
     for index in sorted(starts):
-        if starts[index]["type"] == "tool_use" and index in stopped:
+        if starts[index]["type"] == "tool_use" and (index in stopped or cut):
             tools.append(starts[index]["name"])
     return "".join(chunks), tools
 
@@ -124,7 +136,11 @@ async def collect(stream: AsyncIterator[StreamEvent]) -> list[StreamEvent]:
 # --- every recorded stream -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", SSE_FILES, ids=[p.stem for p in SSE_FILES])
+REFUSED = [p for p in SSE_FILES if '"stop_reason":"refusal"' in TEXTS[p]]
+ANSWERED = [p for p in SSE_FILES if p not in REFUSED]
+
+
+@pytest.mark.parametrize("path", ANSWERED, ids=[p.stem for p in ANSWERED])
 async def test_every_recorded_stream_parses(
     path: Path, server: tuple[Script, str], make_client: Callable[..., AnthropicClient]
 ) -> None:
@@ -141,6 +157,21 @@ async def test_every_recorded_stream_parses(
     assert response.usage.input_tokens > 0 and response.stop_reason is not None
 
 
+@pytest.mark.parametrize("path", REFUSED, ids=[p.stem for p in REFUSED])
+async def test_every_recorded_refusal_is_model_refused_with_its_text(
+    path: Path, server: tuple[Script, str], make_client: Callable[..., AnthropicClient]
+) -> None:
+    server[0].replies = [sse(path)]
+    events: list[StreamEvent] = []
+    with pytest.raises(ModelRefused) as info:
+        async for event in make_client().stream(REQUEST):
+            events.append(event)
+    text, _ = expected_from_sse(TEXTS[path])
+    assert info.value.reason == "refusal" and info.value.text == text
+    assert all(e.kind != "done" for e in events)
+    assert "".join(e.text for e in events if e.kind == "text_delta") == text
+
+
 async def test_streamed_tool_input_fragments_assemble(
     server: tuple[Script, str], make_client: Callable[..., AnthropicClient]
 ) -> None:
@@ -154,14 +185,18 @@ async def test_streamed_tool_input_fragments_assemble(
     assert response.tool_calls[0].arguments == {"location": "Paris"}
 
 
-async def test_a_tool_block_cut_by_max_tokens_is_dropped(
+async def test_a_tool_block_cut_by_max_tokens_is_kept_with_its_raw_input(
     server: tuple[Script, str], make_client: Callable[..., AnthropicClient]
 ) -> None:
+    """The engine answers it with the cut-off soft text (it used to be dropped silently)."""
     server[0].replies = [sse(FIXTURES / "messages-sse" / "incomplete_partial_json_response.sse")]
     events = await collect(make_client().stream(REQUEST))
     response = events[-1].response
     assert response is not None and response.stop_reason == "max_tokens"
-    assert response.tool_calls == () and response.text.startswith("I'll create")
+    assert response.text.startswith("I'll create")
+    [call] = response.tool_calls
+    streamed = "".join(e.arguments for e in events if e.kind == "tool_call_delta")
+    assert call.name == "make_file" and call.arguments == {INVALID_JSON_KEY: streamed}
 
 
 # --- every recorded exchange -----------------------------------------------------------------
@@ -316,6 +351,31 @@ async def test_request_headers_system_tools_and_settings(
     assert last[1] == {"type": "tool_result", "tool_use_id": "t2", "content": "boom",
                        "is_error": True}  # fmt: skip
     assert "stream" not in body
+
+
+@pytest.mark.parametrize(
+    ("model", "kwargs", "settings", "expected"),
+    [
+        ("claude-sonnet-4-5-20250929", {}, ModelSettings(), 64_000),
+        ("claude-opus-4-1", {}, ModelSettings(), 32_000),
+        ("claude-3-5-haiku-latest", {}, ModelSettings(), 8_192),
+        ("claude-3-haiku-20240307", {}, ModelSettings(), 4_096),
+        ("claude-sonnet-4-5", {"max_tokens": 1000}, ModelSettings(), 1000),  # the client's
+        ("claude-sonnet-4-5", {"max_tokens": 1000}, ModelSettings(max_tokens=77), 77),
+    ],
+)
+async def test_max_tokens_follows_the_model_unless_overridden(
+    model: str,
+    kwargs: dict[str, Any],
+    settings: ModelSettings,
+    expected: int,
+    server: tuple[Script, str],
+) -> None:
+    """Provider-rules Anthropic 4: always sent, and not one 4096 for every Claude."""
+    server[0].replies = [as_json({"content": [], "model": model, "stop_reason": "end_turn"})]
+    async with AnthropicClient(model, api_key=KEY, base_url=server[1], **kwargs) as client:
+        await client.complete(ModelRequest(messages=[Message.user("x")], settings=settings))
+    assert server[0].received[0][1]["max_tokens"] == expected
 
 
 @pytest.mark.parametrize(

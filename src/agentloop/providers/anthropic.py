@@ -7,23 +7,29 @@ every HTTP failure), both as one JSON reply and as SSE. Wire rules it owns:
 - An agentloop ``tool`` message becomes one ``user`` message of ``tool_result`` blocks (with
   ``is_error``); consecutive same-role messages are merged, so a user text right after tool
   results joins that user message (results first, as the API requires). Empty text is dropped.
-- ``ModelSettings`` are forwarded (``tool_choice``: ``auto``, ``required``/``any``, ``none`` or a
-  tool name); ``seed`` or a temperature above 1 cannot be forwarded and raise
-  ``ConfigurationError`` before sending.
-- A stream is complete only at ``message_stop``; an ``error`` event becomes the matching
-  ``ProviderError`` (``overloaded_error`` -> ``ProviderUnavailable``...), and a stream that ends
-  without ``message_stop`` is ``ResponseInvalid``. Only closed content blocks survive into the
-  final response; a tool block still open at the end (e.g. cut by ``max_tokens``) is dropped.
-- Thinking, server-tool, compaction and other non-text, non-``tool_use`` blocks are ignored.
+- Reasoning goes back as it came (provider-rules Anthropic 1): a ``ThinkingPart`` whose
+  ``provider`` is ``"anthropic"`` is sent in its place as a ``thinking`` block (text and
+  ``signature`` unchanged) or, ``redacted=True``, as a ``redacted_thinking`` block (``data`` =
+  the signature). Another provider's reasoning is never sent (its parts are dropped); an
+  Anthropic part without a signature cannot be sent and is a ``TranscriptError``.
+- ``ModelSettings`` and the model's profile become payload fields in ``_anthropic_settings``
+  (thinking, ``max_tokens`` by model, what thinking cannot be combined with); a setting the
+  model refuses is a ``ConfigurationError`` before sending. ``extra_body`` merges recursively.
+- Replies are decoded in ``_anthropic_reply`` (JSON) and ``_anthropic_stream`` (SSE): thinking
+  blocks become ``ThinkingPart``s, ``refusal`` raises ``ModelRefused``, a ``tool_use`` cut at the
+  output limit is kept with ``INVALID_JSON_KEY`` for the engine to answer; a stream is complete
+  only at ``message_stop``, and one that ends without it is ``ResponseInvalid``.
 - Prompt caching (``ModelSettings.cache``, on by default): ``cache_control`` breakpoints, at most
-  four: the last tool, the system prompt (then sent as one text block), the last block of the
-  transcript (the next turn reads it) and the last block before the final assistant message
-  (where the previous request ended, so a turn that adds many blocks still hits). Encoded
-  messages are shared and never marked in place: a marked block is a copy. ``cache=False``
-  sends the old payload byte for byte.
+  four (provider-rules Anthropic 6): the last tool, the system prompt (then sent as one text
+  block), the last block of the transcript (the next turn reads it) and the last block before the
+  final assistant message (where the previous request ended, so a turn that adds many blocks
+  still hits). Thinking blocks are never marked (the API refuses ``cache_control`` on them).
+  Encoded messages are shared and never marked in place: a marked block is a copy.
+  ``cache=False`` sends the old payload byte for byte.
 - ``Usage.input_tokens`` includes cache reads and writes (the prompt's real size);
   ``cache_read_input_tokens`` and ``cache_creation_input_tokens`` are kept as
-  ``cache_read_tokens`` and ``cache_write_tokens``.
+  ``cache_read_tokens`` and ``cache_write_tokens``. Thinking is billed inside ``output_tokens``
+  and not reported apart, so ``reasoning_tokens`` stays 0.
 """
 
 from __future__ import annotations
@@ -31,18 +37,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from agentloop.errors import (
-    ConfigurationError,
-)
-from agentloop.messages import Message, Part, TextPart, ThinkingPart, ToolCallPart
-from agentloop.model import ModelRequest, ModelResponse, ModelSettings, StreamEvent
-from agentloop.providers._anthropic_reply import (
-    AnthropicStreamState,
-    error_from_body,
-    invalid_reply,
-    parse_response,
-)
+from agentloop.errors import ConfigurationError, TranscriptError
+from agentloop.messages import Message, Part, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from agentloop.model import ModelRequest, ModelResponse, StreamEvent
+from agentloop.providers._anthropic_reply import error_from_body, invalid_reply, parse_response
+from agentloop.providers._anthropic_settings import check_payload, settings_fields
+from agentloop.providers._anthropic_stream import AnthropicStreamState
 from agentloop.providers._client import HttpClient, check_client, require_key
+from agentloop.providers.profiles import merge_body
 
 __all__ = [
     "ANTHROPIC_VERSION",
@@ -60,19 +62,37 @@ _PROVIDER = "anthropic"
 # --- request encoding ------------------------------------------------------------------------
 
 
+def _encode_thinking(part: ThinkingPart) -> dict[str, Any] | None:
+    """Our own reasoning, unchanged; another provider's is never sent (SPEC 16)."""
+    if part.provider != _PROVIDER:
+        return None
+    if not part.signature:
+        raise TranscriptError(
+            "an Anthropic thinking part without a signature cannot be sent back "
+            "(the API requires the signature it issued)"
+        )
+    if part.redacted:
+        return {"type": "redacted_thinking", "data": part.signature}
+    return {"type": "thinking", "thinking": part.text, "signature": part.signature}
+
+
 def _encode_part(part: Part) -> dict[str, Any] | None:
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text} if part.text else None
-    if isinstance(part, ThinkingPart):
-        return None  # reasoning is not sent back yet (issue 19 adds it)
     if isinstance(part, ToolCallPart):
         return {"type": "tool_use", "id": part.id, "name": part.name, "input": dict(part.arguments)}
-    return {
-        "type": "tool_result",
-        "tool_use_id": part.call_id,
-        "content": part.content,
-        "is_error": part.is_error,
-    }
+    if isinstance(part, ToolResultPart):
+        return {
+            "type": "tool_result",
+            "tool_use_id": part.call_id,
+            "content": part.content,
+            "is_error": part.is_error,
+        }
+    if isinstance(part, ThinkingPart):
+        return _encode_thinking(part)
+    raise ConfigurationError(  # media parts: their encoding belongs to the media work
+        f"anthropic cannot send a {type(part).__name__} yet", field="messages"
+    )
 
 
 def _encode_message(message: Message) -> tuple[str, tuple[dict[str, Any], ...]]:
@@ -103,33 +123,6 @@ def _system_text(request: ModelRequest) -> str | None:
     return "\n\n".join(texts) or None
 
 
-def _tool_choice(choice: str) -> dict[str, Any]:
-    fixed = {"auto": "auto", "required": "any", "any": "any", "none": "none"}
-    if choice in fixed:
-        return {"type": fixed[choice]}
-    return {"type": "tool", "name": choice}
-
-
-def _settings(settings: ModelSettings, max_tokens: int) -> dict[str, Any]:
-    if settings.seed is not None:
-        raise ConfigurationError("anthropic cannot forward ModelSettings.seed", field="seed")
-    if settings.temperature is not None and settings.temperature > 1.0:
-        raise ConfigurationError(
-            f"anthropic accepts temperature in [0, 1], got {settings.temperature}",
-            field="temperature",
-        )
-    out: dict[str, Any] = {"max_tokens": settings.max_tokens or max_tokens}
-    if settings.temperature is not None:
-        out["temperature"] = settings.temperature
-    if settings.top_p is not None:
-        out["top_p"] = settings.top_p
-    if settings.stop:
-        out["stop_sequences"] = list(settings.stop)
-    if settings.tool_choice is not None:
-        out["tool_choice"] = _tool_choice(settings.tool_choice)
-    return out
-
-
 EPHEMERAL: Mapping[str, str] = {"type": "ephemeral"}
 """The ``cache_control`` value of every breakpoint this adapter places."""
 
@@ -137,6 +130,9 @@ EPHEMERAL: Mapping[str, str] = {"type": "ephemeral"}
 def _marked(block: dict[str, Any]) -> dict[str, Any]:
     """A copy of ``block`` carrying a breakpoint (encoded blocks are shared: never mutate)."""
     return {**block, "cache_control": dict(EPHEMERAL)}
+
+
+_UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
 
 
 def mark_transcript(messages: list[dict[str, Any]]) -> None:
@@ -156,7 +152,8 @@ def mark_transcript(messages: list[dict[str, Any]]) -> None:
         ends.append(last_assistant - 1)
     for index in set(ends):
         content = messages[index]["content"]
-        content[-1] = _marked(content[-1])
+        if content[-1]["type"] not in _UNMARKABLE:
+            content[-1] = _marked(content[-1])
 
 
 def _encode_tools(request: ModelRequest, cache: bool) -> list[dict[str, Any]]:
@@ -170,24 +167,32 @@ def _encode_tools(request: ModelRequest, cache: bool) -> list[dict[str, Any]]:
 
 
 def build_payload(
-    request: ModelRequest, *, model: str, max_tokens: int, stream: bool
+    request: ModelRequest, *, model: str, max_tokens: int | None = None, stream: bool
 ) -> dict[str, Any]:
-    """The Messages API request body for ``request`` (raises ``ConfigurationError``)."""
-    cache = request.settings.cache
+    """The Messages API request body for ``request``.
+
+    ``max_tokens``: the client's override of the profile's default output limit (None: the
+    profile's). Raises ``ConfigurationError`` (a setting the model refuses) and
+    ``TranscriptError`` (reasoning that cannot be sent back) before anything is sent.
+    """
+    settings, name = request.settings, request.model or model
+    fields = settings_fields(settings, name, max_tokens)
+    cache = settings.cache
     messages = encode_messages(tuple(request.messages))
     if cache:
         mark_transcript(messages)
-    payload: dict[str, Any] = {"model": request.model or model, "messages": messages}
+    payload: dict[str, Any] = {"model": name, "messages": messages}
     system = _system_text(request)
     if system:
         payload["system"] = [_marked({"type": "text", "text": system})] if cache else system
     if request.tools:
         payload["tools"] = _encode_tools(request, cache)
-    payload.update(_settings(request.settings, max_tokens))
+    payload.update(fields)
     if stream:
         payload["stream"] = True
-    if request.settings.extra_body:
-        payload.update(request.settings.extra_body)
+    if settings.extra_body:
+        merge_body(payload, settings.extra_body)
+    check_payload(payload, name)
     return payload
 
 
@@ -200,7 +205,9 @@ class AnthropicClient(HttpClient):
         base_url: API root (``/v1/messages`` is appended).
         timeout: Read/idle-gap timeout in seconds.
         connect_timeout: Connect timeout in seconds.
-        max_tokens: ``max_tokens`` when ``ModelSettings.max_tokens`` is unset (the API needs one).
+        max_tokens: ``max_tokens`` when ``ModelSettings.max_tokens`` is unset (the API needs one);
+            None (the default) takes the model's own output limit from its profile
+            (``profiles.profile_for("anthropic", model).max_output_tokens``).
         headers: Extra headers (e.g. ``anthropic-beta``).
     """
 
@@ -212,12 +219,14 @@ class AnthropicClient(HttpClient):
         base_url: str = "https://api.anthropic.com",
         timeout: float = 120.0,
         connect_timeout: float = 10.0,
-        max_tokens: int = 4096,
+        max_tokens: int | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
         check_client(model, base_url, timeout, connect_timeout)
         api_key = require_key(api_key, "ANTHROPIC_API_KEY", _PROVIDER)
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        if max_tokens is not None and (
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+        ):
             raise ConfigurationError(
                 f"max_tokens must be >= 1, got {max_tokens!r}", field="max_tokens"
             )

@@ -1,0 +1,169 @@
+"""``ModelSettings`` as Messages API fields, and the rules a request must keep (SPEC 16).
+
+Every refusal here is a ``ConfigurationError`` naming the setting and the model, raised before
+the request is sent: never an HTTP 400 after a tool already ran, never retried, never a reason to
+fall back. The rules come from the model's profile (``profiles.profile_for("anthropic", model)``)
+and from provider-rules Anthropic 3 and 4:
+
+- ``max_tokens`` is always sent (the API requires it): ``ModelSettings.max_tokens``, else the
+  client's ``max_tokens=``, else the profile's default output limit (64k for Claude 4.5 and
+  Sonnet 4, 32k for Opus 4, 8k for 3.5, 4k otherwise).
+- Thinking: ``thinking_budget=N`` sends ``thinking: {"type": "enabled", "budget_tokens": N}``;
+  ``reasoning_effort`` goes through ``profiles.ANTHROPIC_EFFORT_BUDGETS`` (``"none"``: no
+  thinking); ``thinking_budget=0`` means no thinking too. Both at once is refused (which one
+  was meant?). An explicit budget is sent as given: under 1024 (the API's minimum) or not below
+  ``max_tokens`` it is refused, naming both numbers. An effort's budget is capped at three
+  quarters of ``max_tokens`` so the answer keeps room (``"high"`` on Opus 4's 32k limit thinks
+  for 24k), and refused when even 1024 does not fit.
+- With thinking on (from settings or ``extra_body``): ``temperature`` other than 1, ``top_k``,
+  ``top_p`` under 0.95, and a forced ``tool_choice`` (``any``/``required`` or a tool name) are
+  refused.
+- Claude 4.5 and later take ``temperature`` or ``top_p``, not both.
+- ``seed`` has no Anthropic field, and ``temperature`` above 1 is out of the API's range.
+
+``extra_body`` is merged into the payload key by key (``profiles.merge_body``), and the thinking
+and sampling rules are checked on the merged payload, so a field set there is held to them too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+from agentloop.errors import ConfigurationError
+from agentloop.model import ModelSettings
+from agentloop.providers.profiles import (
+    ANTHROPIC_EFFORT_BUDGETS,
+    ModelProfile,
+    check_settings,
+    profile_for,
+)
+
+__all__ = ["MIN_THINKING_BUDGET", "check_payload", "profile", "settings_fields"]
+
+MIN_THINKING_BUDGET = 1024
+"""The API's smallest ``budget_tokens``."""
+
+_FALLBACK_MAX_TOKENS = 4096
+_FORCED = frozenset({"any", "tool"})
+_MIN_TOP_P_THINKING = 0.95
+
+
+@lru_cache(maxsize=64)
+def profile(model: str) -> ModelProfile:
+    """The profile of an Anthropic model (cached: the table is matched once per model name)."""
+    return profile_for("anthropic", model)
+
+
+def _refuse(setting: str, model: str, why: str) -> ConfigurationError:
+    return ConfigurationError(
+        f"{model} does not take ModelSettings.{setting}: {why}", field=setting
+    )
+
+
+def _budget(settings: ModelSettings, model: str, limit: int) -> int | None:
+    """The thinking budget the settings ask for within ``limit`` (None: no thinking)."""
+    effort, budget = settings.reasoning_effort, settings.thinking_budget
+    if budget is None:
+        wanted = None if effort is None else ANTHROPIC_EFFORT_BUDGETS[effort]
+        if wanted is None:
+            return None
+        budget = min(wanted, limit * 3 // 4)  # a quarter of the output stays for the answer
+        if budget < MIN_THINKING_BUDGET:
+            raise _refuse(
+                "reasoning_effort",
+                model,
+                f"max_tokens ({limit}) leaves no room for the smallest thinking budget "
+                f"({MIN_THINKING_BUDGET} budget_tokens)",
+            )
+        return budget
+    if effort is not None:
+        raise _refuse("thinking_budget", model, "set reasoning_effort or thinking_budget, not both")
+    if 0 < budget < MIN_THINKING_BUDGET:
+        raise _refuse(
+            "thinking_budget",
+            model,
+            f"budget_tokens must be >= {MIN_THINKING_BUDGET}, got {budget}",
+        )
+    return budget or None
+
+
+def _tool_choice(choice: str) -> dict[str, Any]:
+    fixed = {"auto": "auto", "required": "any", "any": "any", "none": "none"}
+    if choice in fixed:
+        return {"type": fixed[choice]}
+    return {"type": "tool", "name": choice}
+
+
+def settings_fields(settings: ModelSettings, model: str, max_tokens: int | None) -> dict[str, Any]:
+    """The payload fields ``settings`` set for ``model`` (``max_tokens``: the client's override).
+
+    Raises ``ConfigurationError`` for a setting the model refuses (before sending).
+    """
+    found = profile(model)
+    check_settings(found, model, settings)
+    if settings.seed is not None:
+        raise ConfigurationError("anthropic cannot forward ModelSettings.seed", field="seed")
+    if settings.temperature is not None and settings.temperature > 1.0:
+        raise ConfigurationError(
+            f"anthropic accepts temperature in [0, 1], got {settings.temperature}",
+            field="temperature",
+        )
+    limit = settings.max_tokens or max_tokens or found.max_output_tokens or _FALLBACK_MAX_TOKENS
+    out: dict[str, Any] = {"max_tokens": limit}
+    if settings.reasoning_effort is not None or settings.thinking_budget is not None:
+        budget = _budget(settings, model, limit)
+        if budget is not None:
+            out["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    if settings.temperature is not None:
+        out["temperature"] = settings.temperature
+    if settings.top_p is not None:
+        out["top_p"] = settings.top_p
+    if settings.stop:
+        out["stop_sequences"] = list(settings.stop)
+    if settings.tool_choice is not None:
+        out["tool_choice"] = _tool_choice(settings.tool_choice)
+    return out
+
+
+def check_payload(payload: Mapping[str, Any], model: str) -> None:
+    """The rules on the final payload (``extra_body`` merged): thinking's, and sampling's."""
+    thinking = payload.get("thinking")
+    if isinstance(thinking, Mapping) and thinking.get("type") == "enabled":
+        _check_thinking(payload, thinking, model)
+    if (
+        "temperature" in payload
+        and "top_p" in payload
+        and not profile(model).temperature_with_top_p
+    ):
+        raise _refuse(
+            "top_p", model, f"{profile(model).family} take temperature or top_p, not both"
+        )
+
+
+def _check_thinking(payload: Mapping[str, Any], thinking: Mapping[str, Any], model: str) -> None:
+    """Provider-rules Anthropic 3: what thinking cannot be combined with."""
+    budget, limit = thinking.get("budget_tokens"), payload.get("max_tokens")
+    if isinstance(budget, int) and isinstance(limit, int) and budget >= limit:
+        raise _refuse(
+            "thinking_budget",
+            model,
+            f"the thinking budget ({budget} budget_tokens) must be less than max_tokens ({limit})",
+        )
+    temperature = payload.get("temperature")
+    if temperature is not None and temperature != 1:
+        raise _refuse("temperature", model, "with thinking on, temperature may only be 1")
+    if "top_k" in payload:
+        raise ConfigurationError(
+            f"{model} does not take top_k (extra_body) with thinking on: it must be unset",
+            field="top_k",
+        )
+    top_p = payload.get("top_p")
+    if isinstance(top_p, int | float) and top_p < _MIN_TOP_P_THINKING:
+        raise _refuse("top_p", model, f"with thinking on, top_p must be >= {_MIN_TOP_P_THINKING}")
+    choice = payload.get("tool_choice")
+    if isinstance(choice, Mapping) and choice.get("type") in _FORCED:
+        raise _refuse(
+            "tool_choice", model, "thinking cannot be on when tool_choice forces tool use"
+        )
