@@ -263,6 +263,17 @@ async def test_the_model_reads_the_cut_off_text_and_the_run_goes_on(
     assert result["content"] == CUT_CALL_TEXT.format(name="make_file") and result["is_error"]
 
 
+@pytest.mark.parametrize("reason", ["end_turn", "stop_sequence", "pause_turn"])
+async def test_other_stop_reasons_are_kept_verbatim(
+    reason: str, clients: Callable[..., AnthropicClient]
+) -> None:
+    """Provider-rules Anthropic 2 (refusal and the cuts have tests of their own)."""
+    async with AnthropicTwin([TwinReply([twin.text("hi")], reason)] * 2) as server:
+        for stream in (False, True):
+            response, _ = await ask(clients(server.url), request(), stream)
+            assert response.stop_reason == reason and response.text == "hi"
+
+
 @pytest.mark.parametrize("reason", ["max_tokens", "model_context_window_exceeded"])
 async def test_truncation_stop_reasons_are_kept(
     reason: str, clients: Callable[..., AnthropicClient]
@@ -270,6 +281,44 @@ async def test_truncation_stop_reasons_are_kept(
     async with AnthropicTwin([TwinReply([twin.text("partial")], reason)]) as server:
         run = await Agent(clients(server.url)).run("go")
     assert run.truncated and run.turns[-1].stop_reason == reason
+
+
+@pytest.mark.parametrize(
+    ("raw", "kept"), [('{"q": "unfinish', '{"q": "unfinish'), ([1, 2], "[1, 2]")]
+)
+def test_a_json_reply_cut_keeps_a_tool_input_that_is_not_an_object(raw: Any, kept: str) -> None:
+    from agentloop.providers.anthropic import parse_response
+
+    block = {"type": "tool_use", "id": "t1", "name": "look", "input": raw}
+    body = {"content": [block], "model": MODEL, "stop_reason": "max_tokens"}
+    assert parse_response(body).tool_calls == (
+        ToolCallPart("t1", "look", {INVALID_JSON_KEY: kept}),
+    )
+    with pytest.raises(ResponseInvalid, match="input"):
+        parse_response({**body, "stop_reason": "tool_use"})
+
+
+def open_thinking(stop_reason: str) -> list[dict[str, Any]]:
+    """A stream whose thinking block never closed and never got its signature."""
+    block = {"type": "thinking", "thinking": "", "signature": ""}
+    return [
+        {"type": "message_start", "message": {"id": "m", "model": MODEL}},
+        {"type": "content_block_start", "index": 0, "content_block": block},
+        {"type": "content_block_delta", "index": 0,
+         "delta": {"type": "thinking_delta", "thinking": "long thou"}},
+        {"type": "message_delta", "delta": {"stop_reason": stop_reason}},
+        {"type": "message_stop"},
+    ]  # fmt: skip
+
+
+def test_an_unsigned_thinking_block_a_cut_left_open_is_dropped() -> None:
+    response = feed_all(open_thinking("max_tokens"))
+    assert response.message.parts == () and response.stop_reason == "max_tokens"
+
+
+def test_an_unsigned_thinking_block_left_open_without_a_cut_is_invalid() -> None:
+    with pytest.raises(ResponseInvalid, match="without a signature"):
+        feed_all(open_thinking("end_turn"))
 
 
 async def test_a_closed_tool_block_with_bad_json_outside_a_cut_is_invalid() -> None:
@@ -318,10 +367,11 @@ async def test_an_agent_thinks_calls_a_tool_and_answers_over_two_turns(
 ) -> None:
     async with AnthropicTwin(two_turns()) as server:
         config = RunConfig(model_settings=THINK, stream=stream)
-        agent = Agent(clients(server.url), tools=[look], config=config)
+        agent = Agent(clients(server.url), tools=[look], config=config, system="Be brief.")
         run = await agent.run("find x")
     assert run.output == "The answer is x." and server.rejected == []
     first, second = server.requests
+    assert twin.breakpoints(second) == 4  # tools, system, two in the transcript (rule 6)
     assert first["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     assert first["max_tokens"] == 64_000  # Claude 4.5's own limit, not a fixed 4096
     [signature] = [s for s, t in server.issued.signatures.items() if t == "I should look it up."]
@@ -516,6 +566,7 @@ async def test_the_twin_takes_what_the_rules_allow() -> None:
     ("model", "settings", "thinking", "max_tokens"),
     [
         (MODEL, ModelSettings(thinking_budget=5000), 5000, 64_000),
+        (MODEL, ModelSettings(thinking_budget=5000, top_p=0.95, temperature=None), 5000, 64_000),
         (MODEL, ModelSettings(thinking_budget=0), None, 64_000),  # 0: no thinking
         (MODEL, ModelSettings(reasoning_effort="none"), None, 64_000),
         (MODEL, ModelSettings(reasoning_effort="minimal"), 1024, 64_000),

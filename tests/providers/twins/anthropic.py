@@ -201,7 +201,7 @@ def _thinking_settings(body: Mapping[str, Any], config: Mapping[str, Any]) -> st
     return None
 
 
-def _breakpoints(body: Mapping[str, Any]) -> int:
+def breakpoints(body: Mapping[str, Any]) -> int:
     """Rule 6: how many blocks carry ``cache_control``."""
     count = sum("cache_control" in tool for tool in body.get("tools") or [])
     system = body.get("system")
@@ -223,9 +223,9 @@ def violation(body: Mapping[str, Any], issued: Issued) -> str | None:
             return found
     if _NEW_SAMPLING.match(str(body.get("model"))) and "temperature" in body and "top_p" in body:
         return TEMPERATURE_AND_TOP_P
-    breakpoints = _breakpoints(body)
-    if breakpoints > 4:
-        return CACHE_BREAKPOINTS.format(n=breakpoints)
+    marked = breakpoints(body)
+    if marked > 4:
+        return CACHE_BREAKPOINTS.format(n=marked)
     return _thinking_blocks(body, issued, on)
 
 
