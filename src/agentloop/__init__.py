@@ -4,7 +4,7 @@ Soft errors are tool results the model reads; hard errors are typed exceptions f
 ``agentloop.errors`` that end a run after it is finalized.
 
 Every public name loads on first access (``agentloop._util.lazy``): ``import agentloop`` imports
-none of asyncio, pydantic or aiohttp.
+none of asyncio, pydantic or aiohttp. ``dir(agentloop)`` lists the public names only.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from agentloop.providers.fallback import FallbackClient
     from agentloop.providers.retrying import RetryingClient
     from agentloop.providers.settings import Settings, build_client
-    from agentloop.run import ConversationSummary, Run, Turn
+    from agentloop.run import ConversationSummary, Run, RunContext, Turn
+    from agentloop.safety.budget import Budget
     from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, tool
 
 _EXPORTS = {
@@ -35,6 +36,7 @@ _EXPORTS = {
     "Allow": "agentloop.hooks",
     "Ask": "agentloop.hooks",
     "Block": "agentloop.hooks",
+    "Budget": "agentloop.safety.budget",
     "CancelToken": "agentloop.cancel",
     "ConversationSummary": "agentloop.run",
     "FallbackClient": "agentloop.providers.fallback",
@@ -49,6 +51,7 @@ _EXPORTS = {
     "RetryingClient": "agentloop.providers.retrying",
     "Run": "agentloop.run",
     "RunConfig": "agentloop.config",
+    "RunContext": "agentloop.run",
     "Session": "agentloop.engine.session",
     "Settings": "agentloop.providers.settings",
     "StreamEvent": "agentloop.model",
@@ -75,6 +78,7 @@ __all__ = [
     "Allow",
     "Ask",
     "Block",
+    "Budget",
     "CancelToken",
     "ConversationSummary",
     "FallbackClient",
@@ -89,6 +93,7 @@ __all__ = [
     "RetryingClient",
     "Run",
     "RunConfig",
+    "RunContext",
     "Session",
     "Settings",
     "StreamEvent",

@@ -3,6 +3,10 @@
 Invalid values raise ``ConfigurationError`` naming the field, before any request is sent.
 The ``0 disables`` convention holds for thresholds: ``tool_timeout=0`` means no timeout,
 ``context_window=0`` turns the window policy off, ``max_tool_output_chars=0`` keeps outputs whole.
+
+``resolve_client`` is the one place a ``"provider:model"`` string becomes a client (SPEC 21):
+the engine asks it and never imports ``providers/``; it imports them only when given a string,
+so ``from agentloop import Agent`` loads no HTTP layer.
 """
 
 from __future__ import annotations
@@ -11,9 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentloop._util.numbers import is_finite
+from agentloop._util.peers import hint_init
 from agentloop.context import Compactor, TruncatingCompactor
 from agentloop.errors import ConfigurationError
-from agentloop.model import ModelSettings
+from agentloop.model import ModelClient, ModelSettings
 from agentloop.safety.breaker import ToolBreaker
 from agentloop.safety.budget import Budget
 from agentloop.safety.convergence import Convergence
@@ -26,13 +31,38 @@ from agentloop.safety.recovery import (
 )
 from agentloop.tokens import HeuristicTokenCounter, TokenCounter
 
-__all__ = ["RunConfig"]
+__all__ = ["RunConfig", "resolve_client"]
+
+
+def resolve_client(model: ModelClient | str) -> ModelClient:
+    """``model`` itself, or the client a ``"provider:model"`` string names.
+
+    The string builds what ``build_client(Settings(provider, model))`` builds (key from the
+    environment, retries on); a bad one is a ``ConfigurationError`` listing the providers.
+    """
+    if not isinstance(model, str):
+        return model
+    from agentloop.providers._model_string import client_from_string  # only for a string
+
+    return client_from_string(model)
 
 
 def _fail(name: str, rule: str, value: Any) -> ConfigurationError:
     return ConfigurationError(f"RunConfig.{name} must be {rule}, got {value!r}", field=name)
 
 
+@hint_init(
+    {
+        "model": "RunConfig does not pick the model: Agent('openai:gpt-5-mini') does "
+        "(agent.override(model=...) in tests)",
+        "input_guardrails": "guardrails belong to the agent: Agent(guardrails=[...])",
+        "output_guardrails": "guardrails belong to the agent: Agent(guardrails=[...])",
+        "tracing_disabled": "nothing is traced unless you add an observer (Agent(observers=[...]))",
+        "retries": "recovery=ExponentialBackoffRecovery(...) retries failed tool calls; "
+        "output_retries= retries invalid output; RetryingClient retries the model",
+        "usage_limits": "budget=Budget(...) (or run(..., usage_limits=Budget(...)) for one run)",
+    }
+)
 @dataclass(frozen=True, slots=True)
 class RunConfig:
     """How a run behaves; every field has a default (see SPEC section 2)."""

@@ -5,6 +5,10 @@ Everything a run tells the outside world travels as one of these: observers rece
 render them. Every event carries ``run_id``, ``session_id``, ``turn`` (the 0-based turn it
 belongs to) and ``path``, the names of the agents from the root when an agent runs as another
 agent's tool (empty for a top-level run).
+
+``turn`` is an int on every event but ``TurnFinished``, whose ``turn`` is the finished ``Turn``
+record itself (SPEC 12: ``TurnFinished(turn)``). ``turn_index`` is the int on every event, that
+one included, so code that handles any event reads the number one way.
 """
 
 from __future__ import annotations
@@ -90,6 +94,11 @@ class Event:
     path: tuple[str, ...] = field(default=(), kw_only=True)
     session_id: str = field(default="", kw_only=True)
     """The session (conversation) whose run sent it; stamped by the session's event channel."""
+
+    @property
+    def turn_index(self) -> int:
+        """The 0-based turn as an int, on every event (``TurnFinished.turn`` is the record)."""
+        return self.turn
 
 
 @_event
@@ -245,10 +254,16 @@ class BudgetWarning(Event):
 class TurnFinished(Event):
     """A turn finished: its model call and the dispatch of its tool calls.
 
-    Here ``turn`` is the finished ``Turn`` record itself (``event.turn.index`` is its number).
+    Here ``turn`` is the finished ``Turn`` record itself; its number is ``event.turn_index``
+    (``event.turn.index``), as on every other event.
     """
 
     turn: Turn  # type: ignore[assignment]
+
+    @property
+    def turn_index(self) -> int:
+        """The finished turn's 0-based number."""
+        return self.turn.index
 
 
 @_event

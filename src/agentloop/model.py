@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from agentloop._util.aio import AsyncClosing
+from agentloop._util.peers import hint_init
 from agentloop.errors import ConfigurationError
 from agentloop.messages import Message, ToolCallPart, Usage
 
@@ -43,12 +44,34 @@ back verbatim when the call is replayed in a transcript.
 """
 
 
+_SAMPLING_EXTRA = "not an option here; extra_body={...} forwards it to the provider as is"
+
+
+@hint_init(
+    {
+        "stop_sequences": "stop=(...)",
+        "max_output_tokens": "max_tokens=",
+        "parallel_tool_calls": "RunConfig(parallel_tool_calls=True) runs one turn's calls "
+        "concurrently",
+        "reasoning": "reasoning_effort='low' (or thinking_budget=<tokens>)",
+        "thinking": "thinking_budget=<tokens> (or reasoning_effort=)",
+        "timeout": "timeouts belong to the client: Settings(timeout=...)",
+        "reset_tool_choice": "tool_choice_once=True",
+        "response_format": "Agent(output_type=...), with RunConfig(output_mode='native')",
+        "frequency_penalty": _SAMPLING_EXTRA,
+        "presence_penalty": _SAMPLING_EXTRA,
+        "logit_bias": _SAMPLING_EXTRA,
+        "extra_headers": "headers are not a model setting here (extra_body= adds body fields)",
+    }
+)
 @dataclass(frozen=True, slots=True)
 class ModelSettings:
     """Sampling options forwarded on every request.
 
     ``tool_choice`` is ``"auto"``, ``"required"``, ``"none"`` or a tool name. An adapter that
     cannot forward an option raises ``ConfigurationError`` instead of dropping it.
+    ``tool_choice_once=True`` applies ``tool_choice`` to the first turn of a run only; later
+    turns ask with ``"auto"``, so forcing one tool call does not force it again and again.
 
     ``cache`` (default True) lets adapters help the provider's prompt cache: Anthropic
     ``cache_control`` breakpoints, OpenAI's ``prompt_cache_key``. ``cache=False`` sends neither
@@ -69,12 +92,15 @@ class ModelSettings:
     a ``ConfigurationError`` before any request where the model cannot take it."""
     thinking_budget: int | None = None
     """Tokens a model may think for (Anthropic ``budget_tokens``, Gemini 2.5 ``thinkingBudget``)."""
+    tool_choice_once: bool = False
+    """Force ``tool_choice`` on a run's first turn only (the engine's; never sent)."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.cache, bool):
-            raise ConfigurationError(
-                f"ModelSettings.cache must be a bool, got {self.cache!r}", field="cache"
-            )
+        for name in ("cache", "tool_choice_once"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigurationError(
+                    f"ModelSettings.{name} must be a bool, got {getattr(self, name)!r}", field=name
+                )
         if self.temperature is not None and not 0.0 <= self.temperature <= 2.0:
             raise ConfigurationError(
                 f"ModelSettings.temperature must be in [0, 2], got {self.temperature}",

@@ -34,8 +34,10 @@ from agentloop.pricing import estimate_cost, sum_costs
 __all__ = [
     "TRUNCATION_REASONS",
     "ConversationSummary",
+    "DepsT",
     "OutputT",
     "Run",
+    "RunContext",
     "Turn",
     "error_from_dict",
     "error_to_dict",
@@ -44,6 +46,35 @@ __all__ = [
 
 OutputT = TypeVar("OutputT", default=str | None)
 """The type of ``Run.output``: the agent's ``output_type``, or ``str | None`` without one."""
+
+DepsT = TypeVar("DepsT", default=Any)
+"""The type of ``ctx.deps``: what the application passed as ``run(..., deps=...)``."""
+
+
+class RunContext(Generic[DepsT]):
+    """What a run's callbacks may know: ``deps``, the run's id and its session's id.
+
+    A dynamic system prompt (``Agent(instructions=fn)``, ``fn(ctx) -> str``) is given one at the
+    start of each run. A tool's ``ToolContext`` is one too, so a tool may declare its first
+    parameter ``ctx: RunContext[MyDeps]`` (the pydantic-ai spelling) as well as
+    ``ctx: ToolContext[MyDeps]``.
+    """
+
+    __slots__ = ("deps", "run_id", "session_id")
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        session_id: str,
+        deps: DepsT = None,  # type: ignore[assignment]
+    ) -> None:
+        self.deps: DepsT = deps
+        self.run_id = run_id
+        self.session_id = session_id
+
+    def __repr__(self) -> str:
+        return f"RunContext(run_id={self.run_id!r}, session_id={self.session_id!r})"
 
 TRUNCATION_REASONS = frozenset(
     {

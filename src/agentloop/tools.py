@@ -19,14 +19,14 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Generic, Protocol, get_origin, get_type_hints, overload, runtime_checkable
+from typing import Any, Protocol, get_origin, get_type_hints, overload, runtime_checkable
 
 import pydantic_core
 from pydantic import BaseModel, ValidationError
-from typing_extensions import TypeVar
 
 from agentloop._schema import ArgumentModel, build_argument_model, format_validation_error
 from agentloop._util.numbers import is_finite
+from agentloop._util.peers import hinting
 from agentloop.cancel import CancelToken
 from agentloop.errors import (
     ConfigurationError,
@@ -35,9 +35,11 @@ from agentloop.errors import (
     ToolNotFound,
 )
 from agentloop.model import ToolSpec
+from agentloop.run import DepsT, RunContext
 
 __all__ = [
     "FunctionTool",
+    "RunContext",
     "Tool",
     "ToolContext",
     "ToolOutput",
@@ -48,10 +50,6 @@ __all__ = [
 ]
 
 
-DepsT = TypeVar("DepsT", default=Any)
-"""The type of ``ToolContext.deps``: what the application passed as ``run(..., deps=...)``."""
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class ToolOutput:
     """A tool's result with an explicit error flag (``is_error=True`` is a soft error)."""
@@ -60,7 +58,7 @@ class ToolOutput:
     is_error: bool = False
 
 
-class ToolContext(Generic[DepsT]):
+class ToolContext(RunContext[DepsT]):
     """What a tool may know: run id, turn, call id, cancel token, scratch dir and ``deps``.
 
     ``deps`` is what the application passed to ``run(..., deps=...)`` (None if nothing).
@@ -68,17 +66,7 @@ class ToolContext(Generic[DepsT]):
     Annotate the parameter as ``ctx: ToolContext[MyDeps]`` to have ``ctx.deps`` typed.
     """
 
-    __slots__ = (
-        "_link",
-        "_scratch",
-        "call_id",
-        "cancel",
-        "deps",
-        "run_id",
-        "session_id",
-        "tool_name",
-        "turn",
-    )
+    __slots__ = ("_link", "_scratch", "call_id", "cancel", "tool_name", "turn")
 
     def __init__(
         self,
@@ -181,6 +169,14 @@ class FunctionTool(Tool):
         description: str | None = None,
         timeout: float | None = None,
     ) -> None:
+        if inspect.iscoroutine(func):
+            called = func.__qualname__
+            func.close()  # it never runs: no "never awaited" warning on top of this error
+            raise ConfigurationError(
+                f"a tool is a function, not the coroutine object {called}() returns: "
+                f"pass {called} itself, without calling it",
+                field="tools",
+            )
         self.func = func
         self.name = name or func.__name__
         if timeout is not None and (not is_finite(timeout) or timeout < 0):
@@ -321,9 +317,13 @@ def _settle(
         pass
 
 
+_CONTEXTS = (ToolContext, RunContext)
+_CONTEXT_NAMES = frozenset(c.__name__ for c in _CONTEXTS)
+
+
 def _is_context(hint: Any) -> bool:
-    """True for a ``ToolContext`` annotation, bare or parametrised (``ToolContext[Deps]``)."""
-    return hint is ToolContext or get_origin(hint) is ToolContext
+    """True for a ``ToolContext`` (or ``RunContext``) annotation, bare or ``ToolContext[Deps]``."""
+    return hint in _CONTEXTS or get_origin(hint) in _CONTEXTS
 
 
 def _first_param_is_context(func: Callable[..., Any]) -> bool:
@@ -337,9 +337,19 @@ def _first_param_is_context(func: Callable[..., Any]) -> bool:
     if _is_context(hint):
         return True
     annotation = params[0].annotation
-    return annotation is ToolContext or (
-        isinstance(annotation, str) and annotation.split("[", 1)[0].strip() == "ToolContext"
+    return annotation in _CONTEXTS or (
+        isinstance(annotation, str) and annotation.split("[", 1)[0].strip() in _CONTEXT_NAMES
     )
+
+
+_TOOL_ADVICE = {
+    "name_override": "name=",
+    "description_override": "description=",
+    "retries": "RunConfig(recovery=...) decides retries of failed tool calls",
+    "takes_ctx": "declare a first parameter ctx: ToolContext (or RunContext) to get one",
+    "failure_error_function": "raise ToolError('text for the model') inside the tool",
+}
+"""Keywords of other libraries' tool decorators, and ours (``agentloop._util.peers``)."""
 
 
 @overload
@@ -352,6 +362,7 @@ def tool(
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
+@hinting(_TOOL_ADVICE)
 def tool(
     func: Callable[..., Any] | None = None,
     /,

@@ -24,7 +24,8 @@ def lazy_exports(
 
     ``exports`` maps each lazy name to the module that defines it. A public submodule's name
     imports it, as an eager package would have; any other name raises the usual
-    ``AttributeError``. ``__dir__`` lists the loaded and the lazy names.
+    ``AttributeError``. ``__dir__`` lists the public names only: the package's ``__all__``, its
+    lazy names and the public submodules loaded so far (no ``TYPE_CHECKING``, no helpers).
     """
 
     def __getattr__(name: str) -> Any:
@@ -39,7 +40,10 @@ def lazy_exports(
         return value
 
     def __dir__() -> list[str]:
-        return sorted({*namespace, *exports})
+        modules = {
+            n for n, v in namespace.items() if isinstance(v, ModuleType) and not n.startswith("_")
+        }
+        return sorted({*namespace.get("__all__", ()), *exports, *modules})
 
     return __getattr__, __dir__
 

@@ -18,13 +18,17 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypedDict, Unpack, cast, overload
 
 from agentloop._util.aio import AsyncClosing, Closing
+from agentloop._util.peers import hinting
 from agentloop.cancel import CancelToken
 from agentloop.clock import SYSTEM_CLOCK, Clock
-from agentloop.config import RunConfig
+from agentloop.config import RunConfig, resolve_client
+from agentloop.engine import peers
 from agentloop.engine import setup as _setup
 from agentloop.engine.definition import Definition
 from agentloop.engine.dispatch import Dispatcher
 from agentloop.engine.guards import SafetyState
+from agentloop.engine.habits import Habits
+from agentloop.engine.instructions import Instructions, checked_system
 from agentloop.engine.resume import restore_safety
 from agentloop.engine.session import Session
 from agentloop.engine.stream import RunStream
@@ -32,10 +36,11 @@ from agentloop.engine.toolsets import Toolsets
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.hooks import Approver, Hook
 from agentloop.messages import Message
-from agentloop.model import ModelClient
+from agentloop.model import ModelClient, ModelSettings
 from agentloop.observers import Observer
 from agentloop.run import OutputT, Run
 from agentloop.safety.breaker import ToolBreakers
+from agentloop.safety.budget import Budget
 from agentloop.store import Store
 from agentloop.store._session import SessionRecorder, restore
 from agentloop.tools import Tool, ToolRegistry, Toolset
@@ -49,14 +54,15 @@ class AgentOptions(TypedDict, total=False):
     """The keyword arguments ``Agent.resume`` passes on to ``Agent``."""
 
     tools: Iterable[Tool | Toolset | Callable[..., Any]] | ToolRegistry
-    system: str | None
+    system: Instructions | None
+    instructions: Instructions | None
     config: RunConfig | None
     hooks: Sequence[Hook]
     observers: Sequence[Observer]
     approver: Approver | None
 
 
-class Agent(Definition[OutputT], AsyncClosing, Closing):
+class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
     """An LLM agent: a model client, tools, a system prompt and the committed history.
 
     ``Agent(client)`` answers with text (``run.output`` is ``str | None``);
@@ -66,11 +72,12 @@ class Agent(Definition[OutputT], AsyncClosing, Closing):
     @overload
     def __init__(
         self: Agent[str | None],
-        client: ModelClient,
+        client: ModelClient | str,
         *,
         output_type: None = None,
         tools: Iterable[Tool | Toolset | Callable[..., Any]] | ToolRegistry = (),
-        system: str | None = None,
+        system: Instructions | None = None,
+        instructions: Instructions | None = None,
         config: RunConfig | None = None,
         hooks: Sequence[Hook] = (),
         observers: Sequence[Observer] = (),
@@ -84,11 +91,12 @@ class Agent(Definition[OutputT], AsyncClosing, Closing):
     @overload
     def __init__(
         self: Agent[OutputT],
-        client: ModelClient,
+        client: ModelClient | str,
         *,
         output_type: type[OutputT],
         tools: Iterable[Tool | Toolset | Callable[..., Any]] | ToolRegistry = (),
-        system: str | None = None,
+        system: Instructions | None = None,
+        instructions: Instructions | None = None,
         config: RunConfig | None = None,
         hooks: Sequence[Hook] = (),
         observers: Sequence[Observer] = (),
@@ -99,13 +107,15 @@ class Agent(Definition[OutputT], AsyncClosing, Closing):
         clock: Clock = SYSTEM_CLOCK,
     ) -> None: ...
 
+    @hinting(peers.AGENT)
     def __init__(
         self,
-        client: ModelClient,
+        client: ModelClient | str,
         *,
         output_type: type[Any] | None = None,
         tools: Iterable[Tool | Toolset | Callable[..., Any]] | ToolRegistry = (),
-        system: str | None = None,
+        system: Instructions | None = None,
+        instructions: Instructions | None = None,
         config: RunConfig | None = None,
         hooks: Sequence[Hook] = (),
         observers: Sequence[Observer] = (),
@@ -116,11 +126,11 @@ class Agent(Definition[OutputT], AsyncClosing, Closing):
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         config = _setup.checked_setup(client, config, approver)
-        self.client = client
+        self.client = resolve_client(client)
         self.clock = clock
         self.registry, toolsets = _setup.registry(tools)
         self._toolsets = Toolsets(toolsets, self.registry)
-        self.system = system
+        self.system, self._prompt = checked_system(system, instructions)
         self.config = config
         self.output = _setup.output_type(output_type, self.registry)
         self.store = store
@@ -157,7 +167,7 @@ class Agent(Definition[OutputT], AsyncClosing, Closing):
         session_id: str,
         *,
         store: Store,
-        client: ModelClient,
+        client: ModelClient | str,
         **agent_kwargs: Unpack[AgentOptions],
     ) -> Agent[str | None]:
         """Rebuild the agent of a stored session: its history and runs (failed ones included).
@@ -173,6 +183,7 @@ class Agent(Definition[OutputT], AsyncClosing, Closing):
         agent._default = agent._restored(session_id, agent.store, shared=True)
         return agent
 
+    @hinting(peers.SESSION)
     def session(
         self,
         session_id: str | None = None,
@@ -275,12 +286,14 @@ class Agent(Definition[OutputT], AsyncClosing, Closing):
         """Cancel the default session's running (or else next) run."""
         self._default.cancel()
 
+    @hinting(peers.AS_TOOL)
     def as_tool(self, *, name: str, description: str) -> Tool:
         """This agent as a tool of another agent: one parameter, ``input``, the child's prompt.
 
         Each call runs a fresh, unsaved session of this agent; its output (typed output as
         JSON) is the result, its hard error the parent's soft error
-        ``agent '<name>' stopped: <ErrorClass>: <message>``.
+        ``agent '<name>' stopped: <ErrorClass>: <message>``. The child's client is its own
+        (``Agent("openai:gpt-5-mini").as_tool(...)`` builds it once, for every call).
         """
         from agentloop.engine.agent_tool import AgentTool
 
@@ -331,6 +344,7 @@ class Agent(Definition[OutputT], AsyncClosing, Closing):
 
     # -- running -----------------------------------------------------------------------------
 
+    @hinting(peers.RUN)
     def run_sync(
         self,
         input: str,
@@ -338,6 +352,8 @@ class Agent(Definition[OutputT], AsyncClosing, Closing):
         deps: Any = None,
         cancel: CancelToken | None = None,
         history: Sequence[Message] | None = None,
+        model_settings: ModelSettings | None = None,
+        usage_limits: Budget | None = None,
     ) -> Run[OutputT]:
         """The one sync facade: ``run()`` on a private event loop this agent keeps.
 
@@ -346,8 +362,17 @@ class Agent(Definition[OutputT], AsyncClosing, Closing):
         or at the latest when the agent is garbage-collected or the interpreter exits. It
         serves one thread at a time: serve many conversations with the async API.
         """
-        return self._run_sync(self.run(input, deps=deps, cancel=cancel, history=history))
+        work = self.run(
+            input,
+            deps=deps,
+            cancel=cancel,
+            history=history,
+            model_settings=model_settings,
+            usage_limits=usage_limits,
+        )
+        return self._run_sync(work)
 
+    @hinting(peers.RUN)
     async def run(
         self,
         input: str,
@@ -355,16 +380,26 @@ class Agent(Definition[OutputT], AsyncClosing, Closing):
         deps: Any = None,
         cancel: CancelToken | None = None,
         history: Sequence[Message] | None = None,
+        model_settings: ModelSettings | None = None,
+        usage_limits: Budget | None = None,
     ) -> Run[OutputT]:
         """Run the agent on ``input``; raise the hard error that ended it, after finalizing.
 
         On the default session; with ``history=``, once on a fresh unsaved session seeded with
         it (the stateless call: ``run.conversation`` is what to pass next time). ``deps``
-        reaches tools and hooks as ``ctx.deps``.
+        reaches tools and hooks as ``ctx.deps``. ``model_settings`` and ``usage_limits`` (a
+        ``Budget``) replace the config's ``model_settings`` and ``budget`` for this run only.
         """
         session = self._default if history is None else self._fresh(history)
-        return await session.run(input, deps=deps, cancel=cancel)
+        return await session.run(
+            input,
+            deps=deps,
+            cancel=cancel,
+            model_settings=model_settings,
+            usage_limits=usage_limits,
+        )
 
+    @hinting(peers.RUN)
     def stream(
         self,
         input: str,
@@ -372,6 +407,8 @@ class Agent(Definition[OutputT], AsyncClosing, Closing):
         deps: Any = None,
         cancel: CancelToken | None = None,
         history: Sequence[Message] | None = None,
+        model_settings: ModelSettings | None = None,
+        usage_limits: Budget | None = None,
     ) -> RunStream[OutputT]:
         """Run the agent and receive its events as they happen.
 
@@ -379,10 +416,16 @@ class Agent(Definition[OutputT], AsyncClosing, Closing):
         event is ``RunFinished``; a hard error is raised after it, as ``run()`` would raise it.
         Leaving the block early cancels the run (finalized as ``Cancelled``). Events are
         buffered without bound: the engine never waits for a slow consumer and no event is
-        dropped. ``history=`` as for ``run()``.
+        dropped. ``history=``, ``model_settings=`` and ``usage_limits=`` as for ``run()``.
         """
         session = self._default if history is None else self._fresh(history)
-        return session.stream(input, deps=deps, cancel=cancel)
+        return session.stream(
+            input,
+            deps=deps,
+            cancel=cancel,
+            model_settings=model_settings,
+            usage_limits=usage_limits,
+        )
 
     async def continue_run(
         self, *, deps: Any = None, cancel: CancelToken | None = None

@@ -19,7 +19,8 @@ from agentloop.engine.definition import Definition
 from agentloop.engine.dispatch import Dispatcher
 from agentloop.engine.guards import SafetyState
 from agentloop.engine.journal import Journal, JournaledTools
-from agentloop.engine.state import RunState
+from agentloop.engine.overrides import swap_of
+from agentloop.engine.state import RunOptions, RunState
 from agentloop.engine.turn import ClientEventBridge
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Message
@@ -65,6 +66,8 @@ class Conversation(Generic[OutputT]):
         )
         self._journal: Journal | None = None
         self._wire_recorder()
+        self._tools = self._dispatcher.registry
+        """The registry the dispatcher runs tools from, unless a run swaps its own in."""
 
     def __repr__(self) -> str:
         return f"<Session {self.id!r}: {len(self._runs)} runs>"
@@ -115,13 +118,18 @@ class Conversation(Generic[OutputT]):
         listener: Callable[[ev.Event], None] | None,
         *,
         stream: bool = False,
+        options: RunOptions | None = None,
     ) -> RunState:
         """Start a run synchronously: checks, the ``Run`` record, the state, the listener.
 
-        ``stream``: ask the provider for streamed replies (``stream()`` does).
+        ``stream``: ask the provider for streamed replies (``stream()`` does); ``options``:
+        this run's model settings and budget instead of the config's.
         """
         if not isinstance(input, str):
-            raise InvalidInput(f"run() input must be a str, got {type(input).__name__}")
+            raise InvalidInput(
+                f"run() input must be a str, got {type(input).__name__} (earlier messages go "
+                "in history=, on the agent or on this run)"
+            )
         if self._active is not None:
             raise InvalidInput(
                 f"session {self.id!r} is already running; one session runs one run at a time "
@@ -138,6 +146,10 @@ class Conversation(Generic[OutputT]):
         state = self._new_state(run, transcript, base, deps, cancels)
         self._bus.turn = 0
         state.stream = stream
+        if options is not None:
+            if options.model_settings is not None:
+                state.settings = options.model_settings
+            state.budget = options.usage_limits
         if listener is not None:
             state.listener = listener
             self._bus.attach(listener)
@@ -154,18 +166,30 @@ class Conversation(Generic[OutputT]):
         """The state of a run over ``transcript`` (``base``: where its own messages start)."""
         agent = self.agent
         client: ModelClient = agent.client
-        guard = ContextGuard(
-            agent.config, system=agent._system(), observers=self._bus, hooks=agent._hooks
-        )
+        swap = swap_of(agent)
+        registry = None
+        self._dispatcher.registry = self._tools
+        if swap is not None:
+            client = swap.client or client
+            registry = swap.registry
+            if registry is not None:
+                journal = self._journal
+                tools = registry if journal is None else JournaledTools(registry, journal)
+                self._dispatcher.registry = tools
+        system = agent._system()
+        guard = ContextGuard(agent.config, system=system, observers=self._bus, hooks=agent._hooks)
         state = RunState(
             run=run,
             tokens=(self._cancel, *cancels),
             transcript=transcript,
             base=base,
-            offer=agent._offer(client),
+            offer=agent._offer(client, registry),
             guard=guard,
             client=client,
             deps=deps,
+            system=system,
+            settings=agent.config.model_settings,
+            registry=registry,
         )
         state.events = ClientEventBridge(run, self._bus)
         self._active = state

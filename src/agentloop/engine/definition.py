@@ -23,6 +23,7 @@ from typing import Any, Generic, TypeVar
 
 from agentloop.clock import Clock
 from agentloop.config import RunConfig
+from agentloop.engine.instructions import Instructions, Prompt
 from agentloop.engine.output import OutputType
 from agentloop.engine.state import Offer, RunState
 from agentloop.engine.toolsets import Toolsets
@@ -50,7 +51,10 @@ class Definition(Generic[OutputT]):
     client: ModelClient
     clock: Clock
     registry: ToolRegistry
-    system: str | None
+    system: Instructions | None
+    """The system prompt as given: text, or a function evaluated per run (``_prompt``)."""
+    _prompt: Prompt | None
+    """The system prompt's function, called with the run's context (None for text)."""
     config: RunConfig
     output: OutputType[Any] | None
     store: Store | None
@@ -65,11 +69,12 @@ class Definition(Generic[OutputT]):
 
     # -- what a run reads ----------------------------------------------------------------------
 
-    def _offer(self, client: ModelClient) -> Offer:
+    def _offer(self, client: ModelClient, registry: ToolRegistry | None = None) -> Offer:
         """The tools advertised to the model: the registry's, and ``final_result`` if typed.
 
         With native structured output (an ``output_type``, ``output_mode="native"`` and a
-        provider that has it) the answer's schema goes in the request instead.
+        provider that has it) the answer's schema goes in the request instead. ``registry``:
+        the run's own (``agent.override(tools=...)``), else the agent's.
         """
         output = self.output
         native = (
@@ -77,7 +82,7 @@ class Definition(Generic[OutputT]):
             and self.config.output_mode == "native"
             and client.provider in _NATIVE_PROVIDERS
         )
-        specs = self.registry.specs()
+        specs = (self.registry if registry is None else registry).specs()
         if output is not None and not native and self.config.output_mode != "text":
             specs = (*specs, output.tool_spec)
         return Offer(specs, native)
@@ -85,15 +90,20 @@ class Definition(Generic[OutputT]):
     async def _refresh_tools(self, state: RunState, *, starting: bool) -> None:
         """List tool sources that changed (MCP servers) and re-advertise the tools."""
         if await self._toolsets.refresh(starting=starting):
-            state.offer = self._offer(state.client)
+            state.offer = self._offer(state.client, state.registry)
 
-    def _system(self) -> str | None:
-        """The system prompt; ``"text"`` output mode adds the answer's JSON schema to it."""
+    def _system(self, prompt: str | None = None) -> str | None:
+        """The system prompt; ``"text"`` output mode adds the answer's JSON schema to it.
+
+        ``prompt``: this run's text of a prompt function (ignored when the prompt is text).
+        """
+        base = self.system if self._prompt is None else prompt
+        assert base is None or isinstance(base, str)
         output = self.output
         if output is None or self.config.output_mode != "text" or output.is_text:
-            return self.system
+            return base
         extra = output.instructions()
-        return extra if not self.system else f"{self.system}\n\n{extra}"
+        return extra if not base else f"{base}\n\n{extra}"
 
     # -- the shared sync loop ------------------------------------------------------------------
 

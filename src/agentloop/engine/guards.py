@@ -203,7 +203,8 @@ class SafetyState:
             raise LockPoisoned("tool_breaker") from exc
 
     def end_run(self) -> None:
-        """Drop a stop-level pattern the run never fired."""
+        """Drop a stop-level pattern the run never fired; a run's own budget gate goes."""
+        self.limits.end_run()
         if self.detection_on:
             try:
                 self.loops.end_run()

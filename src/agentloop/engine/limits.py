@@ -12,6 +12,9 @@ the tool breaker: the run ends with ``LockPoisoned("budget")`` raised from the g
 Not ``BudgetExhausted``: nothing is known to be spent, what is known is that the spend can no
 longer be trusted, and a gate that cannot count must not let requests through uncounted. The
 next run's ``begin`` rebuilds the per-run counts, so it trusts the gate again.
+
+A run given its own budget (``run(..., usage_limits=Budget(...))``) gets a gate of its own for
+that run; ``end_run`` gives the session's gate back.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from agentloop.errors import LockPoisoned, MaxTurnsExceeded, ToolLimitReached
 from agentloop.messages import Usage
 from agentloop.observers import EventBus
 from agentloop.run import Run
-from agentloop.safety.budget import BudgetGate
+from agentloop.safety.budget import Budget, BudgetGate
 
 __all__ = ["Limits"]
 
@@ -40,6 +43,9 @@ class Limits:
         self.max_tool_calls = config.max_tool_calls
         self.per_turn = config.max_tool_calls_per_turn
         self.budget = BudgetGate(config.budget, clock)
+        self._clock = clock
+        self._kept: BudgetGate | None = None
+        """The session's gate while a run with a budget of its own runs."""
         self.budget_on = True
         """False once the gate raised this run: it is poisoned until the next ``begin``."""
         self.tool_calls = 0
@@ -48,8 +54,14 @@ class Limits:
         self._continued_budget: dict[str, Any] | None = None
         self._continued_calls: int | None = None
 
-    def begin(self) -> None:
-        """Run start: zero the counters (a continued run keeps what it had spent)."""
+    def begin(self, lines: Budget | None = None) -> None:
+        """Run start: zero the counters (a continued run keeps what it had spent).
+
+        ``lines``: this run's budget instead of the config's (``run(..., usage_limits=...)``).
+        """
+        if lines is not None:
+            self._kept = self.budget if self._kept is None else self._kept
+            self.budget = BudgetGate(lines, self._clock)
         budget, self._continued_budget = self._continued_budget, None
         calls, self._continued_calls = self._continued_calls, None
         self.tool_calls = calls or 0
@@ -58,6 +70,11 @@ class Limits:
             self._budget(self.budget.begin)
         else:
             self._budget(lambda: self.budget.restore(budget))
+
+    def end_run(self) -> None:
+        """Run end: a run that had a budget of its own gives the session's gate back."""
+        if self._kept is not None:
+            self.budget, self._kept = self._kept, None
 
     def continue_run(self, run: Run[Any], budget: Mapping[str, Any] | None = None) -> None:
         """``continue_run``: the next ``begin`` keeps ``run``'s spend instead of zeroing it.

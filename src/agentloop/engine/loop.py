@@ -18,6 +18,7 @@ from typing import Any
 from agentloop import events as ev
 from agentloop.cancel import CancelToken
 from agentloop.engine.conversation import Conversation
+from agentloop.engine.instructions import evaluate
 from agentloop.engine.output import (
     ACCEPTED_TEXT,
     CALL_FINAL_RESULT_TEXT,
@@ -40,7 +41,7 @@ from agentloop.errors import (
 from agentloop.hooks import Hook, overrides
 from agentloop.messages import Message, ThinkingPart, ToolCallPart, ToolResultPart
 from agentloop.model import INVALID_JSON_KEY, ModelResponse
-from agentloop.run import TRUNCATION_REASONS, Run, Turn
+from agentloop.run import TRUNCATION_REASONS, Run, RunContext, Turn
 from agentloop.safety.redact import redact_secrets
 from agentloop.transcript import close_interrupted
 
@@ -119,12 +120,16 @@ class RunLoop:
         await agent._refresh_tools(state, starting=True)
         if session._recorder is not None:
             session._recorder.begin(state.run)
-        session.safety.limits.begin()
+        session.safety.limits.begin(state.budget)
         if session._bus.active:
             session._bus.emit(ev.RunStarted(state.run.id, 0, state.run))
         for hook in agent._hooks:
             if overrides(hook, Hook, "on_run_start"):
                 await hook.on_run_start(state.run)
+        if agent._prompt is not None:  # the system prompt is a function: this run's text
+            context = RunContext(run_id=state.run.id, session_id=session.id, deps=state.deps)
+            text = await evaluate(agent._prompt, context)
+            state.system = state.guard.system = agent._system(text)
         state.guard.start(state.transcript, state.offer.specs)
 
     async def _turns(self) -> None:
@@ -167,8 +172,8 @@ class RunLoop:
         output = agent.output
         request = build_request(
             state,
-            agent._system(),
-            agent.config.model_settings,
+            state.system,
+            state.settings,
             output.spec if state.offer.native_output and output is not None else None,
             self.session.id,
         )
@@ -180,6 +185,8 @@ class RunLoop:
             state.guard.salvage(state, error)
             return None
         self.session.safety.limits.spent(response.usage, response.model or client.model)
+        if state.settings.tool_choice_once:
+            state.release_tool_choice()
         if bus.active:
             bus.emit(ev.ModelResponded(state.run.id, state.turn_index, response))
         return response

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentloop._util.peers import hinting
 from agentloop.cancel import CancelToken
+from agentloop.engine import peers
 from agentloop.engine.conversation import Conversation
 from agentloop.engine.journal import ReplayClient
 from agentloop.engine.loop import RunLoop
 from agentloop.engine.resume import reopen
-from agentloop.engine.state import RunState
+from agentloop.engine.state import RunOptions, RunState
 from agentloop.engine.stream import RunStream
 from agentloop.errors import InvalidInput
+from agentloop.model import ModelSettings
 from agentloop.run import OutputT, Run
+from agentloop.safety.budget import Budget
 
 __all__ = ["Session"]
 
@@ -32,31 +36,66 @@ class Session(Conversation[OutputT]):
 
     # -- running -----------------------------------------------------------------------------
 
+    @hinting(peers.RUN)
     async def run(
-        self, input: str, *, deps: Any = None, cancel: CancelToken | None = None
+        self,
+        input: str,
+        *,
+        deps: Any = None,
+        cancel: CancelToken | None = None,
+        model_settings: ModelSettings | None = None,
+        usage_limits: Budget | None = None,
     ) -> Run[OutputT]:
         """Run on ``input`` in this conversation; raise the hard error that ended it.
 
         The run is finalized first; ``deps`` reaches tools and hooks as ``ctx.deps``.
+        ``model_settings`` and ``usage_limits`` replace the config's ``model_settings`` and
+        ``budget`` for this run only.
         """
-        state = self._begin(input, deps, () if cancel is None else (cancel,), None)
+        options = RunOptions.checked(model_settings, usage_limits)
+        cancels = () if cancel is None else (cancel,)
+        state = self._begin(input, deps, cancels, None, options=options)
         return await self._drive(state)
 
+    @hinting(peers.RUN)
     def run_sync(
-        self, input: str, *, deps: Any = None, cancel: CancelToken | None = None
+        self,
+        input: str,
+        *,
+        deps: Any = None,
+        cancel: CancelToken | None = None,
+        model_settings: ModelSettings | None = None,
+        usage_limits: Budget | None = None,
     ) -> Run[OutputT]:
         """``run()`` on the agent's private event loop (see ``Agent.run_sync``)."""
         if not isinstance(input, str):
             raise InvalidInput(f"run() input must be a str, got {type(input).__name__}")
-        return self.agent._run_sync(self.run(input, deps=deps, cancel=cancel))
+        RunOptions.checked(model_settings, usage_limits)
+        return self.agent._run_sync(
+            self.run(
+                input,
+                deps=deps,
+                cancel=cancel,
+                model_settings=model_settings,
+                usage_limits=usage_limits,
+            )
+        )
 
+    @hinting(peers.RUN)
     def stream(
-        self, input: str, *, deps: Any = None, cancel: CancelToken | None = None
+        self,
+        input: str,
+        *,
+        deps: Any = None,
+        cancel: CancelToken | None = None,
+        model_settings: ModelSettings | None = None,
+        usage_limits: Budget | None = None,
     ) -> RunStream[OutputT]:
         """Run and receive the events as they happen (see ``Agent.stream``)."""
         if not isinstance(input, str):
             raise InvalidInput(f"stream() input must be a str, got {type(input).__name__}")
-        return RunStream(self, input, deps, cancel)
+        options = RunOptions.checked(model_settings, usage_limits)
+        return RunStream(self, input, deps, cancel, options)
 
     async def continue_run(
         self, *, deps: Any = None, cancel: CancelToken | None = None

@@ -1,14 +1,17 @@
 """What ``Agent(...)`` checks before it exists: each bad argument is a clear error naming the fix.
 
 A client without ``complete``, a config that is not a ``RunConfig``, an approver that cannot be
-called or is missing for ``headless=False``, tools that are not a list, a tool named
-``final_result`` beside typed output, a history that is not a valid transcript, a store that is
-not a ``Store``, or a named session that already has runs (``Agent.resume`` continues those).
+called or is missing for ``headless=False``, tools that are not a list (or hold a coroutine
+object, a function called by mistake), a tool named ``final_result`` beside typed output, an
+``output_type`` that is a string or an instance instead of a type, a history that is not a valid
+transcript, a store that is not a ``Store``, or a named session that already has runs
+(``Agent.resume`` continues those).
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Iterable
 from typing import Any, TypeGuard
 
@@ -22,6 +25,7 @@ from agentloop.tools import Tool, ToolRegistry, Toolset
 from agentloop.transcript import validate_transcript
 
 __all__ = [
+    "add_tool",
     "checked_history",
     "checked_setup",
     "checked_store",
@@ -43,8 +47,15 @@ def _default_config() -> RunConfig:
 
 def checked_setup(client: object, config: object, approver: object) -> RunConfig:
     """The run config, once the client, config and approver are known to be usable."""
-    if client is None or not callable(getattr(client, "complete", None)):
-        raise ConfigurationError("Agent needs a model client (a ModelClient)", field="client")
+    if isinstance(client, str):
+        pass  # a 'provider:model' string: built (and checked) by config.resolve_client
+    elif client is None or not callable(getattr(client, "complete", None)):
+        raise ConfigurationError(
+            f"Agent needs a model, got {type(client).__name__}: a 'provider:model' string such "
+            "as 'openai:gpt-5-mini', or a ModelClient (build_client(Settings(...)), a "
+            "ScriptedModel in tests)",
+            field="client",
+        )
     config = _default_config() if config is None else config
     if not isinstance(config, RunConfig):
         raise ConfigurationError("Agent config must be a RunConfig", field="config")
@@ -64,12 +75,37 @@ def output_type(output_type: type[Any] | None, registry: ToolRegistry) -> Output
     """The output type, checked; None for plain text answers."""
     if output_type is None:
         return None
+    _check_output_kind(output_type)
     if FINAL_RESULT in registry:
         raise ConfigurationError(
             f"a tool is named '{FINAL_RESULT}', the name typed output answers with; rename it",
             field="tools",
         )
     return OutputType(output_type)
+
+
+_TYPE_KINDS = "int, list[str], a pydantic model, a dataclass or a TypedDict"
+
+
+def _check_output_kind(value: object) -> None:
+    """A string or an instance where a type belongs is named (not pydantic's own advice)."""
+    if isinstance(value, str):
+        raise ConfigurationError(
+            f"output_type must be a type ({_TYPE_KINDS}), not the string {value!r}: "
+            f"pass the class itself, output_type={value}",
+            field="output_type",
+        )
+    if isinstance(value, type) or type(value).__module__ in _TYPING_MODULES:
+        return
+    raise ConfigurationError(
+        f"output_type must be a type ({_TYPE_KINDS}), got an instance of "
+        f"{type(value).__name__}: pass the class, output_type={type(value).__name__}",
+        field="output_type",
+    )
+
+
+_TYPING_MODULES = frozenset({"typing", "types", "typing_extensions", "annotated_types"})
+"""Where the forms that stand for types live (``list[str]``, ``int | None``, ``Literal``)."""
 
 
 def registry(tools: object) -> tuple[ToolRegistry, list[Toolset]]:
@@ -86,8 +122,27 @@ def registry(tools: object) -> tuple[ToolRegistry, list[Toolset]]:
             f"Agent tools must be a list of tools, got {type(tools).__name__}", field="tools"
         )
     items = list(tools)
+    for item in items:
+        if inspect.iscoroutine(item):
+            called = item.__qualname__
+            item.close()  # it never runs: no "never awaited" warning on top of this error
+            raise ConfigurationError(
+                f"Agent tools=[...] holds the coroutine object {called}() returns, not a tool: "
+                f"pass the function itself, tools=[{called}]",
+                field="tools",
+            )
     sources = [t for t in items if _is_toolset(t)]
     return ToolRegistry(t for t in items if not _is_toolset(t)), sources
+
+
+def add_tool(registry: ToolRegistry, item: Tool, *, typed: bool) -> Tool:
+    """``@agent.tool``: ``item`` added to the agent's registry (its runs offer it from the next)."""
+    if typed and item.name == FINAL_RESULT:
+        raise ConfigurationError(
+            f"a tool is named '{FINAL_RESULT}', the name typed output answers with; rename it",
+            field="tools",
+        )
+    return registry.register(item)
 
 
 def _is_toolset(item: object) -> TypeGuard[Toolset]:

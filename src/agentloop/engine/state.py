@@ -16,17 +16,21 @@ and ``audit``, every message of this run in order, compaction or not (the run re
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from agentloop import events as ev
 from agentloop.cancel import CancelToken
-from agentloop.errors import Cancelled, ContextLengthExceeded
+from agentloop.errors import Cancelled, ContextLengthExceeded, InvalidInput
 from agentloop.messages import Message
-from agentloop.model import ClientEvents, ModelClient, ToolSpec
+from agentloop.model import ClientEvents, ModelClient, ModelSettings, ToolSpec
 from agentloop.run import Run
+from agentloop.safety.budget import Budget
+from agentloop.tools import ToolRegistry
 
-__all__ = ["Guard", "Offer", "RunState"]
+__all__ = ["Guard", "Offer", "RunOptions", "RunState"]
+
+_NO_SETTINGS = ModelSettings()
 
 
 class Guard(Protocol):
@@ -34,6 +38,9 @@ class Guard(Protocol):
 
     Declared here, below the guard, so the state it works on need not import it.
     """
+
+    system: str | None
+    """The run's system prompt, as measured (set at run start for a prompt function)."""
 
     def start(self, transcript: Sequence[Message], specs: Sequence[ToolSpec]) -> None:
         """Measure the run's starting transcript and tool offer."""
@@ -61,6 +68,31 @@ class Offer:
         object.__setattr__(self, "names", frozenset(s.name for s in self.specs))
 
 
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """Per-run replacements for the config's (``run(..., model_settings=, usage_limits=)``)."""
+
+    model_settings: ModelSettings | None = None
+    usage_limits: Budget | None = None
+
+    @classmethod
+    def checked(cls, model_settings: object, usage_limits: object) -> RunOptions | None:
+        """The options, type-checked (``InvalidInput`` names the fix); None when both are."""
+        if model_settings is None and usage_limits is None:
+            return None
+        if model_settings is not None and not isinstance(model_settings, ModelSettings):
+            raise InvalidInput(
+                f"model_settings must be a ModelSettings, got {type(model_settings).__name__}: "
+                "write model_settings=ModelSettings(temperature=0.2, ...)"
+            )
+        if usage_limits is not None and not isinstance(usage_limits, Budget):
+            raise InvalidInput(
+                f"usage_limits must be a Budget, got {type(usage_limits).__name__}: write "
+                "usage_limits=Budget(turns=..., tokens=..., tool_calls=...) (agentloop.safety)"
+            )
+        return cls(model_settings, usage_limits)
+
+
 @dataclass(eq=False)
 class RunState:
     """Everything one run mutates."""
@@ -84,6 +116,14 @@ class RunState:
     stream: bool = False
     """Ask for streamed replies whatever ``RunConfig.stream`` says (``agent.stream()``)."""
     listener: Callable[[ev.Event], None] | None = None
+    system: str | None = None
+    """The run's system prompt (a prompt function's text is filled in at run start)."""
+    settings: ModelSettings = _NO_SETTINGS
+    """The run's model settings: the config's, or ``run(..., model_settings=...)``."""
+    budget: Budget | None = None
+    """``run(..., usage_limits=...)``: this run's budget instead of the config's."""
+    registry: ToolRegistry | None = None
+    """The run's tools when ``agent.override(tools=...)`` swapped them (None: the agent's)."""
 
     def __post_init__(self) -> None:
         self.boundary = self.base
@@ -111,6 +151,11 @@ class RunState:
         """Compaction committed ``messages``: they are history now, nothing is pending."""
         self.transcript = list(messages)
         self.base = self.boundary = len(self.transcript)
+
+    def release_tool_choice(self) -> None:
+        """``tool_choice_once``: the first reply came; later turns ask with ``"auto"``."""
+        choice = "auto" if self.offer.specs else None
+        self.settings = replace(self.settings, tool_choice=choice, tool_choice_once=False)
 
     def complete_turn(self) -> None:
         """Mark everything so far as a complete turn (a salvage point)."""

@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable, Coroutine
-from typing import Any, Generic, Protocol
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, Protocol
 
 from agentloop.cancel import CancelToken
-from agentloop.engine.state import RunState
+from agentloop.engine.state import RunOptions, RunState
 from agentloop.errors import AgentLoopError
 from agentloop.events import Event
 from agentloop.run import OutputT, Run
@@ -23,6 +23,11 @@ from agentloop.run import OutputT, Run
 __all__ = ["RunStream"]
 
 _END = object()
+
+_USE = (
+    "agent.stream() is used as `async with agent.stream(input) as events: "
+    "async for event in events: ...` (the block starts the run and cleans up after it)"
+)
 
 
 class Starts(Protocol[OutputT]):
@@ -36,6 +41,7 @@ class Starts(Protocol[OutputT]):
         listener: Callable[[Event], None] | None,
         *,
         stream: bool = ...,
+        options: RunOptions | None = ...,
     ) -> RunState: ...
 
     def _drive(self, state: RunState) -> Coroutine[Any, Any, Run[OutputT]]: ...
@@ -45,9 +51,15 @@ class RunStream(Generic[OutputT]):
     """The events of one run: ``async with agent.stream(x) as events: async for e in events``."""
 
     def __init__(
-        self, session: Starts[OutputT], input: str, deps: Any, cancel: CancelToken | None
+        self,
+        session: Starts[OutputT],
+        input: str,
+        deps: Any,
+        cancel: CancelToken | None,
+        options: RunOptions | None = None,
     ) -> None:
         self._session = session
+        self._options = options
         self._input = input
         self._deps = deps
         self._cancel = cancel
@@ -69,7 +81,9 @@ class RunStream(Generic[OutputT]):
         if self._task is not None:
             raise RuntimeError("a stream can be entered once")
         cancels = (self._stop,) if self._cancel is None else (self._cancel, self._stop)
-        state = self._session._begin(self._input, self._deps, cancels, self._push, stream=True)
+        state = self._session._begin(
+            self._input, self._deps, cancels, self._push, stream=True, options=self._options
+        )
         self._run = state.run
         self._task = asyncio.get_running_loop().create_task(self._session._drive(state))
         self._task.add_done_callback(lambda _: self._push(_END))
@@ -84,12 +98,17 @@ class RunStream(Generic[OutputT]):
             if not waiter.done():
                 waiter.set_result(None)
 
+    if not TYPE_CHECKING:  # a runtime hint; type checkers still see it is not iterable
+
+        def __iter__(self) -> NoReturn:
+            raise TypeError(_USE)
+
     def __aiter__(self) -> RunStream[OutputT]:
         return self
 
     async def __anext__(self) -> Event:
         if self._task is None:
-            raise RuntimeError("iterate inside `async with agent.stream(...) as events:`")
+            raise TypeError(_USE)
         if self._ended:
             raise StopAsyncIteration
         buffer = self._buffer

@@ -49,6 +49,7 @@ from agentloop.errors import (
 )
 from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent
 from agentloop.providers._client import ClosingClient
+from agentloop.providers._model_string import client_from_string
 from agentloop.safety.breaker import BreakerState, Circuit, CircuitRule, wall_shift
 
 __all__ = [
@@ -192,7 +193,8 @@ class FallbackClient(ClosingClient):
     """A ``ModelClient`` that fails over along an ordered list of clients.
 
     Args:
-        clients: The models in order of preference (the first is the primary).
+        clients: The models in order of preference (the first is the primary): clients, or
+            ``"provider:model"`` strings built as ``build_client(Settings(provider, model))``.
         trip_threshold: Consecutive failed requests that take a model out of rotation.
         cooldown: Seconds a model stays out before it is probed.
         probe_successes: Successes in a row that restore a probed model.
@@ -201,7 +203,7 @@ class FallbackClient(ClosingClient):
 
     def __init__(
         self,
-        clients: Sequence[ModelClient],
+        clients: Sequence[ModelClient | str],
         *,
         trip_threshold: int = 3,
         cooldown: float = 60.0,
@@ -211,7 +213,9 @@ class FallbackClient(ClosingClient):
         if isinstance(clients, str | bytes) or not isinstance(clients, Sequence) or not clients:
             raise ConfigurationError("FallbackClient needs at least one client", field="clients")
         self.policy = BreakerPolicy(trip_threshold, cooldown, probe_successes)
-        self.clients: tuple[ModelClient, ...] = tuple(clients)
+        self.clients: tuple[ModelClient, ...] = tuple(
+            client_from_string(c) if isinstance(c, str) else c for c in clients
+        )
         self._clock: Clock = clock or time.monotonic
         self._health = [ModelHealth() for _ in self.clients]
         self._serving = 0  # the primary serves until another model does

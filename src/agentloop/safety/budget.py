@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from agentloop._util.peers import hint_init
 from agentloop.errors import AgentLoopError, BudgetExhausted, ConfigurationError
 from agentloop.messages import Usage
 from agentloop.pricing import Price, estimate_cost, table_available
@@ -35,6 +36,22 @@ DIMENSIONS = ("tokens", "output_tokens", "turns", "wall_clock", "tool_calls", "c
 """Every budget dimension, in the order the gate checks them."""
 
 
+_TOKENS = "tokens= caps input + output tokens together (output_tokens= the output alone)"
+
+
+@hint_init(
+    {
+        "request_limit": "turns= (completed turns; RunConfig(max_turns=) caps model calls)",
+        "requests_limit": "turns= (completed turns; RunConfig(max_turns=) caps model calls)",
+        "tool_calls_limit": "tool_calls=",
+        "total_tokens_limit": "tokens=",
+        "input_tokens_limit": _TOKENS,
+        "request_tokens_limit": _TOKENS,
+        "output_tokens_limit": "output_tokens=",
+        "response_tokens_limit": "output_tokens=",
+        "max_turns": "turns= here, or RunConfig(max_turns=) on the agent",
+    }
+)
 @dataclass(frozen=True, slots=True)
 class Budget:
     """Hard lines per run (None or 0 disables a line); one warning each at ``soft_fraction``.

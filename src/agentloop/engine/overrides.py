@@ -1,0 +1,88 @@
+"""``agent.override(model=..., tools=...)``: swap an agent's client or tools for a test.
+
+The swap lives in a context variable, so it holds in the task that entered the block and in the
+tasks that task creates inside it (asyncio copies the context into each new task), and nowhere
+else: another task running the same agent at the same time sees the agent as it was built. It is
+read once, when a run starts (``Conversation._new_state``): a run keeps what it started with
+even if the block ends while it runs. Leaving the block restores the previous state, on error
+too; blocks nest (an inner one replaces what it names and keeps the rest).
+
+The variable maps each overridden agent (its definition) to its ``Swap``; a run of an agent not
+in the map, and every run when no block is open, costs one ``ContextVar.get``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from agentloop.config import resolve_client
+from agentloop.engine.output import FINAL_RESULT
+from agentloop.errors import ConfigurationError
+from agentloop.model import ModelClient
+from agentloop.tools import Tool, ToolRegistry
+
+__all__ = ["Swap", "override", "swap_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class Swap:
+    """What one agent's runs use instead of their own (None: the agent's own)."""
+
+    client: ModelClient | None = None
+    registry: ToolRegistry | None = None
+
+
+_SWAPS: ContextVar[Mapping[object, Swap] | None] = ContextVar("agentloop_overrides", default=None)
+
+
+def swap_of(definition: object) -> Swap | None:
+    """The swap in force for ``definition`` in the current context, if any."""
+    swaps = _SWAPS.get()
+    return None if swaps is None else swaps.get(definition)
+
+
+@contextmanager
+def override(
+    definition: Any,
+    *,
+    model: ModelClient | str | None = None,
+    tools: Iterable[Tool | Any] | ToolRegistry | None = None,
+) -> Iterator[None]:
+    """Runs of ``definition`` started in this context use ``model`` and/or ``tools``."""
+    client = None if model is None else resolve_client(model)
+    if client is not None and not callable(getattr(client, "complete", None)):
+        raise ConfigurationError(
+            "override(model=...) needs a model client or a 'provider:model' string", field="model"
+        )
+    registry = None if tools is None else _registry(tools, typed=definition.output is not None)
+    swaps = dict(_SWAPS.get() or {})
+    before = swaps.get(definition, Swap())
+    swaps[definition] = Swap(client or before.client, registry or before.registry)
+    token = _SWAPS.set(swaps)
+    try:
+        yield
+    finally:
+        _SWAPS.reset(token)
+
+
+def _registry(tools: Iterable[Tool | Any] | ToolRegistry, *, typed: bool) -> ToolRegistry:
+    """``tools`` as a registry (tool sources such as MCP servers are not swapped in)."""
+    if isinstance(tools, ToolRegistry):
+        registry = tools
+    elif isinstance(tools, str | bytes | Tool) or callable(tools):
+        raise ConfigurationError(
+            f"override(tools=...) takes a list of tools, got {tools!r}; write tools=[...]",
+            field="tools",
+        )
+    else:
+        registry = ToolRegistry(tools)
+    if typed and FINAL_RESULT in registry:
+        raise ConfigurationError(
+            f"a tool is named '{FINAL_RESULT}', the name typed output answers with; rename it",
+            field="tools",
+        )
+    return registry
