@@ -404,6 +404,7 @@ async def test_the_twin_enforces_the_parameters_it_documents(
             ({"temperature": 0.2}, "Unsupported parameter: 'temperature' is not supported"),
             ({"top_p": 0.5}, "Unsupported parameter: 'top_p' is not supported"),
             ({"max_tokens": 10}, "this parameter has moved to 'max_output_tokens'"),
+            ({"store": True}, "store must be false"),
         ]
         for extra, words in refused:  # each sneaked past the client's checks: the twin refuses
             with pytest.raises(BadRequestError) as info:
@@ -414,7 +415,53 @@ async def test_the_twin_enforces_the_parameters_it_documents(
                                                       "parameters": LOOSE}]})  # fmt: skip
         with pytest.raises(BadRequestError, match="'additionalProperties' is required"):
             await client.complete(request(tools=[loose], settings=forced))  # strict by default
-    assert [r.status for r in state.received] == [400] * 7
+    assert [r.status for r in state.received] == [400] * 8
+
+
+async def test_without_encrypted_content_the_next_turn_fails(
+    twin: tuple[ResponsesTwin, str],
+) -> None:
+    """Why ``include`` matters: reasoning that comes back unsigned cannot be sent back."""
+    state, url = twin
+    state.script = [Reply(calls=[("look", {"q": "a"})]), Reply(text="unreachable")]
+    async with client_for(url, encrypted_reasoning=False) as client:
+        agent = Agent(client, tools=[look])
+        with pytest.raises(BadRequestError, match="without its required 'reasoning' item"):
+            await agent.run("go")
+    assert "include" not in state.received[0].body
+
+
+async def test_a_recorded_litellm_stream_replays_through_the_client(
+    twin: tuple[ResponsesTwin, str],
+) -> None:
+    """LiteLLM's proxy (``test_responses_litellm.py``) streams ``data:`` lines without ``event:``
+    lines, adds a ``model`` to every event and sends null usage details; recorded from it."""
+    state, url = twin
+    text = {"type": "output_text", "text": "Hello Ada.", "annotations": []}
+    item: dict[str, Any] = {"id": "msg_1", "type": "message", "role": "assistant",
+                            "status": "completed", "content": [text]}  # fmt: skip
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress",
+                                                  "output": [], "store": True}},
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {**item, "status": "in_progress", "content": []}},
+        {"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0,
+         "content_index": 0, "part": {"type": "output_text", "text": ""}},
+        {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0,
+         "content_index": 0, "delta": "Hello "},
+        {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0,
+         "content_index": 0, "delta": "Ada."},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": {
+            "id": "resp_1", "status": "completed", "output": [item], "usage": {
+                "input_tokens": 10, "input_tokens_details": None, "output_tokens": 5,
+                "output_tokens_details": None, "total_tokens": 15, "cost": None}}},
+    ]  # fmt: skip
+    raw = "".join(f"data: {json.dumps({**e, 'model': 'smollm2-135m'})}\n\n" for e in events)
+    state.script = [Reply(raw=raw)]
+    async with client_for(url, "smollm2-135m") as client:
+        response = await reply_of(client, request(), True)
+    assert response.text == "Hello Ada." and response.usage.output_tokens == 5
 
 
 @pytest.mark.parametrize("stream", [False, True])
