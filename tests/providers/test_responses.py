@@ -125,6 +125,10 @@ def test_only_this_providers_signed_reasoning_goes_back() -> None:
     broken = Message("assistant", (ThinkingPart("x", signature="s", provider="openai"),))
     with pytest.raises(TranscriptError, match="no id"):
         encode_request(request(broken), "gpt-5")
+    for odd in (Message("user", (ToolResultPart("c", "n", "x"),)),
+                Message("assistant", (ToolResultPart("c", "n", "x"),))):  # fmt: skip
+        with pytest.raises(ConfigurationError, match="cannot send a ToolResultPart"):
+            encode_request(request(odd), "gpt-5")  # never silently dropped
 
 
 def test_settings_map_to_the_responses_form() -> None:

@@ -134,7 +134,17 @@ def _assistant_items(message: Message) -> tuple[dict[str, Any], ...]:
             item = _reasoning_item(part)
             if item is not None:
                 items.append(item)
+        else:
+            raise _cannot_send(part)
     return tuple(items)
+
+
+def _cannot_send(part: object) -> ConfigurationError:
+    """A part this adapter has no encoding for (media parts belong to the media work)."""
+    return ConfigurationError(
+        f"the OpenAI Responses API adapter cannot send a {type(part).__name__} yet",
+        field="messages",
+    )
 
 
 def _encode_message(message: Message) -> tuple[dict[str, Any], ...]:
@@ -148,6 +158,9 @@ def _encode_message(message: Message) -> tuple[dict[str, Any], ...]:
             if isinstance(part, ToolResultPart)
         )
     if message.role == "user":
+        for part in message.parts:
+            if not isinstance(part, TextPart):
+                raise _cannot_send(part)
         return ({"type": "message", "role": "user", "content": message.text},)
     return ()
 
