@@ -36,28 +36,19 @@ Request mapping:
 - With ``ModelSettings.cache`` and a session, api.openai.com also gets ``prompt_cache_key``
   (``openai.prompt_cache_key``).
 
-What a reply becomes, errors included, is in ``_responses_reply``.
+The request is encoded in ``_responses_request``; what a reply becomes, errors included, is in
+``_responses_reply``.
 """
 
 from __future__ import annotations
 
-import json
 import ssl
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from agentloop.errors import ConfigurationError, TranscriptError
-from agentloop.messages import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
-from agentloop.model import (
-    INVALID_JSON_KEY,
-    ModelRequest,
-    ModelResponse,
-    ModelSettings,
-    OutputSpec,
-    StreamEvent,
-    ToolSpec,
-)
+from agentloop.errors import ConfigurationError
+from agentloop.model import ModelRequest, ModelResponse, StreamEvent
 from agentloop.providers._client import HttpClient, check_client, check_key_characters
 from agentloop.providers._responses_reply import (
     PROVIDER,
@@ -65,8 +56,12 @@ from agentloop.providers._responses_reply import (
     failure,
     parse_response,
 )
-from agentloop.providers.openai import prompt_cache_key
-from agentloop.providers.profiles import ModelProfile, check_settings, merge_body, profile_for
+from agentloop.providers._responses_request import (
+    REASONING_SUMMARIES,
+    encode_request,
+    strict_ready,
+)
+from agentloop.providers.profiles import ModelProfile, profile_for
 
 __all__ = [
     "REASONING_SUMMARIES",
@@ -78,239 +73,42 @@ __all__ = [
     "strict_ready",
 ]
 
-REASONING_SUMMARIES = ("auto", "concise", "detailed")
-"""The ``reasoning.summary`` values the API takes."""
-
-_WIRE_KEY = "openai-responses"
-_INCLUDE = ("reasoning.encrypted_content",)
 _CACHE_KEY_HOSTS = frozenset({"api.openai.com"})
 
 
-def _arguments(arguments: Mapping[str, Any]) -> str:
-    raw = arguments.get(INVALID_JSON_KEY)
-    if len(arguments) == 1 and isinstance(raw, str):
-        return raw
-    return json.dumps(dict(arguments), ensure_ascii=False)
-
-
-def _reasoning_item(part: ThinkingPart) -> dict[str, Any] | None:
-    """A reasoning item to send back, or None for a part this API cannot take back."""
-    if part.provider != PROVIDER or part.signature is None:
-        return None
-    if not part.id:
-        raise TranscriptError(
-            "an OpenAI reasoning part has a signature but no id (rs_...): it cannot be sent back"
+def _check_reasoning_options(encrypted: object, summary: object) -> None:
+    if summary is not None and summary not in REASONING_SUMMARIES:
+        raise ConfigurationError(
+            f"reasoning_summary must be one of {REASONING_SUMMARIES} or None, got {summary!r}",
+            field="reasoning_summary",
         )
-    summary = [{"type": "summary_text", "text": part.text}] if part.text else []
-    return {
-        "type": "reasoning",
-        "id": part.id,
-        "encrypted_content": part.signature,
-        "summary": summary,
-    }
-
-
-def _assistant_items(message: Message) -> tuple[dict[str, Any], ...]:
-    items: list[dict[str, Any]] = []
-    for part in message.parts:
-        if isinstance(part, TextPart):
-            if not part.text:
-                continue
-            last = items[-1] if items else None
-            if last is not None and last["type"] == "message":
-                last["content"] += part.text
-            else:
-                items.append({"type": "message", "role": "assistant", "content": part.text})
-        elif isinstance(part, ToolCallPart):
-            items.append(
-                {
-                    "type": "function_call",
-                    "call_id": part.id,
-                    "name": part.name,
-                    "arguments": _arguments(part.arguments),
-                }
-            )
-        elif isinstance(part, ThinkingPart):
-            item = _reasoning_item(part)
-            if item is not None:
-                items.append(item)
-        else:
-            raise _cannot_send(part)
-    return tuple(items)
-
-
-def _cannot_send(part: object) -> ConfigurationError:
-    """A part this adapter has no encoding for (media parts belong to the media work)."""
-    return ConfigurationError(
-        f"the OpenAI Responses API adapter cannot send a {type(part).__name__} yet",
-        field="messages",
-    )
-
-
-def _encode_message(message: Message) -> tuple[dict[str, Any], ...]:
-    """One agentloop message as its input items (system messages go to ``instructions``)."""
-    if message.role == "assistant":
-        return _assistant_items(message)
-    if message.role == "tool":
-        return tuple(
-            {"type": "function_call_output", "call_id": part.call_id, "output": part.content}
-            for part in message.parts
-            if isinstance(part, ToolResultPart)
+    if encrypted is not None and not isinstance(encrypted, bool):
+        raise ConfigurationError(
+            f"encrypted_reasoning must be a bool or None, got {encrypted!r}",
+            field="encrypted_reasoning",
         )
-    if message.role == "user":
-        for part in message.parts:
-            if not isinstance(part, TextPart):
-                raise _cannot_send(part)
-        return ({"type": "message", "role": "user", "content": message.text},)
-    return ()
-
-
-def strict_ready(schema: Mapping[str, Any]) -> bool:
-    """Whether ``schema`` already meets strict mode's rules (provider-rules OpenAI 5).
-
-    Every object schema (``type: object`` or with ``properties``) must say
-    ``additionalProperties: false`` and require every property. The walk is iterative, so no
-    schema is too deep for it; anything it does not recognise is left to the provider.
-    """
-    stack: list[object] = [schema]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-            continue
-        if not isinstance(node, Mapping):
-            continue
-        properties = node.get("properties")
-        if node.get("type") == "object" or isinstance(properties, Mapping):
-            names = set(properties) if isinstance(properties, Mapping) else set()
-            required = node.get("required")
-            if node.get("additionalProperties") is not False:
-                return False
-            if not isinstance(required, list) or set(required) != names:
-                return False
-        stack.extend(node.values())
-    return True
-
-
-_STRICT_CACHE: dict[int, tuple[object, dict[str, Any]]] = {}
-_STRICT_CACHE_SIZE = 512
-
-
-def _cached(key: Any, build: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
-    """``build(key)`` once per spec object: a run advertises the same specs every turn."""
-    hit = _STRICT_CACHE.get(id(key))
-    if hit is not None and hit[0] is key:
-        return hit[1]
-    if len(_STRICT_CACHE) >= _STRICT_CACHE_SIZE:
-        _STRICT_CACHE.clear()
-    value: dict[str, Any] = build(key)
-    _STRICT_CACHE[id(key)] = (key, value)
-    return value
-
-
-def _tool(spec: ToolSpec) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "name": spec.name,
-        "description": spec.description,
-        "parameters": dict(spec.parameters),
-        "strict": strict_ready(spec.parameters),
-    }
-
-
-def _text_format(output: OutputSpec) -> dict[str, Any]:
-    return {
-        "format": {
-            "type": "json_schema",
-            "name": output.name,
-            "schema": dict(output.schema),
-            "strict": strict_ready(output.schema),
-        }
-    }
-
-
-def _tool_choice(choice: str) -> str | dict[str, Any]:
-    if choice in ("auto", "required", "none"):
-        return choice
-    return {"type": "function", "name": choice}
-
-
-def _apply_settings(
-    payload: dict[str, Any],
-    settings: ModelSettings,
-    model: str,
-    profile: ModelProfile,
-    summary: str | None,
-) -> None:
-    """The settings' fields, each checked before anything is sent (``ConfigurationError``)."""
-    for name in ("seed", "stop"):
-        if getattr(settings, name) is not None:
-            raise ConfigurationError(
-                f"the OpenAI Responses API has no {name}; drop ModelSettings.{name}, or use "
-                "Chat Completions (Settings(api='chat') or OpenAIClient)",
-                field=name,
-            )
-    check_settings(profile, model, settings)
-    optional: dict[str, Any] = {
-        "temperature": settings.temperature,
-        "top_p": settings.top_p,
-        "max_output_tokens": settings.max_tokens or profile.max_output_tokens,
-        "tool_choice": _tool_choice(settings.tool_choice) if settings.tool_choice else None,
-    }
-    payload.update({key: value for key, value in optional.items() if value is not None})
-    effort = settings.reasoning_effort
-    if effort is not None:
-        reasoning: dict[str, str] = {"effort": effort}
-        if effort != "none" and summary is not None:
-            reasoning["summary"] = summary
-        payload["reasoning"] = reasoning
-    if settings.extra_body:
-        merge_body(payload, settings.extra_body)
-
-
-def encode_request(
-    request: ModelRequest,
-    model: str,
-    *,
-    stream: bool = False,
-    include_reasoning: bool = False,
-    reasoning_summary: str | None = "auto",
-    cache_key: bool = False,
-    profile: ModelProfile | None = None,
-) -> dict[str, Any]:
-    """The Responses API payload for ``request`` (each message encoded once, then reused).
-
-    Raises:
-        ConfigurationError: A setting the model or this API cannot take.
-        TranscriptError: A reasoning part that cannot be sent back.
-    """
-    name = request.model or model
-    items: list[dict[str, Any]] = []
-    system = [request.system] if request.system else []
-    for message in request.messages:
-        if message.role == "system":
-            system.append(message.text)
-        items.extend(message.encoded(_WIRE_KEY, _encode_message))
-    payload: dict[str, Any] = {"model": name, "input": items, "store": False}
-    if include_reasoning:
-        payload["include"] = list(_INCLUDE)
-    if system:
-        payload["instructions"] = "\n\n".join(text for text in system if text)
-    if request.tools:
-        payload["tools"] = [_cached(spec, _tool) for spec in request.tools]
-    if stream:
-        payload["stream"] = True
-    if request.output is not None:
-        payload["text"] = _cached(request.output, _text_format)
-    if cache_key and request.settings.cache and request.session_id:
-        payload["prompt_cache_key"] = prompt_cache_key(request.session_id)
-    profile = profile or profile_for(PROVIDER, name)
-    _apply_settings(payload, request.settings, name, profile, reasoning_summary)
-    return payload
 
 
 class OpenAIResponsesClient(HttpClient):
-    """``ModelClient`` for OpenAI's Responses API (and servers that speak it, e.g. LiteLLM)."""
+    """``ModelClient`` for OpenAI's Responses API (and servers that speak it, e.g. LiteLLM).
+
+    Nothing is sent until the first request.
+
+    Args:
+        model: The default model name (``ModelRequest.model`` overrides it per request).
+        api_key: Sent as ``Authorization: Bearer``; never shown in errors or reprs.
+        base_url: API root up to ``/v1``; api.openai.com when None.
+        provider: Name stamped on errors and responses (``"openai"`` when None).
+        timeout: Read/idle-gap timeout in seconds.
+        connect_timeout: Connect timeout in seconds.
+        headers: Extra headers on every request.
+        proxy: An ``http://`` proxy URL.
+        ssl_context: Custom TLS context (e.g. a private CA).
+        encrypted_reasoning: Ask for ``reasoning.encrypted_content``; None decides by the
+            model's profile (reasoning models only: the others refuse it).
+        reasoning_summary: ``reasoning.summary`` sent with a ``reasoning_effort``
+            (``"auto"``, ``"concise"``, ``"detailed"``), or None to ask for none.
+    """
 
     default_base_url = "https://api.openai.com/v1"
     default_provider = "openai"
@@ -330,37 +128,10 @@ class OpenAIResponsesClient(HttpClient):
         encrypted_reasoning: bool | None = None,
         reasoning_summary: str | None = "auto",
     ) -> None:
-        """Configure the client; nothing is sent until the first request.
-
-        Args:
-            model: The default model name (``ModelRequest.model`` overrides it per request).
-            api_key: Sent as ``Authorization: Bearer``; never shown in errors or reprs.
-            base_url: API root up to ``/v1``; api.openai.com when None.
-            provider: Name stamped on errors and responses (``"openai"`` when None).
-            timeout: Read/idle-gap timeout in seconds.
-            connect_timeout: Connect timeout in seconds.
-            headers: Extra headers on every request.
-            proxy: An ``http://`` proxy URL.
-            ssl_context: Custom TLS context (e.g. a private CA).
-            encrypted_reasoning: Ask for ``reasoning.encrypted_content``; None decides by the
-                model's profile (reasoning models only: the others refuse it).
-            reasoning_summary: ``reasoning.summary`` sent with a ``reasoning_effort``
-                (``"auto"``, ``"concise"``, ``"detailed"``), or None to ask for none.
-        """
         check_client(model, base_url or self.default_base_url, timeout, connect_timeout)
         if api_key:
             check_key_characters(api_key)
-        if reasoning_summary is not None and reasoning_summary not in REASONING_SUMMARIES:
-            raise ConfigurationError(
-                f"reasoning_summary must be one of {REASONING_SUMMARIES} or None, "
-                f"got {reasoning_summary!r}",
-                field="reasoning_summary",
-            )
-        if encrypted_reasoning is not None and not isinstance(encrypted_reasoning, bool):
-            raise ConfigurationError(
-                f"encrypted_reasoning must be a bool or None, got {encrypted_reasoning!r}",
-                field="encrypted_reasoning",
-            )
+        _check_reasoning_options(encrypted_reasoning, reasoning_summary)
         self.base_url = (base_url or self.default_base_url).rstrip("/")
         self._cache_key = (urlsplit(self.base_url).hostname or "") in _CACHE_KEY_HOSTS
         self._encrypted = encrypted_reasoning
