@@ -183,6 +183,7 @@ LAYERS = {
     # 4. pure policy over the data, and the data's persistence
     "safety": 4,
     "store": 4,
+    "guardrails": 4,  # beside safety: its ready checks reuse the one redactor (safety.redact)
     # 5. a run's settings (the policies gathered), and the HTTP clients of the model protocol
     "config": 5,
     "providers": 5,

@@ -34,6 +34,7 @@ __all__ = [
     "ConvergenceWarning",
     "Event",
     "FellBack",
+    "GuardrailChecked",
     "LoopWarning",
     "ModelResponded",
     "ModelSwitched",
@@ -248,6 +249,24 @@ class BudgetWarning(Event):
     dimension: str
     spent: float
     limit: float
+
+
+@_event
+class GuardrailChecked(Event):
+    """A guardrail gave its verdict (``agentloop.guardrails``), after ``duration`` seconds.
+
+    ``kind`` is what it checked: ``"input"`` (the run's input), ``"tool_result"`` (a tool's
+    result, before the model reads it) or ``"output"`` (the final answer). ``reason`` says why
+    it tripped (None when it passed); ``soft`` is True when a trip is a rejection the model
+    answers again (``OutputGuardrail(retry=True)``), not the end of the run.
+    """
+
+    guardrail: str
+    tripped: bool
+    duration: float
+    kind: str = field(default="input", kw_only=True)
+    reason: str | None = field(default=None, kw_only=True)
+    soft: bool = field(default=False, kw_only=True)
 
 
 @_event

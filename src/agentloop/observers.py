@@ -152,7 +152,7 @@ class EventBus:
     raises is logged and ignored.
     """
 
-    __slots__ = ("_listeners", "_observers", "active", "run", "session_id", "turn")
+    __slots__ = ("_listeners", "_observers", "active", "gate", "run", "session_id", "turn")
 
     def __init__(self, observers: Sequence[Observer], session_id: str = "") -> None:
         self.session_id = session_id
@@ -161,6 +161,9 @@ class EventBus:
         self.run: Run[Any] | None = None
         self.turn = 0
         self.active = bool(self._observers)
+        self.gate: Callable[[Event], bool] | None = None
+        """While set, every event goes to it first; True means it holds the event (the
+        engine's output-guardrail holdback, which emits it again later or never)."""
 
     @property
     def run_id(self) -> str:
@@ -184,6 +187,8 @@ class EventBus:
         """
         if not event.session_id:
             _stamp(event, self.session_id)
+        if self.gate is not None and self.gate(event):
+            return
         for listener in self._listeners:
             try:
                 listener(event)

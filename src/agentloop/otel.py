@@ -6,6 +6,8 @@ run. The span tree of one run::
     invoke_agent {agent}         INTERNAL  gen_ai.operation.name=invoke_agent  (RunStarted)
     └── agentloop.turn           INTERNAL  agentloop.turn.index                (TurnStarted)
         ├── chat {model}         CLIENT    gen_ai.operation.name=chat          (→ ModelResponded)
+        ├── guardrail {name}     INTERNAL  agentloop.guardrail.*  (GuardrailChecked; a check
+        │                                  made before the first turn hangs from the run span)
         └── execute_tool {tool}  INTERNAL  gen_ai.operation.name=execute_tool, one per attempt
             └── invoke_agent {tool}        a sub-agent run (``agent.as_tool``), same shape below
 
@@ -18,15 +20,17 @@ run (``run.stop_reason``) marks the run span and every span it left open, ended 
 ``RunFinished``, with ``error.type`` (the class name), ``agentloop.error.channel=hard`` and, for
 a ``ProviderError``, ``agentloop.error.phase`` and ``http.response.status_code``.
 
-Privacy: no message text, tool argument, tool result, error message or loop pattern (it quotes
-arguments) reaches a span unless ``capture_content=True``; with it, the GenAI content attributes
-(``gen_ai.input.messages``, ``gen_ai.output.messages``, ``gen_ai.tool.call.arguments``,
-``gen_ai.tool.call.result``) and error messages are recorded through ``redact_secrets``.
+Privacy: no message text, tool argument, tool result, error message, guardrail reason or loop
+pattern (it quotes arguments) reaches a span unless ``capture_content=True``; with it, the GenAI
+content attributes (``gen_ai.input.messages``, ``gen_ai.output.messages``,
+``gen_ai.tool.call.arguments``, ``gen_ai.tool.call.result``), error messages and
+``agentloop.guardrail.reason`` are recorded through ``redact_secrets``.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -234,6 +238,31 @@ class OtelObserver(Observer):
             span.set_attribute("gen_ai.tool.call.result", self._content(event.result.content))
         span.end()
 
+    def _guardrail_checked(self, event: ev.GuardrailChecked, spans: _RunSpans) -> None:
+        """A span per check, ending now and as long as the check took."""
+        attributes: Attributes = {
+            "agentloop.guardrail.name": event.guardrail,
+            "agentloop.guardrail.kind": event.kind,
+            "agentloop.guardrail.tripped": event.tripped,
+        }
+        if event.tripped:
+            channel = "soft" if event.soft else "hard"
+            attributes.update({ERROR_TYPE: "GuardrailTripped", CHANNEL: channel})
+            if self.capture_content and event.reason:
+                attributes["agentloop.guardrail.reason"] = redact_secrets(event.reason)
+        end = time.time_ns()
+        parent = trace.set_span_in_context(spans.turn or spans.root)
+        span = self.tracer.start_span(
+            f"guardrail {event.guardrail}",
+            context=parent,
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            start_time=end - max(0, int(event.duration * 1e9)),
+        )
+        if event.tripped:
+            span.set_status(Status(StatusCode.ERROR, "GuardrailTripped"))
+        span.end(end_time=end)
+
     def _turn_finished(self, event: ev.TurnFinished, spans: _RunSpans) -> None:
         if spans.turn is not None:
             spans.turn.set_attribute("agentloop.turn.tool_calls", len(event.turn.tool_calls))
@@ -277,6 +306,7 @@ _HANDLERS: dict[type[ev.Event], _Handler] = {
     ev.ModelResponded: OtelObserver._model_responded,
     ev.ToolCallStarted: OtelObserver._tool_started,
     ev.ToolCallFinished: OtelObserver._tool_finished,
+    ev.GuardrailChecked: OtelObserver._guardrail_checked,
     ev.TurnFinished: OtelObserver._turn_finished,
     ev.RunFinished: OtelObserver._run_finished,
 }

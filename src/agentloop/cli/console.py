@@ -137,6 +137,7 @@ class RunView:
             ev.LoopWarning: self._loop,
             ev.BudgetWarning: self._budget,
             ev.Compacted: self._compacted,
+            ev.GuardrailChecked: self._guardrail,
             ev.TurnFinished: self._turn_finished,
             ev.RunFinished: lambda e: screen.status(None),
         }
@@ -227,6 +228,13 @@ class RunView:
     def _compacted(self, event: ev.Compacted) -> None:
         text = f"{event.before} -> {event.after} tokens"
         self.screen.line(_note("compacted", "magenta", text))
+
+    def _guardrail(self, event: ev.GuardrailChecked) -> None:
+        """One line per trip (a pass says nothing); a rejection the model answers again too."""
+        if event.tripped:
+            what = "rejected the answer" if event.soft else "tripped"
+            text = f"{event.guardrail} {what}: {event.reason or 'no reason given'}"
+            self.screen.line(_note("guardrail", "red", text))
 
 
 class ConsoleObserver(Observer):

@@ -26,6 +26,7 @@ from agentloop.engine import peers
 from agentloop.engine import setup as _setup
 from agentloop.engine.definition import Definition
 from agentloop.engine.dispatch import Dispatcher
+from agentloop.engine.guarding import checked_guardrails
 from agentloop.engine.guards import SafetyState
 from agentloop.engine.habits import Habits
 from agentloop.engine.instructions import Instructions, checked_system
@@ -34,6 +35,7 @@ from agentloop.engine.session import Session
 from agentloop.engine.stream import RunStream
 from agentloop.engine.toolsets import Toolsets
 from agentloop.errors import InvalidInput, MemoryBackendError
+from agentloop.guardrails import Guardrail
 from agentloop.hooks import Approver, Hook
 from agentloop.messages import Message
 from agentloop.model import ModelClient, ModelSettings
@@ -60,6 +62,7 @@ class AgentOptions(TypedDict, total=False):
     hooks: Sequence[Hook]
     observers: Sequence[Observer]
     approver: Approver | None
+    guardrails: Sequence[Guardrail]
 
 
 class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
@@ -82,6 +85,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         hooks: Sequence[Hook] = (),
         observers: Sequence[Observer] = (),
         approver: Approver | None = None,
+        guardrails: Sequence[Guardrail] = (),
         store: Store | None = None,
         session_id: str | None = None,
         history: Sequence[Message] | None = None,
@@ -101,6 +105,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         hooks: Sequence[Hook] = (),
         observers: Sequence[Observer] = (),
         approver: Approver | None = None,
+        guardrails: Sequence[Guardrail] = (),
         store: Store | None = None,
         session_id: str | None = None,
         history: Sequence[Message] | None = None,
@@ -120,6 +125,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         hooks: Sequence[Hook] = (),
         observers: Sequence[Observer] = (),
         approver: Approver | None = None,
+        guardrails: Sequence[Guardrail] = (),
         store: Store | None = None,
         session_id: str | None = None,
         history: Sequence[Message] | None = None,
@@ -138,6 +144,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         self._hooks = tuple(hooks)
         self._observers = tuple(observers)
         self._approver = approver
+        self._guardrails = checked_guardrails(guardrails)
         self._runner = None
         self._closer = None
         self._sync_thread = None
@@ -316,6 +323,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
             clock=self.clock,
         )
         twin.output = self.output
+        twin._guardrails = self._guardrails
         twin._toolsets = self._toolsets
         return cast("Agent[OutputT]", twin)
 

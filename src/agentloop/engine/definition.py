@@ -4,8 +4,9 @@ An ``Agent`` is built once and shared by every request of an application; each c
 ``Session`` (``agentloop.engine.session``). This module holds the shared half, so that sessions
 and the run loop depend on it and never on ``Agent`` itself: the model client (one connection
 pool for all sessions), the tools and tool sources (MCP servers), the prompt, the config, the
-output type, hooks, observers and approver, the store, and the tool breakers (a sick tool is sick
-for every session). Model health lives in the client (a ``FallbackClient``), so it is shared too.
+output type, hooks, observers, approver and guardrails, the store, and the tool breakers (a sick
+tool is sick for every session). Model health lives in the client (a ``FallbackClient``), so it
+is shared too.
 
 ``run_sync``'s private event loop is shared as well: a client's connections belong to the loop
 that opened them, so every sync call of every session runs on the one loop, from one thread at a
@@ -23,6 +24,7 @@ from typing import Any, Generic, TypeVar
 
 from agentloop.clock import Clock
 from agentloop.config import RunConfig
+from agentloop.engine.guarding import Guardrails
 from agentloop.engine.instructions import Instructions, Prompt
 from agentloop.engine.output import OutputType
 from agentloop.engine.state import Offer, RunState
@@ -63,6 +65,8 @@ class Definition(Generic[OutputT]):
     _hooks: tuple[Hook, ...]
     _observers: tuple[Observer, ...]
     _approver: Approver | None
+    _guardrails: Guardrails | None
+    """Input and output guardrails (``agentloop.engine.guarding``); None when there are none."""
     _runner: asyncio.Runner | None
     _closer: weakref.finalize[Any, Any] | None
     _sync_thread: int | None

@@ -18,6 +18,7 @@ from typing import Any
 from agentloop import events as ev
 from agentloop.cancel import CancelToken
 from agentloop.engine.conversation import Conversation
+from agentloop.engine.guarding import RunGuard, Services
 from agentloop.engine.instructions import evaluate
 from agentloop.engine.output import (
     ACCEPTED_TEXT,
@@ -61,7 +62,7 @@ CUT_CALL_TEXT = (
 class RunLoop:
     """The steps of one run of ``session`` over ``state`` (``agent``: its definition)."""
 
-    __slots__ = ("agent", "finalizing", "session", "state", "watches")
+    __slots__ = ("agent", "finalizing", "guarding", "session", "state", "watches")
 
     def __init__(self, session: Conversation[Any], state: RunState) -> None:
         self.session = session
@@ -69,6 +70,7 @@ class RunLoop:
         self.state = state
         self.finalizing = False
         self.watches: list[tuple[CancelToken, int]] = []
+        self.guarding = _run_guard(session, state)
 
     async def drive(self) -> Run[Any]:
         """Run to the end in a task of its own, so a cancel token can cancel it."""
@@ -131,16 +133,21 @@ class RunLoop:
             text = await evaluate(agent._prompt, context)
             state.system = state.guard.system = agent._system(text)
         state.guard.start(state.transcript, state.offer.specs)
+        if self.guarding is not None:
+            await self.guarding.start()
 
     async def _turns(self) -> None:
-        agent, session, state = self.agent, self.session, self.state
+        agent, session, state, guarding = self.agent, self.session, self.state, self.guarding
         while True:
             state.check_cancel()
             session.safety.limits.before_request(state.run, state.turn_index)
             if agent._toolsets.toolsets:
                 await agent._refresh_tools(state, starting=False)
             await state.guard.before_call(state, self._commit_compacted)
-            response = await self._model_step()
+            if guarding is None:
+                response = await self._model_step()
+            else:  # the reply waits for a pending input check's verdict
+                response = await guarding.race(self._model_step())
             if response is None:
                 continue
             turn = self._record(response)
@@ -148,6 +155,8 @@ class RunLoop:
                 done = await self._text_turn(turn, response)
             else:
                 done = await self._typed_turn(turn, response)
+            if guarding is not None:
+                guarding.release()
             state.complete_turn()
             if session._recorder is not None:
                 session._recorder.turn_completed(state.run, state.audit)
@@ -169,6 +178,8 @@ class RunLoop:
                     state.run.id, state.turn_index, model=client.model, provider=client.provider
                 )
             )
+        if self.guarding is not None:
+            self.guarding.hold()
         output = agent.output
         request = build_request(
             state,
@@ -214,6 +225,10 @@ class RunLoop:
             stop = self.session.safety.converge(self.state.run, response.text)
             if stop is not None:
                 raise stop
+            rejected = await self._guard_output(turn, response, response.text)
+            if rejected is not None:
+                self.state.append(Message.user(rejected))
+                return False
             self.state.run.output = response.text
             return True
         await self._dispatch(turn, response.tool_calls, answered=_cut_calls(response))
@@ -221,44 +236,76 @@ class RunLoop:
 
     async def _typed_turn(self, turn: Turn, response: ModelResponse) -> bool:
         """A typed turn: a valid answer ends the run; an invalid one is soft feedback."""
-        state, output = self.state, self.agent.output
-        assert output is not None
         calls = response.tool_calls
-        offered = FINAL_RESULT in state.offer.names
+        offered = FINAL_RESULT in self.state.offer.names
         finals = [c for c in calls if c.name == FINAL_RESULT and offered]
-        truncated = response.stop_reason in TRUNCATION_REASONS
         if finals:
-            try:
-                if truncated:
-                    raise InvalidOutput(TRUNCATED_TEXT)
-                value = output.from_arguments(finals[0].arguments)
-            except InvalidOutput as invalid:
-                self._invalid_output(invalid.text)
-                answered = {**_cut_calls(response), **{c.id: invalid.text for c in finals}}
-                await self._dispatch(turn, calls, answered=answered)
-                return False
-            accepted = finals[0]
-            turn.tool_results = [
-                ToolResultPart(c.id, c.name, ACCEPTED_TEXT if c is accepted else NOT_EXECUTED_TEXT)
-                for c in calls
-            ]
-            state.append(Message.tool_results(turn.tool_results))
-            state.run.output = value
-            return True
+            return await self._final_call(turn, response, finals)
         if calls:
             await self._dispatch(turn, calls, answered=_cut_calls(response))
             return False
+        return await self._text_answer(turn, response, offered)
+
+    async def _final_call(
+        self, turn: Turn, response: ModelResponse, finals: Sequence[ToolCallPart]
+    ) -> bool:
+        """An answer by ``final_result``: valid and past the output guardrails, it is the output."""
+        state, output = self.state, self.agent.output
+        assert output is not None
+        try:
+            if response.stop_reason in TRUNCATION_REASONS:
+                raise InvalidOutput(TRUNCATED_TEXT)
+            value = output.from_arguments(finals[0].arguments)
+        except InvalidOutput as invalid:
+            self._invalid_output(invalid.text)
+            return await self._answer_again(turn, response, finals, invalid.text)
+        rejected = await self._guard_output(turn, response, value)
+        if rejected is not None:
+            return await self._answer_again(turn, response, finals, rejected)
+        accepted = finals[0]
+        turn.tool_results = [
+            ToolResultPart(c.id, c.name, ACCEPTED_TEXT if c is accepted else NOT_EXECUTED_TEXT)
+            for c in response.tool_calls
+        ]
+        state.append(Message.tool_results(turn.tool_results))
+        state.run.output = value
+        return True
+
+    async def _answer_again(
+        self, turn: Turn, response: ModelResponse, finals: Sequence[ToolCallPart], text: str
+    ) -> bool:
+        """The ``final_result`` calls get ``text`` (soft); the turn's other calls run."""
+        answered = {**_cut_calls(response), **{c.id: text for c in finals}}
+        await self._dispatch(turn, response.tool_calls, answered=answered)
+        return False
+
+    async def _text_answer(self, turn: Turn, response: ModelResponse, offered: bool) -> bool:
+        """A typed answer in the reply's text (``"native"``/``"text"`` mode, or a missed tool)."""
+        state, output = self.state, self.agent.output
+        assert output is not None
         try:
             if offered:
                 raise InvalidOutput(CALL_FINAL_RESULT_TEXT)
-            if truncated:
+            if response.stop_reason in TRUNCATION_REASONS:
                 raise InvalidOutput(TRUNCATED_TEXT)
-            state.run.output = output.from_text(response.text)
+            value = output.from_text(response.text)
         except InvalidOutput as invalid:
             self._invalid_output(invalid.text)
             state.append(Message.user(invalid.text))
             return False
+        rejected = await self._guard_output(turn, response, value)
+        if rejected is not None:
+            state.append(Message.user(rejected))
+            return False
+        state.run.output = value
         return True
+
+    async def _guard_output(self, turn: Turn, response: ModelResponse, value: Any) -> str | None:
+        """The output guardrails on an answer: None to accept it, else the soft rejection."""
+        guarding = self.guarding
+        if guarding is None or not guarding.guardrails.output:
+            return None
+        return await guarding.check_output(turn, response, value)
 
     def _invalid_output(self, text: str) -> None:
         """Count an invalid answer; past ``output_retries`` more tries the run ends."""
@@ -275,7 +322,9 @@ class RunLoop:
         answered: Mapping[str, str] = _NONE,
     ) -> None:
         """Run the turn's tool calls; a call in ``answered`` (by id) gets that soft text."""
-        dispatcher, state = self.session._dispatcher, self.state
+        dispatcher, state, guarding = self.session._dispatcher, self.state, self.guarding
+        if guarding is not None:
+            guarding.release()  # not the answer: what the reply streamed goes out now
         if answered:
             runnable = [c for c in calls if c.id not in answered]
             done = await dispatcher.dispatch_turn(state, runnable) if runnable else []
@@ -285,6 +334,8 @@ class RunLoop:
             ]
         else:
             results = await dispatcher.dispatch_turn(state, calls)
+        if guarding is not None and guarding.guardrails.screens:
+            await guarding.screen(calls, results, skip=answered)
         turn.tool_results = results
         state.append(Message.tool_results(results))
 
@@ -300,9 +351,8 @@ class RunLoop:
         """Record how the run ended, commit its history, tell hooks and observers."""
         agent, session, state = self.agent, self.session, self.state
         self.finalizing = True
+        await self._stop_watching()
         session._active = None
-        for token, handle in self.watches:
-            token.unwatch(handle)
         run = state.run
         run.ended_at = agent.clock.time()
         run.stop_reason = error
@@ -329,6 +379,13 @@ class RunLoop:
             bus.detach(state.listener)
         if session._cancel.cancelled:
             session._cancel.reset()
+
+    async def _stop_watching(self) -> None:
+        """Stop a pending guardrail check (nothing it held goes out) and the cancel watches."""
+        if self.guarding is not None:
+            await self.guarding.close()
+        for token, handle in self.watches:
+            token.unwatch(handle)
 
     async def _run_end_hooks(self) -> None:
         for hook in self.agent._hooks:
@@ -358,6 +415,23 @@ def _cut_calls(response: ModelResponse) -> Mapping[str, str]:
         for c in response.tool_calls
         if INVALID_JSON_KEY in c.arguments
     }
+
+
+def _run_guard(session: Conversation[Any], state: RunState) -> RunGuard | None:
+    """The run's guardrail work; None (nothing to pay) for an agent without guardrails."""
+    agent = session.agent
+    if agent._guardrails is None:
+        return None
+    services = Services(
+        bus=session._bus,
+        session_id=session.id,
+        client=agent.client,
+        clock=agent.clock,
+        limits=session.safety.limits,
+        output_retries=agent.config.output_retries,
+        journal=session._journal,
+    )
+    return RunGuard(agent._guardrails, state, services)
 
 
 def _internal(exc: Exception) -> InternalError:

@@ -24,6 +24,7 @@ are tool results the model reads. The tree::
     ├── FallbackExhausted(retry_after)
     ├── Cancelled
     ├── ModelRefused(reason, text)     the provider refused or blocked the reply (never retried)
+    ├── GuardrailTripped(guardrail, reason)   an input or output guardrail tripped
     ├── ReflectionError, MemoryBackendError, PhaseFailed(phase, message), LockPoisoned(what),
     │   InternalError
     └── ProviderError(message, *, provider, status_code, retry_after, request_id, phase,
@@ -64,6 +65,7 @@ from agentloop.errors._base import (
     ContextExceeded,
     ConversationSummary,
     FallbackExhausted,
+    GuardrailTripped,
     InternalError,
     InvalidInput,
     LockPoisoned,
@@ -119,6 +121,7 @@ __all__ = [
     "ConversationSummary",
     "FailurePhase",
     "FallbackExhausted",
+    "GuardrailTripped",
     "InsufficientCredits",
     "InternalError",
     "InvalidInput",

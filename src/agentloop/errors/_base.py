@@ -300,6 +300,23 @@ class ModelRefused(AgentLoopError):
         self.text = text
 
 
+class GuardrailTripped(AgentLoopError):
+    """An input or output guardrail tripped (SPEC 19): a gate said no, or could not say yes.
+
+    ``guardrail`` is the guardrail's name; ``reason`` is why: the check's own words, or what
+    went wrong with the check (it raised, timed out, or answered something other than None or a
+    str). Not recoverable: the same input or answer trips again; a person decides what next.
+    """
+
+    recoverability = "human"
+
+    def __init__(self, guardrail: str, reason: str) -> None:
+        super().__init__(f"Guardrail '{guardrail}' tripped: {reason}")
+        self.args = (guardrail, reason)
+        self.guardrail = guardrail
+        self.reason = reason
+
+
 class FallbackExhausted(AgentLoopError):
     """Every model in the fallback chain is spent while cooldowns run (nothing was sent)."""
 
