@@ -54,6 +54,7 @@ KEY = "twin-key"
 CLOSED = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"],
           "additionalProperties": False}  # fmt: skip
 LOOSE = {"type": "object", "properties": {"q": {"type": "string"}}}
+FREE = {"type": "object", "additionalProperties": {"type": "string"}}  # strict mode cannot say it
 
 
 @tool
@@ -96,7 +97,7 @@ def test_the_request_carries_the_whole_transcript_in_order_and_keeps_no_state() 
         Message("assistant", (thought, TextPart("looking"), ToolCallPart("c1", "look", {"q": 1}))),
         Message.tool_results([ToolResultPart("c1", "look", "found 1")]),
     )
-    tools = [ToolSpec("look", "Look.", CLOSED), ToolSpec("loose", "Loose.", LOOSE)]
+    tools = [ToolSpec("look", "Look.", CLOSED), ToolSpec("free", "Free.", FREE)]
     payload = encode_request(request(*transcript, tools=tools, system="sys"), "gpt-5")
     assert payload["store"] is False and payload["instructions"] == "sys\n\nbe brief"
     assert payload["input"] == [
@@ -107,7 +108,8 @@ def test_the_request_carries_the_whole_transcript_in_order_and_keeps_no_state() 
         {"type": "function_call", "call_id": "c1", "name": "look", "arguments": '{"q": 1}'},
         {"type": "function_call_output", "call_id": "c1", "output": "found 1"},
     ]  # fmt: skip
-    assert [t["strict"] for t in payload["tools"]] == [True, False]  # strict where it holds
+    assert [t["strict"] for t in payload["tools"]] == [True, False]  # said either way
+    assert payload["tools"][1]["parameters"] == FREE
     assert payload["tools"][0] == {"type": "function", "name": "look", "description": "Look.",
                                    "parameters": CLOSED, "strict": True}  # fmt: skip
 
@@ -313,6 +315,27 @@ def test_stream_errors_are_typed() -> None:
 
 
 # --- whole loops through the twin ----------------------------------------------------------
+
+
+async def test_strict_tools_get_their_optional_arguments_back_as_absent(
+    twin: tuple[ResponsesTwin, str],
+) -> None:
+    """The shared strict rewrite: optional properties go nullable, and their nulls are dropped."""
+    state, url = twin
+    got: list[tuple[str, int]] = []
+
+    @tool
+    def search(q: str, limit: int = 5) -> str:
+        """Search."""
+        got.append((q, limit))
+        return "hits"
+
+    state.script = [Reply(calls=[("search", {"q": "x", "limit": None})]), Reply(text="done")]
+    async with client_for(url) as client:
+        run = await Agent(client, tools=[search]).run("find x")
+    assert run.output == "done" and got == [("x", 5)]
+    sent = state.received[0].body["tools"][0]
+    assert sent["strict"] is True and sent["parameters"]["required"] == ["q", "limit"]
 
 
 class Thoughts(Observer):

@@ -1,24 +1,26 @@
 """Encoding a request for OpenAI's Responses API: the transcript as input items, the settings.
 
 Pure (no I/O): ``encode_request`` is the whole mapping, which ``responses.py`` documents and
-re-exports. Each message is encoded once (``Message.encoded``) and reused on later turns; a tool
-or output schema's strict check runs once per spec object.
+re-exports. Each message is encoded once (``Message.encoded``) and reused on later turns; tool
+and output schemas go through the strict-mode rewrite Chat Completions uses
+(``_openai_chat_strict``, cached per schema object).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from agentloop.errors import ConfigurationError, TranscriptError
 from agentloop.messages import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 from agentloop.model import INVALID_JSON_KEY, ModelRequest, ModelSettings, OutputSpec, ToolSpec
+from agentloop.providers._openai_chat_strict import strict_schema
 from agentloop.providers._responses_reply import PROVIDER
 from agentloop.providers.openai import prompt_cache_key
 from agentloop.providers.profiles import ModelProfile, check_settings, merge_body, profile_for
 
-__all__ = ["REASONING_SUMMARIES", "encode_request", "strict_ready"]
+__all__ = ["REASONING_SUMMARIES", "encode_request"]
 
 REASONING_SUMMARIES = ("auto", "concise", "detailed")
 """The ``reasoning.summary`` values the API takes."""
@@ -106,66 +108,26 @@ def _encode_message(message: Message) -> tuple[dict[str, Any], ...]:
     return ()
 
 
-def strict_ready(schema: Mapping[str, Any]) -> bool:
-    """Whether ``schema`` already meets strict mode's rules (provider-rules OpenAI 5).
-
-    Every object schema (``type: object`` or with ``properties``) must say
-    ``additionalProperties: false`` and require every property. The walk is iterative, so no
-    schema is too deep for it; anything it does not recognise is left to the provider.
-    """
-    stack: list[object] = [schema]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-            continue
-        if not isinstance(node, Mapping):
-            continue
-        properties = node.get("properties")
-        if node.get("type") == "object" or isinstance(properties, Mapping):
-            names = set(properties) if isinstance(properties, Mapping) else set()
-            required = node.get("required")
-            if node.get("additionalProperties") is not False:
-                return False
-            if not isinstance(required, list) or set(required) != names:
-                return False
-        stack.extend(node.values())
-    return True
-
-
-_STRICT_CACHE: dict[int, tuple[object, dict[str, Any]]] = {}
-_STRICT_CACHE_SIZE = 512
-
-
-def _cached(key: Any, build: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
-    """``build(key)`` once per spec object: a run advertises the same specs every turn."""
-    hit = _STRICT_CACHE.get(id(key))
-    if hit is not None and hit[0] is key:
-        return hit[1]
-    if len(_STRICT_CACHE) >= _STRICT_CACHE_SIZE:
-        _STRICT_CACHE.clear()
-    value: dict[str, Any] = build(key)
-    _STRICT_CACHE[id(key)] = (key, value)
-    return value
-
-
-def _tool(spec: ToolSpec) -> dict[str, Any]:
+def _tool(spec: ToolSpec, strict: bool) -> dict[str, Any]:
+    """A function tool; ``strict`` is always said (this API takes an unmarked tool as strict)."""
+    schema = strict_schema(spec.parameters) if strict else None
     return {
         "type": "function",
         "name": spec.name,
         "description": spec.description,
-        "parameters": dict(spec.parameters),
-        "strict": strict_ready(spec.parameters),
+        "parameters": dict(schema.schema if schema else spec.parameters),
+        "strict": schema.strict if schema else False,
     }
 
 
-def _text_format(output: OutputSpec) -> dict[str, Any]:
+def _text_format(output: OutputSpec, strict: bool) -> dict[str, Any]:
+    schema = strict_schema(output.schema) if strict else None
     return {
         "format": {
             "type": "json_schema",
             "name": output.name,
-            "schema": dict(output.schema),
-            "strict": strict_ready(output.schema),
+            "schema": dict(schema.schema if schema else output.schema),
+            "strict": schema.strict if schema else False,
         }
     }
 
@@ -237,14 +199,14 @@ def encode_request(
         payload["include"] = list(_INCLUDE)
     if system:
         payload["instructions"] = "\n\n".join(text for text in system if text)
+    profile = profile or profile_for(PROVIDER, name)
     if request.tools:
-        payload["tools"] = [_cached(spec, _tool) for spec in request.tools]
+        payload["tools"] = [_tool(spec, profile.strict_schema) for spec in request.tools]
     if stream:
         payload["stream"] = True
     if request.output is not None:
-        payload["text"] = _cached(request.output, _text_format)
+        payload["text"] = _text_format(request.output, profile.strict_schema)
     if cache_key and request.settings.cache and request.session_id:
         payload["prompt_cache_key"] = prompt_cache_key(request.session_id)
-    profile = profile or profile_for(PROVIDER, name)
     _apply_settings(payload, request.settings, name, profile, reasoning_summary)
     return payload

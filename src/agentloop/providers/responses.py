@@ -29,10 +29,13 @@ Request mapping:
   ``"auto"`` by default; ``None`` for an organisation OpenAI has not verified, which it refuses
   summaries). ``tool_choice`` is ``auto``/``required``/``none`` or a function's name;
   ``extra_body`` merges in last (``profiles.merge_body``, recursively).
-- Tools are function tools, and a tool's schema and native structured output (``text.format``
-  ``json_schema``) are sent ``strict`` exactly when the schema already meets strict mode's rules
-  (every object closed with ``additionalProperties: false`` and requiring all its properties):
-  this API treats an unmarked tool as strict, which a looser schema fails with a 400.
+- Tools are function tools; a tool's schema and native structured output (``text.format``
+  ``json_schema``) go through the strict-mode rewrite Chat Completions uses
+  (``_openai_chat_strict``: every object closed and requiring all its properties, optional ones
+  made nullable) and are sent ``strict: true`` when it succeeds, else as given with ``strict:
+  false``; the nulls strict mode makes the model send for optional properties are dropped from
+  the reply (``_openai_chat_restore``), so defaults apply. ``strict`` is always said: this API
+  takes an unmarked tool as strict, which a looser schema fails with a 400.
 - With ``ModelSettings.cache`` and a session, api.openai.com also gets ``prompt_cache_key``
   (``openai.prompt_cache_key``).
 
@@ -50,17 +53,14 @@ from urllib.parse import urlsplit
 from agentloop.errors import ConfigurationError
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
 from agentloop.providers._client import HttpClient, check_client, check_key_characters
+from agentloop.providers._openai_chat_restore import restore_optional
 from agentloop.providers._responses_reply import (
     PROVIDER,
     ResponsesStream,
     failure,
     parse_response,
 )
-from agentloop.providers._responses_request import (
-    REASONING_SUMMARIES,
-    encode_request,
-    strict_ready,
-)
+from agentloop.providers._responses_request import REASONING_SUMMARIES, encode_request
 from agentloop.providers.profiles import ModelProfile, profile_for
 
 __all__ = [
@@ -70,7 +70,6 @@ __all__ = [
     "encode_request",
     "failure",
     "parse_response",
-    "strict_ready",
 ]
 
 _CACHE_KEY_HOSTS = frozenset({"api.openai.com"})
@@ -183,11 +182,17 @@ class OpenAIResponsesClient(HttpClient):
             profile=profile,
         )
 
+    def _restored(self, response: ModelResponse, request: ModelRequest) -> ModelResponse:
+        """The reply with strict mode's filled nulls dropped (only where schemas went strict)."""
+        if not self._profile(request.model or self._model).strict_schema:
+            return response
+        return restore_optional(response, request)
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request`` and return the complete reply."""
         reply = await self._transport.post_json(self.url, self._payload(request, False))
         with self._redacting():
-            return parse_response(
+            response = parse_response(
                 reply.data,
                 reply.text,
                 provider=self._provider,
@@ -195,6 +200,7 @@ class OpenAIResponsesClient(HttpClient):
                 request_id=reply.request_id,
                 redactor=self._transport.redact,
             )
+        return self._restored(response, request)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream ``request``: text, reasoning and tool-call deltas, then ``done``."""
@@ -212,4 +218,4 @@ class OpenAIResponsesClient(HttpClient):
                         for delta in state.feed(event.data):
                             yield delta
             response = state.response()
-        yield StreamEvent("done", response=response)
+        yield StreamEvent("done", response=self._restored(response, request))
