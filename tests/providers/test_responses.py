@@ -415,6 +415,9 @@ async def test_the_twin_refuses_a_call_sent_without_its_reasoning(
         tampered = Message("assistant", (forged, call))
         with pytest.raises(BadRequestError, match="could not be verified"):
             await client.complete(request(Message.user("go"), tampered, results))
+        alone = Message("assistant", (thought,))  # its call cut away: nothing follows it
+        with pytest.raises(BadRequestError, match="without its required following item"):
+            await client.complete(request(Message.user("go"), alone, Message.user("again")))
 
 
 async def test_the_twin_enforces_the_parameters_it_documents(

@@ -17,8 +17,9 @@ breaks one as OpenAI does, with its status and its error body ``{"error": {"mess
    - a ``function_call`` the twin issued after reasoning item ``rs_X``, sent without ``rs_X``
      before it (since the last user message or tool output): 400 "Item 'fc_...' of type
      'function_call' was provided without its required 'reasoning' item: 'rs_X'.";
-   - a reasoning item with no item after it: 400 "Item 'rs_...' of type 'reasoning' was
-     provided without its required following item.";
+   - a reasoning item not followed by the output it produced (an assistant message or a
+     function call): 400 "Item 'rs_...' of type 'reasoning' was provided without its required
+     following item.";
    - a reasoning item without ``encrypted_content`` (the twin stores nothing, as with
      ``store: false``): 404 "Item with id 'rs_...' not found. Items are not persisted when
      `store` is set to false. ...";
@@ -292,7 +293,11 @@ class ResponsesTwin:
         if content != encrypt(rs):
             short = f"{content[:4]}...{content[-4:]}"
             raise Refusal(400, UNVERIFIED.format(short=short), "invalid_encrypted_content")
-        if not after or after[0].get("type") == "reasoning":
+        following = after[0] if after else {}
+        output = following.get("type") == "function_call" or (
+            following.get("type", "message") == "message" and following.get("role") == "assistant"
+        )
+        if not output:  # the item a reasoning item produced comes right after it
             raise Refusal(400, NO_FOLLOWING.format(rs=rs), None, "input")
 
     def _call(self, item: Mapping[str, Any], reasonings: set[str]) -> None:
