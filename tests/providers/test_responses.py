@@ -297,6 +297,12 @@ def test_a_stream_assembles_its_items_when_the_terminal_event_brings_none() -> N
     )
 
 
+def test_an_event_named_only_by_its_sse_name_is_read() -> None:
+    state = ResponsesStream(provider="openai", model="gpt-5")
+    delta = state.feed(json.dumps({"output_index": 0, "delta": "hi"}), "response.output_text.delta")
+    assert [e.text for e in delta] == ["hi"]
+
+
 def test_stream_errors_are_typed() -> None:
     with pytest.raises(RateLimited):
         feed({"type": "error", "code": "rate_limit_exceeded", "message": "slow", "param": None})

@@ -296,19 +296,21 @@ class ResponsesStream:
         """True once the terminal event arrived."""
         return self.result is not None
 
-    def feed(self, data: str) -> list[StreamEvent]:
-        """One SSE ``data`` payload; returns the deltas it carries."""
+    def feed(self, data: str, name: str | None = None) -> list[StreamEvent]:
+        """One SSE event's ``data`` (and its ``event:`` name); returns the deltas it carries.
+
+        The event's kind is its ``type`` field, else its SSE name (a server may send only one).
+        """
         self.count += 1
         if not data.strip() or data.strip() == "[DONE]":
             return []
         try:
             event = as_object(loads(data, "stream event"), "stream event")
-            return self._event(event)
+            return self._event(event, event.get("type") or name)
         except WireError as exc:
             raise self._bad(f"malformed stream event ({exc})", data) from exc
 
-    def _event(self, event: Mapping[str, Any]) -> list[StreamEvent]:
-        kind = event.get("type")
+    def _event(self, event: Mapping[str, Any], kind: object) -> list[StreamEvent]:
         if kind in _TERMINAL:
             self._finish(as_object(event.get("response"), "response"))
         elif kind == "response.output_text.delta":

@@ -215,7 +215,7 @@ class OpenAIResponsesClient(HttpClient):
                 state.request_id = events.request_id
                 async for event in events:  # drained to the end so the connection is reused
                     if not state.finished:
-                        for delta in state.feed(event.data):
+                        for delta in state.feed(event.data, event.event):
                             yield delta
             response = state.response()
         yield StreamEvent("done", response=self._restored(response, request))
