@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 from collections.abc import Callable, Mapping
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 from agentloop import Agent, ModelSettings, RunConfig, tool
+from agentloop.errors import ModelRefused
 from agentloop.messages import Message, ToolCallPart, ToolResultPart, Usage
 from agentloop.model import ModelRequest, ToolSpec
 from agentloop.providers import anthropic, gemini, openai
@@ -35,8 +37,12 @@ OPENAI_SSE = sorted((FIXTURES / "openai-python/chat-completions-sse").glob("*.ss
 # --- usage from recorded traffic and from the specs' shapes ------------------------------------
 
 
-def _anthropic_stream(text: str) -> AnthropicStreamState:
+def _anthropic_stream(
+    text: str, keep: list[AnthropicStreamState] | None = None
+) -> AnthropicStreamState:
     state = AnthropicStreamState()
+    if keep is not None:
+        keep.append(state)
     decoder = SSEDecoder()
     for event in [*decoder.feed(text.encode()), *decoder.close()]:
         state.feed(event)
@@ -72,7 +78,9 @@ def test_recorded_anthropic_replies_decode_cache_fields(path: Path) -> None:
 
 @pytest.mark.parametrize("path", ANTHROPIC_SSE, ids=lambda p: p.name)
 def test_recorded_anthropic_streams_decode_cache_fields(path: Path) -> None:
-    state = _anthropic_stream(path.read_text())
+    with contextlib.suppress(ModelRefused):  # a refusal raises at message_stop, usage is in
+        _anthropic_stream(path.read_text(), keep := [])
+    state = keep[0]
     # the last usage object that carries prompt fields (start, or a later delta)
     prompt: dict[str, Any] = {}
     for line in path.read_text().splitlines():
@@ -92,7 +100,13 @@ def test_recorded_anthropic_streams_decode_cache_fields(path: Path) -> None:
 def test_recorded_openai_streams_decode_usage(path: Path) -> None:
     accumulator = ChatStreamAccumulator(provider="openai", model="gpt-4o")
     decoder = SSEDecoder()
-    for event in [*decoder.feed(path.read_bytes()), *decoder.close()]:
+    events = [*decoder.feed(path.read_bytes()), *decoder.close()]
+    if "refusal" in path.name:  # SPEC 16: the refusal raises as it arrives
+        with pytest.raises(ModelRefused):
+            for event in events:
+                accumulator.feed(event.data)
+        return
+    for event in events:
         accumulator.feed(event.data)
     usage = accumulator.response().usage
     assert usage.input_tokens > 0 and usage.cache_read_tokens == 0  # 2024 traffic: no cache

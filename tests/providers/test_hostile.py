@@ -24,7 +24,7 @@ from aiohttp import web
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentloop.errors import FailurePhase, ProviderError, ResponseInvalid
+from agentloop.errors import FailurePhase, ModelRefused, ProviderError, ResponseInvalid
 from agentloop.messages import Message
 from agentloop.model import ModelClient, ModelRequest, ModelResponse
 from agentloop.providers._http import MAX_ERROR_BODY, error_for_status
@@ -171,7 +171,8 @@ def cut(data: st.DataObject, text: str) -> str:
 
 
 def check_outcome(run: Callable[[], ModelResponse], sent: str, *, redacted: bool = True) -> None:
-    """A ``ModelResponse``, or a ``ProviderError``: ``ResponseInvalid`` unless an error was sent.
+    """A ``ModelResponse``, or a ``ProviderError``: ``ResponseInvalid`` unless an error was sent;
+    ``ModelRefused`` when the body holds a refusal.
 
     ``redacted``: the key must appear nowhere in the error (the anthropic and gemini decoders
     leave that to their client, so their pure tests pass False).
@@ -182,6 +183,8 @@ def check_outcome(run: Callable[[], ModelResponse], sent: str, *, redacted: bool
         assert error.phase is FailurePhase.BODY and error.request_sent is True, repr(error)
         if redacted:
             check_redacted(error)
+    except ModelRefused as refused:  # SPEC 16: a refusal is never an answer
+        assert "refusal" in sent or "content_filter" in sent, repr(refused)
     except ProviderError as error:
         assert "error" in sent, f"{error!r} for a body without an error object"
         if redacted:
