@@ -12,11 +12,8 @@
   transcript, the run record and the events keep a placeholder instead of its text and
   ``final_result`` arguments. ``retry=True`` makes it the soft ``Output rejected: <reason>``,
   counted with invalid outputs in ``output_retries``.
-- **Holdback**: with output guardrails, the bus holds every event from a model call on, until
-  the reply is known not to be the answer (a tool call streams in, when tools can only mean
-  "not done"; or the engine dispatches) or the answer passed; then the held events go out in
-  order. A withheld answer's ``TextDelta`` and ``final_result`` ``ToolCallDelta`` events never
-  go out, and its ``ModelResponded`` goes out with the placeholder.
+- **Holdback** (``agentloop.engine.holdback``): with output guardrails, a model call's events
+  wait until the reply is known not to be the answer, or the answer passed.
 
 Checks of one kind run concurrently; the first hard trip cancels the rest. Each verdict is a
 ``GuardrailChecked`` event. A check's model calls through ``ctx.client`` count in the run's
@@ -26,20 +23,20 @@ usage and budget.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Container, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 from agentloop import events as ev
 from agentloop.clock import Clock
+from agentloop.engine.holdback import CUT_SHORT_TEXT, WITHHELD_TEXT, Holdback, withheld
 from agentloop.engine.journal import Journal
 from agentloop.engine.limits import Limits
 from agentloop.engine.output import FINAL_RESULT
 from agentloop.engine.state import RunState
 from agentloop.errors import ConfigurationError, GuardrailTripped
 from agentloop.guardrails import Guardrail, GuardrailContext, InputGuardrail, OutputGuardrail
-from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart, Usage
+from agentloop.messages import ToolCallPart, ToolResultPart, Usage
 from agentloop.model import ModelClient, ModelResponse
 from agentloop.observers import EventBus
 from agentloop.run import Turn
@@ -47,9 +44,7 @@ from agentloop.run import Turn
 __all__ = [
     "INPUT_PASSED",
     "REJECTED_TEXT",
-    "WITHHELD_TEXT",
     "Guardrails",
-    "Holdback",
     "RunGuard",
     "Services",
     "checked_guardrails",
@@ -57,9 +52,6 @@ __all__ = [
 
 REJECTED_TEXT = "Output rejected: {reason}"
 """What the model reads for an answer an ``OutputGuardrail(retry=True)`` rejected (soft)."""
-WITHHELD_TEXT = "[answer withheld: rejected by guardrail '{name}']"
-"""What stands in the transcript, the run record and the events for a rejected answer."""
-CUT_SHORT_TEXT = "[reply withheld: the run ended before its output guardrails passed]"
 INPUT_PASSED = "guardrails/input"
 """The journal key that says this run's input guardrails passed (not run again on continue)."""
 
@@ -113,85 +105,6 @@ class _Trip(NamedTuple):
 
     def error(self) -> GuardrailTripped:
         return GuardrailTripped(self.guardrail.name, self.reason)
-
-
-def withheld(message: Message, note: str) -> Message:
-    """``message`` with its text replaced by ``note`` and its ``final_result`` arguments emptied."""
-    parts: list[Any] = []
-    noted = False
-    for part in message.parts:
-        if isinstance(part, TextPart):
-            if not noted:
-                parts.append(TextPart(note))
-                noted = True
-        elif isinstance(part, ToolCallPart) and part.name == FINAL_RESULT:
-            parts.append(dataclasses.replace(part, arguments={}))
-        else:
-            parts.append(part)
-    if not noted and not message.tool_calls:
-        parts.append(TextPart(note))
-    return Message(message.role, tuple(parts))
-
-
-class Holdback:
-    """The bus's gate while a reply may be the answer: holds events, then releases or drops.
-
-    ``early``: a tool call means the reply is not the answer (no ``final_result`` is offered),
-    so the first ``ToolCallDelta`` releases everything held.
-    """
-
-    __slots__ = ("bus", "early", "finals", "held")
-
-    def __init__(self, bus: EventBus) -> None:
-        self.bus = bus
-        self.early = False
-        self.held: list[ev.Event] = []
-        self.finals: set[int] = set()
-
-    def start(self, early: bool) -> None:
-        """Hold from now on (only when someone listens)."""
-        if self.bus.active and self.bus.gate is None:
-            self.early = early
-            self.held = []
-            self.finals = set()
-            self.bus.gate = self
-
-    def __call__(self, event: ev.Event) -> bool:
-        """The bus's gate: True when the event is held."""
-        if type(event) is ev.ToolCallDelta and event.name is not None:
-            if self.early:
-                self.release()
-                return False
-            if event.name == FINAL_RESULT:
-                self.finals.add(event.index)
-        self.held.append(event)
-        return True
-
-    def release(self) -> None:
-        """Deliver everything held, in order, and stop holding."""
-        bus = self.bus
-        if bus.gate is not self:
-            return
-        bus.gate = None
-        held, self.held = self.held, []
-        for event in held:
-            bus.emit(event)
-
-    def drop(self, note: str) -> None:
-        """Release what carries none of the reply's text; ``ModelResponded`` with ``note``."""
-        kept: list[ev.Event] = []
-        for event in self.held:
-            kind = type(event)
-            if kind is ev.TextDelta or (kind is ev.ToolCallDelta and event.index in self.finals):  # type: ignore[attr-defined]
-                continue
-            if isinstance(event, ev.ModelResponded):
-                message = withheld(event.response.message, note)
-                event = dataclasses.replace(
-                    event, response=dataclasses.replace(event.response, message=message)
-                )
-            kept.append(event)
-        self.held = kept
-        self.release()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,10 +1,11 @@
 """One run of a session (``agentloop.engine.conversation``), as a short sequence of named steps.
 
-A run: start (tools listed, the record begun, ``RunStarted``) → per turn (cancel checkpoint →
-tool sources refreshed → the context guard compacts if needed → the limits gate → the model
-step → record → answer or dispatch) until an answer → finalize. Every exit goes through
-``finalize``, which records ``stop_reason`` and commits history three ways (success: all;
-cannot-fit family: nothing; anything else: the completed turns).
+A run: start (tools listed, the record begun, ``RunStarted``, input guardrails) → per turn
+(cancel checkpoint → tool sources refreshed → the context guard compacts if needed → the limits
+gate → the model step, beside a parallel input guardrail → record → the answer, past the output
+guardrails, or dispatch) until an answer → finalize. Every exit goes through ``finalize``, which
+records ``stop_reason`` and commits history three ways (success: all; cannot-fit family:
+nothing; anything else: the completed turns). Guardrails: ``agentloop.engine.guarding``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,108 @@
+"""The streaming holdback of output guardrails (SPEC 19): a reply's text waits for its verdict.
+
+With output guardrails, ``Holdback`` is the event bus's gate from the start of a model call:
+every event is held, in order, until the reply is known not to be the answer (a tool call
+streams in, when a tool call can only mean "not done": no ``final_result`` is offered; or the
+engine dispatches the reply's calls) or the answer passed its guardrails; then the held events
+go out as they came. A withheld answer (rejected, tripped, or cut short by the run's end) never
+goes out: its ``TextDelta`` and ``final_result`` ``ToolCallDelta`` events are dropped and its
+``ModelResponded`` carries the placeholder of ``withheld`` instead of the reply. Everything else
+held (reasoning, retries, warnings, checks) is released.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from agentloop import events as ev
+from agentloop.engine.output import FINAL_RESULT
+from agentloop.messages import Message, TextPart, ToolCallPart
+from agentloop.observers import EventBus
+
+__all__ = ["CUT_SHORT_TEXT", "WITHHELD_TEXT", "Holdback", "withheld"]
+
+WITHHELD_TEXT = "[answer withheld: rejected by guardrail '{name}']"
+"""What stands in the transcript, the run record and the events for a rejected answer."""
+CUT_SHORT_TEXT = "[reply withheld: the run ended before its output guardrails passed]"
+"""What an unchecked reply's ``ModelResponded`` carries when the run ended before its verdict."""
+
+
+def withheld(message: Message, note: str) -> Message:
+    """``message`` with its text replaced by ``note`` and its ``final_result`` arguments emptied."""
+    parts: list[Any] = []
+    noted = False
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            if not noted:
+                parts.append(TextPart(note))
+                noted = True
+        elif isinstance(part, ToolCallPart) and part.name == FINAL_RESULT:
+            parts.append(dataclasses.replace(part, arguments={}))
+        else:
+            parts.append(part)
+    if not noted and not message.tool_calls:
+        parts.append(TextPart(note))
+    return Message(message.role, tuple(parts))
+
+
+class Holdback:
+    """The bus's gate while a reply may be the answer: holds events, then releases or drops.
+
+    ``early``: a tool call means the reply is not the answer (no ``final_result`` is offered),
+    so the first ``ToolCallDelta`` releases everything held.
+    """
+
+    __slots__ = ("bus", "early", "finals", "held")
+
+    def __init__(self, bus: EventBus) -> None:
+        self.bus = bus
+        self.early = False
+        self.held: list[ev.Event] = []
+        self.finals: set[int] = set()
+
+    def start(self, early: bool) -> None:
+        """Hold from now on (only when someone listens)."""
+        if self.bus.active and self.bus.gate is None:
+            self.early = early
+            self.held = []
+            self.finals = set()
+            self.bus.gate = self
+
+    def __call__(self, event: ev.Event) -> bool:
+        """The bus's gate: True when the event is held."""
+        if type(event) is ev.ToolCallDelta and event.name is not None:
+            if self.early:
+                self.release()
+                return False
+            if event.name == FINAL_RESULT:
+                self.finals.add(event.index)
+        self.held.append(event)
+        return True
+
+    def release(self) -> None:
+        """Deliver everything held, in order, and stop holding."""
+        bus = self.bus
+        if bus.gate is not self:
+            return
+        bus.gate = None
+        held, self.held = self.held, []
+        for event in held:
+            bus.emit(event)
+
+    def drop(self, note: str) -> None:
+        """Release what carries none of the reply's text; ``ModelResponded`` with ``note``."""
+        kept: list[ev.Event] = []
+        for event in self.held:
+            if isinstance(event, ev.TextDelta):
+                continue
+            if isinstance(event, ev.ToolCallDelta) and event.index in self.finals:
+                continue
+            if isinstance(event, ev.ModelResponded):
+                message = withheld(event.response.message, note)
+                event = dataclasses.replace(
+                    event, response=dataclasses.replace(event.response, message=message)
+                )
+            kept.append(event)
+        self.held = kept
+        self.release()
