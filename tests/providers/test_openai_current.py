@@ -28,7 +28,8 @@ from agentloop.errors import (
 )
 from agentloop.messages import Message, ThinkingPart, Usage
 from agentloop.model import INVALID_JSON_KEY, ModelRequest, ModelResponse, ModelSettings, ToolSpec
-from agentloop.providers.openai import OpenAIClient
+from agentloop.providers import Settings, build_client
+from agentloop.providers.openai import OpenAIClient, parse_completion
 
 from .conftest import serve_app
 from .twins.openai_chat import (
@@ -472,3 +473,36 @@ async def test_usage_counts_cached_and_reasoning_tokens(served: Served) -> None:
     for stream in (False, True):
         response = await ask(served.client(), hi(), stream)
         assert response.usage == Usage(90, 30, cache_read_tokens=64, reasoning_tokens=24)
+
+
+async def test_through_build_client_nothing_is_retried(served: Served) -> None:
+    """``RetryingClient`` (the default wrapper) passes a refused setting and a refusal through:
+    the first costs no request, the second exactly one."""
+    settings = Settings(provider="openai", model="o3", api="chat", base_url=f"{served.base}/v1")
+    client = build_client(settings)
+    with pytest.raises(ConfigurationError):
+        await client.complete(hi(settings=ModelSettings(top_p=0.5)))
+    assert served.twin.requests == []
+    served.twin.push(TwinReply(refusal="No."))
+    with pytest.raises(ModelRefused):
+        await client.complete(hi())
+    await client.aclose()
+    assert len(served.twin.requests) == 1
+
+
+def test_an_empty_refusal_is_no_refusal() -> None:
+    body: dict[str, Any] = {
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "hi", "refusal": ""},
+                "finish_reason": "stop",
+            }
+        ]
+    }
+    assert parse_completion(body, "", provider="openai", model="m").text == "hi"
+    body["choices"][0]["finish_reason"] = "content_filter"
+    body["choices"][0]["message"]["content"] = None
+    with pytest.raises(ModelRefused) as info:
+        parse_completion(body, "", provider="openai", model="m")
+    assert (info.value.reason, info.value.text) == ("content_filter", "")

@@ -27,10 +27,10 @@ Wire mapping:
   ``ThinkingPart`` is left out of the request, whichever provider wrote it. Reasoning models
   keep their reasoning between tool calls only on the Responses API.
 - Streaming sends ``stream: true`` and ``stream_options: {include_usage: true}``. Deltas of
-  choice 0 are accumulated: text (a ``refusal`` counts as text) and tool calls keyed by their
-  ``index`` (fragments of arguments are joined; parallel calls stay apart; a new id on a used
-  index is a new call, see ``ChatStreamAccumulator``). A stream is complete
-  only when ``data: [DONE]`` arrives; one that ends before it raises ``ResponseInvalid`` and is
+  choice 0 are accumulated: text (a ``refusal`` is collected apart and raised, never streamed
+  as text) and tool calls keyed by their ``index`` (fragments of arguments are joined; parallel
+  calls stay apart; a new id on a used index is a new call, see ``ChatStreamAccumulator``). A
+  stream is complete only when ``data: [DONE]`` arrives; one that ends before it raises ``ResponseInvalid`` and is
   never returned as an answer. The last ``StreamEvent`` is ``done`` with the full
   ``ModelResponse``.
 - ``ModelResponse.stop_reason`` is the provider's ``finish_reason`` string (``stop``,
