@@ -88,7 +88,8 @@ class RunOptions:
         if usage_limits is not None and not isinstance(usage_limits, Budget):
             raise InvalidInput(
                 f"usage_limits must be a Budget, got {type(usage_limits).__name__}: write "
-                "usage_limits=Budget(turns=..., tokens=..., tool_calls=...) (agentloop.safety)"
+                "usage_limits=Budget(turns=..., tokens=..., tool_calls=...) "
+                "(from agentloop import Budget)"
             )
         return cls(model_settings, usage_limits)
 
