@@ -30,9 +30,9 @@ Wire mapping:
   choice 0 are accumulated: text (a ``refusal`` is collected apart and raised, never streamed
   as text) and tool calls keyed by their ``index`` (fragments of arguments are joined; parallel
   calls stay apart; a new id on a used index is a new call, see ``ChatStreamAccumulator``). A
-  stream is complete only when ``data: [DONE]`` arrives; one that ends before it raises ``ResponseInvalid`` and is
-  never returned as an answer. The last ``StreamEvent`` is ``done`` with the full
-  ``ModelResponse``.
+  stream is complete only when ``data: [DONE]`` arrives; one that ends before it raises
+  ``ResponseInvalid`` and is never returned as an answer. The last ``StreamEvent`` is ``done``
+  with the full ``ModelResponse``.
 - ``ModelResponse.stop_reason`` is the provider's ``finish_reason`` string (``stop``,
   ``tool_calls``, ``length``...), ``usage`` maps ``prompt_tokens`` /
   ``completion_tokens`` (``input_tokens`` includes cached tokens, as ``prompt_tokens`` does),
