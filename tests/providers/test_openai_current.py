@@ -506,3 +506,12 @@ def test_an_empty_refusal_is_no_refusal() -> None:
     with pytest.raises(ModelRefused) as info:
         parse_completion(body, "", provider="openai", model="m")
     assert (info.value.reason, info.value.text) == ("content_filter", "")
+
+
+async def test_an_azure_client_named_otherwise_keeps_the_endpoint_rules(served: Served) -> None:
+    served.twin.push(TwinReply("a"))
+    azure = OpenAIClient("gpt-5-mini", base_url=f"{served.base}/openai/v1", provider="azure")
+    await ask(azure, hi(settings=ModelSettings(max_tokens=64)), stream=False)
+    assert served.twin.accepted[0]["max_completion_tokens"] == 64
+    with pytest.raises(ConfigurationError):
+        await ask(OpenAIClient("o3-pro", base_url=served.base, provider="azure"), hi(), False)

@@ -17,11 +17,11 @@ is a ``ConfigurationError`` naming the setting and the model (SPEC 16), never a 
   use the Responses API, which takes tools with any effort.
 
 The last two are rules of OpenAI's own endpoint (api.openai.com, Azure, proxies that forward
-to it), so they apply to ``provider="openai"``; OpenRouter and local servers route models
-their own way. Sampling rules apply to every provider (OpenRouter would drop the value
+to it), so they apply to every provider name but ``openrouter`` and ``ollama``, which route
+models their own way. Sampling rules apply to every provider (OpenRouter would drop the value
 silently).
 
-The output limit's wire name comes from the profile too: with ``provider="openai"``,
+The output limit's wire name comes from the profile too: but on OpenRouter and Ollama,
 ``max_completion_tokens`` for the reasoning families whatever the host (Azure and proxies too,
 which used to get ``max_tokens`` and a 400); otherwise ``max_completion_tokens`` on
 api.openai.com and ``max_tokens`` elsewhere (what OpenRouter, which translates it per model,
@@ -51,6 +51,8 @@ RESPONSES_FIX = (
 _DOTTED_GPT = re.compile(r"gpt-(\d+)\.(\d+)")
 _RESPONSES_ONLY_404 = "only supported in v1/responses"
 _PROFILE_CACHE_LIMIT = 64
+_ROUTERS = frozenset({"openrouter", "ollama"})
+"""Providers that route a model name their own way: OpenAI's endpoint rules are not theirs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +71,7 @@ class ChatRules:
         self.provider = provider
         self.host = host
         self.override = max_tokens_field
-        self.endpoint_rules = provider == "openai"
+        self.endpoint_rules = provider not in _ROUTERS
         self._models: dict[str, _ModelRules] = {}
 
     def _rules(self, model: str) -> _ModelRules:
