@@ -78,8 +78,9 @@ def test_recorded_anthropic_replies_decode_cache_fields(path: Path) -> None:
 
 @pytest.mark.parametrize("path", ANTHROPIC_SSE, ids=lambda p: p.name)
 def test_recorded_anthropic_streams_decode_cache_fields(path: Path) -> None:
+    keep: list[AnthropicStreamState] = []
     with contextlib.suppress(ModelRefused):  # a refusal raises at message_stop, usage is in
-        _anthropic_stream(path.read_text(), keep := [])
+        _anthropic_stream(path.read_text(), keep)
     state = keep[0]
     # the last usage object that carries prompt fields (start, or a later delta)
     prompt: dict[str, Any] = {}

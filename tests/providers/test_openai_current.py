@@ -195,7 +195,9 @@ async def test_refused_settings_send_nothing(
     assert served.twin.requests == []  # refused before any byte was sent
 
 
-@pytest.mark.parametrize("model", ["gpt-5-pro", "o3-pro", "gpt-5-codex"])
+@pytest.mark.parametrize(
+    "model", ["gpt-5-pro", "o3-pro", "gpt-5-codex", "gpt-5.1-codex-max", "o3-deep-research"]
+)
 async def test_a_responses_only_model_is_told_the_way(served: Served, model: str) -> None:
     with pytest.raises(ConfigurationError) as info:
         await ask(served.client(model), hi(), stream=False)
@@ -273,7 +275,7 @@ async def test_the_twin_refuses_tools_beside_an_effort(served: Served) -> None:
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
-@pytest.mark.parametrize("model", ["o3-deep-research", "gpt-5.1-codex-max"])
+@pytest.mark.parametrize("model", ["gpt-4o-deep-research", "mini-deep-research-2027"])
 async def test_a_responses_only_404_names_the_fix(served: Served, stream: bool, model: str) -> None:
     """A Responses-only model the profiles do not know: OpenAI's 404, with the way out."""
     with pytest.raises(ModelNotFound) as info:

@@ -69,7 +69,7 @@ _OPENAI_REASONING = "OpenAI reasoning models (o-series, gpt-5 family)"
 _TABLE: dict[str, tuple[tuple[str, ModelProfile], ...]] = {
     "openai": (
         (
-            r"(gpt-5(\.\d+)?-pro|o\d+-pro|.*codex)",
+            r"(gpt-5(\.\d+)?-pro|o\d+-pro|.*codex.*|o\d+-deep-research.*)",
             ModelProfile(
                 "OpenAI Responses-only models (gpt-5-pro, o3-pro, codex)",
                 max_tokens_field="max_completion_tokens",
