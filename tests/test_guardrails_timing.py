@@ -165,6 +165,40 @@ async def test_the_run_does_not_end_before_a_parallel_check_passed(streaming: bo
         assert round(now() - start, 3) == 0.3
 
 
+async def test_a_parallel_check_holds_the_first_replys_events_until_it_passed() -> None:
+    steps: Any = None
+
+    async def answer(request: ModelRequest) -> Any:
+        await asyncio.sleep(0.05)
+        return next(steps)
+
+    @tool
+    async def look() -> str:
+        """Look."""
+        return "it"
+
+    for verdict in (None, "injection"):
+        steps = iter([["Looking. ", call("look")], reply("found it")])
+        guard = InputGuardrail(slow_check(0.3, verdict), parallel=True)
+        agent = Agent(FunctionModel(answer), tools=[look], guardrails=[guard])
+        start = now()
+        got, outcome = await streamed(agent)
+        said = [(round(t - start, 3), type(e).__name__) for t, e in got
+                if isinstance(e, ev.TextDelta | ev.ToolCallDelta | ev.ModelResponded)]  # fmt: skip
+        if verdict is None:
+            assert outcome.output == "found it"
+            # the first reply was ready at 0.05; it went out with the verdict, at 0.3
+            first = said[: [k for _, k in said].index("ModelResponded") + 1]
+            assert {t for t, _ in first} == {0.3}
+            assert {k for _, k in first} == {"TextDelta", "ToolCallDelta", "ModelResponded"}
+        else:
+            assert isinstance(outcome, GuardrailTripped)
+            assert said == [(0.3, "ModelResponded")]  # the reply's text and calls never went out
+            responded = next(e for _, e in got if isinstance(e, ev.ModelResponded))
+            assert responded.response.message.tool_calls == ()
+            assert "Looking" not in repr(got)
+
+
 async def test_a_model_failure_before_the_verdict_ends_the_run_and_stops_the_check() -> None:
     cancelled: list[bool] = []
 

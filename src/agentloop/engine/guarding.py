@@ -13,7 +13,8 @@
   ``final_result`` arguments. ``retry=True`` makes it the soft ``Output rejected: <reason>``,
   counted with invalid outputs in ``output_retries``.
 - **Holdback** (``agentloop.engine.holdback``): with output guardrails, a model call's events
-  wait until the reply is known not to be the answer, or the answer passed.
+  wait until the reply is known not to be the answer, or the answer passed; with a parallel
+  input check, the first call's events also wait for the input's verdict.
 
 Checks of one kind run concurrently; the first hard trip cancels the rest. Each verdict is a
 ``GuardrailChecked`` event. A check's model calls through ``ctx.client`` count in the run's
@@ -130,7 +131,10 @@ class RunGuard:
         self.state = state
         self.services = services
         self.pending: asyncio.Task[list[_Trip]] | None = None
-        self.holdback = Holdback(services.bus) if guardrails.output else None
+        # output checks hold a reply's text until it passed; a parallel input check holds the
+        # first reply's events until the input passed (text made from an unchecked prompt)
+        held = guardrails.output or guardrails.parallel
+        self.holdback = Holdback(services.bus) if held else None
 
     # -- input ---------------------------------------------------------------------------------
 
@@ -155,6 +159,8 @@ class RunGuard:
         pending = self.pending
         if pending is None:
             return await step
+        if self.holdback is not None:
+            self.holdback.start(early=False)  # nothing of this call goes out before the verdict
         task = asyncio.get_running_loop().create_task(step)
         try:
             await asyncio.wait((task, pending), return_when=asyncio.FIRST_COMPLETED)
@@ -174,6 +180,8 @@ class RunGuard:
         if trips:
             raise trips[0].error()
         self._journal_pass()
+        if not self.guardrails.output:
+            self.release()
 
     def _input_passed(self) -> bool:
         """Whether this run already passed its input checks (``continue_run``)."""
@@ -257,7 +265,7 @@ class RunGuard:
 
     def hold(self) -> None:
         """A model call starts: hold its events (with output guardrails)."""
-        if self.holdback is not None:
+        if self.holdback is not None and self.guardrails.output:
             self.holdback.start(early=FINAL_RESULT not in self.state.offer.names)
 
     def release(self) -> None:
@@ -272,7 +280,7 @@ class RunGuard:
             pending.cancel()
             await asyncio.wait((pending,))
         if self.holdback is not None and self.holdback.bus.gate is self.holdback:
-            self.holdback.drop(CUT_SHORT_TEXT)
+            self.holdback.drop(CUT_SHORT_TEXT, whole=True)
 
     # -- the checks ----------------------------------------------------------------------------
 

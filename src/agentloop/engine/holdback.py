@@ -4,10 +4,11 @@ With output guardrails, ``Holdback`` is the event bus's gate from the start of a
 every event is held, in order, until the reply is known not to be the answer (a tool call
 streams in, when a tool call can only mean "not done": no ``final_result`` is offered; or the
 engine dispatches the reply's calls) or the answer passed its guardrails; then the held events
-go out as they came. A withheld answer (rejected, tripped, or cut short by the run's end) never
-goes out: its ``TextDelta`` and ``final_result`` ``ToolCallDelta`` events are dropped and its
-``ModelResponded`` carries the placeholder of ``withheld`` instead of the reply. Everything else
-held (reasoning, retries, warnings, checks) is released.
+go out as they came. A parallel input guardrail holds the first model call's events the same
+way until the input passed. A withheld answer (rejected, tripped, or cut short by the run's
+end) never goes out: its ``TextDelta`` and ``final_result`` ``ToolCallDelta`` events are dropped
+and its ``ModelResponded`` carries the placeholder of ``withheld`` instead of the reply.
+Everything else held (reasoning, retries, warnings, checks) is released.
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ __all__ = ["CUT_SHORT_TEXT", "WITHHELD_TEXT", "Holdback", "withheld"]
 
 WITHHELD_TEXT = "[answer withheld: rejected by guardrail '{name}']"
 """What stands in the transcript, the run record and the events for a rejected answer."""
-CUT_SHORT_TEXT = "[reply withheld: the run ended before its output guardrails passed]"
+CUT_SHORT_TEXT = "[reply withheld: the run ended before its guardrails passed]"
 """What an unchecked reply's ``ModelResponded`` carries when the run ended before its verdict."""
+
+
+_SAID = (ev.ThinkingDelta, ev.ToolCallDelta)
 
 
 def withheld(message: Message, note: str) -> Message:
@@ -90,16 +94,22 @@ class Holdback:
         for event in held:
             bus.emit(event)
 
-    def drop(self, note: str) -> None:
-        """Release what carries none of the reply's text; ``ModelResponded`` with ``note``."""
+    def drop(self, note: str, *, whole: bool = False) -> None:
+        """Release what carries none of the reply's text; ``ModelResponded`` with ``note``.
+
+        ``whole``: nothing the reply said goes out, its reasoning and tool calls included (the
+        run ended before its checks passed).
+        """
         kept: list[ev.Event] = []
         for event in self.held:
-            if isinstance(event, ev.TextDelta):
+            if isinstance(event, ev.TextDelta) or (whole and isinstance(event, _SAID)):
                 continue
             if isinstance(event, ev.ToolCallDelta) and event.index in self.finals:
                 continue
             if isinstance(event, ev.ModelResponded):
-                message = withheld(event.response.message, note)
+                message = (
+                    Message.assistant(note) if whole else withheld(event.response.message, note)
+                )
                 event = dataclasses.replace(
                     event, response=dataclasses.replace(event.response, message=message)
                 )

@@ -112,8 +112,6 @@ class Guardrail:
 
     __slots__ = ("check", "name", "timeout")
 
-    kind: str = "input"
-
     def __init__(self, check: Check, *, name: str | None, timeout: float | None) -> None:
         label = type(self).__name__
         if not callable(check):
@@ -171,14 +169,12 @@ class InputGuardrail(Guardrail):
     Blocking (the default): it runs before the first request. ``parallel=True``: it runs beside
     the first model call; the reply is not acted on (no tool runs, the run does not end) until
     it passed, and a trip cancels the call. ``tool_results=True``: it also checks each tool
-    result's text before the model reads it (not on the first turn's clock: each turn's results
-    wait for it). ``name`` defaults to the check's ``__name__``; ``timeout`` (seconds, None for
-    none) bounds an async check.
+    result's text before the model reads it (always blocking: the results wait for it).
+    ``name`` defaults to the check's ``__name__``; ``timeout`` (seconds, None for none) bounds an
+    async check.
     """
 
     __slots__ = ("parallel", "tool_results")
-
-    kind = "input"
 
     def __init__(
         self,
@@ -203,8 +199,6 @@ class OutputGuardrail(Guardrail):
     """
 
     __slots__ = ("retry",)
-
-    kind = "output"
 
     def __init__(
         self,
