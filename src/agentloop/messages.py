@@ -11,9 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from agentloop.errors import InvalidInput
+from agentloop.media import AudioPart, DocumentPart, ImagePart, MediaPart, media_from_dict
 
 __all__ = [
     "MAX_ARGUMENT_DEPTH",
+    "AudioPart",
+    "DocumentPart",
+    "ImagePart",
+    "MediaPart",
     "Message",
     "Part",
     "Role",
@@ -77,22 +82,31 @@ class ToolCallPart:
 
 @dataclass(frozen=True, slots=True)
 class ToolResultPart:
-    """What a tool call produced; ``is_error`` marks a soft error the model reads."""
+    """What a tool call produced; ``is_error`` marks a soft error the model reads.
+
+    ``media``: images, documents or audio the tool returned beside its text (SPEC 16). The
+    adapter puts them in the tool result where its provider allows it (Anthropic ``tool_result``
+    content, Gemini 3 function responses), else in a user message right after the results.
+    """
 
     call_id: str
     name: str
     content: str
     is_error: bool = False
+    media: tuple[MediaPart, ...] = field(default=(), kw_only=True)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-data form."""
-        return {
+        """Plain-data form (``media`` only when there is some)."""
+        data: dict[str, Any] = {
             "type": "tool_result",
             "call_id": self.call_id,
             "name": self.name,
             "content": self.content,
             "is_error": self.is_error,
         }
+        if self.media:
+            data["media"] = [m.to_dict() for m in self.media]
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +144,18 @@ class ThinkingPart:
         return data
 
 
-Part: TypeAlias = TextPart | ThinkingPart | ToolCallPart | ToolResultPart
-"""Every kind of message part (the media parts of SPEC 16 join this one union)."""
+Part: TypeAlias = (
+    TextPart | ThinkingPart | ToolCallPart | ToolResultPart | ImagePart | DocumentPart | AudioPart
+)
+"""Every kind of message part: text, reasoning, tool calls and results, media (SPEC 16)."""
+
+
+def _media_list(items: Iterable[Any]) -> Iterable[MediaPart]:
+    for item in items:
+        media = media_from_dict(item) if isinstance(item, Mapping) else None
+        if media is None:
+            raise InvalidInput(f"a tool result's media entry is not a media part: {item!r:.80}")
+        yield media
 
 
 def _opt_str(data: Mapping[str, Any], key: str) -> str | None:
@@ -208,7 +232,11 @@ def _part_from_dict(data: Mapping[str, Any]) -> Part:
             str(data["name"]),
             str(data["content"]),
             bool(data.get("is_error", False)),
+            media=tuple(_media_list(data.get("media") or ())),
         )
+    media = media_from_dict(data)
+    if media is not None:
+        return media
     raise InvalidInput(f"unknown message part type: {kind!r}")
 
 

@@ -17,6 +17,7 @@ from agentloop.messages import Message, ToolCallPart, Usage
 
 __all__ = [
     "INVALID_JSON_KEY",
+    "MEDIA_KINDS",
     "REASONING_EFFORTS",
     "ClientEvents",
     "ClosableModelClient",
@@ -30,6 +31,7 @@ __all__ = [
     "StreamEventKind",
     "ToolSpec",
     "WrappedClient",
+    "media_kinds",
 ]
 
 ReasoningEffort: TypeAlias = Literal["none", "minimal", "low", "medium", "high"]
@@ -273,6 +275,26 @@ class ModelClient(Protocol):
     async def aclose(self) -> None:
         """Release connections."""
         ...
+
+
+MEDIA_KINDS = frozenset({"image", "document", "audio"})
+
+
+def media_kinds(client: object) -> frozenset[str]:
+    """The media kinds ``client`` takes (``"image"``, ``"document"``, ``"audio"``).
+
+    A client says so with an ``accepts_media`` attribute (the provider adapters, from their
+    model profile); a wrapper without one answers for the client it wraps (``inner``). A client
+    that says nothing (a test double, a custom client) is taken to accept every kind.
+    """
+    for _ in range(8):
+        kinds = getattr(client, "accepts_media", None)
+        if kinds is not None:
+            return frozenset(kinds)
+        client = getattr(client, "inner", None)
+        if client is None:
+            break
+    return MEDIA_KINDS
 
 
 @runtime_checkable

@@ -30,7 +30,8 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from agentloop.messages import Message, Part, TextPart, ThinkingPart, ToolCallPart
+from agentloop.errors import ConfigurationError
+from agentloop.messages import Message, Part, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 from agentloop.model import ModelRequest, ModelSettings
 from agentloop.providers.profiles import ModelProfile, check_settings, merge_body, profile_for
 
@@ -73,6 +74,10 @@ def _encode_part(part: Part) -> dict[str, Any] | None:
         if part.signature:
             thought["thoughtSignature"] = part.signature
         return thought
+    if not isinstance(part, ToolResultPart):
+        raise ConfigurationError(
+            f"Gemini media parts are not encoded yet: {part.describe()}", field="input"
+        )
     key = "error" if part.is_error else "result"
     response: dict[str, Any] = {"name": part.name, "response": {key: part.content}}
     if not part.call_id.startswith(SYNTHETIC):

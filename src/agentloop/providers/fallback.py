@@ -47,7 +47,14 @@ from agentloop.errors import (
     RateLimited,
     ResponseInvalid,
 )
-from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent
+from agentloop.model import (
+    MEDIA_KINDS,
+    ModelClient,
+    ModelRequest,
+    ModelResponse,
+    StreamEvent,
+    media_kinds,
+)
 from agentloop.providers._client import ClosingClient
 from agentloop.providers._model_string import client_from_string
 from agentloop.safety.breaker import BreakerState, Circuit, CircuitRule, wall_shift
@@ -233,6 +240,14 @@ class FallbackClient(ClosingClient):
     def provider(self) -> str:
         """The primary's provider."""
         return self.clients[0].provider
+
+    @property
+    def accepts_media(self) -> frozenset[str]:
+        """The media kinds every model of the chain takes (any of them may serve a request)."""
+        kinds = MEDIA_KINDS
+        for client in self.clients:
+            kinds = kinds & media_kinds(client)
+        return kinds
 
     @property
     def health(self) -> tuple[ModelHealth, ...]:

@@ -46,6 +46,7 @@ class ModelProfile:
         chat_completions: Served on ``/v1/chat/completions`` (False: Responses API only).
         strict_schema: Structured output and tools may be sent ``strict`` where the schema allows.
         thinks_by_default: Reasons without being asked (its reasoning comes back).
+        media: The media kinds it takes in a prompt (``"image"``, ``"document"``, ``"audio"``).
     """
 
     family: str
@@ -59,6 +60,7 @@ class ModelProfile:
     chat_completions: bool = True
     strict_schema: bool = True
     thinks_by_default: bool = False
+    media: frozenset[str] = frozenset({"image", "document"})
 
 
 _ALL_EFFORTS = frozenset({"none", "minimal", "low", "medium", "high"})

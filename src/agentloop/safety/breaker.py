@@ -131,7 +131,8 @@ class Circuit:
         """Seconds until an open circuit may be probed (0.0 when it is not open)."""
         if self.state != "open":
             return 0.0
-        return max(0.0, self.opened_at + rule.cooldown - now)
+        # clamped to the cooldown: float sums (opened_at + cooldown - now) can overshoot it
+        return min(rule.cooldown, max(0.0, self.opened_at + rule.cooldown - now))
 
     def admit(self, rule: CircuitRule, now: float) -> bool | None:
         """Let a caller through: ``False`` an ordinary call, ``True`` a probe, None refused."""
