@@ -492,6 +492,19 @@ async def test_a_checks_model_calls_count_in_usage_and_budget() -> None:
     assert model.requests == []  # the gate refused the first request: the check spent it
 
 
+async def test_a_checks_client_is_the_runs_under_agent_override() -> None:
+    built_with = ScriptedModel([])  # never asked: the override stands in for it, checks included
+    fake = ScriptedModel([reply("judged"), reply("ok")])
+
+    async def judge(ctx: GuardrailContext[Any], value: Any) -> None:
+        await ctx.client.complete(ModelRequest([Message.user(value)]))
+
+    agent = Agent(built_with, guardrails=[InputGuardrail(judge)])
+    with agent.override(model=fake):
+        run = await agent.run("hi")
+    assert run.output == "ok" and built_with.requests == [] and len(fake.requests) == 2
+
+
 async def test_a_metered_stream_reports_its_usage() -> None:
     judge = ScriptedModel([reply("fine", usage=Usage(40, 4))])
 

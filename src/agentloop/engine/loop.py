@@ -29,6 +29,7 @@ from agentloop.engine.output import (
     TRUNCATED_TEXT,
     InvalidOutput,
 )
+from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import RunState
 from agentloop.engine.turn import build_request, call_model
 from agentloop.errors import (
@@ -423,10 +424,11 @@ def _run_guard(session: Conversation[Any], state: RunState) -> RunGuard | None:
     agent = session.agent
     if agent._guardrails is None:
         return None
+    swap = swap_of(agent)  # a check's model calls go where the run's go (agent.override())
     services = Services(
         bus=session._bus,
         session_id=session.id,
-        client=agent.client,
+        client=swap.client if swap is not None and swap.client is not None else agent.client,
         clock=agent.clock,
         limits=session.safety.limits,
         output_retries=agent.config.output_retries,

@@ -54,9 +54,10 @@ class GuardrailContext(Generic[DepsT]):
 
     ``deps`` is what the application passed to ``run(..., deps=...)``; ``kind`` says what is
     checked (``"input"``, ``"tool_result"`` or ``"output"``); ``call`` is the tool call whose
-    result is checked (None otherwise). ``client`` is the agent's own model client, metered: a
-    check that asks a model through it (or through ``metered(other_client)``) adds the reply's
-    tokens to ``run.usage`` and to the run's ``Budget``.
+    result is checked (None otherwise). ``client`` is the run's model client (the agent's, or
+    what ``agent.override(model=...)`` put in its place), metered: a check that asks a model
+    through it (or through ``metered(other_client)``) adds the reply's tokens to ``run.usage``
+    and to the run's ``Budget``.
     """
 
     deps: DepsT
@@ -70,7 +71,7 @@ class GuardrailContext(Generic[DepsT]):
 
     @property
     def client(self) -> ModelClient:
-        """The agent's model client; its replies' usage counts in the run's usage and budget."""
+        """The run's model client; its replies' usage counts in the run's usage and budget."""
         if self._client is None:
             raise RuntimeError("this GuardrailContext was made without a model client")
         return self.metered(self._client)
