@@ -199,6 +199,31 @@ async def test_a_parallel_check_holds_the_first_replys_events_until_it_passed() 
             assert "Looking" not in repr(got)
 
 
+@pytest.mark.parametrize("verdict", [None, "injection"])
+async def test_a_parallel_verdict_reached_during_the_blocking_checks_is_used(
+    verdict: str | None,
+) -> None:
+    asked: list[float] = []
+
+    async def answer(request: ModelRequest) -> Any:
+        asked.append(now())
+        return reply("ok")
+
+    guards = [
+        InputGuardrail(slow_check(0.5, None), name="blocking"),
+        InputGuardrail(slow_check(0.1, verdict), parallel=True, name="parallel"),
+    ]
+    agent = Agent(FunctionModel(answer), guardrails=guards)
+    start = now()
+    if verdict is None:
+        assert (await agent.run("go")).output == "ok"
+        assert [round(t - start, 3) for t in asked] == [0.5]
+    else:  # the blocking check still runs to its end; the trip then stops the run unasked
+        with pytest.raises(GuardrailTripped, match="'parallel'"):
+            await agent.run("go")
+        assert asked == []
+
+
 async def test_a_model_failure_before_the_verdict_ends_the_run_and_stops_the_check() -> None:
     cancelled: list[bool] = []
 

@@ -74,7 +74,7 @@ class Guardrails:
 
 def checked_guardrails(items: object) -> Guardrails | None:
     """``Agent(guardrails=...)`` checked; None when there are none (a run then pays nothing)."""
-    if not items and isinstance(items, list | tuple):
+    if items is None or (not items and isinstance(items, list | tuple)):
         return None
     if isinstance(items, Guardrail | str | bytes) or not isinstance(items, Iterable):
         raise ConfigurationError(
@@ -157,6 +157,13 @@ class RunGuard:
     async def race(self, step: Coroutine[Any, Any, ModelResponse | None]) -> ModelResponse | None:
         """``step`` beside the pending input checks; returns once both are done, or raises."""
         pending = self.pending
+        if pending is not None and pending.done():  # decided while the blocking checks ran
+            try:
+                self._settle(pending)
+            except BaseException:
+                step.close()  # never started: no request is sent
+                raise
+            pending = None
         if pending is None:
             return await step
         if self.holdback is not None:
