@@ -152,7 +152,10 @@ _TABLE: dict[str, tuple[tuple[str, ModelProfile], ...]] = {
             ),
         ),
         (r"claude-3-5-.*", ModelProfile("Claude 3.5", max_output_tokens=8_192)),
-        (r".*", ModelProfile("Claude", max_output_tokens=4_096)),
+        (  # Claude 3 (Haiku, Sonnet, Opus): images only, no PDFs (they came with 3.5)
+            r".*",
+            ModelProfile("Claude", max_output_tokens=4_096, media=frozenset({"image"})),
+        ),
     ),
     "gemini": (
         (  # Gemini 3 Pro thinks at LOW or HIGH; 3.1 Pro adds MEDIUM; neither takes MINIMAL
