@@ -108,6 +108,18 @@ _TABLE: dict[str, tuple[tuple[str, ModelProfile], ...]] = {
                 thinks_by_default=True,
             ),
         ),
+        (  # media: the small early o-series models read no images and no files
+            r"o1-mini.*|o1-preview.*|o3-mini.*",
+            ModelProfile(
+                _OPENAI_REASONING,
+                max_tokens_field="max_completion_tokens",
+                sampling=False,
+                stop=False,
+                efforts=_O_EFFORTS,
+                thinks_by_default=True,
+                media=frozenset(),
+            ),
+        ),
         (
             r"o\d.*",
             ModelProfile(
@@ -119,7 +131,23 @@ _TABLE: dict[str, tuple[tuple[str, ModelProfile], ...]] = {
                 thinks_by_default=True,
             ),
         ),
-        (r".*", ModelProfile("OpenAI-compatible chat models")),
+        (  # input_audio: gpt-audio*, gpt-4o(-mini)-audio-preview* (OpenAI spec); no images
+            r"gpt-(4o-(mini-)?)?audio.*",
+            ModelProfile("OpenAI audio models", media=frozenset({"audio"})),
+        ),
+        (
+            r"gpt-3\.5.*|gpt-4(-\d{4}(-preview)?|-32k.*|-turbo-preview)?",
+            ModelProfile("OpenAI text-only chat models", media=frozenset()),
+        ),
+        (
+            r"gpt-4o.*|chatgpt-4o.*|gpt-4\.\d.*|gpt-4-turbo.*|gpt-4-vision.*",
+            ModelProfile("OpenAI GPT-4o / GPT-4.1 / GPT-4 Turbo"),
+        ),
+        (  # an OpenAI-compatible server's model: images pass (the server knows if it sees);
+            # documents and audio need OpenAIClient(media=...): Ollama and llama.cpp take no files
+            r".*",
+            ModelProfile("OpenAI-compatible chat models", media=frozenset({"image"})),
+        ),
     ),
     "anthropic": (
         (
