@@ -6,7 +6,7 @@ reuse it (``Message.encoded``): the cost of a turn does not grow with the conver
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -27,6 +27,8 @@ __all__ = [
     "ToolCallPart",
     "ToolResultPart",
     "Usage",
+    "UserInput",
+    "input_text",
 ]
 
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
@@ -240,6 +242,29 @@ def _part_from_dict(data: Mapping[str, Any]) -> Part:
     raise InvalidInput(f"unknown message part type: {kind!r}")
 
 
+UserInput: TypeAlias = "str | Sequence[str | ImagePart | DocumentPart | AudioPart]"
+"""What ``run()``, ``run_sync()`` and ``stream()`` take: text, or text and media in order."""
+
+_INPUT_HELP = (
+    "run() input must be a str or a sequence of str and media parts (ImagePart, DocumentPart, "
+    "AudioPart), got {got}; earlier messages go in history="
+)
+
+
+def input_text(input: object) -> str:
+    """A run's input as one line of text: media shown by ``describe()``, never their bytes."""
+    if isinstance(input, str):
+        return input
+    if isinstance(input, tuple | list):
+        return " ".join(i if isinstance(i, str) else _described(i) for i in input)
+    return str(input)
+
+
+def _described(item: object) -> str:
+    describe = getattr(item, "describe", None)
+    return str(describe()) if callable(describe) else repr(item)
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
     """One message of a conversation: a role and its parts (any iterable becomes a tuple)."""
@@ -265,6 +290,29 @@ class Message:
     def user(cls, text: str) -> Message:
         """A user message."""
         return cls("user", (TextPart(text),))
+
+    @classmethod
+    def from_input(cls, input: UserInput) -> Message:
+        """The user message of a run's ``input``: a ``str``, or a sequence of ``str`` and media.
+
+        Raises:
+            InvalidInput: The input is neither, or an empty sequence; the message says what fits.
+        """
+        if isinstance(input, str):
+            return cls("user", (TextPart(input),))
+        if isinstance(input, bytes | bytearray) or not isinstance(input, Iterable):
+            raise InvalidInput(_INPUT_HELP.format(got=type(input).__name__))
+        parts: list[Part] = []
+        for item in input:
+            if isinstance(item, str):
+                parts.append(TextPart(item))
+            elif isinstance(item, ImagePart | DocumentPart | AudioPart):
+                parts.append(item)
+            else:
+                raise InvalidInput(_INPUT_HELP.format(got=f"a sequence holding {item!r:.60}"))
+        if not parts:
+            raise InvalidInput(_INPUT_HELP.format(got="an empty sequence"))
+        return cls("user", tuple(parts))
 
     @classmethod
     def assistant(cls, text: str = "", calls: Iterable[ToolCallPart] = ()) -> Message:

@@ -39,7 +39,7 @@ import pydantic_core
 
 from agentloop import events as ev
 from agentloop.errors import ProviderError
-from agentloop.messages import Message, TextPart, ToolCallPart, Usage
+from agentloop.messages import Message, TextPart, ToolCallPart, Usage, input_text
 from agentloop.observers import Observer
 from agentloop.safety.redact import redact_secrets
 
@@ -150,7 +150,9 @@ class OtelObserver(Observer):
         if event.path:
             attributes["agentloop.agent.path"] = list(event.path)
         if self.capture_content:
-            attributes[INPUT_MESSAGES] = self._content([_message("user", [_text(event.run.input)])])
+            attributes[INPUT_MESSAGES] = self._content(
+                [_message("user", [_text(input_text(event.run.input))])]
+            )
         parent = self._adopting_tool(event.path)
         root = self._start(f"invoke_agent {name}", parent, attributes, SpanKind.INTERNAL)
         self._runs[event.run_id] = _RunSpans(root, event.path)

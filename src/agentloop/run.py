@@ -14,7 +14,7 @@ import dataclasses
 import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic
+from typing import Any, Generic, TypeAlias
 
 import pydantic_core
 from typing_extensions import TypeVar
@@ -28,6 +28,7 @@ from agentloop.errors import (
     InternalError,
     InvalidInput,
 )
+from agentloop.media import MediaPart, media_from_dict
 from agentloop.messages import Message, ToolCallPart, ToolResultPart, Usage
 from agentloop.pricing import estimate_cost, sum_costs
 
@@ -75,6 +76,7 @@ class RunContext(Generic[DepsT]):
 
     def __repr__(self) -> str:
         return f"RunContext(run_id={self.run_id!r}, session_id={self.session_id!r})"
+
 
 TRUNCATION_REASONS = frozenset(
     {
@@ -134,13 +136,13 @@ class Run(Generic[OutputT]):
     """
 
     id: str
-    input: str
+    input: RunInput
     output: OutputT = None  # type: ignore[assignment]
     stop_reason: AgentLoopError | None = None
     turns: list[Turn] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
-    unfinished_input: str | None = None
+    unfinished_input: RunInput | None = None
     started_at: float | None = None
     ended_at: float | None = None
     session_id: str = ""
@@ -189,13 +191,15 @@ class Run(Generic[OutputT]):
         """Plain data (JSON-ready); timestamps are process-local and left out."""
         return {
             "id": self.id,
-            "input": self.input,
+            "input": _input_dict(self.input),
             "output": _jsonable(self.output),
             "stop_reason": None if self.stop_reason is None else error_to_dict(self.stop_reason),
             "turns": [t.to_dict() for t in self.turns],
             "messages": [m.to_dict() for m in self.messages],
             "usage": self.usage.to_dict(),
-            "unfinished_input": self.unfinished_input,
+            "unfinished_input": None
+            if self.unfinished_input is None
+            else _input_dict(self.unfinished_input),
             "session_id": self.session_id,
         }
 
@@ -210,13 +214,15 @@ class Run(Generic[OutputT]):
         stop = _field(data, "stop_reason", "", "object", default=None)
         return Run(
             id=_field(data, "id", "", "str"),
-            input=_field(data, "input", "", "str"),
+            input=_input(data.get("input"), "input"),
             output=data.get("output"),  # the JSON form of a typed output: any JSON value
             stop_reason=None if stop is None else _error(stop, "stop_reason"),
             turns=_each(data, "turns", "", _turn),
             messages=_each(data, "messages", "", message_from_dict),
             usage=_usage(data, ""),
-            unfinished_input=_field(data, "unfinished_input", "", "str", default=None),
+            unfinished_input=None
+            if data.get("unfinished_input") is None
+            else _input(data["unfinished_input"], "unfinished_input"),
             session_id=_field(data, "session_id", "", "str", default=""),
         )
 
@@ -226,6 +232,30 @@ class Run(Generic[OutputT]):
         return self.to_dict() == other.to_dict()
 
     __hash__ = None  # type: ignore[assignment]
+
+
+RunInput: TypeAlias = "str | tuple[str | MediaPart, ...]"
+"""A run's input as given: text, or text and media parts in order."""
+
+
+def _input_dict(value: RunInput) -> str | list[Any]:
+    if isinstance(value, str):
+        return value
+    return [v if isinstance(v, str) else v.to_dict() for v in value]
+
+
+def _input(value: object, path: str) -> RunInput:
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        raise InvalidInput(f"{path}: expected a string or a list, got {type(value).__name__}")
+    items: list[str | MediaPart] = []
+    for i, item in enumerate(value):
+        media = media_from_dict(item) if isinstance(item, Mapping) else None
+        if not isinstance(item, str) and media is None:
+            raise InvalidInput(f"{path}[{i}]: expected a string or a media part")
+        items.append(item if isinstance(item, str) else media)  # type: ignore[arg-type]
+    return tuple(items)
 
 
 def _jsonable(value: Any) -> Any:

@@ -8,15 +8,11 @@ pydantic models and dataclasses), never ``repr``-dumped.
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import dataclasses
 import inspect
 import json
 import os
-import queue
 import tempfile
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, get_origin, get_type_hints, overload, runtime_checkable
@@ -27,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from agentloop._schema import ArgumentModel, build_argument_model, format_validation_error
 from agentloop._util.numbers import is_finite
 from agentloop._util.peers import hinting
+from agentloop._util.threads import in_daemon_thread
 from agentloop.cancel import CancelToken
 from agentloop.errors import (
     ConfigurationError,
@@ -34,6 +31,7 @@ from agentloop.errors import (
     ToolExecutionError,
     ToolNotFound,
 )
+from agentloop.media import AudioPart, DocumentPart, ImagePart, MediaPart
 from agentloop.model import ToolSpec
 from agentloop.run import DepsT, RunContext
 
@@ -66,7 +64,7 @@ class ToolContext(RunContext[DepsT]):
     Annotate the parameter as ``ctx: ToolContext[MyDeps]`` to have ``ctx.deps`` typed.
     """
 
-    __slots__ = ("_link", "_scratch", "call_id", "cancel", "tool_name", "turn")
+    __slots__ = ("_link", "_scratch", "call_id", "cancel", "media", "tool_name", "turn")
 
     def __init__(
         self,
@@ -85,6 +83,8 @@ class ToolContext(RunContext[DepsT]):
         self.turn = turn
         self.call_id = call_id
         self.tool_name = tool_name
+        self.media: tuple[MediaPart, ...] = ()
+        """Media the tool returned (set by the engine from its return value; read by the result)."""
         self.cancel = cancel
         self.session_id = session_id
         self._scratch = scratch
@@ -101,6 +101,25 @@ class ToolContext(RunContext[DepsT]):
 
     def __repr__(self) -> str:
         return f"ToolContext(run_id={self.run_id!r}, turn={self.turn}, call_id={self.call_id!r})"
+
+
+MEDIA_TYPES = (ImagePart, DocumentPart, AudioPart)
+
+
+def split_output(value: Any) -> tuple[str, tuple[MediaPart, ...]]:
+    """A tool's return value as the text the model reads and the media it returned (SPEC 16).
+
+    A media part, or a list holding at least one media part among text (each non-media item
+    rendered as ``render_content`` renders it, joined by newlines), gives its media; anything
+    else is text only (a list of plain values stays JSON, as before).
+    """
+    if isinstance(value, MEDIA_TYPES):
+        return "", (value,)
+    if isinstance(value, list | tuple) and any(isinstance(v, MEDIA_TYPES) for v in value):
+        media = tuple(v for v in value if isinstance(v, MEDIA_TYPES))
+        text = "\n".join(render_content(v) for v in value if not isinstance(v, MEDIA_TYPES))
+        return text, media
+    return render_content(value), ()
 
 
 def render_content(value: Any) -> str:
@@ -224,99 +243,6 @@ class FunctionTool(Tool):
         return self.func(*args, **kwargs)
 
 
-async def in_daemon_thread(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Run a sync function on a daemon worker thread and await its result.
-
-    Not the loop's default executor: a sync tool that outlives its timeout (or never returns)
-    is abandoned, and nothing waits for it — not ``run_sync``, which shuts its loop's executor,
-    and not the interpreter at exit. The thread runs on until the function returns (its result
-    is dropped) and then serves other calls. Context variables are copied into the thread, as
-    ``asyncio.to_thread`` does.
-    """
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-    context = contextvars.copy_context()
-
-    def work() -> None:
-        try:
-            result = context.run(func, *args, **kwargs)
-        except BaseException as exc:
-            _settle(loop, future, None, exc if isinstance(exc, Exception) else _Carried(exc))
-        else:
-            _settle(loop, future, result, None)
-
-    _WORKERS.submit(work)
-    try:
-        return await future
-    except _Carried as carried:
-        raise carried.raised from None
-
-
-class _Carried(Exception):
-    """A ``BaseException`` from a worker thread, carried through the future as an ``Exception``.
-
-    A task that wakes on a future holding ``GeneratorExit`` throws it into its coroutine, and
-    Python closes a coroutine thrown ``GeneratorExit`` whole, whatever its frames catch: the run
-    would end there. Raised again after the await, it travels up like any exception.
-    """
-
-    def __init__(self, raised: BaseException) -> None:
-        super().__init__(repr(raised))
-        self.raised = raised
-
-
-class _DaemonWorkers:
-    """Daemon threads that take jobs from one queue; a new one starts when none is idle.
-
-    The stdlib's ``ThreadPoolExecutor`` joins its (non-daemon) threads at interpreter exit,
-    which would hang forever on a tool that never returns; this is the smallest pool that
-    doesn't. Idle threads wait on the queue and cost nothing.
-    """
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._idle = 0
-        self._lock = threading.Lock()
-
-    def submit(self, job: Callable[[], None]) -> None:
-        with self._lock:
-            start = self._idle == 0
-            if not start:
-                self._idle -= 1
-        self._jobs.put(job)
-        if start:
-            threading.Thread(target=self._serve, name="agentloop-tool", daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            self._jobs.get()()
-            with self._lock:
-                self._idle += 1
-
-
-_WORKERS = _DaemonWorkers()
-
-
-def _settle(
-    loop: asyncio.AbstractEventLoop,
-    future: asyncio.Future[Any],
-    result: Any,
-    error: BaseException | None,
-) -> None:
-    def settle() -> None:
-        if future.done():  # the call timed out or was cancelled: nobody waits any more
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(result)
-
-    try:
-        loop.call_soon_threadsafe(settle)
-    except RuntimeError:  # the loop is closed: the run ended long ago
-        pass
-
-
 _CONTEXTS = (ToolContext, RunContext)
 _CONTEXT_NAMES = frozenset(c.__name__ for c in _CONTEXTS)
 
@@ -422,7 +348,7 @@ class ToolRegistry:
     def register(self, item: Tool | Callable[..., Any]) -> Tool:
         """Add a tool (a plain function is wrapped with ``@tool``)."""
         if not isinstance(item, Tool):
-            if not callable(item):
+            if not callable(item) and not inspect.iscoroutine(item):  # a coroutine: named below
                 raise ConfigurationError(f"not a tool: {item!r}", field="tools")
             item = tool(item)
         if not item.name:

@@ -182,7 +182,7 @@ def tool_turn(n: int) -> tuple[Turn, list[Message]]:
 
 def make_run(run_id: str, stop: AgentLoopError | None = None, turns: int = 2) -> Run:
     run = Run(id=run_id, input=f"task {run_id}", started_at=1000.5, ended_at=1002.25)
-    run.messages.append(user(run.input))
+    run.messages.append(Message.from_input(run.input))
     for n in range(turns):
         turn, messages = tool_turn(n)
         run.turns.append(turn)

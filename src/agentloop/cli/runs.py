@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentloop.errors import AgentLoopError, AttemptRecord, InvalidInput, MemoryBackendError
-from agentloop.messages import ToolCallPart, ToolResultPart
+from agentloop.messages import ToolCallPart, ToolResultPart, input_text
 
 if TYPE_CHECKING:  # rich and the stores load when the command runs
     from rich.console import Console
@@ -138,7 +138,7 @@ def _show_run(console: Console, stored: StoredRun) -> None:
     fields = Table("field", "value", show_header=False, title=f"run {run.id}")
     for name, value in (
         ("session", _escape(stored.session_id)),
-        ("input", _escape(_plain_text(run.input))),
+        ("input", _escape(input_text(run.input))),
         ("output", _escape(_plain_text(run.output))),
         ("outcome", _outcome(stored)),
         ("turns", f"{len(run.turns)} ({run.tool_calls} tool call{'s' * (run.tool_calls != 1)})"),

@@ -35,7 +35,7 @@ from agentloop.errors import (
     ToolError,
 )
 from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent
-from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, render_content
+from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, split_output
 
 __all__ = [
     "ActivityClient",
@@ -211,11 +211,19 @@ async def tool_call(registry: ToolRegistry, payload: bytes) -> bytes:
     try:
         output = await tool.call(arguments, ctx)
         if isinstance(output, ToolOutput):  # rendered here: what cannot render is the tool's panic
-            output = ToolOutput(render_content(output.content), is_error=output.is_error)
+            output = ToolOutput(_portable(output.content), is_error=output.is_error)
         else:
-            output = render_content(output)
+            output = _portable(output)
     except ToolError as error:
         return pickle.dumps(("tool_error", error))
     except Exception as exc:
         raise failure(exc) from exc
     return pickle.dumps(("output", output))
+
+
+def _portable(value: Any) -> Any:
+    """A tool's value as text and media parts, which cross the activity boundary as they are."""
+    text, media = split_output(value)
+    if not media:
+        return text
+    return [text, *media] if text else list(media)

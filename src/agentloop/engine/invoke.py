@@ -21,7 +21,7 @@ from agentloop.messages import MAX_ARGUMENT_DEPTH
 from agentloop.model import INVALID_JSON_KEY
 from agentloop.safety.output import cut_to_fit, limit_output, storable
 from agentloop.safety.redact import redact_secrets
-from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, render_content
+from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, split_output
 
 __all__ = ["MAX_ARGUMENT_DEPTH", "Outcome", "invoke", "suggestion"]
 
@@ -119,7 +119,7 @@ async def _run_tool(
     except BaseException as exc:  # GeneratorExit, a custom BaseException: still a panic
         _log_panic(tool.name, ctx.call_id, exc)
         return _panic_text(tool.name, exc), "sick"
-    return _rendered(tool.name, output, ctx.call_id)
+    return _rendered(tool.name, output, ctx)
 
 
 def _private_copy(arguments: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -146,14 +146,19 @@ def _private_copy(arguments: Mapping[str, Any]) -> dict[str, Any] | None:
     return top
 
 
-def _rendered(name: str, output: Any, call_id: str) -> tuple[str, Outcome]:
-    """The text of a tool's return value; a value that cannot be rendered is a panic."""
+def _rendered(name: str, output: Any, ctx: ToolContext) -> tuple[str, Outcome]:
+    """The text of a tool's return value; its media go to ``ctx.media``.
+
+    A value that cannot be rendered is a panic.
+    """
     try:
         if isinstance(output, ToolOutput):
-            return render_content(output.content), "tool_error" if output.is_error else "ok"
-        return render_content(output), "ok"
+            text, ctx.media = split_output(output.content)
+            return text, "tool_error" if output.is_error else "ok"
+        text, ctx.media = split_output(output)
+        return text, "ok"
     except Exception as exc:
-        _log_panic(name, call_id, exc)
+        _log_panic(name, ctx.call_id, exc)
         return _panic_text(name, exc), "sick"
 
 

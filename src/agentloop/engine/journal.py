@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentloop.errors import ToolError
+from agentloop.media import media_from_dict
 from agentloop.messages import Message, Usage
 from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent, WrappedClient
 from agentloop.safety.loops import canonical_arguments
 from agentloop.safety.output import storable
-from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, render_content
+from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, split_output
 
 __all__ = [
     "Journal",
@@ -166,23 +167,29 @@ class JournaledTool(WrappedTool):
 def output_entry(output: Any) -> dict[str, Any] | None:
     """The journal form of a tool's return value (None if it cannot be rendered: a panic)."""
     try:
-        if isinstance(output, ToolOutput):
-            return {
-                "content": storable(render_content(output.content)),
-                "is_error": output.is_error,
-            }
-        return {"content": storable(render_content(output)), "is_error": False}
+        value, is_error = (
+            (output.content, output.is_error) if isinstance(output, ToolOutput) else (output, False)
+        )
+        text, media = split_output(value)
     except Exception:
         return None
+    entry: dict[str, Any] = {"content": storable(text), "is_error": is_error}
+    if media:
+        entry["media"] = [m.to_dict() for m in media]
+    return entry
 
 
 def replayed_output(entry: Mapping[str, Any]) -> Any:
     """A tool's return value (or its ``ToolError``) as ``output_entry`` stored it."""
     if "tool_error" in entry:
         raise ToolError(str(entry["tool_error"]))
+    content: Any = str(entry["content"])
+    if entry.get("media"):
+        media = [media_from_dict(m) for m in entry["media"]]
+        content = [content, *media] if content else media
     if entry.get("is_error"):
-        return ToolOutput(str(entry["content"]), is_error=True)
-    return str(entry["content"])
+        return ToolOutput(content, is_error=True)
+    return content
 
 
 class ToolsView(ToolRegistry):

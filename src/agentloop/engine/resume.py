@@ -87,7 +87,7 @@ def _reopen(
     keep = len(history) - (len(run.messages) - stored.absorbed)
     session._history, session._runs = history[:keep], runs
     run.stop_reason, run.output, run.ended_at = None, None, None
-    transcript = list(history) if run.turns else [*history, Message.user(run.input)]
+    transcript = list(history) if run.turns else [*history, Message.from_input(run.input)]
     recorder.reopened(run, keep=keep)
     journal.start(run.id, recorder.durable.load_steps(run.id) if recorder.durable else {})
     restore_safety(session, store, continuing=run)
@@ -95,6 +95,8 @@ def _reopen(
     state = session._new_state(run, transcript, keep, deps, cancels)
     state.audit = list(run.messages) if run.turns else transcript[keep:]
     state.turn_index = len(run.turns)
+    if state.turn_index and state.settings.tool_choice_once:
+        state.release_tool_choice()  # the run's first turn is behind it: no forcing again
     state.complete_turn()
     session._bus.turn = state.turn_index
     return state

@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Protocol
 
 from agentloop._util.aio import Closing
 from agentloop.errors import InvalidInput, MemoryBackendError
-from agentloop.messages import Message
+from agentloop.messages import Message, input_text
 from agentloop.run import Run, Turn, message_from_dict
 from agentloop.store._rows import (
     StoredRun,
@@ -144,7 +144,7 @@ class SQLStore(Closing):
         with self._open(f"saving the start of run {run.id}", write=True) as tx:
             tx.run(
                 f"INSERT INTO agentloop_runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, NULL, 0, NULL)",
-                (run.id, session_id, run.input, run.started_at),
+                (run.id, session_id, input_text(run.input), run.started_at),
             )
             tx.run("DELETE FROM agentloop_steps WHERE session_id = ?", (session_id,))
             _write_safety(tx, session_id, safety)
@@ -197,7 +197,15 @@ class SQLStore(Closing):
         ``MemoryBackendError`` when fewer than ``keep`` messages are stored.
         """
         records = [
-            (run.id, session_id, run.input, run.started_at, run.ended_at, 0, to_json(run.to_dict()))
+            (
+                run.id,
+                session_id,
+                input_text(run.input),
+                run.started_at,
+                run.ended_at,
+                0,
+                to_json(run.to_dict()),
+            )
             for run in runs
         ]
         with self._open(f"saving the end of run {runs[-1].id if runs else '-'}", write=True) as tx:
