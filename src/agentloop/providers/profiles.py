@@ -185,11 +185,14 @@ _TABLE: dict[str, tuple[tuple[str, ModelProfile], ...]] = {
             ModelProfile("Claude", max_output_tokens=4_096, media=frozenset({"image"})),
         ),
     ),
-    "gemini": (
+    "gemini": (  # Gemini 2.5 and 3 read images, documents and audio; older rows keep the default
         (  # Gemini 3 Pro thinks at LOW or HIGH; 3.1 Pro adds MEDIUM; neither takes MINIMAL
             r"gemini-3-pro.*",
             ModelProfile(
-                "Gemini 3 Pro", efforts=frozenset({"low", "high"}), thinks_by_default=True
+                "Gemini 3 Pro",
+                efforts=frozenset({"low", "high"}),
+                thinks_by_default=True,
+                media=frozenset({"image", "document", "audio"}),
             ),
         ),
         (
@@ -198,6 +201,7 @@ _TABLE: dict[str, tuple[tuple[str, ModelProfile], ...]] = {
                 "Gemini 3.x Pro",
                 efforts=frozenset({"low", "medium", "high"}),
                 thinks_by_default=True,
+                media=frozenset({"image", "document", "audio"}),
             ),
         ),
         (
@@ -207,11 +211,17 @@ _TABLE: dict[str, tuple[tuple[str, ModelProfile], ...]] = {
                 max_output_tokens=None,
                 efforts=frozenset({"minimal", "low", "medium", "high"}),
                 thinks_by_default=True,
+                media=frozenset({"image", "document", "audio"}),
             ),
         ),
         (
             r"gemini-2\.5.*",
-            ModelProfile("Gemini 2.5", thinking_budget=True, thinks_by_default=True),
+            ModelProfile(
+                "Gemini 2.5",
+                thinking_budget=True,
+                thinks_by_default=True,
+                media=frozenset({"image", "document", "audio"}),
+            ),
         ),
         (r".*", ModelProfile("Gemini")),
     ),
