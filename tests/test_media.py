@@ -87,3 +87,26 @@ def test_a_stored_part_whose_bytes_changed_is_refused() -> None:
     with pytest.raises(InvalidInput, match="sha256"):
         media_from_dict(data)
     assert media_from_dict({"type": "text", "text": "x"}) is None
+
+
+def test_media_cost_tokens_by_formula_never_by_base64_length() -> None:
+    import struct
+    import zlib
+
+    from agentloop.media import IMAGE_TOKENS_MAX, media_tokens
+    from agentloop.messages import Message
+    from agentloop.tokens import HeuristicTokenCounter
+
+    def png(width: int, height: int, payload: int) -> bytes:
+        header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+        ihdr = b"IHDR" + header
+        chunk = struct.pack(">I", len(header)) + ihdr + struct.pack(">I", zlib.crc32(ihdr))
+        return b"\x89PNG\r\n\x1a\n" + chunk + b"\x00" * payload
+
+    small = ImagePart(png(150, 100, 10))
+    big = ImagePart(png(4000, 3000, 2 * 1024 * 1024))  # a 2 MB image
+    assert media_tokens(small) == 20 and media_tokens(big) == IMAGE_TOKENS_MAX
+    pdf = DocumentPart(b"%PDF-1.7 /Type /Pages /Type /Page /Type /Page /Type /Page")
+    assert media_tokens(pdf) == 3 * 2000
+    counted = HeuristicTokenCounter().count_message(Message("user", (big,)))
+    assert counted < 2_000 < big.size // 4  # a 2 MB image fits a 32k window

@@ -25,7 +25,15 @@ from fractions import Fraction
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
 from agentloop.errors import ConfigurationError, ResponseInvalid
-from agentloop.messages import Message, ToolResultPart
+from agentloop.messages import (
+    AudioPart,
+    DocumentPart,
+    ImagePart,
+    Message,
+    Part,
+    TextPart,
+    ToolResultPart,
+)
 from agentloop.model import ModelClient, ModelRequest, ModelSettings
 from agentloop.tokens import (
     ContextMeter,
@@ -55,6 +63,7 @@ __all__ = [
     "WindowPolicy",
     "estimate_request",
     "request_overhead",
+    "without_old_media",
 ]
 
 CompactionReason: TypeAlias = Literal["emergency", "threshold"]
@@ -241,6 +250,41 @@ def _drop_orphans(messages: Sequence[Message]) -> list[Message]:
         elif kept:
             out.append(Message.tool_results(kept))
     return out
+
+
+def without_old_media(messages: Sequence[Message], keep_recent: int = 2) -> list[Message] | None:
+    """The transcript with old media replaced by a note naming each; None when there is none.
+
+    The media of all but the last ``keep_recent`` messages become their ``describe()`` text.
+    Compaction's first step (SPEC 16: old media go before old text): an image costs up to
+    1,600 tokens, a PDF 2,000 a page, while the words around them are what the model needs next.
+    """
+    cut = max(0, len(messages) - keep_recent)
+    out: list[Message] = []
+    changed = False
+    for index, message in enumerate(messages):
+        if index < cut and (light := _media_dropped(message)) is not message:
+            out.append(light)
+            changed = True
+        else:
+            out.append(message)
+    return out if changed else None
+
+
+def _media_dropped(message: Message) -> Message:
+    parts: list[Part] = []
+    for part in message.parts:
+        if isinstance(part, ImagePart | DocumentPart | AudioPart):
+            parts.append(TextPart(f"{part.describe()} (removed to fit the context)"))
+        elif isinstance(part, ToolResultPart) and part.media:
+            notes = " ".join(m.describe() for m in part.media)
+            content = f"{part.content}\n{notes} (removed to fit the context)".lstrip()
+            parts.append(ToolResultPart(part.call_id, part.name, content, part.is_error))
+        else:
+            parts.append(part)
+    if all(a is b for a, b in zip(parts, message.parts, strict=True)):
+        return message
+    return Message(message.role, tuple(parts))
 
 
 def _validate_sizes(owner: str, preserve_recent: int, min_messages: int) -> None:

@@ -27,12 +27,17 @@ from urllib.parse import urlsplit
 from agentloop.errors import InvalidInput
 
 __all__ = [
+    "AUDIO_TOKENS_PER_SECOND",
+    "IMAGE_TOKENS_MAX",
     "MAX_MEDIA_BYTES",
+    "PDF_PAGE_TOKENS",
     "AudioPart",
     "DocumentPart",
     "ImagePart",
     "MediaPart",
+    "image_size",
     "media_from_dict",
+    "media_tokens",
 ]
 
 MAX_MEDIA_BYTES = 20 * 1024 * 1024
@@ -188,6 +193,69 @@ class AudioPart(_Media):
 
 
 MediaPart = ImagePart | DocumentPart | AudioPart
+
+IMAGE_TOKENS_MAX = 1_600
+"""An image's tokens at most (Anthropic resizes to about 1.15 megapixels: ~1,600 tokens)."""
+PDF_PAGE_TOKENS = 2_000
+AUDIO_TOKENS_PER_SECOND = 32
+
+
+def media_tokens(part: MediaPart) -> int:
+    """A media part's context cost, never its base64 length (SPEC 16).
+
+    The largest of the providers' own formulas, so compaction never undercounts: an image is
+    width x height / 750 tokens (Anthropic's; OpenAI's tiles and Gemini's flat 258 come under
+    it), at most ``IMAGE_TOKENS_MAX`` (and that when the size cannot be read); a PDF
+    ``PDF_PAGE_TOKENS`` a page (text plus the page image); plain text 4 characters a token;
+    audio ``AUDIO_TOKENS_PER_SECOND`` (Gemini's rate), its length read from a WAV header or
+    taken at 16 kB a second.
+    """
+    data = part.data
+    if isinstance(part, ImagePart):
+        size = image_size(data) if data is not None else None
+        if size is None:
+            return IMAGE_TOKENS_MAX
+        return max(1, min(IMAGE_TOKENS_MAX, size[0] * size[1] // 750))
+    if data is None:
+        return IMAGE_TOKENS_MAX
+    if isinstance(part, DocumentPart):
+        if part.media_type == "application/pdf":
+            return PDF_PAGE_TOKENS * max(
+                1, data.count(b"/Type /Page") - data.count(b"/Type /Pages")
+            )
+        return len(data) // 4 + 1
+    seconds = _wav_seconds(data) if data[8:12] == b"WAVE" else len(data) / 16_000
+    return max(1, int(seconds * AUDIO_TOKENS_PER_SECOND))
+
+
+def image_size(data: bytes) -> tuple[int, int] | None:
+    """Width and height from a PNG, GIF or JPEG header (None when unreadable)."""
+    if data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) >= 24:
+        return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    if data[:3] == b"GIF" and len(data) >= 10:
+        return int.from_bytes(data[6:8], "little"), int.from_bytes(data[8:10], "little")
+    if data[:2] == b"\xff\xd8":
+        return _jpeg_size(data)
+    return None
+
+
+def _jpeg_size(data: bytes) -> tuple[int, int] | None:
+    at = 2
+    while at + 9 < len(data) and data[at] == 0xFF:
+        marker, length = data[at + 1], int.from_bytes(data[at + 2 : at + 4], "big")
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            return int.from_bytes(data[at + 7 : at + 9], "big"), int.from_bytes(
+                data[at + 5 : at + 7], "big"
+            )
+        at += 2 + length
+    return None
+
+
+def _wav_seconds(data: bytes) -> float:
+    rate = int.from_bytes(data[28:32], "little") if len(data) >= 32 else 0
+    return len(data) / rate if rate else len(data) / 16_000
+
+
 _KINDS: dict[str, type[ImagePart] | type[DocumentPart] | type[AudioPart]] = {
     "image": ImagePart,
     "document": DocumentPart,

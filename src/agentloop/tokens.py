@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from agentloop._util.numbers import is_finite
 from agentloop.errors import ConfigurationError
+from agentloop.media import AudioPart, DocumentPart, ImagePart, media_tokens
 from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from agentloop.model import ToolSpec
 
@@ -73,6 +74,20 @@ def message_text_pieces(message: Message) -> Iterable[str]:
             yield part.call_id
             yield part.name
             yield part.content
+
+
+MEDIA_PARTS = (ImagePart, DocumentPart, AudioPart)
+
+
+def media_cost(message: Message) -> int:
+    """The tokens of a message's media, by ``agentloop.media.media_tokens`` (0 without any)."""
+    total = 0
+    for part in message.parts:
+        if isinstance(part, MEDIA_PARTS):
+            total += media_tokens(part)
+        elif isinstance(part, ToolResultPart) and part.media:
+            total += sum(media_tokens(m) for m in part.media)
+    return total
 
 
 def _valid_ratio(chars_per_token: object) -> float:
@@ -154,7 +169,7 @@ class RatioTokenCounter:
 
     def _count(self, message: Message) -> int:
         chars = sum(len(piece) for piece in message_text_pieces(message))
-        return math.ceil(chars / self.chars_per_token) + self.per_message
+        return math.ceil(chars / self.chars_per_token) + self.per_message + media_cost(message)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.chars_per_token!r}, {self.per_message!r})"
@@ -226,7 +241,8 @@ class TiktokenCounter:
         return count
 
     def _count(self, message: Message) -> int:
-        return sum(self.count_text(p) for p in message_text_pieces(message)) + self.per_message
+        texts = sum(self.count_text(p) for p in message_text_pieces(message))
+        return texts + self.per_message + media_cost(message)
 
     def __repr__(self) -> str:
         return f"TiktokenCounter({self.encoding_name!r}, {self.per_message!r})"

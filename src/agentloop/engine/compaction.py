@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from agentloop import events as ev
 from agentloop.config import RunConfig
-from agentloop.context import WindowPolicy
+from agentloop.context import WindowPolicy, without_old_media
 from agentloop.errors import (
     CompactionFailed,
     CompactionStalled,
@@ -97,10 +97,13 @@ class ContextGuard:
             self._no_progress(reason, before, before)
             return
         target = max(0, self.policy.target - self.meter.overhead)
+        counter = self.meter.counter
         try:
-            compacted = await self.config.compactor.compact(
-                list(state.transcript), target_tokens=target, counter=self.meter.counter
-            )
+            compacted = without_old_media(state.transcript)  # old media go before old text
+            if compacted is None or sum(map(counter.count_message, compacted)) > target:
+                compacted = await self.config.compactor.compact(
+                    compacted or list(state.transcript), target_tokens=target, counter=counter
+                )
         except Exception as exc:
             error = CompactionFailed(before, self.config.context_window, cause=exc)
             self.observers.emit(ev.CompactionFailed(state.run.id, state.turn_index, error))
