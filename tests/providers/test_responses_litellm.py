@@ -27,6 +27,18 @@ model"; LiteLLM in a virtualenv of its own, never a dependency of agentloop)::
 
 A 135M model says little of sense, so the assertions are about the protocol: the reply parses,
 deltas join to the answer, a forced tool call runs the tool and its result goes back.
+
+Measured (LiteLLM 1.106.12): with agentloop's fake server as the Chat Completions backend
+(``agentloop fake-server``), all four pass. With llama-cpp-python 0.3.36 behind it, the plain
+answers pass and the tool round trips fail between LiteLLM and llama-cpp-python, after our
+request has been translated: unstreamed, LiteLLM sends the assistant tool-call message without a
+``content`` key and llama-cpp-python's ``chatml-function-calling`` template answers HTTP 500
+"'dict object' has no attribute 'content'"; streamed, LiteLLM's own chunk builder raises on
+llama-cpp-python's legacy ``function_call`` delta ("'dict' object has no attribute 'name'") and
+ends the stream with ``response.failed``. The client reports both as ``ProviderUnavailable``
+(a 500 and a failed response), which is what the tool tests expect as their known failure
+(``xfail(raises=ProviderUnavailable)``: any other error is a failure of ours, and a backend that
+takes LiteLLM's translation passes them).
 """
 
 from __future__ import annotations
@@ -42,6 +54,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from agentloop import Agent, ModelSettings, RunConfig, tool
+from agentloop.errors import ProviderUnavailable
 from agentloop.messages import Message
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
 from agentloop.providers import OpenAIResponsesClient
@@ -145,6 +158,11 @@ async def test_litellm_answers_through_the_responses_api(
     assert "".join(texts) == (response.text if stream else "")
 
 
+@pytest.mark.xfail(
+    raises=ProviderUnavailable,
+    strict=False,
+    reason="LiteLLM -> llama-cpp-python translation of tool turns fails upstream (docstring)",
+)
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 async def test_litellm_runs_a_tool_round_trip(client: OpenAIResponsesClient, stream: bool) -> None:
     seen: list[str] = []
