@@ -7,6 +7,11 @@ cached on it (``Message.encoded``); no client keeps signatures. Wire rules:
   ``model``; a ``tool`` message -> one ``user`` turn of ``functionResponse`` parts
   (``{"result": text}``, or ``{"error": text}`` for a soft error), in the model's call order;
   consecutive same-role turns are merged. Only call ids Gemini issued are echoed back.
+- Media (``_gemini_media``): ``inlineData`` (base64) or ``fileData`` (a URL) in place among the
+  text; a type Gemini does not take, or a kind the model's profile does not list, is a
+  ``ConfigurationError`` naming the part and the model before anything is sent. A tool's media
+  go inside its ``functionResponse`` on Gemini 3 where Gemini takes them there, else in a
+  ``user`` turn of their own right after the whole turn of responses.
 - Gemini's own ``ThinkingPart``s (``provider="gemini"``) go back in place: a signature-only part
   (``text=""``) puts its ``thoughtSignature`` on the next wire part (on an empty text part when
   nothing follows, as Gemini sent it at the end of a stream); a thought goes back as
@@ -31,8 +36,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentloop.errors import ConfigurationError
-from agentloop.messages import Message, Part, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from agentloop.messages import (
+    AudioPart,
+    DocumentPart,
+    ImagePart,
+    Message,
+    Part,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 from agentloop.model import ModelRequest, ModelSettings
+from agentloop.providers._gemini_media import ToolMedia, encode_media, refuse_kind, tool_media
 from agentloop.providers.profiles import ModelProfile, check_settings, merge_body, profile_for
 
 __all__ = ["BYPASS_SIGNATURE", "build_payload", "encode_contents", "gemini_profile"]
@@ -52,6 +68,11 @@ def gemini_profile(model: str) -> ModelProfile:
 
 def _validates_signatures(profile: ModelProfile) -> bool:
     """Gemini 3 and later (the families that think by ``thinkingLevel``) check signatures."""
+    return bool(profile.efforts)
+
+
+def _nests_media(profile: ModelProfile) -> bool:
+    """Gemini 3 and later take a tool's media inside its ``functionResponse``."""
     return bool(profile.efforts)
 
 
@@ -75,9 +96,7 @@ def _encode_part(part: Part) -> dict[str, Any] | None:
             thought["thoughtSignature"] = part.signature
         return thought
     if not isinstance(part, ToolResultPart):
-        raise ConfigurationError(
-            f"Gemini media parts are not encoded yet: {part.describe()}", field="input"
-        )
+        return encode_media(part)
     key = "error" if part.is_error else "result"
     response: dict[str, Any] = {"name": part.name, "response": {key: part.content}}
     if not part.call_id.startswith(SYNTHETIC):
@@ -90,14 +109,27 @@ def _bare(signature: str) -> dict[str, Any]:
     return {"text": "", "thoughtSignature": signature}
 
 
-_Encoded = tuple[str, tuple[dict[str, Any], ...], int]
-"""A message's role, wire parts, and the index of its first call when Gemini never signed it
-(-1 otherwise)."""
+_Media = tuple[frozenset[str], tuple[ToolMedia, ...]]
+"""A message's media: the kinds it holds, and its tool results' media to place per model."""
+_Encoded = tuple[str, tuple[dict[str, Any], ...], int, _Media | None]
+"""A message's role, wire parts, the index of its first call when Gemini never signed it (-1
+otherwise), and its media (None, the common case: one truth test per request)."""
+_MEDIA = (ImagePart, DocumentPart, AudioPart)
+
+
+def _note_media(part: Part, index: int, found: _Media | None) -> _Media:
+    """Add ``part``'s media (wire part ``index``) to what the message holds so far."""
+    kinds, media = found or (frozenset(), ())
+    if isinstance(part, ToolResultPart):
+        return kinds | {m.kind for m in part.media}, (*media, tool_media(index, part))
+    assert isinstance(part, ImagePart | DocumentPart | AudioPart)
+    return kinds | {part.kind}, media
 
 
 def _encode_message(message: Message) -> _Encoded:
     """Encode one message, putting each signature-only ``ThinkingPart`` on the part after it."""
     parts: list[dict[str, Any]] = []
+    found: _Media | None = None
     pending: str | None = None  # a signature waiting for the part it signs
     for part in message.parts:
         if isinstance(part, ThinkingPart) and not part.text:
@@ -115,11 +147,13 @@ def _encode_message(message: Message) -> _Encoded:
             else:
                 wire["thoughtSignature"] = pending
             pending = None
+        if isinstance(part, _MEDIA) or (isinstance(part, ToolResultPart) and part.media):
+            found = _note_media(part, len(parts), found)
         parts.append(wire)
     if pending is not None:
         parts.append(_bare(pending))
     role = "model" if message.role == "assistant" else "user"
-    return role, tuple(parts), _unsigned_call(parts) if role == "model" else -1
+    return role, tuple(parts), _unsigned_call(parts) if role == "model" else -1, found
 
 
 def _unsigned_call(parts: list[dict[str, Any]]) -> int:
@@ -130,28 +164,84 @@ def _unsigned_call(parts: list[dict[str, Any]]) -> int:
     return -1
 
 
+def _place_media(
+    message: Message,
+    kept: list[dict[str, Any]],
+    media: _Media,
+    profile: ModelProfile,
+) -> list[dict[str, Any]]:
+    """Check the kinds; nest what Gemini 3 takes in each ``functionResponse``; the rest.
+
+    The nested ``functionResponse`` is a copy in ``kept``: the cached encoding stays as it is.
+    """
+    kinds, tool_media = media
+    if not kinds <= profile.media:
+        raise _refused(message, profile)
+    nest = _nests_media(profile)
+    after: list[dict[str, Any]] = []
+    for item in tool_media:
+        if nest and item.nested:
+            wire = kept[item.index]
+            response = {**wire["functionResponse"], "parts": list(item.nested)}
+            kept[item.index] = {**wire, "functionResponse": response}
+        after.extend(item.after if nest else item.after_all)
+    return after
+
+
+def _refused(message: Message, profile: ModelProfile) -> ConfigurationError:
+    """The error for the first part of ``message`` whose kind ``profile`` does not list."""
+    for part in message.parts:
+        found = part.media if isinstance(part, ToolResultPart) else (part,)
+        for media in found:
+            if isinstance(media, _MEDIA):
+                if media.kind not in profile.media:
+                    return refuse_kind(profile.family, profile.media, media)
+    raise AssertionError("a message whose kinds were refused holds such a part")  # pragma: no cover
+
+
 def encode_contents(
-    messages: Sequence[Message], *, sign_calls: bool = False
+    messages: Sequence[Message], *, sign_calls: bool = False, model: str = ""
 ) -> list[dict[str, Any]]:
     """The ``contents`` array: roles user/model, same-role neighbours merged.
 
     Each message is encoded once (``Message.encoded``). With ``sign_calls`` (Gemini 3), a model
     turn whose first call carries no signature gets ``BYPASS_SIGNATURE`` on a copy of that part.
+    ``model`` picks the profile that says which media kinds it takes and whether a tool's media
+    may go inside its ``functionResponse`` (Gemini 3); a part it cannot take is a
+    ``ConfigurationError`` naming the part and the model.
     """
+    try:
+        return _contents(messages, sign_calls, gemini_profile(model))
+    except ConfigurationError as exc:  # only media are refused in here, by part: add the model
+        name = model or "this Gemini model"
+        raise ConfigurationError(f"{name} {exc}", field=exc.field) from None
+
+
+def _contents(
+    messages: Sequence[Message], sign_calls: bool, profile: ModelProfile
+) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
+    after: list[dict[str, Any]] = []  # tool media waiting for the end of the responses
     for message in messages:
         if message.role == "system":
             continue
-        role, encoded, unsigned = message.encoded(PROVIDER, _encode_message)
+        role, encoded, unsigned, media = message.encoded(PROVIDER, _encode_message)
+        if after and message.role != "tool":
+            out.append({"role": "user", "parts": after})
+            after = []
         if not encoded:
             continue
         kept = list(encoded)
         if unsigned >= 0 and sign_calls:
             kept[unsigned] = {**kept[unsigned], "thoughtSignature": BYPASS_SIGNATURE}
+        if media is not None:
+            after.extend(_place_media(message, kept, media, profile))
         if out and out[-1]["role"] == role:
             out[-1]["parts"].extend(kept)
         else:
             out.append({"role": role, "parts": kept})
+    if after:
+        out.append({"role": "user", "parts": after})
     return out
 
 
@@ -205,7 +295,9 @@ def build_payload(request: ModelRequest, model: str = "") -> dict[str, Any]:
     name = (request.model or model).removeprefix("models/")
     profile = gemini_profile(name)
     check_settings(profile, name or "this Gemini model", request.settings)
-    contents = encode_contents(tuple(request.messages), sign_calls=_validates_signatures(profile))
+    contents = encode_contents(
+        tuple(request.messages), sign_calls=_validates_signatures(profile), model=name
+    )
     payload: dict[str, Any] = {"contents": contents}
     texts = [request.system] if request.system else []
     texts.extend(m.text for m in request.messages if m.role == "system" and m.text)

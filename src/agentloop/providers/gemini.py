@@ -14,6 +14,10 @@ Speaks ``POST {base_url}/models/{model}:generateContent`` and
   on the message, placed right before the part it signs, and goes back from there. The client
   keeps no state between requests, so a new process, a second worker, ``Agent.resume`` or a
   fallback from another client sends the same body.
+- Media (SPEC 16): ``inlineData`` and ``fileData`` parts in place; a tool's media inside its
+  ``functionResponse`` on Gemini 3, else in a user turn right after the responses; a part the
+  model cannot take is a ``ConfigurationError`` before any request (``accepts_media`` tells the
+  engine which kinds, so a tool's other media become a soft error instead).
 - Settings: a setting the model's profile refuses is a ``ConfigurationError`` before any
   request; reasoning settings become ``generationConfig.thinkingConfig``; ``extra_body`` merges.
 - Stream completion rule: a stream is complete when a chunk carrying ``finishReason`` has arrived
@@ -36,6 +40,7 @@ from agentloop.providers._gemini_encode import (
     PROVIDER,
     build_payload,
     encode_contents,
+    gemini_profile,
 )
 from agentloop.providers._gemini_reply import REFUSALS, GeminiStreamState, parse_reply
 
@@ -93,6 +98,11 @@ class GeminiClient(HttpClient):
             timeout=timeout,
             connect_timeout=connect_timeout,
         )
+
+    @property
+    def accepts_media(self) -> frozenset[str]:
+        """The media kinds the default model takes in a prompt (its profile's ``media``)."""
+        return gemini_profile(self._model).media
 
     def __repr__(self) -> str:
         return f"GeminiClient(model={self._model!r}, base_url={self.base_url!r})"

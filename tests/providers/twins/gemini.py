@@ -24,12 +24,25 @@ a request that breaks one as Gemini does: HTTP 400 with Google's error body
    Streams (``:streamGenerateContent?alt=sse``) split each text into chunks and end a signed
    text with an empty signed part, as Gemini does.
 
+4. Media (rule 5). ``inlineData`` needs ``mimeType`` and ``data``, the data must be base64
+   ("Invalid value at 'contents[0].parts[1].inline_data.data' (TYPE_BYTES), Base64 decoding
+   failed for ..."), the type one Gemini lists ("Unsupported MIME type: image/gif");
+   ``fileData`` needs ``fileUri``, and a ``mimeType`` unless the URI is a Files API upload; a
+   part holds one kind of data (the protobuf ``oneof``). ``functionResponse.parts`` is
+   "Unable to submit request because `function_response.parts` is not supported for this
+   model. ..." before Gemini 3; on Gemini 3 each holds ``inlineData`` only (the API schema has
+   no ``fileData`` there: "Unknown name") of an image (PNG, JPEG, WebP) or a document type.
+   Texts quoted are Gemini's as reported in public issues; "empty ... parameter" for a missing
+   field follows the recorded fileData text (the twin's own wording for the others).
+
 Also enforced: the ``x-goog-api-key`` header, roles ``user``/``model``, and as many
 ``functionResponse`` parts as the model turn before had ``functionCall`` parts.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 from collections.abc import Mapping
@@ -57,6 +70,18 @@ _TOP_FIELDS = frozenset(
     {"contents", "systemInstruction", "tools", "toolConfig", "generationConfig", "safetySettings",
      "cachedContent"}
 )  # fmt: skip
+_IMAGES = frozenset({"image/png", "image/jpeg", "image/webp", "image/heic", "image/heif"})
+_DOCUMENTS = frozenset({"application/pdf", "text/plain"})
+_AUDIO = frozenset({"audio/wav", "audio/mp3", "audio/mpeg", "audio/aiff", "audio/aac",
+                    "audio/ogg", "audio/flac"})  # fmt: skip
+MEDIA_TYPES = _IMAGES | _DOCUMENTS | _AUDIO
+RESPONSE_MEDIA_TYPES = frozenset({"image/png", "image/jpeg", "image/webp"}) | _DOCUMENTS
+_DATA_FIELDS = ("text", "inlineData", "fileData", "functionCall", "functionResponse")
+PARTS_UNSUPPORTED = (
+    "Unable to submit request because `function_response.parts` is not supported for this "
+    "model. Learn more: https://cloud.google.com/vertex-ai/generative-ai/docs/multimodal/"
+    "function-calling"
+)
 _LEVELS = frozenset({"MINIMAL", "LOW", "MEDIUM", "HIGH"})
 _PRO_LEVELS = (  # Gemini 3 Pro takes LOW and HIGH, 3.x Pro adds MEDIUM; Flash takes all four
     (re.compile(r"gemini-3-pro"), frozenset({"LOW", "HIGH"})),
@@ -167,6 +192,7 @@ class GeminiTwin:
             self._roles(body)
             or self._generation(model, body.get("generationConfig") or {})
             or self._signatures(model, body["contents"])
+            or media_violation(model, body["contents"])
         )
 
     def _roles(self, body: Mapping[str, Any]) -> str | None:
@@ -287,6 +313,81 @@ class GeminiTwin:
                 await response.write(f"data: {json.dumps(chunk)}\r\n\r\n".encode())
         await response.write_eof()
         return response
+
+
+def media_violation(model: str, contents: list[Mapping[str, Any]]) -> str | None:
+    """Gemini's text for the first media block that breaks rule 5, else None."""
+    for i, content in enumerate(contents):
+        for j, part in enumerate(content["parts"]):
+            where = f"contents[{i}].parts[{j}]"
+            held = [k for k in _DATA_FIELDS if k in part]
+            if len(held) > 1:
+                return (
+                    f"Invalid value at '{where}' (oneof), oneof field 'data' is already set. "
+                    f"Cannot set '{held[1]}'"
+                )
+            problem = _part_media(model, where, part)
+            if problem is not None:
+                return problem
+    return None
+
+
+def _part_media(model: str, where: str, part: Mapping[str, Any]) -> str | None:
+    if "inlineData" in part:
+        return _inline(where, part["inlineData"], MEDIA_TYPES)
+    if "fileData" in part:
+        return _file(part["fileData"])
+    if "functionResponse" in part:
+        return _response_parts(model, where, part["functionResponse"])
+    return None
+
+
+def _inline(where: str, blob: Mapping[str, Any], accepted: frozenset[str]) -> str | None:
+    mime, data = blob.get("mimeType"), blob.get("data")
+    if not mime:
+        return "Unable to submit request because it has an empty mimeType parameter in inlineData."
+    if not data:
+        return "Unable to submit request because it has an empty data parameter in inlineData."
+    try:
+        base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return (
+            f"Invalid value at '{where}.inline_data.data' (TYPE_BYTES), Base64 decoding failed "
+            f'for "{data[:40]}"'
+        )
+    return None if mime in accepted else f"Unsupported MIME type: {mime}"
+
+
+def _file(file: Mapping[str, Any]) -> str | None:
+    uri, mime = file.get("fileUri"), file.get("mimeType")
+    if not uri:
+        return "Unable to submit request because it has an empty fileUri parameter in fileData."
+    if not mime and not str(uri).startswith("https://generativelanguage.googleapis.com/"):
+        return (
+            "Unable to submit request because it has an empty mimeType parameter in fileData. "
+            "Add a value to the parameter and try again."
+        )
+    return None if not mime or mime in MEDIA_TYPES else f"Unsupported MIME type: {mime}"
+
+
+def _response_parts(model: str, where: str, response: Mapping[str, Any]) -> str | None:
+    parts = response.get("parts")
+    if parts is None:
+        return None
+    if not is_gemini_3(model):
+        return PARTS_UNSUPPORTED
+    for k, part in enumerate(parts):
+        inner = f"{where}.function_response.parts[{k}]"
+        unknown = [name for name in part if name != "inlineData"]
+        if unknown:
+            return (
+                f"Invalid JSON payload received. Unknown name \"{unknown[0]}\" at '{inner}': "
+                "Cannot find field."
+            )
+        problem = _inline(inner, part.get("inlineData", {}), RESPONSE_MEDIA_TYPES)
+        if problem is not None:
+            return problem
+    return None
 
 
 def part_kind(part: Mapping[str, Any]) -> str:
