@@ -26,6 +26,12 @@ every HTTP failure), both as one JSON reply and as SSE. Wire rules it owns:
   still hits). Thinking blocks are never marked (the API refuses ``cache_control`` on them).
   Encoded messages are shared and never marked in place: a marked block is a copy.
   ``cache=False`` sends the old payload byte for byte.
+- Media (SPEC 16, provider-rules Anthropic 5) in ``_anthropic_media``: ``image`` and
+  ``document`` blocks in user messages and inside a ``tool_result``'s ``content`` (a tool's
+  media stay in its result); what Anthropic or the model cannot take (audio, an image type
+  beyond the four, an image over 5 MiB of base64, media from the assistant, a kind the
+  profile lacks) is a ``ConfigurationError`` naming the part and the model before sending.
+  ``AnthropicClient.accepts_media`` tells the engine which kinds a tool may return.
 - ``Usage.input_tokens`` includes cache reads and writes (the prompt's real size);
   ``cache_read_input_tokens`` and ``cache_creation_input_tokens`` are kept as
   ``cache_read_tokens`` and ``cache_write_tokens``. Thinking is billed inside ``output_tokens``
@@ -35,11 +41,12 @@ every HTTP failure), both as one JSON reply and as SSE. Wire rules it owns:
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import Any, TypeAlias
 
 from agentloop.errors import ConfigurationError, TranscriptError
 from agentloop.messages import Message, Part, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
+from agentloop.providers import _anthropic_media as media
 from agentloop.providers._anthropic_reply import error_from_body, invalid_reply, parse_response
 from agentloop.providers._anthropic_settings import check_payload, settings_fields
 from agentloop.providers._anthropic_stream import AnthropicStreamState
@@ -90,24 +97,48 @@ def _encode_part(part: Part) -> dict[str, Any] | None:
         }
     if isinstance(part, ThinkingPart):
         return _encode_thinking(part)
-    raise ConfigurationError(  # media parts: their encoding belongs to the media work
-        f"anthropic cannot send a {type(part).__name__} yet", field="messages"
+    raise ConfigurationError(  # media parts never come here: MediaEncoder has them
+        f"anthropic cannot send a {type(part).__name__}", field="messages"
     )
 
 
-def _encode_message(message: Message) -> tuple[str, tuple[dict[str, Any], ...]]:
+_Encoded: TypeAlias = tuple[str, tuple[dict[str, Any], ...], media.Found]
+"""One message's wire form, cached on it: role, blocks, and its media (often none). A plain
+tuple: unpacking one is the fastest thing Python does, and every turn unpacks each message."""
+
+
+def _encode_message(message: Message) -> _Encoded:
     role = "assistant" if message.role == "assistant" else "user"
-    blocks = (_encode_part(part) for part in message.parts)
-    return role, tuple(block for block in blocks if block is not None)
+    blocks: list[dict[str, Any]] = []
+    encoder = media.MediaEncoder(role)
+    for part in message.parts:
+        if isinstance(part, media.MEDIA):
+            block = encoder.block(part)
+        elif isinstance(part, ToolResultPart) and part.media:
+            block = encoder.tool_result(part)
+        else:
+            block = _encode_part(part)
+        if block is not None:
+            blocks.append(block)
+    return role, tuple(blocks), tuple(encoder.found)
 
 
-def encode_messages(messages: list[Message] | tuple[Message, ...]) -> list[dict[str, Any]]:
-    """The ``messages`` array: tool results as user blocks, same-role neighbours merged."""
+def encode_messages(
+    messages: list[Message] | tuple[Message, ...], model: str | None = None
+) -> list[dict[str, Any]]:
+    """The ``messages`` array: tool results as user blocks, same-role neighbours merged.
+
+    Raises ``ConfigurationError`` for a media part that ``model`` (None: any Anthropic model)
+    cannot take, before anything is sent.
+    """
     out: list[dict[str, Any]] = []
+    inline = 0  # the request's media bytes, base64 (the API caps a whole request)
     for message in messages:
         if message.role == "system":
             continue
-        role, blocks = message.encoded(_PROVIDER, _encode_message)
+        role, blocks, found = message.encoded(_PROVIDER, _encode_message)
+        if found:
+            inline = media.check(found, model, inline)
         if not blocks:
             continue
         if out and out[-1]["role"] == role:
@@ -117,9 +148,20 @@ def encode_messages(messages: list[Message] | tuple[Message, ...]) -> list[dict[
     return out
 
 
-def _system_text(request: ModelRequest) -> str | None:
+def _system_text(request: ModelRequest, model: str) -> str | None:
     texts = [request.system] if request.system else []
-    texts.extend(m.text for m in request.messages if m.role == "system" and m.text)
+    for message in request.messages:
+        if message.role != "system":
+            continue
+        for part in message.parts:
+            if isinstance(part, media.MEDIA):
+                raise ConfigurationError(
+                    f"{model} cannot take {part.describe()} in a system message: Anthropic "
+                    "takes media in user messages and tool results only",
+                    field="messages",
+                )
+        if message.text:
+            texts.append(message.text)
     return "\n\n".join(texts) or None
 
 
@@ -178,11 +220,11 @@ def build_payload(
     settings, name = request.settings, request.model or model
     fields = settings_fields(settings, name, max_tokens)
     cache = settings.cache
-    messages = encode_messages(tuple(request.messages))
+    messages = encode_messages(tuple(request.messages), name)
     if cache:
         mark_transcript(messages)
     payload: dict[str, Any] = {"model": name, "messages": messages}
-    system = _system_text(request)
+    system = _system_text(request, name)
     if system:
         payload["system"] = [_marked({"type": "text", "text": system})] if cache else system
     if request.tools:
@@ -244,6 +286,11 @@ class AnthropicClient(HttpClient):
 
     def __repr__(self) -> str:
         return f"AnthropicClient(model={self._model!r}, url={self.url!r})"
+
+    @property
+    def accepts_media(self) -> frozenset[str]:
+        """The media kinds the model takes (``"image"``, ``"document"``; never audio)."""
+        return media.accepts(self._model)
 
     def _payload(self, request: ModelRequest, stream: bool) -> dict[str, Any]:
         return build_payload(request, model=self._model, max_tokens=self.max_tokens, stream=stream)

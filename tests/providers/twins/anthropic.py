@@ -16,7 +16,12 @@ the rules file's):
    (``any``/``tool``); a budget under 1024 or not below ``max_tokens``; and on Claude 4.5 and
    later ``temperature`` with ``top_p``.
 4. ``max_tokens`` is required.
-6. At most four ``cache_control`` breakpoints (tools, system, message blocks).
+5. Media (``anthropic_media``): ``image`` and ``document`` blocks in user messages and inside
+   ``tool_result`` content, each source checked field by field (types, base64, the bytes against
+   the media type, 5 MiB of base64 per image); no audio, no media from the assistant, no empty
+   text block. A body over 32 MiB is 413 ``request_too_large``.
+6. At most four ``cache_control`` breakpoints (tools, system, message blocks, blocks inside
+   tool results).
 
 Replies: ``TwinReply(blocks, stop_reason)`` built from ``thinking()``, ``redacted()``, ``text()``,
 ``tool_use()`` and ``cut_tool_use()`` (a tool block left open by a cut: the stream never closes
@@ -37,6 +42,13 @@ from pathlib import Path
 from typing import Any, Self
 
 from aiohttp import web
+
+from .anthropic_media import (
+    MAX_REQUEST_BYTES,
+    REQUEST_TOO_LARGE,
+    media_violation,
+    nested_breakpoints,
+)
 
 DOCS = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
 CONSIDERATIONS = f"{DOCS}#important-considerations-when-using-extended-thinking"
@@ -207,13 +219,17 @@ def breakpoints(body: Mapping[str, Any]) -> int:
     system = body.get("system")
     if isinstance(system, list):
         count += sum("cache_control" in block for block in system)
-    return count + sum("cache_control" in block for *_, block in _blocks(body))
+    count += sum("cache_control" in block for *_, block in _blocks(body))
+    return count + nested_breakpoints(body)
 
 
 def violation(body: Mapping[str, Any], issued: Issued) -> str | None:
     """The API's message for the first rule ``body`` breaks, or None."""
     if "max_tokens" not in body:
         return MAX_TOKENS_REQUIRED
+    media = media_violation(body)
+    if media:
+        return media
     config = body.get("thinking")
     on = isinstance(config, Mapping) and config.get("type") == "enabled"
     if on:
@@ -369,7 +385,7 @@ class AnthropicTwin:
         self._runner: web.AppRunner | None = None
 
     async def __aenter__(self) -> Self:
-        app = web.Application()
+        app = web.Application(client_max_size=2 * MAX_REQUEST_BYTES)
         app.router.add_post("/v1/messages", self._handle)
         self._runner = web.AppRunner(app, shutdown_timeout=0.1)
         await self._runner.setup()
@@ -387,6 +403,9 @@ class AnthropicTwin:
         request_id = f"req_twin_{number}"
         if not request.headers.get("x-api-key"):
             return _error(401, "authentication_error", "x-api-key header is required", request_id)
+        if (request.content_length or 0) > MAX_REQUEST_BYTES:
+            self.rejected.append(REQUEST_TOO_LARGE)
+            return _error(413, "request_too_large", REQUEST_TOO_LARGE, request_id)
         body = await request.json()
         problem = violation(body, self.issued)
         if problem is not None:
