@@ -29,6 +29,7 @@ from agentloop import (
     RunContext,
     Settings,
     ToolContext,
+    ToolRegistry,
     build_client,
     tool,
 )
@@ -611,6 +612,7 @@ MISTAKES = [
     Mistake("Agent(\"gpt-4o\")", lambda: Agent("gpt-4o"), ConfigurationError, "'openai:gpt-4o'"),
     Mistake("Agent(\"google-gla:...\")", lambda: Agent("google-gla:gemini-2.5-flash"), ConfigurationError, "'gemini:gemini-2.5-flash'"),  # noqa: E501
     Mistake("Agent(model, tools=[fetch(...)])", lambda: Agent(MODEL, tools=[fetch("u")]), ConfigurationError, "tools=[fetch]"),  # type: ignore[list-item]  # noqa: E501
+    Mistake("ToolRegistry([fetch(...)])", lambda: ToolRegistry([fetch("u")]), ConfigurationError, "pass fetch itself"),  # type: ignore[list-item]  # noqa: E501
     Mistake("@tool on fetch(...)", lambda: tool(fetch("u")), ConfigurationError, "pass fetch itself"),  # type: ignore[call-overload]  # noqa: E501
     Mistake("@tool(name_override=...)", lambda: tool(name_override="x"), TypeError, "name="),  # type: ignore[call-overload]
     Mistake("agent.as_tool(tool_name=..., tool_description=...)", lambda: fresh().as_tool(tool_name="x", tool_description="y"), TypeError, "name="),  # type: ignore[call-arg]  # noqa: E501

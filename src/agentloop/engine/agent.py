@@ -69,7 +69,10 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
     """An LLM agent: a model client, tools, a system prompt and the committed history.
 
     ``Agent(client)`` answers with text (``run.output`` is ``str | None``);
-    ``Agent(client, output_type=Invoice)`` answers with a validated ``Invoice``.
+    ``Agent(client, output_type=Invoice)`` answers with a validated ``Invoice``. ``client`` is
+    any ``ModelClient`` or a ``"provider:model"`` string (``Agent("openai:gpt-5-mini")``, built
+    as ``build_client(Settings(provider, model))`` builds it); ``instructions=`` is ``system=``,
+    text or a function of the run's context (``agentloop.engine.instructions``).
     """
 
     @overload

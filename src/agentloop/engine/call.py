@@ -79,9 +79,13 @@ class PipelineServices(Protocol):
     default_recovery: bool
 
     async def invoke(
-        self, ctx: ToolContext, name: str, arguments: Mapping[str, Any]
+        self,
+        ctx: ToolContext,
+        name: str,
+        arguments: Mapping[str, Any],
+        registry: ToolRegistry | None = None,
     ) -> tuple[str, Outcome]:
-        """Run tool ``name`` once."""
+        """Run tool ``name`` once (from ``registry`` when a run has its own)."""
         ...
 
 
@@ -170,7 +174,7 @@ class CallPipeline:
         clock = d.clock
         started = clock.monotonic()
         try:
-            text, outcome = await d.invoke(ctx, self.name, self.arguments)
+            text, outcome = await d.invoke(ctx, self.name, self.arguments, state.registry)
         except BaseException:
             d.safety.settle(admission, None)
             raise
@@ -196,7 +200,8 @@ class CallPipeline:
         d = self.dispatcher
         if d.default_recovery:
             return None, None
-        tool = d.registry.get(self.name)
+        registry = d.registry if self.state.registry is None else self.state.registry
+        tool = registry.get(self.name)
         failure = ToolFailure(
             tool=self.name,
             arguments=self.arguments,

@@ -66,8 +66,6 @@ class Conversation(Generic[OutputT]):
         )
         self._journal: Journal | None = None
         self._wire_recorder()
-        self._tools = self._dispatcher.registry
-        """The registry the dispatcher runs tools from, unless a run swaps its own in."""
 
     def __repr__(self) -> str:
         return f"<Session {self.id!r}: {len(self._runs)} runs>"
@@ -166,16 +164,11 @@ class Conversation(Generic[OutputT]):
         """The state of a run over ``transcript`` (``base``: where its own messages start)."""
         agent = self.agent
         client: ModelClient = agent.client
-        swap = swap_of(agent)
+        swap = swap_of(agent)  # agent.override(): this run's client and tools instead
         registry = None
-        self._dispatcher.registry = self._tools
         if swap is not None:
             client = swap.client or client
             registry = swap.registry
-            if registry is not None:
-                journal = self._journal
-                tools = registry if journal is None else JournaledTools(registry, journal)
-                self._dispatcher.registry = tools
         system = agent._system()
         guard = ContextGuard(agent.config, system=system, observers=self._bus, hooks=agent._hooks)
         state = RunState(

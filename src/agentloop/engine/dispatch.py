@@ -93,10 +93,18 @@ class Dispatcher:
         ]
 
     async def invoke(
-        self, ctx: ToolContext, name: str, arguments: Mapping[str, Any]
+        self,
+        ctx: ToolContext,
+        name: str,
+        arguments: Mapping[str, Any],
+        registry: ToolRegistry | None = None,
     ) -> tuple[str, Outcome]:
-        """Run tool ``name`` once (``agentloop.engine.invoke``) from the current registry."""
-        return await invoke(self.registry, self.config, ctx, name, arguments)
+        """Run tool ``name`` once (``agentloop.engine.invoke``) from the current registry.
+
+        ``registry``: the run's own (``agent.override(tools=...)``) instead of the session's.
+        """
+        tools = self.registry if registry is None else registry
+        return await invoke(tools, self.config, ctx, name, arguments)
 
     async def _run_parallel(
         self,

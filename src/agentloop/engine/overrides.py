@@ -8,7 +8,9 @@ even if the block ends while it runs. Leaving the block restores the previous st
 too; blocks nest (an inner one replaces what it names and keeps the rest).
 
 The variable maps each overridden agent (its definition) to its ``Swap``; a run of an agent not
-in the map, and every run when no block is open, costs one ``ContextVar.get``.
+in the map, and every run when no block is open, costs one ``ContextVar.get``. Swapped tools run
+as they are: a durable wrapper's step or activity view and a store's journal wrap the agent's own
+tools only (an override is for tests, not for durable runs).
 """
 
 from __future__ import annotations
