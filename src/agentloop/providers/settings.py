@@ -102,7 +102,8 @@ class Settings:
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Settings from ``AGENTLOOP_PROVIDER`` (default ``openai``), ``AGENTLOOP_MODEL``,
         ``AGENTLOOP_BASE_URL``, ``AGENTLOOP_API``, ``AGENTLOOP_TIMEOUT``,
-        ``AGENTLOOP_CONNECT_TIMEOUT`` and ``AGENTLOOP_MAX_RETRIES``; keyword ``overrides`` win. Keys stay in their own variables.
+        ``AGENTLOOP_CONNECT_TIMEOUT`` and ``AGENTLOOP_MAX_RETRIES``; keyword ``overrides`` win.
+        Keys stay in their own variables.
         """  # noqa: D205
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {"provider": env.get("AGENTLOOP_PROVIDER") or "openai"}
