@@ -622,7 +622,7 @@ MISTAKES = [
     Mistake("agent.run_sync(..., dep=...)", lambda: fresh().run_sync("x", dep=1), TypeError, "did you mean deps=?"),  # type: ignore[call-arg]  # noqa: E501
     Mistake("agent.run_sync(..., usage_limits=UsageLimits(...))", lambda: fresh().run_sync("x", usage_limits={"request_limit": 1}), InvalidInput, "usage_limits=Budget("),  # type: ignore[arg-type]  # noqa: E501
     Mistake("agent.run_sync(..., model_settings={...})", lambda: fresh().run_sync("x", model_settings={"temperature": 0}), InvalidInput, "ModelSettings(temperature"),  # type: ignore[arg-type]  # noqa: E501
-    Mistake("agent.run_sync([messages])", lambda: fresh().run_sync(["hi"]), InvalidInput, "history="),  # type: ignore[arg-type]  # noqa: E501
+    Mistake("agent.run_sync([messages])", lambda: fresh().run_sync([Message.user("hi")]), InvalidInput, "history="),  # type: ignore[list-item]  # noqa: E501
     Mistake("for event in agent.stream(...)", iterate_without_block, TypeError, "async with agent.stream(input) as events"),  # noqa: E501
     Mistake("async for event in agent.stream(...)", async_iterate_without_block, TypeError, "async with agent.stream(input) as events"),  # noqa: E501
     Mistake("agent.run_stream(...)", lambda: fresh().run_stream, AttributeError, "async with agent.stream(input)"),  # noqa: E501

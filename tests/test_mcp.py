@@ -131,7 +131,9 @@ async def test_soft_results_errors_and_content(tmp_path: Path) -> None:
         "Invalid arguments for tool 'add': a: 'seven' is not of type 'integer'; b: Field required",
         True,
     )
-    assert got[3] == ("[image: image/png, 4 bytes]", False)
+    assert got[3] == ("", False)  # an image travels as a media part, not a placeholder
+    [picture] = run.turns[3].tool_results[0].media
+    assert (picture.kind, picture.media_type, picture.data) == ("image", "image/png", b"\x89PNG")
     assert got[4][0].replace(" ", "").replace("\n", "") == '{"city":"Oslo","celsius":21}'
     assert len(got[5][0]) <= 500 and got[5][0].startswith("xxx") and not got[5][1]
 
@@ -435,12 +437,20 @@ def test_result_text_renders_every_content_kind() -> None:
         structured_content={"ignored": "because text is present"},
     )
     assert result_text(result).splitlines() == [
-        "plain",
-        "[audio: audio/wav, 3 bytes]",
+        "plain",  # the audio travels as a media part (result_media), not as text
         "inside",
         "[resource file:///b.bin: binary, 4 bytes]",
         "[resource link file:///c: c (a link)]",
     ]
+    from agentloop.mcp.mapping import result_media
+
+    [audio] = result_media(result)
+    assert (audio.kind, audio.media_type, audio.data) == ("audio", "audio/wav", b"\x00\x00\x00")
+    lying = types.CallToolResult(
+        content=[types.ImageContent(data="JVBERi0=", mime_type="image/png")]
+    )
+    assert result_media(lying) == []  # a PDF that says it is a PNG stays a note
+    assert result_text(lying) == "[image: image/png, 5 bytes, unreadable]"
     only_structured = types.CallToolResult(content=[], structured_content={"n": 1})
     assert result_text(only_structured) == '{"n": 1}'
 

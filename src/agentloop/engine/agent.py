@@ -37,7 +37,7 @@ from agentloop.engine.toolsets import Toolsets
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.guardrails import Guardrail
 from agentloop.hooks import Approver, Hook
-from agentloop.messages import Message
+from agentloop.messages import Message, UserInput
 from agentloop.model import ModelClient, ModelSettings
 from agentloop.observers import Observer
 from agentloop.run import OutputT, Run
@@ -358,7 +358,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
     @hinting(peers.RUN)
     def run_sync(
         self,
-        input: str,
+        input: UserInput,
         *,
         deps: Any = None,
         cancel: CancelToken | None = None,
@@ -386,7 +386,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
     @hinting(peers.RUN)
     async def run(
         self,
-        input: str,
+        input: UserInput,
         *,
         deps: Any = None,
         cancel: CancelToken | None = None,
@@ -413,7 +413,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
     @hinting(peers.RUN)
     def stream(
         self,
-        input: str,
+        input: UserInput,
         *,
         deps: Any = None,
         cancel: CancelToken | None = None,

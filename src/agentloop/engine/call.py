@@ -30,7 +30,8 @@ from agentloop.engine.guards import BREAKER_TEXT, SafetyState
 from agentloop.engine.invoke import Outcome, suggestion
 from agentloop.engine.state import RunState
 from agentloop.errors import ToolError, ToolRecoveryExhausted
-from agentloop.messages import ToolCallPart, ToolResultPart
+from agentloop.messages import MediaPart, ToolCallPart, ToolResultPart
+from agentloop.model import ModelClient, media_kinds
 from agentloop.observers import EventBus
 from agentloop.safety.breaker import Outcome as BreakerOutcome
 from agentloop.safety.recovery import (
@@ -128,11 +129,15 @@ class CallPipeline:
         return self.finish(text, "unavailable")[0]
 
     def finish(
-        self, text: str, outcome: Outcome, duration: float = 0.0
+        self,
+        text: str,
+        outcome: Outcome,
+        duration: float = 0.0,
+        media: tuple[MediaPart, ...] = (),
     ) -> tuple[ToolResultPart, Outcome]:
         """Make the attempt's result: build it, record it for loop detection, announce it."""
         call, state, d = self.call, self.state, self.dispatcher
-        result = ToolResultPart(call.id, call.name, text, outcome != "ok")
+        result = ToolResultPart(call.id, call.name, text, outcome != "ok", media=media)
         if outcome not in _NOT_RECORDED:
             d.safety.loop_record(
                 state.run,
@@ -178,7 +183,10 @@ class CallPipeline:
         except BaseException:
             d.safety.settle(admission, None)
             raise
-        result = self.finish(text, outcome, clock.monotonic() - started)
+        media = ctx.media
+        if media:
+            text, outcome, media = _takeable(self.name, state.client, text, outcome, media)
+        result = self.finish(text, outcome, clock.monotonic() - started, media)
         try:
             await d.gates.after(call, result[0], ctx)
         finally:  # the tool ran: a failing or cancelled post hook must not leave a probe hanging
@@ -243,3 +251,18 @@ def _validator(tool: Tool | None) -> Callable[[Mapping[str, Any]], str | None] |
         return None
 
     return check
+
+
+def _takeable(
+    name: str, client: ModelClient, text: str, outcome: Outcome, media: tuple[MediaPart, ...]
+) -> tuple[str, Outcome, tuple[MediaPart, ...]]:
+    """A tool's media, or the soft error the model reads when its provider cannot take one."""
+    accepted = media_kinds(client)
+    for part in media:
+        if part.kind not in accepted:
+            return (
+                f"tool '{name}' returned {part.kind}, which {client.provider} cannot take",
+                "tool_error",
+                (),
+            )
+    return text, outcome, media

@@ -23,7 +23,7 @@ from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import RunOptions, RunState
 from agentloop.engine.turn import ClientEventBridge
 from agentloop.errors import InvalidInput, MemoryBackendError
-from agentloop.messages import Message
+from agentloop.messages import Message, UserInput
 from agentloop.model import ModelClient
 from agentloop.observers import EventBus
 from agentloop.run import OutputT, Run
@@ -110,7 +110,7 @@ class Conversation(Generic[OutputT]):
 
     def _begin(
         self,
-        input: str,
+        input: UserInput,
         deps: Any,
         cancels: tuple[CancelToken, ...],
         listener: Callable[[ev.Event], None] | None,
@@ -123,11 +123,9 @@ class Conversation(Generic[OutputT]):
         ``stream``: ask the provider for streamed replies (``stream()`` does); ``options``:
         this run's model settings and budget instead of the config's.
         """
+        message = Message.from_input(input)  # InvalidInput says what fits
         if not isinstance(input, str):
-            raise InvalidInput(
-                f"run() input must be a str, got {type(input).__name__} (earlier messages go "
-                "in history=, on the agent or on this run)"
-            )
+            input = tuple(input)  # the run keeps what was given
         if self._active is not None:
             raise InvalidInput(
                 f"session {self.id!r} is already running; one session runs one run at a time "
@@ -140,7 +138,7 @@ class Conversation(Generic[OutputT]):
         self._runs.append(run)
         transcript = list(self._history)
         base = len(transcript)
-        transcript.append(Message.user(input))
+        transcript.append(message)
         state = self._new_state(run, transcript, base, deps, cancels)
         self._bus.turn = 0
         state.stream = stream

@@ -19,7 +19,7 @@ from agentloop.engine.loop import RunLoop
 from agentloop.engine.resume import reopen
 from agentloop.engine.state import RunOptions, RunState
 from agentloop.engine.stream import RunStream
-from agentloop.errors import InvalidInput
+from agentloop.messages import Message, UserInput
 from agentloop.model import ModelSettings
 from agentloop.run import OutputT, Run
 from agentloop.safety.budget import Budget
@@ -39,7 +39,7 @@ class Session(Conversation[OutputT]):
     @hinting(peers.RUN)
     async def run(
         self,
-        input: str,
+        input: UserInput,
         *,
         deps: Any = None,
         cancel: CancelToken | None = None,
@@ -60,7 +60,7 @@ class Session(Conversation[OutputT]):
     @hinting(peers.RUN)
     def run_sync(
         self,
-        input: str,
+        input: UserInput,
         *,
         deps: Any = None,
         cancel: CancelToken | None = None,
@@ -68,8 +68,7 @@ class Session(Conversation[OutputT]):
         usage_limits: Budget | None = None,
     ) -> Run[OutputT]:
         """``run()`` on the agent's private event loop (see ``Agent.run_sync``)."""
-        if not isinstance(input, str):
-            raise InvalidInput(f"run() input must be a str, got {type(input).__name__}")
+        Message.from_input(input)  # InvalidInput before the loop starts
         RunOptions.checked(model_settings, usage_limits)
         return self.agent._run_sync(
             self.run(
@@ -84,7 +83,7 @@ class Session(Conversation[OutputT]):
     @hinting(peers.RUN)
     def stream(
         self,
-        input: str,
+        input: UserInput,
         *,
         deps: Any = None,
         cancel: CancelToken | None = None,
@@ -92,8 +91,7 @@ class Session(Conversation[OutputT]):
         usage_limits: Budget | None = None,
     ) -> RunStream[OutputT]:
         """Run and receive the events as they happen (see ``Agent.stream``)."""
-        if not isinstance(input, str):
-            raise InvalidInput(f"stream() input must be a str, got {type(input).__name__}")
+        Message.from_input(input)  # InvalidInput at the call, not when the block is entered
         options = RunOptions.checked(model_settings, usage_limits)
         return RunStream(self, input, deps, cancel, options)
 

@@ -18,6 +18,7 @@ from agentloop.cancel import CancelToken
 from agentloop.engine.state import RunOptions, RunState
 from agentloop.errors import AgentLoopError
 from agentloop.events import Event
+from agentloop.messages import UserInput
 from agentloop.run import OutputT, Run
 
 __all__ = ["RunStream"]
@@ -35,7 +36,7 @@ class Starts(Protocol[OutputT]):
 
     def _begin(
         self,
-        input: str,
+        input: UserInput,
         deps: Any,
         cancels: tuple[CancelToken, ...],
         listener: Callable[[Event], None] | None,
@@ -53,7 +54,7 @@ class RunStream(Generic[OutputT]):
     def __init__(
         self,
         session: Starts[OutputT],
-        input: str,
+        input: UserInput,
         deps: Any,
         cancel: CancelToken | None,
         options: RunOptions | None = None,

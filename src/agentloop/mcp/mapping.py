@@ -10,6 +10,7 @@ as ``ToolError``.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -19,10 +20,11 @@ import jsonschema
 import jsonschema.exceptions
 import mcp.types as types
 
-from agentloop.errors import ToolError
+from agentloop.errors import InvalidInput, ToolError
+from agentloop.media import AudioPart, DocumentPart, ImagePart, MediaPart
 from agentloop.tools import Tool, ToolContext
 
-__all__ = ["MCPTool", "argument_problems", "result_text"]
+__all__ = ["MCPTool", "argument_problems", "result_media", "result_text"]
 
 logger = logging.getLogger("agentloop")
 
@@ -53,13 +55,19 @@ class MCPTool(Tool):
             raise ToolError(f"Invalid arguments for tool '{self.name}': {problems}")
         return arguments
 
-    async def call(self, arguments: Mapping[str, Any], ctx: ToolContext) -> str:
-        """Call the server; a result with ``isError`` is its own text, as a soft error."""
+    async def call(self, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
+        """Call the server; a result with ``isError`` is its own text, as a soft error.
+
+        Images, audio and binary resources come back as media parts beside the text (SPEC 16).
+        """
         result = await self._call(self.remote_name, arguments)
         text = result_text(result)
         if result.is_error:
             raise ToolError(text or f"tool '{self.name}' failed (the server gave no text)")
-        return text
+        media = result_media(result)
+        if not media:
+            return text
+        return [text, *media] if text else media
 
 
 def _validator(name: str, schema: Mapping[str, Any]) -> jsonschema.protocols.Validator | None:
@@ -101,7 +109,7 @@ def _join(path: str, key: str) -> str:
 
 def result_text(result: types.CallToolResult) -> str:
     """The text the model reads for a tool result, one content block per line."""
-    parts = [_block_text(block) for block in result.content]
+    parts = [text for text in map(_block_text, result.content) if text]
     has_text = any(
         isinstance(block, types.TextContent)
         or (
@@ -115,13 +123,55 @@ def result_text(result: types.CallToolResult) -> str:
     return "\n".join(parts)
 
 
+def result_media(result: types.CallToolResult) -> list[MediaPart]:
+    """The media of a result: images, audio, and binary resources of a media type we carry.
+
+    A block that does not decode, or whose bytes are not what it says, stays a text note (see
+    ``result_text``): a server's bad bytes are never a reason to end a run.
+    """
+    media: list[MediaPart] = []
+    for block in result.content:
+        part = _media_of(block)
+        if part is not None:
+            media.append(part)
+    return media
+
+
+def _media_of(block: types.ContentBlock) -> MediaPart | None:
+    if isinstance(block, types.ImageContent | types.AudioContent):
+        data, mime = block.data, block.mime_type
+    elif isinstance(block, types.EmbeddedResource) and isinstance(
+        block.resource, types.BlobResourceContents
+    ):
+        data, mime = block.resource.blob, block.resource.mime_type or ""
+    else:
+        return None
+    kind = (
+        ImagePart
+        if mime.startswith("image/")
+        else AudioPart
+        if mime.startswith("audio/")
+        else DocumentPart
+        if mime in ("application/pdf", "text/plain")
+        else None
+    )
+    if kind is None:
+        return None
+    try:
+        return kind(base64.b64decode(data, validate=False), mime)
+    except (InvalidInput, ValueError):
+        return None
+
+
 def _block_text(block: types.ContentBlock) -> str:
     if isinstance(block, types.TextContent):
         return block.text
+    if _media_of(block) is not None:
+        return ""  # it travels as a media part
     if isinstance(block, types.ImageContent):
-        return f"[image: {block.mime_type}, {_decoded_size(block.data)} bytes]"
+        return f"[image: {block.mime_type}, {_decoded_size(block.data)} bytes, unreadable]"
     if isinstance(block, types.AudioContent):
-        return f"[audio: {block.mime_type}, {_decoded_size(block.data)} bytes]"
+        return f"[audio: {block.mime_type}, {_decoded_size(block.data)} bytes, unreadable]"
     if isinstance(block, types.EmbeddedResource):
         resource = block.resource
         if isinstance(resource, types.TextResourceContents):
