@@ -86,3 +86,41 @@ def test_runs_show_prints_each_turns_reasoning(
     out = capsys.readouterr().out
     assert "thinks: the user wants [bold]x[/]" in out  # literally, never as markup
     assert out.index("thinks:") < out.index("says: ok")
+
+
+def test_run_attach_sends_the_file_with_the_task(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+    import threading
+
+    from agentloop.testing import FakeProviderServer, FakeReply
+
+    monkeypatch.chdir(tmp_path)
+    chart = tmp_path / "chart.png"
+    chart.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    loop = asyncio.new_event_loop()
+    server = FakeProviderServer([FakeReply("a chart")])
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(server.start(), loop).result(10)
+    try:
+        argv = ["run", "what is this?", "--provider", "openai", "--base-url", server.base_url]
+        code = main([*argv, "--attach", str(chart), "--no-store"])
+        [request] = server.received
+    finally:
+        asyncio.run_coroutine_threadsafe(server.close(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+    assert code == 0, capsys.readouterr()
+    content = request.body["messages"][-1]["content"]
+    assert [part["type"] for part in content] == ["text", "image_url"]
+    assert content[1]["image_url"]["url"].startswith("data:image/png;base64,")
+
+
+def test_run_attach_of_a_missing_file_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["run", "x", "--provider", "ollama", "--attach", str(tmp_path / "nope.png")])
+    assert code == 2 and "no such file" in capsys.readouterr().err

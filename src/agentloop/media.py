@@ -37,6 +37,7 @@ __all__ = [
     "MediaPart",
     "image_size",
     "media_from_dict",
+    "media_from_path",
     "media_tokens",
 ]
 
@@ -193,6 +194,25 @@ class AudioPart(_Media):
 
 
 MediaPart = ImagePart | DocumentPart | AudioPart
+
+
+def media_from_path(path: str | Path) -> MediaPart:
+    """The part a file is: an image, a document (PDF, plain text) or audio.
+
+    Judged by its content, then its name; anything else is ``InvalidInput`` naming the file.
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise InvalidInput(f"no such file: {str(file)!r}")
+    data = file.read_bytes()
+    media_type = sniff(data) or mimetypes.guess_type(file.name)[0] or ""
+    for cls in (ImagePart, DocumentPart, AudioPart):
+        if media_type.startswith(cls.accepts):
+            return cls(data, media_type)
+    raise InvalidInput(
+        f"{str(file)!r} is not an image, a PDF, plain text or audio ({media_type or 'unknown'})"
+    )
+
 
 IMAGE_TOKENS_MAX = 1_600
 """An image's tokens at most (Anthropic resizes to about 1.15 megapixels: ~1,600 tokens)."""

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the engine, its tools and rich load in the commands that us
 
     from agentloop import Agent, Run
     from agentloop.cli.console import LineScreen, LiveScreen, RunView
+    from agentloop.messages import UserInput
     from agentloop.store import Store
     from agentloop.testing import FakeProviderServer
 
@@ -104,6 +105,7 @@ async def _run(args: argparse.Namespace) -> int:
     from agentloop.cli.console import LineScreen, LiveScreen, RunView, logs_shown
     from agentloop.providers.settings import DEFAULT_MODELS, Settings, build_client
 
+    task = _with_attachments(args.task, args.attach)  # a bad file: exit 2 before any request
     settings = Settings(provider=args.provider, model=args.model, base_url=args.base_url)
     client = build_client(settings)
     model = settings.model or DEFAULT_MODELS.get(settings.provider)
@@ -121,7 +123,7 @@ async def _run(args: argparse.Namespace) -> int:
     try:
         with logs_shown(screen.line, debug=args.debug), screen:
             view = RunView(screen, thinking=args.thinking)
-            run, error = await _streamed(agent, args.task, view)
+            run, error = await _streamed(agent, task, view)
     finally:
         await client.aclose()
         if store is not None:
@@ -135,7 +137,18 @@ async def _run(args: argparse.Namespace) -> int:
     return REFUSED_EXIT if isinstance(error, ModelRefused) else 1
 
 
-async def _streamed(agent: Agent, task: str, view: RunView) -> tuple[Run, AgentLoopError | None]:
+def _with_attachments(task: str, paths: Sequence[str] | None) -> UserInput:
+    """The task, then each ``--attach`` file as the media part its content says it is."""
+    if not paths:
+        return task
+    from agentloop.media import media_from_path
+
+    return [task, *(media_from_path(path) for path in paths)]
+
+
+async def _streamed(
+    agent: Agent, task: UserInput, view: RunView
+) -> tuple[Run, AgentLoopError | None]:
     """Draw every event of the run; its hard error (raised after ``RunFinished``) is returned."""
     async with agent.stream(task) as events:
         try:
@@ -229,6 +242,12 @@ def _parser() -> argparse.ArgumentParser:
         "--plain", action="store_true", help="plain lines: no colour, markdown or spinner"
     )
     run.add_argument("--debug", action="store_true", help="print tracebacks")
+    run.add_argument(
+        "--attach",
+        action="append",
+        metavar="FILE",
+        help="an image, PDF, text or audio file sent with the task (repeatable)",
+    )
     run.add_argument(
         "--thinking",
         choices=("brief", "full", "off"),

@@ -104,6 +104,8 @@ def _result_line(result: ToolResultPart) -> Text:
     if result.is_error:
         return Text.assemble("    ", ("soft error", "yellow"), ": ", result.content)
     body = result.content.strip()
+    if result.media:  # a placeholder: type, size, sha256, never the bytes
+        body = " ".join([body, *(m.describe() for m in result.media)]).strip()
     first = body.splitlines()[0] if body else "(empty)"
     cut = len(first) > _PREVIEW_LIMIT or first != body
     return Text.assemble("    ", ("ok", "green"), ": ", first[:_PREVIEW_LIMIT] + " …" * cut)

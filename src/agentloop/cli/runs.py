@@ -185,6 +185,9 @@ def _show_turn(console: Console, turn: Turn) -> None:
             _indented(console, 4, Text.assemble(("soft error", "yellow"), ": ", result.content))
         else:
             _indented(console, 4, Text.assemble(("ok", "green"), ": ", _preview(result.content)))
+        if result is not None and result.media:  # a placeholder: type, size, sha256, never bytes
+            notes = " ".join(m.describe() for m in result.media)
+            _indented(console, 4, Text.assemble(("media", "cyan"), ": ", notes))
 
 
 def _indented(console: Console, indent: int, text: Text) -> None:
