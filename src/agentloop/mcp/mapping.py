@@ -5,33 +5,28 @@ the JSON schema the server listed, before any request, so a bad argument is the 
 ``Invalid arguments for tool 'x': <field>: <problem>; ...``; a ``CallToolResult`` becomes the
 text the model reads (text, structured and resource content as text; images and audio as a
 placeholder naming type and size); a result with ``isError`` is the server's own text, raised
-as ``ToolError``.
+as ``ToolError``. The schema itself is made safe in ``agentloop.mcp.arguments`` (no ``$ref`` is
+ever fetched; patterns run with a time limit).
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-import jsonschema
-import jsonschema.exceptions
 import mcp.types as types
 
 from agentloop.errors import InvalidInput, ToolError
+from agentloop.mcp.arguments import argument_problems, schema_validator
 from agentloop.media import AudioPart, DocumentPart, ImagePart, MediaPart
 from agentloop.tools import Tool, ToolContext
 
 __all__ = ["MCPTool", "argument_problems", "result_media", "result_text"]
 
-logger = logging.getLogger("agentloop")
-
 CallTool = Callable[[str, Mapping[str, Any]], Awaitable[types.CallToolResult]]
 """How a tool reaches its server: ``(remote name, arguments) -> result``."""
-
-_MAX_PROBLEM = 200
 
 
 class MCPTool(Tool):
@@ -44,7 +39,7 @@ class MCPTool(Tool):
         self.parameters = dict(listed.input_schema)
         self.timeout = None
         self._call = call
-        self._validator = _validator(self.name, self.parameters)
+        self._validator = schema_validator(self.name, self.parameters)
 
     def validate(self, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
         """Check the arguments against the server's schema; the text names each problem."""
@@ -68,43 +63,6 @@ class MCPTool(Tool):
         if not media:
             return text
         return [text, *media] if text else media
-
-
-def _validator(name: str, schema: Mapping[str, Any]) -> jsonschema.protocols.Validator | None:
-    """A validator for the listed schema (2020-12 unless it says otherwise); None if unusable."""
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        cls.check_schema(dict(schema))
-    except jsonschema.exceptions.SchemaError:
-        logger.warning("MCP tool %r lists an invalid input schema; arguments go unchecked", name)
-        return None
-    return cls(dict(schema))
-
-
-def argument_problems(validator: jsonschema.protocols.Validator, arguments: Any) -> str:
-    """``<field>: <problem>; ...`` for every schema violation, in field order ('' when valid)."""
-    problems: list[tuple[str, str]] = []
-    for error in validator.iter_errors(arguments):
-        path = ".".join(str(part) for part in error.absolute_path)
-        instance, expected, schema = error.instance, error.validator_value, error.schema
-        if error.validator == "required" and isinstance(instance, dict):
-            missing = [k for k in expected if k not in instance]  # type: ignore[union-attr]
-            problems.extend((_join(path, key), "Field required") for key in missing)
-        elif (
-            error.validator == "additionalProperties"
-            and isinstance(instance, dict)
-            and isinstance(schema, Mapping)
-        ):
-            allowed = schema.get("properties", {})
-            extra = [k for k in instance if k not in allowed]
-            problems.extend((_join(path, key), "Extra inputs are not permitted") for key in extra)
-        else:
-            problems.append((path or "arguments", error.message[:_MAX_PROBLEM]))
-    return "; ".join(f"{field}: {problem}" for field, problem in sorted(problems))
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
 
 
 def result_text(result: types.CallToolResult) -> str:
