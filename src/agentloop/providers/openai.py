@@ -10,6 +10,12 @@ Wire mapping:
   once each (``Message.encoded``): the one ``tool`` message of a turn becomes one ``role: tool``
   wire message per ``ToolResultPart`` (the soft-error flag has no wire field: the text says it);
   an assistant message carries ``tool_calls`` with JSON-encoded arguments.
+- Media (``_openai_chat_media``): a user message with images, documents or audio sends a list
+  of content parts (``image_url`` data URLs or the URL, ``file`` for PDFs, ``input_audio``); a
+  tool's media go in one user message right after the turn's ``tool`` messages, which take text
+  only. A part the model's profile (or ``OpenAIClient(media=...)``) does not take, or one this
+  endpoint has no form for, is a ``ConfigurationError`` before sending; ``accepts_media`` says
+  what the default model takes, so the engine answers a tool's other media with a soft error.
 - Before anything is sent, the model's profile (``profiles.py``) is checked
   (``_openai_chat_rules``): a setting the model refuses, a Responses-only model, or function
   tools a dotted gpt-5 release refuses beside a reasoning effort is a ``ConfigurationError``.
@@ -65,14 +71,15 @@ from __future__ import annotations
 import hashlib
 import json
 import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from agentloop.errors import ModelNotFound
-from agentloop.messages import Message, ToolResultPart
+from agentloop.messages import Message
 from agentloop.model import (
     INVALID_JSON_KEY,
+    MEDIA_KINDS,
     ModelRequest,
     ModelResponse,
     ModelSettings,
@@ -81,6 +88,15 @@ from agentloop.model import (
     ToolSpec,
 )
 from agentloop.providers._client import HttpClient, check_client, check_key_characters
+from agentloop.providers._openai_chat_media import (
+    ChatWire,
+    carries_media,
+    encode_tool_results,
+    encode_user,
+    media_override,
+    refuse_media,
+    refuse_misplaced,
+)
 from agentloop.providers._openai_chat_restore import restore_optional
 from agentloop.providers._openai_chat_rules import ChatRules, name_the_fix
 from agentloop.providers._openai_chat_strict import strict_schema
@@ -113,20 +129,19 @@ def _encode_arguments(arguments: Mapping[str, Any]) -> str:
     return json.dumps(dict(arguments), ensure_ascii=False)
 
 
-def _encode_message(message: Message) -> list[dict[str, Any]]:
-    """One agentloop message as its Chat Completions wire messages.
+def _encode_message(message: Message) -> ChatWire:
+    """One agentloop message as its Chat Completions wire messages, and the media they carry.
 
-    Only text and tool calls are read (``Message.text``, ``Message.tool_calls``), so a
-    ``ThinkingPart`` never reaches the wire: Chat Completions has no field for reasoning.
+    An assistant message is read through ``Message.text`` and ``Message.tool_calls`` only, so a
+    ``ThinkingPart`` never reaches the wire: Chat Completions has no field for reasoning. User
+    and tool messages with media are encoded by ``_openai_chat_media``.
     """
     if message.role == "tool":
-        return [
-            {"role": "tool", "tool_call_id": part.call_id, "content": part.content}
-            for part in message.parts
-            if isinstance(part, ToolResultPart)
-        ]
+        return encode_tool_results(message)
     if message.role != "assistant":
-        return [{"role": message.role, "content": message.text}]
+        return encode_user(message)
+    if carries_media(message.parts):
+        refuse_misplaced(message)
     # content is "" rather than null beside tool calls: llama.cpp's server rejects null
     wire: dict[str, Any] = {"role": "assistant", "content": message.text}
     calls = message.tool_calls
@@ -139,7 +154,7 @@ def _encode_message(message: Message) -> list[dict[str, Any]]:
             }
             for call in calls
         ]
-    return [wire]
+    return [wire], ()
 
 
 def _encode_tool(spec: ToolSpec, strict: bool) -> dict[str, Any]:
@@ -204,19 +219,26 @@ def encode_request(
     max_field: str = "max_tokens",
     cache_key: bool = False,
     strict: bool = False,
+    media: frozenset[str] = MEDIA_KINDS,
 ) -> dict[str, Any]:
     """The Chat Completions payload for ``request`` (each message encoded once, then reused).
 
     ``cache_key``: the server accepts ``prompt_cache_key`` (sent when caching is on and the
     request has a session). ``strict``: send tools and structured output ``strict`` where the
-    schema allows (``OpenAIClient`` passes the model profile's ``strict_schema``).
+    schema allows (``OpenAIClient`` passes the model profile's ``strict_schema``). ``media``:
+    the media kinds the model takes; any other part is a ``ConfigurationError``, as is one this
+    endpoint has no form for (``_openai_chat_media``).
     """
+    name = request.model or model
     messages: list[dict[str, Any]] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
     for message in request.messages:
-        messages.extend(message.encoded(_WIRE_KEY, _encode_message))
-    payload: dict[str, Any] = {"model": request.model or model, "messages": messages}
+        wire, carried = message.encoded(_WIRE_KEY, _encode_message)
+        if carried:
+            refuse_media(carried, media, name)
+        messages.extend(wire)
+    payload: dict[str, Any] = {"model": name, "messages": messages}
     if request.tools:
         payload["tools"] = [_encode_tool(spec, strict) for spec in request.tools]
     if stream:
@@ -249,6 +271,7 @@ class OpenAIClient(HttpClient):
         proxy: str | None = None,
         ssl_context: ssl.SSLContext | None = None,
         max_tokens_field: str | None = None,
+        media: Iterable[str] | None = None,
     ) -> None:
         """Configure the client; nothing is sent until the first request.
 
@@ -265,6 +288,9 @@ class OpenAIClient(HttpClient):
             max_tokens_field: Wire name for ``ModelSettings.max_tokens`` for every model; None
                 lets the model's profile pick (``max_completion_tokens`` for reasoning models
                 and on api.openai.com, ``max_tokens`` elsewhere).
+            media: The media kinds (``"image"``, ``"document"``, ``"audio"``) every model of
+                this client takes; None lets each model's profile say (an OpenAI-compatible
+                server's model that reads PDFs or audio needs it).
         """
         check_client(model, base_url or self.default_base_url, timeout, connect_timeout)
         if api_key:
@@ -273,6 +299,7 @@ class OpenAIClient(HttpClient):
         host = urlsplit(self.base_url).hostname or ""
         self._rules = ChatRules(provider or self.default_provider, host, max_tokens_field)
         self._cache_key = host in _CACHE_KEY_HOSTS
+        self._media = None if media is None else media_override(media)
         all_headers = dict(headers or {})
         if api_key:
             all_headers["Authorization"] = f"Bearer {api_key}"
@@ -294,6 +321,11 @@ class OpenAIClient(HttpClient):
         )
 
     @property
+    def accepts_media(self) -> frozenset[str]:
+        """The media kinds the default model takes (``model.media_kinds`` reads this)."""
+        return self._rules.profile(self._model).media if self._media is None else self._media
+
+    @property
     def url(self) -> str:
         """The Chat Completions endpoint."""
         return f"{self.base_url}/chat/completions"
@@ -310,6 +342,7 @@ class OpenAIClient(HttpClient):
             max_field=self._rules.max_field(model),
             cache_key=self._cache_key,
             strict=profile.strict_schema,
+            media=profile.media if self._media is None else self._media,
         )
         return payload, profile.strict_schema
 

@@ -27,6 +27,9 @@ Rules (numbered as in provider-rules.md, OpenAI):
    context=(...), ...".
 6. Every reply's usage carries ``prompt_tokens_details.cached_tokens`` and
    ``completion_tokens_details.reasoning_tokens``.
+7. Media (``openai_chat_media``): image, file and audio parts in user content only, each of the
+   exact shape and content OpenAI checks (data URLs, MIME types, base64, audio formats), and only
+   on a model that reads that kind.
 
 And the transcript rules every Chat Completions model enforces: an assistant message with
 ``tool_calls`` is followed by one ``tool`` message per call id, a ``tool`` message answers a
@@ -48,6 +51,8 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from aiohttp import web
+
+from .openai_chat_media import check_content
 
 RESPONSES_ONLY_TEXT = "This model is only supported in v1/responses and not in v1/chat/completions."
 MAX_TOKENS_TEXT = (
@@ -199,7 +204,7 @@ def check_request(body: Mapping[str, Any]) -> None:
             "unsupported_parameter",
         )
     _check_tools_effort(model, body)
-    _check_messages(body.get("messages"))
+    _check_messages(body.get("messages"), model)
     _check_strict(body)
 
 
@@ -252,7 +257,7 @@ def _check_tools_effort(model: str, body: Mapping[str, Any]) -> None:
     raise _bad(TOOLS_EFFORT_TEXT.format(model=model), "reasoning_effort")
 
 
-def _check_messages(messages: object) -> None:
+def _check_messages(messages: object, model: str) -> None:
     if not isinstance(messages, list) or not messages:
         raise _bad("[] is too short - 'messages'", "messages", "empty_array")
     waiting: list[str] = []
@@ -269,6 +274,7 @@ def _check_messages(messages: object) -> None:
                 f"messages.[{index}]",
             )
         waiting = _check_tool_order(index, message, waiting)
+        check_content(index, message, model, _bad)
     if waiting:
         raise _unanswered(len(messages) - 1, waiting)
 
@@ -283,7 +289,7 @@ def _check_tool_order(index: int, message: Mapping[str, Any], waiting: list[str]
                 "preceeding message with 'tool_calls'.",
                 f"messages.[{index}].role",
             )
-        if not isinstance(message.get("content"), str):
+        if not isinstance(message.get("content"), str | list):
             raise _bad(f"Invalid type for 'messages[{index}].content'.", f"messages.[{index}]")
         return [c for c in waiting if c != call_id]
     if waiting:
