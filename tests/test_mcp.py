@@ -272,10 +272,8 @@ async def test_aclose_stops_the_server_and_the_next_run_starts_it_again(tmp_path
 async def test_a_server_that_fails_to_start_is_a_configuration_error_quoting_stderr(
     tmp_path: Path,
 ) -> None:
-    agent = Agent(
-        ScriptedModel([reply("never")]),
-        tools=[faulty(tmp_path, env={"FAIL_START": "bad flag --x"})],
-    )
+    (tmp_path / "fail-start").write_text("bad flag --x")  # not env: values in env are redacted
+    agent = Agent(ScriptedModel([reply("never")]), tools=[faulty(tmp_path)])
     with pytest.raises(ConfigurationError) as caught:
         await agent.run("go")
     assert str(caught.value) == (

@@ -110,6 +110,9 @@ async def test_a_huge_result_is_cut_by_the_engine_and_the_run_goes_on(tmp_path: 
 async def test_a_server_that_does_not_start_is_a_configuration_error(
     env: dict[str, str], why: str, tmp_path: Path
 ) -> None:
+    env = dict(env)
+    if "FAIL_START" in env:  # as a file: a value given in env is never quoted from stderr
+        (tmp_path / "fail-start").write_text(env.pop("FAIL_START"))
     server = MCPServer.stdio(
         sys.executable,
         [str(SERVER)],

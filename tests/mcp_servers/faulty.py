@@ -57,6 +57,12 @@ def protocol_error() -> str:
 
 
 @server.tool()
+def own_error() -> str:
+    """Answer with JSON-RPC error -32000, which some servers use for a tool's own failure."""
+    raise MCPError(code=-32000, message="rate limited, try again in a minute")
+
+
+@server.tool()
 def crash() -> str:
     """Die mid-call."""
     print("faulty: crashing now", file=sys.stderr, flush=True)

@@ -27,10 +27,11 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
 from agentloop.safety.redact import redact_secrets
 
-__all__ = ["Connection", "Http", "StartFailed", "Stdio", "cancellable"]
+__all__ = ["INVALID_RESULT", "Connection", "Http", "StartFailed", "Stdio", "cancellable"]
 
 _TAIL_LINES = 5
 _TAIL_BYTES = 4096
@@ -86,6 +87,10 @@ class Stdio:
         async with stdio_client(self.parameters(), errlog=errlog) as streams:  # type: ignore[arg-type]
             yield streams
 
+    def secrets(self) -> list[str]:
+        """The values the user gave in ``env``: never quoted from the server's stderr."""
+        return list((self.env or {}).values())
+
     def errlog(self) -> IO[str] | None:
         """Where the server's stderr goes (a temporary file for stdio)."""
         return tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
@@ -106,6 +111,10 @@ class Http:
             streamable_http_client(self.url, http_client=client) as streams,
         ):
             yield streams
+
+    def secrets(self) -> list[str]:
+        """The header values the user gave (an ``Authorization`` token): never quoted."""
+        return list(self.headers.values())
 
     def errlog(self) -> IO[str] | None:
         """Where the server's stderr goes (none over HTTP)."""
@@ -198,7 +207,7 @@ class Connection:
         async with sink:
             with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                 async for item in source:
-                    await sink.send(item)
+                    await sink.send(_answerable(item))
         self._done.set()
 
     async def _on_message(self, message: IncomingMessage) -> None:
@@ -243,7 +252,8 @@ class Connection:
         tail = " | ".join([line for line in lines if line][-_TAIL_LINES:])
         if not tail:
             return ""
-        return f"; its stderr ends: {redact_secrets(tail)[-_MAX_TAIL_CHARS:]}"
+        quoted = redact_secrets(tail, self.launch.secrets())
+        return f"; its stderr ends: {quoted[-_MAX_TAIL_CHARS:]}"
 
 
 async def cancellable(request: Coroutine[Any, Any, _T]) -> _T:
@@ -272,6 +282,48 @@ async def cancellable(request: Coroutine[Any, Any, _T]) -> _T:
 def _retrieve(task: asyncio.Task[Any]) -> None:
     if not task.cancelled():
         task.exception()  # retrieved: a caller that left does not want it logged as lost
+
+
+INVALID_RESULT = "agentloop: the result is not an object"
+"""``data`` of the JSON-RPC error that stands in for a response the SDK could not parse."""
+
+
+def _answerable(item: _Incoming) -> _Incoming:
+    """A response whose ``result`` is not an object, as a JSON-RPC error for its request.
+
+    The SDK drops a message it cannot parse, so the call waiting for that response would wait
+    for its timeout (forever without one); the error we put in its place answers it at once.
+    """
+    if not isinstance(item, ValidationError):
+        return item
+    for error in item.errors():
+        body = error.get("input")
+        if (
+            isinstance(body, dict)
+            and isinstance(body.get("id"), int | str)
+            and "result" in body
+            and not isinstance(body["result"], dict)
+        ):
+            kind = type(body["result"]).__name__
+            error_data = types.ErrorData(
+                code=types.INTERNAL_ERROR,
+                message=f"the result is a {_JSON_KINDS.get(kind, kind)}, not an object",
+                data=INVALID_RESULT,
+            )
+            return SessionMessage(
+                types.JSONRPCError(jsonrpc="2.0", id=body["id"], error=error_data)
+            )
+    return item
+
+
+_JSON_KINDS = {
+    "int": "number",
+    "float": "number",
+    "str": "string",
+    "list": "list",
+    "bool": "boolean",
+    "NoneType": "null",
+}
 
 
 def _describe(exc: BaseException) -> str:

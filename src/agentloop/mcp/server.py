@@ -6,9 +6,14 @@
 
     when                                   what the run sees
     start-up fails when a run begins       ConfigurationError naming the server (stdio: the
-                                           tail of its stderr); the run does not start
+                                           tail of its stderr, with every value given in
+                                           ``env`` redacted); the run does not start
     a result with isError                  the server's own text (soft, neutral)
-    a JSON-RPC error                       its message (soft, neutral)
+    a JSON-RPC error                       its message (soft, neutral); -32000 too, unless
+                                           it is the SDK's own "connection closed"
+    a result that is not an object         tool server '<name>' sent an invalid result: the
+                                           result is a <kind>, not an object (soft, sick), at
+                                           once (the SDK alone would drop it and wait)
     arguments fail the listed schema       Invalid arguments for tool 'x': ... (no request sent)
     server died / connection dropped       tool server '<name>' is unavailable: <why> (soft,
       (or cannot be restarted)             counted as sick by the tool breaker); the next
@@ -41,7 +46,14 @@ from pydantic import ValidationError
 from agentloop._util.backoff import exponential_backoff
 from agentloop._util.numbers import is_finite
 from agentloop.errors import ConfigurationError, ToolError
-from agentloop.mcp.connection import Connection, Http, StartFailed, Stdio, cancellable
+from agentloop.mcp.connection import (
+    INVALID_RESULT,
+    Connection,
+    Http,
+    StartFailed,
+    Stdio,
+    cancellable,
+)
 from agentloop.mcp.mapping import MCPTool
 from agentloop.tools import Tool
 
@@ -59,6 +71,23 @@ def restart_delay(failures: int) -> float:
     if failures <= 1:
         return 0.0
     return exponential_backoff(failures - 2, 0.5, 30.0)
+
+
+_SDK_CLOSED = ("Connection closed", "SSE stream ")
+"""How the SDK's own -32000 errors begin (a closed transport, a broken HTTP stream)."""
+
+
+def _lost_connection(conn: Connection, exc: MCPError) -> bool:
+    """Whether an error means the connection is gone, not that the tool failed.
+
+    The SDK reports a closed transport as code -32000 (``Connection closed``, over HTTP ``SSE
+    stream failed: ...`` and ``SSE stream ended ...``), a code servers also use for their own
+    errors: only the SDK's own texts, or a connection that is really down, count as lost (a
+    server's ``-32000 rate limited`` is the tool's own soft text, and the server lives on).
+    """
+    if exc.code != types.CONNECTION_CLOSED:
+        return False
+    return not conn.usable() or (exc.data is None and exc.message.startswith(_SDK_CLOSED))
 
 
 class MCPServer:
@@ -196,9 +225,12 @@ class MCPServer:
         try:
             result = await cancellable(conn.session().call_tool(remote, dict(arguments)))
         except MCPError as exc:
-            if exc.code != types.CONNECTION_CLOSED:
-                raise ToolError(exc.message or f"tool server error {exc.code}") from None
-            raise ToolError(self._lost(conn, exc.message), sick=True) from None
+            if exc.data == INVALID_RESULT:
+                text = f"tool server '{self.name}' sent an invalid result: {exc.message}"
+                raise ToolError(text, sick=True) from None
+            if _lost_connection(conn, exc):
+                raise ToolError(self._lost(conn, exc.message), sick=True) from None
+            raise ToolError(exc.message or f"tool server error {exc.code}") from None
         except (RuntimeError, ValidationError) as exc:
             text = f"tool server '{self.name}' sent an invalid result: {exc}"
             raise ToolError(text, sick=True) from None
