@@ -1,9 +1,10 @@
 """Encoding a request for OpenAI's Responses API: the transcript as input items, the settings.
 
 Pure (no I/O): ``encode_request`` is the whole mapping, which ``responses.py`` documents and
-re-exports. Each message is encoded once (``Message.encoded``) and reused on later turns; tool
-and output schemas go through the strict-mode rewrite Chat Completions uses
-(``_openai_chat_strict``, cached per schema object).
+re-exports. Each message is encoded once (``Message.encoded``: its items and the media parts
+they carry, ``_responses_media``) and reused on later turns; carried media are checked against
+the model on every request; tool and output schemas go through the strict-mode rewrite Chat
+Completions uses (``_openai_chat_strict``, cached per schema object).
 """
 
 from __future__ import annotations
@@ -13,9 +14,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentloop.errors import ConfigurationError, TranscriptError
-from agentloop.messages import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from agentloop.messages import Message, TextPart, ThinkingPart, ToolCallPart
 from agentloop.model import INVALID_JSON_KEY, ModelRequest, ModelSettings, OutputSpec, ToolSpec
 from agentloop.providers._openai_chat_strict import strict_schema
+from agentloop.providers._responses_media import (
+    MEDIA,
+    ResponsesWire,
+    encode_tool_results,
+    encode_user,
+    refuse_media,
+    refuse_misplaced,
+)
 from agentloop.providers._responses_reply import PROVIDER
 from agentloop.providers.openai import prompt_cache_key
 from agentloop.providers.profiles import ModelProfile, check_settings, merge_body, profile_for
@@ -77,35 +86,42 @@ def _assistant_items(message: Message) -> tuple[dict[str, Any], ...]:
             item = _reasoning_item(part)
             if item is not None:
                 items.append(item)
+        elif isinstance(part, MEDIA):
+            refuse_misplaced(message)
         else:
             raise _cannot_send(part)
     return tuple(items)
 
 
 def _cannot_send(part: object) -> ConfigurationError:
-    """A part this adapter has no encoding for (media parts belong to the media work)."""
+    """A part that has no place in its message (a tool result in a user message, ...)."""
     return ConfigurationError(
-        f"the OpenAI Responses API adapter cannot send a {type(part).__name__} yet",
+        f"the OpenAI Responses API adapter cannot send a {type(part).__name__} there",
         field="messages",
     )
 
 
-def _encode_message(message: Message) -> tuple[dict[str, Any], ...]:
-    """One agentloop message as its input items (system messages go to ``instructions``)."""
+def _encode_message(message: Message) -> ResponsesWire:
+    """One agentloop message as its input items and the media they carry.
+
+    System messages go to ``instructions`` (``encode_request``), so they have no items here.
+    """
     if message.role == "assistant":
-        return _assistant_items(message)
+        return _assistant_items(message), ()
     if message.role == "tool":
-        return tuple(
-            {"type": "function_call_output", "call_id": part.call_id, "output": part.content}
-            for part in message.parts
-            if isinstance(part, ToolResultPart)
-        )
+        return encode_tool_results(message)
     if message.role == "user":
+        media = False
         for part in message.parts:
-            if not isinstance(part, TextPart):
+            if isinstance(part, TextPart):
+                continue
+            if not isinstance(part, MEDIA):
                 raise _cannot_send(part)
-        return ({"type": "message", "role": "user", "content": message.text},)
-    return ()
+            media = True
+        if media:
+            return encode_user(message)
+        return ({"type": "message", "role": "user", "content": message.text},), ()
+    return (), ()
 
 
 def _tool(spec: ToolSpec, strict: bool) -> dict[str, Any]:
@@ -184,22 +200,26 @@ def encode_request(
     """The Responses API payload for ``request`` (each message encoded once, then reused).
 
     Raises:
-        ConfigurationError: A setting the model or this API cannot take.
+        ConfigurationError: A setting or a media part the model or this API cannot take.
         TranscriptError: A reasoning part that cannot be sent back.
     """
     name = request.model or model
+    profile = profile or profile_for(PROVIDER, name)
     items: list[dict[str, Any]] = []
     system = [request.system] if request.system else []
     for message in request.messages:
         if message.role == "system":
+            refuse_misplaced(message)
             system.append(message.text)
-        items.extend(message.encoded(_WIRE_KEY, _encode_message))
+        encoded, media = message.encoded(_WIRE_KEY, _encode_message)
+        if media:
+            refuse_media(media, profile.media, name)
+        items.extend(encoded)
     payload: dict[str, Any] = {"model": name, "input": items, "store": False}
     if include_reasoning:
         payload["include"] = list(_INCLUDE)
     if system:
         payload["instructions"] = "\n\n".join(text for text in system if text)
-    profile = profile or profile_for(PROVIDER, name)
     if request.tools:
         payload["tools"] = [_tool(spec, profile.strict_schema) for spec in request.tools]
     if stream:

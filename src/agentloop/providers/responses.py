@@ -36,6 +36,14 @@ Request mapping:
   false``; the nulls strict mode makes the model send for optional properties are dropped from
   the reply (``_openai_chat_restore``), so defaults apply. ``strict`` is always said: this API
   takes an unmarked tool as strict, which a looser schema fails with a 400.
+- Media (``_responses_media``): a user message with images or documents sends ``content`` as a
+  list (``input_text``, ``input_image`` with a data URL or the URL, ``input_file`` with
+  ``filename`` and a PDF data URL, or ``file_url``); a tool's media go in its own
+  ``function_call_output``, whose ``output`` becomes a list of the same content. Audio (this API
+  has no ``input_audio``), a kind the model's profile does not list, and media in a system or
+  assistant message are a ``ConfigurationError`` before sending; ``accepts_media`` says what
+  the default model takes (never audio), so the engine answers a tool's other media with a
+  soft error.
 - With ``ModelSettings.cache`` and a session, api.openai.com also gets ``prompt_cache_key``
   (``openai.prompt_cache_key``).
 
@@ -155,6 +163,14 @@ class OpenAIResponsesClient(HttpClient):
             f"{type(self).__name__}(model={self._model!r}, provider={self._provider!r}, "
             f"base_url={self.base_url!r})"
         )
+
+    @property
+    def accepts_media(self) -> frozenset[str]:
+        """The media kinds the default model takes here (``model.media_kinds`` reads this).
+
+        The model's profile, without audio: the Responses API has no audio input.
+        """
+        return self._profile(self._model).media - {"audio"}
 
     @property
     def url(self) -> str:

@@ -38,7 +38,12 @@ breaks one as OpenAI does, with its status and its error body ``{"error": {"mess
    (``additionalProperties: false``) and every property required: 400 "Invalid schema for
    function 'NAME': In context=(), 'additionalProperties' is required to be supplied and to be
    false." and the ``required`` twin of it.
-6. Usage carries ``input_tokens_details.cached_tokens`` and
+6. Media (``openai_responses_media``): a message's ``content`` list and a
+   ``function_call_output``'s ``output`` list take ``input_text``, ``input_image`` and
+   ``input_file`` only, each well formed (data URLs that decode to what they say, ``filename``
+   beside ``file_data``, ``detail`` from the API's list, an ``image_url`` within 20,971,520
+   characters), and no image or file reaches a model without vision.
+7. Usage carries ``input_tokens_details.cached_tokens`` and
    ``output_tokens_details.reasoning_tokens``.
 
 Replies are scripted (``Reply``): text, calls, a refusal, an incomplete or failed response, an
@@ -58,6 +63,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from .openai_responses_media import check_content
 
 KEY = b"twin-secret"
 MISSING_REASONING = (
@@ -134,6 +141,10 @@ class Refusal(Exception):
         self.status, self.message, self.code, self.param = status, message, code, param
 
 
+def _bad(message: str, param: str | None, code: str | None) -> Refusal:
+    return Refusal(400, message, code, param)
+
+
 class ResponsesTwin:
     """The twin's state: the script, what it issued, and every request received."""
 
@@ -143,10 +154,11 @@ class ResponsesTwin:
         self.received: list[Received] = []
         self.calls: dict[str, tuple[str, str | None]] = {}  # call_id -> (fc id, rs id)
         self.count = 0
+        self.model = ""  # the model of the request being checked
 
     def app(self) -> web.Application:
         """The aiohttp application (serve it with ``conftest.serve_app``; base URL + ``/v1``)."""
-        app = web.Application()
+        app = web.Application(client_max_size=64 * 1024 * 1024)  # media bodies are large
         app.router.add_post("/v1/responses", self._handle)
         return app
 
@@ -184,7 +196,7 @@ class ResponsesTwin:
 
     def check(self, body: Mapping[str, Any]) -> None:
         """Raise ``Refusal`` for the first rule ``body`` breaks."""
-        model = str(body.get("model"))
+        model = self.model = str(body.get("model"))
         for name in ("stop", "seed"):
             if name in body:
                 hint = " Did you mean 'store'?" if name == "stop" else ""
@@ -274,11 +286,13 @@ class ResponsesTwin:
                         None,
                         "input",
                     )
+                check_content(f"input[{index}].output", item.get("output"), self.model, _bad)
                 reasonings = set()
             elif kind == "message":
                 if item.get("role") not in ("user", "assistant", "system", "developer"):
                     raise Refusal(400, f"Invalid value: '{item.get('role')}'.", None, "input")
                 if item.get("role") != "assistant":
+                    check_content(f"input[{index}].content", item.get("content"), self.model, _bad)
                     reasonings = set()
             else:
                 raise Refusal(400, f"Invalid value: '{kind}'.", "invalid_value", "input")
