@@ -528,3 +528,30 @@ def test_an_interrupted_run_exits_130_and_is_stored_as_cancelled(project: Path) 
     finally:
         store.close()
     assert type(stored.run.stop_reason).__name__ == "Cancelled"
+
+
+def test_a_failed_store_write_is_never_reported_as_stored(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sqlite3
+
+    from agentloop.store import SQLiteStore
+
+    db = project / "broken.db"
+    SQLiteStore(db).close()
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON agentloop_history "
+            "BEGIN SELECT RAISE(FAIL, 'disk says no'); END"
+        )
+    conn.close()
+    with serving([FakeReply("an answer")]) as server:
+        code = run_in_process("a", server.base_url, "--store", str(db))
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "stored in" not in out
+    assert re.search(
+        r"run \w{12} NOT stored: SQLiteStore: saving the end of run \w+ failed: "
+        r"IntegrityError: disk says no$",
+        out.splitlines()[-1],
+    )

@@ -561,3 +561,25 @@ def test_reasoning_parts_and_counts_round_trip_exactly(store: Store) -> None:
     assert store.load_history("s") == messages
     [stored] = store.load_runs("s")
     assert stored.run.messages == messages and stored.run.usage.reasoning_tokens == 7
+
+
+def test_lone_surrogates_and_nul_are_always_writable(store: Store) -> None:
+    """A provider's half emoji, a surrogate in tool arguments or a typed answer (issue 25, 4)."""
+    half = "half an emoji \ud83d"
+    call = ToolCallPart("call_\udc80", "read_file", {"path": "caf\udce9.txt", "\ud800": 1})
+    result = ToolResultPart("call_\udc80", "read_file", "read \udfff", False)
+    turn = Turn(index=0, model="m", tool_calls=[call], tool_results=[result], text=half)
+    run = Run(id="r1", input="task \ud800 with a nul \x00", started_at=1.0, ended_at=2.0)
+    messages = [Message.assistant(half, [call]), Message.tool_results([result])]
+    run.messages.extend([Message.from_input(run.input), *messages])
+    run.turns.append(turn)
+    run.output = {"answer": "typed \udbff"}
+    store.begin_run("s", run, safety={"note": half})
+    store.save_turn("r1", 0, turn, messages, session_id="s", safety={"note": half})
+    store.save_step("s", "r1", "call_\udc80", {"output": half})
+    assert store.load_steps("r1") == {"call_\\udc80": {"output": half}}
+    assert store.load_safety("s") == {"note": half}
+    store.finish_runs("s", [run], keep=0, append=run.messages)
+    loaded = store.load_run("r1")
+    assert loaded is not None and loaded.run == run
+    assert store.load_history("s") == run.messages

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the engine, its tools and rich load in the commands that us
 
     from agentloop import Agent, Run
     from agentloop.cli.console import LineScreen, LiveScreen, RunView
+    from agentloop.errors import MemoryBackendError
     from agentloop.messages import UserInput
     from agentloop.store import Store
     from agentloop.testing import FakeProviderServer
@@ -128,9 +129,10 @@ async def _run(args: argparse.Namespace) -> int:
         await client.aclose()
         if store is not None:
             store.close()
-    console.print(_summary(run, None if store is None else args.store), style="dim")
+    lost = agent.persistence_error if store is not None else None
+    console.print(_summary(run, None if store is None else args.store, lost), style="dim")
     if error is None:
-        return 0
+        return 0 if lost is None else 1
     _report(error, target, debug=args.debug)
     if error.is_cancelled():
         return 130
@@ -173,9 +175,15 @@ def _counts(run: Run) -> str:
     return f"{len(run.turns)} turn{'s' * (len(run.turns) != 1)}, {calls}"
 
 
-def _summary(run: Run, store: str | None) -> str:
+def _summary(run: Run, store: str | None, lost: MemoryBackendError | None) -> str:
+    """The last line; ``lost`` is the store write that failed (then the run is not stored)."""
     tokens = f"{run.usage.input_tokens} tokens in, {run.usage.output_tokens} out"
-    where = f"stored in {store}" if store is not None else "not stored (--no-store)"
+    if store is None:
+        where = "not stored (--no-store)"
+    elif lost is not None:
+        where = f"NOT stored: {lost.message}"
+    else:
+        where = f"stored in {store}"
     return f"{_counts(run)}, {tokens}; run {run.id[:12]} {where}"
 
 

@@ -18,8 +18,10 @@ from typing import Any
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Message
 from agentloop.run import Run, Turn, message_from_dict
+from agentloop.safety.output import storable
 
 __all__ = [
+    "text_column",
     "StoredRun",
     "column",
     "describe",
@@ -56,9 +58,21 @@ class StoredRun:
 def to_json(value: Any) -> str:
     """``value`` as compact JSON text; ``MemoryBackendError`` when it cannot be written."""
     try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_plain)
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_plain)
     except (ValueError, TypeError, RecursionError) as exc:
         raise MemoryBackendError(f"a record cannot be written as JSON: {describe(exc)}") from exc
+    # A lone surrogate (a provider's half emoji, a non-UTF-8 file name) cannot be encoded for
+    # any driver; escaped, it is JSON's own \udxxx escape, so it reads back exactly as it was.
+    return storable(text)
+
+
+def text_column(text: str) -> str:
+    r"""Free text for a plain TEXT column (a run's input, a step key): always writable.
+
+    Lone surrogates are escaped (``storable``) and NUL, which PostgreSQL text cannot hold,
+    is written as ``\\x00``.
+    """
+    return storable(text).replace("\x00", "\\x00")
 
 
 def _plain(value: Any) -> Any:

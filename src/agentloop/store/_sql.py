@@ -31,6 +31,7 @@ from agentloop.store._rows import (
     json_column,
     messages_json,
     stored_run,
+    text_column,
     to_json,
 )
 from agentloop.store._tables import RUN_COLUMNS, SCHEMA_VERSION
@@ -144,7 +145,7 @@ class SQLStore(Closing):
         with self._open(f"saving the start of run {run.id}", write=True) as tx:
             tx.run(
                 f"INSERT INTO agentloop_runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, NULL, 0, NULL)",
-                (run.id, session_id, input_text(run.input), run.started_at),
+                (run.id, session_id, text_column(input_text(run.input)), run.started_at),
             )
             tx.run("DELETE FROM agentloop_steps WHERE session_id = ?", (session_id,))
             _write_safety(tx, session_id, safety)
@@ -200,7 +201,7 @@ class SQLStore(Closing):
             (
                 run.id,
                 session_id,
-                input_text(run.input),
+                text_column(input_text(run.input)),
                 run.started_at,
                 run.ended_at,
                 0,
@@ -238,7 +239,7 @@ class SQLStore(Closing):
 
     def save_step(self, session_id: str, run_id: str, key: str, value: Mapping[str, Any]) -> None:
         """Journal one step of a run in flight (a model reply, a tool call's output)."""
-        row = (session_id, run_id, key, to_json(value))
+        row = (session_id, run_id, text_column(key), to_json(value))
         with self._open(f"journaling step {key} of run {run_id}", write=True) as tx:
             tx.run(
                 "INSERT INTO agentloop_steps VALUES (?, ?, ?, ?) ON CONFLICT (run_id, key) "
