@@ -565,11 +565,12 @@ def test_reasoning_parts_and_counts_round_trip_exactly(store: Store) -> None:
 
 def test_lone_surrogates_and_nul_are_always_writable(store: Store) -> None:
     """A provider's half emoji, a surrogate in tool arguments or a typed answer (issue 25, 4)."""
+    assert isinstance(store, DurableStore)
     half = "half an emoji \ud83d"
     call = ToolCallPart("call_\udc80", "read_file", {"path": "caf\udce9.txt", "\ud800": 1})
     result = ToolResultPart("call_\udc80", "read_file", "read \udfff", False)
     turn = Turn(index=0, model="m", tool_calls=[call], tool_results=[result], text=half)
-    run = Run(id="r1", input="task \ud800 with a nul \x00", started_at=1.0, ended_at=2.0)
+    run: Run[Any] = Run(id="r1", input="task \ud800 with a nul \x00", started_at=1.0, ended_at=2.0)
     messages = [Message.assistant(half, [call]), Message.tool_results([result])]
     run.messages.extend([Message.from_input(run.input), *messages])
     run.turns.append(turn)
@@ -583,3 +584,27 @@ def test_lone_surrogates_and_nul_are_always_writable(store: Store) -> None:
     loaded = store.load_run("r1")
     assert loaded is not None and loaded.run == run
     assert store.load_history("s") == run.messages
+
+
+def test_postgres_read_only_creates_nothing_and_refuses_writes(postgres_dsn: str) -> None:
+    import psycopg
+
+    PostgresStore(postgres_dsn).close()
+    store = PostgresStore(postgres_dsn, read_only=True)
+    try:
+        with pytest.raises(MemoryBackendError, match="read-only"):
+            store.begin_run("s", Run(id="r-ro", input="x"))
+    finally:
+        store.close()
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA IF NOT EXISTS foreign_app")
+        conn.execute("CREATE TABLE IF NOT EXISTS foreign_app.notes (body TEXT)")
+    other = psycopg.conninfo.make_conninfo(postgres_dsn, options="-csearch_path=foreign_app")
+    with pytest.raises(MemoryBackendError, match="not an agentloop store"):
+        PostgresStore(other, read_only=True)
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        tables = conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'foreign_app'"
+        ).fetchall()
+        conn.execute("DROP SCHEMA foreign_app CASCADE")
+    assert tables == [("notes",)]

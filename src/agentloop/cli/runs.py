@@ -32,10 +32,10 @@ def _open_store(location: str) -> SQLiteStore | PostgresStore:
     from agentloop.store import PostgresStore, SQLiteStore
 
     if location.startswith(("postgres://", "postgresql://")):
-        return PostgresStore(location)
+        return PostgresStore(location, read_only=True)
     if not Path(location).is_file():
         raise InvalidInput(f"no store at {location!r} (pass --store PATH)")
-    return SQLiteStore(location)
+    return SQLiteStore(location, read_only=True)  # reading never writes: not a table, not WAL
 
 
 def runs(console: Console, location: str, run_id: str | None, session: str | None) -> int:

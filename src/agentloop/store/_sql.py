@@ -126,6 +126,17 @@ class SQLStore(Closing):
                 (str(SCHEMA_VERSION),),
             )
 
+    def _check_schema(self) -> None:
+        """A read-only open: the database must hold our runs table; nothing is created or set."""
+        try:
+            with self._open("reading the store's tables", write=False) as tx:
+                tx.rows("SELECT run_id FROM agentloop_runs WHERE 1 = 0")
+        except MemoryBackendError as exc:
+            raise MemoryBackendError(
+                f"{self.name}: not an agentloop store (no agentloop_runs table), or not "
+                f"readable: {exc.message}"
+            ) from exc
+
     def close(self) -> None:
         """Release the connection (idempotent)."""
         with self._lock:

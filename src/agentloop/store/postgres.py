@@ -56,6 +56,8 @@ class PostgresStore(SQLStore):
     Args:
         dsn: A libpq connection string or URI (``postgresql://user@host:5432/db``).
         connect_timeout: Seconds to wait for the connection.
+        read_only: Read an existing store (``agentloop runs``): no table is created and every
+            transaction is READ ONLY.
 
     Raises:
         ConfigurationError: psycopg 3 is not installed (``pip install 'agentloop[postgres]'``).
@@ -65,7 +67,7 @@ class PostgresStore(SQLStore):
     name: ClassVar[str] = "PostgresStore"
     schema = _SCHEMA
 
-    def __init__(self, dsn: str, *, connect_timeout: float = 10.0) -> None:
+    def __init__(self, dsn: str, *, connect_timeout: float = 10.0, read_only: bool = False) -> None:
         try:
             psycopg = importlib.import_module("psycopg")
         except ImportError as exc:
@@ -81,7 +83,11 @@ class PostgresStore(SQLStore):
         except psycopg.Error as exc:
             raise MemoryBackendError(f"PostgresStore: cannot connect: {exc}") from exc
         try:
-            self._create_schema()
+            if read_only:  # every transaction READ ONLY; the tables must be there already
+                self._conn.read_only = True
+                self._check_schema()
+            else:
+                self._create_schema()
         except BaseException:
             self.close()
             raise

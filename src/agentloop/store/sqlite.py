@@ -13,6 +13,7 @@ import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import Any, ClassVar
 
 from agentloop.errors import ConfigurationError, MemoryBackendError
@@ -50,13 +51,21 @@ class SQLiteStore(SQLStore):
         synchronous: SQLite's ``synchronous`` pragma: ``"NORMAL"`` (default) is durable across
             a process crash, ``"FULL"`` across a power cut too.
         timeout: Seconds to wait for another process's write lock.
+        read_only: Open an existing store to read it (``agentloop runs``): no table is
+            created, no pragma set, every write fails; a database without our tables is a
+            ``MemoryBackendError``.
     """
 
     name: ClassVar[str] = "SQLiteStore"
     schema = _SCHEMA
 
     def __init__(
-        self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL", timeout: float = 5.0
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: str = "NORMAL",
+        timeout: float = 5.0,
+        read_only: bool = False,
     ) -> None:
         if synchronous.upper() not in _SYNCHRONOUS:
             raise ConfigurationError(
@@ -64,14 +73,22 @@ class SQLiteStore(SQLStore):
             )
         super().__init__(driver_errors=(sqlite3.Error,))
         self.path = os.fspath(path)
+        target = f"{Path(self.path).absolute().as_uri()}?mode=ro" if read_only else self.path
         try:
             self._conn = sqlite3.connect(
-                self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+                target,
+                timeout=timeout,
+                isolation_level=None,
+                check_same_thread=False,
+                uri=read_only,
             )
         except sqlite3.Error as exc:
             raise MemoryBackendError(f"SQLiteStore: cannot open {self.path}: {exc}") from exc
         self._tx = _SQLiteTransaction(self._conn)
         try:
+            if read_only:  # a file that is not ours stays exactly as it was
+                self._check_schema()
+                return
             with self._guard(f"opening {self.path}"):
                 self._conn.execute("PRAGMA journal_mode=WAL")
                 self._conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
