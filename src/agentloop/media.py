@@ -16,13 +16,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import mimetypes
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Self
-from urllib.parse import urlsplit
 
 from agentloop.errors import InvalidInput
 
@@ -62,6 +59,12 @@ _SIGNATURES: tuple[tuple[bytes, int, str], ...] = (
 _ALIASES = {"image/jpg": "image/jpeg", "audio/x-wav": "audio/wav", "audio/mp3": "audio/mpeg"}
 
 
+def _guess_type(name: str) -> str | None:
+    import mimetypes  # its tables load on first use only
+
+    return mimetypes.guess_type(name)[0]
+
+
 def sniff(data: bytes) -> str | None:
     """The media type the bytes themselves show, when they have a known signature."""
     for magic, offset, media_type in _SIGNATURES:
@@ -99,6 +102,8 @@ class _Media:
             )
 
     def _check_url(self, url: str) -> None:
+        from urllib.parse import urlsplit  # loaded by the first URL part, not by every import
+
         scheme = urlsplit(url).scheme.lower() if isinstance(url, str) else ""
         if scheme not in ("http", "https"):
             raise InvalidInput(
@@ -119,6 +124,8 @@ class _Media:
                 "inline media; pass a url= instead"
             )
         object.__setattr__(self, "data", raw)
+        import hashlib  # loaded by the first media part, not by every import
+
         object.__setattr__(self, "sha256", hashlib.sha256(raw).hexdigest())
         seen = sniff(raw)
         declared = self.media_type
@@ -136,7 +143,7 @@ class _Media:
         if not file.is_file():
             raise InvalidInput(f"{cls.__name__}.from_path: no such file: {str(file)!r}")
         data = file.read_bytes()
-        guessed = media_type or sniff(data) or mimetypes.guess_type(file.name)[0]
+        guessed = media_type or sniff(data) or _guess_type(file.name)
         return cls(data, guessed)
 
     @property
@@ -205,7 +212,7 @@ def media_from_path(path: str | Path) -> MediaPart:
     if not file.is_file():
         raise InvalidInput(f"no such file: {str(file)!r}")
     data = file.read_bytes()
-    media_type = sniff(data) or mimetypes.guess_type(file.name)[0] or ""
+    media_type = sniff(data) or _guess_type(file.name) or ""
     for cls in (ImagePart, DocumentPart, AudioPart):
         if media_type.startswith(cls.accepts):
             return cls(data, media_type)

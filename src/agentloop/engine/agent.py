@@ -15,7 +15,7 @@ import asyncio
 import logging
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypedDict, Unpack, cast, overload
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack, cast, overload
 
 from agentloop._util.aio import AsyncClosing, Closing
 from agentloop._util.peers import hinting
@@ -26,16 +26,12 @@ from agentloop.engine import peers
 from agentloop.engine import setup as _setup
 from agentloop.engine.definition import Definition
 from agentloop.engine.dispatch import Dispatcher
-from agentloop.engine.guarding import checked_guardrails
 from agentloop.engine.guards import SafetyState
 from agentloop.engine.habits import Habits
 from agentloop.engine.instructions import Instructions, checked_system
-from agentloop.engine.resume import restore_safety
 from agentloop.engine.session import Session
-from agentloop.engine.stream import RunStream
 from agentloop.engine.toolsets import Toolsets
 from agentloop.errors import InvalidInput, MemoryBackendError
-from agentloop.guardrails import Guardrail
 from agentloop.hooks import Approver, Hook
 from agentloop.messages import Message, UserInput
 from agentloop.model import ModelClient, ModelSettings
@@ -46,6 +42,10 @@ from agentloop.safety.budget import Budget
 from agentloop.store import Store
 from agentloop.store._session import SessionRecorder, restore
 from agentloop.tools import Tool, ToolRegistry, Toolset
+
+if TYPE_CHECKING:  # the guardrails load only for an agent that has some, a run's rooms at a run
+    from agentloop.engine.stream import RunStream
+    from agentloop.guardrails import Guardrail
 
 __all__ = ["Agent"]
 
@@ -147,7 +147,12 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         self._hooks = tuple(hooks)
         self._observers = tuple(observers)
         self._approver = approver
-        self._guardrails = checked_guardrails(guardrails)
+        self._guardrails = None
+        if guardrails is not None and not (isinstance(guardrails, list | tuple) and not guardrails):
+            # the guardrail machinery loads only for an agent that has some
+            from agentloop.engine.guarding import checked_guardrails
+
+            self._guardrails = checked_guardrails(guardrails)
         self._runner = None
         self._closer = None
         self._sync_thread = None
@@ -237,6 +242,8 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         session: Session[OutputT] = Session(
             self, session_id, recorder=recorder, history=history, runs=cast(Any, runs)
         )
+        from agentloop.engine.resume import restore_safety
+
         restore_safety(session, store, continuing=None, shared=shared)
         return session
 

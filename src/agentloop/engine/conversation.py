@@ -14,14 +14,12 @@ from typing import Any, Generic
 
 from agentloop import events as ev
 from agentloop.cancel import CancelToken
-from agentloop.engine.compaction import ContextGuard
 from agentloop.engine.definition import Definition
 from agentloop.engine.dispatch import Dispatcher
 from agentloop.engine.guards import SafetyState
 from agentloop.engine.journal import Journal, JournaledTools
 from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import RunOptions, RunState
-from agentloop.engine.turn import ClientEventBridge
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Message, UserInput
 from agentloop.model import ModelClient
@@ -168,6 +166,9 @@ class Conversation(Generic[OutputT]):
             client = swap.client or client
             registry = swap.registry
         system = agent._system()
+        from agentloop.engine.compaction import ContextGuard  # a run's rooms load with a run
+        from agentloop.engine.turn import ClientEventBridge
+
         guard = ContextGuard(agent.config, system=system, observers=self._bus, hooks=agent._hooks)
         state = RunState(
             run=run,

@@ -20,11 +20,10 @@ import logging
 import threading
 import weakref
 from collections.abc import Coroutine
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from agentloop.clock import Clock
 from agentloop.config import RunConfig
-from agentloop.engine.guarding import Guardrails
 from agentloop.engine.instructions import Instructions, Prompt
 from agentloop.engine.output import OutputType
 from agentloop.engine.state import Offer, RunState
@@ -37,6 +36,9 @@ from agentloop.run import OutputT
 from agentloop.safety.breaker import ToolBreakers
 from agentloop.store import Store
 from agentloop.tools import ToolRegistry
+
+if TYPE_CHECKING:  # loaded only by an agent with guardrails
+    from agentloop.engine.guarding import Guardrails
 
 __all__ = ["Definition"]
 

@@ -14,12 +14,11 @@ import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
 from agentloop.cancel import CancelToken
 from agentloop.engine.conversation import Conversation
-from agentloop.engine.guarding import RunGuard, Services
 from agentloop.engine.instructions import evaluate
 from agentloop.engine.output import (
     ACCEPTED_TEXT,
@@ -47,6 +46,9 @@ from agentloop.model import INVALID_JSON_KEY, ModelResponse
 from agentloop.run import TRUNCATION_REASONS, Run, RunContext, Turn
 from agentloop.safety.redact import redact_secrets
 from agentloop.transcript import close_interrupted
+
+if TYPE_CHECKING:  # loaded only by an agent with guardrails
+    from agentloop.engine.guarding import RunGuard
 
 __all__ = ["CUT_CALL_TEXT", "RunLoop"]
 
@@ -424,6 +426,8 @@ def _run_guard(session: Conversation[Any], state: RunState) -> RunGuard | None:
     agent = session.agent
     if agent._guardrails is None:
         return None
+    from agentloop.engine.guarding import RunGuard, Services
+
     swap = swap_of(agent)  # a check's model calls go where the run's go (agent.override())
     services = Services(
         bus=session._bus,

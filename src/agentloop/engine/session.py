@@ -8,21 +8,21 @@ of one agent run concurrently; one session runs one run at a time. The state a s
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentloop._util.peers import hinting
 from agentloop.cancel import CancelToken
 from agentloop.engine import peers
 from agentloop.engine.conversation import Conversation
 from agentloop.engine.journal import ReplayClient
-from agentloop.engine.loop import RunLoop
-from agentloop.engine.resume import reopen
 from agentloop.engine.state import RunOptions, RunState
-from agentloop.engine.stream import RunStream
 from agentloop.messages import Message, UserInput
 from agentloop.model import ModelSettings
 from agentloop.run import OutputT, Run
 from agentloop.safety.budget import Budget
+
+if TYPE_CHECKING:  # the run's own rooms load with the first run, not with the import
+    from agentloop.engine.stream import RunStream
 
 __all__ = ["Session"]
 
@@ -93,12 +93,16 @@ class Session(Conversation[OutputT]):
         """Run and receive the events as they happen (see ``Agent.stream``)."""
         Message.from_input(input)  # InvalidInput at the call, not when the block is entered
         options = RunOptions.checked(model_settings, usage_limits)
+        from agentloop.engine.stream import RunStream
+
         return RunStream(self, input, deps, cancel, options)
 
     async def continue_run(
         self, *, deps: Any = None, cancel: CancelToken | None = None
     ) -> Run[OutputT]:
         """Continue the run a crash cut off, from its last completed turn (as the agent's)."""
+        from agentloop.engine.resume import reopen
+
         state = reopen(self, deps, () if cancel is None else (cancel,))
         journal = self._journal
         assert journal is not None
@@ -112,4 +116,6 @@ class Session(Conversation[OutputT]):
         return self.agent._run_sync(self.continue_run(deps=deps, cancel=cancel))
 
     async def _drive(self, state: RunState) -> Run[OutputT]:
+        from agentloop.engine.loop import RunLoop  # cached after the first run: a dict lookup
+
         return await RunLoop(self, state).drive()
