@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -437,6 +438,20 @@ def test_script_parsing() -> None:
         ({"steps": [{"text": "x", "delay": -1}]}, "steps[0].delay", ">= 0"),
         ({"steps": "x"}, "steps", "must be a list"),
         ({"step": []}, "the script", "unknown key(s) step"),
+        ({"steps": [{"status": 99}]}, "steps[0].status", "100-599"),
+        ({"steps": [{"status": 1000}]}, "steps[0].status", "100-599"),
+        ({"steps": [{"fault": "server_error", "status": 0}]}, "steps[0].status", "100-599"),
+        (
+            {"steps": [{"status": 500, "headers": {"X-A": "1\r\nSet-Cookie: x=1"}}]},
+            "steps[0].headers",
+            "no CR, LF",
+        ),
+        ({"steps": [{"status": 500, "headers": {"X A": "1"}}]}, "steps[0].headers", "token"),
+        (
+            {"steps": [{"fault": "redirect", "location": "https://a/\nX-Evil: 1"}]},
+            "steps[0].headers",
+            "no CR, LF",
+        ),
     ],
 )
 def test_script_mistakes_name_the_step_and_key(
@@ -454,6 +469,35 @@ def test_an_unreadable_script_file_names_the_file(tmp_path: Any) -> None:
         load_fake_script(path)
     with pytest.raises(ConfigurationError, match=r"missing\.json"):
         load_fake_script(tmp_path / "missing.json")
+
+
+def test_a_script_nested_too_deeply_is_refused_at_load(tmp_path: Any) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    for name, text in (
+        ("deep.json", '{"steps": ' + deep + "}"),
+        ("deep.toml", "steps = " + deep),
+        ("args.json", '[{"tool_calls": [{"name": "f", "arguments": {"a": ' + deep + "}}]}]"),
+    ):
+        path = tmp_path / name
+        path.write_text(text)
+        with pytest.raises(ConfigurationError, match=re.escape(name)):
+            load_fake_script(path)
+    arguments: dict[str, Any] = {}
+    for _ in range(100_000):
+        arguments = {"a": arguments}
+    with pytest.raises(ConfigurationError, match="cannot be sent as JSON"):
+        load_fake_script([{"tool_calls": [{"name": "f", "arguments": arguments}]}])
+    with pytest.raises(ConfigurationError, match="100-599"):
+        Fault.http(42)
+
+
+def test_the_command_refuses_a_deep_script_with_a_message(tmp_path: Any) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    command = [sys.executable, "-m", "agentloop", "fake-server", "--script", str(path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "nested too deeply" in done.stderr
 
 
 # --- the command: quiet about its own faults and about clients that leave ---------------------

@@ -94,6 +94,8 @@ def load_fake_script(
     try:
         text = path.read_text(encoding="utf-8")
         data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except RecursionError as exc:  # json and tomllib recurse once per level of nesting
+        raise ConfigurationError(f"fake-server script {str(path)!r}: nested too deeply") from exc
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ConfigurationError(f"fake-server script {str(path)!r}: {exc}") from exc
     return _script(data)
@@ -154,7 +156,10 @@ def _fault(table: dict[str, Any], where: str) -> Fault:
     headers = _table(table.get("headers", {}), f"{where}.headers")
     if not all(isinstance(value, str) for value in headers.values()):
         raise _error(f"{where}.headers", "header values must be strings")
-    return build(**table)
+    try:
+        return build(**table)
+    except ConfigurationError as exc:  # Fault's own check: a status or header no server sends
+        raise _error(f"{where}.{exc.field}", exc.message.split(": ", 1)[-1]) from exc
 
 
 def _reply(table: Mapping[str, Any], where: str) -> FakeReply:
@@ -189,6 +194,11 @@ def _tool_call(data: object, where: str) -> FakeToolCall:
     arguments = table.get("arguments", {})
     if not isinstance(arguments, Mapping | str):
         raise _error(f"{where}.arguments", "must be a table or a string (sent verbatim)")
+    if isinstance(arguments, Mapping):
+        try:  # what the server sends, checked now: not as a traceback mid-request
+            json.dumps(dict(arguments))
+        except (RecursionError, TypeError, ValueError) as exc:
+            raise _error(f"{where}.arguments", f"cannot be sent as JSON: {exc}") from exc
     call_id = table.get("id")
     return FakeToolCall(
         _text(table["name"], f"{where}.name"),

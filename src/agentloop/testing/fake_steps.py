@@ -9,6 +9,7 @@ import only the wire formats (``fake_wire``), for the error bodies faults send.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -16,6 +17,8 @@ from typing import Any, Literal, TypeAlias
 from agentloop.testing.fake_wire import openai_error
 
 __all__ = ["FakeReply", "FakeToolCall", "Fault", "FaultKind", "Step"]
+
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 token
 
 FaultKind: TypeAlias = Literal["status", "redirect", "reset", "hang", "truncate", "malformed"]
 
@@ -80,6 +83,24 @@ class Fault:
     reply: FakeReply | None = None
     seconds: float = 30.0
     delay: float = 0.0
+
+    def __post_init__(self) -> None:
+        """Refuse what no HTTP server could send: a status outside 100-599, CR/LF in a header."""
+        from agentloop.errors import ConfigurationError
+
+        status = self.status
+        if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
+            raise ConfigurationError(
+                f"fake-server fault: status must be an HTTP status code (100-599), not {status!r}",
+                field="status",
+            )
+        for name, value in self.headers.items():
+            if not _HEADER_NAME.fullmatch(str(name)) or any(c in str(value) for c in "\r\n\0"):
+                raise ConfigurationError(
+                    f"fake-server fault: header {name!r} is not a valid header name and value "
+                    "(a name is a token; a value holds no CR, LF or NUL)",
+                    field="headers",
+                )
 
     @classmethod
     def http(
