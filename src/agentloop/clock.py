@@ -10,8 +10,8 @@ in them sleeps for real.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
-import uuid
 
 __all__ = ["SYSTEM_CLOCK", "Clock"]
 
@@ -34,8 +34,15 @@ class Clock:
         await asyncio.sleep(seconds)
 
     def new_id(self) -> str:
-        """A fresh unique id (32 hex digits)."""
-        return uuid.uuid4().hex
+        """A fresh unique id: a random (version 4) UUID's 32 hex digits.
+
+        Made from ``os.urandom`` as ``uuid.uuid4`` makes it, without importing ``uuid`` (which
+        loads ``platform``: about 4 ms of every first import) and in a tenth of its time.
+        """
+        raw = bytearray(os.urandom(16))
+        raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+        raw[8] = (raw[8] & 0x3F) | 0x80  # the RFC 4122 variant
+        return raw.hex()
 
 
 SYSTEM_CLOCK = Clock()
