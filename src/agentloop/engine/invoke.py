@@ -23,7 +23,7 @@ from agentloop.safety.output import cut_to_fit, limit_output, storable
 from agentloop.safety.redact import redact_secrets
 from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, split_output
 
-__all__ = ["MAX_ARGUMENT_DEPTH", "Outcome", "invoke", "suggestion"]
+__all__ = ["MAX_ARGUMENT_DEPTH", "Outcome", "invoke", "said", "suggestion"]
 
 logger = logging.getLogger("agentloop")
 
@@ -178,12 +178,23 @@ def _seconds(timeout: float | None) -> str:
     return str(int(timeout or 0))
 
 
-def _panic_text(name: str, exc: BaseException) -> str:
+def said(value: object, *, as_repr: bool = False) -> str:
+    """User code's ``str()`` (or ``repr()``) of a value, secrets redacted; never raises.
+
+    An exception, a hook's answer or a tool's value is user code: a broken ``__str__`` or
+    ``__repr__`` must not end the run, so it reads ``<exception str() failed>`` (or ``<value
+    repr() failed>``, and so on).
+    """
     try:
-        text = str(exc)
-    except Exception:  # a tool's broken __str__ must not end the run
-        text = "<exception str() failed>"
-    message = redact_secrets(text)
+        text = repr(value) if as_repr else str(value)
+    except Exception:
+        kind = "exception" if isinstance(value, BaseException) else "value"
+        text = f"<{kind} {'repr' if as_repr else 'str'}() failed>"
+    return redact_secrets(text)
+
+
+def _panic_text(name: str, exc: BaseException) -> str:
+    message = said(exc)
     kind = type(exc).__name__
     return (
         f'Tool "{name}" panicked: {kind}: {message}'

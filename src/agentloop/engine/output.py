@@ -6,18 +6,28 @@ model answers by calling ``final_result``, whose parameters are the output schem
 schema is not an object is wrapped in one field, ``result``); in ``"native"`` and ``"text"``
 mode it answers with JSON text. Every invalid answer becomes ``InvalidOutput`` whose text the
 model reads (``Invalid output: <field>: <problem>; ...``).
+
+The answer is checked here, where it enters, for every place it goes next: a value nested more
+than ``MAX_ARGUMENT_DEPTH`` levels (the limit tool arguments have) is ``Invalid output: nested
+more than 64 levels deep``, since ``Run.to_dict`` and the store could not encode it; a
+validator of the output type that raises something other than pydantic's errors (a
+``TypeError``, say) is a panic: logged with its traceback, and ``Invalid output: the output
+type's validator raised <Class>: <message>`` for the model to read.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
 from agentloop._schema import format_problems
+from agentloop.engine.invoke import said
 from agentloop.errors import ConfigurationError
+from agentloop.messages import MAX_ARGUMENT_DEPTH, _too_deep
 from agentloop.model import INVALID_JSON_KEY, OutputSpec, ToolSpec
 
 __all__ = [
@@ -38,6 +48,9 @@ TRUNCATED_TEXT = "Invalid output: the reply was cut off at the output token limi
 CALL_FINAL_RESULT_TEXT = f"Reply by calling '{FINAL_RESULT}' with your answer."
 ACCEPTED_TEXT = "Final result accepted."
 NOT_EXECUTED_TEXT = f"not executed: the run ended with '{FINAL_RESULT}'"
+TOO_DEEP_TEXT = f"Invalid output: nested more than {MAX_ARGUMENT_DEPTH} levels deep"
+
+logger = logging.getLogger("agentloop")
 
 
 class InvalidOutput(Exception):
@@ -91,6 +104,8 @@ class OutputType(Generic[T]):
         if INVALID_JSON_KEY in arguments and len(arguments) == 1:
             raw = f"{arguments[INVALID_JSON_KEY]!s:.200}"
             raise InvalidOutput(f"Invalid output: arguments: not valid JSON: {raw}")
+        if _too_deep(arguments):  # also the tree ToolCallPart cut: its deepest level is empty
+            raise InvalidOutput(TOO_DEEP_TEXT)
         if self.wrapped:
             if "result" not in arguments:
                 raise InvalidOutput("Invalid output: result: Field required")
@@ -109,6 +124,8 @@ class OutputType(Generic[T]):
                 f"Invalid output: the reply is not JSON; reply with only a JSON value "
                 f"matching the {self.name} schema"
             ) from None
+        if _too_deep({"result": value}):  # counted as the wrapped tool-mode answer is
+            raise InvalidOutput(TOO_DEEP_TEXT)
         return self._validated(value)
 
     def _validated(self, value: Any, prefix: str = "") -> T:
@@ -121,6 +138,13 @@ class OutputType(Generic[T]):
                     p if p.startswith(prefix) else f"{prefix}.{p}" for p in problems.split("; ")
                 )
             raise InvalidOutput(f"Invalid output: {problems}") from None
+        except Exception as exc:  # a validator's own bug (pydantic passes TypeError on): a panic
+            logger.warning("the output type's validator panicked", exc_info=exc)
+            message = said(exc)[:200]
+            raise InvalidOutput(
+                f"Invalid output: the output type's validator raised {type(exc).__name__}: "
+                f"{message}"
+            ) from None
 
     def instructions(self) -> str:
         """What ``"text"`` mode adds to the system prompt."""

