@@ -39,9 +39,9 @@ __all__ = ["main"]
 
 
 def _console(*, plain: bool = False) -> Console:
-    from rich.console import Console
+    from agentloop.cli.terminal import TerminalConsole
 
-    return Console(highlight=False, soft_wrap=True, color_system=None if plain else "auto")
+    return TerminalConsole(highlight=False, soft_wrap=True, color_system=None if plain else "auto")
 
 
 REFUSED_EXIT = 3
@@ -104,6 +104,7 @@ async def _run(args: argparse.Namespace) -> int:
     from agentloop import Agent, RunConfig
     from agentloop.builtin_tools import workspace_tools
     from agentloop.cli.console import LineScreen, LiveScreen, RunView, logs_shown
+    from agentloop.cli.terminal import visible
     from agentloop.providers.settings import DEFAULT_MODELS, Settings, build_client
 
     task = _with_attachments(args.task, args.attach)  # a bad file: exit 2 before any request
@@ -120,11 +121,12 @@ async def _run(args: argparse.Namespace) -> int:
     agent = Agent(
         client, tools=workspace_tools(Path.cwd()), config=RunConfig(stream=True), store=store
     )
-    console.print(Text.assemble(("task: ", "dim"), args.task))
+    console.print(Text.assemble(("task: ", "dim"), visible(args.task)))
     try:
         with logs_shown(screen.line, debug=args.debug), screen:
             view = RunView(screen, thinking=args.thinking)
             run, error = await _streamed(agent, task, view)
+            screen.cancelled = error is not None and error.is_cancelled()
     finally:
         await client.aclose()
         if store is not None:
@@ -177,7 +179,13 @@ def _counts(run: Run) -> str:
 
 def _summary(run: Run, store: str | None, lost: MemoryBackendError | None) -> str:
     """The last line; ``lost`` is the store write that failed (then the run is not stored)."""
-    tokens = f"{run.usage.input_tokens} tokens in, {run.usage.output_tokens} out"
+    usage = run.usage
+    reported = usage.input_tokens or usage.output_tokens or not run.turns
+    tokens = (
+        f"{usage.input_tokens} tokens in, {usage.output_tokens} out"
+        if reported
+        else "token usage not reported by the server"
+    )
     if store is None:
         where = "not stored (--no-store)"
     elif lost is not None:
@@ -191,10 +199,11 @@ def _report(error: AgentLoopError, target: Target, *, debug: bool) -> None:
     """The failure as one paragraph on stderr; the traceback too with ``--debug``."""
     import traceback
 
-    from rich.console import Console
     from rich.text import Text
 
-    console = Console(stderr=True, highlight=False)
+    from agentloop.cli.terminal import TerminalConsole
+
+    console = TerminalConsole(stderr=True, highlight=False)
     label = "cancelled" if error.is_cancelled() else "error"
     paragraph = Text.assemble((f"{label}: ", "bold red"), failure_paragraph(error, target))
     console.print(paragraph, soft_wrap=not console.is_terminal)
@@ -289,7 +298,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return runs(_console(), args.store, getattr(args, "run_id", None), args.session)
         return asyncio.run(_run(args))
     except KeyboardInterrupt:
+        print("agentloop: interrupted (Ctrl-C)", file=sys.stderr)
         return 130
     except AgentLoopError as error:
-        print(f"agentloop: {type(error).__name__}: {error}", file=sys.stderr)
+        from agentloop.cli.terminal import visible
+
+        print(visible(f"agentloop: {type(error).__name__}: {error}"), file=sys.stderr)
         return 2

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import traceback
+from asyncio import CancelledError
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
@@ -33,7 +34,9 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 from agentloop import events as ev
+from agentloop.cli.terminal import visible
 from agentloop.messages import ToolCallPart, ToolResultPart, Usage
+from agentloop.model import INVALID_JSON_KEY
 from agentloop.observers import Observer
 
 if TYPE_CHECKING:
@@ -73,15 +76,48 @@ class Screen(Protocol):
         """What the run is waiting for (None: nothing, the text is flowing)."""
 
 
-def call_summary(call: ToolCallPart) -> str:
-    """``read_file(path="src/main.rs")``: the name and the arguments, cut to a short line."""
-    args = ", ".join(
-        f"{key}={json.dumps(value, ensure_ascii=False, default=str)}"
-        for key, value in call.arguments.items()
+def _ending(exc_type: object, cancelled: bool) -> Text:
+    """The note under a reply the run never finished: interrupted (Ctrl-C, a cancel) or cut."""
+    stopped = cancelled or (
+        isinstance(exc_type, type) and issubclass(exc_type, KeyboardInterrupt | CancelledError)
     )
+    return Text("(interrupted)" if stopped else "(the reply was cut off)", "dim")
+
+
+def call_summary(call: ToolCallPart) -> str:
+    """``read_file(path="src/main.rs")``: the name and the arguments, cut to a short line.
+
+    Arguments that were not a JSON object are shown as the model sent them, marked invalid.
+    """
+    raw = call.arguments.get(INVALID_JSON_KEY)
+    if len(call.arguments) == 1 and isinstance(raw, str):
+        args = f"invalid JSON: {raw}"
+    else:
+        args = ", ".join(
+            f"{key}={json.dumps(value, ensure_ascii=False, default=str)}"
+            for key, value in call.arguments.items()
+        )
+    args = visible(args)
     if len(args) > _ARGS_LIMIT:
         args = args[: _ARGS_LIMIT - 1] + "…"
-    return f"{call.name}({args})"
+    return visible(call.name) + f"({args})"
+
+
+def binary_placeholder(content: str, call: ToolCallPart | None = None) -> str | None:
+    """``(binary content: 2,048 characters, image/png)`` for text that is not text, else None.
+
+    A tool that decoded a binary file with replacement characters returns mojibake; a person
+    sees its size and type instead (the type guessed from a path among the call's arguments).
+    """
+    bad = content.count("\ufffd") + content.count("\x00")
+    if not bad or (bad * 100 < len(content) and "\x00" not in content):
+        return None
+    import mimetypes
+
+    paths = [v for v in (call.arguments.values() if call else ()) if isinstance(v, str)]
+    kinds = [mimetypes.guess_type(path)[0] for path in paths]
+    kind = next((k for k in kinds if k), "unknown type")
+    return f"(binary content: {len(content):,} characters, {kind})"
 
 
 def usage_summary(usage: Usage, cost: float | None) -> str:
@@ -99,11 +135,11 @@ def usage_summary(usage: Usage, cost: float | None) -> str:
     return f"{inputs}, {usage.output_tokens} out, cost {price}"
 
 
-def _result_line(result: ToolResultPart) -> Text:
+def _result_line(result: ToolResultPart, call: ToolCallPart | None = None) -> Text:
     """A soft error whole (it is what the model read); a success as its first line."""
     if result.is_error:
-        return Text.assemble("    ", ("soft error", "yellow"), ": ", result.content)
-    body = result.content.strip()
+        return Text.assemble("    ", ("soft error", "yellow"), ": ", visible(result.content))
+    body = visible(binary_placeholder(result.content, call) or result.content.strip())
     if result.media:  # a placeholder: type, size, sha256, never the bytes
         body = " ".join([body, *(m.describe() for m in result.media)]).strip()
     first = body.splitlines()[0] if body else "(empty)"
@@ -169,7 +205,7 @@ class RunView:
             first = text.splitlines()[0]
             cut = len(first) > _PREVIEW_LIMIT or first != text
             text = first[:_PREVIEW_LIMIT] + " …" * cut
-        self.screen.line(Text.assemble(("  thinking: ", "dim italic"), (text, "dim")))
+        self.screen.line(Text.assemble(("  thinking: ", "dim italic"), (visible(text), "dim")))
 
     def _call_delta(self, event: ev.ToolCallDelta) -> None:
         self._draw_thought()
@@ -192,7 +228,7 @@ class RunView:
 
     def _call_finished(self, event: ev.ToolCallFinished) -> None:
         self._finished.add(event.call.id)
-        self.screen.line(_result_line(event.result))
+        self.screen.line(_result_line(event.result, event.call))
         self.screen.status(None)
 
     def _turn_finished(self, event: ev.TurnFinished) -> None:
@@ -201,7 +237,7 @@ class RunView:
         for call, result in zip(turn.tool_calls, turn.tool_results, strict=False):
             if call.id not in self._finished:
                 self.screen.line(_note("→", "cyan", call_summary(call)))
-                self.screen.line(_result_line(result))
+                self.screen.line(_result_line(result, call))
         self._finished.clear()
 
     def _retry(self, event: ev.RetryScheduled) -> None:
@@ -235,7 +271,7 @@ class RunView:
         """One line per trip (a pass says nothing); a rejection the model answers again too."""
         if event.tripped:
             what = "rejected the answer" if event.soft else "tripped"
-            text = f"{event.guardrail} {what}: {event.reason or 'no reason given'}"
+            text = visible(f"{event.guardrail} {what}: {event.reason or 'no reason given'}")
             self.screen.line(_note("guardrail", "red", text))
 
 
@@ -261,14 +297,15 @@ class LineScreen:
         self.reply_label = reply_label
         self._pending = ""  # the streamed line not yet ended by a newline
         self._streamed = False  # fragments arrived since the last reply
+        self.cancelled = False  # set when the run ended cancelled (Ctrl-C, a CancelToken)
 
     def __enter__(self) -> LineScreen:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, exc_type: object, *exc_info: object) -> None:
         if self._streamed:  # the run ended mid-reply: keep what arrived, marked as such
             self._end_pending()
-            self.console.print(Text("(the reply was cut off)", "dim"))
+            self.console.print(_ending(exc_type, self.cancelled))
 
     def line(self, text: Text) -> None:
         """Print a finished line (after any half-streamed line, so they never share one)."""
@@ -278,7 +315,7 @@ class LineScreen:
     def fragment(self, text: str) -> None:
         """Print each line of the reply as soon as it is complete."""
         self._streamed = True
-        *done, self._pending = (self._pending + text).split("\n")
+        *done, self._pending = (self._pending + visible(text)).split("\n")
         for line in done:
             self.console.print(Text(line), soft_wrap=True)
 
@@ -288,9 +325,9 @@ class LineScreen:
             self._end_pending()
         elif self.reply_label is not None:
             label = Text.assemble((self.reply_label, "bold"), ": ")
-            self.console.print(label + Text(text), soft_wrap=True)
+            self.console.print(label + Text(visible(text)), soft_wrap=True)
         else:
-            self.console.print(Text(text), soft_wrap=True)
+            self.console.print(Text(visible(text)), soft_wrap=True)
         self._streamed = False
 
     def discard(self) -> None:
@@ -324,6 +361,11 @@ class _Tail:
             yield Segment.line()
 
 
+def _markdown(text: str) -> Markdown:
+    """A reply as markdown; a link shows its URL (no OSC 8 link hides where it points)."""
+    return Markdown(text, hyperlinks=False)
+
+
 class LiveScreen:
     """A terminal: finished lines above, the streaming reply and a spinner in a live area."""
 
@@ -334,6 +376,7 @@ class LiveScreen:
         self._text = ""
         self._status: str | None = None
         self._spinner = Spinner("dots", style="cyan")
+        self.cancelled = False  # set when the run ended cancelled (Ctrl-C, a CancelToken)
         self.live: Live = Live(
             console=console, transient=True, refresh_per_second=12, get_renderable=self._render
         )
@@ -342,12 +385,12 @@ class LiveScreen:
         self.live.start()
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, exc_type: object, *exc_info: object) -> None:
         partial = self._text
         self.live.stop()
         if partial:  # the run ended mid-reply: keep what arrived, marked as such
-            self.console.print(Markdown(partial), soft_wrap=False)
-            self.console.print(Text("(the reply was cut off)", "dim"))
+            self.console.print(_markdown(partial), soft_wrap=False)
+            self.console.print(_ending(exc_type, self.cancelled))
 
     def line(self, text: Text) -> None:
         """Print above the live area (wrapped by rich: the live area's height must be exact)."""
@@ -355,13 +398,13 @@ class LiveScreen:
 
     def fragment(self, text: str) -> None:
         """Grow the live reply."""
-        self._text += text
+        self._text += visible(text)
 
     def reply(self, text: str) -> None:
         """Print the finished reply once, as markdown, and empty the live area."""
         self._text = ""
         self.live.refresh()  # a print redraws the last frame: it must not hold the reply
-        self.live.console.print(Markdown(text), soft_wrap=False)
+        self.live.console.print(_markdown(visible(text)), soft_wrap=False)
 
     def discard(self) -> None:
         """Drop the partial reply of a failed attempt."""
@@ -378,7 +421,7 @@ class LiveScreen:
     def _render(self) -> RenderableType:
         parts: list[RenderableType] = []
         if self._text:
-            parts.append(_Tail(Markdown(self._text), reserve=3 if self._status else 2))
+            parts.append(_Tail(_markdown(self._text), reserve=3 if self._status else 2))
         if self._status is not None:
             parts.append(self._spinner)
         return Group(*parts)
@@ -396,7 +439,7 @@ class ConsoleLogHandler(logging.Handler):
         """Print ``warning: <message>`` (``error:`` for errors)."""
         try:
             label = record.levelname.lower()
-            text = Text.assemble("  ", (f"{label}:", "yellow"), " ", record.getMessage())
+            text = Text.assemble("  ", (f"{label}:", "yellow"), " ", visible(record.getMessage()))
             if self.debug and record.exc_info and record.exc_info[1] is not None:
                 text.append("\n" + "".join(traceback.format_exception(record.exc_info[1])))
             self._line(text)

@@ -41,6 +41,7 @@ from agentloop.builtin_tools import workspace_tools
 from agentloop.cancel import CancelToken
 from agentloop.cli.advice import Target, failure_paragraph
 from agentloop.cli.console import ConsoleObserver, LineScreen, logs_shown
+from agentloop.cli.terminal import TerminalConsole
 from agentloop.engine.agent import Agent
 from agentloop.errors import AgentLoopError, ProviderError, ToolError
 from agentloop.model import ModelClient
@@ -69,7 +70,7 @@ def run_demo() -> int:
 async def _demo(workdir: Path) -> int:
     (workdir / "src").mkdir()
     (workdir / "src" / "main.rs").write_text('fn main() { println!("hello"); }\n')
-    console = Console(highlight=False, soft_wrap=True)
+    console = TerminalConsole(highlight=False, soft_wrap=True)
     screen = LineScreen(console, reply_label="  reply")
     demo = _Demo(console, _DemoObserver(screen), workdir)
     with logs_shown(screen.line):

@@ -15,14 +15,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agentloop.cli.console import binary_placeholder
+from agentloop.cli.terminal import visible
 from agentloop.errors import AgentLoopError, AttemptRecord, InvalidInput, MemoryBackendError
 from agentloop.messages import ToolCallPart, ToolResultPart, input_text
+from agentloop.model import INVALID_JSON_KEY
 
 if TYPE_CHECKING:  # rich and the stores load when the command runs
     from rich.console import Console
     from rich.text import Text
 
-    from agentloop import Turn
+    from agentloop import Run, Turn
     from agentloop.store import PostgresStore, SQLiteStore, StoredRun
 
 __all__ = ["runs"]
@@ -44,7 +47,11 @@ def runs(console: Console, location: str, run_id: str | None, session: str | Non
     try:
         if run_id is None:
             return _list_runs(console, store.scan_runs(session))
-        stored = store.load_run(run_id) or _by_prefix(store, run_id)
+        stored = store.load_run(run_id)
+        if stored is None and (of_session := store.scan_runs(run_id)):
+            console.print(f"session {_escape(run_id)}: its runs ('runs show ID' prints one)")
+            return _list_runs(console, of_session)
+        stored = stored or _by_prefix(store, run_id)
     except MemoryBackendError as error:
         _unreadable(error)
         return 1
@@ -55,7 +62,7 @@ def runs(console: Console, location: str, run_id: str | None, session: str | Non
 
 
 def _unreadable(error: MemoryBackendError) -> None:
-    print(f"agentloop: {type(error).__name__}: {error}", file=sys.stderr)
+    print(visible(f"agentloop: {type(error).__name__}: {error}"), file=sys.stderr)
 
 
 def _by_prefix(store: SQLiteStore | PostgresStore, prefix: str) -> StoredRun:
@@ -142,7 +149,7 @@ def _show_run(console: Console, stored: StoredRun) -> None:
         ("output", _escape(_plain_text(run.output))),
         ("outcome", _outcome(stored)),
         ("turns", f"{len(run.turns)} ({run.tool_calls} tool call{'s' * (run.tool_calls != 1)})"),
-        ("tokens", f"{run.usage.input_tokens} in, {run.usage.output_tokens} out"),
+        ("tokens", _tokens(run)),
         ("started", _when(run.started_at)),
         ("ended", _when(run.ended_at)),
         ("unfinished_input", _escape(_plain_text(run.unfinished_input))),
@@ -153,6 +160,13 @@ def _show_run(console: Console, stored: StoredRun) -> None:
         _show_error(console, run.stop_reason)
     for turn in run.turns:
         _show_turn(console, turn)
+
+
+def _tokens(run: Run) -> str:
+    usage = run.usage
+    if usage.input_tokens or usage.output_tokens or not run.turns:
+        return f"{usage.input_tokens} in, {usage.output_tokens} out"
+    return "not reported by the server"
 
 
 def _show_turn(console: Console, turn: Turn) -> None:
@@ -167,24 +181,25 @@ def _show_turn(console: Console, turn: Turn) -> None:
     counts = [f"{len(turn.tool_calls)} tool call{'s' * (len(turn.tool_calls) != 1)}"]
     if soft:
         counts.append(f"{soft} soft error{'s' * (soft != 1)}")
-    console.print(
-        Text.assemble((f"turn {turn.index}", "bold"), f" ({turn.model}): {', '.join(counts)}")
-    )
+    model = visible(turn.model)
+    console.print(Text.assemble((f"turn {turn.index}", "bold"), f" ({model}): {', '.join(counts)}"))
     if turn.thinking:
-        _indented(console, 2, Text.assemble(("thinks: ", "dim italic"), (turn.thinking, "dim")))
+        thinking = visible(turn.thinking)
+        _indented(console, 2, Text.assemble(("thinks: ", "dim italic"), (thinking, "dim")))
     if turn.text:
-        _indented(console, 2, Text.assemble(("says: ", "dim"), turn.text))
+        _indented(console, 2, Text.assemble(("says: ", "dim"), visible(turn.text)))
     for call, result in _pairs(turn):
         if call is not None:
-            _indented(
-                console, 2, Text.assemble(("call ", "dim"), (call.name, "cyan"), " ", _json(call))
-            )
+            name, args = visible(call.name), _arguments(call)
+            _indented(console, 2, Text.assemble(("call ", "dim"), (name, "cyan"), " ", args))
         if result is None:
             _indented(console, 4, Text("(no result recorded)", style="dim"))
         elif result.is_error:
-            _indented(console, 4, Text.assemble(("soft error", "yellow"), ": ", result.content))
+            said = visible(result.content)
+            _indented(console, 4, Text.assemble(("soft error", "yellow"), ": ", said))
         else:
-            _indented(console, 4, Text.assemble(("ok", "green"), ": ", _preview(result.content)))
+            body = binary_placeholder(result.content, call) or _preview(result.content)
+            _indented(console, 4, Text.assemble(("ok", "green"), ": ", visible(body)))
         if result is not None and result.media:  # a placeholder: type, size, sha256, never bytes
             notes = " ".join(m.describe() for m in result.media)
             _indented(console, 4, Text.assemble(("media", "cyan"), ": ", notes))
@@ -208,10 +223,14 @@ def _pairs(turn: Turn) -> list[tuple[ToolCallPart | None, ToolResultPart | None]
     return pairs + [(None, result) for result in results.values()]
 
 
-def _json(call: ToolCallPart) -> str:
+def _arguments(call: ToolCallPart) -> str:
+    """The arguments as JSON; text that was not a JSON object as sent, marked invalid."""
     import json
 
-    return json.dumps(dict(call.arguments), ensure_ascii=False, default=repr)
+    raw = call.arguments.get(INVALID_JSON_KEY)
+    if len(call.arguments) == 1 and isinstance(raw, str):
+        return visible(f"(invalid JSON) {raw}")
+    return visible(json.dumps(dict(call.arguments), ensure_ascii=False, default=repr))
 
 
 def _preview(text: str, limit: int = 120) -> str:
@@ -256,7 +275,7 @@ def _seconds(value: float) -> str:
 
 
 def _escape(text: str) -> str:
-    """Escape rich markup in stored text."""
+    """Stored text for a markup string: rich markup escaped, control characters shown."""
     from rich.markup import escape
 
-    return escape(text)
+    return escape(visible(text))
