@@ -7,6 +7,7 @@ depth), 8 (arguments after approval), 9 (a cancel during approval), 10 (MCP tool
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -14,7 +15,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, field_validator
 
-from agentloop import Agent, RunConfig
+from agentloop import Agent, CancelToken, RunConfig, tool
+from agentloop.errors import Cancelled
 from agentloop.messages import Message
 from agentloop.model import ModelRequest
 from agentloop.store import SQLiteStore
@@ -86,3 +88,38 @@ async def test_an_output_validator_raising_type_error_is_soft_and_logged(
         "even numbers are not supported"
     )
     assert any("validator panicked" in r.getMessage() for r in caplog.records)
+
+
+# --- 5: a cancel through the parent's token while a child agent runs is never soft ------------
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+async def test_a_parent_cancelled_by_its_token_while_a_child_runs_ends_cancelled(
+    parallel: bool,
+) -> None:
+    started = asyncio.Event()
+
+    @tool
+    async def wait() -> str:
+        """Wait until cancelled."""
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    child = Agent(ScriptedModel([call("wait"), reply("x")]), tools=[wait])
+    parent = Agent(
+        ScriptedModel([call("kid", {"input": "x"}), reply("went on")]),
+        tools=[child.as_tool(name="kid", description="A child.")],
+        config=RunConfig(parallel_tool_calls=parallel),
+    )
+    token = CancelToken()
+    task = asyncio.create_task(parent.run("go", cancel=token))
+    await started.wait()
+    token.cancel()
+    with pytest.raises(Cancelled):
+        await task
+    run = parent.runs[-1]
+    assert isinstance(run.stop_reason, Cancelled)
+    texts = [r.content for m in run.messages for r in m.tool_results_parts]
+    assert not any("stopped: Cancelled" in t for t in texts)
+    assert parent.history == []  # the interrupted turn is not committed

@@ -4,9 +4,10 @@ Each call is a fresh conversation of the child (a new unsaved session of the chi
 history, the child's shared tool breakers), so parallel calls are independent. The child's
 output is the tool's result (typed output as JSON); its hard error is the parent's soft error
 ``agent '<name>' stopped: <Class>: <message>``.
-A parent cancel reaches the child through task cancellation and ends the parent as
-``Cancelled``. The child's usage is added to the parent run's usage, and its events reach the
-parent's observers and stream with ``path`` naming the agents from the root.
+A parent cancel (its ``CancelToken`` or its task) reaches the child, which ends ``Cancelled``;
+that is never a soft error: the call is cancelled with it and the parent ends ``Cancelled``, its
+history without the interrupted turn. The child's usage is added to the parent run's usage, and
+its events reach the parent's observers and stream with ``path`` naming the agents from the root.
 
 Budget: a child cannot spend past its parent's budget. Its gate is a ``SharedBudget``: the
 child's own lines, plus every line of the parent (and so of every ancestor). Each response,
@@ -20,12 +21,13 @@ share the parent's gate, so they overshoot it by at most their requests in fligh
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from agentloop.engine.session import Session
-from agentloop.errors import AgentLoopError, ConfigurationError, ToolError
+from agentloop.errors import AgentLoopError, Cancelled, ConfigurationError, ToolError
 from agentloop.events import Event
 from agentloop.messages import Usage
 from agentloop.safety.budget import Budget, BudgetGate, BudgetWarning
@@ -87,6 +89,8 @@ class AgentTool(Tool):
         state = child._begin(arguments["input"], ctx.deps, (ctx.cancel,), forward)
         try:
             run = await child._drive(state)
+        except Cancelled:  # only the parent cancels a child, and a cancel is never soft
+            raise asyncio.CancelledError from None
         except AgentLoopError as error:
             raise ToolError(
                 f"agent '{self.name}' stopped: {type(error).__name__}: {error}"
