@@ -16,11 +16,12 @@ import pytest
 from pydantic import BaseModel, field_validator
 
 from agentloop import Agent, CancelToken, RunConfig, tool
-from agentloop.errors import Cancelled
+from agentloop.errors import BudgetExhausted, Cancelled
 from agentloop.messages import Message
 from agentloop.model import ModelRequest
+from agentloop.safety import Budget
 from agentloop.store import SQLiteStore
-from agentloop.testing import ScriptedModel, call, reply
+from agentloop.testing import FunctionModel, ScriptedModel, call, reply
 
 
 def nested(levels: int) -> Any:
@@ -123,3 +124,41 @@ async def test_a_parent_cancelled_by_its_token_while_a_child_runs_ends_cancelled
     texts = [r.content for m in run.messages for r in m.tool_results_parts]
     assert not any("stopped: Cancelled" in t for t in texts)
     assert parent.history == []  # the interrupted turn is not committed
+
+
+# --- 6: delegation has a depth limit, so self-delegation ends --------------------------------
+
+
+def delegating(always: bool) -> FunctionModel:
+    """Delegates to 'me'; after a tool result, answers (or, ``always``, delegates again)."""
+
+    def step(request: ModelRequest) -> Any:
+        last = request.messages[-1]
+        if last.role == "tool" and not always:
+            return reply("done: " + last.tool_results_parts[-1].content)
+        return call("me", {"input": "again"})
+
+    return FunctionModel(step)
+
+
+async def test_an_agent_that_is_its_own_tool_stops_at_the_delegation_depth() -> None:
+    model = delegating(always=False)
+    agent = Agent(model)
+    agent.registry.register(agent.as_tool(name="me", description="Myself."))
+    run = await asyncio.wait_for(agent.run("go"), 10)
+    deepest = "agent 'me' not run: delegation deeper than 8"
+    assert run.output == "done: " + "done: " * 8 + deepest
+    assert sum(1 for r in model.requests if last_text(r) == deepest) == 1
+
+
+async def test_a_to_b_to_a_under_a_turn_budget_ends_budget_exhausted() -> None:
+    model_a, model_b = delegating(always=True), delegating(always=True)
+    a = Agent(model_a, config=RunConfig(budget=Budget(turns=3)))
+    b = Agent(model_b)
+    a.registry.register(b.as_tool(name="me", description="B."))
+    b.registry.register(a.as_tool(name="me", description="A."))
+    with pytest.raises(BudgetExhausted):
+        await asyncio.wait_for(a.run("go"), 10)
+    requests = model_a.requests + model_b.requests
+    assert any(last_text(r) == "agent 'me' not run: delegation deeper than 8" for r in requests)
+    assert len(requests) < 20  # 8 levels and 3 turns, not a run down to the recursion limit

@@ -9,6 +9,9 @@ that is never a soft error: the call is cancelled with it and the parent ends ``
 history without the interrupted turn. The child's usage is added to the parent run's usage, and
 its events reach the parent's observers and stream with ``path`` naming the agents from the root.
 
+Depth: a chain of delegations is at most ``MAX_DELEGATION_DEPTH`` (8) agents deep; a call
+past it never starts the child and reads ``agent '<name>' not run: delegation deeper than 8``.
+
 Budget: a child cannot spend past its parent's budget. Its gate is a ``SharedBudget``: the
 child's own lines, plus every line of the parent (and so of every ancestor). Each response,
 turn and tool call of the child is counted in the parent's gate as it happens, and the child's
@@ -33,7 +36,12 @@ from agentloop.messages import Usage
 from agentloop.safety.budget import Budget, BudgetGate, BudgetWarning
 from agentloop.tools import Tool, ToolContext
 
-__all__ = ["AgentTool", "SharedBudget"]
+__all__ = ["MAX_DELEGATION_DEPTH", "AgentTool", "SharedBudget"]
+
+MAX_DELEGATION_DEPTH = 8
+"""How deep agents may delegate (a child is depth 1, its child 2, ...): past it, the call is
+the soft ``agent '<name>' not run: delegation deeper than 8``. An agent that is its own tool, or
+A→B→A, would otherwise delegate forever: its turns never complete, so no budget counts them."""
 
 
 class AgentTool(Tool):
@@ -73,8 +81,13 @@ class AgentTool(Tool):
         The conversation is a new unsaved session of the child agent, so the child's tool
         breakers and model health carry over from one call to the next.
         """
-        child = self.new_session()
         link = ctx._link
+        depth = 1 if link is None else link[0].depth + 1
+        if depth > MAX_DELEGATION_DEPTH:
+            raise ToolError(
+                f"agent '{self.name}' not run: delegation deeper than {MAX_DELEGATION_DEPTH}"
+            )
+        child = self.new_session()
         forward = None
         if link is not None:
             limits = child.safety.limits
@@ -87,6 +100,7 @@ class AgentTool(Tool):
                     bus.emit(dataclasses.replace(event, path=prefix + event.path))
 
         state = child._begin(arguments["input"], ctx.deps, (ctx.cancel,), forward)
+        state.depth = depth
         try:
             run = await child._drive(state)
         except Cancelled:  # only the parent cancels a child, and a cancel is never soft

@@ -125,6 +125,8 @@ class RunState:
     """``run(..., usage_limits=...)``: this run's budget instead of the config's."""
     registry: ToolRegistry | None = None
     """The run's tools when ``agent.override(tools=...)`` swapped them (None: the agent's)."""
+    depth: int = 0
+    """How many agents delegate to this run (``as_tool``): 0 for a run nobody delegated."""
 
     def __post_init__(self) -> None:
         self.boundary = self.base
