@@ -169,7 +169,10 @@ class CallPipeline:
         ctx._link = (state, d)
         if d.observers.active:
             d.observers.emit(ev.ToolCallStarted(state.run.id, state.turn_index, call, self.attempt))
-        veto = await d.gates.veto(call, ctx) if d.gates.pre_hooks else None
+        veto = None
+        if d.gates.pre_hooks:
+            veto = await d.gates.veto(call, ctx)
+            state.check_cancel()  # cancelled while a blocking approver was open: nothing runs
         self._refuse_if_looping()
         if veto is not None:
             return self.finish(veto, "vetoed")
