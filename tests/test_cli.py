@@ -368,7 +368,7 @@ def test_a_provider_failure_is_one_paragraph_with_a_hint(project: Path) -> None:
     assert paragraph.startswith(f"error: The request to openai model fake-model at {root} failed")
     assert "ModelNotFound" in paragraph
     assert "It failed in the status phase, after the request was sent." in paragraph
-    assert f"try --base-url {root}/v1." in paragraph
+    assert f"Try --base-url {root}/v1." in paragraph and paragraph.count("under /v1") == 1
     assert "Traceback" not in done.stderr + done.stdout
     assert debug.returncode == 1
     assert debug.stderr.startswith(paragraph)

@@ -45,11 +45,19 @@ def failure_paragraph(error: er.AgentLoopError, target: Target) -> str:
             "`agentloop runs show ID` shows each of its turns."
         )
     sentences = [
-        f"The request to {_where(target)} failed: {type(error).__name__}: {error}.",
+        f"The request to {_where(target)} failed: {type(error).__name__}: {_what(error, target)}",
         _phase(error),
         _hint(error, target),
     ]
     return " ".join(s for s in sentences if s)
+
+
+def _what(error: er.ProviderError, target: Target) -> str:
+    """The error's message as one sentence; a failed connection said in words, not a repr."""
+    if error.phase == er.FailurePhase.CONNECT:
+        host = urlsplit(target.base_url).netloc if target.base_url else ""
+        return f"nothing answered at {host or 'the provider'} (the connection failed)."
+    return str(error).rstrip().rstrip(".") + "."
 
 
 def _where(target: Target) -> str:
@@ -77,18 +85,23 @@ def _hint(error: er.ProviderError, target: Target) -> str:
 
 
 def _not_found(error: er.ProviderError, target: Target) -> str:
-    url = target.base_url
-    if url and error.status_code == 404 and not _under_v1(url):
-        return (
-            f"The server answered 404 for {url}; OpenAI-compatible servers usually serve "
-            f"under /v1: try --base-url {url.rstrip('/')}/v1."
-        )
-    listing = f" (GET {url.rstrip('/')}/models lists what it serves)" if url else ""
+    """Per provider: where its API lives under the base URL, and where its models are listed."""
+    url = (target.base_url or "").rstrip("/")
+    path = urlsplit(url).path
+    if target.provider == "anthropic":  # the client appends /v1/messages itself
+        if url and path.endswith("/v1"):
+            return f"agentloop adds /v1/messages itself: try --base-url {url[:-3]}."
+        models = f"{url}/v1/models" if url else ""
+    elif target.provider == "gemini":  # the base URL carries the API version
+        if url and "/v1" not in path:
+            return f"Gemini's API root carries its version: try --base-url {url}/v1beta."
+        models = f"{url}/models" if url else ""
+    else:  # OpenAI-compatible: the provider's own message already says why /v1
+        if url and error.status_code == 404 and "/v1" not in path:
+            return f"Try --base-url {url}/v1."
+        models = f"{url}/models" if url else ""
+    listing = f" (GET {models} lists what it serves)" if models else ""
     return f"Check the model name given with --model{listing}."
-
-
-def _under_v1(url: str) -> bool:
-    return "/v1" in urlsplit(url).path
 
 
 def _auth(error: er.ProviderError, target: Target) -> str:
