@@ -16,10 +16,11 @@ import pytest
 from pydantic import BaseModel, field_validator
 
 from agentloop import Agent, Ask, CancelToken, Hook, RunConfig, tool
-from agentloop.errors import BudgetExhausted, Cancelled
+from agentloop.errors import BudgetExhausted, Cancelled, ResponseInvalid
 from agentloop.hooks import PreToolDecision
-from agentloop.messages import Message, ToolCallPart, ToolResultPart
+from agentloop.messages import Message, ToolCallPart, ToolResultPart, Usage
 from agentloop.model import ModelRequest
+from agentloop.pricing import Price
 from agentloop.safety import Budget
 from agentloop.store import SQLiteStore
 from agentloop.testing import FunctionModel, ScriptedModel, call, reply
@@ -299,3 +300,29 @@ async def test_a_hook_answer_whose_repr_raises_blocks_the_call(
         "blocked: hook Odd returned <value repr() failed>, not a decision"
     )
     assert any("the call is blocked" in r.getMessage() for r in caplog.records)
+
+
+# --- 12: usage from a client is checked where it enters ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [Usage(-1_000_000, 5), Usage(10, 10**30), Usage(10, 5, cache_read_tokens=-3)],
+    ids=["negative", "absurd", "negative-cache"],
+)
+async def test_impossible_usage_is_response_invalid_not_free_tokens_or_a_poisoned_gate(
+    usage: Usage,
+) -> None:
+    model = ScriptedModel([reply("free?", usage=usage)])
+    budget = Budget(tokens=1000, cost_usd=1.0, prices={model.model: Price(1.0, 1.0)})
+    agent = Agent(model, config=RunConfig(budget=budget))
+    with pytest.raises(ResponseInvalid, match="impossible usage"):
+        await agent.run("go")
+    assert agent.runs[-1].usage == Usage()
+
+
+async def test_a_whole_float_count_is_taken_as_an_int() -> None:
+    model = ScriptedModel([reply("hi", usage=Usage(12.0, 3.0))])  # type: ignore[arg-type]
+    run = await Agent(model).run("go")
+    assert run.usage == Usage(12, 3)
+    assert type(run.usage.input_tokens) is int

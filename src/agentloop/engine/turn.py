@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from agentloop import events as ev
 from agentloop._util.aio import aclose_iterator
@@ -22,7 +22,7 @@ from agentloop.errors import (
     ProviderError,
     ResponseInvalid,
 )
-from agentloop.messages import Message, ToolCallPart
+from agentloop.messages import Message, ToolCallPart, Usage
 from agentloop.model import (
     ModelClient,
     ModelRequest,
@@ -199,12 +199,49 @@ def _checked(response: object, client: ModelClient, seen: set[str], clock: Clock
             request_sent=True,
             body=repr(response)[:8192],
         )
+    response = _usage_checked(response, client)
     calls = response.message.tool_calls
     ids = {c.id for c in calls}
     if calls and ("" in ids or len(ids) != len(calls) or not ids.isdisjoint(seen)):
         response = replace(response, message=_restamped(response.message, seen, clock))
     seen.update(c.id for c in response.message.tool_calls)
     return response
+
+
+MAX_TOKEN_COUNT = 10**12
+"""The largest token count a reply may report: no request comes near a trillion tokens."""
+
+_COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+def _usage_checked(response: ModelResponse, client: ModelClient) -> ModelResponse:
+    """The reply with its usage as whole counts from 0 to ``MAX_TOKEN_COUNT``, else refused.
+
+    Usage is checked here, where it enters, for the budget and the price table: a negative count
+    would be free tokens and an absurd one breaks the pricing (a client of your own can report
+    anything). A whole float (``12.0``) becomes an int; anything else is ``ResponseInvalid``.
+    """
+    usage = response.usage
+    if not isinstance(usage, Usage):
+        _bad_usage(client, f"usage is {type(usage).__name__}, not a Usage")
+    fixed: dict[str, int] = {}
+    for name in (*_COUNTS, "reasoning_tokens"):
+        value = getattr(usage, name)
+        if type(value) is float and value.is_integer():
+            value = fixed[name] = int(value)
+        if type(value) is not int or not 0 <= value <= MAX_TOKEN_COUNT:
+            _bad_usage(client, f"{name}={value!r}")
+    return replace(response, usage=replace(usage, **fixed)) if fixed else response
+
+
+def _bad_usage(client: ModelClient, what: str) -> NoReturn:
+    raise ResponseInvalid(
+        f"the model client reported impossible usage: {what} (a token count is a whole number "
+        f"from 0 to {MAX_TOKEN_COUNT:,})",
+        provider=client.provider,
+        phase=FailurePhase.BODY,
+        request_sent=True,
+    )
 
 
 def _restamped(message: Message, taken: set[str], clock: Clock) -> Message:
