@@ -3,8 +3,13 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.demo-installed
+# The reference MCP filesystem server two end-to-end tests start (tests/test_mcp_e2e.py), pinned and
+# installed locally under .ci/node (skipped when that exact version is already there).
+FS_SERVER := @modelcontextprotocol/server-filesystem@2026.8.31
+FS_INSTALLED := .ci/node/node_modules/@modelcontextprotocol/server-filesystem/package.json
 
-.PHONY: demo test lint docs bench clean
+.PHONY: demo test lint docs bench clean mcp-server
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,8 +17,22 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+# The demo needs only rich (the cli extra), not the dev tools: its own stamp, a small install.
+$(DEMO_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[cli]'
+	touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
 	$(BIN)/python -m agentloop demo
+
+mcp-server:
+	@[ "$${AGENTLOOP_SKIP_NPM:-}" = 1 ] || \
+	grep -q '"version": "$(lastword $(subst @, ,$(FS_SERVER)))"' $(FS_INSTALLED) 2>/dev/null || \
+	npm install --prefix .ci/node --save-exact --no-audit --no-fund --silent "$(FS_SERVER)" || \
+	{ echo "make: installing $(FS_SERVER) with npm failed (is npm installed, the registry" \
+	"reachable?); AGENTLOOP_SKIP_NPM=1 make test skips the two tests that start it" >&2; exit 1; }
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench examples
@@ -25,7 +44,7 @@ docs: $(STAMP)
 	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir "$$d"
 
-test: lint docs
+test: lint docs mcp-server
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)

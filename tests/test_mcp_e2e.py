@@ -1,7 +1,7 @@
 """End to end: real HTTP to the fake provider, real MCP servers, a sub-agent, in one run.
 
 The reference filesystem server (``@modelcontextprotocol/server-filesystem``, Node) comes from
-the local npm install ``.ci/run`` makes under ``.ci/node``. Without it the test fails, telling
+the local npm install ``make test`` makes under ``.ci/node``. Without it the test fails, telling
 how to install it; ``AGENTLOOP_SKIP_NPM=1`` lets it skip on a machine without Node.
 """
 
@@ -129,7 +129,7 @@ def require_filesystem_server() -> None:
         if os.environ.get("AGENTLOOP_SKIP_NPM") == "1":
             pytest.skip("AGENTLOOP_SKIP_NPM=1 and the npm filesystem server is not installed")
         pytest.fail(
-            f"{FILESYSTEM.relative_to(ROOT)} is missing (or node is): run .ci/run, or "
+            f"{FILESYSTEM.relative_to(ROOT)} is missing (or node is): run make test, or "
             "npm install --prefix .ci/node @modelcontextprotocol/server-filesystem "
             "(AGENTLOOP_SKIP_NPM=1 skips this test)"
         )
@@ -171,8 +171,8 @@ async def test_the_reference_filesystem_server_through_an_agent(tmp_path: Path) 
 
 
 def test_the_npm_install_is_pinned() -> None:
-    """``.ci/run`` installs one exact version, and that is the one installed."""
-    ci = (ROOT / ".ci/run").read_text()
+    """``make test`` installs one exact version, and that is the one installed."""
+    ci = (ROOT / "Makefile").read_text()
     pinned = ci.split("@modelcontextprotocol/server-filesystem@")[1].split()[0].strip("\"'")
     require_filesystem_server()
     package = json.loads((FILESYSTEM.parent.parent / "package.json").read_text())
