@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from pydantic import BaseModel, field_validator
 
 from agentloop import Agent, Ask, CancelToken, Hook, RunConfig, tool
-from agentloop.errors import BudgetExhausted, Cancelled, ResponseInvalid
+from agentloop.errors import BudgetExhausted, Cancelled, InvalidInput, ResponseInvalid
 from agentloop.hooks import PreToolDecision
 from agentloop.messages import Message, ToolCallPart, ToolResultPart, Usage
 from agentloop.model import ModelRequest
@@ -326,3 +327,65 @@ async def test_a_whole_float_count_is_taken_as_an_int() -> None:
     run = await Agent(model).run("go")
     assert run.usage == Usage(12, 3)
     assert type(run.usage.input_tokens) is int
+
+
+# --- 13: stream misuse says what to write, and a second consumer is refused ------------------
+
+
+async def waiting_consumer(events: AsyncIterator[Any]) -> asyncio.Task[Any]:
+    """A task reading the next event once the buffered ones are read (the model is blocked)."""
+
+    async def next_event() -> Any:
+        return await anext(events)
+
+    while True:
+        task = asyncio.create_task(next_event())
+        for _ in range(10):
+            await asyncio.sleep(0)
+        if not task.done():
+            return task
+
+
+async def test_a_second_consumer_of_one_stream_is_refused_not_left_hanging() -> None:
+    gate = asyncio.Event()
+
+    async def slow(request: ModelRequest) -> Any:
+        await gate.wait()
+        return reply("hi")
+
+    agent = Agent(FunctionModel(slow))
+    async with agent.stream("go") as events:
+        first = await waiting_consumer(events)
+        with pytest.raises(InvalidInput, match="one consumer"):
+            await asyncio.wait_for(anext(events), 5)  # before the fix: waits, then times out
+        gate.set()
+        await first
+        rest = [e async for e in events]
+    assert rest and events.run.output == "hi"
+
+
+async def test_a_consumer_cancelled_while_waiting_leaves_the_stream_usable() -> None:
+    gate = asyncio.Event()
+
+    async def slow(request: ModelRequest) -> Any:
+        await gate.wait()
+        return reply("hi")
+
+    async with Agent(FunctionModel(slow)).stream("go") as events:
+        waiting = await waiting_consumer(events)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        gate.set()
+        assert [e async for e in events]
+
+
+async def test_stream_misuse_is_invalid_input_with_our_words() -> None:
+    agent = Agent(ScriptedModel([reply("a")]))
+    stream = agent.stream("go")
+    with pytest.raises(InvalidInput, match="has not started"):
+        stream.run  # noqa: B018
+    async with stream as events:
+        with pytest.raises(InvalidInput, match="entered once"):
+            await stream.__aenter__()
+        [e async for e in events]

@@ -5,6 +5,11 @@ runs in its own task; every event goes into an unbounded queue, so the engine ne
 the consumer and nothing is dropped. After ``RunFinished`` the iterator ends, or raises the
 run's hard error. Leaving the block before the run ended cancels it (it is finalized as
 ``Cancelled``) and waits for its task, so no task outlives the block.
+
+A stream has one consumer: a second task waiting for the next event while one already waits is
+refused with ``InvalidInput`` (it would otherwise wait forever, since an event wakes one
+waiter). Every misuse (entering twice, ``run`` before the block, ``for`` instead of
+``async for``) says what to write instead, as ``InvalidInput`` or ``TypeError``.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, Protocol
 
 from agentloop.cancel import CancelToken
 from agentloop.engine.state import RunOptions, RunState
-from agentloop.errors import AgentLoopError
+from agentloop.errors import AgentLoopError, InvalidInput
 from agentloop.events import Event
 from agentloop.messages import UserInput
 from agentloop.run import OutputT, Run
@@ -75,12 +80,14 @@ class RunStream(Generic[OutputT]):
     def run(self) -> Run[OutputT]:
         """The ``Run`` being streamed (filled in as it goes; final after ``RunFinished``)."""
         if self._run is None:
-            raise RuntimeError("the stream has not started: use it as `async with agent.stream()`")
+            raise InvalidInput(f"the stream has not started: {_USE}")
         return self._run
 
     async def __aenter__(self) -> RunStream[OutputT]:
         if self._task is not None:
-            raise RuntimeError("a stream can be entered once")
+            raise InvalidInput(
+                "a stream can be entered once: call agent.stream(input) again for another run"
+            )
         cancels = (self._stop,) if self._cancel is None else (self._cancel, self._stop)
         state = self._session._begin(
             self._input, self._deps, cancels, self._push, stream=True, options=self._options
@@ -114,8 +121,7 @@ class RunStream(Generic[OutputT]):
             raise StopAsyncIteration
         buffer = self._buffer
         while not buffer:
-            self._waiter = asyncio.get_running_loop().create_future()
-            await self._waiter
+            await self._wait()
         item = buffer.popleft()
         if item is not _END:
             return item  # type: ignore[no-any-return]
@@ -124,6 +130,20 @@ class RunStream(Generic[OutputT]):
         if error is not None:
             raise error
         raise StopAsyncIteration
+
+    async def _wait(self) -> None:
+        """Wait for the next push; a second waiter at once is refused (one would hang)."""
+        if self._waiter is not None:
+            raise InvalidInput(
+                "a stream has one consumer: another task is already waiting for its next event "
+                "(read it in one `async for` and hand events on, e.g. through an asyncio.Queue)"
+            )
+        waiter = self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await waiter
+        finally:  # a consumer cancelled while waiting is no longer one
+            if self._waiter is waiter:
+                self._waiter = None
 
     async def __aexit__(self, *exc_info: object) -> None:
         task = self._task
