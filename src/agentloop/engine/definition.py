@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from agentloop.clock import Clock
 from agentloop.config import RunConfig
 from agentloop.engine.instructions import Instructions, Prompt
-from agentloop.engine.output import OutputType
+from agentloop.engine.output import FINAL_RESULT, OutputType
 from agentloop.engine.state import Offer, RunState
 from agentloop.engine.toolsets import Toolsets
 from agentloop.errors import InvalidInput
@@ -90,6 +90,11 @@ class Definition(Generic[OutputT]):
         )
         specs = (self.registry if registry is None else registry).specs()
         if output is not None and not native and self.config.output_mode != "text":
+            if any(s.name == FINAL_RESULT for s in specs):  # a tool source's: the answer wins
+                logger.warning(
+                    "a tool named '%s' is not offered: the name is the typed answer's", FINAL_RESULT
+                )
+                specs = tuple(s for s in specs if s.name != FINAL_RESULT)
             specs = (*specs, output.tool_spec)
         return Offer(specs, native)
 

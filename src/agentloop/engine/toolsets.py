@@ -3,8 +3,10 @@
 A ``Toolset`` is listed when a run starts and again whenever its ``version`` changed (an MCP
 ``tools/list_changed`` notification bumps it) before a model call. A toolset that cannot list
 its tools when a run starts is a ``ConfigurationError`` naming it; later, a failed refresh keeps
-the tools already listed (logged) so the run goes on. A name listed by two sources is a
-``ConfigurationError``.
+the tools already listed (logged) so the run goes on. A name listed by two sources (or by a
+source and a local tool) is a ``ConfigurationError`` when a run starts; in a list that changed
+mid-run it never ends the run: the source's colliding tool is skipped, with a warning naming
+it, and the tool already there keeps the name.
 """
 
 from __future__ import annotations
@@ -54,23 +56,28 @@ class Toolsets:
                         raise _cannot_list(toolset, exc) from exc
                     logger.warning("tool source %r could not refresh its tools", toolset.name)
                     continue
-                self._replace(index, toolset, tools)
+                self._replace(index, toolset, tools, starting=starting)
                 self._versions[index] = version
                 changed = True
             return changed
 
-    def _replace(self, index: int, toolset: Toolset, tools: list[Tool]) -> None:
+    def _replace(self, index: int, toolset: Toolset, tools: list[Tool], *, starting: bool) -> None:
         for name in self._names[index]:
             self.registry.unregister(name)
+        listed: list[str] = []
         for item in tools:
             if item.name in self.registry:
-                raise ConfigurationError(
+                taken = (
                     f"tool source {toolset.name!r} lists a tool named {item.name!r}, a name "
-                    "already taken; give the source a prefix",
-                    field="tools",
+                    "already taken"
                 )
+                if starting:
+                    raise ConfigurationError(f"{taken}; give the source a prefix", field="tools")
+                logger.warning("%s; the source's tool is skipped (give it a prefix)", taken)
+                continue
             self.registry.register(item)
-        self._names[index] = [t.name for t in tools]
+            listed.append(item.name)
+        self._names[index] = listed
 
     async def aclose(self) -> None:
         """Close every toolset (all of them, even when one fails; the first error is raised)."""
