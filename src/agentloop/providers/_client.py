@@ -125,6 +125,33 @@ class HttpClient(ClosingClient):
             ssl_context=ssl_context,
         )
 
+    def _configure_bearer(
+        self,
+        model: str,
+        provider: str,
+        *,
+        api_key: str | None,
+        headers: Mapping[str, str] | None,
+        timeout: float,
+        connect_timeout: float,
+        proxy: str | None,
+        ssl_context: ssl.SSLContext | None,
+    ) -> None:
+        """``_configure`` for the OpenAI family: the key travels as a bearer token."""
+        all_headers = dict(headers or {})
+        if api_key:
+            all_headers["Authorization"] = f"Bearer {api_key}"
+        self._configure(
+            model,
+            provider,
+            headers=all_headers,
+            key=api_key,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            proxy=proxy,
+            ssl_context=ssl_context,
+        )
+
     async def aclose(self) -> None:
         """Close the running loop's connection pool; the next request opens a new one."""
         await self._transport.aclose()

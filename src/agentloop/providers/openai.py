@@ -300,14 +300,11 @@ class OpenAIClient(HttpClient):
         self._rules = ChatRules(provider or self.default_provider, host, max_tokens_field)
         self._cache_key = host in _CACHE_KEY_HOSTS
         self._media = None if media is None else media_override(media)
-        all_headers = dict(headers or {})
-        if api_key:
-            all_headers["Authorization"] = f"Bearer {api_key}"
-        self._configure(
+        self._configure_bearer(
             model,
             provider or self.default_provider,
-            headers=all_headers,
-            key=api_key,
+            api_key=api_key,
+            headers=headers,
             timeout=timeout,
             connect_timeout=connect_timeout,
             proxy=proxy,

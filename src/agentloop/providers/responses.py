@@ -144,14 +144,11 @@ class OpenAIResponsesClient(HttpClient):
         self._encrypted = encrypted_reasoning
         self._summary = reasoning_summary
         self._profiles: dict[str, ModelProfile] = {}
-        all_headers = dict(headers or {})
-        if api_key:
-            all_headers["Authorization"] = f"Bearer {api_key}"
-        self._configure(
+        self._configure_bearer(
             model,
             provider or self.default_provider,
-            headers=all_headers,
-            key=api_key,
+            api_key=api_key,
+            headers=headers,
             timeout=timeout,
             connect_timeout=connect_timeout,
             proxy=proxy,
