@@ -86,3 +86,30 @@ def test_no_usage_is_not_reported_as_zero(stored: Path, capsys: pytest.CaptureFi
     if run.usage.input_tokens or run.usage.output_tokens:
         pytest.skip("the scripted model reports usage")
     assert "usage not reported" in _summary(run, None, None)
+
+
+def test_the_last_line_says_when_the_server_reported_no_usage() -> None:
+    from agentloop.cli.commands import _summary
+    from agentloop.messages import Usage
+    from agentloop.run import Run, Turn
+
+    silent = Run(id="r" * 12, input="x", turns=[Turn(index=0, model="m")])
+    assert "token usage not reported by the server" in _summary(silent, None, None)
+    counted = Run(id="r" * 12, input="x", turns=[Turn(index=0, model="m")], usage=Usage(3, 4))
+    assert "3 tokens in, 4 out" in _summary(counted, None, None)
+
+
+def test_a_reply_stopped_by_ctrl_c_is_marked_interrupted_not_cut() -> None:
+    import io
+
+    from rich.console import Console
+
+    from agentloop.cli.console import LineScreen
+
+    for exc, note in ((KeyboardInterrupt, "(interrupted)"), (None, "(the reply was cut off)")):
+        out = io.StringIO()
+        screen = LineScreen(Console(file=out, color_system=None))
+        screen.__enter__()
+        screen.fragment("half a rep")
+        screen.__exit__(exc, None, None)
+        assert out.getvalue().splitlines()[-1] == note

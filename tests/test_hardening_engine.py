@@ -446,3 +446,28 @@ async def test_a_source_tool_named_final_result_is_not_advertised_beside_typed_o
     run = await Agent(model, tools=[source], output_type=int).run("go")
     assert run.output == 3
     assert [s.name for s in model.requests[0].tools] == ["lookup", "final_result"]
+
+
+async def test_a_client_that_reports_no_usage_still_spends_the_token_budget(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from agentloop import RunConfig
+    from agentloop import tool as make_tool
+    from agentloop.errors import BudgetExhausted
+    from agentloop.safety import Budget
+    from agentloop.testing import ScriptedModel, call, reply
+
+    @make_tool
+    def look(q: str) -> str:
+        """Look."""
+        return "x" * 400
+
+    steps = [call("look", {"q": str(i)}) for i in range(20)] + [reply("done")]
+    config = RunConfig(budget=Budget(tokens=1_000))
+    agent = Agent(ScriptedModel(steps), tools=[look], config=config)  # usage: always zero
+    with pytest.raises(BudgetExhausted):
+        await agent.run("go")
+    run = agent.runs[-1]
+    assert run.usage.input_tokens == 0  # what was reported stays as reported
+    assert len(run.turns) < 20
+    assert sum("reported no token usage" in r.message for r in caplog.records) == 1

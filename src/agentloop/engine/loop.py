@@ -41,8 +41,8 @@ from agentloop.errors import (
     OutputValidationFailed,
 )
 from agentloop.hooks import Hook, overrides
-from agentloop.messages import Message, ThinkingPart, ToolCallPart, ToolResultPart
-from agentloop.model import INVALID_JSON_KEY, ModelResponse
+from agentloop.messages import Message, ThinkingPart, ToolCallPart, ToolResultPart, Usage
+from agentloop.model import INVALID_JSON_KEY, ModelRequest, ModelResponse
 from agentloop.run import TRUNCATION_REASONS, Run, RunContext, Turn
 from agentloop.safety.redact import redact_secrets
 from agentloop.transcript import close_interrupted
@@ -199,12 +199,38 @@ class RunLoop:
         except ContextLengthExceeded as error:
             state.guard.salvage(state, error)
             return None
-        self.session.safety.limits.spent(response.usage, response.model or client.model)
+        usage = response.usage
+        if not (usage.input_tokens or usage.output_tokens):  # nothing reported: never free
+            usage = self._estimated(request, response)
+        self.session.safety.limits.spent(usage, response.model or client.model)
         if state.settings.tool_choice_once:
             state.release_tool_choice()
         if bus.active:
             bus.emit(ev.ModelResponded(state.run.id, state.turn_index, response))
         return response
+
+    def _estimated(self, request: ModelRequest, response: ModelResponse) -> Usage:
+        """The token counter's estimate of a reply whose client reported no usage.
+
+        The budget counts it, so a token budget still trips (some OpenAI-compatible servers send
+        no usage, in streams especially); ``run.usage`` keeps what was reported, and the first
+        estimate of a run is logged so the substitution is never silent.
+        """
+        counter = self.agent.config.token_counter
+        sent = sum(counter.count_message(m) for m in request.messages)
+        if request.system:
+            sent += counter.count_text(request.system)
+        usage = Usage(sent, counter.count_message(response.message))
+        if not self.state.usage_estimated:
+            self.state.usage_estimated = True
+            logger.warning(
+                "the model client reported no token usage; the budget counts the token "
+                "counter's estimate (%d in, %d out) for run %s",
+                usage.input_tokens,
+                usage.output_tokens,
+                self.state.run.id,
+            )
+        return usage
 
     def _record(self, response: ModelResponse) -> Turn:
         state = self.state

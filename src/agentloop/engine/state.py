@@ -123,6 +123,8 @@ class RunState:
     """The run's model settings: the config's, or ``run(..., model_settings=...)``."""
     budget: Budget | None = None
     """``run(..., usage_limits=...)``: this run's budget instead of the config's."""
+    usage_estimated: bool = False
+    """The client reported no usage for a reply and the budget counted an estimate (logged once)."""
     registry: ToolRegistry | None = None
     """The run's tools when ``agent.override(tools=...)`` swapped them (None: the agent's)."""
     depth: int = 0
