@@ -39,13 +39,12 @@ from agentloop.observers import Observer
 from agentloop.run import OutputT, Run
 from agentloop.safety.breaker import ToolBreakers
 from agentloop.safety.budget import Budget
-from agentloop.store import Store
-from agentloop.store._session import SessionRecorder, restore
 from agentloop.tools import Tool, ToolRegistry, Toolset
 
 if TYPE_CHECKING:  # the guardrails load only for an agent that has some, a run's rooms at a run
     from agentloop.engine.stream import RunStream
     from agentloop.guardrails import Guardrail
+    from agentloop.store import Store  # the store, only for an agent given one
 
 __all__ = ["Agent"]
 
@@ -237,6 +236,8 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
 
     def _restored(self, session_id: str, store: Store, *, shared: bool) -> Session[OutputT]:
         """A session rebuilt from ``store`` (``shared``: the agent's breakers and health too)."""
+        from agentloop.store._session import SessionRecorder, restore
+
         history, runs = restore(store, session_id)
         recorder = SessionRecorder(store, session_id, synced=len(history))
         session: Session[OutputT] = Session(

@@ -10,7 +10,7 @@ run on it; the run loop, the stream and the resume step work on this state, belo
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Generic
+from typing import TYPE_CHECKING, Any, Generic
 
 from agentloop import events as ev
 from agentloop.cancel import CancelToken
@@ -25,7 +25,9 @@ from agentloop.messages import Message, UserInput
 from agentloop.model import ModelClient
 from agentloop.observers import EventBus
 from agentloop.run import OutputT, Run
-from agentloop.store._session import SessionRecorder
+
+if TYPE_CHECKING:  # the store loads only for a session given one
+    from agentloop.store._session import SessionRecorder
 
 __all__ = ["Conversation"]
 

@@ -34,11 +34,11 @@ from agentloop.model import ModelClient
 from agentloop.observers import Observer
 from agentloop.run import OutputT
 from agentloop.safety.breaker import ToolBreakers
-from agentloop.store import Store
 from agentloop.tools import ToolRegistry
 
-if TYPE_CHECKING:  # loaded only by an agent with guardrails
+if TYPE_CHECKING:  # loaded only by an agent with guardrails, or given a store
     from agentloop.engine.guarding import Guardrails
+    from agentloop.store import Store
 
 __all__ = ["Definition"]
 

@@ -13,16 +13,18 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Iterable
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from agentloop.config import RunConfig
 from agentloop.engine.output import FINAL_RESULT, OutputType
 from agentloop.errors import ConfigurationError, TranscriptError
 from agentloop.messages import Message
-from agentloop.store import Store
-from agentloop.store._session import SessionRecorder
 from agentloop.tools import Tool, ToolRegistry, Toolset
 from agentloop.transcript import validate_transcript
+
+if TYPE_CHECKING:
+    from agentloop.store import Store
+    from agentloop.store._session import SessionRecorder
 
 __all__ = [
     "add_tool",
@@ -175,6 +177,8 @@ def checked_history(history: object) -> list[Message]:
 
 def checked_store(store: object) -> Store:
     """``store`` if it implements ``Store``, else a ``ConfigurationError``."""
+    from agentloop.store import Store  # the store loads only for an agent given one
+
     if not isinstance(store, Store):
         raise ConfigurationError("Agent store must implement agentloop.store.Store", field="store")
     return store
@@ -191,4 +195,6 @@ def recorder(store: Store | None, session_id: str, existing_ok: bool) -> Session
             "Agent.resume(session_id, store=..., client=...)",
             field="session_id",
         )
+    from agentloop.store._session import SessionRecorder
+
     return SessionRecorder(store, session_id)
