@@ -105,8 +105,26 @@ def test_media_cost_tokens_by_formula_never_by_base64_length() -> None:
 
     small = ImagePart(png(150, 100, 10))
     big = ImagePart(png(4000, 3000, 2 * 1024 * 1024))  # a 2 MB image
-    assert media_tokens(small) == 20 and media_tokens(big) == IMAGE_TOKENS_MAX
+    # each provider's own formula: Anthropic w*h/750, OpenAI 85 + 170 a tile, Gemini 258 a tile
+    assert media_tokens(small, "anthropic") == 20
+    assert media_tokens(small, "openai") == 255 and media_tokens(small, "gemini") == 258
+    assert media_tokens(small) == 255  # unknown provider: the largest
+    assert media_tokens(big, "anthropic") == IMAGE_TOKENS_MAX
+    assert media_tokens(ImagePart(png(1024, 1024, 0)), "openai") == 765  # OpenAI's own example
+    assert media_tokens(ImagePart(png(2048, 4096, 0)), "openai") == 1105  # and its other one
+    assert media_tokens(ImagePart(png(1000, 1000, 0)), "gemini") == 4 * 258
     pdf = DocumentPart(b"%PDF-1.7 /Type /Pages /Type /Page /Type /Page /Type /Page")
-    assert media_tokens(pdf) == 3 * 2000
+    assert media_tokens(pdf, "anthropic") == 3 * 2000 and media_tokens(pdf, "gemini") == 3 * 258
     counted = HeuristicTokenCounter().count_message(Message("user", (big,)))
     assert counted < 2_000 < big.size // 4  # a 2 MB image fits a 32k window
+
+    from agentloop.tokens import MEDIA_PROVIDER
+
+    message = Message("user", (small,))
+    token = MEDIA_PROVIDER.set("anthropic")
+    try:
+        assert HeuristicTokenCounter().count_message(message) == 4 + 20  # framing + the image
+        MEDIA_PROVIDER.set("gemini")
+        assert HeuristicTokenCounter().count_message(message) == 4 + 258  # per provider, cached
+    finally:
+        MEDIA_PROVIDER.reset(token)

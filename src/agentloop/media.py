@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ from agentloop.errors import InvalidInput
 
 __all__ = [
     "AUDIO_TOKENS_PER_SECOND",
+    "GEMINI_TILE_TOKENS",
     "IMAGE_TOKENS_MAX",
     "MAX_MEDIA_BYTES",
     "PDF_PAGE_TOKENS",
@@ -227,32 +229,52 @@ PDF_PAGE_TOKENS = 2_000
 AUDIO_TOKENS_PER_SECOND = 32
 
 
-def media_tokens(part: MediaPart) -> int:
-    """A media part's context cost, never its base64 length (SPEC 16).
+def media_tokens(part: MediaPart, provider: str | None = None) -> int:
+    """A media part's context cost by ``provider``'s own formula, never its base64 length.
 
-    The largest of the providers' own formulas, so compaction never undercounts: an image is
-    width x height / 750 tokens (Anthropic's; OpenAI's tiles and Gemini's flat 258 come under
-    it), at most ``IMAGE_TOKENS_MAX`` (and that when the size cannot be read); a PDF
-    ``PDF_PAGE_TOKENS`` a page (text plus the page image); plain text 4 characters a token;
-    audio ``AUDIO_TOKENS_PER_SECOND`` (Gemini's rate), its length read from a WAV header or
-    taken at 16 kB a second.
+    Images: Anthropic width x height / 750 (at most ``IMAGE_TOKENS_MAX``: it resizes past about
+    1.15 megapixels); OpenAI (and the OpenAI-compatible family) 85 + 170 a 512-px tile after
+    fitting into 2048 px and scaling the short side to 768; Gemini 258 a 768-px tile (258 for an
+    image of 384 px or less). PDFs ``PDF_PAGE_TOKENS`` a page (Gemini 258), plain text 4
+    characters a token, audio ``AUDIO_TOKENS_PER_SECOND`` (Gemini's rate), its length read from
+    a WAV header or taken at 16 kB a second. ``provider=None`` (not known) takes the largest of
+    the formulas, so compaction never undercounts; so does an image whose size cannot be read.
     """
     data = part.data
     if isinstance(part, ImagePart):
         size = image_size(data) if data is not None else None
-        if size is None:
-            return IMAGE_TOKENS_MAX
-        return max(1, min(IMAGE_TOKENS_MAX, size[0] * size[1] // 750))
+        return IMAGE_TOKENS_MAX if size is None else _image_tokens(size, provider)
     if data is None:
         return IMAGE_TOKENS_MAX
     if isinstance(part, DocumentPart):
-        if part.media_type == "application/pdf":
-            return PDF_PAGE_TOKENS * max(
-                1, data.count(b"/Type /Page") - data.count(b"/Type /Pages")
-            )
-        return len(data) // 4 + 1
+        if part.media_type != "application/pdf":
+            return len(data) // 4 + 1
+        pages = max(1, data.count(b"/Type /Page") - data.count(b"/Type /Pages"))
+        return pages * (GEMINI_TILE_TOKENS if provider == "gemini" else PDF_PAGE_TOKENS)
     seconds = _wav_seconds(data) if data[8:12] == b"WAVE" else len(data) / 16_000
     return max(1, int(seconds * AUDIO_TOKENS_PER_SECOND))
+
+
+GEMINI_TILE_TOKENS = 258
+
+
+def _image_tokens(size: tuple[int, int], provider: str | None) -> int:
+    width, height = size
+    anthropic = max(1, min(IMAGE_TOKENS_MAX, width * height // 750))
+    if provider == "anthropic":
+        return anthropic
+    if provider == "gemini":
+        if width <= 384 and height <= 384:
+            return GEMINI_TILE_TOKENS
+        return GEMINI_TILE_TOKENS * math.ceil(width / 768) * math.ceil(height / 768)
+    openai = _openai_tiles(width, height)
+    return openai if provider is not None else max(anthropic, openai)
+
+
+def _openai_tiles(width: int, height: int) -> int:
+    scale = min(1.0, 2048 / max(width, height, 1))
+    scale *= min(1.0, 768 / max(min(width, height) * scale, 1))
+    return 85 + 170 * math.ceil(width * scale / 512) * math.ceil(height * scale / 512)
 
 
 def image_size(data: bytes) -> tuple[int, int] | None:

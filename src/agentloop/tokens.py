@@ -24,6 +24,7 @@ import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from agentloop._util.numbers import is_finite
@@ -79,15 +80,40 @@ def message_text_pieces(message: Message) -> Iterable[str]:
 MEDIA_PARTS = (ImagePart, DocumentPart, AudioPart)
 
 
-def media_cost(message: Message) -> int:
-    """The tokens of a message's media, by ``agentloop.media.media_tokens`` (0 without any)."""
+MEDIA_PROVIDER: ContextVar[str | None] = ContextVar("agentloop_media_provider", default=None)
+"""The provider whose formula counts media (``agentloop.media.media_tokens``); the engine sets it
+to the run's client's provider at run start. None: the largest of the formulas."""
+
+
+def media_cost(message: Message, provider: str | None = None) -> int:
+    """The tokens of a message's media by ``provider``'s formula (0 without any)."""
     total = 0
     for part in message.parts:
         if isinstance(part, MEDIA_PARTS):
-            total += media_tokens(part)
+            total += media_tokens(part, provider)
         elif isinstance(part, ToolResultPart) and part.media:
-            total += sum(media_tokens(m) for m in part.media)
+            total += sum(media_tokens(m, provider) for m in part.media)
     return total
+
+
+def counted_media(message: Message) -> int:
+    """A message's media cost for the current ``MEDIA_PROVIDER``, cached per message.
+
+    A message without media costs one cached lookup; one with media is counted once per
+    provider (a fallback to another provider counts it by that provider's formula).
+    """
+    if not message.encoded(":has_media", _has_media):
+        return 0
+    provider = MEDIA_PROVIDER.get()
+    cost: int = message.encoded(f":media:{provider}", lambda m: media_cost(m, provider))
+    return cost
+
+
+def _has_media(message: Message) -> bool:
+    return any(
+        isinstance(p, MEDIA_PARTS) or (isinstance(p, ToolResultPart) and bool(p.media))
+        for p in message.parts
+    )
 
 
 def _valid_ratio(chars_per_token: object) -> float:
@@ -165,11 +191,11 @@ class RatioTokenCounter:
     def count_message(self, message: Message) -> int:
         """Characters of every wire string over the ratio, plus framing; cached per message."""
         count: int = message.encoded(self._key, self._count)
-        return count
+        return count + counted_media(message)
 
     def _count(self, message: Message) -> int:
         chars = sum(len(piece) for piece in message_text_pieces(message))
-        return math.ceil(chars / self.chars_per_token) + self.per_message + media_cost(message)
+        return math.ceil(chars / self.chars_per_token) + self.per_message
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.chars_per_token!r}, {self.per_message!r})"
@@ -238,11 +264,11 @@ class TiktokenCounter:
     def count_message(self, message: Message) -> int:
         """BPE tokens of every wire string plus framing; cached per message."""
         count: int = message.encoded(self._key, self._count)
-        return count
+        return count + counted_media(message)
 
     def _count(self, message: Message) -> int:
         texts = sum(self.count_text(p) for p in message_text_pieces(message))
-        return texts + self.per_message + media_cost(message)
+        return texts + self.per_message
 
     def __repr__(self) -> str:
         return f"TiktokenCounter({self.encoding_name!r}, {self.per_message!r})"

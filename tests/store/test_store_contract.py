@@ -30,6 +30,8 @@ from agentloop.errors import (
     MemoryBackendError,
 )
 from agentloop.messages import (
+    DocumentPart,
+    ImagePart,
     Message,
     TextPart,
     ThinkingPart,
@@ -549,18 +551,23 @@ def test_reasoning_parts_and_counts_round_trip_exactly(store: Store) -> None:
             call,
         ),
     )
+    image = ImagePart(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 64)  # media too (SPEC 16)
+    pdf = DocumentPart(b"%PDF-1.7\n" + bytes(range(256)))
     messages = [
-        user("go"),
+        Message("user", (TextPart("go"), image)),
         thinking,
-        Message.tool_results([ToolResultPart("call_r", "read_file", "a")]),
+        Message.tool_results([ToolResultPart("call_r", "read_file", "a", media=(pdf,))]),
     ]
     turn = Turn(index=0, model="m", tool_calls=[call], usage=Usage(5, 9, reasoning_tokens=7))
-    run = Run(id="rr", input="go", turns=[turn], messages=messages, usage=turn.usage)
+    run = Run(id="rr", input=("go", image), turns=[turn], messages=messages, usage=turn.usage)
     store.begin_run("s", run)
     store.finish_runs("s", [run], keep=0, append=messages)
     assert store.load_history("s") == messages
     [stored] = store.load_runs("s")
     assert stored.run.messages == messages and stored.run.usage.reasoning_tokens == 7
+    back = stored.run.messages[0].parts[1]
+    assert isinstance(back, ImagePart) and back.data == image.data and back.sha256 == image.sha256
+    assert stored.run.input == ("go", image)
 
 
 def test_lone_surrogates_and_nul_are_always_writable(store: Store) -> None:

@@ -25,6 +25,7 @@ from agentloop.messages import Message, UserInput
 from agentloop.model import ModelClient
 from agentloop.observers import EventBus
 from agentloop.run import OutputT, Run
+from agentloop.tokens import MEDIA_PROVIDER
 
 if TYPE_CHECKING:  # the store loads only for a session given one
     from agentloop.store._session import SessionRecorder
@@ -168,6 +169,9 @@ class Conversation(Generic[OutputT]):
             client = swap.client or client
             registry = swap.registry
         system = agent._system()
+        MEDIA_PROVIDER.set(
+            client.provider
+        )  # media count by this provider's formula (the run's task inherits it)
         from agentloop.engine.compaction import ContextGuard  # a run's rooms load with a run
         from agentloop.engine.turn import ClientEventBridge
 
