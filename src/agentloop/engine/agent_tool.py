@@ -150,6 +150,10 @@ class SharedBudget(BudgetGate):
         super().record_tool_calls(n)
         self.parent.record_tool_calls(n)
 
+    def counts_tokens(self) -> bool:
+        """Whether this gate or an ancestor's is spent by tokens."""
+        return super().counts_tokens() or self.parent.counts_tokens()
+
     def exhausted(self) -> AgentLoopError | None:
         """The first exhausted line here, else in the parent's gate."""
         return super().exhausted() or self.parent.exhausted()

@@ -200,9 +200,10 @@ class RunLoop:
             state.guard.salvage(state, error)
             return None
         usage = response.usage
-        if not (usage.input_tokens or usage.output_tokens):  # nothing reported: never free
-            usage = self._estimated(request, response)
-        self.session.safety.limits.spent(usage, response.model or client.model)
+        limits = self.session.safety.limits
+        if not (usage.input_tokens or usage.output_tokens) and limits.budget.counts_tokens():
+            usage = self._estimated(request, response)  # nothing reported is never free
+        limits.spent(usage, response.model or client.model)
         if state.settings.tool_choice_once:
             state.release_tool_choice()
         if bus.active:
@@ -212,9 +213,9 @@ class RunLoop:
     def _estimated(self, request: ModelRequest, response: ModelResponse) -> Usage:
         """The token counter's estimate of a reply whose client reported no usage.
 
-        The budget counts it, so a token budget still trips (some OpenAI-compatible servers send
-        no usage, in streams especially); ``run.usage`` keeps what was reported, and the first
-        estimate of a run is logged so the substitution is never silent.
+        Made only when a budget line is spent by tokens, which counts it, so a token budget trips
+        (some OpenAI-compatible servers send no usage, in streams especially); ``run.usage`` keeps
+        what was reported, and a run's first estimate is logged: the substitution is never silent.
         """
         counter = self.agent.config.token_counter
         sent = sum(counter.count_message(m) for m in request.messages)

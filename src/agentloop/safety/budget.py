@@ -120,6 +120,9 @@ class BudgetWarning:
     limit: float
 
 
+_TOKEN_LINES = frozenset({"tokens", "output_tokens", "cost_usd"})
+
+
 class BudgetGate:
     """Counts a run's spending and decides, before each request, whether it may be sent.
 
@@ -216,6 +219,10 @@ class BudgetGate:
                 self._warned.add(dimension)
                 warnings.append(BudgetWarning(dimension, spent, limit))
         return warnings, exhausted
+
+    def counts_tokens(self) -> bool:
+        """Whether a line of this gate is spent by tokens (``tokens``, ``output_tokens``, cost)."""
+        return any(d in _TOKEN_LINES for d, _, _ in self._lines)
 
     def exhausted(self) -> AgentLoopError | None:
         """The first exhausted dimension's ``BudgetExhausted``, sending no warning.
