@@ -17,7 +17,6 @@ from agentloop.cancel import CancelToken
 from agentloop.engine.definition import Definition
 from agentloop.engine.dispatch import Dispatcher
 from agentloop.engine.guards import SafetyState
-from agentloop.engine.journal import Journal, JournaledTools
 from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import RunOptions, RunState
 from agentloop.errors import InvalidInput, MemoryBackendError
@@ -28,6 +27,7 @@ from agentloop.run import OutputT, Run
 from agentloop.tokens import MEDIA_PROVIDER
 
 if TYPE_CHECKING:  # the store loads only for a session given one
+    from agentloop.engine.journal import Journal
     from agentloop.store._session import SessionRecorder
 
 __all__ = ["Conversation"]
@@ -77,6 +77,8 @@ class Conversation(Generic[OutputT]):
         if recorder is None or recorder.durable is None:
             return
         recorder.snapshot = lambda: self.safety.snapshot(self.agent.client)
+        from agentloop.engine.journal import Journal, JournaledTools  # durable stores only
+
         self._journal = Journal(recorder.step)
         self._dispatcher.registry = JournaledTools(self.agent.registry, self._journal)
 

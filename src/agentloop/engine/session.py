@@ -14,7 +14,6 @@ from agentloop._util.peers import hinting
 from agentloop.cancel import CancelToken
 from agentloop.engine import peers
 from agentloop.engine.conversation import Conversation
-from agentloop.engine.journal import ReplayClient
 from agentloop.engine.state import RunOptions, RunState
 from agentloop.messages import Message, UserInput
 from agentloop.model import ModelSettings
@@ -106,6 +105,8 @@ class Session(Conversation[OutputT]):
         state = reopen(self, deps, () if cancel is None else (cancel,))
         journal = self._journal
         assert journal is not None
+        from agentloop.engine.journal import ReplayClient
+
         state.client = ReplayClient(state.client, journal.reply, lambda: state.turn_index)
         return await self._drive(state)
 
