@@ -135,7 +135,10 @@ class Definition(Generic[OutputT]):
                 "with the async API (await agent.session(...).run(...))"
             )
         if self._runner is None:
-            self._runner = asyncio.Runner()
+            # a loop factory: the runner then never sets (nor, when it closes, unsets) the
+            # thread's current event loop, so an agent collected later cannot clobber a loop
+            # someone else set in this thread
+            self._runner = asyncio.Runner(loop_factory=asyncio.new_event_loop)
             self._closer = weakref.finalize(self, _shut, self._runner, self.client, self._toolsets)
         self._sync_thread = me
         try:
