@@ -517,3 +517,27 @@ async def test_an_azure_client_named_otherwise_keeps_the_endpoint_rules(served: 
     assert served.twin.accepted[0]["max_completion_tokens"] == 64
     with pytest.raises(ConfigurationError):
         await ask(OpenAIClient("o3-pro", base_url=served.base, provider="azure"), hi(), False)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_a_compatible_servers_reasoning_is_shown_and_never_sent_back(stream: bool) -> None:
+    """``reasoning_content`` (DeepSeek, vLLM, llama.cpp): a ThinkingPart, ThinkingDelta events,
+    and Chat Completions never replays it (it has no field for it)."""
+    from agentloop import events as ev
+    from agentloop.testing import FakeProviderServer, FakeReply
+
+    async with FakeProviderServer(
+        [FakeReply("It is 4.", thinking="2 + 2 is 4."), FakeReply("Still 4.", thinking="Yes.")]
+    ) as server:
+        client = OpenAIClient("deepseek-reasoner", base_url=server.base_url, api_key="k")
+        async with Agent(client, config=RunConfig(stream=stream)) as agent:
+            async with agent.stream("2 + 2?") as events:
+                seen = [e async for e in events]
+            await agent.run("sure?")
+        first, second_reply = [m for m in agent.history if m.role == "assistant"]
+        assert first.thinking == (ThinkingPart("2 + 2 is 4.", provider="openai"),)
+        # the second run is not streamed when stream=False: the JSON body's field decodes too
+        assert second_reply.thinking[0].text == "Yes."
+        assert "".join(e.text for e in seen if isinstance(e, ev.ThinkingDelta)) == "2 + 2 is 4."
+        second = server.received[1].body["messages"]
+        assert all("reasoning_content" not in m and "reasoning" not in m for m in second)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentloop.errors import ModelRefused, ResponseInvalid
-from agentloop.messages import Message, Part, TextPart, ToolCallPart, Usage
+from agentloop.messages import Message, Part, TextPart, ThinkingPart, ToolCallPart, Usage
 from agentloop.model import INVALID_JSON_KEY, ModelResponse, StreamEvent
 from agentloop.providers._classify import embedded_error, invalid_body
 from agentloop.providers._wire import (
@@ -120,12 +120,28 @@ def _parse_call(value: object, index: int, cut: bool) -> ToolCallPart:
     return ToolCallPart(call_id, name, _arguments(raw, cut))
 
 
-def _parse_message(value: object, finish: str | None) -> Message:
+def _reasoning(value: Mapping[str, Any], path: str) -> str | None:
+    """The readable reasoning an OpenAI-compatible server sends beside the text.
+
+    ``reasoning_content`` (DeepSeek, vLLM, llama.cpp, the fake server) or ``reasoning``
+    (OpenRouter). Chat Completions has no field to send it back, so it is kept for the record and
+    the screen (a ``ThinkingPart`` this adapter never encodes), never replayed.
+    """
+    text = opt_str(value.get("reasoning_content"), f"{path}.reasoning_content")
+    if text is None and isinstance(value.get("reasoning"), str):
+        text = value["reasoning"]
+    return text or None
+
+
+def _parse_message(value: object, finish: str | None, provider: str | None = None) -> Message:
     message = as_object(value, "choices[0].message")
     content = opt_str(message.get("content"), "choices[0].message.content")
     refusal = opt_str(message.get("refusal"), "choices[0].message.refusal")
     _refuse(refusal, finish, content or "")
     parts: list[Part] = [TextPart(content)] if content else []
+    thought = _reasoning(message, "choices[0].message")
+    if thought is not None:
+        parts.insert(0, ThinkingPart(thought, provider=provider))
     calls = as_list(message.get("tool_calls"), "choices[0].message.tool_calls")
     last = len(calls) - 1
     parts.extend(
@@ -135,7 +151,9 @@ def _parse_message(value: object, finish: str | None) -> Message:
     return Message("assistant", tuple(parts))
 
 
-def _completion(data: object, model: str, request_id: str | None) -> ModelResponse:
+def _completion(
+    data: object, model: str, request_id: str | None, provider: str | None = None
+) -> ModelResponse:
     """The typed read of a chat completion body; a wrong shape raises ``WireError``."""
     body = as_object(data, "body")
     choices = as_list(body.get("choices"), "choices")
@@ -143,7 +161,7 @@ def _completion(data: object, model: str, request_id: str | None) -> ModelRespon
         raise WireError("choices", "expected at least one choice")
     choice = as_object(choices[0], "choices[0]")
     finish = opt_str(choice.get("finish_reason"), "choices[0].finish_reason") or None
-    message = _parse_message(choice.get("message"), finish)
+    message = _parse_message(choice.get("message"), finish, provider)
     return ModelResponse(
         message=message,
         usage=_usage(body.get("usage")),
@@ -171,7 +189,7 @@ def parse_completion(
         body = redactor(text) if redactor else text
         raise embedded_error(data["error"], body, provider=provider, request_id=request_id)
     try:
-        return _completion(data, model, request_id)
+        return _completion(data, model, request_id, provider)
     except WireError as exc:
         raise invalid_body(
             f"{provider}: the reply is not a chat completion ({exc})",
@@ -215,6 +233,7 @@ class ChatStreamAccumulator:
         self.done = False
         self.events_seen = 0
         self._text: list[str] = []
+        self._thought: list[str] = []
         self._refusal: list[str] = []
         self._calls: list[_StreamedCall] = []
         self._lanes: dict[int, int] = {}
@@ -261,6 +280,10 @@ class ChatStreamAccumulator:
             refusal = opt_str(delta.get("refusal"), "choices[].delta.refusal")
             if refusal:
                 self._refusal.append(refusal)  # never a text_delta: a refusal is no answer
+            thought = _reasoning(delta, "choices[].delta")
+            if thought is not None:
+                self._thought.append(thought)
+                events.append(StreamEvent("thinking_delta", text=thought))
             if content:
                 self._text.append(content)
                 events.append(StreamEvent("text_delta", text=content))
@@ -319,6 +342,8 @@ class ChatStreamAccumulator:
             )
         _refuse("".join(self._refusal), self._finish, "".join(self._text))
         parts: list[Part] = [TextPart("".join(self._text))] if self._text else []
+        if self._thought:
+            parts.insert(0, ThinkingPart("".join(self._thought), provider=self.provider))
         last = len(self._calls) - 1
         for lane, call in enumerate(self._calls):
             raw = "".join(call.fragments)
