@@ -124,3 +124,13 @@ def test_run_attach_of_a_missing_file_is_a_usage_error(
 ) -> None:
     code = main(["run", "x", "--provider", "ollama", "--attach", str(tmp_path / "nope.png")])
     assert code == 2 and "no such file" in capsys.readouterr().err
+
+
+def test_streamed_reasoning_before_a_call_is_drawn_once() -> None:
+    message = Message("assistant", (ThinkingPart("read it first"), TextPart("")))
+    events: list[ev.Event] = [
+        ev.ThinkingDelta("r", 0, "read it first"),
+        ev.ToolCallDelta("r", 0, 0, "read_file", ""),
+        ev.ModelResponded("r", 0, ModelResponse(message)),
+    ]
+    assert drawn(events, "full").count("read it first") == 1

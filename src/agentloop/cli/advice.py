@@ -33,11 +33,11 @@ def failure_paragraph(error: er.AgentLoopError, target: Target) -> str:
     if error.is_cancelled():
         return "The run was cancelled; what it finished is stored with it."
     if isinstance(error, er.ModelRefused):
-        said = f' It said: "{error.text}".' if error.text else ""
+        said = f' It said: "{error.text.strip()}"' if error.text.strip() else ""
         return (
             f"The model refused to answer ({error.reason}).{said} A refusal is the model's "
             "decision, not a failure: nothing was retried and no other model was tried. "
-            "Rephrase the task, or change what it asks for; the turns before it are stored."
+            "Rephrase the task, or change what it asks for; the turns before it are kept."
         )
     if not isinstance(error, er.ProviderError):
         return (

@@ -158,6 +158,7 @@ class RunView:
         self.screen = screen
         self.thinking = thinking  # "brief" (a dimmed first line), "full" or "off"
         self._thought = ""  # this turn's reasoning, drawn before its first reply text or call
+        self._streamed_thought = False  # this turn's reasoning came as deltas (drawn from them)
         self._finished: set[str] = set()  # call ids whose result was drawn
         self._fell_to: str | None = None
         self._handlers: dict[type[ev.Event], Callable[[Any], None]] = {
@@ -193,6 +194,7 @@ class RunView:
 
     def _thinking(self, event: ev.ThinkingDelta) -> None:
         self._thought += event.text
+        self._streamed_thought = True
         self.screen.status("the model is thinking")
 
     def _draw_thought(self, thought: str | None = None) -> None:
@@ -214,10 +216,11 @@ class RunView:
 
     def _responded(self, event: ev.ModelResponded) -> None:
         message = event.response.message
-        if self._thought or not message.thinking:
-            self._draw_thought()
+        if self._streamed_thought or not message.thinking:
+            self._draw_thought()  # what is left of the deltas (nothing if a call drew them)
         else:  # not streamed: the reasoning arrives with the reply
             self._draw_thought("".join(p.text for p in message.thinking))
+        self._streamed_thought = False
         if event.response.text:
             self.screen.reply(event.response.text)
 
