@@ -90,8 +90,12 @@ def media_header(result: ToolResultPart) -> str:
     return f"Media returned by {result.name} ({result.call_id}):"
 
 
-class _Encoder:
-    """Encodes media parts of one message; the same bytes are base64-encoded once."""
+class MediaData:
+    """The OpenAI family's forms of a part's bytes, for one message.
+
+    The same bytes are base64-encoded once. Chat Completions and the Responses API share it;
+    each wraps the forms in its own content items.
+    """
 
     __slots__ = ("_base64",)
 
@@ -99,19 +103,39 @@ class _Encoder:
         self._base64: dict[str, str] = {}
 
     def data(self, part: MediaPart) -> str:
+        """The bytes as base64 (computed once per distinct bytes)."""
         key = part.sha256
         text = self._base64.get(key)
         if text is None:
             text = self._base64[key] = part.base64()
         return text
 
+    def data_url(self, part: MediaPart) -> str:
+        """``data:<type>;base64,<data>``."""
+        return f"data:{part.media_type};base64,{self.data(part)}"
+
+    def pdf_file(self, part: MediaPart) -> dict[str, str]:
+        """A PDF's ``filename`` (from its sha256: the APIs require one) and ``file_data``."""
+        return {"filename": f"document-{part.sha256[:12]}.pdf", "file_data": self.data_url(part)}
+
+    @staticmethod
+    def as_text(part: MediaPart) -> str:
+        """A plain-text document as text: its ``describe()`` line, then its contents."""
+        assert part.data is not None
+        return f"{part.describe()}\n{part.data.decode('utf-8', errors='replace')}"
+
+
+class _Encoder(MediaData):
+    """Encodes media parts of one message as Chat Completions content parts."""
+
+    __slots__ = ()
+
     def part(self, part: MediaPart) -> dict[str, Any] | None:
         """The content part of ``part``; None for one ``refuse_media`` refuses on every model."""
         if isinstance(part, ImagePart):
             if part.data is None:
                 return {"type": "image_url", "image_url": {"url": part.url}}
-            url = f"data:{part.media_type};base64,{self.data(part)}"
-            return {"type": "image_url", "image_url": {"url": url}}
+            return {"type": "image_url", "image_url": {"url": self.data_url(part)}}
         if part.data is None:
             return None
         if isinstance(part, AudioPart):
@@ -120,13 +144,8 @@ class _Encoder:
                 return None
             return {"type": "input_audio", "input_audio": {"data": self.data(part), "format": fmt}}
         if part.media_type == _PDF:
-            file = {
-                "filename": f"document-{part.sha256[:12]}.pdf",
-                "file_data": f"data:{_PDF};base64,{self.data(part)}",
-            }
-            return {"type": "file", "file": file}
-        text = part.data.decode("utf-8", errors="replace")
-        return {"type": "text", "text": f"{part.describe()}\n{text}"}
+            return {"type": "file", "file": self.pdf_file(part)}
+        return {"type": "text", "text": self.as_text(part)}
 
     def parts(self, parts: Iterable[Part]) -> list[dict[str, Any]]:
         content: list[dict[str, Any]] = []

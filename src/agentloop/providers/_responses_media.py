@@ -46,7 +46,7 @@ from agentloop.messages import (
     TextPart,
     ToolResultPart,
 )
-from agentloop.providers._openai_chat_media import IMAGE_TYPES
+from agentloop.providers._openai_chat_media import IMAGE_TYPES, MediaData
 
 __all__ = [
     "IMAGE_URL_MAX",
@@ -69,39 +69,23 @@ ResponsesWire: TypeAlias = tuple[tuple[dict[str, Any], ...], tuple[MediaPart, ..
 """One agentloop message on the wire: its input items, and the media they carry."""
 
 
-class _Encoder:
-    """Encodes the media parts of one message; the same bytes are base64-encoded once."""
+class _Encoder(MediaData):
+    """Encodes the media parts of one message as Responses content items."""
 
-    __slots__ = ("_base64",)
-
-    def __init__(self) -> None:
-        self._base64: dict[str, str] = {}
-
-    def _data(self, part: MediaPart) -> str:
-        text = self._base64.get(part.sha256)
-        if text is None:
-            text = self._base64[part.sha256] = part.base64()
-        return text
+    __slots__ = ()
 
     def part(self, part: MediaPart) -> dict[str, Any] | None:
         """The content item of ``part``; None for one ``refuse_media`` refuses on every model."""
         if isinstance(part, AudioPart):
             return None
         if isinstance(part, ImagePart):
-            url = part.url
-            if url is None:
-                url = f"data:{part.media_type};base64,{self._data(part)}"
+            url = part.url if part.url is not None else self.data_url(part)
             return {"type": "input_image", "image_url": url, "detail": "auto"}
         if part.data is None:
             return {"type": "input_file", "file_url": part.url}
         if part.media_type == _PDF:
-            return {
-                "type": "input_file",
-                "filename": f"document-{part.sha256[:12]}.pdf",
-                "file_data": f"data:{_PDF};base64,{self._data(part)}",
-            }
-        text = part.data.decode("utf-8", errors="replace")
-        return {"type": "input_text", "text": f"{part.describe()}\n{text}"}
+            return {"type": "input_file", **self.pdf_file(part)}
+        return {"type": "input_text", "text": self.as_text(part)}
 
     def content(self, parts: Iterable[Part]) -> list[dict[str, Any]]:
         """The content list of text and media parts (others are not content)."""
