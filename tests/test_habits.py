@@ -290,7 +290,7 @@ def test_agent_tool_takes_every_tool_option() -> None:
         kinds = (inspect.Parameter.KEYWORD_ONLY,)
         return {p.name for p in inspect.signature(fn).parameters.values() if p.kind in kinds}
 
-    options = {"name", "description", "timeout"}
+    options = {"name", "description", "timeout", "requires_approval", "external"}
     assert keywords(Agent(ScriptedModel([])).tool) == keywords(tool) == options
 
 

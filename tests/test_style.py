@@ -171,6 +171,7 @@ LAYERS = {
     "model": 2,
     "pricing": 2,
     "transcript": 2,
+    "pausing": 2,
     # 3. public records and extension points built from those words
     "run": 3,
     "events": 3,

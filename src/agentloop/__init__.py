@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart, Usage
     from agentloop.model import ModelClient, ModelRequest, ModelResponse, ModelSettings, StreamEvent
     from agentloop.observers import Observer
+    from agentloop.pausing import Answer, Approve, Deny, Edit, PendingCall
     from agentloop.providers.fallback import FallbackClient
     from agentloop.providers.retrying import RetryingClient
     from agentloop.providers.settings import Settings, build_client
@@ -34,11 +35,15 @@ _EXPORTS = {
     "Agent": "agentloop.engine.agent",
     "AgentLoopError": "agentloop.errors",
     "Allow": "agentloop.hooks",
+    "Answer": "agentloop.pausing",
+    "Approve": "agentloop.pausing",
     "Ask": "agentloop.hooks",
     "Block": "agentloop.hooks",
     "Budget": "agentloop.safety.budget",
     "CancelToken": "agentloop.cancel",
     "ConversationSummary": "agentloop.run",
+    "Deny": "agentloop.pausing",
+    "Edit": "agentloop.pausing",
     "FallbackClient": "agentloop.providers.fallback",
     "Hook": "agentloop.hooks",
     "Message": "agentloop.messages",
@@ -47,6 +52,7 @@ _EXPORTS = {
     "ModelResponse": "agentloop.model",
     "ModelSettings": "agentloop.model",
     "Observer": "agentloop.observers",
+    "PendingCall": "agentloop.pausing",
     "PolicyHook": "agentloop.hooks",
     "RetryingClient": "agentloop.providers.retrying",
     "Run": "agentloop.run",
@@ -76,11 +82,15 @@ __all__ = [
     "Agent",
     "AgentLoopError",
     "Allow",
+    "Answer",
+    "Approve",
     "Ask",
     "Block",
     "Budget",
     "CancelToken",
     "ConversationSummary",
+    "Deny",
+    "Edit",
     "FallbackClient",
     "Hook",
     "Message",
@@ -89,6 +99,7 @@ __all__ = [
     "ModelResponse",
     "ModelSettings",
     "Observer",
+    "PendingCall",
     "PolicyHook",
     "RetryingClient",
     "Run",

@@ -24,6 +24,7 @@ from agentloop.model import ModelResponse
 
 if TYPE_CHECKING:
     from agentloop.errors import AgentLoopError
+    from agentloop.pausing import PendingCall
     from agentloop.run import Run, Turn
 
 __all__ = [
@@ -38,8 +39,10 @@ __all__ = [
     "LoopWarning",
     "ModelResponded",
     "ModelSwitched",
+    "PartialOutput",
     "RetryScheduled",
     "RunFinished",
+    "RunPaused",
     "RunStarted",
     "TextDelta",
     "ThinkingDelta",
@@ -283,6 +286,28 @@ class TurnFinished(Event):
     def turn_index(self) -> int:
         """The finished turn's 0-based number."""
         return self.turn.index
+
+
+@_event
+class PartialOutput(Event):
+    """A typed answer as parsed so far while it streams (SPEC 18): a dict that grows.
+
+    The last one of a turn equals the validated output (its ``model_dump()`` for a pydantic
+    model) when the answer is accepted.
+    """
+
+    value: Any
+
+
+@_event
+class RunPaused(Event):
+    """The run paused on calls that wait for a person or another service (SPEC 17).
+
+    ``pending`` is ``run.pending``; ``RunFinished`` follows. ``continue_run(decisions=...)``
+    continues the same run.
+    """
+
+    pending: tuple[PendingCall, ...]
 
 
 @_event

@@ -30,6 +30,7 @@ from agentloop.errors import (
 )
 from agentloop.media import MediaPart, media_from_dict
 from agentloop.messages import Message, ToolCallPart, ToolResultPart, Usage
+from agentloop.pausing import PendingCall, pause_fields
 from agentloop.pricing import estimate_cost, sum_costs
 
 __all__ = [
@@ -150,6 +151,17 @@ class Run(Generic[OutputT]):
     conversation: list[Message] = field(default_factory=list, repr=False)
     """The committed, compacted transcript after the run (seed history included): what to pass
     as ``history=`` next time. Kept in memory only; ``messages`` is the stored audit trail."""
+    pending: tuple[PendingCall, ...] = ()
+    """The calls a paused run waits on (SPEC 17); empty for a run that is not paused."""
+    decisions: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    """Every decision set applied to this run: ``{"at": time, "decisions": {call_id: ...}}``."""
+    paused_turn: dict[str, Any] | None = field(default=None, repr=False)
+    """A paused run's uncommitted turn (its reply and the results of the calls that ran)."""
+
+    @property
+    def paused(self) -> bool:
+        """Whether the run waits on pending calls (``continue_run(decisions=...)``)."""
+        return bool(self.pending)
 
     @property
     def truncated(self) -> bool:
@@ -201,6 +213,7 @@ class Run(Generic[OutputT]):
             if self.unfinished_input is None
             else _input_dict(self.unfinished_input),
             "session_id": self.session_id,
+            **pause_fields(self.pending, self.decisions, self.paused_turn),
         }
 
     @classmethod
@@ -224,6 +237,9 @@ class Run(Generic[OutputT]):
             if data.get("unfinished_input") is None
             else _input(data["unfinished_input"], "unfinished_input"),
             session_id=_field(data, "session_id", "", "str", default=""),
+            pending=tuple(PendingCall.from_dict(p) for p in data.get("pending") or ()),
+            decisions=list(data.get("decisions") or ()),
+            paused_turn=data.get("paused_turn"),
         )
 
     def __eq__(self, other: object) -> bool:

@@ -156,6 +156,10 @@ class Tool:
     description: str = ""
     parameters: Mapping[str, Any] = {"type": "object", "properties": {}}
     timeout: float | None = None
+    requires_approval: bool = False
+    """Each call waits for a decision: the agent's ``approver``, or a pause (SPEC 17)."""
+    external: bool = False
+    """Never run by the agent: each call is pending until the application answers it."""
 
     def validate(self, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
         """Check arguments before the call; raise ``ToolError`` with the problem."""
@@ -187,6 +191,8 @@ class FunctionTool(Tool):
         name: str | None = None,
         description: str | None = None,
         timeout: float | None = None,
+        requires_approval: bool = False,
+        external: bool = False,
     ) -> None:
         if inspect.iscoroutine(func):
             called = func.__qualname__
@@ -201,6 +207,8 @@ class FunctionTool(Tool):
         if timeout is not None and (not is_finite(timeout) or timeout < 0):
             raise ConfigurationError(f"tool '{self.name}': timeout must be >= 0", field="timeout")
         self.timeout = timeout
+        self.requires_approval = bool(requires_approval)
+        self.external = bool(external)
         self.takes_context = _first_param_is_context(func)
         model, schema, doc = build_argument_model(
             func, self.name, self.takes_context, is_context=_is_context
@@ -284,7 +292,12 @@ def tool(func: Callable[..., Any], /) -> FunctionTool: ...
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, timeout: float | None = None
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    requires_approval: bool = False,
+    external: bool = False,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -296,15 +309,26 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     timeout: float | None = None,
+    requires_approval: bool = False,
+    external: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a tool from a sync or async function (``@tool`` or ``@tool(name=..., timeout=...)``).
 
     The name is the function's, the description its docstring, the JSON schema and argument
-    validation come from the type hints via pydantic.
+    validation come from the type hints via pydantic. ``requires_approval=True``: each call
+    goes to the agent's approver, or pauses the run when it has none; ``external=True``: the
+    agent never runs it, each call pauses the run until the application answers it (SPEC 17).
     """
 
     def wrap(f: Callable[..., Any]) -> FunctionTool:
-        return FunctionTool(f, name=name, description=description, timeout=timeout)
+        return FunctionTool(
+            f,
+            name=name,
+            description=description,
+            timeout=timeout,
+            requires_approval=requires_approval,
+            external=external,
+        )
 
     return wrap(func) if func is not None else wrap
 

@@ -41,6 +41,8 @@ class Habits:
         name: str | None = None,
         description: str | None = None,
         timeout: float | None = None,
+        requires_approval: bool = False,
+        external: bool = False,
     ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
     @hinting(_TOOL_ADVICE)
@@ -52,6 +54,8 @@ class Habits:
         name: str | None = None,
         description: str | None = None,
         timeout: float | None = None,
+        requires_approval: bool = False,
+        external: bool = False,
     ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
         """Register a function as a tool of this agent: ``@agent.tool`` or ``@agent.tool(...)``.
 
@@ -61,7 +65,13 @@ class Habits:
         typed = self.output is not None
 
         def register(f: Callable[..., Any]) -> FunctionTool:
-            made = tool(name=name, description=description, timeout=timeout)(f)
+            made = tool(
+                name=name,
+                description=description,
+                timeout=timeout,
+                requires_approval=requires_approval,
+                external=external,
+            )(f)
             add_tool(self.registry, made, typed=typed)
             return made
 

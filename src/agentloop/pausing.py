@@ -1,0 +1,229 @@
+"""Pausing for people (SPEC 17): what a paused run waits on, and the decisions that answer it.
+
+A call to a tool declared ``@tool(requires_approval=True)`` (with no ``approver`` on the agent),
+to a tool declared ``@tool(external=True)``, or one a hook answered ``Ask`` in a run with
+``RunConfig(headless=False)`` and no approver, is **pending**: the run returns normally with
+``run.paused`` True and ``run.pending`` a tuple of ``PendingCall``. The application answers each
+by its call id with one decision and continues the same run: ``await agent.continue_run(
+decisions={call_id: Approve()})``.
+
+- ``Approve()`` runs an approval call as the model asked.
+- ``Edit(arguments)`` runs an approval call with new arguments (validated as the model's are).
+- ``Deny(message=None)`` answers either kind: the model reads ``User denied permission``
+  (``: <message>`` appended when given).
+- ``Answer(content)`` is an external call's result (a string, or a value made into text as tool
+  outputs are).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from agentloop.errors import InvalidInput
+from agentloop.messages import ToolCallPart
+
+__all__ = [
+    "DENIED_TEXT",
+    "LOST_TEXT",
+    "Answer",
+    "Approve",
+    "Decision",
+    "Deny",
+    "Edit",
+    "PendingCall",
+    "PendingKind",
+    "check_decisions",
+    "decision_from_dict",
+    "pause_fields",
+]
+
+PendingKind: TypeAlias = Literal["approval", "external"]
+
+DENIED_TEXT = "User denied permission"
+"""What the model reads for a denied call (``: <message>`` appended when the denial has one)."""
+
+LOST_TEXT = "the approved call started but its result was lost; it was not run again"
+"""What the model reads for an approved call that had started when its process died."""
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCall:
+    """A tool call the run waits on: ``call`` (the model's ``ToolCallPart``), ``kind``
+    (``"approval"`` or ``"external"``) and ``message`` (the hook's ``Ask`` text, or None)."""
+
+    call: ToolCallPart
+    kind: PendingKind
+    message: str | None = None
+    path: tuple[str, ...] = field(default=(), kw_only=True)
+    """The agents from the root to the one whose call this is (empty: the run's own agent)."""
+
+    @property
+    def id(self) -> str:
+        """The call's id: the key of its decision."""
+        return self.call.id
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (JSON-ready)."""
+        return {
+            "call": {"id": self.call.id, "name": self.call.name, "arguments": dict(self.call.arguments)},
+            "kind": self.kind,
+            "message": self.message,
+            "path": list(self.path),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PendingCall:
+        """Rebuild from ``to_dict`` output; ``InvalidInput`` names a malformed field."""
+        try:
+            raw = data["call"]
+            call = ToolCallPart(str(raw["id"]), str(raw["name"]), dict(raw["arguments"]))
+            kind = data["kind"]
+            message = data.get("message")
+            path = tuple(str(p) for p in data.get("path", ()))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidInput(f"a stored pending call is malformed: {exc!r}") from exc
+        if not isinstance(call, ToolCallPart) or kind not in ("approval", "external"):
+            raise InvalidInput(f"a stored pending call is malformed: {dict(data)!r}")
+        return cls(call, kind, message if isinstance(message, str) else None, path=path)
+
+
+@dataclass(frozen=True, slots=True)
+class Approve:
+    """Run the approval call as the model asked."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "approve"}
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """Run the approval call with ``arguments`` instead (validated as the model's are)."""
+
+    arguments: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "edit", "arguments": dict(self.arguments)}
+
+
+@dataclass(frozen=True, slots=True)
+class Deny:
+    """Refuse either kind of call; the model reads ``User denied permission[: message]``."""
+
+    message: str | None = None
+
+    @property
+    def text(self) -> str:
+        """What the model reads."""
+        return DENIED_TEXT if not self.message else f"{DENIED_TEXT}: {self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "deny", "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """An external call's result: a string, or a value made into text as tool outputs are."""
+
+    content: Any
+
+    def to_dict(self) -> dict[str, Any]:
+        import pydantic_core
+
+        return {
+            "kind": "answer",
+            "content": pydantic_core.to_jsonable_python(self.content, fallback=str),
+        }
+
+
+Decision: TypeAlias = Approve | Edit | Deny | Answer
+
+_FITS: dict[type[Any], frozenset[str]] = {
+    Approve: frozenset({"approval"}),
+    Edit: frozenset({"approval"}),
+    Deny: frozenset({"approval", "external"}),
+    Answer: frozenset({"external"}),
+}
+
+
+def decision_from_dict(data: Mapping[str, Any]) -> Decision:
+    """Rebuild a decision from ``to_dict`` output."""
+    kind = data.get("kind")
+    if kind == "approve":
+        return Approve()
+    if kind == "edit" and isinstance(data.get("arguments"), Mapping):
+        return Edit(dict(data["arguments"]))
+    if kind == "deny":
+        message = data.get("message")
+        return Deny(message if isinstance(message, str) else None)
+    if kind == "answer":
+        return Answer(data.get("content", ""))
+    raise InvalidInput(f"a stored decision is malformed: {dict(data)!r}")
+
+
+def pause_fields(
+    pending: tuple[PendingCall, ...],
+    decisions: list[dict[str, Any]],
+    paused_turn: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """A run record's pause fields (``Run.to_dict``): absent for a run that never paused."""
+    data: dict[str, Any] = {"decisions": decisions} if decisions else {}
+    if pending:
+        data["pending"] = [p.to_dict() for p in pending]
+        data["paused_turn"] = paused_turn
+    return data
+
+
+def check_decisions(
+    pending: tuple[PendingCall, ...], decisions: object
+) -> dict[str, Decision]:
+    """The decisions by call id, when they answer ``pending`` exactly; else ``InvalidInput``.
+
+    Every pending call needs exactly one decision of a kind that fits it; a missing, unknown or
+    unfitting decision names the call and the fix, and nothing is changed.
+    """
+    if not isinstance(decisions, Mapping):
+        raise InvalidInput(
+            "decisions must be a dict of call id to decision, e.g. "
+            "decisions={run.pending[0].id: Approve()}, got " + type(decisions).__name__
+        )
+    by_id = {p.call.id: p for p in pending}
+    unknown = [k for k in decisions if k not in by_id]
+    if unknown:
+        raise InvalidInput(
+            f"decision for {unknown[0]!r}, which is not a pending call of this run; "
+            f"pending: {', '.join(repr(k) for k in by_id) or 'none'}"
+        )
+    missing = [k for k in by_id if k not in decisions]
+    if missing:
+        waiting = by_id[missing[0]]
+        raise InvalidInput(
+            f"no decision for pending call {missing[0]!r} (tool '{waiting.call.name}', "
+            f"{waiting.kind}): every pending call needs exactly one decision"
+        )
+    checked: dict[str, Decision] = {}
+    for call_id, decision in decisions.items():
+        fits = _FITS.get(type(decision))
+        kind = by_id[call_id].kind
+        if fits is None:
+            raise InvalidInput(
+                f"decision for {call_id!r} is {type(decision).__name__}, not a decision: use "
+                "Approve(), Edit(arguments), Deny(message) or Answer(content) "
+                "(from agentloop import Approve, ...)"
+            )
+        if kind not in fits:
+            allowed = "Approve(), Edit(arguments) or Deny()" if kind == "approval" else (
+                "Answer(content) or Deny()"
+            )
+            raise InvalidInput(
+                f"decision for {call_id!r} is {type(decision).__name__}, which does not fit an "
+                f"{kind} call (tool '{by_id[call_id].call.name}'): use {allowed}"
+            )
+        if isinstance(decision, Edit) and not isinstance(decision.arguments, Mapping):
+            raise InvalidInput(
+                f"Edit for {call_id!r} needs a dict of arguments, got "
+                f"{type(decision.arguments).__name__}"
+            )
+        checked[call_id] = decision
+    return checked
