@@ -198,6 +198,7 @@ LAYERS = {
     "durable": 7,
     # 8. the terminal
     "cli": 8,
+    "ui": 8,
     "__main__": 8,
     # 9. the package's public surface: lazy re-exports from every layer
     "__init__": 9,
