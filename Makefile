@@ -9,7 +9,7 @@ DEMO_STAMP := $(VENV)/.demo-installed
 FS_SERVER := @modelcontextprotocol/server-filesystem@2026.8.31
 FS_INSTALLED := .ci/node/node_modules/@modelcontextprotocol/server-filesystem/package.json
 
-.PHONY: demo test lint docs bench clean mcp-server
+.PHONY: demo test lint docs bench clean mcp-server ui-deps
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,19 @@ mcp-server:
 	{ echo "make: installing $(FS_SERVER) with npm failed (is npm installed, the registry" \
 	"reachable?); AGENTLOOP_SKIP_NPM=1 make test skips the two tests that start it" >&2; exit 1; }
 
+# The real clients the UI tests drive (SPEC 18): @ag-ui/client and the ai package under
+# tests/ui/node, and Debian's chromium + chromedriver for the run viewer (installed with apt when
+# missing and run as root; otherwise the browser tests skip and print why).
+UI_NODE := tests/ui/node
+ui-deps:
+	@[ "$${AGENTLOOP_SKIP_NPM:-}" = 1 ] || [ -d $(UI_NODE)/node_modules/ai ] || \
+	npm install --prefix $(UI_NODE) --no-audit --no-fund --silent || \
+	{ echo "make: npm install in $(UI_NODE) failed; AGENTLOOP_SKIP_NPM=1 make test skips it" >&2; exit 1; }
+	@command -v chromedriver >/dev/null || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null || \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null || \
+	{ apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null; } || \
+	echo "make: could not install chromium with apt; the browser tests will skip" >&2
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench examples
 	$(BIN)/ruff format --check src tests bench examples
@@ -44,7 +57,7 @@ docs: $(STAMP)
 	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir "$$d"
 
-test: lint docs mcp-server
+test: lint docs mcp-server ui-deps
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
