@@ -7,6 +7,7 @@ with read-only tools.
 ``agentloop runs`` lists the runs in a store and ``agentloop runs show ID`` prints one of them,
 with its error's class, message and attributes; a damaged record is one error line on standard
 error (exit 1), and the readable runs are still listed.
+``agentloop ui`` serves the run viewer, a local web page over a store (the ``ui`` extra).
 """
 
 from __future__ import annotations
@@ -278,6 +279,16 @@ def _parser() -> argparse.ArgumentParser:
     show = show_sub.add_parser("show", help="one run with its error's class and attributes")
     show.add_argument("run_id", metavar="ID", help="a run id or a unique prefix of one")
     show.add_argument("--store", default=argparse.SUPPRESS, help="as for 'runs'")
+    view = sub.add_parser("ui", help="the run viewer: a local web page over a store")
+    view.add_argument("--store", default="agentloop.db", help="SQLite file or postgresql:// URL")
+    view.add_argument("--port", type=int, default=8765, help="the port (default 8765)")
+    view.add_argument("--host", default="127.0.0.1", help="the address (default: this machine)")
+    view.add_argument(
+        "--allow-decisions", action="store_true", help="decide pending calls (default: read-only)"
+    )
+    view.add_argument(
+        "--agent", metavar="MODULE:NAME", help="the Agent that continues decided runs"
+    )
     return parser
 
 
@@ -296,6 +307,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             from agentloop.cli.runs import runs
 
             return runs(_console(), args.store, getattr(args, "run_id", None), args.session)
+        if args.command == "ui":
+            from agentloop.ui.viewer import serve
+
+            decide = {"allow_decisions": args.allow_decisions, "agent": args.agent}
+            return serve(args.store, host=args.host, port=args.port, **decide)
         return asyncio.run(_run(args))
     except KeyboardInterrupt:
         print("agentloop: interrupted (Ctrl-C)", file=sys.stderr)

@@ -1,0 +1,229 @@
+"""Reading the store for the viewer: each run, or the words saying why it cannot be read.
+
+The viewer opens the store read-only (a SQLite file that must exist, or a ``postgresql://`` URL)
+and never writes to it. As ``agentloop runs`` does, a damaged record does not hide the readable
+runs: ``scan`` gives an ``Unreadable(run_id, message)`` in its place, and the page names it. A
+store that cannot be read at all (locked past the timeout, gone, not ours) raises
+``MemoryBackendError`` and the page says so instead of the runs; the next request opens the
+store again, so the page recovers when the store does.
+
+The rest is pure: what a person filters by (a run's status, its models, its error class) and
+the link a sub-agent's run keeps to the parent's tool call (``Run.to_dict()["parent"]``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from agentloop.errors import InvalidInput, MemoryBackendError
+
+if TYPE_CHECKING:
+    from agentloop.run import Run
+    from agentloop.store import PostgresStore, SQLiteStore, StoredRun
+
+__all__ = [
+    "STATUSES",
+    "Parent",
+    "RunFilter",
+    "Scanned",
+    "Status",
+    "StoreReader",
+    "Unreadable",
+    "children_by_call",
+    "error_class",
+    "models_of",
+    "parent_of",
+    "status_of",
+]
+
+Status: TypeAlias = Literal["completed", "failed", "paused", "running"]
+STATUSES: tuple[Status, ...] = ("completed", "failed", "paused", "running")
+
+
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A stored run whose record could not be read: its id and what is damaged."""
+
+    run_id: str
+    message: str
+
+
+Scanned: TypeAlias = "StoredRun | Unreadable"
+
+
+def _open(location: str, timeout: float) -> SQLiteStore | PostgresStore:
+    from agentloop.store import PostgresStore, SQLiteStore
+
+    if location.startswith(("postgres://", "postgresql://")):
+        return PostgresStore(location, read_only=True, connect_timeout=timeout)
+    if not Path(location).is_file():
+        raise InvalidInput(f"no store at {location!r} (pass --store PATH)")
+    return SQLiteStore(location, read_only=True, timeout=timeout)
+
+
+class StoreReader:
+    """The viewer's one read-only connection, shared by the server's threads under a lock.
+
+    Args:
+        location: A SQLite file or a ``postgresql://`` URL.
+        timeout: Seconds to wait for a locked SQLite file (or a PostgreSQL connection).
+    """
+
+    def __init__(self, location: str, *, timeout: float = 2.0) -> None:
+        self.location = location
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._store: SQLiteStore | PostgresStore | None = None
+
+    def check(self) -> None:
+        """Open the store now: ``InvalidInput`` or ``MemoryBackendError`` when it cannot be."""
+        with self._lock:
+            self._connected()
+
+    def _connected(self) -> SQLiteStore | PostgresStore:
+        if self._store is None:
+            self._store = _open(self.location, self.timeout)
+        return self._store
+
+    def _drop(self) -> None:
+        """Forget a connection that failed, so the next read opens the store afresh."""
+        store, self._store = self._store, None
+        if store is not None:
+            try:
+                store.close()
+            except MemoryBackendError:
+                pass
+
+    def scan(self) -> list[Scanned]:
+        """Every stored run in the order they started (damaged ones as ``Unreadable``)."""
+        with self._lock:
+            try:
+                scanned = self._connected().scan_runs()
+            except MemoryBackendError:
+                self._drop()
+                raise
+        return [
+            Unreadable(run_id, _said(found)) if isinstance(found, MemoryBackendError) else found
+            for run_id, found in scanned
+        ]
+
+    def load(self, run_id: str) -> Scanned | None:
+        """One run by its exact id; None when there is no such run."""
+        with self._lock:
+            try:
+                return self._connected().load_run(run_id)
+            except MemoryBackendError as error:
+                if isinstance(error.__cause__, InvalidInput):  # the record is bad, not the store
+                    return Unreadable(run_id, _said(error))
+                self._drop()
+                raise
+
+    def close(self) -> None:
+        """Close the connection (a later read opens it again)."""
+        with self._lock:
+            self._drop()
+
+
+def _said(error: MemoryBackendError) -> str:
+    return error.message
+
+
+def status_of(stored: StoredRun) -> Status:
+    """``running`` until the run's end is recorded; then paused, failed or completed."""
+    run = stored.run
+    if not stored.finished:
+        return "running"
+    if run.paused:
+        return "paused"
+    return "failed" if run.stop_reason is not None else "completed"
+
+
+def models_of(run: Run) -> list[str]:
+    """The models the run's turns used, in the order they first answered."""
+    return list(dict.fromkeys(turn.model for turn in run.turns))
+
+
+def error_class(run: Run) -> str | None:
+    """The class name of the run's hard error, or None."""
+    return None if run.stop_reason is None else type(run.stop_reason).__name__
+
+
+@dataclass(frozen=True, slots=True)
+class Parent:
+    """Where a sub-agent's run was started: the parent run and its tool call."""
+
+    session_id: str
+    run_id: str
+    call_id: str
+    tool: str
+
+
+def parent_of(run: Run) -> Parent | None:
+    """The parent link a child agent's run records (``to_dict()["parent"]``), when it has one."""
+    if not hasattr(run, "parent"):  # the field arrives with the engine's child records
+        return None
+    data: Any = run.to_dict().get("parent")
+    if not isinstance(data, Mapping):
+        return None
+    fields = [data.get(name) for name in ("session_id", "run_id", "call_id", "tool")]
+    strings = [value for value in fields if isinstance(value, str)]
+    return Parent(*strings) if len(strings) == len(fields) else None
+
+
+def children_by_call(runs: Sequence[Scanned], parent_run_id: str) -> dict[str, list[StoredRun]]:
+    """The child runs of ``parent_run_id``, by the id of the tool call that started each."""
+    children: dict[str, list[StoredRun]] = {}
+    for found in runs:
+        if isinstance(found, Unreadable):
+            continue
+        parent = parent_of(found.run)
+        if parent is not None and parent.run_id == parent_run_id:
+            children.setdefault(parent.call_id, []).append(found)
+    return children
+
+
+@dataclass(frozen=True, slots=True)
+class RunFilter:
+    """The list page's filters; an empty field lets every run through."""
+
+    status: str = ""
+    model: str = ""
+    error: str = ""
+
+    @classmethod
+    def from_query(cls, query: Mapping[str, str]) -> RunFilter:
+        """The filters of a query string (``?status=failed&model=gpt-5&error=AuthError``)."""
+        status = query.get("status", "")
+        return cls(
+            status=status if status in STATUSES else "",
+            model=query.get("model", "").strip(),
+            error=query.get("error", "").strip(),
+        )
+
+    @property
+    def active(self) -> bool:
+        """Whether any filter is set."""
+        return bool(self.status or self.model or self.error)
+
+    def keeps(self, found: Scanned) -> bool:
+        """Whether a run passes; an unreadable run passes only when no filter is set."""
+        if isinstance(found, Unreadable):
+            return not self.active
+        run = found.run
+        if self.status and status_of(found) != self.status:
+            return False
+        if self.model and self.model not in models_of(run):
+            return False
+        return not self.error or error_class(run) == self.error
+
+    def query(self) -> str:
+        """The filters as a query string (``""`` when none is set)."""
+        from urllib.parse import urlencode
+
+        pairs = {k: v for k, v in (("status", self.status), ("model", self.model),
+                                   ("error", self.error)) if v}  # fmt: skip
+        return urlencode(pairs)

@@ -1,0 +1,176 @@
+"""A run's turns on the page: each model call, each tool call, and sub-agent runs nested.
+
+A turn shows its model, tokens (cached and reasoning tokens when reported), estimated cost, the
+latency when the record has one, its reasoning collapsed in a ``<details>``, its text, then each
+tool call with its arguments and what it returned. A soft error (``is_error``: what the model
+read and recovered from) is marked ``soft error``; the breaker's refusal and the loop
+detector's are marked as such (their exact words are SPEC 3's). A child agent's run, which
+records the parent's run and tool call, is drawn inside that call, its own turns nested.
+
+Stored arguments and results are user and model text: they go through ``_html.text``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from agentloop.messages import ToolCallPart, ToolResultPart
+from agentloop.model import INVALID_JSON_KEY
+from agentloop.pricing import estimate_cost
+from agentloop.ui.viewer._html import attr, cost, json_text, seconds, text, tokens
+from agentloop.ui.viewer._records import Scanned, children_by_call, status_of
+
+if TYPE_CHECKING:
+    from agentloop.run import Run, Turn
+    from agentloop.store import StoredRun
+
+__all__ = ["Nesting", "turns_html"]
+
+BREAKER_TEXT = "tool temporarily unavailable: circuit breaker open"
+"""The soft text of an open tool breaker (SPEC 3)."""
+LOOP_PREFIX = "dispatch refused before execution: "
+"""The loop detector's refusal of a call before it ran (SPEC 3)."""
+MAX_DEPTH = 4
+"""Sub-agents nested deeper than this are a link, not a drawing."""
+
+
+class Nesting:
+    """Finds the child runs of a run among the scanned ones (each call's, by call id)."""
+
+    def __init__(self, scanned: Sequence[Scanned]) -> None:
+        self.scanned = scanned
+
+    def of(self, run_id: str) -> dict[str, list[StoredRun]]:
+        """The child runs of ``run_id`` by the tool call that started each."""
+        return children_by_call(self.scanned, run_id)
+
+
+def _seconds_field(data: Mapping[str, Any], *names: str) -> float | None:
+    """A duration the record carries under one of ``names`` (None when it has none)."""
+    for name in names:
+        value = data.get(name)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+            return float(value)
+    return None
+
+
+def _arguments(call: ToolCallPart) -> str:
+    raw = call.arguments.get(INVALID_JSON_KEY)
+    if len(call.arguments) == 1 and isinstance(raw, str):
+        return f'<span class="badge soft">invalid JSON</span> {text(raw)}'
+    return json_text(dict(call.arguments))
+
+
+def _marks(result: ToolResultPart) -> str:
+    marks = []
+    if result.is_error:
+        marks.append('<span class="badge soft-error">soft error</span>')
+    if result.content.startswith(BREAKER_TEXT):
+        marks.append('<span class="badge breaker">breaker open</span>')
+    if result.content.startswith(LOOP_PREFIX):
+        marks.append('<span class="badge loop">loop refused</span>')
+    return " ".join(marks) or '<span class="badge ok">ok</span>'
+
+
+def _result_html(result: ToolResultPart | None, data: Mapping[str, Any]) -> str:
+    if result is None:
+        return '<div class="result missing">no result recorded</div>'
+    took = _seconds_field(data, "duration_seconds", "duration")
+    duration = f' <span class="duration">{seconds(took)}</span>' if took is not None else ""
+    media = "".join(f'<div class="media">{text(m.describe())}</div>' for m in result.media)
+    return (
+        f'<div class="result">{_marks(result)}{duration}'
+        f'<pre class="result-text">{text(result.content)}</pre>{media}</div>'
+    )
+
+
+def _pairs(turn: Turn) -> list[tuple[ToolCallPart | None, ToolResultPart | None]]:
+    """Each call with its result (by id), then any result that answers no call."""
+    results = {r.call_id: r for r in turn.tool_results}
+    pairs: list[tuple[ToolCallPart | None, ToolResultPart | None]] = [
+        (c, results.pop(c.id, None)) for c in turn.tool_calls
+    ]
+    return pairs + [(None, result) for result in results.values()]
+
+
+def _call_html(
+    call: ToolCallPart | None,
+    result: ToolResultPart | None,
+    result_data: Mapping[str, Any],
+    children: Mapping[str, list[StoredRun]],
+    context: tuple[Nesting, int],
+) -> str:
+    soft = " soft-error" if result is not None and result.is_error else ""
+    call_id = call.id if call is not None else result.call_id if result is not None else ""
+    head = (
+        f'<div class="call-head"><span class="tool">{text(call.name)}</span> '
+        f'<span class="call-id">{text(call.id)}</span></div>'
+        f'<pre class="arguments">{_arguments(call)}</pre>'
+        if call is not None
+        else '<div class="call-head">(a result that answers no call)</div>'
+    )
+    nested = "".join(_child_html(child, context) for child in children.get(call_id, ()))
+    return (
+        f'<div class="call{soft}" data-call="{attr(call_id)}">{head}'
+        f"{_result_html(result, result_data)}{nested}</div>"
+    )
+
+
+def _child_html(child: StoredRun, context: tuple[Nesting, int]) -> str:
+    nesting, depth = context
+    run, status = child.run, status_of(child)
+    link = f'<a href="/runs/{attr(run.id)}">{text(run.id[:12])}</a>'
+    inner = "" if depth >= MAX_DEPTH else turns_html(run, nesting, depth + 1)
+    return (
+        f'<details class="child-run" open data-run="{attr(run.id)}"><summary>sub-agent run '
+        f'{link} <span class="badge status-{status}">{status}</span> · {len(run.turns)} '
+        f"turn{'s' * (len(run.turns) != 1)}</summary>{inner}</details>"
+    )
+
+
+def _usage_line(turn: Turn, data: Mapping[str, Any]) -> str:
+    usage = turn.usage
+    parts = [f"{tokens(usage.input_tokens)} in", f"{tokens(usage.output_tokens)} out"]
+    cached = usage.cache_read_tokens + usage.cache_write_tokens
+    if cached:
+        parts.append(f"{tokens(cached)} cached")
+    if usage.reasoning_tokens:
+        parts.append(f"{tokens(usage.reasoning_tokens)} reasoning")
+    parts.append(cost(estimate_cost(usage, turn.model)))
+    latency = _seconds_field(data, "latency_seconds", "latency")
+    if latency is not None:
+        parts.append(f"latency {seconds(latency)}")
+    if turn.stop_reason:
+        parts.append(f"stop: {text(turn.stop_reason)}")
+    return " · ".join(parts)
+
+
+def _turn_html(turn: Turn, children: Mapping[str, list[StoredRun]], context: Any) -> str:
+    data = turn.to_dict()
+    results = {r.get("call_id"): r for r in data.get("tool_results", ())}
+    key = f"{context[1]}-{turn.index}"
+    thinking = (
+        f'<details class="reasoning" id="reasoning-{key}"><summary>reasoning '
+        f"({len(turn.thinking):,} characters)</summary>"
+        f"<pre>{text(turn.thinking)}</pre></details>"
+        if turn.thinking
+        else ""
+    )
+    said = f'<pre class="reply">{text(turn.text)}</pre>' if turn.text else ""
+    calls = "".join(
+        _call_html(c, r, results.get(r.call_id if r else None) or {}, children, context)
+        for c, r in _pairs(turn)
+    )
+    return (
+        f'<section class="turn" id="turn-{key}"><h3>turn {turn.index} '
+        f'<span class="model">{text(turn.model)}</span></h3>'
+        f'<div class="usage">{_usage_line(turn, data)}</div>{thinking}{said}{calls}</section>'
+    )
+
+
+def turns_html(run: Run, nesting: Nesting, depth: int = 0) -> str:
+    """Every turn of ``run``, each call's sub-agent runs nested inside it."""
+    children = nesting.of(run.id)
+    context = (nesting, depth)
+    return "".join(_turn_html(turn, children, context) for turn in run.turns)
