@@ -29,6 +29,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from agentloop.mcp.elicitation import Elicitor
 from agentloop.safety.redact import redact_secrets
 
 __all__ = ["INVALID_RESULT", "Connection", "Http", "StartFailed", "Stdio", "cancellable"]
@@ -124,10 +125,13 @@ class Http:
 class Connection:
     """One session, owned by its own task: opened, relayed (to see the server go) and stopped."""
 
-    def __init__(self, name: str, launch: Stdio | Http, on_message: OnMessage) -> None:
+    def __init__(
+        self, name: str, launch: Stdio | Http, on_message: OnMessage, elicitor: Elicitor
+    ) -> None:
         self.name = name
         self.launch = launch
         self.on_message = on_message
+        self.elicitor = elicitor
         self.loop = asyncio.get_running_loop()
         self.errlog = launch.errlog()
         self._last_tail = ""
@@ -138,10 +142,15 @@ class Connection:
 
     @classmethod
     async def open(
-        cls, name: str, launch: Stdio | Http, on_message: OnMessage, limit: float
+        cls,
+        name: str,
+        launch: Stdio | Http,
+        on_message: OnMessage,
+        limit: float,
+        elicitor: Elicitor,
     ) -> Connection:
         """Start the owner task; return once the session is initialized (else StartFailed)."""
-        conn = cls(name, launch, on_message)
+        conn = cls(name, launch, on_message, elicitor)
         conn._task = conn.loop.create_task(conn._own(), name=f"agentloop-mcp {name}")
         try:
             async with asyncio.timeout(limit):
@@ -178,8 +187,12 @@ class Connection:
                 )
                 async with anyio.create_task_group() as group:
                     group.start_soon(self._relay, read, relay_in)
-                    async with ClientSession(
-                        relay_out, write, message_handler=self._on_message
+                    async with _Session(
+                        relay_out,
+                        write,
+                        message_handler=self._on_message,
+                        elicitation_callback=self.elicitor,
+                        advertise_elicitation=self.elicitor.advertised,
                     ) as session:
                         await session.initialize()
                         self._session = session
@@ -254,6 +267,25 @@ class Connection:
             return ""
         quoted = redact_secrets(tail, self.launch.secrets())
         return f"; its stderr ends: {quoted[-_MAX_TAIL_CHARS:]}"
+
+
+class _Session(ClientSession):
+    """The SDK's session, answering elicitation always but advertising it only when asked.
+
+    Our elicitation callback is always given, so that a server that asks without the capability
+    gets a decline (not the SDK's "not supported" error); the capability itself is advertised
+    only with a user's callback, as the SDK does when none is given.
+    """
+
+    def __init__(self, *args: Any, advertise_elicitation: bool, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._advertise_elicitation = advertise_elicitation
+
+    def _build_capabilities(self, version: str) -> types.ClientCapabilities:
+        capabilities = super()._build_capabilities(version)
+        if self._advertise_elicitation:
+            return capabilities
+        return capabilities.model_copy(update={"elicitation": None})
 
 
 async def cancellable(request: Coroutine[Any, Any, _T]) -> _T:

@@ -54,6 +54,7 @@ from agentloop.mcp.connection import (
     Stdio,
     cancellable,
 )
+from agentloop.mcp.elicitation import Elicitation, Elicitor
 from agentloop.mcp.mapping import MCPTool
 from agentloop.tools import Tool
 
@@ -101,12 +102,19 @@ class MCPServer:
         prefix: str | None = None,
         start_timeout: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
+        elicitation: Elicitation | None = None,
     ) -> None:
         if not is_finite(start_timeout) or start_timeout <= 0:
             raise ConfigurationError("MCPServer start_timeout must be > 0", field="start_timeout")
+        if elicitation is not None and not callable(elicitation):
+            raise ConfigurationError(
+                f"MCPServer elicitation must be a callable, not {type(elicitation).__name__}",
+                field="elicitation",
+            )
         self.name = name
         self.prefix = prefix
         self.start_timeout = start_timeout
+        self.elicitation = elicitation
         self._launch = launch
         self._clock = clock
         self._version = 0
@@ -130,11 +138,14 @@ class MCPServer:
         prefix: str | None = None,
         start_timeout: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
+        elicitation: Elicitation | None = None,
     ) -> MCPServer:
         """A server run as a child process speaking MCP on its stdin and stdout.
 
         ``env`` is added to the SDK's safe default environment (HOME, PATH, ...); the name
         defaults to the command's file name and its first argument's (unless an option).
+        ``elicitation`` answers the server's questions for the user (``agentloop.mcp.
+        ElicitationRequest`` in, the answer or None out); without it they are declined.
         """
         if isinstance(args, str):
             raise ConfigurationError(
@@ -149,6 +160,7 @@ class MCPServer:
             prefix=prefix,
             start_timeout=start_timeout,
             clock=clock,
+            elicitation=elicitation,
         )
 
     @classmethod
@@ -161,11 +173,20 @@ class MCPServer:
         prefix: str | None = None,
         start_timeout: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
+        elicitation: Elicitation | None = None,
     ) -> MCPServer:
-        """A server reached over streamable HTTP at ``url`` (``headers`` go with every request)."""
+        """A server reached over streamable HTTP at ``url`` (``headers`` go with every request).
+
+        ``elicitation`` is as for ``stdio``.
+        """
         launch = Http(url, dict(headers or {}))
         return cls(
-            launch, name=name or url, prefix=prefix, start_timeout=start_timeout, clock=clock
+            launch,
+            name=name or url,
+            prefix=prefix,
+            start_timeout=start_timeout,
+            clock=clock,
+            elicitation=elicitation,
         )
 
     @property
@@ -270,8 +291,9 @@ class MCPServer:
             if wait > 0:
                 raise StartFailed(f"{self._why}; next restart attempt in {wait:.1f}s")
             try:
+                elicitor = Elicitor(self.name, self.elicitation)
                 conn = await Connection.open(
-                    self.name, self._launch, self._notified, self.start_timeout
+                    self.name, self._launch, self._notified, self.start_timeout, elicitor
                 )
             except StartFailed as failed:
                 self._failures += 1

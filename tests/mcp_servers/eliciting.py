@@ -1,0 +1,73 @@
+"""An MCP server whose tools ask the client's user for input (elicitation), for agentloop's tests.
+
+stdio by default, streamable HTTP with ``--http PORT``. ``book`` asks a form question and says
+what came back; ``ask_forever`` asks and leaves marks in ``MARKER_DIR`` (env): ``asking`` once
+the question is out, ``cancelled`` when the client cancelled the call; ``capabilities`` says
+whether the client advertised elicitation; ``open_page`` asks in URL mode.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel, Field
+
+MARKERS = Path(os.environ.get("MARKER_DIR", "."))
+
+server = MCPServer("eliciting")
+
+
+class Booking(BaseModel):
+    """What ``book`` asks for."""
+
+    guests: int = Field(ge=1, le=12, description="How many people")
+    confirm: bool = Field(description="Book the table?")
+    note: str = Field(default="", description="Anything the restaurant should know")
+
+
+@server.tool()
+async def book(day: str, ctx: Context) -> str:
+    """Book a table on a day, asking the user how many guests."""
+    answer = await ctx.elicit(f"Book a table on {day}?", schema=Booking)
+    if answer.action == "accept":
+        data = answer.data
+        return f"booked {day} for {data.guests} (confirm={data.confirm}, note={data.note!r})"
+    return f"not booked: {answer.action}"
+
+
+@server.tool()
+async def ask_forever(ctx: Context) -> str:
+    """Ask a question and wait for the answer, leaving marks as it goes."""
+    (MARKERS / "asking").write_text("asking")
+    try:
+        answer = await ctx.elicit("Still there?", schema=Booking)
+    except anyio.get_cancelled_exc_class():
+        (MARKERS / "cancelled").write_text("cancelled")
+        raise
+    return f"answered: {answer.action}"
+
+
+@server.tool()
+async def capabilities(ctx: Context) -> str:
+    """Whether the client advertised the elicitation capability."""
+    declared = ctx.request_context.session.client_capabilities
+    advertised = declared is not None and declared.elicitation is not None
+    return f"elicitation advertised: {advertised}"
+
+
+@server.tool()
+async def open_page(ctx: Context) -> str:
+    """Ask in URL mode (the user would open a page)."""
+    answer = await ctx.elicit_url("Sign in, please", "https://example.invalid/login", "e-1")
+    return f"url: {answer.action}"
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()
