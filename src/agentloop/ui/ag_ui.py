@@ -1,0 +1,278 @@
+"""``AGUIApp``: an agent behind the AG-UI protocol (1.0), as an ASGI app (SPEC 18; extra ``ui``).
+
+A client POSTs a ``RunAgentInput`` (any path: mount the app where you like) and reads the run
+as AG-UI events over SSE, made with the official ``ag-ui-protocol`` types and ``EventEncoder``.
+One request, in order::
+
+    body      at most ``max_body_bytes`` (default 4 MiB)                    else 413
+    schema    JSON, a ``RunAgentInput``, every message one we can take     else 400 / 422
+    session   ``session(request, thread_id)`` or one per thread           a refusal is 403
+    deps      ``deps(request, run_input)`` (sync or async), to the run's ``ctx.deps``
+    run       ``resume`` given: its answers, checked against the session's pending calls,
+              continue the paused run (``session.continue_stream``); else the last message
+              (a user message) starts a run (``session.stream``)   a misfit is RUN_ERROR
+    stream    RUN_STARTED, the run's events (``_ag_ui_events`` has the table), then
+              RUN_FINISHED (success, interrupt or cancelled) or RUN_ERROR
+
+Nothing runs before the request passed every check above: a forged interrupt id, a missing
+answer or a new message on a thread that waits for answers is a RUN_ERROR (``code``
+``InvalidInput``), as the AG-UI interrupt rules ask, and no tool runs. A client that
+disconnects fires the run's cancel token: the run is finalized as ``Cancelled``.
+
+The default session picker keeps one in-memory session per thread id (``ThreadSessions``),
+seeded from the request's ``messages`` (all but the last) when the thread is new; after that
+the session's own history is the conversation and a client's copy is not read again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import logging
+from collections.abc import AsyncGenerator, Callable
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import pydantic
+from ag_ui import core
+from ag_ui.encoder import EventEncoder
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
+
+from agentloop import events as ev
+from agentloop.cancel import CancelToken
+from agentloop.errors import AgentLoopError, InvalidInput
+from agentloop.ui import _ag_ui_input as read
+from agentloop.ui._ag_ui_events import AGUIEvents
+from agentloop.ui._sessions import SessionPicker, ThreadSessions, pick_session
+
+if TYPE_CHECKING:
+    from agentloop.engine.agent import Agent
+    from agentloop.engine.session import Session
+
+__all__ = ["MAX_BODY_BYTES", "AGUIApp", "DepsHook"]
+
+MAX_BODY_BYTES = 4 * 1024 * 1024
+"""The default cap on a request body: a larger one is refused with 413 before it is parsed."""
+
+DepsHook: TypeAlias = Callable[[Request, core.RunAgentInput], Any]
+"""``deps(request, run_input) -> deps`` (or an awaitable of it): the run's ``ctx.deps``."""
+
+_log = logging.getLogger("agentloop")
+
+
+class _Refused(Exception):
+    """A request answered with an HTTP error before any run: ``status`` and ``detail``."""
+
+    def __init__(self, status: int, detail: Any) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+class AGUIApp:
+    """An ASGI app that runs ``agent`` per AG-UI request and streams the run as AG-UI events.
+
+    Args:
+        agent: The agent every request runs on (each thread on its own session).
+        session: ``(request, thread_id) -> Session`` (sync or async): authenticate the caller
+            and pick its conversation, or raise to refuse (403 with the exception's text). A
+            thread id from a client is never trusted by itself. Default: one in-memory session
+            per thread, seeded from the request's messages when new.
+        deps: ``(request, run_input) -> deps`` (sync or async): the run's ``ctx.deps``.
+        max_body_bytes: The largest request body read (413 above it).
+    """
+
+    def __init__(
+        self,
+        agent: Agent[Any],
+        *,
+        session: SessionPicker | None = None,
+        deps: DepsHook | None = None,
+        max_body_bytes: int = MAX_BODY_BYTES,
+    ) -> None:
+        self.agent = agent
+        self.sessions = ThreadSessions(agent)
+        self.max_body_bytes = max_body_bytes
+        self._picker = session
+        self._deps = deps
+        self._encoder = EventEncoder()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer one ASGI request (see the module's docstring for the order of checks)."""
+        if scope["type"] != "http":
+            return  # lifespan and websockets: nothing to do
+        request = Request(scope, receive)
+        try:
+            if request.method != "POST":
+                raise _Refused(405, "POST a RunAgentInput (AG-UI 1.0) here")
+            run_input = _parse(await self._body(request))
+            stream = await self._prepare(request, run_input)
+        except _Refused as refused:
+            response = JSONResponse({"error": refused.detail}, status_code=refused.status)
+            await response(scope, receive, send)
+            return
+        await self._respond(receive, send, stream)
+
+    # -- the checks --------------------------------------------------------------------------
+
+    async def _body(self, request: Request) -> bytes:
+        cap = self.max_body_bytes
+        too_big = _Refused(413, f"the request body is larger than {cap} bytes")
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > cap:
+            raise too_big
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > cap:
+                raise too_big
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _prepare(self, request: Request, run_input: core.RunAgentInput) -> _RunStream:
+        """Everything before the first byte: history, session, deps, and what to run."""
+        try:
+            history = read.history(run_input.messages)
+            if not run_input.resume:
+                read.user_input(run_input.messages)  # a request without an input is a 422
+        except InvalidInput as exc:
+            raise _Refused(422, str(exc)) from exc
+        seed = history[:-1] if history and history[-1].role == "user" else history
+        try:
+            session = await pick_session(
+                self._picker, self.sessions, request, run_input.thread_id, lambda: seed
+            )
+        except AgentLoopError as exc:  # a seed that is no safe transcript (TranscriptError)
+            raise _Refused(422, str(exc)) from exc
+        except Exception as exc:  # the application's picker refused the caller
+            raise _Refused(403, str(exc) or type(exc).__name__) from exc
+        deps = None
+        if self._deps is not None:
+            deps = self._deps(request, run_input)
+            if inspect.isawaitable(deps):
+                deps = await deps
+        return _RunStream(self._encoder, run_input, session, deps)
+
+    # -- the response ------------------------------------------------------------------------
+
+    async def _respond(self, receive: Receive, send: Send, stream: _RunStream) -> None:
+        headers = [
+            (b"content-type", self._encoder.get_content_type().encode()),
+            (b"cache-control", b"no-cache"),
+            (b"x-accel-buffering", b"no"),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        watcher = asyncio.ensure_future(_watch_disconnect(receive, stream.cancel))
+        try:
+            async with contextlib.aclosing(stream.chunks()) as chunks:
+                async for chunk in chunks:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+
+
+class _RunStream:
+    """One request's run, as the bytes of its SSE stream."""
+
+    def __init__(
+        self,
+        encoder: EventEncoder,
+        run_input: core.RunAgentInput,
+        session: Session[Any],
+        deps: Any,
+    ) -> None:
+        self.encode = encoder.encode
+        self.run_input = run_input
+        self.session = session
+        self.deps = deps
+        self.cancel = CancelToken()
+
+    def _open(self) -> Any:
+        """The run's event stream: a continued run for ``resume``, else a new one."""
+        session, run_input = self.session, self.run_input
+        current = session.current_run
+        paused = current is not None and current.paused
+        if run_input.resume:
+            if current is None or not paused:
+                raise InvalidInput("resume given, but no run of this thread waits for answers")
+            decisions = read.decisions(current.pending, run_input.resume)
+            return session.continue_stream(decisions=decisions, deps=self.deps, cancel=self.cancel)
+        if paused:
+            assert current is not None
+            waiting = ", ".join(repr(p.id) for p in current.pending)
+            raise InvalidInput(
+                f"this thread waits for answers to its interrupts ({waiting}): send them in "
+                "`resume` before a new message"
+            )
+        return session.stream(
+            read.user_input(run_input.messages), deps=self.deps, cancel=self.cancel
+        )
+
+    async def chunks(self) -> AsyncGenerator[bytes]:
+        """RUN_STARTED, the run's events, and one terminal event; never a traceback."""
+        run_input = self.run_input
+        out = AGUIEvents(run_input.thread_id, run_input.run_id)
+        yield self._bytes([_started(run_input, self.session)])
+        finished = False
+        try:
+            async with self._open() as events:
+                async for event in events:
+                    made = out.feed(event)
+                    if type(event) is ev.RunFinished and not event.path:
+                        made = made + out.finish(event.run)
+                        finished = True
+                    if made:
+                        yield self._bytes(made)
+        except AgentLoopError as error:  # after RunFinished: already told; before: RUN_ERROR
+            if not finished:
+                yield self._bytes(out.fail(error))
+        except Exception as error:
+            _log.exception("AG-UI run on thread %r failed", run_input.thread_id)
+            if not finished:
+                yield self._bytes(out.fail(error))
+
+    def _bytes(self, made: list[core.BaseEvent]) -> bytes:
+        encode = self.encode
+        return "".join([encode(e) for e in made]).encode()
+
+
+def _started(run_input: core.RunAgentInput, session: Session[Any]) -> core.RunStartedEvent:
+    return core.RunStartedEvent(
+        thread_id=run_input.thread_id,
+        run_id=run_input.run_id,
+        protocol_version=core.PROTOCOL_VERSION,
+        metadata={"agentloop": {"session_id": session.id}},
+    )
+
+
+def _parse(body: bytes) -> core.RunAgentInput:
+    """The request's ``RunAgentInput``, or a 400 (not JSON) / 422 (not the schema)."""
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        raise _Refused(400, f"the body is not JSON: {exc}") from exc
+    try:
+        return core.RunAgentInput.model_validate(data)
+    except pydantic.ValidationError as exc:
+        problems = [
+            {"at": ".".join(str(p) for p in e["loc"]), "problem": e["msg"]}
+            for e in exc.errors(include_url=False, include_input=False)[:20]
+        ]
+        detail = {"message": "not an AG-UI RunAgentInput", "problems": problems}
+        raise _Refused(422, detail) from exc
+
+
+async def _watch_disconnect(receive: Receive, cancel: CancelToken) -> None:
+    """Fire ``cancel`` when the client goes away (the run then ends as ``Cancelled``)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            cancel.cancel()
+            return
