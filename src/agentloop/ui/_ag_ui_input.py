@@ -5,9 +5,11 @@ Everything from the client is checked here, once, where it enters (the app turns
 
 - ``history`` makes AG-UI ``messages`` into ``agentloop.messages.Message``: ``user`` (text, or
   text with image, audio and document parts by data or URL), ``assistant`` (text and tool
-  calls), ``tool`` (a result, named by its call), ``system`` and ``developer`` (both system).
-  ``reasoning`` and ``activity`` messages are the UI's own record and are left out (reasoning
-  is sent back to a provider only as that provider wrote it, SPEC 16); a video part is refused.
+  calls), ``tool`` (a result, named by its call). ``system`` and ``developer`` messages are left
+  out: the agent's instructions are the server's, and a browser does not get to rewrite them.
+  ``reasoning`` and ``activity`` messages are the UI's own record and are left out too
+  (reasoning goes back to a provider only as that provider wrote it, SPEC 16). A video part is
+  refused.
 - ``user_input`` is the run's input: the last message, which must be a user message.
 - ``decisions`` makes the ``resume`` entries into decisions for the session's pending calls:
   ``cancelled`` is ``Deny()``; for an approval ``{"approved": true}`` is ``Approve()``, with
@@ -125,8 +127,6 @@ def history(messages: Sequence[core.Message]) -> list[Message]:
         where = f"messages[{index}] ({message.role})"
         if isinstance(message, core.UserMessage):
             out.append(_user(message, where))
-        elif isinstance(message, core.SystemMessage | core.DeveloperMessage):
-            out.append(Message.system(message.content))
         elif isinstance(message, core.AssistantMessage):
             made = _assistant(message, where)
             names.update({c.id: c.name for c in made.tool_calls})
@@ -136,7 +136,7 @@ def history(messages: Sequence[core.Message]) -> list[Message]:
             if out and out[-1].role == "tool":
                 made = Message("tool", (*out.pop().parts, *made.parts))
             out.append(made)
-        # reasoning and activity messages are the UI's own record (the module's docstring)
+        # system, developer, reasoning and activity: left out (the module's docstring)
     return out
 
 
