@@ -6,9 +6,9 @@ streams in, when a tool call can only mean "not done": no ``final_result`` is of
 engine dispatches the reply's calls) or the answer passed its guardrails; then the held events
 go out as they came. A parallel input guardrail holds the first model call's events the same
 way until the input passed. A withheld answer (rejected, tripped, or cut short by the run's
-end) never goes out: its ``TextDelta`` and ``final_result`` ``ToolCallDelta`` events are dropped
-and its ``ModelResponded`` carries the placeholder of ``withheld`` instead of the reply.
-Everything else held (reasoning, retries, warnings, checks) is released.
+end) never goes out: its ``TextDelta``, ``PartialOutput`` and ``final_result`` ``ToolCallDelta``
+events are dropped and its ``ModelResponded`` carries the placeholder of ``withheld`` instead of
+the reply. Everything else held (reasoning, retries, warnings, checks) is released.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ CUT_SHORT_TEXT = "[reply withheld: the run ended before its guardrails passed]"
 
 
 _SAID = (ev.ThinkingDelta, ev.ToolCallDelta)
+_ANSWER = (ev.TextDelta, ev.PartialOutput)
 
 
 def withheld(message: Message, note: str) -> Message:
@@ -102,7 +103,7 @@ class Holdback:
         """
         kept: list[ev.Event] = []
         for event in self.held:
-            if isinstance(event, ev.TextDelta) or (whole and isinstance(event, _SAID)):
+            if isinstance(event, _ANSWER) or (whole and isinstance(event, _SAID)):
                 continue
             if isinstance(event, ev.ToolCallDelta) and event.index in self.finals:
                 continue

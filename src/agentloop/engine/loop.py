@@ -193,9 +193,8 @@ class RunLoop:
             self.session.id,
         )
         try:
-            response = await call_model(
-                client, request, state, bus, agent.config.stream or state.stream, agent.clock
-            )
+            streamed = agent.config.stream or state.stream
+            response = await call_model(client, request, state, bus, streamed, agent.clock, output)
         except ContextLengthExceeded as error:
             state.guard.salvage(state, error)
             return None

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from agentloop import events as ev
 from agentloop._util.aio import aclose_iterator
 from agentloop.clock import Clock
+from agentloop.engine.output import FINAL_RESULT, OutputType
+from agentloop.engine.partial import Partials
 from agentloop.errors import (
     AgentLoopError,
     AttemptRecord,
@@ -97,13 +99,18 @@ async def call_model(
     observers: EventBus,
     stream: bool,
     clock: Clock,
+    output: OutputType[Any] | None = None,
 ) -> ModelResponse:
-    """One model call; every failure leaves as an ``AgentLoopError``."""
+    """One model call; every failure leaves as an ``AgentLoopError``.
+
+    ``output``: the agent's typed output, whose answer streams as ``PartialOutput`` events.
+    """
     state.check_cancel()
     started = clock.monotonic()
+    partials = _partials(output, state, observers) if stream and output is not None else None
     try:
         if stream:
-            response = await _consume_stream(client, request, state, observers)
+            response = await _consume_stream(client, request, state, observers, partials)
         else:
             response = await client.complete(request)
     except ProviderError as error:
@@ -115,16 +122,33 @@ async def call_model(
         raise InternalError(
             f"model client raised {type(exc).__name__}: {redact_secrets(str(exc))}"
         ) from exc
-    return _checked(response, client, state.call_ids, clock)
+    response = _checked(response, client, state.call_ids, clock)
+    if partials is not None:
+        partials.finish(response)
+    return response
+
+
+def _partials(output: OutputType[Any], state: RunState, bus: EventBus) -> Partials | None:
+    """The ``PartialOutput`` events of a typed answer; None when nobody listens."""
+    if not bus.active:
+        return None
+    tool = FINAL_RESULT in state.offer.names
+    return Partials(output, tool, bus, state.run.id, state.turn_index)
 
 
 async def _consume_stream(
-    client: ModelClient, request: ModelRequest, state: RunState, bus: EventBus
+    client: ModelClient,
+    request: ModelRequest,
+    state: RunState,
+    bus: EventBus,
+    partials: Partials | None = None,
 ) -> ModelResponse:
     def forward(event: StreamEvent) -> None:
         state.check_cancel()
         if bus.active:
             bus.emit(_forwarded(event, state.run.id, state.turn_index))
+            if partials is not None:
+                partials.on_event(event)
 
     response = await collect_stream(client, request, forward)
     state.check_cancel()
