@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from agentloop.errors import InvalidInput, MemoryBackendError
 
 if TYPE_CHECKING:
-    from agentloop.run import Run
+    from agentloop.run import Run, Turn
     from agentloop.store import PostgresStore, SQLiteStore, StoredRun
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "error_class",
     "models_of",
     "parent_of",
+    "paused_turn_of",
     "status_of",
 ]
 
@@ -142,9 +143,24 @@ def status_of(stored: StoredRun) -> Status:
     return "failed" if run.stop_reason is not None else "completed"
 
 
+def paused_turn_of(run: Run) -> Turn | None:
+    """A paused run's uncommitted turn (the reply that asked for the pending calls), if readable."""
+    from agentloop.run import Turn
+
+    data = (run.paused_turn or {}).get("turn")
+    if not run.paused or not isinstance(data, Mapping):
+        return None
+    try:
+        return Turn.from_dict(data)
+    except InvalidInput:  # shown without it: the pending calls are listed on their own
+        return None
+
+
 def models_of(run: Run) -> list[str]:
-    """The models the run's turns used, in the order they first answered."""
-    return list(dict.fromkeys(turn.model for turn in run.turns))
+    """The models the run's turns used (a paused turn's too), in the order they answered."""
+    paused = paused_turn_of(run)
+    turns = [*run.turns, *([paused] if paused is not None else [])]
+    return list(dict.fromkeys(turn.model for turn in turns))
 
 
 def error_class(run: Run) -> str | None:

@@ -13,13 +13,14 @@ Stored arguments and results are user and model text: they go through ``_html.te
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentloop.messages import ToolCallPart, ToolResultPart
 from agentloop.model import INVALID_JSON_KEY
 from agentloop.pricing import estimate_cost
 from agentloop.ui.viewer._html import attr, cost, json_text, seconds, text, tokens
-from agentloop.ui.viewer._records import Scanned, children_by_call, status_of
+from agentloop.ui.viewer._records import Scanned, children_by_call, paused_turn_of, status_of
 
 if TYPE_CHECKING:
     from agentloop.run import Run, Turn
@@ -73,7 +74,12 @@ def _marks(result: ToolResultPart) -> str:
     return " ".join(marks) or '<span class="badge ok">ok</span>'
 
 
-def _result_html(result: ToolResultPart | None, data: Mapping[str, Any]) -> str:
+def _result_html(
+    result: ToolResultPart | None, data: Mapping[str, Any], pending: bool = False
+) -> str:
+    if result is None and pending:
+        waiting = '<span class="badge pending">pending</span> waiting for a decision'
+        return f'<div class="result">{waiting}</div>'
     if result is None:
         return '<div class="result missing">no result recorded</div>'
     took = _seconds_field(data, "duration_seconds", "duration")
@@ -83,6 +89,16 @@ def _result_html(result: ToolResultPart | None, data: Mapping[str, Any]) -> str:
         f'<div class="result">{_marks(result)}{duration}'
         f'<pre class="result-text">{text(result.content)}</pre>{media}</div>'
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Drawing:
+    """What drawing one run's turns needs: its child runs, its pending calls, the depth."""
+
+    nesting: Nesting
+    depth: int
+    children: Mapping[str, list[StoredRun]]
+    pending: frozenset[str]
 
 
 def _pairs(turn: Turn) -> list[tuple[ToolCallPart | None, ToolResultPart | None]]:
@@ -98,8 +114,7 @@ def _call_html(
     call: ToolCallPart | None,
     result: ToolResultPart | None,
     result_data: Mapping[str, Any],
-    children: Mapping[str, list[StoredRun]],
-    context: tuple[Nesting, int],
+    drawing: _Drawing,
 ) -> str:
     soft = " soft-error" if result is not None and result.is_error else ""
     call_id = call.id if call is not None else result.call_id if result is not None else ""
@@ -110,18 +125,16 @@ def _call_html(
         if call is not None
         else '<div class="call-head">(a result that answers no call)</div>'
     )
-    nested = "".join(_child_html(child, context) for child in children.get(call_id, ()))
-    return (
-        f'<div class="call{soft}" data-call="{attr(call_id)}">{head}'
-        f"{_result_html(result, result_data)}{nested}</div>"
-    )
+    nested = "".join(_child_html(child, drawing) for child in drawing.children.get(call_id, ()))
+    said = _result_html(result, result_data, call_id in drawing.pending)
+    return f'<div class="call{soft}" data-call="{attr(call_id)}">{head}{said}{nested}</div>'
 
 
-def _child_html(child: StoredRun, context: tuple[Nesting, int]) -> str:
-    nesting, depth = context
+def _child_html(child: StoredRun, drawing: _Drawing) -> str:
     run, status = child.run, status_of(child)
     link = f'<a href="/runs/{attr(run.id)}">{text(run.id[:12])}</a>'
-    inner = "" if depth >= MAX_DEPTH else turns_html(run, nesting, depth + 1)
+    deeper = drawing.depth >= MAX_DEPTH
+    inner = "" if deeper else turns_html(run, drawing.nesting, drawing.depth + 1)
     return (
         f'<details class="child-run" open data-run="{attr(run.id)}"><summary>sub-agent run '
         f'{link} <span class="badge status-{status}">{status}</span> · {len(run.turns)} '
@@ -146,10 +159,10 @@ def _usage_line(turn: Turn, data: Mapping[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def _turn_html(turn: Turn, children: Mapping[str, list[StoredRun]], context: Any) -> str:
+def _turn_html(turn: Turn, drawing: _Drawing, *, paused: bool = False) -> str:
     data = turn.to_dict()
     results = {r.get("call_id"): r for r in data.get("tool_results", ())}
-    key = f"{context[1]}-{turn.index}"
+    key = f"{drawing.depth}-{turn.index}"
     thinking = (
         f'<details class="reasoning" id="reasoning-{key}"><summary>reasoning '
         f"({len(turn.thinking):,} characters)</summary>"
@@ -159,18 +172,23 @@ def _turn_html(turn: Turn, children: Mapping[str, list[StoredRun]], context: Any
     )
     said = f'<pre class="reply">{text(turn.text)}</pre>' if turn.text else ""
     calls = "".join(
-        _call_html(c, r, results.get(r.call_id if r else None) or {}, children, context)
+        _call_html(c, r, results.get(r.call_id if r else None) or {}, drawing)
         for c, r in _pairs(turn)
     )
+    waits = ' <span class="badge pending">paused</span>' if paused else ""
     return (
-        f'<section class="turn" id="turn-{key}"><h3>turn {turn.index} '
-        f'<span class="model">{text(turn.model)}</span></h3>'
+        f'<section class="turn{" paused" * paused}" id="turn-{key}"><h3>turn {turn.index} '
+        f'<span class="model">{text(turn.model)}</span>{waits}</h3>'
         f'<div class="usage">{_usage_line(turn, data)}</div>{thinking}{said}{calls}</section>'
     )
 
 
 def turns_html(run: Run, nesting: Nesting, depth: int = 0) -> str:
-    """Every turn of ``run``, each call's sub-agent runs nested inside it."""
-    children = nesting.of(run.id)
-    context = (nesting, depth)
-    return "".join(_turn_html(turn, children, context) for turn in run.turns)
+    """Every turn of ``run`` (a paused run's waiting turn last), sub-agent runs nested."""
+    pending = frozenset(p.id for p in run.pending)
+    drawing = _Drawing(nesting, depth, nesting.of(run.id), pending)
+    drawn = [_turn_html(turn, drawing) for turn in run.turns]
+    paused = paused_turn_of(run)
+    if paused is not None:
+        drawn.append(_turn_html(paused, drawing, paused=True))
+    return "".join(drawn)
