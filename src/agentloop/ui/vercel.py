@@ -1,0 +1,311 @@
+"""``VercelAIApp``: an agent behind the Vercel AI SDK's ``useChat`` (SPEC 18).
+
+An ASGI app (extra ``ui``: Starlette) that takes the chat request ``useChat``'s default transport
+POSTs (``{id, messages: UIMessage[], trigger, ...}``) and streams the run in the AI SDK's UI
+message stream protocol: server-sent events, one JSON chunk each, ``data: [DONE]`` last, the
+header ``x-vercel-ai-ui-message-stream: v1``. Mount it where the client posts::
+
+    app = Starlette(routes=[Mount("/api/chat", app=VercelAIApp(agent))])
+
+- **Sessions.** The chat ``id`` is the thread id. ``session=`` is the application's callable
+  ``(request, thread_id) -> Session`` (sync or async) that authenticates the caller and picks or
+  refuses the conversation (raise to refuse: 403 with the exception's text); by default each
+  chat id has its own in-memory session for the app's lifetime, seeded from the request's
+  ``UIMessage[]`` when new. The server's session is the conversation: for a known chat only the
+  last message counts.
+- **A request** whose last message is the user's runs the agent on it. One whose last message
+  is the assistant's carries the answers to a paused run's calls: ``addToolApprovalResponse``
+  (approved: ``Approve()``; denied: ``Deny(reason)``) and ``addToolOutput`` for an external
+  call (its output: ``Answer(output)``; ``state: "output-error"``: ``Deny(errorText)``). They
+  are checked against the session's pending calls before anything runs: an approval for a call
+  that is not pending is refused (409), a missing or unfitting answer is 400.
+- **deps** come from ``deps=``, a callable ``(request, body) -> deps`` (sync or async; raise to
+  refuse: 403), given to the run as ``deps=``.
+- **Refusals** are JSON ``{"error": {"type", "message"}}`` with a 4xx status, before any event:
+  a body over ``max_body_bytes`` (413), not JSON or not a chat request (400: wrong shape, a
+  role other than user or assistant, ``regenerate-message``), a chat whose run is busy or
+  waits on decisions (409). Nothing runs for a refused request.
+- **A client that goes away** cancels the run (it is finalized as ``Cancelled``).
+
+How each event becomes chunks is in ``agentloop.ui._vercel_chunks``; a soft error is a
+``tool-output-error`` part, the protocol's own mark for a tool that failed while the model goes
+on (the AI SDK sends it for a tool that threw, and the model reads the error text), and a hard
+error is the protocol's ``error`` chunk after a ``data-error`` part holding its class, phase and
+``request_sent``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import secrets
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from agentloop.errors import AgentLoopError, InvalidInput
+from agentloop.pausing import Decision, Deny, check_decisions
+from agentloop.ui._sessions import SessionPicker, ThreadSessions, pick_session
+from agentloop.ui._vercel_chunks import Chunk, Chunks
+from agentloop.ui._vercel_request import (
+    BadChat,
+    ChatRequest,
+    answers,
+    parse_chat,
+    run_input,
+    seed,
+)
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.types import Message, Receive, Scope, Send
+
+    from agentloop.engine.agent import Agent
+    from agentloop.engine.session import Session
+    from agentloop.engine.stream import RunStream
+
+__all__ = ["HEADERS", "MAX_BODY_BYTES", "DepsHook", "VercelAIApp"]
+
+log = logging.getLogger("agentloop")
+
+HEADERS = {
+    "content-type": "text/event-stream",
+    "cache-control": "no-cache",
+    "connection": "keep-alive",
+    "x-vercel-ai-ui-message-stream": "v1",
+    "x-accel-buffering": "no",
+}
+"""The response headers of the protocol (the ``ai`` package's ``UI_MESSAGE_STREAM_HEADERS``)."""
+
+MAX_BODY_BYTES = 4 * 1024 * 1024
+"""The default cap on a request body: a larger one is refused with 413 before it is parsed."""
+
+DepsHook: TypeAlias = Callable[[Any, Any], Any]
+"""``deps(request, body) -> deps`` (or an awaitable of it); ``body`` is the decoded JSON."""
+
+
+class _Refused(Exception):
+    """A request answered with a 4xx before anything runs."""
+
+    def __init__(self, status: int, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.kind = kind
+
+
+class VercelAIApp:
+    """An ASGI app serving ``agent`` to the Vercel AI SDK's ``useChat`` (see the module)."""
+
+    def __init__(
+        self,
+        agent: Agent[Any],
+        *,
+        session: SessionPicker | None = None,
+        deps: DepsHook | None = None,
+        max_body_bytes: int = MAX_BODY_BYTES,
+    ) -> None:
+        self.agent = agent
+        self.max_body_bytes = max_body_bytes
+        self._picker = session
+        self._deps = deps
+        self._threads = ThreadSessions(agent)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one ASGI connection: a chat request, or the server's lifespan messages."""
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        from starlette.requests import Request
+
+        if scope["type"] != "http":
+            raise RuntimeError(f"VercelAIApp serves HTTP, not {scope['type']!r}")
+        request = Request(scope, receive)
+        if request.method != "POST":
+            response: Any = _refusal(_Refused(405, "MethodNotAllowed", "POST a chat request"))
+        else:
+            response = await self._respond(request)
+        await response(scope, receive, send)
+
+    async def _respond(self, request: Request) -> Any:
+        try:
+            body = await _read_json(request, self.max_body_bytes)
+            chat = parse_chat(body)
+            session = await self._session(request, chat)
+            deps = await self._deps_for(request, body)
+            stream = await _started(*self._prepare(session, chat, deps))
+        except _Refused as refused:
+            return _refusal(refused)
+        except (BadChat, InvalidInput) as exc:  # TranscriptError of a seed is InvalidInput's kin
+            return _refusal(_Refused(400, type(exc).__name__, str(exc)))
+        return stream
+
+    async def _session(self, request: Request, chat: ChatRequest) -> Session[Any]:
+        try:
+            return await pick_session(
+                self._picker, self._threads, request, chat.id, lambda: seed(chat.messages[:-1])
+            )
+        except (BadChat, AgentLoopError) as exc:
+            raise _Refused(400, type(exc).__name__, str(exc)) from exc
+        except Exception as exc:  # the application refused the caller
+            raise _Refused(403, "Forbidden", str(exc) or type(exc).__name__) from exc
+
+    async def _deps_for(self, request: Request, body: Any) -> Any:
+        if self._deps is None:
+            return None
+        try:
+            deps = self._deps(request, body)
+            return await deps if inspect.isawaitable(deps) else deps
+        except Exception as exc:
+            raise _Refused(403, "Forbidden", str(exc) or type(exc).__name__) from exc
+
+    def _prepare(
+        self, session: Session[Any], chat: ChatRequest, deps: Any
+    ) -> tuple[RunStream[Any], Chunks]:
+        """The run's stream (not entered yet) and the chunk writer of its response."""
+        if chat.last.role == "user":
+            _not_paused(session)
+            stream = session.stream(run_input(chat.last), deps=deps)
+            return stream, Chunks(f"msg-{secrets.token_hex(12)}")
+        decisions = _decisions(session, chat)
+        denied = [k for k, d in decisions.items() if isinstance(d, Deny)]
+        stream = session.continue_stream(decisions=decisions, deps=deps)
+        return stream, Chunks(chat.last.id or f"msg-{secrets.token_hex(12)}", denied=denied)
+
+
+def _not_paused(session: Session[Any]) -> None:
+    run = session.current_run
+    if run is not None and run.paused:
+        ids = ", ".join(p.id for p in run.pending)
+        raise _Refused(
+            409,
+            "Conflict",
+            f"this chat's run waits on decisions for {ids}: answer them "
+            "(addToolApprovalResponse, addToolOutput) before sending a new message",
+        )
+
+
+def _decisions(session: Session[Any], chat: ChatRequest) -> dict[str, Decision]:
+    """The client's answers, checked against the session's pending calls."""
+    run = session.current_run
+    pending = run.pending if run is not None else ()
+    if not pending:
+        raise _Refused(409, "Conflict", "this chat has no run waiting for decisions")
+    approvals, outputs = answers(chat.last)
+    waiting = {p.id for p in pending}
+    forged = [k for k in approvals if k not in waiting]
+    if forged:
+        raise _Refused(
+            409, "Conflict", f"call {forged[0]!r:.80} is not waiting for a decision in this chat"
+        )
+    decided = {k: d for k, d in outputs.items() if k in waiting} | approvals
+    try:
+        return check_decisions(pending, decided)
+    except InvalidInput as exc:
+        raise _Refused(400, "InvalidInput", str(exc)) from exc
+
+
+async def _started(stream: RunStream[Any], chunks: Chunks) -> _ChunkStream:
+    """Enter the run's stream before any byte is sent, so a busy session is still a 409."""
+    try:
+        await stream.__aenter__()
+    except InvalidInput as exc:
+        raise _Refused(409, "Conflict", str(exc)) from exc
+    return _ChunkStream(stream, chunks)
+
+
+async def _read_json(request: Request, limit: int) -> Any:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _Refused(413, "PayloadTooLarge", f"the body is over {limit:,} bytes")
+    body = bytearray()
+    async for piece in request.stream():
+        body += piece
+        if len(body) > limit:
+            raise _Refused(413, "PayloadTooLarge", f"the body is over {limit:,} bytes")
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise _Refused(400, "BadChat", f"the body is not JSON: {exc}") from exc
+
+
+def _refusal(refused: _Refused) -> Any:
+    from starlette.responses import JSONResponse
+
+    error = {"type": refused.kind, "message": str(refused)}
+    return JSONResponse({"error": error}, status_code=refused.status)
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    """Nothing to start or stop; answer the server's lifespan messages."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+# -- the response -----------------------------------------------------------------------------
+
+_DONE = b"data: [DONE]\n\n"
+
+
+def encode(chunks: list[Chunk]) -> bytes:
+    """Chunks as server-sent events: ``data: <json>`` and a blank line each."""
+    return b"".join(
+        b"data: "
+        + json.dumps(c, ensure_ascii=False, separators=(",", ":"), default=str).encode()
+        + b"\n\n"
+        for c in chunks
+    )
+
+
+class _ChunkStream:
+    """The SSE response of one run: chunks as events arrive; the client leaving cancels it."""
+
+    def __init__(self, stream: RunStream[Any], chunks: Chunks) -> None:
+        self._stream = stream
+        self._chunks = chunks
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            headers = [(k.encode(), v.encode()) for k, v in HEADERS.items()]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            pump = asyncio.ensure_future(self._pump(send))
+            gone = asyncio.ensure_future(_disconnected(receive))
+            await asyncio.wait((pump, gone), return_when=asyncio.FIRST_COMPLETED)
+            for task in (pump, gone):
+                task.cancel()
+            await asyncio.gather(pump, gone, return_exceptions=True)
+        finally:  # leaving the block cancels a run still going (finalized as Cancelled)
+            await self._stream.__aexit__(None, None, None)
+
+    async def _pump(self, send: Send) -> None:
+        feed = self._chunks.feed
+        try:
+            async for event in self._stream:
+                chunks = feed(event)
+                if chunks:
+                    await send(_body(encode(chunks)))
+        except AgentLoopError:
+            pass  # the run's hard error: its chunks went out with RunFinished
+        except OSError:
+            return  # the client went away mid-send
+        except Exception:
+            log.exception("VercelAIApp: the stream failed")
+            failed = [{"type": "error", "errorText": "the server failed while streaming"}]
+            await send(_body(encode(failed)))
+        await send(_body(_DONE, more=False))
+
+
+def _body(data: bytes, *, more: bool = True) -> Message:
+    return {"type": "http.response.body", "body": data, "more_body": more}
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Return when the client disconnects (the body was read before the response started)."""
+    message: Message | Mapping[str, Any] = {}
+    while message.get("type") != "http.disconnect":
+        message = await receive()
