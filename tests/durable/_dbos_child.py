@@ -2,7 +2,9 @@
 
 ``run ID``: run it (``KILL`` says where the process SIGKILLs itself). ``recover ID``: launch
 DBOS, which recovers the killed run, and print its result. ``worker``: launch and drain the
-queue until the ``STOP`` file exists. The system database is ``DBOS_URL``.
+queue until the ``STOP`` file exists. ``enqueue N``: enqueue N runs and exit, as a web server
+does. The system database is ``DBOS_URL``; ``EXECUTOR`` the executor id; ``SLOW`` seconds each
+tool call takes.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from agentloop.testing import FunctionModel
 async def work(ctx: ToolContext, key: str) -> str:
     """Do one unit of work with a side effect (a line naming the run and the key)."""
     _plan.kill_point(f"tool:{key}")
+    await asyncio.sleep(float(os.environ.get("SLOW", "0")))  # a tool that takes its time
     with _plan.effects_file().open("a") as out:
         out.write(f"{ctx.run_id} {key}\n")
     return f"did {key}"
@@ -65,7 +68,7 @@ def build() -> DBOSAgent[str | None]:
     return DBOSAgent(agent, name="plan")
 
 
-def launch() -> None:
+def launch(*, enqueue_only: bool = False) -> None:
     DBOS(
         config={
             "name": "agentloop-tests",
@@ -77,6 +80,8 @@ def launch() -> None:
             "notification_listener_polling_interval_sec": 0.05,
         }
     )
+    if enqueue_only:
+        DBOSAgent.enqueue_only()
     DBOS.launch()
 
 
@@ -98,15 +103,35 @@ async def main(mode: str, workflow_id: str) -> None:
 
 
 def work_until_stopped() -> None:
-    """A worker: DBOS's queue threads run the enqueued workflows until ``STOP`` exists."""
+    """A worker: DBOS's queue threads run the enqueued workflows until ``STOP`` exists.
+
+    It touches ``READY`` (when set) once launched.
+    """
     build()
     launch()
+    if ready := os.environ.get("READY"):
+        Path(ready).touch()
     while not Path(os.environ["STOP"]).exists():
         time.sleep(0.05)
+    os._exit(0)
+
+
+def enqueue_and_exit(count: int) -> None:
+    """A web server's life: enqueue ``count`` runs, stay up a few queue polls, exit.
+
+    ``ENQUEUE_ONLY=1``: it calls ``DBOSAgent.enqueue_only()`` before launching.
+    """
+    durable = build()
+    launch(enqueue_only=os.environ.get("ENQUEUE_ONLY") == "1")
+    for i in range(count):
+        durable.enqueue("go", workflow_id=f"web-{i}")
+    time.sleep(3)  # three of DBOS's queue polls (one a second), time to claim what it would
     os._exit(0)
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "worker":
         work_until_stopped()
+    if sys.argv[1] == "enqueue":
+        enqueue_and_exit(int(sys.argv[2]))
     asyncio.run(main(sys.argv[1], sys.argv[2]))

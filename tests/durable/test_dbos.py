@@ -11,7 +11,6 @@ call run once; an enqueued run is drained by a worker process.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import os
 import subprocess
 import sys
@@ -291,36 +290,6 @@ async def _result(enqueued: DBOSRun[Any]) -> Any:
 
 
 # -- many workers on one Postgres ---------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def postgres_url() -> Iterator[str]:
-    """A throwaway PostgreSQL server (the store contract's helpers), or ``..._POSTGRES_DSN``."""
-    pytest.importorskip("psycopg", reason="DBOS on Postgres needs psycopg")
-    contract = _store_contract()
-    if dsn := os.environ.get("AGENTLOOP_TEST_POSTGRES_DSN"):
-        import psycopg
-
-        params = psycopg.conninfo.conninfo_to_dict(dsn)
-        yield f"postgresql://{params.get('user', 'postgres')}@{params['host']}:{params['port']}"
-        return
-    fixture = contract.postgres_dsn.__wrapped__()
-    dsn = next(fixture)
-    port = dsn.split("port=")[1].split()[0]
-    try:
-        yield f"postgresql://postgres@127.0.0.1:{port}"
-    finally:
-        next(fixture, None)
-
-
-def _store_contract() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "agentloop_store_contract", HERE.parent / "store" / "test_store_contract.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 RUNS = 30

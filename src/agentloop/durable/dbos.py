@@ -58,7 +58,7 @@ from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEven
 from agentloop.run import OutputT, Run
 from agentloop.tools import Tool, ToolContext, ToolRegistry, render_content
 
-__all__ = ["DBOSAgent", "DBOSRun", "StepClient", "StepTools"]
+__all__ = ["WORKER_CONCURRENCY", "DBOSAgent", "DBOSRun", "StepClient", "StepTools"]
 
 
 class _Flow:
@@ -302,6 +302,10 @@ def _off_loop(work: Callable[[], str]) -> str:
         return pool.submit(context.run, work).result()
 
 
+WORKER_CONCURRENCY = 10
+"""How many of a ``DBOSAgent``'s queued runs one worker process runs at once, by default."""
+
+
 def _not_launched() -> ConfigurationError:
     return ConfigurationError(
         "DBOS is not launched: build the DBOSAgents, then DBOS(config=...) and DBOS.launch()",
@@ -319,7 +323,9 @@ class DBOSAgent(Generic[OutputT]):
     ``inline_tools`` run in the workflow's own code, not as steps: pure functions (run again on
     replay), or tools that use DBOS themselves (a step cannot start a workflow). ``queue`` names
     the DBOS queue ``enqueue`` uses (default ``agentloop.<name>``), registered on first use
-    unless the application registered it (``DBOS.register_queue``, with its limits) first.
+    with ``worker_concurrency`` (at most that many of its runs at once in one worker process,
+    so the runs spread over the workers; None: no limit, the first worker to poll takes every
+    run) unless the application registered it (``DBOS.register_queue``, its limits) first.
     """
 
     def __init__(
@@ -329,12 +335,21 @@ class DBOSAgent(Generic[OutputT]):
         name: str,
         inline_tools: Iterable[str] = (),
         queue: str | None = None,
+        worker_concurrency: int | None = WORKER_CONCURRENCY,
     ) -> None:
         checked_wrap("DBOSAgent", agent, name)
+        if worker_concurrency is not None and (
+            type(worker_concurrency) is not int or worker_concurrency < 1
+        ):
+            raise ConfigurationError(
+                "worker_concurrency is a whole number of runs per worker (>= 1) or None",
+                field="worker_concurrency",
+            )
         self.agent = agent
         self.name = name
         self.inline_tools = frozenset(inline_tools)
         self.queue = queue or f"agentloop.{name}"
+        self.worker_concurrency = worker_concurrency
 
         async def run_workflow(input: str, deps: Any) -> Run[OutputT]:
             return await self._execute(input, deps)
@@ -379,7 +394,10 @@ class DBOSAgent(Generic[OutputT]):
 
         Synchronous (a database insert), so it can be called from plain code as well as from
         a coroutine: inside a running event loop DBOS refuses its sync calls, so they run on a
-        short-lived thread (the loop waits for the insert).
+        short-lived thread (the loop waits for the insert). A process that launched DBOS
+        normally is a worker too: it may take the runs it enqueues (and leave them waiting for
+        its executor id to come back when it exits); a process that must only enqueue (a web
+        server) calls ``DBOSAgent.enqueue_only()`` before ``DBOS.launch()``.
         """
         try:
             enqueued = _off_loop(lambda: self._enqueue(input, deps, workflow_id))
@@ -389,8 +407,30 @@ class DBOSAgent(Generic[OutputT]):
             raise _translated(exc, "(not enqueued)") from exc
         return DBOSRun(enqueued)
 
+    @staticmethod
+    def enqueue_only() -> None:
+        """Make this process one that enqueues runs but never takes one from a queue.
+
+        Call it after ``DBOS(config=...)`` and before ``DBOS.launch()`` in a process that only
+        enqueues (a web server): it listens to no DBOS queue (``DBOS.listen_queues([])``), so
+        the runs it enqueues wait for a worker, and none is left claimed by a process that
+        exits. It still starts, waits for and recovers its own ``run``/``start`` workflows.
+        """
+        try:
+            DBOS.listen_queues([])
+        except dbos_error.DBOSException as exc:
+            if "after DBOS is launched" in str(exc):
+                reason = "call it before DBOS.launch()"
+            elif "more than once" in str(exc):
+                reason = "this process already chose its queues (DBOS.listen_queues)"
+            else:
+                reason = "call it after DBOS(config=...), before DBOS.launch()"
+            raise ConfigurationError(f"DBOSAgent.enqueue_only(): {reason}", field="dbos") from exc
+
     def _enqueue(self, input: str, deps: Any, workflow_id: str | None) -> str:
-        queue = DBOS.retrieve_queue(self.queue) or DBOS.register_queue(self.queue)
+        queue = DBOS.retrieve_queue(self.queue) or DBOS.register_queue(
+            self.queue, worker_concurrency=self.worker_concurrency, on_conflict="never_update"
+        )
         with SetWorkflowID(workflow_id) if workflow_id else contextlib.nullcontext():
             return queue.enqueue(self._workflow, input, deps).workflow_id
 
