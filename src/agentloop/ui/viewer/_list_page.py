@@ -73,7 +73,7 @@ def _row(stored: StoredRun) -> str:
     usage = run.usage
     child = ' <span class="badge child">sub-agent</span>' if parent_of(run) else ""
     return (
-        f'<tr class="run status-{status}" data-run="{attr(run.id)}">'
+        f'<tr class="run run-{status}" data-run="{attr(run.id)}">'
         f'<td><span class="badge status-{status}">{status}</span></td>'
         f'<td><a class="run-link" href="/runs/{attr(run.id)}">{text(run.id[:12])}</a>{child}</td>'
         f"<td>{text(stored.session_id[:12])}</td>"

@@ -46,7 +46,7 @@ def _facts(stored: StoredRun) -> str:
         ("ended", when(run.ended_at)),
         ("took", took),
         ("models", text(", ".join(models_of(run)) or "-")),
-        ("turns", f"{len(run.turns)} ({run.tool_calls} tool calls)"),
+        ("turns", f"{len(run.turns)} ({run.tool_calls} tool call{'s' * (run.tool_calls != 1)})"),
         (
             "tokens",
             f"{tokens(usage.input_tokens)} in ({tokens(cached)} cached) · "
@@ -83,10 +83,11 @@ def _error_html(error: AgentLoopError) -> str:
     attributes: dict[str, Any] = dict(data["attributes"])
     log = attributes.pop("attempt_log", None) or []
     rows = [
-        f'<tr class="attr-{attr(name)}"><th>{text(name)}</th><td>{_value(value)}</td></tr>'
+        f'<tr class="attr-{attr(name)}"><th>{text(name)}</th><td>{_value(value, name)}</td></tr>'
         for name, value in sorted(attributes.items())
     ]
     table = (
+        "<h3>attempt log</h3>"
         '<table class="attempt-log" id="attempt-log"><thead><tr><th>#</th><th>error</th>'
         "<th>status</th><th>phase</th><th>request sent</th><th>took</th><th>then waited</th>"
         f"</tr></thead><tbody>{''.join(_attempt_row(r) for r in log if isinstance(r, Mapping))}"
@@ -103,12 +104,14 @@ def _error_html(error: AgentLoopError) -> str:
     )
 
 
-def _value(value: object) -> str:
-    """An attribute as JSON spells it (``true``, ``null``); a list or an object indented."""
+def _value(value: object, name: str = "") -> str:
+    """An attribute as JSON spells it (``true``, ``null``), seconds rounded, lists indented."""
     if isinstance(value, dict | list):
         return f"<pre>{json_text(value)}</pre>"
     if value is None or isinstance(value, bool):
         return json.dumps(value)
+    if isinstance(value, float) and name.endswith(("_seconds", "_after")):
+        return seconds(value)
     return text(value)
 
 
@@ -179,6 +182,7 @@ def run_body(stored: StoredRun, nesting: Nesting, *, allow_decisions: bool) -> s
     """The run page's live part: everything about one run."""
     run = stored.run
     points = [TurnPoint(t.index, t.usage, estimate_cost(t.usage, t.model)) for t in run.turns]
+    nothing = "no turn yet" if not stored.finished else "no turn completed"
     running = (
         ""
         if stored.finished
@@ -188,8 +192,21 @@ def run_body(stored: StoredRun, nesting: Nesting, *, allow_decisions: bool) -> s
         f'<h1>run <span class="run-id">{text(run.id)}</span></h1>{running}{_facts(stored)}'
         f"{_error_html(run.stop_reason) if run.stop_reason is not None else ''}"
         f"{_pending_html(run, allow_decisions)}{_decided_html(run)}{_io_html(run)}"
-        f'<h2>tokens and cost</h2><div class="chart-box">{chart(points) or "no turn yet"}</div>'
+        f'<h2>tokens and cost</h2><div class="chart-box">{chart(points) or nothing}</div>'
         f'<h2>timeline</h2><div class="turns" id="turns">{turns_html(run, nesting)}</div>'
+        f"{_ending(run)}"
+    )
+
+
+def _ending(run: Run) -> str:
+    """Where a failed run stopped, after its last turn (the error itself is drawn above)."""
+    if run.stop_reason is None:
+        return ""
+    after = f"after turn {run.turns[-1].index}" if run.turns else "before any turn completed"
+    return (
+        f'<section class="turn ended" id="ended"><h3>the run stopped {after}: '
+        f'<a href="#hard-error" class="error-class">{text(type(run.stop_reason).__name__)}</a>'
+        "</h3></section>"
     )
 
 
