@@ -628,8 +628,9 @@ def test_construction_errors_name_the_field() -> None:
         Agent(ScriptedModel([]), tools=[read_file, read_file])
     assert info.value.field == "tools"
     with pytest.raises(ConfigurationError) as info:
-        Agent(ScriptedModel([]), config=RunConfig(headless=False))
+        Agent(ScriptedModel([]), approver="yes")  # type: ignore[call-overload]
     assert info.value.field == "approver"
+    Agent(ScriptedModel([]), config=RunConfig(headless=False))  # no approver: Ask pauses (SPEC 17)
 
 
 async def test_model_returning_garbage_is_response_invalid() -> None:

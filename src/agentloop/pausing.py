@@ -50,8 +50,11 @@ LOST_TEXT = "the approved call started but its result was lost; it was not run a
 
 @dataclass(frozen=True, slots=True)
 class PendingCall:
-    """A tool call the run waits on: ``call`` (the model's ``ToolCallPart``), ``kind``
-    (``"approval"`` or ``"external"``) and ``message`` (the hook's ``Ask`` text, or None)."""
+    """A tool call the run waits on.
+
+    ``call`` is the model's ``ToolCallPart``, ``kind`` ``"approval"`` or ``"external"``, and
+    ``message`` the hook's ``Ask`` text, or None.
+    """
 
     call: ToolCallPart
     kind: PendingKind
@@ -67,7 +70,11 @@ class PendingCall:
     def to_dict(self) -> dict[str, Any]:
         """Plain data (JSON-ready)."""
         return {
-            "call": {"id": self.call.id, "name": self.call.name, "arguments": dict(self.call.arguments)},
+            "call": {
+                "id": self.call.id,
+                "name": self.call.name,
+                "arguments": dict(self.call.arguments),
+            },
             "kind": self.kind,
             "message": self.message,
             "path": list(self.path),
@@ -94,6 +101,7 @@ class Approve:
     """Run the approval call as the model asked."""
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain data (the run record keeps the decisions applied)."""
         return {"kind": "approve"}
 
 
@@ -104,6 +112,7 @@ class Edit:
     arguments: Mapping[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain data (the run record keeps the decisions applied)."""
         return {"kind": "edit", "arguments": dict(self.arguments)}
 
 
@@ -119,6 +128,7 @@ class Deny:
         return DENIED_TEXT if not self.message else f"{DENIED_TEXT}: {self.message}"
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain data (the run record keeps the decisions applied)."""
         return {"kind": "deny", "message": self.message}
 
 
@@ -129,6 +139,7 @@ class Answer:
     content: Any
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain data (the run record keeps the decisions applied)."""
         import pydantic_core
 
         return {
@@ -175,9 +186,7 @@ def pause_fields(
     return data
 
 
-def check_decisions(
-    pending: tuple[PendingCall, ...], decisions: object
-) -> dict[str, Decision]:
+def check_decisions(pending: tuple[PendingCall, ...], decisions: object) -> dict[str, Decision]:
     """The decisions by call id, when they answer ``pending`` exactly; else ``InvalidInput``.
 
     Every pending call needs exactly one decision of a kind that fits it; a missing, unknown or
@@ -213,8 +222,10 @@ def check_decisions(
                 "(from agentloop import Approve, ...)"
             )
         if kind not in fits:
-            allowed = "Approve(), Edit(arguments) or Deny()" if kind == "approval" else (
-                "Answer(content) or Deny()"
+            allowed = (
+                "Approve(), Edit(arguments) or Deny()"
+                if kind == "approval"
+                else ("Answer(content) or Deny()")
             )
             raise InvalidInput(
                 f"decision for {call_id!r} is {type(decision).__name__}, which does not fit an "

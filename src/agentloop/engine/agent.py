@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack, cast, overload
 
 from agentloop._util.aio import AsyncClosing, Closing
@@ -36,6 +36,7 @@ from agentloop.hooks import Approver, Hook
 from agentloop.messages import Message, UserInput
 from agentloop.model import ModelClient, ModelSettings
 from agentloop.observers import Observer
+from agentloop.pausing import Decision
 from agentloop.run import OutputT, Run
 from agentloop.safety.breaker import ToolBreakers
 from agentloop.safety.budget import Budget
@@ -447,22 +448,47 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         )
 
     async def continue_run(
-        self, *, deps: Any = None, cancel: CancelToken | None = None
+        self,
+        *,
+        decisions: Mapping[str, Decision] | None = None,
+        deps: Any = None,
+        cancel: CancelToken | None = None,
     ) -> Run[OutputT]:
-        """Continue the run a crash cut off, from its last completed turn; raise as ``run()``.
+        """Continue a paused run with ``decisions``, or the run a crash cut off; raise as ``run()``.
 
-        Completed tool calls are never executed again: the turn in flight gets its journaled
-        model reply back, and each of its tool calls that had returned gets its journaled output
-        (``agentloop.engine.journal``). Needs a session with a store (``Agent.resume``).
+        A paused run (SPEC 17: ``run.paused``) is continued with one decision per pending call,
+        keyed by call id: ``Approve()``, ``Edit(arguments)``, ``Deny(message)``,
+        ``Answer(content)``. It is the same ``Run``; a decided call runs at most once. Without a
+        paused run, the run a crash cut off is continued from its last completed turn: completed
+        tool calls are never executed again (``agentloop.engine.journal``; needs a store).
 
         Raises:
-            InvalidInput: The session has no run a crash cut off.
-            MemoryBackendError: Another live process is running the session.
+            InvalidInput: A decision set that does not answer the pending calls exactly (nothing
+                changes), decisions for a run that is not paused, or nothing to continue.
+            MemoryBackendError: Another live process is running (or deciding) the session.
         """
-        return await self._default.continue_run(deps=deps, cancel=cancel)
+        return await self._default.continue_run(decisions=decisions, deps=deps, cancel=cancel)
 
     def continue_run_sync(
-        self, *, deps: Any = None, cancel: CancelToken | None = None
+        self,
+        *,
+        decisions: Mapping[str, Decision] | None = None,
+        deps: Any = None,
+        cancel: CancelToken | None = None,
     ) -> Run[OutputT]:
         """``continue_run()`` on the private event loop ``run_sync`` keeps."""
-        return self._default.continue_run_sync(deps=deps, cancel=cancel)
+        return self._default.continue_run_sync(decisions=decisions, deps=deps, cancel=cancel)
+
+    def continue_stream(
+        self,
+        *,
+        decisions: Mapping[str, Decision] | None = None,
+        deps: Any = None,
+        cancel: CancelToken | None = None,
+    ) -> RunStream[OutputT]:
+        """``continue_run()`` as a stream of the continued run's events.
+
+        ``async with agent.continue_stream(decisions=...) as events`` yields them as
+        ``stream()`` does (``RunStarted`` again first, ``RunFinished`` last).
+        """
+        return self._default.continue_stream(decisions=decisions, deps=deps, cancel=cancel)

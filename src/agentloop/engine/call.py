@@ -6,6 +6,12 @@ never recovered) → loop pre-check (at the stop threshold the call is refused a
 result →
 post-tool hooks → breaker record → recovery decision (a retry re-runs this whole list).
 
+A gate can leave the call **pending** (SPEC 17): the pipeline then answers a ``PendingCall`` and
+nothing more happens to it in this turn. A call continued with a person's decision skips the
+gates (they were asked) and recovery (its failure is its soft result): ``Deny`` and ``Answer``
+are its result; ``Approve`` and ``Edit`` run it at most once, the journal marking it started
+before it runs and its result once it returns (``LOST_TEXT`` when it started and never returned).
+
 ``finish`` is the one place a result is made, whatever decided it: built, recorded for loop
 detection (every soft result counts, SPEC 6), announced with ``ToolCallFinished``. What each
 outcome records and announces is a table (``_RECORDED``, ``_UNAVAILABLE``, ``_SILENT``). Only the
@@ -20,12 +26,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentloop import events as ev
 from agentloop.clock import Clock
 from agentloop.config import RunConfig
-from agentloop.engine.gates import Gates
+from agentloop.engine.gates import Asked, Gates
 from agentloop.engine.guards import BREAKER_TEXT, SafetyState
 from agentloop.engine.invoke import Outcome, suggestion
 from agentloop.engine.state import RunState
@@ -33,6 +39,7 @@ from agentloop.errors import ToolError, ToolRecoveryExhausted
 from agentloop.messages import MediaPart, ToolCallPart, ToolResultPart
 from agentloop.model import ModelClient, media_kinds
 from agentloop.observers import EventBus
+from agentloop.pausing import LOST_TEXT, Answer, Decision, Deny, Edit, PendingCall
 from agentloop.safety.breaker import Outcome as BreakerOutcome
 from agentloop.safety.recovery import (
     MAX_RECOVERY_ATTEMPTS,
@@ -41,7 +48,10 @@ from agentloop.safety.recovery import (
     Retry,
     ToolFailure,
 )
-from agentloop.tools import Tool, ToolContext, ToolRegistry
+from agentloop.tools import Tool, ToolContext, ToolRegistry, render_content
+
+if TYPE_CHECKING:
+    from agentloop.engine.journal import Journal
 
 __all__ = ["CallPipeline", "PipelineServices"]
 
@@ -78,6 +88,7 @@ class PipelineServices(Protocol):
     safety: SafetyState
     clock: Clock
     default_recovery: bool
+    journal: Journal | None
 
     async def invoke(
         self,
@@ -93,20 +104,35 @@ class PipelineServices(Protocol):
 class CallPipeline:
     """One tool call through the pipeline, with recovery."""
 
-    __slots__ = ("arguments", "attempt", "call", "dispatcher", "name", "state")
+    __slots__ = ("arguments", "attempt", "call", "decision", "dispatcher", "name", "state")
 
-    def __init__(self, dispatcher: PipelineServices, state: RunState, call: ToolCallPart) -> None:
+    def __init__(
+        self,
+        dispatcher: PipelineServices,
+        state: RunState,
+        call: ToolCallPart,
+        decision: Decision | None = None,
+    ) -> None:
         self.dispatcher = dispatcher
         self.state = state
         self.call = call
         self.name = call.name
         self.arguments: Mapping[str, Any] = call.arguments
         self.attempt = 0
+        self.decision = decision
 
-    async def run(self) -> ToolResultPart:
-        """The result the model reads, after any retries recovery asks for."""
+    async def run(self) -> ToolResultPart | PendingCall:
+        """The result the model reads, after any retries recovery asks for.
+
+        Or the call is pending: a person or another service answers it (SPEC 17).
+        """
+        if self.decision is not None:
+            return await self._decided(self.decision)
         while True:
-            result, outcome = await self._attempt()
+            attempted = await self._attempt()
+            if isinstance(attempted, PendingCall):
+                return attempted
+            result, outcome = attempted
             if outcome in _FINAL:
                 return result
             action, correction = await self._decide(result)
@@ -155,7 +181,47 @@ class CallPipeline:
             )
         return result, outcome
 
-    async def _attempt(self) -> tuple[ToolResultPart, Outcome]:
+    async def _decided(self, decision: Decision) -> ToolResultPart:
+        """A call a person decided: its result, the call run at most once (SPEC 17)."""
+        d, state, call = self.dispatcher, self.state, self.call
+        if d.observers.active:
+            d.observers.emit(ev.ToolCallStarted(state.run.id, state.turn_index, call, self.attempt))
+        if isinstance(decision, Deny):
+            return self.finish(decision.text, "vetoed")[0]
+        if isinstance(decision, Answer):
+            text, media = _answer(decision.content)
+            return self.finish(text, "ok", media=media)[0]
+        if isinstance(decision, Edit):
+            self.arguments = dict(decision.arguments)
+        journal = d.journal
+        started, done = f"decided/{call.id}/started", f"decided/{call.id}/result"
+        if journal is not None:
+            entry = journal.entries.get(done)
+            if entry is not None:
+                return self.finish(entry["text"], entry["outcome"])[0]
+            if started in journal.entries:
+                return self.finish(LOST_TEXT, "tool_error")[0]
+            journal.record(started, {"arguments": dict(self.arguments)})
+        result, outcome = await self._run_tool(self._context())
+        if journal is not None:
+            journal.record(done, {"text": result.content, "outcome": outcome})
+        return result
+
+    def _context(self) -> ToolContext:
+        d, state = self.dispatcher, self.state
+        ctx = ToolContext(
+            run_id=state.run.id,
+            turn=state.turn_index,
+            call_id=self.call.id,
+            tool_name=self.name,
+            cancel=state.tokens[-1],
+            session_id=d.session_id,
+            deps=state.deps,
+        )
+        ctx._link = (state, d)
+        return ctx
+
+    async def _attempt(self) -> tuple[ToolResultPart, Outcome] | PendingCall:
         d, state, call = self.dispatcher, self.state, self.call
         ctx = ToolContext(
             run_id=state.run.id,
@@ -170,12 +236,29 @@ class CallPipeline:
         if d.observers.active:
             d.observers.emit(ev.ToolCallStarted(state.run.id, state.turn_index, call, self.attempt))
         veto = None
-        if d.gates.pre_hooks:
-            veto = await d.gates.veto(call, ctx)
+        tool = self._declared()
+        if d.gates.pre_hooks or tool is not None:
+            veto = await d.gates.veto(call, ctx, tool)
             state.check_cancel()  # cancelled while a blocking approver was open: nothing runs
+        if type(veto) is Asked:
+            return PendingCall(call, veto.kind, veto.message)
         self._refuse_if_looping()
         if veto is not None:
-            return self.finish(veto, "vetoed")
+            return self.finish(veto, "vetoed")  # type: ignore[arg-type]
+        return await self._run_tool(ctx)
+
+    def _declared(self) -> Tool | None:
+        """The called tool when it is declared ``requires_approval`` or ``external``."""
+        d = self.dispatcher
+        registry = d.registry if self.state.registry is None else self.state.registry
+        tool = registry.get(self.name)
+        if tool is not None and (tool.requires_approval or tool.external):
+            return tool
+        return None
+
+    async def _run_tool(self, ctx: ToolContext) -> tuple[ToolResultPart, Outcome]:
+        """The breaker gate, the tool, its result, the post-tool hooks and the breaker record."""
+        d, state, call = self.dispatcher, self.state, self.call
         admission = d.safety.admit(self.name)
         if admission is None:
             return self.finish(BREAKER_TEXT, "refused")
@@ -240,6 +323,18 @@ class CallPipeline:
             self.arguments = dict(correction.arguments)
         elif correction.kind == "tool_change" and correction.tool:
             self.name = correction.tool
+
+
+def _answer(content: Any) -> tuple[str, tuple[MediaPart, ...]]:
+    """An ``Answer``'s content as the result text (and media), as a tool's output is made."""
+    if isinstance(content, str):
+        return content, ()
+    from agentloop.tools import split_output
+
+    try:
+        return split_output(content)
+    except Exception:  # an answer the renderer cannot take is still an answer: its text
+        return render_content(str(content)), ()
 
 
 def _validator(tool: Tool | None) -> Callable[[Mapping[str, Any]], str | None] | None:

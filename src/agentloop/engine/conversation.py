@@ -81,6 +81,7 @@ class Conversation(Generic[OutputT]):
 
         self._journal = Journal(recorder.step)
         self._dispatcher.registry = JournaledTools(self.agent.registry, self._journal)
+        self._dispatcher.journal = self._journal
 
     @property
     def session_id(self) -> str:
@@ -134,6 +135,10 @@ class Conversation(Generic[OutputT]):
                 f"session {self.id!r} is already running; one session runs one run at a time "
                 "(give each concurrent conversation its own: agent.session())"
             )
+        if self._runs and self._runs[-1].pending:
+            from agentloop.engine.pause import refuse_if_paused
+
+            refuse_if_paused(self)
         clock = self.agent.clock
         run: Run[Any] = Run(
             id=clock.new_id(), input=input, started_at=clock.time(), session_id=self.id

@@ -2,14 +2,15 @@
 
 Calls to names the model was never offered are answered at once (soft); the rest run through
 ``agentloop.engine.call.CallPipeline``, one after another or, with ``parallel_tool_calls``, at most
-``max_concurrency`` at a time. Results come back in the model's order.
+``max_concurrency`` at a time. Results come back in the model's order; a call left pending
+(SPEC 17) comes back as its ``PendingCall``, the turn's other calls run all the same.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
 from agentloop.clock import Clock
@@ -23,10 +24,16 @@ from agentloop.errors import AgentLoopError
 from agentloop.hooks import Approver, Hook
 from agentloop.messages import ToolCallPart, ToolResultPart
 from agentloop.observers import EventBus
+from agentloop.pausing import Decision, PendingCall
 from agentloop.safety.recovery import ExponentialBackoffRecovery, NoopReflector
 from agentloop.tools import ToolContext, ToolRegistry
 
+if TYPE_CHECKING:
+    from agentloop.engine.journal import Journal
+
 __all__ = ["Dispatcher", "Outcome"]
+
+_NO_DECISIONS: Mapping[str, Decision] = {}
 
 
 class Dispatcher:
@@ -48,7 +55,8 @@ class Dispatcher:
         self.registry = registry
         self.config = config
         self.observers = observers
-        self.gates = Gates(hooks, approver)
+        self.gates = Gates(hooks, approver, headless=config.headless)
+        self.journal: Journal | None = None
         self.session_id = session_id
         self.clock = clock
         # the stock pair always fails at once; exact types, so a subclass's override still runs
@@ -63,15 +71,21 @@ class Dispatcher:
         return self.gates.approver
 
     async def dispatch_turn(
-        self, state: RunState, calls: Sequence[ToolCallPart]
-    ) -> list[ToolResultPart]:
-        """Every call's result, in the model's order."""
+        self,
+        state: RunState,
+        calls: Sequence[ToolCallPart],
+        decisions: Mapping[str, Decision] = _NO_DECISIONS,
+    ) -> list[ToolResultPart | PendingCall]:
+        """Every call's result (or ``PendingCall``), in the model's order.
+
+        ``decisions``: a person's decisions by call id, for a paused turn's pending calls.
+        """
         self.safety.limits.admit_tools(len(calls))
         bus = self.observers
         if bus.active:
             for call in calls:
                 bus.emit(ev.ToolCallRequested(state.run.id, state.turn_index, call))
-        results: list[ToolResultPart | None] = [None] * len(calls)
+        results: list[ToolResultPart | PendingCall | None] = [None] * len(calls)
         runnable: list[int] = []
         offered = state.offer.names
         for index, call in enumerate(calls):
@@ -80,11 +94,14 @@ class Dispatcher:
             else:
                 results[index] = CallPipeline(self, state, call).unavailable()
         if self.config.parallel_tool_calls and len(runnable) > 1:
-            await self._run_parallel(state, calls, runnable, results)
+            await self._run_parallel(state, calls, runnable, results, decisions)
         else:
             for index in runnable:
                 state.check_cancel()
-                results[index] = await CallPipeline(self, state, calls[index]).run()
+                call = calls[index]
+                results[index] = await CallPipeline(
+                    self, state, call, decisions.get(call.id) if decisions else None
+                ).run()
         return [
             r
             if r is not None
@@ -111,7 +128,8 @@ class Dispatcher:
         state: RunState,
         calls: Sequence[ToolCallPart],
         runnable: list[int],
-        results: list[ToolResultPart | None],
+        results: list[ToolResultPart | PendingCall | None],
+        decisions: Mapping[str, Decision],
     ) -> None:
         semaphore = asyncio.Semaphore(min(self.config.max_concurrency, len(runnable)))
         failures: dict[int, AgentLoopError] = {}
@@ -119,7 +137,10 @@ class Dispatcher:
         async def one(index: int) -> None:
             async with semaphore:
                 try:
-                    results[index] = await CallPipeline(self, state, calls[index]).run()
+                    call = calls[index]
+                    results[index] = await CallPipeline(
+                        self, state, call, decisions.get(call.id) if decisions else None
+                    ).run()
                 except AgentLoopError as error:
                     failures[index] = error
 

@@ -8,6 +8,11 @@ hook that raises in ``pre_tool`` is a hard ``InternalError`` (the call did not r
 Each hook and the approver get their own copy of the call (``_copy``): what one of them does to
 ``call.arguments`` reaches neither the next gate, nor the tool, nor the recorded history. What
 was approved is what runs and what is recorded.
+
+A call can also become **pending** (SPEC 17): a hook's ``Ask`` with no approver when the run is
+not headless, a tool declared ``requires_approval`` with no approver, and every call of a tool
+declared ``external`` (after the hooks, which run first). ``veto`` then answers ``Asked``. A sync
+approver runs on a worker thread, as sync tools do: one waiting on ``input()`` freezes no other run.
 """
 
 from __future__ import annotations
@@ -16,30 +21,65 @@ import copy
 import inspect
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+from agentloop._util.threads import in_daemon_thread
 from agentloop.engine.invoke import said
 from agentloop.errors import InternalError
 from agentloop.hooks import Allow, Approver, Ask, Block, Hook, overrides
 from agentloop.messages import ToolCallPart, ToolResultPart
-from agentloop.tools import ToolContext
+from agentloop.pausing import PendingKind
+from agentloop.tools import Tool, ToolContext
 
-__all__ = ["Gates"]
+__all__ = ["Asked", "Gates"]
 
 logger = logging.getLogger("agentloop")
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """The call is pending (SPEC 17): ``kind`` and the hook's ``Ask`` text (or None)."""
+
+    kind: PendingKind
+    message: str | None = None
+
+
+APPROVAL_TEXT = "tool '{name}' requires approval"
+"""What the approver is asked with for a ``requires_approval`` call no hook asked about."""
 
 
 class Gates:
     """An agent's pre- and post-tool hooks and its approver."""
 
-    __slots__ = ("approver", "post_hooks", "pre_hooks")
+    __slots__ = ("approver", "headless", "post_hooks", "pre_hooks")
 
-    def __init__(self, hooks: Sequence[Hook], approver: Approver | None) -> None:
+    def __init__(
+        self, hooks: Sequence[Hook], approver: Approver | None, *, headless: bool = True
+    ) -> None:
         self.pre_hooks = tuple(h for h in hooks if overrides(h, Hook, "pre_tool"))
         self.post_hooks = tuple(h for h in hooks if overrides(h, Hook, "post_tool"))
         self.approver = approver
+        self.headless = headless
 
-    async def veto(self, call: ToolCallPart, ctx: ToolContext) -> str | None:
-        """The veto text of the first Block/Ask that is not approved, or None to proceed."""
+    async def veto(
+        self, call: ToolCallPart, ctx: ToolContext, tool: Tool | None = None
+    ) -> str | Asked | None:
+        """The veto text of the first Block/Ask not approved, ``Asked``, or None to proceed.
+
+        ``Asked``: the call is pending. ``tool``: the tool called, for its declarations.
+        """
+        denial = await self._hooks(call, ctx) if self.pre_hooks else None
+        if denial is not None or tool is None:
+            return denial
+        if tool.external:
+            return Asked("external")
+        if tool.requires_approval:
+            if self.approver is None:
+                return Asked("approval")
+            return await self._approve(self.approver, call, APPROVAL_TEXT.format(name=call.name))
+        return None
+
+    async def _hooks(self, call: ToolCallPart, ctx: ToolContext) -> str | Asked | None:
         for hook in self.pre_hooks:
             try:
                 decision = await hook.pre_tool(_copy(call), ctx)
@@ -54,7 +94,9 @@ class Gates:
                 return decision.reason
             if isinstance(decision, Ask):
                 if self.approver is None:
-                    return decision.message
+                    if self.headless:
+                        return decision.message
+                    return Asked("approval", decision.message)
                 denial = await self._approve(self.approver, call, decision.message)
                 if denial is None:
                     continue
@@ -79,7 +121,10 @@ class Gates:
     async def _approve(approver: Approver, call: ToolCallPart, message: str) -> str | None:
         """None when the approver answered exactly ``True``; else the denial the model reads."""
         try:
-            answer = approver(_copy(call), message)
+            if _is_async(approver):
+                answer = approver(_copy(call), message)
+            else:  # on a worker thread: an approver waiting on input() freezes no other run
+                answer = await in_daemon_thread(approver, _copy(call), message)
             if inspect.isawaitable(answer):
                 answer = await answer
         except Exception as exc:
@@ -100,6 +145,13 @@ class Gates:
                 call.id,
             )
         return "User denied permission"
+
+
+def _is_async(approver: object) -> bool:
+    """Whether an approver is async (a coroutine function, or an object whose call is one)."""
+    return inspect.iscoroutinefunction(approver) or inspect.iscoroutinefunction(
+        getattr(approver, "__call__", None)  # noqa: B004
+    )
 
 
 def _copy(call: ToolCallPart) -> ToolCallPart:

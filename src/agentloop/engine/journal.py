@@ -125,6 +125,8 @@ class WrappedTool(Tool):
         self.description = inner.description
         self.parameters = inner.parameters
         self.timeout = inner.timeout
+        self.requires_approval = inner.requires_approval
+        self.external = inner.external
 
     def spec(self) -> Any:
         """The inner tool's spec."""

@@ -5,7 +5,10 @@ A run: start (tools listed, the record begun, ``RunStarted``, input guardrails) 
 gate → the model step, beside a parallel input guardrail → record → the answer, past the output
 guardrails, or dispatch) until an answer → finalize. Every exit goes through ``finalize``, which
 records ``stop_reason`` and commits history three ways (success: all; cannot-fit family:
-nothing; anything else: the completed turns). Guardrails: ``agentloop.engine.guarding``.
+nothing; anything else: the completed turns), and a fourth for a run that paused on pending
+calls (the completed turns; the paused turn is kept on the run, ``agentloop.engine.pause``). A
+continued paused run first completes its paused turn (``_resume_paused``), then goes on.
+Guardrails: ``agentloop.engine.guarding``.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from agentloop.errors import (
 from agentloop.hooks import Hook, overrides
 from agentloop.messages import Message, ThinkingPart, ToolCallPart, ToolResultPart, Usage
 from agentloop.model import INVALID_JSON_KEY, ModelRequest, ModelResponse
+from agentloop.pausing import PendingCall
 from agentloop.run import TRUNCATION_REASONS, Run, RunContext, Turn
 from agentloop.safety.redact import redact_secrets
 from agentloop.transcript import close_interrupted
@@ -61,6 +65,10 @@ CUT_CALL_TEXT = (
     "tool call '{name}' was cut off at the output token limit and did not run; make it smaller"
 )
 """What the model reads for a tool call its reply was cut off in the middle of (SPEC 16)."""
+
+
+class _Paused(Exception):
+    """A turn's dispatch left calls pending: the run pauses (finalize's paused case)."""
 
 
 class RunLoop:
@@ -137,10 +145,19 @@ class RunLoop:
             text = await evaluate(agent._prompt, context)
             state.system = state.guard.system = agent._system(text)
         state.guard.start(state.transcript, state.offer.specs)
-        if self.guarding is not None:
+        if self.guarding is not None and state.resuming is None:  # a continued run was checked
             await self.guarding.start()
 
     async def _turns(self) -> None:
+        """The turns until an answer, or until a dispatch leaves calls pending (a pause)."""
+        try:
+            if self.state.resuming is not None:
+                await self._resume_paused()
+            await self._each_turn()
+        except _Paused:
+            return
+
+    async def _each_turn(self) -> None:
         agent, session, state, guarding = self.agent, self.session, self.state, self.guarding
         while True:
             state.check_cancel()
@@ -170,6 +187,34 @@ class RunLoop:
             if done:
                 return
             state.turn_index += 1
+
+    async def _resume_paused(self) -> None:
+        """Complete a continued run's paused turn: the decided calls, then the turn's end."""
+        session, state = self.session, self.state
+        resuming = state.resuming
+        turn, ran = resuming.turn, resuming.results
+        from agentloop.engine.call import CallPipeline
+
+        results: list[ToolResultPart] = []
+        for call in turn.tool_calls:
+            result = ran.get(call.id)
+            if result is None:
+                state.check_cancel()
+                decision = resuming.decisions[call.id]
+                done = await CallPipeline(session._dispatcher, state, call, decision).run()
+                assert isinstance(done, ToolResultPart)
+                result = done
+            results.append(result)
+        state.resuming = None
+        turn.tool_results = results
+        state.append(Message.tool_results(results))
+        state.complete_turn()
+        if session._recorder is not None:
+            session._recorder.turn_completed(state.run, state.audit)
+        session.safety.limits.turn_done()
+        if session._bus.active:
+            session._bus.emit(ev.TurnFinished(state.run.id, turn))
+        state.turn_index += 1
 
     async def _model_step(self) -> ModelResponse | None:
         """One model call; None when a context rejection sends the turn back for compaction."""
@@ -358,12 +403,17 @@ class RunLoop:
         if answered:
             runnable = [c for c in calls if c.id not in answered]
             done = await dispatcher.dispatch_turn(state, runnable) if runnable else []
-            by_id = {r.call_id: r for r in done}
-            results = [
+            by_id = {r.call_id if isinstance(r, ToolResultPart) else r.id: r for r in done}
+            answers = [
                 by_id.get(c.id) or ToolResultPart(c.id, c.name, answered[c.id], True) for c in calls
             ]
         else:
-            results = await dispatcher.dispatch_turn(state, calls)
+            answers = await dispatcher.dispatch_turn(state, calls)
+        results = [r for r in answers if isinstance(r, ToolResultPart)]
+        if len(results) < len(answers):
+            state.paused = tuple(r for r in answers if isinstance(r, PendingCall))
+            turn.tool_results = results
+            raise _Paused
         if guarding is not None and guarding.guardrails.screens:
             await guarding.screen(calls, results, skip=answered)
         turn.tool_results = results
@@ -388,13 +438,8 @@ class RunLoop:
         run.stop_reason = error
         if error is not None:
             run.output = None
-        run.messages = list(state.audit) if error is None else close_interrupted(state.audit)
-        if error is None:
-            session._history.extend(state.pending)
-        elif isinstance(error, _CANNOT_FIT):
-            run.unfinished_input = run.input
-        else:
-            session._history.extend(state.completed)
+        paused = state.paused if error is None else ()
+        self._commit(error, paused)
         run.conversation = list(session._history)
         if session._recorder is not None:
             session.persistence_error = session._recorder.finished(run, session._history)
@@ -404,11 +449,30 @@ class RunLoop:
         await self._run_end_hooks()
         bus = session._bus
         if bus.active:
+            if paused:
+                bus.emit(ev.RunPaused(run.id, state.turn_index, paused))
             bus.emit(ev.RunFinished(run.id, state.turn_index, run))
         if state.listener is not None:
             bus.detach(state.listener)
         if session._cancel.cancelled:
             session._cancel.reset()
+
+    def _commit(self, error: AgentLoopError | None, paused: tuple[PendingCall, ...]) -> None:
+        """The run's messages, and what of them the history commits (SPEC 5's four cases)."""
+        session, state, run = self.session, self.state, self.state.run
+        run.messages = list(state.audit) if error is None else close_interrupted(state.audit)
+        if paused:
+            from agentloop.engine.pause import paused_record
+
+            limits = session.safety.limits
+            paused_record(state, paused, limits.budget.snapshot() if limits.budget_on else None)
+            session._history.extend(state.transcript[state.base : -1])  # all but the paused reply
+        elif error is None:
+            session._history.extend(state.pending)
+        elif isinstance(error, _CANNOT_FIT):
+            run.unfinished_input = run.input
+        else:
+            session._history.extend(state.completed)
 
     async def _stop_watching(self) -> None:
         """Stop a pending guardrail check (nothing it held goes out) and the cancel watches."""

@@ -8,6 +8,7 @@ of one agent run concurrently; one session runs one run at a time. The state a s
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentloop._util.peers import hinting
@@ -15,8 +16,11 @@ from agentloop.cancel import CancelToken
 from agentloop.engine import peers
 from agentloop.engine.conversation import Conversation
 from agentloop.engine.state import RunOptions, RunState
+from agentloop.errors import InvalidInput
+from agentloop.events import Event
 from agentloop.messages import Message, UserInput
 from agentloop.model import ModelSettings
+from agentloop.pausing import Decision
 from agentloop.run import OutputT, Run
 from agentloop.safety.budget import Budget
 
@@ -97,24 +101,71 @@ class Session(Conversation[OutputT]):
         return RunStream(self, input, deps, cancel, options)
 
     async def continue_run(
-        self, *, deps: Any = None, cancel: CancelToken | None = None
+        self,
+        *,
+        decisions: Mapping[str, Decision] | None = None,
+        deps: Any = None,
+        cancel: CancelToken | None = None,
     ) -> Run[OutputT]:
-        """Continue the run a crash cut off, from its last completed turn (as the agent's)."""
-        from agentloop.engine.resume import reopen
-
-        state = reopen(self, deps, () if cancel is None else (cancel,))
-        journal = self._journal
-        assert journal is not None
-        from agentloop.engine.journal import ReplayClient
-
-        state.client = ReplayClient(state.client, journal.reply, lambda: state.turn_index)
+        """Continue a paused run with ``decisions``, or the run a crash cut off (as the agent's)."""
+        state = self._continued(decisions, deps, () if cancel is None else (cancel,))
         return await self._drive(state)
 
     def continue_run_sync(
-        self, *, deps: Any = None, cancel: CancelToken | None = None
+        self,
+        *,
+        decisions: Mapping[str, Decision] | None = None,
+        deps: Any = None,
+        cancel: CancelToken | None = None,
     ) -> Run[OutputT]:
         """``continue_run()`` on the agent's private event loop."""
-        return self.agent._run_sync(self.continue_run(deps=deps, cancel=cancel))
+        return self.agent._run_sync(
+            self.continue_run(decisions=decisions, deps=deps, cancel=cancel)
+        )
+
+    def continue_stream(
+        self,
+        *,
+        decisions: Mapping[str, Decision] | None = None,
+        deps: Any = None,
+        cancel: CancelToken | None = None,
+    ) -> RunStream[OutputT]:
+        """``continue_run()`` as a stream of its events (see ``Agent.continue_stream``)."""
+        from agentloop.engine.stream import RunStream
+
+        return RunStream(self, None, deps, cancel, None, decisions=decisions, resume=True)
+
+    def _continued(
+        self,
+        decisions: Mapping[str, Decision] | None,
+        deps: Any,
+        cancels: tuple[CancelToken, ...],
+        listener: Callable[[Event], None] | None = None,
+    ) -> RunState:
+        """The state of the run to continue: a paused one, or one a crash cut off."""
+        last = self._runs[-1] if self._runs else None
+        if last is not None and (last.pending or decisions is not None):
+            from agentloop.engine.pause import reopen_paused
+
+            state = reopen_paused(self, last, decisions, deps, cancels)
+        elif decisions is not None:
+            raise InvalidInput(
+                f"session {self.id!r} has no paused run: decisions answer a paused run's "
+                "pending calls (run.pending)"
+            )
+        else:
+            from agentloop.engine.resume import reopen
+
+            state = reopen(self, deps, cancels)
+        journal = self._journal
+        if journal is not None:
+            from agentloop.engine.journal import ReplayClient
+
+            state.client = ReplayClient(state.client, journal.reply, lambda: state.turn_index)
+        if listener is not None:
+            state.listener = listener
+            self._bus.attach(listener)
+        return state
 
     async def _drive(self, state: RunState) -> Run[OutputT]:
         from agentloop.engine.loop import RunLoop  # cached after the first run: a dict lookup

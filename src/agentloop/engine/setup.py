@@ -1,7 +1,7 @@
 """What ``Agent(...)`` checks before it exists: each bad argument is a clear error naming the fix.
 
 A client without ``complete``, a config that is not a ``RunConfig``, an approver that cannot be
-called or is missing for ``headless=False``, tools that are not a list (or hold a coroutine
+called, tools that are not a list (or hold a coroutine
 object, a function called by mistake), a tool named ``final_result`` beside typed output, an
 ``output_type`` that is a string or an instance instead of a type, a history that is not a valid
 transcript, a store that is not a ``Store``, or a named session that already has runs
@@ -61,10 +61,6 @@ def checked_setup(client: object, config: object, approver: object) -> RunConfig
     config = _default_config() if config is None else config
     if not isinstance(config, RunConfig):
         raise ConfigurationError("Agent config must be a RunConfig", field="config")
-    if not config.headless and approver is None:
-        raise ConfigurationError(
-            "RunConfig(headless=False) needs Agent(approver=...) to answer Ask", field="approver"
-        )
     if approver is not None and not callable(approver):
         raise ConfigurationError(
             f"Agent approver must be callable (call, message) -> bool, got {approver!r}",

@@ -129,6 +129,10 @@ class RunState:
     """The run's tools when ``agent.override(tools=...)`` swapped them (None: the agent's)."""
     depth: int = 0
     """How many agents delegate to this run (``as_tool``): 0 for a run nobody delegated."""
+    resuming: Any = None
+    """A paused run being continued: its paused turn and the decisions (``engine.pause``)."""
+    paused: tuple[Any, ...] = ()
+    """The calls the run paused on (``PendingCall``), set when a dispatch left some pending."""
 
     def __post_init__(self) -> None:
         self.boundary = self.base

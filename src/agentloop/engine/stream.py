@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, Protocol
 
 from agentloop.cancel import CancelToken
@@ -24,6 +24,7 @@ from agentloop.engine.state import RunOptions, RunState
 from agentloop.errors import AgentLoopError, InvalidInput
 from agentloop.events import Event
 from agentloop.messages import UserInput
+from agentloop.pausing import Decision
 from agentloop.run import OutputT, Run
 
 __all__ = ["RunStream"]
@@ -52,6 +53,14 @@ class Starts(Protocol[OutputT]):
 
     def _drive(self, state: RunState) -> Coroutine[Any, Any, Run[OutputT]]: ...
 
+    def _continued(
+        self,
+        decisions: Mapping[str, Decision] | None,
+        deps: Any,
+        cancels: tuple[CancelToken, ...],
+        listener: Callable[[Event], None] | None = ...,
+    ) -> RunState: ...
+
 
 class RunStream(Generic[OutputT]):
     """The events of one run: ``async with agent.stream(x) as events: async for e in events``."""
@@ -59,12 +68,17 @@ class RunStream(Generic[OutputT]):
     def __init__(
         self,
         session: Starts[OutputT],
-        input: UserInput,
+        input: UserInput | None,
         deps: Any,
         cancel: CancelToken | None,
         options: RunOptions | None = None,
+        *,
+        decisions: Mapping[str, Decision] | None = None,
+        resume: bool = False,
     ) -> None:
         self._session = session
+        self._resume = resume
+        self._decisions = decisions
         self._options = options
         self._input = input
         self._deps = deps
@@ -89,9 +103,14 @@ class RunStream(Generic[OutputT]):
                 "a stream can be entered once: call agent.stream(input) again for another run"
             )
         cancels = (self._stop,) if self._cancel is None else (self._cancel, self._stop)
-        state = self._session._begin(
-            self._input, self._deps, cancels, self._push, stream=True, options=self._options
-        )
+        if self._resume:  # continue_stream(): a paused run's decisions, or a crashed run
+            state = self._session._continued(self._decisions, self._deps, cancels, self._push)
+        else:
+            assert self._input is not None
+            state = self._session._begin(
+                self._input, self._deps, cancels, self._push, stream=True, options=self._options
+            )
+        state.stream = True
         self._run = state.run
         self._task = asyncio.get_running_loop().create_task(self._session._drive(state))
         self._task.add_done_callback(lambda _: self._push(_END))

@@ -115,8 +115,13 @@ class DurableStore(Store, Protocol):
         *,
         session_id: str | None = None,
         safety: Mapping[str, Any] | None = None,
+        replace: bool = False,
     ) -> None:
-        """``Store.save_turn``, with the session's safety state in the same transaction."""
+        """``Store.save_turn``, with the session's safety state in the same transaction.
+
+        ``replace``: a turn ``number`` already stored is replaced (a paused run continued again
+        after a crash mid-continue).
+        """
         ...
 
     def commit_compaction(

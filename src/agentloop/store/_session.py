@@ -92,6 +92,7 @@ class SessionRecorder:
         self._synced: int | None = synced
         self._saved: dict[str, int] = {}
         self._unsaved: list[Run] = []
+        self._replacing: set[str] = set()
 
     def _safety(self) -> Mapping[str, Any] | None:
         """The ``safety=`` of a durable write: the snapshot, or None when nothing takes one."""
@@ -150,13 +151,42 @@ class SessionRecorder:
         self._saved[run.id] = len(run.messages)
         self._continuing = run.id
 
+    def decided(self, run: Run, history: Sequence[Message]) -> None:
+        """Record a paused run's decisions before any decided call runs (the lease kept).
+
+        Raises ``MemoryBackendError``.
+        """
+        keep = len(history)
+        if self.durable is not None:
+            self.durable.finish_runs(
+                self.session_id, [run], keep=keep, append=(), safety=self._safety(), release=None
+            )
+        else:
+            self.store.finish_runs(self.session_id, [run], keep=keep, append=())
+        self._synced = keep
+
+    def continuing(self, run: Run, saved: int) -> None:
+        """A paused run goes on: ``saved`` of its messages are stored; its lease is held.
+
+        The turns it saves from here replace any a crashed continue saved before.
+        """
+        self._continuing = run.id
+        self._saved[run.id] = saved
+        self._replacing.add(run.id)
+
     def turn_completed(self, run: Run, messages: Sequence[Message]) -> None:
         """A turn completed; ``messages`` are all of the run's messages so far."""
         saved = self._saved.get(run.id, 0)
         number, turn, added = len(run.turns) - 1, run.turns[-1], messages[saved:]
         if self.durable is not None:
             self.durable.save_turn(
-                run.id, number, turn, added, session_id=self.session_id, safety=self._safety()
+                run.id,
+                number,
+                turn,
+                added,
+                session_id=self.session_id,
+                safety=self._safety(),
+                **({"replace": True} if run.id in self._replacing else {}),
             )
             if time.time() >= self._renew_at:
                 self.claim()
@@ -179,6 +209,7 @@ class SessionRecorder:
     def finished(self, run: Run, history: Sequence[Message]) -> MemoryBackendError | None:
         """Finalize: save ``run`` and the committed ``history``; return (not raise) a failure."""
         self._saved.pop(run.id, None)
+        self._replacing.discard(run.id)
         return self._finish([run], history)
 
     def _finish(self, runs: list[Run], history: Sequence[Message]) -> MemoryBackendError | None:

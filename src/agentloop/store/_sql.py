@@ -170,10 +170,19 @@ class SQLStore(Closing):
         *,
         session_id: str | None = None,
         safety: Mapping[str, Any] | None = None,
+        replace: bool = False,
     ) -> None:
-        """Append completed turn ``number`` (0-based) and the run messages it added."""
+        """Append completed turn ``number`` (0-based) and the run messages it added.
+
+        ``replace``: a turn ``number`` already stored goes first (a paused run continued again
+        after a crash mid-continue saves its turns again).
+        """
         row = (run_id, number, to_json(turn.to_dict()), messages_json(messages))
         with self._open(f"saving turn {number} of run {run_id}", write=True) as tx:
+            if replace:
+                tx.run(
+                    "DELETE FROM agentloop_turns WHERE run_id = ? AND number = ?", (run_id, number)
+                )
             tx.run("INSERT INTO agentloop_turns VALUES (?, ?, ?, ?)", row)
             if session_id is not None:
                 _write_safety(tx, session_id, safety)

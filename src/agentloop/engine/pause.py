@@ -1,0 +1,193 @@
+"""A paused run (SPEC 17): how it is kept when it pauses, and how decisions continue it.
+
+**Pausing.** When a turn's dispatch leaves calls pending, the run stops there and returns
+normally. Finalize's paused case (``paused_record``): the completed turns commit; the paused
+turn — its reply and the results of the calls that ran — goes into ``run.paused_turn`` with the
+pending calls in ``run.pending``, uncommitted. The run record is stored so (status paused), so
+another process can continue it after ``Agent.resume``.
+
+**Continuing** (``reopen_paused``). The decisions are checked against the run's pending calls
+(``check_decisions``: exactly one fitting decision per call, else ``InvalidInput`` and nothing
+changes), then recorded with the run — in the store, before any decided call runs, while the
+session's lease is held so a second process deciding the same run gets a clear error. The run's
+state is rebuilt from the stored record alone (same code in the same process and in another):
+the committed history, then the paused reply; the engine completes the paused turn
+(``RunLoop._resume_paused``) and goes on as with any run. A decided call runs at most once: the
+journal marks it started before it runs and keeps its result (``agentloop.engine.call``). After a
+crash mid-continue, ``continue_run()`` without decisions finishes with the recorded ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agentloop.cancel import CancelToken
+from agentloop.errors import InvalidInput
+from agentloop.messages import Message, ToolResultPart
+from agentloop.pausing import Decision, PendingCall, check_decisions, decision_from_dict
+from agentloop.run import Run, Turn
+
+if TYPE_CHECKING:
+    from agentloop.engine.conversation import Conversation
+    from agentloop.engine.state import RunState
+
+__all__ = ["Resuming", "paused_record", "reopen_paused", "refuse_if_paused"]
+
+
+@dataclass(slots=True)
+class Resuming:
+    """What the loop needs to complete a paused turn: the turn, what ran, the decisions."""
+
+    turn: Turn
+    results: dict[str, ToolResultPart]
+    decisions: Mapping[str, Decision]
+
+
+def refuse_if_paused(session: Conversation[Any]) -> None:
+    """A new ``run()`` on a session whose last run is paused is ``InvalidInput``."""
+    runs = session._runs
+    if runs and runs[-1].pending:
+        run = runs[-1]
+        raise InvalidInput(
+            f"session {session.id!r} has a paused run ({run.id}) waiting on "
+            f"{len(run.pending)} pending call(s): answer them with "
+            "continue_run(decisions={call_id: Approve() | Deny() | Edit(...) | Answer(...)}) "
+            "before starting a new run"
+        )
+
+
+def paused_record(
+    state: RunState, pending: tuple[PendingCall, ...], budget: Mapping[str, Any] | None
+) -> None:
+    """Finalize's paused case on the run record: the paused turn kept beside its pending calls."""
+    run = state.run
+    turn = run.turns.pop()
+    reply = state.audit[-1]
+    run.paused_turn = {
+        "turn": turn.to_dict(),
+        "message": reply.to_dict(),
+        "results": Message.tool_results(turn.tool_results).to_dict() if turn.tool_results else None,
+        "budget": dict(budget) if budget is not None else None,
+    }
+    run.pending = pending
+    run.messages = list(state.audit[:-1])
+
+
+def reopen_paused(
+    session: Conversation[Any],
+    run: Run[Any],
+    decisions: object,
+    deps: Any,
+    cancels: tuple[CancelToken, ...],
+) -> RunState:
+    """The paused run's state with its decisions recorded, ready for the loop to continue."""
+    if session._active is not None:
+        raise InvalidInput(f"session {session.id!r} is already running")
+    recorder = session._recorder
+    durable = recorder.durable if recorder is not None else None
+    if durable is not None:
+        assert recorder is not None
+        recorder.claim()  # one process decides: another live one gets MemoryBackendError
+    try:
+        if durable is not None:  # what the store says now, not what this process read before
+            stored = durable.load_run(run.id)
+            if stored is not None:
+                run = _adopted(session, run, stored.run)
+        checked = _decisions(run, decisions)
+        at = session.agent.clock.time()
+        if not _recorded(run):
+            run.decisions.append(
+                {"at": at, "decisions": {k: d.to_dict() for k, d in checked.items()}}
+            )
+            if recorder is not None:
+                recorder.decided(run, session._history)  # before any decided call runs
+        return _state(session, run, checked, deps, cancels)
+    except BaseException:
+        if recorder is not None and durable is not None:
+            recorder.release()
+        raise
+
+
+def _adopted(session: Conversation[Any], mine: Run[Any], stored: Run[Any]) -> Run[Any]:
+    """The stored version of the run, replacing this process's copy in the session."""
+    if mine.to_dict() == stored.to_dict():
+        return mine
+    stored.session_id = session.id
+    for i, r in enumerate(session._runs):
+        if r.id == stored.id:
+            session._runs[i] = stored
+    return stored
+
+
+def _recorded(run: Run[Any]) -> bool:
+    """Whether the run's last decision set answers its pending calls (a crashed continue)."""
+    if not run.decisions:
+        return False
+    last = run.decisions[-1].get("decisions", {})
+    return all(p.id in last for p in run.pending)
+
+
+def _decisions(run: Run[Any], decisions: object) -> dict[str, Decision]:
+    """The decisions to apply: the given ones (checked), or those recorded before a crash."""
+    if not run.pending:
+        raise InvalidInput(
+            f"run {run.id} is not paused: continue_run(decisions=...) answers a paused run's "
+            "pending calls (run.pending)"
+        )
+    if _recorded(run):
+        if decisions is not None:
+            raise InvalidInput(
+                f"the pending calls of run {run.id} are already decided (decisions recorded "
+                "at the continue a crash cut off); call continue_run() without decisions to "
+                "finish with the recorded ones"
+            )
+        recorded = run.decisions[-1]["decisions"]
+        return {p.id: decision_from_dict(recorded[p.id]) for p in run.pending}
+    if decisions is None:
+        ids = ", ".join(repr(p.id) for p in run.pending)
+        raise InvalidInput(
+            f"run {run.id} is paused on {len(run.pending)} pending call(s) ({ids}): pass "
+            "continue_run(decisions={call_id: Approve() | Deny() | Edit(...) | Answer(...)})"
+        )
+    return check_decisions(run.pending, decisions)
+
+
+def _state(
+    session: Conversation[Any],
+    run: Run[Any],
+    decisions: dict[str, Decision],
+    deps: Any,
+    cancels: tuple[CancelToken, ...],
+) -> RunState:
+    paused = run.paused_turn or {}
+    try:
+        turn = Turn.from_dict(paused["turn"])
+        reply = Message.from_dict(paused["message"])
+        ran = paused.get("results")
+        results = [] if ran is None else list(Message.from_dict(ran).tool_results_parts)
+    except (KeyError, TypeError, ValueError, InvalidInput) as exc:
+        raise InvalidInput(f"run {run.id}: its paused turn is unreadable: {exc}") from exc
+    history = session._history
+    transcript = [*history, reply]
+    limits = session.safety.limits
+    limits.continue_run(run, paused.get("budget"))
+    audit = [*run.messages, reply]
+    run.turns.append(turn)
+    run.pending, run.paused_turn = (), None
+    run.stop_reason, run.output, run.ended_at = None, None, None
+    recorder = session._recorder
+    if recorder is not None:
+        recorder.continuing(run, len(audit) - 1)
+    journal = session._journal
+    if journal is not None and recorder is not None and recorder.durable is not None:
+        journal.start(run.id, recorder.durable.load_steps(run.id))
+    state = session._new_state(run, transcript, len(history), deps, cancels)
+    state.audit = audit
+    state.turn_index = turn.index
+    if state.turn_index and state.settings.tool_choice_once:
+        state.release_tool_choice()
+    state.resuming = Resuming(turn, {r.call_id: r for r in results}, decisions)
+    session._bus.turn = state.turn_index
+    return state
