@@ -180,6 +180,36 @@ async def test_a_timed_out_call_cancels_the_question(tmp_path: Path) -> None:
     assert (tmp_path / "cancelled").exists()
 
 
+async def test_a_question_the_server_keeps_is_declined_when_no_call_waits(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    async def waits(request: ElicitationRequest) -> ElicitationAnswer:
+        seen.append("asked")
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+        return GOOD
+
+    server = eliciting(tmp_path, waits)
+    model = ScriptedModel([call("ask_stubbornly", {}), reply("done")])
+    async with Agent(model, tools=[server], config=RunConfig(tool_timeout=1.0)) as agent:
+        run = await agent.run("ask")
+        assert results(run) == [("Tool 'ask_stubbornly' timed out after 1s", True)]
+        assert seen == ["asked", "cancelled"]
+        assert await eventually(lambda: (tmp_path / "stubborn-decline").exists())
+
+
+async def eventually(check: Callable[[], bool], seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
 async def test_a_sync_callback_past_the_timeout_is_abandoned(tmp_path: Path) -> None:
     release = threading.Event()
 

@@ -2,8 +2,9 @@
 
 stdio by default, streamable HTTP with ``--http PORT``. ``book`` asks a form question and says
 what came back; ``ask_forever`` asks and leaves marks in ``MARKER_DIR`` (env): ``asking`` once
-the question is out, ``cancelled`` when the client cancelled the call; ``capabilities`` says
-whether the client advertised elicitation; ``open_page`` asks in URL mode.
+the question is out, ``cancelled`` when the client cancelled the call; ``ask_stubbornly`` does
+not withdraw its question when cancelled (``stubborn-<action>`` once answered);
+``capabilities`` says whether the client advertised elicitation; ``open_page`` asks in URL mode.
 """
 
 from __future__ import annotations
@@ -48,6 +49,15 @@ async def ask_forever(ctx: Context) -> str:
     except anyio.get_cancelled_exc_class():
         (MARKERS / "cancelled").write_text("cancelled")
         raise
+    return f"answered: {answer.action}"
+
+
+@server.tool()
+async def ask_stubbornly(ctx: Context) -> str:
+    """Ask, and keep asking when the client cancels the call (the question is not withdrawn)."""
+    with anyio.CancelScope(shield=True):
+        answer = await ctx.elicit("Are you sure?", schema=Booking)
+    (MARKERS / f"stubborn-{answer.action}").write_text(answer.action)
     return f"answered: {answer.action}"
 
 

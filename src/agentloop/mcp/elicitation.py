@@ -11,8 +11,9 @@ here, where it leaves the process, and every doubt is a decline (fail closed)::
     returns None                                  decline
     raises, returns something not a mapping,      decline, logged at WARNING on the
       or a mapping the schema refuses               ``agentloop`` logger with the server's name
-    is cancelled (the tool call timed out,        nothing more: the request goes with the call
-      the run was cancelled, the server stopped)
+    is cancelled (the tool call timed out,        nothing more if the server withdrew its
+      the run was cancelled, the server stopped)    question; else decline, once no tool call
+                                                    of this server is in flight
     (there is no callback)                        decline; the client does not advertise
                                                   elicitation, as the SDK does without one
     (the server asks in URL mode)                 decline: the callback answers forms only
@@ -25,9 +26,11 @@ validator as tool arguments: a ``$ref`` is never fetched and patterns run under 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -74,6 +77,25 @@ class Elicitor:
     def __init__(self, server: str, callback: Elicitation | None) -> None:
         self.server = server
         self.callback = callback
+        self._calls = 0  # tool calls in flight on this connection
+        self._asking: set[asyncio.Task[object]] = set()
+
+    @contextlib.contextmanager
+    def during_call(self) -> Iterator[None]:
+        """Mark a tool call in flight; when none is left, no question is worth an answer.
+
+        A server that withdraws its question when its call is cancelled (the SDK's servers
+        do) cancels the callback itself; for one that does not, the end of the last call in
+        flight does, so a timed-out call never leaves a callback waiting.
+        """
+        self._calls += 1
+        try:
+            yield
+        finally:
+            self._calls -= 1
+            if self._calls == 0:
+                for task in list(self._asking):
+                    task.cancel()
 
     @property
     def advertised(self) -> bool:
@@ -96,8 +118,16 @@ class Elicitor:
             return _DECLINE
         schema = dict(params.requested_schema)
         request = ElicitationRequest(self.server, params.message, schema)
+        asking = asyncio.ensure_future(self._ask(self.callback, request))
+        self._asking.add(asking)
+        asking.add_done_callback(self._asking.discard)
         try:
-            answer = await self._ask(self.callback, request)
+            answer = await asking  # cancelling us (the server withdrew) cancels it too
+        except asyncio.CancelledError:
+            if _cancelled_from_outside():
+                raise
+            logger.info("tool server %r asked for input; withdrawn: no call waits", self.server)
+            return _DECLINE
         except Exception:
             self._warn("the elicitation callback raised", exc_info=True)
             return _DECLINE
@@ -139,6 +169,12 @@ class Elicitor:
         logger.warning(
             "tool server %r asked for input; declined: %s", self.server, why, exc_info=exc_info
         )
+
+
+def _cancelled_from_outside() -> bool:
+    """Whether the running task itself is being cancelled (not only the task it awaited)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _is_async(callback: object) -> bool:

@@ -244,7 +244,8 @@ class MCPServer:
         except StartFailed as failed:
             raise ToolError(self._unavailable(failed.why), sick=True) from None
         try:
-            result = await cancellable(conn.session().call_tool(remote, dict(arguments)))
+            with conn.elicitor.during_call():
+                result = await cancellable(conn.session().call_tool(remote, dict(arguments)))
         except MCPError as exc:
             if exc.data == INVALID_RESULT:
                 text = f"tool server '{self.name}' sent an invalid result: {exc.message}"
