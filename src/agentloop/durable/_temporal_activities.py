@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import pickle
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Coroutine, Mapping
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from temporalio import workflow
+from temporalio import activity, workflow
 from temporalio.client import WorkflowFailureError
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -43,6 +43,7 @@ __all__ = [
     "ActivityTools",
     "Activities",
     "failure",
+    "heartbeating",
     "model_call",
     "restored",
     "tool_call",
@@ -100,11 +101,14 @@ def restored(error: BaseException) -> BaseException:
 class Activities:
     """The activity names and options one ``TemporalAgent``'s workflow calls."""
 
-    def __init__(self, name: str, timeout: timedelta, retry: RetryPolicy) -> None:
+    def __init__(
+        self, name: str, timeout: timedelta, retry: RetryPolicy, heartbeat: timedelta
+    ) -> None:
         self.model = f"agentloop.{name}.model"
         self.tool = f"agentloop.{name}.tool"
         self.timeout = timeout
         self.retry = retry
+        self.heartbeat = heartbeat
 
     async def execute(self, activity_name: str, payload: bytes) -> Any:
         """Run an activity from the workflow; its failure raised as the exception it carries."""
@@ -113,6 +117,7 @@ class Activities:
                 activity_name,
                 payload,
                 start_to_close_timeout=self.timeout,
+                heartbeat_timeout=self.heartbeat,
                 retry_policy=self.retry,
                 result_type=bytes,
             )
@@ -181,6 +186,26 @@ class ActivityTools(ToolsView):
 
 
 # -- the activities: what runs in the worker ---------------------------------------------------
+
+
+async def heartbeating(work: Coroutine[Any, Any, bytes], every: float) -> bytes:
+    """``work``'s result, telling Temporal every ``every`` seconds that this worker is alive.
+
+    A worker that dies stops heartbeating, so Temporal retries its activity elsewhere after the
+    heartbeat timeout instead of the whole ``start_to_close_timeout``; the heartbeats also
+    carry a workflow's cancellation into the activity (``work`` is cancelled).
+    """
+    task = asyncio.ensure_future(work)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=every)
+            if done:
+                return task.result()
+            activity.heartbeat()
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.wait({task})
 
 
 async def model_call(client: ModelClient, payload: bytes) -> bytes:

@@ -55,6 +55,7 @@ from agentloop.durable._temporal_activities import (
     ActivityClient,
     ActivityTools,
     failure,
+    heartbeating,
     model_call,
     restored,
     tool_call,
@@ -66,13 +67,24 @@ from agentloop.run import OutputT, Run
 from agentloop.safety.breaker import ToolBreakers
 from agentloop.safety.budget import BudgetGate
 
-__all__ = ["ActivityClient", "ActivityTools", "TemporalAgent", "TemporalRun", "failure", "restored"]
+__all__ = [
+    "HEARTBEAT_TIMEOUT",
+    "ActivityClient",
+    "ActivityTools",
+    "TemporalAgent",
+    "TemporalRun",
+    "failure",
+    "restored",
+]
 
 
 # -- the workflow and the agent ---------------------------------------------------------------
 
 WORKFLOW = "agentloop.run"
 """The workflow type of every ``TemporalAgent``; its first argument names the agent."""
+
+HEARTBEAT_TIMEOUT = timedelta(seconds=30)
+"""How long Temporal waits for a running activity's heartbeat before retrying it elsewhere."""
 
 _AGENTS: dict[str, TemporalAgent[Any]] = {}
 """The ``TemporalAgent``s of this process by name: what a workflow task runs."""
@@ -117,6 +129,21 @@ class TemporalRun(Generic[OutputT]):
             raise MemoryBackendError(f"Temporal workflow {self.workflow_id}: {exc}") from exc
         return run
 
+    async def status(self) -> str:
+        """The workflow's status as Temporal names it (``RUNNING``, ``COMPLETED``, ...).
+
+        One of ``RUNNING``, ``COMPLETED``, ``FAILED``, ``CANCELED``, ``TERMINATED``,
+        ``CONTINUED_AS_NEW``, ``TIMED_OUT``.
+
+        Raises:
+            MemoryBackendError: The Temporal service failed, or knows no such workflow.
+        """
+        try:
+            described = await self.handle.describe()
+        except RPCError as exc:
+            raise MemoryBackendError(f"Temporal workflow {self.workflow_id}: {exc}") from exc
+        return described.status.name if described.status is not None else "UNKNOWN"
+
     async def cancel(self) -> None:
         """Ask Temporal to cancel the workflow: the run ends as ``Cancelled``."""
         await self.handle.cancel()
@@ -130,7 +157,9 @@ class TemporalAgent(Generic[OutputT]):
     ``temporalio.worker.Worker``). Each run is a fresh conversation of ``agent``: its client,
     tools, prompt, config, hooks and observers, not its history or store (Temporal's history
     is the record). Activities time out after ``activity_timeout`` and retry per
-    ``retry_policy`` (default: 3 attempts), except on errors that are not recoverable.
+    ``retry_policy`` (default: 3 attempts), except on errors that are not recoverable. They
+    heartbeat every third of ``heartbeat_timeout``: an activity of a worker that died is
+    retried on another after ``heartbeat_timeout`` (default 30 s), not ``activity_timeout``.
     """
 
     def __init__(
@@ -140,29 +169,38 @@ class TemporalAgent(Generic[OutputT]):
         name: str,
         task_queue: str | None = None,
         activity_timeout: timedelta = timedelta(minutes=5),
+        heartbeat_timeout: timedelta = HEARTBEAT_TIMEOUT,
         retry_policy: RetryPolicy | None = None,
     ) -> None:
         checked_wrap("TemporalAgent", agent, name)
+        if not isinstance(heartbeat_timeout, timedelta) or heartbeat_timeout <= timedelta(0):
+            raise ConfigurationError(
+                "heartbeat_timeout is a positive timedelta", field="heartbeat_timeout"
+            )
         self.agent = agent
         self.name = name
         self.task_queue = task_queue or f"agentloop.{name}"
         _AGENTS[name] = self
         self._activities = Activities(
-            name, activity_timeout, retry_policy or RetryPolicy(maximum_attempts=3)
+            name,
+            activity_timeout,
+            retry_policy or RetryPolicy(maximum_attempts=3),
+            heartbeat_timeout,
         )
         self.workflow: type = AgentLoopWorkflow
         self.activities: Sequence[Any] = self._define_activities()
 
     def _define_activities(self) -> list[Any]:
         agent = self.agent
+        every = self._activities.heartbeat.total_seconds() / 3
 
         @activity.defn(name=self._activities.model)
         async def model(payload: bytes) -> bytes:
-            return await model_call(agent.client, payload)
+            return await heartbeating(model_call(agent.client, payload), every)
 
         @activity.defn(name=self._activities.tool)
         async def tool(payload: bytes) -> bytes:
-            return await tool_call(agent.registry, payload)
+            return await heartbeating(tool_call(agent.registry, payload), every)
 
         return [model, tool]
 
@@ -199,6 +237,13 @@ class TemporalAgent(Generic[OutputT]):
         except RPCError as exc:
             raise MemoryBackendError(f"Temporal could not start the run: {exc}") from exc
         return TemporalRun(handle)
+
+    def get_run(self, workflow_id: str, *, client: Client) -> TemporalRun[OutputT]:
+        """The run of ``workflow_id``, started by any process: its ``result`` and ``status``.
+
+        Nothing is asked of Temporal until one of them is awaited.
+        """
+        return TemporalRun(client.get_workflow_handle(workflow_id, result_type=bytes))
 
     async def _execute(self, input: str, deps: Any) -> bytes:
         """The workflow's body: a fresh conversation whose model and tool calls are activities."""

@@ -1,0 +1,70 @@
+"""A Temporal test's worker process: the ``heartbeat`` agent's worker until ``STOP`` exists.
+
+Its tool ``work`` appends ``start KEY`` to ``EFFECTS``, SIGKILLs the process when ``KILL`` names
+the key, then appends ``done KEY``. The worker touches ``READY`` once it polls. ``HEARTBEAT`` is
+the agent's heartbeat timeout in seconds. Argument: the dev server's address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client
+
+from agentloop import Agent, tool
+from agentloop.durable.temporal import TemporalAgent
+from agentloop.model import ModelRequest
+from agentloop.testing import FunctionModel, call
+
+KEYS = ["a", "b"]
+
+
+@tool
+def work(key: str) -> str:
+    """Do one unit of work with a side effect, in two halves."""
+    effects = Path(os.environ["EFFECTS"])
+    with effects.open("a") as out:
+        out.write(f"start {key}\n")
+    if os.environ.get("KILL") == key:
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(0.2)
+    with effects.open("a") as out:
+        out.write(f"done {key}\n")
+    return f"did {key}"
+
+
+def plan(request: ModelRequest) -> Any:
+    """One ``work`` call a turn, in the order of ``KEYS``; then ``done``."""
+    done = sum(1 for m in request.messages if m.role == "tool")
+    return [call("work", {"key": KEYS[done]})] if done < len(KEYS) else "done"
+
+
+def build() -> TemporalAgent[str | None]:
+    heartbeat = timedelta(seconds=float(os.environ.get("HEARTBEAT", "30")))
+    agent = Agent(FunctionModel(plan), tools=[work])
+    return TemporalAgent(agent, name="heartbeat", heartbeat_timeout=heartbeat)
+
+
+async def main(address: str) -> None:
+    durable = build()
+    client = await Client.connect(address)
+    async with durable.worker(client):
+        await asyncio.to_thread(_ready_until_stopped)
+    os._exit(0)
+
+
+def _ready_until_stopped() -> None:
+    Path(os.environ["READY"]).touch()
+    while not Path(os.environ["STOP"]).exists():
+        time.sleep(0.05)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1]))
