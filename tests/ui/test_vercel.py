@@ -299,3 +299,35 @@ async def test_a_new_chat_is_seeded_from_the_clients_messages() -> None:
     assert sent[1]["tool_calls"][0]["id"] == "call_9" and sent[2]["content"] == "2"
     assert sent[3]["content"] == "Hello Ada." and sent[4]["content"] == "Who am I?"
     assert raw.endswith("data: [DONE]\n\n")
+
+
+async def test_the_wire_streams_tool_arguments_before_the_call_runs() -> None:
+    """The raw SSE: the protocol's header, chunk order, and ``[DONE]`` last."""
+    script = [FakeReply(tool_calls=[FakeToolCall("add", {"a": 20, "b": 22})]), FakeReply("42")]
+    async with app_over(script, [add]) as (url, _, _sessions):
+        import aiohttp
+
+        async with aiohttp.ClientSession() as http:
+            body = {
+                "id": "raw",
+                "messages": [
+                    {"id": "u", "role": "user", "parts": [{"type": "text", "text": "20 + 22"}]}
+                ],
+                "trigger": "submit-message",
+            }
+            async with http.post(url, json=body) as response:
+                assert response.headers["content-type"].startswith("text/event-stream")
+                assert response.headers["x-vercel-ai-ui-message-stream"] == "v1"
+                raw = await response.text()
+    events = [e.removeprefix("data: ") for e in raw.split("\n\n") if e]
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    kinds = [c["type"] for c in chunks if c["type"] != "data-agentloop"]
+    assert kinds[:2] == ["start", "start-step"]
+    first = kinds.index("tool-input-start")
+    assert kinds[first + 1] == "tool-input-delta"
+    deltas = "".join(c["inputTextDelta"] for c in chunks if c["type"] == "tool-input-delta")
+    assert json.loads(deltas) == {"a": 20, "b": 22}
+    order = ["tool-input-start", "tool-input-available", "tool-output-available", "finish-step"]
+    assert [k for k in kinds if k in order] == [*order, "finish-step"]
+    assert kinds[-1] == "finish" and chunks[-1]["finishReason"] == "stop"

@@ -331,3 +331,21 @@ async def test_a_whole_run_maps_to_the_protocols_order() -> None:
     wire = encode(out).decode()
     assert wire.count("data: ") == len(out) and wire.endswith("\n\n")
     assert all(json.loads(line[6:]) for line in wire.split("\n\n") if line)
+
+
+def test_chunks_written_by_hand_are_the_same_json() -> None:
+    """``encode`` writes the chunks of every turn directly: they must parse to what was given."""
+    given: list[dict[str, Any]] = [
+        {"type": "text-delta", "id": 't"1', "delta": 'héllo "x"\n\u2028\\'},
+        {"type": "reasoning-delta", "id": "r", "delta": "\x00\x1f"},
+        {"type": "tool-input-delta", "toolCallId": "k", "inputTextDelta": '{"a":'},
+        {"type": "start-step"},
+        {"type": "finish-step"},
+        {"type": "tool-input-start", "toolCallId": "k", "toolName": 'n"'},
+        {"type": "tool-input-available", "toolCallId": "k", "toolName": "n", "input": {"a": ["é"]}},
+        {"type": "tool-output-available", "toolCallId": "k", "output": 'x"y'},
+        {"type": "tool-output-available", "toolCallId": "k", "output": {"z": 1}},
+        {"type": "start", "messageId": "m"},
+    ]
+    wire = encode(given).decode()
+    assert [json.loads(e.removeprefix("data: ")) for e in wire.split("\n\n") if e] == given

@@ -175,8 +175,12 @@ class Chunks:
         return [{"type": "reset-step"}]
 
     def _call_delta(self, event: ToolCallDelta) -> list[Chunk]:
-        out = self._close()
         call = self._calls.get(event.index)
+        if call is not None and call.id in self._announced and event.arguments_delta:
+            text = event.arguments_delta  # the common case: one more piece of a known call
+            delta = {"type": "tool-input-delta", "toolCallId": call.id, "inputTextDelta": text}
+            return [delta] if self._text is self._reasoning is None else [*self._close(), delta]
+        out = self._close()
         if call is None:
             call = self._calls[event.index] = _Call()
         call.name = call.name or event.name

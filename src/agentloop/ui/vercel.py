@@ -168,7 +168,9 @@ class VercelAIApp:
             stream = session.stream(run_input(chat.last), deps=deps)
             return stream, Chunks(f"msg-{secrets.token_hex(12)}")
         decisions = _decisions(session, chat)
-        denied = [k for k, d in decisions.items() if isinstance(d, Deny)]
+        run = session.current_run
+        approvals = {p.id for p in run.pending if p.kind == "approval"} if run else set()
+        denied = [k for k, d in decisions.items() if isinstance(d, Deny) and k in approvals]
         stream = session.continue_stream(decisions=decisions, deps=deps)
         return stream, Chunks(chat.last.id or f"msg-{secrets.token_hex(12)}", denied=denied)
 
@@ -252,14 +254,58 @@ async def _lifespan(receive: Receive, send: Send) -> None:
 _DONE = b"data: [DONE]\n\n"
 
 
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+_STR: Callable[[str], str] = json.encoder.encode_basestring
+
+
+def _delta(c: Chunk) -> str:
+    return f'{{"type":"{c["type"]}","id":{_STR(c["id"])},"delta":{_STR(c["delta"])}}}'
+
+
+def _input_delta(c: Chunk) -> str:
+    call, text = _STR(c["toolCallId"]), _STR(c["inputTextDelta"])
+    return f'{{"type":"tool-input-delta","toolCallId":{call},"inputTextDelta":{text}}}'
+
+
+def _input_start(c: Chunk) -> str:
+    call, name = _STR(c["toolCallId"]), _STR(c["toolName"])
+    return f'{{"type":"tool-input-start","toolCallId":{call},"toolName":{name}}}'
+
+
+def _input_available(c: Chunk) -> str:
+    call, name, given = _STR(c["toolCallId"]), _STR(c["toolName"]), _JSON(c["input"])
+    return (
+        f'{{"type":"tool-input-available","toolCallId":{call},"toolName":{name},"input":{given}}}'
+    )
+
+
+def _output(c: Chunk) -> str:
+    output = c["output"]
+    text = _STR(output) if type(output) is str else _JSON(output)
+    return (
+        f'{{"type":"tool-output-available","toolCallId":{_STR(c["toolCallId"])},"output":{text}}}'
+    )
+
+
+_BY_HAND: dict[str, Callable[[Chunk], str]] = {  # the chunks of every turn, written directly
+    "text-delta": _delta,
+    "reasoning-delta": _delta,
+    "tool-input-delta": _input_delta,
+    "tool-input-start": _input_start,
+    "tool-input-available": _input_available,
+    "tool-output-available": _output,
+    "start-step": lambda c: '{"type":"start-step"}',
+    "finish-step": lambda c: '{"type":"finish-step"}',
+}
+
+
 def encode(chunks: list[Chunk]) -> bytes:
     """Chunks as server-sent events: ``data: <json>`` and a blank line each."""
-    return b"".join(
-        b"data: "
-        + json.dumps(c, ensure_ascii=False, separators=(",", ":"), default=str).encode()
-        + b"\n\n"
-        for c in chunks
-    )
+    lines = []
+    for c in chunks:
+        by_hand = _BY_HAND.get(c["type"])
+        lines.append(f"data: {by_hand(c) if by_hand else _JSON(c)}\n\n")
+    return "".join(lines).encode()
 
 
 class _ChunkStream:
