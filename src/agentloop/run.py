@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeAlias
 
@@ -20,7 +20,11 @@ import pydantic_core
 from typing_extensions import TypeVar
 
 from agentloop import errors
-from agentloop._util.numbers import is_finite
+from agentloop._util.records import as_object as _object
+from agentloop._util.records import at_path as _at
+from agentloop._util.records import bad_kind as _bad
+from agentloop._util.records import checked_field as _field
+from agentloop._util.records import each_of as _each
 from agentloop.errors import (
     AgentLoopError,
     AttemptRecord,
@@ -316,66 +320,6 @@ def error_from_dict(data: Mapping[str, Any]) -> AgentLoopError:
 
 
 # -- reading records back: every field checked, every failure naming its path -----------------
-
-_REQUIRED: Any = object()
-
-
-_KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "str": (lambda v: isinstance(v, str), "a string"),
-    "int": (lambda v: type(v) is int, "an integer"),
-    "count": (lambda v: type(v) is int and v >= 0, "a non-negative integer"),
-    "number": (is_finite, "a finite number"),
-    "bool": (lambda v: isinstance(v, bool), "true or false"),
-    "list": (lambda v: isinstance(v, list | tuple), "an array"),
-    "object": (lambda v: isinstance(v, Mapping), "an object"),
-}
-
-_JSON_KINDS = {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
-               int: "an integer", float: "a number"}  # fmt: skip
-
-
-def _at(path: str, key: str | int) -> str:
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    return f"{path}.{key}" if path else key
-
-
-def _bad(path: str, expected: str, value: object) -> InvalidInput:
-    got = "null" if value is None else _JSON_KINDS.get(type(value), type(value).__name__)
-    return InvalidInput(
-        f"{path}: expected {expected}, got {got}" if path else f"expected {expected}, got {got}"
-    )
-
-
-def _object(value: object, path: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise _bad(path, "an object", value)
-    return value
-
-
-def _field(
-    data: Mapping[str, Any], key: str, path: str, kind: str, *, default: Any = _REQUIRED
-) -> Any:
-    """``data[key]`` checked to be of ``kind``; a ``default`` also stands in for null."""
-    value = data.get(key)
-    if value is None and default is not _REQUIRED:
-        return default
-    check, expected = _KINDS[kind]
-    if value is None and key not in data:
-        raise InvalidInput(f"{_at(path, key)}: missing")
-    if not check(value):
-        raise _bad(_at(path, key), expected, value)
-    return value
-
-
-def _each(
-    data: Mapping[str, Any], key: str, path: str, read: Callable[[Any, str], Any]
-) -> list[Any]:
-    where = _at(path, key)
-    return [
-        read(item, _at(where, i))
-        for i, item in enumerate(_field(data, key, path, "list", default=()))
-    ]
 
 
 def _usage(data: Mapping[str, Any], path: str) -> Usage:

@@ -136,9 +136,13 @@ class Conversation(Generic[OutputT]):
                 "(give each concurrent conversation its own: agent.session())"
             )
         if self._runs and self._runs[-1].pending:
-            from agentloop.engine.pause import refuse_if_paused
-
-            refuse_if_paused(self)
+            paused = self._runs[-1]
+            raise InvalidInput(
+                f"session {self.id!r} has a paused run ({paused.id}) waiting on "
+                f"{len(paused.pending)} pending call(s): answer them with "
+                "continue_run(decisions={call_id: Approve() | Deny() | Edit(...) | Answer(...)}) "
+                "before starting a new run"
+            )
         clock = self.agent.clock
         run: Run[Any] = Run(
             id=clock.new_id(), input=input, started_at=clock.time(), session_id=self.id

@@ -26,10 +26,14 @@ from agentloop.engine.instructions import evaluate
 from agentloop.engine.output import (
     ACCEPTED_TEXT,
     CALL_FINAL_RESULT_TEXT,
+    CUT_CALL_TEXT,
     FINAL_RESULT,
     NOT_EXECUTED_TEXT,
     TRUNCATED_TEXT,
     InvalidOutput,
+)
+from agentloop.engine.output import (
+    cut_calls as _cut_calls,
 )
 from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import RunState
@@ -45,7 +49,7 @@ from agentloop.errors import (
 )
 from agentloop.hooks import Hook, overrides
 from agentloop.messages import Message, ThinkingPart, ToolCallPart, ToolResultPart, Usage
-from agentloop.model import INVALID_JSON_KEY, ModelRequest, ModelResponse
+from agentloop.model import ModelRequest, ModelResponse
 from agentloop.pausing import PendingCall
 from agentloop.run import TRUNCATION_REASONS, Run, RunContext, Turn
 from agentloop.safety.redact import redact_secrets
@@ -60,11 +64,6 @@ logger = logging.getLogger("agentloop")
 
 _CANNOT_FIT = (ContextExceeded, CompactionStalled, ContextLengthExceeded)
 _NONE: Mapping[str, str] = MappingProxyType({})
-
-CUT_CALL_TEXT = (
-    "tool call '{name}' was cut off at the output token limit and did not run; make it smaller"
-)
-"""What the model reads for a tool call its reply was cut off in the middle of (SPEC 16)."""
 
 
 class _Paused(Exception):
@@ -152,7 +151,9 @@ class RunLoop:
         """The turns until an answer, or until a dispatch leaves calls pending (a pause)."""
         try:
             if self.state.resuming is not None:
-                await self._resume_paused()
+                from agentloop.engine.pause import complete_paused_turn
+
+                await complete_paused_turn(self.session, self.state)
             await self._each_turn()
         except _Paused:
             return
@@ -187,34 +188,6 @@ class RunLoop:
             if done:
                 return
             state.turn_index += 1
-
-    async def _resume_paused(self) -> None:
-        """Complete a continued run's paused turn: the decided calls, then the turn's end."""
-        session, state = self.session, self.state
-        resuming = state.resuming
-        turn, ran = resuming.turn, resuming.results
-        from agentloop.engine.call import CallPipeline
-
-        results: list[ToolResultPart] = []
-        for call in turn.tool_calls:
-            result = ran.get(call.id)
-            if result is None:
-                state.check_cancel()
-                decision = resuming.decisions[call.id]
-                done = await CallPipeline(session._dispatcher, state, call, decision).run()
-                assert isinstance(done, ToolResultPart)
-                result = done
-            results.append(result)
-        state.resuming = None
-        turn.tool_results = results
-        state.append(Message.tool_results(results))
-        state.complete_turn()
-        if session._recorder is not None:
-            session._recorder.turn_completed(state.run, state.audit)
-        session.safety.limits.turn_done()
-        if session._bus.active:
-            session._bus.emit(ev.TurnFinished(state.run.id, turn))
-        state.turn_index += 1
 
     async def _model_step(self) -> ModelResponse | None:
         """One model call; None when a context rejection sends the turn back for compaction."""
@@ -493,22 +466,6 @@ class RunLoop:
 def _thinking_text(message: Message) -> str:
     """The readable reasoning of a reply ("" without any)."""
     return "".join(p.text for p in message.parts if type(p) is ThinkingPart)
-
-
-def _cut_calls(response: ModelResponse) -> Mapping[str, str]:
-    """The calls a reply cut at the output limit left unfinished, each with its soft text.
-
-    A call is cut when the reply stopped at the limit (``TRUNCATION_REASONS``) and its arguments
-    never became a JSON object (the adapter kept the raw text under ``INVALID_JSON_KEY``). It
-    never runs; the model reads ``CUT_CALL_TEXT`` and the run goes on (SPEC 16).
-    """
-    if response.stop_reason not in TRUNCATION_REASONS:
-        return _NONE
-    return {
-        c.id: CUT_CALL_TEXT.format(name=c.name)
-        for c in response.tool_calls
-        if INVALID_JSON_KEY in c.arguments
-    }
 
 
 def _run_guard(session: Conversation[Any], state: RunState) -> RunGuard | None:

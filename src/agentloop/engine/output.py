@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
@@ -28,15 +29,18 @@ from agentloop._schema import format_problems
 from agentloop.engine.invoke import said
 from agentloop.errors import ConfigurationError
 from agentloop.messages import MAX_ARGUMENT_DEPTH, _too_deep
-from agentloop.model import INVALID_JSON_KEY, OutputSpec, ToolSpec
+from agentloop.model import INVALID_JSON_KEY, ModelResponse, OutputSpec, ToolSpec
+from agentloop.run import TRUNCATION_REASONS
 
 __all__ = [
+    "CUT_CALL_TEXT",
     "FINAL_RESULT",
     "NOT_EXECUTED_TEXT",
     "TRUNCATED_TEXT",
     "InvalidOutput",
     "OutputMode",
     "OutputType",
+    "cut_calls",
 ]
 
 T = TypeVar("T")
@@ -168,3 +172,28 @@ def _unfenced(text: str) -> str:
 def _schema_name(name: str) -> str:
     cleaned = "".join(c if c.isalnum() or c in "_-" else "_" for c in name)
     return cleaned[:64] or "output"
+
+
+CUT_CALL_TEXT = (
+    "tool call '{name}' was cut off at the output token limit and did not run; make it smaller"
+)
+"""What the model reads for a tool call its reply was cut off in the middle of (SPEC 16)."""
+
+
+def cut_calls(response: ModelResponse) -> Mapping[str, str]:
+    """The calls a reply cut at the output limit left unfinished, each with its soft text.
+
+    A call is cut when the reply stopped at the limit (``TRUNCATION_REASONS``) and its arguments
+    never became a JSON object (the adapter kept the raw text under ``INVALID_JSON_KEY``). It
+    never runs; the model reads ``CUT_CALL_TEXT`` and the run goes on (SPEC 16).
+    """
+    if response.stop_reason not in TRUNCATION_REASONS:
+        return _NO_CUTS
+    return {
+        c.id: CUT_CALL_TEXT.format(name=c.name)
+        for c in response.tool_calls
+        if INVALID_JSON_KEY in c.arguments
+    }
+
+
+_NO_CUTS: Mapping[str, str] = MappingProxyType({})

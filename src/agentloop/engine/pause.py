@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentloop import events as ev
 from agentloop.cancel import CancelToken
 from agentloop.errors import InvalidInput
 from agentloop.messages import Message, ToolResultPart
@@ -33,7 +34,12 @@ if TYPE_CHECKING:
     from agentloop.engine.conversation import Conversation
     from agentloop.engine.state import RunState
 
-__all__ = ["Resuming", "paused_record", "reopen_paused", "refuse_if_paused"]
+__all__ = [
+    "Resuming",
+    "complete_paused_turn",
+    "paused_record",
+    "reopen_paused",
+]
 
 
 @dataclass(slots=True)
@@ -43,19 +49,6 @@ class Resuming:
     turn: Turn
     results: dict[str, ToolResultPart]
     decisions: Mapping[str, Decision]
-
-
-def refuse_if_paused(session: Conversation[Any]) -> None:
-    """A new ``run()`` on a session whose last run is paused is ``InvalidInput``."""
-    runs = session._runs
-    if runs and runs[-1].pending:
-        run = runs[-1]
-        raise InvalidInput(
-            f"session {session.id!r} has a paused run ({run.id}) waiting on "
-            f"{len(run.pending)} pending call(s): answer them with "
-            "continue_run(decisions={call_id: Approve() | Deny() | Edit(...) | Answer(...)}) "
-            "before starting a new run"
-        )
 
 
 def paused_record(
@@ -191,3 +184,31 @@ def _state(
     state.resuming = Resuming(turn, {r.call_id: r for r in results}, decisions)
     session._bus.turn = state.turn_index
     return state
+
+
+async def complete_paused_turn(session: Conversation[Any], state: RunState) -> None:
+    """Complete a continued run's paused turn: the decided calls, then the turn's end."""
+    resuming = state.resuming
+    turn, ran = resuming.turn, resuming.results
+    from agentloop.engine.call import CallPipeline
+
+    results: list[ToolResultPart] = []
+    for call in turn.tool_calls:
+        result = ran.get(call.id)
+        if result is None:
+            state.check_cancel()
+            decision = resuming.decisions[call.id]
+            done = await CallPipeline(session._dispatcher, state, call, decision).run()
+            assert isinstance(done, ToolResultPart)
+            result = done
+        results.append(result)
+    state.resuming = None
+    turn.tool_results = results
+    state.append(Message.tool_results(results))
+    state.complete_turn()
+    if session._recorder is not None:
+        session._recorder.turn_completed(state.run, state.audit)
+    session.safety.limits.turn_done()
+    if session._bus.active:
+        session._bus.emit(ev.TurnFinished(state.run.id, turn))
+    state.turn_index += 1
