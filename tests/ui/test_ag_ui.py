@@ -461,3 +461,35 @@ def test_approve_is_the_decision_an_approved_payload_makes() -> None:
 
     entry = ResumeEntry(interrupt_id="c", status="resolved", payload={"approved": True})
     assert decisions(pending, [entry]) == {"c": Approve()}
+
+
+async def test_every_frame_is_the_official_encoders_json() -> None:
+    from ag_ui import core
+    from ag_ui.encoder import EventEncoder
+    from pydantic import TypeAdapter
+
+    from agentloop.ui._ag_ui_events import AGUIEvents
+
+    tricky = 'naïve "quotes" \\ back\nslash, emoji 🎉, \u2028 and \x01'
+    model = ScriptedModel([[tricky, scripted_call("add", {"a": 1, "b": tricky})], tricky])
+    agent = Agent(model, tools=[add])
+    out = AGUIEvents("t", "r")
+    text = ""
+    async with agent.stream("go") as events:
+        async for event in events:
+            text += out.feed(event)
+            if type(event).__name__ == "RunFinished":
+                text += out.finish(event.run)  # type: ignore[attr-defined]
+    adapter: TypeAdapter[Any] = TypeAdapter(core.Event)
+    encoder = EventEncoder()
+    frames = [f for f in text.split("\n\n") if f]
+    assert all(f.startswith("data: ") for f in frames)
+    for frame in frames:
+        sent = json.loads(frame[len("data: ") :])
+        official = encoder.encode(adapter.validate_python(sent))
+        assert json.loads(official[len("data: ") :]) == sent
+    said = [json.loads(f[6:]) for f in frames]
+    deltas = "".join(e["delta"] for e in said if e["type"] == "TEXT_MESSAGE_CONTENT")
+    assert deltas == tricky * 2
+    args = "".join(e["delta"] for e in said if e["type"] == "TOOL_CALL_ARGS")
+    assert json.loads(args) == {"a": 1, "b": tricky}

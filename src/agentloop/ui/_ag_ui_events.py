@@ -24,6 +24,13 @@ AG-UI 1.0 events each becomes (the official ``ag_ui.core`` models); ``finish(run
                                  ``metadata.agentloop``: ``error``, ``phase``, ``request_sent``,
                                  ``status_code``, ``recoverable`` (those the error has)
 
+Every frame is the official model's, encoded by ``EventEncoder``; the frequent ones are not
+rebuilt each time. A fragment (TEXT_MESSAGE_CONTENT, REASONING_MESSAGE_CONTENT, TOOL_CALL_ARGS:
+most of a run's events) is put into its message's frame, encoded once around a marker; the
+events of every message, call and turn (starts, ends, results) are quoted into a template of
+their shape (``framed``). The JSON is the encoder's, as ``json.dumps`` quotes strings
+(non-ASCII as escapes); ``bench/ui_protocols.py`` has what it saves.
+
 Events of a child agent (``event.path`` not empty, an agent run as a tool) are not streamed:
 the child's work reaches the client as its tool call's result. Before ``RUN_FINISHED`` every
 open message, reasoning span, tool call and step is closed, as the protocol requires.
@@ -32,20 +39,23 @@ open message, reasoning span, tool call and step is closed, as the protocol requ
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
+import re
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 import pydantic_core
 from ag_ui import core
+from ag_ui.encoder import EventEncoder
 
 from agentloop import events as ev
 from agentloop.errors import AgentLoopError
 from agentloop.pausing import PendingCall
 from agentloop.run import Run
 
-__all__ = ["AGUIEvents", "error_event", "interrupt_of"]
+__all__ = ["AGUIEvents", "error_event", "framed", "interrupt_of"]
 
 _APPROVAL_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -66,8 +76,55 @@ _EXTERNAL_SCHEMA: dict[str, Any] = {
 }
 
 
-def _new_id() -> str:
-    return uuid.uuid4().hex
+_quoted: Callable[[str], str] = json.encoder.encode_basestring_ascii
+"""A str as a JSON string (what ``json.dumps`` does for one, without its set-up per call)."""
+_MARK = "@@agentloop-fragment@@"
+_QUOTED_MARK = _quoted(_MARK)
+
+
+def _cut(kind: type[core.BaseEvent], **strings: str) -> tuple[str, str]:
+    """``kind``'s frame with these string fields, cut where its ``delta`` goes."""
+    before, _, after = framed(kind, _NONE, delta=_MARK, **strings).partition(_QUOTED_MARK)
+    return before, after
+
+
+_ASSISTANT: dict[str, Any] = {"role": "assistant"}
+_REASONING: dict[str, Any] = {"role": "reasoning"}
+_TOOL: dict[str, Any] = {"role": "tool"}
+_TOOL_ERROR: dict[str, Any] = {"role": "tool", "metadata": {"agentloop": {"error": True}}}
+_NONE: dict[str, Any] = {}
+_Template: TypeAlias = tuple[tuple[str, ...], tuple[str, ...]]
+_TEMPLATES: dict[tuple[Any, ...], _Template] = {}
+_MARKS = re.compile(r'"@@agentloop-field-(\d+)@@"')
+
+
+def _template(
+    kind: type[core.BaseEvent], names: tuple[str, ...], fixed: dict[str, Any]
+) -> _Template:
+    """``kind``'s SSE frame from ``EventEncoder``, cut where its string fields ``names`` go."""
+    fields: dict[str, Any] = {name: f"@@agentloop-field-{i}@@" for i, name in enumerate(names)}
+    pieces = _MARKS.split(EventEncoder().encode(kind(**fields, **fixed)))
+    return tuple(pieces[0::2]), tuple(names[int(i)] for i in pieces[1::2])
+
+
+def framed(kind: type[core.BaseEvent], fixed: dict[str, Any] = _NONE, **strings: str) -> str:
+    """``EventEncoder().encode(kind(**strings, **fixed))``, from a template cached per shape.
+
+    The events a run sends for every message, call and turn (starts, ends, results) differ
+    only in their string fields; the encoder's frame for their shape is kept with holes where
+    those go, and each is quoted in. ``fixed`` holds the other fields: one of this module's
+    constants (the cache knows it by identity).
+    """
+    key = (kind, *strings, id(fixed))
+    template = _TEMPLATES.get(key)
+    if template is None:
+        template = _TEMPLATES[key] = _template(kind, tuple(strings), fixed)
+    literals, order = template
+    out = [literals[0]]
+    for name, literal in zip(order, literals[1:], strict=True):
+        out.append(_quoted(strings[name]))
+        out.append(literal)
+    return "".join(out)
 
 
 def _plain(value: Any) -> Any:
@@ -127,15 +184,20 @@ class _Call:
 class AGUIEvents:
     """The AG-UI events of one run, made from its agentloop events (see the module's table)."""
 
-    def __init__(self, thread_id: str, run_id: str) -> None:
+    def __init__(self, thread_id: str, run_id: str, encoder: EventEncoder | None = None) -> None:
         self.thread_id = thread_id
         self.run_id = run_id
-        self.out: list[core.BaseEvent] = []
+        self.encoder = encoder or EventEncoder()
+        self.out: list[str] = []  # the SSE frames of the event being fed
+        self._ids = itertools.count(1)
+        self._prefix = uuid.uuid4().hex[:16]
+        self._text_frame = self._thinking_frame = ("", "")
         self._step: str | None = None
-        self._reply = _new_id()  # the assistant message of the reply being streamed
+        self._reply = self._new_id()  # the assistant message of the reply being streamed
         self._text: str | None = None
         self._reasoning: tuple[str, str] | None = None  # (span id, message id)
         self._calls: dict[int, _Call] = {}
+        self._arg_frames: dict[str, tuple[str, str]] = {}
         self._thought = self._said = False  # whether the reply streamed reasoning, text
         self._handlers: dict[type[ev.Event], Callable[[Any], None]] = {
             ev.TextDelta: self._on_text,
@@ -159,24 +221,35 @@ class AGUIEvents:
 
     # -- feeding -----------------------------------------------------------------------------
 
-    def feed(self, event: ev.Event) -> list[core.BaseEvent]:
-        """The AG-UI events ``event`` becomes (often none, or one); collected in ``out`` too."""
-        out = self.out = []
+    def feed(self, event: ev.Event) -> str:
+        """The SSE text of the AG-UI events ``event`` becomes ("" when none)."""
         if event.path:
-            return out
-        handler = self._handlers.get(type(event))
-        if handler is None:
-            handler = self._custom
-        handler(event)
-        return out
+            return ""
+        kind = type(event)
+        if kind is ev.TextDelta and self._text is not None:  # the hot paths: one fragment
+            before, after = self._text_frame
+            text = event.text  # type: ignore[attr-defined]
+            return before + _quoted(text) + after if text else ""
+        if kind is ev.ThinkingDelta and self._reasoning is not None:
+            before, after = self._thinking_frame
+            text = event.text  # type: ignore[attr-defined]
+            return before + _quoted(text) + after if text else ""
+        if kind is ev.ToolCallDelta:
+            call = self._calls.get(event.index)  # type: ignore[attr-defined]
+            delta = event.arguments_delta  # type: ignore[attr-defined]
+            if call is not None and call.id is not None and delta and not call.held:
+                before, after = self._arg_frames[call.id]
+                return before + _quoted(delta) + after
+        self.out = []
+        self._handlers.get(kind, self._custom)(event)
+        return "".join(self.out)
 
-    def finish(self, run: Run[Any]) -> list[core.BaseEvent]:
+    def finish(self, run: Run[Any]) -> str:
         """Close the AG-UI run for a finished (or paused, or cancelled) agentloop run."""
-        out = self.out = []
+        self.out = []
         error = run.stop_reason
         if error is not None and not error.is_cancelled():
-            out.append(error_event(error))
-            return out
+            return self.fail(error)
         self._close_all()
         if run.paused:
             interrupts = [interrupt_of(p) for p in run.pending]
@@ -186,24 +259,30 @@ class AGUIEvents:
             outcome, result = core.RunFinishedCancelledOutcome(), None
         else:
             outcome, result = core.RunFinishedSuccessOutcome(), _plain(run.output)
-        out.append(
+        self._emit(
             core.RunFinishedEvent(
                 thread_id=self.thread_id, run_id=self.run_id, result=result, outcome=outcome
             )
         )
-        return out
+        return "".join(self.out)
 
-    def fail(self, error: BaseException) -> list[core.BaseEvent]:
-        """RUN_ERROR for an error that ended the run without its ``RunFinished``."""
-        self.out = [error_event(error)]
-        return self.out
+    def fail(self, error: BaseException) -> str:
+        """RUN_ERROR for a hard error (or one that ended the run without its ``RunFinished``)."""
+        return self.encoder.encode(error_event(error))
+
+    def _new_id(self) -> str:
+        """A message id: unique in the thread (a random prefix per run, then a count)."""
+        return f"{self._prefix}-{next(self._ids)}"
+
+    def _emit(self, event: core.BaseEvent) -> None:
+        self.out.append(self.encoder.encode(event))
 
     # -- the handlers ------------------------------------------------------------------------
 
     def _on_turn(self, event: ev.TurnStarted) -> None:
         self._end_step()
         self._step = f"turn {event.turn}"
-        self.out.append(core.StepStartedEvent(step_name=self._step))
+        self.out.append(framed(core.StepStartedEvent, step_name=self._step))
 
     def _on_turn_finished(self, event: ev.TurnFinished) -> None:
         self._close_reply()
@@ -215,9 +294,8 @@ class AGUIEvents:
         if self._reasoning is None:
             self._open_reasoning()
             self._thought = True
-        assert self._reasoning is not None
-        message_id = self._reasoning[1]
-        self.out.append(core.ReasoningMessageContentEvent(message_id=message_id, delta=event.text))
+        before, after = self._thinking_frame
+        self.out.append(before + _quoted(event.text) + after)
 
     def _on_text(self, event: ev.TextDelta) -> None:
         if not event.text:
@@ -225,8 +303,8 @@ class AGUIEvents:
         if self._text is None:
             self._open_text()
             self._said = True
-        assert self._text is not None
-        self.out.append(core.TextMessageContentEvent(message_id=self._text, delta=event.text))
+        before, after = self._text_frame
+        self.out.append(before + _quoted(event.text) + after)
 
     def _on_call_delta(self, event: ev.ToolCallDelta) -> None:
         call = self._calls.get(event.index)
@@ -265,14 +343,13 @@ class AGUIEvents:
 
     def _on_result(self, event: ev.ToolCallFinished) -> None:
         result = event.result
-        metadata = {"agentloop": {"error": True}} if result.is_error else None
         self.out.append(
-            core.ToolCallResultEvent(
-                message_id=_new_id(),
+            framed(
+                core.ToolCallResultEvent,
+                _TOOL_ERROR if result.is_error else _TOOL,
+                message_id=self._new_id(),
                 tool_call_id=result.call_id,
                 content=result.content,
-                role="tool",
-                metadata=metadata,
             )
         )
 
@@ -283,43 +360,50 @@ class AGUIEvents:
             for f in dataclasses.fields(event)
             if f.name not in ("run_id", "path", "session_id")
         }
-        self.out.append(core.CustomEvent(name=f"agentloop:{name}", value=value))
+        self._emit(core.CustomEvent(name=f"agentloop:{name}", value=value))
 
     # -- opening and closing -----------------------------------------------------------------
 
     def _open_reasoning(self) -> None:
-        span, message_id = _new_id(), _new_id()
+        span, message_id = self._new_id(), self._new_id()
         self._reasoning = (span, message_id)
-        self.out.append(core.ReasoningStartEvent(message_id=span))
-        self.out.append(core.ReasoningMessageStartEvent(message_id=message_id, role="reasoning"))
+        self.out.append(framed(core.ReasoningStartEvent, message_id=span))
+        self.out.append(framed(core.ReasoningMessageStartEvent, _REASONING, message_id=message_id))
+        self._thinking_frame = _cut(core.ReasoningMessageContentEvent, message_id=message_id)
 
     def _open_text(self) -> None:
         self._close_reasoning()
         self._text = self._reply
-        self.out.append(core.TextMessageStartEvent(message_id=self._text, role="assistant"))
+        self.out.append(framed(core.TextMessageStartEvent, _ASSISTANT, message_id=self._text))
+        self._text_frame = _cut(core.TextMessageContentEvent, message_id=self._text)
 
     def _start_call(self, call_id: str, name: str) -> None:
         self._close_reasoning()
         self._close_text()
         self.out.append(
-            core.ToolCallStartEvent(
-                tool_call_id=call_id, tool_call_name=name, parent_message_id=self._reply
+            framed(
+                core.ToolCallStartEvent,
+                tool_call_id=call_id,
+                tool_call_name=name,
+                parent_message_id=self._reply,
             )
         )
+        self._arg_frames[call_id] = _cut(core.ToolCallArgsEvent, tool_call_id=call_id)
 
     def _args(self, call_id: str, delta: str) -> None:
-        self.out.append(core.ToolCallArgsEvent(tool_call_id=call_id, delta=delta))
+        before, after = self._arg_frames[call_id]
+        self.out.append(before + _quoted(delta) + after)
 
     def _close_reasoning(self) -> None:
         if self._reasoning is not None:
             span, message_id = self._reasoning
             self._reasoning = None
-            self.out.append(core.ReasoningMessageEndEvent(message_id=message_id))
-            self.out.append(core.ReasoningEndEvent(message_id=span))
+            self.out.append(framed(core.ReasoningMessageEndEvent, message_id=message_id))
+            self.out.append(framed(core.ReasoningEndEvent, message_id=span))
 
     def _close_text(self) -> None:
         if self._text is not None:
-            self.out.append(core.TextMessageEndEvent(message_id=self._text))
+            self.out.append(framed(core.TextMessageEndEvent, message_id=self._text))
             self._text = None
 
     def _close_reply(self) -> None:
@@ -329,14 +413,15 @@ class AGUIEvents:
         for call in self._calls.values():
             if call.id is not None and not call.ended:
                 call.ended = True
-                self.out.append(core.ToolCallEndEvent(tool_call_id=call.id))
+                self.out.append(framed(core.ToolCallEndEvent, tool_call_id=call.id))
         self._calls = {}
+        self._arg_frames = {}
         self._thought = self._said = False
-        self._reply = _new_id()
+        self._reply = self._new_id()
 
     def _end_step(self) -> None:
         if self._step is not None:
-            self.out.append(core.StepFinishedEvent(step_name=self._step))
+            self.out.append(framed(core.StepFinishedEvent, step_name=self._step))
             self._step = None
 
     def _close_all(self) -> None:

@@ -188,7 +188,7 @@ class _RunStream:
         session: Session[Any],
         deps: Any,
     ) -> None:
-        self.encode = encoder.encode
+        self.encoder = encoder
         self.run_input = run_input
         self.session = session
         self.deps = deps
@@ -218,29 +218,26 @@ class _RunStream:
     async def chunks(self) -> AsyncGenerator[bytes]:
         """RUN_STARTED, the run's events, and one terminal event; never a traceback."""
         run_input = self.run_input
-        out = AGUIEvents(run_input.thread_id, run_input.run_id)
-        yield self._bytes([_started(run_input, self.session)])
+        out = AGUIEvents(run_input.thread_id, run_input.run_id, self.encoder)
+        yield self.encoder.encode(_started(run_input, self.session)).encode()
         finished = False
+        feed, finished_kind = out.feed, ev.RunFinished
         try:
             async with self._open() as events:
                 async for event in events:
-                    made = out.feed(event)
-                    if type(event) is ev.RunFinished and not event.path:
-                        made = made + out.finish(event.run)
+                    text = feed(event)
+                    if type(event) is finished_kind and not event.path:
+                        text += out.finish(event.run)
                         finished = True
-                    if made:
-                        yield self._bytes(made)
+                    if text:
+                        yield text.encode()
         except AgentLoopError as error:  # after RunFinished: already told; before: RUN_ERROR
             if not finished:
-                yield self._bytes(out.fail(error))
+                yield out.fail(error).encode()
         except Exception as error:
             _log.exception("AG-UI run on thread %r failed", run_input.thread_id)
             if not finished:
-                yield self._bytes(out.fail(error))
-
-    def _bytes(self, made: list[core.BaseEvent]) -> bytes:
-        encode = self.encode
-        return "".join([encode(e) for e in made]).encode()
+                yield out.fail(error).encode()
 
 
 def _started(run_input: core.RunAgentInput, session: Session[Any]) -> core.RunStartedEvent:
