@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
 import os
 import socket
@@ -17,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -136,7 +137,43 @@ async def test_a_url_mode_question_is_declined(
     with caplog.at_level(logging.WARNING, logger="agentloop"):
         found = await run_tool(eliciting(tmp_path, asked.append), "open_page", {})
     assert found == [("url: decline", False)] and asked == []
-    assert "in URL mode; declined" in caplog.text
+    assert "asked for input; declined: it asked in URL mode" in caplog.text
+
+
+async def ask_raw(server: MCPServer, schema: Mapping[str, Any]) -> dict[str, Any]:
+    ((text, is_error),) = await run_tool(server, "ask_raw", {"schema": json.dumps(schema)})
+    assert not is_error, text
+    return dict(json.loads(text))
+
+
+async def test_the_servers_schema_is_data_never_fetched_and_checked_before_asking(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    asked: list[ElicitationRequest] = []
+
+    def answer(request: ElicitationRequest) -> ElicitationAnswer:
+        asked.append(request)
+        return {"code": "a" * 40 + "!", "city": "Oslo"}
+
+    server = eliciting(tmp_path, answer)
+    fetched = {
+        "type": "object",
+        "properties": {"city": {"$ref": "http://127.0.0.1:9/never.json"}},
+    }
+    invalid = {"type": "object", "properties": {"city": {"type": 7}}}
+    slow = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^(a|a)*$"}}}
+    with caplog.at_level(logging.WARNING, logger="agentloop"):
+        assert await ask_raw(server, fetched) == {"action": "decline", "content": None}
+        assert "its schema refers to 'http://127.0.0.1:9/never.json'" in caplog.text
+        assert len(asked) == 1
+        assert await ask_raw(server, invalid) == {"action": "decline", "content": None}
+        assert "no answer could be checked: its schema is not a valid JSON Schema" in caplog.text
+        assert len(asked) == 1  # a person is not asked a question no answer could satisfy
+        assert await ask_raw(server, slow) == {"action": "decline", "content": None}
+        assert "arguments: the schema's pattern '^(a|a)*$' took longer than 0.25s" in caplog.text
+    plain = {"type": "object", "properties": {"city": {"type": "string"}}}
+    accepted = await ask_raw(eliciting(tmp_path, lambda request: {"city": "Oslo"}), plain)
+    assert accepted == {"action": "accept", "content": {"city": "Oslo"}}
 
 
 async def test_a_sync_callback_that_blocks_freezes_no_other_task(tmp_path: Path) -> None:

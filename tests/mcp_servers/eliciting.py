@@ -3,12 +3,14 @@
 stdio by default, streamable HTTP with ``--http PORT``. ``book`` asks a form question and says
 what came back; ``ask_forever`` asks and leaves marks in ``MARKER_DIR`` (env): ``asking`` once
 the question is out, ``cancelled`` when the client cancelled the call; ``ask_stubbornly`` does
-not withdraw its question when cancelled (``stubborn-<action>`` once answered);
-``capabilities`` says whether the client advertised elicitation; ``open_page`` asks in URL mode.
+not withdraw its question when cancelled (``stubborn-<action>`` once answered); ``ask_raw``
+asks with any schema; ``capabilities`` says whether the client advertised elicitation;
+``open_page`` asks in URL mode.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -59,6 +61,14 @@ async def ask_stubbornly(ctx: Context) -> str:
         answer = await ctx.elicit("Are you sure?", schema=Booking)
     (MARKERS / f"stubborn-{answer.action}").write_text(answer.action)
     return f"answered: {answer.action}"
+
+
+@server.tool()
+async def ask_raw(schema: str, ctx: Context) -> str:
+    """Ask with the JSON Schema given as text, as it is (no checks); say what came back."""
+    session = ctx.request_context.session
+    result = await session.elicit_form("Raw question", json.loads(schema), ctx.request_id)
+    return json.dumps({"action": result.action, "content": result.content}, sort_keys=True)
 
 
 @server.tool()

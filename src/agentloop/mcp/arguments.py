@@ -34,7 +34,7 @@ import referencing.exceptions
 import regex
 from jsonschema_specifications import REGISTRY as META  # type: ignore[import-untyped]
 
-__all__ = ["PATTERN_SECONDS", "argument_problems", "schema_validator"]
+__all__ = ["PATTERN_SECONDS", "argument_problems", "safe_validator", "schema_validator"]
 
 logger = logging.getLogger("agentloop")
 
@@ -58,20 +58,11 @@ class _Unusable(Exception):
 
 def schema_validator(name: str, schema: Mapping[str, Any]) -> Validator | None:
     """A safe validator for a listed schema (2020-12 unless it says otherwise); None if unusable."""
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        cls.check_schema(dict(schema))
-    except jsonschema.exceptions.SchemaError:
-        logger.warning("MCP tool %r lists an invalid input schema; arguments go unchecked", name)
+    validator = safe_validator(schema)
+    if isinstance(validator, str):
+        logger.warning("MCP tool %r: %s; arguments go unchecked", name, validator)
         return None
     keys = set(_keys(schema))
-    if {"unevaluatedProperties", "patternProperties"} <= keys:
-        logger.warning(
-            "MCP tool %r: unevaluatedProperties beside patternProperties cannot be checked "
-            "with a time limit; arguments go unchecked",
-            name,
-        )
-        return None
     outside = sorted(ref for ref in _refs(schema) if not ref.startswith("#") and ref not in META)
     if outside and not keys & {"$id", "id"}:
         logger.warning(
@@ -80,6 +71,18 @@ def schema_validator(name: str, schema: Mapping[str, Any]) -> Validator | None:
             name,
             ", ".join(repr(ref[:100]) for ref in outside[:3]),
         )
+    return validator
+
+
+def safe_validator(schema: Mapping[str, Any]) -> Validator | str:
+    """A safe validator for a schema from outside, or why the schema cannot check anything."""
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(dict(schema))
+    except jsonschema.exceptions.SchemaError:
+        return "its schema is not a valid JSON Schema"
+    if {"unevaluatedProperties", "patternProperties"} <= set(_keys(schema)):
+        return "unevaluatedProperties beside patternProperties cannot be checked with a time limit"
     return _bounded(cls)(dict(schema), registry=referencing.Registry())
 
 

@@ -16,7 +16,8 @@ here, where it leaves the process, and every doubt is a decline (fail closed)::
                                                     of this server is in flight
     (there is no callback)                        decline; the client does not advertise
                                                   elicitation, as the SDK does without one
-    (the server asks in URL mode)                 decline: the callback answers forms only
+    (the server asks in URL mode)                 decline, logged: the callback answers forms
+    (the server's schema cannot check anything)   decline, logged, and the callback not asked
 
 A sync callback runs on a worker thread (as sync tools and approvers do), so one waiting on
 ``input()`` freezes no other run; the tool call's timeout still bounds it (a thread cannot be
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -39,7 +41,7 @@ from mcp.client.session import ClientRequestContext
 from pydantic import ValidationError
 
 from agentloop._util.threads import in_daemon_thread
-from agentloop.mcp.arguments import argument_problems, schema_validator
+from agentloop.mcp.arguments import Validator, argument_problems, safe_validator
 
 __all__ = ["Elicitation", "ElicitationAnswer", "ElicitationRequest", "Elicitor"]
 
@@ -106,26 +108,22 @@ class Elicitor:
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult:
         """The answer the server receives (a decline unless everything checks out)."""
-        if self.callback is None:
+        callback = self.callback
+        if callback is None:
             logger.info("tool server %r asked for input; declined (no elicitation=)", self.server)
             return _DECLINE
         if not isinstance(params, types.ElicitRequestFormParams):
-            logger.warning(
-                "tool server %r asked for input in URL mode; declined (the elicitation "
-                "callback answers forms only)",
-                self.server,
-            )
+            self._warn("it asked in URL mode, and the elicitation callback answers forms only")
             return _DECLINE
         schema = dict(params.requested_schema)
-        request = ElicitationRequest(self.server, params.message, schema)
-        asking = asyncio.ensure_future(self._ask(self.callback, request))
-        self._asking.add(asking)
-        asking.add_done_callback(self._asking.discard)
+        validator = safe_validator(schema)  # checked before a person is asked in vain
+        if isinstance(validator, str):
+            self._warn(f"no answer could be checked: {validator}")
+            return _DECLINE
+        request = ElicitationRequest(self.server, params.message, copy.deepcopy(schema))
         try:
-            answer = await asking  # cancelling us (the server withdrew) cancels it too
-        except asyncio.CancelledError:
-            if _cancelled_from_outside():
-                raise
+            answer = await self._ask(callback, request)
+        except _Withdrawn:
             logger.info("tool server %r asked for input; withdrawn: no call waits", self.server)
             return _DECLINE
         except Exception:
@@ -133,28 +131,27 @@ class Elicitor:
             return _DECLINE
         if answer is None:
             return _DECLINE
-        return self._accepted(answer, schema)
+        return self._accepted(answer, validator)
 
-    @staticmethod
-    async def _ask(callback: Elicitation, request: ElicitationRequest) -> object:
-        if _is_async(callback):
-            answer: object = callback(request)
-        else:  # on a worker thread: a callback waiting on input() freezes no other run
-            answer = await in_daemon_thread(callback, request)
-        if inspect.isawaitable(answer):
-            answer = await answer
-        return answer
+    async def _ask(self, callback: Elicitation, request: ElicitationRequest) -> object:
+        """The callback's answer, in a task ``during_call`` can cancel (then ``_Withdrawn``)."""
+        asking = asyncio.ensure_future(_answer(callback, request))
+        self._asking.add(asking)
+        asking.add_done_callback(self._asking.discard)
+        try:
+            return await asking  # cancelling us (the server withdrew) cancels it too
+        except asyncio.CancelledError:
+            if _cancelled_from_outside():
+                raise
+            raise _Withdrawn from None
 
-    def _accepted(self, answer: object, schema: Mapping[str, Any]) -> types.ElicitResult:
+    def _accepted(self, answer: object, validator: Validator) -> types.ElicitResult:
         """Accept with the answer if it is a mapping the schema accepts, else decline."""
         if not isinstance(answer, Mapping):
             self._warn(f"the elicitation callback returned a {type(answer).__name__}, not a dict")
             return _DECLINE
         content = dict(answer)
-        validator = schema_validator(f"elicitation from {self.server}", schema)
-        problems = argument_problems(validator, content) if validator is not None else ""
-        if validator is None:
-            problems = "the server's schema is invalid"
+        problems = argument_problems(validator, content)
         if problems:
             self._warn(f"the elicitation answer does not fit the schema: {problems}")
             return _DECLINE
@@ -169,6 +166,21 @@ class Elicitor:
         logger.warning(
             "tool server %r asked for input; declined: %s", self.server, why, exc_info=exc_info
         )
+
+
+class _Withdrawn(Exception):
+    """The question was cancelled because no tool call of the server is in flight any more."""
+
+
+async def _answer(callback: Elicitation, request: ElicitationRequest) -> object:
+    """Call the callback: an async one here, a sync one on a worker thread."""
+    if _is_async(callback):
+        answer: object = callback(request)
+    else:  # on a worker thread: a callback waiting on input() freezes no other run
+        answer = await in_daemon_thread(callback, request)
+    if inspect.isawaitable(answer):
+        answer = await answer
+    return answer
 
 
 def _cancelled_from_outside() -> bool:
