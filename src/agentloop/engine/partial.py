@@ -20,8 +20,8 @@ fragment would cost O(n^2) on a long answer. A parse runs when the text grew by 
 ``1/GROWTH`` of its length since the last one (always while it is under ``EAGER_CHARS``), so
 the parses of an answer of n characters read at most about ``(GROWTH + 1) * n`` characters
 together: linear. A short answer gets a partial for every fragment; a long one every few
-hundred characters. Only the quotes of the new fragment are scanned per fragment (to know
-whether the text ends inside a string), so a fragment costs O(its length).
+hundred characters. A fragment between parses is only appended; a parse reads the quotes that
+arrived since the last one (to know whether the text ends inside a string), once each.
 
 When the stream ends, the reply is validated as the run will validate it; an answer that will be
 accepted gets a last ``PartialOutput`` equal to the validated output (``model_dump()`` of a
@@ -65,12 +65,12 @@ class PartialJson:
 
     __slots__ = (
         "_chunks",
-        "_escaped",
         "_fenced",
         "_in_string",
         "_last",
         "_length",
         "_parsed_at",
+        "_scanned",
         "_start",
     )
 
@@ -83,35 +83,24 @@ class PartialJson:
         self._chunks: list[str] = []
         self._length = 0
         self._parsed_at = 0
-        self._in_string = False
-        self._escaped = False
         self._start: int | None = None if self._fenced else 0
+        self._scanned = 0
+        self._in_string = False
         self._last: Any = UNCHANGED
-
-    @property
-    def last(self) -> Any:
-        """The last value returned (``UNCHANGED`` before the first)."""
-        return self._last
 
     def feed(self, fragment: str) -> Any:
         """Take one fragment: the value when it grew, else ``UNCHANGED``."""
         if not fragment:
             return UNCHANGED
         self._chunks.append(fragment)
-        self._length += len(fragment)
-        if self._start is None:
-            if not self._find_start():
-                return UNCHANGED
-        else:
-            self._scan(fragment)
-        pending = self._length - self._parsed_at
-        if self._length > EAGER_CHARS and pending * GROWTH < self._length:
+        length = self._length = self._length + len(fragment)
+        if length > EAGER_CHARS and (length - self._parsed_at) * GROWTH < length:
             return UNCHANGED
         return self._parse()
 
     def flush(self) -> Any:
         """Parse what arrived since the last parse: the value when it grew, else ``UNCHANGED``."""
-        if self._start is None or self._parsed_at == self._length:
+        if self._parsed_at == self._length:
             return UNCHANGED
         return self._parse()
 
@@ -120,9 +109,8 @@ class PartialJson:
             self._chunks = ["".join(self._chunks)]
         return self._chunks[0] if self._chunks else ""
 
-    def _find_start(self) -> bool:
+    def _find_start(self, text: str) -> bool:
         """Skip leading space and an opening fence; True once the JSON has begun."""
-        text = self._text()
         body = text.lstrip()
         if not body or ("```".startswith(body) and len(body) < 3):
             return False
@@ -132,37 +120,39 @@ class PartialJson:
             if newline < 0:
                 return False
             start = newline + 1
-        self._start = start
-        self._scan(text[start:])
+        self._start = self._scanned = start
         return True
 
-    def _scan(self, fragment: str) -> None:
-        """Follow the quotes of ``fragment``: does the text end inside a string?"""
-        at, end = 0, len(fragment)
-        if self._escaped:  # the previous fragment ended with a backslash inside a string
-            self._escaped = False
-            at = 1
-        while at < end:
-            if not self._in_string:
-                quote = fragment.find('"', at)
+    def _follow_quotes(self, text: str) -> None:
+        """Read the quotes after ``_scanned``: does the text end inside a string?"""
+        at, end, inside = self._scanned, len(text), self._in_string
+        while True:
+            if not inside:
+                quote = text.find('"', at)
                 if quote < 0:
-                    return
-                self._in_string, at = True, quote + 1
+                    at = end
+                    break
+                inside, at = True, quote + 1
                 continue
-            found = _QUOTE_OR_ESCAPE.search(fragment, at)
+            found = _QUOTE_OR_ESCAPE.search(text, at)
             if found is None:
-                return
-            at = found.end()
+                at = end
+                break
             if found.group() == '"':
-                self._in_string = False
-            elif at == end:
-                self._escaped = True
+                inside, at = False, found.end()
+            elif found.end() == end:  # an escape not complete yet: read it again next time
+                at = found.start()
+                break
             else:
-                at += 1
+                at = found.end() + 1
+        self._scanned, self._in_string = at, inside
 
     def _parse(self) -> Any:
         self._parsed_at = self._length
         text = self._text()
+        if self._start is None and not self._find_start(text):
+            return UNCHANGED
+        self._follow_quotes(text)
         body = text[self._start :] if self._start else text
         if not self._in_string:
             cut = body.rstrip(_NUMBER_TAIL)
@@ -212,7 +202,7 @@ class Partials:
             if event.index == self._index:
                 self._grew(self._json.feed(event.arguments))
         elif kind == "text_delta":
-            if not self._tool:
+            if not self._tool and not self._output.is_text:  # str: the text is the answer
                 self._grew(self._json.feed(event.text))
         elif kind == "attempt_reset":
             self._json.reset()
