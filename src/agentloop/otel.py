@@ -20,6 +20,12 @@ run (``run.stop_reason``) marks the run span and every span it left open, ended 
 ``RunFinished``, with ``error.type`` (the class name), ``agentloop.error.channel=hard`` and, for
 a ``ProviderError``, ``agentloop.error.phase`` and ``http.response.status_code``.
 
+Pausing (SPEC 17): ``RunPaused`` is the run span's event ``agentloop.run.paused`` (the pending
+call ids, tools and kinds) and marks the span ``agentloop.run.paused``; the pending calls' open
+``execute_tool`` spans carry ``agentloop.tool.pending``. The continued run is a new run span with
+the same ``agentloop.run_id`` (``agentloop.run.continued``), an ``agentloop.decision`` event per
+decided call (its id, tool and the decision's kind) and the paused turn reopened under it.
+
 Privacy: no message text, tool argument, tool result, error message, guardrail reason or loop
 pattern (it quotes arguments) reaches a span unless ``capture_content=True``; with it, the GenAI
 content attributes (``gen_ai.input.messages``, ``gen_ai.output.messages``,
@@ -52,6 +58,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
     from opentelemetry.util.types import AttributeValue
+
+    from agentloop.run import Run
 
 __all__ = ["OtelObserver"]
 
@@ -153,9 +161,34 @@ class OtelObserver(Observer):
             attributes[INPUT_MESSAGES] = self._content(
                 [_message("user", [_text(input_text(event.run.input))])]
             )
+        continued = _continued(event.run)
+        if continued:
+            attributes["agentloop.run.continued"] = True
         parent = self._adopting_tool(event.path)
         root = self._start(f"invoke_agent {name}", parent, attributes, SpanKind.INTERNAL)
-        self._runs[event.run_id] = _RunSpans(root, event.path)
+        spans = self._runs[event.run_id] = _RunSpans(root, event.path)
+        if continued:
+            self._decided(event.run, spans)
+
+    def _decided(self, run: Run[Any], spans: _RunSpans) -> None:
+        """A continued run: one event per decision just applied, and the paused turn reopened.
+
+        ``run.decisions[-1]`` is the set this continue applied. Its edited arguments, answers
+        and denial reasons are a person's words: only the kind of each decision is recorded.
+        """
+        turn = run.turns[-1]
+        names = {call.id: call.name for call in turn.tool_calls}
+        for call_id, decision in run.decisions[-1].get("decisions", {}).items():
+            attributes: Attributes = {
+                "gen_ai.tool.call.id": call_id,
+                "agentloop.decision.kind": str(decision.get("kind")),
+            }
+            if call_id in names:  # a sub-agent's call is not in this run's turn
+                attributes["gen_ai.tool.name"] = names[call_id]
+            spans.root.add_event("agentloop.decision", attributes)
+        index: Attributes = {"agentloop.turn.index": turn.index, "agentloop.turn.continued": True}
+        spans.turn = self._start("agentloop.turn", spans.root, index, SpanKind.INTERNAL)
+        spans.turn_index = turn.index
 
     def _adopting_tool(self, path: tuple[str, ...]) -> Span | None:
         """The parent's open span of the tool call running the sub-agent at ``path``.
@@ -265,6 +298,23 @@ class OtelObserver(Observer):
             span.set_status(Status(StatusCode.ERROR, "GuardrailTripped"))
         span.end(end_time=end)
 
+    def _run_paused(self, event: ev.RunPaused, spans: _RunSpans) -> None:
+        """The run waits on its pending calls: ids, tools and kinds, never their arguments."""
+        pending = event.pending
+        for waiting in pending:  # the pending call's span, opened when it was about to run
+            entry = spans.tools.get(waiting.id)
+            if entry is not None:
+                entry[1].set_attribute("agentloop.tool.pending", waiting.kind)
+        spans.root.set_attributes({"agentloop.run.paused": True, "agentloop.pending": len(pending)})
+        spans.root.add_event(
+            "agentloop.run.paused",
+            {
+                "agentloop.pending.call_ids": [p.id for p in pending],
+                "agentloop.pending.tools": [p.call.name for p in pending],
+                "agentloop.pending.kinds": [p.kind for p in pending],
+            },
+        )
+
     def _turn_finished(self, event: ev.TurnFinished, spans: _RunSpans) -> None:
         if spans.turn is not None:
             spans.turn.set_attribute("agentloop.turn.tool_calls", len(event.turn.tool_calls))
@@ -310,6 +360,7 @@ _HANDLERS: dict[type[ev.Event], _Handler] = {
     ev.ToolCallFinished: OtelObserver._tool_finished,
     ev.GuardrailChecked: OtelObserver._guardrail_checked,
     ev.TurnFinished: OtelObserver._turn_finished,
+    ev.RunPaused: OtelObserver._run_paused,
     ev.RunFinished: OtelObserver._run_finished,
 }
 
@@ -389,6 +440,11 @@ def _error_attributes(error: BaseException) -> Attributes:
         if error.provider:
             attributes["agentloop.error.provider"] = error.provider
     return attributes
+
+
+def _continued(run: Run[Any]) -> bool:
+    """Whether a starting run is a paused one continued (its last decision set just applied)."""
+    return bool(run.decisions and run.turns and not run.pending)
 
 
 def _end(span: Span | None) -> None:
