@@ -10,6 +10,7 @@ Chromium. ``fill_store`` is shared with it.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import re
 import sqlite3
@@ -481,3 +482,79 @@ def test_agentloop_ui_is_a_command(tmp_path: Path, capsys: pytest.CaptureFixture
         main(["ui", "--help"])
     shown = capsys.readouterr().out
     assert all(flag in shown for flag in ("--store", "--port", "--host", "--allow-decisions"))
+
+
+def test_the_runs_stream_pushes_a_run_that_appears(tmp_path: Path) -> None:
+    path = tmp_path / "agentloop.db"
+    writer = SQLiteStore(path)
+    app = ViewerApp(str(path), poll_seconds=0.01)
+    with TestClient(app) as client:
+        page = client.get("/?status=running").text
+        assert listed(page) == [] and "no run matches" in page
+        stream = re.search(r'data-stream="([^"]+)"', page)
+        assert stream is not None and "status=running" in stream.group(1)
+        with client.stream("GET", stream.group(1).replace("&amp;", "&")) as events:
+            writer.begin_run("s", Run(id="new-run", input="hello", started_at=2.0))
+            name, table = _next_event(events.iter_lines())
+    writer.close()
+    app.close()
+    assert name == "update" and listed(table) == ["new-run"]
+
+
+# -- PostgreSQL, and sub-agents recorded by the engine -------------------------------------------
+
+_CONTRACT = Path(__file__).parents[1] / "store" / "test_store_contract.py"
+_spec = importlib.util.spec_from_file_location("_viewer_store_contract", _CONTRACT)
+assert _spec is not None and _spec.loader is not None
+_contract = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_contract)
+postgres_dsn = _contract.postgres_dsn  # the same throwaway PostgreSQL server
+
+
+def test_a_postgresql_store_by_url(postgres_dsn: str) -> None:
+    from psycopg.conninfo import conninfo_to_dict
+
+    from agentloop.store import PostgresStore
+
+    PostgresStore(postgres_dsn).close()
+    _contract._truncate(postgres_dsn)
+    parts = conninfo_to_dict(postgres_dsn)
+    url = f"postgresql://{parts['user']}@{parts['host']}:{parts['port']}/{parts['dbname']}"
+    store = PostgresStore(postgres_dsn)
+    steps = [scripted_call("lookup", {"key": "missing"}), scripted_reply("Nothing there.")]
+    agent = Agent(ScriptedModel(steps, model="model-pg"), tools=[lookup], store=store)
+    run = agent.session("pg").run_sync("Look it up")
+    store.close()
+    app = ViewerApp(url)
+    with TestClient(app) as client:
+        listing = client.get("/?model=model-pg").text
+        page = client.get(f"/runs/{run.id}").text
+    app.close()
+    assert listed(listing) == [run.id]
+    assert '<span class="badge soft-error">soft error</span>' in page and "Nothing there." in page
+
+
+def test_a_child_agents_recorded_run_is_nested_in_the_parents_page(tmp_path: Path) -> None:
+    path = tmp_path / "agentloop.db"
+    store = SQLiteStore(path)
+    child = Agent(ScriptedModel([scripted_reply("42")], model="child-model"))
+    steps = [scripted_call("researcher", {"input": "the answer?"}), scripted_reply("It is 42.")]
+    tools = [child.as_tool(name="researcher", description="Finds answers.")]
+    parent = Agent(ScriptedModel(steps, model="parent-model"), tools=tools, store=store)
+    run = parent.session("lead").run_sync("Ask the researcher")
+    store.close()
+    app = ViewerApp(str(path))
+    children = [
+        found
+        for found in app.reader.scan()
+        if isinstance(found, StoredRun) and found.run.id != run.id
+    ]
+    if not children or "parent" not in children[0].run.to_dict():
+        app.close()
+        pytest.skip("the engine does not record a child agent's run with its parent link yet")
+    with TestClient(app) as client:
+        page = client.get(f"/runs/{run.id}").text
+    app.close()
+    call_id = run.turns[0].tool_calls[0].id
+    inside = page.split(f'data-call="{call_id}"')[1]
+    assert f'data-run="{children[0].run.id}"' in inside and "child-model" in inside

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
     from agentloop.pausing import Decision
 
 __all__ = ["Continuer", "ViewerApp"]
+
+logger = logging.getLogger("agentloop")
 
 Continuer = Callable[[str, str, Mapping[str, "Decision"]], Awaitable[object]]
 """``continuer(session_id, run_id, decisions)``: continue a paused run with the decisions."""
@@ -240,6 +243,9 @@ class ViewerApp:
         try:
             return await self.continuer(session_id, run_id, decisions)
         except AgentLoopError as error:  # the run records it; the page shows the record
+            return error
+        except Exception as error:  # nobody awaits this task: say it where a person looks
+            logger.exception("agentloop ui: continuing run %s failed", run_id)
             return error
 
     @staticmethod

@@ -180,9 +180,7 @@ class Parent:
 
 def parent_of(run: Run) -> Parent | None:
     """The parent link a child agent's run records (``to_dict()["parent"]``), when it has one."""
-    if not hasattr(run, "parent"):  # the field arrives with the engine's child records
-        return None
-    data: Any = run.to_dict().get("parent")
+    data: Any = getattr(run, "parent", None)  # a dict, as ``to_dict`` writes it
     if not isinstance(data, Mapping):
         return None
     fields = [data.get(name) for name in ("session_id", "run_id", "call_id", "tool")]
