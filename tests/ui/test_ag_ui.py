@@ -31,7 +31,6 @@ from agentloop.testing import call as scripted_call
 from agentloop.ui.ag_ui import AGUIApp
 
 NODE_DIR = Path(__file__).parent / "node"
-WAITS_FOR_ENGINE = pytest.mark.skip(reason="continue_stream lands with 'pausing: engine'")
 VALIDATE = shutil.which("ag-ui-validate") or str(Path(sys.executable).parent / "ag-ui-validate")
 
 
@@ -116,6 +115,22 @@ def run_input(text: str, thread: str = "t1", run: str = "r1", **more: Any) -> di
         "messages": [{"id": f"u-{run}", "role": "user", "content": text}],
         **more,
     }
+
+
+def resumed(
+    first: list[dict[str, Any]], answers: dict[str, Any], run: str, said: str = "delete a.txt"
+) -> dict[str, Any]:
+    """The next request as a client sends it: its history (the interrupted call) and answers."""
+    start = next(e for e in first if e["type"] == "TOOL_CALL_START")
+    arguments = "".join(e["delta"] for e in first if e["type"] == "TOOL_CALL_ARGS")
+    call = {"id": start["toolCallId"], "type": "function"}
+    call["function"] = {"name": start["toolCallName"], "arguments": arguments}
+    messages = [
+        {"id": "u-r1", "role": "user", "content": said},
+        {"id": start["parentMessageId"], "role": "assistant", "toolCalls": [call]},
+    ]
+    resume = [{"interruptId": k, "status": "resolved", "payload": v} for k, v in answers.items()]
+    return {"threadId": "t1", "runId": run, "messages": messages, "resume": resume}
 
 
 def types(events: list[dict[str, Any]]) -> list[str]:
@@ -273,7 +288,6 @@ def approval_agent(ran: list[dict[str, Any]], model: Any) -> Agent[Any]:
     return Agent(model, tools=[delete])
 
 
-@WAITS_FOR_ENGINE
 async def test_a_pending_approval_is_an_interrupt_and_the_next_request_decides_it(
     tmp_path: Path,
 ) -> None:
@@ -291,12 +305,12 @@ async def test_a_pending_approval_is_an_interrupt_and_the_next_request_decides_i
         assert interrupt["reason"] == "tool_call"
         assert interrupt["metadata"]["agentloop"]["kind"] == "approval"
         assert interrupt["responseSchema"]["required"] == ["approved"]
-        resume = [{"interruptId": "call_del", "status": "resolved", "payload": {"approved": True}}]
-        _, second = await post(served.url, run_input("", run="r2", resume=resume))
+        _, second = await post(served.url, resumed(first, {"call_del": {"approved": True}}, "r2"))
     assert ran == [{"path": "a.txt"}]
     [result] = [e for e in second if e["type"] == "TOOL_CALL_RESULT"]
     assert result["toolCallId"] == "call_del" and result["content"] == "deleted a.txt"
     assert "TOOL_CALL_START" not in types(second)  # the call streamed in the first run
+    assert types(second)[:2] == ["RUN_STARTED", "MESSAGES_SNAPSHOT"]
     assert second[-1]["outcome"] == {"type": "success"} and second[-1]["result"] == "done"
     validate(served.tap.bodies[0], tmp_path, "pending")
     validate(served.tap.bodies[1], tmp_path, "decided")
@@ -328,7 +342,6 @@ async def test_a_forged_or_missing_answer_runs_nothing(
     assert session.current_run is not None and session.current_run.paused
 
 
-@WAITS_FOR_ENGINE
 async def test_a_denial_and_an_edit_are_decisions(tmp_path: Path) -> None:
     ran: list[dict[str, Any]] = []
     model = ScriptedModel(
@@ -422,7 +435,6 @@ async def test_the_ag_ui_client_assembles_a_tool_turn_with_reasoning() -> None:
     assert seen["messages"][1]["content"] == "I should add"
 
 
-@WAITS_FOR_ENGINE
 async def test_the_ag_ui_client_answers_an_interrupt_in_its_next_run() -> None:
     node = node_or_skip()
     ran: list[dict[str, Any]] = []

@@ -12,7 +12,9 @@ One request, in order::
               continue the paused run (``session.continue_stream``); else the last message
               (a user message) starts a run (``session.stream``)   a misfit is RUN_ERROR
     stream    RUN_STARTED, the run's events (``_ag_ui_events`` has the table), then
-              RUN_FINISHED (success, interrupt or cancelled) or RUN_ERROR
+              RUN_FINISHED (success, interrupt or cancelled) or RUN_ERROR; a resumed run
+              first echoes the client's ``messages`` as MESSAGES_SNAPSHOT, so the calls its
+              results answer (streamed by the interrupted run) are known in this one
 
 Nothing runs before the request passed every check above: a forged interrupt id, a missing
 answer or a new message on a thread that waits for answers is a RUN_ERROR (``code``
@@ -223,7 +225,10 @@ class _RunStream:
         finished = False
         feed, finished_kind = out.feed, ev.RunFinished
         try:
-            async with self._open() as events:
+            async with self._open() as events:  # the answers were checked: now the snapshot
+                if run_input.resume:  # the interrupted calls, known again before their results
+                    snapshot = core.MessagesSnapshotEvent(messages=run_input.messages)
+                    yield self.encoder.encode(snapshot).encode()
                 async for event in events:
                     text = feed(event)
                     if type(event) is finished_kind and not event.path:
