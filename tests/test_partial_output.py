@@ -14,6 +14,7 @@ import itertools
 import json
 from typing import Any
 
+import pydantic
 import pydantic_core
 import pytest
 from hypothesis import given, settings
@@ -426,3 +427,21 @@ async def test_a_str_answer_in_text_mode_is_its_text_deltas_then_one_partial() -
     events, run = await streamed(agent)
     assert run.output == text
     assert partial_values(events) == [text]
+
+
+class Stamp(BaseModel):
+    at: str
+
+    @pydantic.field_serializer("at")
+    def broken(self, at: str) -> str:
+        raise RuntimeError("serializer bug")
+
+
+async def test_a_serializer_bug_costs_the_final_partial_not_the_run(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    agent = Agent(ScriptedModel([call("final_result", {"at": "noon"})]), output_type=Stamp)
+    events, run = await streamed(agent)
+    assert run.output == Stamp(at="noon")
+    assert partial_values(events)[-1] == {"at": "noon"}  # as parsed; no final value
+    assert "no final PartialOutput" in caplog.text

@@ -19,9 +19,11 @@ Cost: jiter has no resumable parser, so each parse reads the whole text so far; 
 fragment would cost O(n^2) on a long answer. A parse runs when the text grew by at least
 ``1/GROWTH`` of its length since the last one (always while it is under ``EAGER_CHARS``), so
 the parses of an answer of n characters read at most about ``(GROWTH + 1) * n`` characters
-together: linear. A short answer gets a partial for every fragment; a long one every few
-hundred characters. A fragment between parses is only appended; a parse reads the quotes that
-arrived since the last one (to know whether the text ends inside a string), once each.
+together, past its eager start: linear (measured in ``bench/partial_output.py``: 10 ms for a
+100 KB answer in 8-character fragments, where a parse per fragment takes 1.5 s). A short
+answer gets a partial for every fragment; a long one every few hundred characters. A fragment
+between parses is only appended; a parse reads the quotes that arrived since the last one (to
+know whether the text ends inside a string), once each.
 
 When the stream ends, the reply is validated as the run will validate it; an answer that will be
 accepted gets a last ``PartialOutput`` equal to the validated output (``model_dump()`` of a
@@ -31,6 +33,7 @@ A run that does not stream, or an untyped one, builds none of this.
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any, Final
 
@@ -51,6 +54,8 @@ GROWTH: Final = 16
 
 UNCHANGED: Final[Any] = object()
 """What ``PartialJson.feed`` returns when the value did not grow (or was not parsed)."""
+
+logger = logging.getLogger("agentloop")
 
 _QUOTE_OR_ESCAPE = re.compile(r'["\\]')
 _NUMBER_TAIL = "0123456789+-.eE"
@@ -249,4 +254,10 @@ class Partials:
                 value = output.from_text(response.text)
         except InvalidOutput:
             return UNCHANGED
-        return output.adapter.dump_python(value)
+        try:
+            return output.adapter.dump_python(value)
+        except Exception as exc:  # a serializer's own bug: the run goes on without this event
+            logger.warning(
+                "the output type's serializer raised; no final PartialOutput", exc_info=exc
+            )
+            return UNCHANGED
