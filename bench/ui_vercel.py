@@ -1,121 +1,160 @@
-"""What ``VercelAIApp`` adds to ``agent.stream()``, per event (the goal: at most +10 %).
+"""What ``VercelAIApp`` adds to ``agent.stream()`` per engine event (goal: at most +10 %).
 
-The engine-only setting of ``bench/stream_overhead.py`` (an agent with one async tool over
-``ScriptedModel``, K tool turns, then a text reply), consumed three ways, interleaved, median
-of several samples of this process's CPU time (``time.process_time``: other work on a shared
-machine does not count):
+The settings of ``bench/ui_protocols.py`` (the AG-UI half): one agent, five tool turns whose
+text streams in 8-character deltas and whose call arguments stream too, then the answer; run
+each way, interleaved, CPU time of this process (the machine is shared):
 
-- ``stream``: ``agent.stream()`` read to the end (the baseline);
-- ``chunks``: each event also turned into UI message chunks and encoded as SSE bytes (the
-  adapter's whole per-event work: ``Chunks.feed`` and ``encode``);
-- ``asgi``: the whole app called as ASGI in-process (a chat request parsed, a session picked,
-  the run streamed through the response object into a ``send`` that keeps the bytes): per
-  event, request handling included.
+- ``stream``: ``async with agent.stream(...)`` consumed, nothing done with the events;
+- ``Vercel``: the same run through the code a ``VercelAIApp`` request runs after its checks
+  (the stream entered, the response object turning every event into UI message chunks and SSE
+  bytes, handed to an ASGI ``send`` that keeps them), HTTP left out (a socket costs the same
+  whatever protocol it carries);
+- the translation alone: ``Chunks.feed`` and ``encode`` over a run's recorded events.
 
-A benchmark, not a test: ``python bench/ui_vercel.py``. No socket is opened.
+Two settings: the engine alone over ``ScriptedModel`` (the adapter's worst case: an event costs
+the engine least there), and over real HTTP, the real OpenAI adapter streaming from the fast
+fake server of ``bench/provider_overhead.py`` in its own process (client CPU only).
+
+A benchmark, not a test: ``python bench/ui_vercel.py``. No network beyond 127.0.0.1.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import statistics
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from engine_turns import lookup, script
+import provider_overhead as po
 
-from agentloop import Agent
-from agentloop.testing import ScriptedModel
+from agentloop import Agent, RunConfig, tool
+from agentloop.events import Event
+from agentloop.testing import ScriptedModel, call
 from agentloop.ui._vercel_chunks import Chunks
-from agentloop.ui.vercel import VercelAIApp, encode
+from agentloop.ui.vercel import _started, encode
 
-K = 100
-
-
-def agent() -> Agent[Any]:
-    return Agent(ScriptedModel(script(K, "lookup")), tools=[lookup])
+TEXT = "The quick brown fox jumps over the lazy dog. " * 8  # 45 deltas of 8 characters
+TURNS = 5  # tool turns before the answer
+ROUNDS = 10  # runs a sample
 
 
-async def via_stream() -> tuple[float, int]:
-    a = agent()
-    n = 0
-    started = time.process_time()
-    async with a.stream("go") as events:
+@tool
+async def lookup(key: str, detail: str) -> str:
+    """Look a key up."""
+    return f"{key}: found"
+
+
+MAKE: list[Callable[[], Agent[Any]]] = []  # the agent of the setting being measured
+
+
+def scripted_agent() -> Agent[Any]:
+    steps: list[Any] = []
+    for i in range(TURNS):
+        steps.append([TEXT, call("lookup", {"key": f"k{i}", "detail": "x" * 64})])
+    steps.append(TEXT)
+    return Agent(ScriptedModel(steps), tools=[lookup])
+
+
+def http_agent(loop: po.AgentloopLoop) -> Callable[[], Agent[Any]]:
+    return lambda: Agent(loop.client, tools=[loop.tool], config=RunConfig(stream=True))
+
+
+async def plain() -> int:
+    count = 0
+    async with MAKE[-1]().stream("go") as events:
         async for _ in events:
-            n += 1
-    return time.process_time() - started, n
+            count += 1
+    return count
 
 
-async def via_chunks() -> tuple[float, int]:
-    a = agent()
-    chunks = Chunks("m")
-    n = 0
-    started = time.process_time()
-    async with a.stream("go") as events:
-        async for event in events:
-            n += 1
+async def vercel() -> int:
+    """One run as a request after its checks: entered, streamed into an ASGI ``send``."""
+    session = MAKE[-1]().session()
+    response = await _started(session.stream("go"), Chunks("m"))
+    size = 0
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.Event().wait()  # the client stays until the response ends
+        return {"type": "http.disconnect"}
+
+    async def send(message: Any) -> None:
+        nonlocal size
+        size += len(message.get("body", b""))
+
+    await response({"type": "http"}, receive, send)
+    return size
+
+
+async def recorded() -> list[Event]:
+    async with MAKE[-1]().stream("go") as events:
+        return [event async for event in events]
+
+
+def translation(events: list[Event]) -> float:
+    """CPU per event of the adapter's own work on recorded events (no engine, no I/O)."""
+    rounds = 300
+    gc.collect()
+    start = time.process_time()
+    for _ in range(rounds):
+        chunks = Chunks("m")
+        for event in events:
             made = chunks.feed(event)
             if made:
                 encode(made)
-    return time.process_time() - started, n
+    return (time.process_time() - start) / (rounds * len(events)) * 1e6
 
 
-async def via_asgi() -> tuple[float, int]:
-    app = VercelAIApp(agent())
-    message = {"id": "u", "role": "user", "parts": [{"type": "text", "text": "go"}]}
-    body = json.dumps({"id": "b", "messages": [message]}).encode()
-    scope = {"type": "http", "method": "POST", "path": "/", "headers": [], "query_string": b""}
-    sent: list[Any] = []
-    delivered = False
-    never = asyncio.Event()
-
-    async def receive() -> dict[str, Any]:
-        nonlocal delivered
-        if not delivered:
-            delivered = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        await never.wait()  # the client stays
-        return {"type": "http.disconnect"}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    started = time.process_time()
-    await app(scope, receive, send)
-    elapsed = time.process_time() - started
-    assert sent[0]["status"] == 200 and sent[-1]["body"] == b"data: [DONE]\n\n"
-    return elapsed, _events_of(sent)
+async def per_event(fn: Callable[[], Awaitable[int]], events: int) -> float:
+    gc.collect()
+    start = time.process_time()
+    for _ in range(ROUNDS):
+        await fn()
+    return (time.process_time() - start) / (events * ROUNDS) * 1e6
 
 
-def _events_of(sent: list[Any]) -> int:
-    return sum(m.get("body", b"").count(b"data: ") for m in sent[1:])
+async def compare(repeats: int) -> None:
+    events = await plain()
+    for _ in range(5):
+        await plain()
+        await vercel()
+    base: list[float] = []
+    over: list[float] = []
+    for _ in range(repeats):
+        base.append(await per_event(plain, events))
+        over.append(await per_event(vercel, events))
+    for how, pick in (("fastest", min), ("median", statistics.median)):
+        b, o = pick(base), pick(over)
+        print(
+            f"  Vercel ({how} of {repeats}): stream {b:.2f} us/event, with the adapter "
+            f"{o:.2f} us/event: +{o - b:.2f} us/event (+{o / b - 1:.1%}); {events} events a run"
+        )
+    replay = await recorded()
+    own = min(translation(replay) for _ in range(5))
+    share = own / min(base)
+    print(f"  Vercel translation alone (replayed events): {own:.2f} us/event (+{share:.1%})")
 
 
 async def main() -> None:
-    ways = {"stream": via_stream, "chunks": via_chunks, "asgi": via_asgi}
-    for way in ways.values():
-        for _ in range(3):
-            await way()
-    samples: dict[str, list[float]] = {name: [] for name in ways}
-    events = 0
-    for _ in range(int(sys.argv[1]) if len(sys.argv) > 1 else 30):
-        for name, way in ways.items():
-            gc.collect()
-            elapsed, n = await way()
-            if name == "stream":
-                events = n
-            samples[name].append(elapsed)
-    base = statistics.median(samples["stream"]) / events * 1e6
-    print(f"K = {K} tool turns, {events} events per run")
-    for name in ways:
-        per_event = statistics.median(samples[name]) / events * 1e6
-        print(f"{name:<7} {per_event:7.2f} us/event  {100 * (per_event / base - 1):+6.1f} %")
+    MAKE.append(scripted_agent)
+    print(f"engine only (ScriptedModel, {TURNS} tool turns + 1):")
+    await compare(41)
+    server, url = po.start_server(TURNS)
+    loop = po.AgentloopLoop(url)
+    MAKE.append(http_agent(loop))
+    try:
+        print("over HTTP (OpenAI adapter, SSE, the fake server of provider_overhead.py):")
+        await compare(21)
+    finally:
+        await loop.aclose()
+        assert server.stdin is not None
+        server.stdin.close()
+        server.wait(timeout=10)
 
 
 if __name__ == "__main__":

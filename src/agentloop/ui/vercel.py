@@ -3,9 +3,10 @@
 An ASGI app (extra ``ui``: Starlette) that takes the chat request ``useChat``'s default transport
 POSTs (``{id, messages: UIMessage[], trigger, ...}``) and streams the run in the AI SDK's UI
 message stream protocol: server-sent events, one JSON chunk each, ``data: [DONE]`` last, the
-header ``x-vercel-ai-ui-message-stream: v1``. Mount it where the client posts::
+header ``x-vercel-ai-ui-message-stream: v1``. Route it where the client posts (it answers any
+path)::
 
-    app = Starlette(routes=[Mount("/api/chat", app=VercelAIApp(agent))])
+    app = Starlette(routes=[Route("/api/chat", VercelAIApp(agent), methods=["POST"])])
 
 - **Sessions.** The chat ``id`` is the thread id. ``session=`` is the application's callable
   ``(request, thread_id) -> Session`` (sync or async) that authenticates the caller and picks or
@@ -301,6 +302,10 @@ _BY_HAND: dict[str, Callable[[Chunk], str]] = {  # the chunks of every turn, wri
 
 def encode(chunks: list[Chunk]) -> bytes:
     """Chunks as server-sent events: ``data: <json>`` and a blank line each."""
+    if len(chunks) == 1:  # most events: one delta
+        c = chunks[0]
+        by_hand = _BY_HAND.get(c["type"])
+        return f"data: {by_hand(c) if by_hand else _JSON(c)}\n\n".encode()
     lines = []
     for c in chunks:
         by_hand = _BY_HAND.get(c["type"])
