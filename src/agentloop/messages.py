@@ -416,6 +416,15 @@ class Usage:
             self.reasoning_tokens + other.reasoning_tokens,
         )
 
+    def __sub__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens - other.input_tokens,
+            self.output_tokens - other.output_tokens,
+            self.cache_read_tokens - other.cache_read_tokens,
+            self.cache_write_tokens - other.cache_write_tokens,
+            self.reasoning_tokens - other.reasoning_tokens,
+        )
+
     def to_dict(self) -> dict[str, int]:
         """Plain-data form; the cache counts appear only when non-zero (older rows lack them)."""
         data = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}

@@ -159,6 +159,9 @@ class Run(Generic[OutputT]):
     """The calls a paused run waits on (SPEC 17); empty for a run that is not paused."""
     decisions: list[dict[str, Any]] = field(default_factory=list, repr=False)
     """Every decision set applied to this run: ``{"at": time, "decisions": {call_id: ...}}``."""
+    parent: dict[str, str] | None = field(default=None, repr=False)
+    """A child agent's run (``as_tool``): the parent's ``session_id``, ``run_id``, ``call_id``
+    and ``tool``, so a viewer nests it under the parent's tool call (SPEC 18)."""
     paused_turn: dict[str, Any] | None = field(default=None, repr=False)
     """A paused run's uncommitted turn (its reply and the results of the calls that ran)."""
 
@@ -218,6 +221,7 @@ class Run(Generic[OutputT]):
             else _input_dict(self.unfinished_input),
             "session_id": self.session_id,
             **pause_fields(self.pending, self.decisions, self.paused_turn),
+            **({"parent": self.parent} if self.parent else {}),
         }
 
     @classmethod
@@ -244,6 +248,7 @@ class Run(Generic[OutputT]):
             pending=tuple(PendingCall.from_dict(p) for p in data.get("pending") or ()),
             decisions=list(data.get("decisions") or ()),
             paused_turn=data.get("paused_turn"),
+            parent=dict(data["parent"]) if isinstance(data.get("parent"), Mapping) else None,
         )
 
     def __eq__(self, other: object) -> bool:

@@ -316,7 +316,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         """
         from agentloop.engine.agent_tool import AgentTool
 
-        return AgentTool(self._fresh, name=name, description=description)
+        return AgentTool(self._fresh, name=name, description=description, agent=self)
 
     def fork(self) -> Agent[OutputT]:
         """A fresh agent with this one's client, tools, prompt, config and output type.

@@ -9,6 +9,12 @@ that is never a soft error: the call is cancelled with it and the parent ends ``
 history without the interrupted turn. The child's usage is added to the parent run's usage, and
 its events reach the parent's observers and stream with ``path`` naming the agents from the root.
 
+Pausing (SPEC 17): a child whose run pauses pauses its parent. Its pending calls join the
+parent's ``run.pending`` with ``path`` naming the child; the parent's decisions for them continue
+the child, whose output then becomes the call's result. Recording (SPEC 18): when the parent's
+session has a store, each call runs a session of the child agent stored there, its run linked to
+the parent's tool call (``Run.parent``), so a paused child also survives its process.
+
 Depth: a chain of delegations is at most ``MAX_DELEGATION_DEPTH`` (8) agents deep; a call
 past it never starts the child and reads ``agent '<name>' not run: delegation deeper than 8``.
 
@@ -48,7 +54,12 @@ class AgentTool(Tool):
     """A ``Tool`` whose one parameter, ``input``, is the child agent's prompt."""
 
     def __init__(
-        self, new_session: Callable[[], Session[Any]], *, name: str, description: str
+        self,
+        new_session: Callable[[], Session[Any]],
+        *,
+        name: str,
+        description: str,
+        agent: Any = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ConfigurationError("as_tool() needs a non-empty name", field="name")
@@ -58,6 +69,8 @@ class AgentTool(Tool):
                 field="description",
             )
         self.new_session = new_session
+        self.agent = agent
+        """The child agent (``Agent.as_tool`` gives it): recorded sessions are made on it."""
         self.name = name
         self.description = description
         self.parameters = {
@@ -87,22 +100,26 @@ class AgentTool(Tool):
             raise ToolError(
                 f"agent '{self.name}' not run: delegation deeper than {MAX_DELEGATION_DEPTH}"
             )
-        child = self.new_session()
-        forward = None
-        if link is not None:
-            limits = child.safety.limits
-            limits.budget = SharedBudget(child.agent.config.budget, link[1].safety.limits.budget)
-            bus = link[1].observers
-            if bus.active:
-                prefix = (self.name,)
-
-                def forward(event: Event) -> None:
-                    bus.emit(dataclasses.replace(event, path=prefix + event.path))
-
-        state = child._begin(arguments["input"], ctx.deps, (ctx.cancel,), forward)
-        state.depth = depth
+        state = link[0] if link is not None else None
+        entry: Any = state.children.get(ctx.call_id) if state and state.children else None
+        resume = entry is not None and entry[0] == "resume"
+        child = entry[1] if resume else self._session(link)
+        forward = self._budget_and_events(child, link)
+        if resume:  # the parent's decisions continue it
+            begun = child._continued(entry[2], ctx.deps, (ctx.cancel,), forward)
+        else:
+            begun = child._begin(arguments["input"], ctx.deps, (ctx.cancel,), forward)
+            if state is not None:
+                begun.run.parent = {
+                    "session_id": link[1].session_id,
+                    "run_id": state.run.id,
+                    "call_id": ctx.call_id,
+                    "tool": self.name,
+                }
+        begun.depth = depth
+        before = begun.run.usage  # a continued child's earlier usage was rolled up already
         try:
-            run = await child._drive(state)
+            run = await child._drive(begun)
         except Cancelled:  # only the parent cancels a child, and a cancel is never soft
             raise asyncio.CancelledError from None
         except AgentLoopError as error:
@@ -111,16 +128,51 @@ class AgentTool(Tool):
             ) from None
         finally:
             if link is not None:
-                _roll_up(link, child)
+                _roll_up(link, child, before)
+        if run.paused:
+            self._paused(state, ctx.call_id, child, run)
+            return ""
         return run.output
 
+    def _budget_and_events(self, child: Session[Any], link: Any) -> Callable[[Event], None] | None:
+        """Share the parent's budget with the child; its events' forwarder to the parent."""
+        if link is None:
+            return None
+        limits = child.safety.limits
+        limits.budget = SharedBudget(child.agent.config.budget, link[1].safety.limits.budget)
+        bus = link[1].observers
+        if not bus.active:
+            return None
+        prefix = (self.name,)
 
-def _roll_up(link: tuple[Any, Any], child: Session[Any]) -> None:
-    """Add the child's usage to the parent run (its budget counted it as it was spent)."""
+        def forward(event: Event) -> None:
+            bus.emit(dataclasses.replace(event, path=prefix + event.path))
+
+        return forward
+
+    def _paused(self, state: Any, call_id: str, child: Session[Any], run: Any) -> None:
+        """The child paused: its pending calls, named by the path, wait in the parent's state."""
+        if state is None:
+            raise ToolError(f"agent '{self.name}' paused, and no parent run can wait for it")
+        if state.children is None:
+            state.children = {}
+        pending = tuple(dataclasses.replace(p, path=(self.name, *p.path)) for p in run.pending)
+        state.children[call_id] = ("paused", child, pending)
+
+    def _session(self, link: Any) -> Session[Any]:
+        """A new conversation of the child: stored beside the parent's runs when it has a store."""
+        store = link[1].store if link is not None else None
+        if store is not None and self.agent is not None:
+            return self.agent.session(store=store)  # type: ignore[no-any-return]
+        return self.new_session()
+
+
+def _roll_up(link: tuple[Any, Any], child: Session[Any], before: Usage) -> None:
+    """Add the child's new usage to the parent run (its budget counted it as it was spent)."""
     state = link[0]
     run = child.current_run
     if run is not None:
-        state.run.usage = state.run.usage + run.usage
+        state.run.usage = state.run.usage + (run.usage - before)
 
 
 class SharedBudget(BudgetGate):

@@ -25,7 +25,7 @@ it back.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentloop import events as ev
@@ -53,7 +53,7 @@ from agentloop.tools import Tool, ToolContext, ToolRegistry, render_content
 if TYPE_CHECKING:
     from agentloop.engine.journal import Journal
 
-__all__ = ["CallPipeline", "PipelineServices"]
+__all__ = ["CallPipeline", "ContinueChild", "PausedChild", "PipelineServices", "pending_of"]
 
 logger = logging.getLogger("agentloop")
 
@@ -75,6 +75,37 @@ _UNAVAILABLE: frozenset[Outcome] = frozenset({"missing", "unavailable"})
 _NOT_RECORDED: frozenset[Outcome] = frozenset({"looping"})
 _SILENT: frozenset[Outcome] = frozenset({"unavailable"})
 """A name the model was never offered: nothing was attempted, no Started/Finished events."""
+
+
+class PausedChild:
+    """A call to a child agent (``as_tool``) whose run paused: its pending calls (SPEC 17)."""
+
+    __slots__ = ("id", "pending")
+
+    def __init__(self, call_id: str, pending: tuple[PendingCall, ...]) -> None:
+        self.id = call_id
+        """The parent's call to the child agent."""
+        self.pending = pending
+
+
+class ContinueChild:
+    """The decision for a paused child agent's call: continue the child.
+
+    The child's own decisions wait in ``RunState.children``.
+    """
+
+    __slots__ = ()
+
+
+def pending_of(answers: Sequence[object]) -> tuple[PendingCall, ...]:
+    """Every pending call among a dispatch's answers, a paused child's included, in order."""
+    pending: list[PendingCall] = []
+    for answer in answers:
+        if isinstance(answer, PendingCall):
+            pending.append(answer)
+        elif isinstance(answer, PausedChild):
+            pending.extend(answer.pending)
+    return tuple(pending)
 
 
 class PipelineServices(Protocol):
@@ -121,7 +152,7 @@ class CallPipeline:
         self.attempt = 0
         self.decision = decision
 
-    async def run(self) -> ToolResultPart | PendingCall:
+    async def run(self) -> ToolResultPart | PendingCall | PausedChild:
         """The result the model reads, after any retries recovery asks for.
 
         Or the call is pending: a person or another service answers it (SPEC 17).
@@ -130,7 +161,7 @@ class CallPipeline:
             return await self._decided(self.decision)
         while True:
             attempted = await self._attempt()
-            if isinstance(attempted, PendingCall):
+            if not isinstance(attempted, tuple):
                 return attempted
             result, outcome = attempted
             if outcome in _FINAL:
@@ -181,11 +212,14 @@ class CallPipeline:
             )
         return result, outcome
 
-    async def _decided(self, decision: Decision) -> ToolResultPart:
+    async def _decided(self, decision: Decision | ContinueChild) -> ToolResultPart | PausedChild:
         """A call a person decided: its result, the call run at most once (SPEC 17)."""
         d, state, call = self.dispatcher, self.state, self.call
         if d.observers.active:
             d.observers.emit(ev.ToolCallStarted(state.run.id, state.turn_index, call, self.attempt))
+        if isinstance(decision, ContinueChild):  # the child records and journals its own
+            continued = await self._run_tool(self._context())
+            return continued if isinstance(continued, PausedChild) else continued[0]
         if isinstance(decision, Deny):
             return self.finish(decision.text, "vetoed")[0]
         if isinstance(decision, Answer):
@@ -193,7 +227,11 @@ class CallPipeline:
             return self.finish(text, "ok", media=media)[0]
         if isinstance(decision, Edit):
             self.arguments = dict(decision.arguments)
-        journal = d.journal
+        return await self._at_most_once()
+
+    async def _at_most_once(self) -> ToolResultPart | PausedChild:
+        """Run an approved call: marked started before, its result kept after (the journal)."""
+        journal, call = self.dispatcher.journal, self.call
         started, done = f"decided/{call.id}/started", f"decided/{call.id}/result"
         if journal is not None:
             entry = journal.entries.get(done)
@@ -202,7 +240,10 @@ class CallPipeline:
             if started in journal.entries:
                 return self.finish(LOST_TEXT, "tool_error")[0]
             journal.record(started, {"arguments": dict(self.arguments)})
-        result, outcome = await self._run_tool(self._context())
+        ran = await self._run_tool(self._context())
+        if isinstance(ran, PausedChild):
+            return ran
+        result, outcome = ran
         if journal is not None:
             journal.record(done, {"text": result.content, "outcome": outcome})
         return result
@@ -221,7 +262,7 @@ class CallPipeline:
         ctx._link = (state, d)
         return ctx
 
-    async def _attempt(self) -> tuple[ToolResultPart, Outcome] | PendingCall:
+    async def _attempt(self) -> tuple[ToolResultPart, Outcome] | PendingCall | PausedChild:
         d, state, call = self.dispatcher, self.state, self.call
         ctx = ToolContext(
             run_id=state.run.id,
@@ -256,8 +297,11 @@ class CallPipeline:
             return tool
         return None
 
-    async def _run_tool(self, ctx: ToolContext) -> tuple[ToolResultPart, Outcome]:
-        """The breaker gate, the tool, its result, the post-tool hooks and the breaker record."""
+    async def _run_tool(self, ctx: ToolContext) -> tuple[ToolResultPart, Outcome] | PausedChild:
+        """The breaker gate, the tool, its result, the post-tool hooks and the breaker record.
+
+        A child agent whose run paused answers ``PausedChild`` instead of a result.
+        """
         d, state, call = self.dispatcher, self.state, self.call
         admission = d.safety.admit(self.name)
         if admission is None:
@@ -269,6 +313,10 @@ class CallPipeline:
         except BaseException:
             d.safety.settle(admission, None)
             raise
+        children = state.children
+        if children is not None and call.id in children and children[call.id][0] == "paused":
+            d.safety.settle(admission, None)
+            return PausedChild(call.id, children[call.id][2])
         media = ctx.media
         if media:
             text, outcome, media = _takeable(self.name, state.client, text, outcome, media)

@@ -53,6 +53,8 @@ class Conversation(Generic[OutputT]):
         self._runs: list[Run[OutputT]] = [] if runs is None else runs
         self._cancel = CancelToken()
         self._active: RunState | None = None
+        self._children: dict[str, Any] | None = None
+        """Paused child sessions (``as_tool``) by the parent's call id, while this process lives."""
         self._bus = EventBus(agent._observers, session_id)
         self.safety = SafetyState(agent.config, self._bus, agent.clock, breakers=agent.breakers)
         self._dispatcher = Dispatcher(
@@ -74,6 +76,8 @@ class Conversation(Generic[OutputT]):
     def _wire_recorder(self) -> None:
         """With a durable store: safety state at each commit point, tool outputs journaled."""
         recorder = self._recorder
+        if recorder is not None:
+            self._dispatcher.store = recorder.store  # child agents' runs are recorded there too
         if recorder is None or recorder.durable is None:
             return
         recorder.snapshot = lambda: self.safety.snapshot(self.agent.client)

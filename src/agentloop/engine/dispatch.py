@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from agentloop import events as ev
 from agentloop.clock import Clock
 from agentloop.config import RunConfig
-from agentloop.engine.call import CallPipeline
+from agentloop.engine.call import CallPipeline, PausedChild
 from agentloop.engine.gates import Gates
 from agentloop.engine.guards import SafetyState
 from agentloop.engine.invoke import Outcome, invoke
@@ -30,6 +30,7 @@ from agentloop.tools import ToolContext, ToolRegistry
 
 if TYPE_CHECKING:
     from agentloop.engine.journal import Journal
+    from agentloop.store import Store
 
 __all__ = ["Dispatcher", "Outcome"]
 
@@ -57,6 +58,8 @@ class Dispatcher:
         self.observers = observers
         self.gates = Gates(hooks, approver, headless=config.headless)
         self.journal: Journal | None = None
+        self.store: Store | None = None
+        """The session's store, where a child agent's runs are recorded too (SPEC 18)."""
         self.session_id = session_id
         self.clock = clock
         # the stock pair always fails at once; exact types, so a subclass's override still runs
@@ -75,7 +78,7 @@ class Dispatcher:
         state: RunState,
         calls: Sequence[ToolCallPart],
         decisions: Mapping[str, Decision] = _NO_DECISIONS,
-    ) -> list[ToolResultPart | PendingCall]:
+    ) -> list[ToolResultPart | PendingCall | PausedChild]:
         """Every call's result (or ``PendingCall``), in the model's order.
 
         ``decisions``: a person's decisions by call id, for a paused turn's pending calls.
@@ -85,7 +88,7 @@ class Dispatcher:
         if bus.active:
             for call in calls:
                 bus.emit(ev.ToolCallRequested(state.run.id, state.turn_index, call))
-        results: list[ToolResultPart | PendingCall | None] = [None] * len(calls)
+        results: list[ToolResultPart | PendingCall | PausedChild | None] = [None] * len(calls)
         runnable: list[int] = []
         offered = state.offer.names
         for index, call in enumerate(calls):
@@ -128,7 +131,7 @@ class Dispatcher:
         state: RunState,
         calls: Sequence[ToolCallPart],
         runnable: list[int],
-        results: list[ToolResultPart | PendingCall | None],
+        results: list[ToolResultPart | PendingCall | PausedChild | None],
         decisions: Mapping[str, Decision],
     ) -> None:
         semaphore = asyncio.Semaphore(min(self.config.max_concurrency, len(runnable)))

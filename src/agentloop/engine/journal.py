@@ -160,6 +160,9 @@ class JournaledTool(WrappedTool):
         except ToolError as error:
             journal.record(key, {"tool_error": storable(error.message)})
             raise
+        link = ctx._link
+        if link is not None and link[0].children and ctx.call_id in link[0].children:
+            return output  # a child agent that paused: nothing finished, nothing to replay
         entry = output_entry(output)
         if entry is not None:
             journal.record(key, entry)

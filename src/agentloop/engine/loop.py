@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
 from agentloop.cancel import CancelToken
+from agentloop.engine.call import pending_of
 from agentloop.engine.conversation import Conversation
 from agentloop.engine.instructions import evaluate
 from agentloop.engine.output import (
@@ -36,7 +37,7 @@ from agentloop.engine.output import (
     cut_calls as _cut_calls,
 )
 from agentloop.engine.overrides import swap_of
-from agentloop.engine.state import RunState
+from agentloop.engine.state import Paused, RunState
 from agentloop.engine.turn import build_request, call_model
 from agentloop.errors import (
     AgentLoopError,
@@ -64,10 +65,6 @@ logger = logging.getLogger("agentloop")
 
 _CANNOT_FIT = (ContextExceeded, CompactionStalled, ContextLengthExceeded)
 _NONE: Mapping[str, str] = MappingProxyType({})
-
-
-class _Paused(Exception):
-    """A turn's dispatch left calls pending: the run pauses (finalize's paused case)."""
 
 
 class RunLoop:
@@ -155,7 +152,7 @@ class RunLoop:
 
                 await complete_paused_turn(self.session, self.state)
             await self._each_turn()
-        except _Paused:
+        except Paused:
             return
 
     async def _each_turn(self) -> None:
@@ -384,9 +381,9 @@ class RunLoop:
             answers = await dispatcher.dispatch_turn(state, calls)
         results = [r for r in answers if isinstance(r, ToolResultPart)]
         if len(results) < len(answers):
-            state.paused = tuple(r for r in answers if isinstance(r, PendingCall))
+            state.paused = pending_of(answers)
             turn.tool_results = results
-            raise _Paused
+            raise Paused
         if guarding is not None and guarding.guardrails.screens:
             await guarding.screen(calls, results, skip=answered)
         turn.tool_results = results
@@ -438,7 +435,8 @@ class RunLoop:
             from agentloop.engine.pause import paused_record
 
             limits = session.safety.limits
-            paused_record(state, paused, limits.budget.snapshot() if limits.budget_on else None)
+            budget = limits.budget.snapshot() if limits.budget_on else None
+            paused_record(session, state, paused, budget)
             session._history.extend(state.transcript[state.base : -1])  # all but the paused reply
         elif error is None:
             session._history.extend(state.pending)

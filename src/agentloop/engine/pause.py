@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
 from agentloop.cancel import CancelToken
+from agentloop.engine.state import Paused
 from agentloop.errors import InvalidInput
 from agentloop.messages import Message, ToolResultPart
 from agentloop.pausing import Decision, PendingCall, check_decisions, decision_from_dict
@@ -49,16 +50,33 @@ class Resuming:
     turn: Turn
     results: dict[str, ToolResultPart]
     decisions: Mapping[str, Decision]
+    children: Mapping[str, Any]
+    """Paused child agents by the parent's call id: ``{"session_id", "ids"}``."""
 
 
 def paused_record(
-    state: RunState, pending: tuple[PendingCall, ...], budget: Mapping[str, Any] | None
+    session: Conversation[Any],
+    state: RunState,
+    pending: tuple[PendingCall, ...],
+    budget: Mapping[str, Any] | None,
 ) -> None:
-    """Finalize's paused case on the run record: the paused turn kept beside its pending calls."""
+    """Finalize's paused case on the run record: the paused turn kept beside its pending calls.
+
+    A paused child agent's session is kept by the session in memory, and named in the record
+    (its runs are in the store when the parent has one, so another process can continue it).
+    """
     run = state.run
     turn = run.turns.pop()
     reply = state.audit[-1]
+    children = {
+        call_id: {"session_id": entry[1].id, "ids": [p.id for p in entry[2]]}
+        for call_id, entry in (state.children or {}).items()
+        if entry[0] == "paused"
+    }
+    if children:
+        session._children = {k: e[1] for k, e in (state.children or {}).items() if e[0] == "paused"}
     run.paused_turn = {
+        "children": children,
         "turn": turn.to_dict(),
         "message": reply.to_dict(),
         "results": Message.tool_results(turn.tool_results).to_dict() if turn.tool_results else None,
@@ -181,7 +199,8 @@ def _state(
     state.turn_index = turn.index
     if state.turn_index and state.settings.tool_choice_once:
         state.release_tool_choice()
-    state.resuming = Resuming(turn, {r.call_id: r for r in results}, decisions)
+    children = paused.get("children") or {}
+    state.resuming = Resuming(turn, {r.call_id: r for r in results}, decisions, children)
     session._bus.turn = state.turn_index
     return state
 
@@ -190,19 +209,30 @@ async def complete_paused_turn(session: Conversation[Any], state: RunState) -> N
     """Complete a continued run's paused turn: the decided calls, then the turn's end."""
     resuming = state.resuming
     turn, ran = resuming.turn, resuming.results
-    from agentloop.engine.call import CallPipeline
+    from agentloop.engine.call import CallPipeline, ContinueChild, pending_of
 
     results: list[ToolResultPart] = []
+    again: list[Any] = []
     for call in turn.tool_calls:
         result = ran.get(call.id)
         if result is None:
             state.check_cancel()
-            decision = resuming.decisions[call.id]
+            decision: Any = resuming.decisions.get(call.id)
+            child = resuming.children.get(call.id)
+            if child is not None:
+                _continue_child(session, state, call.id, call.name, child, resuming.decisions)
+                decision = ContinueChild()
             done = await CallPipeline(session._dispatcher, state, call, decision).run()
-            assert isinstance(done, ToolResultPart)
+            if not isinstance(done, ToolResultPart):
+                again.append(done)  # a child agent paused again
+                continue
             result = done
         results.append(result)
     state.resuming = None
+    if again:
+        state.paused = pending_of(again)
+        turn.tool_results = results
+        raise Paused
     turn.tool_results = results
     state.append(Message.tool_results(results))
     state.complete_turn()
@@ -212,3 +242,29 @@ async def complete_paused_turn(session: Conversation[Any], state: RunState) -> N
     if session._bus.active:
         session._bus.emit(ev.TurnFinished(state.run.id, turn))
     state.turn_index += 1
+
+
+def _continue_child(
+    session: Conversation[Any],
+    state: RunState,
+    call_id: str,
+    tool_name: str,
+    child: Mapping[str, Any],
+    decisions: Mapping[str, Decision],
+) -> None:
+    """Ready a paused child agent to continue with its share of the decisions."""
+    mine = {i: decisions[i] for i in child.get("ids", ()) if i in decisions}
+    live = (session._children or {}).get(call_id)
+    if live is None:  # another process: the child's session is in the store
+        tool = session._dispatcher.registry.get(tool_name)
+        agent = getattr(getattr(tool, "inner", tool), "agent", None)
+        store = session._recorder.store if session._recorder is not None else None
+        if agent is None or store is None:
+            raise InvalidInput(
+                f"the paused child agent of call {call_id!r} ('{tool_name}') is not in this "
+                "process, and a child's pause survives its process only with a store"
+            )
+        live = agent.session(str(child["session_id"]), store=store)
+    if state.children is None:
+        state.children = {}
+    state.children[call_id] = ("resume", live, mine)

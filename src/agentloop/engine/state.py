@@ -28,7 +28,7 @@ from agentloop.run import Run
 from agentloop.safety.budget import Budget
 from agentloop.tools import ToolRegistry
 
-__all__ = ["Guard", "Offer", "RunOptions", "RunState"]
+__all__ = ["Guard", "Offer", "Paused", "RunOptions", "RunState"]
 
 _NO_SETTINGS = ModelSettings()
 
@@ -53,6 +53,10 @@ class Guard(Protocol):
 
     def salvage(self, state: RunState, error: ContextLengthExceeded) -> None:
         """A provider rejected the context: force a compaction before the retry."""
+
+
+class Paused(Exception):
+    """A turn's dispatch left calls pending (``RunState.paused``): the run pauses (SPEC 17)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +135,8 @@ class RunState:
     """How many agents delegate to this run (``as_tool``): 0 for a run nobody delegated."""
     resuming: Any = None
     """A paused run being continued: its paused turn and the decisions (``engine.pause``)."""
+    children: dict[str, Any] | None = None
+    """Child agents (``as_tool``) by the parent's call id: one that paused, or one to continue."""
     paused: tuple[Any, ...] = ()
     """The calls the run paused on (``PendingCall``), set when a dispatch left some pending."""
 
