@@ -23,6 +23,7 @@ import socket
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,7 @@ from agentloop.store import SQLiteStore, StoredRun  # noqa: E402
 from agentloop.testing import ScriptedModel  # noqa: E402
 from agentloop.testing import call as scripted_call  # noqa: E402
 from agentloop.testing import reply as scripted_reply  # noqa: E402
-from agentloop.ui.viewer import ViewerApp  # noqa: E402
+from agentloop.ui.viewer import ViewerApp, agent_continuer  # noqa: E402
 
 _HTTP_TESTS = Path(__file__).with_name("test_viewer.py")
 _spec = importlib.util.spec_from_file_location("_viewer_http_tests", _HTTP_TESTS)
@@ -73,11 +74,9 @@ class Served:
     runs: Any
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    path = tmp_path_factory.mktemp("viewer-browser") / "agentloop.db"
-    runs = _http.fill_store(path)
-    app = ViewerApp(str(path), poll_seconds=0.1, hosts=["127.0.0.1"])
+@contextmanager
+def serving(app: ViewerApp) -> Iterator[str]:
+    """``app`` on a real uvicorn server on 127.0.0.1; yields its URL."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()  # listening before the thread starts: the browser's first connect waits
@@ -86,11 +85,22 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
     thread.start()
-    yield Served(f"http://127.0.0.1:{port}", app, path, runs)
-    server.should_exit = True
-    thread.join(timeout=10)
-    listener.close()
-    app.close()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        listener.close()
+        app.close()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    path = tmp_path_factory.mktemp("viewer-browser") / "agentloop.db"
+    runs = _http.fill_store(path)
+    app = ViewerApp(str(path), poll_seconds=0.1, hosts=["127.0.0.1"])
+    with serving(app) as url:
+        yield Served(url, app, path, runs)
 
 
 @pytest.fixture(scope="module")
@@ -290,4 +300,33 @@ def test_a_run_in_progress_updates_without_a_reload(
         for gate in GATES.go:
             gate.set()
         worker.join(timeout=WAIT)
+        store.close()
+
+
+def test_a_pending_call_approved_in_the_page_continues_the_run(
+    browser: webdriver.Chrome, tmp_path: Path
+) -> None:
+    path = tmp_path / "agentloop.db"
+    agent, paused, store = _http._paused_agent(path)
+    app = ViewerApp(
+        str(path),
+        allow_decisions=True,
+        continuer=agent_continuer(agent),
+        poll_seconds=0.1,
+        hosts=["127.0.0.1"],
+    )
+    try:
+        with serving(app) as url:
+            browser.get(f"{url}/runs/{paused.id}")
+            form = browser.find_element(By.ID, "decisions")
+            approve = form.find_element(By.CSS_SELECTOR, "input[value='approve']")
+            assert approve.is_selected()
+            screenshot(browser, tmp_path, "viewer-decide.png")
+            form.find_element(By.CSS_SELECTOR, "button[type='submit']").click()
+            WebDriverWait(browser, WAIT).until(
+                lambda d: d.find_element(By.ID, "run-status").text == "completed"
+            )
+            assert "deleted old.log" in browser.find_element(By.ID, "turns").text
+            assert browser.find_elements(By.ID, "decided")
+    finally:
         store.close()

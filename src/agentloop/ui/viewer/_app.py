@@ -121,7 +121,7 @@ class ViewerApp:
                 headers = list(message.get("headers", []))
                 headers.append((b"content-security-policy", POLICY.encode()))
                 headers.append((b"x-content-type-options", b"nosniff"))
-                headers.append((b"referrer-policy", b"no-referrer"))
+                headers.append((b"referrer-policy", b"same-origin"))  # no-referrer: Origin null
                 message = {**message, "headers": headers}
             await send(message)
 

@@ -116,8 +116,9 @@ def _call_html(
     result_data: Mapping[str, Any],
     drawing: _Drawing,
 ) -> str:
-    soft = " soft-error" if result is not None and result.is_error else ""
     call_id = call.id if call is not None else result.call_id if result is not None else ""
+    soft = " soft-error" if result is not None and result.is_error else ""
+    soft += " waiting" if result is None and call_id in drawing.pending else ""
     head = (
         f'<div class="call-head"><span class="tool">{text(call.name)}</span> '
         f'<span class="call-id">{text(call.id)}</span></div>'
