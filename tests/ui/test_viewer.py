@@ -25,7 +25,7 @@ from starlette.testclient import TestClient
 
 from agentloop import Agent, RetryingClient, Run, tool
 from agentloop.cli import main
-from agentloop.errors import ProviderUnavailable, ToolError
+from agentloop.errors import LoopDetected, ProviderUnavailable, ToolError
 from agentloop.messages import Usage
 from agentloop.pausing import Decision
 from agentloop.providers import OpenAIClient
@@ -558,3 +558,40 @@ def test_a_child_agents_recorded_run_is_nested_in_the_parents_page(tmp_path: Pat
     call_id = run.turns[0].tool_calls[0].id
     inside = page.split(f'data-call="{call_id}"')[1]
     assert f'data-run="{children[0].run.id}"' in inside and "child-model" in inside
+
+
+@tool
+def flaky_backend() -> str:
+    """A tool whose backend is down (each failure counts against its breaker)."""
+    raise ToolError("backend down", sick=True)
+
+
+@tool
+def same_search(q: str) -> str:
+    """A search that always answers the same."""
+    return "the same answer"
+
+
+def test_the_breakers_refusal_is_marked_and_a_loop_stop_is_the_hard_error(tmp_path: Path) -> None:
+    path = tmp_path / "agentloop.db"
+    store = SQLiteStore(path)
+    steps = [scripted_call("flaky_backend")] * 4 + [scripted_reply("I gave up.")]
+    sick = Agent(ScriptedModel(steps), tools=[flaky_backend], store=store)
+    tripped = sick.session("sick").run_sync("try it")
+    looping_steps = [scripted_call("same_search", {"q": "a"})] * 30
+    looping = Agent(ScriptedModel(looping_steps), tools=[same_search], store=store)
+    with pytest.raises(LoopDetected):
+        looping.session("loop").run_sync("search")
+    looped = looping.session("loop").runs[-1]
+    store.close()
+    app = ViewerApp(str(path))
+    with TestClient(app) as client:
+        breaker = client.get(f"/runs/{tripped.id}").text
+        loop = client.get(f"/runs/{looped.id}").text
+    app.close()
+    last = breaker.split('id="turn-0-3"')[1].split("</section>")[0]
+    assert '<span class="badge breaker">breaker open</span>' in last
+    assert breaker.count('<span class="badge soft-error">soft error</span>') == 4
+    assert '<span class="error-class">LoopDetected</span>' in loop
+    assert "repeated 10 times" in loop
+    assert 'id="ended"><h3>the run stopped after turn 10' in loop
