@@ -331,3 +331,37 @@ async def test_the_wire_streams_tool_arguments_before_the_call_runs() -> None:
     order = ["tool-input-start", "tool-input-available", "tool-output-available", "finish-step"]
     assert [k for k in kinds if k in order] == [*order, "finish-step"]
     assert kinds[-1] == "finish" and chunks[-1]["finishReason"] == "stop"
+
+
+async def test_an_external_call_the_client_refuses_is_denied() -> None:
+    script = [
+        FakeReply(tool_calls=[FakeToolCall("pick_color", {"prompt": "a colour?"})]),
+        FakeReply("No colour, then."),
+    ]
+    async with app_over(script, [pick_color]) as (url, fake, _):
+        result = await chat(url, [{"send": "pick a colour"}, {"errorText": "the user closed it"}])
+    call, text = assistant_parts(result)
+    read = fake.requests[1]["messages"][-1]["content"]
+    assert read == "User denied permission: the user closed it"
+    assert call["state"] == "output-error" and call["errorText"] == read  # what the model read
+    assert text["text"] == "No colour, then."
+
+
+async def test_a_typed_answer_streams_as_a_data_output_part() -> None:
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        name: str
+        population: int
+
+    answer = FakeToolCall("final_result", {"name": "Paris", "population": 2100000})
+    async with FakeProviderServer([FakeReply(tool_calls=[answer])]) as fake:
+        client = OpenAIClient("fake-model", api_key="k", base_url=fake.base_url)
+        agent = Agent(client, output_type=City)
+        async with serving(VercelAIApp(agent)) as url:
+            result = await chat(url, [{"send": "the biggest city of France"}])
+        await client.aclose()
+    parts = assistant_parts(result)
+    [output] = [p for p in parts if p["type"] == "data-output"]
+    assert output["data"] == {"name": "Paris", "population": 2100000}
+    assert result["status"] == "ready"

@@ -349,3 +349,40 @@ def test_chunks_written_by_hand_are_the_same_json() -> None:
     ]
     wire = encode(given).decode()
     assert [json.loads(e.removeprefix("data: ")) for e in wire.split("\n\n") if e] == given
+
+
+async def test_a_decided_approval_sent_again_runs_nothing_twice(served: Served) -> None:
+    await paused(served)
+    body = {"id": "t", "messages": [user("delete a.txt"), approval("c1")]}
+    status, text = await served.post(body)
+    assert status == 200 and '"output":"deleted a.txt"' in text and ran == ["a.txt"]
+    status, answer = await served.post(body)  # a replay of the same decision
+    assert status == 409
+    refused(status, answer, "no run waiting")
+    assert ran == ["a.txt"] and len(served.model.requests) == 2
+
+
+async def test_a_second_request_while_the_chat_runs_is_a_409() -> None:
+    release = asyncio.Event()
+
+    @tool
+    async def wait() -> str:
+        """Wait until released."""
+        await release.wait()
+        return "done"
+
+    model = ScriptedModel([call("wait"), reply("ok")])
+    app = VercelAIApp(Agent(model, tools=[wait]))
+    async with serving(app) as url, aiohttp.ClientSession() as http:
+        body = {"id": "t", "messages": [user("go")]}
+        async with http.post(url, json=body) as first:
+            assert first.status == 200
+            async for line in first.content:  # the tool has started once its input is out
+                if b"tool-input-available" in line:
+                    break
+            async with http.post(url, json=body) as second:
+                assert second.status == 409
+                answer = await second.json()
+            release.set()
+            rest = await first.text()
+    assert answer["error"]["type"] == "Conflict" and "data: [DONE]" in rest
