@@ -92,6 +92,7 @@ _ASSISTANT: dict[str, Any] = {"role": "assistant"}
 _REASONING: dict[str, Any] = {"role": "reasoning"}
 _TOOL: dict[str, Any] = {"role": "tool"}
 _TOOL_ERROR: dict[str, Any] = {"role": "tool", "metadata": {"agentloop": {"error": True}}}
+_SUCCESS: dict[str, Any] = {"outcome": {"type": "success"}}
 _NONE: dict[str, Any] = {}
 _Template: TypeAlias = tuple[tuple[str, ...], tuple[str, ...]]
 _TEMPLATES: dict[tuple[Any, ...], _Template] = {}
@@ -257,6 +258,10 @@ class AGUIEvents:
             result = None
         elif error is not None:
             outcome, result = core.RunFinishedCancelledOutcome(), None
+        elif isinstance(run.output, str):  # the common end: a text answer
+            ids = {"thread_id": self.thread_id, "run_id": self.run_id}
+            self.out.append(framed(core.RunFinishedEvent, _SUCCESS, **ids, result=run.output))
+            return "".join(self.out)
         else:
             outcome, result = core.RunFinishedSuccessOutcome(), _plain(run.output)
         self._emit(
