@@ -365,3 +365,26 @@ async def test_a_typed_answer_streams_as_a_data_output_part() -> None:
     [output] = [p for p in parts if p["type"] == "data-output"]
     assert output["data"] == {"name": "Paris", "population": 2100000}
     assert result["status"] == "ready"
+
+
+async def test_a_child_agents_approval_pauses_the_parent_and_is_decided_in_its_message() -> None:
+    ran.clear()
+    script = [
+        FakeReply(tool_calls=[FakeToolCall("cleaner", {"input": "remove d.txt"})]),  # parent
+        FakeReply(tool_calls=[FakeToolCall("delete_file", {"path": "d.txt"})]),  # child
+        FakeReply("Removed d.txt."),  # child, after the approval
+        FakeReply("The cleaner removed d.txt."),  # parent
+    ]
+    async with FakeProviderServer(script) as fake:
+        client = OpenAIClient("fake-model", api_key="k", base_url=fake.base_url)
+        child = Agent(client, tools=[delete_file])
+        parent = Agent(client, tools=[child.as_tool(name="cleaner", description="Cleans up.")])
+        async with serving(VercelAIApp(parent)) as url:
+            result = await chat(url, [{"send": "remove d.txt"}, {"approve": True}])
+        await client.aclose()
+    assert ran == ["d.txt"]
+    cleaner, delete, text = assistant_parts(result)
+    assert cleaner["type"] == "tool-cleaner" and cleaner["output"] == "Removed d.txt."
+    assert delete["type"] == "tool-delete_file" and delete["state"] == "output-available"
+    assert delete["output"] == "deleted d.txt" and delete["approval"]["approved"] is True
+    assert text["text"] == "The cleaner removed d.txt."

@@ -29,7 +29,8 @@ any other              ``data-agentloop`` (transient): the event's kind and plai
 =====================  ==========================================================================
 
 Events of a child agent (``path`` not empty) are not drawn: the child is its tool call in the
-parent's message, and its pending calls reach the parent's ``RunPaused``.
+parent's message. Its pending calls reach the parent's ``RunPaused`` (drawn there as tool calls
+of their own), and the result of one the client decided is drawn when the child runs it.
 """
 
 from __future__ import annotations
@@ -80,8 +81,11 @@ class _Call:
 class Chunks:
     """The chunk writer of one response (one assistant ``UIMessage``)."""
 
-    def __init__(self, message_id: str, *, denied: Iterable[str] = ()) -> None:
+    def __init__(
+        self, message_id: str, *, answered: Iterable[str] = (), denied: Iterable[str] = ()
+    ) -> None:
         self.message_id = message_id
+        self._answered = set(answered)  # the calls this request decides (a child's included)
         self._denied = set(denied)  # calls the client denied: their result is "denied"
         self._ids = itertools.count(1)
         self._announced: set[str] = set()  # call ids given a tool-input-start
@@ -110,7 +114,9 @@ class Chunks:
 
     def feed(self, event: Event) -> list[Chunk]:
         """The chunks ``event`` makes (often none, or one)."""
-        if event.path and not isinstance(event, RunPaused):
+        if event.path:  # a child agent's: its pending calls come in the parent's RunPaused
+            if isinstance(event, ToolCallFinished) and event.call.id in self._answered:
+                return self._call_finished(event)
             return []
         handler = self._handlers.get(type(event))
         if handler is not None:

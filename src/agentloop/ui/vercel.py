@@ -137,7 +137,7 @@ class VercelAIApp:
             stream = await _started(*self._prepare(session, chat, deps))
         except _Refused as refused:
             return _refusal(refused)
-        except (BadChat, InvalidInput) as exc:  # TranscriptError of a seed is InvalidInput's kin
+        except (BadChat, InvalidInput) as exc:  # a media part or a run's input that does not fit
             return _refusal(_Refused(400, type(exc).__name__, str(exc)))
         return stream
 
@@ -173,7 +173,8 @@ class VercelAIApp:
         approvals = {p.id for p in run.pending if p.kind == "approval"} if run else set()
         denied = [k for k, d in decisions.items() if isinstance(d, Deny) and k in approvals]
         stream = session.continue_stream(decisions=decisions, deps=deps)
-        return stream, Chunks(chat.last.id or f"msg-{secrets.token_hex(12)}", denied=denied)
+        message_id = chat.last.id or f"msg-{secrets.token_hex(12)}"
+        return stream, Chunks(message_id, answered=decisions, denied=denied)
 
 
 def _not_paused(session: Session[Any]) -> None:
