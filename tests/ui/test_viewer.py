@@ -595,3 +595,20 @@ def test_the_breakers_refusal_is_marked_and_a_loop_stop_is_the_hard_error(tmp_pa
     assert '<span class="error-class">LoopDetected</span>' in loop
     assert "repeated 10 times" in loop
     assert 'id="ended"><h3>the run stopped after turn 10' in loop
+
+
+def test_agent_names_an_agent_the_command_can_import(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    SQLiteStore(tmp_path / "agentloop.db").close()
+    (tmp_path / "viewer_app_module.py").write_text("agent = 'not an agent'\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for spec, said in [
+        ("viewer_app_module", "--agent takes MODULE:NAME"),
+        ("no_such_module_here:agent", "No module named 'no_such_module_here'"),
+        ("viewer_app_module:missing", "has no attribute 'missing'"),
+        ("viewer_app_module:agent", "is a str, not an Agent"),
+    ]:
+        assert main(["ui", "--allow-decisions", "--agent", spec]) == 2
+        assert said in capsys.readouterr().err
