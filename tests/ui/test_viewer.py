@@ -467,7 +467,7 @@ def test_a_sub_agent_run_is_drawn_inside_the_parents_tool_call() -> None:
     scanned = [StoredRun("s", parent, True), StoredRun("c", child, True)]
     body = run_body(scanned[0], Nesting(scanned), allow_decisions=False)
     inside = body.split('data-call="call_r"')[1]
-    assert '<details class="child-run" open data-run="child-run">' in inside
+    assert '<details class="child-run" id="child-child-run" open data-run="child-run">' in inside
     assert "child-model" in inside.split("</details>")[0]
     child_body = run_body(scanned[1], Nesting(scanned), allow_decisions=False)
     assert '<dt>parent</dt><dd><a href="/runs/parent-run">' in child_body

@@ -97,6 +97,7 @@ class _Drawing:
 
     nesting: Nesting
     depth: int
+    run_id: str
     children: Mapping[str, list[StoredRun]]
     pending: frozenset[str]
 
@@ -137,7 +138,8 @@ def _child_html(child: StoredRun, drawing: _Drawing) -> str:
     deeper = drawing.depth >= MAX_DEPTH
     inner = "" if deeper else turns_html(run, drawing.nesting, drawing.depth + 1)
     return (
-        f'<details class="child-run" open data-run="{attr(run.id)}"><summary>sub-agent run '
+        f'<details class="child-run" id="child-{attr(run.id)}" open data-run="{attr(run.id)}">'
+        "<summary>sub-agent run "
         f'{link} <span class="badge status-{status}">{status}</span> · {len(run.turns)} '
         f"turn{'s' * (len(run.turns) != 1)}</summary>{inner}</details>"
     )
@@ -163,7 +165,8 @@ def _usage_line(turn: Turn, data: Mapping[str, Any]) -> str:
 def _turn_html(turn: Turn, drawing: _Drawing, *, paused: bool = False) -> str:
     data = turn.to_dict()
     results = {r.get("call_id"): r for r in data.get("tool_results", ())}
-    key = f"{drawing.depth}-{turn.index}"
+    where = str(drawing.depth) if drawing.depth == 0 else attr(drawing.run_id)
+    key = f"{where}-{turn.index}"  # unique on the page: an open <details> survives an update
     thinking = (
         f'<details class="reasoning" id="reasoning-{key}"><summary>reasoning '
         f"({len(turn.thinking):,} characters)</summary>"
@@ -187,7 +190,7 @@ def _turn_html(turn: Turn, drawing: _Drawing, *, paused: bool = False) -> str:
 def turns_html(run: Run, nesting: Nesting, depth: int = 0) -> str:
     """Every turn of ``run`` (a paused run's waiting turn last), sub-agent runs nested."""
     pending = frozenset(p.id for p in run.pending)
-    drawing = _Drawing(nesting, depth, nesting.of(run.id), pending)
+    drawing = _Drawing(nesting, depth, run.id, nesting.of(run.id), pending)
     drawn = [_turn_html(turn, drawing) for turn in run.turns]
     paused = paused_turn_of(run)
     if paused is not None:
