@@ -18,6 +18,7 @@ from opentelemetry.trace import StatusCode
 from agentloop import Agent, Answer, Approve, Deny, Edit, Message, ModelResponse, tool
 from agentloop.messages import ToolCallPart
 from agentloop.otel import OtelObserver
+from agentloop.pausing import Decision
 from agentloop.store import SQLiteStore
 from agentloop.testing import ScriptedModel, call, reply
 
@@ -126,7 +127,7 @@ async def test_each_decision_is_an_event_on_the_continued_run_with_its_kind_only
         ScriptedModel([first, reply("done")]), tools=[refund, ask_customer], observers=[observer]
     )
     run = await agent.run("refund them")
-    decisions = {
+    decisions: dict[str, Decision] = {
         "c1": Edit({"order": EDITED_ARG}),
         "c2": Answer(ANSWER_TEXT),
         "c3": Deny(DENY_TEXT),

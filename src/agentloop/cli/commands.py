@@ -7,6 +7,8 @@ with read-only tools.
 ``agentloop runs`` lists the runs in a store and ``agentloop runs show ID`` prints one of them,
 with its error's class, message and attributes; a damaged record is one error line on standard
 error (exit 1), and the readable runs are still listed.
+A run whose tool needs approval asks on a terminal (y/n/edit) and goes on; elsewhere it stops
+paused (exit status 4) and ``agentloop continue ID --approve CALL ...`` decides it later.
 ``agentloop ui`` serves the run viewer, a local web page over a store (the ``ui`` extra).
 """
 
@@ -15,21 +17,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentloop.cli.advice import Target, failure_paragraph
-from agentloop.errors import AgentLoopError, ModelRefused
+from agentloop.errors import AgentLoopError, InvalidInput, ModelRefused
 
 if TYPE_CHECKING:  # the engine, its tools and rich load in the commands that use them
     from rich.console import Console
 
     from agentloop import Agent, Run
-    from agentloop.cli.console import LineScreen, LiveScreen, RunView
+    from agentloop.cli.console import RunView
+    from agentloop.engine.stream import RunStream
     from agentloop.errors import MemoryBackendError
     from agentloop.messages import UserInput
-    from agentloop.store import Store
+    from agentloop.model import ModelClient
+    from agentloop.pausing import Decision
+    from agentloop.store import PostgresStore, SQLiteStore
     from agentloop.testing import FakeProviderServer
 
 __all__ = ["main"]
@@ -46,7 +52,10 @@ def _console(*, plain: bool = False) -> Console:
 
 
 REFUSED_EXIT = 3
-"""``agentloop run``'s exit status when the model refused (1: any other hard error, 130: cancel)."""
+"""``agentloop run``'s exit status when the model refused (1: any other hard error, 130: cancel,
+4: left paused, ``agentloop.cli.pending.PAUSED_EXIT``)."""
+
+DEFAULT_STORE = "agentloop.db"
 
 _FAULTS = (
     "rate_limit",
@@ -103,43 +112,149 @@ async def _run(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from agentloop import Agent, RunConfig
-    from agentloop.builtin_tools import workspace_tools
-    from agentloop.cli.console import LineScreen, LiveScreen, RunView, logs_shown
+    from agentloop.cli.named import tools_named
     from agentloop.cli.terminal import visible
-    from agentloop.providers.settings import DEFAULT_MODELS, Settings, build_client
 
     task = _with_attachments(args.task, args.attach)  # a bad file: exit 2 before any request
-    settings = Settings(provider=args.provider, model=args.model, base_url=args.base_url)
-    client = build_client(settings)
-    model = settings.model or DEFAULT_MODELS.get(settings.provider)
-    target = Target(settings.provider, model, settings.base_url, settings.key_env_var())
+    tools = tools_named(args.tools)
+    client, target = _client(args)
     store = None if args.no_store else _run_store(args.store)
-    console = _console(plain=args.plain)
-    live = console.is_terminal and not args.plain
-    if live:  # rich wraps what the live area shows, so it knows the area's height
-        console.soft_wrap = False
-    screen: LineScreen | LiveScreen = LiveScreen(console) if live else LineScreen(console)
-    agent = Agent(
-        client, tools=workspace_tools(Path.cwd()), config=RunConfig(stream=True), store=store
-    )
+    agent = Agent(client, tools=tools, config=RunConfig(stream=True), store=store)
+    console = _run_console(args)
     console.print(Text.assemble(("task: ", "dim"), visible(args.task)))
     try:
-        with logs_shown(screen.line, debug=args.debug), screen:
-            view = RunView(screen, thinking=args.thinking)
-            run, error = await _streamed(agent, task, view)
-            screen.cancelled = error is not None and error.is_cancelled()
+        return await _drive(agent, lambda: agent.stream(task), args, console, target)
     finally:
         await client.aclose()
         if store is not None:
             store.close()
+
+
+async def _continue(args: argparse.Namespace) -> int:
+    """``agentloop continue ID``: decide a stored paused run, then stream the rest of it."""
+    from agentloop import Agent, RunConfig
+    from agentloop.cli.named import tools_named
+    from agentloop.cli.pending import (
+        ask_decisions,
+        asking,
+        decisions_from_flags,
+        pending_lines,
+        reader,
+        recorded,
+    )
+    from agentloop.cli.runs import find_run
+    from agentloop.pausing import check_decisions
+
+    given = decisions_from_flags(args.approve, args.deny, args.edit, args.answer)
+    store = _run_store(args.store, existing=True)
+    try:
+        stored = find_run(store, args.run_id)
+        run = stored.run
+        if not run.paused:
+            raise InvalidInput(f"run {run.id} is not paused: it waits on no decision")
+        if given:  # a bad set is a usage mistake: exit 2, nothing sent, nothing recorded
+            check_decisions(run.pending, given)
+        tools = tools_named(args.tools)
+        client, target = _client(args)
+        console = _run_console(args)
+        try:
+            decisions: Mapping[str, Decision] | None = given or None
+            if decisions is None and not recorded(run):  # else: finish with the recorded ones
+                asked = ask_decisions(run.pending, reader(console)) if asking(console) else None
+                if asked is None:
+                    console.print(*pending_lines(run.pending), sep="\n")
+                    return _left_paused(run, args, console)
+                decisions = asked
+            agent = Agent.resume(
+                stored.session_id,
+                store=store,
+                client=client,
+                tools=tools,
+                config=RunConfig(stream=True),
+            )
+            opening = partial(agent.continue_stream, decisions=decisions)
+            return await _drive(agent, opening, args, console, target)
+        finally:
+            await client.aclose()
+    finally:
+        store.close()
+
+
+def _client(args: argparse.Namespace) -> tuple[ModelClient, Target]:
+    from agentloop.providers.settings import DEFAULT_MODELS, Settings, build_client
+
+    settings = Settings(provider=args.provider, model=args.model, base_url=args.base_url)
+    client = build_client(settings)
+    model = settings.model or DEFAULT_MODELS.get(settings.provider)
+    return client, Target(settings.provider, model, settings.base_url, settings.key_env_var())
+
+
+def _run_console(args: argparse.Namespace) -> Console:
+    console = _console(plain=args.plain)
+    if console.is_terminal and not args.plain:  # rich wraps what the live area shows
+        console.soft_wrap = False
+    return console
+
+
+async def _drive(
+    agent: Agent,
+    opening: Callable[[], RunStream[Any]],
+    args: argparse.Namespace,
+    console: Console,
+    target: Target,
+) -> int:
+    """Stream the run until it ends; a pause is asked about on a terminal, else left paused."""
+    from agentloop.cli.pending import ask_decisions, asking, pending_lines, reader
+
+    while True:
+        run, error = await _segment(opening, console, args)
+        if error is not None or not run.paused:
+            break
+        console.print(*pending_lines(run.pending), sep="\n")
+        asked = ask_decisions(run.pending, reader(console)) if asking(console) else None
+        if asked is None:
+            return _left_paused(run, args, console, agent)
+        opening = partial(agent.continue_stream, decisions=asked)
+    store = None if getattr(args, "no_store", False) else args.store
     lost = agent.persistence_error if store is not None else None
-    console.print(_summary(run, None if store is None else args.store, lost), style="dim")
+    console.print(_summary(run, store, lost), style="dim")
     if error is None:
         return 0 if lost is None else 1
     _report(error, target, debug=args.debug)
     if error.is_cancelled():
         return 130
     return REFUSED_EXIT if isinstance(error, ModelRefused) else 1
+
+
+async def _segment(
+    opening: Callable[[], RunStream[Any]], console: Console, args: argparse.Namespace
+) -> tuple[Run, AgentLoopError | None]:
+    """One stream of events drawn on a fresh screen (a pause's prompt is asked between two)."""
+    from agentloop.cli.console import LineScreen, LiveScreen, RunView, logs_shown
+
+    live = console.is_terminal and not args.plain
+    screen: LineScreen | LiveScreen = LiveScreen(console) if live else LineScreen(console)
+    with logs_shown(screen.line, debug=args.debug), screen:
+        view = RunView(screen, thinking=args.thinking)
+        run, error = await _streamed(opening, view)
+        screen.cancelled = error is not None and error.is_cancelled()
+    return run, error
+
+
+def _left_paused(
+    run: Run, args: argparse.Namespace, console: Console, agent: Agent | None = None
+) -> int:
+    """The run stays paused: its summary (after a stream), how to continue; ``PAUSED_EXIT``."""
+    from agentloop.cli.pending import PAUSED_EXIT, continue_flags, continue_lines
+
+    store = None if getattr(args, "no_store", False) else args.store
+    if agent is not None:
+        lost = agent.persistence_error if store is not None else None
+        console.print(_summary(run, store, lost), style="dim")
+    flags = continue_flags(args, DEFAULT_STORE)
+    lines = continue_lines(run.pending, run.id, run.session_id, flags, stored=bool(store))
+    console.print(*lines, sep="\n")
+    return PAUSED_EXIT
 
 
 def _with_attachments(task: str, paths: Sequence[str] | None) -> UserInput:
@@ -152,10 +267,10 @@ def _with_attachments(task: str, paths: Sequence[str] | None) -> UserInput:
 
 
 async def _streamed(
-    agent: Agent, task: UserInput, view: RunView
+    opening: Callable[[], RunStream[Any]], view: RunView
 ) -> tuple[Run, AgentLoopError | None]:
     """Draw every event of the run; its hard error (raised after ``RunFinished``) is returned."""
-    async with agent.stream(task) as events:
+    async with opening() as events:
         try:
             async for event in events:
                 view.apply(event)
@@ -164,11 +279,13 @@ async def _streamed(
     return events.run, None
 
 
-def _run_store(location: str) -> Store:
+def _run_store(location: str, *, existing: bool = False) -> SQLiteStore | PostgresStore:
     from agentloop.store import PostgresStore, SQLiteStore
 
     if location.startswith(("postgres://", "postgresql://")):
         return PostgresStore(location)
+    if existing and not Path(location).is_file():
+        raise InvalidInput(f"no store at {location!r} (pass --store PATH)")
     return SQLiteStore(location)
 
 
@@ -224,6 +341,32 @@ def _name_list(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
+def _agent_flags(command: argparse.ArgumentParser) -> None:
+    """The flags that build ``run``'s agent (``continue`` rebuilds the same one)."""
+    command.add_argument("--provider", required=True, help="openai, openrouter, ollama, ...")
+    command.add_argument("--model", help="the model name (default: the provider's small model)")
+    command.add_argument(
+        "--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1"
+    )
+    command.add_argument(
+        "--tools",
+        action="append",
+        metavar="MODULE:NAME",
+        help="more tools: a tool or a list of tools in an importable module (repeatable)",
+    )
+    command.add_argument("--store", default=DEFAULT_STORE, help="SQLite file or postgresql:// DSN")
+    command.add_argument(
+        "--plain", action="store_true", help="plain lines: no colour, markdown or spinner"
+    )
+    command.add_argument("--debug", action="store_true", help="print tracebacks")
+    command.add_argument(
+        "--thinking",
+        choices=("brief", "full", "off"),
+        default="brief",
+        help="the model's reasoning, dimmed: its first line (default), all of it, or none",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentloop", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -249,29 +392,24 @@ def _parser() -> argparse.ArgumentParser:
     )
     run = sub.add_parser("run", help="run a task with read-only tools, streaming the reply")
     run.add_argument("task", help="the task, printed literally (brackets are not markup)")
-    run.add_argument("--provider", required=True, help="openai, openrouter, ollama, ...")
-    run.add_argument("--model", help="the model name (default: the provider's small model)")
-    run.add_argument(
-        "--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1"
-    )
-    run.add_argument("--store", default="agentloop.db", help="SQLite file or postgresql:// DSN")
+    _agent_flags(run)
     run.add_argument("--no-store", action="store_true", help="do not record the run")
-    run.add_argument(
-        "--plain", action="store_true", help="plain lines: no colour, markdown or spinner"
-    )
-    run.add_argument("--debug", action="store_true", help="print tracebacks")
     run.add_argument(
         "--attach",
         action="append",
         metavar="FILE",
         help="an image, PDF, text or audio file sent with the task (repeatable)",
     )
-    run.add_argument(
-        "--thinking",
-        choices=("brief", "full", "off"),
-        default="brief",
-        help="the model's reasoning, dimmed: its first line (default), all of it, or none",
-    )
+    go_on = sub.add_parser("continue", help="decide a stored paused run's calls and go on")
+    go_on.add_argument("run_id", metavar="ID", help="a paused run's id or a unique prefix of one")
+    _agent_flags(go_on)
+    for flag, meta, what in (
+        ("--approve", "ID", "run the call as the model asked"),
+        ("--deny", "ID[=REASON]", "refuse the call (the model reads the reason)"),
+        ("--edit", "ID=JSON", "run the call with these arguments instead"),
+        ("--answer", "ID=TEXT", "an external call's result"),
+    ):
+        go_on.add_argument(flag, action="append", default=[], metavar=meta, help=what)
     runs = sub.add_parser("runs", help="list the runs in a store; 'runs show ID' prints one")
     runs.add_argument("--store", default="agentloop.db", help="SQLite file or postgresql:// DSN")
     runs.add_argument("--session", help="only this session's runs")
@@ -312,6 +450,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             decide = {"allow_decisions": args.allow_decisions, "agent": args.agent}
             return serve(args.store, host=args.host, port=args.port, **decide)
+        if args.command == "continue":
+            return asyncio.run(_continue(args))
         return asyncio.run(_run(args))
     except KeyboardInterrupt:
         print("agentloop: interrupted (Ctrl-C)", file=sys.stderr)

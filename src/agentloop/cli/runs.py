@@ -9,6 +9,7 @@ class, message, recoverability and every typed attribute (the attempt log one li
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Sequence
 from datetime import datetime
@@ -20,15 +21,17 @@ from agentloop.cli.terminal import visible
 from agentloop.errors import AgentLoopError, AttemptRecord, InvalidInput, MemoryBackendError
 from agentloop.messages import ToolCallPart, ToolResultPart, input_text
 from agentloop.model import INVALID_JSON_KEY
+from agentloop.safety.redact import redact_secrets
 
 if TYPE_CHECKING:  # rich and the stores load when the command runs
     from rich.console import Console
     from rich.text import Text
 
     from agentloop import Run, Turn
+    from agentloop.pausing import PendingCall
     from agentloop.store import PostgresStore, SQLiteStore, StoredRun
 
-__all__ = ["runs"]
+__all__ = ["find_run", "runs"]
 
 
 def _open_store(location: str) -> SQLiteStore | PostgresStore:
@@ -57,12 +60,17 @@ def runs(console: Console, location: str, run_id: str | None, session: str | Non
         return 1
     finally:
         store.close()
-    _show_run(console, stored)
+    _show_run(console, stored, location)
     return 0
 
 
 def _unreadable(error: MemoryBackendError) -> None:
     print(visible(f"agentloop: {type(error).__name__}: {error}"), file=sys.stderr)
+
+
+def find_run(store: SQLiteStore | PostgresStore, run_id: str) -> StoredRun:
+    """The stored run with this id or unique id prefix (``InvalidInput`` when there is none)."""
+    return store.load_run(run_id) or _by_prefix(store, run_id)
 
 
 def _by_prefix(store: SQLiteStore | PostgresStore, prefix: str) -> StoredRun:
@@ -77,11 +85,20 @@ def _by_prefix(store: SQLiteStore | PostgresStore, prefix: str) -> StoredRun:
 
 def _outcome(stored: StoredRun) -> str:
     run = stored.run
+    if run.paused:  # before "unfinished": a paused run has no end yet, and needs none
+        waiting = "; ".join(_waiting(p) for p in run.pending)
+        return f"[magenta]paused[/]: {waiting}"
     if not stored.finished:
         return "[yellow]unfinished[/] (no recorded end)"
     if run.stop_reason is not None:
         return f"[red]{type(run.stop_reason).__name__}[/]: {_escape(str(run.stop_reason))}"
     return _escape(_first_line(_plain_text(run.output)))
+
+
+def _waiting(pending: PendingCall) -> str:
+    """``refund c1 (approval: "Refund over 100?")``: a pending call in the outcome column."""
+    said = f": {_first_line(pending.message, 40)}" if pending.message else ""
+    return _escape(f"{pending.call.name} {pending.id} ({pending.kind}{said})")
 
 
 def _plain_text(value: object) -> str:
@@ -138,7 +155,7 @@ def _list_runs(
     return 1 if damaged else 0
 
 
-def _show_run(console: Console, stored: StoredRun) -> None:
+def _show_run(console: Console, stored: StoredRun, location: str) -> None:
     from rich.table import Table
 
     run = stored.run
@@ -160,6 +177,45 @@ def _show_run(console: Console, stored: StoredRun) -> None:
         _show_error(console, run.stop_reason)
     for turn in run.turns:
         _show_turn(console, turn)
+    _show_decisions(console, run)
+    if run.paused:
+        _show_pending(console, stored, location)
+
+
+def _show_pending(console: Console, stored: StoredRun, location: str) -> None:
+    """The calls the run waits on, with their arguments, and how to continue it."""
+    from agentloop.cli.pending import continue_lines, pending_lines
+
+    run = stored.run
+    model = next((t.model for t in reversed(run.turns) if t.model), None)
+    if run.paused_turn:
+        model = str(run.paused_turn.get("turn", {}).get("model") or model or "")
+    flags = ["--store", shlex.quote(location), "--provider", "PROVIDER"]
+    flags += [*(("--model", shlex.quote(model)) if model else ()), "--tools", "MODULE:NAME"]
+    lines = pending_lines(run.pending)
+    lines += continue_lines(run.pending, run.id, stored.session_id, flags, stored=True)
+    for line in lines:
+        console.print(line, soft_wrap=True)
+
+
+def _show_decisions(console: Console, run: Run) -> None:
+    """Every decision set applied to the run: when, and what for each call."""
+    from rich.text import Text
+
+    from agentloop.cli.pending import shown_arguments
+
+    for applied in run.decisions:
+        at = applied.get("at")
+        when = _when(at if isinstance(at, int | float) else None)
+        console.print(Text.assemble(("decided", "bold"), f" at {when}:"))
+        for call_id, decision in dict(applied.get("decisions") or {}).items():
+            what = str(decision.get("kind", "?"))
+            if what == "edit":
+                what += " " + shown_arguments(dict(decision.get("arguments") or {}))
+            elif decision.get("message") or what == "answer":
+                said = decision.get("message") if what == "deny" else decision.get("content")
+                what += ": " + visible(redact_secrets(_plain_text(said)))
+            _indented(console, 2, Text.assemble((visible(call_id), "bold"), " ", what))
 
 
 def _tokens(run: Run) -> str:
@@ -230,7 +286,9 @@ def _arguments(call: ToolCallPart) -> str:
     raw = call.arguments.get(INVALID_JSON_KEY)
     if len(call.arguments) == 1 and isinstance(raw, str):
         return visible(f"(invalid JSON) {raw}")
-    return visible(json.dumps(dict(call.arguments), ensure_ascii=False, default=repr))
+    return visible(
+        redact_secrets(json.dumps(dict(call.arguments), ensure_ascii=False, default=repr))
+    )
 
 
 def _preview(text: str, limit: int = 120) -> str:

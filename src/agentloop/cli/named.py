@@ -1,0 +1,42 @@
+"""Objects named ``MODULE:NAME`` on the command line: ``agentloop run --tools`` and ``continue``.
+
+A module is imported as uvicorn imports an app (the working directory on the path), so a
+project's own ``tools.py`` next to where the command runs is found. A missing module or name is
+a ``ConfigurationError`` (exit 2) naming the flag.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agentloop.errors import ConfigurationError
+
+__all__ = ["named_object", "tools_named"]
+
+
+def named_object(spec: str, flag: str) -> object:
+    """What ``MODULE:NAME`` names (``ConfigurationError`` naming ``flag`` when nothing)."""
+    module_name, _, name = spec.partition(":")
+    if not module_name or not name:
+        raise ConfigurationError(f"{flag} takes MODULE:NAME, got {spec!r}", field=flag[2:])
+    if "" not in sys.path:
+        sys.path.insert(0, "")
+    try:
+        return getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigurationError(f"{flag} {spec}: {exc}", field=flag[2:]) from exc
+
+
+def tools_named(specs: Sequence[str] | None) -> list[Any]:
+    """The read-only workspace tools, then each ``--tools MODULE:NAME`` (a tool or a list)."""
+    from agentloop.builtin_tools import workspace_tools
+
+    tools: list[Any] = list(workspace_tools(Path.cwd()))
+    for spec in specs or ():
+        found = named_object(spec, "--tools")
+        tools.extend(found if isinstance(found, list | tuple) else [found])
+    return tools
