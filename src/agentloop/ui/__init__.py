@@ -5,3 +5,5 @@
 the Vercel AI SDK UI message stream protocol. ``agentloop ui`` serves the run viewer. Nothing
 here is imported by ``import agentloop``.
 """
+
+__all__: list[str] = []  # the apps live in their modules, each needing the extra
