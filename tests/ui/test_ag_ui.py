@@ -505,3 +505,37 @@ async def test_every_frame_is_the_official_encoders_json() -> None:
     assert deltas == tricky * 2
     args = "".join(e["delta"] for e in said if e["type"] == "TOOL_CALL_ARGS")
     assert json.loads(args) == {"a": 1, "b": tricky}
+
+
+@pytest.mark.parametrize(
+    ("answer", "status", "read"),
+    [
+        ({"content": "teal"}, "resolved", "teal"),
+        (None, "cancelled", "User denied permission"),
+    ],
+    ids=["answered", "cancelled"],
+)
+async def test_an_external_call_is_answered_by_the_next_request(
+    tmp_path: Path, answer: dict[str, Any] | None, status: str, read: str
+) -> None:
+    @tool(external=True)
+    def pick_color() -> str:
+        """The user picks a color in the page."""
+        raise AssertionError("an external tool never runs on the server")
+
+    model = ScriptedModel([scripted_call("pick_color", id="c_pick"), "noted"])
+    app = AGUIApp(Agent(model, tools=[pick_color]))
+    async with serving(app) as served:
+        _, first = await post(served.url, run_input("pick a color"))
+        [interrupt] = first[-1]["outcome"]["interrupts"]
+        assert interrupt["metadata"]["agentloop"]["kind"] == "external"
+        entry: dict[str, Any] = {"interruptId": "c_pick", "status": status}
+        if answer is not None:
+            entry["payload"] = answer
+        body = resumed(first, {}, "r2", said="pick a color")
+        body["resume"] = [entry]
+        _, second = await post(served.url, body)
+    [result] = [e for e in second if e["type"] == "TOOL_CALL_RESULT"]
+    assert result["content"] == read
+    assert second[-1]["outcome"] == {"type": "success"}
+    validate(served.tap.bodies[1], tmp_path, "external")
