@@ -608,7 +608,7 @@ def test_agent_names_an_agent_the_command_can_import(
         ("viewer_app_module", "--agent takes MODULE:NAME"),
         ("no_such_module_here:agent", "No module named 'no_such_module_here'"),
         ("viewer_app_module:missing", "has no attribute 'missing'"),
-        ("viewer_app_module:agent", "is a str, not an Agent"),
+        ("viewer_app_module:agent", "--agent names a str, not an Agent"),
     ]:
         assert main(["ui", "--allow-decisions", "--agent", spec]) == 2
         assert said in capsys.readouterr().err

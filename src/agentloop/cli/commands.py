@@ -446,9 +446,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return runs(_console(), args.store, getattr(args, "run_id", None), args.session)
         if args.command == "ui":
+            from agentloop.cli.named import named_object
             from agentloop.ui.viewer import serve
 
-            decide = {"allow_decisions": args.allow_decisions, "agent": args.agent}
+            agent = named_object(args.agent, "--agent") if args.agent else None
+            decide = {"allow_decisions": args.allow_decisions, "agent": agent}
             return serve(args.store, host=args.host, port=args.port, **decide)
         if args.command == "continue":
             return asyncio.run(_continue(args))
