@@ -612,3 +612,31 @@ def test_agent_names_an_agent_the_command_can_import(
     ]:
         assert main(["ui", "--allow-decisions", "--agent", spec]) == 2
         assert said in capsys.readouterr().err
+
+
+def test_the_form_gives_one_fitting_decision_per_pending_call() -> None:
+    from agentloop import Answer, Deny
+    from agentloop.errors import InvalidInput
+    from agentloop.messages import ToolCallPart
+    from agentloop.pausing import PendingCall
+    from agentloop.ui.viewer._decide import decisions_from_form
+
+    asked = PendingCall(ToolCallPart(id="c1", name="ask_user", arguments={}), "external")
+    risky = PendingCall(ToolCallPart(id="c2", name="delete_file", arguments={}), "approval")
+    form = {
+        "decision:c1": ["answer"],
+        "answer:c1": ["blue"],
+        "decision:c2": ["deny"],
+        "message:c2": ["not today"],
+    }
+    assert decisions_from_form([asked, risky], form) == {
+        "c1": Answer("blue"),
+        "c2": Deny("not today"),
+    }
+    for bad in (
+        {**form, "decision:c1": ["approve"]},  # an external call cannot be approved
+        {**form, "decision:c2": ["explode"]},
+        {"decision:c1": ["answer"]},  # c2 has no decision
+    ):
+        with pytest.raises(InvalidInput):
+            decisions_from_form([asked, risky], bad)
