@@ -640,3 +640,25 @@ def test_the_form_gives_one_fitting_decision_per_pending_call() -> None:
     ):
         with pytest.raises(InvalidInput):
             decisions_from_form([asked, risky], bad)
+
+
+def test_stored_text_is_never_markup(tmp_path: Path) -> None:
+    from agentloop.messages import ToolCallPart, ToolResultPart
+
+    path = tmp_path / "agentloop.db"
+    store = SQLiteStore(path)
+    evil = '<img src=x onerror="alert(1)"><script>fetch("https://evil.example")</script>'
+    run: Run[Any] = Run(id="r-evil", input=evil, session_id=evil, output=evil)
+    call = ToolCallPart(id=evil, name=evil, arguments={evil: evil})
+    result = ToolResultPart(call_id=evil, name=evil, content=evil, is_error=True)
+    run.turns.append(Turn(0, evil, [call], [result], text=evil, thinking=evil))
+    store.begin_run(evil, run)
+    store.finish_runs(evil, [run], keep=0, append=[])
+    store.close()
+    app = ViewerApp(str(path))
+    with TestClient(app) as client:
+        pages = [client.get("/").text, client.get("/runs/r-evil").text]
+    app.close()
+    for page in pages:
+        assert "<script>fetch" not in page and "<img src=x" not in page
+        assert "&lt;script&gt;" in page
