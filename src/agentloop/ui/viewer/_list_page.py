@@ -16,6 +16,7 @@ from agentloop.ui.viewer._records import (
     RunFilter,
     Scanned,
     Unreadable,
+    cost_of,
     error_class,
     models_of,
     parent_of,
@@ -81,7 +82,7 @@ def _row(stored: StoredRun) -> str:
         f'<td class="models">{text(", ".join(models_of(run)) or "-")}</td>'
         f"<td>{len(run.turns)}</td><td>{run.tool_calls}</td>"
         f"<td>{tokens(usage.input_tokens)} / {tokens(usage.output_tokens)}</td>"
-        f"<td>{cost(run.cost)}</td>"
+        f"<td>{cost(cost_of(run))}</td>"
         f'<td class="outcome">{_outcome(stored)}</td></tr>'
     )
 

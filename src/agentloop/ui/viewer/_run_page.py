@@ -13,11 +13,17 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from agentloop.pricing import estimate_cost
 from agentloop.run import error_to_dict
 from agentloop.ui.viewer._chart import TurnPoint, chart
 from agentloop.ui.viewer._html import attr, cost, json_text, seconds, text, tokens, when
-from agentloop.ui.viewer._records import Unreadable, models_of, parent_of, status_of
+from agentloop.ui.viewer._records import (
+    Unreadable,
+    cost_of,
+    models_of,
+    parent_of,
+    status_of,
+    turn_cost,
+)
 from agentloop.ui.viewer._turns import Nesting, turns_html
 
 if TYPE_CHECKING:
@@ -52,7 +58,7 @@ def _facts(stored: StoredRun) -> str:
             f"{tokens(usage.input_tokens)} in ({tokens(cached)} cached) · "
             f"{tokens(usage.output_tokens)} out ({tokens(usage.reasoning_tokens)} reasoning)",
         ),
-        ("cost", cost(run.cost)),
+        ("cost", cost(cost_of(run))),
     ]
     if parent is not None:
         link = f'<a href="/runs/{attr(parent.run_id)}">{text(parent.run_id[:12])}</a>'
@@ -181,7 +187,7 @@ def _io_html(run: Run) -> str:
 def run_body(stored: StoredRun, nesting: Nesting, *, allow_decisions: bool) -> str:
     """The run page's live part: everything about one run."""
     run = stored.run
-    points = [TurnPoint(t.index, t.usage, estimate_cost(t.usage, t.model)) for t in run.turns]
+    points = [TurnPoint(t.index, t.usage, turn_cost(t.usage, t.model)) for t in run.turns]
     nothing = "no turn yet" if not stored.finished else "no turn completed"
     running = (
         ""

@@ -18,9 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from agentloop.messages import ToolCallPart, ToolResultPart
 from agentloop.model import INVALID_JSON_KEY
-from agentloop.pricing import estimate_cost
 from agentloop.ui.viewer._html import attr, cost, json_text, seconds, text, tokens
-from agentloop.ui.viewer._records import Scanned, children_by_call, paused_turn_of, status_of
+from agentloop.ui.viewer._records import (
+    Scanned,
+    children_by_call,
+    paused_turn_of,
+    status_of,
+    turn_cost,
+)
 
 if TYPE_CHECKING:
     from agentloop.run import Run, Turn
@@ -153,7 +158,7 @@ def _usage_line(turn: Turn, data: Mapping[str, Any]) -> str:
         parts.append(f"{tokens(cached)} cached")
     if usage.reasoning_tokens:
         parts.append(f"{tokens(usage.reasoning_tokens)} reasoning")
-    parts.append(cost(estimate_cost(usage, turn.model)))
+    parts.append(cost(turn_cost(usage, turn.model)))
     latency = _seconds_field(data, "latency_seconds", "latency")
     if latency is not None:
         parts.append(f"latency {seconds(latency)}")
