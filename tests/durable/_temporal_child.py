@@ -1,5 +1,8 @@
 """A Temporal test's worker process: the ``heartbeat`` agent's worker until ``STOP`` exists.
 
+``AGENT=approvals``: the ``approvals`` agent's instead, whose model asks for ``work("a")`` and
+``refund("A1")`` (which needs approval) in one turn, then answers ``done: <what refund said>``.
+
 Its tool ``work`` appends ``start KEY`` to ``EFFECTS``, SIGKILLs the process when ``KILL`` names
 the key, then appends ``done KEY``. The worker touches ``READY`` once it polls. ``HEARTBEAT`` is
 the agent's heartbeat timeout in seconds. Argument: the dev server's address.
@@ -46,6 +49,30 @@ def plan(request: ModelRequest) -> Any:
     return [call("work", {"key": KEYS[done]})] if done < len(KEYS) else "done"
 
 
+@tool(requires_approval=True)
+def refund(order: str) -> str:
+    """Refund an order (a person approves it first); ``KILL=refund`` dies after its effect."""
+    with Path(os.environ["EFFECTS"]).open("a") as out:
+        out.write(f"refund {order}\n")
+    if os.environ.get("KILL") == "refund":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return f"refunded {order}"
+
+
+def refund_plan(request: ModelRequest) -> Any:
+    """``work("a")`` and ``refund("A1")`` in one turn; then what the refund said."""
+    results = [p for m in request.messages if m.role == "tool" for p in m.tool_results_parts]
+    if not results:
+        return [call("work", {"key": "a"}), call("refund", {"order": "A1"})]
+    return "done: " + next(p.content for p in results if p.name == "refund")
+
+
+def build_approvals() -> TemporalAgent[str | None]:
+    heartbeat = timedelta(seconds=float(os.environ.get("HEARTBEAT", "30")))
+    agent = Agent(FunctionModel(refund_plan), tools=[work, refund])
+    return TemporalAgent(agent, name="approvals", heartbeat_timeout=heartbeat)
+
+
 def build() -> TemporalAgent[str | None]:
     heartbeat = timedelta(seconds=float(os.environ.get("HEARTBEAT", "30")))
     agent = Agent(FunctionModel(plan), tools=[work])
@@ -53,7 +80,7 @@ def build() -> TemporalAgent[str | None]:
 
 
 async def main(address: str) -> None:
-    durable = build()
+    durable = build_approvals() if os.environ.get("AGENT") == "approvals" else build()
     client = await Client.connect(address)
     async with durable.worker(client):
         await asyncio.to_thread(_ready_until_stopped)

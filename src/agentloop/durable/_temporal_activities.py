@@ -23,6 +23,7 @@ from temporalio.client import WorkflowFailureError
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import CancelledError as TemporalCancelled
+from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 from agentloop.cancel import CancelToken
 from agentloop.engine.journal import ToolsView, WrappedClient, WrappedTool
@@ -35,9 +36,11 @@ from agentloop.errors import (
     ToolError,
 )
 from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent
+from agentloop.pausing import LOST_TEXT
 from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, split_output
 
 __all__ = [
+    "LOST",
     "ActivityClient",
     "ActivityTool",
     "ActivityTools",
@@ -110,22 +113,32 @@ class Activities:
         self.retry = retry
         self.heartbeat = heartbeat
 
-    async def execute(self, activity_name: str, payload: bytes) -> Any:
-        """Run an activity from the workflow; its failure raised as the exception it carries."""
+    async def execute(self, activity_name: str, payload: bytes, *, once: bool = False) -> Any:
+        """Run an activity from the workflow; its failure raised as the exception it carries.
+
+        ``once``: a single attempt (a call a person decided); if it times out (its worker
+        died) the result is ``LOST`` instead of an error: it is not run again.
+        """
         try:
             result: bytes = await workflow.execute_activity(
                 activity_name,
                 payload,
                 start_to_close_timeout=self.timeout,
                 heartbeat_timeout=self.heartbeat,
-                retry_policy=self.retry,
+                retry_policy=RetryPolicy(maximum_attempts=1) if once else self.retry,
                 result_type=bytes,
             )
         except ActivityError as exc:
             if isinstance(exc.cause, TemporalCancelled):  # the workflow is being cancelled
                 raise asyncio.CancelledError from None
+            if once and isinstance(exc.cause, TemporalTimeout):
+                return LOST
             raise restored(exc) from None
         return pickle.loads(result)
+
+
+LOST = ("output", ToolOutput(LOST_TEXT, is_error=True))
+"""A decided call whose single attempt timed out: it started and never returned (SPEC 17)."""
 
 
 class ActivityClient(WrappedClient):
@@ -159,30 +172,33 @@ class ActivityClient(WrappedClient):
 class ActivityTool(WrappedTool):
     """A tool whose call is the tool activity: its output, ``ToolError`` or exception returns."""
 
-    def __init__(self, inner: Tool, activities: Activities) -> None:
+    def __init__(self, inner: Tool, view: ActivityTools) -> None:
         super().__init__(inner)
-        self._activities = activities
+        self._view = view
 
     async def call(self, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
         """The output of the tool as the activity ran it; its exceptions raised here."""
         where = (ctx.run_id, ctx.turn, ctx.call_id, ctx.session_id)
         payload = pickle.dumps((self.name, dict(arguments), where, ctx.deps))
-        kind, value = await self._activities.execute(self._activities.tool, payload)
+        activities = self._view.activities
+        once = ctx.call_id in self._view.decided
+        kind, value = await activities.execute(activities.tool, payload, once=once)
         if kind == "tool_error":
             raise value
         return value
 
 
 class ActivityTools(ToolsView):
-    """A view of a registry whose tools are the tool activity."""
+    """A view of a registry whose tools are the tool activity (one view a run)."""
 
     def __init__(self, inner: ToolRegistry, activities: Activities) -> None:
         super().__init__(inner)
-        self._activities = activities
+        self.activities = activities
+        self.decided: frozenset[str] = frozenset()  # calls a person approved: one attempt each
 
     def wrap(self, tool: Tool) -> Tool:
         """The tool as an activity."""
-        return ActivityTool(tool, self._activities)
+        return ActivityTool(tool, self)
 
 
 # -- the activities: what runs in the worker ---------------------------------------------------

@@ -1,11 +1,17 @@
-"""What every durable wrapper (``DBOSAgent``, ``TemporalAgent``) checks of what it wraps."""
+"""What every durable wrapper (``DBOSAgent``, ``TemporalAgent``) checks.
+
+What it wraps, and the decision sets that reach a paused run's workflow from outside.
+"""
 
 from __future__ import annotations
 
-from agentloop.engine.agent import Agent
-from agentloop.errors import ConfigurationError
+from collections.abc import Mapping
 
-__all__ = ["checked_wrap"]
+from agentloop.engine.agent import Agent
+from agentloop.errors import ConfigurationError, InvalidInput
+from agentloop.pausing import Decision, PendingCall, check_decisions, decision_from_dict
+
+__all__ = ["accepted_decisions", "checked_wrap", "decision_message"]
 
 
 def checked_wrap(kind: str, agent: object, name: object) -> None:
@@ -14,3 +20,28 @@ def checked_wrap(kind: str, agent: object, name: object) -> None:
         raise ConfigurationError(f"{kind} needs a name (a non-empty str)", field="name")
     if not isinstance(agent, Agent):
         raise ConfigurationError(f"{kind} wraps an agentloop Agent", field="agent")
+
+
+def decision_message(pause: int, decisions: Mapping[str, Decision]) -> dict[str, object]:
+    """What a decision set travels as to a paused workflow: plain data, with its pause."""
+    return {"pause": pause, "decisions": {k: d.to_dict() for k, d in decisions.items()}}
+
+
+def accepted_decisions(
+    message: object, pending: tuple[PendingCall, ...], pause: int
+) -> dict[str, Decision] | None:
+    """The decisions of ``message`` when it answers this pause exactly, else None (ignored).
+
+    The workflow's own check of what ``decide`` checked before sending: the message crossed a
+    database or a cluster, and one for another pause (or forged) must not continue the run.
+    """
+    if not isinstance(message, Mapping) or message.get("pause") != pause:
+        return None
+    raw = message.get("decisions")
+    if not isinstance(raw, Mapping):
+        return None
+    try:
+        decisions = {str(k): decision_from_dict(v) for k, v in raw.items()}
+        return check_decisions(pending, decisions)
+    except (InvalidInput, AttributeError, TypeError):
+        return None

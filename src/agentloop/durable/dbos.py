@@ -11,6 +11,10 @@ plain store's journal uses (``agentloop.engine.journal``):
   is recorded. A turn's tool calls draw their step IDs together, in the model's order, before
   the first one runs, so parallel tool calls replay onto the right records.
 
+(Both in ``_dbos_steps``.) A run that pauses (SPEC 17) waits for its decisions inside its
+workflow, on ``DBOS.recv``, and goes on with them (``_dbos_pause``): ``DBOSAgent.pending`` and
+``DBOSAgent.decide`` are its other end.
+
 DBOS re-runs a recovered workflow from the top; the engine is deterministic given its steps'
 results, so it retraces the same turns without calling the model or the tools again, then goes
 on. The run's id is the workflow's id, the same on every execution (so ``ctx.run_id`` can seed an
@@ -27,202 +31,31 @@ import asyncio
 import concurrent.futures
 import contextlib
 import contextvars
-import pickle
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
-from typing import Any, Generic, NoReturn
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from typing import Any, Generic, TypeVar
 
 import sqlalchemy.exc
-from dbos import DBOS, SetWorkflowID, StepOptions, StepReservation, WorkflowHandleAsync
+from dbos import DBOS, SetWorkflowID, WorkflowHandleAsync
 from dbos import error as dbos_error
 
 from agentloop.cancel import CancelToken
+from agentloop.durable._dbos_pause import published, send_decisions, wait_for_decisions
+from agentloop.durable._dbos_steps import Flow, StepClient, StepTools
 from agentloop.durable._wrap import checked_wrap
 from agentloop.engine.agent import Agent
-from agentloop.engine.journal import (
-    ToolsView,
-    WrappedClient,
-    WrappedTool,
-    output_entry,
-    replayed_output,
-)
-from agentloop.engine.turn import collect_stream
 from agentloop.errors import (
     AgentLoopError,
     Cancelled,
     ConfigurationError,
     InternalError,
     MemoryBackendError,
-    ToolError,
 )
-from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent
+from agentloop.pausing import Approve, Decision, Edit, PendingCall
 from agentloop.run import OutputT, Run
-from agentloop.tools import Tool, ToolContext, ToolRegistry, render_content
+
+_T = TypeVar("_T")
 
 __all__ = ["WORKER_CONCURRENCY", "DBOSAgent", "DBOSRun", "StepClient", "StepTools"]
-
-
-class _Flow:
-    """One execution of a run's workflow: its step names, its cancel, the turn's reserved steps."""
-
-    def __init__(self, name: str, cancel_run: Callable[[], None]) -> None:
-        self.name = name
-        self.cancel_run = cancel_run
-        self.cancelled: BaseException | None = None
-        self._turn = -1
-        self._reserved: dict[str, StepReservation] = {}
-
-    async def step(
-        self,
-        name: str,
-        func: Callable[..., Coroutine[Any, Any, Any]],
-        *args: Any,
-        reservation: StepReservation | None = None,
-    ) -> Any:
-        """``func(*args)`` as the DBOS step ``<flow>.<name>`` (at ``reservation`` if given)."""
-        options: StepOptions = {"name": f"{self.name}.{name}", "preemptible": True}
-        try:
-            if reservation is not None:
-                return await reservation.run_async(options, func, *args)
-            return await DBOS.run_step_async(options, func, *args)
-        except dbos_error.DBOSWorkflowCancelledError as exc:
-            self.cancelled = exc
-            raise
-
-    def reservation(
-        self, ctx: ToolContext, stepped: Callable[[str], bool]
-    ) -> StepReservation | None:
-        """The step ID drawn for this call when its turn's first call arrived (None: draw now)."""
-        if ctx.turn != self._turn:
-            self._turn = ctx.turn
-            self._reserved = {c.id: DBOS.reserve_step() for c in _calls(ctx) if stepped(c.name)}
-        return self._reserved.pop(ctx.call_id, None)
-
-    async def stop(self, exc: BaseException) -> NoReturn:
-        """DBOS cancelled the workflow during a tool call: end the run as ``Cancelled``.
-
-        The dispatcher turns a tool's exceptions into soft results, all but a cancellation;
-        so the run's own cancel fires and its cancellation arrives at the next ``await``.
-        """
-        self.cancelled = exc
-        self.cancel_run()
-        await asyncio.sleep(0)
-        raise asyncio.CancelledError
-
-
-def _calls(ctx: ToolContext) -> tuple[Any, ...]:
-    """The tool calls of ``ctx``'s turn, in the model's order (the engine's link to its run)."""
-    link = ctx._link
-    if link is None:
-        return ()
-    turns = link[0].run.turns
-    if not turns or turns[-1].index != ctx.turn:
-        return ()
-    return tuple(turns[-1].tool_calls)
-
-
-class StepClient(WrappedClient):
-    """A ``ModelClient`` whose every call is a DBOS step (outside a workflow: the inner call)."""
-
-    def __init__(self, inner: ModelClient, flow: _Flow) -> None:
-        super().__init__(inner)
-        self._flow = flow
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        """The inner client's reply, recorded (or, on replay, the recorded reply)."""
-        response: ModelResponse = await self._flow.step("model", self.inner.complete, request)
-        return response
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """The inner stream's events live, then ``done``; on replay only ``done``.
-
-        The step consumes the inner stream and records the reply; its events reach the caller
-        as they arrive. The step's ID is drawn before its task starts, so it is in order.
-        """
-        events: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
-        reservation = DBOS.reserve_step()
-        task = asyncio.ensure_future(
-            self._flow.step(
-                "model", _streamed, self.inner, request, events.put_nowait, reservation=reservation
-            )
-        )
-        task.add_done_callback(lambda _: events.put_nowait(None))
-        try:
-            while (event := await events.get()) is not None:
-                yield event
-            response: ModelResponse = await task
-        finally:
-            if not task.done():
-                task.cancel()
-                await asyncio.wait({task})
-        yield StreamEvent("done", response=response)
-
-
-async def _streamed(
-    client: ModelClient, request: ModelRequest, sink: Callable[[StreamEvent], None]
-) -> ModelResponse:
-    """The model-stream step: forward the events, return the reply (what is recorded)."""
-    return await collect_stream(client, request, sink)
-
-
-class StepTool(WrappedTool):
-    """A tool whose call is a DBOS step: its rendered output or ``ToolError`` is recorded."""
-
-    def __init__(self, inner: Tool, view: StepTools) -> None:
-        super().__init__(inner)
-        self.view = view
-
-    async def call(self, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
-        """The recorded output when DBOS has it, else the inner tool's (then recorded)."""
-        flow = self.view.flow
-        reservation = flow.reservation(ctx, self.view.stepped)
-        try:
-            entry = await flow.step(
-                f"tool.{self.name}",
-                _tool_entry,
-                self.inner,
-                arguments,
-                ctx,
-                reservation=reservation,
-            )
-        except dbos_error.DBOSWorkflowCancelledError as exc:
-            await flow.stop(exc)
-        return replayed_output(entry)
-
-
-async def _tool_entry(tool: Tool, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
-    """The tool-call step: the output as the text the model reads (what is recorded)."""
-    try:
-        output = await tool.call(arguments, ctx)
-    except ToolError:
-        raise
-    except Exception as exc:
-        try:
-            pickle.dumps(exc)
-        except Exception:  # DBOS could not record it: record what the dispatcher would say
-            raise InternalError(f"{type(exc).__name__}: {exc}") from exc
-        raise
-    entry = output_entry(output)
-    if entry is None:  # rendering raises: a panic, reported as the dispatcher reports it
-        render_content(getattr(output, "content", output))
-        raise InternalError(f"tool '{tool.name}' returned a value that cannot be rendered")
-    return entry
-
-
-class StepTools(ToolsView):
-    """A view of a registry whose tools are DBOS steps, but for ``inline`` ones."""
-
-    def __init__(self, inner: ToolRegistry, flow: _Flow, inline: frozenset[str]) -> None:
-        super().__init__(inner)
-        self.flow = flow
-        self.inline = inline
-
-    def stepped(self, name: str) -> bool:
-        """Whether a call of ``name`` runs as a step."""
-        return name not in self.inline and name in self.inner
-
-    def wrap(self, tool: Tool) -> Tool:
-        """The tool as a step, or itself when inline."""
-        return tool if tool.name in self.inline else StepTool(tool, self)
 
 
 class DBOSRun(Generic[OutputT]):
@@ -291,7 +124,7 @@ def _translated(exc: Exception, workflow_id: str) -> AgentLoopError:
     return InternalError(f"DBOS workflow {workflow_id}: {type(exc).__name__}: {exc}")
 
 
-def _off_loop(work: Callable[[], str]) -> str:
+def _off_loop(work: Callable[[], _T]) -> _T:
     """``work()`` here, or on a short-lived thread when an event loop runs in this one."""
     try:
         asyncio.get_running_loop()
@@ -408,6 +241,42 @@ class DBOSAgent(Generic[OutputT]):
         return DBOSRun(enqueued)
 
     @staticmethod
+    def pending(workflow_id: str) -> tuple[PendingCall, ...]:
+        """The calls the run of ``workflow_id`` is paused on (empty: it is not paused).
+
+        Synchronous (a database read), from any process that launched DBOS on the same
+        database. The run's workflow publishes them when it pauses and clears them when it
+        takes a decision set.
+        """
+        try:
+            return _off_loop(lambda: published(workflow_id)[1])
+        except AgentLoopError:
+            raise
+        except Exception as exc:
+            raise _translated(exc, workflow_id) from exc
+
+    @staticmethod
+    def decide(workflow_id: str, decisions: Mapping[str, Decision]) -> None:
+        """Send a decision set to the paused run of ``workflow_id``; its workflow goes on.
+
+        Synchronous (a database read and insert), from any process that launched DBOS on the
+        same database. The decisions are checked against the run's pending calls as
+        ``continue_run`` checks them; only the first set sent for a pause is delivered (a
+        repeat, or a second process deciding at the same moment, is dropped), and once the
+        workflow has taken a set the run is no longer paused.
+
+        Raises:
+            InvalidInput: The run is not paused, or ``decisions`` do not answer its pending
+                calls exactly (one fitting decision per call); nothing is sent.
+        """
+        try:
+            _off_loop(lambda: send_decisions(workflow_id, decisions))
+        except AgentLoopError:
+            raise
+        except Exception as exc:
+            raise _translated(exc, workflow_id) from exc
+
+    @staticmethod
     def enqueue_only() -> None:
         """Make this process one that enqueues runs but never takes one from a queue.
 
@@ -437,13 +306,23 @@ class DBOSAgent(Generic[OutputT]):
     async def _execute(self, input: str, deps: Any) -> Run[OutputT]:
         """The workflow's body: a fresh conversation, its model and tool calls as steps."""
         twin = self.agent.fork()
-        flow = _Flow(self.name, twin.cancel)
+        flow = Flow(self.name, twin.cancel)
         twin.client = StepClient(self.agent.client, flow)
         twin._dispatcher.registry = StepTools(twin.registry, flow, self.inline_tools)
-        state = twin.default_session._begin(input, deps, (), None)
+        session = twin.default_session
+        state = session._begin(input, deps, (), None)
         state.run.id = DBOS.workflow_id or state.run.id
         try:
-            return await twin.default_session._drive(state)
+            run = await session._drive(state)
+            pauses = 0
+            while run.paused:  # wait in the workflow (DBOS.recv), then go on with the decisions
+                pauses += 1
+                decisions = await wait_for_decisions(run, pauses)
+                flow.decided = frozenset(
+                    k for k, d in decisions.items() if isinstance(d, Approve | Edit)
+                )
+                run = await session.continue_run(decisions=decisions, deps=deps)
+            return run
         except Cancelled:
             if flow.cancelled is not None:  # DBOS cancelled it: let DBOS see its own signal
                 raise flow.cancelled from None

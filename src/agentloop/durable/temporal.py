@@ -40,12 +40,17 @@ from __future__ import annotations
 
 import pickle
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Generic
 
 from temporalio import activity, workflow
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+)
 from temporalio.common import RetryPolicy
 from temporalio.service import RPCError
 from temporalio.worker import Worker
@@ -60,15 +65,18 @@ from agentloop.durable._temporal_activities import (
     restored,
     tool_call,
 )
-from agentloop.durable._wrap import checked_wrap
+from agentloop.durable._wrap import accepted_decisions, checked_wrap, decision_message
 from agentloop.engine.agent import Agent
-from agentloop.errors import AgentLoopError, ConfigurationError, MemoryBackendError
+from agentloop.errors import AgentLoopError, ConfigurationError, InvalidInput, MemoryBackendError
+from agentloop.pausing import Approve, Decision, Edit, PendingCall, check_decisions
 from agentloop.run import OutputT, Run
 from agentloop.safety.breaker import ToolBreakers
 from agentloop.safety.budget import BudgetGate
 
 __all__ = [
+    "DECIDE_SIGNAL",
     "HEARTBEAT_TIMEOUT",
+    "PENDING_QUERY",
     "ActivityClient",
     "ActivityTools",
     "TemporalAgent",
@@ -90,9 +98,26 @@ _AGENTS: dict[str, TemporalAgent[Any]] = {}
 """The ``TemporalAgent``s of this process by name: what a workflow task runs."""
 
 
+PENDING_QUERY = "agentloop.pending"
+"""The query a run's workflow answers with its pause number and pending calls."""
+
+DECIDE_SIGNAL = "agentloop.decide"
+"""The signal that carries a decision set to a paused run's workflow."""
+
+
 @workflow.defn(name=WORKFLOW, sandboxed=False)
 class AgentLoopWorkflow:
-    """One run of the ``TemporalAgent`` named by its first argument (built in this worker)."""
+    """One run of the ``TemporalAgent`` named by its first argument (built in this worker).
+
+    A run that pauses waits in the workflow (``wait_for_decisions``) until the ``DECIDE_SIGNAL``
+    brings a decision set that answers its pending calls exactly; ``PENDING_QUERY`` tells them.
+    Signals are in the workflow's history, so a replay on another worker takes the same set.
+    """
+
+    def __init__(self) -> None:
+        self._pause = 0
+        self._pending: tuple[PendingCall, ...] = ()
+        self._decisions: dict[str, Decision] | None = None
 
     @workflow.run
     async def run(self, name: str, input: str, deps: bytes) -> bytes:
@@ -104,7 +129,27 @@ class AgentLoopWorkflow:
                 f"no TemporalAgent named '{name}' in this worker (it has: {known})", field="name"
             )
             raise failure(error)
-        return await durable._execute(input, pickle.loads(deps))
+        return await durable._execute(input, pickle.loads(deps), self)
+
+    @workflow.query(name=PENDING_QUERY)
+    def pending(self) -> dict[str, Any]:
+        """The pause number and the pending calls (plain data; none when not paused)."""
+        return {"pause": self._pause, "pending": [p.to_dict() for p in self._pending]}
+
+    @workflow.signal(name=DECIDE_SIGNAL)
+    def decide(self, message: dict[str, Any]) -> None:
+        """Take the first decision set that answers this pause exactly; ignore any other."""
+        if self._decisions is None and self._pending:
+            self._decisions = accepted_decisions(message, self._pending, self._pause)
+
+    async def wait_for_decisions(self, run: Run[Any]) -> dict[str, Decision]:
+        """Publish ``run``'s pending calls, then wait (no worker busy) for their decisions."""
+        self._pause += 1
+        self._pending, self._decisions = run.pending, None
+        await workflow.wait_condition(lambda: self._decisions is not None)
+        decisions, self._pending = self._decisions, ()
+        assert decisions is not None
+        return decisions
 
 
 class TemporalRun(Generic[OutputT]):
@@ -245,18 +290,74 @@ class TemporalAgent(Generic[OutputT]):
         """
         return TemporalRun(client.get_workflow_handle(workflow_id, result_type=bytes))
 
-    async def _execute(self, input: str, deps: Any) -> bytes:
-        """The workflow's body: a fresh conversation whose model and tool calls are activities."""
+    async def pending(self, workflow_id: str, *, client: Client) -> tuple[PendingCall, ...]:
+        """The calls the run of ``workflow_id`` is paused on (empty: it is not paused).
+
+        A Temporal query: a worker of this agent answers it (from the workflow's history).
+
+        Raises:
+            MemoryBackendError: The Temporal service failed, or knows no such workflow.
+        """
+        return (await self._published(workflow_id, client))[1]
+
+    async def decide(
+        self, workflow_id: str, decisions: Mapping[str, Decision], *, client: Client
+    ) -> None:
+        """Send a decision set to the paused run of ``workflow_id`` (a signal); it goes on.
+
+        The decisions are checked against the run's pending calls as ``continue_run`` checks
+        them; the workflow takes the first set that answers its pause and ignores the others.
+
+        Raises:
+            InvalidInput: The run is not paused, or ``decisions`` do not answer its pending
+                calls exactly; nothing is sent.
+            MemoryBackendError: The Temporal service failed, or knows no such workflow.
+        """
+        pause, pending = await self._published(workflow_id, client)
+        if not pending:
+            raise InvalidInput(
+                f"Temporal workflow {workflow_id} is not paused (no pending calls): decisions "
+                "answer a paused run's pending calls (TemporalAgent.pending)"
+            )
+        message = decision_message(pause, check_decisions(pending, decisions))
+        try:
+            await client.get_workflow_handle(workflow_id).signal(DECIDE_SIGNAL, message)
+        except RPCError as exc:
+            raise MemoryBackendError(f"Temporal workflow {workflow_id}: {exc}") from exc
+
+    async def _published(
+        self, workflow_id: str, client: Client
+    ) -> tuple[int, tuple[PendingCall, ...]]:
+        try:
+            data = await client.get_workflow_handle(workflow_id).query(PENDING_QUERY)
+        except (RPCError, WorkflowQueryFailedError) as exc:
+            raise MemoryBackendError(f"Temporal workflow {workflow_id}: {exc}") from exc
+        return int(data["pause"]), tuple(PendingCall.from_dict(p) for p in data["pending"])
+
+    async def _execute(self, input: str, deps: Any, flow: AgentLoopWorkflow) -> bytes:
+        """The workflow's body: a fresh conversation whose model and tool calls are activities.
+
+        A run that pauses waits for its decisions in the workflow, then goes on with them;
+        a call a person approved gets one attempt (see ``Activities.execute``).
+        """
         twin = self.agent.fork()
         twin.client = ActivityClient(self.agent.client, self._activities)
-        twin._dispatcher.registry = ActivityTools(twin.registry, self._activities)
+        tools = ActivityTools(twin.registry, self._activities)
+        twin._dispatcher.registry = tools
         twin.safety.breakers = ToolBreakers(twin.config.tool_breaker, clock=workflow.time)
         twin.safety.limits.budget = BudgetGate(twin.config.budget, clock=workflow.time)
-        state = twin.default_session._begin(input, deps, (), None)
+        session = twin.default_session
+        state = session._begin(input, deps, (), None)
         state.run.id = workflow.info().workflow_id
         state.run.started_at = workflow.now().timestamp()
         try:
-            run = await twin.default_session._drive(state)
+            run = await session._drive(state)
+            while run.paused:
+                decisions = await flow.wait_for_decisions(run)
+                tools.decided = frozenset(
+                    k for k, d in decisions.items() if isinstance(d, Approve | Edit)
+                )
+                run = await session.continue_run(decisions=decisions, deps=deps)
         except AgentLoopError as exc:
             raise failure(exc) from None
         return pickle.dumps(run)
