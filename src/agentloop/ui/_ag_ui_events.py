@@ -28,7 +28,7 @@ Every frame is the official model's, encoded by ``EventEncoder``; the frequent o
 rebuilt each time. A fragment (TEXT_MESSAGE_CONTENT, REASONING_MESSAGE_CONTENT, TOOL_CALL_ARGS:
 most of a run's events) is put into its message's frame, encoded once around a marker; the
 events of every message, call and turn (starts, ends, results) are quoted into a template of
-their shape (``framed``). The JSON is the encoder's, as ``json.dumps`` quotes strings
+their shape (``_ag_ui_frames``). The JSON is the encoder's, as ``json.dumps`` quotes strings
 (non-ASCII as escapes); ``bench/ui_protocols.py`` has what it saves.
 
 Events of a child agent (``event.path`` not empty, an agent run as a tool) are not streamed:
@@ -41,133 +41,19 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import re
 import uuid
 from collections.abc import Callable
-from typing import Any, TypeAlias
+from typing import Any
 
-import pydantic_core
 from ag_ui import core
 from ag_ui.encoder import EventEncoder
 
 from agentloop import events as ev
-from agentloop.errors import AgentLoopError
-from agentloop.pausing import PendingCall
 from agentloop.run import Run
+from agentloop.ui import _ag_ui_frames as frame
+from agentloop.ui._ag_ui_frames import error_event, interrupt_of, plain, quoted
 
-__all__ = ["AGUIEvents", "error_event", "framed", "interrupt_of"]
-
-_APPROVAL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "approved": {"type": "boolean"},
-        "editedArgs": {"type": "object", "description": "Full replacement of the arguments."},
-        "message": {"type": "string", "description": "Why, when denied (the model reads it)."},
-    },
-    "required": ["approved"],
-}
-_EXTERNAL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "content": {"description": "The call's result (text, or a value made into text)."},
-        "approved": {"type": "boolean", "description": "false denies the call."},
-        "message": {"type": "string"},
-    },
-}
-
-
-_quoted: Callable[[str], str] = json.encoder.encode_basestring_ascii
-"""A str as a JSON string (what ``json.dumps`` does for one, without its set-up per call)."""
-_MARK = "@@agentloop-fragment@@"
-_QUOTED_MARK = _quoted(_MARK)
-
-
-def _cut(kind: type[core.BaseEvent], **strings: str) -> tuple[str, str]:
-    """``kind``'s frame with these string fields, cut where its ``delta`` goes."""
-    before, _, after = framed(kind, _NONE, delta=_MARK, **strings).partition(_QUOTED_MARK)
-    return before, after
-
-
-_ASSISTANT: dict[str, Any] = {"role": "assistant"}
-_REASONING: dict[str, Any] = {"role": "reasoning"}
-_TOOL: dict[str, Any] = {"role": "tool"}
-_TOOL_ERROR: dict[str, Any] = {"role": "tool", "metadata": {"agentloop": {"error": True}}}
-_SUCCESS: dict[str, Any] = {"outcome": {"type": "success"}}
-_NONE: dict[str, Any] = {}
-_Template: TypeAlias = tuple[tuple[str, ...], tuple[str, ...]]
-_TEMPLATES: dict[tuple[Any, ...], _Template] = {}
-_MARKS = re.compile(r'"@@agentloop-field-(\d+)@@"')
-
-
-def _template(
-    kind: type[core.BaseEvent], names: tuple[str, ...], fixed: dict[str, Any]
-) -> _Template:
-    """``kind``'s SSE frame from ``EventEncoder``, cut where its string fields ``names`` go."""
-    fields: dict[str, Any] = {name: f"@@agentloop-field-{i}@@" for i, name in enumerate(names)}
-    pieces = _MARKS.split(EventEncoder().encode(kind(**fields, **fixed)))
-    return tuple(pieces[0::2]), tuple(names[int(i)] for i in pieces[1::2])
-
-
-def framed(kind: type[core.BaseEvent], fixed: dict[str, Any] = _NONE, **strings: str) -> str:
-    """``EventEncoder().encode(kind(**strings, **fixed))``, from a template cached per shape.
-
-    The events a run sends for every message, call and turn (starts, ends, results) differ
-    only in their string fields; the encoder's frame for their shape is kept with holes where
-    those go, and each is quoted in. ``fixed`` holds the other fields: one of this module's
-    constants (the cache knows it by identity).
-    """
-    key = (kind, *strings, id(fixed))
-    template = _TEMPLATES.get(key)
-    if template is None:
-        template = _TEMPLATES[key] = _template(kind, tuple(strings), fixed)
-    literals, order = template
-    out = [literals[0]]
-    for name, literal in zip(order, literals[1:], strict=True):
-        out.append(_quoted(strings[name]))
-        out.append(literal)
-    return "".join(out)
-
-
-def _plain(value: Any) -> Any:
-    return pydantic_core.to_jsonable_python(value, fallback=str)
-
-
-def interrupt_of(pending: PendingCall) -> core.Interrupt:
-    """The AG-UI interrupt of a pending call: its id is the call's id."""
-    call = pending.call
-    if pending.message:
-        message = pending.message
-    elif pending.kind == "approval":
-        message = f"Allow the call to '{call.name}'?"
-    else:
-        message = f"The call to '{call.name}' waits for its result."
-    info = {"kind": pending.kind, "tool": call.name, "arguments": _plain(call.arguments)}
-    if pending.path:
-        info["path"] = list(pending.path)
-    return core.Interrupt(
-        id=call.id,
-        reason="tool_call",
-        message=message,
-        tool_call_id=None if pending.path else call.id,  # a child's call never streamed
-        response_schema=_APPROVAL_SCHEMA if pending.kind == "approval" else _EXTERNAL_SCHEMA,
-        metadata={"agentloop": info},
-    )
-
-
-def error_event(error: BaseException) -> core.RunErrorEvent:
-    """RUN_ERROR for a hard error: its class as ``code``, its facts in ``metadata``."""
-    info: dict[str, Any] = {"error": type(error).__name__}
-    for name in ("phase", "request_sent", "status_code"):
-        value = getattr(error, name, None)
-        if value is not None:
-            info[name] = _plain(value)
-    if isinstance(error, AgentLoopError):
-        info["recoverable"] = error.is_recoverable()
-    return core.RunErrorEvent(
-        message=str(error) or type(error).__name__,
-        code=type(error).__name__,
-        metadata={"agentloop": info},
-    )
+__all__ = ["AGUIEvents"]
 
 
 class _Call:
@@ -230,17 +116,17 @@ class AGUIEvents:
         if kind is ev.TextDelta and self._text is not None:  # the hot paths: one fragment
             before, after = self._text_frame
             text = event.text  # type: ignore[attr-defined]
-            return before + _quoted(text) + after if text else ""
+            return before + quoted(text) + after if text else ""
         if kind is ev.ThinkingDelta and self._reasoning is not None:
             before, after = self._thinking_frame
             text = event.text  # type: ignore[attr-defined]
-            return before + _quoted(text) + after if text else ""
+            return before + quoted(text) + after if text else ""
         if kind is ev.ToolCallDelta:
             call = self._calls.get(event.index)  # type: ignore[attr-defined]
             delta = event.arguments_delta  # type: ignore[attr-defined]
             if call is not None and call.id is not None and delta and not call.held:
                 before, after = self._arg_frames[call.id]
-                return before + _quoted(delta) + after
+                return before + quoted(delta) + after
         self.out = []
         self._handlers.get(kind, self._custom)(event)
         return "".join(self.out)
@@ -259,11 +145,10 @@ class AGUIEvents:
         elif error is not None:
             outcome, result = core.RunFinishedCancelledOutcome(), None
         elif isinstance(run.output, str):  # the common end: a text answer
-            ids = {"thread_id": self.thread_id, "run_id": self.run_id}
-            self.out.append(framed(core.RunFinishedEvent, _SUCCESS, **ids, result=run.output))
+            self.out.append(frame.RUN_SUCCESS(self.thread_id, self.run_id, run.output))
             return "".join(self.out)
         else:
-            outcome, result = core.RunFinishedSuccessOutcome(), _plain(run.output)
+            outcome, result = core.RunFinishedSuccessOutcome(), plain(run.output)
         self._emit(
             core.RunFinishedEvent(
                 thread_id=self.thread_id, run_id=self.run_id, result=result, outcome=outcome
@@ -287,7 +172,7 @@ class AGUIEvents:
     def _on_turn(self, event: ev.TurnStarted) -> None:
         self._end_step()
         self._step = f"turn {event.turn}"
-        self.out.append(framed(core.StepStartedEvent, step_name=self._step))
+        self.out.append(frame.STEP_STARTED(self._step))
 
     def _on_turn_finished(self, event: ev.TurnFinished) -> None:
         self._close_reply()
@@ -300,7 +185,7 @@ class AGUIEvents:
             self._open_reasoning()
             self._thought = True
         before, after = self._thinking_frame
-        self.out.append(before + _quoted(event.text) + after)
+        self.out.append(before + quoted(event.text) + after)
 
     def _on_text(self, event: ev.TextDelta) -> None:
         if not event.text:
@@ -309,7 +194,7 @@ class AGUIEvents:
             self._open_text()
             self._said = True
         before, after = self._text_frame
-        self.out.append(before + _quoted(event.text) + after)
+        self.out.append(before + quoted(event.text) + after)
 
     def _on_call_delta(self, event: ev.ToolCallDelta) -> None:
         call = self._calls.get(event.index)
@@ -340,7 +225,7 @@ class AGUIEvents:
                 call = self._calls[index] = _Call()
                 call.id = part.id
                 self._start_call(part.id, part.name)
-                self._args(part.id, json.dumps(_plain(part.arguments)))
+                self._args(part.id, json.dumps(plain(part.arguments)))
         self._close_reply()
 
     def _on_reset(self, event: ev.AttemptReset) -> None:
@@ -349,19 +234,15 @@ class AGUIEvents:
     def _on_result(self, event: ev.ToolCallFinished) -> None:
         result = event.result
         self.out.append(
-            framed(
-                core.ToolCallResultEvent,
-                _TOOL_ERROR if result.is_error else _TOOL,
-                message_id=self._new_id(),
-                tool_call_id=result.call_id,
-                content=result.content,
+            (frame.TOOL_ERROR if result.is_error else frame.TOOL_RESULT)(
+                self._new_id(), result.call_id, result.content
             )
         )
 
     def _custom(self, event: ev.Event) -> None:
         name = type(event).__name__
         value = {
-            f.name: _plain(getattr(event, f.name))
+            f.name: plain(getattr(event, f.name))
             for f in dataclasses.fields(event)
             if f.name not in ("run_id", "path", "session_id")
         }
@@ -372,43 +253,36 @@ class AGUIEvents:
     def _open_reasoning(self) -> None:
         span, message_id = self._new_id(), self._new_id()
         self._reasoning = (span, message_id)
-        self.out.append(framed(core.ReasoningStartEvent, message_id=span))
-        self.out.append(framed(core.ReasoningMessageStartEvent, _REASONING, message_id=message_id))
-        self._thinking_frame = _cut(core.ReasoningMessageContentEvent, message_id=message_id)
+        self.out.append(frame.REASONING_START(span))
+        self.out.append(frame.REASONING_MESSAGE_START(message_id))
+        self._thinking_frame = frame.REASONING_CONTENT.around(message_id)
 
     def _open_text(self) -> None:
         self._close_reasoning()
         self._text = self._reply
-        self.out.append(framed(core.TextMessageStartEvent, _ASSISTANT, message_id=self._text))
-        self._text_frame = _cut(core.TextMessageContentEvent, message_id=self._text)
+        self.out.append(frame.TEXT_START(self._text))
+        self._text_frame = frame.TEXT_CONTENT.around(self._text)
 
     def _start_call(self, call_id: str, name: str) -> None:
         self._close_reasoning()
         self._close_text()
-        self.out.append(
-            framed(
-                core.ToolCallStartEvent,
-                tool_call_id=call_id,
-                tool_call_name=name,
-                parent_message_id=self._reply,
-            )
-        )
-        self._arg_frames[call_id] = _cut(core.ToolCallArgsEvent, tool_call_id=call_id)
+        self.out.append(frame.TOOL_START(call_id, name, self._reply))
+        self._arg_frames[call_id] = frame.TOOL_ARGS.around(call_id)
 
     def _args(self, call_id: str, delta: str) -> None:
         before, after = self._arg_frames[call_id]
-        self.out.append(before + _quoted(delta) + after)
+        self.out.append(before + quoted(delta) + after)
 
     def _close_reasoning(self) -> None:
         if self._reasoning is not None:
             span, message_id = self._reasoning
             self._reasoning = None
-            self.out.append(framed(core.ReasoningMessageEndEvent, message_id=message_id))
-            self.out.append(framed(core.ReasoningEndEvent, message_id=span))
+            self.out.append(frame.REASONING_MESSAGE_END(message_id))
+            self.out.append(frame.REASONING_END(span))
 
     def _close_text(self) -> None:
         if self._text is not None:
-            self.out.append(framed(core.TextMessageEndEvent, message_id=self._text))
+            self.out.append(frame.TEXT_END(self._text))
             self._text = None
 
     def _close_reply(self) -> None:
@@ -418,7 +292,7 @@ class AGUIEvents:
         for call in self._calls.values():
             if call.id is not None and not call.ended:
                 call.ended = True
-                self.out.append(framed(core.ToolCallEndEvent, tool_call_id=call.id))
+                self.out.append(frame.TOOL_END(call.id))
         self._calls = {}
         self._arg_frames = {}
         self._thought = self._said = False
@@ -426,7 +300,7 @@ class AGUIEvents:
 
     def _end_step(self) -> None:
         if self._step is not None:
-            self.out.append(framed(core.StepFinishedEvent, step_name=self._step))
+            self.out.append(frame.STEP_FINISHED(self._step))
             self._step = None
 
     def _close_all(self) -> None:
