@@ -148,10 +148,10 @@ class AGUIApp:
             session = await pick_session(
                 self._picker, self.sessions, request, run_input.thread_id, lambda: seed
             )
-        except AgentLoopError as exc:  # a seed that is no safe transcript (TranscriptError)
-            raise _Refused(422, str(exc)) from exc
-        except Exception as exc:  # the application's picker refused the caller
-            raise _Refused(403, str(exc) or type(exc).__name__) from exc
+        except Exception as exc:
+            if self._picker is None:  # the default's only failure: a seed that is no safe
+                raise _Refused(422, str(exc)) from exc  # transcript (TranscriptError)
+            raise _Refused(403, str(exc) or type(exc).__name__) from exc  # the app refused
         deps = None
         if self._deps is not None:
             deps = self._deps(request, run_input)
