@@ -539,3 +539,53 @@ async def test_an_external_call_is_answered_by_the_next_request(
     assert result["content"] == read
     assert second[-1]["outcome"] == {"type": "success"}
     validate(served.tap.bodies[1], tmp_path, "external")
+
+
+def test_a_reset_attempt_ends_its_messages_and_the_retry_streams_anew(tmp_path: Path) -> None:
+    from agentloop import events as ev
+    from agentloop.messages import Message
+    from agentloop.model import ModelResponse
+    from agentloop.ui._ag_ui_events import AGUIEvents
+
+    out = AGUIEvents("t", "r")
+    reply = ModelResponse(Message.assistant("whole answer"), model="m")
+    fed = [
+        ev.RunStarted("run", 0, run=None),  # type: ignore[arg-type]
+        ev.TurnStarted("run", 0),
+        ev.ThinkingDelta("run", 0, "hmm"),
+        ev.TextDelta("run", 0, "partial"),
+        ev.ToolCallDelta("run", 0, 0, "add", '{"a": 1', call_id="c1"),
+        ev.AttemptReset("run", 0),
+        ev.TextDelta("run", 0, "whole "),
+        ev.TextDelta("run", 0, "answer"),
+        ev.ModelResponded("run", 0, reply),
+    ]
+    text = "".join(out.feed(event) for event in fed)
+    said = [json.loads(f[6:]) for f in text.split("\n\n") if f]
+    starts = [e["messageId"] for e in said if e["type"] == "TEXT_MESSAGE_START"]
+    ends = [e["messageId"] for e in said if e["type"] == "TEXT_MESSAGE_END"]
+    assert len(starts) == 2 and starts == ends and starts[0] != starts[1]
+    assert [e["type"] for e in said].count("TOOL_CALL_END") == 1
+    retried = [e["delta"] for e in said if e.get("messageId") == starts[1] and "delta" in e]
+    assert "".join(retried) == "whole answer"
+    assert [e["type"] for e in said].count("REASONING_START") == 1
+
+
+async def test_partial_output_and_other_events_are_namespaced_custom_events(
+    tmp_path: Path,
+) -> None:
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        name: str
+        population: int
+
+    answer = {"name": "Paris", "population": 2100000}
+    agent = Agent(ScriptedModel([scripted_call("final_result", answer)]), output_type=City)
+    async with serving(AGUIApp(agent)) as served:
+        _, events = await post(served.url, run_input("a big city"))
+    custom = [e for e in events if e["type"] == "CUSTOM"]
+    partial = [e["value"]["value"] for e in custom if e["name"] == "agentloop:PartialOutput"]
+    assert partial and partial[-1] == answer
+    assert events[-1]["result"] == answer
+    validate(served.tap.bodies[0], tmp_path, "typed")
