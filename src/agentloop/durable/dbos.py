@@ -159,6 +159,7 @@ class DBOSAgent(Generic[OutputT]):
     with ``worker_concurrency`` (at most that many of its runs at once in one worker process,
     so the runs spread over the workers; None: no limit, the first worker to poll takes every
     run) unless the application registered it (``DBOS.register_queue``, its limits) first.
+    A run that pauses waits in its workflow; ``pending`` and ``decide`` are the other end.
     """
 
     def __init__(
@@ -202,7 +203,8 @@ class DBOSAgent(Generic[OutputT]):
         ``deps`` is a workflow input: DBOS pickles it. If the process dies, the run is
         recovered at the next ``DBOS.launch()`` of a process with the same executor id.
         ``workflow_id`` (default: a new one) makes the start idempotent: a second run with
-        the same id waits for the first one's result instead of running again.
+        the same id waits for the first one's result instead of running again. A run that
+        pauses (SPEC 17) waits in its workflow for ``decide``: this returns when it ends.
         """
         started = await self.start(input, deps=deps, workflow_id=workflow_id)
         return await started.result(cancel=cancel)
