@@ -9,7 +9,11 @@ and one final answer (two model calls). Two clients, from ``provider_overhead.py
   (the whole safety stack), ``stream`` off or on; one client (one connection pool) for all runs;
 - ``raw aiohttp``: a hand loop on one ``aiohttp.ClientSession`` (json or SSE lines by hand).
 
-Both pools keep aiohttp's default of 100 connections. A sample starts N runs at once
+The pools are sized alike unless told otherwise: agentloop's ``max_connections`` is
+``--pool`` (default: agentloop's own default, ``DEFAULT_MAX_CONNECTIONS``) and the raw loop's
+``TCPConnector(limit=...)`` is ``--raw-pool`` (default: the same number); the table's header
+prints both. At N = 1000 a pool of 100 makes 900 runs wait for a connection, whichever client
+holds it. A sample starts N runs at once
 (``asyncio.gather``) ``--rounds`` times after one untimed batch (connections open, caches
 warm); samples alternate between the clients and the median of ``--repeats`` is kept.
 Reported per client and mode:
@@ -22,6 +26,7 @@ Reported per client and mode:
 
     python bench/concurrency.py                      # N = 1000, JSON and SSE
     python bench/concurrency.py --runs 100 --profile # + cProfile of agentloop's batch
+    python bench/concurrency.py --pool 100 --raw-pool 1000   # pools sized apart
 
 A benchmark, not a test. Only 127.0.0.1 is used.
 """
@@ -39,13 +44,18 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Callable
+from functools import partial
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from provider_overhead import AgentloopLoop, AiohttpLoop, Loop, start_server
 
 K = 1  # tool turns per run; one final answer follows
-CLIENTS: list[Callable[[str], Loop]] = [AgentloopLoop, AiohttpLoop]
+
+
+def clients(args: argparse.Namespace) -> list[Callable[[str], Loop]]:
+    """The two loops, each with its pool size."""
+    return [partial(AgentloopLoop, pool=args.pool), partial(AiohttpLoop, pool=args.raw_pool)]
 
 
 async def batch(loop: Loop, stream: bool, runs: int) -> int:
@@ -112,14 +122,14 @@ async def measure(url: str, args: argparse.Namespace) -> dict[Key, dict[str, flo
     memory: dict[Key, float] = {}
     for stream in (False, True):
         for _ in range(args.repeats):
-            for factory in CLIENTS:
+            for factory in clients(args):
                 loop = factory(url)
                 try:
                     result = await sample(loop, stream, args.runs, args.rounds)
                 finally:
                     await loop.aclose()
                 samples.setdefault((loop.name, stream), []).append(result)
-        for factory in CLIENTS:
+        for factory in clients(args):
             loop = factory(url)
             try:
                 memory[(loop.name, stream)] = await memory_per_run(loop, stream, args.runs)
@@ -142,6 +152,8 @@ def report(results: dict[Key, dict[str, float]], args: argparse.Namespace) -> No
     print(f"\nN = {args.runs} concurrent runs (K = {K} tool turn + 1 answer), median of "
           f"{args.repeats} samples of {args.rounds} batch(es); python {sys.version.split()[0]}, "
           f"{os.cpu_count()} CPUs")  # fmt: skip
+    print(f"pools: agentloop max_connections={args.pool}, raw aiohttp "
+          f"TCPConnector(limit={args.raw_pool})")  # fmt: skip
     print()
     print("| mode | client | runs/s | vs raw aiohttp | client CPU ms/run | CPU us/turn | "
           "CPU ratio | of it GC ms/run | KiB/run |")  # fmt: skip
@@ -167,7 +179,7 @@ def report(results: dict[Key, dict[str, float]], args: argparse.Namespace) -> No
 async def profile(url: str, args: argparse.Namespace) -> None:
     """cProfile of agentloop's batch of N runs (GC off, so its pauses land on no function)."""
     for stream in (False, True):
-        loop = AgentloopLoop(url)
+        loop = AgentloopLoop(url, pool=args.pool)
         try:
             await batch(loop, stream, args.runs)
             profiler = cProfile.Profile()
@@ -228,7 +240,15 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="samples per cell (median)")
     parser.add_argument("--profile", action="store_true", help="cProfile agentloop's batch")
     parser.add_argument("--top", type=int, default=30, help="functions listed by --profile")
+    parser.add_argument("--pool", type=int, help="agentloop's max_connections (its default)")
+    parser.add_argument("--raw-pool", type=int, help="the raw loop's limit (default: --pool)")
     args = parser.parse_args()
+    if args.pool is None:
+        from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
+
+        args.pool = DEFAULT_MAX_CONNECTIONS
+    if args.raw_pool is None:
+        args.raw_pool = args.pool
     asyncio.run(main_async(args))
 
 

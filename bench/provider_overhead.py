@@ -213,11 +213,13 @@ HEADERS = {"Authorization": "Bearer sk-bench"}
 class AiohttpLoop:
     name = "raw aiohttp"
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, pool: int | None = None) -> None:
+        """``pool``: the connector's ``limit`` (None: aiohttp's default, 100)."""
         import aiohttp
 
         self.url = f"{url}/chat/completions"
-        self.session = aiohttp.ClientSession(headers=HEADERS)
+        connector = aiohttp.TCPConnector(limit=pool) if pool is not None else None
+        self.session = aiohttp.ClientSession(headers=HEADERS, connector=connector)
 
     async def run(self, stream: bool) -> int:
         messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
@@ -286,7 +288,8 @@ class HttpxLoop:
 class AgentloopLoop:
     name = "agentloop"
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, pool: int | None = None) -> None:
+        """``pool``: the client's ``max_connections`` (None: agentloop's default)."""
         from agentloop import tool
         from agentloop.providers import OpenAIClient
 
@@ -296,7 +299,8 @@ class AgentloopLoop:
             return f"value of {key}"
 
         self.tool = lookup
-        self.client = OpenAIClient(MODEL, api_key="sk-bench", base_url=url)
+        options = {} if pool is None else {"max_connections": pool}
+        self.client = OpenAIClient(MODEL, api_key="sk-bench", base_url=url, **options)
 
     async def run(self, stream: bool) -> int:
         from agentloop import Agent, RunConfig

@@ -16,13 +16,14 @@ from urllib.parse import urlsplit
 
 from agentloop._util.aio import AsyncClosing
 from agentloop.errors import AuthError, ConfigurationError, ProviderError
-from agentloop.providers._http import HttpTransport
+from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS, HttpTransport
 
 __all__ = [
     "ClosingClient",
     "HttpClient",
     "check_base_url",
     "check_client",
+    "check_max_connections",
     "check_key_characters",
     "require_key",
 ]
@@ -37,7 +38,13 @@ def check_base_url(url: object) -> None:
         )
 
 
-def check_client(model: object, base_url: object, timeout: object, connect_timeout: object) -> None:
+def check_client(
+    model: object,
+    base_url: object,
+    timeout: object,
+    connect_timeout: object,
+    max_connections: object = DEFAULT_MAX_CONNECTIONS,
+) -> None:
     """Raise ``ConfigurationError`` before any request for a client that cannot work."""
     if not isinstance(model, str) or not model.strip():
         raise ConfigurationError("the client needs a non-empty model name", field="model")
@@ -45,6 +52,15 @@ def check_client(model: object, base_url: object, timeout: object, connect_timeo
     for name, value in (("timeout", timeout), ("connect_timeout", connect_timeout)):
         if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
             raise ConfigurationError(f"{name} must be > 0 seconds, got {value!r}", field=name)
+    check_max_connections(max_connections)
+
+
+def check_max_connections(value: object) -> None:
+    """Raise ``ConfigurationError`` unless ``value`` is an integer >= 1 (the pool's size)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigurationError(
+            f"max_connections must be an integer >= 1, got {value!r}", field="max_connections"
+        )
 
 
 def require_key(api_key: object, variable: str, provider: str) -> str:
@@ -83,7 +99,8 @@ class HttpClient(ClosingClient):
 
     The connection pool is bound lazily to the running event loop (one per loop, closed before
     that loop ends), so one client serves any number of ``asyncio.run`` calls. ``aclose()``
-    releases the running loop's connections; the client stays usable.
+    releases the running loop's connections; the client stays usable. Every adapter takes
+    ``max_connections`` (the pool's size, ``DEFAULT_MAX_CONNECTIONS``).
     """
 
     _model: str
@@ -111,6 +128,7 @@ class HttpClient(ClosingClient):
         connect_timeout: float,
         proxy: str | None = None,
         ssl_context: ssl.SSLContext | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         """Set the three attributes; ``key`` is redacted from every error (no connection yet)."""
         self._model = model
@@ -123,6 +141,7 @@ class HttpClient(ClosingClient):
             secrets=(key,) if key else (),
             proxy=proxy,
             ssl_context=ssl_context,
+            max_connections=max_connections,
         )
 
     def _configure_bearer(
@@ -136,6 +155,7 @@ class HttpClient(ClosingClient):
         connect_timeout: float,
         proxy: str | None,
         ssl_context: ssl.SSLContext | None,
+        max_connections: int,
     ) -> None:
         """``_configure`` for the OpenAI family: the key travels as a bearer token."""
         all_headers = dict(headers or {})
@@ -150,6 +170,7 @@ class HttpClient(ClosingClient):
             connect_timeout=connect_timeout,
             proxy=proxy,
             ssl_context=ssl_context,
+            max_connections=max_connections,
         )
 
     async def aclose(self) -> None:

@@ -89,6 +89,7 @@ if TYPE_CHECKING:
     import aiohttp
 
 __all__ = [
+    "DEFAULT_MAX_CONNECTIONS",
     "MAX_BODY",
     "MAX_ERROR_BODY",
     "ErrorInfo",
@@ -108,6 +109,14 @@ __all__ = [
 
 
 _CHUNK = 64 * 1024
+
+DEFAULT_MAX_CONNECTIONS = 100
+"""Open connections per client and event loop at most (aiohttp's ``TCPConnector(limit=...)``).
+
+The cap protects the server (many providers and local servers limit connections per client)
+and this process's file descriptors; it costs throughput only past that many requests in
+flight at once, which then wait for a free connection. ``docs/benchmarks.md`` has the figures.
+"""
 _CREDENTIAL_HEADERS = frozenset(
     {"authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key"}
 )
@@ -198,6 +207,7 @@ class HttpTransport:
         max_body: int = MAX_BODY,
         max_line: int = MAX_SSE_LINE,
         resolver: object | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         """Configure the transport; no connection is opened until the first request.
 
@@ -212,6 +222,8 @@ class HttpTransport:
             max_body: Largest JSON response body accepted, in bytes.
             max_line: Largest SSE line accepted, in bytes.
             resolver: An ``aiohttp.abc.AbstractResolver`` (tests); None = aiohttp's default.
+            max_connections: Open connections per event loop at most (``DEFAULT_MAX_CONNECTIONS``);
+                a request beyond it waits for a free one.
         """
         self.provider = provider
         self._timeout = timeout
@@ -227,6 +239,7 @@ class HttpTransport:
         self.max_body = max_body
         self.max_line = max_line
         self._resolver = resolver
+        self.max_connections = max_connections
         self._sessions = PerLoop(self._new_session)
 
     def __repr__(self) -> str:
@@ -251,6 +264,7 @@ class HttpTransport:
         connector = aiohttp.TCPConnector(
             ssl=self._ssl if self._ssl is not None else True,
             resolver=self._resolver,  # type: ignore[arg-type]
+            limit=self.max_connections,
         )
         return aiohttp.ClientSession(
             connector=connector,

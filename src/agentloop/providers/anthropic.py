@@ -51,6 +51,7 @@ from agentloop.providers._anthropic_reply import error_from_body, invalid_reply,
 from agentloop.providers._anthropic_settings import check_payload, settings_fields
 from agentloop.providers._anthropic_stream import AnthropicStreamState
 from agentloop.providers._client import HttpClient, check_client, require_key
+from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
 from agentloop.providers.profiles import merge_body
 
 __all__ = [
@@ -251,6 +252,9 @@ class AnthropicClient(HttpClient):
             None (the default) takes the model's own output limit from its profile
             (``profiles.profile_for("anthropic", model).max_output_tokens``).
         headers: Extra headers (e.g. ``anthropic-beta``).
+        max_connections: Open connections at most, per event loop (100 by default); more
+            requests in flight at once wait for a free one. Raise it for many concurrent
+            runs against a server that allows it.
     """
 
     def __init__(
@@ -263,8 +267,9 @@ class AnthropicClient(HttpClient):
         connect_timeout: float = 10.0,
         max_tokens: int | None = None,
         headers: Mapping[str, str] | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
-        check_client(model, base_url, timeout, connect_timeout)
+        check_client(model, base_url, timeout, connect_timeout, max_connections)
         api_key = require_key(api_key, "ANTHROPIC_API_KEY", _PROVIDER)
         if max_tokens is not None and (
             isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
@@ -282,6 +287,7 @@ class AnthropicClient(HttpClient):
             key=api_key,
             timeout=timeout,
             connect_timeout=connect_timeout,
+            max_connections=max_connections,
         )
 
     def __repr__(self) -> str:

@@ -43,6 +43,7 @@ from agentloop.providers._gemini_encode import (
     gemini_profile,
 )
 from agentloop.providers._gemini_reply import REFUSALS, GeminiStreamState, parse_reply
+from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
 
 __all__ = [
     "BYPASS_SIGNATURE",
@@ -74,6 +75,9 @@ class GeminiClient(HttpClient):
         timeout: Read/idle-gap timeout in seconds.
         connect_timeout: Connect timeout in seconds.
         headers: Extra headers.
+        max_connections: Open connections at most, per event loop (100 by default); more
+            requests in flight at once wait for a free one. Raise it for many concurrent
+            runs against a server that allows it.
     """
 
     def __init__(
@@ -85,9 +89,10 @@ class GeminiClient(HttpClient):
         timeout: float = 120.0,
         connect_timeout: float = 10.0,
         headers: Mapping[str, str] | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         name = model.removeprefix("models/") if isinstance(model, str) else model
-        check_client(name, base_url, timeout, connect_timeout)
+        check_client(name, base_url, timeout, connect_timeout, max_connections)
         api_key = require_key(api_key, "GEMINI_API_KEY", PROVIDER)
         self.base_url = base_url.rstrip("/")
         self._configure(
@@ -97,6 +102,7 @@ class GeminiClient(HttpClient):
             key=api_key,
             timeout=timeout,
             connect_timeout=connect_timeout,
+            max_connections=max_connections,
         )
 
     @property

@@ -88,6 +88,7 @@ from agentloop.model import (
     ToolSpec,
 )
 from agentloop.providers._client import HttpClient, check_client, check_key_characters
+from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
 from agentloop.providers._openai_chat_media import (
     ChatWire,
     carries_media,
@@ -272,6 +273,7 @@ class OpenAIClient(HttpClient):
         ssl_context: ssl.SSLContext | None = None,
         max_tokens_field: str | None = None,
         media: Iterable[str] | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         """Configure the client; nothing is sent until the first request.
 
@@ -291,8 +293,13 @@ class OpenAIClient(HttpClient):
             media: The media kinds (``"image"``, ``"document"``, ``"audio"``) every model of
                 this client takes; None lets each model's profile say (an OpenAI-compatible
                 server's model that reads PDFs or audio needs it).
+            max_connections: Open connections at most, per event loop (100 by default); more
+                requests in flight at once wait for a free one. Raise it for many concurrent
+                runs against a server that allows it.
         """
-        check_client(model, base_url or self.default_base_url, timeout, connect_timeout)
+        check_client(
+            model, base_url or self.default_base_url, timeout, connect_timeout, max_connections
+        )
         if api_key:
             check_key_characters(api_key)
         self.base_url = (base_url or self.default_base_url).rstrip("/")
@@ -309,6 +316,7 @@ class OpenAIClient(HttpClient):
             connect_timeout=connect_timeout,
             proxy=proxy,
             ssl_context=ssl_context,
+            max_connections=max_connections,
         )
 
     def __repr__(self) -> str:

@@ -61,6 +61,7 @@ from urllib.parse import urlsplit
 from agentloop.errors import ConfigurationError
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
 from agentloop.providers._client import HttpClient, check_client, check_key_characters
+from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
 from agentloop.providers._openai_chat_restore import restore_optional
 from agentloop.providers._responses_reply import (
     PROVIDER,
@@ -115,6 +116,9 @@ class OpenAIResponsesClient(HttpClient):
             model's profile (reasoning models only: the others refuse it).
         reasoning_summary: ``reasoning.summary`` sent with a ``reasoning_effort``
             (``"auto"``, ``"concise"``, ``"detailed"``), or None to ask for none.
+        max_connections: Open connections at most, per event loop (100 by default); more
+            requests in flight at once wait for a free one. Raise it for many concurrent
+            runs against a server that allows it.
     """
 
     default_base_url = "https://api.openai.com/v1"
@@ -134,8 +138,11 @@ class OpenAIResponsesClient(HttpClient):
         ssl_context: ssl.SSLContext | None = None,
         encrypted_reasoning: bool | None = None,
         reasoning_summary: str | None = "auto",
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
-        check_client(model, base_url or self.default_base_url, timeout, connect_timeout)
+        check_client(
+            model, base_url or self.default_base_url, timeout, connect_timeout, max_connections
+        )
         if api_key:
             check_key_characters(api_key)
         _check_reasoning_options(encrypted_reasoning, reasoning_summary)
@@ -153,6 +160,7 @@ class OpenAIResponsesClient(HttpClient):
             connect_timeout=connect_timeout,
             proxy=proxy,
             ssl_context=ssl_context,
+            max_connections=max_connections,
         )
 
     def __repr__(self) -> str:

@@ -39,7 +39,12 @@ from urllib.parse import urlsplit
 from agentloop._util.numbers import require_number
 from agentloop.errors import AuthError, ConfigurationError
 from agentloop.model import ClosableModelClient
-from agentloop.providers._client import check_base_url, check_key_characters
+from agentloop.providers._client import (
+    check_base_url,
+    check_key_characters,
+    check_max_connections,
+)
+from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
 
 __all__ = ["APIS", "DEFAULT_MODELS", "KEY_ENV_VARS", "PROVIDERS", "Settings", "build_client"]
 
@@ -77,7 +82,9 @@ class Settings:
     ``timeout`` is the read/idle-gap timeout in seconds (not a total deadline);
     ``connect_timeout`` bounds TCP and TLS set-up; ``max_retries`` counts retries after the
     first attempt (0 = no ``RetryingClient``); ``api`` picks the OpenAI API (``"auto"``,
-    ``"responses"`` or ``"chat"``, see the module docstring). The key never appears in ``repr``.
+    ``"responses"`` or ``"chat"``, see the module docstring); ``max_connections`` caps the
+    client's open connections per event loop (requests beyond it wait for a free one). The key
+    never appears in ``repr``.
     """
 
     provider: str
@@ -88,6 +95,7 @@ class Settings:
     connect_timeout: float = 10.0
     max_retries: int = 3
     api: str = "auto"
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
 
     def __repr__(self) -> str:
         key = "None" if self.api_key is None else "'***'"
@@ -95,14 +103,15 @@ class Settings:
             f"Settings(provider={self.provider!r}, model={self.model!r}, api_key={key}, "
             f"base_url={self.base_url!r}, timeout={self.timeout!r}, "
             f"connect_timeout={self.connect_timeout!r}, max_retries={self.max_retries!r}, "
-            f"api={self.api!r})"
+            f"api={self.api!r}, max_connections={self.max_connections!r})"
         )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Settings from ``AGENTLOOP_PROVIDER`` (default ``openai``), ``AGENTLOOP_MODEL``,
         ``AGENTLOOP_BASE_URL``, ``AGENTLOOP_API``, ``AGENTLOOP_TIMEOUT``,
-        ``AGENTLOOP_CONNECT_TIMEOUT`` and ``AGENTLOOP_MAX_RETRIES``; keyword ``overrides`` win.
+        ``AGENTLOOP_CONNECT_TIMEOUT``, ``AGENTLOOP_MAX_RETRIES`` and
+        ``AGENTLOOP_MAX_CONNECTIONS``; keyword ``overrides`` win.
         Keys stay in their own variables.
         """  # noqa: D205
         env = os.environ if environ is None else environ
@@ -111,7 +120,7 @@ class Settings:
             value = env.get(f"AGENTLOOP_{name.upper()}")
             if value:
                 values[name] = value
-        for name, convert in (("timeout", float), ("connect_timeout", float), ("max_retries", int)):
+        for name, convert in _NUMBERS:
             raw = env.get(f"AGENTLOOP_{name.upper()}")
             if raw:
                 values[name] = _convert(name, raw, convert)
@@ -147,6 +156,7 @@ class Settings:
             raise ConfigurationError(
                 f"max_retries must be an integer >= 0, got {retries!r}", field="max_retries"
             )
+        check_max_connections(self.max_connections)
         if self.base_url is not None:
             check_base_url(self.base_url)
         self._check_api()
@@ -175,6 +185,14 @@ class Settings:
         if self.api == "responses" or self.base_url is None:
             return True
         return urlsplit(self.base_url).hostname == "api.openai.com"
+
+
+_NUMBERS: tuple[tuple[str, type[float] | type[int]], ...] = (
+    ("timeout", float),
+    ("connect_timeout", float),
+    ("max_retries", int),
+    ("max_connections", int),
+)
 
 
 def _convert(name: str, raw: str, convert: type[float] | type[int]) -> float | int:
@@ -225,6 +243,7 @@ def _openai_family(settings: Settings, model: str, key: str | None) -> ClosableM
             base_url=settings.base_url,
             timeout=float(settings.timeout),
             connect_timeout=float(settings.connect_timeout),
+            max_connections=settings.max_connections,
         )
 
     classes = {"openai": OpenAIClient, "openrouter": OpenRouterClient, "ollama": OllamaClient}
@@ -234,6 +253,7 @@ def _openai_family(settings: Settings, model: str, key: str | None) -> ClosableM
         base_url=settings.base_url,
         timeout=float(settings.timeout),
         connect_timeout=float(settings.connect_timeout),
+        max_connections=settings.max_connections,
     )
 
 
@@ -242,6 +262,7 @@ def _other(settings: Settings, model: str, key: str | None) -> ClosableModelClie
         "api_key": key or "local-no-key",
         "timeout": float(settings.timeout),
         "connect_timeout": float(settings.connect_timeout),
+        "max_connections": settings.max_connections,
     }
     if settings.base_url is not None:
         kwargs["base_url"] = settings.base_url
