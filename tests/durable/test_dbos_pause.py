@@ -149,6 +149,49 @@ async def test_bad_decisions_are_invalid_input_and_nothing_is_sent(
     assert run.output == "refund: refunded A1; ask_customer: x" and refunds == ["A1"]
 
 
+async def test_two_decision_sets_for_one_pause_apply_one(durable: DBOSAgent[str | None]) -> None:
+    """Two deciders at once (here one after the other, before the workflow takes either)."""
+    started = await durable.start("refund A1", workflow_id="wf-twice")
+    await _paused("wf-twice")
+    durable.decide("wf-twice", {"c1": Approve(), "c2": Answer("first")})
+    try:  # the workflow may have taken the first already: then the second is refused
+        durable.decide("wf-twice", {"c1": Deny(), "c2": Answer("second")})
+    except InvalidInput as exc:
+        assert "not paused" in str(exc)
+    run = await asyncio.wait_for(started.result(poll_seconds=0.05), 30)
+    assert run.output == "refund: refunded A1; ask_customer: first" and refunds == ["A1"]
+
+
+def test_a_paused_queued_run_keeps_its_place_in_its_workers_limit(tmp_path: Path) -> None:
+    """DBOS counts a waiting workflow as running: with ``worker_concurrency=1`` the next run
+    waits on the queue until the paused one is decided and ends."""
+    refunds.clear()
+    agent = Agent(FunctionModel(plan), tools=[refund, ask_customer])
+    durable = DBOSAgent(agent, name="slots", worker_concurrency=1)
+    DBOS(
+        config={
+            "name": "agentloop-tests",
+            "system_database_url": f"sqlite:///{tmp_path / 'slots.sqlite'}",
+            "log_level": "ERROR",
+            "notification_listener_polling_interval_sec": 0.05,
+        }
+    )
+    DBOS.launch()
+    try:
+        durable.enqueue("refund A1", workflow_id="slot-1")
+        asyncio.run(_paused("slot-1"))
+        second = durable.enqueue("refund A1", workflow_id="slot-2")
+        time.sleep(2.5)  # two of the queue's polls (one a second): it is not taken
+        assert DBOS.get_workflow_status("slot-2").status == "ENQUEUED"  # type: ignore[union-attr]
+        DBOSAgent.decide("slot-1", {"c1": Deny(), "c2": Answer("x")})
+        asyncio.run(_paused("slot-2"))  # taken once slot-1 ended
+        DBOSAgent.decide("slot-2", {"c1": Deny(), "c2": Answer("y")})
+        run = asyncio.run(asyncio.wait_for(second.result(poll_seconds=0.05), 30))
+    finally:
+        DBOS.destroy(destroy_registry=True)
+    assert run.output == "refund: User denied permission; ask_customer: y"
+
+
 # -- a worker killed while paused, or inside the approved call ----------------------------------
 
 

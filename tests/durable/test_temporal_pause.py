@@ -103,6 +103,29 @@ async def test_a_paused_run_waits_for_a_signal(client: Client) -> None:
             await durable.decide("t-pause", {"c1": Approve(), "c2": Answer("x")}, client=client)
 
 
+async def test_two_decision_sets_for_one_pause_apply_one(client: Client) -> None:
+    refunds.clear()
+    agent = Agent(FunctionModel(plan), tools=[refund, ask_customer])
+    durable = TemporalAgent(agent, name="t-twice")
+    async with durable.worker(client):
+        started = await durable.start("refund A1", client=client, workflow_id="t-twice")
+        await _paused(durable, client, "t-twice")
+        first = {"c1": Approve(), "c2": Answer("first")}
+        second = {"c1": Deny(), "c2": Answer("second")}
+        sent = await asyncio.gather(
+            durable.decide("t-twice", first, client=client),  # type: ignore[arg-type]
+            durable.decide("t-twice", second, client=client),  # type: ignore[arg-type]
+            return_exceptions=True,
+        )
+        run = await asyncio.wait_for(started.result(), 60)
+    assert all(r is None or isinstance(r, InvalidInput) for r in sent), sent
+    assert run.output in (
+        "refund: refunded A1; ask_customer: first",
+        "refund: User denied permission; ask_customer: second",
+    )
+    assert refunds == (["A1"] if "first" in str(run.output) else [])
+
+
 def _worker(server: str, tmp: Path, name: str, **env: str) -> subprocess.Popen[str]:
     ready = tmp / f"ready-{name}"
     environ = {k: v for k, v in os.environ.items() if k not in ("KILL", "HEARTBEAT")}
