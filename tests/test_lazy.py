@@ -94,6 +94,38 @@ def test_import_agentloop_imports_no_heavy_dependency() -> None:
     assert done.stdout.strip() == "[]"
 
 
+FIRST_LINE = """
+import sys
+from agentloop import Agent, tool
+
+class Client:
+    model = "m"
+    provider = "p"
+    async def complete(self, request): ...
+
+@tool
+def lookup(key: str) -> str:
+    \"\"\"Look a key up.\"\"\"
+    return key
+
+agent = Agent(Client(), tools=[lookup])
+heavy = ("agentloop.store", "agentloop.durable", "agentloop.mcp", "agentloop.otel",
+         "agentloop.ui", "rich", "mcp", "opentelemetry", "aiohttp")
+print(sorted(m for m in sys.modules if m in heavy or m.startswith(tuple(h + "." for h in heavy))))
+events = sys.modules.get("agentloop.events")
+print(events is None or type(events).__name__ == "_LazyModule")
+"""
+
+
+def test_a_first_agent_imports_no_store_durable_mcp_otel_ui_or_rich() -> None:
+    """Issue 26: ``from agentloop import Agent, tool`` and one agent with one tool load none of
+    the optional rooms, and the event classes only once somebody listens."""
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_LINE], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split("\n")[:2] == ["[]", "True"]
+
+
 def test_star_import_binds_every_public_name() -> None:
     namespace: dict[str, object] = {}
     exec("from agentloop import *", namespace)

@@ -11,15 +11,19 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentloop import events as ev
-from agentloop.events import Event
+from agentloop._util.lazy import lazy_module
 from agentloop.hooks import overrides
 from agentloop.messages import ToolCallPart, ToolResultPart
 from agentloop.model import ModelResponse
 
 if TYPE_CHECKING:
+    from agentloop import events as ev
     from agentloop.errors import AgentLoopError
+    from agentloop.events import Event
     from agentloop.run import Run, Turn
+
+if not TYPE_CHECKING:  # the event classes load when somebody first listens
+    ev = lazy_module("agentloop.events")
 
 __all__ = ["EVENTS", "EventBus", "Observer"]
 
@@ -118,29 +122,32 @@ class Observer:
 
 _Legacy = Callable[[Any, "Run"], tuple[Any, ...]]
 
-_LEGACY: dict[type[Event], tuple[str, _Legacy]] = {
-    ev.RunStarted: ("on_run_start", lambda e, r: (r,)),
-    ev.TurnStarted: ("on_turn_start", lambda e, r: (r, e.turn)),
-    ev.TextDelta: ("on_text_delta", lambda e, r: (r, e.text)),
-    ev.AttemptReset: ("on_attempt_reset", lambda e, r: (r,)),
-    ev.ModelResponded: ("on_response", lambda e, r: (r, e.response)),
-    ev.TurnFinished: ("on_turn_end", lambda e, r: (r, e.turn)),
-    ev.ToolCallRequested: ("on_tool_call_received", lambda e, r: (r, e.call)),
-    ev.ToolCallStarted: ("on_tool_pre", lambda e, r: (r, e.call, e.attempt)),
-    ev.ToolCallFinished: (
-        "on_tool_post",
-        lambda e, r: (r, e.call, e.result, e.attempt, e.duration),
-    ),
-    ev.LoopWarning: ("on_loop_detected", lambda e, r: (r, e.pattern, e.repetitions)),
-    ev.ConvergenceWarning: ("on_convergence_detected", lambda e, r: (r, e.status)),
-    ev.Compacted: ("on_compaction", lambda e, r: (r, e.before, e.after)),
-    ev.CompactionFailed: ("on_compaction_failed", lambda e, r: (r, e.error)),
-    ev.RetryScheduled: ("on_retry", lambda e, r: (r, e.error, e.attempt, e.wait_seconds)),
-    ev.FellBack: ("on_fallback", lambda e, r: (r, e.from_model, e.to_model, e.error)),
-    ev.ModelSwitched: ("on_model_switched", lambda e, r: (r, e.from_model, e.to_model)),
-    ev.BudgetWarning: ("on_budget_warn", lambda e, r: (r, e.dimension, e.spent, e.limit)),
-    ev.RunFinished: ("on_run_end", lambda e, r: (r,)),
-}
+
+def _legacy_table() -> dict[type[Event], tuple[str, _Legacy]]:
+    """Each event class's ``on_*`` method and its arguments (built for the first such observer)."""
+    return {
+        ev.RunStarted: ("on_run_start", lambda e, r: (r,)),
+        ev.TurnStarted: ("on_turn_start", lambda e, r: (r, e.turn)),
+        ev.TextDelta: ("on_text_delta", lambda e, r: (r, e.text)),
+        ev.AttemptReset: ("on_attempt_reset", lambda e, r: (r,)),
+        ev.ModelResponded: ("on_response", lambda e, r: (r, e.response)),
+        ev.TurnFinished: ("on_turn_end", lambda e, r: (r, e.turn)),
+        ev.ToolCallRequested: ("on_tool_call_received", lambda e, r: (r, e.call)),
+        ev.ToolCallStarted: ("on_tool_pre", lambda e, r: (r, e.call, e.attempt)),
+        ev.ToolCallFinished: (
+            "on_tool_post",
+            lambda e, r: (r, e.call, e.result, e.attempt, e.duration),
+        ),
+        ev.LoopWarning: ("on_loop_detected", lambda e, r: (r, e.pattern, e.repetitions)),
+        ev.ConvergenceWarning: ("on_convergence_detected", lambda e, r: (r, e.status)),
+        ev.Compacted: ("on_compaction", lambda e, r: (r, e.before, e.after)),
+        ev.CompactionFailed: ("on_compaction_failed", lambda e, r: (r, e.error)),
+        ev.RetryScheduled: ("on_retry", lambda e, r: (r, e.error, e.attempt, e.wait_seconds)),
+        ev.FellBack: ("on_fallback", lambda e, r: (r, e.from_model, e.to_model, e.error)),
+        ev.ModelSwitched: ("on_model_switched", lambda e, r: (r, e.from_model, e.to_model)),
+        ev.BudgetWarning: ("on_budget_warn", lambda e, r: (r, e.dimension, e.spent, e.limit)),
+        ev.RunFinished: ("on_run_end", lambda e, r: (r,)),
+    }
 
 
 class EventBus:
@@ -208,7 +215,14 @@ class EventBus:
                 )
 
 
-_stamp = Event.session_id.__set__  # type: ignore[attr-defined]  # the slot, past frozen
+def _first_stamp(event: Event, session_id: str) -> None:
+    """Set ``event.session_id`` through its slot, past frozen (the setter, bound on first use)."""
+    global _stamp
+    _stamp = ev.Event.session_id.__set__  # type: ignore[attr-defined]
+    _stamp(event, session_id)
+
+
+_stamp: Callable[[Event, str], None] = _first_stamp
 
 
 def _listens(observer: Observer) -> bool:
@@ -222,5 +236,7 @@ def _legacy_handlers(observer: Observer) -> dict[type[Event], tuple[str, _Legacy
     if overrides(observer, Observer, "on_event"):
         return None
     return {
-        kind: entry for kind, entry in _LEGACY.items() if overrides(observer, Observer, entry[0])
+        kind: entry
+        for kind, entry in _legacy_table().items()
+        if overrides(observer, Observer, entry[0])
     }

@@ -10,11 +10,13 @@ package imports the same names under ``TYPE_CHECKING`` and lists them in ``__all
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
-__all__ = ["lazy_exports"]
+__all__ = ["lazy_exports", "lazy_module"]
 
 
 def lazy_exports(
@@ -63,3 +65,24 @@ def _submodule(name: str) -> ModuleType | None:
         raise AttributeError(f"{name} cannot be imported: {exc}") from exc
     except ImportError as exc:
         raise AttributeError(f"{name} cannot be imported: {exc}") from exc
+
+
+def lazy_module(name: str) -> ModuleType:
+    """The module ``name``, executed on its first attribute access (``importlib.util.LazyLoader``).
+
+    For a module the engine needs only once something happens (the event classes, built only
+    while somebody listens): ``Agent(...)`` and ``from agentloop import Agent`` do not pay for
+    defining them. Already imported, it is the module itself.
+    """
+    found = sys.modules.get(name)
+    if found is not None:
+        return found
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        raise ModuleNotFoundError(f"no module named {name!r}", name=name)
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    return module

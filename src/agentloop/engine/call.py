@@ -28,7 +28,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agentloop import events as ev
+from agentloop._util.lazy import lazy_module
 from agentloop.clock import Clock
 from agentloop.config import RunConfig
 from agentloop.engine.gates import Asked, Gates
@@ -52,6 +52,11 @@ from agentloop.tools import Tool, ToolContext, ToolRegistry, render_content
 
 if TYPE_CHECKING:
     from agentloop.engine.journal import Journal
+
+if TYPE_CHECKING:
+    from agentloop import events as ev
+else:  # the event classes load when somebody first listens
+    ev = lazy_module("agentloop.events")
 
 __all__ = ["CallPipeline", "ContinueChild", "PausedChild", "PipelineServices", "pending_of"]
 

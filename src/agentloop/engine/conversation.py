@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic
 
-from agentloop import events as ev
+from agentloop._util.lazy import lazy_module
 from agentloop.cancel import CancelToken
 from agentloop.engine.definition import Definition
 from agentloop.engine.dispatch import Dispatcher
@@ -29,6 +29,11 @@ from agentloop.tokens import MEDIA_PROVIDER
 if TYPE_CHECKING:  # the store loads only for a session given one
     from agentloop.engine.journal import Journal
     from agentloop.store._session import SessionRecorder
+
+if TYPE_CHECKING:
+    from agentloop import events as ev
+else:  # the event classes load when somebody first listens
+    ev = lazy_module("agentloop.events")
 
 __all__ = ["Conversation"]
 

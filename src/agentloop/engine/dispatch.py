@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentloop import events as ev
+from agentloop._util.lazy import lazy_module
 from agentloop.clock import Clock
 from agentloop.config import RunConfig
 from agentloop.engine.call import CallPipeline, PausedChild
@@ -31,6 +31,11 @@ from agentloop.tools import ToolContext, ToolRegistry
 if TYPE_CHECKING:
     from agentloop.engine.journal import Journal
     from agentloop.store import Store
+
+if TYPE_CHECKING:
+    from agentloop import events as ev
+else:  # the event classes load when somebody first listens
+    ev = lazy_module("agentloop.events")
 
 __all__ = ["Dispatcher", "Outcome"]
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from agentloop import events as ev
+from agentloop._util.lazy import lazy_module
 from agentloop.clock import Clock
 from agentloop.config import RunConfig
 from agentloop.engine.limits import Limits
@@ -28,6 +28,11 @@ from agentloop.safety.breaker import Admission, ToolBreakers
 from agentloop.safety.breaker import Outcome as BreakerOutcome
 from agentloop.safety.convergence import ConvergenceDetector, convergence_error
 from agentloop.safety.loops import LoopDetector
+
+if TYPE_CHECKING:
+    from agentloop import events as ev
+else:  # the event classes load when somebody first listens
+    ev = lazy_module("agentloop.events")
 
 __all__ = ["BREAKER_TEXT", "SAFETY_FORMAT", "SafetyState"]
 

@@ -20,15 +20,20 @@ that run; ``end_run`` gives the session's gate back.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from agentloop import events as ev
+from agentloop._util.lazy import lazy_module
 from agentloop.config import RunConfig
 from agentloop.errors import LockPoisoned, MaxTurnsExceeded, ToolLimitReached
 from agentloop.messages import Usage
 from agentloop.observers import EventBus
 from agentloop.run import Run
 from agentloop.safety.budget import Budget, BudgetGate
+
+if TYPE_CHECKING:
+    from agentloop import events as ev
+else:  # the event classes load when somebody first listens
+    ev = lazy_module("agentloop.events")
 
 __all__ = ["Limits"]
 

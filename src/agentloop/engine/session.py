@@ -17,7 +17,6 @@ from agentloop.engine import peers
 from agentloop.engine.conversation import Conversation
 from agentloop.engine.state import RunOptions, RunState
 from agentloop.errors import InvalidInput
-from agentloop.events import Event
 from agentloop.messages import Message, UserInput
 from agentloop.model import ModelSettings
 from agentloop.pausing import Decision
@@ -26,6 +25,7 @@ from agentloop.safety.budget import Budget
 
 if TYPE_CHECKING:  # the run's own rooms load with the first run, not with the import
     from agentloop.engine.stream import RunStream
+    from agentloop.events import Event
 
 __all__ = ["Session"]
 

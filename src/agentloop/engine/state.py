@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from agentloop import events as ev
+from agentloop._util.lazy import lazy_module
 from agentloop.cancel import CancelToken
 from agentloop.errors import Cancelled, ContextLengthExceeded, InvalidInput
 from agentloop.messages import Message
@@ -27,6 +27,11 @@ from agentloop.model import ClientEvents, ModelClient, ModelSettings, ToolSpec
 from agentloop.run import Run
 from agentloop.safety.budget import Budget
 from agentloop.tools import ToolRegistry
+
+if TYPE_CHECKING:
+    from agentloop import events as ev
+else:  # the event classes load when somebody first listens
+    ev = lazy_module("agentloop.events")
 
 __all__ = ["Guard", "Offer", "Paused", "RunOptions", "RunState"]
 
