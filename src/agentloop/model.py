@@ -12,6 +12,7 @@ from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from agentloop._util.aio import AsyncClosing
 from agentloop._util.peers import hint_init
+from agentloop._util.slots import fast_init
 from agentloop.errors import ConfigurationError
 from agentloop.messages import Message, ToolCallPart, Usage
 
@@ -230,6 +231,7 @@ StreamEventKind: TypeAlias = Literal[
 ]
 
 
+@fast_init  # one per streamed chunk
 @dataclass(frozen=True, slots=True)
 class StreamEvent:
     """One streaming event.
