@@ -189,7 +189,7 @@ def test_a_request_without_media_never_looks_for_any(monkeypatch: pytest.MonkeyP
     def boom(*args: object) -> None:
         raise AssertionError("refuse_media ran on a request without media")
 
-    monkeypatch.setattr("agentloop.providers.openai.refuse_media", boom)
+    monkeypatch.setattr("agentloop.providers._openai_chat_request.refuse_media", boom)
     history = [Message.user("q"), Message.assistant("a"), *tool_turn(ToolResultPart("c", "t", "x"))]
     assert len(wire(*history, model="o3-mini")) == 5
 
@@ -271,9 +271,11 @@ def test_an_unknown_media_kind_in_the_override_is_refused() -> None:
 def test_the_override_widens_what_is_sent() -> None:
     client = OllamaClient("qwen2-audio", media={"audio"})
     request = ModelRequest([user("hear", AudioPart(WAV))])
-    assert client._payload(request, client.model, False)[0]["messages"][0]["content"][1][
-        "input_audio"
-    ] == {"data": B64(WAV).decode(), "format": "wav"}
+    body = json.loads(client._payload(request, client.model, False)[0])
+    assert body["messages"][0]["content"][1]["input_audio"] == {
+        "data": B64(WAV).decode(),
+        "format": "wav",
+    }
     with pytest.raises(ConfigurationError, match="takes audio"):
         client._payload(ModelRequest([user(ImagePart(PNG))]), client.model, False)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -96,7 +97,7 @@ async def test_settings_carry_the_pool_size_to_the_client(provider: str, api: st
     settings = Settings(provider=provider, api_key="k-1234", api=api, max_connections=9)
     client = build_client(settings)
     try:
-        inner = getattr(client, "inner", client)
+        inner: Any = getattr(client, "inner", client)
         assert inner._transport.max_connections == 9
     finally:
         await client.aclose()

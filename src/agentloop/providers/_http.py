@@ -83,6 +83,7 @@ from agentloop.providers._classify import (
 )
 from agentloop.providers._per_loop import PerLoop
 from agentloop.providers._sse import MAX_SSE_LINE, SSEDecoder, SSEEvent
+from agentloop.providers._wire import decode_json
 from agentloop.safety.redact import redact_secrets as redact
 
 if TYPE_CHECKING:
@@ -383,7 +384,7 @@ class HttpTransport:
         request_id = read_request_id(resp_headers, self._secrets)
         text = raw.decode("utf-8", errors="replace")
         try:
-            data = json.loads(text)
+            data = decode_json(text)
         except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep
             raise invalid_body(
                 f"{self.provider}: response body is not valid JSON ({exc})",

@@ -23,7 +23,6 @@ argument text at all counts as cut too (an empty text would otherwise mean ``{}`
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +37,7 @@ from agentloop.providers._wire import (
     as_index,
     as_list,
     as_object,
+    decode_json,
     dumps,
     loads,
     nonempty_str,
@@ -59,7 +59,7 @@ def decode_arguments(raw: str) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        value = json.loads(raw)
+        value = decode_json(raw)
     except (ValueError, RecursionError):  # too deep to decode is as invalid as bad JSON
         return {INVALID_JSON_KEY: raw}
     return value if isinstance(value, dict) else {INVALID_JSON_KEY: raw}

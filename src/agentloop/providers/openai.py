@@ -68,45 +68,38 @@ in the transcript, the raw text is sent verbatim as the call's ``arguments``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import ssl
-from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from agentloop.errors import ModelNotFound
-from agentloop.messages import Message
 from agentloop.model import (
     INVALID_JSON_KEY,
-    MEDIA_KINDS,
     ModelRequest,
     ModelResponse,
-    ModelSettings,
-    OutputSpec,
     StreamEvent,
     ToolSpec,
 )
 from agentloop.providers._client import HttpClient, check_client, check_key_characters
 from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
 from agentloop.providers._openai_chat_media import (
-    ChatWire,
-    carries_media,
-    encode_tool_results,
-    encode_user,
     media_override,
-    refuse_media,
-    refuse_misplaced,
+)
+from agentloop.providers._openai_chat_request import (
+    CACHE_KEY_HOSTS,
+    encode_body,
+    encode_request,
+    encode_tools,
+    prompt_cache_key,
 )
 from agentloop.providers._openai_chat_restore import restore_optional
 from agentloop.providers._openai_chat_rules import ChatRules, name_the_fix
-from agentloop.providers._openai_chat_strict import strict_schema
 from agentloop.providers._openai_reply import (
     ChatStreamAccumulator,
     decode_arguments,
     parse_completion,
 )
-from agentloop.providers.profiles import merge_body
 
 __all__ = [
     "INVALID_JSON_KEY",
@@ -119,138 +112,6 @@ __all__ = [
     "parse_completion",
     "prompt_cache_key",
 ]
-
-_WIRE_KEY = "openai-chat"
-
-
-def _encode_arguments(arguments: Mapping[str, Any]) -> str:
-    raw = arguments.get(INVALID_JSON_KEY)
-    if len(arguments) == 1 and isinstance(raw, str):
-        return raw
-    return json.dumps(dict(arguments), ensure_ascii=False)
-
-
-def _encode_message(message: Message) -> ChatWire:
-    """One agentloop message as its Chat Completions wire messages, and the media they carry.
-
-    An assistant message is read through ``Message.text`` and ``Message.tool_calls`` only, so a
-    ``ThinkingPart`` never reaches the wire: Chat Completions has no field for reasoning. User
-    and tool messages with media are encoded by ``_openai_chat_media``.
-    """
-    if message.role == "tool":
-        return encode_tool_results(message)
-    if message.role != "assistant":
-        return encode_user(message)
-    if carries_media(message.parts):
-        refuse_misplaced(message)
-    # content is "" rather than null beside tool calls: llama.cpp's server rejects null
-    wire: dict[str, Any] = {"role": "assistant", "content": message.text}
-    calls = message.tool_calls
-    if calls:
-        wire["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": _encode_arguments(call.arguments)},
-            }
-            for call in calls
-        ]
-    return [wire], ()
-
-
-def _encode_tool(spec: ToolSpec, strict: bool) -> dict[str, Any]:
-    function: dict[str, Any] = {"name": spec.name, "description": spec.description}
-    if strict:
-        rewritten = strict_schema(spec.parameters)
-        function["parameters"] = dict(rewritten.schema)
-        function["strict"] = rewritten.strict
-    else:
-        function["parameters"] = dict(spec.parameters)
-    return {"type": "function", "function": function}
-
-
-def _response_format(output: OutputSpec, strict: bool) -> dict[str, Any]:
-    rewritten = strict_schema(output.schema) if strict else None
-    return {
-        "type": "json_schema",
-        "json_schema": {
-            "name": output.name,
-            "schema": dict(rewritten.schema if rewritten else output.schema),
-            "strict": rewritten.strict if rewritten else False,
-        },
-    }
-
-
-def _tool_choice(choice: str) -> str | dict[str, Any]:
-    if choice in ("auto", "required", "none"):
-        return choice
-    return {"type": "function", "function": {"name": choice}}
-
-
-def _apply_settings(payload: dict[str, Any], settings: ModelSettings, max_field: str) -> None:
-    optional: dict[str, Any] = {
-        "temperature": settings.temperature,
-        "top_p": settings.top_p,
-        "seed": settings.seed,
-        max_field: settings.max_tokens,
-        "stop": list(settings.stop) if settings.stop is not None else None,
-        "tool_choice": _tool_choice(settings.tool_choice) if settings.tool_choice else None,
-        "reasoning_effort": settings.reasoning_effort,
-    }
-    payload.update({key: value for key, value in optional.items() if value is not None})
-    if settings.extra_body:
-        merge_body(payload, settings.extra_body)
-
-
-_CACHE_KEY_HOSTS = frozenset({"api.openai.com", "openrouter.ai"})
-"""Servers that accept ``prompt_cache_key`` (others may reject unknown fields)."""
-
-
-def prompt_cache_key(session_id: str) -> str:
-    """The ``prompt_cache_key`` of a session: stable, at most 64 characters, no user data."""
-    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
-    return "agentloop-" + digest[:32]
-
-
-def encode_request(
-    request: ModelRequest,
-    model: str,
-    *,
-    stream: bool = False,
-    max_field: str = "max_tokens",
-    cache_key: bool = False,
-    strict: bool = False,
-    media: frozenset[str] = MEDIA_KINDS,
-) -> dict[str, Any]:
-    """The Chat Completions payload for ``request`` (each message encoded once, then reused).
-
-    ``cache_key``: the server accepts ``prompt_cache_key`` (sent when caching is on and the
-    request has a session). ``strict``: send tools and structured output ``strict`` where the
-    schema allows (``OpenAIClient`` passes the model profile's ``strict_schema``). ``media``:
-    the media kinds the model takes; any other part is a ``ConfigurationError``, as is one this
-    endpoint has no form for (``_openai_chat_media``).
-    """
-    name = request.model or model
-    messages: list[dict[str, Any]] = []
-    if request.system:
-        messages.append({"role": "system", "content": request.system})
-    for message in request.messages:
-        wire, carried = message.encoded(_WIRE_KEY, _encode_message)
-        if carried:
-            refuse_media(carried, media, name)
-        messages.extend(wire)
-    payload: dict[str, Any] = {"model": name, "messages": messages}
-    if request.tools:
-        payload["tools"] = [_encode_tool(spec, strict) for spec in request.tools]
-    if stream:
-        payload["stream"] = True
-        payload["stream_options"] = {"include_usage": True}
-    if request.output is not None:  # native structured output (RunConfig.output_mode="native")
-        payload["response_format"] = _response_format(request.output, strict)
-    if cache_key and request.settings.cache and request.session_id:
-        payload["prompt_cache_key"] = prompt_cache_key(request.session_id)
-    _apply_settings(payload, request.settings, max_field)
-    return payload
 
 
 class OpenAIClient(HttpClient):
@@ -305,8 +166,9 @@ class OpenAIClient(HttpClient):
         self.base_url = (base_url or self.default_base_url).rstrip("/")
         host = urlsplit(self.base_url).hostname or ""
         self._rules = ChatRules(provider or self.default_provider, host, max_tokens_field)
-        self._cache_key = host in _CACHE_KEY_HOSTS
+        self._cache_key = host in CACHE_KEY_HOSTS
         self._media = None if media is None else media_override(media)
+        self._tools: tuple[Sequence[ToolSpec], bool, str] | None = None
         self._configure_bearer(
             model,
             provider or self.default_provider,
@@ -335,21 +197,32 @@ class OpenAIClient(HttpClient):
         """The Chat Completions endpoint."""
         return f"{self.base_url}/chat/completions"
 
-    def _payload(
-        self, request: ModelRequest, model: str, stream: bool
-    ) -> tuple[dict[str, Any], bool]:
-        """The checked payload, and whether the reply may need ``restore_optional``."""
+    def _payload(self, request: ModelRequest, model: str, stream: bool) -> tuple[bytes, bool]:
+        """The checked body, and whether the reply may need ``restore_optional``."""
         profile = self._rules.check(model, request)
-        payload = encode_request(
+        strict = profile.strict_schema
+        body = encode_body(
             request,
             self._model,
+            self._tools_json(request.tools, strict),
             stream=stream,
             max_field=self._rules.max_field(model),
             cache_key=self._cache_key,
-            strict=profile.strict_schema,
+            strict=strict,
             media=profile.media if self._media is None else self._media,
         )
-        return payload, profile.strict_schema
+        return body, strict
+
+    def _tools_json(self, tools: Sequence[ToolSpec], strict: bool) -> str:
+        """The tools' JSON, encoded again only when the tools (or strictness) change."""
+        if not tools:
+            return ""
+        cached = self._tools
+        if cached is not None and cached[1] == strict and cached[0] == tools:
+            return cached[2]  # one agent's tools: the same ToolSpec objects every turn
+        text = json.dumps(encode_tools(tools, strict))
+        self._tools = (tools, strict, text)
+        return text
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request`` and return the complete reply.

@@ -1,0 +1,241 @@
+"""The Chat Completions request: each message, tool and option on the wire (``openai.py``'s half).
+
+``encode_request`` builds the payload as a dict (the form tests and users read); ``encode_body``
+builds the same JSON, byte for byte, as ``OpenAIClient`` sends it: every message is encoded to
+JSON text once for the life of a conversation (``Message.encoded``) and the tools' JSON is kept
+by the client while they stay the same, so a request re-encodes only what is new. The wire
+mapping itself is described in ``openai.py``'s docstring.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from agentloop.messages import Message
+from agentloop.model import (
+    INVALID_JSON_KEY,
+    MEDIA_KINDS,
+    ModelRequest,
+    ModelSettings,
+    OutputSpec,
+    ToolSpec,
+)
+from agentloop.providers._openai_chat_media import (
+    ChatWire,
+    carries_media,
+    encode_tool_results,
+    encode_user,
+    refuse_media,
+    refuse_misplaced,
+)
+from agentloop.providers._openai_chat_strict import strict_schema
+from agentloop.providers.profiles import merge_body
+
+__all__ = ["CACHE_KEY_HOSTS", "encode_body", "encode_request", "encode_tools", "prompt_cache_key"]
+
+_WIRE_KEY = "openai-chat"
+
+
+def _encode_arguments(arguments: Mapping[str, Any]) -> str:
+    raw = arguments.get(INVALID_JSON_KEY)
+    if len(arguments) == 1 and isinstance(raw, str):
+        return raw
+    return json.dumps(dict(arguments), ensure_ascii=False)
+
+
+def _encode_message(message: Message) -> ChatWire:
+    """One agentloop message as its Chat Completions wire messages, and the media they carry.
+
+    An assistant message is read through ``Message.text`` and ``Message.tool_calls`` only, so a
+    ``ThinkingPart`` never reaches the wire: Chat Completions has no field for reasoning. User
+    and tool messages with media are encoded by ``_openai_chat_media``.
+    """
+    if message.role == "tool":
+        return encode_tool_results(message)
+    if message.role != "assistant":
+        return encode_user(message)
+    if carries_media(message.parts):
+        refuse_misplaced(message)
+    # content is "" rather than null beside tool calls: llama.cpp's server rejects null
+    wire: dict[str, Any] = {"role": "assistant", "content": message.text}
+    calls = message.tool_calls
+    if calls:
+        wire["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": _encode_arguments(call.arguments)},
+            }
+            for call in calls
+        ]
+    return [wire], ()
+
+
+def _encode_tool(spec: ToolSpec, strict: bool) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": spec.name, "description": spec.description}
+    if strict:
+        rewritten = strict_schema(spec.parameters)
+        function["parameters"] = dict(rewritten.schema)
+        function["strict"] = rewritten.strict
+    else:
+        function["parameters"] = dict(spec.parameters)
+    return {"type": "function", "function": function}
+
+
+def _response_format(output: OutputSpec, strict: bool) -> dict[str, Any]:
+    rewritten = strict_schema(output.schema) if strict else None
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": output.name,
+            "schema": dict(rewritten.schema if rewritten else output.schema),
+            "strict": rewritten.strict if rewritten else False,
+        },
+    }
+
+
+def _tool_choice(choice: str) -> str | dict[str, Any]:
+    if choice in ("auto", "required", "none"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
+def _apply_settings(payload: dict[str, Any], settings: ModelSettings, max_field: str) -> None:
+    optional: dict[str, Any] = {
+        "temperature": settings.temperature,
+        "top_p": settings.top_p,
+        "seed": settings.seed,
+        max_field: settings.max_tokens,
+        "stop": list(settings.stop) if settings.stop is not None else None,
+        "tool_choice": _tool_choice(settings.tool_choice) if settings.tool_choice else None,
+        "reasoning_effort": settings.reasoning_effort,
+    }
+    payload.update({key: value for key, value in optional.items() if value is not None})
+    if settings.extra_body:
+        merge_body(payload, settings.extra_body)
+
+
+CACHE_KEY_HOSTS = frozenset({"api.openai.com", "openrouter.ai"})
+"""Servers that accept ``prompt_cache_key`` (others may reject unknown fields)."""
+
+
+def prompt_cache_key(session_id: str) -> str:
+    """The ``prompt_cache_key`` of a session: stable, at most 64 characters, no user data."""
+    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return "agentloop-" + digest[:32]
+
+
+def encode_request(
+    request: ModelRequest,
+    model: str,
+    *,
+    stream: bool = False,
+    max_field: str = "max_tokens",
+    cache_key: bool = False,
+    strict: bool = False,
+    media: frozenset[str] = MEDIA_KINDS,
+) -> dict[str, Any]:
+    """The Chat Completions payload for ``request`` (each message encoded once, then reused).
+
+    ``cache_key``: the server accepts ``prompt_cache_key`` (sent when caching is on and the
+    request has a session). ``strict``: send tools and structured output ``strict`` where the
+    schema allows (``OpenAIClient`` passes the model profile's ``strict_schema``). ``media``:
+    the media kinds the model takes; any other part is a ``ConfigurationError``, as is one this
+    endpoint has no form for (``_openai_chat_media``).
+    """
+    name = request.model or model
+    messages: list[dict[str, Any]] = []
+    if request.system:
+        messages.append({"role": "system", "content": request.system})
+    for message in request.messages:
+        wire, carried = message.encoded(_WIRE_KEY, _encode_message)
+        if carried:
+            refuse_media(carried, media, name)
+        messages.extend(wire)
+    payload: dict[str, Any] = {"model": name, "messages": messages}
+    if request.tools:
+        payload["tools"] = encode_tools(request.tools, strict)
+    _add_options(payload, request, stream, max_field, cache_key, strict)
+    return payload
+
+
+def encode_tools(tools: Iterable[ToolSpec], strict: bool) -> list[dict[str, Any]]:
+    return [_encode_tool(spec, strict) for spec in tools]
+
+
+def _add_options(
+    payload: dict[str, Any],
+    request: ModelRequest,
+    stream: bool,
+    max_field: str,
+    cache_key: bool,
+    strict: bool,
+) -> None:
+    """Every field after ``model``, ``messages`` and ``tools``, in ``encode_request``'s order."""
+    if stream:
+        payload["stream"] = True
+        payload["stream_options"] = {"include_usage": True}
+    if request.output is not None:  # native structured output (RunConfig.output_mode="native")
+        payload["response_format"] = _response_format(request.output, strict)
+    if cache_key and request.settings.cache and request.session_id:
+        payload["prompt_cache_key"] = prompt_cache_key(request.session_id)
+    _apply_settings(payload, request.settings, max_field)
+
+
+_SPLICED = frozenset({"model", "messages", "tools"})
+_JSON_KEY = "openai-chat-json"
+
+
+def _message_json(message: Message) -> tuple[str, tuple[Any, ...]]:
+    """A message's wire messages as JSON text (``json.dumps`` each), and the media they carry."""
+    wire, carried = _encode_message(message)
+    return ", ".join([json.dumps(item) for item in wire]), carried
+
+
+def encode_body(
+    request: ModelRequest,
+    model: str,
+    tools: str,
+    *,
+    stream: bool,
+    max_field: str,
+    cache_key: bool,
+    strict: bool,
+    media: frozenset[str],
+) -> bytes:
+    """``json.dumps(encode_request(...)).encode()``, byte for byte, without re-encoding history.
+
+    Each message is encoded to JSON once for the life of the conversation (``Message.encoded``)
+    and ``tools`` is the JSON of the request's tools (the client keeps it while they stay the
+    same), so a request costs the new messages, not the whole transcript. An ``extra_body``
+    that sets ``model``, ``messages`` or ``tools`` takes the plain path.
+    """
+    extra = request.settings.extra_body
+    if extra and not _SPLICED.isdisjoint(extra):
+        payload = encode_request(
+            request,
+            model,
+            stream=stream,
+            max_field=max_field,
+            cache_key=cache_key,
+            strict=strict,
+            media=media,
+        )
+        return json.dumps(payload).encode()
+    name = request.model or model
+    parts = [json.dumps({"role": "system", "content": request.system})] if request.system else []
+    for message in request.messages:
+        text, carried = message.encoded(_JSON_KEY, _message_json)
+        if carried:
+            refuse_media(carried, media, name)
+        if text:
+            parts.append(text)
+    head = f'{{"model": {json.dumps(name)}, "messages": [{", ".join(parts)}]'
+    if request.tools:
+        head += f', "tools": {tools}'
+    rest: dict[str, Any] = {}
+    _add_options(rest, request, stream, max_field, cache_key, strict)
+    return (head + (", " + json.dumps(rest)[1:] if rest else "}")).encode()

@@ -1,0 +1,78 @@
+"""The body OpenAIClient sends is ``json.dumps(encode_request(...))``, byte for byte."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agentloop.media import ImagePart
+from agentloop.messages import Message, ToolCallPart, ToolResultPart
+from agentloop.model import INVALID_JSON_KEY, ModelRequest, ModelSettings, OutputSpec, ToolSpec
+from agentloop.providers._openai_chat_request import encode_body, encode_request
+from agentloop.providers.openai import OpenAIClient
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 16
+LOOKUP = ToolSpec("lookup", "Look a key up.", {"type": "object", "properties": {"k": {}}})
+HISTORY = [
+    Message.user("naïve question \u2603 \ud83d\ude00"),
+    Message.assistant("", [ToolCallPart("c1", "lookup", {"k": "é"})]),
+    Message.tool_results([ToolResultPart("c1", "lookup", "value")]),
+    Message.assistant("", [ToolCallPart("c2", "lookup", {INVALID_JSON_KEY: "{bad"})]),
+    Message.tool_results([ToolResultPart("c2", "lookup", "Invalid arguments", is_error=True)]),
+    Message.from_input(["look", ImagePart(PNG)]),
+]
+CASES: dict[str, dict[str, Any]] = {
+    "bare": {},
+    "system and tools": {"system": "Be brief.", "tools": [LOOKUP]},
+    "settings": {"settings": ModelSettings(temperature=0.2, stop=("x",), tool_choice="lookup")},
+    "extra body": {"settings": ModelSettings(extra_body={"user": "u", "stream_options": {"a": 1}})},
+    "extra sets messages": {"settings": ModelSettings(extra_body={"messages": []})},
+    "extra sets tools": {"tools": [LOOKUP], "settings": ModelSettings(extra_body={"tools": []})},
+    "output": {"output": OutputSpec("answer", {"type": "object"})},
+    "session": {"session_id": "s-1"},
+    "other model": {"model": "gpt-4.1"},
+}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_body_is_json_dumps_of_the_payload(case: str, stream: bool, strict: bool) -> None:
+    request = ModelRequest(messages=list(HISTORY), **CASES[case])
+    options: dict[str, Any] = {
+        "stream": stream,
+        "max_field": "max_completion_tokens",
+        "cache_key": True,
+        "strict": strict,
+        "media": frozenset({"image"}),
+    }
+    tools = json.dumps([json.loads(json.dumps(t)) for t in _tools(request, strict)])
+    for _ in range(2):  # the second time from each message's cached JSON
+        body = encode_body(request, "gpt-4o", tools, **options)
+        assert body == json.dumps(encode_request(request, "gpt-4o", **options)).encode()
+
+
+def _tools(request: ModelRequest, strict: bool) -> list[dict[str, Any]]:
+    tools: list[dict[str, Any]] = encode_request(request, "m", strict=strict).get("tools", [])
+    return tools
+
+
+def test_the_client_encodes_its_tools_again_when_they_change() -> None:
+    client = OpenAIClient("gpt-4o", api_key="k")
+    other = ToolSpec("other", "Another.", {"type": "object", "properties": {}})
+    for tools in ([LOOKUP], [LOOKUP], [LOOKUP, other], [other], []):
+        request = ModelRequest(messages=[Message.user("q")], tools=tuple(tools))
+        body, _ = client._payload(request, "gpt-4o", False)
+        sent = json.loads(body)
+        assert [t["function"]["name"] for t in sent.get("tools", [])] == [t.name for t in tools]
+
+
+def test_a_value_json_cannot_encode_fails_as_before() -> None:
+    request = ModelRequest(
+        messages=[Message.user("q")], settings=ModelSettings(extra_body={"when": object()})
+    )
+    client = OpenAIClient("gpt-4o", api_key="k")
+    with pytest.raises(TypeError, match="Object of type object is not JSON serializable"):
+        client._payload(request, "gpt-4o", False)
