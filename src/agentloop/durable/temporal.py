@@ -52,7 +52,7 @@ from temporalio.client import (
     WorkflowQueryFailedError,
 )
 from temporalio.common import RetryPolicy
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 
 from agentloop.durable._temporal_activities import (
@@ -330,7 +330,12 @@ class TemporalAgent(Generic[OutputT]):
     ) -> tuple[int, tuple[PendingCall, ...]]:
         try:
             data = await client.get_workflow_handle(workflow_id).query(PENDING_QUERY)
-        except (RPCError, WorkflowQueryFailedError) as exc:
+        except RPCError as exc:
+            hint = ""
+            if exc.status != RPCStatusCode.NOT_FOUND:  # a query waits for a worker to answer
+                hint = f" (a query needs a running worker of TemporalAgent '{self.name}')"
+            raise MemoryBackendError(f"Temporal workflow {workflow_id}: {exc}{hint}") from exc
+        except WorkflowQueryFailedError as exc:
             raise MemoryBackendError(f"Temporal workflow {workflow_id}: {exc}") from exc
         return int(data["pause"]), tuple(PendingCall.from_dict(p) for p in data["pending"])
 
