@@ -125,7 +125,7 @@ def enqueue_and_exit(count: int) -> None:
     launch(enqueue_only=os.environ.get("ENQUEUE_ONLY") == "1")
     for i in range(count):
         durable.enqueue("go", workflow_id=f"web-{i}")
-    time.sleep(3)  # three of DBOS's queue polls (one a second), time to claim what it would
+    time.sleep(5)  # DBOS looks for new queues every second, then polls: time to claim runs
     os._exit(0)
 
 
