@@ -28,7 +28,7 @@ pytest.importorskip("dbos", reason="DBOSAgent tests need the dbos extra")
 from dbos import DBOS
 
 from agentloop import Agent, Answer, Approve, Deny, Edit, tool
-from agentloop.durable.dbos import DBOSAgent
+from agentloop.durable.dbos import PAUSED_CHILD_TEXT, DBOSAgent
 from agentloop.errors import InvalidInput
 from agentloop.model import ModelRequest
 from agentloop.pausing import LOST_TEXT, PendingCall
@@ -190,6 +190,46 @@ def test_a_paused_queued_run_keeps_its_place_in_its_workers_limit(tmp_path: Path
     finally:
         DBOS.destroy(destroy_registry=True)
     assert run.output == "refund: User denied permission; ask_customer: y"
+
+
+def _child_plan(request: ModelRequest) -> Any:
+    done = any(m.role == "tool" for m in request.messages)
+    return "child done" if done else [call("refund", {"order": "A1"})]
+
+
+def _parent_plan(request: ModelRequest) -> Any:
+    results = [p for m in request.messages if m.role == "tool" for p in m.tool_results_parts]
+    return f"parent read: {results[0].content}" if results else [call("helper", {"input": "go"})]
+
+
+def test_a_child_agent_that_pauses_is_a_soft_error_recorded_as_such(tmp_path: Path) -> None:
+    """Its pause would live in the process only: the model reads why, and a replay agrees."""
+    refunds.clear()
+    child = Agent(FunctionModel(_child_plan), tools=[refund])
+    helper = child.as_tool(name="helper", description="Does refunds.")
+    durable = DBOSAgent(Agent(FunctionModel(_parent_plan), tools=[helper]), name="nested")
+    DBOS(
+        config={
+            "name": "agentloop-tests",
+            "system_database_url": f"sqlite:///{tmp_path / 'nested.sqlite'}",
+            "log_level": "ERROR",
+        }
+    )
+    DBOS.launch()
+
+    async def run_and_replay() -> tuple[Any, Any]:
+        first = await durable.run("go", workflow_id="wf-nested")
+        steps = len(await DBOS.list_workflow_steps_async("wf-nested"))
+        fork = await DBOS.fork_workflow_async("wf-nested", steps + 1)
+        return first, await fork.get_result()
+
+    try:
+        first, again = asyncio.run(run_and_replay())
+    finally:
+        DBOS.destroy(destroy_registry=True)
+    assert not first.paused and refunds == []
+    assert first.output == "parent read: " + PAUSED_CHILD_TEXT.format(name="helper")
+    assert again.output == first.output
 
 
 # -- a worker killed while paused, or inside the approved call ----------------------------------

@@ -126,6 +126,28 @@ async def test_two_decision_sets_for_one_pause_apply_one(client: Client) -> None
     assert refunds == (["A1"] if "first" in str(run.output) else [])
 
 
+def _child_plan(request: ModelRequest) -> Any:
+    done = any(m.role == "tool" for m in request.messages)
+    return "child done" if done else [call("refund", {"order": "A1"})]
+
+
+def _parent_plan(request: ModelRequest) -> Any:
+    results = [p for m in request.messages if m.role == "tool" for p in m.tool_results_parts]
+    return f"parent read: {results[0].content}" if results else [call("helper", {"input": "go"})]
+
+
+async def test_a_child_agent_that_pauses_is_a_soft_error(client: Client) -> None:
+    """The child runs in the tool activity, where no parent run can wait for it."""
+    refunds.clear()
+    child = Agent(FunctionModel(_child_plan), tools=[refund])
+    helper = child.as_tool(name="helper", description="Does refunds.")
+    durable = TemporalAgent(Agent(FunctionModel(_parent_plan), tools=[helper]), name="t-nested")
+    async with durable.worker(client):
+        run = await durable.run("go", client=client)
+    assert not run.paused and refunds == []
+    assert run.output == "parent read: agent 'helper' paused, and no parent run can wait for it"
+
+
 def _worker(server: str, tmp: Path, name: str, **env: str) -> subprocess.Popen[str]:
     ready = tmp / f"ready-{name}"
     environ = {k: v for k, v in os.environ.items() if k not in ("KILL", "HEARTBEAT")}

@@ -34,7 +34,7 @@ from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEven
 from agentloop.pausing import LOST_TEXT
 from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, render_content
 
-__all__ = ["Flow", "StepClient", "StepTool", "StepTools"]
+__all__ = ["PAUSED_CHILD_TEXT", "Flow", "StepClient", "StepTool", "StepTools"]
 
 
 class Flow:
@@ -183,11 +183,35 @@ async def _tool_entry(tool: Tool, arguments: Mapping[str, Any], ctx: ToolContext
         except Exception:  # DBOS could not record it: record what the dispatcher would say
             raise InternalError(f"{type(exc).__name__}: {exc}") from exc
         raise
+    _refuse_paused_child(tool, ctx)
     entry = output_entry(output)
     if entry is None:  # rendering raises: a panic, reported as the dispatcher reports it
         render_content(getattr(output, "content", output))
         raise InternalError(f"tool '{tool.name}' returned a value that cannot be rendered")
     return entry
+
+
+PAUSED_CHILD_TEXT = (
+    "agent '{name}' paused, and a durable run cannot wait for a child agent's pending calls "
+    "(its pause would not survive the worker): give the child an approver, or the calls that "
+    "need a person to the parent agent"
+)
+"""What the model reads when a child agent (``as_tool``) pauses inside a durable run."""
+
+
+def _refuse_paused_child(tool: Tool, ctx: ToolContext) -> None:
+    """A child agent that paused in this step: a ``ToolError`` (recorded, so replayed).
+
+    The child's paused session lives in this process only; a step that recorded its empty
+    output would replay as a finished call, and the run would diverge from its record. (The
+    Temporal activity sees no parent run, and the child says the same kind of thing.)
+    """
+    link = ctx._link
+    children = link[0].children if link is not None else None
+    entry = children.get(ctx.call_id) if children else None
+    if children is not None and entry is not None and entry[0] == "paused":
+        del children[ctx.call_id]
+        raise ToolError(PAUSED_CHILD_TEXT.format(name=tool.name))
 
 
 async def _echo(token: str) -> str:

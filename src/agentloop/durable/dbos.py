@@ -40,7 +40,7 @@ from dbos import error as dbos_error
 
 from agentloop.cancel import CancelToken
 from agentloop.durable._dbos_pause import published, send_decisions, wait_for_decisions
-from agentloop.durable._dbos_steps import Flow, StepClient, StepTools
+from agentloop.durable._dbos_steps import PAUSED_CHILD_TEXT, Flow, StepClient, StepTools
 from agentloop.durable._wrap import checked_wrap
 from agentloop.engine.agent import Agent
 from agentloop.errors import (
@@ -55,7 +55,14 @@ from agentloop.run import OutputT, Run
 
 _T = TypeVar("_T")
 
-__all__ = ["WORKER_CONCURRENCY", "DBOSAgent", "DBOSRun", "StepClient", "StepTools"]
+__all__ = [
+    "PAUSED_CHILD_TEXT",
+    "WORKER_CONCURRENCY",
+    "DBOSAgent",
+    "DBOSRun",
+    "StepClient",
+    "StepTools",
+]
 
 
 class DBOSRun(Generic[OutputT]):
