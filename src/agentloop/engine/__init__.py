@@ -8,7 +8,16 @@ safety, ``resume``/``journal`` continue a stored run, ``stream`` and ``agent_too
 faces of a run. ``docs/architecture.md`` draws the layers.
 """
 
+from typing import TYPE_CHECKING
+
+from agentloop._util.lazy import lazy_exports
 from agentloop.engine.agent import Agent
-from agentloop.engine.session import Session
+
+if TYPE_CHECKING:
+    from agentloop.engine.session import Session
+
+__getattr__, __dir__ = lazy_exports(  # a session's room loads with the first session
+    "agentloop.engine", {"Session": "agentloop.engine.session"}, globals()
+)
 
 __all__ = ["Agent", "Session"]

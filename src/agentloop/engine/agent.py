@@ -25,11 +25,8 @@ from agentloop.config import RunConfig, resolve_client
 from agentloop.engine import peers
 from agentloop.engine import setup as _setup
 from agentloop.engine.definition import Definition
-from agentloop.engine.dispatch import Dispatcher
-from agentloop.engine.guards import SafetyState
 from agentloop.engine.habits import Habits
 from agentloop.engine.instructions import Instructions, checked_system
-from agentloop.engine.session import Session
 from agentloop.engine.toolsets import Toolsets
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.hooks import Approver, Hook
@@ -43,6 +40,9 @@ from agentloop.safety.budget import Budget
 from agentloop.tools import Tool, ToolRegistry, Toolset
 
 if TYPE_CHECKING:  # the guardrails load only for an agent that has some, a run's rooms at a run
+    from agentloop.engine.dispatch import Dispatcher
+    from agentloop.engine.guards import SafetyState
+    from agentloop.engine.session import Session
     from agentloop.engine.stream import RunStream
     from agentloop.guardrails import Guardrail
     from agentloop.store import Store  # the store, only for an agent given one
@@ -156,14 +156,23 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         self._runner = None
         self._closer = None
         self._sync_thread = None
-        # the live sessions by id, made on the first agent.session(): an agent that only ever
-        # uses its default session does not pay for the map
+        # the live sessions by id, made on the first agent.session() (else no map at all)
         self._sessions: weakref.WeakValueDictionary[str, Session[OutputT]] | None = None
-        default_id = session_id or clock.new_id()
-        recorder = _setup.recorder(store, default_id, existing_ok=session_id is None)
-        self._default = Session(
-            self, default_id, recorder=recorder, history=_setup.checked_history(history)
-        )
+        self._default_id = session_id or clock.new_id()
+        self._default_session: Session[OutputT] | None = None
+        if store is not None or history is not None:  # checked (and recorded) at construction
+            sid, new = self._default_id, session_id is not None
+            self._default = _setup.new_session(self, sid, store, history, new=new)
+
+    @property
+    def _default(self) -> Session[OutputT]:  # made on first use: no run machinery loaded before
+        if self._default_session is None:
+            self._default_session = _setup.new_session(self, self._default_id)
+        return self._default_session
+
+    @_default.setter
+    def _default(self, session: Session[OutputT]) -> None:
+        self._default_session, self._default_id = session, session.id
 
     def _adopt(self, session: Session[OutputT]) -> Session[OutputT]:
         if self._sessions is None:
@@ -172,7 +181,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         return session
 
     def _live(self, session_id: str) -> Session[OutputT] | None:
-        if session_id == self._default.id:
+        if session_id == self._default_id:
             return self._default
         return None if self._sessions is None else self._sessions.get(session_id)
 
@@ -231,12 +240,11 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
                 assert store is not None
                 return self._adopt(self._restored(session_id, store, shared=False))
         sid = session_id or self.clock.new_id()
-        recorder = _setup.recorder(store, sid, existing_ok=True)
-        seeded = _setup.checked_history(history)
-        return self._adopt(Session(self, sid, recorder=recorder, history=seeded))
+        return self._adopt(_setup.new_session(self, sid, store, history))
 
     def _restored(self, session_id: str, store: Store, *, shared: bool) -> Session[OutputT]:
         """A session rebuilt from ``store`` (``shared``: the agent's breakers and health too)."""
+        from agentloop.engine.session import Session
         from agentloop.store._session import SessionRecorder, restore
 
         history, runs = restore(store, session_id)
@@ -251,9 +259,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
 
     def _fresh(self, history: Sequence[Message] | None = None) -> Session[OutputT]:
         """An unsaved session for one stateless run (``history=``) or one child call."""
-        return Session(
-            self, self.clock.new_id(), recorder=None, history=_setup.checked_history(history)
-        )
+        return _setup.new_session(self, self.clock.new_id(), None, history)
 
     # -- the default session -------------------------------------------------------------------
 
@@ -265,7 +271,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
     @property
     def session_id(self) -> str:
         """The default session's id."""
-        return self._default.id
+        return self._default_id
 
     @property
     def history(self) -> list[Message]:

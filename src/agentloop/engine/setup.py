@@ -23,6 +23,8 @@ from agentloop.tools import Tool, ToolRegistry, Toolset
 from agentloop.transcript import validate_transcript
 
 if TYPE_CHECKING:
+    from agentloop.engine.definition import Definition
+    from agentloop.engine.session import Session
     from agentloop.store import Store
     from agentloop.store._session import SessionRecorder
 
@@ -194,3 +196,18 @@ def recorder(store: Store | None, session_id: str, existing_ok: bool) -> Session
     from agentloop.store._session import SessionRecorder
 
     return SessionRecorder(store, session_id)
+
+
+def new_session(
+    agent: Definition[Any],
+    session_id: str,
+    store: Store | None = None,
+    history: object = None,
+    *,
+    new: bool = False,
+) -> Session[Any]:
+    """A session of ``agent``, recorded on ``store`` (``new``: an id it must not hold yet)."""
+    from agentloop.engine.session import Session
+
+    found = recorder(store, session_id, existing_ok=not new)
+    return Session(agent, session_id, recorder=found, history=checked_history(history))
