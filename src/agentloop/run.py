@@ -109,20 +109,36 @@ class Turn:
     text: str = ""
     thinking: str = ""
     """The reply's readable reasoning (its ``ThinkingPart`` texts joined; "" when none)."""
+    latency_seconds: float | None = None
+    """How long the model call took (monotonic seconds; None when not measured)."""
+    durations: dict[str, float] | None = None
+    """Each tool call's seconds by call id (stored beside its result as ``duration_seconds``)."""
+    warnings: list[str] | None = None
+    """The safety stack's warnings during the turn (loop, convergence, budget), as text."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-data form (``thinking`` only when there is some)."""
+        """Plain-data form (``thinking``, latency, durations and warnings only when present)."""
+        took = self.durations or {}
         data = {
             "index": self.index,
             "model": self.model,
             "tool_calls": [c.to_dict() for c in self.tool_calls],
-            "tool_results": [r.to_dict() for r in self.tool_results],
+            "tool_results": [
+                {**r.to_dict(), "duration_seconds": took[r.call_id]}
+                if r.call_id in took
+                else r.to_dict()
+                for r in self.tool_results
+            ],
             "usage": self.usage.to_dict(),
             "stop_reason": self.stop_reason,
             "text": self.text,
         }
         if self.thinking:
             data["thinking"] = self.thinking
+        if self.latency_seconds is not None:
+            data["latency_seconds"] = self.latency_seconds
+        if self.warnings:
+            data["warnings"] = list(self.warnings)
         return data
 
     @classmethod
@@ -359,7 +375,24 @@ def _turn(data: object, path: str) -> Turn:
         stop_reason=_field(data, "stop_reason", path, "str", default=None),
         text=_field(data, "text", path, "str", default=""),
         thinking=_field(data, "thinking", path, "str", default=""),
+        latency_seconds=_field(data, "latency_seconds", path, "number", default=None),
+        durations=_durations(data.get("tool_results")),
+        warnings=[str(w) for w in _field(data, "warnings", path, "list", default=())] or None,
     )
+
+
+def _durations(results: object) -> dict[str, float] | None:
+    """Each stored tool result's ``duration_seconds`` by call id (None when none has one)."""
+    if not isinstance(results, list):
+        return None
+    took = {
+        str(r["call_id"]): float(r["duration_seconds"])
+        for r in results
+        if isinstance(r, Mapping)
+        and "call_id" in r
+        and isinstance(r.get("duration_seconds"), int | float)
+    }
+    return took or None
 
 
 def _call(data: object, path: str) -> ToolCallPart:

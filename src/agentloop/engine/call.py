@@ -200,6 +200,11 @@ class CallPipeline:
         """Make the attempt's result: build it, record it for loop detection, announce it."""
         call, state, d = self.call, self.state, self.dispatcher
         result = ToolResultPart(call.id, call.name, text, outcome != "ok", media=media)
+        if duration:
+            turn = state.run.turns[-1]
+            if turn.durations is None:
+                turn.durations = {}
+            turn.durations[call.id] = duration
         if outcome not in _NOT_RECORDED:
             d.safety.loop_record(
                 state.run,

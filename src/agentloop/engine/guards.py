@@ -170,7 +170,10 @@ class SafetyState:
         except Exception as exc:
             self._poisoned("the loop detector", exc)
             return
-        if warning is not None and self.bus.active:
+        if warning is None:
+            return
+        _note(run, f"loop: {warning.pattern} ({warning.repetitions} repetitions)")
+        if self.bus.active:
             self.bus.emit(
                 ev.LoopWarning(run.id, self.bus.turn, warning.pattern, warning.repetitions)
             )
@@ -186,6 +189,7 @@ class SafetyState:
             return None
         if status is None:
             return None
+        _note(run, f"convergence: {status}")
         if self.bus.active:
             self.bus.emit(ev.ConvergenceWarning(run.id, self.bus.turn, status))
         return convergence_error(status.action)
@@ -215,3 +219,12 @@ class SafetyState:
                 self.loops.end_run()
             except Exception as exc:
                 self._poisoned("the loop detector", exc)
+
+
+def _note(run: Run, warning: str) -> None:
+    """Keep a safety warning on the run's current turn (the record, the viewer)."""
+    if run.turns:
+        turn = run.turns[-1]
+        if turn.warnings is None:
+            turn.warnings = []
+        turn.warnings.append(warning)

@@ -70,13 +70,14 @@ _NONE: Mapping[str, str] = MappingProxyType({})
 class RunLoop:
     """The steps of one run of ``session`` over ``state`` (``agent``: its definition)."""
 
-    __slots__ = ("agent", "finalizing", "guarding", "session", "state", "watches")
+    __slots__ = ("agent", "finalizing", "guarding", "latency", "session", "state", "watches")
 
     def __init__(self, session: Conversation[Any], state: RunState) -> None:
         self.session = session
         self.agent = session.agent
         self.state = state
         self.finalizing = False
+        self.latency: float | None = None
         self.watches: list[tuple[CancelToken, int]] = []
         self.guarding = _run_guard(session, state)
 
@@ -207,12 +208,15 @@ class RunLoop:
             output.spec if state.offer.native_output and output is not None else None,
             self.session.id,
         )
+        clock = agent.clock
+        started = clock.monotonic()
         try:
             streamed = agent.config.stream or state.stream
-            response = await call_model(client, request, state, bus, streamed, agent.clock, output)
+            response = await call_model(client, request, state, bus, streamed, clock, output)
         except ContextLengthExceeded as error:
             state.guard.salvage(state, error)
             return None
+        self.latency = clock.monotonic() - started
         usage = response.usage
         limits = self.session.safety.limits
         if not (usage.input_tokens or usage.output_tokens) and limits.budget.counts_tokens():
@@ -257,6 +261,7 @@ class RunLoop:
             stop_reason=response.stop_reason,
             text=response.text,
             thinking=_thinking_text(response.message),
+            latency_seconds=self.latency,
         )
         state.run.turns.append(turn)
         state.run.usage = state.run.usage + response.usage
