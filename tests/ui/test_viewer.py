@@ -662,3 +662,29 @@ def test_stored_text_is_never_markup(tmp_path: Path) -> None:
     for page in pages:
         assert "<script>fetch" not in page and "<img src=x" not in page
         assert "&lt;script&gt;" in page
+
+
+def test_a_turns_latency_tool_durations_and_loop_warnings_are_shown(tmp_path: Path) -> None:
+    """The record keeps them (Turn.latency_seconds, durations, warnings); the page shows them."""
+    import asyncio
+
+    from agentloop import Agent, tool
+    from agentloop.store import SQLiteStore
+    from agentloop.testing import ScriptedModel, call, reply
+    from agentloop.ui.viewer import ViewerApp
+
+    @tool
+    def look(k: str) -> str:
+        """Look."""
+        return k
+
+    db = tmp_path / "runs.db"
+    steps = [call("look", {"k": "a"}) for _ in range(3)] + [reply("done")]
+    agent = Agent(ScriptedModel(steps), tools=[look], store=SQLiteStore(db), session_id="s")
+    run = asyncio.run(agent.run("x"))
+    from starlette.testclient import TestClient
+
+    page = TestClient(ViewerApp(str(db))).get(f"/runs/{run.id}").text
+    assert "latency" in page
+    assert 'class="duration"' in page
+    assert "loop: look" in page

@@ -185,10 +185,15 @@ def _turn_html(turn: Turn, drawing: _Drawing, *, paused: bool = False) -> str:
         for c, r in _pairs(turn)
     )
     waits = ' <span class="badge pending">paused</span>' if paused else ""
+    warned = "".join(
+        f'<div class="warning"><span class="badge loop">warning</span> {text(w)}</div>'
+        for w in turn.warnings or ()
+    )
     return (
         f'<section class="turn{" paused" * paused}" id="turn-{key}"><h3>turn {turn.index} '
         f'<span class="model">{text(turn.model)}</span>{waits}</h3>'
-        f'<div class="usage">{_usage_line(turn, data)}</div>{thinking}{said}{calls}</section>'
+        f'<div class="usage">{_usage_line(turn, data)}</div>{thinking}{said}{calls}{warned}'
+        "</section>"
     )
 
 
