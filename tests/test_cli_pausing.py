@@ -12,6 +12,7 @@ import asyncio
 import os
 import re
 import select
+import signal
 import subprocess
 import sys
 import threading
@@ -140,9 +141,10 @@ class Terminal:
         self.seen = ""  # everything printed, ANSI sequences removed
         self.read_to = 0  # where the next ``expect`` starts looking
 
-    def _pump(self, timeout: float) -> bool:
+    def _pump(self, timeout: float) -> bool | None:
+        """Read what is there: True if something was, None if nothing yet, False at the end."""
         if not select.select([self.leader], [], [], timeout)[0]:
-            return True
+            return None
         try:
             chunk = os.read(self.leader, 65536)
         except OSError:  # the child closed the terminal
@@ -154,7 +156,7 @@ class Terminal:
         """Wait until ``text`` is printed after the last match; what came before it."""
         deadline = time.monotonic() + timeout
         while text not in self.seen[self.read_to :]:
-            if time.monotonic() > deadline or not self._pump(0.1):
+            if time.monotonic() > deadline or self._pump(0.1) is False:
                 raise AssertionError(f"never printed {text!r}; printed:\n{self.seen}")
         at = self.seen.index(text, self.read_to)
         before, self.read_to = self.seen[self.read_to : at], at + len(text)
@@ -163,13 +165,22 @@ class Terminal:
     def type(self, line: str) -> None:
         os.write(self.leader, line.encode() + b"\n")
 
-    def finish(self) -> int:
-        while self._pump(0.1) and self.child.poll() is None:
-            pass
+    def finish(self, timeout: float = 30) -> int:
+        """Everything the child prints until it exits; its exit status."""
+        deadline = time.monotonic() + timeout
+        while self.child.poll() is None and time.monotonic() < deadline:
+            if self._pump(0.1) is False:
+                break
         while self._pump(0.05):  # what is left in the terminal's buffer
             pass
-        code = self.child.wait(30)
-        os.close(self.leader)
+        try:
+            code = self.child.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.child.kill()
+            self.child.wait(10)
+            raise AssertionError(f"still running; printed:\n{self.seen}") from None
+        finally:
+            os.close(self.leader)
         return code
 
 
@@ -357,3 +368,53 @@ def test_continue_on_a_terminal_asks_then_goes_on(project: Path) -> None:
         code = term.finish()
     assert code == 0, term.seen
     assert refunds(project) == ["A-1 30"]
+
+
+def test_runs_show_a_hooks_message_and_control_characters_as_text(project: Path) -> None:
+    """A run paused by a hook's ``Ask`` (not headless): its message in ``runs`` and ``show``."""
+    from agentloop import Agent, Ask, Hook, RunConfig, ToolContext, tool
+    from agentloop.messages import ToolCallPart
+    from agentloop.store import SQLiteStore
+    from agentloop.testing import ScriptedModel, call, reply
+
+    class AskFirst(Hook):
+        async def pre_tool(self, call: ToolCallPart, ctx: ToolContext) -> Ask:
+            return Ask("over the limit: \x1b]0;owned\x07 ok?")
+
+    @tool
+    def lookup(order: str) -> str:
+        """Look an order up."""
+        return order
+
+    store = SQLiteStore(project / "agentloop.db")
+    agent = Agent(
+        ScriptedModel([call("lookup", {"order": "\x1b[2J"}, id="c7"), reply("done")]),
+        tools=[lookup],
+        hooks=[AskFirst()],
+        config=RunConfig(headless=False),
+        store=store,
+    )
+    run = agent.run_sync("look")
+    store.close()
+    assert run.paused
+    listed = piped(agentloop("runs"), project).stdout
+    assert "lookup c7 (approval: over the limit:" in " ".join(listed.split())
+    shown = piped(agentloop("runs", "show", run.id[:8]), project).stdout
+    assert "      message: over the limit: \\x1b]0;owned\\x07 ok?" in shown
+    assert '  c7  lookup  approval  {"order": "\\u001b[2J"}' in shown
+    assert "\x1b" not in listed + shown
+
+
+def test_ctrl_c_at_the_prompt_exits_130_and_leaves_the_run_paused(project: Path) -> None:
+    with serving(list(PAUSING)) as server:
+        term = Terminal(run_argv(server.base_url, "--plain"), project)
+        term.expect("approve? [y/n/edit]")
+        # Ctrl-C: the signal the terminal sends its foreground process (this pty is not the
+        # child's controlling terminal, so typing ^C would only echo)
+        term.child.send_signal(signal.SIGINT)
+        code = term.finish()
+        assert len(server.requests) == 1
+    assert code == 130, term.seen
+    assert "agentloop: interrupted (Ctrl-C)" in term.seen
+    assert "paused" in piped(agentloop("runs"), project).stdout
+    assert refunds(project) == []

@@ -21,7 +21,9 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -161,10 +163,21 @@ def asking(console: Console) -> bool:
 
 
 def reader(console: Console) -> Read:
-    """``Read`` on ``console``: the prompt printed as text, the line typed returned."""
+    """``Read`` on ``console``: the prompt printed as text, the line typed returned.
+
+    Ctrl-C at a prompt raises ``KeyboardInterrupt`` there (exit 130, the run stays paused):
+    inside ``asyncio.run`` the first Ctrl-C only cancels the main task, which a blocking read
+    never notices, so the default handler is put back while a person types.
+    """
 
     def read(prompt: Text) -> str:
-        return console.input(prompt)
+        if threading.current_thread() is not threading.main_thread():
+            return console.input(prompt)
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            return console.input(prompt)
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
     return read
 

@@ -86,7 +86,7 @@ def _by_prefix(store: SQLiteStore | PostgresStore, prefix: str) -> StoredRun:
 def _outcome(stored: StoredRun) -> str:
     run = stored.run
     if run.paused:  # before "unfinished": a paused run has no end yet, and needs none
-        waiting = "; ".join(_waiting(p) for p in run.pending)
+        waiting = "\n".join(_waiting(p) for p in run.pending)
         return f"[magenta]paused[/]: {waiting}"
     if not stored.finished:
         return "[yellow]unfinished[/] (no recorded end)"
