@@ -229,3 +229,32 @@ async def test_a_run_that_never_paused_has_no_pause_attributes() -> None:
     (root,) = named(exporter, "invoke_agent agentloop")
     assert not [k for k in attrs(root) if "paused" in k or "continued" in k or "pending" in k]
     assert not root.events
+
+
+async def test_a_sub_agents_pause_is_on_both_run_spans_and_its_decision_too() -> None:
+    observer, exporter = traced()
+    child = Agent(
+        ScriptedModel([call("refund", {"order": SECRET_ARG}, id="k1"), reply("child done")]),
+        tools=[refund],
+    )
+    helper = child.as_tool(name="helper", description="Refunds things.")
+    parent = Agent(
+        ScriptedModel([call("helper", {"input": "go"}, id="p1"), reply("done")]),
+        tools=[helper],
+        observers=[observer],
+    )
+    run = await parent.run("x")
+    assert [p.path for p in run.pending] == [("helper",)]
+    await parent.continue_run(decisions={"k1": Approve()})
+
+    for name in ("invoke_agent agentloop", "invoke_agent helper"):
+        paused, continued = named(exporter, name)
+        (pause,) = events(paused, "agentloop.run.paused")
+        assert attrs(pause)["agentloop.pending.call_ids"] == ("k1",)
+        (decision,) = events(continued, "agentloop.decision")
+        assert attrs(decision)["gen_ai.tool.call.id"] == "k1"
+        assert attrs(decision)["agentloop.decision.kind"] == "approve"
+    (_, child_continued) = named(exporter, "invoke_agent helper")
+    (decision,) = events(child_continued, "agentloop.decision")
+    assert attrs(decision)["gen_ai.tool.name"] == "refund"  # the child's turn holds its call
+    assert not any(SECRET_ARG in text for text in texts(exporter.get_finished_spans()))
