@@ -32,7 +32,6 @@ from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.hooks import Approver, Hook
 from agentloop.messages import Message, UserInput
 from agentloop.model import ModelClient, ModelSettings
-from agentloop.observers import Observer
 from agentloop.pausing import Decision
 from agentloop.run import OutputT, Run
 from agentloop.safety.breaker import ToolBreakers
@@ -45,6 +44,7 @@ if TYPE_CHECKING:  # the guardrails load only for an agent that has some, a run'
     from agentloop.engine.session import Session
     from agentloop.engine.stream import RunStream
     from agentloop.guardrails import Guardrail
+    from agentloop.observers import Observer
     from agentloop.store import Store  # the store, only for an agent given one
 
 __all__ = ["Agent"]

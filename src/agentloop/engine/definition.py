@@ -26,18 +26,18 @@ from agentloop.clock import Clock
 from agentloop.config import RunConfig
 from agentloop.engine.instructions import Instructions, Prompt
 from agentloop.engine.output import FINAL_RESULT, OutputType
-from agentloop.engine.state import Offer, RunState
 from agentloop.engine.toolsets import Toolsets
 from agentloop.errors import InvalidInput
 from agentloop.hooks import Approver, Hook
 from agentloop.model import ModelClient
-from agentloop.observers import Observer
 from agentloop.run import OutputT
 from agentloop.safety.breaker import ToolBreakers
 from agentloop.tools import ToolRegistry
 
-if TYPE_CHECKING:  # loaded only by an agent with guardrails, or given a store
+if TYPE_CHECKING:  # guardrails, a store, a run's state: loaded only when used
     from agentloop.engine.guarding import Guardrails
+    from agentloop.engine.state import Offer, RunState
+    from agentloop.observers import Observer
     from agentloop.store import Store
 
 __all__ = ["Definition"]
@@ -96,6 +96,8 @@ class Definition(Generic[OutputT]):
                 )
                 specs = tuple(s for s in specs if s.name != FINAL_RESULT)
             specs = (*specs, output.tool_spec)
+        from agentloop.engine.state import Offer  # a run's state loads with the first run
+
         return Offer(specs, native)
 
     async def _refresh_tools(self, state: RunState, *, starting: bool) -> None:

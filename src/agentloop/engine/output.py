@@ -21,16 +21,18 @@ import json
 import logging
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Generic, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from agentloop._schema import format_problems
-from agentloop.engine.invoke import said
 from agentloop.errors import ConfigurationError
 from agentloop.messages import MAX_ARGUMENT_DEPTH, _too_deep
 from agentloop.model import INVALID_JSON_KEY, ModelResponse, OutputSpec, ToolSpec
 from agentloop.run import TRUNCATION_REASONS
+
+if TYPE_CHECKING:  # pydantic's TypeAdapter loads for the first typed output, not at import
+    from pydantic import TypeAdapter
 
 __all__ = [
     "CUT_CALL_TEXT",
@@ -69,6 +71,8 @@ class OutputType(Generic[T]):
     """One agent's output type: its schemas and the validation of an answer."""
 
     def __init__(self, output_type: type[T]) -> None:
+        from pydantic import TypeAdapter
+
         try:
             self.adapter: TypeAdapter[T] = TypeAdapter(output_type)
             schema = self.adapter.json_schema()
@@ -144,6 +148,8 @@ class OutputType(Generic[T]):
             raise InvalidOutput(f"Invalid output: {problems}") from None
         except Exception as exc:  # a validator's own bug (pydantic passes TypeError on): a panic
             logger.warning("the output type's validator panicked", exc_info=exc)
+            from agentloop.engine.invoke import said
+
             message = said(exc)[:200]
             raise InvalidOutput(
                 f"Invalid output: the output type's validator raised {type(exc).__name__}: "
