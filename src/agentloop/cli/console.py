@@ -38,6 +38,7 @@ from agentloop.cli.terminal import visible
 from agentloop.messages import ToolCallPart, ToolResultPart, Usage
 from agentloop.model import INVALID_JSON_KEY
 from agentloop.observers import Observer
+from agentloop.safety.redact import redact_secrets
 
 if TYPE_CHECKING:
     from rich.live import Live
@@ -97,7 +98,7 @@ def call_summary(call: ToolCallPart) -> str:
             f"{key}={json.dumps(value, ensure_ascii=False, default=str)}"
             for key, value in call.arguments.items()
         )
-    args = visible(args)
+    args = visible(redact_secrets(args))  # a key the model put in an argument is never shown
     if len(args) > _ARGS_LIMIT:
         args = args[: _ARGS_LIMIT - 1] + "…"
     return visible(call.name) + f"({args})"
