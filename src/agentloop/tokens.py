@@ -57,9 +57,14 @@ class TokenCounter(Protocol):
         ...
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+"""``json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)``, one encoder
+built once: ``json.dumps`` with options builds a new ``JSONEncoder`` per call (about 2 us)."""
+
+
 def arguments_json(arguments: Mapping[str, Any]) -> str:
     """The JSON a provider sends for tool-call arguments (compact, non-ASCII kept)."""
-    return json.dumps(dict(arguments), ensure_ascii=False, separators=(",", ":"), default=str)
+    return _COMPACT(arguments if type(arguments) is dict else dict(arguments))
 
 
 def message_text_pieces(message: Message) -> Iterable[str]:
@@ -276,7 +281,7 @@ class TiktokenCounter:
 
 def _tool_schema_json(spec: ToolSpec) -> str:
     schema = {"name": spec.name, "description": spec.description, "parameters": spec.parameters}
-    return json.dumps(schema, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _COMPACT(schema)
 
 
 def _measure_overhead(system: str | None, tools: Sequence[ToolSpec], counter: TokenCounter) -> int:
