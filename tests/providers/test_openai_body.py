@@ -76,3 +76,35 @@ def test_a_value_json_cannot_encode_fails_as_before() -> None:
     client = OpenAIClient("gpt-4o", api_key="k")
     with pytest.raises(TypeError, match="Object of type object is not JSON serializable"):
         client._payload(request, "gpt-4o", False)
+
+
+def test_the_client_encodes_its_options_again_when_they_change() -> None:
+    client = OpenAIClient("gpt-4o", api_key="k", base_url="https://api.openai.com/v1")
+    cold = ModelSettings(temperature=0.0)
+    warm = ModelSettings(temperature=0.9, extra_body={"user": "u"})
+    output = OutputSpec("answer", {"type": "object"})
+    steps: list[tuple[ModelSettings, OutputSpec | None, str | None, bool]] = [
+        (cold, None, None, False),
+        (cold, None, None, False),
+        (cold, None, None, True),
+        (warm, None, None, True),
+        (warm, output, None, True),
+        (warm, output, "s-1", True),
+        (warm, output, "s-2", True),
+        (ModelSettings(temperature=0.9, extra_body={"user": "u"}), None, None, False),
+    ]
+    for settings, out, session, stream in steps:
+        request = ModelRequest(
+            messages=[Message.user("q")], settings=settings, output=out, session_id=session
+        )
+        body, strict = client._payload(request, "gpt-4o", stream)
+        expected = encode_request(
+            request,
+            "gpt-4o",
+            stream=stream,
+            max_field="max_completion_tokens",
+            cache_key=True,
+            strict=strict,
+            media=frozenset({"image", "document"}),
+        )
+        assert body == json.dumps(expected).encode()

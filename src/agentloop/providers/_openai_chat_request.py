@@ -34,7 +34,14 @@ from agentloop.providers._openai_chat_media import (
 from agentloop.providers._openai_chat_strict import strict_schema
 from agentloop.providers.profiles import merge_body
 
-__all__ = ["CACHE_KEY_HOSTS", "encode_body", "encode_request", "encode_tools", "prompt_cache_key"]
+__all__ = [
+    "CACHE_KEY_HOSTS",
+    "encode_body",
+    "encode_request",
+    "encode_tools",
+    "options_json",
+    "prompt_cache_key",
+]
 
 _WIRE_KEY = "openai-chat"
 
@@ -195,6 +202,15 @@ def _message_json(message: Message) -> tuple[str, tuple[Any, ...]]:
     return ", ".join([json.dumps(item) for item in wire]), carried
 
 
+def options_json(
+    request: ModelRequest, *, stream: bool, max_field: str, cache_key: bool, strict: bool
+) -> str:
+    """The body's end: the fields after ``tools`` as JSON text, ``, "stream": true, ...}``."""
+    rest: dict[str, Any] = {}
+    _add_options(rest, request, stream, max_field, cache_key, strict)
+    return ", " + json.dumps(rest)[1:] if rest else "}"
+
+
 def encode_body(
     request: ModelRequest,
     model: str,
@@ -205,13 +221,15 @@ def encode_body(
     cache_key: bool,
     strict: bool,
     media: frozenset[str],
+    options: str | None = None,
 ) -> bytes:
     """``json.dumps(encode_request(...)).encode()``, byte for byte, without re-encoding history.
 
     Each message is encoded to JSON once for the life of the conversation (``Message.encoded``)
     and ``tools`` is the JSON of the request's tools (the client keeps it while they stay the
-    same), so a request costs the new messages, not the whole transcript. An ``extra_body``
-    that sets ``model``, ``messages`` or ``tools`` takes the plain path.
+    same), so a request costs the new messages, not the whole transcript. ``options`` is
+    ``options_json`` of the request (the client keeps it while the settings stay the same). An
+    ``extra_body`` that sets ``model``, ``messages`` or ``tools`` takes the plain path.
     """
     extra = request.settings.extra_body
     if extra and not _SPLICED.isdisjoint(extra):
@@ -236,6 +254,8 @@ def encode_body(
     head = f'{{"model": {json.dumps(name)}, "messages": [{", ".join(parts)}]'
     if request.tools:
         head += f', "tools": {tools}'
-    rest: dict[str, Any] = {}
-    _add_options(rest, request, stream, max_field, cache_key, strict)
-    return (head + (", " + json.dumps(rest)[1:] if rest else "}")).encode()
+    if options is None:
+        options = options_json(
+            request, stream=stream, max_field=max_field, cache_key=cache_key, strict=strict
+        )
+    return (head + options).encode()

@@ -71,6 +71,7 @@ from __future__ import annotations
 import json
 import ssl
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 from agentloop.errors import ModelNotFound
@@ -78,6 +79,8 @@ from agentloop.model import (
     INVALID_JSON_KEY,
     ModelRequest,
     ModelResponse,
+    ModelSettings,
+    OutputSpec,
     StreamEvent,
     ToolSpec,
 )
@@ -91,6 +94,7 @@ from agentloop.providers._openai_chat_request import (
     encode_body,
     encode_request,
     encode_tools,
+    options_json,
     prompt_cache_key,
 )
 from agentloop.providers._openai_chat_restore import restore_optional
@@ -169,6 +173,7 @@ class OpenAIClient(HttpClient):
         self._cache_key = host in CACHE_KEY_HOSTS
         self._media = None if media is None else media_override(media)
         self._tools: tuple[Sequence[ToolSpec], bool, str] | None = None
+        self._options: tuple[ModelSettings, OutputSpec | None, tuple[Any, ...], str] | None = None
         self._configure_bearer(
             model,
             provider or self.default_provider,
@@ -201,17 +206,39 @@ class OpenAIClient(HttpClient):
         """The checked body, and whether the reply may need ``restore_optional``."""
         profile = self._rules.check(model, request)
         strict = profile.strict_schema
+        max_field = self._rules.max_field(model)
         body = encode_body(
             request,
             self._model,
             self._tools_json(request.tools, strict),
             stream=stream,
-            max_field=self._rules.max_field(model),
+            max_field=max_field,
             cache_key=self._cache_key,
             strict=strict,
             media=profile.media if self._media is None else self._media,
+            options=self._options_json(request, stream, max_field, strict),
         )
         return body, strict
+
+    def _options_json(
+        self, request: ModelRequest, stream: bool, max_field: str, strict: bool
+    ) -> str:
+        """``options_json``, encoded again only when the settings or the output spec change."""
+        settings, output = request.settings, request.output
+        key = (request.session_id, stream, max_field, strict)
+        cached = self._options
+        if (
+            cached is not None
+            and cached[0] is settings
+            and cached[1] is output
+            and cached[2] == key
+        ):
+            return cached[3]  # one run's settings: the same object every turn
+        text = options_json(
+            request, stream=stream, max_field=max_field, cache_key=self._cache_key, strict=strict
+        )
+        self._options = (settings, output, key, text)
+        return text
 
     def _tools_json(self, tools: Sequence[ToolSpec], strict: bool) -> str:
         """The tools' JSON, encoded again only when the tools (or strictness) change."""
