@@ -81,7 +81,7 @@ def durable(tmp_path: Path) -> Iterator[DBOSAgent[str | None]]:
 
 
 async def _paused(workflow_id: str) -> tuple[PendingCall, ...]:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while not (pending := DBOSAgent.pending(workflow_id)):
         assert time.monotonic() < deadline, "the run never paused"
         await asyncio.sleep(0.05)
@@ -99,7 +99,7 @@ async def test_a_paused_run_waits_in_its_workflow_and_decide_continues_it(
     ]
     assert not running.done() and refunds == []
     durable.decide("wf-pause", {"c1": Approve(), "c2": Answer("it arrived broken")})
-    run = await asyncio.wait_for(running, 30)
+    run = await asyncio.wait_for(running, 60)
     assert run.output == "refund: refunded A1; ask_customer: it arrived broken"
     assert run.id == "wf-pause" and not run.paused and refunds == ["A1"]
     assert DBOSAgent.pending("wf-pause") == ()
@@ -113,7 +113,7 @@ async def test_deny_and_edit(durable: DBOSAgent[str | None]) -> None:
     denied = await durable.start("refund A1", workflow_id="wf-deny")
     await _paused("wf-deny")
     durable.decide("wf-deny", {"c1": Deny("over the limit"), "c2": Deny()})
-    run = await asyncio.wait_for(denied.result(poll_seconds=0.05), 30)
+    run = await asyncio.wait_for(denied.result(poll_seconds=0.05), 60)
     assert run.output == (
         "refund: User denied permission: over the limit; ask_customer: User denied permission"
     )
@@ -121,7 +121,7 @@ async def test_deny_and_edit(durable: DBOSAgent[str | None]) -> None:
     edited = await durable.start("refund A1", workflow_id="wf-edit")
     await _paused("wf-edit")
     durable.decide("wf-edit", {"c1": Edit({"order": "A2"}), "c2": Answer("ok")})
-    run = await asyncio.wait_for(edited.result(poll_seconds=0.05), 30)
+    run = await asyncio.wait_for(edited.result(poll_seconds=0.05), 60)
     assert run.output == "refund: refunded A2; ask_customer: ok" and refunds == ["A2"]
 
 
@@ -145,7 +145,7 @@ async def test_bad_decisions_are_invalid_input_and_nothing_is_sent(
     with pytest.raises(InvalidInput, match="not paused"):
         DBOSAgent.decide("wf-nobody", {"c1": Approve()})
     durable.decide("wf-bad", {"c1": Approve(), "c2": Answer("x")})
-    run = await asyncio.wait_for(started.result(poll_seconds=0.05), 30)
+    run = await asyncio.wait_for(started.result(poll_seconds=0.05), 60)
     assert run.output == "refund: refunded A1; ask_customer: x" and refunds == ["A1"]
 
 
@@ -158,7 +158,7 @@ async def test_two_decision_sets_for_one_pause_apply_one(durable: DBOSAgent[str 
         durable.decide("wf-twice", {"c1": Deny(), "c2": Answer("second")})
     except InvalidInput as exc:
         assert "not paused" in str(exc)
-    run = await asyncio.wait_for(started.result(poll_seconds=0.05), 30)
+    run = await asyncio.wait_for(started.result(poll_seconds=0.05), 60)
     assert run.output == "refund: refunded A1; ask_customer: first" and refunds == ["A1"]
 
 
@@ -186,7 +186,7 @@ def test_a_paused_queued_run_keeps_its_place_in_its_workers_limit(tmp_path: Path
         DBOSAgent.decide("slot-1", {"c1": Deny(), "c2": Answer("x")})
         asyncio.run(_paused("slot-2"))  # taken once slot-1 ended
         DBOSAgent.decide("slot-2", {"c1": Deny(), "c2": Answer("y")})
-        run = asyncio.run(asyncio.wait_for(second.result(poll_seconds=0.05), 30))
+        run = asyncio.run(asyncio.wait_for(second.result(poll_seconds=0.05), 60))
     finally:
         DBOS.destroy(destroy_registry=True)
     assert run.output == "refund: User denied permission; ask_customer: y"

@@ -68,7 +68,7 @@ def plan(request: ModelRequest) -> Any:
 async def _paused(
     durable: TemporalAgent[Any], client: Client, workflow_id: str
 ) -> tuple[PendingCall, ...]:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while not (pending := await durable.pending(workflow_id, client=client)):
         assert time.monotonic() < deadline, "the run never paused"
         await asyncio.sleep(0.1)
@@ -95,7 +95,7 @@ async def test_a_paused_run_waits_for_a_signal(client: Client) -> None:
                 await durable.decide("t-pause", bad, client=client)  # type: ignore[arg-type]
         assert refunds == []
         await durable.decide("t-pause", {"c1": Approve(), "c2": Answer("broken")}, client=client)
-        run = await asyncio.wait_for(started.result(), 60)
+        run = await asyncio.wait_for(started.result(), 120)
         assert run.output == "refund: refunded A1; ask_customer: broken"
         assert run.id == "t-pause" and not run.paused and refunds == ["A1"]
         assert await durable.pending("t-pause", client=client) == ()
@@ -117,7 +117,7 @@ async def test_two_decision_sets_for_one_pause_apply_one(client: Client) -> None
             durable.decide("t-twice", second, client=client),  # type: ignore[arg-type]
             return_exceptions=True,
         )
-        run = await asyncio.wait_for(started.result(), 60)
+        run = await asyncio.wait_for(started.result(), 120)
     assert all(r is None or isinstance(r, InvalidInput) for r in sent), sent
     assert run.output in (
         "refund: refunded A1; ask_customer: first",
@@ -165,7 +165,7 @@ def _worker(server: str, tmp: Path, name: str, **env: str) -> subprocess.Popen[s
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while not ready.exists():
         assert worker.poll() is None, worker.communicate()
         assert time.monotonic() < deadline, f"worker {name} did not start"
@@ -185,15 +185,15 @@ async def test_a_worker_killed_while_paused_loses_nothing(
     await durable.start("refund A1", client=client, workflow_id="t-kill-paused")
     [waiting] = await _paused(durable, client, "t-kill-paused")
     first.send_signal(signal.SIGKILL)
-    first.communicate(timeout=60)
+    first.communicate(timeout=120)
     second = _worker(server, tmp_path, "second")
     try:
         assert await durable.pending("t-kill-paused", client=client) == (waiting,)
         await durable.decide("t-kill-paused", {waiting.id: Approve()}, client=client)
-        run = await asyncio.wait_for(durable.get_run("t-kill-paused", client=client).result(), 60)
+        run = await asyncio.wait_for(durable.get_run("t-kill-paused", client=client).result(), 120)
     finally:
         (tmp_path / "stop").touch()
-        second.communicate(timeout=60)
+        second.communicate(timeout=120)
     assert run.output == "done: refunded A1"
     assert _effects(tmp_path) == ["done a", "refund A1", "start a"]
 
@@ -206,14 +206,14 @@ async def test_a_worker_killed_inside_the_approved_call_does_not_run_it_again(
     await durable.start("refund A1", client=client, workflow_id="t-kill-approved")
     [waiting] = await _paused(durable, client, "t-kill-approved")
     await durable.decide("t-kill-approved", {waiting.id: Approve()}, client=client)
-    first.communicate(timeout=60)
+    first.communicate(timeout=120)
     assert first.returncode == -9  # the refund was done; its result never returned
     second = _worker(server, tmp_path, "second", HEARTBEAT="2")
     try:
         found = durable.get_run("t-kill-approved", client=client)
-        run = await asyncio.wait_for(found.result(), 60)
+        run = await asyncio.wait_for(found.result(), 120)
     finally:
         (tmp_path / "stop").touch()
-        second.communicate(timeout=60)
+        second.communicate(timeout=120)
     assert run.output == f"done: {LOST_TEXT}"
     assert _effects(tmp_path) == ["done a", "refund A1", "start a"]

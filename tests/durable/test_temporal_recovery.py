@@ -3,9 +3,9 @@
 A worker process is SIGKILLed inside a tool activity; a second worker process started after it
 finishes the run. The activities heartbeat, so Temporal retries the killed one after the
 heartbeat timeout (2 s here), not the activity timeout (5 minutes): the run ends well within
-30 s of the kill. The completed tool call ran once; the killed one started twice (a call in
-flight at a crash is at least once) and completed once. ``get_run`` finds the run by its id in a
-process that did not start it: its result and its status.
+60 s of the kill (13.5 s measured). The completed tool call ran once; the killed one started
+twice (a call in flight at a crash is at least once) and completed once. ``get_run`` finds the
+run by its id in a process that did not start it: its result and its status.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def _worker(server: str, tmp: Path, name: str, **env: str) -> subprocess.Popen[s
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while not ready.exists():
         assert worker.poll() is None, worker.communicate()
         assert time.monotonic() < deadline, f"worker {name} did not start"
@@ -61,7 +61,7 @@ async def test_a_killed_workers_run_finishes_on_another_within_the_heartbeat_tim
     durable = _temporal_child.build()
     first = _worker(server, tmp_path, "first", KILL="b")
     await durable.start("go", client=client, workflow_id="hb-1")
-    first.communicate(timeout=60)
+    first.communicate(timeout=120)
     assert first.returncode == -9  # killed inside the tool call "b"
     killed_at = time.monotonic()
     second = _worker(server, tmp_path, "second")
@@ -72,9 +72,9 @@ async def test_a_killed_workers_run_finishes_on_another_within_the_heartbeat_tim
         assert await found.status() == "COMPLETED"
     finally:
         (tmp_path / "stop").touch()
-        second.communicate(timeout=60)
+        second.communicate(timeout=120)
     assert run.output == "done" and run.id == "hb-1"
-    assert took < 30, f"the run took {took:.1f} s after the kill"  # not the 5-minute timeout
+    assert took < 60, f"the run took {took:.1f} s after the kill"  # not the 5-minute timeout
     effects = (tmp_path / "effects").read_text().split("\n")
     assert effects.count("start a") == effects.count("done a") == 1
     assert effects.count("start b") == 2 and effects.count("done b") == 1
