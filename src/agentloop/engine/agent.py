@@ -29,7 +29,6 @@ from agentloop.engine.habits import Habits
 from agentloop.engine.instructions import Instructions, checked_system
 from agentloop.engine.toolsets import Toolsets
 from agentloop.errors import InvalidInput, MemoryBackendError
-from agentloop.hooks import Approver, Hook
 from agentloop.messages import Message, UserInput
 from agentloop.model import ModelClient, ModelSettings
 from agentloop.pausing import Decision
@@ -44,6 +43,7 @@ if TYPE_CHECKING:  # the guardrails load only for an agent that has some, a run'
     from agentloop.engine.session import Session
     from agentloop.engine.stream import RunStream
     from agentloop.guardrails import Guardrail
+    from agentloop.hooks import Approver, Hook
     from agentloop.observers import Observer
     from agentloop.store import Store  # the store, only for an agent given one
 

@@ -28,7 +28,6 @@ from agentloop.engine.instructions import Instructions, Prompt
 from agentloop.engine.output import FINAL_RESULT, OutputType
 from agentloop.engine.toolsets import Toolsets
 from agentloop.errors import InvalidInput
-from agentloop.hooks import Approver, Hook
 from agentloop.model import ModelClient
 from agentloop.run import OutputT
 from agentloop.safety.breaker import ToolBreakers
@@ -37,6 +36,7 @@ from agentloop.tools import ToolRegistry
 if TYPE_CHECKING:  # guardrails, a store, a run's state: loaded only when used
     from agentloop.engine.guarding import Guardrails
     from agentloop.engine.state import Offer, RunState
+    from agentloop.hooks import Approver, Hook
     from agentloop.observers import Observer
     from agentloop.store import Store
 

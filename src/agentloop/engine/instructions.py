@@ -20,7 +20,6 @@ from typing import Any, TypeAlias
 
 from agentloop.errors import AgentLoopError, ConfigurationError, InternalError
 from agentloop.run import RunContext
-from agentloop.safety.redact import redact_secrets
 
 __all__ = ["Instructions", "Prompt", "checked_system", "evaluate"]
 
@@ -96,6 +95,8 @@ async def evaluate(fn: Prompt, ctx: RunContext[Any]) -> str | None:
     except AgentLoopError:
         raise
     except Exception as exc:
+        from agentloop.safety.redact import redact_secrets  # its patterns compile when needed
+
         raise InternalError(
             f"the system/instructions function {_name(fn)} raised {type(exc).__name__}: "
             f"{redact_secrets(str(exc))}"
