@@ -338,3 +338,31 @@ async def test_an_approved_call_that_started_is_not_run_again(tmp_path: Path) ->
     await resumed.continue_run()  # finishes with the recorded decisions
     assert ran == []
     assert results_of(model2.requests[0])["c1"] == (LOST_TEXT, True)
+
+
+async def test_the_continued_run_keeps_its_own_settings_and_paused_time_is_not_wall_clock(
+    tmp_path: Path,
+) -> None:
+    from agentloop import Budget, ModelSettings
+    from agentloop.testing import FakeClock
+
+    clock = FakeClock()
+    steps = [call("refund", {"order": "A", "amount": 1}, id="c1"), reply("done")]
+    store = SQLiteStore(tmp_path / "runs.db")
+    agent, model = make_agent([], steps, clock=clock, store=store, session_id="s")
+    settings = ModelSettings(temperature=0.25)
+    await agent.run("x", model_settings=settings, usage_limits=Budget(wall_clock=60))
+    clock.advance(3600)  # an hour paused: not the run's wall clock
+    run = await agent.continue_run(decisions={"c1": Approve()})
+    assert run.output == "done"
+    assert model.requests[1].settings.temperature == 0.25
+
+    # another process: the options come back from the record
+    steps2 = [call("refund", {"order": "B", "amount": 1}, id="c2"), reply("done")]
+    agent2, _ = make_agent([], steps2, clock=clock, store=store, session_id="t")
+    await agent2.run("y", model_settings=settings, usage_limits=Budget(wall_clock=60))
+    model3 = ScriptedModel([reply("done")])
+    resumed = Agent.resume("t", store=store, client=model3, tools=list(agent2.registry), clock=clock)
+    clock.advance(3600)
+    await resumed.continue_run(decisions={"c2": Approve()})
+    assert model3.requests[0].settings.temperature == 0.25

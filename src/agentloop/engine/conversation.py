@@ -59,6 +59,8 @@ class Conversation(Generic[OutputT]):
         self._cancel = CancelToken()
         self._active: RunState | None = None
         self._children: dict[str, Any] | None = None
+        self._paused_options: dict[str, Any] | None = None
+        """A paused run's own settings and budget (``run(model_settings=, usage_limits=)``)."""
         """Paused child sessions (``as_tool``) by the parent's call id, while this process lives."""
         self._bus = EventBus(agent._observers, session_id)
         self.safety = SafetyState(agent.config, self._bus, agent.clock, breakers=agent.breakers)

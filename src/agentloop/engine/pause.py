@@ -75,7 +75,9 @@ def paused_record(
     }
     if children:
         session._children = {k: e[1] for k, e in (state.children or {}).items() if e[0] == "paused"}
+    options = _options_record(session, state)
     run.paused_turn = {
+        "options": options,
         "children": children,
         "turn": turn.to_dict(),
         "message": reply.to_dict(),
@@ -195,6 +197,7 @@ def _state(
     if journal is not None and recorder is not None and recorder.durable is not None:
         journal.start(run.id, recorder.durable.load_steps(run.id))
     state = session._new_state(run, transcript, len(history), deps, cancels)
+    _restore_options(session, state, paused.get("options"))
     state.audit = audit
     state.turn_index = turn.index
     if state.turn_index and state.settings.tool_choice_once:
@@ -268,3 +271,55 @@ def _continue_child(
     if state.children is None:
         state.children = {}
     state.children[call_id] = ("resume", live, mine)
+
+
+def _options_record(session: Conversation[Any], state: RunState) -> dict[str, Any] | None:
+    """The paused run's own ``model_settings=``/``usage_limits=`` (a continued run keeps them).
+
+    Kept in memory as given, and in the record as plain data when they are plain data.
+    """
+    settings = state.settings if state.settings is not session.agent.config.model_settings else None
+    if settings is None and state.budget is None:
+        return None
+    kept = session._paused_options = {state.run.id: (settings, state.budget)}
+    import dataclasses
+
+    import pydantic_core
+
+    record: dict[str, Any] = {}
+    for name, value in zip(("model_settings", "usage_limits"), kept[state.run.id], strict=True):
+        if value is not None:
+            try:
+                record[name] = pydantic_core.to_jsonable_python(dataclasses.asdict(value))
+            except (TypeError, ValueError, pydantic_core.PydanticSerializationError):
+                pass  # not plain data (a price table of objects): kept in this process only
+    return record
+
+
+def _restore_options(
+    session: Conversation[Any], state: RunState, record: Mapping[str, Any] | None
+) -> None:
+    """Put the paused run's own settings and budget back (from memory, else the record)."""
+    kept = (session._paused_options or {}).pop(state.run.id, None)
+    if kept is None and record:
+        from agentloop.model import ModelSettings
+        from agentloop.safety.budget import Budget
+
+        try:
+            raw = record.get("model_settings")
+            settings = None
+            if raw is not None:
+                stop = raw.get("stop")
+                settings = ModelSettings(**{**raw, "stop": tuple(stop) if stop else None})
+            raw = record.get("usage_limits")
+            kept = (settings, Budget(**raw) if raw is not None else None)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput(
+                f"run {state.run.id}: its stored options are unreadable: {exc}"
+            ) from exc
+    if kept is None:
+        return
+    settings, budget = kept
+    if settings is not None:
+        state.settings = settings
+    state.budget = budget
