@@ -362,7 +362,8 @@ async def test_the_continued_run_keeps_its_own_settings_and_paused_time_is_not_w
     agent2, _ = make_agent([], steps2, clock=clock, store=store, session_id="t")
     await agent2.run("y", model_settings=settings, usage_limits=Budget(wall_clock=60))
     model3 = ScriptedModel([reply("done")])
-    resumed = Agent.resume("t", store=store, client=model3, tools=list(agent2.registry), clock=clock)
+    tools = list(agent2.registry)
+    resumed = Agent.resume("t", store=store, client=model3, tools=tools, clock=clock)
     clock.advance(3600)
     await resumed.continue_run(decisions={"c2": Approve()})
     assert model3.requests[0].settings.temperature == 0.25
