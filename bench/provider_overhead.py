@@ -9,7 +9,10 @@ body says ``"stream": true``. Three clients drive the same K-tool-turn conversat
   with ``stream`` on or off;
 - ``aiohttp``: a hand-written loop on one ``aiohttp.ClientSession`` (json + SSE line parsing);
 - ``httpx``: the same loop on one ``httpx.AsyncClient`` (skipped, with a message, when httpx is
-  not installed).
+  not installed);
+- with ``--split``, ``agentloop client``: ``OpenAIClient`` in a hand loop with agentloop's
+  messages and no ``Agent`` (``ClientLoop``): the provider half alone, so the gap between it
+  and ``agentloop`` is the engine's. The raw loops' pools and agentloop's are all 100.
 
 For N = 1 (sequential conversations) and N = 100 (concurrent conversations), each measurement
 is repeated and the median kept. Reported per model turn (K + 1 model calls per conversation):
@@ -19,6 +22,7 @@ column is agentloop / raw aiohttp on client CPU.
 
     python bench/provider_overhead.py                 # the table
     python bench/provider_overhead.py --profile       # + cProfile of the agentloop loop
+    python bench/provider_overhead.py --split         # + OpenAIClient in a hand loop, no Agent
 
 A benchmark, not a test. Only 127.0.0.1 is used.
 """
@@ -313,7 +317,53 @@ class AgentloopLoop:
         await self.client.aclose()
 
 
-Loop = AgentloopLoop | AiohttpLoop | HttpxLoop
+class ClientLoop:
+    """agentloop's provider half alone: ``OpenAIClient`` driven by a hand loop, no ``Agent``.
+
+    The same conversation as the raw loops, with agentloop's messages, requests and replies
+    (``complete`` or ``stream``): next to ``raw aiohttp`` it is the provider half's cost, and
+    next to ``agentloop`` the engine's (``--split``).
+    """
+
+    name = "agentloop client"
+
+    def __init__(self, url: str, pool: int | None = None) -> None:
+        from agentloop.model import ToolSpec
+        from agentloop.providers import OpenAIClient
+
+        options = {} if pool is None else {"max_connections": pool}
+        self.client = OpenAIClient(MODEL, api_key="sk-bench", base_url=url, **options)
+        function = TOOLS[0]["function"]
+        self.tools = (ToolSpec("lookup", function["description"], function["parameters"]),)
+
+    async def run(self, stream: bool) -> int:
+        from agentloop.messages import Message, ToolResultPart
+        from agentloop.model import ModelRequest, ModelResponse
+
+        messages = [Message.user("go")]
+        turns = 0
+        while True:
+            turns += 1
+            request = ModelRequest(messages=tuple(messages), tools=self.tools)
+            response: ModelResponse | None = None
+            if stream:
+                async for event in self.client.stream(request):
+                    response = event.response if event.kind == "done" else response
+            else:
+                response = await self.client.complete(request)
+            assert response is not None
+            messages.append(response.message)
+            calls = response.message.tool_calls
+            if not calls:
+                return turns
+            results = [ToolResultPart(c.id, c.name, await lookup_raw(**c.arguments)) for c in calls]
+            messages.append(Message.tool_results(results))
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
+Loop = AgentloopLoop | AiohttpLoop | HttpxLoop | ClientLoop
 
 # --- measurement -----------------------------------------------------------------------------
 
@@ -430,6 +480,8 @@ def start_server(k: int) -> tuple[subprocess.Popen[str], str]:
 
 async def run_bench(args: argparse.Namespace) -> None:
     factories: list[Callable[[str], Loop]] = [AgentloopLoop, AiohttpLoop]
+    if args.split:
+        factories.insert(1, ClientLoop)
     try:
         import httpx  # noqa: F401
     except ImportError:
@@ -464,6 +516,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="samples per cell (median)")
     parser.add_argument("--profile", action="store_true", help="cProfile the agentloop loop")
     parser.add_argument("--top", type=int, default=25, help="functions listed by --profile")
+    parser.add_argument("--split", action="store_true", help="+ agentloop's client alone")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
