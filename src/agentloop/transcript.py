@@ -24,7 +24,6 @@ crash leaves behind: calls whose results never came.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from agentloop.errors import TranscriptError
@@ -152,12 +151,18 @@ class TranscriptChecker:
     def _check_results(self, index: int, message: Message) -> None:
         if not self._pending or self._pending_index != index - 1:
             raise _fail(index, message, "a tool message must follow an assistant message's calls")
-        waiting = Counter(call.id for call in self._pending)
-        for result in message.tool_results_parts:
-            if waiting[result.call_id] <= 0:
-                raise _fail(index, message, _unmatched(result, self._pending))
-            waiting[result.call_id] -= 1
-        for call in self._pending:
+        pending, results = self._pending, message.tool_results_parts
+        if len(pending) == 1 and len(results) == 1 and results[0].call_id == pending[0].id:
+            return  # the common turn: one call, its one result
+        waiting: dict[str, int] = {}
+        for call in pending:
+            waiting[call.id] = waiting.get(call.id, 0) + 1
+        for result in results:
+            left = waiting.get(result.call_id, 0)
+            if left <= 0:
+                raise _fail(index, message, _unmatched(result, pending))
+            waiting[result.call_id] = left - 1
+        for call in pending:
             if waiting[call.id] > 0:
                 raise TranscriptError(
                     f"message {index - 1} (assistant): tool call {call.id!r} ({call.name})"
