@@ -206,7 +206,10 @@ async def test_a_denied_approval_is_output_denied_and_nothing_runs() -> None:
         FakeReply("Fine, I left it."),
     ]
     async with app_over(script, [delete_file]) as (url, fake, _):
-        steps = [{"send": "delete c.txt"}, {"approve": False, "reason": "keep it"}]
+        steps: list[dict[str, Any]] = [
+            {"send": "delete c.txt"},
+            {"approve": False, "reason": "keep it"},
+        ]
         result = await chat(url, steps)
     assert ran == []
     call, text = assistant_parts(result)

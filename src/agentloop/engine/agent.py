@@ -1,12 +1,11 @@
 """``Agent``: what an application holds: a model client, tools, a prompt and the history.
 
 ``run``/``run_sync``/``stream`` start a run; its steps are ``agentloop.engine.loop.RunLoop`` (check
-cancel → limits → compaction → model call → record → answer or dispatch tools, until an
-answer → finalize) over one ``agentloop.engine.state.RunState``. With a ``store``, every commit
-point (run start, each completed turn, the compaction commit, finalize) is also written there
-(``agentloop.store``); ``Agent.resume`` rebuilds an agent from it. With an ``output_type`` the
-final answer is validated (``agentloop.engine.output``); everything the run reports travels as one
-event stream (``agentloop.events``).
+cancel → limits → compaction → model call → record → answer or dispatch tools, until an answer →
+finalize) over one ``agentloop.engine.state.RunState``. With a ``store``, every commit point (run
+start, each turn, the compaction commit, finalize) is also written there (``agentloop.store``);
+``Agent.resume`` rebuilds an agent from it. With an ``output_type`` the final answer is validated
+(``agentloop.engine.output``); all the run reports travels as one stream (``agentloop.events``).
 """
 
 from __future__ import annotations
@@ -63,6 +62,7 @@ class AgentOptions(TypedDict, total=False):
     observers: Sequence[Observer]
     approver: Approver | None
     guardrails: Sequence[Guardrail]
+    clock: Clock
 
 
 class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
