@@ -35,7 +35,8 @@ except ProviderError as error:
 def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY"):
         monkeypatch.delenv(var, raising=False)
-    for var in ("PROVIDER", "MODEL", "BASE_URL", "TIMEOUT", "CONNECT_TIMEOUT", "MAX_RETRIES"):
+    names = ("PROVIDER", "MODEL", "BASE_URL", "TIMEOUT", "CONNECT_TIMEOUT", "MAX_RETRIES")
+    for var in (*names, "MAX_CONNECTIONS", "API"):
         monkeypatch.delenv(f"AGENTLOOP_{var}", raising=False)
 
 
