@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from agentloop._util.slots import fast_init
 from agentloop.errors import (
     AgentLoopError,
     ConfigurationError,
@@ -168,6 +169,7 @@ def _exception_kind(exc: BaseException, stage: str) -> _Kind:
     return ProviderUnavailable, FailurePhase.READ, True, "reading the response failed"
 
 
+@fast_init  # one per reply
 @dataclass(frozen=True, slots=True)
 class HttpResponse:
     """A successful JSON reply: status, lower-cased headers, parsed ``data`` and raw ``text``."""
