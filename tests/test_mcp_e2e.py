@@ -37,7 +37,7 @@ FAULTY = Path(__file__).parent / "mcp_servers" / "faulty.py"
 FILESYSTEM = ROOT / ".ci/node/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
 
 
-def children() -> list[int]:
+def _all_children() -> list[int]:
     """Every child process of this test process, live or not yet reaped."""
     found: list[int] = []
     for task in Path(f"/proc/{os.getpid()}/task").iterdir():
@@ -46,6 +46,21 @@ def children() -> list[int]:
         except OSError:
             continue
     return found
+
+
+_OLDER: set[int] = set()
+
+
+@pytest.fixture(autouse=True)
+def _older_children() -> None:
+    """Child processes older than the test (a session fixture's servers) are not the test's."""
+    _OLDER.clear()
+    _OLDER.update(_all_children())
+
+
+def children() -> list[int]:
+    """The child processes of this test process started during the test, live or not reaped."""
+    return [pid for pid in _all_children() if pid not in _OLDER]
 
 
 def results(run: Run[Any]) -> list[tuple[str, bool]]:

@@ -25,7 +25,7 @@ SERVER = Path(__file__).parent / "mcp_servers" / "faulty.py"
 UNAVAILABLE = "tool server 'faulty' is unavailable: "
 
 
-def children() -> list[int]:
+def _all_children() -> list[int]:
     """Every child process of this test process (any thread's), live or not yet reaped."""
     found: list[int] = []
     for task in Path(f"/proc/{os.getpid()}/task").iterdir():
@@ -34,6 +34,21 @@ def children() -> list[int]:
         except OSError:  # a thread that ended while we looked
             continue
     return found
+
+
+_OLDER: set[int] = set()
+
+
+@pytest.fixture(autouse=True)
+def _older_children() -> None:
+    """Child processes older than the test (a session fixture's servers) are not the test's."""
+    _OLDER.clear()
+    _OLDER.update(_all_children())
+
+
+def children() -> list[int]:
+    """The child processes of this test process started during the test, live or not reaped."""
+    return [pid for pid in _all_children() if pid not in _OLDER]
 
 
 @dataclass(frozen=True)

@@ -40,10 +40,17 @@ if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
 
 import uvicorn  # noqa: E402
 from selenium import webdriver  # noqa: E402
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.select import Select  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait as _WebDriverWait  # noqa: E402
+
+
+def WebDriverWait(browser: Any, timeout: float) -> Any:
+    """A wait that reads through a live update: an element swapped mid-read is read again."""
+    return _WebDriverWait(browser, timeout, ignored_exceptions=(StaleElementReferenceException,))
+
 
 from agentloop import Agent, tool  # noqa: E402
 from agentloop.store import SQLiteStore, StoredRun  # noqa: E402
@@ -285,7 +292,9 @@ def test_a_run_in_progress_updates_without_a_reload(
         WebDriverWait(browser, WAIT).until(
             lambda d: d.find_elements(By.CSS_SELECTOR, "#turns .turn")
         )
-        assert "step 0 done" in browser.find_element(By.ID, "turns").text
+        WebDriverWait(browser, WAIT).until(
+            lambda d: "step 0 done" in d.find_element(By.ID, "turns").text
+        )
         screenshot(browser, tmp_path, "viewer-live.png")
         GATES.go[1].set()
         WebDriverWait(browser, WAIT).until(
