@@ -27,6 +27,7 @@ Reported per client and mode:
     python bench/concurrency.py                      # N = 1000, JSON and SSE
     python bench/concurrency.py --runs 100 --profile # + cProfile of agentloop's batch
     python bench/concurrency.py --pool 100 --raw-pool 1000   # pools sized apart
+    python bench/concurrency.py --split              # + OpenAIClient in a hand loop, no Agent
 
 A benchmark, not a test. Only 127.0.0.1 is used.
 """
@@ -48,14 +49,17 @@ from functools import partial
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from provider_overhead import AgentloopLoop, AiohttpLoop, Loop, start_server
+from provider_overhead import AgentloopLoop, AiohttpLoop, ClientLoop, Loop, start_server
 
 K = 1  # tool turns per run; one final answer follows
 
 
 def clients(args: argparse.Namespace) -> list[Callable[[str], Loop]]:
-    """The two loops, each with its pool size."""
-    return [partial(AgentloopLoop, pool=args.pool), partial(AiohttpLoop, pool=args.raw_pool)]
+    """The loops (``--split``: and ``OpenAIClient`` alone), each with its pool size."""
+    loops: list[Callable[[str], Loop]] = [partial(AgentloopLoop, pool=args.pool)]
+    if args.split:
+        loops.append(partial(ClientLoop, pool=args.pool))
+    return [*loops, partial(AiohttpLoop, pool=args.raw_pool)]
 
 
 async def batch(loop: Loop, stream: bool, runs: int) -> int:
@@ -160,7 +164,7 @@ def report(results: dict[Key, dict[str, float]], args: argparse.Namespace) -> No
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for stream in (False, True):
         base = results[("raw aiohttp", stream)]
-        for name in ("agentloop", "raw aiohttp"):
+        for name in [name for name, mode in results if mode == stream]:
             row = results[(name, stream)]
             cells = [
                 "SSE" if stream else "JSON",
@@ -242,6 +246,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=30, help="functions listed by --profile")
     parser.add_argument("--pool", type=int, help="agentloop's max_connections (its default)")
     parser.add_argument("--raw-pool", type=int, help="the raw loop's limit (default: --pool)")
+    parser.add_argument("--split", action="store_true", help="+ agentloop's client alone")
     args = parser.parse_args()
     if args.pool is None:
         from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
