@@ -305,12 +305,16 @@ class AgentloopLoop:
         self.tool = lookup
         options = {} if pool is None else {"max_connections": pool}
         self.client = OpenAIClient(MODEL, api_key="sk-bench", base_url=url, **options)
-
-    async def run(self, stream: bool) -> int:
         from agentloop import Agent, RunConfig
 
-        agent = Agent(self.client, tools=[self.tool], config=RunConfig(stream=stream))
-        run = await agent.run("go")
+        # an application builds its agent once and runs each conversation on a session of it
+        # (SPEC 20): one agent per mode, a new session per run
+        self.agents = {
+            s: Agent(self.client, tools=[lookup], config=RunConfig(stream=s)) for s in (False, True)
+        }
+
+    async def run(self, stream: bool) -> int:
+        run = await self.agents[stream].session().run("go")
         return len(run.turns)
 
     async def aclose(self) -> None:
