@@ -23,7 +23,7 @@ from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Message, UserInput
 from agentloop.model import ModelClient
 from agentloop.observers import EventBus
-from agentloop.run import OutputT, Run
+from agentloop.run import OutputT, Run, Turn
 from agentloop.tokens import MEDIA_PROVIDER
 
 if TYPE_CHECKING:  # the store loads only for a session given one
@@ -122,6 +122,15 @@ class Conversation(Generic[OutputT]):
     def cancel(self) -> None:
         """Fire the session's cancel signal: the running (or else the next) run is cancelled."""
         self._cancel.cancel()
+
+    def _turn_done(self, state: RunState, turn: Turn) -> None:
+        """A turn is complete: a salvage point, saved, counted, announced (``TurnFinished``)."""
+        state.complete_turn()
+        if self._recorder is not None:
+            self._recorder.turn_completed(state.run, state.audit)
+        self.safety.limits.turn_done()
+        if self._bus.active:
+            self._bus.emit(ev.TurnFinished(state.run.id, turn))
 
     def _begin(
         self,

@@ -177,12 +177,7 @@ class RunLoop:
                 done = await self._typed_turn(turn, response)
             if guarding is not None:
                 guarding.release()
-            state.complete_turn()
-            if session._recorder is not None:
-                session._recorder.turn_completed(state.run, state.audit)
-            session.safety.limits.turn_done()
-            if session._bus.active:
-                session._bus.emit(ev.TurnFinished(state.run.id, turn))
+            session._turn_done(state, turn)
             if done:
                 return
             state.turn_index += 1

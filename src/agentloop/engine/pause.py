@@ -23,7 +23,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentloop import events as ev
 from agentloop.cancel import CancelToken
 from agentloop.engine.state import Paused
 from agentloop.errors import InvalidInput
@@ -238,12 +237,7 @@ async def complete_paused_turn(session: Conversation[Any], state: RunState) -> N
         raise Paused
     turn.tool_results = results
     state.append(Message.tool_results(results))
-    state.complete_turn()
-    if session._recorder is not None:
-        session._recorder.turn_completed(state.run, state.audit)
-    session.safety.limits.turn_done()
-    if session._bus.active:
-        session._bus.emit(ev.TurnFinished(state.run.id, turn))
+    session._turn_done(state, turn)
     state.turn_index += 1
 
 
