@@ -123,7 +123,16 @@ async def per_event(fn: Callable[[], Awaitable[int]], events: int) -> float:
     return (time.process_time() - start) / (events * ROUNDS) * 1e6
 
 
-async def compare(name: str, adapter: Callable[[], Awaitable[int]], repeats: int) -> None:
+Translate = Callable[[list[Any]], float]
+"""The adapter's own work per event over recorded events, in us (no engine, no I/O)."""
+
+
+async def compare(
+    name: str,
+    adapter: Callable[[], Awaitable[int]],
+    repeats: int,
+    translate: Translate | None = None,
+) -> None:
     events = await plain()
     for _ in range(5):
         await plain()
@@ -139,28 +148,35 @@ async def compare(name: str, adapter: Callable[[], Awaitable[int]], repeats: int
             f"  {name} ({how} of {repeats}): stream {b:.2f} us/event, with the adapter "
             f"{o:.2f} us/event: +{o - b:.2f} us/event (+{o / b - 1:.1%}); {events} events a run"
         )
-    if name == "AG-UI":
+    if translate is not None:
         replay = await recorded()
-        own = min(translation(replay) for _ in range(5))
+        own = min(translate(replay) for _ in range(5))
         b = min(base)
         print(f"  {name} translation alone (replayed events): {own:.2f} us/event (+{own / b:.1%})")
 
 
-ADAPTERS: list[tuple[str, Callable[[], Awaitable[int]]]] = [("AG-UI", ag_ui)]
+def adapters() -> list[tuple[str, Callable[[], Awaitable[int]], Translate]]:
+    """Every protocol adapter measured: AG-UI here, the Vercel AI stream in ``ui_vercel.py``."""
+    sys.modules.setdefault("ui_protocols", sys.modules[__name__])  # run as a script: one harness
+    import ui_vercel
+
+    return [("AG-UI", ag_ui, translation), ("Vercel", ui_vercel.vercel, ui_vercel.translation)]
 
 
-async def main() -> None:
+async def main(only: str | None = None) -> None:
+    """Both settings for every adapter (``only``: one adapter by name)."""
+    chosen = [a for a in adapters() if only is None or a[0] == only]
     MAKE.append(scripted_agent)
     print(f"engine only (ScriptedModel, {TURNS} tool turns + 1):")
-    for name, adapter in ADAPTERS:
-        await compare(name, adapter, 41)
+    for name, adapter, translate in chosen:
+        await compare(name, adapter, 41, translate)
     server, url = po.start_server(TURNS)
     loop = po.AgentloopLoop(url)
     MAKE.append(http_agent(loop))
     try:
         print("over HTTP (OpenAI adapter, SSE, the fake server of provider_overhead.py):")
-        for name, adapter in ADAPTERS:
-            await compare(name, adapter, 21)
+        for name, adapter, translate in chosen:
+            await compare(name, adapter, 21, translate)
     finally:
         await loop.aclose()
         assert server.stdin is not None
