@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import sys
+import time
 from typing import Any
 
 from agentloop import Agent, Approve, tool
@@ -32,6 +33,9 @@ def refund(order: str) -> str:
     """Refund an order."""
     with open(os.environ["EFFECTS"], "a") as f:
         f.write(f"refund {order}\n")
+    hold = os.environ.get("HOLD")
+    while hold and not os.path.exists(hold):  # a test holds the call open (another process decides)
+        time.sleep(0.01)
     if KILL == "in_tool":
         die()
     return f"refunded {order}"

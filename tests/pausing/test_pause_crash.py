@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,32 @@ def test_an_approved_call_runs_once_whatever_process_dies(
     finished = _run(db, "continue", effects)  # nothing left to continue
     assert finished.returncode != 0 and "InvalidInput" in finished.stderr
     assert effects.read_text().split("\n")[:-1] == ["refund A1"]
+
+
+def test_two_processes_deciding_at_once_one_wins_and_nothing_runs_twice(tmp_path: Path) -> None:
+    db, effects, hold = tmp_path / "runs.db", tmp_path / "effects", tmp_path / "hold"
+    assert _run(db, "pause", effects).returncode == 0
+    env = {**os.environ, "EFFECTS": str(effects), "KILL": "", "HOLD": str(hold)}
+    first = subprocess.Popen(
+        [sys.executable, str(CHILD), str(db), "decide"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not effects.exists():  # the first process's approved call is running
+            assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+            time.sleep(0.02)
+        second = _run(db, "decide", effects)
+        assert second.returncode != 0
+        assert "being run by another process" in second.stderr, second.stderr[-2000:]
+    finally:
+        hold.touch()
+        out, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err
+    assert json.loads(out) == {"output": "done", "read": ["refunded A1"]}
+    late = _run(db, "decide", effects)  # after the first finished: the run is not paused
+    assert late.returncode != 0 and "is not paused" in late.stderr
+    assert effects.read_text().split("\n")[:-1] == ["refund A1"]  # exactly once
