@@ -27,7 +27,7 @@ pytest.importorskip("dbos", reason="DBOSAgent tests need the dbos extra")
 
 from dbos import DBOS
 
-from agentloop import Agent, Answer, Approve, Deny, Edit, tool
+from agentloop import Agent, Answer, Approve, Deny, Edit
 from agentloop.durable.dbos import PAUSED_CHILD_TEXT, DBOSAgent
 from agentloop.errors import InvalidInput
 from agentloop.model import ModelRequest
@@ -37,30 +37,9 @@ from agentloop.testing import FunctionModel, call
 HERE = Path(__file__).parent
 CHILD = HERE / "_dbos_pause_child.py"
 
-refunds: list[str] = []
+sys.path.insert(0, str(HERE))
 
-
-@tool(requires_approval=True)
-def refund(order: str) -> str:
-    """Refund an order (a person approves it first)."""
-    refunds.append(order)
-    return f"refunded {order}"
-
-
-@tool(external=True)
-def ask_customer(question: str) -> str:
-    """Ask the customer (answered outside the agent)."""
-    raise AssertionError("an external tool is never run by the agent")
-
-
-def plan(request: ModelRequest) -> Any:
-    results = [p for m in request.messages if m.role == "tool" for p in m.tool_results_parts]
-    if not results:
-        return [
-            call("refund", {"order": "A1"}, id="c1"),
-            call("ask_customer", {"question": "why?"}, id="c2"),
-        ]
-    return "; ".join(f"{p.name}: {p.content}" for p in results)
+from _pause_plan import ask_customer, plan, refund, refunds  # noqa: E402
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ pytest.importorskip("temporalio", reason="TemporalAgent tests need the temporal 
 
 from temporalio.client import Client
 
-from agentloop import Agent, Answer, Approve, Deny, tool
+from agentloop import Agent, Answer, Approve, Deny
 from agentloop.durable.temporal import TemporalAgent
 from agentloop.errors import InvalidInput
 from agentloop.model import ModelRequest
@@ -38,31 +38,7 @@ CHILD = HERE / "_temporal_child.py"
 sys.path.insert(0, str(HERE))
 
 import _temporal_child  # noqa: E402
-
-refunds: list[str] = []
-
-
-@tool(requires_approval=True)
-def refund(order: str) -> str:
-    """Refund an order (a person approves it first)."""
-    refunds.append(order)
-    return f"refunded {order}"
-
-
-@tool(external=True)
-def ask_customer(question: str) -> str:
-    """Ask the customer (answered outside the agent)."""
-    raise AssertionError("an external tool is never run by the agent")
-
-
-def plan(request: ModelRequest) -> Any:
-    results = [p for m in request.messages if m.role == "tool" for p in m.tool_results_parts]
-    if not results:
-        return [
-            call("refund", {"order": "A1"}, id="c1"),
-            call("ask_customer", {"question": "why?"}, id="c2"),
-        ]
-    return "; ".join(f"{p.name}: {p.content}" for p in results)
+from _pause_plan import ask_customer, plan, refund, refunds  # noqa: E402
 
 
 async def _paused(
