@@ -705,13 +705,40 @@ async def test_one_agent_runs_one_conversation_at_a_time() -> None:
     assert (await agent.run("two")).output == "second"
 
 
-async def test_a_run_cancelled_before_its_task_starts_is_still_finalized() -> None:
-    agent = Agent(ScriptedModel([reply("x"), reply("y")]))
+async def test_a_run_whose_caller_is_cancelled_is_finalized_and_the_cancel_goes_on() -> None:
+    # the run has no task of its own: it is awaited in the caller's, whose cancel it records
+    waiting = asyncio.Event()
+
+    async def slow(request: object) -> object:
+        waiting.set()
+        await asyncio.Event().wait()
+        return reply("never")
+
+    agent = Agent(FunctionModel(slow))
     task = asyncio.create_task(agent.run("go"))
-    await asyncio.sleep(0)  # run() has created its inner task, which has not started
+    await waiting.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     assert agent.current_run is not None
     assert isinstance(agent.current_run.stop_reason, Cancelled)
-    assert (await agent.run("again")).output == "x"
+    assert agent.history == []
+
+
+async def test_a_cancel_token_never_reaches_the_callers_task() -> None:
+    # the token cancels the caller's task while the run waits; the run takes it back
+    token = CancelToken()
+
+    async def slow(request: object) -> object:
+        token.cancel()
+        await asyncio.Event().wait()
+        return reply("never")
+
+    agent = Agent(FunctionModel(slow))
+    with pytest.raises(Cancelled):
+        await agent.run("go", cancel=token)
+    current = asyncio.current_task()
+    assert current is not None and current.cancelling() == 0
+    await asyncio.sleep(0)  # no cancellation left pending for the caller
+    agent2 = Agent(ScriptedModel([reply("x")]))
+    assert (await agent2.run("again")).output == "x"

@@ -82,21 +82,22 @@ class RunLoop:
         self.guarding = _run_guard(session, state)
 
     async def drive(self) -> Run[Any]:
-        """Run to the end in a task of its own, so a cancel token can cancel it."""
+        """Run to the end in the caller's task; a cancel token cancels that task's awaits.
+
+        No task of its own: the run is awaited where it was called (one task, one context and
+        one frame chain fewer per run). A token's callback cancels the caller's task only while
+        the run's steps run (``finalizing`` stops it); ``_execute`` takes that cancellation
+        back (``uncancel``) and ends the run with ``Cancelled``, so it never reaches the caller.
+        """
         state = self.state
-        inner = asyncio.get_running_loop().create_task(self._execute())
+        task = asyncio.current_task()
 
         def on_cancel() -> None:
-            if not self.finalizing:
-                inner.cancel()
+            if not self.finalizing and task is not None:
+                task.cancel()
 
         self.watches = [(t, t.watch(on_cancel)) for t in state.tokens]
-        try:
-            return await inner
-        except asyncio.CancelledError:
-            if not self.finalizing:  # cancelled before the run's own task ever started
-                await self.finalize(Cancelled())
-            raise
+        return await self._execute()
 
     async def _execute(self) -> Run[Any]:
         state = self.state
