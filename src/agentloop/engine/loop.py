@@ -70,7 +70,9 @@ _NONE: Mapping[str, str] = MappingProxyType({})
 class RunLoop:
     """The steps of one run of ``session`` over ``state`` (``agent``: its definition)."""
 
-    __slots__ = ("agent", "finalizing", "guarding", "latency", "session", "state", "watches")
+    __slots__ = (
+        "agent", "finalizing", "guarding", "latency", "session", "state", "task", "watches"
+    )  # fmt: skip
 
     def __init__(self, session: Conversation[Any], state: RunState) -> None:
         self.session = session
@@ -78,6 +80,7 @@ class RunLoop:
         self.state = state
         self.finalizing = False
         self.latency: float | None = None
+        self.task: asyncio.Task[Any] | None = None
         self.watches: list[tuple[CancelToken, int]] = []
         self.guarding = _run_guard(session, state)
 
@@ -86,21 +89,12 @@ class RunLoop:
 
         No task of its own: the run is awaited where it was called (one task, one context and
         one frame chain fewer per run). A token's callback cancels the caller's task only while
-        the run's steps run (``finalizing`` stops it); ``_execute`` takes that cancellation
-        back (``uncancel``) and ends the run with ``Cancelled``, so it never reaches the caller.
+        the run's steps run (``finalizing`` stops it); the steps take that cancellation
+        back (``uncancel``) and end the run with ``Cancelled``, so it never reaches the caller.
         """
         state = self.state
-        task = asyncio.current_task()
-
-        def on_cancel() -> None:
-            if not self.finalizing and task is not None:
-                task.cancel()
-
-        self.watches = [(t, t.watch(on_cancel)) for t in state.tokens]
-        return await self._execute()
-
-    async def _execute(self) -> Run[Any]:
-        state = self.state
+        self.task = asyncio.current_task()
+        self.watches = [(t, t.watch(self._on_cancel)) for t in state.tokens]
         try:
             await self._start()
             await self._turns()
@@ -125,6 +119,11 @@ class RunLoop:
         if stop is not None:
             raise stop
         return state.run
+
+    def _on_cancel(self) -> None:
+        """A watched token fired: interrupt what the run awaits, unless it is finalizing."""
+        if not self.finalizing and self.task is not None:
+            self.task.cancel()
 
     async def _start(self) -> None:
         agent, session, state = self.agent, self.session, self.state

@@ -8,7 +8,7 @@ of one agent run concurrently; one session runs one run at a time. The state a s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentloop._util.peers import hinting
@@ -167,7 +167,8 @@ class Session(Conversation[OutputT]):
             self._bus.attach(listener)
         return state
 
-    async def _drive(self, state: RunState) -> Run[OutputT]:
+    def _drive(self, state: RunState) -> Coroutine[Any, Any, Run[OutputT]]:
+        """The run's steps over ``state``, to await (no coroutine frame of its own)."""
         from agentloop.engine.loop import RunLoop  # cached after the first run: a dict lookup
 
-        return await RunLoop(self, state).drive()
+        return RunLoop(self, state).drive()
