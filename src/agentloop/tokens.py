@@ -82,6 +82,19 @@ def message_text_pieces(message: Message) -> Iterable[str]:
             yield part.content
 
 
+def message_chars(message: Message) -> int:
+    """The characters of ``message_text_pieces`` (one loop, no generator)."""
+    chars = 0
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            chars += len(part.text)
+        elif isinstance(part, ToolCallPart):
+            chars += len(part.id) + len(part.name) + len(arguments_json(part.arguments))
+        elif isinstance(part, ToolResultPart):
+            chars += len(part.call_id) + len(part.name) + len(part.content)
+    return chars
+
+
 MEDIA_PARTS = (ImagePart, DocumentPart, AudioPart)
 
 
@@ -199,8 +212,7 @@ class RatioTokenCounter:
         return count + counted_media(message)
 
     def _count(self, message: Message) -> int:
-        chars = sum(len(piece) for piece in message_text_pieces(message))
-        return math.ceil(chars / self.chars_per_token) + self.per_message
+        return math.ceil(message_chars(message) / self.chars_per_token) + self.per_message
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.chars_per_token!r}, {self.per_message!r})"

@@ -119,6 +119,16 @@ class TranscriptChecker:
         self._check_answered()
 
     def _check_shape(self, index: int, message: Message) -> None:
+        parts = message.parts
+        if index and len(parts) == 1:  # the common message: one part its role may carry
+            part, role = parts[0], message.role
+            kind = type(part)
+            if (
+                (kind is ToolCallPart and role == "assistant")
+                or (kind is ToolResultPart and role == "tool")
+                or (kind is TextPart and role in _TEXT_ROLES and part.text)  # type: ignore[union-attr]
+            ):
+                return
         if message.role == "system":
             raise _fail(index, message, "system messages are not allowed; pass the system prompt")
         if _is_empty(message):
@@ -169,6 +179,9 @@ class TranscriptChecker:
                     f" has no result in the next tool message (message {index})",
                     index=index - 1,
                 )
+
+
+_TEXT_ROLES = ("user", "assistant")
 
 
 def _part_allowed(role: str, part: Part) -> bool:

@@ -120,22 +120,22 @@ class Limits:
                 f"({self.tool_calls} made, {count} more requested)"
             )
         self.tool_calls += count
-        self._budget(lambda: self.budget.record_tool_calls(count))
+        self._budget(self.budget.record_tool_calls, count)
 
     def spent(self, usage: Usage, model: str) -> None:
         """Account a reply's usage (tokens, cost)."""
-        self._budget(lambda: self.budget.record_usage(usage, model))
+        self._budget(self.budget.record_usage, usage, model)
 
     def turn_done(self) -> None:
         """Account a completed turn."""
         self._budget(self.budget.record_turn)
 
-    def _budget(self, step: Callable[[], _T]) -> _T:
+    def _budget(self, step: Callable[..., _T], *args: Any) -> _T:
         """One step of the gate; a gate that raises is poisoned and the run ends (fail closed)."""
         if not self.budget_on:
             raise LockPoisoned("budget")
         try:
-            return step()
+            return step(*args)
         except Exception as exc:
             self.budget_on = False
             raise LockPoisoned("budget") from exc

@@ -248,6 +248,17 @@ def _usage_checked(response: ModelResponse, client: ModelClient) -> ModelRespons
     usage = response.usage
     if not isinstance(usage, Usage):
         _bad_usage(client, f"usage is {type(usage).__name__}, not a Usage")
+    a, b, c, d, e = (
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+        usage.reasoning_tokens,
+    )
+    if type(a) is type(b) is type(c) is type(d) is type(e) is int and (
+        0 <= min(a, b, c, d, e) and max(a, b, c, d, e) <= MAX_TOKEN_COUNT
+    ):
+        return response  # the common reply: five ints in range
     fixed: dict[str, int] = {}
     for name in (*_COUNTS, "reasoning_tokens"):
         value = getattr(usage, name)

@@ -17,6 +17,7 @@ the gate too.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -121,6 +122,32 @@ class BudgetWarning:
 
 
 _TOKEN_LINES = frozenset({"tokens", "output_tokens", "cost_usd"})
+_NO_WARNINGS: list[BudgetWarning] = []  # never appended to: a gate without lines returns it
+
+
+def _lines_of(budget: Budget) -> tuple[tuple[str, float, float], ...]:
+    """A budget's lines ``(dimension, hard, soft)``; cached, as every session's gate asks."""
+    found = _LINES.get(id(budget))
+    if found is not None and found[0] is budget:
+        return found[1]
+    lines = tuple(
+        (dimension, limit, soft_line(limit, budget.soft_fraction))
+        for dimension in DIMENSIONS
+        if (limit := budget.limit(dimension)) is not None
+    )
+    if len(_LINES) >= 64:
+        _LINES.clear()
+    _LINES[id(budget)] = (budget, lines)  # holds the budget: its id stays its own
+    return lines
+
+
+_LINES: dict[int, tuple[Budget, tuple[tuple[str, float, float], ...]]] = {}
+
+
+@functools.cache
+def _default_budget() -> Budget:
+    """The budget of a gate given none: one shared ``Budget()`` (it is frozen)."""
+    return Budget()
 
 
 class BudgetGate:
@@ -134,14 +161,10 @@ class BudgetGate:
     def __init__(
         self, budget: Budget | None = None, clock: Callable[[], float] = time.monotonic
     ) -> None:
-        self.budget = budget or Budget()
+        self.budget = budget = budget or _default_budget()
         self._clock = clock
-        self._lines: list[tuple[str, float, float]] = []
-        for dimension in DIMENSIONS:
-            limit = self.budget.limit(dimension)
-            if limit is not None:
-                self._lines.append((dimension, limit, soft_line(limit, self.budget.soft_fraction)))
-        self._prices = dict(self.budget.prices or {})
+        self._lines = _lines_of(budget)
+        self._prices = dict(budget.prices) if budget.prices else {}
         self._unpriced: list[str] = []  # models no one could price: the gate refuses (kept)
         self.begin()
 
@@ -208,6 +231,8 @@ class BudgetGate:
             (refuse the request) or None (send it). A cost line that met a model it cannot
             price refuses with ``ConfigurationError`` (field ``prices``) naming the model.
         """
+        if not self._lines and not self._unpriced:
+            return _NO_WARNINGS, None  # no line to check (the default budget)
         warnings: list[BudgetWarning] = []
         exhausted: AgentLoopError | None = self._unpriced_error()
         for dimension, limit, soft in self._lines:
