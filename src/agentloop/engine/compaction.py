@@ -37,6 +37,21 @@ __all__ = ["ContextGuard"]
 Commit = Callable[[list[Message]], None]
 
 
+def _policy_of(config: RunConfig) -> WindowPolicy:
+    """The config's window policy; cached, as every run asks (``WindowPolicy`` is frozen)."""
+    found = _POLICIES.get(id(config))
+    if found is not None and found[0] is config:
+        return found[1]
+    policy = WindowPolicy(config.context_window, config.compact_threshold, config.auto_compact)
+    if len(_POLICIES) >= 64:
+        _POLICIES.clear()
+    _POLICIES[id(config)] = (config, policy)  # holds the config: its id stays its own
+    return policy
+
+
+_POLICIES: dict[int, tuple[RunConfig, WindowPolicy]] = {}
+
+
 class ContextGuard:
     """Window policy, compaction passes, overflow salvage and transcript checks for one run."""
 
@@ -51,10 +66,8 @@ class ContextGuard:
         self.config = config
         self.system = system
         self.observers = observers
-        self.hooks = tuple(h for h in hooks if overrides(h, Hook, "pre_compact"))
-        self.policy = WindowPolicy(
-            config.context_window, config.compact_threshold, config.auto_compact
-        )
+        self.hooks = tuple(h for h in hooks if overrides(h, Hook, "pre_compact")) if hooks else ()
+        self.policy = _policy_of(config)
         self.meter = ContextMeter(config.token_counter)
         self.checker = TranscriptChecker(unique_ids=False)
         self._salvaged_turn: int | None = None

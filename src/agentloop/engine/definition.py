@@ -72,6 +72,8 @@ class Definition(Generic[OutputT]):
     _runner: asyncio.Runner | None
     _closer: weakref.finalize[Any, Any] | None
     _sync_thread: int | None
+    _last_offer: Offer
+    """The offer the last run made, reused while its specs are the same objects."""
 
     # -- what a run reads ----------------------------------------------------------------------
 
@@ -96,9 +98,18 @@ class Definition(Generic[OutputT]):
                 )
                 specs = tuple(s for s in specs if s.name != FINAL_RESULT)
             specs = (*specs, output.tool_spec)
+        last: Offer | None = self.__dict__.get("_last_offer")
+        if (
+            last is not None
+            and last.native_output == native
+            and len(last.specs) == len(specs)
+            and all(a is b for a, b in zip(last.specs, specs, strict=True))
+        ):
+            return last  # the same specs as the last run's (one per tool, built once)
         from agentloop.engine.state import Offer  # a run's state loads with the first run
 
-        return Offer(specs, native)
+        offer = self._last_offer = Offer(specs, native)
+        return offer
 
     async def _refresh_tools(self, state: RunState, *, starting: bool) -> None:
         """List tool sources that changed (MCP servers) and re-advertise the tools."""
