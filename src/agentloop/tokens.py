@@ -411,6 +411,10 @@ class ContextMeter:
         for message in messages:
             self.add(message)
 
+    def add_counted(self, tokens: int) -> None:
+        """Add messages counted before (a session's history, counted by its last run)."""
+        self._messages_tokens += tokens
+
     def replace(self, messages: Iterable[Message]) -> None:
         """Re-measure the messages (after compaction); the overhead is kept."""
         self._messages_tokens = sum(self.counter.count_message(m) for m in messages)

@@ -85,6 +85,17 @@ class TranscriptChecker:
         self._pending_index = -1
         self.extend(messages)
 
+    def state(self) -> tuple[int, tuple[ToolCallPart, ...], int]:
+        """What ``resume`` needs to go on from here (with ``unique_ids=False`` only)."""
+        if self.unique_ids:
+            raise ValueError("a checker of unique ids keeps every id: it cannot be resumed")
+        return self._count, self._pending, self._pending_index
+
+    def resume(self, count: int, pending: tuple[ToolCallPart, ...], pending_index: int) -> None:
+        """Go on from a ``state()``: as if the same messages had been absorbed again."""
+        self._count, self._pending, self._pending_index = count, pending, pending_index
+        self._ids.clear()
+
     def extend(self, messages: Iterable[Message]) -> None:
         """Check and absorb new messages appended to the transcript.
 
@@ -155,7 +166,8 @@ class TranscriptChecker:
             if call.id in seen or (self.unique_ids and call.id in self._ids):
                 raise _fail(index, message, f"duplicate tool call id {call.id!r} ({call.name})")
             seen.add(call.id)
-        self._ids.update(seen)
+        if self.unique_ids:
+            self._ids.update(seen)
         return calls
 
     def _check_results(self, index: int, message: Message) -> None:

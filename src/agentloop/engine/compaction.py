@@ -26,11 +26,13 @@ from agentloop.hooks import Hook, overrides
 from agentloop.messages import Message
 from agentloop.model import ToolSpec
 from agentloop.observers import EventBus
-from agentloop.tokens import ContextMeter
+from agentloop.tokens import MEDIA_PROVIDER, ContextMeter
 from agentloop.transcript import TranscriptChecker
 
 if TYPE_CHECKING:
-    from agentloop.engine.state import RunState
+    from agentloop.engine.state import Measured, RunState
+else:  # a run's rooms load together: the state module is already loaded with the first run
+    from agentloop.engine.state import Measured
 
 __all__ = ["ContextGuard"]
 
@@ -73,10 +75,42 @@ class ContextGuard:
         self._salvaged_turn: int | None = None
         self._force = False
 
-    def start(self, transcript: Sequence[Message], specs: Sequence[ToolSpec]) -> None:
-        """Measure and check the whole transcript once, at run start (with the tools offered)."""
-        self.meter.reset(transcript, self.system, specs)
-        self.checker.reset(transcript)
+    def start(
+        self,
+        transcript: Sequence[Message],
+        specs: Sequence[ToolSpec],
+        known: Measured | None = None,
+    ) -> None:
+        """Measure and check the transcript once, at run start (with the tools offered).
+
+        ``known``: what the session measured of the history the transcript starts with; then
+        only the messages after it are measured and checked.
+        """
+        meter, checker = self.meter, self.checker
+        if (
+            known is None
+            or known.counter is not meter.counter
+            or known.provider != MEDIA_PROVIDER.get()
+        ):
+            meter.reset(transcript, self.system, specs)
+            checker.reset(transcript)
+            return
+        meter.reset((), self.system, specs)
+        meter.extend(transcript[known.length :])
+        meter.add_counted(known.tokens)
+        checker.resume(*known.checker)
+        checker.extend(transcript[known.length :])
+
+    def measured(self, history: list[Message], call_ids: set[str]) -> Measured:
+        """What this run's transcript, committed whole as ``history``, measured at the end."""
+        return Measured(
+            history,
+            self.checker.state(),
+            self.meter.messages_tokens,
+            self.meter.counter,
+            MEDIA_PROVIDER.get(),
+            call_ids,
+        )
 
     def added(self, message: Message) -> None:
         """Account for one appended message."""

@@ -18,7 +18,7 @@ from agentloop.engine.definition import Definition
 from agentloop.engine.dispatch import Dispatcher
 from agentloop.engine.guards import SafetyState
 from agentloop.engine.overrides import swap_of
-from agentloop.engine.state import RunOptions, RunState
+from agentloop.engine.state import Measured, RunOptions, RunState
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Message, UserInput
 from agentloop.model import ModelClient
@@ -75,6 +75,8 @@ class Conversation(Generic[OutputT]):
             clock=agent.clock,
         )
         self._journal: Journal | None = None
+        self._measured: Measured | None = None
+        """What the last run that committed everything measured of the history (``Measured``)."""
         self._wire_recorder()
 
     def __repr__(self) -> str:
@@ -150,6 +152,33 @@ class Conversation(Generic[OutputT]):
         message = Message.from_input(input)  # InvalidInput says what fits
         if not isinstance(input, str):
             input = tuple(input)  # the run keeps what was given
+        self._check_idle()
+        clock = self.agent.clock
+        run: Run[Any] = Run(
+            id=clock.new_id(), input=input, started_at=clock.time(), session_id=self.id
+        )
+        self._runs.append(run)
+        history = self._history
+        transcript = list(history)
+        base = len(transcript)
+        transcript.append(message)
+        known = self._measured
+        if known is not None and not known.holds(history):
+            known = self._measured = None
+        state = self._new_state(run, transcript, base, deps, cancels, known)
+        self._bus.turn = 0
+        state.stream = stream
+        if options is not None:
+            if options.model_settings is not None:
+                state.settings = options.model_settings
+            state.budget = options.usage_limits
+        if listener is not None:
+            state.listener = listener
+            self._bus.attach(listener)
+        return state
+
+    def _check_idle(self) -> None:
+        """A new run needs a session that is neither running nor paused."""
         if self._active is not None:
             raise InvalidInput(
                 f"session {self.id!r} is already running; one session runs one run at a time "
@@ -163,25 +192,6 @@ class Conversation(Generic[OutputT]):
                 "continue_run(decisions={call_id: Approve() | Deny() | Edit(...) | Answer(...)}) "
                 "before starting a new run"
             )
-        clock = self.agent.clock
-        run: Run[Any] = Run(
-            id=clock.new_id(), input=input, started_at=clock.time(), session_id=self.id
-        )
-        self._runs.append(run)
-        transcript = list(self._history)
-        base = len(transcript)
-        transcript.append(message)
-        state = self._new_state(run, transcript, base, deps, cancels)
-        self._bus.turn = 0
-        state.stream = stream
-        if options is not None:
-            if options.model_settings is not None:
-                state.settings = options.model_settings
-            state.budget = options.usage_limits
-        if listener is not None:
-            state.listener = listener
-            self._bus.attach(listener)
-        return state
 
     def _new_state(
         self,
@@ -190,8 +200,12 @@ class Conversation(Generic[OutputT]):
         base: int,
         deps: Any,
         cancels: tuple[CancelToken, ...],
+        known: Measured | None = None,
     ) -> RunState:
-        """The state of a run over ``transcript`` (``base``: where its own messages start)."""
+        """The state of a run over ``transcript`` (``base``: where its own messages start).
+
+        ``known``: what the session measured of ``transcript[:base]``, its history.
+        """
         agent = self.agent
         client: ModelClient = agent.client
         swap = swap_of(agent)  # agent.override(): this run's client and tools instead
@@ -219,6 +233,7 @@ class Conversation(Generic[OutputT]):
             system=system,
             settings=agent.config.model_settings,
             registry=registry,
+            measured=known,
         )
         state.events = ClientEventBridge(run, self._bus)
         self._active = state

@@ -141,7 +141,7 @@ class RunLoop:
             context = RunContext(run_id=state.run.id, session_id=session.id, deps=state.deps)
             text = await evaluate(agent._prompt, context)
             state.system = state.guard.system = agent._system(text)
-        state.guard.start(state.transcript, state.offer.specs)
+        state.guard.start(state.transcript, state.offer.specs, state.measured)
         if self.guarding is not None and state.resuming is None:  # a continued run was checked
             await self.guarding.start()
 
@@ -431,6 +431,7 @@ class RunLoop:
         """The run's messages, and what of them the history commits (SPEC 5's four cases)."""
         session, state, run = self.session, self.state, self.state.run
         run.messages = list(state.audit) if error is None else close_interrupted(state.audit)
+        session._measured = None  # unless the whole transcript is committed (below)
         if paused:
             from agentloop.engine.pause import paused_record
 
@@ -440,6 +441,7 @@ class RunLoop:
             session._history.extend(state.transcript[state.base : -1])  # all but the paused reply
         elif error is None:
             session._history.extend(state.pending)
+            session._measured = state.guard.measured(session._history, state.call_ids)
         elif isinstance(error, _CANNOT_FIT):
             run.unfinished_input = run.input
         else:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 else:  # the event classes load when somebody first listens
     ev = lazy_module("agentloop.events")
 
-__all__ = ["Guard", "Offer", "Paused", "RunOptions", "RunState"]
+__all__ = ["Guard", "Measured", "Offer", "Paused", "RunOptions", "RunState"]
 
 _NO_SETTINGS = ModelSettings()
 
@@ -47,8 +47,16 @@ class Guard(Protocol):
     system: str | None
     """The run's system prompt, as measured (set at run start for a prompt function)."""
 
-    def start(self, transcript: Sequence[Message], specs: Sequence[ToolSpec]) -> None:
-        """Measure the run's starting transcript and tool offer."""
+    def start(
+        self,
+        transcript: Sequence[Message],
+        specs: Sequence[ToolSpec],
+        known: Measured | None = None,
+    ) -> None:
+        """Measure the run's starting transcript and tool offer (``known``: its history's)."""
+
+    def measured(self, history: list[Message], call_ids: set[str]) -> Measured | None:
+        """What the run's transcript, now ``history``, measured at the end (None: unknown)."""
 
     def added(self, message: Message) -> None:
         """Measure and check one appended message."""
@@ -58,6 +66,41 @@ class Guard(Protocol):
 
     def salvage(self, state: RunState, error: ContextLengthExceeded) -> None:
         """A provider rejected the context: force a compaction before the retry."""
+
+
+class Measured:
+    """What a session knows of its committed history, so the next run need not redo it.
+
+    Left by a run that committed all it made (``RunLoop.finalize``): the history list and its
+    length then, the transcript checker's state at its end, the tokens of its messages (by
+    ``counter``, media by ``provider``'s formula) and its tool-call ids. A run whose history is
+    still that list at that length starts from it and measures only its input, so a long
+    conversation costs each run its new messages, not its whole history. Anything else (another
+    list, another length, another counter or provider) measures afresh.
+    """
+
+    __slots__ = ("call_ids", "checker", "counter", "history", "length", "provider", "tokens")
+
+    def __init__(
+        self,
+        history: list[Message],
+        checker: tuple[int, tuple[Any, ...], int],
+        tokens: int,
+        counter: object,
+        provider: str | None,
+        call_ids: set[str],
+    ) -> None:
+        self.history = history
+        self.length = len(history)
+        self.checker = checker
+        self.tokens = tokens
+        self.counter = counter
+        self.provider = provider
+        self.call_ids = call_ids
+
+    def holds(self, history: list[Message]) -> bool:
+        """Whether ``history`` is still the list this was taken of, unchanged in length."""
+        return history is self.history and len(history) == self.length
 
 
 class Paused(Exception):
@@ -144,11 +187,16 @@ class RunState:
     """Child agents (``as_tool``) by the parent's call id: one that paused, or one to continue."""
     paused: tuple[Any, ...] = ()
     """The calls the run paused on (``PendingCall``), set when a dispatch left some pending."""
+    measured: Measured | None = None
+    """What the session knew of ``transcript[:base]`` (its history) at the start, if anything."""
 
     def __post_init__(self) -> None:
         self.boundary = self.base
         self.audit = self.transcript[self.base :]
-        self.call_ids = {c.id for m in self.transcript for c in m.tool_calls}
+        known = self.measured
+        start = 0 if known is None else known.length
+        self.call_ids = set() if known is None else set(known.call_ids)
+        self.call_ids.update(c.id for m in self.transcript[start:] for c in m.tool_calls)
 
     @property
     def cancelled(self) -> bool:
