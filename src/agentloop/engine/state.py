@@ -194,9 +194,13 @@ class RunState:
         self.boundary = self.base
         self.audit = self.transcript[self.base :]
         known = self.measured
-        start = 0 if known is None else known.length
-        self.call_ids = set() if known is None else set(known.call_ids)
-        self.call_ids.update(c.id for m in self.transcript[start:] for c in m.tool_calls)
+        if known is None:
+            self.call_ids = {c.id for m in self.transcript for c in m.tool_calls}
+        else:
+            self.call_ids = set(known.call_ids)
+            self.call_ids.update(
+                c.id for m in self.transcript[known.length :] for c in m.tool_calls
+            )
 
     @property
     def cancelled(self) -> bool:
