@@ -45,6 +45,11 @@ _NO_DECISIONS: Mapping[str, Decision] = {}
 class Dispatcher:
     """Runs a turn's tool calls through the pipeline."""
 
+    __slots__ = (
+        "clock", "config", "default_recovery", "gates", "journal", "observers", "registry",
+        "safety", "session_id", "store",
+    )  # fmt: skip
+
     def __init__(
         self,
         *,

@@ -43,6 +43,11 @@ _T = TypeVar("_T")
 class Limits:
     """Turns, tool calls, tokens, cost and wall clock of one agent's runs."""
 
+    __slots__ = (
+        "_bus", "_clock", "_continued_budget", "_continued_calls", "_kept", "budget",
+        "budget_on", "max_tool_calls", "max_turns", "per_turn", "tool_calls",
+    )  # fmt: skip
+
     def __init__(self, config: RunConfig, bus: EventBus, clock: Callable[[], float]) -> None:
         self.max_turns = config.max_turns
         self.max_tool_calls = config.max_tool_calls

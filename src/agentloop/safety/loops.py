@@ -7,7 +7,7 @@ same operation keeps producing the same result (warn at ``warn_threshold``, stop
 
 The engine calls ``check()`` before every dispatch (a pure read) and ``record()`` once after
 every attempt. Every call costs O(1) amortized whatever the window: counts live in a dict
-beside the window deque, and entries made stale by progress are tombstoned, not searched for.
+beside the window list, and entries made stale by progress are tombstoned, not searched for.
 Result texts are hashed with a stable digest (not ``hash()``, which differs per process), so
 ``snapshot()`` / ``restore()`` carry the window into another process (``Agent.resume``).
 """
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -169,7 +168,7 @@ class LoopDetector:
         self._clear()
 
     def _clear(self) -> None:
-        self._window: deque[_Signature] = deque()
+        self._window: list[_Signature] = []  # a list: 50 entries pop from the front cheaply
         self._counts: dict[_Signature, int] = {}
         self._live_hash: dict[_Key, int | None] = {}
         self._dead: dict[_Signature, int] = {}
@@ -226,7 +225,7 @@ class LoopDetector:
         """Replace the state with a ``snapshot()``; raises ``ValueError`` on malformed data."""
         try:
             self._clear()
-            self._window = deque(_signature(s) for s in data["window"])
+            self._window = [_signature(s) for s in data["window"]]
             self._counts = {_signature(s[:3]): int(s[3]) for s in data["counts"]}
             self._live_hash = {
                 (str(t), str(a)): None if d is None else int(d) for t, a, d in data["live"]
@@ -271,7 +270,7 @@ class LoopDetector:
         signature: _Signature = (tool, args, digest)
         self._flush_progress((tool, args), digest)
         if len(self._window) >= self.config.window:
-            self._evict(self._window.popleft())
+            self._evict(self._window.pop(0))
         self._window.append(signature)
         count = self._counts.get(signature, 0) + 1
         self._counts[signature] = count
