@@ -36,6 +36,8 @@ __all__ = [
     "validate_transcript",
 ]
 
+_NO_IDS: set[str] = set()  # never added to: a checker without unique ids keeps none
+
 INTERRUPTED_TEXT = "The tool call was interrupted before a result was produced."
 """The synthetic result text (``is_error=True``) for a call whose result never came."""
 
@@ -65,7 +67,7 @@ class TranscriptChecker:
     def __init__(self, *, unique_ids: bool = True) -> None:
         self.unique_ids = unique_ids
         self._count = 0
-        self._ids: set[str] = set()
+        self._ids: set[str] = set() if unique_ids else _NO_IDS  # kept only when unique
         self._pending: tuple[ToolCallPart, ...] = ()
         self._pending_index = -1
 
@@ -80,9 +82,10 @@ class TranscriptChecker:
     def reset(self, messages: Iterable[Message] = ()) -> None:
         """Forget everything and check ``messages`` afresh (after compaction replaced history)."""
         self._count = 0
-        self._ids.clear()
         self._pending = ()
         self._pending_index = -1
+        if self.unique_ids:
+            self._ids.clear()
         self.extend(messages)
 
     def state(self) -> tuple[int, tuple[ToolCallPart, ...], int]:
@@ -94,7 +97,6 @@ class TranscriptChecker:
     def resume(self, count: int, pending: tuple[ToolCallPart, ...], pending_index: int) -> None:
         """Go on from a ``state()``: as if the same messages had been absorbed again."""
         self._count, self._pending, self._pending_index = count, pending, pending_index
-        self._ids.clear()
 
     def extend(self, messages: Iterable[Message]) -> None:
         """Check and absorb new messages appended to the transcript.
@@ -167,6 +169,8 @@ class TranscriptChecker:
                 raise _fail(index, message, f"duplicate tool call id {call.id!r} ({call.name})")
             seen.add(call.id)
         if self.unique_ids:
+            if self._ids is _NO_IDS:  # made without unique ids, asked for them since
+                self._ids = set()
             self._ids.update(seen)
         return calls
 

@@ -122,6 +122,7 @@ class BudgetWarning:
 
 
 _TOKEN_LINES = frozenset({"tokens", "output_tokens", "cost_usd"})
+_NONE_WARNED: set[str] = set()  # never added to: a gate holds it until its first warning
 _NO_WARNINGS: list[BudgetWarning] = []  # never appended to: a gate without lines returns it
 
 
@@ -176,7 +177,7 @@ class BudgetGate:
         self._started = self._clock()
         self._spent: dict[str, float] = dict.fromkeys(DIMENSIONS, 0)
         self._spent["cost_usd"] = 0.0
-        self._warned: set[str] = set()
+        self._warned: set[str] = _NONE_WARNED  # a set of its own at the first warning
 
     def snapshot(self) -> dict[str, Any]:
         """This run's spend, warnings sent and elapsed seconds, as plain JSON data."""
@@ -241,6 +242,8 @@ class BudgetGate:
             if over and exhausted is None:
                 exhausted = BudgetExhausted(dimension, spent, limit)
             if dimension not in self._warned and (over or (spent >= soft and spent > 0)):
+                if self._warned is _NONE_WARNED:
+                    self._warned = set()
                 self._warned.add(dimension)
                 warnings.append(BudgetWarning(dimension, spent, limit))
         return warnings, exhausted

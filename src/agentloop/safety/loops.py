@@ -84,6 +84,10 @@ def result_digest(text: str) -> int | None:
     return (zlib.crc32(data) << 32) | zlib.adler32(data)  # stable across processes, C speed
 
 
+_EMPTY: set[Any] = set()
+"""The empty set a detector holds until it has something to keep (never added to)."""
+
+
 def _signature(item: Any) -> _Signature:
     tool, args, digest = item
     return (str(tool), str(args), None if digest is None else int(digest))
@@ -172,8 +176,8 @@ class LoopDetector:
         self._counts: dict[_Signature, int] = {}
         self._live_hash: dict[_Key, int | None] = {}
         self._dead: dict[_Signature, int] = {}
-        self._warned: set[_Signature] = set()
-        self._at_stop: set[_Signature] = set()
+        self._warned: set[_Signature] = _EMPTY  # a set of its own at the first add
+        self._at_stop: set[_Signature] = _EMPTY
         self._alternation = _Alternation()
 
     def __repr__(self) -> str:
@@ -276,6 +280,8 @@ class LoopDetector:
         self._counts[signature] = count
         self._live_hash[(tool, args)] = digest
         if self._is_stop(count):
+            if self._at_stop is _EMPTY:
+                self._at_stop = set()
             self._at_stop.add(signature)
         self._alternation.push(signature, is_error)
         return self._repetition_warning(signature, count) or self._alternation_warning()
@@ -295,6 +301,8 @@ class LoopDetector:
         warn = self.config.warn_threshold
         if not warn or count < warn or self._is_stop(count) or signature in self._warned:
             return None
+        if self._warned is _EMPTY:
+            self._warned = set()
         self._warned.add(signature)
         return LoopWarning(_pattern(signature), count)
 
