@@ -2,20 +2,23 @@
 
 Builds one agent with one tool, then N sessions of it (no store), and prints microseconds per
 ``agent.session()`` call and the bytes each idle session holds (tracemalloc, after a GC). Also
-prints the same for ``Agent(...)`` itself, the cost a per-request agent would pay instead. A
+prints the same for ``Agent(...)`` itself, the cost a per-request agent would pay instead, and
+what one run costs as a session's history grows (``--long``: runs of one text answer on one
+session, CPU per run at each history length; the engine with a test double, no HTTP). A
 benchmark, not a test: ``.venv/bin/python bench/sessions.py``.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import statistics
 import time
 import tracemalloc
 
 from agentloop import Agent, tool
-from agentloop.testing import ScriptedModel
+from agentloop.testing import FunctionModel, ScriptedModel, reply
 
 
 @tool
@@ -51,11 +54,26 @@ def bytes_each(make: object, n: int) -> float:
     return (after - before) / n
 
 
+async def long_session(blocks: int, per_block: int) -> None:
+    """CPU microseconds per run as one session's history grows by two messages a run."""
+    agent = Agent(FunctionModel(lambda request: reply("ok")), tools=[lookup])
+    session = agent.session()
+    print(f"\n{'history (messages)':<22}{'us per run':>12}")
+    for _ in range(blocks):
+        length = len(session.history)
+        started = time.process_time()
+        for _ in range(per_block):
+            await session.run("go")
+        spent = (time.process_time() - started) / per_block * 1e6
+        print(f"{length:<22}{spent:>12.0f}")
+
+
 def main() -> None:
     """Print the figures."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("-n", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--long", action="store_true", help="+ a run's cost as history grows")
     args = parser.parse_args()
     agent = Agent(ScriptedModel([]), tools=[lookup])
 
@@ -71,6 +89,8 @@ def main() -> None:
         us = per_call_us(make, args.n, args.repeats)
         kib = bytes_each(make, args.n) / 1024
         print(f"{name:<28}{us:>14.1f}{kib:>18.2f}")
+    if args.long:
+        asyncio.run(long_session(blocks=6, per_block=250))
 
 
 if __name__ == "__main__":
