@@ -117,12 +117,25 @@ class ContextGuard:
         self.meter.add(message)
         self.checker.append(message)
 
+    def ready(self) -> bool:
+        """True when the next request needs no compaction and can be sent (then checked).
+
+        The common turn's whole context step, with no coroutine; False: ``before_call`` next.
+        """
+        if self._force or self.policy.need(self.meter.total) is not None:
+            return False
+        self._sendable()
+        return True
+
     async def before_call(self, state: RunState, commit: Commit) -> None:
         """Compact when the policy says so; refuse anything that cannot be sent."""
         reason = "emergency" if self._force else self.policy.need(self.meter.total)
         self._force = False
         if reason is not None:
             await self._compact(state, reason, commit)
+        self._sendable()
+
+    def _sendable(self) -> None:
         if not self.policy.fits(self.meter.total):
             raise ContextExceeded(self.meter.total, self.config.context_window)
         self.checker.check_sendable()

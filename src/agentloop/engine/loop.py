@@ -163,7 +163,8 @@ class RunLoop:
             session.safety.limits.before_request(state.run, state.turn_index)
             if agent._toolsets.toolsets:
                 await agent._refresh_tools(state, starting=False)
-            await state.guard.before_call(state, self._commit_compacted)
+            if not state.guard.ready():
+                await state.guard.before_call(state, self._commit_compacted)
             if guarding is None:
                 response = await self._model_step()
             else:  # the reply waits for a pending input check's verdict

@@ -61,6 +61,9 @@ class Guard(Protocol):
     def added(self, message: Message) -> None:
         """Measure and check one appended message."""
 
+    def ready(self) -> bool:
+        """True when the next request needs no compaction and is checked sendable."""
+
     async def before_call(self, state: RunState, commit: Callable[[list[Message]], None]) -> None:
         """Compact before the next model call when needed (``commit`` makes it history)."""
 
