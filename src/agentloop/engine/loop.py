@@ -128,7 +128,8 @@ class RunLoop:
     async def _start(self) -> None:
         agent, session, state = self.agent, self.session, self.state
         state.check_cancel()
-        await agent._refresh_tools(state, starting=True)
+        if agent._toolsets.toolsets:  # MCP servers and other tool sources
+            await agent._refresh_tools(state, starting=True)
         if session._recorder is not None:
             session._recorder.begin(state.run)
         session.safety.limits.begin(state.budget)
