@@ -134,18 +134,21 @@ class RunStream(Generic[OutputT]):
         return self
 
     async def __anext__(self) -> Event:
-        if self._task is None:
-            raise TypeError(_USE)
-        if self._ended:
-            raise StopAsyncIteration
         buffer = self._buffer
-        while not buffer:
-            await self._wait()
+        if not buffer:  # (nothing is queued before the block is entered, or after the end)
+            if self._task is None:
+                raise TypeError(_USE)
+            if self._ended:
+                raise StopAsyncIteration
+            while not buffer:
+                await self._wait()
         item = buffer.popleft()
         if item is not _END:
             return item  # type: ignore[no-any-return]
         self._ended = True
-        error = None if self._task.cancelled() else self._task.exception()
+        task = self._task
+        assert task is not None  # _END is pushed by the task's own done callback
+        error = None if task.cancelled() else task.exception()
         if error is not None:
             raise error
         raise StopAsyncIteration

@@ -16,6 +16,7 @@ import json
 import math
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from json.encoder import encode_basestring_ascii as _json_string
 from typing import Any, TypeAlias
 
 from agentloop.clock import Clock
@@ -156,7 +157,7 @@ class _Base:
         for start in range(0, len(text), 8):
             yield StreamEvent("text_delta", text=text[start : start + 8])
         for index, part in enumerate(response.tool_calls):
-            arguments = json.dumps(dict(part.arguments))
+            arguments = _arguments_json(part.arguments)
             yield StreamEvent("tool_call_delta", index=index, call_id=part.id, name=part.name)
             for start in range(0, len(arguments), 8):
                 yield StreamEvent(
@@ -191,6 +192,20 @@ class _Base:
             call_id = item.id or f"call_{next(self._ids)}"
             return ToolCallPart(call_id, item.name, dict(item.arguments))
         raise TypeError(f"not a scripted step item: {item!r}")
+
+
+def _arguments_json(arguments: Mapping[str, Any]) -> str:
+    """``json.dumps(dict(arguments))``, the same text.
+
+    A mapping of strings to strings is written directly: ``json.dumps`` makes an encoder per call
+    (1.6 us against 0.4 for one key).
+    """
+    pairs = []
+    for key, value in arguments.items():
+        if type(key) is not str or type(value) is not str:
+            return json.dumps(dict(arguments))
+        pairs.append(f"{_json_string(key)}: {_json_string(value)}")
+    return "{" + ", ".join(pairs) + "}"
 
 
 class ScriptedModel(_Base):
