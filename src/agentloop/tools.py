@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from agentloop._schema import ArgumentModel, build_argument_model, format_validation_error
 from agentloop._util.numbers import is_finite
 from agentloop._util.peers import hinting
+from agentloop._util.slots import record
 from agentloop._util.threads import in_daemon_thread
 from agentloop.cancel import CancelToken
 from agentloop.errors import (
@@ -48,7 +49,7 @@ __all__ = [
 ]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class ToolOutput:
     """A tool's result with an explicit error flag (``is_error=True`` is a soft error)."""
 

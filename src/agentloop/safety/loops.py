@@ -18,9 +18,9 @@ import json
 import zlib
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from agentloop._util.slots import record
 from agentloop.errors import ConfigurationError, LoopDetected
 from agentloop.safety._config import require_non_negative_fields
 
@@ -41,7 +41,7 @@ _Signature: TypeAlias = tuple[str, str, int | None]
 """(tool name, canonical JSON of the arguments, hash of the result text or None if empty)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LoopDetection:
     """Warn at ``warn_threshold`` identical operations, stop at ``stop_threshold`` (0 disables)."""
 
@@ -55,7 +55,7 @@ class LoopDetection:
             raise ConfigurationError("LoopDetection.window must be >= 1", field="window")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LoopWarning:
     """A pattern reached the warn threshold (below the stop): one per pattern per episode."""
 

@@ -15,9 +15,10 @@ import itertools
 import json
 import math
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, TypeAlias
 
+from agentloop._util.slots import record
 from agentloop.clock import Clock
 from agentloop.errors import InternalError
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, Usage
@@ -93,7 +94,7 @@ class ScriptExhausted(InternalError):
     """A ``ScriptedModel`` received more requests than it has steps."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ScriptedCall:
     """A tool call to emit; ``id=None`` gets a fresh unique id when emitted."""
 
