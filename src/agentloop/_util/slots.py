@@ -138,54 +138,86 @@ def _methods(
     return own
 
 
+_COMPILED: dict[str, types.CodeType] = {}
+"""The code of each shape of ``__init__`` compiled so far, by its source."""
+
+
 def _init(made: type, fields: tuple[dataclasses.Field[Any], ...], *, has_post_init: bool) -> Any:
-    """One compiled ``__init__`` that sets every slot through its descriptor."""
-    me = "__record_self__" if any(f.name == "self" for f in fields) else "self"
-    scope: dict[str, Any] = {"_HAS_FACTORY": _HAS_FACTORY, "_object_setattr": object.__setattr__}
+    """The ``__init__`` that sets every slot through its descriptor.
+
+    Its code depends only on the shape of the fields (positional or keyword, a factory or not,
+    set or not), never on names or default values: those are the code's parameter names and
+    the function's defaults. Records of one shape share one compiled code (``_COMPILED``).
+    """
+    scope: dict[str, Any] = {"__name__": made.__module__, "_HAS_FACTORY": _HAS_FACTORY}
     params: list[str] = []
     keywords: list[str] = []
+    defaults: list[Any] = []
+    keyword_defaults: dict[str, Any] = {}
     lines: list[str] = []
-    for f in fields:
-        parameter, value = _field_code(f, scope)
-        slot = getattr(made, f.name, None)
-        if type(slot) is types.MemberDescriptorType:
-            scope[f"_set_{f.name}"] = slot.__set__
-            setter = f"_set_{f.name}({me}, {{}})"
-        else:
-            setter = f"_object_setattr({me}, {f.name!r}, {{}})"
-        if value is not None:
-            lines.append(setter.format(value))
-        if parameter is None:
+    for i, f in enumerate(fields):
+        scope[f"_s{i}"] = _setter(made, f.name)
+        default = f.default
+        if f.default_factory is not dataclasses.MISSING:
+            scope[f"_f{i}"], default = f.default_factory, _HAS_FACTORY
+        if not f.init:
+            lines += _unset(i, default, scope)
             continue
-        if not f.kw_only and parameter == f.name and params and params[-1] != _bare(params[-1]):
+        lines.append(
+            f"_s{i}(self, _f{i}() if a{i} is _HAS_FACTORY else a{i})"
+            if default is _HAS_FACTORY
+            else f"_s{i}(self, a{i})"
+        )
+        if f.kw_only:
+            keywords.append(f"a{i}")
+            if default is not dataclasses.MISSING:
+                keyword_defaults[f.name] = default
+        elif default is not dataclasses.MISSING:
+            params.append(f"a{i}")
+            defaults.append(default)
+        elif defaults:
             raise TypeError(f"non-default argument {f.name!r} follows default argument")
-        (keywords if f.kw_only else params).append(parameter)
+        else:
+            params.append(f"a{i}")
     if has_post_init:
-        lines.append(f"{me}.__post_init__()")
-    signature = ", ".join([me, *params, *(["*", *keywords] if keywords else [])])
-    body = "\n    ".join(lines) or "pass"
-    exec(f"def __init__({signature}):\n    {body}", scope)
-    init = scope["__init__"]
+        lines.append("self.__post_init__()")
+    signature = ", ".join(["self", *params, *(["*", *keywords] if keywords else [])])
+    names = [f.name for f in fields if f.init and not f.kw_only]
+    names += [f.name for f in fields if f.init and f.kw_only]
+    code = _compiled(f"def __init__({signature}):\n    " + ("\n    ".join(lines) or "pass"))
+    me = "__record_self__" if "self" in names else "self"
+    code = code.replace(co_varnames=(me, *names), co_qualname=f"{made.__qualname__}.__init__")
+    init = types.FunctionType(code, scope, "__init__", tuple(defaults))
+    init.__kwdefaults__ = keyword_defaults or None
     init.__annotations__ = {f.name: f.type for f in fields if f.init} | {"return": None}
     return init
 
 
-def _bare(parameter: str) -> str:
-    return parameter.partition("=")[0]
+def _unset(i: int, default: Any, scope: dict[str, Any]) -> list[str]:
+    """The line (if any) that sets field ``i``, which ``__init__`` takes no parameter for."""
+    if default is _HAS_FACTORY:
+        return [f"_s{i}(self, _f{i}())"]
+    if default is dataclasses.MISSING:
+        return []
+    scope[f"_d{i}"] = default
+    return [f"_s{i}(self, _d{i})"]
 
 
-def _field_code(f: dataclasses.Field[Any], scope: dict[str, Any]) -> tuple[str | None, str | None]:
-    """(The ``__init__`` parameter, the expression of the value to set) of one field."""
-    name = f.name
-    if f.default_factory is not dataclasses.MISSING:
-        scope[f"_factory_{name}"] = f.default_factory
-        if not f.init:
-            return None, f"_factory_{name}()"
-        return f"{name}=_HAS_FACTORY", f"_factory_{name}() if {name} is _HAS_FACTORY else {name}"
-    if f.default is not dataclasses.MISSING:
-        scope[f"_default_{name}"] = f.default
-        return (f"{name}=_default_{name}", name) if f.init else (None, f"_default_{name}")
-    return (name, name) if f.init else (None, None)
+def _compiled(source: str) -> types.CodeType:
+    code = _COMPILED.get(source)
+    if code is None:
+        found: dict[str, Any] = {}
+        exec(source, {}, found)
+        code = _COMPILED[source] = found["__init__"].__code__
+    return code
+
+
+def _setter(made: type, name: str) -> Callable[[Any, Any], None]:
+    """What sets field ``name`` of a ``made``: its slot's ``__set__``, bypassing ``__setattr__``."""
+    slot = getattr(made, name, None)
+    if type(slot) is types.MemberDescriptorType:
+        return slot.__set__
+    return lambda self, value: object.__setattr__(self, name, value)
 
 
 def _setattr(made: Any, fields: tuple[dataclasses.Field[Any], ...]) -> Callable[..., None]:
@@ -271,7 +303,5 @@ def fast_init(made: type[_T]) -> type[_T]:
     """``made`` (a frozen, slotted dataclass) with the fast ``__init__`` of a ``record``."""
     fields = dataclasses.fields(made)  # type: ignore[arg-type]
     init = _init(made, fields, has_post_init=hasattr(made, "__post_init__"))
-    init.__qualname__ = f"{made.__qualname__}.__init__"
-    init.__module__ = made.__module__
     made.__init__ = init  # type: ignore[method-assign]
     return made
