@@ -45,7 +45,12 @@ _HAS_FACTORY = _Factory()
 def record(cls: type[_T], /) -> type[_T]: ...
 @overload
 def record(
-    *, repr: bool = True, eq: bool = True, kw_only: bool = False, match_args: bool = True
+    *,
+    repr: bool = True,
+    eq: bool = True,
+    frozen: bool = True,
+    kw_only: bool = False,
+    match_args: bool = True,
 ) -> Callable[[type[_T]], type[_T]]: ...
 @dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, dataclasses.Field))
 def record(
@@ -54,21 +59,28 @@ def record(
     *,
     repr: bool = True,
     eq: bool = True,
+    frozen: bool = True,
     kw_only: bool = False,
     match_args: bool = True,
 ) -> type[_T] | Callable[[type[_T]], type[_T]]:
-    """``@dataclass(frozen=True, slots=True, ...)`` for what it takes, built more cheaply."""
+    """``@dataclass(frozen=True, slots=True, ...)`` for what it takes, built more cheaply.
+
+    ``frozen=False`` gives ``@dataclass(slots=True, ...)``: no ``__setattr__`` of its own, and
+    ``__hash__`` None when it compares (``eq``) and the class defines no hash.
+    """
 
     def wrap(cls: type[_T]) -> type[_T]:
-        return _make(cls, repr=repr, eq=eq, kw_only=kw_only, match_args=match_args)
+        options = {"repr": repr, "eq": eq, "frozen": frozen}
+        return _make(cls, options, kw_only=kw_only, match_args=match_args)
 
     return wrap if cls is None else wrap(cls)
 
 
-def _make(cls: type[_T], *, repr: bool, eq: bool, kw_only: bool, match_args: bool) -> type[_T]:
+def _make(cls: type[_T], options: dict[str, bool], *, kw_only: bool, match_args: bool) -> type[_T]:
+    """The record of ``cls``; ``options`` are its ``repr``, ``eq`` and ``frozen``."""
     body = set(cls.__dict__)
     has_doc = cls.__dict__.get("__doc__") is not None
-    frozen_base = _frozen_base(cls, body)
+    frozen_base = options["frozen"] and _frozen_base(cls, body)
     if not has_doc:
         cls.__doc__ = "-"  # spares dataclass a signature it would get wrong; set below
     # A frozen base makes dataclass refuse frozen=False; it then compiles two more functions.
@@ -83,12 +95,13 @@ def _make(cls: type[_T], *, repr: bool, eq: bool, kw_only: bool, match_args: boo
         slots=True,
     )
     params = made.__dataclass_params__
-    params.init, params.repr, params.eq, params.frozen = True, repr, eq, True
+    params.init = True
+    params.repr, params.eq, params.frozen = options["repr"], options["eq"], options["frozen"]
     fields = dataclasses.fields(made)
-    for name, function in _methods(made, fields, body, repr=repr, eq=eq).items():
+    for name, function in _methods(made, fields, body, **options).items():
         if name in body:
             continue
-        if function is not _getstate and function is not _setstate:
+        if function is not None and function is not _getstate and function is not _setstate:
             function.__qualname__ = f"{made.__qualname__}.{name}"
             function.__module__ = made.__module__
         setattr(made, name, function)
@@ -116,24 +129,25 @@ def _methods(
     *,
     repr: bool,
     eq: bool,
-) -> dict[str, Callable[..., Any]]:
-    """What a frozen dataclass with these options has; ``body`` may lose ``__hash__``."""
-    own: dict[str, Callable[..., Any]] = {
+    frozen: bool,
+) -> dict[str, Callable[..., Any] | None]:
+    """What a slotted dataclass with these options has; ``body`` may lose ``__hash__``."""
+    own: dict[str, Callable[..., Any] | None] = {
         "__init__": _init(made, fields, has_post_init=hasattr(made, "__post_init__")),
-        "__setattr__": _setattr(made, fields),
-        "__delattr__": _delattr(made, fields),
-        "__getstate__": _getstate,
-        "__setstate__": _setstate,
     }
+    if frozen:
+        own["__setattr__"] = _setattr(made, fields)
+        own["__delattr__"] = _delattr(made, fields)
+        own["__getstate__"] = _getstate
+        own["__setstate__"] = _setstate
     if repr:
         own["__repr__"] = _repr(tuple(f.name for f in fields if f.repr))
     if eq:
         own["__eq__"] = _eq(tuple(f.name for f in fields if f.compare))
         hashed = made.__dict__.get("__hash__", dataclasses.MISSING)
         if hashed is dataclasses.MISSING or (hashed is None and "__eq__" in body):
-            own["__hash__"] = _hash(
-                tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash))
-            )
+            hashed = tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash))
+            own["__hash__"] = _hash(hashed) if frozen else None
             body.discard("__hash__")
     return own
 
@@ -212,9 +226,11 @@ def _compiled(source: str) -> types.CodeType:
     return code
 
 
-def _setter(made: type, name: str) -> Callable[[Any, Any], None]:
+def _setter(made: Any, name: str) -> Callable[[Any, Any], None]:
     """What sets field ``name`` of a ``made``: its slot's ``__set__``, bypassing ``__setattr__``."""
     slot = getattr(made, name, None)
+    if made.__setattr__ is not object.__setattr__ and not made.__dataclass_params__.frozen:
+        return lambda self, value: setattr(self, name, value)
     if type(slot) is types.MemberDescriptorType:
         return slot.__set__
     return lambda self, value: object.__setattr__(self, name, value)
