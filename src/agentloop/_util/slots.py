@@ -143,11 +143,13 @@ def _methods(
     if repr:
         own["__repr__"] = _repr(tuple(f.name for f in fields if f.repr))
     if eq:
-        own["__eq__"] = _eq(made, [f.name for f in fields if f.compare])
+        compared = [f.name for f in fields if f.compare]
+        own["__eq__"] = _on_first_call(made, "__eq__", lambda: _eq(made, compared))
         hashed = made.__dict__.get("__hash__", dataclasses.MISSING)
         if hashed is dataclasses.MISSING or (hashed is None and "__eq__" in body):
             hashing = [f.name for f in fields if (f.compare if f.hash is None else f.hash)]
-            own["__hash__"] = _hash(made, hashing) if frozen else None
+            made_hash = _on_first_call(made, "__hash__", lambda: _hash(made, hashing))
+            own["__hash__"] = made_hash if frozen else None
             body.discard("__hash__")
     return own
 
@@ -302,6 +304,21 @@ def _repr(names: tuple[str, ...]) -> Callable[[Any], str]:
         return f"{self.__class__.__qualname__}({shown})"
 
     return __repr__
+
+
+def _on_first_call(made: type, name: str, build: Callable[[], Any]) -> Callable[..., Any]:
+    """A method that builds the real one on its first call, puts it in its place and calls it.
+
+    ``==`` and ``hash`` are compiled as the dataclass writes them (a closure over the field
+    names is half as fast), but most records are never compared: they compile when first used.
+    """
+
+    def first(self: Any, *args: Any) -> Any:
+        method = build()
+        setattr(made, name, method)
+        return method(self, *args)
+
+    return first
 
 
 def _fields_tuple(who: str, count: int) -> str:
