@@ -6,6 +6,7 @@ import copy
 import dataclasses
 import inspect
 import pickle
+import typing
 from typing import Any, ClassVar
 
 import pydantic
@@ -76,6 +77,7 @@ def test_the_signature_defaults_and_doc_are_the_dataclasses() -> None:
     assert (made.x, made.y, made.tags, made.note, made.scale, made.seen) == (1, 0, (), "n", 2.0, [])
     assert Point(1).seen is not Point(1).seen  # a fresh list from the factory each time
     assert Point.__init__.__qualname__ == "Point.__init__"
+    assert typing.get_type_hints(Point.__init__) == typing.get_type_hints(DataPoint.__init__)
     params = vars(Point)["__dataclass_params__"]
     assert params.frozen and params.eq and not params.order
     assert [f.name for f in dataclasses.fields(Point)] == [

@@ -21,6 +21,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import inspect
+import sys
 import types
 from _thread import get_ident
 from collections.abc import Callable
@@ -161,7 +162,7 @@ _COMPILED: dict[str, types.CodeType] = {}
 def _function(
     made: type,
     source: str,
-    scope: dict[str, Any],
+    helpers: dict[str, Any],
     attributes: list[str],
     parameters: list[str] | None = None,
 ) -> Any:
@@ -170,14 +171,17 @@ def _function(
     The source names no field: it reads and sets ``_field0``, ``_field1``, ... and takes
     ``a0``, ``a1``, ... as parameters, so records of one shape share one compiled code
     (``_COMPILED``); each gets a copy with those names replaced by ``attributes`` and
-    ``parameters``. A compile costs about 80 us; the copy about 2 us.
+    ``parameters`` (a compile costs about 80 us, a copy 2 us). ``helpers`` are the values the
+    code reads by name, given to it as closure cells; its globals are the module's, as the
+    dataclass's are (``typing.get_type_hints`` reads the annotations there).
     """
     code = _COMPILED.get(source)
     if code is None:
+        outer = f"def __make__({', '.join(helpers)}):\n    " + source.replace("\n", "\n    ")
         found: dict[str, Any] = {}
-        exec(source, {}, found)
-        (function,) = found.values()
-        code = _COMPILED[source] = function.__code__
+        exec(outer, {}, found)
+        inner = [c for c in found["__make__"].__code__.co_consts if isinstance(c, types.CodeType)]
+        code = _COMPILED[source] = inner[0]
     real = {f"_field{i}": name for i, name in enumerate(attributes)}
     names = tuple(real.get(name, name) for name in code.co_names)
     varnames = code.co_varnames
@@ -185,7 +189,10 @@ def _function(
         varnames = ("__record_self__" if "self" in parameters else "self", *parameters)
     qualname = f"{made.__qualname__}.{code.co_name}"
     code = code.replace(co_names=names, co_varnames=varnames, co_qualname=qualname)
-    return types.FunctionType(code, scope, code.co_name)
+    module = sys.modules.get(made.__module__)
+    scope = vars(module) if module is not None else {"__builtins__": builtins}
+    cells = tuple(types.CellType(helpers[name]) for name in code.co_freevars)
+    return types.FunctionType(code, scope, code.co_name, None, cells)
 
 
 def _init(made: type, fields: tuple[dataclasses.Field[Any], ...], *, frozen: bool) -> Any:
@@ -195,7 +202,7 @@ def _init(made: type, fields: tuple[dataclasses.Field[Any], ...], *, frozen: boo
     descriptors take 0.4 us). Names and default values are not in the code: they are its
     parameter names and the function's defaults.
     """
-    scope: dict[str, Any] = {"__builtins__": builtins, "_HAS_FACTORY": _HAS_FACTORY}
+    scope: dict[str, Any] = {"_HAS_FACTORY": _HAS_FACTORY}
     params: list[str] = []
     keywords: list[str] = []
     defaults: list[Any] = []
@@ -334,12 +341,12 @@ def _eq(made: type, names: list[str]) -> Any:
         f"        return {mine} == {theirs}\n"
         "    return NotImplemented"
     )
-    return _function(made, source, {"__builtins__": builtins}, names)
+    return _function(made, source, {}, names)
 
 
 def _hash(made: type, names: list[str]) -> Any:
     source = f"def __hash__(self):\n    return hash({_fields_tuple('self', len(names))})"
-    return _function(made, source, {"__builtins__": builtins}, names)
+    return _function(made, source, {}, names)
 
 
 def fast_init(made: type[_T]) -> type[_T]:
