@@ -2,13 +2,14 @@
 
 ``@dataclass(frozen=True, slots=True)`` compiles six functions per class (``__init__``,
 ``__repr__``, ``__eq__``, ``__hash__``, ``__setattr__``, ``__delattr__``), one ``exec`` each:
-about 0.6 ms a class, most of what importing agentloop costs. ``record`` asks ``dataclass`` for the
-fields and the slots only (``init``, ``repr`` and ``eq`` off, not frozen), compiles one
-``__init__`` and installs plain closures for the rest. What a frozen dataclass offers stays:
-``fields()``, ``replace()``, ``is_dataclass()``, ``__match_args__``, ``FrozenInstanceError`` on
-assignment, its ``repr``, ``==`` and ``hash``, pickling and copying (the same state as a frozen
-slotted dataclass), and ``__dataclass_params__`` says ``frozen=True``, so a plain frozen dataclass
-may subclass a record.
+about 0.6 ms a class, most of what importing agentloop cost. ``record`` asks ``dataclass`` for
+the fields and the slots only (``init``, ``repr`` and ``eq`` off, not frozen) and installs the
+rest itself: ``__init__`` from a code compiled once per shape of fields, ``==`` and ``hash``
+compiled once per field count on their first call, closures for the others. What a frozen
+dataclass offers stays: ``fields()``, ``replace()``, ``is_dataclass()``, ``__match_args__``,
+``FrozenInstanceError`` on assignment, its ``repr``, ``==`` and ``hash``, pickling and copying
+(the same state as a frozen slotted dataclass), and ``__dataclass_params__`` says
+``frozen=True``, so a plain frozen dataclass may subclass a record.
 
 The ``__init__`` sets each slot through its descriptor instead of ``object.__setattr__`` (about
 0.4 us for five fields instead of 1.3 us): records such as ``Message`` and ``StreamEvent`` are

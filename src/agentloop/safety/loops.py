@@ -14,10 +14,9 @@ Result texts are hashed with a stable digest (not ``hash()``, which differs per 
 
 from __future__ import annotations
 
-import json
 import zlib
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeAlias
 
 from agentloop._util.slots import record
@@ -63,14 +62,23 @@ class LoopWarning:
     repetitions: int
 
 
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=repr)
+def _first_canonical(value: Any) -> str:
+    """Builds ``_CANONICAL`` (and imports ``json``) on the first call, not at import."""
+    global _CANONICAL
+    import json
+
+    _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=repr).encode
+    return _CANONICAL(value)
+
+
+_CANONICAL: Callable[[Any], str] = _first_canonical
 """One encoder for every call (``json.dumps`` with options builds a new one each time)."""
 
 
 def canonical_arguments(arguments: Mapping[str, Any]) -> str:
     """Compact JSON of ``arguments`` with sorted keys (``repr`` for values JSON cannot hold)."""
     try:
-        return _CANONICAL.encode(arguments)
+        return _CANONICAL(arguments)
     except (TypeError, ValueError):  # e.g. keys of mixed types, circular structures
         if isinstance(arguments, Mapping):
             return repr(sorted(arguments.items(), key=lambda item: str(item[0])))
