@@ -11,11 +11,12 @@ so ``from agentloop import Agent`` loads no HTTP layer.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 from agentloop._util.numbers import is_finite
 from agentloop._util.peers import hint_init
+from agentloop._util.slots import record
 from agentloop.context import Compactor, TruncatingCompactor
 from agentloop.errors import ConfigurationError
 from agentloop.model import ModelClient, ModelSettings
@@ -63,7 +64,7 @@ def _fail(name: str, rule: str, value: Any) -> ConfigurationError:
         "usage_limits": "budget=Budget(...) (or run(..., usage_limits=Budget(...)) for one run)",
     }
 )
-@dataclass(frozen=True, slots=True)
+@record
 class RunConfig:
     """How a run behaves; every field has a default (see SPEC section 2)."""
 

@@ -20,10 +20,11 @@ import functools
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
+from agentloop._util.slots import record
 from agentloop.errors import ConfigurationError, ResponseInvalid
 from agentloop.messages import (
     AudioPart,
@@ -95,7 +96,7 @@ def _lines(window: int, threshold: float) -> tuple[int, int, int]:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class WindowPolicy:
     """When to compact: a pure function of the request estimate.
 
@@ -184,7 +185,7 @@ class Compactor(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Cut:
     head: list[Message]
     dropped: list[Message]
@@ -294,7 +295,7 @@ def _validate_sizes(owner: str, preserve_recent: int, min_messages: int) -> None
         raise ConfigurationError(f"{owner}.min_messages must be >= 2", field="min_messages")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TruncatingCompactor:
     """Keep the first message and the most recent ``preserve_recent``; drop the middle.
 
@@ -401,7 +402,7 @@ def _fit_transcript(lines: list[str], room: int, counter: TokenCounter) -> str:
     return "\n".join(reversed(chosen))
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(eq=False)
 class SummarizingCompactor:
     """Replace the dropped middle with a model-written summary.
 

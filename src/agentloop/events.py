@@ -13,12 +13,10 @@ one included, so code that handles any event reads the number one way.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import field
+from typing import TYPE_CHECKING, Any
 
-from typing_extensions import dataclass_transform
-
-from agentloop._util.slots import fast_init
+from agentloop._util.slots import record
 from agentloop.messages import ToolCallPart, ToolResultPart
 from agentloop.model import ModelResponse
 
@@ -55,21 +53,7 @@ __all__ = [
 ]
 
 
-_E = TypeVar("_E")
-
-
-@dataclass_transform(frozen_default=True, kw_only_default=False, field_specifiers=(field,))
-def _event(cls: type[_E]) -> type[_E]:
-    """A frozen, slotted dataclass whose ``__init__`` sets the slots through their descriptors.
-
-    Events are built on the engine's hot path (``agentloop._util.slots.fast_init``); the
-    dataclass is told ``init=False`` so that it does not compile an ``__init__`` only to see it
-    replaced.
-    """
-    return fast_init(dataclass(frozen=True, slots=True, init=False)(cls))
-
-
-@_event
+@record
 class Event:
     """Base of every event: which run, which turn, and which agent (``path``)."""
 
@@ -85,14 +69,14 @@ class Event:
         return self.turn
 
 
-@_event
+@record
 class RunStarted(Event):
     """A run started (``run.input`` is its prompt)."""
 
     run: Run[Any]
 
 
-@_event
+@record
 class TurnStarted(Event):
     """Turn ``turn`` is about to call the model.
 
@@ -104,21 +88,21 @@ class TurnStarted(Event):
     provider: str | None = field(default=None, kw_only=True)
 
 
-@_event
+@record
 class TextDelta(Event):
     """A streamed fragment of the reply's text."""
 
     text: str
 
 
-@_event
+@record
 class ThinkingDelta(Event):
     """A streamed fragment of the model's readable reasoning (or its summary); never an answer."""
 
     text: str
 
 
-@_event
+@record
 class ToolCallDelta(Event):
     """A streamed fragment of a tool call: its name (first fragment) and argument text.
 
@@ -132,26 +116,26 @@ class ToolCallDelta(Event):
     call_id: str | None = None
 
 
-@_event
+@record
 class AttemptReset(Event):
     """A streamed attempt failed and a retry starts: discard the fragments of this turn."""
 
 
-@_event
+@record
 class ModelResponded(Event):
     """The model's complete reply for this turn."""
 
     response: ModelResponse
 
 
-@_event
+@record
 class ToolCallRequested(Event):
     """The model asked for a tool call (once per call, before any attempt)."""
 
     call: ToolCallPart
 
 
-@_event
+@record
 class ToolCallStarted(Event):
     """An attempt of a tool call starts (``attempt`` is 0-based; recovery retries count up)."""
 
@@ -159,7 +143,7 @@ class ToolCallStarted(Event):
     attempt: int
 
 
-@_event
+@record
 class ToolCallFinished(Event):
     """An attempt produced a result; ``result.is_error`` marks a soft error (vetoes included)."""
 
@@ -169,7 +153,7 @@ class ToolCallFinished(Event):
     duration: float
 
 
-@_event
+@record
 class LoopWarning(Event):
     """A repeated operation reached the loop detector's warning threshold."""
 
@@ -177,14 +161,14 @@ class LoopWarning(Event):
     repetitions: int
 
 
-@_event
+@record
 class ConvergenceWarning(Event):
     """Terminal replies converged (``status`` is the detector's ``ConvergenceStatus``)."""
 
     status: Any
 
 
-@_event
+@record
 class Compacted(Event):
     """A compaction pass shrank the transcript from ``before`` to ``after`` tokens."""
 
@@ -192,14 +176,14 @@ class Compacted(Event):
     after: int
 
 
-@_event
+@record
 class CompactionFailed(Event):
     """A compaction pass failed; ``error`` is the hard error that ends the run."""
 
     error: AgentLoopError
 
 
-@_event
+@record
 class RetryScheduled(Event):
     """A model request failed with ``error``; attempt ``attempt + 1`` follows after a wait."""
 
@@ -208,7 +192,7 @@ class RetryScheduled(Event):
     wait_seconds: float
 
 
-@_event
+@record
 class FellBack(Event):
     """A request failed on ``from_model`` and moves on to ``to_model``."""
 
@@ -217,7 +201,7 @@ class FellBack(Event):
     error: BaseException
 
 
-@_event
+@record
 class ModelSwitched(Event):
     """The model serving requests changed (for instance a recovered primary after its probe)."""
 
@@ -225,7 +209,7 @@ class ModelSwitched(Event):
     to_model: str
 
 
-@_event
+@record
 class BudgetWarning(Event):
     """A budget dimension crossed its soft line (once per dimension per run)."""
 
@@ -234,7 +218,7 @@ class BudgetWarning(Event):
     limit: float
 
 
-@_event
+@record
 class GuardrailChecked(Event):
     """A guardrail gave its verdict (``agentloop.guardrails``), after ``duration`` seconds.
 
@@ -252,7 +236,7 @@ class GuardrailChecked(Event):
     soft: bool = field(default=False, kw_only=True)
 
 
-@_event
+@record
 class TurnFinished(Event):
     """A turn finished: its model call and the dispatch of its tool calls.
 
@@ -268,7 +252,7 @@ class TurnFinished(Event):
         return self.turn.index
 
 
-@_event
+@record
 class PartialOutput(Event):
     """A typed answer as parsed so far while it streams (SPEC 18): a dict that grows.
 
@@ -279,7 +263,7 @@ class PartialOutput(Event):
     value: Any
 
 
-@_event
+@record
 class RunPaused(Event):
     """The run paused on calls that wait for a person or another service (SPEC 17).
 
@@ -290,7 +274,7 @@ class RunPaused(Event):
     pending: tuple[PendingCall, ...]
 
 
-@_event
+@record
 class RunFinished(Event):
     """The run ended (``run.stop_reason`` says how); always the last event of a run."""
 

@@ -14,9 +14,9 @@ denies it (``approval failed: <ExcType>: <msg>``). Each is logged on the ``agent
 from __future__ import annotations
 
 from collections.abc import Awaitable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
+from agentloop._util.slots import record
 from agentloop.messages import Message, ToolCallPart, ToolResultPart
 from agentloop.tools import ToolContext
 
@@ -35,19 +35,19 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Allow:
     """Explicitly allow the call (later hooks are still consulted)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Block:
     """Veto the call; the model reads ``reason`` verbatim as a soft error."""
 
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Ask:
     """Ask a human; headless runs treat it as ``Block(message)``."""
 

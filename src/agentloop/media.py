@@ -18,10 +18,11 @@ import base64
 import binascii
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
+from agentloop._util.slots import record
 from agentloop.errors import InvalidInput
 
 __all__ = [
@@ -75,7 +76,7 @@ def sniff(data: bytes) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@record(repr=False)
 class _Media:
     """Bytes or a URL of one media type; the kinds below say which types they take."""
 
@@ -178,7 +179,7 @@ class _Media:
         return data
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@record(repr=False)
 class ImagePart(_Media):
     """An image (PNG, JPEG, GIF, WebP)."""
 
@@ -186,7 +187,7 @@ class ImagePart(_Media):
     accepts: ClassVar[tuple[str, ...]] = ("image/",)
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@record(repr=False)
 class DocumentPart(_Media):
     """A document: a PDF or plain text."""
 
@@ -194,7 +195,7 @@ class DocumentPart(_Media):
     accepts: ClassVar[tuple[str, ...]] = ("application/pdf", "text/plain")
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@record(repr=False)
 class AudioPart(_Media):
     """A sound recording (WAV, MP3, ...)."""
 

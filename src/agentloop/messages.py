@@ -7,9 +7,10 @@ reuse it (``Message.encoded``): the cost of a turn does not grow with the conver
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, TypeAlias
 
+from agentloop._util.slots import record
 from agentloop.errors import InvalidInput
 from agentloop.media import AudioPart, DocumentPart, ImagePart, MediaPart, media_from_dict
 
@@ -35,7 +36,7 @@ Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 _ROLES = ("system", "user", "assistant", "tool")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TextPart:
     """Plain text."""
 
@@ -52,7 +53,7 @@ MAX_ARGUMENT_DEPTH = 64
 _CONTAINERS = (Mapping, list, tuple)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolCallPart:
     """The model asks for a tool to run.
 
@@ -82,7 +83,7 @@ class ToolCallPart:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolResultPart:
     """What a tool call produced; ``is_error`` marks a soft error the model reads.
 
@@ -111,7 +112,7 @@ class ToolResultPart:
         return data
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ThinkingPart:
     """The model's reasoning, kept in the transcript so it can be sent back (SPEC 16).
 
@@ -265,7 +266,7 @@ def _described(item: object) -> str:
     return str(describe()) if callable(describe) else repr(item)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Message:
     """One message of a conversation: a role and its parts (any iterable becomes a tuple)."""
 
@@ -379,7 +380,7 @@ class Message:
         return cls(data["role"], tuple(_part_from_dict(p) for p in data.get("parts", ())))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Usage:
     """Token counts reported by the provider.
 

@@ -7,12 +7,12 @@ The engine talks to any ``ModelClient`` (a provider adapter, ``RetryingClient``,
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from agentloop._util.aio import AsyncClosing
 from agentloop._util.peers import hint_init
-from agentloop._util.slots import fast_init
+from agentloop._util.slots import record
 from agentloop.errors import ConfigurationError
 from agentloop.messages import Message, ToolCallPart, Usage
 
@@ -67,7 +67,7 @@ _SAMPLING_EXTRA = "not an option here; extra_body={...} forwards it to the provi
         "extra_headers": "headers are not a model setting here (extra_body= adds body fields)",
     }
 )
-@dataclass(frozen=True, slots=True)
+@record
 class ModelSettings:
     """Sampling options forwarded on every request.
 
@@ -147,7 +147,7 @@ class ModelSettings:
 _DEFAULT_SETTINGS = ModelSettings()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolSpec:
     """A tool as advertised to the model: name, description, JSON schema of its arguments."""
 
@@ -156,7 +156,7 @@ class ToolSpec:
     parameters: Mapping[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OutputSpec:
     """The structured output a request asks for in ``"native"`` output mode.
 
@@ -169,7 +169,7 @@ class OutputSpec:
     schema: Mapping[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ModelRequest:
     """One request to a model: the transcript, the advertised tools, the options."""
 
@@ -205,7 +205,7 @@ class ClientEvents(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ModelResponse:
     """A complete reply: one assistant message, its usage, the model that served it."""
 
@@ -231,8 +231,7 @@ StreamEventKind: TypeAlias = Literal[
 ]
 
 
-@fast_init  # one per streamed chunk
-@dataclass(frozen=True, slots=True)
+@record
 class StreamEvent:
     """One streaming event.
 

@@ -18,9 +18,10 @@ decisions={call_id: Approve()})``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, TypeAlias
 
+from agentloop._util.slots import record
 from agentloop.errors import InvalidInput
 from agentloop.messages import ToolCallPart
 
@@ -48,7 +49,7 @@ LOST_TEXT = "the approved call started but its result was lost; it was not run a
 """What the model reads for an approved call that had started when its process died."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PendingCall:
     """A tool call the run waits on.
 
@@ -96,7 +97,7 @@ class PendingCall:
         return cls(call, kind, message if isinstance(message, str) else None, path=path)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Approve:
     """Run the approval call as the model asked."""
 
@@ -105,7 +106,7 @@ class Approve:
         return {"kind": "approve"}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Edit:
     """Run the approval call with ``arguments`` instead (validated as the model's are)."""
 
@@ -116,7 +117,7 @@ class Edit:
         return {"kind": "edit", "arguments": dict(self.arguments)}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Deny:
     """Refuse either kind of call; the model reads ``User denied permission[: message]``."""
 
@@ -132,7 +133,7 @@ class Deny:
         return {"kind": "deny", "message": self.message}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Answer:
     """An external call's result: a string, or a value made into text as tool outputs are."""
 

@@ -15,11 +15,11 @@ over the table.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from agentloop._util.numbers import require_number
+from agentloop._util.slots import record
 from agentloop.messages import Usage
 
 __all__ = ["Price", "estimate_cost", "sum_costs", "table_available", "table_cost"]
@@ -30,7 +30,7 @@ def _non_negative(name: str, value: float | None) -> None:
         require_number(value, f"Price.{name}", field=name, rule="a number >= 0")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Price:
     """US dollars per million tokens of one model.
 

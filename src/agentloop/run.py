@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Generic, TypeAlias
 
 import pydantic_core
@@ -25,6 +25,7 @@ from agentloop._util.records import at_path as _at
 from agentloop._util.records import bad_kind as _bad
 from agentloop._util.records import checked_field as _field
 from agentloop._util.records import each_of as _each
+from agentloop._util.slots import record
 from agentloop.errors import (
     AgentLoopError,
     AttemptRecord,
@@ -96,7 +97,7 @@ TRUNCATION_REASONS = frozenset(
 context window filled while the model wrote (every provider's spelling)."""
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class Turn:
     """One model call plus the dispatch of the tool calls it asked for."""
 
@@ -147,7 +148,7 @@ class Turn:
         return _turn(data, "")
 
 
-@dataclass(slots=True, eq=False)
+@record(frozen=False, eq=False)
 class Run(Generic[OutputT]):
     """One call of ``agent.run()``: its input, output, turns, messages and how it ended.
 

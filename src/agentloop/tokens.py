@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import json
 import math
 import threading
 import warnings
@@ -57,7 +56,16 @@ class TokenCounter(Protocol):
         ...
 
 
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+def _first_compact(value: Any) -> str:
+    """Builds ``_COMPACT`` (and imports ``json``) on the first call, not at import."""
+    global _COMPACT
+    import json
+
+    _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+    return _COMPACT(value)
+
+
+_COMPACT: Callable[[Any], str] = _first_compact
 """``json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)``, one encoder
 built once: ``json.dumps`` with options builds a new ``JSONEncoder`` per call (about 2 us)."""
 

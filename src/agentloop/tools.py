@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -23,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 from agentloop._schema import ArgumentModel, build_argument_model, format_validation_error
 from agentloop._util.numbers import is_finite
 from agentloop._util.peers import hinting
+from agentloop._util.slots import record
 from agentloop._util.threads import in_daemon_thread
 from agentloop.cancel import CancelToken
 from agentloop.errors import (
@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class ToolOutput:
     """A tool's result with an explicit error flag (``is_error=True`` is a soft error)."""
 
@@ -134,7 +134,7 @@ def render_content(value: Any) -> str:
         value = dataclasses.asdict(value)
     if isinstance(value, dict | list | tuple | int | float | bool):
         try:
-            return json.dumps(value, ensure_ascii=False, default=_json_default)
+            return _RENDER(value)
         except (TypeError, ValueError):
             pass
     return pydantic_core.to_json(value, fallback=str).decode()
@@ -142,6 +142,19 @@ def render_content(value: Any) -> str:
 
 def _json_default(value: Any) -> Any:
     return pydantic_core.to_jsonable_python(value, fallback=str)
+
+
+def _first_render(value: Any) -> str:
+    """Builds ``_RENDER`` (and imports ``json``) on the first call, not at import."""
+    global _RENDER
+    import json
+
+    _RENDER = json.JSONEncoder(ensure_ascii=False, default=_json_default).encode
+    return _RENDER(value)
+
+
+_RENDER: Callable[[Any], str] = _first_render
+"""``json.dumps(value, ensure_ascii=False, default=_json_default)`` with one encoder."""
 
 
 class Tool:

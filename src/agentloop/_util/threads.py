@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import queue
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import queue
 
 __all__ = ["in_daemon_thread"]
 
@@ -64,26 +66,35 @@ class _DaemonWorkers:
 
     The stdlib's ``ThreadPoolExecutor`` joins its (non-daemon) threads at interpreter exit,
     which would hang forever on a tool that never returns; this is the smallest pool that
-    doesn't. Idle threads wait on the queue and cost nothing.
+    doesn't. Idle threads wait on the queue and cost nothing. The queue (and the ``queue``
+    module) is made for the first job, not at import.
     """
 
     def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[Callable[[], None]] | None = None
         self._idle = 0
         self._lock = threading.Lock()
 
     def submit(self, job: Callable[[], None]) -> None:
         with self._lock:
+            if self._jobs is None:
+                import queue
+
+                self._jobs = queue.SimpleQueue()
+            jobs = self._jobs
             start = self._idle == 0
             if not start:
                 self._idle -= 1
-        self._jobs.put(job)
+        jobs.put(job)
         if start:
-            threading.Thread(target=self._serve, name="agentloop-tool", daemon=True).start()
+            worker = threading.Thread(
+                target=self._serve, args=(jobs,), name="agentloop-tool", daemon=True
+            )
+            worker.start()
 
-    def _serve(self) -> None:
+    def _serve(self, jobs: queue.SimpleQueue[Callable[[], None]]) -> None:
         while True:
-            self._jobs.get()()
+            jobs.get()()
             with self._lock:
                 self._idle += 1
 

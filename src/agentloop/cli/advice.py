@@ -10,15 +10,15 @@ error's class and attributes, never from its text: a 404 from a base URL that do
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from agentloop import errors as er
+from agentloop._util.slots import record
 
 __all__ = ["Target", "failure_paragraph"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Target:
     """What the command asked for: the provider, model and base URL (None: the default)."""
 

@@ -37,6 +37,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agentloop import events as ev
+from agentloop._util.slots import record
 from agentloop.builtin_tools import workspace_tools
 from agentloop.cancel import CancelToken
 from agentloop.cli.advice import Target, failure_paragraph
@@ -86,7 +87,7 @@ async def _demo(workdir: Path) -> int:
     return 0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _SeenError:
     """One failed provider attempt, for the errors table."""
 

@@ -21,8 +21,8 @@ import copy
 import inspect
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from agentloop._util.slots import record
 from agentloop._util.threads import in_daemon_thread
 from agentloop.engine.invoke import said
 from agentloop.errors import InternalError
@@ -36,7 +36,7 @@ __all__ = ["Asked", "Gates"]
 logger = logging.getLogger("agentloop")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Asked:
     """The call is pending (SPEC 17): ``kind`` and the hook's ``Ask`` text (or None)."""
 

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Container, Coroutine, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 from agentloop import events as ev
+from agentloop._util.slots import record
 from agentloop.clock import Clock
 from agentloop.engine.holdback import CUT_SHORT_TEXT, WITHHELD_TEXT, Holdback, withheld
 from agentloop.engine.journal import Journal
@@ -108,7 +108,7 @@ class _Trip(NamedTuple):
         return GuardrailTripped(self.guardrail.name, self.reason)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Services:
     """What a run's guardrails use of the session and the agent (passed, not their owners)."""
 

@@ -17,7 +17,6 @@ type's validator raised <Class>: <message>`` for the model to read.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -125,6 +124,8 @@ class OutputType(Generic[T]):
         if self.is_text:
             return self._validated(text)
         body = _unfenced(text)
+        import json  # loads with the first text answer, not at import
+
         try:
             value = json.loads(body)
         except (ValueError, RecursionError):
@@ -158,6 +159,8 @@ class OutputType(Generic[T]):
 
     def instructions(self) -> str:
         """What ``"text"`` mode adds to the system prompt."""
+        import json
+
         return "Reply with only a JSON value (no prose) matching this JSON schema:\n" + json.dumps(
             self.schema, separators=(",", ":")
         )

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any
 
+from agentloop._util.slots import record
 from agentloop.config import resolve_client
 from agentloop.engine.output import FINAL_RESULT
 from agentloop.errors import ConfigurationError
@@ -30,7 +30,7 @@ from agentloop.tools import Tool, ToolRegistry
 __all__ = ["Swap", "override", "swap_of"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Swap:
     """What one agent's runs use instead of their own (None: the agent's own)."""
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentloop._util.lazy import lazy_module
+from agentloop._util.slots import record
 from agentloop.cancel import CancelToken
 from agentloop.errors import Cancelled, ContextLengthExceeded, InvalidInput
 from agentloop.messages import Message
@@ -110,7 +111,7 @@ class Paused(Exception):
     """A turn's dispatch left calls pending (``RunState.paused``): the run pauses (SPEC 17)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Offer:
     """The tools advertised to the model for the next request."""
 
@@ -123,7 +124,7 @@ class Offer:
         object.__setattr__(self, "names", frozenset(s.name for s in self.specs))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RunOptions:
     """Per-run replacements for the config's (``run(..., model_settings=, usage_limits=)``)."""
 

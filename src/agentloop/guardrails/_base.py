@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Generic, Literal, TypeAlias
 
 from typing_extensions import TypeVar
 
 from agentloop._util.aio import aclose_iterator
+from agentloop._util.slots import record
 from agentloop.errors import ConfigurationError
 from agentloop.messages import ToolCallPart, Usage
 from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent, WrappedClient
@@ -48,7 +49,7 @@ Check: TypeAlias = Callable[["GuardrailContext[Any]", Any], "str | Awaitable[str
 Reporter: TypeAlias = Callable[[Usage, str], None]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class GuardrailContext(Generic[DepsT]):
     """What a check may know, and a model client whose usage counts in the run.
 

@@ -33,13 +33,13 @@ import copy
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 import mcp.types as types
 from mcp.client.session import ClientRequestContext
 from pydantic import ValidationError
 
+from agentloop._util.slots import record
 from agentloop._util.threads import in_daemon_thread
 from agentloop.mcp.arguments import Validator, argument_problems, safe_validator
 
@@ -48,7 +48,7 @@ __all__ = ["Elicitation", "ElicitationAnswer", "ElicitationRequest", "Elicitor"]
 logger = logging.getLogger("agentloop")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ElicitationRequest:
     """A server's question for the user, as the ``elicitation=`` callback receives it.
 

@@ -28,10 +28,10 @@ import email.utils
 import json
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import TypeVar
 from urllib.parse import urljoin, urlsplit
 
+from agentloop._util.slots import record
 from agentloop.errors import (
     AuthError,
     BadRequestError,
@@ -166,7 +166,7 @@ def _non_negative_float(value: str) -> float | None:
     return number
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ErrorInfo:
     """What a provider's JSON error body says (OpenAI, OpenRouter, Anthropic, Gemini shapes).
 

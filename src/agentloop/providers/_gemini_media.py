@@ -26,10 +26,10 @@ nested and the separate forms share the same ``inlineData`` object.
 from __future__ import annotations
 
 import mimetypes
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from agentloop._util.slots import record
 from agentloop.errors import ConfigurationError
 from agentloop.messages import MediaPart, ToolResultPart
 
@@ -104,7 +104,7 @@ def refuse_kind(family: str, kinds: frozenset[str], part: MediaPart) -> Configur
     )
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@record(repr=False)
 class ToolMedia:
     """One tool result's media, encoded: where its ``functionResponse`` is and what goes where.
 

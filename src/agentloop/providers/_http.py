@@ -52,11 +52,10 @@ from __future__ import annotations
 import json
 import ssl
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from agentloop._util.slots import fast_init
+from agentloop._util.slots import record
 from agentloop.errors import (
     AgentLoopError,
     ConfigurationError,
@@ -169,8 +168,7 @@ def _exception_kind(exc: BaseException, stage: str) -> _Kind:
     return ProviderUnavailable, FailurePhase.READ, True, "reading the response failed"
 
 
-@fast_init  # one per reply
-@dataclass(frozen=True, slots=True)
+@record
 class HttpResponse:
     """A successful JSON reply: status, lower-cased headers, parsed ``data`` and raw ``text``."""
 

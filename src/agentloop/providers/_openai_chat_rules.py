@@ -35,8 +35,8 @@ know yet) keeps its class, ``ModelNotFound``, but its message names the fix (``n
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from agentloop._util.slots import record
 from agentloop.errors import ConfigurationError, ModelNotFound
 from agentloop.model import ModelRequest
 from agentloop.providers.profiles import ModelProfile, check_settings, profile_for
@@ -55,7 +55,7 @@ _ROUTERS = frozenset({"openrouter", "ollama"})
 """Providers that route a model name their own way: OpenAI's endpoint rules are not theirs."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _ModelRules:
     """What one model name resolves to, computed once per client and model."""
 

@@ -38,8 +38,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from agentloop._util.slots import record
 
 __all__ = ["StrictSchema", "Rewriter", "make_strict", "strict_schema"]
 
@@ -96,7 +98,7 @@ _CACHE_LIMIT = 512
 _NULL: Mapping[str, Any] = {"type": "null"}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StrictSchema:
     """A schema as sent: rewritten for strict mode, or the original with the reason it is not.
 

@@ -29,9 +29,8 @@ API (stable; other provider modules depend on it)::
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
-from agentloop._util.slots import fast_init
+from agentloop._util.slots import record
 from agentloop.errors import FailurePhase, ResponseInvalid
 
 __all__ = ["MAX_SSE_LINE", "SSEDecoder", "SSEEvent"]
@@ -42,8 +41,7 @@ MAX_SSE_LINE = 1024 * 1024
 _EOL = re.compile(rb"\r\n|\r|\n")
 
 
-@fast_init  # one per event of every stream
-@dataclass(frozen=True, slots=True)
+@record
 class SSEEvent:
     """One dispatched SSE event."""
 

@@ -33,11 +33,12 @@ import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from agentloop._util.aio import aclose_iterator
 from agentloop._util.numbers import require_number
+from agentloop._util.slots import record
 from agentloop.errors import (
     BadRequestError,
     ConfigurationError,
@@ -84,7 +85,7 @@ class Health(enum.StrEnum):
     PROBING = "probing"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class BreakerPolicy:
     """The per-model breaker numbers (``trip_threshold=0`` never trips)."""
 
@@ -108,7 +109,7 @@ def _require_int(name: str, value: object, *, minimum: int) -> None:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ModelHealth:
     """One model's breaker state: a frozen view of the shared ``safety.breaker.Circuit``.
 

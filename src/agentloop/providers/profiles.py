@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from agentloop._util.slots import record
 from agentloop.errors import ConfigurationError
 from agentloop.model import ModelSettings
 
@@ -29,7 +30,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ModelProfile:
     """What one model family accepts.
 

@@ -36,6 +36,7 @@ from typing import NoReturn
 from agentloop._util.aio import aclose_iterator
 from agentloop._util.backoff import exponential_backoff
 from agentloop._util.numbers import require_number
+from agentloop._util.slots import record
 from agentloop.errors import (
     AttemptRecord,
     ConfigurationError,
@@ -73,7 +74,7 @@ def _require_seconds(name: str, value: object) -> None:
     require_number(value, f"RetryingClient.{name}", field=name)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RetryPolicy:
     """The numbers of the retry ladder; invalid values raise ``ConfigurationError``."""
 
@@ -102,7 +103,7 @@ class RetryPolicy:
         return delay * (1.0 + jitter_sample)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RetryState:
     """What the retry loop knows about one request so far."""
 
@@ -112,7 +113,7 @@ class RetryState:
     rate_limit_retries: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RetryDecision:
     """The verdict after a failed attempt: retry after ``wait_seconds``, give up, or escalate."""
 

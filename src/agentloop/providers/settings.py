@@ -32,11 +32,12 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 from urllib.parse import urlsplit
 
 from agentloop._util.numbers import require_number
+from agentloop._util.slots import record
 from agentloop.errors import AuthError, ConfigurationError
 from agentloop.model import ClosableModelClient
 from agentloop.providers._client import (
@@ -75,7 +76,7 @@ DEFAULT_MODELS: Mapping[str, str] = {
 """The model used when ``Settings.model`` is None."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Settings:
     """Which provider and model to use, and how to reach it (validated by ``build_client``).
 

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from agentloop._util.slots import record
 from agentloop.safety._config import require_non_negative_fields
 
 __all__ = [
@@ -57,7 +57,7 @@ _HEALTHY_SCORE = 0.8
 _DEGRADED_SCORE = 0.5
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CircuitRule:
     """How a ``Circuit`` moves.
 
@@ -210,7 +210,7 @@ def wall_shift(clock: Callable[[], float], wall: float | None) -> float:
     return (time.time() if wall is None else wall) - clock()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolBreaker:
     """Open after ``failure_threshold`` consecutive sick failures (0 never opens)."""
 
@@ -225,7 +225,7 @@ class ToolBreaker:
         require_non_negative_fields(self, "failure_threshold", "recovery_seconds", "probe_timeout")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Admission:
     """Permission to run ``tool`` once; hand it back to ``ToolBreakers.record``."""
 
@@ -234,7 +234,7 @@ class Admission:
     generation: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolHealth:
     """One tool's breaker state and statistics (the score is informative; it never blocks)."""
 

@@ -21,11 +21,12 @@ import functools
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 from typing import Any
 
 from agentloop._util.peers import hint_init
+from agentloop._util.slots import record
 from agentloop.errors import AgentLoopError, BudgetExhausted, ConfigurationError
 from agentloop.messages import Usage
 from agentloop.pricing import Price, estimate_cost, table_available
@@ -53,7 +54,7 @@ _TOKENS = "tokens= caps input + output tokens together (output_tokens= the outpu
         "max_turns": "turns= here, or RunConfig(max_turns=) on the agent",
     }
 )
-@dataclass(frozen=True, slots=True)
+@record
 class Budget:
     """Hard lines per run (None or 0 disables a line); one warning each at ``soft_fraction``.
 
@@ -112,7 +113,7 @@ def soft_line(limit: float, fraction: float) -> float:
     return min(limit * fraction, limit)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class BudgetWarning:
     """A dimension crossed its soft line (or its hard line before warning) in this run."""
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
+from agentloop._util.slots import record
 from agentloop.errors import AgentLoopError, ConfigurationError, LoopDetected, UserInputRequired
 
 __all__ = [
@@ -27,7 +27,7 @@ __all__ = [
 _NOT_A_WORD_CHARACTER = re.compile(r"[\W_]+")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Convergence:
     """Jaccard similarity >= ``threshold`` for ``count`` terminal replies in a row."""
 
@@ -52,7 +52,7 @@ class Convergence:
             )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ConvergenceStatus:
     """Convergence was detected: ``streak`` similar replies in a row, the last at ``similarity``."""
 

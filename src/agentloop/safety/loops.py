@@ -14,12 +14,11 @@ Result texts are hashed with a stable digest (not ``hash()``, which differs per 
 
 from __future__ import annotations
 
-import json
 import zlib
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import Any, TypeAlias
 
+from agentloop._util.slots import record
 from agentloop.errors import ConfigurationError, LoopDetected
 from agentloop.safety._config import require_non_negative_fields
 
@@ -40,7 +39,7 @@ _Signature: TypeAlias = tuple[str, str, int | None]
 """(tool name, canonical JSON of the arguments, hash of the result text or None if empty)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LoopDetection:
     """Warn at ``warn_threshold`` identical operations, stop at ``stop_threshold`` (0 disables)."""
 
@@ -54,7 +53,7 @@ class LoopDetection:
             raise ConfigurationError("LoopDetection.window must be >= 1", field="window")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LoopWarning:
     """A pattern reached the warn threshold (below the stop): one per pattern per episode."""
 
@@ -62,14 +61,23 @@ class LoopWarning:
     repetitions: int
 
 
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=repr)
+def _first_canonical(value: Any) -> str:
+    """Builds ``_CANONICAL`` (and imports ``json``) on the first call, not at import."""
+    global _CANONICAL
+    import json
+
+    _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=repr).encode
+    return _CANONICAL(value)
+
+
+_CANONICAL: Callable[[Any], str] = _first_canonical
 """One encoder for every call (``json.dumps`` with options builds a new one each time)."""
 
 
 def canonical_arguments(arguments: Mapping[str, Any]) -> str:
     """Compact JSON of ``arguments`` with sorted keys (``repr`` for values JSON cannot hold)."""
     try:
-        return _CANONICAL.encode(arguments)
+        return _CANONICAL(arguments)
     except (TypeError, ValueError):  # e.g. keys of mixed types, circular structures
         if isinstance(arguments, Mapping):
             return repr(sorted(arguments.items(), key=lambda item: str(item[0])))

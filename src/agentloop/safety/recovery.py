@@ -8,11 +8,11 @@ whatever the strategy says, so no strategy can run a tool more than six times pe
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from agentloop._util.backoff import exponential_backoff
 from agentloop._util.numbers import is_finite
+from agentloop._util.slots import record
 from agentloop.errors import ConfigurationError
 
 __all__ = [
@@ -38,7 +38,7 @@ MAX_RECOVERY_ATTEMPTS = 5
 Severity: TypeAlias = Literal["low", "medium", "high", "critical"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolFailure:
     """A failed tool call as the reflector sees it (``attempt`` is 0-based)."""
 
@@ -52,7 +52,7 @@ class ToolFailure:
     """Checks proposed arguments against the tool's schema: None when valid, else the problem."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Correction:
     """A proposed fix: new arguments, another tool, or advice only."""
 
@@ -62,7 +62,7 @@ class Correction:
     guidance: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FailureAnalysis:
     """What the reflector concluded about a failure."""
 
@@ -72,28 +72,28 @@ class FailureAnalysis:
     correction: Correction | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Retry:
     """Run the call again after ``delay`` seconds (with the analysis' correction applied)."""
 
     delay: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Skip:
     """Give up; the model reads the original failing result."""
 
     reason: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AskUser:
     """Give up and suggest asking a human; the model reads the original failing result."""
 
     prompt: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Fail:
     """Give up; the model reads the original failing result."""
 
@@ -138,7 +138,7 @@ class NoopReflector:
         return hash(NoopReflector)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ExponentialBackoffRecovery:
     """Retry recoverable failures with delays ``base * 2**attempt`` capped at ``max_delay``.
 

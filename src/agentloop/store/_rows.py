@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from agentloop._util.slots import record
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Message
 from agentloop.run import Run, Turn, message_from_dict
@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StoredRun:
     """One stored run record.
 

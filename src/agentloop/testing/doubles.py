@@ -15,10 +15,11 @@ import itertools
 import json
 import math
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from json.encoder import encode_basestring_ascii as _json_string
 from typing import Any, TypeAlias
 
+from agentloop._util.slots import record
 from agentloop.clock import Clock
 from agentloop.errors import InternalError
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, Usage
@@ -94,7 +95,7 @@ class ScriptExhausted(InternalError):
     """A ``ScriptedModel`` received more requests than it has steps."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ScriptedCall:
     """A tool call to emit; ``id=None`` gets a fresh unique id when emitted."""
 

@@ -27,11 +27,12 @@ import json
 import os
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from agentloop._util.numbers import is_finite
+from agentloop._util.slots import record
 from agentloop.errors import ConfigurationError
 from agentloop.testing.fake_steps import FakeReply, FakeToolCall, Fault
 
@@ -70,7 +71,7 @@ FAULTS: Mapping[str, tuple[Callable[..., Fault], frozenset[str]]] = {
 """Every fault a script may name, with the keys it takes."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FakeScript:
     """A parsed script: what ``FakeProviderServer`` needs to play it."""
 

@@ -47,10 +47,10 @@ import itertools
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
 from agentloop._util.aio import AsyncClosing
+from agentloop._util.slots import record
 from agentloop.testing import fake_wire as wire
 from agentloop.testing.fake_script import load_fake_script
 from agentloop.testing.fake_steps import FakeReply, FakeToolCall, Fault, Step
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 __all__ = ["FakeProviderServer", "FakeReply", "FakeToolCall", "Fault", "RecordedRequest", "Step"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RecordedRequest:
     """One model request the server received (``/v1/models`` and unknown paths are not kept)."""
 
@@ -320,7 +320,7 @@ class FakeProviderServer(AsyncClosing):
             pass
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Exchange:
     """One request being answered: what every answering step needs to know about it."""
 

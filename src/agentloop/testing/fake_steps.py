@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, TypeAlias
 
+from agentloop._util.slots import record
 from agentloop.testing.fake_wire import openai_error
 
 __all__ = ["FakeReply", "FakeToolCall", "Fault", "FaultKind", "Step"]
@@ -23,7 +24,7 @@ _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 token
 FaultKind: TypeAlias = Literal["status", "redirect", "reset", "hang", "truncate", "malformed"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FakeToolCall:
     """A tool call the fake model makes (``id`` is generated when None)."""
 
@@ -38,7 +39,7 @@ class FakeToolCall:
         return json.dumps(dict(self.arguments))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FakeReply:
     """A successful answer: text and/or tool calls, reasoning or a refusal, usage, and timing.
 
@@ -69,7 +70,7 @@ class FakeReply:
         return self.finish_reason or ("tool_calls" if self.tool_calls else "stop")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Fault:
     """A failure injected into one request; build it with the class methods.
 

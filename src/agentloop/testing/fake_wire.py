@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
+
+from agentloop._util.slots import record
 
 OPENAI_DONE = b"data: [DONE]\n\n"
 
@@ -352,7 +353,7 @@ def responses_end(reply: _Reply, model: str, ident: str, call_ids: list[str]) ->
 Builder = Callable[[Any, str, str, list[str]], Any]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class WireFormat:
     """One API the server speaks: its body, its stream (cut-able) and the stream's end."""
 

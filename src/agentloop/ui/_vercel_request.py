@@ -24,9 +24,9 @@ import base64
 import binascii
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
+from agentloop._util.slots import record
 from agentloop.errors import AgentLoopError
 from agentloop.messages import (
     AudioPart,
@@ -51,7 +51,7 @@ class BadChat(AgentLoopError):
     """The request is not a chat request this app can take (the app answers 400)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class UIMessage:
     """One checked ``UIMessage``: its id, role and parts (each a JSON object with a ``type``)."""
 
@@ -60,7 +60,7 @@ class UIMessage:
     parts: tuple[Mapping[str, Any], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ChatRequest:
     """A checked chat request: the chat id (thread), its messages and what the client asked."""
 

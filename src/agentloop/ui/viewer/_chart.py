@@ -9,8 +9,8 @@ browser shows on hover. The numbers are counts we computed, never stored text.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from agentloop._util.slots import record
 from agentloop.messages import Usage
 
 __all__ = ["TurnPoint", "chart"]
@@ -18,7 +18,7 @@ __all__ = ["TurnPoint", "chart"]
 WIDTH, HEIGHT, PAD, TOP = 640, 180, 36, 12
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TurnPoint:
     """One turn's numbers: its index, usage and estimated cost (None when unknown)."""
 

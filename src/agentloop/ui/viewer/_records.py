@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from agentloop._util.slots import record
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Usage
 from agentloop.pricing import estimate_cost
@@ -50,7 +50,7 @@ Status: TypeAlias = Literal["completed", "failed", "paused", "running"]
 STATUSES: tuple[Status, ...] = ("completed", "failed", "paused", "running")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Unreadable:
     """A stored run whose record could not be read: its id and what is damaged."""
 
@@ -195,7 +195,7 @@ def turn_cost(usage: Usage, model: str) -> float | None:
     return estimate_cost(usage, model)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Parent:
     """Where a sub-agent's run was started: the parent run and its tool call."""
 
@@ -227,7 +227,7 @@ def children_by_call(runs: Sequence[Scanned], parent_run_id: str) -> dict[str, l
     return children
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RunFilter:
     """The list page's filters; an empty field lets every run through."""
 

@@ -13,9 +13,9 @@ Stored arguments and results are user and model text: they go through ``_html.te
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentloop._util.slots import record
 from agentloop.messages import ToolCallPart, ToolResultPart
 from agentloop.model import INVALID_JSON_KEY
 from agentloop.ui.viewer._html import attr, cost, json_text, seconds, text, tokens
@@ -96,7 +96,7 @@ def _result_html(
     )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Drawing:
     """What drawing one run's turns needs: its child runs, its pending calls, the depth."""
 
