@@ -1,0 +1,165 @@
+"""Issue 26's goals in machine instructions (callgrind ``Ir``), which other jobs do not move.
+
+Timings on a shared 2-vCPU machine move 10-50 % from one run to the next; the instructions a
+piece of work executes do not (within about 1 %). Each figure runs a program twice under
+``valgrind --tool=callgrind`` (with and without the work) and divides the difference:
+
+- ``turn``: goal 1, instructions per tool turn of ``provider_overhead.py``'s ``agentloop`` and
+  ``raw aiohttp`` loops (K = 10) against its server in a process of its own (not counted), JSON
+  and SSE, N = 1 (20 conversations) and N = 100 (100 conversations at once), and the ratio;
+- ``import``: goal 3, the instructions of ``import_time.py``'s agent program above its baseline
+  program, both from a bytecode cache;
+- ``stream``: goal 4, instructions per turn of ``stream_overhead.py``'s engine-only ``run()``
+  and ``stream()`` (K = 100, 10 runs), and the ratio.
+
+    python bench/instructions.py                        # all three, this tree
+    python bench/instructions.py turn --before /tmp/old/src
+
+Needs ``valgrind`` (``apt install valgrind``). A benchmark, not a test; only 127.0.0.1 is used.
+Slow: each figure is a program run under valgrind (about 50x slower), all of them 10-20 minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parent / "src"
+TURNS = 11  # K = 10 tool turns and the answer, per provider_overhead conversation
+
+TURN_PROGRAM = """
+import asyncio, gc, os, sys
+gc.disable()  # a collection falls where it falls: it would move the count by more than a run
+sys.path.insert(0, {bench!r})
+import provider_overhead as po
+who, stream, conc, runs = sys.argv[1], sys.argv[2] == "sse", int(sys.argv[3]), int(sys.argv[4])
+async def main():
+    loop = {{"agentloop": po.AgentloopLoop, "raw": po.AiohttpLoop}}[who](os.environ["BENCH_URL"])
+    try:
+        for _ in range(1 + runs // conc):  # the first batch warms up, and is in both programs
+            await asyncio.gather(*(loop.run(stream) for _ in range(conc)))
+    finally:
+        await loop.aclose()
+asyncio.run(main())
+"""
+
+STREAM_PROGRAM = """
+import asyncio, gc, sys
+gc.disable()  # a collection falls where it falls: it would move the count by more than a run
+sys.path.insert(0, {bench!r})
+from stream_overhead import split_run
+how, n = sys.argv[1], int(sys.argv[2])
+async def main():
+    for _ in range(2 + n):
+        await split_run(how)
+asyncio.run(main())
+"""
+
+
+def instructions(argv: list[str], env: dict[str, str]) -> int:
+    """The instructions ``argv`` executes under callgrind (run once before: bytecode cached)."""
+    subprocess.run(argv, env=env, check=True, capture_output=True)
+    found = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stderr
+    match = re.search(r"Collected : (\d+)", found)
+    if match is None:
+        raise SystemExit(f"callgrind printed no count:\n{found[-2000:]}")
+    return int(match.group(1))
+
+
+def environment(src: Path, cache: str) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(src), "PYTHONHASHSEED": "0"}
+    env["PYTHONPYCACHEPREFIX"] = cache
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def turn_figures(trees: list[Path], cache: str) -> None:
+    """Goal 1: instructions per turn, agentloop and raw aiohttp, and their ratio."""
+    sys.path.insert(0, str(HERE))
+    from provider_overhead import start_server
+
+    server, url = start_server(10)
+    program = TURN_PROGRAM.format(bench=str(HERE))
+    try:
+        print("| mode | N | client | tree | instructions/turn | vs raw aiohttp |")
+        print("|---|---:|---|---|---:|---:|")
+        for mode in ("json", "sse"):
+            for conc, runs in ((1, 20), (100, 100)):
+                rows: list[tuple[str, str, int]] = []
+                for who, tree in [("raw", trees[0]), *(("agentloop", t) for t in trees)]:
+                    env = {**environment(tree, cache), "BENCH_URL": url}
+                    argv = [sys.executable, "-c", program, who, mode, str(conc)]
+                    none = instructions([*argv, "0"], env)
+                    some = instructions([*argv, str(runs)], env)
+                    rows.append((who, str(tree), (some - none) // (runs * TURNS)))
+                raw = rows[0][2]
+                for who, tree, count in rows:
+                    print(f"| {mode} | {conc} | {who} | {tree} | {count:,} | {count / raw:.2f}x |")
+    finally:
+        assert server.stdin is not None
+        server.stdin.close()
+        server.wait(timeout=10)
+
+
+def import_figures(trees: list[Path], cache: str) -> None:
+    """Goal 3: the agent program's instructions above the baseline program's."""
+    sys.path.insert(0, str(HERE))
+    from import_time import AGENT, BASELINE
+
+    print("| tree | baseline | agent | own share |")
+    print("|---|---:|---:|---:|")
+    for tree in trees:
+        env = environment(tree, cache)
+        base = instructions([sys.executable, "-c", BASELINE], env)
+        agent = instructions([sys.executable, "-c", AGENT], env)
+        own = (agent - base) / 1e6
+        print(f"| {tree} | {base / 1e6:.1f} M | {agent / 1e6:.1f} M | {own:.1f} M |")
+
+
+def stream_figures(trees: list[Path], cache: str) -> None:
+    """Goal 4: engine-only instructions per turn of run() and stream(), and their ratio."""
+    program = STREAM_PROGRAM.format(bench=str(HERE))
+    print("| tree | run() / turn | stream() / turn | ratio |")
+    print("|---|---:|---:|---:|")
+    for tree in trees:
+        env = environment(tree, cache)
+        counts = {}
+        for how in ("run", "stream"):
+            none = instructions([sys.executable, "-c", program, how, "0"], env)
+            some = instructions([sys.executable, "-c", program, how, "10"], env)
+            counts[how] = (some - none) // (10 * 101)  # 10 runs of K = 100 turns and the answer
+        ratio = counts["stream"] / counts["run"]
+        print(f"| {tree} | {counts['run']:,} | {counts['stream']:,} | {ratio:.2f}x |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", nargs="*", help="turn, import, stream (default: all three)")
+    parser.add_argument("--before", type=Path, help="also count another tree's src")
+    args = parser.parse_args()
+    unknown = set(args.what) - {"turn", "import", "stream"}
+    if unknown:
+        parser.error(f"unknown figure(s): {', '.join(sorted(unknown))}; pick turn, import, stream")
+    trees = [SRC, *([args.before] if args.before else [])]
+    with tempfile.TemporaryDirectory() as cache:
+        for what in args.what or ["turn", "import", "stream"]:
+            print(f"\n## {what}\n")
+            {"turn": turn_figures, "import": import_figures, "stream": stream_figures}[what](
+                trees, cache
+            )
+
+
+if __name__ == "__main__":
+    main()
