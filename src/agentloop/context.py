@@ -100,7 +100,7 @@ def _lines(window: int, threshold: float) -> tuple[int, int, int]:
 class WindowPolicy:
     """When to compact: a pure function of the request estimate.
 
-    Args:
+    Attributes:
         window: The model's context window in tokens; ``0`` disables the whole policy.
         threshold: Compact above this share of the window when ``auto_compact``; ``0`` disables
             the threshold line (the emergency line still applies).
@@ -418,7 +418,7 @@ class SummarizingCompactor:
     the pass falls back to plain truncation. A failing or empty reply raises (the engine turns a
     raising compactor into ``CompactionFailed``).
 
-    Args:
+    Attributes:
         client: The model that writes the summary (any ``ModelClient``).
         preserve_recent: Recent messages kept verbatim.
         min_messages: Conversations this short pass through unchanged.
