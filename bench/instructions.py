@@ -9,11 +9,16 @@ piece of work executes do not (within about 1 %). Each figure runs a program twi
   and SSE, N = 1 (20 conversations) and N = 100 (100 conversations at once), and the ratio;
 - ``import``: goal 3, the instructions of ``import_time.py``'s agent program above its baseline
   program, both from a bytecode cache;
+- ``many``: goal 2, instructions per run of 2,000 runs 1,000 at a time (K = 1, the
+  collector on), ``raw aiohttp``, ``agentloop client`` (``OpenAIClient`` in the raw loop's hand
+  loop, no ``Agent``) and ``agentloop``, JSON and SSE: the ratio the runs/s of
+  ``concurrency.py`` would have if time followed instructions;
 - ``stream``: goal 4, instructions per turn of ``stream_overhead.py``'s engine-only ``run()``
   and ``stream()`` (K = 100, 10 runs), and the ratio.
 
     python bench/instructions.py                        # all three, this tree
     python bench/instructions.py turn --before /tmp/old/src
+    python bench/instructions.py many
 
 Needs ``valgrind`` (``apt install valgrind``). A benchmark, not a test; only 127.0.0.1 is used.
 Slow: each figure is a program run under valgrind (about 50x slower), all of them 10-20 minutes.
@@ -35,13 +40,17 @@ TURNS = 11  # K = 10 tool turns and the answer, per provider_overhead conversati
 
 TURN_PROGRAM = """
 import asyncio, gc, os, sys
-gc.disable()  # a collection falls where it falls: it would move the count by more than a run
+if not os.environ.get("BENCH_GC"):  # a collection falls where it falls: it would move the count
+    gc.disable()                    # by more than a run (``many`` keeps it: 1,000 runs average it)
 sys.path.insert(0, {bench!r})
 import provider_overhead as po
 who, stream, conc, runs = sys.argv[1], sys.argv[2] == "sse", int(sys.argv[3]), int(sys.argv[4])
+LOOPS = {{"agentloop": po.AgentloopLoop, "client": po.ClientLoop, "raw": po.AiohttpLoop}}
 async def main():
-    loop = {{"agentloop": po.AgentloopLoop, "raw": po.AiohttpLoop}}[who](os.environ["BENCH_URL"])
-    try:
+    loop = LOOPS[who](os.environ["BENCH_URL"])
+    try:  # the pool's connections open first, 100 at a time: under callgrind a loop turn of
+        # 1,000 runs outlasts the connect timeout
+        await asyncio.gather(*(loop.run(stream) for _ in range(min(conc, 100))))
         for _ in range(1 + runs // conc):  # the first batch warms up, and is in both programs
             await asyncio.gather(*(loop.run(stream) for _ in range(conc)))
     finally:
@@ -113,6 +122,35 @@ def turn_figures(trees: list[Path], cache: str) -> None:
         server.wait(timeout=10)
 
 
+def many_figures(trees: list[Path], cache: str) -> None:
+    """Goal 2: instructions per run at N = 1000 (K = 1, the collector on), each client."""
+    sys.path.insert(0, str(HERE))
+    from provider_overhead import start_server
+
+    server, url = start_server(1)
+    program = TURN_PROGRAM.format(bench=str(HERE))
+    conc, runs = 1000, 2000
+    try:
+        print("| mode | client | tree | instructions/run | vs raw aiohttp |")
+        print("|---|---|---|---:|---:|")
+        for mode in ("json", "sse"):
+            rows: list[tuple[str, str, int]] = []
+            whos = [("raw", trees[0]), ("client", trees[0]), *(("agentloop", t) for t in trees)]
+            for who, tree in whos:
+                env = {**environment(tree, cache), "BENCH_URL": url, "BENCH_GC": "1"}
+                argv = [sys.executable, "-c", program, who, mode, str(conc)]
+                none = instructions([*argv, "0"], env)
+                some = instructions([*argv, str(runs)], env)
+                rows.append((who, str(tree), (some - none) // runs))
+            raw = rows[0][2]
+            for who, tree, count in rows:
+                print(f"| {mode} | {who} | {tree} | {count:,} | {count / raw:.2f}x |")
+    finally:
+        assert server.stdin is not None
+        server.stdin.close()
+        server.wait(timeout=10)
+
+
 def import_figures(trees: list[Path], cache: str) -> None:
     """Goal 3: the agent program's instructions above the baseline program's."""
     sys.path.insert(0, str(HERE))
@@ -146,19 +184,23 @@ def stream_figures(trees: list[Path], cache: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", nargs="*", help="turn, import, stream (default: all three)")
+    parser.add_argument("what", nargs="*", help="turn, many, import, stream (default: all)")
     parser.add_argument("--before", type=Path, help="also count another tree's src")
     args = parser.parse_args()
-    unknown = set(args.what) - {"turn", "import", "stream"}
+    figures = {
+        "turn": turn_figures,
+        "many": many_figures,
+        "import": import_figures,
+        "stream": stream_figures,
+    }
+    unknown = set(args.what) - set(figures)
     if unknown:
-        parser.error(f"unknown figure(s): {', '.join(sorted(unknown))}; pick turn, import, stream")
+        parser.error(f"unknown figure(s): {', '.join(sorted(unknown))}; pick {', '.join(figures)}")
     trees = [SRC, *([args.before] if args.before else [])]
     with tempfile.TemporaryDirectory() as cache:
-        for what in args.what or ["turn", "import", "stream"]:
+        for what in args.what or list(figures):
             print(f"\n## {what}\n")
-            {"turn": turn_figures, "import": import_figures, "stream": stream_figures}[what](
-                trees, cache
-            )
+            figures[what](trees, cache)
 
 
 if __name__ == "__main__":
