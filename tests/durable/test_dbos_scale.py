@@ -126,6 +126,7 @@ def test_the_default_queue_spreads_runs_and_a_killed_worker_stalls_only_its_own(
 
         _wait(drained_but_the_dead_ones, "the live workers drained the queue")
         held = _statuses(ids)
+        dead = {s.workflow_id for s in held if s.status == "PENDING"}  # w0's, in flight
         by_worker = {w: sum(1 for s in held if s.executor_id == w) for w in ("w0", "w1", "w2")}
         assert 1 <= by_worker["w0"] <= WORKER_CONCURRENCY, by_worker  # only what w0 held waits
         assert by_worker["w1"] >= 1 and by_worker["w2"] >= 1, by_worker  # the runs spread
@@ -135,7 +136,15 @@ def test_the_default_queue_spreads_runs_and_a_killed_worker_stalls_only_its_own(
         (tmp_path / "stop").touch()
         for worker in workers:
             worker.communicate(timeout=60)
-    assert _effects(tmp_path / "effects") == {i: sorted(_plan.KEYS) for i in ids}
+    effects = _effects(tmp_path / "effects")
+    assert sorted(effects) == sorted(ids)
+    for run_id, keys in effects.items():
+        assert sorted(set(keys)) == sorted(_plan.KEYS), (run_id, keys)  # every call ran
+        if run_id not in dead:  # a live worker's calls ran once each
+            assert keys == sorted(_plan.KEYS), (run_id, keys)
+    # A call of a run w0 held that was in flight when it died (its effect written, its step not
+    # yet recorded: more likely the busier the machine) runs again on recovery, as
+    # docs/durable.md ("Exactly once, and its limits") says; every returned call ran once.
     [queue] = [q for q in DBOS.list_queues() if q.name == "agentloop.plan"]
     assert queue._worker_concurrency == WORKER_CONCURRENCY
 
