@@ -27,11 +27,13 @@ Slow: each figure is a program run under valgrind (about 50x slower), all of the
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -94,14 +96,30 @@ def environment(src: Path, cache: str) -> dict[str, str]:
     return env
 
 
-def turn_figures(trees: list[Path], cache: str) -> None:
-    """Goal 1: instructions per turn, agentloop and raw aiohttp, and their ratio."""
+@contextlib.contextmanager
+def fake_server(turns: int) -> Iterator[str]:
+    """``provider_overhead.py``'s server in a process of its own (K = ``turns``); its URL."""
     sys.path.insert(0, str(HERE))
     from provider_overhead import start_server
 
-    server, url = start_server(10)
-    program = TURN_PROGRAM.format(bench=str(HERE))
+    server, url = start_server(turns)
     try:
+        yield url
+    finally:
+        assert server.stdin is not None
+        server.stdin.close()
+        server.wait(timeout=10)
+
+
+def loop_count(who: str, mode: str, conc: int, runs: int, env: dict[str, str]) -> int:
+    """Instructions of ``runs`` conversations of loop ``who``, ``conc`` at a time, less none."""
+    argv = [sys.executable, "-c", TURN_PROGRAM.format(bench=str(HERE)), who, mode, str(conc)]
+    return instructions([*argv, str(runs)], env) - instructions([*argv, "0"], env)
+
+
+def turn_figures(trees: list[Path], cache: str) -> None:
+    """Goal 1: instructions per turn, agentloop and raw aiohttp, and their ratio."""
+    with fake_server(10) as url:
         print("| mode | N | client | tree | instructions/turn | vs raw aiohttp |")
         print("|---|---:|---|---|---:|---:|")
         for mode in ("json", "sse"):
@@ -109,28 +127,17 @@ def turn_figures(trees: list[Path], cache: str) -> None:
                 rows: list[tuple[str, str, int]] = []
                 for who, tree in [("raw", trees[0]), *(("agentloop", t) for t in trees)]:
                     env = {**environment(tree, cache), "BENCH_URL": url}
-                    argv = [sys.executable, "-c", program, who, mode, str(conc)]
-                    none = instructions([*argv, "0"], env)
-                    some = instructions([*argv, str(runs)], env)
-                    rows.append((who, str(tree), (some - none) // (runs * TURNS)))
+                    count = loop_count(who, mode, conc, runs, env) // (runs * TURNS)
+                    rows.append((who, str(tree), count))
                 raw = rows[0][2]
                 for who, tree, count in rows:
                     print(f"| {mode} | {conc} | {who} | {tree} | {count:,} | {count / raw:.2f}x |")
-    finally:
-        assert server.stdin is not None
-        server.stdin.close()
-        server.wait(timeout=10)
 
 
 def many_figures(trees: list[Path], cache: str) -> None:
     """Goal 2: instructions per run at N = 1000 (K = 1, the collector on), each client."""
-    sys.path.insert(0, str(HERE))
-    from provider_overhead import start_server
-
-    server, url = start_server(1)
-    program = TURN_PROGRAM.format(bench=str(HERE))
     conc, runs = 1000, 2000
-    try:
+    with fake_server(1) as url:
         print("| mode | client | tree | instructions/run | vs raw aiohttp |")
         print("|---|---|---|---:|---:|")
         for mode in ("json", "sse"):
@@ -138,17 +145,10 @@ def many_figures(trees: list[Path], cache: str) -> None:
             whos = [("raw", trees[0]), ("client", trees[0]), *(("agentloop", t) for t in trees)]
             for who, tree in whos:
                 env = {**environment(tree, cache), "BENCH_URL": url, "BENCH_GC": "1"}
-                argv = [sys.executable, "-c", program, who, mode, str(conc)]
-                none = instructions([*argv, "0"], env)
-                some = instructions([*argv, str(runs)], env)
-                rows.append((who, str(tree), (some - none) // runs))
+                rows.append((who, str(tree), loop_count(who, mode, conc, runs, env) // runs))
             raw = rows[0][2]
             for who, tree, count in rows:
                 print(f"| {mode} | {who} | {tree} | {count:,} | {count / raw:.2f}x |")
-    finally:
-        assert server.stdin is not None
-        server.stdin.close()
-        server.wait(timeout=10)
 
 
 def import_figures(trees: list[Path], cache: str) -> None:
