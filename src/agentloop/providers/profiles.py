@@ -48,6 +48,14 @@ class ModelProfile:
         strict_schema: Structured output and tools may be sent ``strict`` where the schema allows.
         thinks_by_default: Reasons without being asked (its reasoning comes back).
         media: The media kinds it takes in a prompt (``"image"``, ``"document"``, ``"audio"``).
+        append_only: Binds each thinking block to everything before it (SPEC 28): ``system``,
+            ``tools`` and earlier messages must go back byte for byte.
+        adaptive_thinking: Takes ``thinking: {"type": "adaptive"}`` with
+            ``output_config.effort`` and refuses ``{"type": "enabled"}`` (Claude 4.7 and later).
+        mid_conversation_system: Takes ``{"role": "system"}`` messages inside ``messages``.
+        mid_conversation_tools: Takes tool changes as ``tool_addition``/``tool_removal`` blocks
+            of such a message.
+        server_compaction: Has the provider's server-side compaction (``compact_20260112``).
     """
 
     family: str
@@ -62,6 +70,11 @@ class ModelProfile:
     strict_schema: bool = True
     thinks_by_default: bool = False
     media: frozenset[str] = frozenset({"image", "document"})
+    append_only: bool = False
+    adaptive_thinking: bool = False
+    mid_conversation_system: bool = False
+    mid_conversation_tools: bool = False
+    server_compaction: bool = False
 
 
 _ALL_EFFORTS = frozenset({"none", "minimal", "low", "medium", "high"})
