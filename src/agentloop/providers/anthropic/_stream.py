@@ -26,16 +26,6 @@ from typing import Any
 from agentloop.errors import FailurePhase, ModelRefused
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, Usage
 from agentloop.model import INVALID_JSON_KEY, ModelResponse, StreamEvent
-from agentloop.providers._anthropic_reply import (
-    REFUSAL,
-    TRUNCATION_REASONS,
-    error_from_body,
-    invalid_reply,
-    redacted_part,
-    skipped,
-    thinking_part,
-    usage_from,
-)
 from agentloop.providers._sse import SSEEvent
 from agentloop.providers._wire import (
     WireError,
@@ -46,6 +36,16 @@ from agentloop.providers._wire import (
     opt_object,
     opt_str,
     wrong,
+)
+from agentloop.providers.anthropic._reply import (
+    REFUSAL,
+    TRUNCATION_REASONS,
+    error_from_body,
+    invalid_reply,
+    redacted_part,
+    skipped,
+    thinking_part,
+    usage_from,
 )
 
 __all__ = ["AnthropicStreamState"]

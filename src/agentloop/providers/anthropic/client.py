@@ -46,12 +46,12 @@ from typing import Any, TypeAlias
 from agentloop.errors import ConfigurationError, TranscriptError
 from agentloop.messages import Message, Part, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
-from agentloop.providers import _anthropic_media as media
-from agentloop.providers._anthropic_reply import error_from_body, invalid_reply, parse_response
-from agentloop.providers._anthropic_settings import check_payload, settings_fields
-from agentloop.providers._anthropic_stream import AnthropicStreamState
 from agentloop.providers._client import HttpClient, check_client, require_key
 from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
+from agentloop.providers.anthropic import _media as media
+from agentloop.providers.anthropic._reply import error_from_body, invalid_reply, parse_response
+from agentloop.providers.anthropic._settings import check_payload, settings_fields
+from agentloop.providers.anthropic._stream import AnthropicStreamState
 from agentloop.providers.profiles import merge_body
 
 __all__ = [

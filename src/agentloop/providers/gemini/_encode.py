@@ -48,7 +48,7 @@ from agentloop.messages import (
     ToolResultPart,
 )
 from agentloop.model import ModelRequest, ModelSettings
-from agentloop.providers._gemini_media import ToolMedia, encode_media, refuse_kind, tool_media
+from agentloop.providers.gemini._media import ToolMedia, encode_media, refuse_kind, tool_media
 from agentloop.providers.profiles import ModelProfile, check_settings, merge_body, profile_for
 
 __all__ = ["BYPASS_SIGNATURE", "build_payload", "encode_contents", "gemini_profile"]

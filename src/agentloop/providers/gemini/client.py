@@ -35,15 +35,15 @@ from typing import Any
 
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
 from agentloop.providers._client import HttpClient, check_client, require_key
-from agentloop.providers._gemini_encode import (
+from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
+from agentloop.providers.gemini._encode import (
     BYPASS_SIGNATURE,
     PROVIDER,
     build_payload,
     encode_contents,
     gemini_profile,
 )
-from agentloop.providers._gemini_reply import REFUSALS, GeminiStreamState, parse_reply
-from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
+from agentloop.providers.gemini._reply import REFUSALS, GeminiStreamState, parse_reply
 
 __all__ = [
     "BYPASS_SIGNATURE",

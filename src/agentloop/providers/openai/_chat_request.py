@@ -23,7 +23,7 @@ from agentloop.model import (
     OutputSpec,
     ToolSpec,
 )
-from agentloop.providers._openai_chat_media import (
+from agentloop.providers.openai._chat_media import (
     ChatWire,
     carries_media,
     encode_tool_results,
@@ -31,7 +31,7 @@ from agentloop.providers._openai_chat_media import (
     refuse_media,
     refuse_misplaced,
 )
-from agentloop.providers._openai_chat_strict import strict_schema
+from agentloop.providers.openai._chat_strict import strict_schema
 from agentloop.providers.profiles import merge_body
 
 __all__ = [

@@ -24,7 +24,7 @@ from typing import Any
 
 from agentloop.messages import Message, Part, TextPart, ToolCallPart
 from agentloop.model import ModelRequest, ModelResponse
-from agentloop.providers._openai_chat_strict import Rewriter, StrictSchema, strict_schema
+from agentloop.providers.openai._chat_strict import Rewriter, StrictSchema, strict_schema
 
 __all__ = ["drop_filled_nulls", "restore", "restore_optional"]
 

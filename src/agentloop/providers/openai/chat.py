@@ -86,10 +86,15 @@ from agentloop.model import (
 )
 from agentloop.providers._client import HttpClient, check_client, check_key_characters
 from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
-from agentloop.providers._openai_chat_media import (
+from agentloop.providers.openai._chat_media import (
     media_override,
 )
-from agentloop.providers._openai_chat_request import (
+from agentloop.providers.openai._chat_reply import (
+    ChatStreamAccumulator,
+    decode_arguments,
+    parse_completion,
+)
+from agentloop.providers.openai._chat_request import (
     CACHE_KEY_HOSTS,
     encode_body,
     encode_request,
@@ -97,13 +102,8 @@ from agentloop.providers._openai_chat_request import (
     options_json,
     prompt_cache_key,
 )
-from agentloop.providers._openai_chat_restore import restore_optional
-from agentloop.providers._openai_chat_rules import ChatRules, name_the_fix
-from agentloop.providers._openai_reply import (
-    ChatStreamAccumulator,
-    decode_arguments,
-    parse_completion,
-)
+from agentloop.providers.openai._chat_restore import restore_optional
+from agentloop.providers.openai._chat_rules import ChatRules, name_the_fix
 
 __all__ = [
     "INVALID_JSON_KEY",

@@ -62,14 +62,14 @@ from agentloop.errors import ConfigurationError
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
 from agentloop.providers._client import HttpClient, check_client, check_key_characters
 from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
-from agentloop.providers._openai_chat_restore import restore_optional
-from agentloop.providers._responses_reply import (
+from agentloop.providers.openai._chat_restore import restore_optional
+from agentloop.providers.openai._responses_reply import (
     PROVIDER,
     ResponsesStream,
     failure,
     parse_response,
 )
-from agentloop.providers._responses_request import REASONING_SUMMARIES, encode_request
+from agentloop.providers.openai._responses_request import REASONING_SUMMARIES, encode_request
 from agentloop.providers.profiles import ModelProfile, profile_for
 
 __all__ = [
