@@ -35,8 +35,7 @@ from agentloop.model import (
     StreamEvent,
     ToolSpec,
 )
-from agentloop.providers.anthropic import AnthropicClient
-from agentloop.providers.anthropic.client import encode_messages
+from agentloop.providers.anthropic import AnthropicClient, encode_messages
 from agentloop.providers.retrying import RetryingClient
 
 FIXTURES = Path("/work/shared/fixtures/anthropic-sdk-python")

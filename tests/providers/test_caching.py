@@ -18,7 +18,6 @@ from agentloop.model import ModelRequest, ToolSpec
 from agentloop.providers import anthropic, gemini, openai
 from agentloop.providers._sse import SSEDecoder
 from agentloop.providers.anthropic import AnthropicClient, AnthropicStreamState
-from agentloop.providers.anthropic.client import encode_messages
 from agentloop.providers.openai import ChatStreamAccumulator, OpenAIClient, prompt_cache_key
 from agentloop.testing import (
     FakeProviderServer,
@@ -279,7 +278,7 @@ def test_anthropic_breakpoints_on_tools_system_and_the_two_transcript_ends() -> 
     assert all(len(_marked_blocks(p)) <= 4 for p in payloads)
     assert third["tools"][-1]["cache_control"] == {"type": "ephemeral"}
     # the shared, cached wire blocks were never marked in place
-    plain = encode_messages(tuple(requests[2].messages))
+    plain = anthropic.encode_messages(tuple(requests[2].messages))
     assert "cache_control" not in json.dumps(plain)
 
 

@@ -17,6 +17,9 @@ from agentloop.providers.anthropic.client import (
     mark_transcript,
     parse_response,
 )
+from agentloop.providers.anthropic.client import encode_messages as encode_messages
+
+# ``encode_messages`` was never in ``__all__`` but is in the reference: it stays importable here.
 
 __all__ = [
     "ANTHROPIC_VERSION",

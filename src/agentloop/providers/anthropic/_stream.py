@@ -1,7 +1,7 @@
 """Decoding an Anthropic Messages API SSE stream, event by event, without I/O.
 
 ``AnthropicStreamState`` is the pure accumulator: ``feed`` it events, get ``StreamEvent``s;
-``done`` comes only after ``message_stop``. The block rules are ``_anthropic_reply``'s (the JSON
+``done`` comes only after ``message_stop``. The block rules are ``_reply``'s (the JSON
 path's), applied as blocks open, grow and close:
 
 - ``text_delta`` -> ``text_delta`` events; ``thinking_delta`` -> ``thinking_delta`` events (never

@@ -4,7 +4,7 @@ Pure (no I/O): ``encode_request`` is the whole mapping, which ``responses.py`` d
 re-exports. Each message is encoded once (``Message.encoded``: its items and the media parts
 they carry, ``_responses_media``) and reused on later turns; carried media are checked against
 the model on every request; tool and output schemas go through the strict-mode rewrite Chat
-Completions uses (``_openai_chat_strict``, cached per schema object).
+Completions uses (``_chat_strict``, cached per schema object).
 """
 
 from __future__ import annotations

@@ -31,10 +31,10 @@ Request mapping:
   ``extra_body`` merges in last (``profiles.merge_body``, recursively).
 - Tools are function tools; a tool's schema and native structured output (``text.format``
   ``json_schema``) go through the strict-mode rewrite Chat Completions uses
-  (``_openai_chat_strict``: every object closed and requiring all its properties, optional ones
+  (``_chat_strict``: every object closed and requiring all its properties, optional ones
   made nullable) and are sent ``strict: true`` when it succeeds, else as given with ``strict:
   false``; the nulls strict mode makes the model send for optional properties are dropped from
-  the reply (``_openai_chat_restore``), so defaults apply. ``strict`` is always said: this API
+  the reply (``_chat_restore``), so defaults apply. ``strict`` is always said: this API
   takes an unmarked tool as strict, which a looser schema fails with a 400.
 - Media (``_responses_media``): a user message with images or documents sends ``content`` as a
   list (``input_text``, ``input_image`` with a data URL or the URL, ``input_file`` with
