@@ -76,7 +76,15 @@ SPEC_TOP_LEVEL = {
 NOT_IN_THE_REFERENCE = {"agentloop.cli"}  # a command: docs/cli.md
 # Packages whose modules are private rooms: the package re-exports its public names
 # (docs/architecture.md), so the package is what the reference renders.
-ROOMS = ("agentloop.engine.", "agentloop.cli.", "agentloop.mcp.", "agentloop.testing.")
+ROOMS = (
+    "agentloop.engine.",
+    "agentloop.cli.",
+    "agentloop.mcp.",
+    "agentloop.testing.",
+    "agentloop.providers.openai.",
+    "agentloop.providers.anthropic.",
+    "agentloop.providers.gemini.",
+)
 
 
 def documented_modules() -> list[str]:

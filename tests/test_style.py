@@ -271,7 +271,7 @@ def test_safety_is_pure_logic() -> None:
 
 
 def test_only_http_module_imports_aiohttp_in_providers() -> None:
-    for path in (SRC / "providers").glob("*.py"):
+    for path in (SRC / "providers").rglob("*.py"):
         if path.name != "_http.py":
             assert not any(n.startswith("aiohttp") for n in imports(path)), path
 

@@ -32,8 +32,8 @@ from agentloop.messages import (
     ToolResultPart,
 )
 from agentloop.model import ModelRequest, ToolSpec, media_kinds
-from agentloop.providers import _anthropic_media
 from agentloop.providers.anthropic import AnthropicClient, build_payload
+from agentloop.providers.anthropic import _media as _anthropic_media
 from agentloop.providers.retrying import RetryingClient
 
 from .twins import anthropic as twin

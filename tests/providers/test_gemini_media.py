@@ -33,8 +33,8 @@ from agentloop.messages import (
     ToolResultPart,
 )
 from agentloop.model import MEDIA_KINDS, ModelRequest, ModelSettings, media_kinds
-from agentloop.providers import _gemini_encode
 from agentloop.providers.gemini import GeminiClient, build_payload
+from agentloop.providers.gemini import _encode as _gemini_encode
 from agentloop.testing import FakeClock
 
 from .conftest import serve_app

@@ -35,8 +35,6 @@ from agentloop.model import (
     StreamEvent,
     ToolSpec,
 )
-from agentloop.providers._openai_chat_restore import drop_filled_nulls
-from agentloop.providers._openai_chat_strict import make_strict, strict_schema
 from agentloop.providers.openai import (
     INVALID_JSON_KEY,
     ChatStreamAccumulator,
@@ -47,6 +45,8 @@ from agentloop.providers.openai import (
     encode_request,
     parse_completion,
 )
+from agentloop.providers.openai._chat_restore import drop_filled_nulls
+from agentloop.providers.openai._chat_strict import make_strict, strict_schema
 from agentloop.testing.fake_server import FakeProviderServer, FakeReply, FakeToolCall, Fault
 
 from .conftest import serve_app

@@ -10,8 +10,8 @@ import pytest
 from agentloop.media import ImagePart
 from agentloop.messages import Message, ToolCallPart, ToolResultPart
 from agentloop.model import INVALID_JSON_KEY, ModelRequest, ModelSettings, OutputSpec, ToolSpec
-from agentloop.providers._openai_chat_request import encode_body, encode_request
 from agentloop.providers.openai import OpenAIClient
+from agentloop.providers.openai._chat_request import encode_body, encode_request
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 16
 LOOKUP = ToolSpec("lookup", "Look a key up.", {"type": "object", "properties": {"k": {}}})

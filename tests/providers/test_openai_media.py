@@ -23,8 +23,8 @@ from agentloop.media import AudioPart, DocumentPart, ImagePart
 from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from agentloop.model import ModelRequest, ModelResponse, ModelSettings, media_kinds
 from agentloop.providers import OllamaClient, OpenRouterClient, Settings, build_client
-from agentloop.providers import _openai_chat_media as chat_media
 from agentloop.providers.openai import OpenAIClient, encode_request
+from agentloop.providers.openai import _chat_media as chat_media
 from agentloop.providers.profiles import profile_for
 
 from .conftest import serve_app
@@ -189,7 +189,7 @@ def test_a_request_without_media_never_looks_for_any(monkeypatch: pytest.MonkeyP
     def boom(*args: object) -> None:
         raise AssertionError("refuse_media ran on a request without media")
 
-    monkeypatch.setattr("agentloop.providers._openai_chat_request.refuse_media", boom)
+    monkeypatch.setattr("agentloop.providers.openai._chat_request.refuse_media", boom)
     history = [Message.user("q"), Message.assistant("a"), *tool_turn(ToolResultPart("c", "t", "x"))]
     assert len(wire(*history, model="o3-mini")) == 5
 

@@ -9,8 +9,8 @@ from aiohttp import web
 
 from agentloop.errors import ResponseInvalid
 from agentloop.providers._http import HttpTransport
-from agentloop.providers._openai_reply import ChatStreamAccumulator, decode_arguments
 from agentloop.providers._wire import WireError, decode_json, loads
+from agentloop.providers.openai._chat_reply import ChatStreamAccumulator, decode_arguments
 
 from .conftest import serve_app
 

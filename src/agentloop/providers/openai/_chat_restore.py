@@ -1,7 +1,7 @@
 """Replies to a strict schema, read as the original schema means them: the filled nulls dropped.
 
 A model in strict mode must send every property, so for an optional property it means to leave
-out it sends ``null`` (the rewrite in ``_openai_chat_strict`` made such properties nullable).
+out it sends ``null`` (the rewrite in ``_chat_strict`` made such properties nullable).
 ``drop_filled_nulls`` walks the *original* schema beside the value and drops each ``null`` the
 rewrite made possible (a property that was optional and did not accept null), so validation sees
 the property absent and its default applies, as if strict mode were off. Every other value is
@@ -24,7 +24,7 @@ from typing import Any
 
 from agentloop.messages import Message, Part, TextPart, ToolCallPart
 from agentloop.model import ModelRequest, ModelResponse
-from agentloop.providers._openai_chat_strict import Rewriter, StrictSchema, strict_schema
+from agentloop.providers.openai._chat_strict import Rewriter, StrictSchema, strict_schema
 
 __all__ = ["drop_filled_nulls", "restore", "restore_optional"]
 

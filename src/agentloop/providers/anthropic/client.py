@@ -12,10 +12,10 @@ every HTTP failure), both as one JSON reply and as SSE. Wire rules it owns:
   ``signature`` unchanged) or, ``redacted=True``, as a ``redacted_thinking`` block (``data`` =
   the signature). Another provider's reasoning is never sent (its parts are dropped); an
   Anthropic part without a signature cannot be sent and is a ``TranscriptError``.
-- ``ModelSettings`` and the model's profile become payload fields in ``_anthropic_settings``
+- ``ModelSettings`` and the model's profile become payload fields in ``_settings``
   (thinking, ``max_tokens`` by model, what thinking cannot be combined with); a setting the
   model refuses is a ``ConfigurationError`` before sending. ``extra_body`` merges recursively.
-- Replies are decoded in ``_anthropic_reply`` (JSON) and ``_anthropic_stream`` (SSE): thinking
+- Replies are decoded in ``_reply`` (JSON) and ``_stream`` (SSE): thinking
   blocks become ``ThinkingPart``s, ``refusal`` raises ``ModelRefused``, a ``tool_use`` cut at the
   output limit is kept with ``INVALID_JSON_KEY`` for the engine to answer; a stream is complete
   only at ``message_stop``, and one that ends without it is ``ResponseInvalid``.
@@ -26,7 +26,7 @@ every HTTP failure), both as one JSON reply and as SSE. Wire rules it owns:
   still hits). Thinking blocks are never marked (the API refuses ``cache_control`` on them).
   Encoded messages are shared and never marked in place: a marked block is a copy.
   ``cache=False`` sends the old payload byte for byte.
-- Media (SPEC 16, provider-rules Anthropic 5) in ``_anthropic_media``: ``image`` and
+- Media (SPEC 16, provider-rules Anthropic 5) in ``_media``: ``image`` and
   ``document`` blocks in user messages and inside a ``tool_result``'s ``content`` (a tool's
   media stay in its result); what Anthropic or the model cannot take (audio, an image type
   beyond the four, an image over 5 MiB of base64, media from the assistant, a kind the
@@ -46,12 +46,12 @@ from typing import Any, TypeAlias
 from agentloop.errors import ConfigurationError, TranscriptError
 from agentloop.messages import Message, Part, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
-from agentloop.providers import _anthropic_media as media
-from agentloop.providers._anthropic_reply import error_from_body, invalid_reply, parse_response
-from agentloop.providers._anthropic_settings import check_payload, settings_fields
-from agentloop.providers._anthropic_stream import AnthropicStreamState
 from agentloop.providers._client import HttpClient, check_client, require_key
 from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
+from agentloop.providers.anthropic import _media as media
+from agentloop.providers.anthropic._reply import error_from_body, invalid_reply, parse_response
+from agentloop.providers.anthropic._settings import check_payload, settings_fields
+from agentloop.providers.anthropic._stream import AnthropicStreamState
 from agentloop.providers.profiles import merge_body
 
 __all__ = [

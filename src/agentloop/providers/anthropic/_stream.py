@@ -1,7 +1,7 @@
 """Decoding an Anthropic Messages API SSE stream, event by event, without I/O.
 
 ``AnthropicStreamState`` is the pure accumulator: ``feed`` it events, get ``StreamEvent``s;
-``done`` comes only after ``message_stop``. The block rules are ``_anthropic_reply``'s (the JSON
+``done`` comes only after ``message_stop``. The block rules are ``_reply``'s (the JSON
 path's), applied as blocks open, grow and close:
 
 - ``text_delta`` -> ``text_delta`` events; ``thinking_delta`` -> ``thinking_delta`` events (never
@@ -26,16 +26,6 @@ from typing import Any
 from agentloop.errors import FailurePhase, ModelRefused
 from agentloop.messages import Message, Part, TextPart, ToolCallPart, Usage
 from agentloop.model import INVALID_JSON_KEY, ModelResponse, StreamEvent
-from agentloop.providers._anthropic_reply import (
-    REFUSAL,
-    TRUNCATION_REASONS,
-    error_from_body,
-    invalid_reply,
-    redacted_part,
-    skipped,
-    thinking_part,
-    usage_from,
-)
 from agentloop.providers._sse import SSEEvent
 from agentloop.providers._wire import (
     WireError,
@@ -46,6 +36,16 @@ from agentloop.providers._wire import (
     opt_object,
     opt_str,
     wrong,
+)
+from agentloop.providers.anthropic._reply import (
+    REFUSAL,
+    TRUNCATION_REASONS,
+    error_from_body,
+    invalid_reply,
+    redacted_part,
+    skipped,
+    thinking_part,
+    usage_from,
 )
 
 __all__ = ["AnthropicStreamState"]

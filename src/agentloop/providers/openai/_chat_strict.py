@@ -26,7 +26,7 @@ local (``#``, ``#/$defs/...``, ``#/definitions/...``) or names nothing, a root t
 object, and objects nested more than 10 deep.
 
 Optional properties come back: a model in strict mode sends ``null`` for an optional property it
-means to leave out, and ``_openai_chat_restore`` drops each ``null`` the rewrite made possible,
+means to leave out, and ``_chat_restore`` drops each ``null`` the rewrite made possible,
 so the property's default applies as if strict mode were off (only for schemas where the
 rewrite added a null, ``StrictSchema.fills``).
 
@@ -107,7 +107,7 @@ class StrictSchema:
         strict: Whether it is sent ``strict: true``.
         reason: Why it is not strict (None when it is).
         fills: The rewrite made optional properties nullable: replies are restored
-            (``_openai_chat_restore``).
+            (``_chat_restore``).
         original: The schema as given.
     """
 

@@ -3,8 +3,8 @@
 Speaks ``POST {base_url}/models/{model}:generateContent`` and
 ``:streamGenerateContent?alt=sse`` through the shared ``HttpTransport``. The key travels in the
 ``x-goog-api-key`` header, never in the URL. The wire rules live in two private modules:
-``_gemini_encode`` (messages, reasoning parts and settings into a request body) and
-``_gemini_reply`` (chunks into a response, refusals, finish reasons, usage). What they add up to:
+``_encode`` (messages, reasoning parts and settings into a request body) and
+``_reply`` (chunks into a response, refusals, finish reasons, usage). What they add up to:
 
 - Call ids: Gemini may omit ``functionCall.id``. A missing id is synthesised as
   ``gemini_<responseId>_<n>`` (or a random stem without a response id): the same id in the
@@ -35,15 +35,15 @@ from typing import Any
 
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
 from agentloop.providers._client import HttpClient, check_client, require_key
-from agentloop.providers._gemini_encode import (
+from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
+from agentloop.providers.gemini._encode import (
     BYPASS_SIGNATURE,
     PROVIDER,
     build_payload,
     encode_contents,
     gemini_profile,
 )
-from agentloop.providers._gemini_reply import REFUSALS, GeminiStreamState, parse_reply
-from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
+from agentloop.providers.gemini._reply import REFUSALS, GeminiStreamState, parse_reply
 
 __all__ = [
     "BYPASS_SIGNATURE",

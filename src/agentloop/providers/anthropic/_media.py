@@ -32,7 +32,7 @@ from typing import Any
 from agentloop.errors import ConfigurationError
 from agentloop.media import AudioPart, DocumentPart, ImagePart, MediaPart
 from agentloop.messages import ToolResultPart
-from agentloop.providers._anthropic_settings import profile
+from agentloop.providers.anthropic._settings import profile
 
 __all__ = [
     "IMAGE_TYPES",

@@ -10,23 +10,23 @@ Wire mapping:
   once each (``Message.encoded``): the one ``tool`` message of a turn becomes one ``role: tool``
   wire message per ``ToolResultPart`` (the soft-error flag has no wire field: the text says it);
   an assistant message carries ``tool_calls`` with JSON-encoded arguments.
-- Media (``_openai_chat_media``): a user message with images, documents or audio sends a list
+- Media (``_chat_media``): a user message with images, documents or audio sends a list
   of content parts (``image_url`` data URLs or the URL, ``file`` for PDFs, ``input_audio``); a
   tool's media go in one user message right after the turn's ``tool`` messages, which take text
   only. A part the model's profile (or ``OpenAIClient(media=...)``) does not take, or one this
   endpoint has no form for, is a ``ConfigurationError`` before sending; ``accepts_media`` says
   what the default model takes, so the engine answers a tool's other media with a soft error.
 - Before anything is sent, the model's profile (``profiles.py``) is checked
-  (``_openai_chat_rules``): a setting the model refuses, a Responses-only model, or function
+  (``_chat_rules``): a setting the model refuses, a Responses-only model, or function
   tools a dotted gpt-5 release refuses beside a reasoning effort is a ``ConfigurationError``.
 - ``ModelSettings``: ``temperature``, ``top_p``, ``stop``, ``seed``, ``reasoning_effort`` as
   is; ``max_tokens`` under the profile's wire name (``max_completion_tokens`` for reasoning
-  models whatever the host, see ``_openai_chat_rules``; override with ``max_tokens_field``);
+  models whatever the host, see ``_chat_rules``; override with ``max_tokens_field``);
   ``tool_choice`` ``auto``/``required``/``none`` as is, any other value names a function;
   ``extra_body`` is merged into the payload last, recursively for objects
   (``profiles.merge_body``).
 - Tools and native structured output go ``strict: true`` where the profile allows and the
-  schema can be rewritten for strict mode, else ``strict: false`` (``_openai_chat_strict``
+  schema can be rewritten for strict mode, else ``strict: false`` (``_chat_strict``
   says how and why); nulls the rewrite lets the model send for optional properties are
   dropped from the reply, so defaults apply as without strict mode.
 - Reasoning cannot be carried on Chat Completions (the API has no field for it): every
@@ -46,7 +46,7 @@ Wire mapping:
   ``cache_read_tokens`` / ``cache_write_tokens`` and
   ``completion_tokens_details.reasoning_tokens`` to ``reasoning_tokens``; ``request_id`` comes
   from ``x-request-id``. A refusal or ``content_filter`` raises ``ModelRefused``, a reply cut at
-  ``length`` keeps its unfinished call (``_openai_reply``).
+  ``length`` keeps its unfinished call (``_chat_reply``).
 - A 404 "only supported in v1/responses" stays ``ModelNotFound`` with a message naming the
   Responses API.
 - Prompt caching is automatic on these servers; with ``ModelSettings.cache`` (the default) and a
@@ -86,10 +86,15 @@ from agentloop.model import (
 )
 from agentloop.providers._client import HttpClient, check_client, check_key_characters
 from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
-from agentloop.providers._openai_chat_media import (
+from agentloop.providers.openai._chat_media import (
     media_override,
 )
-from agentloop.providers._openai_chat_request import (
+from agentloop.providers.openai._chat_reply import (
+    ChatStreamAccumulator,
+    decode_arguments,
+    parse_completion,
+)
+from agentloop.providers.openai._chat_request import (
     CACHE_KEY_HOSTS,
     encode_body,
     encode_request,
@@ -97,13 +102,8 @@ from agentloop.providers._openai_chat_request import (
     options_json,
     prompt_cache_key,
 )
-from agentloop.providers._openai_chat_restore import restore_optional
-from agentloop.providers._openai_chat_rules import ChatRules, name_the_fix
-from agentloop.providers._openai_reply import (
-    ChatStreamAccumulator,
-    decode_arguments,
-    parse_completion,
-)
+from agentloop.providers.openai._chat_restore import restore_optional
+from agentloop.providers.openai._chat_rules import ChatRules, name_the_fix
 
 __all__ = [
     "INVALID_JSON_KEY",

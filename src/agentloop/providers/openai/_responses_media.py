@@ -46,7 +46,7 @@ from agentloop.messages import (
     TextPart,
     ToolResultPart,
 )
-from agentloop.providers._openai_chat_media import IMAGE_TYPES, MediaData
+from agentloop.providers.openai._chat_media import IMAGE_TYPES, MediaData
 
 __all__ = [
     "IMAGE_URL_MAX",

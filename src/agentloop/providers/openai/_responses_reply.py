@@ -40,7 +40,6 @@ from agentloop.errors import ModelRefused, ProviderError, ResponseInvalid
 from agentloop.messages import Message, Part, TextPart, ThinkingPart, ToolCallPart, Usage
 from agentloop.model import INVALID_JSON_KEY, ModelResponse, StreamEvent
 from agentloop.providers._classify import error_for_status, invalid_body
-from agentloop.providers._openai_reply import decode_arguments
 from agentloop.providers._wire import (
     WireError,
     as_count,
@@ -52,6 +51,7 @@ from agentloop.providers._wire import (
     opt_str,
     wrong,
 )
+from agentloop.providers.openai._chat_reply import decode_arguments
 from agentloop.safety.redact import redact_secrets
 
 __all__ = ["PROVIDER", "ResponsesStream", "failure", "parse_response"]

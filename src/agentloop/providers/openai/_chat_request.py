@@ -23,7 +23,7 @@ from agentloop.model import (
     OutputSpec,
     ToolSpec,
 )
-from agentloop.providers._openai_chat_media import (
+from agentloop.providers.openai._chat_media import (
     ChatWire,
     carries_media,
     encode_tool_results,
@@ -31,7 +31,7 @@ from agentloop.providers._openai_chat_media import (
     refuse_media,
     refuse_misplaced,
 )
-from agentloop.providers._openai_chat_strict import strict_schema
+from agentloop.providers.openai._chat_strict import strict_schema
 from agentloop.providers.profiles import merge_body
 
 __all__ = [
@@ -58,7 +58,7 @@ def _encode_message(message: Message) -> ChatWire:
 
     An assistant message is read through ``Message.text`` and ``Message.tool_calls`` only, so a
     ``ThinkingPart`` never reaches the wire: Chat Completions has no field for reasoning. User
-    and tool messages with media are encoded by ``_openai_chat_media``.
+    and tool messages with media are encoded by ``_chat_media``.
     """
     if message.role == "tool":
         return encode_tool_results(message)
@@ -151,7 +151,7 @@ def encode_request(
     request has a session). ``strict``: send tools and structured output ``strict`` where the
     schema allows (``OpenAIClient`` passes the model profile's ``strict_schema``). ``media``:
     the media kinds the model takes; any other part is a ``ConfigurationError``, as is one this
-    endpoint has no form for (``_openai_chat_media``).
+    endpoint has no form for (``_chat_media``).
     """
     name = request.model or model
     messages: list[dict[str, Any]] = []

@@ -1,6 +1,6 @@
 """Decoding a non-streaming Anthropic Messages API reply, and what the stream decoder shares.
 
-``parse_response`` reads one JSON body; ``_anthropic_stream.AnthropicStreamState`` reads a stream
+``parse_response`` reads one JSON body; ``_stream.AnthropicStreamState`` reads a stream
 with the same block rules, kept here so both paths decide alike:
 
 - ``text`` -> ``TextPart``; ``tool_use`` -> ``ToolCallPart``.

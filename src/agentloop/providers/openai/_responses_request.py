@@ -4,7 +4,7 @@ Pure (no I/O): ``encode_request`` is the whole mapping, which ``responses.py`` d
 re-exports. Each message is encoded once (``Message.encoded``: its items and the media parts
 they carry, ``_responses_media``) and reused on later turns; carried media are checked against
 the model on every request; tool and output schemas go through the strict-mode rewrite Chat
-Completions uses (``_openai_chat_strict``, cached per schema object).
+Completions uses (``_chat_strict``, cached per schema object).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 from agentloop.errors import ConfigurationError, TranscriptError
 from agentloop.messages import Message, TextPart, ThinkingPart, ToolCallPart
 from agentloop.model import INVALID_JSON_KEY, ModelRequest, ModelSettings, OutputSpec, ToolSpec
-from agentloop.providers._openai_chat_strict import strict_schema
-from agentloop.providers._responses_media import (
+from agentloop.providers.openai._chat_strict import strict_schema
+from agentloop.providers.openai._responses_media import (
     MEDIA,
     ResponsesWire,
     encode_tool_results,
@@ -25,8 +25,8 @@ from agentloop.providers._responses_media import (
     refuse_media,
     refuse_misplaced,
 )
-from agentloop.providers._responses_reply import PROVIDER
-from agentloop.providers.openai import prompt_cache_key
+from agentloop.providers.openai._responses_reply import PROVIDER
+from agentloop.providers.openai.chat import prompt_cache_key
 from agentloop.providers.profiles import ModelProfile, check_settings, merge_body, profile_for
 
 __all__ = ["REASONING_SUMMARIES", "encode_request"]

@@ -47,7 +47,6 @@ from agentloop.errors import (
 from agentloop.messages import Message, Part, TextPart, ThinkingPart, ToolCallPart, Usage
 from agentloop.model import ModelResponse, StreamEvent
 from agentloop.providers._classify import embedded_error, invalid_body
-from agentloop.providers._gemini_encode import PROVIDER, SYNTHETIC
 from agentloop.providers._sse import SSEEvent
 from agentloop.providers._wire import (
     WireError,
@@ -61,6 +60,7 @@ from agentloop.providers._wire import (
     opt_str,
     wrong,
 )
+from agentloop.providers.gemini._encode import PROVIDER, SYNTHETIC
 
 __all__ = ["REFUSALS", "GeminiStreamState", "parse_reply"]
 

@@ -1,6 +1,6 @@
 """Gemini media wire forms (SPEC 16; provider-rules, Gemini rule 5).
 
-What ``_gemini_encode`` sends for an ``ImagePart``, ``DocumentPart`` or ``AudioPart``:
+What ``_encode`` sends for an ``ImagePart``, ``DocumentPart`` or ``AudioPart``:
 
 - Bytes -> ``{"inlineData": {"mimeType", "data": <base64>}}``; a URL -> ``{"fileData":
   {"mimeType", "fileUri"}}`` (the type declared, else guessed from the URL's path; a Files API

@@ -7,7 +7,7 @@ cached on it (``Message.encoded``); no client keeps signatures. Wire rules:
   ``model``; a ``tool`` message -> one ``user`` turn of ``functionResponse`` parts
   (``{"result": text}``, or ``{"error": text}`` for a soft error), in the model's call order;
   consecutive same-role turns are merged. Only call ids Gemini issued are echoed back.
-- Media (``_gemini_media``): ``inlineData`` (base64) or ``fileData`` (a URL) in place among the
+- Media (``_media``): ``inlineData`` (base64) or ``fileData`` (a URL) in place among the
   text; a type Gemini does not take, or a kind the model's profile does not list, is a
   ``ConfigurationError`` naming the part and the model before anything is sent. A tool's media
   go inside its ``functionResponse`` on Gemini 3 where Gemini takes them there, else in a
@@ -48,7 +48,7 @@ from agentloop.messages import (
     ToolResultPart,
 )
 from agentloop.model import ModelRequest, ModelSettings
-from agentloop.providers._gemini_media import ToolMedia, encode_media, refuse_kind, tool_media
+from agentloop.providers.gemini._media import ToolMedia, encode_media, refuse_kind, tool_media
 from agentloop.providers.profiles import ModelProfile, check_settings, merge_body, profile_for
 
 __all__ = ["BYPASS_SIGNATURE", "build_payload", "encode_contents", "gemini_profile"]
