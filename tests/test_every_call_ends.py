@@ -16,7 +16,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentloop import Agent, Block, Hook, Observer, RunConfig, ToolContext, ToolError, tool
-from agentloop.config import LoopDetection
 from agentloop.errors import AgentLoopError, Cancelled, LoopDetected, ToolLimitReached
 from agentloop.events import (
     Event,
@@ -29,6 +28,7 @@ from agentloop.events import (
 )
 from agentloop.messages import Message, TextPart, ThinkingPart, ToolCallPart
 from agentloop.model import INVALID_JSON_KEY, ModelRequest, ModelResponse, StreamEvent
+from agentloop.safety.loops import LoopDetection
 from agentloop.safety.recovery import Fail, FailureAnalysis, RecoveryAction, Retry, ToolFailure
 from agentloop.testing import FunctionModel, ScriptedModel, call, reply
 from agentloop.transcript import INTERRUPTED_TEXT
@@ -279,7 +279,7 @@ async def test_each_recovery_attempt_is_started_and_finished_once() -> None:
         ) -> RecoveryAction:
             return Retry() if analysis.is_recoverable else Fail()
 
-    config = RunConfig(reflector=Twice(), recovery=RetryRecoverable())  # type: ignore[arg-type]
+    config = RunConfig(reflector=Twice(), recovery=RetryRecoverable())
     agent = Agent(ScriptedModel([call("soft", id="c1"), reply("ok")]), tools=[soft], config=config)
     events = await streamed(agent)
     [attempts] = check_every_call_ends(events).values()

@@ -14,7 +14,6 @@ import asyncio
 import json
 import shutil
 import socket
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -41,7 +40,8 @@ if shutil.which("node") is None:
     pytest.skip("node is not installed (make ui-deps)", allow_module_level=True)
 for package in ("ai", "@ag-ui/client"):
     if not (NODE_DIR / "node_modules" / package / "package.json").exists():
-        pytest.skip(f"tests/ui/node/node_modules/{package} is missing (make ui-deps)", allow_module_level=True)
+        missing = f"tests/ui/node/node_modules/{package} is missing (make ui-deps)"
+        pytest.skip(missing, allow_module_level=True)
 
 
 class Whole:
@@ -134,8 +134,11 @@ async def ag_ui(agent: Agent[Any], text: str, tmp_path: Path) -> dict[str, Any]:
         seen = await node("agui_seams.mjs", url, text)
     capture = tmp_path / "run.sse"
     capture.write_bytes(tap.bodies[0])
-    done = subprocess.run([VALIDATE, str(capture), "--json"], capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout
+    validator = await asyncio.create_subprocess_exec(
+        VALIDATE, str(capture), "--json", stdout=-1, stderr=-1
+    )
+    report, _ = await asyncio.wait_for(validator.communicate(), 60)
+    assert validator.returncode == 0, report.decode()
     return seen
 
 

@@ -94,40 +94,53 @@ class Dispatcher:
         calls: Sequence[ToolCallPart],
         decisions: Mapping[str, Decision] = _NO_DECISIONS,
         answered: Mapping[str, str] = _NO_ANSWERS,
+        quiet: Mapping[str, str] = _NO_ANSWERS,
     ) -> list[ToolResultPart | PendingCall | PausedChild]:
         """Every call's result (or ``PendingCall``), in the model's order.
 
         ``decisions``: a person's decisions by call id, for a paused turn's pending calls.
         ``answered``: soft texts by call id for calls that do not run (cut at the output limit).
+        ``quiet``: soft texts by call id for the typed answer's ``final_result`` calls, which are
+        the answer, not tools: no tool-call events.
         Every call ends in its ``ToolCallFinished`` or stays pending, whatever ends the turn: a
         cancel or a hard error finishes the calls it cut or never reached (``interrupted``).
         """
         bus = self.observers
+        tools = [c for c in calls if c.id not in quiet] if quiet else calls
         if bus.active:
-            for call in calls:
+            for call in tools:
                 bus.emit(ev.ToolCallRequested(state.run.id, state.turn_index, call))
         pipelines = [
             CallPipeline(self, state, c, decisions.get(c.id) if decisions else None) for c in calls
         ]
         try:
-            return await self._dispatch(state, pipelines, answered)
+            return await self._dispatch(state, pipelines, answered, quiet)
         except BaseException:
             if bus.active:
                 for pipeline in pipelines:
-                    pipeline.interrupted()
+                    if pipeline.call.id not in quiet:
+                        pipeline.interrupted()
             raise
 
     async def _dispatch(
-        self, state: RunState, pipelines: list[CallPipeline], answered: Mapping[str, str]
+        self,
+        state: RunState,
+        pipelines: list[CallPipeline],
+        answered: Mapping[str, str],
+        quiet: Mapping[str, str],
     ) -> list[ToolResultPart | PendingCall | PausedChild]:
-        self.safety.limits.admit_tools(len(pipelines) - len(answered))
+        count = len(pipelines) - len(answered) - len(quiet)  # the calls that may run
+        if count:
+            self.safety.limits.admit_tools(count)
         results: list[ToolResultPart | PendingCall | PausedChild | None] = [None] * len(pipelines)
         runnable: list[int] = []
         offered = state.offer.names
         for index, pipeline in enumerate(pipelines):
-            text = answered.get(pipeline.call.id) if answered else None
-            if text is not None:
-                results[index] = pipeline.answer(text)
+            call = pipeline.call
+            if call.id in quiet:
+                results[index] = ToolResultPart(call.id, call.name, quiet[call.id], True)
+            elif call.id in answered:
+                results[index] = pipeline.answer(answered[call.id])
             elif pipeline.name in offered:
                 runnable.append(index)
             else:

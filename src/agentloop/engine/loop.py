@@ -370,23 +370,14 @@ class RunLoop:
         answered: Mapping[str, str] = _NONE,
         finals: Mapping[str, str] = _NONE,
     ) -> None:
-        """Run the turn's tool calls; a call in ``answered`` (by id) gets that soft text.
+        """Run the turn's tool calls; a call in ``answered`` or ``finals`` (by id) gets that text.
 
-        ``finals``: the soft text of each ``final_result`` call (the typed answer, not a tool:
-        no tool-call events, SPEC 12's "every call ends" covers the tools).
+        ``finals``: the typed answer's ``final_result`` calls, answered without tool-call events.
         """
         dispatcher, state, guarding = self.session._dispatcher, self.state, self.guarding
         if guarding is not None:
             guarding.release()  # not the answer: what the reply streamed goes out now
-        if finals:
-            runnable = [c for c in calls if c.id not in finals]
-            done = await dispatcher.dispatch_turn(state, runnable, answered=answered)
-            by_id = {r.call_id if isinstance(r, ToolResultPart) else r.id: r for r in done}
-            answers = [
-                by_id.get(c.id) or ToolResultPart(c.id, c.name, finals[c.id], True) for c in calls
-            ]
-        else:
-            answers = await dispatcher.dispatch_turn(state, calls, answered=answered)
+        answers = await dispatcher.dispatch_turn(state, calls, answered=answered, quiet=finals)
         results = [r for r in answers if isinstance(r, ToolResultPart)]
         if len(results) < len(answers):
             state.paused = pending_of(answers)
