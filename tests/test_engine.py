@@ -108,7 +108,9 @@ async def test_never_advertised_tool_is_pre_answered(recorder: RecordingObserver
     result = last_results(model)[0]
     assert result.is_error and result.content == "tool 'frobnicate' is not available"
     assert len(recorder.of("on_tool_call_received")) == 1
-    assert recorder.of("on_tool_pre") == []
+    # nothing ran, but the call still ends for observers (SPEC 12: every call ends)
+    assert len(recorder.of("on_tool_pre")) == 1
+    assert [args[2].content for args in recorder.of("on_tool_post")] == [result.content]
 
 
 async def test_never_advertised_tool_gets_did_you_mean() -> None:

@@ -48,6 +48,7 @@ from agentloop.errors import ProviderError
 from agentloop.messages import Message, TextPart, ToolCallPart, Usage, input_text
 from agentloop.observers import Observer
 from agentloop.safety.redact import redact_secrets
+from agentloop.transcript import INTERRUPTED_TEXT
 
 try:
     from opentelemetry import trace
@@ -264,6 +265,9 @@ class OtelObserver(Observer):
         spans.adopted.discard(event.call.id)
         entry = spans.tools.pop(event.call.id, None)
         if entry is None:
+            return
+        if event.result.is_error and event.result.content == INTERRUPTED_TEXT:
+            spans.tools[event.call.id] = entry  # cut by the run's end: it ends with the run error
             return
         span = entry[1]
         if event.result.is_error:

@@ -14,8 +14,13 @@ before it runs and its result once it returns (``LOST_TEXT`` when it started and
 
 ``finish`` is the one place a result is made, whatever decided it: built, recorded for loop
 detection (every soft result counts, SPEC 6), announced with ``ToolCallFinished``. What each
-outcome records and announces is a table (``_RECORDED``, ``_UNAVAILABLE``, ``_SILENT``). Only the
-engine ends runs: a tool never can.
+outcome records is a table (``_NOT_RECORDED``, ``_UNAVAILABLE``). Only the engine ends runs: a
+tool never can.
+
+Every call ends in exactly one ``ToolCallFinished`` per ``ToolCallStarted`` (same ``attempt``),
+or stays pending (SPEC 12): a call answered without an attempt (a name never offered, a call cut
+at the output limit) gets the pair at once; an attempt an exception cut (a cancel, a hard error)
+is finished by ``interrupted`` with ``INTERRUPTED_TEXT``, the result ``finalize`` records for it.
 
 The pipeline reaches the dispatcher that runs it only through ``PipelineServices``, a protocol
 naming what it uses, so this module sits beneath ``agentloop.engine.dispatch`` and never imports
@@ -49,6 +54,7 @@ from agentloop.safety.recovery import (
     ToolFailure,
 )
 from agentloop.tools import Tool, ToolContext, ToolRegistry, render_content
+from agentloop.transcript import INTERRUPTED_TEXT
 
 if TYPE_CHECKING:
     from agentloop.engine.journal import Journal
@@ -78,8 +84,6 @@ _UNAVAILABLE: frozenset[Outcome] = frozenset({"missing", "unavailable"})
 """Results the loop detector records as calls to a tool that is not there."""
 
 _NOT_RECORDED: frozenset[Outcome] = frozenset({"looping"})
-_SILENT: frozenset[Outcome] = frozenset({"unavailable"})
-"""A name the model was never offered: nothing was attempted, no Started/Finished events."""
 
 
 class PausedChild:
@@ -140,7 +144,9 @@ class PipelineServices(Protocol):
 class CallPipeline:
     """One tool call through the pipeline, with recovery."""
 
-    __slots__ = ("arguments", "attempt", "call", "decision", "dispatcher", "name", "state")
+    __slots__ = (
+        "arguments", "attempt", "call", "decision", "dispatcher", "ended", "name", "open", "state",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -156,14 +162,28 @@ class CallPipeline:
         self.arguments: Mapping[str, Any] = call.arguments
         self.attempt = 0
         self.decision = decision
+        self.open = False
+        """A ``ToolCallStarted`` went out whose ``ToolCallFinished`` has not."""
+        self.ended = False
+        """A ``ToolCallFinished`` went out (the call has a result an observer saw)."""
 
     async def run(self) -> ToolResultPart | PendingCall | PausedChild:
         """The result the model reads, after any retries recovery asks for.
 
-        Or the call is pending: a person or another service answers it (SPEC 17).
+        Or the call is pending: a person or another service answers it (SPEC 17). An attempt an
+        exception cuts (a cancel, a hard error) still ends in its ``ToolCallFinished``.
         """
-        if self.decision is not None:
-            return await self._decided(self.decision)
+        try:
+            if self.decision is not None:
+                return await self._decided(self.decision)
+            return await self._attempts()
+        except BaseException:
+            if self.open:
+                self.interrupted()
+            raise
+
+    async def _attempts(self) -> ToolResultPart | PendingCall | PausedChild:
+        """The attempts recovery asks for, until a result (or the call is pending)."""
         while True:
             attempted = await self._attempt()
             if not isinstance(attempted, tuple):
@@ -182,13 +202,56 @@ class CallPipeline:
             self._apply(correction)
 
     def unavailable(self) -> ToolResultPart:
-        """A call to a name the model was never offered: soft, counted, nothing attempted."""
-        self._refuse_if_looping(announce=False)
+        """A call to a name the model was never offered: soft, counted, nothing run."""
+        self._started()
+        self._refuse_if_looping()
         text = f"tool '{self.name}' is not available"
         hint = suggestion(self.dispatcher.config, self.name, self.state.offer.names)
         if hint:
             text += f". Did you mean '{hint}'?"
         return self.finish(text, "unavailable")[0]
+
+    def answer(self, text: str) -> ToolResultPart:
+        """A call the engine answers without running it (cut at the output limit): soft."""
+        self._started()
+        result = ToolResultPart(self.call.id, self.call.name, text, True)
+        self._finished(result, 0.0)
+        return result
+
+    def interrupted(self) -> None:
+        """End the call's open attempt, or a call never attempted, with ``INTERRUPTED_TEXT``.
+
+        For a call an exception cut (a cancel, a hard error in its turn): the same soft result
+        ``finalize`` records for it (``agentloop.transcript.close_interrupted``). A call that
+        already ended gets nothing more.
+        """
+        if self.ended and not self.open:
+            return
+        if not self.open:
+            self._started()
+        call = self.call
+        self._finished(ToolResultPart(call.id, call.name, INTERRUPTED_TEXT, True), 0.0)
+
+    def _started(self) -> None:
+        """Announce an attempt (``ToolCallStarted``)."""
+        d, state = self.dispatcher, self.state
+        self.open = True
+        if d.observers.active:
+            d.observers.emit(
+                ev.ToolCallStarted(state.run.id, state.turn_index, self.call, self.attempt)
+            )
+
+    def _finished(self, result: ToolResultPart, duration: float) -> None:
+        """Announce the attempt's result (``ToolCallFinished``)."""
+        d, state = self.dispatcher, self.state
+        self.open = False
+        self.ended = True
+        if d.observers.active:
+            d.observers.emit(
+                ev.ToolCallFinished(
+                    state.run.id, state.turn_index, self.call, result, self.attempt, duration
+                )
+            )
 
     def finish(
         self,
@@ -214,19 +277,12 @@ class CallPipeline:
                 is_error=result.is_error,
                 available=outcome not in _UNAVAILABLE,
             )
-        if outcome not in _SILENT and d.observers.active:
-            d.observers.emit(
-                ev.ToolCallFinished(
-                    state.run.id, state.turn_index, call, result, self.attempt, duration
-                )
-            )
+        self._finished(result, duration)
         return result, outcome
 
     async def _decided(self, decision: Decision | ContinueChild) -> ToolResultPart | PausedChild:
         """A call a person decided: its result, the call run at most once (SPEC 17)."""
-        d, state, call = self.dispatcher, self.state, self.call
-        if d.observers.active:
-            d.observers.emit(ev.ToolCallStarted(state.run.id, state.turn_index, call, self.attempt))
+        self._started()
         if isinstance(decision, ContinueChild):  # the child records and journals its own
             continued = await self._run_tool(self._context())
             return continued if isinstance(continued, PausedChild) else continued[0]
@@ -274,18 +330,8 @@ class CallPipeline:
 
     async def _attempt(self) -> tuple[ToolResultPart, Outcome] | PendingCall | PausedChild:
         d, state, call = self.dispatcher, self.state, self.call
-        ctx = ToolContext(
-            run_id=state.run.id,
-            turn=state.turn_index,
-            call_id=call.id,
-            tool_name=self.name,
-            cancel=state.tokens[-1],
-            session_id=d.session_id,
-            deps=state.deps,
-        )
-        ctx._link = (state, d)
-        if d.observers.active:
-            d.observers.emit(ev.ToolCallStarted(state.run.id, state.turn_index, call, self.attempt))
+        ctx = self._context()
+        self._started()
         veto = None
         tool = self._declared()
         if d.gates.pre_hooks or tool is not None:
@@ -337,12 +383,11 @@ class CallPipeline:
             d.safety.settle(admission, _BREAKER[outcome])
         return result
 
-    def _refuse_if_looping(self, *, announce: bool = True) -> None:
+    def _refuse_if_looping(self) -> None:
         """The loop pre-check: at the stop threshold the call is refused and the run ends."""
         stop = self.dispatcher.safety.loop_stop()
         if stop is not None:
-            if announce:
-                self.finish(f"dispatch refused before execution: {stop}", "looping")
+            self.finish(f"dispatch refused before execution: {stop}", "looping")
             raise stop
 
     async def _decide(

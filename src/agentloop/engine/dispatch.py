@@ -1,9 +1,13 @@
-"""A turn's tool calls: the limits gate, ``ToolCallRequested``, then each call's pipeline.
+"""A turn's tool calls: ``ToolCallRequested``, the limits gate, then each call's pipeline.
 
-Calls to names the model was never offered are answered at once (soft); the rest run through
+Calls to names the model was never offered, and calls cut at the output limit, are answered at
+once (soft, each with its ``ToolCallStarted``/``ToolCallFinished``); the rest run through
 ``agentloop.engine.call.CallPipeline``, one after another or, with ``parallel_tool_calls``, at most
 ``max_concurrency`` at a time. Results come back in the model's order; a call left pending
-(SPEC 17) comes back as its ``PendingCall``, the turn's other calls run all the same.
+(SPEC 17) comes back as its ``PendingCall``, the turn's other calls run all the same. When a
+cancel or a hard error ends the turn, every call it cut or never reached still gets its
+``ToolCallFinished`` (``INTERRUPTED_TEXT``, as ``finalize`` records it): a UI never shows a call
+that never finishes (SPEC 12).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ else:  # the event classes load when somebody first listens
 __all__ = ["Dispatcher", "Outcome"]
 
 _NO_DECISIONS: Mapping[str, Decision] = {}
+_NO_ANSWERS: Mapping[str, str] = {}
 
 
 class Dispatcher:
@@ -88,38 +93,69 @@ class Dispatcher:
         state: RunState,
         calls: Sequence[ToolCallPart],
         decisions: Mapping[str, Decision] = _NO_DECISIONS,
+        answered: Mapping[str, str] = _NO_ANSWERS,
+        quiet: Mapping[str, str] = _NO_ANSWERS,
     ) -> list[ToolResultPart | PendingCall | PausedChild]:
         """Every call's result (or ``PendingCall``), in the model's order.
 
         ``decisions``: a person's decisions by call id, for a paused turn's pending calls.
+        ``answered``: soft texts by call id for calls that do not run (cut at the output limit).
+        ``quiet``: soft texts by call id for the typed answer's ``final_result`` calls, which are
+        the answer, not tools: no tool-call events.
+        Every call ends in its ``ToolCallFinished`` or stays pending, whatever ends the turn: a
+        cancel or a hard error finishes the calls it cut or never reached (``interrupted``).
         """
-        self.safety.limits.admit_tools(len(calls))
         bus = self.observers
+        tools = [c for c in calls if c.id not in quiet] if quiet else calls
         if bus.active:
-            for call in calls:
+            for call in tools:
                 bus.emit(ev.ToolCallRequested(state.run.id, state.turn_index, call))
-        results: list[ToolResultPart | PendingCall | PausedChild | None] = [None] * len(calls)
+        pipelines = [
+            CallPipeline(self, state, c, decisions.get(c.id) if decisions else None) for c in calls
+        ]
+        try:
+            return await self._dispatch(state, pipelines, answered, quiet)
+        except BaseException:
+            if bus.active:
+                for pipeline in pipelines:
+                    if pipeline.call.id not in quiet:
+                        pipeline.interrupted()
+            raise
+
+    async def _dispatch(
+        self,
+        state: RunState,
+        pipelines: list[CallPipeline],
+        answered: Mapping[str, str],
+        quiet: Mapping[str, str],
+    ) -> list[ToolResultPart | PendingCall | PausedChild]:
+        count = len(pipelines) - len(answered) - len(quiet)  # the calls that may run
+        if count:
+            self.safety.limits.admit_tools(count)
+        results: list[ToolResultPart | PendingCall | PausedChild | None] = [None] * len(pipelines)
         runnable: list[int] = []
         offered = state.offer.names
-        for index, call in enumerate(calls):
-            if call.name in offered:
+        for index, pipeline in enumerate(pipelines):
+            call = pipeline.call
+            if call.id in quiet:
+                results[index] = ToolResultPart(call.id, call.name, quiet[call.id], True)
+            elif call.id in answered:
+                results[index] = pipeline.answer(answered[call.id])
+            elif pipeline.name in offered:
                 runnable.append(index)
             else:
-                results[index] = CallPipeline(self, state, call).unavailable()
+                results[index] = pipeline.unavailable()
         if self.config.parallel_tool_calls and len(runnable) > 1:
-            await self._run_parallel(state, calls, runnable, results, decisions)
+            await self._run_parallel(pipelines, runnable, results)
         else:
             for index in runnable:
                 state.check_cancel()
-                call = calls[index]
-                results[index] = await CallPipeline(
-                    self, state, call, decisions.get(call.id) if decisions else None
-                ).run()
+                results[index] = await pipelines[index].run()
         return [
             r
             if r is not None
-            else ToolResultPart(c.id, c.name, "dispatch produced no result", True)
-            for r, c in zip(results, calls, strict=True)
+            else ToolResultPart(p.call.id, p.call.name, "dispatch produced no result", True)
+            for r, p in zip(results, pipelines, strict=True)
         ]
 
     async def invoke(
@@ -138,11 +174,9 @@ class Dispatcher:
 
     async def _run_parallel(
         self,
-        state: RunState,
-        calls: Sequence[ToolCallPart],
+        pipelines: list[CallPipeline],
         runnable: list[int],
         results: list[ToolResultPart | PendingCall | PausedChild | None],
-        decisions: Mapping[str, Decision],
     ) -> None:
         semaphore = asyncio.Semaphore(min(self.config.max_concurrency, len(runnable)))
         failures: dict[int, AgentLoopError] = {}
@@ -150,10 +184,7 @@ class Dispatcher:
         async def one(index: int) -> None:
             async with semaphore:
                 try:
-                    call = calls[index]
-                    results[index] = await CallPipeline(
-                        self, state, call, decisions.get(call.id) if decisions else None
-                    ).run()
+                    results[index] = await pipelines[index].run()
                 except AgentLoopError as error:
                     failures[index] = error
 

@@ -322,8 +322,9 @@ class RunLoop:
         self, turn: Turn, response: ModelResponse, finals: Sequence[ToolCallPart], text: str
     ) -> bool:
         """The ``final_result`` calls get ``text`` (soft); the turn's other calls run."""
-        answered = {**_cut_calls(response), **{c.id: text for c in finals}}
-        await self._dispatch(turn, response.tool_calls, answered=answered)
+        answers = {c.id: text for c in finals}
+        answered = {c: t for c, t in _cut_calls(response).items() if c not in answers}
+        await self._dispatch(turn, response.tool_calls, answered=answered, finals=answers)
         return False
 
     async def _text_answer(self, turn: Turn, response: ModelResponse, offered: bool) -> bool:
@@ -367,27 +368,23 @@ class RunLoop:
         calls: Sequence[ToolCallPart],
         *,
         answered: Mapping[str, str] = _NONE,
+        finals: Mapping[str, str] = _NONE,
     ) -> None:
-        """Run the turn's tool calls; a call in ``answered`` (by id) gets that soft text."""
+        """Run the turn's tool calls; a call in ``answered`` or ``finals`` (by id) gets that text.
+
+        ``finals``: the typed answer's ``final_result`` calls, answered without tool-call events.
+        """
         dispatcher, state, guarding = self.session._dispatcher, self.state, self.guarding
         if guarding is not None:
             guarding.release()  # not the answer: what the reply streamed goes out now
-        if answered:
-            runnable = [c for c in calls if c.id not in answered]
-            done = await dispatcher.dispatch_turn(state, runnable) if runnable else []
-            by_id = {r.call_id if isinstance(r, ToolResultPart) else r.id: r for r in done}
-            answers = [
-                by_id.get(c.id) or ToolResultPart(c.id, c.name, answered[c.id], True) for c in calls
-            ]
-        else:
-            answers = await dispatcher.dispatch_turn(state, calls)
+        answers = await dispatcher.dispatch_turn(state, calls, answered=answered, quiet=finals)
         results = [r for r in answers if isinstance(r, ToolResultPart)]
         if len(results) < len(answers):
             state.paused = pending_of(answers)
             turn.tool_results = results
             raise Paused
         if guarding is not None and guarding.guardrails.screens:
-            await guarding.screen(calls, results, skip=answered)
+            await guarding.screen(calls, results, skip=answered.keys() | finals.keys())
         turn.tool_results = results
         state.append(Message.tool_results(results))
 

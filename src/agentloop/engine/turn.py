@@ -24,7 +24,7 @@ from agentloop.errors import (
     ProviderError,
     ResponseInvalid,
 )
-from agentloop.messages import Message, ToolCallPart, Usage
+from agentloop.messages import Message, TextPart, ThinkingPart, ToolCallPart, Usage
 from agentloop.model import (
     ModelClient,
     ModelRequest,
@@ -150,12 +150,14 @@ async def _consume_stream(
     """
     run_id, turn = state.run.id, state.turn_index
     response: ModelResponse | None = None
+    streamed = False
     events = client.stream(request)
     try:
         async for event in events:
             if event.kind == "done":
                 response = event.response
                 continue
+            streamed = True
             state.check_cancel()
             if bus.active:
                 bus.emit(_forwarded(event, run_id, turn))
@@ -167,7 +169,26 @@ async def _consume_stream(
     if response is None:
         _no_done(client)
     state.check_cancel()
+    if not streamed and bus.active:
+        _replay_parts(response, bus, run_id, turn)
     return response
+
+
+def _replay_parts(response: ModelResponse, bus: EventBus, run_id: str, turn: int) -> None:
+    """The deltas of a reply that came whole (a client that does not stream), in its order.
+
+    Reasoning then the text it precedes, as the reply holds them (SPEC 12), so a UI draws them
+    in order; tool calls come whole with ``ModelResponded``. Not a reply (checked next, by
+    ``_checked``): nothing.
+    """
+    if not isinstance(response, ModelResponse) or not isinstance(response.message, Message):
+        return
+    for part in response.message.parts:
+        if isinstance(part, ThinkingPart):
+            if part.text:
+                bus.emit(ev.ThinkingDelta(run_id, turn, part.text))
+        elif isinstance(part, TextPart) and part.text:
+            bus.emit(ev.TextDelta(run_id, turn, part.text))
 
 
 async def collect_stream(

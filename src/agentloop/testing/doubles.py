@@ -2,9 +2,10 @@
 
 ``ScriptedModel`` plays a list of steps, one per request: ``reply(text)``, ``call(name, args)``
 (a list of calls is one turn), an exception instance to raise, or a callable
-``request -> step``. ``FunctionModel(fn)`` computes every reply. Both stream too: text in
-small deltas, then the terminal ``done`` event. ``FakeClock`` is a ``Clock`` that moves only
-when told (``advance``) or slept on, so a test never waits for real time.
+``request -> step``. ``FunctionModel(fn)`` computes every reply. Both stream too: the reply's
+reasoning and text in its order (text in small deltas), then its calls and the terminal
+``done``. ``FakeClock`` is a ``Clock`` that moves only when told (``advance``) or slept on, so
+a test never waits for real time.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, TypeAlias
 from agentloop._util.slots import record
 from agentloop.clock import Clock
 from agentloop.errors import InternalError
-from agentloop.messages import Message, Part, TextPart, ToolCallPart, Usage
+from agentloop.messages import Message, Part, TextPart, ThinkingPart, ToolCallPart, Usage
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
 from agentloop.observers import EVENTS, Observer
 from agentloop.testing.fake_script import FakeScript, load_fake_script
@@ -152,11 +153,20 @@ class _Base:
         return self._response(step)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """The same answer as ``complete``, streamed."""
+        """The same answer as ``complete``, streamed: its parts in their order, then the calls.
+
+        Reasoning (a ``ThinkingPart``'s text) as one ``thinking_delta``, text in deltas of 8
+        characters, each where the reply holds it.
+        """
         response = await self.complete(request)
-        text = response.text
-        for start in range(0, len(text), 8):
-            yield StreamEvent("text_delta", text=text[start : start + 8])
+        for part in response.message.parts:
+            if isinstance(part, ThinkingPart):
+                if part.text:
+                    yield StreamEvent("thinking_delta", text=part.text)
+                continue
+            text = part.text if isinstance(part, TextPart) else ""
+            for start in range(0, len(text), 8):
+                yield StreamEvent("text_delta", text=text[start : start + 8])
         for index, part in enumerate(response.tool_calls):
             arguments = _arguments_json(part.arguments)
             yield StreamEvent("tool_call_delta", index=index, call_id=part.id, name=part.name)
