@@ -241,6 +241,8 @@ async def ready_to_continue(session: Conversation[Any], decisions: object, deps:
         if agent._toolsets.toolsets:  # MCP tools: what the continuation will really have
             await agent._toolsets.refresh(starting=True)
         if decisions is not None:
+            if _recorded(last):  # decided elsewhere: reopen_paused says so (the lease first)
+                return deps
             _decisions(agent, last, decisions)
     if callable(deps):
         deps = deps(last)
