@@ -54,6 +54,7 @@ __all__ = [
     "Resuming",
     "agent_tools",
     "check_agent_tools",
+    "check_continuable",
     "complete_paused_turn",
     "paused_record",
     "ready_to_continue",
@@ -227,6 +228,20 @@ def check_agent_tools(
     check_tools(pending, decisions, agent_tools(agent))
 
 
+async def check_continuable(
+    agent: Any, pending: tuple[PendingCall, ...], decisions: Mapping[str, Decision]
+) -> None:
+    """A face's check before it continues: tool sources listed, then ``check_agent_tools``."""
+    await _list_tools(agent)
+    check_agent_tools(agent, pending, decisions)
+
+
+async def _list_tools(agent: Any) -> None:
+    """List the agent's tool sources (MCP servers): the tools a continuation will really have."""
+    if agent._toolsets.toolsets:
+        await agent._toolsets.refresh(starting=True)
+
+
 async def ready_to_continue(session: Conversation[Any], decisions: object, deps: Any) -> Any:
     """Before a continuation: its tools listed, its decisions checked, its deps made.
 
@@ -238,8 +253,7 @@ async def ready_to_continue(session: Conversation[Any], decisions: object, deps:
         return deps
     agent = session.agent
     if last.pending:
-        if agent._toolsets.toolsets:  # MCP tools: what the continuation will really have
-            await agent._toolsets.refresh(starting=True)
+        await _list_tools(agent)
         if decisions is not None:
             if _recorded(last):  # decided elsewhere: reopen_paused says so (the lease first)
                 return deps
