@@ -451,7 +451,9 @@ def test_continue_without_the_tool_exits_2_naming_tools_and_the_run_stays_paused
     """SPEC 17: an approval is never spent on nothing; the deps factory reaches the tool."""
     (project / "shop.py").write_text(SHOP)
     with serving(list(CHARGING)) as server:
-        argv = agentloop("run", "charge A-7", *agent_flags(server.base_url), "--tools", "shop:tools")
+        argv = agentloop(
+            "run", "charge A-7", *agent_flags(server.base_url), "--tools", "shop:tools"
+        )
         done = piped(argv, project)
         assert done.returncode == 4, done.stdout + done.stderr
         run_id = re.findall(r"agentloop continue (\w+)", done.stdout)[0]

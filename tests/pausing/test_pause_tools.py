@@ -21,6 +21,7 @@ from agentloop.tools import Tool
 
 pytestmark = pytest.mark.usefixtures("no_real_sleep")
 
+
 @tool(requires_approval=True)
 def refund(ctx: ToolContext[Any], order: str) -> str:
     """Refund an order."""
@@ -74,7 +75,10 @@ async def test_an_approval_for_a_tool_the_agent_lacks_is_refused_and_the_run_sta
 
 async def test_deny_and_answer_need_no_tool(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "runs.db")
-    steps = [call("refund", {"order": "A"}, id="c1"), call("ask_customer", {"question": "q"}, id="c2")]
+    steps = [
+        call("refund", {"order": "A"}, id="c1"),
+        call("ask_customer", {"question": "q"}, id="c2"),
+    ]
     await paused(store, *steps[:1])
     done = await worker(store, []).continue_run(decisions={"c1": Deny("no")})
     assert done.output == "done"

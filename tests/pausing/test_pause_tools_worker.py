@@ -42,4 +42,7 @@ def test_a_worker_process_without_the_tool_leaves_the_run_for_one_that_has_it(
     assert stored.run.paused and stored.run.decisions == []
     with_tool = _worker(db, "decide")
     assert with_tool.returncode == 0, with_tool.stderr
-    assert json.loads(with_tool.stdout) == {"output": "Refunded", "result": "refunded A1 via db-for-s1"}
+    assert json.loads(with_tool.stdout) == {
+        "output": "Refunded",
+        "result": "refunded A1 via db-for-s1",
+    }

@@ -97,9 +97,7 @@ def test_an_approval_for_a_tool_the_viewers_agent_lacks_is_refused_and_stays_pau
     try:
         with _b.serving(app) as url:
             approve_in_page(browser, url, run.id)
-            refused = WebDriverWait(browser, WAIT).until(
-                lambda d: d.find_element(By.ID, "refused")
-            )
+            refused = WebDriverWait(browser, WAIT).until(lambda d: d.find_element(By.ID, "refused"))
             assert "would run tool 'charge'" in refused.text
             stored = store.load_run(run.id)
             assert stored is not None and stored.run.paused and stored.run.decisions == []

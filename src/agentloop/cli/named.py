@@ -60,4 +60,4 @@ def deps_factory(spec: str) -> Callable[[Any], Any]:
             f"--deps {spec} names a {type(found).__name__}, not a callable: give {_DEPS_FORM}",
             field="deps",
         )
-    return found  # type: ignore[no-any-return]
+    return found

@@ -49,6 +49,7 @@ from agentloop.run import Run, Turn
 if TYPE_CHECKING:
     from agentloop.engine.conversation import Conversation
     from agentloop.engine.state import RunState
+    from agentloop.tools import ToolRegistry
 
 __all__ = [
     "Resuming",
@@ -216,9 +217,10 @@ def agent_tools(agent: Any) -> ToolNames:
     return names
 
 
-def _registry(agent: Any, swap_of: Any) -> Any:
+def _registry(agent: Any, swap_of: Any) -> ToolRegistry:
     swap = swap_of(agent)
-    return swap.registry if swap is not None and swap.registry is not None else agent.registry
+    registry: ToolRegistry = agent.registry
+    return swap.registry if swap is not None and swap.registry is not None else registry
 
 
 def check_agent_tools(
@@ -242,8 +244,8 @@ async def _list_tools(agent: Any) -> None:
         await agent._toolsets.refresh(starting=True)
 
 
-async def ready_to_continue(session: Conversation[Any], decisions: object, deps: Any) -> Any:
-    """Before a continuation: its tools listed, its decisions checked, its deps made.
+async def ready_to_continue(session: Any, decisions: object, deps: Any) -> Any:
+    """Before continuing ``session`` (a ``Session``): tools listed, decisions checked, deps made.
 
     Raises ``InvalidInput`` (nothing recorded) as ``reopen_paused`` would, before a deps
     factory is called; returns the deps to run with (a callable's result, awaited if need be).

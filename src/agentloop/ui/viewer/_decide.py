@@ -54,7 +54,7 @@ def decisions_from_form(
 async def refuse_unrunnable(
     continuer: object, pending: Sequence[PendingCall], decisions: Mapping[str, Decision]
 ) -> None:
-    """``InvalidInput`` when the continuer's agent lacks an approved call's tool (if it can tell)."""
+    """``InvalidInput`` when the continuer's agent lacks an approved call's tool (when known)."""
     check = getattr(continuer, "check", None)
     if check is not None:
         await check(tuple(pending), decisions)

@@ -47,7 +47,9 @@ class AgentContinuer:
         session = self.agent.session(session_id)
         return await session.continue_run(decisions=decisions, deps=self.deps)
 
-    async def check(self, pending: tuple[PendingCall, ...], decisions: Mapping[str, Decision]) -> None:
+    async def check(
+        self, pending: tuple[PendingCall, ...], decisions: Mapping[str, Decision]
+    ) -> None:
         """``InvalidInput`` naming the tool when the agent cannot run an approved call."""
         from agentloop.engine.pause import check_continuable
 
