@@ -418,3 +418,67 @@ def test_ctrl_c_at_the_prompt_exits_130_and_leaves_the_run_paused(project: Path)
     assert "agentloop: interrupted (Ctrl-C)" in term.seen
     assert "paused" in piped(agentloop("runs"), project).stdout
     assert refunds(project) == []
+
+
+SHOP = '''
+from agentloop import ToolContext, tool
+
+
+@tool(requires_approval=True)
+def charge(ctx: ToolContext, order: str) -> str:
+    """Charge an order."""
+    with open("charges.log", "a") as log:
+        log.write(f"{order}\\n")
+    return f"charged {order} through {ctx.deps['db']}"
+
+
+tools = [charge]
+
+
+def make(run):
+    return {"db": f"orders-db/{run.session_id[:4]}"}
+'''
+
+CHARGING: list[FakeReply | Fault] = [
+    FakeReply("Charging.", tool_calls=[FakeToolCall("charge", {"order": "A-7"}, id="call_c1")]),
+    FakeReply("Charged A-7."),
+]
+
+
+def test_continue_without_the_tool_exits_2_naming_tools_and_the_run_stays_paused(
+    project: Path,
+) -> None:
+    """SPEC 17: an approval is never spent on nothing; the deps factory reaches the tool."""
+    (project / "shop.py").write_text(SHOP)
+    with serving(list(CHARGING)) as server:
+        argv = agentloop(
+            "run", "charge A-7", *agent_flags(server.base_url), "--tools", "shop:tools"
+        )
+        done = piped(argv, project)
+        assert done.returncode == 4, done.stdout + done.stderr
+        run_id = re.findall(r"agentloop continue (\w+)", done.stdout)[0]
+
+        flags = [*agent_flags(server.base_url), "--approve", "call_c1"]
+        bare = piped(agentloop("continue", run_id, *flags), project)
+        assert bare.returncode == 2, bare.stdout + bare.stderr
+        assert "tool 'charge'" in bare.stderr and "--tools MODULE:NAME" in bare.stderr
+        assert len(server.requests) == 1  # the model never read a missing tool's error
+        listed = piped(agentloop("runs"), project).stdout
+        assert "paused" in listed
+        assert "decided" not in piped(agentloop("runs", "show", run_id), project).stdout
+
+        for deps, said in [
+            ("make", "--deps takes MODULE:CALLABLE"),
+            ("shop:tools", "names a list, not a callable"),
+            ("nowhere:make", "No module named 'nowhere'"),
+        ]:
+            bad = piped(agentloop("continue", run_id, *flags, "--deps", deps), project)
+            assert bad.returncode == 2 and said in bad.stderr, (deps, bad.stderr)
+
+        full = [*flags, "--tools", "shop:tools", "--deps", "shop:make"]
+        continued = piped(agentloop("continue", run_id, *full), project)
+        assert continued.returncode == 0, continued.stdout + continued.stderr
+        (result,) = tool_results(server.requests[-1]).values()
+        assert result.startswith("charged A-7 through orders-db/")
+        assert "Charged A-7." in continued.stdout
+    assert (project / "charges.log").read_text() == "A-7\n"

@@ -12,12 +12,17 @@ decisions={call_id: Approve()})``.
 - ``Deny(message=None)`` answers either kind: the model reads ``User denied permission``
   (``: <message>`` appended when given).
 - ``Answer(content)`` is an external call's result (a string, or a value made into text as tool
-  outputs are).
+  outputs are; content that cannot be made into text is ``InvalidInput`` before anything runs).
+
+An approval is never spent on nothing: ``check_tools`` refuses an ``Approve`` or ``Edit`` for a
+call whose tool the agent of its turn does not have (``InvalidInput`` naming the tool, before
+anything is recorded), so the run stays paused for a process that has it. Every face that
+decides uses it through ``agentloop.engine.pause.check_agent_tools``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Container, Mapping
 from dataclasses import field
 from typing import Any, Literal, TypeAlias
 
@@ -36,6 +41,7 @@ __all__ = [
     "PendingCall",
     "PendingKind",
     "check_decisions",
+    "check_tools",
     "decision_from_dict",
     "pause_fields",
 ]
@@ -237,5 +243,48 @@ def check_decisions(pending: tuple[PendingCall, ...], decisions: object) -> dict
                 f"Edit for {call_id!r} needs a dict of arguments, got "
                 f"{type(decision.arguments).__name__}"
             )
+        if isinstance(decision, Answer):
+            _check_answer(call_id, decision)
         checked[call_id] = decision
     return checked
+
+
+def _check_answer(call_id: str, answer: Answer) -> None:
+    """``InvalidInput`` when the answer cannot be recorded and made into text (SPEC 17)."""
+    try:
+        answer.to_dict()
+    except Exception as exc:  # a circular list, bytes that are no text, a str() that raises
+        raise InvalidInput(
+            f"Answer for {call_id!r}: its content ({type(answer.content).__name__}) cannot be "
+            f"made into text ({type(exc).__name__}: {exc}); answer with a string, or plain "
+            "data (numbers, lists and dicts of them): Answer(str(value))"
+        ) from exc
+
+
+ToolNames: TypeAlias = Callable[[tuple[str, ...]], Container[str] | None]
+"""The tool names of the agent at a pending call's ``path`` (None: not known, not checked)."""
+
+
+def check_tools(
+    pending: tuple[PendingCall, ...], decisions: Mapping[str, Decision], tools: ToolNames
+) -> None:
+    """``InvalidInput`` naming the tool when an approval would be spent on nothing (SPEC 17).
+
+    An ``Approve`` or ``Edit`` runs the call's tool: when the agent of its turn (``tools`` of
+    the call's ``path``) does not have it, the decision is refused before anything is recorded,
+    and the run stays paused. ``Deny`` and ``Answer`` need no tool.
+    """
+    for waiting in pending:
+        decision = decisions.get(waiting.call.id)
+        if not isinstance(decision, Approve | Edit):
+            continue
+        names = tools(waiting.path)
+        if names is None or waiting.call.name in names:
+            continue
+        agent = f"agent '{waiting.path[-1]}'" if waiting.path else "the agent"
+        raise InvalidInput(
+            f"{type(decision).__name__} for {waiting.call.id!r} would run tool "
+            f"'{waiting.call.name}', which {agent} continuing the run does not have: nothing "
+            "was recorded and the run stays paused; continue it with an agent built with "
+            f"that tool (or Deny the call)"
+        )

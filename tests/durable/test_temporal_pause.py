@@ -69,6 +69,9 @@ async def test_a_paused_run_waits_for_a_signal(client: Client) -> None:
         ]:
             with pytest.raises(InvalidInput, match=words):
                 await durable.decide("t-pause", bad, client=client)  # type: ignore[arg-type]
+        deployed_without = TemporalAgent(Agent(FunctionModel(plan), tools=[ask_customer]), name="x")
+        with pytest.raises(InvalidInput, match="would run tool 'refund'"):  # nothing is sent
+            await deployed_without.decide("t-pause", {"c1": Approve(), "c2": Deny()}, client=client)
         assert refunds == []
         await durable.decide("t-pause", {"c1": Approve(), "c2": Answer("broken")}, client=client)
         run = await asyncio.wait_for(started.result(), 120)

@@ -57,6 +57,8 @@ REFUSED_EXIT = 3
 
 DEFAULT_STORE = "agentloop.db"
 
+_DEPS_HELP = "the deps a decided tool reads: a function (run) -> deps, e.g. myapp.deps:make"
+
 _FAULTS = (
     "rate_limit",
     "auth",
@@ -133,7 +135,7 @@ async def _run(args: argparse.Namespace) -> int:
 async def _continue(args: argparse.Namespace) -> int:
     """``agentloop continue ID``: decide a stored paused run, then stream the rest of it."""
     from agentloop import Agent, RunConfig
-    from agentloop.cli.named import tools_named
+    from agentloop.cli.named import deps_factory, tools_named
     from agentloop.cli.pending import (
         ask_decisions,
         asking,
@@ -155,6 +157,7 @@ async def _continue(args: argparse.Namespace) -> int:
         if given:  # a bad set is a usage mistake: exit 2, nothing sent, nothing recorded
             check_decisions(run.pending, given)
         tools = tools_named(args.tools)
+        deps = deps_factory(args.deps) if args.deps else None
         client, target = _client(args)
         console = _run_console(args)
         try:
@@ -172,12 +175,27 @@ async def _continue(args: argparse.Namespace) -> int:
                 tools=tools,
                 config=RunConfig(stream=True),
             )
-            opening = partial(agent.continue_stream, decisions=decisions)
-            return await _drive(agent, opening, args, console, target)
+            if decisions is not None:  # a tool not given: exit 2, nothing recorded
+                await _check_tools(agent, run, decisions)
+            opening = partial(agent.continue_stream, decisions=decisions, deps=deps)
+            return await _drive(agent, opening, args, console, target, deps=deps)
         finally:
             await client.aclose()
     finally:
         store.close()
+
+
+async def _check_tools(agent: Agent, run: Run, decisions: Mapping[str, Decision]) -> None:
+    """``InvalidInput`` naming ``--tools`` when an approval needs a tool this agent lacks."""
+    from agentloop.engine.pause import check_continuable
+
+    try:
+        await check_continuable(agent, run.pending, decisions)
+    except InvalidInput as error:
+        raise InvalidInput(
+            f"{error.message}. Give agentloop continue the tool: --tools MODULE:NAME (the "
+            "module that defines it, as given to agentloop run), or --deny the call"
+        ) from error
 
 
 def _client(args: argparse.Namespace) -> tuple[ModelClient, Target]:
@@ -202,6 +220,8 @@ async def _drive(
     args: argparse.Namespace,
     console: Console,
     target: Target,
+    *,
+    deps: Any = None,
 ) -> int:
     """Stream the run until it ends; a pause is asked about on a terminal, else left paused."""
     from agentloop.cli.pending import ask_decisions, asking, pending_lines, reader
@@ -214,7 +234,7 @@ async def _drive(
         asked = ask_decisions(run.pending, reader(console)) if asking(console) else None
         if asked is None:
             return _left_paused(run, args, console, agent)
-        opening = partial(agent.continue_stream, decisions=asked)
+        opening = partial(agent.continue_stream, decisions=asked, deps=deps)
     store = None if getattr(args, "no_store", False) else args.store
     lost = agent.persistence_error if store is not None else None
     console.print(_summary(run, store, lost), style="dim")
@@ -410,6 +430,7 @@ def _parser() -> argparse.ArgumentParser:
         ("--answer", "ID=TEXT", "an external call's result"),
     ):
         go_on.add_argument(flag, action="append", default=[], metavar=meta, help=what)
+    go_on.add_argument("--deps", metavar="MODULE:CALLABLE", help=_DEPS_HELP)
     runs = sub.add_parser("runs", help="list the runs in a store; 'runs show ID' prints one")
     runs.add_argument("--store", default="agentloop.db", help="SQLite file or postgresql:// DSN")
     runs.add_argument("--session", help="only this session's runs")
@@ -427,6 +448,7 @@ def _parser() -> argparse.ArgumentParser:
     view.add_argument(
         "--agent", metavar="MODULE:NAME", help="the Agent that continues decided runs"
     )
+    view.add_argument("--deps", metavar="MODULE:CALLABLE", help=_DEPS_HELP)
     return parser
 
 
@@ -446,11 +468,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return runs(_console(), args.store, getattr(args, "run_id", None), args.session)
         if args.command == "ui":
-            from agentloop.cli.named import named_object
+            from agentloop.cli.named import deps_factory, named_object
             from agentloop.ui.viewer import serve
 
             agent = named_object(args.agent, "--agent") if args.agent else None
-            decide = {"allow_decisions": args.allow_decisions, "agent": agent}
+            deps = deps_factory(args.deps) if args.deps else None
+            decide = {"allow_decisions": args.allow_decisions, "agent": agent, "deps": deps}
             return serve(args.store, host=args.host, port=args.port, **decide)
         if args.command == "continue":
             return asyncio.run(_continue(args))

@@ -1,21 +1,24 @@
-"""Objects named ``MODULE:NAME`` on the command line: ``agentloop run --tools`` and ``continue``.
+"""Objects named ``MODULE:NAME`` on the command line: ``--tools``, ``--agent`` and ``--deps``.
 
 A module is imported as uvicorn imports an app (the working directory on the path), so a
 project's own ``tools.py`` next to where the command runs is found. A missing module or name is
-a ``ConfigurationError`` (exit 2) naming the flag.
+a ``ConfigurationError`` (exit 2) naming the flag. ``--deps`` names a factory ``(run) -> deps``
+(``agentloop continue`` and ``agentloop ui`` give it to ``continue_run(deps=...)``).
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from agentloop.errors import ConfigurationError
 
-__all__ = ["named_object", "tools_named"]
+__all__ = ["deps_factory", "named_object", "tools_named"]
+
+_DEPS_FORM = "MODULE:CALLABLE, a function (run) -> deps such as myapp.deps:make"
 
 
 def named_object(spec: str, flag: str) -> object:
@@ -40,3 +43,21 @@ def tools_named(specs: Sequence[str] | None) -> list[Any]:
         found = named_object(spec, "--tools")
         tools.extend(found if isinstance(found, list | tuple) else [found])
     return tools
+
+
+def deps_factory(spec: str) -> Callable[[Any], Any]:
+    """The deps factory ``--deps MODULE:CALLABLE`` names (``ConfigurationError`` naming the fix)."""
+    module_name, _, name = spec.partition(":")
+    if not module_name or not name:
+        raise ConfigurationError(f"--deps takes {_DEPS_FORM}; got {spec!r}", field="deps")
+    try:
+        found = named_object(spec, "--deps")
+    except ConfigurationError as exc:
+        hint = "run from the directory that holds the module, or put it on PYTHONPATH"
+        raise ConfigurationError(f"{exc.message} ({hint})", field="deps") from exc
+    if not callable(found):
+        raise ConfigurationError(
+            f"--deps {spec} names a {type(found).__name__}, not a callable: give {_DEPS_FORM}",
+            field="deps",
+        )
+    return found

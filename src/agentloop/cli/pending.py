@@ -146,6 +146,8 @@ def continue_flags(args: argparse.Namespace, default_store: str) -> list[str]:
             flags += [f"--{name.replace('_', '-')}", getattr(args, name)]
     for spec in args.tools or ():
         flags += ["--tools", spec]
+    if getattr(args, "deps", None):
+        flags += ["--deps", args.deps]
     if args.store != default_store:
         flags += ["--store", args.store]
     return [shlex.quote(flag) for flag in flags]

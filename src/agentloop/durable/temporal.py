@@ -67,6 +67,7 @@ from agentloop.durable._temporal_activities import (
 )
 from agentloop.durable._wrap import accepted_decisions, checked_wrap, decision_message
 from agentloop.engine.agent import Agent
+from agentloop.engine.pause import check_continuable
 from agentloop.errors import AgentLoopError, ConfigurationError, InvalidInput, MemoryBackendError
 from agentloop.pausing import Approve, Decision, Edit, PendingCall, check_decisions
 from agentloop.run import OutputT, Run
@@ -309,8 +310,9 @@ class TemporalAgent(Generic[OutputT]):
         them; the workflow takes the first set that answers its pause and ignores the others.
 
         Raises:
-            InvalidInput: The run is not paused, or ``decisions`` do not answer its pending
-                calls exactly; nothing is sent.
+            InvalidInput: The run is not paused, ``decisions`` do not answer its pending
+                calls exactly, or one approves a call whose tool this agent does not have;
+                nothing is sent.
             MemoryBackendError: The Temporal service failed, or knows no such workflow.
         """
         pause, pending = await self._published(workflow_id, client)
@@ -319,7 +321,9 @@ class TemporalAgent(Generic[OutputT]):
                 f"Temporal workflow {workflow_id} is not paused (no pending calls): decisions "
                 "answer a paused run's pending calls (TemporalAgent.pending)"
             )
-        message = decision_message(pause, check_decisions(pending, decisions))
+        checked = check_decisions(pending, decisions)
+        await check_continuable(self.agent, pending, checked)  # never spent on nothing
+        message = decision_message(pause, checked)
         try:
             await client.get_workflow_handle(workflow_id).signal(DECIDE_SIGNAL, message)
         except RPCError as exc:

@@ -466,11 +466,11 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         keyed by call id: ``Approve()``, ``Edit(arguments)``, ``Deny(message)``,
         ``Answer(content)``. It is the same ``Run``; a decided call runs at most once. Without a
         paused run, the run a crash cut off is continued from its last completed turn: completed
-        tool calls are never executed again (``agentloop.engine.journal``; needs a store).
+        tool calls are never run again (a store's journal). ``deps``: a value or ``(run) -> deps``.
 
         Raises:
-            InvalidInput: A decision set that does not answer the pending calls exactly (nothing
-                changes), decisions for a run that is not paused, or nothing to continue.
+            InvalidInput: Decisions that do not answer the pending calls exactly, or approve a
+                tool this agent lacks (nothing recorded); no paused run, or nothing to continue.
             MemoryBackendError: Another live process is running (or deciding) the session.
         """
         return await self._default.continue_run(decisions=decisions, deps=deps, cancel=cancel)

@@ -15,11 +15,20 @@ the committed history, then the paused reply; the engine completes the paused tu
 (``RunLoop._resume_paused``) and goes on as with any run. A decided call runs at most once: the
 journal marks it started before it runs and keeps its result (``agentloop.engine.call``). After a
 crash mid-continue, ``continue_run()`` without decisions finishes with the recorded ones.
+
+**The tools and deps of a continuation** (``ready_to_continue``, awaited before the state is
+built). Tool sources (MCP servers) are listed first, so the decisions are checked against the
+tools the continuation will really have: an ``Approve`` or ``Edit`` for a call whose tool the
+agent of its turn lacks is ``InvalidInput`` naming it (``check_agent_tools``, the one check
+every face uses), before anything is recorded. Then ``deps`` given as a callable is called with
+the run (``(run) -> deps``, its result awaited when it is awaitable), so an application's
+factory builds the deps a decided tool reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import inspect
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,17 +36,29 @@ from agentloop.cancel import CancelToken
 from agentloop.engine.state import Paused
 from agentloop.errors import InvalidInput
 from agentloop.messages import Message, ToolResultPart
-from agentloop.pausing import Decision, PendingCall, check_decisions, decision_from_dict
+from agentloop.pausing import (
+    Decision,
+    PendingCall,
+    ToolNames,
+    check_decisions,
+    check_tools,
+    decision_from_dict,
+)
 from agentloop.run import Run, Turn
 
 if TYPE_CHECKING:
     from agentloop.engine.conversation import Conversation
     from agentloop.engine.state import RunState
+    from agentloop.tools import ToolRegistry
 
 __all__ = [
     "Resuming",
+    "agent_tools",
+    "check_agent_tools",
+    "check_continuable",
     "complete_paused_turn",
     "paused_record",
+    "ready_to_continue",
     "reopen_paused",
 ]
 
@@ -107,7 +128,7 @@ def reopen_paused(
             stored = durable.load_run(run.id)
             if stored is not None:
                 run = _adopted(session, run, stored.run)
-        checked = _decisions(run, decisions)
+        checked = _decisions(session.agent, run, decisions)
         at = session.agent.clock.time()
         if not _recorded(run):
             run.decisions.append(
@@ -141,7 +162,7 @@ def _recorded(run: Run[Any]) -> bool:
     return all(p.id in last for p in run.pending)
 
 
-def _decisions(run: Run[Any], decisions: object) -> dict[str, Decision]:
+def _decisions(agent: Any, run: Run[Any], decisions: object) -> dict[str, Decision]:
     """The decisions to apply: the given ones (checked), or those recorded before a crash."""
     if not run.pending:
         raise InvalidInput(
@@ -156,14 +177,94 @@ def _decisions(run: Run[Any], decisions: object) -> dict[str, Decision]:
                 "finish with the recorded ones"
             )
         recorded = run.decisions[-1]["decisions"]
-        return {p.id: decision_from_dict(recorded[p.id]) for p in run.pending}
+        again = {p.id: decision_from_dict(recorded[p.id]) for p in run.pending}
+        check_agent_tools(agent, run.pending, again)  # recorded, but not spent on nothing
+        return again
     if decisions is None:
         ids = ", ".join(repr(p.id) for p in run.pending)
         raise InvalidInput(
             f"run {run.id} is paused on {len(run.pending)} pending call(s) ({ids}): pass "
             "continue_run(decisions={call_id: Approve() | Deny() | Edit(...) | Answer(...)})"
         )
-    return check_decisions(run.pending, decisions)
+    checked = check_decisions(run.pending, decisions)
+    check_agent_tools(agent, run.pending, checked)
+    return checked
+
+
+def agent_tools(agent: Any) -> ToolNames:
+    """The tool names of the agent at a pending call's path, starting at ``agent`` (SPEC 17).
+
+    The tools a continuation runs: ``agent.override(tools=...)``'s when one is in force, else
+    the agent's registry; a path walks down the ``as_tool()`` agents that paused. None (not
+    checked) for an agent whose tool sources were not listed yet, or a child not known here.
+    """
+    from agentloop.engine.overrides import swap_of
+
+    def names(path: tuple[str, ...]) -> Container[str] | None:
+        current = agent
+        for name in path:
+            tool = _registry(current, swap_of).get(name)
+            if tool is None:
+                return frozenset()  # the child agent's tool is gone: it runs nothing here
+            current = getattr(getattr(tool, "inner", tool), "agent", None)
+            if current is None:
+                return None
+        toolsets = getattr(current, "_toolsets", None)
+        if toolsets is not None and toolsets.stale():
+            return None
+        return _registry(current, swap_of)
+
+    return names
+
+
+def _registry(agent: Any, swap_of: Any) -> ToolRegistry:
+    swap = swap_of(agent)
+    registry: ToolRegistry = agent.registry
+    return swap.registry if swap is not None and swap.registry is not None else registry
+
+
+def check_agent_tools(
+    agent: Any, pending: tuple[PendingCall, ...], decisions: Mapping[str, Decision]
+) -> None:
+    """``InvalidInput`` naming the tool when ``agent`` cannot run an approved call (SPEC 17)."""
+    check_tools(pending, decisions, agent_tools(agent))
+
+
+async def check_continuable(
+    agent: Any, pending: tuple[PendingCall, ...], decisions: Mapping[str, Decision]
+) -> None:
+    """A face's check before it continues: tool sources listed, then ``check_agent_tools``."""
+    await _list_tools(agent)
+    check_agent_tools(agent, pending, decisions)
+
+
+async def _list_tools(agent: Any) -> None:
+    """List the agent's tool sources (MCP servers): the tools a continuation will really have."""
+    if agent._toolsets.toolsets:
+        await agent._toolsets.refresh(starting=True)
+
+
+async def ready_to_continue(session: Any, decisions: object, deps: Any) -> Any:
+    """Before continuing ``session`` (a ``Session``): tools listed, decisions checked, deps made.
+
+    Raises ``InvalidInput`` (nothing recorded) as ``reopen_paused`` would, before a deps
+    factory is called; returns the deps to run with (a callable's result, awaited if need be).
+    """
+    last = session._runs[-1] if session._runs else None
+    if last is None:
+        return deps
+    agent = session.agent
+    if last.pending:
+        await _list_tools(agent)
+        if decisions is not None:
+            if _recorded(last):  # decided elsewhere: reopen_paused says so (the lease first)
+                return deps
+            _decisions(agent, last, decisions)
+    if callable(deps):
+        deps = deps(last)
+        if inspect.isawaitable(deps):
+            deps = await deps
+    return deps
 
 
 def _state(

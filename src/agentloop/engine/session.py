@@ -108,6 +108,9 @@ class Session(Conversation[OutputT]):
         cancel: CancelToken | None = None,
     ) -> Run[OutputT]:
         """Continue a paused run with ``decisions``, or the run a crash cut off (as the agent's)."""
+        from agentloop.engine.pause import ready_to_continue
+
+        deps = await ready_to_continue(self, decisions, deps)
         state = self._continued(decisions, deps, () if cancel is None else (cancel,))
         return await self._drive(state)
 

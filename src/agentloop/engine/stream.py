@@ -104,7 +104,10 @@ class RunStream(Generic[OutputT]):
             )
         cancels = (self._stop,) if self._cancel is None else (self._cancel, self._stop)
         if self._resume:  # continue_stream(): a paused run's decisions, or a crashed run
-            state = self._session._continued(self._decisions, self._deps, cancels, self._push)
+            from agentloop.engine.pause import ready_to_continue
+
+            deps = await ready_to_continue(self._session, self._decisions, self._deps)
+            state = self._session._continued(self._decisions, deps, cancels, self._push)
         else:
             assert self._input is not None
             state = self._session._begin(

@@ -36,7 +36,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from agentloop.errors import AgentLoopError, InvalidInput, MemoryBackendError
-from agentloop.ui.viewer._decide import decisions_from_form
+from agentloop.ui.viewer._decide import decisions_from_form, refuse_unrunnable, with_deps
 from agentloop.ui.viewer._html import live, page, text
 from agentloop.ui.viewer._list_page import filters_form, runs_table, store_problem
 from agentloop.ui.viewer._records import RunFilter, StoreReader, Unreadable, status_of
@@ -78,6 +78,8 @@ class ViewerApp:
         store: A SQLite file or a ``postgresql://`` URL, opened read-only.
         allow_decisions: Whether the page may decide pending calls (off: read-only).
         continuer: What continues a paused run with decisions (needed for them to do anything).
+        deps: What a decided tool reads as ``ctx.deps``, for ``agent_continuer(agent)``'s
+            continuer: a value or a factory ``(run) -> deps``.
         poll_seconds: How often a live page's stream reads the store.
         hosts: The host names a request may name in its ``Host`` header (None: any). A server
             on 127.0.0.1 sets them, so a page of another site that rebinds its DNS name to
@@ -92,10 +94,11 @@ class ViewerApp:
         continuer: Continuer | None = None,
         poll_seconds: float = 1.0,
         hosts: Sequence[str] | None = None,
+        deps: Any = None,
     ) -> None:
         self.reader = StoreReader(store)
         self.allow_decisions = allow_decisions
-        self.continuer = continuer
+        self.continuer = with_deps(continuer, deps)
         self.poll_seconds = poll_seconds
         self.hosts = None if hosts is None else frozenset(hosts)
         self._continuing: set[asyncio.Task[object]] = set()
@@ -231,6 +234,7 @@ class ViewerApp:
             return self._refused(f"run {run_id} is not waiting on any call", 409)
         try:
             decisions = decisions_from_form(found.run.pending, fields)
+            await refuse_unrunnable(self.continuer, found.run.pending, decisions)
         except InvalidInput as error:
             return self._refused(error.message, 400)
         task = asyncio.create_task(self._continue(found.session_id, run_id, decisions))

@@ -5,16 +5,22 @@ for a denial's reason and ``answer:<id>`` for an external call's result). Only t
 waits on are read, and the set is checked by ``agentloop.pausing.check_decisions`` before
 anything runs: a forged or missing call id, or a decision that does not fit its call, is
 ``InvalidInput`` and changes nothing.
+
+``refuse_unrunnable`` asks the continuer (``agent_continuer``'s has a ``check``) whether its
+agent has each approved call's tool, before the run continues in the background: an approval is
+never spent on nothing (SPEC 17), the page shows the refusal and the run stays paused.
+``with_deps`` gives ``ViewerApp(deps=...)`` to that continuer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-from agentloop.errors import InvalidInput
+from agentloop.errors import ConfigurationError, InvalidInput
 from agentloop.pausing import Answer, Approve, Decision, Deny, PendingCall, check_decisions
 
-__all__ = ["decisions_from_form"]
+__all__ = ["decisions_from_form", "refuse_unrunnable", "with_deps"]
 
 
 def _one(fields: Mapping[str, Sequence[str]], name: str) -> str:
@@ -43,3 +49,26 @@ def decisions_from_form(
         raise InvalidInput(f"no pending call {forged[0][9:]!r} in this run")
     check_decisions(tuple(pending), decisions)
     return decisions
+
+
+async def refuse_unrunnable(
+    continuer: object, pending: Sequence[PendingCall], decisions: Mapping[str, Decision]
+) -> None:
+    """``InvalidInput`` when the continuer's agent lacks an approved call's tool (when known)."""
+    check = getattr(continuer, "check", None)
+    if check is not None:
+        await check(tuple(pending), decisions)
+
+
+def with_deps(continuer: Any, deps: Any) -> Any:
+    """``continuer`` continuing with ``deps`` (``ViewerApp(deps=...)``); None: unchanged."""
+    if deps is None:
+        return continuer
+    give = getattr(continuer, "with_deps", None)
+    if give is None:
+        raise ConfigurationError(
+            "ViewerApp(deps=...) is for continuer=agent_continuer(agent); a continuer of your "
+            "own passes deps to continue_run(deps=...) itself",
+            field="deps",
+        )
+    return give(deps)

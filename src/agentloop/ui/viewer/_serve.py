@@ -4,9 +4,12 @@ The store is opened before the server starts, so a wrong path is one line and ex
 (from the CLI's error handler), not a page that only ever says the store is missing.
 
 Deciding a pending call continues the run, which needs the agent that ran it (its client and
-tools): ``agentloop ui --agent MODULE:NAME`` names an ``Agent`` built over the same store (the
-command line imports it as it imports ``--tools``). ``agent_continuer`` makes the continuer an
-application passes to ``ViewerApp`` itself.
+tools) and the application's deps: ``agentloop ui --agent MODULE:NAME`` names an ``Agent`` built
+over the same store, and ``--deps MODULE:CALLABLE`` a factory ``(run) -> deps`` (the command line
+imports them as it imports ``--tools``). ``agent_continuer(agent, deps=...)`` makes the
+continuer an application passes to ``ViewerApp`` itself; before a decision is accepted, its
+``check`` refuses an approval for a tool the agent does not have (SPEC 17), so the page says so
+and the run stays paused.
 """
 
 from __future__ import annotations
@@ -19,23 +22,47 @@ from agentloop.ui.viewer._app import Continuer, ViewerApp
 
 if TYPE_CHECKING:
     from agentloop import Agent, Run
-    from agentloop.pausing import Decision
+    from agentloop.pausing import Decision, PendingCall
 
-__all__ = ["DEFAULT_PORT", "agent_continuer", "serve"]
+__all__ = ["DEFAULT_PORT", "AgentContinuer", "agent_continuer", "serve"]
 
 DEFAULT_PORT = 8765
 LOCAL_NAMES = ("127.0.0.1", "localhost", "::1")
 
 
-def agent_continuer(agent: Agent[Any]) -> Continuer:
-    """A continuer that continues a run on ``agent``'s session of the same id (SPEC 17)."""
+class AgentContinuer:
+    """Continues a run on ``agent``'s session of the same id, with ``deps`` (SPEC 17).
 
-    async def continue_run(
-        session_id: str, run_id: str, decisions: Mapping[str, Decision]
+    ``deps`` is a value or a factory ``(run) -> deps``, given to ``continue_run(deps=...)``.
+    """
+
+    def __init__(self, agent: Agent[Any], *, deps: Any = None) -> None:
+        self.agent = agent
+        self.deps = deps
+
+    async def __call__(
+        self, session_id: str, run_id: str, decisions: Mapping[str, Decision]
     ) -> Run[Any]:
-        return await agent.session(session_id).continue_run(decisions=decisions)
+        """Continue the run (the session is restored from the agent's store)."""
+        session = self.agent.session(session_id)
+        return await session.continue_run(decisions=decisions, deps=self.deps)
 
-    return continue_run
+    async def check(
+        self, pending: tuple[PendingCall, ...], decisions: Mapping[str, Decision]
+    ) -> None:
+        """``InvalidInput`` naming the tool when the agent cannot run an approved call."""
+        from agentloop.engine.pause import check_continuable
+
+        await check_continuable(self.agent, pending, decisions)
+
+    def with_deps(self, deps: Any) -> AgentContinuer:
+        """The same continuer with these deps."""
+        return AgentContinuer(self.agent, deps=deps)
+
+
+def agent_continuer(agent: Agent[Any], *, deps: Any = None) -> AgentContinuer:
+    """A continuer that continues a run on ``agent``'s session of the same id (SPEC 17)."""
+    return AgentContinuer(agent, deps=deps)
 
 
 def serve(
@@ -45,10 +72,12 @@ def serve(
     port: int = DEFAULT_PORT,
     allow_decisions: bool = False,
     agent: object = None,
+    deps: Any = None,
 ) -> int:
     """Serve the viewer over ``store`` on ``host:port`` until Ctrl-C; returns 0.
 
-    ``agent`` is the ``Agent`` that continues a decided run (needed with ``allow_decisions``).
+    ``agent`` is the ``Agent`` that continues a decided run (needed with ``allow_decisions``);
+    ``deps`` what its tools read (a value or a factory ``(run) -> deps``).
     """
     import uvicorn
 
@@ -62,10 +91,16 @@ def serve(
     if agent is not None and not isinstance(agent, Agent):
         kind = type(agent).__name__
         raise ConfigurationError(f"--agent names a {kind}, not an Agent", field="agent")
+    if deps is not None and agent is None:
+        raise ConfigurationError(
+            "--deps is for the Agent that continues decided runs: give --agent MODULE:NAME too",
+            field="deps",
+        )
+    continuer: Continuer | None = None if agent is None else agent_continuer(agent, deps=deps)
     app = ViewerApp(
         store,
         allow_decisions=allow_decisions,
-        continuer=None if agent is None else agent_continuer(agent),
+        continuer=continuer,
         hosts=None if host in ("0.0.0.0", "::") else (host, *LOCAL_NAMES),
     )
     app.reader.check()  # a missing or foreign store: InvalidInput / MemoryBackendError now
