@@ -22,7 +22,18 @@ from agentloop.safety.redact import redact_secrets
 if TYPE_CHECKING:
     from agentloop.ui.viewer._records import Cost
 
-__all__ = ["attr", "cost", "json_text", "live", "page", "run_cost", "seconds", "text", "tokens", "when"]
+__all__ = [
+    "attr",
+    "cost",
+    "json_text",
+    "live",
+    "page",
+    "run_cost",
+    "seconds",
+    "text",
+    "tokens",
+    "when",
+]
 
 
 def text(value: object) -> str:

@@ -73,7 +73,9 @@ def _counts(run: Run) -> str:
     """``2 (3 tool calls)``: a paused run's waiting turn and its calls counted, and said."""
     turns, calls = len(turns_of(run)), tool_calls_of(run)
     said = f"{turns} ({calls} tool call{'s' * (calls != 1)})"
-    waiting = f"; turn {turns_of(run)[-1].index} waits on a decision" if len(run.turns) < turns else ""
+    waiting = (
+        f"; turn {turns_of(run)[-1].index} waits on a decision" if len(run.turns) < turns else ""
+    )
     return said + waiting
 
 
@@ -134,7 +136,7 @@ def _frames_html(frames: object) -> str:
         if isinstance(frame, Mapping)
     ]
     return (
-        '<h3>where it was raised (innermost last)</h3>'
+        "<h3>where it was raised (innermost last)</h3>"
         f'<ol class="traceback" id="traceback">{"".join(items)}</ol>'
     )
 
