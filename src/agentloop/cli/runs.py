@@ -24,7 +24,7 @@ from agentloop.model import INVALID_JSON_KEY
 from agentloop.safety.redact import redact_secrets
 
 if TYPE_CHECKING:  # rich and the stores load when the command runs
-    from rich.console import Console
+    from rich.console import Console, Group
     from rich.text import Text
 
     from agentloop import Run, Turn
@@ -95,38 +95,27 @@ def _outcome(stored: StoredRun) -> str:
     return _escape(_first_line(_plain_text(run.output)))
 
 
-def _outcome_cell(stored: StoredRun) -> Text:
-    """The runs table's outcome: a line or two, each cut with an ellipsis to the column.
+def _outcome_cell(stored: StoredRun) -> Text | Group:
+    """The runs table's outcome, kept short: ``agentloop runs show ID`` prints it in full.
 
-    A hard error is its class, then its message's first line; a paused run its first pending
-    call (and how many more); ``agentloop runs show ID`` prints everything in full.
+    A hard error is two lines: its class, then its message's first line cut with an ellipsis
+    at the column's width (a 20-line cell at 80 columns said less, not more).
     """
+    from rich.console import Group
     from rich.text import Text
 
     run = stored.run
-    if run.paused:
-        more = len(run.pending) - 1
-        lines = [("paused", "magenta"), ": " + visible(_waiting_text(run.pending[0]))]
-        if more:
-            lines.append(f"\nand {more} more call{'s' * (more != 1)}")
-        cell = Text.assemble(*lines)
-    elif run.stop_reason is not None and stored.finished:
-        said = visible(_first_line(str(run.stop_reason), 200))
-        cell = Text.assemble((type(run.stop_reason).__name__, "red"), "\n", said)
-    else:
-        cell = Text.from_markup(_outcome(stored))
-    cell.no_wrap, cell.overflow = True, "ellipsis"
-    return cell
+    if not run.paused and stored.finished and run.stop_reason is not None:
+        said = Text(visible(_first_line(str(run.stop_reason), 200)), no_wrap=True)
+        said.overflow = "ellipsis"
+        return Group(Text(type(run.stop_reason).__name__, style="red", overflow="fold"), said)
+    return Text.from_markup(_outcome(stored))
 
 
 def _waiting(pending: PendingCall) -> str:
     """``refund c1 (approval: "Refund over 100?")``: a pending call in the outcome column."""
-    return _escape(_waiting_text(pending))
-
-
-def _waiting_text(pending: PendingCall) -> str:
     said = f": {_first_line(pending.message, 40)}" if pending.message else ""
-    return f"{pending.call.name} {pending.id} ({pending.kind}{said})"
+    return _escape(f"{pending.call.name} {pending.id} ({pending.kind}{said})")
 
 
 def _plain_text(value: object) -> str:
@@ -171,6 +160,14 @@ def _tool_calls_of(run: Run) -> int:
     return sum(len(turn.tool_calls) for turn in _turns_of(run))
 
 
+def _started(timestamp: float | None) -> str:
+    """``12-04 23:05`` this year, ``2025-12-04`` before: the runs table's narrow column."""
+    if timestamp is None:
+        return "-"
+    at = datetime.fromtimestamp(timestamp)
+    return at.strftime("%m-%d %H:%M" if at.year == datetime.now().year else "%Y-%m-%d")
+
+
 def _when(timestamp: float | None, timespec: str = "seconds") -> str:
     if timestamp is None:
         return "-"
@@ -192,7 +189,7 @@ def _list_runs(
         table.add_row(
             _escape(stored.session_id[:12]),
             _escape(run.id[:12]),
-            _when(run.started_at, "minutes"),
+            _started(run.started_at),
             str(len(_turns_of(run))),
             str(_tool_calls_of(run)),
             _outcome_cell(stored),
