@@ -164,7 +164,11 @@ def leave_the_page(browser: webdriver.Chrome) -> Iterator[None]:
 
 
 def fact(driver: webdriver.Chrome, name: str) -> str:
-    return str(driver.find_element(By.ID, f"fact-{name}").text)
+    """The value of the run's fact ``name`` (its ``<dd>``)."""
+    return str(driver.find_element(By.XPATH, FACT.format(name=name)).text)
+
+
+FACT = '//dl[@class="facts"]/dt[text()="{name}"]/following-sibling::dd[1]'
 
 
 def row_cells(driver: webdriver.Chrome, run_id: str) -> list[str]:
@@ -215,7 +219,10 @@ def test_a_run_that_failed_after_a_turn_costs_at_least_that_turn(
 ) -> None:
     browser.get(f"{served.url}/runs/{served.runs.failed_after_a_turn}")
     assert re.fullmatch(r"≥ \$0\.0\d*[1-9]\d*", fact(browser, "cost"))
-    title = browser.find_element(By.CSS_SELECTOR, "#fact-cost .cost").get_attribute("title")
+    shown = browser.find_element(
+        By.XPATH, FACT.format(name="cost") + '/span[@class="cost at-least"]'
+    )
+    title = shown.get_attribute("title")
     assert title is not None and "may have been billed" in title
 
 

@@ -73,8 +73,7 @@ def seconds(value: float | None) -> str:
 def cost(value: float | None, *, at_least: bool = False) -> str:
     """US dollars, or ``unknown`` (never ``$0`` for a price nobody knows); ``≥`` a lower bound."""
     if value is None:
-        why = "no price is known for a model or a call of this run"
-        return f'<span class="cost unknown" title="{why}">unknown</span>'
+        return "unknown"
     dollars = f"${value:.4f}" if value < 1 else f"${value:.2f}"
     if at_least:
         why = "the recorded turns; the failed model call may have been billed too"

@@ -65,7 +65,7 @@ def _facts(stored: StoredRun) -> str:
     if parent is not None:
         link = f'<a href="/runs/{attr(parent.run_id)}">{text(parent.run_id[:12])}</a>'
         rows.append(("parent", f"{link}, tool call {text(parent.tool)} ({text(parent.call_id)})"))
-    items = "".join(f'<dt>{name}</dt><dd id="fact-{name}">{value}</dd>' for name, value in rows)
+    items = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
     return f'<dl class="facts">{items}</dl>'
 
 
