@@ -24,7 +24,10 @@ from agentloop.model import INVALID_JSON_KEY
 from agentloop.safety.redact import redact_secrets
 
 if TYPE_CHECKING:  # rich and the stores load when the command runs
-    from rich.console import Console, Group
+    from collections.abc import Iterator
+
+    from rich.console import Console, ConsoleOptions
+    from rich.measure import Measurement
     from rich.text import Text
 
     from agentloop import Run, Turn
@@ -95,21 +98,42 @@ def _outcome(stored: StoredRun) -> str:
     return _escape(_first_line(_plain_text(run.output)))
 
 
-def _outcome_cell(stored: StoredRun) -> Text | Group:
+def _outcome_cell(stored: StoredRun) -> Text | _TwoLines:
     """The runs table's outcome, kept short: ``agentloop runs show ID`` prints it in full.
 
-    A hard error is two lines: its class, then its message's first line cut with an ellipsis
-    at the column's width (a 20-line cell at 80 columns said less, not more).
+    A hard error is ``Class: message``, its first line, wrapped to the column and kept to two
+    lines, the second cut with an ellipsis (a 20-line cell at 80 columns said less, not more).
     """
-    from rich.console import Group
     from rich.text import Text
 
     run = stored.run
     if not run.paused and stored.finished and run.stop_reason is not None:
-        said = Text(visible(_first_line(str(run.stop_reason), 200)), no_wrap=True)
-        said.overflow = "ellipsis"
-        return Group(Text(type(run.stop_reason).__name__, style="red", overflow="fold"), said)
+        said = visible(_first_line(str(run.stop_reason), 200))
+        return _TwoLines(Text.assemble((type(run.stop_reason).__name__, "red"), ": ", said))
     return Text.from_markup(_outcome(stored))
+
+
+class _TwoLines:
+    """A table cell's text wrapped to its column and kept to two lines, cut with ``…``."""
+
+    def __init__(self, text: Text) -> None:
+        self.text = text
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        from rich.measure import Measurement
+
+        return Measurement.get(console, options, self.text)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Text]:
+        from rich.text import Text
+
+        lines = list(self.text.wrap(console, options.max_width))
+        if len(lines) > 2:
+            lines = lines[:2]
+            lines[1].rstrip()
+            lines[1].append("…")
+            lines[1].truncate(options.max_width, overflow="ellipsis")
+        yield Text("\n").join(lines)
 
 
 def _waiting(pending: PendingCall) -> str:
