@@ -41,6 +41,8 @@ from agentloop.ui.viewer._turns import Nesting
 FAKE_KEY = "sk-proj-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
 """A key-shaped secret the model puts in a tool's arguments: the page must never show it."""
 PRICED_MODEL = "gpt-4o-mini"
+LOCAL = "http://127.0.0.1"
+"""The viewer answers to loopback names only (not Starlette's ``testserver``)."""
 
 
 @tool
@@ -129,7 +131,7 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Filled]:
 @pytest.fixture
 def client(filled: tuple[Path, Filled]) -> Iterator[TestClient]:
     app = ViewerApp(str(filled[0]), poll_seconds=0.01)
-    with TestClient(app) as test_client:
+    with TestClient(app, base_url=LOCAL) as test_client:
         yield test_client
     app.close()
 
@@ -257,7 +259,7 @@ def test_a_running_run_streams_its_new_turn_then_ends(tmp_path: Path) -> None:
     run = Run(id="live-run", input="count", started_at=1.0, session_id="s")
     writer.begin_run("s", run)
     app = ViewerApp(str(path), poll_seconds=0.01)
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         page = client.get("/runs/live-run").text
         assert 'id="run-status">running<' in page and "no recorded end yet" in page
         stream = re.search(r'data-stream="([^"]+)"', page)
@@ -325,9 +327,9 @@ def test_decisions_posted_from_the_page_continue_the_run(tmp_path: Path) -> None
         return continued[-1]
 
     app = ViewerApp(str(path), allow_decisions=True, continuer=continuer, poll_seconds=0.01)
-    origin = {"origin": "http://testserver"}
+    origin = {"origin": LOCAL}
     call_id = paused.pending[0].id
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         page = client.get(f"/runs/{paused.id}").text
         assert f'name="decision:{call_id}" value="approve" checked' in page
         forged = {f"decision:{call_id}": "approve", "decision:call_forged": "approve"}
@@ -358,11 +360,11 @@ def test_a_viewer_without_a_continuer_refuses_decisions(tmp_path: Path) -> None:
     _, paused, store = _paused_agent(path)
     store.close()
     app = ViewerApp(str(path), allow_decisions=True)
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         answer = client.post(
             f"/runs/{paused.id}/decide",
             data={f"decision:{paused.pending[0].id}": "approve"},
-            headers={"origin": "http://testserver"},
+            headers={"origin": LOCAL},
         )
     app.close()
     assert answer.status_code == 403
@@ -380,7 +382,7 @@ def test_a_damaged_record_is_named_and_the_other_runs_still_listed(tmp_path: Pat
             (json.dumps({"id": runs.failed, "turns": "abc"}), runs.failed),
         )
     app = ViewerApp(str(path))
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         listing = client.get("/").text
         one = client.get(f"/runs/{runs.failed}")
         other = client.get(f"/runs/{runs.completed}")
@@ -399,7 +401,7 @@ def test_a_store_that_cannot_be_read_is_said_on_the_page(tmp_path: Path) -> None
     runs = fill_store(path)
     app = ViewerApp(str(path))
     app.reader.timeout = 0.05
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         assert runs.completed in client.get("/").text
         app.reader.close()  # another process takes the file for itself, then the page reads
         locker = sqlite3.connect(path, isolation_level=None)
@@ -488,7 +490,7 @@ def test_the_runs_stream_pushes_a_run_that_appears(tmp_path: Path) -> None:
     path = tmp_path / "agentloop.db"
     writer = SQLiteStore(path)
     app = ViewerApp(str(path), poll_seconds=0.01)
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         page = client.get("/?status=running").text
         assert listed(page) == [] and "no run matches" in page
         stream = re.search(r'data-stream="([^"]+)"', page)
@@ -526,7 +528,7 @@ def test_a_postgresql_store_by_url(postgres_dsn: str) -> None:
     run = agent.session("pg").run_sync("Look it up")
     store.close()
     app = ViewerApp(url)
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         listing = client.get("/?model=model-pg").text
         page = client.get(f"/runs/{run.id}").text
     app.close()
@@ -552,7 +554,7 @@ def test_a_child_agents_recorded_run_is_nested_in_the_parents_page(tmp_path: Pat
     if not children or "parent" not in children[0].run.to_dict():
         app.close()
         pytest.skip("the engine does not record a child agent's run with its parent link yet")
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         page = client.get(f"/runs/{run.id}").text
     app.close()
     call_id = run.turns[0].tool_calls[0].id
@@ -585,7 +587,7 @@ def test_the_breakers_refusal_is_marked_and_a_loop_stop_is_the_hard_error(tmp_pa
     looped = looping.session("loop").runs[-1]
     store.close()
     app = ViewerApp(str(path))
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         breaker = client.get(f"/runs/{tripped.id}").text
         loop = client.get(f"/runs/{looped.id}").text
     app.close()
@@ -656,7 +658,7 @@ def test_stored_text_is_never_markup(tmp_path: Path) -> None:
     store.finish_runs(evil, [run], keep=0, append=[])
     store.close()
     app = ViewerApp(str(path))
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         pages = [client.get("/").text, client.get("/runs/r-evil").text]
     app.close()
     for page in pages:
@@ -684,7 +686,7 @@ def test_a_turns_latency_tool_durations_and_loop_warnings_are_shown(tmp_path: Pa
     run = asyncio.run(agent.run("x"))
     from starlette.testclient import TestClient
 
-    page = TestClient(ViewerApp(str(db))).get(f"/runs/{run.id}").text
+    page = TestClient(ViewerApp(str(db)), base_url=LOCAL).get(f"/runs/{run.id}").text
     assert "latency" in page
     assert 'class="duration"' in page
     assert "loop: look" in page

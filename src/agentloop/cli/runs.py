@@ -24,7 +24,10 @@ from agentloop.model import INVALID_JSON_KEY
 from agentloop.safety.redact import redact_secrets
 
 if TYPE_CHECKING:  # rich and the stores load when the command runs
-    from rich.console import Console
+    from collections.abc import Iterator
+
+    from rich.console import Console, ConsoleOptions
+    from rich.measure import Measurement
     from rich.text import Text
 
     from agentloop import Run, Turn
@@ -95,6 +98,44 @@ def _outcome(stored: StoredRun) -> str:
     return _escape(_first_line(_plain_text(run.output)))
 
 
+def _outcome_cell(stored: StoredRun) -> Text | _TwoLines:
+    """The runs table's outcome, kept short: ``agentloop runs show ID`` prints it in full.
+
+    A hard error is ``Class: message``, its first line, wrapped to the column and kept to two
+    lines, the second cut with an ellipsis (a 20-line cell at 80 columns said less, not more).
+    """
+    from rich.text import Text
+
+    run = stored.run
+    if not run.paused and stored.finished and run.stop_reason is not None:
+        said = visible(_first_line(str(run.stop_reason), 200))
+        return _TwoLines(Text.assemble((type(run.stop_reason).__name__, "red"), ": ", said))
+    return Text.from_markup(_outcome(stored))
+
+
+class _TwoLines:
+    """A table cell's text wrapped to its column and kept to two lines, cut with ``…``."""
+
+    def __init__(self, text: Text) -> None:
+        self.text = text
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        from rich.measure import Measurement
+
+        return Measurement.get(console, options, self.text)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Text]:
+        from rich.text import Text
+
+        lines = list(self.text.wrap(console, options.max_width))
+        if len(lines) > 2:
+            lines = lines[:2]
+            lines[1].rstrip()
+            lines[1].append("…")
+            lines[1].truncate(options.max_width, overflow="ellipsis")
+        yield Text("\n").join(lines)
+
+
 def _waiting(pending: PendingCall) -> str:
     """``refund c1 (approval: "Refund over 100?")``: a pending call in the outcome column."""
     said = f": {_first_line(pending.message, 40)}" if pending.message else ""
@@ -120,6 +161,37 @@ def _first_line(text: str, width: int = 48) -> str:
     return line + ("…" if more else "")
 
 
+def _paused_turn(run: Run) -> Turn | None:
+    """A paused run's waiting turn (its reply asked for the pending calls), when readable."""
+    from agentloop import Turn
+
+    data = (run.paused_turn or {}).get("turn") if run.paused else None
+    if not isinstance(data, dict):
+        return None
+    try:
+        return Turn.from_dict(data)
+    except InvalidInput:  # the pending calls are still listed on their own
+        return None
+
+
+def _turns_of(run: Run) -> list[Turn]:
+    """The run's turns, a paused run's waiting turn last: it happened, and it counts."""
+    paused = _paused_turn(run)
+    return [*run.turns, *([paused] if paused is not None else [])]
+
+
+def _tool_calls_of(run: Run) -> int:
+    return sum(len(turn.tool_calls) for turn in _turns_of(run))
+
+
+def _started(timestamp: float | None) -> str:
+    """``12-04 23:05`` this year, ``2025-12-04`` before: the runs table's narrow column."""
+    if timestamp is None:
+        return "-"
+    at = datetime.fromtimestamp(timestamp)
+    return at.strftime("%m-%d %H:%M" if at.year == datetime.now().year else "%Y-%m-%d")
+
+
 def _when(timestamp: float | None, timespec: str = "seconds") -> str:
     if timestamp is None:
         return "-"
@@ -141,10 +213,10 @@ def _list_runs(
         table.add_row(
             _escape(stored.session_id[:12]),
             _escape(run.id[:12]),
-            _when(run.started_at, "minutes"),
-            str(len(run.turns)),
-            str(run.tool_calls),
-            _outcome(stored),
+            _started(run.started_at),
+            str(len(_turns_of(run))),
+            str(_tool_calls_of(run)),
+            _outcome_cell(stored),
         )
     console.print(table)
     damaged = [error for _, error in scanned if isinstance(error, MemoryBackendError)]
@@ -165,7 +237,7 @@ def _show_run(console: Console, stored: StoredRun, location: str) -> None:
         ("input", _escape(input_text(run.input))),
         ("output", _escape(_plain_text(run.output))),
         ("outcome", _outcome(stored)),
-        ("turns", f"{len(run.turns)} ({run.tool_calls} tool call{'s' * (run.tool_calls != 1)})"),
+        ("turns", _counts(run)),
         ("tokens", _tokens(run)),
         ("started", _when(run.started_at)),
         ("ended", _when(run.ended_at)),
@@ -175,11 +247,20 @@ def _show_run(console: Console, stored: StoredRun, location: str) -> None:
     console.print(fields)
     if run.stop_reason is not None:
         _show_error(console, run.stop_reason)
-    for turn in run.turns:
-        _show_turn(console, turn)
+    for turn in _turns_of(run):
+        _show_turn(console, turn, paused=turn.index >= len(run.turns))
     _show_decisions(console, run)
     if run.paused:
         _show_pending(console, stored, location)
+
+
+def _counts(run: Run) -> str:
+    """``1 (2 tool calls; turn 0 waits on a decision)``: a paused turn and its calls count."""
+    turns, calls = _turns_of(run), _tool_calls_of(run)
+    said = f"{len(turns)} ({calls} tool call{'s' * (calls != 1)}"
+    if len(turns) > len(run.turns):
+        said += f"; turn {turns[-1].index} waits on a decision"
+    return said + ")"
 
 
 def _show_pending(console: Console, stored: StoredRun, location: str) -> None:
@@ -225,7 +306,7 @@ def _tokens(run: Run) -> str:
     return "not reported by the server"
 
 
-def _show_turn(console: Console, turn: Turn) -> None:
+def _show_turn(console: Console, turn: Turn, *, paused: bool = False) -> None:
     """One turn: its text, each tool call with its arguments, and what each call returned.
 
     Everything stored is user or model text: it goes out as ``rich.text.Text``, never as
@@ -238,7 +319,8 @@ def _show_turn(console: Console, turn: Turn) -> None:
     if soft:
         counts.append(f"{soft} soft error{'s' * (soft != 1)}")
     model = visible(turn.model)
-    console.print(Text.assemble((f"turn {turn.index}", "bold"), f" ({model}): {', '.join(counts)}"))
+    head = Text.assemble((f"turn {turn.index}", "bold"), f" ({model}): {', '.join(counts)}")
+    console.print(head + Text(" (paused: waits on a decision)" if paused else ""))
     if turn.thinking:
         thinking = visible(turn.thinking)
         _indented(console, 2, Text.assemble(("thinks: ", "dim italic"), (thinking, "dim")))
@@ -249,7 +331,8 @@ def _show_turn(console: Console, turn: Turn) -> None:
             name, args = visible(call.name), _arguments(call)
             _indented(console, 2, Text.assemble(("call ", "dim"), (name, "cyan"), " ", args))
         if result is None:
-            _indented(console, 4, Text("(no result recorded)", style="dim"))
+            missing = "(pending: waits on a decision)" if paused else "(no result recorded)"
+            _indented(console, 4, Text(missing, style="dim"))
         elif result.is_error:
             said = visible(result.content)
             _indented(console, 4, Text.assemble(("soft error", "yellow"), ": ", said))
@@ -308,10 +391,23 @@ def _show_error(console: Console, error: AgentLoopError) -> None:
     for name, value in sorted(error.attributes().items()):
         if name == "attempt_log":
             value = "\n".join(_attempt(record) for record in value) or "()"
+        elif name == "traceback" and isinstance(value, list):
+            value = _frames(value)
         elif isinstance(value, float):
             value = _seconds(value) if name.endswith(("_seconds", "_after")) else f"{value:g}"
         table.add_row(_escape(name), _escape(str(value)))
     console.print(table)
+
+
+def _frames(frames: list[object]) -> str:
+    """An unexpected exception's stored innermost frames, innermost last, one line each."""
+    lines = [
+        f"{frame.get('file', '?')}:{frame.get('line', '?')} in {frame.get('function', '?')}: "
+        f"{frame.get('code', '')}"
+        for frame in frames
+        if isinstance(frame, dict)
+    ]
+    return redact_secrets("\n".join(lines)) or "()"
 
 
 def _attempt(record: AttemptRecord) -> str:

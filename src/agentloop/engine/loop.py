@@ -23,6 +23,7 @@ from agentloop import events as ev
 from agentloop.cancel import CancelToken
 from agentloop.engine.call import pending_of
 from agentloop.engine.conversation import Conversation
+from agentloop.engine.frames import keep_frames
 from agentloop.engine.instructions import evaluate
 from agentloop.engine.output import (
     ACCEPTED_TEXT,
@@ -407,6 +408,7 @@ class RunLoop:
         run.stop_reason = error
         if error is not None:
             run.output = None
+            keep_frames(error)  # an unexpected exception's innermost frames, for the record
         paused = state.paused if error is None else ()
         self._commit(error, paused)
         run.conversation = list(session._history)

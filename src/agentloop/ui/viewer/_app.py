@@ -13,9 +13,11 @@ pushes the page's live part again when it changed (an ``update`` event whose dat
 script puts in place); a run that ended says ``end`` and the stream closes. The page gives the
 digest of what it shows (``?seen=``), so an unchanged run costs no update.
 
-Every response carries a Content-Security-Policy allowing only this origin's own files: the
-page can make no request to any other host, even if some stored text tried. A POST must come
-from the viewer's own page (its ``Origin``), so another site open in the browser cannot decide.
+A request whose ``Host`` is not one of the app's allowed host names (the loopback names by
+default) is refused first, whatever its path (``_hosts``: DNS rebinding). Every response
+carries a Content-Security-Policy allowing only this origin's own files: the page can make no
+request to any other host, even if some stored text tried. A POST must come from the viewer's
+own page (its ``Origin``), so another site open in the browser cannot decide.
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response, Stream
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from agentloop.errors import AgentLoopError, InvalidInput, MemoryBackendError
+from agentloop.errors import AgentLoopError, ConfigurationError, InvalidInput, MemoryBackendError
 from agentloop.ui.viewer._decide import decisions_from_form, refuse_unrunnable, with_deps
+from agentloop.ui.viewer._hosts import allowed_names, host_name
 from agentloop.ui.viewer._html import live, page, text
 from agentloop.ui.viewer._list_page import filters_form, runs_table, store_problem
 from agentloop.ui.viewer._records import RunFilter, StoreReader, Unreadable, status_of
@@ -81,9 +84,12 @@ class ViewerApp:
         deps: What a decided tool reads as ``ctx.deps``, for ``agent_continuer(agent)``'s
             continuer: a value or a factory ``(run) -> deps``.
         poll_seconds: How often a live page's stream reads the store.
-        hosts: The host names a request may name in its ``Host`` header (None: any). A server
-            on 127.0.0.1 sets them, so a page of another site that rebinds its DNS name to
-            127.0.0.1 cannot read the viewer.
+        allowed_hosts: The host names a request may name in its ``Host`` header, any port
+            (default: the loopback names ``127.0.0.1``, ``localhost``, ``[::1]``; ``["*"]``:
+            any name). Every other request is refused with 400 before the origin check, so a
+            page of another site that rebinds its DNS name to 127.0.0.1 can neither read the
+            viewer nor decide (``_hosts``).
+        hosts: The older spelling of ``allowed_hosts`` (give one of the two).
     """
 
     def __init__(
@@ -93,6 +99,7 @@ class ViewerApp:
         allow_decisions: bool = False,
         continuer: Continuer | None = None,
         poll_seconds: float = 1.0,
+        allowed_hosts: Sequence[str] | None = None,
         hosts: Sequence[str] | None = None,
         deps: Any = None,
     ) -> None:
@@ -100,7 +107,7 @@ class ViewerApp:
         self.allow_decisions = allow_decisions
         self.continuer = with_deps(continuer, deps)
         self.poll_seconds = poll_seconds
-        self.hosts = None if hosts is None else frozenset(hosts)
+        self.hosts = _host_names(allowed_hosts, hosts)
         self._continuing: set[asyncio.Task[object]] = set()
         self.app = Starlette(
             routes=[
@@ -115,9 +122,6 @@ class ViewerApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """ASGI: a request for another host name is refused; every response is secured."""
-        if scope["type"] == "http" and not self._host_allowed(scope):
-            await HTMLResponse("unknown host", status_code=400)(scope, receive, send)
-            return
 
         async def secured(message: Any) -> None:
             if message["type"] == "http.response.start":
@@ -128,14 +132,16 @@ class ViewerApp:
                 message = {**message, "headers": headers}
             await send(message)
 
+        if scope["type"] == "http" and not self._host_allowed(scope):  # no WebSocket routes
+            await _unknown_host(scope)(scope, receive, secured)
+            return
         await self.app(scope, receive, secured)
 
     def _host_allowed(self, scope: Scope) -> bool:
+        """Whether the request's ``Host`` names an allowed host (any port), before all else."""
         if self.hosts is None:
             return True
-        host = dict(scope.get("headers", [])).get(b"host", b"").decode("latin-1")
-        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-        return name.strip("[]") in self.hosts
+        return host_name(_host_headers(scope)) in self.hosts
 
     # -- the runs ---------------------------------------------------------------------------
 
@@ -261,6 +267,34 @@ class ViewerApp:
     def close(self) -> None:
         """Close the store connection."""
         self.reader.close()
+
+
+def _host_names(
+    allowed_hosts: Sequence[str] | None, hosts: Sequence[str] | None
+) -> frozenset[str] | None:
+    """``ViewerApp``'s host names from either spelling (None: any name)."""
+    if allowed_hosts is not None and hosts is not None:
+        raise ConfigurationError(
+            "give ViewerApp(allowed_hosts=...) or its older spelling hosts=..., not both",
+            field="allowed_hosts",
+        )
+    return allowed_names(allowed_hosts if allowed_hosts is not None else hosts)
+
+
+def _host_headers(scope: Scope) -> list[str]:
+    return [value.decode("latin-1") for key, value in scope.get("headers", []) if key == b"host"]
+
+
+def _unknown_host(scope: Scope) -> Response:
+    """400 for a ``Host`` the viewer does not serve, naming the keyword that allows it."""
+    shown = (", ".join(_host_headers(scope)) or "none")[:100]
+    why = (
+        f"this viewer does not answer to the host name {shown!r} (a page on another name that "
+        "resolves here, DNS rebinding, is refused); an application that serves it under that "
+        "name passes it in ViewerApp(allowed_hosts=[...])"
+    )
+    body = f'<section class="problem" id="unknown-host"><h1>unknown host</h1><p>{text(why)}</p>'
+    return HTMLResponse(page("unknown host", body + "</section>"), status_code=400)
 
 
 def _same_origin(request: Request) -> bool:

@@ -15,11 +15,25 @@ from __future__ import annotations
 import html
 import json
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentloop.safety.redact import redact_secrets
 
-__all__ = ["attr", "cost", "json_text", "live", "page", "seconds", "text", "tokens", "when"]
+if TYPE_CHECKING:
+    from agentloop.ui.viewer._records import Cost
+
+__all__ = [
+    "attr",
+    "cost",
+    "json_text",
+    "live",
+    "page",
+    "run_cost",
+    "seconds",
+    "text",
+    "tokens",
+    "when",
+]
 
 
 def text(value: object) -> str:
@@ -56,11 +70,20 @@ def seconds(value: float | None) -> str:
     return f"{value:.2f} s"
 
 
-def cost(value: float | None) -> str:
-    """US dollars, or ``unknown`` (never ``$0`` for a price nobody knows)."""
+def cost(value: float | None, *, at_least: bool = False) -> str:
+    """US dollars, or ``unknown`` (never ``$0`` for a price nobody knows); ``≥`` a lower bound."""
     if value is None:
         return "unknown"
-    return f"${value:.4f}" if value < 1 else f"${value:.2f}"
+    dollars = f"${value:.4f}" if value < 1 else f"${value:.2f}"
+    if at_least:
+        why = "the recorded turns; the failed model call may have been billed too"
+        return f'<span class="cost at-least" title="{why}">≥ {dollars}</span>'
+    return dollars
+
+
+def run_cost(spent: Cost) -> str:
+    """A run's ``Cost`` as ``cost`` writes it."""
+    return cost(spent.dollars, at_least=spent.at_least)
 
 
 def tokens(count: int) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from agentloop.ui.viewer._html import attr, cost, text, tokens, when
+from agentloop.ui.viewer._html import attr, run_cost, text, tokens, when
 from agentloop.ui.viewer._records import (
     STATUSES,
     RunFilter,
@@ -21,6 +21,8 @@ from agentloop.ui.viewer._records import (
     models_of,
     parent_of,
     status_of,
+    tool_calls_of,
+    turns_of,
 )
 
 if TYPE_CHECKING:
@@ -80,9 +82,9 @@ def _row(stored: StoredRun) -> str:
         f"<td>{text(stored.session_id[:12])}</td>"
         f"<td>{when(run.started_at)}</td>"
         f'<td class="models">{text(", ".join(models_of(run)) or "-")}</td>'
-        f"<td>{len(run.turns)}</td><td>{run.tool_calls}</td>"
+        f"<td>{len(turns_of(run))}</td><td>{tool_calls_of(run)}</td>"
         f"<td>{tokens(usage.input_tokens)} / {tokens(usage.output_tokens)}</td>"
-        f"<td>{cost(cost_of(run))}</td>"
+        f"<td>{run_cost(cost_of(run))}</td>"
         f'<td class="outcome">{_outcome(stored)}</td></tr>'
     )
 

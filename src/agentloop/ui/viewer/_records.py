@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from agentloop._util.slots import record
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Usage
-from agentloop.pricing import estimate_cost
+from agentloop.pricing import estimate_cost, sum_costs
 
 if TYPE_CHECKING:
     from agentloop.run import Run, Turn
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "STATUSES",
+    "Cost",
     "Parent",
     "RunFilter",
     "Scanned",
@@ -43,7 +44,9 @@ __all__ = [
     "parent_of",
     "paused_turn_of",
     "status_of",
+    "tool_calls_of",
     "turn_cost",
+    "turns_of",
 ]
 
 Status: TypeAlias = Literal["completed", "failed", "paused", "running"]
@@ -163,9 +166,7 @@ def paused_turn_of(run: Run) -> Turn | None:
 
 def models_of(run: Run) -> list[str]:
     """The models the run's turns used (a paused turn's too), in the order they answered."""
-    paused = paused_turn_of(run)
-    turns = [*run.turns, *([paused] if paused is not None else [])]
-    return list(dict.fromkeys(turn.model for turn in turns))
+    return list(dict.fromkeys(turn.model for turn in turns_of(run)))
 
 
 def error_class(run: Run) -> str | None:
@@ -173,20 +174,58 @@ def error_class(run: Run) -> str | None:
     return None if run.stop_reason is None else type(run.stop_reason).__name__
 
 
-_COSTS: dict[tuple[str, int, Usage], float | None] = {}
-"""``Run.cost`` by run id, turn count and usage: pricing a turn costs ~0.3 ms (genai-prices),
-and a live page asks for every run's cost each second; a run whose turns have not changed
-costs what it cost before."""
+def turns_of(run: Run) -> list[Turn]:
+    """The run's turns, a paused run's waiting turn last (its reply and calls happened)."""
+    paused = paused_turn_of(run)
+    return [*run.turns, *([paused] if paused is not None else [])]
 
 
-def cost_of(run: Run) -> float | None:
-    """``run.cost``, remembered while the run's turns and usage stay the same."""
-    key = (run.id, len(run.turns), run.usage)
+def tool_calls_of(run: Run) -> int:
+    """How many tool calls the model asked for, a paused turn's calls included."""
+    return sum(len(turn.tool_calls) for turn in turns_of(run))
+
+
+@record
+class Cost:
+    """What the viewer says a run cost: US dollars, or None when nobody knows.
+
+    ``at_least``: the turns' cost is known but the run failed on a model call no turn records
+    (a provider may bill a request that failed), so the total is a lower bound.
+    """
+
+    dollars: float | None
+    at_least: bool = False
+
+
+_COSTS: dict[tuple[str, int, Usage, bool], Cost] = {}
+"""A run's ``Cost`` by run id, turn count, usage and whether it failed: pricing a turn costs
+~0.3 ms (genai-prices), and a live page asks for every run's cost each second; a run whose
+turns have not changed costs what it cost before."""
+
+
+def cost_of(run: Run) -> Cost:
+    """A run's cost, remembered while its turns and usage stay the same.
+
+    Unknown (never ``$0``) when a turn's model has no price, when ``usage`` holds tokens no
+    turn accounts for, or when the run failed before any turn was recorded; a run that failed
+    after some turns costs at least what they cost. A paused run's waiting turn counts.
+    """
+    turns = turns_of(run)
+    failed = run.stop_reason is not None
+    key = (run.id, len(turns), run.usage, failed)
     if key not in _COSTS:
         if len(_COSTS) >= 20_000:
             _COSTS.clear()
-        _COSTS[key] = run.cost
+        _COSTS[key] = _priced(turns, run.usage, failed)
     return _COSTS[key]
+
+
+def _priced(turns: Sequence[Turn], usage: Usage, failed: bool) -> Cost:
+    covered = sum((turn.usage for turn in turns), Usage())
+    if covered != usage or (failed and not turns):
+        return Cost(None)
+    total = sum_costs(turn_cost(turn.usage, turn.model) for turn in turns)
+    return Cost(total, at_least=failed and total is not None)
 
 
 @lru_cache(maxsize=8192)

@@ -15,14 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 from agentloop.run import error_to_dict
 from agentloop.ui.viewer._chart import TurnPoint, chart
-from agentloop.ui.viewer._html import attr, cost, json_text, seconds, text, tokens, when
+from agentloop.ui.viewer._html import attr, json_text, run_cost, seconds, text, tokens, when
 from agentloop.ui.viewer._records import (
     Unreadable,
     cost_of,
     models_of,
     parent_of,
     status_of,
+    tool_calls_of,
     turn_cost,
+    turns_of,
 )
 from agentloop.ui.viewer._turns import Nesting, turns_html
 
@@ -52,19 +54,29 @@ def _facts(stored: StoredRun) -> str:
         ("ended", when(run.ended_at)),
         ("took", took),
         ("models", text(", ".join(models_of(run)) or "-")),
-        ("turns", f"{len(run.turns)} ({run.tool_calls} tool call{'s' * (run.tool_calls != 1)})"),
+        ("turns", _counts(run)),
         (
             "tokens",
             f"{tokens(usage.input_tokens)} in ({tokens(cached)} cached) · "
             f"{tokens(usage.output_tokens)} out ({tokens(usage.reasoning_tokens)} reasoning)",
         ),
-        ("cost", cost(cost_of(run))),
+        ("cost", run_cost(cost_of(run))),
     ]
     if parent is not None:
         link = f'<a href="/runs/{attr(parent.run_id)}">{text(parent.run_id[:12])}</a>'
         rows.append(("parent", f"{link}, tool call {text(parent.tool)} ({text(parent.call_id)})"))
     items = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
     return f'<dl class="facts">{items}</dl>'
+
+
+def _counts(run: Run) -> str:
+    """``2 (3 tool calls)``: a paused run's waiting turn and its calls counted, and said."""
+    turns, calls = len(turns_of(run)), tool_calls_of(run)
+    said = f"{turns} ({calls} tool call{'s' * (calls != 1)})"
+    waiting = (
+        f"; turn {turns_of(run)[-1].index} waits on a decision" if len(run.turns) < turns else ""
+    )
+    return said + waiting
 
 
 def _attempt_row(record: Mapping[str, Any]) -> str:
@@ -88,6 +100,7 @@ def _error_html(error: AgentLoopError) -> str:
     data = error_to_dict(error)
     attributes: dict[str, Any] = dict(data["attributes"])
     log = attributes.pop("attempt_log", None) or []
+    frames = attributes.pop("traceback", None)
     rows = [
         f'<tr class="attr-{attr(name)}"><th>{text(name)}</th><td>{_value(value, name)}</td></tr>'
         for name, value in sorted(attributes.items())
@@ -106,7 +119,25 @@ def _error_html(error: AgentLoopError) -> str:
         f'<span class="error-class">{text(data["type"])}</span></h2>'
         f'<p class="error-message">{text(data["message"])}</p>'
         f'<table class="attributes"><tr><th>recoverability</th><td>{text(error.recoverability)}'
-        f"</td></tr>{''.join(rows)}</table>{table}</section>"
+        f"</td></tr>{''.join(rows)}</table>{_frames_html(frames)}{table}</section>"
+    )
+
+
+def _frames_html(frames: object) -> str:
+    """Where an unexpected exception was raised: the stored innermost frames, innermost last."""
+    if not isinstance(frames, list) or not frames:
+        return ""
+    items = [
+        f'<li class="frame"><span class="frame-file">{text(frame.get("file", "?"))}</span>, '
+        f'line <span class="frame-line">{text(frame.get("line", "?"))}</span>, in '
+        f'<span class="frame-function">{text(frame.get("function", "?"))}</span>'
+        f'<pre class="frame-code">{text(frame.get("code", ""))}</pre></li>'
+        for frame in frames
+        if isinstance(frame, Mapping)
+    ]
+    return (
+        "<h3>where it was raised (innermost last)</h3>"
+        f'<ol class="traceback" id="traceback">{"".join(items)}</ol>'
     )
 
 
@@ -187,7 +218,7 @@ def _io_html(run: Run) -> str:
 def run_body(stored: StoredRun, nesting: Nesting, *, allow_decisions: bool) -> str:
     """The run page's live part: everything about one run."""
     run = stored.run
-    points = [TurnPoint(t.index, t.usage, turn_cost(t.usage, t.model)) for t in run.turns]
+    points = [TurnPoint(t.index, t.usage, turn_cost(t.usage, t.model)) for t in turns_of(run)]
     nothing = "no turn yet" if not stored.finished else "no turn completed"
     running = (
         ""

@@ -101,7 +101,7 @@ def serve(
         store,
         allow_decisions=allow_decisions,
         continuer=continuer,
-        hosts=None if host in ("0.0.0.0", "::") else (host, *LOCAL_NAMES),
+        hosts=["*"] if host in ("0.0.0.0", "::") else (host, *LOCAL_NAMES),
     )
     app.reader.check()  # a missing or foreign store: InvalidInput / MemoryBackendError now
     mode = "decisions allowed" if allow_decisions else "read-only"
