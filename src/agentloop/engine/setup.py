@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from agentloop.config import RunConfig
@@ -174,8 +174,10 @@ def checked_history(history: object) -> list[Message]:
     return messages
 
 
-def checked_session_id(session_id: object) -> str:
+def checked_session_id(session_id: object, *, new: Callable[[], str] | None = None) -> str:
     """``session_id`` when every face can keep it, else ``InvalidInput`` naming the fix.
+
+    ``new`` makes the id when none was given (``session_id`` None).
 
     A session id goes into the store's key columns, events, spans, UI streams and the CLI. It
     is refused up front, before anything runs (else a run would end ``MemoryBackendError`` after
@@ -184,6 +186,8 @@ def checked_session_id(session_id: object) -> str:
     character (PostgreSQL text cannot hold NUL; a newline is usually a line read from a file
     or a header without ``strip()``).
     """
+    if session_id is None and new is not None:
+        return new()
     if not isinstance(session_id, str):
         raise InvalidInput(
             f"a session id must be a str such as 'user-42', got {type(session_id).__name__}; "
