@@ -43,7 +43,7 @@ from agentloop.errors import (
     InvalidInput,
     MaxTurnsExceeded,
 )
-from agentloop.messages import Message
+from agentloop.messages import ImagePart, Message
 from agentloop.model import ModelRequest
 from agentloop.providers import RetryingClient
 from agentloop.testing import FunctionModel, ScriptedModel, call, reply
@@ -634,6 +634,7 @@ MISTAKES = [
     Mistake("RunConfig(model=...)", lambda: RunConfig(model="gpt-4o"), TypeError, "Agent('openai:gpt-5-mini')"),  # type: ignore[call-arg]  # noqa: E501
     Mistake("Agent(model, instructions=..., system=...)", lambda: Agent(MODEL, instructions="a", system="b"), ConfigurationError, "same thing"),  # noqa: E501
     Mistake("Agent(some_object)", lambda: Agent(object()), ConfigurationError, "'provider:model' string"),  # type: ignore[call-overload]  # noqa: E501
+    Mistake("ImagePart(\"x.png\")", lambda: ImagePart("x.png"), InvalidInput, "ImagePart.from_path('x.png')"),  # type: ignore[arg-type]  # noqa: E501
 ]  # fmt: skip
 
 

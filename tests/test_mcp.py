@@ -133,7 +133,8 @@ async def test_soft_results_errors_and_content(tmp_path: Path) -> None:
     )
     assert got[3] == ("", False)  # an image travels as a media part, not a placeholder
     [picture] = run.turns[3].tool_results[0].media
-    assert (picture.kind, picture.media_type, picture.data) == ("image", "image/png", b"\x89PNG")
+    assert (picture.kind, picture.media_type) == ("image", "image/png")
+    assert picture.data == b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
     assert got[4][0].replace(" ", "").replace("\n", "") == '{"city":"Oslo","celsius":21}'
     assert len(got[5][0]) <= 500 and got[5][0].startswith("xxx") and not got[5][1]
 
@@ -423,7 +424,7 @@ def test_result_text_renders_every_content_kind() -> None:
     result = types.CallToolResult(
         content=[
             types.TextContent(text="plain"),
-            types.AudioContent(data="AAAA", mime_type="audio/wav"),
+            types.AudioContent(data="UklGRiQAAABXQVZFZm10IAAAAAAAAAAA", mime_type="audio/wav"),
             types.EmbeddedResource(
                 resource=types.TextResourceContents(uri="file:///a.txt", text="inside")
             ),
@@ -443,7 +444,8 @@ def test_result_text_renders_every_content_kind() -> None:
     from agentloop.mcp.mapping import result_media
 
     [audio] = result_media(result)
-    assert (audio.kind, audio.media_type, audio.data) == ("audio", "audio/wav", b"\x00\x00\x00")
+    assert (audio.kind, audio.media_type) == ("audio", "audio/wav")
+    assert audio.data == b"RIFF\x24\x00\x00\x00WAVEfmt " + bytes(8)
     lying = types.CallToolResult(
         content=[types.ImageContent(data="JVBERi0=", mime_type="image/png")]
     )

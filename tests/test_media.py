@@ -128,3 +128,123 @@ def test_media_cost_tokens_by_formula_never_by_base64_length() -> None:
         assert HeuristicTokenCounter().count_message(message) == 4 + 258  # per provider, cached
     finally:
         MEDIA_PROVIDER.reset(token)
+
+
+# -- the content is what the type says (issue 32, item 9) --------------------------------------
+
+PROGRAM = (
+    b"MZ\x90\x00\x03\x00\x00\x00\x04\x00\x00\x00\xff\xff\x00\x00\xb8" + bytes(47) + b"PE\x00\x00"
+)
+ELF = b"\x7fELF\x02\x01\x01\x00" + bytes(56)
+SAMPLES = {  # the first bytes of a real file of each type we take
+    "image/png": PNG,
+    "image/jpeg": b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01",
+    "image/gif": b"GIF87a\x01\x00\x01\x00\x80\x00\x00",
+    "image/webp": b"RIFF\x1a\x00\x00\x00WEBPVP8 \x0e\x00\x00\x00",
+    "image/heic": b"\x00\x00\x00\x18ftypheic\x00\x00\x00\x00mif1heic",
+    "image/heif": b"\x00\x00\x00\x18ftypmif1\x00\x00\x00\x00mif1heic",
+    "image/bmp": b"BM\x3a\x00\x00\x00\x00\x00\x00\x00\x36\x00\x00\x00",
+    "image/tiff": b"II*\x00\x08\x00\x00\x00",
+    "application/pdf": PDF,
+    "text/plain": "Grüße, plain text.\r\n\tindented\n".encode(),
+    "audio/wav": WAV,
+    "audio/mpeg": b"ID3\x04\x00\x00\x00\x00\x00\x00",
+    "audio/ogg": b"OggS\x00\x02\x00\x00\x00\x00\x00\x00",
+    "audio/flac": b"fLaC\x00\x00\x00\x22",
+    "audio/aiff": b"FORM\x00\x00\x00\x2eAIFFCOMM",
+    "audio/aac": b"\xff\xf1\x50\x80\x02\x1f\xfc",
+}
+KINDS = {"image": ImagePart, "application": DocumentPart, "text": DocumentPart, "audio": AudioPart}
+
+
+@pytest.mark.parametrize("media_type", list(SAMPLES))
+def test_every_type_we_take_is_recognised_by_its_bytes(media_type: str) -> None:
+    cls = KINDS[media_type.split("/")[0]]
+    assert cls(SAMPLES[media_type], media_type).media_type == media_type
+    if media_type != "text/plain":  # text has no signature: it is checked, never sniffed
+        assert cls(SAMPLES[media_type]).media_type == media_type
+    for other in cls.accepts:  # the same bytes under another type of the same kind: refused
+        same_family = {media_type, other} <= {"image/heic", "image/heif"}
+        if other != media_type and not same_family and not (other == "text/plain"):
+            with pytest.raises(InvalidInput, match=f"declared '{other}' but its bytes are"):
+                cls(SAMPLES[media_type], other)
+
+
+@pytest.mark.parametrize(
+    ("make", "words"),
+    [
+        (lambda: ImagePart(PROGRAM, media_type="image/png"), "are not image/png: they do not"),
+        (lambda: ImagePart(ELF, "image/jpeg"), "are not image/jpeg"),
+        (lambda: AudioPart(PROGRAM, "audio/mpeg"), "are not audio/mpeg"),
+        (lambda: DocumentPart(PROGRAM, "application/pdf"), "are not application/pdf"),
+        (lambda: DocumentPart(ELF, "text/plain"), "are not text: they hold control characters"),
+        (lambda: DocumentPart(PNG, "text/plain"), "declared 'text/plain' but its bytes are 'image/png'"),  # noqa: E501
+        (lambda: ImagePart(b"XXXX\x1a\x00\x00\x00WEBPVP8 ", "image/webp"), "are not image/webp"),
+        (lambda: ImagePart(b"<svg xmlns='http://www.w3.org/2000/svg'/>", "image/svg+xml"),
+         "ImagePart takes image/png, image/jpeg, image/gif, image/webp"),
+        (lambda: ImagePart(url="https://example.org/a.svg", media_type="image/svg+xml"),
+         "not 'image/svg+xml'"),
+        (lambda: AudioPart(b"\x1aE\xdf\xa3webm", "audio/webm"), "AudioPart takes audio/wav"),
+        (lambda: ImagePart(PNG, media_type=5), "media_type must be a str"),  # type: ignore[arg-type]
+    ],
+)  # fmt: skip
+def test_bytes_that_are_not_their_type_are_invalid_input(make: object, words: str) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        make()  # type: ignore[operator]
+    assert words in str(caught.value)
+    assert "MZ" not in str(caught.value) and "ELF" not in str(caught.value)  # never the bytes
+
+
+def test_a_program_saved_as_png_is_refused_naming_the_file(tmp_path: Path) -> None:
+    from agentloop.media import media_from_path
+
+    program = tmp_path / "cat.png"
+    program.write_bytes(PROGRAM)
+    notes = tmp_path / "notes.txt"
+    notes.write_bytes(ELF)
+    for make, file in ((ImagePart.from_path, program), (media_from_path, program),
+                       (DocumentPart.from_path, notes)):  # fmt: skip
+        with pytest.raises(InvalidInput, match="its bytes are not") as caught:
+            make(file)
+        assert repr(str(file)) in str(caught.value)
+    with pytest.raises(InvalidInput, match=r"\(typed by its name\)"):
+        ImagePart.from_path(program)
+    with pytest.raises(InvalidInput, match="declared 'image/png'"):
+        ImagePart.from_path(program, "image/png")
+    # UTF-16 text with its byte-order mark is text; a stored part is checked as it is read
+    (tmp_path / "u16.txt").write_bytes("ünïcode".encode("utf-16"))
+    assert DocumentPart.from_path(tmp_path / "u16.txt").media_type == "text/plain"
+    stored = {
+        "type": "image",
+        "media_type": "image/png",
+        "data": base64.b64encode(PROGRAM).decode(),
+    }
+    with pytest.raises(InvalidInput, match="are not image/png"):
+        media_from_dict(stored)
+
+
+@pytest.mark.parametrize(
+    ("data", "fix"),
+    [
+        ("x.png", "use ImagePart.from_path('x.png'), for a web address ImagePart(url=...)"),
+        ("https://example.org/cat.png", "use ImagePart(url='https://example.org/cat.png')"),
+        ("iVBORw0KGgo" * 40, "decode base64 text first (ImagePart(base64.b64decode(text)"),
+    ],
+    ids=["path", "url", "base64"],
+)
+def test_a_str_as_data_points_to_from_path_or_url(data: str, fix: str) -> None:
+    with pytest.raises(InvalidInput, match="ImagePart data must be bytes") as caught:
+        ImagePart(data)  # type: ignore[arg-type]
+    assert fix in str(caught.value)
+
+
+def test_mp3_and_aac_are_known_by_their_frame_header_and_utf16_text_is_not_sound() -> None:
+    assert AudioPart(b"\xff\xfb\x90\x64" + bytes(40)).media_type == "audio/mpeg"  # MPEG-1 layer III
+    assert AudioPart(b"\xff\xf3\x40\xc4" + bytes(40)).media_type == "audio/mpeg"  # MPEG-2 layer III
+    assert AudioPart(b"\xff\xf9\x50\x80" + bytes(40)).media_type == "audio/aac"  # ADTS, MPEG-2
+    text = "a note".encode("utf-16")  # starts FF FE, which reads as an MPEG layer I header
+    assert DocumentPart(text, "text/plain").media_type == "text/plain"
+    with pytest.raises(InvalidInput, match="needs media_type="):
+        AudioPart(text)
+    with pytest.raises(InvalidInput, match="are not audio/mpeg"):
+        AudioPart(text, "audio/mpeg")

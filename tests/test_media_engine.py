@@ -4,6 +4,7 @@ error when the provider cannot take a kind, the store and the continuation journ
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,53 @@ async def test_any_other_input_is_invalid_input_naming_what_fits(bad: Any) -> No
     with pytest.raises(InvalidInput, match="str or a sequence"):
         agent.stream(bad)
     assert agent.runs == []
+
+
+def _words() -> Any:
+    yield "hello"
+
+
+@pytest.mark.parametrize(
+    ("bad", "fix"),
+    [
+        ({"hello": 1, "world": 2}, "a dict would run its keys"),
+        ({"hello", "world"}, "a set has no order: pass a list"),
+        (frozenset({"hello"}), "a set has no order"),
+        (bytearray(b"hello"), "media bytes go in a part: ImagePart(data)"),
+        (memoryview(b"hello"), "media bytes go in a part"),
+        (_words(), "a one-shot generator: pass list(...) of it"),
+        (iter(["hello"]), "a one-shot list_iterator"),
+        (ImagePart(PNG), "put the part in a list: ['what is this?', part]"),
+    ],
+    ids=["dict", "set", "frozenset", "bytearray", "memoryview", "generator", "iterator", "part"],
+)
+def test_a_dict_a_set_bytes_an_iterator_or_a_lone_part_is_refused_naming_the_fix(
+    bad: Any, fix: str
+) -> None:
+    """SPEC 16: a str or a sequence; a dict used to run its keys, a generator to run empty."""
+    model = ScriptedModel([reply("never")])
+    agent = Agent(model)
+    starts = (
+        lambda: asyncio.run(agent.run(bad)),
+        lambda: agent.stream(bad),
+        lambda: agent.run_sync(bad),
+    )
+    for start in starts:
+        with pytest.raises(InvalidInput, match="str or a sequence of str and media parts") as e:
+            start()
+        assert fix in str(e.value)
+    assert agent.runs == [] and model.requests == []
+    agent.close()
+
+
+async def test_a_tuple_and_any_other_sequence_still_run() -> None:
+    from collections import UserList
+
+    model = ScriptedModel([reply("one"), reply("two")])
+    agent = Agent(model)
+    assert (await agent.run(("hello", ImagePart(PNG)))).output == "one"
+    assert (await agent.run(UserList(["hello"]))).output == "two"
+    assert [r.input for r in agent.runs] == [("hello", ImagePart(PNG)), ("hello",)]
 
 
 async def test_a_tool_returning_media_hands_it_to_the_model() -> None:

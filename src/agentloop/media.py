@@ -3,9 +3,13 @@
 Each part holds either the bytes (``ImagePart(data, media_type="image/png")``, or
 ``ImagePart.from_path(p)`` with the type guessed from the content and the name) or a URL
 (``ImagePart(url="https://...")``). They are checked once, where they are made: the bytes are not
-empty, not larger than ``MAX_MEDIA_BYTES``, and of the kind the declared type says (a PNG declared
-as JPEG is refused); a URL is ``http``/``https`` only. Every problem is an ``InvalidInput``
-naming the fix, raised before any request.
+empty, not larger than ``MAX_MEDIA_BYTES``, of a type the part takes (``IMAGE_TYPES``,
+``DOCUMENT_TYPES``, ``AUDIO_TYPES``: every type some provider takes, and each one we can
+recognise), and what that type says by their content: its magic number (``sniff``), or for
+plain text no control characters (``is_text``). So a PNG declared as JPEG, a program saved as
+``x.png`` and ``ImagePart(b"MZ...", media_type="image/png")`` are all refused. A URL is
+``http``/``https`` only; its bytes are the provider's to fetch, so they cannot be checked here.
+Every problem is an ``InvalidInput`` naming the fix, raised before any request.
 
 The bytes never appear in a ``repr``, a log line, a span or an error: those show the media type,
 the size and the first characters of the sha256. ``agentloop.messages`` re-exports the three
@@ -17,6 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import field
 from pathlib import Path
@@ -27,8 +32,11 @@ from agentloop.errors import InvalidInput
 
 __all__ = [
     "AUDIO_TOKENS_PER_SECOND",
+    "AUDIO_TYPES",
+    "DOCUMENT_TYPES",
     "GEMINI_TILE_TOKENS",
     "IMAGE_TOKENS_MAX",
+    "IMAGE_TYPES",
     "MAX_MEDIA_BYTES",
     "PDF_PAGE_TOKENS",
     "AudioPart",
@@ -36,9 +44,12 @@ __all__ = [
     "ImagePart",
     "MediaPart",
     "image_size",
+    "is_media_type",
+    "is_text",
     "media_from_dict",
     "media_from_path",
     "media_tokens",
+    "sniff",
 ]
 
 MAX_MEDIA_BYTES = 20 * 1024 * 1024
@@ -51,15 +62,40 @@ _SIGNATURES: tuple[tuple[bytes, int, str], ...] = (
     (b"GIF87a", 0, "image/gif"),
     (b"GIF89a", 0, "image/gif"),
     (b"WEBP", 8, "image/webp"),
+    (b"BM", 0, "image/bmp"),
+    (b"II*\x00", 0, "image/tiff"),
+    (b"MM\x00*", 0, "image/tiff"),
     (b"%PDF-", 0, "application/pdf"),
     (b"ID3", 0, "audio/mpeg"),
-    (b"\xff\xfb", 0, "audio/mpeg"),
-    (b"\xff\xf3", 0, "audio/mpeg"),
     (b"WAVE", 8, "audio/wav"),
+    (b"AIFF", 8, "audio/aiff"),
+    (b"AIFC", 8, "audio/aiff"),
     (b"OggS", 0, "audio/ogg"),
     (b"fLaC", 0, "audio/flac"),
+    (b"ADIF", 0, "audio/aac"),
 )
-_ALIASES = {"image/jpg": "image/jpeg", "audio/x-wav": "audio/wav", "audio/mp3": "audio/mpeg"}
+"""Magic numbers: the bytes at an offset that each media type starts with."""
+_HEIF_BRANDS = frozenset({b"heic", b"heix", b"heim", b"heis", b"hevc", b"hevx", b"mif1", b"msf1"})
+_CONTAINERS = {b"WEBP": b"RIFF", b"WAVE": b"RIFF", b"AIFF": b"FORM", b"AIFC": b"FORM"}
+_ALIASES = {
+    "image/jpg": "image/jpeg",
+    "image/x-ms-bmp": "image/bmp",
+    "audio/x-wav": "audio/wav",
+    "audio/wave": "audio/wav",
+    "audio/mp3": "audio/mpeg",
+    "audio/x-aiff": "audio/aiff",
+    "audio/x-flac": "audio/flac",
+    "audio/x-aac": "audio/aac",
+}
+IMAGE_TYPES = (
+    "image/png", "image/jpeg", "image/gif", "image/webp", "image/heic", "image/heif",
+    "image/bmp", "image/tiff",
+)  # fmt: skip
+"""The image types a part takes: every type some provider takes, each with a signature."""
+DOCUMENT_TYPES = ("application/pdf", "text/plain")
+AUDIO_TYPES = ("audio/wav", "audio/mpeg", "audio/ogg", "audio/flac", "audio/aiff", "audio/aac")
+_BINARY_BYTES = re.compile(rb"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
+_CONTROLS = re.compile("[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
 
 
 def _guess_type(name: str) -> str | None:
@@ -68,12 +104,86 @@ def _guess_type(name: str) -> str | None:
     return mimetypes.guess_type(name)[0]
 
 
+def _canonical(media_type: str) -> str:
+    lowered = media_type.lower()
+    return _ALIASES.get(lowered, lowered)
+
+
 def sniff(data: bytes) -> str | None:
-    """The media type the bytes themselves show, when they have a known signature."""
+    """The media type the bytes themselves show, when they have a known signature.
+
+    Plain text has none (any bytes without control characters may be text): it is never
+    sniffed, only checked (``is_text``) once declared or named.
+    """
     for magic, offset, media_type in _SIGNATURES:
         if data[offset : offset + len(magic)] == magic:
-            return media_type
+            container = _CONTAINERS.get(magic)
+            if container is None or data[:4] == container:
+                return media_type
+    if data[4:8] == b"ftyp" and data[8:12] in _HEIF_BRANDS:
+        return "image/heic" if data[8:12].startswith(b"he") else "image/heif"
+    return _frame_sync(data)
+
+
+def _frame_sync(data: bytes) -> str | None:
+    """MP3 and ADTS AAC have no magic number: a frame header, 11 (12) set bits, opens them.
+
+    MPEG audio counts only as layer II or III with a valid bitrate and sample rate, so that
+    UTF-16 text (``FF FE``, which reads as a layer I header) is not taken for sound.
+    """
+    if len(data) < 3 or data[0] != 0xFF:
+        return None
+    if data[1] & 0xF6 == 0xF0:  # 1111 x 00 x: ADTS (layer bits 00, which MPEG audio reserves)
+        return "audio/aac"
+    layer, bitrate, rate = data[1] & 0x06, data[2] >> 4, (data[2] >> 2) & 0x03
+    if data[1] & 0xE0 == 0xE0 and layer in (0x02, 0x04) and bitrate != 0x0F and rate != 0x03:
+        return "audio/mpeg"
     return None
+
+
+def is_text(data: bytes) -> bool:
+    """Whether ``data`` may be plain text: no control characters but whitespace (and ESC).
+
+    UTF-16 with a byte-order mark is judged on its decoded characters; anything else byte by
+    byte, so UTF-8 and 8-bit encodings pass and an executable, an archive or an image (whose
+    bytes hold NULs and control codes) does not.
+    """
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        try:
+            return _CONTROLS.search(data.decode("utf-16")) is None
+        except UnicodeDecodeError:
+            pass
+    return _BINARY_BYTES.search(data) is None
+
+
+def is_media_type(data: bytes, media_type: str) -> bool:
+    """Whether ``data`` is of ``media_type`` by its content (its signature, or as text)."""
+    media_type = _canonical(media_type)
+    if media_type == "text/plain":
+        return is_text(data)
+    seen = sniff(data)
+    if media_type in ("image/heic", "image/heif"):  # one family: brands mix in both
+        return seen in ("image/heic", "image/heif")
+    return seen == media_type
+
+
+def _text_as_data(name: str, text: str) -> str:
+    """The fix for a ``str`` given as a part's bytes: a path, a URL or base64 text."""
+    if text.startswith(("http://", "https://")):
+        return f"{name} data must be bytes, got a URL: use {name}(url={text[:80]!r})"
+    if len(text) > 260 or text.startswith("data:"):
+        return (
+            f"{name} data must be bytes, got a str of {len(text):,} characters; decode base64 "
+            f"text first ({name}(base64.b64decode(text), media_type=...))"
+        )
+    return (
+        f"{name} data must be bytes, got the str {text!r}: for a file use "
+        f"{name}.from_path({text!r}), for a web address {name}(url=...)"
+    )
+
+
+def _listed(types: tuple[str, ...]) -> str:
+    return types[0] if len(types) == 1 else f"{', '.join(types[:-1])} or {types[-1]}"
 
 
 @record(repr=False)
@@ -89,20 +199,28 @@ class _Media:
     sha256: str = field(default="", init=False, compare=False)
 
     def __post_init__(self) -> None:
+        name = type(self).__name__
         if (self.data is None) == (self.url is None):
-            raise InvalidInput(f"{type(self).__name__} needs data= (bytes) or url=, exactly one")
+            raise InvalidInput(f"{name} needs data= (bytes) or url=, exactly one")
+        declared = self.media_type
+        if declared is not None:
+            if not isinstance(declared, str):
+                raise InvalidInput(
+                    f"{name} media_type must be a str such as {self.accepts[0]!r}, "
+                    f"got {type(declared).__name__}"
+                )
+            object.__setattr__(self, "media_type", _canonical(declared))
         if self.url is not None:
             self._check_url(self.url)
         else:
             self._check_data(self.data)
-        declared = self.media_type
-        if declared is not None:
-            object.__setattr__(self, "media_type", _ALIASES.get(declared.lower(), declared.lower()))
-        if self.media_type is not None and not self.media_type.startswith(self.accepts):
+        if self.media_type is not None and self.media_type not in self.accepts:
             raise InvalidInput(
-                f"{type(self).__name__} takes {' or '.join(self.accepts)}*, "
-                f"not {self.media_type!r}; use the part that fits the content"
+                f"{name} takes {_listed(self.accepts)}, not {self.media_type!r}; use the part "
+                "that fits the content"
             )
+        if self.data is not None:
+            self._check_content(self.data, declared)
 
     def _check_url(self, url: str) -> None:
         from urllib.parse import urlsplit  # loaded by the first URL part, not by every import
@@ -116,6 +234,8 @@ class _Media:
 
     def _check_data(self, data: object) -> None:
         name = type(self).__name__
+        if isinstance(data, str):
+            raise InvalidInput(_text_as_data(name, data))
         if not isinstance(data, bytes | bytearray | memoryview):
             raise InvalidInput(f"{name} data must be bytes, got {type(data).__name__}")
         raw = bytes(data)
@@ -130,24 +250,47 @@ class _Media:
         import hashlib  # loaded by the first media part, not by every import
 
         object.__setattr__(self, "sha256", hashlib.sha256(raw).hexdigest())
-        seen = sniff(raw)
-        declared = self.media_type
-        if declared is None:
+        if self.media_type is None:
+            seen = sniff(raw)
             if seen is None:
                 raise InvalidInput(f"{name} needs media_type=: the bytes have no known signature")
             object.__setattr__(self, "media_type", seen)
-        elif seen is not None and seen != _ALIASES.get(declared.lower(), declared.lower()):
+
+    def _check_content(self, data: bytes, declared: str | None) -> None:
+        """The bytes must be what the type says: a ``.png`` holding a program is no image."""
+        media_type = self.media_type
+        assert media_type is not None
+        if is_media_type(data, media_type):
+            return
+        name, seen = type(self).__name__, sniff(data)
+        if seen is not None:
             raise InvalidInput(f"{name} is declared {declared!r} but its bytes are {seen!r}")
+        what = "text: they hold control characters" if media_type == "text/plain" else (
+            f"{media_type}: they do not start with its signature"
+        )  # fmt: skip
+        raise InvalidInput(
+            f"{name} is declared {declared!r} but its bytes are not {what}; pass the type the "
+            "file really is, or convert it"
+        )
 
     @classmethod
     def from_path(cls, path: str | Path, media_type: str | None = None) -> Self:
-        """The file's bytes; the media type from its content, else its name."""
+        """The file's bytes; the media type from its content, else its name.
+
+        The content must match the type either way: a file named ``.png`` whose bytes are no
+        PNG is ``InvalidInput`` naming the file.
+        """
         file = Path(path)
         if not file.is_file():
             raise InvalidInput(f"{cls.__name__}.from_path: no such file: {str(file)!r}")
         data = file.read_bytes()
-        guessed = media_type or sniff(data) or _guess_type(file.name)
-        return cls(data, guessed)
+        seen = None if media_type else sniff(data)
+        guessed = media_type or seen or _guess_type(file.name)
+        by_name = " (typed by its name)" if guessed and not media_type and not seen else ""
+        try:
+            return cls(data, guessed)
+        except InvalidInput as exc:
+            raise InvalidInput(f"{cls.__name__}.from_path({str(file)!r}){by_name}: {exc}") from None
 
     @property
     def size(self) -> int:
@@ -181,10 +324,10 @@ class _Media:
 
 @record(repr=False)
 class ImagePart(_Media):
-    """An image (PNG, JPEG, GIF, WebP)."""
+    """An image: PNG, JPEG, GIF, WebP, HEIC/HEIF, BMP or TIFF (each adapter says its own)."""
 
     kind: ClassVar[str] = "image"
-    accepts: ClassVar[tuple[str, ...]] = ("image/",)
+    accepts: ClassVar[tuple[str, ...]] = IMAGE_TYPES
 
 
 @record(repr=False)
@@ -192,15 +335,15 @@ class DocumentPart(_Media):
     """A document: a PDF or plain text."""
 
     kind: ClassVar[str] = "document"
-    accepts: ClassVar[tuple[str, ...]] = ("application/pdf", "text/plain")
+    accepts: ClassVar[tuple[str, ...]] = DOCUMENT_TYPES
 
 
 @record(repr=False)
 class AudioPart(_Media):
-    """A sound recording (WAV, MP3, ...)."""
+    """A sound recording (WAV, MP3, OGG, FLAC, AIFF, AAC)."""
 
     kind: ClassVar[str] = "audio"
-    accepts: ClassVar[tuple[str, ...]] = ("audio/",)
+    accepts: ClassVar[tuple[str, ...]] = AUDIO_TYPES
 
 
 MediaPart = ImagePart | DocumentPart | AudioPart
@@ -215,10 +358,13 @@ def media_from_path(path: str | Path) -> MediaPart:
     if not file.is_file():
         raise InvalidInput(f"no such file: {str(file)!r}")
     data = file.read_bytes()
-    media_type = sniff(data) or _guess_type(file.name) or ""
+    media_type = _canonical(sniff(data) or _guess_type(file.name) or "")
     for cls in (ImagePart, DocumentPart, AudioPart):
-        if media_type.startswith(cls.accepts):
-            return cls(data, media_type)
+        if media_type in cls.accepts:
+            try:
+                return cls(data, media_type)
+            except InvalidInput as exc:
+                raise InvalidInput(f"{str(file)!r}: {exc}") from None
     raise InvalidInput(
         f"{str(file)!r} is not an image, a PDF, plain text or audio ({media_type or 'unknown'})"
     )

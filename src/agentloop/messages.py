@@ -250,6 +250,33 @@ _INPUT_HELP = (
     "run() input must be a str or a sequence of str and media parts (ImagePart, DocumentPart, "
     "AudioPart), got {got}; earlier messages go in history="
 )
+_NOT_A_SEQUENCE = (
+    (str, ""),
+    (bytes | bytearray | memoryview, " (media bytes go in a part: ImagePart(data), "
+     "DocumentPart(data) or AudioPart(data), inside a list)"),
+    (Mapping, " (a dict would run its keys: pass the text, or a list of text and parts)"),
+    (frozenset | set, " (a set has no order: pass a list)"),
+    (ImagePart | DocumentPart | AudioPart, " (put the part in a list: ['what is this?', part])"),
+)  # fmt: skip
+
+
+def _refused_input(input: object) -> str | None:
+    """Why ``input`` is not a ``str`` or a sequence of parts (None: it is one).
+
+    A ``list`` or a ``tuple`` (any ``Sequence``) fits. Anything else is refused with the fix:
+    bytes (which iterate as numbers), a dict (whose keys would be the prompt), a set (no
+    order), a lone media part, and a one-shot iterator or generator, which the checks before a
+    run would consume, leaving the run nothing to keep in ``run.input``.
+    """
+    for kind, fix in _NOT_A_SEQUENCE:
+        if isinstance(input, kind):
+            return None if kind is str else _INPUT_HELP.format(got=type(input).__name__ + fix)
+    if isinstance(input, Sequence):
+        return None
+    got = type(input).__name__
+    if isinstance(input, Iterable):
+        return _INPUT_HELP.format(got=f"a one-shot {got}: pass list(...) of it")
+    return _INPUT_HELP.format(got=got)
 
 
 def input_text(input: object) -> str:
@@ -299,10 +326,11 @@ class Message:
         Raises:
             InvalidInput: The input is neither, or an empty sequence; the message says what fits.
         """
+        refused = _refused_input(input)
+        if refused is not None:
+            raise InvalidInput(refused)
         if isinstance(input, str):
             return cls("user", (TextPart(input),))
-        if isinstance(input, bytes | bytearray) or not isinstance(input, Iterable):
-            raise InvalidInput(_INPUT_HELP.format(got=type(input).__name__))
         parts: list[Part] = []
         for item in input:
             if isinstance(item, str):

@@ -96,8 +96,8 @@ def big(size: int) -> str:
 
 @server.tool()
 def picture() -> Image:
-    """A 4-byte PNG 'image'."""
-    return Image(data=b"\x89PNG", format="png")
+    """A 16-byte PNG 'image': its signature and the start of a header."""
+    return Image(data=b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", format="png")
 
 
 @server.tool()

@@ -27,6 +27,7 @@ from agentloop.errors import (
     AttemptRecord,
     ConfigurationError,
     FailurePhase,
+    InvalidInput,
     MemoryBackendError,
 )
 from agentloop.messages import (
@@ -615,3 +616,54 @@ def test_postgres_read_only_creates_nothing_and_refuses_writes(postgres_dsn: str
         ).fetchall()
         conn.execute("DROP SCHEMA foreign_app CASCADE")
     assert tables == [("notes",)]
+
+
+# -- session ids a store cannot keep (issue 32, item 9) ----------------------------------------
+
+BAD_SESSION_IDS = [
+    ("\ud800", "U+D800, a lone surrogate"),
+    ("user-\udcff", "U+DCFF, a lone surrogate"),
+    ("a\x00b", "U+0000, a control character"),
+    ("user-42\n", "strip() it"),
+    ("", "leave it out (None) for a new id"),
+    (42, "must be a str such as 'user-42', got int"),
+]
+
+
+@pytest.mark.parametrize(("session_id", "fix"), BAD_SESSION_IDS, ids=lambda v: ascii(v))
+def test_a_session_id_the_store_cannot_keep_is_refused_before_anything_runs(
+    store: Store, session_id: Any, fix: str
+) -> None:
+    """A lone surrogate used to end the run ``MemoryBackendError`` after the model ran."""
+    from agentloop import Agent
+    from agentloop.testing import ScriptedModel, reply
+
+    model = ScriptedModel([reply("paid for")])
+    agent = Agent(model, store=store)
+    starts = (
+        lambda: agent.session(session_id),
+        lambda: Agent(model, store=store, session_id=session_id),
+        lambda: Agent(model, session_id=session_id),  # no store: the same id must fit one later
+        lambda: Agent.resume(session_id, store=store, client=model),
+    )
+    for start in starts:
+        with pytest.raises(InvalidInput) as caught:
+            start()
+        assert fix in str(caught.value)
+        str(caught.value).encode("utf-8")  # the message itself can be printed and logged
+    assert model.requests == [] and store.load_runs() == []
+    agent.close()
+
+
+def test_ordinary_session_ids_still_round_trip(store: Store) -> None:
+    from agentloop import Agent
+    from agentloop.testing import ScriptedModel, reply
+
+    ids = ["user-42", "tenant:7/thread#3", "Grüße 🎉", "550e8400-e29b-41d4-a716-446655440000"]
+    agent = Agent(ScriptedModel([reply("ok")] * len(ids)), store=store)
+    for session_id in ids:
+        assert agent.session(session_id).run_sync("hi").output == "ok"
+    agent.close()
+    again = Agent(ScriptedModel([]), store=store)
+    assert [len(again.session(i).history) for i in ids] == [2] * len(ids)
+    again.close()

@@ -158,7 +158,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         self._sync_thread = None
         # the live sessions by id, made on the first agent.session() (else no map at all)
         self._sessions: weakref.WeakValueDictionary[str, Session[OutputT]] | None = None
-        self._default_id = session_id or clock.new_id()
+        self._default_id = _setup.checked_session_id(session_id, new=clock.new_id)
         self._default_session: Session[OutputT] | None = None
         if store is not None or history is not None:  # checked (and recorded) at construction
             sid, new = self._default_id, session_id is not None
@@ -224,11 +224,11 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         session lives as long as the application holds it.
 
         Raises:
-            InvalidInput: ``history`` was given for a session that already exists.
+            InvalidInput: ``history`` for a session that exists, or an id no store can keep.
         """
         store = self.store if store is None else _setup.checked_store(store)
         if session_id is not None:
-            live = self._live(session_id)
+            live = self._live(_setup.checked_session_id(session_id))  # the id, once checked
             stored = live is None and store is not None and store.has_session(session_id)
             if (live is not None or stored) and history is not None:
                 raise InvalidInput(
@@ -247,7 +247,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         from agentloop.engine.session import Session
         from agentloop.store._session import SessionRecorder, restore
 
-        history, runs = restore(store, session_id)
+        history, runs = restore(store, _setup.checked_session_id(session_id))  # for resume()
         recorder = SessionRecorder(store, session_id, synced=len(history))
         session: Session[OutputT] = Session(
             self, session_id, recorder=recorder, history=history, runs=cast(Any, runs)

@@ -4,20 +4,20 @@ A client without ``complete``, a config that is not a ``RunConfig``, an approver
 called, tools that are not a list (or hold a coroutine
 object, a function called by mistake), a tool named ``final_result`` beside typed output, an
 ``output_type`` that is a string or an instance instead of a type, a history that is not a valid
-transcript, a store that is not a ``Store``, or a named session that already has runs
-(``Agent.resume`` continues those).
+transcript, a store that is not a ``Store``, a named session that already has runs
+(``Agent.resume`` continues those), or a session id the store could not keep (``session_id``).
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from agentloop.config import RunConfig
 from agentloop.engine.output import FINAL_RESULT, OutputType
-from agentloop.errors import ConfigurationError, TranscriptError
+from agentloop.errors import ConfigurationError, InvalidInput, TranscriptError
 from agentloop.messages import Message
 from agentloop.tools import Tool, ToolRegistry, Toolset
 from agentloop.transcript import validate_transcript
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "add_tool",
     "checked_history",
+    "checked_session_id",
     "checked_setup",
     "checked_store",
     "output_type",
@@ -171,6 +172,43 @@ def checked_history(history: object) -> list[Message]:
     if messages:
         validate_transcript(messages)
     return messages
+
+
+def checked_session_id(session_id: object, *, new: Callable[[], str] | None = None) -> str:
+    """``session_id`` when every face can keep it, else ``InvalidInput`` naming the fix.
+
+    ``new`` makes the id when none was given (``session_id`` None).
+
+    A session id goes into the store's key columns, events, spans, UI streams and the CLI. It
+    is refused up front, before anything runs (else a run would end ``MemoryBackendError`` after
+    the model was paid for), when it is not a ``str``, is empty (leave it out for a new id), or
+    holds a lone surrogate (no UTF-8 for it: SQLite and PostgreSQL cannot store it) or a control
+    character (PostgreSQL text cannot hold NUL; a newline is usually a line read from a file
+    or a header without ``strip()``).
+    """
+    if session_id is None and new is not None:
+        return new()
+    if not isinstance(session_id, str):
+        raise InvalidInput(
+            f"a session id must be a str such as 'user-42', got {type(session_id).__name__}; "
+            "str() it, or leave it out for a new id"
+        )
+    if not session_id:
+        raise InvalidInput("a session id is empty; leave it out (None) for a new id")
+    for char in session_id:
+        code = ord(char)
+        if 0xD800 <= code <= 0xDFFF:
+            why = "a lone surrogate, which has no UTF-8 and cannot be stored"
+            fix = "decode the bytes it came from with errors='replace', or use plain text"
+        elif code < 0x20 or 0x7F <= code <= 0x9F:
+            why = "a control character, which the store or a terminal cannot keep"
+            fix = "strip() it (a line read from a file or a header keeps its newline)"
+        else:
+            continue
+        raise InvalidInput(
+            f"session id {session_id!r:.60} holds U+{code:04X}, {why}; {fix}, such as 'user-42'"
+        )
+    return session_id
 
 
 def checked_store(store: object) -> Store:

@@ -150,6 +150,7 @@ class GeminiTwin:
         """The aiohttp application (serve it with ``conftest.serve_app``)."""
         app = web.Application()
         app.router.add_post("/v1beta/models/{call}", self._handle)
+        app.router.add_post("/v1beta/tunedModels/{call}", self._handle)  # a tuned model
         return app
 
     @property

@@ -1,9 +1,10 @@
 """The Gemini ``generateContent`` adapter: agentloop messages in, ``ModelResponse`` out.
 
 Speaks ``POST {base_url}/models/{model}:generateContent`` and
-``:streamGenerateContent?alt=sse`` through the shared ``HttpTransport``. The key travels in the
-``x-goog-api-key`` header, never in the URL. The wire rules live in two private modules:
-``_encode`` (messages, reasoning parts and settings into a request body) and
+``:streamGenerateContent?alt=sse`` (``tunedModels/{id}`` for a tuned model) through the shared
+``HttpTransport``. The key travels in the ``x-goog-api-key`` header, never in the URL; the model
+is checked as one path segment (``_paths``) before any request. The wire rules live in two
+private modules: ``_encode`` (messages, reasoning parts and settings into a request body) and
 ``_reply`` (chunks into a response, refusals, finish reasons, usage). What they add up to:
 
 - Call ids: Gemini may omit ``functionCall.id``. A missing id is synthesised as
@@ -36,6 +37,7 @@ from typing import Any
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
 from agentloop.providers._client import HttpClient, check_client, require_key
 from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
+from agentloop.providers._paths import path_segment
 from agentloop.providers.gemini._encode import (
     BYPASS_SIGNATURE,
     PROVIDER,
@@ -52,8 +54,26 @@ __all__ = [
     "GeminiStreamState",
     "build_payload",
     "encode_contents",
+    "model_path",
     "parse_response",
 ]
+
+
+_COLLECTIONS = ("models", "tunedModels")
+
+
+def model_path(model: str) -> str:
+    """The model's resource path, ``models/<id>`` or ``tunedModels/<id>``, checked.
+
+    A bare id is a base model; ``models/`` and ``tunedModels/`` prefixes name the collection
+    (the API's ``/v1beta/models/{model}`` and ``/v1beta/tunedModels/{tunedModel}``). Any other
+    name that is not one safe path segment is a ``ConfigurationError`` (``_paths``).
+    """
+    collection, slash, name = model.partition("/")
+    if not slash or collection not in _COLLECTIONS:
+        collection, name = "models", model
+    checked = path_segment(name, provider="Gemini", example="gemini-2.5-flash", given=model)
+    return f"{collection}/{checked}"
 
 
 def parse_response(data: Any, *, request_id: str | None = None, text: str = "") -> ModelResponse:
@@ -69,7 +89,10 @@ class GeminiClient(HttpClient):
     """A ``ModelClient`` for the Gemini API (``generateContent``).
 
     Args:
-        model: Default model, e.g. ``gemini-2.5-flash`` (a ``models/`` prefix is accepted).
+        model: Default model, e.g. ``gemini-2.5-flash`` (a ``models/`` prefix is accepted), or
+            a tuned model, ``tunedModels/<id>``. It goes into the URL path, so a name that is
+            not one path segment of letters, digits, ``.``, ``_``, ``-`` is a
+            ``ConfigurationError`` (so is such a ``ModelRequest.model``, before any request).
         api_key: Sent as ``x-goog-api-key``; never in the URL, errors, logs or ``repr``.
         base_url: API root including the version.
         timeout: Read/idle-gap timeout in seconds.
@@ -93,6 +116,7 @@ class GeminiClient(HttpClient):
     ) -> None:
         name = model.removeprefix("models/") if isinstance(model, str) else model
         check_client(name, base_url, timeout, connect_timeout, max_connections)
+        model_path(model)
         api_key = require_key(api_key, "GEMINI_API_KEY", PROVIDER)
         self.base_url = base_url.rstrip("/")
         self._configure(
@@ -114,8 +138,7 @@ class GeminiClient(HttpClient):
         return f"GeminiClient(model={self._model!r}, base_url={self.base_url!r})"
 
     def _url(self, request: ModelRequest, method: str) -> str:
-        model = (request.model or self._model).removeprefix("models/")
-        return f"{self.base_url}/models/{model}:{method}"
+        return f"{self.base_url}/{model_path(request.model or self._model)}:{method}"
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send one request and parse the reply."""
