@@ -546,3 +546,21 @@ async def _misbehaving_client(url: str) -> None:
                 pass
         async with session.post(f"{url}/chat/completions", json={**body, "stream": False}) as ok:
             assert (await ok.json())["choices"][0]["message"]["content"] == "still here"
+
+
+@pytest.mark.looptime
+async def test_hang_outlasts_any_client_timeout_so_the_client_times_out() -> None:
+    """``Fault.hang()`` (as ``--faults hang`` makes it) answers nothing until the client gives up.
+
+    A client whose read timeout is longer than a fixed hang used to see the dropped connection
+    (``ProviderUnavailable``); on fake loop time, a 120 s read timeout is reached first.
+    """
+    async with FakeProviderServer([Fault.hang(), FakeReply("after")]) as server:
+        client = OpenAIClient("m", base_url=server.base_url, timeout=120)
+        try:
+            with pytest.raises(ProviderTimeout) as caught:
+                await client.complete(REQUEST)
+            assert caught.value.request_sent is True
+            assert (await client.complete(REQUEST)).text == "after"
+        finally:
+            await client.aclose()
