@@ -564,3 +564,29 @@ async def test_hang_outlasts_any_client_timeout_so_the_client_times_out() -> Non
             assert (await client.complete(REQUEST)).text == "after"
         finally:
             await client.aclose()
+
+
+def test_the_command_counts_its_faults_in_words_and_hang_is_a_timeout() -> None:
+    """``--faults hang``: "the first request fails" (not "the first 1 requests"), a timeout."""
+    command = [sys.executable, "-m", "agentloop", "fake-server", "--faults", "hang"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        lines = [process.stdout.readline() for _ in range(3)]
+        url = lines[0].split(" on ", 1)[1].split()[0]
+        asyncio.run(_times_out(url))
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=10)
+    assert lines[2] == "the first request fails with: hang\n", lines
+    assert "Traceback" not in err, err
+
+
+async def _times_out(url: str) -> None:
+    client = OpenAIClient("m", base_url=url, timeout=0.3)
+    try:
+        with pytest.raises(ProviderTimeout):
+            await client.complete(REQUEST)
+        assert (await client.complete(REQUEST)).text == "ok"
+    finally:
+        await client.aclose()

@@ -97,7 +97,9 @@ async def _fake_server(
     served = ", ".join(server.models) if server.models else f"any ({server.model} echoed)"
     print(f"models: {served}", flush=True)
     if faults:
-        print(f"the first {len(faults)} requests fail with: {', '.join(faults)}", flush=True)
+        n = len(faults)
+        first = "the first request fails" if n == 1 else f"the first {n} requests fail"
+        print(f"{first} with: {', '.join(faults)}", flush=True)
     if script is not None:
         print(f"playing the script {script}, one step per request", flush=True)
     try:
