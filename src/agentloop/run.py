@@ -20,7 +20,7 @@ import pydantic_core
 from typing_extensions import TypeVar
 
 from agentloop import errors
-from agentloop._util.peers import no_attribute
+from agentloop._util.peers import RUN_WORDS, no_attribute
 from agentloop._util.records import as_object as _object
 from agentloop._util.records import at_path as _at
 from agentloop._util.records import bad_kind as _bad
@@ -149,21 +149,6 @@ class Turn:
         return _turn(data, "")
 
 
-_OUTPUT = "use run.output (the output_type's value, else the final reply's text)"
-_HISTORY = "use run.conversation (the whole transcript: pass it as history= next time)"
-
-_PEER_WORDS: Mapping[str, str] = {
-    "final_output": _OUTPUT,
-    "data": _OUTPUT,
-    "result": _OUTPUT,
-    "all_messages": _HISTORY,
-    "to_input_list": _HISTORY,
-    "new_messages": "use run.messages (the messages this run added)",
-}
-"""What pydantic-ai's and the OpenAI Agents SDK's run results call a ``Run``'s fields (the
-agent's own words are in ``agentloop.engine.peers``)."""
-
-
 @record(frozen=False, eq=False)
 class Run(Generic[OutputT]):
     """One call of ``agent.run()``: its input, output, turns, messages and how it ended.
@@ -203,7 +188,7 @@ class Run(Generic[OutputT]):
         def __getattr__(self, name: str) -> NoReturn:
             """A peer library's word for a result's field names ours (SPEC 21)."""
             public = [n for n in dir(type(self)) if not n.startswith("_")]
-            raise no_attribute(self, name, public, _PEER_WORDS)
+            raise no_attribute(self, name, public, RUN_WORDS)
 
     @property
     def paused(self) -> bool:

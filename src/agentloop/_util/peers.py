@@ -21,7 +21,7 @@ from typing import Any, TypeVar, cast
 
 from agentloop._util.suggest import suggest
 
-__all__ = ["explain", "hint_init", "hinting", "no_attribute"]
+__all__ = ["RUN_WORDS", "explain", "hint_init", "hinting", "no_attribute"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 C = TypeVar("C", bound=type)
@@ -29,6 +29,20 @@ C = TypeVar("C", bound=type)
 _NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 _CLOSE = 0.6
 """How alike a mistyped keyword must be to one the function takes to be suggested."""
+
+_OUTPUT = "use run.output (the output_type's value, else the final reply's text)"
+_HISTORY = "use run.conversation (the whole transcript: pass it as history= next time)"
+
+RUN_WORDS: Mapping[str, str] = {
+    "final_output": _OUTPUT,
+    "data": _OUTPUT,
+    "result": _OUTPUT,
+    "all_messages": _HISTORY,
+    "to_input_list": _HISTORY,
+    "new_messages": "use run.messages (the messages this run added)",
+}
+"""What pydantic-ai's and the OpenAI Agents SDK's run results call a ``Run``'s fields (here, as
+``agentloop.run`` sits beneath the engine; the agent's own words are in ``engine.peers``)."""
 
 
 def hinting(advice: Mapping[str, str]) -> Callable[[F], F]:
