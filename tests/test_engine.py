@@ -663,7 +663,7 @@ async def test_every_error_from_run_is_an_agentloop_error() -> None:
 async def test_scripted_model_runs_out_with_a_clear_error() -> None:
     from agentloop.testing import ScriptExhausted
 
-    with pytest.raises(ScriptExhausted, match="1 steps but received request #2"):
+    with pytest.raises(ScriptExhausted, match="has 1 step but received request #2"):
         await Agent(ScriptedModel([call("nope")])).run("go")
 
 

@@ -11,6 +11,7 @@ import asyncio
 import dataclasses
 import gc
 import inspect
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -570,6 +571,14 @@ def async_iterate_without_block() -> None:
     asyncio.run(consume())
 
 
+def finished() -> agentloop.Run[str | None]:
+    return fresh().run_sync("x")
+
+
+def import_runner() -> None:
+    from agentloop import Runner  # type: ignore[attr-defined]  # noqa: F401
+
+
 def decorate(factory: Callable[[Agent[str | None]], Any]) -> Callable[[], None]:
     def act() -> None:
         def f(x: int) -> int:
@@ -614,6 +623,7 @@ MISTAKES = [
     Mistake("Agent(model, tools=[fetch(...)])", lambda: Agent(MODEL, tools=[fetch("u")]), ConfigurationError, "tools=[fetch]"),  # type: ignore[list-item]  # noqa: E501
     Mistake("ToolRegistry([fetch(...)])", lambda: ToolRegistry([fetch("u")]), ConfigurationError, "pass fetch itself"),  # type: ignore[list-item]  # noqa: E501
     Mistake("@tool on fetch(...)", lambda: tool(fetch("u")), ConfigurationError, "pass fetch itself"),  # type: ignore[call-overload]  # noqa: E501
+    Mistake("Agent(model, tools=[{\"name\": ...}])", lambda: Agent(MODEL, tools=[{"name": "x", "parameters": {}}]), ConfigurationError, "decorate it with @tool"),  # type: ignore[list-item]  # noqa: E501
     Mistake("@tool(name_override=...)", lambda: tool(name_override="x"), TypeError, "name="),  # type: ignore[call-overload]
     Mistake("agent.as_tool(tool_name=..., tool_description=...)", lambda: fresh().as_tool(tool_name="x", tool_description="y"), TypeError, "name="),  # type: ignore[call-arg]  # noqa: E501
     Mistake("agent.run_sync(..., max_turns=...)", lambda: fresh().run_sync("x", max_turns=3), TypeError, "RunConfig(max_turns="),  # type: ignore[call-arg]  # noqa: E501
@@ -623,6 +633,11 @@ MISTAKES = [
     Mistake("agent.run_sync(..., usage_limits=UsageLimits(...))", lambda: fresh().run_sync("x", usage_limits={"request_limit": 1}), InvalidInput, "usage_limits=Budget("),  # type: ignore[arg-type]  # noqa: E501
     Mistake("agent.run_sync(..., model_settings={...})", lambda: fresh().run_sync("x", model_settings={"temperature": 0}), InvalidInput, "ModelSettings(temperature"),  # type: ignore[arg-type]  # noqa: E501
     Mistake("agent.run_sync([messages])", lambda: fresh().run_sync([Message.user("hi")]), InvalidInput, "history="),  # type: ignore[list-item]  # noqa: E501
+    Mistake("run.final_output", lambda: finished().final_output, AttributeError, "use run.output"),  # type: ignore[attr-defined]
+    Mistake("run.data", lambda: finished().data, AttributeError, "use run.output"),  # type: ignore[attr-defined]
+    Mistake("run.result", lambda: finished().result, AttributeError, "use run.output"),  # type: ignore[attr-defined]
+    Mistake("run.all_messages()", lambda: finished().all_messages(), AttributeError, "use run.conversation"),  # type: ignore[attr-defined]  # noqa: E501
+    Mistake("from agentloop import Runner", import_runner, ImportError, "agent.run_sync(input)"),
     Mistake("for event in agent.stream(...)", iterate_without_block, TypeError, "async with agent.stream(input) as events"),  # noqa: E501
     Mistake("async for event in agent.stream(...)", async_iterate_without_block, TypeError, "async with agent.stream(input) as events"),  # noqa: E501
     Mistake("agent.run_stream(...)", lambda: fresh().run_stream, AttributeError, "async with agent.stream(input)"),  # noqa: E501
@@ -694,3 +709,41 @@ def test_history_messages_still_work_with_the_right_name() -> None:
     run = agent.run_sync("x", history=[Message.user("earlier"), Message.assistant("noted")])
     agent.close()
     assert run.output == "ok"
+
+
+@pytest.mark.parametrize(
+    ("name", "ours"),
+    [
+        ("Runner", "agent.run(input)"),
+        ("function_tool", "@tool"),
+        ("RunContextWrapper", "ToolContext[Deps]"),
+        ("ModelRetry", "ToolError("),
+    ],
+)
+def test_a_peers_export_is_an_import_error_naming_ours(name: str, ours: str) -> None:
+    with pytest.raises(ImportError, match=rf"^agentloop has no {name}: .*{re.escape(ours)}"):
+        exec(f"from agentloop import {name}", {})
+    with pytest.raises(ImportError) as caught:
+        getattr(agentloop, name)
+    assert caught.value.name == "agentloop"
+
+
+def test_any_other_missing_name_is_still_the_usual_error() -> None:
+    with pytest.raises(ImportError, match="cannot import name 'Nope'"):
+        exec("from agentloop import Nope", {})
+    assert not hasattr(agentloop, "Nope") and not hasattr(agentloop, "_Runner")
+
+
+def test_a_runs_peer_words_leave_the_run_an_ordinary_object() -> None:
+    """``__getattr__`` answers misses only: fields, pickling and copying are untouched."""
+    import copy
+    import pickle
+
+    run = finished()
+    assert not hasattr(run, "final_output") and not hasattr(run, "_private")
+    with pytest.raises(AttributeError, match=r"'outptu': did you mean 'output'\?"):
+        run.outptu  # type: ignore[attr-defined]  # noqa: B018
+    with pytest.raises(AttributeError, match=r"^'Run' object has no attribute '_x'$"):
+        run._x  # type: ignore[attr-defined]  # noqa: B018
+    for twin in (copy.copy(run), copy.deepcopy(run), pickle.loads(pickle.dumps(run))):
+        assert twin.output == run.output == "ok" and twin.id == run.id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -31,3 +32,20 @@ def test_make_test_installs_the_npm_server_its_tests_start() -> None:
     assert "npm install --prefix .ci/node" in commands
     assert "@modelcontextprotocol/server-filesystem@" in commands
     assert (ROOT / ".ci/run").read_text().rstrip().endswith("make test")
+
+
+def test_make_check_is_lint_types_and_the_fast_tests_with_nothing_from_npm_or_apt() -> None:
+    commands = dry_run("check")
+    assert "ruff check" in commands and "ruff format --check" in commands and "mypy" in commands
+    assert "pip install -q -e '.[dev]'" in commands
+    assert "npm" not in commands and "apt-get" not in commands
+    pytest_line = next(line for line in commands.splitlines() if "-m pytest" in line)
+    assert "-rs" in pytest_line  # a skipped test says why
+    ignored = re.findall(r"--ignore=(\S+)", pytest_line)
+    assert "tests/durable" in ignored and "tests/ui/test_viewer_browser.py" in ignored
+    assert [path for path in ignored if not (ROOT / path).exists()] == []  # no stale entry
+
+
+def test_make_test_runs_the_whole_suite_and_says_why_a_test_skipped() -> None:
+    pytest_line = next(line for line in dry_run("test").splitlines() if "-m pytest" in line)
+    assert pytest_line.endswith("-m pytest -q -rs")  # nothing left out

@@ -75,8 +75,26 @@ _EXPORTS = {
     "tool": "agentloop.tools",
 }
 
+_RUN = "run an agent itself: `run = await agent.run(input)` or `agent.run_sync(input)`"
+
+_PEER_NAMES = {
+    "Runner": _RUN,
+    "function_tool": "decorate the function with @tool (from agentloop import tool)",
+    "RunContextWrapper": "annotate a tool's first parameter ctx: ToolContext[Deps]",
+    "ModelRetry": "raise ToolError('what to fix'): the model reads it and tries again",
+}
+"""Names other agent libraries export, and what to use here (``from agentloop import Runner``
+is an ``ImportError`` that says so; the agent's own words are in ``agentloop.engine.peers``)."""
+
 if not TYPE_CHECKING:  # mypy sees the imports above, and no other name
-    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+    _lazy_getattr, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+    def __getattr__(name: str) -> object:
+        tip = _PEER_NAMES.get(name)
+        if tip is not None:  # an ImportError: ``from agentloop import X`` shows its message
+            raise ImportError(f"agentloop has no {name}: {tip}", name=__name__)
+        return _lazy_getattr(name)
+
 
 __all__ = [
     "Agent",

@@ -14,12 +14,13 @@ import dataclasses
 import enum
 from collections.abc import Mapping
 from dataclasses import field
-from typing import Any, Generic, TypeAlias
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeAlias
 
 import pydantic_core
 from typing_extensions import TypeVar
 
 from agentloop import errors
+from agentloop._util.peers import RUN_WORDS, no_attribute
 from agentloop._util.records import as_object as _object
 from agentloop._util.records import at_path as _at
 from agentloop._util.records import bad_kind as _bad
@@ -181,6 +182,13 @@ class Run(Generic[OutputT]):
     and ``tool``, so a viewer nests it under the parent's tool call (SPEC 18)."""
     paused_turn: dict[str, Any] | None = field(default=None, repr=False)
     """A paused run's uncommitted turn (its reply and the results of the calls that ran)."""
+
+    if not TYPE_CHECKING:  # for mypy a misspelt attribute stays an error it reports
+
+        def __getattr__(self, name: str) -> NoReturn:
+            """A peer library's word for a result's field names ours (SPEC 21)."""
+            public = [n for n in dir(type(self)) if not n.startswith("_")]
+            raise no_attribute(self, name, public, RUN_WORDS)
 
     @property
     def paused(self) -> bool:

@@ -374,6 +374,13 @@ class Toolset(Protocol):
         ...
 
 
+_DICT_TOOL = (
+    "a dict is not a tool ({item!r:.80}): write the function and decorate it with @tool (its "
+    "signature becomes the schema), or subclass Tool with name, description, parameters (the "
+    "JSON schema) and an async call()"
+)
+
+
 class ToolRegistry:
     """Tools by name; two tools with one name are a ``ConfigurationError``."""
 
@@ -385,6 +392,8 @@ class ToolRegistry:
     def register(self, item: Tool | Callable[..., Any]) -> Tool:
         """Add a tool (a plain function is wrapped with ``@tool``)."""
         if not isinstance(item, Tool):
+            if isinstance(item, Mapping):  # a schema in another library's shape
+                raise ConfigurationError(_DICT_TOOL.format(item=item), field="tools")
             if not callable(item) and not inspect.iscoroutine(item):  # a coroutine: named below
                 raise ConfigurationError(f"not a tool: {item!r}", field="tools")
             item = tool(item)

@@ -546,3 +546,47 @@ async def _misbehaving_client(url: str) -> None:
                 pass
         async with session.post(f"{url}/chat/completions", json={**body, "stream": False}) as ok:
             assert (await ok.json())["choices"][0]["message"]["content"] == "still here"
+
+
+@pytest.mark.looptime
+async def test_hang_outlasts_any_client_timeout_so_the_client_times_out() -> None:
+    """``Fault.hang()`` (as ``--faults hang`` makes it) answers nothing until the client gives up.
+
+    A client whose read timeout is longer than a fixed hang used to see the dropped connection
+    (``ProviderUnavailable``); on fake loop time, a 120 s read timeout is reached first.
+    """
+    async with FakeProviderServer([Fault.hang(), FakeReply("after")]) as server:
+        client = OpenAIClient("m", base_url=server.base_url, timeout=120)
+        try:
+            with pytest.raises(ProviderTimeout) as caught:
+                await client.complete(REQUEST)
+            assert caught.value.request_sent is True
+            assert (await client.complete(REQUEST)).text == "after"
+        finally:
+            await client.aclose()
+
+
+def test_the_command_counts_its_faults_in_words_and_hang_is_a_timeout() -> None:
+    """``--faults hang``: "the first request fails" (not "the first 1 requests"), a timeout."""
+    command = [sys.executable, "-m", "agentloop", "fake-server", "--faults", "hang"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        lines = [process.stdout.readline() for _ in range(3)]
+        url = lines[0].split(" on ", 1)[1].split()[0]
+        asyncio.run(_times_out(url))
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=10)
+    assert lines[2] == "the first request fails with: hang\n", lines
+    assert "Traceback" not in err, err
+
+
+async def _times_out(url: str) -> None:
+    client = OpenAIClient("m", base_url=url, timeout=0.3)
+    try:
+        with pytest.raises(ProviderTimeout):
+            await client.complete(REQUEST)
+        assert (await client.complete(REQUEST)).text == "ok"
+    finally:
+        await client.aclose()

@@ -4,7 +4,8 @@ People arrive with another library's words in their fingers (``message_history=`
 ``history=``). Python's own ``TypeError`` names the keyword and nothing more. ``hinting(advice)``
 wraps a function so that such a call raises a ``TypeError`` that also says what to write: the
 advice for a word the table knows, else the closest keyword the function takes. ``hint_init``
-does the same for a class's ``__init__`` (a dataclass's generated one included).
+does the same for a class's ``__init__`` (a dataclass's generated one included), and
+``no_attribute`` makes the ``AttributeError`` for a peer's attribute looked up on one of ours.
 
 Nothing is paid until a call fails: the wrapper is one frame, the signature is read only on a
 failed call, and a ``TypeError`` raised inside the function's body passes through untouched
@@ -15,12 +16,12 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, cast
 
 from agentloop._util.suggest import suggest
 
-__all__ = ["explain", "hint_init", "hinting"]
+__all__ = ["RUN_WORDS", "explain", "hint_init", "hinting", "no_attribute"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 C = TypeVar("C", bound=type)
@@ -28,6 +29,20 @@ C = TypeVar("C", bound=type)
 _NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 _CLOSE = 0.6
 """How alike a mistyped keyword must be to one the function takes to be suggested."""
+
+_OUTPUT = "use run.output (the output_type's value, else the final reply's text)"
+_HISTORY = "use run.conversation (the whole transcript: pass it as history= next time)"
+
+RUN_WORDS: Mapping[str, str] = {
+    "final_output": _OUTPUT,
+    "data": _OUTPUT,
+    "result": _OUTPUT,
+    "all_messages": _HISTORY,
+    "to_input_list": _HISTORY,
+    "new_messages": "use run.messages (the messages this run added)",
+}
+"""What pydantic-ai's and the OpenAI Agents SDK's run results call a ``Run``'s fields (here, as
+``agentloop.run`` sits beneath the engine; the agent's own words are in ``engine.peers``)."""
 
 
 def hinting(advice: Mapping[str, str]) -> Callable[[F], F]:
@@ -88,3 +103,18 @@ def explain(
         close = suggest(name, takes, _CLOSE)
         tip = f"did you mean {close}=?" if close else f"it takes {', '.join(takes) or 'none'}"
     return f"{message}: {tip}"
+
+
+def no_attribute(
+    owner: object, name: str, ours: Iterable[str], advice: Mapping[str, str]
+) -> AttributeError:
+    """The ``AttributeError`` for ``owner.name``: ``advice``'s word for a peer's, or a close one.
+
+    ``ours`` are the public names ``owner`` has (a private name gets the plain message).
+    """
+    message = f"{type(owner).__name__!r} object has no attribute {name!r}"
+    tip = advice.get(name)
+    if tip is None and not name.startswith("_"):
+        close = suggest(name, ours, _CLOSE)
+        tip = f"did you mean {close!r}?" if close else None
+    return AttributeError(f"{message}: {tip}" if tip else message, name=name, obj=owner)

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentloop._util.extras import MissingExtra, require_extra
 from agentloop.cli.advice import Target, failure_paragraph
 from agentloop.errors import AgentLoopError, InvalidInput, ModelRefused
 
@@ -99,7 +101,9 @@ async def _fake_server(
     served = ", ".join(server.models) if server.models else f"any ({server.model} echoed)"
     print(f"models: {served}", flush=True)
     if faults:
-        print(f"the first {len(faults)} requests fail with: {', '.join(faults)}", flush=True)
+        n = len(faults)
+        first = "the first request fails" if n == 1 else f"the first {n} requests fail"
+        print(f"{first} with: {', '.join(faults)}", flush=True)
     if script is not None:
         print(f"playing the script {script}, one step per request", flush=True)
     try:
@@ -388,7 +392,9 @@ def _agent_flags(command: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="agentloop", description=__doc__)
+    # the docstring's ``literals`` are reStructuredText: a terminal shows them 'quoted'
+    about = re.sub(r"``(.+?)``", r"'\1'", __doc__ or "", flags=re.DOTALL)
+    parser = argparse.ArgumentParser(prog="agentloop", description=about)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="offline demo over a local fault-injecting server")
     fake = sub.add_parser("fake-server", help="run the fault-injecting fake provider")
@@ -452,6 +458,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _viewer(args: argparse.Namespace) -> int:
+    """``agentloop ui``: the run viewer, served with uvicorn (the ``ui`` extra, all of it)."""
+    require_extra("ui", ("starlette", "ag_ui", "uvicorn"), "agentloop ui")
+    from agentloop.cli.named import deps_factory, named_object
+    from agentloop.ui.viewer import serve
+
+    agent = named_object(args.agent, "--agent") if args.agent else None
+    deps = deps_factory(args.deps) if args.deps else None
+    decide = {"allow_decisions": args.allow_decisions, "agent": agent, "deps": deps}
+    return serve(args.store, host=args.host, port=args.port, **decide)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``agentloop`` and ``python -m agentloop``."""
     args = _parser().parse_args(argv)
@@ -468,19 +486,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return runs(_console(), args.store, getattr(args, "run_id", None), args.session)
         if args.command == "ui":
-            from agentloop.cli.named import deps_factory, named_object
-            from agentloop.ui.viewer import serve
-
-            agent = named_object(args.agent, "--agent") if args.agent else None
-            deps = deps_factory(args.deps) if args.deps else None
-            decide = {"allow_decisions": args.allow_decisions, "agent": agent, "deps": deps}
-            return serve(args.store, host=args.host, port=args.port, **decide)
+            return _viewer(args)
         if args.command == "continue":
             return asyncio.run(_continue(args))
         return asyncio.run(_run(args))
     except KeyboardInterrupt:
         print("agentloop: interrupted (Ctrl-C)", file=sys.stderr)
         return 130
+    except MissingExtra as error:  # the command needs an extra that is not installed
+        print(f"agentloop: {error}", file=sys.stderr)
+        return 2
     except AgentLoopError as error:
         from agentloop.cli.terminal import visible
 

@@ -243,7 +243,8 @@ async def _breaker_opens(demo: _Demo) -> None:
     script = [*(_calls("query_db", sql=sql) for sql in queries)]
     script.append(FakeReply("The database is unreachable; I will stop here."))
     await demo.scripted(script, "How many users are there?", tools=[query_db])
-    note = f"query_db ran {len(ran)} times for {len(queries)} calls; the breaker refused the rest"
+    times = f"{len(ran)} time{'s' * (len(ran) != 1)}"
+    note = f"query_db ran {times} for {len(queries)} calls; the breaker refused the rest"
     demo.console.print(_said("breaker:", "magenta", note))
 
 
@@ -270,7 +271,8 @@ async def _cancelled_mid_run(demo: _Demo) -> None:
         agent, _ = await demo.play(demo.client(server.base_url), task, [run_tests], token)
         watcher.cancel()  # a no-op once it fired; else the run ended before the tool started
     roles = ", ".join(message.role for message in agent.history)
-    kept = f"{len(agent.history)} messages ({roles}): the turn that finished"
+    count = len(agent.history)
+    kept = f"{count} message{'s' * (count != 1)} ({roles}): the turn that finished"
     demo.console.print(_said("history keeps", "magenta", kept))
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from agentloop._util.suggest import suggest
+from agentloop._util.peers import no_attribute
 
 __all__ = ["AGENT", "AS_TOOL", "RUN", "SESSION", "missing_attribute"]
 
@@ -103,9 +103,4 @@ _ATTRIBUTES: Mapping[str, str] = {
 
 def missing_attribute(owner: object, name: str, ours: list[str]) -> AttributeError:
     """The ``AttributeError`` for ``owner.name``: our word for a peer's, or a close name."""
-    message = f"{type(owner).__name__!r} object has no attribute {name!r}"
-    tip = _ATTRIBUTES.get(name)
-    if tip is None and not name.startswith("_"):
-        close = suggest(name, ours, 0.6)
-        tip = f"did you mean {close!r}?" if close else None
-    return AttributeError(f"{message}: {tip}" if tip else message, name=name, obj=owner)
+    return no_attribute(owner, name, ours, _ATTRIBUTES)

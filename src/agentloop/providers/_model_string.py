@@ -12,6 +12,7 @@ providers. For a base URL, a timeout or a key of your own, build the client with
 
 from __future__ import annotations
 
+from agentloop._util.suggest import suggest
 from agentloop.errors import ConfigurationError
 from agentloop.model import ClosableModelClient
 from agentloop.providers.settings import PROVIDERS, Settings, build_client
@@ -42,7 +43,7 @@ def parse_model_string(spec: str) -> tuple[str, str]:
         example = f"'{guess}:<model>'" if provider in PROVIDERS else f"'{guess}:{spec.strip()}'"
         problem = f"model string {spec!r} needs a provider and a model, such as {example}"
     elif provider not in PROVIDERS:
-        ours = _LIKELY.get(provider)
+        ours = _LIKELY.get(provider) or suggest(provider, PROVIDERS, 0.6)
         hint = f" (did you mean '{ours}:{model}'?)" if ours else ""
         problem = f"unknown provider {provider!r} in model string {spec!r}{hint}"
     else:

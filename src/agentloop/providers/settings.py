@@ -38,6 +38,7 @@ from urllib.parse import urlsplit
 
 from agentloop._util.numbers import require_number
 from agentloop._util.slots import record
+from agentloop._util.suggest import suggest
 from agentloop.errors import AuthError, ConfigurationError
 from agentloop.model import ClosableModelClient
 from agentloop.providers._client import (
@@ -51,6 +52,9 @@ __all__ = ["APIS", "DEFAULT_MODELS", "KEY_ENV_VARS", "PROVIDERS", "Settings", "b
 
 PROVIDERS = ("openai", "openrouter", "ollama", "anthropic", "gemini")
 """The provider names ``Settings.provider`` accepts."""
+
+_CLOSE_PROVIDER = 0.6
+"""How alike a mistyped provider must be to one of ``PROVIDERS`` to be suggested."""
 
 APIS = ("auto", "responses", "chat")
 """The values ``Settings.api`` accepts (which OpenAI API a client speaks)."""
@@ -144,8 +148,10 @@ class Settings:
     def validate(self) -> None:
         """Raise ``ConfigurationError`` for any invalid field (the key is checked at build)."""
         if self.provider not in PROVIDERS:
+            close = suggest(str(self.provider), PROVIDERS, _CLOSE_PROVIDER)
+            hint = f" (did you mean {close!r}?)" if close else ""
             raise ConfigurationError(
-                f"unknown provider {self.provider!r}; expected one of {', '.join(PROVIDERS)}",
+                f"unknown provider {self.provider!r}{hint}; expected one of {', '.join(PROVIDERS)}",
                 field="provider",
             )
         if self.model is not None and (not isinstance(self.model, str) or not self.model.strip()):

@@ -231,8 +231,8 @@ class ScriptedModel(_Base):
         if self._next >= len(self.steps):
             last = request.messages[-1] if request.messages else None
             raise ScriptExhausted(
-                f"ScriptedModel has {len(self.steps)} steps but received request "
-                f"#{len(self.requests)} (last message: {_describe(last)})"
+                f"ScriptedModel has {len(self.steps)} step{'s' * (len(self.steps) != 1)} but "
+                f"received request #{len(self.requests)} (last message: {_describe(last)})"
             )
         step = self.steps[self._next]
         self._next += 1

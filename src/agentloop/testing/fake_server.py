@@ -60,6 +60,9 @@ if TYPE_CHECKING:
 
 __all__ = ["FakeProviderServer", "FakeReply", "FakeToolCall", "Fault", "RecordedRequest", "Step"]
 
+_HANG_POLL = 0.05
+"""How often a hanging answer looks whether its client is still there (seconds)."""
+
 
 @record
 class RecordedRequest:
@@ -303,13 +306,29 @@ class FakeProviderServer(AsyncClosing):
                 pass
             return response
         if fault.kind == "hang":
-            await self._pause(fault.seconds)
+            await self._hang(exchange.request, fault.seconds)
         transport = exchange.request.transport
         if transport is not None:
             transport.abort()
         # Returning (not raising) keeps aiohttp from logging a traceback: writing this answer to
         # the aborted transport fails with a ConnectionError, which aiohttp ignores quietly.
         return web.Response(status=500)
+
+    async def _hang(self, request: web.Request, seconds: float) -> None:
+        """Answer nothing for ``seconds`` (forever by default) or until the client hangs up.
+
+        aiohttp does not cancel a handler whose client went away, so the hang looks at the
+        connection every ``_HANG_POLL`` seconds; closing the server releases it at once.
+        """
+        deadline = asyncio.get_running_loop().time() + seconds
+        while not self._closing.is_set():
+            transport = request.transport
+            if transport is None or transport.is_closing():
+                return
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                return
+            await self._pause(min(left, _HANG_POLL))
 
     async def _pause(self, seconds: float) -> None:
         if seconds <= 0:

@@ -9,6 +9,7 @@ import only the wire formats (``fake_wire``), for the error bodies faults send.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import field
@@ -82,7 +83,7 @@ class Fault:
     body: str | Mapping[str, Any] | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     reply: FakeReply | None = None
-    seconds: float = 30.0
+    seconds: float = math.inf
     delay: float = 0.0
 
     def __post_init__(self) -> None:
@@ -156,8 +157,13 @@ class Fault:
         return cls("reset")
 
     @classmethod
-    def hang(cls, seconds: float = 30.0) -> Fault:
-        """Read the request and answer nothing for ``seconds`` (a read timeout)."""
+    def hang(cls, seconds: float = math.inf) -> Fault:
+        """Read the request and answer nothing: the client's read timeout ends it.
+
+        By default nothing comes until the client hangs up (or the server closes), so every
+        client sees its own read timeout, whatever its length; with ``seconds`` the server drops
+        the connection after that long (a client with a longer timeout sees that drop).
+        """
         return cls("hang", seconds=seconds)
 
     @classmethod
