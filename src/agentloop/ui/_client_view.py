@@ -19,13 +19,12 @@ events, and word a hard error for the client with it:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from agentloop import events as ev
 from agentloop.engine.holdback import WithheldResponse
 from agentloop.engine.output import FINAL_RESULT
 from agentloop.errors import AgentLoopError, GuardrailTripped
-from agentloop.messages import Message, TextPart, ToolCallPart
+from agentloop.messages import Message, Part, TextPart, ToolCallPart
 from agentloop.safety.redact import redact_secrets
 
 __all__ = ["GUARDRAIL_MESSAGE", "INTERNAL_MESSAGE", "WATCHED", "ClientView"]
@@ -67,7 +66,7 @@ class ClientView:
     def _unsaid(self, event: ev.ModelResponded) -> ev.ModelResponded:
         """A withheld reply without its placeholder text and its ``final_result`` calls."""
         message = event.response.message
-        kept: list[Any] = []
+        kept: list[Part] = []
         for part in message.parts:
             if isinstance(part, TextPart):
                 continue
@@ -75,7 +74,7 @@ class ClientView:
                 self._hidden.add(part.id)
                 continue
             kept.append(part)
-        response = dataclasses.replace(event.response, message=Message(message.role, kept))
+        response = dataclasses.replace(event.response, message=Message(message.role, tuple(kept)))
         return dataclasses.replace(event, response=response)
 
     def message(self, error: BaseException) -> str:

@@ -87,6 +87,7 @@ async def call_app(hook: str, function: Callable[..., Any], *args: Any) -> Any:
         InvalidInput: The client's data does not fit (``TranscriptError`` too).
         AppFailed: Anything else; logged here, once, redacted.
     """
+    failed: Exception
     try:
         value = function(*args)
         return await value if inspect.isawaitable(value) else value

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -52,6 +51,7 @@ from agentloop import events as ev
 from agentloop.cancel import CancelToken
 from agentloop.errors import AgentLoopError, InvalidInput
 from agentloop.ui import _ag_ui_input as read
+from agentloop.ui import _json_body as json_body
 from agentloop.ui._ag_ui_events import AGUIEvents
 from agentloop.ui._ag_ui_frames import error_event
 from agentloop.ui._client_view import WATCHED, ClientView
@@ -170,7 +170,11 @@ class AGUIApp:
             session = await pick_session(
                 self._picker, self.sessions, request, run_input.thread_id, lambda: seed
             )
-            deps = None if self._deps is None else await call_app("deps", self._deps, request, run_input)
+            deps = (
+                None
+                if self._deps is None
+                else await call_app("deps", self._deps, request, run_input)
+            )
         except PermissionError as exc:  # the app refused the caller
             raise _Refused(403, refusal(exc)) from exc
         except AppFailed as exc:  # the app's own callable failed (logged where it did)
@@ -253,11 +257,11 @@ class _RunStream:
                     snapshot = core.MessagesSnapshotEvent(messages=run_input.messages)
                     yield self.encoder.encode(snapshot).encode()
                 async for event in events:
-                    if type(event) in WATCHED and (event := shown(event)) is None:  # type: ignore[assignment]
+                    if type(event) in WATCHED and (event := shown(event)) is None:
                         continue
                     text = feed(event)
                     if type(event) is finished_kind and not event.path:
-                        text += self._finish(out, event.run)  # type: ignore[attr-defined]
+                        text += self._finish(out, event.run)
                         finished = True
                     if text:
                         yield text.encode()
@@ -294,11 +298,9 @@ def _started(run_input: core.RunAgentInput, session: Session[Any]) -> core.RunSt
 def _parse(body: bytes) -> core.RunAgentInput:
     """The request's ``RunAgentInput``, or a 400 (not JSON) / 422 (not the schema)."""
     try:
-        data = json.loads(body)
+        data = json_body.decode(body)  # nested too deep or a lone surrogate: not JSON
     except ValueError as exc:
-        raise _Refused(400, f"the body is not JSON: {exc}") from exc
-    except RecursionError as exc:  # nested beyond the parser's depth
-        raise _Refused(400, "the body is not JSON: nested too deeply") from exc
+        raise _Refused(400, str(exc)) from exc
     try:
         return core.RunAgentInput.model_validate(data)
     except pydantic.ValidationError as exc:

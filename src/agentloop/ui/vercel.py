@@ -50,8 +50,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from agentloop.errors import AgentLoopError, InvalidInput
-from agentloop.pausing import Decision, Deny, check_decisions
 from agentloop.events import RunFinished
+from agentloop.pausing import Decision, Deny, check_decisions
+from agentloop.ui import _json_body as json_body
 from agentloop.ui._client_view import WATCHED, ClientView
 from agentloop.ui._sessions import (
     AppFailed,
@@ -150,7 +151,9 @@ class VercelAIApp:
             session = await self._session(request, chat)
             deps = await self._deps_for(request, body)
             run, chunks = self._prepare(session, chat, deps)
-            stream = await _started(run, chunks, ClientView(expose_guardrails=self.expose_guardrails))
+            stream = await _started(
+                run, chunks, ClientView(expose_guardrails=self.expose_guardrails)
+            )
         except _Refused as refused:
             return _refusal(refused)
         except (BadChat, InvalidInput) as exc:  # a media part or a run's input that does not fit
@@ -247,9 +250,9 @@ async def _read_json(request: Request, limit: int) -> Any:
         if len(body) > limit:
             raise _Refused(413, "PayloadTooLarge", f"the body is over {limit:,} bytes")
     try:
-        return json.loads(body)
-    except (ValueError, RecursionError) as exc:
-        raise _Refused(400, "BadChat", f"the body is not JSON: {exc}") from exc
+        return json_body.decode(body)  # nested too deep or a lone surrogate: not JSON
+    except ValueError as exc:
+        raise _Refused(400, "BadChat", str(exc)) from exc
 
 
 def _refusal(refused: _Refused) -> Any:
