@@ -54,6 +54,7 @@ from agentloop.ui import _ag_ui_input as read
 from agentloop.ui import _json_body as json_body
 from agentloop.ui._ag_ui_events import AGUIEvents
 from agentloop.ui._ag_ui_frames import error_event
+from agentloop.ui._asgi import lifespan
 from agentloop.ui._client_view import WATCHED, ClientView
 from agentloop.ui._sessions import (
     AppFailed,
@@ -126,8 +127,11 @@ class AGUIApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer one ASGI request (see the module's docstring for the order of checks)."""
+        if scope["type"] == "lifespan":
+            await lifespan(receive, send)
+            return
         if scope["type"] != "http":
-            return  # lifespan and websockets: nothing to do
+            return  # websockets: nothing to do
         request = Request(scope, receive)
         try:
             if request.method != "POST":

@@ -53,6 +53,7 @@ from agentloop.errors import AgentLoopError, InvalidInput
 from agentloop.events import RunFinished
 from agentloop.pausing import Decision, Deny, check_decisions
 from agentloop.ui import _json_body as json_body
+from agentloop.ui._asgi import lifespan
 from agentloop.ui._client_view import WATCHED, ClientView
 from agentloop.ui._sessions import (
     AppFailed,
@@ -131,7 +132,7 @@ class VercelAIApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one ASGI connection: a chat request, or the server's lifespan messages."""
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await lifespan(receive, send)
             return
         from starlette.requests import Request
 
@@ -260,17 +261,6 @@ def _refusal(refused: _Refused) -> Any:
 
     error = {"type": refused.kind, "message": str(refused)}
     return JSONResponse({"error": error}, status_code=refused.status)
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    """Nothing to start or stop; answer the server's lifespan messages."""
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
 
 
 # -- the response -----------------------------------------------------------------------------
