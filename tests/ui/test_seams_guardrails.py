@@ -18,7 +18,6 @@ import contextlib
 import json
 import shutil
 import socket
-import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
