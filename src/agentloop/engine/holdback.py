@@ -8,7 +8,9 @@ go out as they came. A parallel input guardrail holds the first model call's eve
 way until the input passed. A withheld answer (rejected, tripped, or cut short by the run's
 end) never goes out: its ``TextDelta``, ``PartialOutput`` and ``final_result`` ``ToolCallDelta``
 events are dropped and its ``ModelResponded`` carries the placeholder of ``withheld`` instead of
-the reply. Everything else held (reasoning, retries, warnings, checks) is released.
+the reply, in a ``WithheldResponse``: the mark a face for end users (``agentloop.ui``) reads to
+show nothing of it, placeholder included (SPEC 18). Everything else held (reasoning, retries,
+warnings, checks) is released.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from typing import Any
 from agentloop import events as ev
 from agentloop.engine.output import FINAL_RESULT
 from agentloop.messages import Message, TextPart, ToolCallPart
+from agentloop.model import ModelResponse
 from agentloop.observers import EventBus
 
-__all__ = ["CUT_SHORT_TEXT", "WITHHELD_TEXT", "Holdback", "withheld"]
+__all__ = ["CUT_SHORT_TEXT", "WITHHELD_TEXT", "Holdback", "WithheldResponse", "withheld"]
 
 WITHHELD_TEXT = "[answer withheld: rejected by guardrail '{name}']"
 """What stands in the transcript, the run record and the events for a rejected answer."""
@@ -31,6 +34,17 @@ CUT_SHORT_TEXT = "[reply withheld: the run ended before its guardrails passed]"
 
 _SAID = (ev.ThinkingDelta, ev.ToolCallDelta)
 _ANSWER = (ev.TextDelta, ev.PartialOutput)
+
+
+class WithheldResponse(ModelResponse):
+    """A withheld reply's ``ModelResponse`` in its ``ModelResponded``: the placeholder message.
+
+    A ``ModelResponse`` in every way (observers and the store read it as one); its type says
+    that the message is the engine's placeholder, not the model's words, so a UI app shows
+    none of it to an end user.
+    """
+
+    __slots__ = ()
 
 
 def withheld(message: Message, note: str) -> Message:
@@ -111,9 +125,14 @@ class Holdback:
                 message = (
                     Message.assistant(note) if whole else withheld(event.response.message, note)
                 )
-                event = dataclasses.replace(
-                    event, response=dataclasses.replace(event.response, message=message)
-                )
+                event = dataclasses.replace(event, response=_withheld_response(event, message))
             kept.append(event)
         self.held = kept
         self.release()
+
+
+def _withheld_response(event: ev.ModelResponded, message: Message) -> WithheldResponse:
+    """``event``'s response as a ``WithheldResponse`` whose message is ``message``."""
+    response = event.response
+    given = {f.name: getattr(response, f.name) for f in dataclasses.fields(response)}
+    return WithheldResponse(**{**given, "message": message})

@@ -5,14 +5,14 @@ each string field and cut there; each use quotes its strings in (as ``json.dumps
 with one ``str.format``, so no pydantic model is built an event. ``Frame.around`` gives a
 fragment event's frame cut around its ``delta``, for a message's many fragments.
 ``interrupt_of`` and ``error_event`` are the run-level events (the interrupt of a pending call,
-RUN_ERROR for a hard error), built as models.
+RUN_ERROR for a hard error, its message worded for the client), built as models.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pydantic_core
@@ -21,6 +21,7 @@ from ag_ui.encoder import EventEncoder
 
 from agentloop.errors import AgentLoopError
 from agentloop.pausing import PendingCall
+from agentloop.ui._client_view import ClientView
 
 __all__ = [
     "MARK",
@@ -165,9 +166,17 @@ def interrupt_of(pending: PendingCall) -> core.Interrupt:
     )
 
 
-def error_event(error: BaseException) -> core.RunErrorEvent:
-    """RUN_ERROR for a hard error: its class as ``code``, its facts in ``metadata``."""
-    info: dict[str, Any] = {"error": type(error).__name__}
+def error_event(
+    error: BaseException, message: str | None = None, facts: Mapping[str, Any] | None = None
+) -> core.RunErrorEvent:
+    """RUN_ERROR for a hard error: its class as ``code``, its facts in ``metadata``.
+
+    ``message`` is the text the client reads (default: ``ClientView``'s, guardrails not
+    exposed: redacted, never a guardrail's name or reason); ``facts`` more of ``metadata``.
+    """
+    if message is None:
+        message = ClientView().message(error)
+    info: dict[str, Any] = {"error": type(error).__name__, **(facts or {})}
     for name in ("phase", "request_sent", "status_code"):
         value = getattr(error, name, None)
         if value is not None:
@@ -175,7 +184,7 @@ def error_event(error: BaseException) -> core.RunErrorEvent:
     if isinstance(error, AgentLoopError):
         info["recoverable"] = error.is_recoverable()
     return core.RunErrorEvent(
-        message=str(error) or type(error).__name__,
+        message=message,
         code=type(error).__name__,
         metadata={"agentloop": info},
     )

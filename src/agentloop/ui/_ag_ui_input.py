@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -40,6 +39,7 @@ from agentloop.pausing import (
     PendingCall,
     check_decisions,
 )
+from agentloop.ui import _json_body as json_body
 
 __all__ = ["decisions", "history", "user_input"]
 
@@ -82,9 +82,9 @@ def _user(message: core.UserMessage, where: str) -> Message:
 
 def _arguments(raw: str, where: str) -> dict[str, Any]:
     try:
-        value = json.loads(raw or "{}")
-    except ValueError as exc:
-        raise InvalidInput(f"{where}: a tool call's arguments are not JSON") from exc
+        value = json_body.decode(raw or "{}", "a tool call's arguments are not JSON")
+    except ValueError as exc:  # too deep, a lone surrogate, or not JSON at all
+        raise InvalidInput(f"{where}: {exc}") from exc
     if not isinstance(value, dict):
         raise InvalidInput(f"{where}: a tool call's arguments must be a JSON object")
     return value

@@ -5,9 +5,11 @@ as AG-UI events over SSE, made with the official ``ag-ui-protocol`` types and ``
 One request, in order::
 
     body      at most ``max_body_bytes`` (default 4 MiB)                    else 413
-    schema    JSON, a ``RunAgentInput``, every message one we can take     else 400 / 422
+    schema    JSON (nested beyond the parser's depth: not JSON), a
+              ``RunAgentInput``, every message one we can take             else 400 / 422
     session   ``session(request, thread_id)`` or one per thread           a refusal is 403
     deps      ``deps(request, run_input)`` (sync or async), to the run's ``ctx.deps``
+              (either callable failing, or a session= giving no Session: 500, logged)
     run       ``resume`` given: its answers, checked against the session's pending calls,
               continue the paused run (``session.continue_stream``); else the last message
               (a user message) starts a run (``session.stream``)   a misfit is RUN_ERROR
@@ -24,14 +26,16 @@ disconnects fires the run's cancel token: the run is finalized as ``Cancelled``.
 The default session picker keeps one in-memory session per thread id (``ThreadSessions``),
 seeded from the request's ``messages`` (all but the last) when the thread is new; after that
 the session's own history is the conversation and a client's copy is not read again.
+
+What the client sees is the app's choice (``_client_view``): a withheld answer never, the
+guardrails' names and reasons only with ``expose_guardrails=True``, a hard error's class and its
+redacted message.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
-import json
 import logging
 from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -47,12 +51,24 @@ from agentloop import events as ev
 from agentloop.cancel import CancelToken
 from agentloop.errors import AgentLoopError, InvalidInput
 from agentloop.ui import _ag_ui_input as read
+from agentloop.ui import _json_body as json_body
 from agentloop.ui._ag_ui_events import AGUIEvents
-from agentloop.ui._sessions import SessionPicker, ThreadSessions, pick_session
+from agentloop.ui._ag_ui_frames import error_event
+from agentloop.ui._asgi import lifespan
+from agentloop.ui._client_view import WATCHED, ClientView
+from agentloop.ui._sessions import (
+    AppFailed,
+    SessionPicker,
+    ThreadSessions,
+    call_app,
+    pick_session,
+    refusal,
+)
 
 if TYPE_CHECKING:
     from agentloop.engine.agent import Agent
     from agentloop.engine.session import Session
+    from agentloop.run import Run
 
 __all__ = ["MAX_BODY_BYTES", "AGUIApp", "DepsHook"]
 
@@ -80,11 +96,16 @@ class AGUIApp:
     Args:
         agent: The agent every request runs on (each thread on its own session).
         session: ``(request, thread_id) -> Session`` (sync or async): authenticate the caller
-            and pick its conversation, or raise to refuse (403 with the exception's text). A
-            thread id from a client is never trusted by itself. Default: one in-memory session
-            per thread, seeded from the request's messages when new.
-        deps: ``(request, run_input) -> deps`` (sync or async): the run's ``ctx.deps``.
+            and pick its conversation, or raise ``PermissionError`` to refuse (403 with its
+            text); any other exception is a 500. A thread id from a client is never trusted by
+            itself. Default: one in-memory session per thread, seeded from the request's
+            messages when new.
+        deps: ``(request, run_input) -> deps`` (sync or async): the run's ``ctx.deps``
+            (``PermissionError`` refuses, as for ``session``).
         max_body_bytes: The largest request body read (413 above it).
+        expose_guardrails: Let the client see the guardrails' verdicts (``CUSTOM``
+            ``agentloop:GuardrailChecked``) and a ``GuardrailTripped``'s name and reason.
+            Default: neither (a withheld answer is never shown either way).
     """
 
     def __init__(
@@ -94,18 +115,23 @@ class AGUIApp:
         session: SessionPicker | None = None,
         deps: DepsHook | None = None,
         max_body_bytes: int = MAX_BODY_BYTES,
+        expose_guardrails: bool = False,
     ) -> None:
         self.agent = agent
         self.sessions = ThreadSessions(agent)
         self.max_body_bytes = max_body_bytes
+        self.expose_guardrails = expose_guardrails
         self._picker = session
         self._deps = deps
         self._encoder = EventEncoder()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer one ASGI request (see the module's docstring for the order of checks)."""
+        if scope["type"] == "lifespan":
+            await lifespan(receive, send)
+            return
         if scope["type"] != "http":
-            return  # lifespan and websockets: nothing to do
+            return  # websockets: nothing to do
         request = Request(scope, receive)
         try:
             if request.method != "POST":
@@ -148,16 +174,19 @@ class AGUIApp:
             session = await pick_session(
                 self._picker, self.sessions, request, run_input.thread_id, lambda: seed
             )
-        except Exception as exc:
-            if self._picker is None:  # the default's only failure: a seed that is no safe
-                raise _Refused(422, str(exc)) from exc  # transcript (TranscriptError)
-            raise _Refused(403, str(exc) or type(exc).__name__) from exc  # the app refused
-        deps = None
-        if self._deps is not None:
-            deps = self._deps(request, run_input)
-            if inspect.isawaitable(deps):
-                deps = await deps
-        return _RunStream(self._encoder, run_input, session, deps)
+            deps = (
+                None
+                if self._deps is None
+                else await call_app("deps", self._deps, request, run_input)
+            )
+        except PermissionError as exc:  # the app refused the caller
+            raise _Refused(403, refusal(exc)) from exc
+        except AppFailed as exc:  # the app's own callable failed (logged where it did)
+            raise _Refused(500, str(exc)) from exc
+        except AgentLoopError as exc:  # a seed or an input that is no safe transcript
+            raise _Refused(422, str(exc)) from exc
+        view = ClientView(expose_guardrails=self.expose_guardrails)
+        return _RunStream(self._encoder, run_input, session, deps, view)
 
     # -- the response ------------------------------------------------------------------------
 
@@ -189,11 +218,13 @@ class _RunStream:
         run_input: core.RunAgentInput,
         session: Session[Any],
         deps: Any,
+        view: ClientView,
     ) -> None:
         self.encoder = encoder
         self.run_input = run_input
         self.session = session
         self.deps = deps
+        self.view = view
         self.cancel = CancelToken()
 
     def _open(self) -> Any:
@@ -223,26 +254,40 @@ class _RunStream:
         out = AGUIEvents(run_input.thread_id, run_input.run_id, self.encoder)
         yield self.encoder.encode(_started(run_input, self.session)).encode()
         finished = False
-        feed, finished_kind = out.feed, ev.RunFinished
+        feed, finished_kind, shown = out.feed, ev.RunFinished, self.view.shown
         try:
             async with self._open() as events:  # the answers were checked: now the snapshot
                 if run_input.resume:  # the interrupted calls, known again before their results
                     snapshot = core.MessagesSnapshotEvent(messages=run_input.messages)
                     yield self.encoder.encode(snapshot).encode()
                 async for event in events:
+                    if type(event) in WATCHED and (event := shown(event)) is None:
+                        continue
                     text = feed(event)
                     if type(event) is finished_kind and not event.path:
-                        text += out.finish(event.run)
+                        text += self._finish(out, event.run)
                         finished = True
                     if text:
                         yield text.encode()
         except AgentLoopError as error:  # after RunFinished: already told; before: RUN_ERROR
             if not finished:
-                yield out.fail(error).encode()
+                yield self._fail(error).encode()
         except Exception as error:
             _log.exception("AG-UI run on thread %r failed", run_input.thread_id)
             if not finished:
-                yield out.fail(error).encode()
+                yield self._fail(error).encode()
+
+    def _finish(self, out: AGUIEvents, run: Run[Any]) -> str:
+        """RUN_FINISHED, or RUN_ERROR worded for the client when the run ended in a hard error."""
+        error = run.stop_reason
+        if error is not None and not error.is_cancelled():
+            return self._fail(error)
+        return out.finish(run)
+
+    def _fail(self, error: BaseException) -> str:
+        """RUN_ERROR: the error's class, and its message as the client may read it."""
+        event = error_event(error, self.view.message(error), self.view.facts(error))
+        return self.encoder.encode(event)
 
 
 def _started(run_input: core.RunAgentInput, session: Session[Any]) -> core.RunStartedEvent:
@@ -257,9 +302,9 @@ def _started(run_input: core.RunAgentInput, session: Session[Any]) -> core.RunSt
 def _parse(body: bytes) -> core.RunAgentInput:
     """The request's ``RunAgentInput``, or a 400 (not JSON) / 422 (not the schema)."""
     try:
-        data = json.loads(body)
+        data = json_body.decode(body)  # nested too deep or a lone surrogate: not JSON
     except ValueError as exc:
-        raise _Refused(400, f"the body is not JSON: {exc}") from exc
+        raise _Refused(400, str(exc)) from exc
     try:
         return core.RunAgentInput.model_validate(data)
     except pydantic.ValidationError as exc:

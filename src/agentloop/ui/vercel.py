@@ -10,7 +10,8 @@ path)::
 
 - **Sessions.** The chat ``id`` is the thread id. ``session=`` is the application's callable
   ``(request, thread_id) -> Session`` (sync or async) that authenticates the caller and picks or
-  refuses the conversation (raise to refuse: 403 with the exception's text); by default each
+  refuses the conversation (raise ``PermissionError`` to refuse: 403 with its text; any other
+  exception, or a value that is no ``Session``, is a 500, logged once, redacted); by default each
   chat id has its own in-memory session for the app's lifetime, seeded from the request's
   ``UIMessage[]`` when new. The server's session is the conversation: for a known chat only the
   last message counts.
@@ -20,12 +21,16 @@ path)::
   call (its output: ``Answer(output)``; ``state: "output-error"``: ``Deny(errorText)``). They
   are checked against the session's pending calls before anything runs: an approval for a call
   that is not pending is refused (409), a missing or unfitting answer is 400.
-- **deps** come from ``deps=``, a callable ``(request, body) -> deps`` (sync or async; raise to
-  refuse: 403), given to the run as ``deps=``.
+- **deps** come from ``deps=``, a callable ``(request, body) -> deps`` (sync or async; refuse and
+  fail as ``session=`` does), given to the run as ``deps=``.
 - **Refusals** are JSON ``{"error": {"type", "message"}}`` with a 4xx status, before any event:
-  a body over ``max_body_bytes`` (413), not JSON or not a chat request (400: wrong shape, a
-  role other than user or assistant, ``regenerate-message``), a chat whose run is busy or
-  waits on decisions (409). Nothing runs for a refused request.
+  a body over ``max_body_bytes`` (413), not JSON (nested beyond the parser's depth included) or
+  not a chat request (400: wrong shape, a role other than user or assistant,
+  ``regenerate-message``), a chat whose run is busy or waits on decisions (409). Nothing runs
+  for a refused request; the app's own callables failing is a 500 (type ``AppFailed``).
+- **What the client sees** is the app's choice (``_client_view``): a withheld answer never,
+  the guardrails' verdicts (``data-agentloop``) and a ``GuardrailTripped``'s name and reason
+  only with ``expose_guardrails=True``, a hard error's class and its redacted message.
 - **A client that goes away** cancels the run (it is finalized as ``Cancelled``).
 
 How each event becomes chunks is in ``agentloop.ui._vercel_chunks``; a soft error is a
@@ -38,7 +43,6 @@ error is the protocol's ``error`` chunk after a ``data-error`` part holding its 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import logging
 import secrets
@@ -46,8 +50,19 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from agentloop.errors import AgentLoopError, InvalidInput
+from agentloop.events import RunFinished
 from agentloop.pausing import Decision, Deny, check_decisions
-from agentloop.ui._sessions import SessionPicker, ThreadSessions, pick_session
+from agentloop.ui import _json_body as json_body
+from agentloop.ui._asgi import lifespan
+from agentloop.ui._client_view import WATCHED, ClientView
+from agentloop.ui._sessions import (
+    AppFailed,
+    SessionPicker,
+    ThreadSessions,
+    call_app,
+    pick_session,
+    refusal,
+)
 from agentloop.ui._vercel_chunks import Chunk, Chunks
 from agentloop.ui._vercel_request import (
     BadChat,
@@ -105,9 +120,11 @@ class VercelAIApp:
         session: SessionPicker | None = None,
         deps: DepsHook | None = None,
         max_body_bytes: int = MAX_BODY_BYTES,
+        expose_guardrails: bool = False,
     ) -> None:
         self.agent = agent
         self.max_body_bytes = max_body_bytes
+        self.expose_guardrails = expose_guardrails
         self._picker = session
         self._deps = deps
         self._threads = ThreadSessions(agent)
@@ -115,7 +132,7 @@ class VercelAIApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one ASGI connection: a chat request, or the server's lifespan messages."""
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await lifespan(receive, send)
             return
         from starlette.requests import Request
 
@@ -134,7 +151,10 @@ class VercelAIApp:
             chat = parse_chat(body)
             session = await self._session(request, chat)
             deps = await self._deps_for(request, body)
-            stream = await _started(*self._prepare(session, chat, deps))
+            run, chunks = self._prepare(session, chat, deps)
+            stream = await _started(
+                run, chunks, ClientView(expose_guardrails=self.expose_guardrails)
+            )
         except _Refused as refused:
             return _refusal(refused)
         except (BadChat, InvalidInput) as exc:  # a media part or a run's input that does not fit
@@ -146,19 +166,22 @@ class VercelAIApp:
             return await pick_session(
                 self._picker, self._threads, request, chat.id, lambda: seed(chat.messages[:-1])
             )
-        except (BadChat, AgentLoopError) as exc:
+        except (BadChat, AgentLoopError) as exc:  # the client's history is no safe transcript
             raise _Refused(400, type(exc).__name__, str(exc)) from exc
-        except Exception as exc:  # the application refused the caller
-            raise _Refused(403, "Forbidden", str(exc) or type(exc).__name__) from exc
+        except PermissionError as exc:  # the application refused the caller
+            raise _Refused(403, "Forbidden", refusal(exc)) from exc
+        except AppFailed as exc:  # the application's callable failed (logged where it did)
+            raise _Refused(500, "AppFailed", str(exc)) from exc
 
     async def _deps_for(self, request: Request, body: Any) -> Any:
         if self._deps is None:
             return None
         try:
-            deps = self._deps(request, body)
-            return await deps if inspect.isawaitable(deps) else deps
-        except Exception as exc:
-            raise _Refused(403, "Forbidden", str(exc) or type(exc).__name__) from exc
+            return await call_app("deps", self._deps, request, body)
+        except PermissionError as exc:
+            raise _Refused(403, "Forbidden", refusal(exc)) from exc
+        except AppFailed as exc:
+            raise _Refused(500, "AppFailed", str(exc)) from exc
 
     def _prepare(
         self, session: Session[Any], chat: ChatRequest, deps: Any
@@ -209,13 +232,13 @@ def _decisions(session: Session[Any], chat: ChatRequest) -> dict[str, Decision]:
         raise _Refused(400, "InvalidInput", str(exc)) from exc
 
 
-async def _started(stream: RunStream[Any], chunks: Chunks) -> _ChunkStream:
+async def _started(stream: RunStream[Any], chunks: Chunks, view: ClientView) -> _ChunkStream:
     """Enter the run's stream before any byte is sent, so a busy session is still a 409."""
     try:
         await stream.__aenter__()
     except InvalidInput as exc:
         raise _Refused(409, "Conflict", str(exc)) from exc
-    return _ChunkStream(stream, chunks)
+    return _ChunkStream(stream, chunks, view)
 
 
 async def _read_json(request: Request, limit: int) -> Any:
@@ -228,9 +251,9 @@ async def _read_json(request: Request, limit: int) -> Any:
         if len(body) > limit:
             raise _Refused(413, "PayloadTooLarge", f"the body is over {limit:,} bytes")
     try:
-        return json.loads(body)
-    except (ValueError, RecursionError) as exc:
-        raise _Refused(400, "BadChat", f"the body is not JSON: {exc}") from exc
+        return json_body.decode(body)  # nested too deep or a lone surrogate: not JSON
+    except ValueError as exc:
+        raise _Refused(400, "BadChat", str(exc)) from exc
 
 
 def _refusal(refused: _Refused) -> Any:
@@ -238,17 +261,6 @@ def _refusal(refused: _Refused) -> Any:
 
     error = {"type": refused.kind, "message": str(refused)}
     return JSONResponse({"error": error}, status_code=refused.status)
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    """Nothing to start or stop; answer the server's lifespan messages."""
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
 
 
 # -- the response -----------------------------------------------------------------------------
@@ -317,9 +329,10 @@ def encode(chunks: list[Chunk]) -> bytes:
 class _ChunkStream:
     """The SSE response of one run: chunks as events arrive; the client leaving cancels it."""
 
-    def __init__(self, stream: RunStream[Any], chunks: Chunks) -> None:
+    def __init__(self, stream: RunStream[Any], chunks: Chunks, view: ClientView) -> None:
         self._stream = stream
         self._chunks = chunks
+        self._view = view
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -335,10 +348,14 @@ class _ChunkStream:
             await self._stream.__aexit__(None, None, None)
 
     async def _pump(self, send: Send) -> None:
-        feed = self._chunks.feed
+        feed, shown = self._chunks.feed, self._view.shown
         try:
             async for event in self._stream:
+                if type(event) in WATCHED and (event := shown(event)) is None:  # type: ignore[assignment]
+                    continue
                 chunks = feed(event)
+                if type(event) is RunFinished and event.run.stop_reason is not None:
+                    _worded(chunks, event.run.stop_reason, self._view)
                 if chunks:
                     await send(_body(encode(chunks)))
         except AgentLoopError:
@@ -350,6 +367,22 @@ class _ChunkStream:
             failed = [{"type": "error", "errorText": "the server failed while streaming"}]
             await send(_body(encode(failed)))
         await send(_body(_DONE, more=False))
+
+
+def _worded(chunks: list[Chunk], error: BaseException, view: ClientView) -> None:
+    """A hard error's ``data-error`` and ``error`` chunks, worded for the client (in place).
+
+    ``errorText`` reads ``<class>: <str(error)>`` and then the phase: the message is replaced
+    where it stands.
+    """
+    message, facts = view.message(error), view.facts(error)
+    head = f"{type(error).__name__}: "
+    cut = len(head) + len(str(error))
+    for chunk in chunks:
+        if chunk["type"] == "data-error":
+            chunk["data"] = {**chunk["data"], "message": message, **facts}
+        elif chunk["type"] == "error":
+            chunk["errorText"] = head + message + chunk["errorText"][cut:]
 
 
 def _body(data: bytes, *, more: bool = True) -> Message:

@@ -1,0 +1,92 @@
+"""What an end user of the application sees of a run (SPEC 18): the app's choice, not ours.
+
+Both UI apps pass a run's events through one ``ClientView`` before they become the protocol's
+events, and word a hard error for the client with it:
+
+- **A withheld answer is never shown** (SPEC 19: rejected or tripped by an output guardrail, or
+  cut short by the run's end): its ``ModelResponded`` carries a ``WithheldResponse`` (the
+  engine's mark), which reaches the protocol without its text (the placeholder) and without
+  its ``final_result`` calls, whose results are not shown either. Its reasoning and its other
+  tool calls are the run's work and go out as always. The retry streams as a reply of its own.
+- **Guardrails are internal** unless the app says otherwise: ``GuardrailChecked`` (a
+  guardrail's name, a policy's reason) reaches the client only with ``expose_guardrails=True``.
+- **A hard error** keeps its class; its message goes through the package's redactor
+  (``redact_secrets``). A ``GuardrailTripped`` reads ``GUARDRAIL_MESSAGE`` (no name, no
+  reason) unless guardrails are exposed; an exception that is no ``AgentLoopError`` (a bug)
+  reads ``INTERNAL_MESSAGE``, its text is for the log only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from agentloop import events as ev
+from agentloop.engine.holdback import WithheldResponse
+from agentloop.engine.output import FINAL_RESULT
+from agentloop.errors import AgentLoopError, GuardrailTripped
+from agentloop.messages import Message, Part, TextPart, ToolCallPart
+from agentloop.safety.redact import redact_secrets
+
+__all__ = ["GUARDRAIL_MESSAGE", "INTERNAL_MESSAGE", "WATCHED", "ClientView"]
+
+GUARDRAIL_MESSAGE = "The application's guardrails stopped this run."
+"""A ``GuardrailTripped``'s message for a client, unless the app exposes guardrails."""
+INTERNAL_MESSAGE = "The server failed while running the agent."
+"""The message of an unexpected exception (not an ``AgentLoopError``) for a client."""
+
+WATCHED: frozenset[type[ev.Event]] = frozenset(
+    {ev.ModelResponded, ev.GuardrailChecked, ev.ToolCallFinished}
+)
+"""The only event types ``ClientView.shown`` may change: every other one goes out as it is."""
+
+
+class ClientView:
+    """One response's filter of what the client sees (see the module)."""
+
+    __slots__ = ("_hidden", "expose_guardrails")
+
+    def __init__(self, *, expose_guardrails: bool = False) -> None:
+        self.expose_guardrails = expose_guardrails
+        self._hidden: set[str] = set()  # the final_result calls of withheld answers
+
+    def shown(self, event: ev.Event) -> ev.Event | None:
+        """``event`` as the client may see it, or None when it sees nothing of it."""
+        kind = type(event)
+        if kind is ev.GuardrailChecked:
+            return event if self.expose_guardrails else None
+        if kind is ev.ToolCallFinished:
+            return None if event.call.id in self._hidden else event  # type: ignore[attr-defined]
+        if kind is ev.ModelResponded and isinstance(
+            event.response,  # type: ignore[attr-defined]
+            WithheldResponse,
+        ):
+            return self._unsaid(event)  # type: ignore[arg-type]
+        return event
+
+    def _unsaid(self, event: ev.ModelResponded) -> ev.ModelResponded:
+        """A withheld reply without its placeholder text and its ``final_result`` calls."""
+        message = event.response.message
+        kept: list[Part] = []
+        for part in message.parts:
+            if isinstance(part, TextPart):
+                continue
+            if isinstance(part, ToolCallPart) and part.name == FINAL_RESULT:
+                self._hidden.add(part.id)
+                continue
+            kept.append(part)
+        response = dataclasses.replace(event.response, message=Message(message.role, tuple(kept)))
+        return dataclasses.replace(event, response=response)
+
+    def message(self, error: BaseException) -> str:
+        """A hard error's message for the client: redacted, the guardrail's only when exposed."""
+        if isinstance(error, GuardrailTripped) and not self.expose_guardrails:
+            return GUARDRAIL_MESSAGE
+        if not isinstance(error, AgentLoopError):
+            return INTERNAL_MESSAGE
+        return redact_secrets(str(error)) or type(error).__name__
+
+    def facts(self, error: BaseException) -> dict[str, str]:
+        """What an exposed ``GuardrailTripped`` adds for the client: its name and reason."""
+        if isinstance(error, GuardrailTripped) and self.expose_guardrails:
+            return {"guardrail": error.guardrail, "reason": redact_secrets(error.reason)}
+        return {}
