@@ -71,9 +71,9 @@ async def test_thinking_budget_on_opus_5_5_is_refused_before_sending() -> None:
 
 async def test_effort_none_on_adaptive_model_sends_no_thinking() -> None:
     async with AnthropicTwin([TwinReply([twin.text("hi")])]) as server:
-        run = await agent(server.url, "claude-sonnet-5", ModelSettings(reasoning_effort="none")).run(
-            "hi"
-        )
+        run = await agent(
+            server.url, "claude-sonnet-5", ModelSettings(reasoning_effort="none")
+        ).run("hi")
     assert run.output == "hi" and "thinking" not in server.requests[0]
     assert "output_config" not in server.requests[0]
 
