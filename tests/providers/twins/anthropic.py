@@ -275,7 +275,9 @@ def violation(body: Mapping[str, Any], issued: Issued) -> str | None:
     on = kind in ("enabled", "adaptive")
     if on:
         assert isinstance(config, Mapping)
-        found = _thinking_settings(body, config) or _starts_with_thinking(body)
+        found = _thinking_settings(body, config)
+        if kind == "enabled":  # an adaptive turn may not have thought (SPEC 28): no such rule
+            found = found or _starts_with_thinking(body)
         if found:
             return found
     if _NEW_SAMPLING.match(str(body.get("model"))) and "temperature" in body and "top_p" in body:

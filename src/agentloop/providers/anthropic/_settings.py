@@ -22,9 +22,9 @@ and from provider-rules Anthropic 3 and 4:
   ``max_tokens`` it is refused, naming both numbers. An effort's budget is capped at three
   quarters of ``max_tokens`` so the answer keeps room (``"high"`` on Opus 4's 32k limit thinks
   for 24k), and refused when even 1024 does not fit.
-- With thinking on (enabled or adaptive, from settings or ``extra_body``): ``temperature`` other than 1, ``top_k``,
-  ``top_p`` under 0.95, and a forced ``tool_choice`` (``any``/``required`` or a tool name) are
-  refused.
+- With thinking on (enabled or adaptive, from settings or ``extra_body``): ``temperature``
+  other than 1, ``top_k``, ``top_p`` under 0.95, and a forced ``tool_choice`` (``any``/
+  ``required`` or a tool name) are refused.
 - Claude 4.5 and later take ``temperature`` or ``top_p``, not both.
 - ``seed`` has no Anthropic field, and ``temperature`` above 1 is out of the API's range.
 
