@@ -190,7 +190,7 @@ def test_extra_body_merges_recursively() -> None:
 
 
 @pytest.mark.parametrize(
-    "kwargs", [{"reasoning_effort": "max"}, {"thinking_budget": -1}, {"thinking_budget": 1.5}]
+    "kwargs", [{"reasoning_effort": "ultra"}, {"thinking_budget": -1}, {"thinking_budget": 1.5}]
 )
 def test_bad_reasoning_settings_are_configuration_errors(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ConfigurationError):

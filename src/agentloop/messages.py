@@ -125,6 +125,12 @@ class ThinkingPart:
 
     Gemini signs a part rather than sending a block: a ``thoughtSignature`` on a function call
     or text part is a ``ThinkingPart(text="", signature=...)`` placed right before that part.
+
+    ``origin`` says which endpoint or model wrote it, where the provider reads a signature
+    only there (SPEC 16): an OpenAI Responses endpoint's identity (its host and a fingerprint
+    of its organisation, never the key itself) or the Gemini model's name. An adapter leaves a
+    part out where its origin differs from the target's; None (parts stored before origins
+    were recorded, or written by hand) is sent as before. It takes no part in ``==``.
     """
 
     text: str
@@ -132,6 +138,7 @@ class ThinkingPart:
     redacted: bool = field(default=False, kw_only=True)
     provider: str | None = field(default=None, kw_only=True)
     id: str | None = field(default=None, kw_only=True)
+    origin: str | None = field(default=None, kw_only=True, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (optional fields only when set)."""
@@ -144,6 +151,8 @@ class ThinkingPart:
             data["provider"] = self.provider
         if self.id is not None:
             data["id"] = self.id
+        if self.origin is not None:
+            data["origin"] = self.origin
         return data
 
 
@@ -228,6 +237,7 @@ def _part_from_dict(data: Mapping[str, Any]) -> Part:
             redacted=bool(data.get("redacted", False)),
             provider=_opt_str(data, "provider"),
             id=_opt_str(data, "id"),
+            origin=_opt_str(data, "origin"),
         )
     if kind == "tool_result":
         return ToolResultPart(
@@ -295,10 +305,16 @@ def _described(item: object) -> str:
 
 @record
 class Message:
-    """One message of a conversation: a role and its parts (any iterable becomes a tuple)."""
+    """One message of a conversation: a role and its parts (any iterable becomes a tuple).
+
+    ``phase`` is an OpenAI Responses assistant message's ``phase`` (``"commentary"`` or
+    ``"final_answer"``), kept so the adapter sends it back on every later request (SPEC 16);
+    None elsewhere. It takes no part in ``==``.
+    """
 
     role: Role
     parts: tuple[Part, ...]
+    phase: str | None = field(default=None, kw_only=True, compare=False)
     _wire: dict[str, Any] = field(
         default_factory=dict, init=False, repr=False, compare=False, hash=False
     )
@@ -400,12 +416,16 @@ class Message:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form; ``Message.from_dict`` reverses it losslessly."""
-        return {"role": self.role, "parts": [p.to_dict() for p in self.parts]}
+        data: dict[str, Any] = {"role": self.role, "parts": [p.to_dict() for p in self.parts]}
+        if self.phase is not None:
+            data["phase"] = self.phase
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Message:
         """Rebuild a message from ``to_dict`` output."""
-        return cls(data["role"], tuple(_part_from_dict(p) for p in data.get("parts", ())))
+        parts = tuple(_part_from_dict(p) for p in data.get("parts", ()))
+        return cls(data["role"], parts, phase=_opt_str(data, "phase"))
 
 
 @record

@@ -35,8 +35,17 @@ __all__ = [
     "media_kinds",
 ]
 
-ReasoningEffort: TypeAlias = Literal["none", "minimal", "low", "medium", "high"]
-REASONING_EFFORTS: tuple[ReasoningEffort, ...] = ("none", "minimal", "low", "medium", "high")
+ReasoningEffort: TypeAlias = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
+REASONING_EFFORTS: tuple[ReasoningEffort, ...] = (
+    "none",
+    "minimal",
+    "low",
+    "medium",
+    "high",
+    "xhigh",
+    "max",
+)
+"""Every ``reasoning_effort`` value; which ones a model takes is its profile's ``efforts``."""
 
 INVALID_JSON_KEY = "__invalid_json__"
 """A tool call whose argument text is not a JSON object carries ``{INVALID_JSON_KEY: raw}``.
@@ -91,8 +100,10 @@ class ModelSettings:
     cache: bool = True
     reasoning_effort: ReasoningEffort | None = None
     """How hard a reasoning model thinks: each provider's own form (OpenAI ``reasoning_effort`` /
-    ``reasoning.effort``, Gemini 3 ``thinkingLevel``, Anthropic a documented table of budgets);
-    a ``ConfigurationError`` before any request where the model cannot take it."""
+    ``reasoning.effort``, Gemini 3 ``thinkingLevel``, Claude 4.7 and later adaptive thinking's
+    ``output_config.effort``, earlier Claude a documented table of budgets); a
+    ``ConfigurationError`` before any request where the model cannot take it (``xhigh``: OpenAI
+    after gpt-5.1-codex-max and Claude 4.7+; ``max``: gpt-5.6-sol and Claude 4.7+)."""
     thinking_budget: int | None = None
     """Tokens a model may think for (Anthropic ``budget_tokens``, Gemini 2.5 ``thinkingBudget``)."""
     tool_choice_once: bool = False

@@ -62,7 +62,7 @@ def withheld(message: Message, note: str) -> Message:
             parts.append(part)
     if not noted and not message.tool_calls:
         parts.append(TextPart(note))
-    return Message(message.role, tuple(parts))
+    return Message(message.role, tuple(parts), phase=message.phase)
 
 
 class Holdback:

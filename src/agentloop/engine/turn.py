@@ -328,4 +328,4 @@ def _restamped(message: Message, taken: set[str], clock: Clock) -> Message:
                 part = ToolCallPart(f"call_{clock.new_id()[:12]}", part.name, part.arguments)
             seen.add(part.id)
         parts.append(part)
-    return Message("assistant", tuple(parts))
+    return Message("assistant", tuple(parts), phase=message.phase)

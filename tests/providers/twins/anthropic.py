@@ -23,6 +23,11 @@ the rules file's):
 6. At most four ``cache_control`` breakpoints (tools, system, message blocks, blocks inside
    tool results).
 
+And "Anthropic, late 2026" 7: ``thinking: {"type": "enabled"}`` on Claude 4.7 and later (Opus
+4.7/4.8, Sonnet 5, Fable, Mythos, every 5.x and later name) is a 400; ``{"type": "adaptive"}``
+before Claude 4.6 is a 400; ``output_config.effort`` outside low|medium|high|xhigh|max is a 400.
+Adaptive thinking is held to rule 3 like enabled thinking (no budget to check).
+
 Replies: ``TwinReply(blocks, stop_reason)`` built from ``thinking()``, ``redacted()``, ``text()``,
 ``tool_use()`` and ``cut_tool_use()`` (a tool block left open by a cut: the stream never closes
 it; the JSON body carries the partial input as a string), or ``TwinReply.fixture(path)``, which
@@ -83,7 +88,24 @@ TEMPERATURE_AND_TOP_P = (
 MAX_TOKENS_REQUIRED = "max_tokens: Field required"
 CACHE_BREAKPOINTS = "A maximum of 4 blocks with cache_control may be provided. Found {n}."
 
+ENABLED_REJECTED = (  # provider-rules Anthropic 2026 7 (wording approximated from reports)
+    "thinking.type.enabled is not supported for this model. Use thinking.type.adaptive and "
+    "output_config.effort to control thinking behavior."
+)
+ADAPTIVE_UNKNOWN = (
+    "thinking: Input tag 'adaptive' found using 'type' does not match any of the expected tags: "
+    "'disabled', 'enabled'"
+)
+BAD_EFFORT = "output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max'"
+
 _NEW_SAMPLING = re.compile(r"claude-(sonnet|haiku|opus)-(4-[5-9]|[5-9])")
+_ADAPTIVE_ONLY = re.compile(
+    r"claude-((opus|sonnet|haiku)-4-([7-9])|(opus|sonnet|haiku|fable|mythos)-([5-9]|\d{2,}))"
+)
+"""Claude 4.7 and later: adaptive thinking only (``enabled`` is a 400)."""
+_ADAPTIVE = re.compile(r"claude-(opus|sonnet|haiku)-4-6")
+"""Claude 4.6 takes both (``enabled`` deprecated); earlier models only ``enabled``."""
+_EFFORTS = ("low", "medium", "high", "xhigh", "max")
 _THINKING_KINDS = ("thinking", "redacted_thinking")
 
 
@@ -196,13 +218,28 @@ def _starts_with_thinking(body: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _thinking_kind(body: Mapping[str, Any], kind: object) -> str | None:
+    """Anthropic 2026 rule 7: ``enabled`` refused from 4.7, ``adaptive`` from 4.6 only."""
+    model = str(body.get("model"))
+    new = _ADAPTIVE_ONLY.match(model) is not None
+    if kind == "enabled" and new:
+        return ENABLED_REJECTED
+    if kind == "adaptive" and not (new or _ADAPTIVE.match(model)):
+        return ADAPTIVE_UNKNOWN
+    effort = (body.get("output_config") or {}).get("effort")
+    if effort is not None and effort not in _EFFORTS:
+        return BAD_EFFORT
+    return None
+
+
 def _thinking_settings(body: Mapping[str, Any], config: Mapping[str, Any]) -> str | None:
     """Rule 3: what thinking cannot be combined with."""
-    budget = config.get("budget_tokens")
-    if not isinstance(budget, int) or budget < 1024:
-        return SMALL_BUDGET
-    if budget >= body["max_tokens"]:
-        return BUDGET_OVER_MAX
+    if config.get("type") == "enabled":
+        budget = config.get("budget_tokens")
+        if not isinstance(budget, int) or budget < 1024:
+            return SMALL_BUDGET
+        if budget >= body["max_tokens"]:
+            return BUDGET_OVER_MAX
     if body.get("temperature", 1) != 1:
         return TEMPERATURE
     if "top_k" in body:
@@ -231,10 +268,16 @@ def violation(body: Mapping[str, Any], issued: Issued) -> str | None:
     if media:
         return media
     config = body.get("thinking")
-    on = isinstance(config, Mapping) and config.get("type") == "enabled"
+    kind = config.get("type") if isinstance(config, Mapping) else None
+    adaptive = _thinking_kind(body, kind)
+    if adaptive is not None:
+        return adaptive
+    on = kind in ("enabled", "adaptive")
     if on:
         assert isinstance(config, Mapping)
-        found = _thinking_settings(body, config) or _starts_with_thinking(body)
+        found = _thinking_settings(body, config)
+        if kind == "enabled":  # an adaptive turn may not have thought (SPEC 28): no such rule
+            found = found or _starts_with_thinking(body)
         if found:
             return found
     if _NEW_SAMPLING.match(str(body.get("model"))) and "temperature" in body and "top_p" in body:

@@ -9,10 +9,14 @@ a request that breaks one as Gemini does: HTTP 400 with Google's error body
    every model turn sent back must carry one, else "Function call is missing a thought_signature
    in functionCall parts. ..." (stricter than Gemini, which checks the current turn only). A
    signature the twin never issued, or one moved to a different part, is "Corrupted thought
-   signature."; Google's bypass value ``skip_thought_signature_validator`` passes.
+   signature."; one another model issued (a fallback between Gemini models) is "Invalid thought
+   signature." (Gemini 2026 1, reported); Google's bypass value
+   ``skip_thought_signature_validator`` passes.
 2. ``generationConfig``: unknown fields (a ``thinkingConfig`` outside it included) are
    "Invalid JSON payload received. Unknown name ..."; ``thinkingLevel`` before Gemini 3, or a
-   level a Gemini 3 Pro does not take, is "Thinking level is not supported for this model.";
+   level a Gemini 3 model does not take (3 Pro: LOW/HIGH; 3.x Pro, 3.7+ Flash and later names:
+   LOW/MEDIUM/HIGH, so MINIMAL on 3.8 Flash; Gemini 2026 2), is "Thinking level is not
+   supported for this model.";
    level and budget together, "You can only set only one of thinking budget and thinking
    level."; a budget under 128 on 2.5 Pro, "The thinking budget (N) is invalid.". Gemini
    silently ignores a config that lost ``maxOutputTokens`` or ``responseJsonSchema`` (a 200 a
@@ -59,6 +63,8 @@ MISSING_SIGNATURE = (
     "Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details."
 )
 CORRUPTED_SIGNATURE = "Corrupted thought signature."
+INVALID_SIGNATURE = "Invalid thought signature."
+"""Another model's signature (reported after switching model mid-conversation, Gemini 2026 1)."""
 _GENERATION_FIELDS = frozenset(
     {"candidateCount", "stopSequences", "maxOutputTokens", "temperature", "topP", "topK", "seed",
      "responseMimeType", "responseSchema", "responseJsonSchema", "presencePenalty",
@@ -86,6 +92,8 @@ _LEVELS = frozenset({"MINIMAL", "LOW", "MEDIUM", "HIGH"})
 _PRO_LEVELS = (  # Gemini 3 Pro takes LOW and HIGH, 3.x Pro adds MEDIUM; Flash takes all four
     (re.compile(r"gemini-3-pro"), frozenset({"LOW", "HIGH"})),
     (re.compile(r"gemini-3\.\d+-pro"), frozenset({"LOW", "MEDIUM", "HIGH"})),
+    # Gemini 2026 2: 3.7 and 3.8 Flash (3.7 routes to 3.8) take no MINIMAL, nor do later names
+    (re.compile(r"gemini-(3\.([7-9]|\d{2,})|[4-9]|\d{2,})"), frozenset({"LOW", "MEDIUM", "HIGH"})),
 )
 
 
@@ -144,6 +152,8 @@ class GeminiTwin:
         self.require_config: dict[str, Any] = require.pop("require_config", {})
         assert not require, f"unknown options {sorted(require)}"
         self.issued: dict[str, str] = {}  # signature -> the kind of part it was issued on
+        self.signed_by: dict[str, str] = {}  # signature -> the model that issued it
+        self.model = ""  # the model of the request being answered
         self.received: list[Received] = []
 
     def app(self) -> web.Application:
@@ -167,6 +177,7 @@ class GeminiTwin:
         if request.headers.get("x-goog-api-key") != self.key:
             record.status = 400
             return google_error(400, "API key not valid. Please pass a valid API key.")
+        self.model = model
         problem = self.violation(model, body)
         if problem is not None:
             record.status = 400
@@ -240,6 +251,8 @@ class GeminiTwin:
                 if signature is not None and signature != BYPASS:
                     if self.issued.get(signature) != part_kind(part):
                         return CORRUPTED_SIGNATURE
+                    if self.signed_by.get(signature, model) != model:
+                        return INVALID_SIGNATURE
                 if "functionCall" in part and first_call and content["role"] == "model":
                     first_call = False
                     if signature is None and is_gemini_3(model):
@@ -260,6 +273,7 @@ class GeminiTwin:
             if marker or (marker is None and any(part is p for p in auto)):
                 signature = f"twin-sig-{len(self.issued) + 1}"
                 self.issued[signature] = part_kind(part)
+                self.signed_by[signature] = self.model
                 part["thoughtSignature"] = signature
         return parts
 

@@ -65,7 +65,7 @@ TOOLS_EFFORT_TEXT = (
 )
 
 _RESPONSES_ONLY = re.compile(r"gpt-5(\.\d+)?-pro.*|o\d+-pro.*|.*codex.*|.*deep-research.*")
-_REASONING = re.compile(r"o\d.*|gpt-5.*")
+_REASONING = re.compile(r"o\d.*|gpt-5.*|gpt-([6-9]|\d{2,}).*")
 _DOTTED = re.compile(r"gpt-(\d+)\.(\d+)")
 _MESSAGE_FIELDS: Mapping[str, frozenset[str]] = {
     "system": frozenset({"role", "content", "name"}),
@@ -209,8 +209,13 @@ def check_request(body: Mapping[str, Any]) -> None:
 
 
 def _efforts(model: str) -> tuple[str, ...]:
-    if model.startswith("gpt-5."):
+    """OpenAI 2026 2-3: 5.1 none..high; 5.2+ and gpt-6 add xhigh; sol models add max."""
+    if re.fullmatch(r"gpt-(5\.6|[6-9](\.\d+)?)-sol.*", model):
+        return ("none", "low", "medium", "high", "xhigh", "max")
+    if model.startswith("gpt-5.1"):
         return ("none", "low", "medium", "high")
+    if model.startswith("gpt-5.") or re.match(r"gpt-([6-9]|\d{2,})", model):
+        return ("none", "low", "medium", "high", "xhigh")
     if model.startswith("gpt-5"):
         return ("minimal", "low", "medium", "high")
     return ("low", "medium", "high")

@@ -46,6 +46,17 @@ breaks one as OpenAI does, with its status and its error body ``{"error": {"mess
 7. Usage carries ``input_tokens_details.cached_tokens`` and
    ``output_tokens_details.reasoning_tokens``.
 
+And "OpenAI and Gemini, late 2026": reasoning models include ``gpt-6*`` and later names, held
+to rule 1 (rule 5; the Chat twin answers rule 5's ``unsupported_value`` wording); a
+``reasoning.effort`` the model lacks is 400 "Unsupported value: 'reasoning_effort' does not
+support 'max' with this model. Supported values are: ..." (rules 2-3: ``max`` on the sol models
+only, ``xhigh`` from gpt-5.1-codex-max on, no ``minimal`` from 5.1, ``gpt-5-pro`` only
+``high``); ``secret`` is the organisation whose key signs ``encrypted_content``, so a second
+twin with another secret plays another organisation or Azure (``invalid_encrypted_content``);
+models from gpt-5.3 on send ``phase`` on assistant messages, and an assistant message sent back
+to one without it is recorded in ``unphased`` (OpenAI
+documents no 400 for it, only degraded answers: rule 7).
+
 Replies are scripted (``Reply``): text, calls, a refusal, an incomplete or failed response, an
 ``error`` event, an HTTP error, a stream cut before its terminal event, or raw bytes. Streams
 send the events OpenAI sends, in its order (``response.created`` ... ``response.completed``).
@@ -78,7 +89,10 @@ NOT_FOUND = (
 )
 UNVERIFIED = "The encrypted content {short} could not be verified."
 NO_ENCRYPTION = "Encrypted content is not supported with this model."
-_REASONING_MODEL = re.compile(r"(o\d.*|gpt-5(?!-chat).*)")
+_REASONING_MODEL = re.compile(r"(o\d.*|gpt-5(?!-chat).*|gpt-([6-9]|\d{2,}).*)")
+_PHASED = re.compile(r"gpt-5\.([3-9]|\d{2,}).*|gpt-([6-9]|\d{2,}).*")
+"""Models that send ``phase`` on assistant messages (gpt-5.3-codex and later, OpenAI 2026 7)."""
+_SOL = re.compile(r"gpt-(5\.6|[6-9](\.\d+)?|\d{2,}(\.\d+)?)-sol.*")
 
 
 def is_reasoning(model: str) -> bool:
@@ -86,9 +100,25 @@ def is_reasoning(model: str) -> bool:
     return _REASONING_MODEL.fullmatch(model.rpartition("/")[2]) is not None
 
 
-def encrypt(rs_id: str) -> str:
-    """The twin's opaque ``encrypted_content`` for a reasoning item."""
-    digest = hmac.new(KEY, rs_id.encode(), hashlib.sha256).digest()
+def efforts(model: str) -> tuple[str, ...]:
+    """The ``reasoning.effort`` values a model takes (the twin's own reading of OpenAI 2026 2-4)."""
+    name = model.rpartition("/")[2]
+    if _SOL.fullmatch(name):
+        return ("none", "low", "medium", "high", "xhigh", "max")
+    if name.startswith("gpt-5-pro"):
+        return ("high",)
+    if re.fullmatch(r"gpt-5\.1(-codex(-mini)?)?(-\d{4}.*)?|gpt-5\.1-(mini|chat).*", name):
+        return ("none", "low", "medium", "high")
+    if re.fullmatch(r"gpt-5\.1-codex-max.*|gpt-5\.\d+.*|gpt-([6-9]|\d{2,}).*", name):
+        return ("none", "low", "medium", "high", "xhigh")
+    if name.startswith("gpt-5"):
+        return ("minimal", "low", "medium", "high")
+    return ("low", "medium", "high")
+
+
+def encrypt(rs_id: str, secret: bytes = KEY) -> str:
+    """The twin's opaque ``encrypted_content`` for a reasoning item (``secret``: the org's)."""
+    digest = hmac.new(secret, rs_id.encode(), hashlib.sha256).digest()
     return "gAAAAA" + base64.b64encode(digest).decode()
 
 
@@ -109,6 +139,7 @@ class Reply:
     cut: bool = False  # a stream that ends before its terminal event
     raw: str | None = None
     usage: dict[str, int] = field(default_factory=lambda: {"input": 20, "output": 9})
+    phase: str | None = None  # None: commentary beside calls, else final_answer (phased models)
 
 
 @dataclass
@@ -148,9 +179,12 @@ def _bad(message: str, param: str | None, code: str | None) -> Refusal:
 class ResponsesTwin:
     """The twin's state: the script, what it issued, and every request received."""
 
-    def __init__(self, *replies: Reply, key: str = "twin-key") -> None:
+    def __init__(self, *replies: Reply, key: str = "twin-key", secret: bytes = KEY) -> None:
         self.script = list(replies)
         self.key = key
+        self.secret = secret  # the organisation's: another twin's blobs do not verify here
+        self.unphased: list[int] = []  # requests (by number) that sent an assistant message
+        # of a phased model back without its phase: not a 400, but the model degrades
         self.received: list[Received] = []
         self.calls: dict[str, tuple[str, str | None]] = {}  # call_id -> (fc id, rs id)
         self.count = 0
@@ -210,20 +244,40 @@ class ResponsesTwin:
                 "max_tokens",
             )
         if is_reasoning(model):
-            for name in ("temperature", "top_p"):
-                if name in body and not (name == "temperature" and body[name] == 1):
-                    raise Refusal(
-                        400,
-                        f"Unsupported parameter: '{name}' is not supported with this model.",
-                        "unsupported_parameter",
-                        name,
-                    )
+            self._sampling(body)
+            self._effort(model, (body.get("reasoning") or {}).get("effort"))
         if body.get("store") is not False:
             raise Refusal(400, "twin: store must be false (SPEC 16: no state on OpenAI's side)")
         if "reasoning.encrypted_content" in (body.get("include") or []) and not is_reasoning(model):
             raise Refusal(400, NO_ENCRYPTION, None, "include")
         self._schemas(body)
         self._items(list(body.get("input") or []))
+
+    def _sampling(self, body: Mapping[str, Any]) -> None:
+        """Rule 1 (the Responses API's wording): only the default temperature, no top_p."""
+        for name in ("temperature", "top_p"):
+            if name in body and not (name == "temperature" and body[name] == 1):
+                raise Refusal(
+                    400,
+                    f"Unsupported parameter: '{name}' is not supported with this model.",
+                    "unsupported_parameter",
+                    name,
+                )
+
+    def _effort(self, model: str, effort: object) -> None:
+        """OpenAI 2026 2-3: an effort the model lacks, in OpenAI's words."""
+        accepted = efforts(model)
+        if effort is None or effort in accepted:
+            return
+        listed = ", ".join(f"'{e}'" for e in accepted[:-1])
+        listed = f"{listed}, and '{accepted[-1]}'" if listed else f"'{accepted[-1]}'"
+        raise Refusal(
+            400,
+            f"Unsupported value: 'reasoning_effort' does not support {effort!r} with this "
+            f"model. Supported values are: {listed}.",
+            "unsupported_value",
+            "reasoning.effort",
+        )
 
     def _schemas(self, body: Mapping[str, Any]) -> None:
         for tool in body.get("tools") or []:
@@ -294,8 +348,17 @@ class ResponsesTwin:
                 if item.get("role") != "assistant":
                     check_content(f"input[{index}].content", item.get("content"), self.model, _bad)
                     reasonings = set()
+                else:
+                    self._phase(item)
             else:
                 raise Refusal(400, f"Invalid value: '{kind}'.", "invalid_value", "input")
+
+    def _phase(self, item: Mapping[str, Any]) -> None:
+        """Rule 7: a phased model's assistant messages come back with their ``phase``."""
+        if _PHASED.fullmatch(self.model.rpartition("/")[2]) and "phase" not in item:
+            self.unphased.append(len(self.received))
+        elif item.get("phase", "commentary") not in ("commentary", "final_answer"):
+            raise Refusal(400, f"Invalid value: '{item['phase']}'.", "invalid_value", "input")
 
     def _reasoning(self, item: Mapping[str, Any], after: list[Mapping[str, Any]]) -> None:
         rs = item.get("id")
@@ -304,7 +367,7 @@ class ResponsesTwin:
         content = item.get("encrypted_content")
         if content is None:
             raise Refusal(404, NOT_FOUND.format(rs=rs), None, "input")
-        if content != encrypt(rs):
+        if content != encrypt(rs, self.secret):
             short = f"{content[:4]}...{content[-4:]}"
             raise Refusal(400, UNVERIFIED.format(short=short), "invalid_encrypted_content")
         following = after[0] if after else {}
@@ -336,7 +399,7 @@ class ResponsesTwin:
             summary = [{"type": "summary_text", "text": reply.reasoning}] if asked else []
             item: dict[str, Any] = {"type": "reasoning", "id": rs, "summary": summary}
             if "reasoning.encrypted_content" in (body.get("include") or []):
-                item["encrypted_content"] = encrypt(rs)
+                item["encrypted_content"] = encrypt(rs, self.secret)
             output.append(item)
         content: list[dict[str, Any]] = []
         if reply.text:
@@ -344,10 +407,11 @@ class ResponsesTwin:
         if reply.refusal is not None:
             content.append({"type": "refusal", "refusal": reply.refusal})
         if content:
-            output.append(
-                {"type": "message", "id": f"msg_twin{n}", "role": "assistant",
-                 "status": "completed", "content": content}
-            )  # fmt: skip
+            message = {"type": "message", "id": f"msg_twin{n}", "role": "assistant",
+                       "status": "completed", "content": content}  # fmt: skip
+            if _PHASED.fullmatch(model.rpartition("/")[2]):
+                message["phase"] = reply.phase or ("commentary" if reply.calls else "final_answer")
+            output.append(message)
         for i, (name, arguments) in enumerate(reply.calls):
             call_id, fc = f"call_twin{n}_{i}", f"fc_twin{n}_{i}"
             self.calls[call_id] = (fc, rs)

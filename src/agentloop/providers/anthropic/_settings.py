@@ -6,18 +6,25 @@ fall back. The rules come from the model's profile (``profiles.profile_for("anth
 and from provider-rules Anthropic 3 and 4:
 
 - ``max_tokens`` is always sent (the API requires it): ``ModelSettings.max_tokens``, else the
-  client's ``max_tokens=``, else the profile's default output limit (64k for Claude 4.5 and
-  Sonnet 4, 32k for Opus 4, 8k for 3.5, 4k otherwise).
-- Thinking: ``thinking_budget=N`` sends ``thinking: {"type": "enabled", "budget_tokens": N}``;
+  client's ``max_tokens=``, else the profile's default output limit (128k for Opus 4.6+ and
+  the 5.x flagships, 64k for the other Claude 4.5+ and Sonnet 4, 32k for Opus 4, 8k for 3.5,
+  4k for Claude 3).
+- Claude 4.7 and later (the profile's ``adaptive_thinking``, provider-rules Anthropic 2026 7):
+  ``reasoning_effort`` (low, medium, high, xhigh, max) sends ``thinking: {"type": "adaptive"}``
+  and ``output_config: {"effort": ...}``; ``"none"`` sends neither (no thinking);
+  ``thinking_budget``, and ``"minimal"``, are refused before sending (the error names
+  ``reasoning_effort``), and so is a ``thinking`` of type ``enabled`` in ``extra_body``.
+- Claude 4.6 and earlier: ``thinking_budget=N`` sends
+  ``thinking: {"type": "enabled", "budget_tokens": N}``;
   ``reasoning_effort`` goes through ``profiles.ANTHROPIC_EFFORT_BUDGETS`` (``"none"``: no
   thinking); ``thinking_budget=0`` means no thinking too. Both at once is refused (which one
   was meant?). An explicit budget is sent as given: under 1024 (the API's minimum) or not below
   ``max_tokens`` it is refused, naming both numbers. An effort's budget is capped at three
   quarters of ``max_tokens`` so the answer keeps room (``"high"`` on Opus 4's 32k limit thinks
   for 24k), and refused when even 1024 does not fit.
-- With thinking on (from settings or ``extra_body``): ``temperature`` other than 1, ``top_k``,
-  ``top_p`` under 0.95, and a forced ``tool_choice`` (``any``/``required`` or a tool name) are
-  refused.
+- With thinking on (enabled or adaptive, from settings or ``extra_body``): ``temperature``
+  other than 1, ``top_k``, ``top_p`` under 0.95, and a forced ``tool_choice`` (``any``/
+  ``required`` or a tool name) are refused.
 - Claude 4.5 and later take ``temperature`` or ``top_p``, not both.
 - ``seed`` has no Anthropic field, and ``temperature`` above 1 is out of the API's range.
 
@@ -89,6 +96,17 @@ def _budget(settings: ModelSettings, model: str, limit: int) -> int | None:
     return budget or None
 
 
+def _adaptive(settings: ModelSettings) -> dict[str, Any]:
+    """Claude 4.7 and later: adaptive thinking at ``output_config.effort`` (``"none"``: off).
+
+    ``check_settings`` has already refused ``thinking_budget`` and efforts the model lacks.
+    """
+    effort = settings.reasoning_effort
+    if effort is None or effort == "none":
+        return {}
+    return {"thinking": {"type": "adaptive"}, "output_config": {"effort": effort}}
+
+
 def _tool_choice(choice: str) -> dict[str, Any]:
     fixed = {"auto": "auto", "required": "any", "any": "any", "none": "none"}
     if choice in fixed:
@@ -112,7 +130,9 @@ def settings_fields(settings: ModelSettings, model: str, max_tokens: int | None)
         )
     limit = settings.max_tokens or max_tokens or found.max_output_tokens or _FALLBACK_MAX_TOKENS
     out: dict[str, Any] = {"max_tokens": limit}
-    if settings.reasoning_effort is not None or settings.thinking_budget is not None:
+    if found.adaptive_thinking:
+        out.update(_adaptive(settings))
+    elif settings.reasoning_effort is not None or settings.thinking_budget is not None:
         budget = _budget(settings, model, limit)
         if budget is not None:
             out["thinking"] = {"type": "enabled", "budget_tokens": budget}
@@ -130,7 +150,14 @@ def settings_fields(settings: ModelSettings, model: str, max_tokens: int | None)
 def check_payload(payload: Mapping[str, Any], model: str) -> None:
     """The rules on the final payload (``extra_body`` merged): thinking's, and sampling's."""
     thinking = payload.get("thinking")
-    if isinstance(thinking, Mapping) and thinking.get("type") == "enabled":
+    kind = thinking.get("type") if isinstance(thinking, Mapping) else None
+    if kind == "enabled" and profile(model).adaptive_thinking:
+        raise ConfigurationError(
+            f"{model} rejects thinking type 'enabled' (Claude 4.7 and later think adaptively): "
+            "set ModelSettings.reasoning_effort instead of a thinking budget",
+            field="reasoning_effort",
+        )
+    if isinstance(thinking, Mapping) and kind in ("enabled", "adaptive"):
         _check_thinking(payload, thinking, model)
     if (
         "temperature" in payload

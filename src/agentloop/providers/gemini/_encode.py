@@ -15,9 +15,14 @@ cached on it (``Message.encoded``); no client keeps signatures. Wire rules:
 - Gemini's own ``ThinkingPart``s (``provider="gemini"``) go back in place: a signature-only part
   (``text=""``) puts its ``thoughtSignature`` on the next wire part (on an empty text part when
   nothing follows, as Gemini sent it at the end of a stream); a thought goes back as
-  ``{"text", "thought": true, "thoughtSignature"}``. Every other provider's reasoning is dropped.
+  ``{"text", "thought": true, "thoughtSignature"}``. Every other provider's reasoning is dropped,
+  and so is another Gemini model's: each part records the model that wrote it (``origin``), and
+  a signature goes back only to that model (after a fallback another model answers 400
+  "Invalid thought signature."). Parts stored without an origin are sent as before.
 - Gemini 3 validates a signature on the first ``functionCall`` of each model turn. A turn whose
-  calls Gemini never signed (written by another provider before a fallback, or by hand) gets
+  calls Gemini never signed (written by another provider or another Gemini model before a
+  fallback, or by hand: signatures are checked within the current turn, so the turn a fallback
+  interrupts needs one) gets
   Google's documented bypass value ``skip_thought_signature_validator`` on its first call, added
   to a copy so the cached encoding stays as received. Gemini 2.5 does not validate: none is added.
 - ``ModelSettings`` -> ``generationConfig`` (temperature, topP, maxOutputTokens, seed,
@@ -33,6 +38,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from agentloop.errors import ConfigurationError
@@ -126,12 +132,24 @@ def _note_media(part: Part, index: int, found: _Media | None) -> _Media:
     return kinds | {part.kind}, media
 
 
-def _encode_message(message: Message) -> _Encoded:
-    """Encode one message, putting each signature-only ``ThinkingPart`` on the part after it."""
+def _unreadable(part: Part, model: str) -> bool:
+    """Another Gemini model's thought or signature (``origin``), which ``model`` rejects."""
+    return isinstance(part, ThinkingPart) and part.origin is not None and part.origin != model
+
+
+def _readable(message: Message, model: str) -> tuple[Part, ...]:
+    return tuple(part for part in message.parts if not _unreadable(part, model))
+
+
+def _encode_message(message: Message, model: str = "") -> _Encoded:
+    """Encode one message, putting each signature-only ``ThinkingPart`` on the part after it.
+
+    ``model``: the target; thoughts and signatures another model wrote are left out.
+    """
     parts: list[dict[str, Any]] = []
     found: _Media | None = None
     pending: str | None = None  # a signature waiting for the part it signs
-    for part in message.parts:
+    for part in message.parts if not model else _readable(message, model):
         if isinstance(part, ThinkingPart) and not part.text:
             if part.provider == PROVIDER and part.signature:
                 if pending is not None:  # two in a row: the first stands alone
@@ -211,21 +229,29 @@ def encode_contents(
     ``ConfigurationError`` naming the part and the model.
     """
     try:
-        return _contents(messages, sign_calls, gemini_profile(model))
+        return _contents(messages, sign_calls, gemini_profile(model), model)
     except ConfigurationError as exc:  # only media are refused in here, by part: add the model
         name = model or "this Gemini model"
         raise ConfigurationError(f"{name} {exc}", field=exc.field) from None
 
 
 def _contents(
-    messages: Sequence[Message], sign_calls: bool, profile: ModelProfile
+    messages: Sequence[Message], sign_calls: bool, profile: ModelProfile, model: str
 ) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     after: list[dict[str, Any]] = []  # tool media waiting for the end of the responses
+    mine = partial(_encode_message, model=model)
     for message in messages:
         if message.role == "system":
             continue
-        role, encoded, unsigned, media = message.encoded(PROVIDER, _encode_message)
+        if (
+            model
+            and message.role == "assistant"
+            and any(_unreadable(part, model) for part in message.parts)
+        ):  # encoded for this model only; every other message's encoding is shared
+            role, encoded, unsigned, media = message.encoded(f"{PROVIDER}@{model}", mine)
+        else:
+            role, encoded, unsigned, media = message.encoded(PROVIDER, _encode_message)
         if after and message.role != "tool":
             out.append({"role": "user", "parts": after})
             after = []

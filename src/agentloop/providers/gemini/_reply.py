@@ -121,6 +121,8 @@ class GeminiStreamState:
     finish_message: str = ""
     parts: list[Part] = field(default_factory=list)
     count: int = 0
+    origin: str | None = None
+    """The model the request named: its thought signatures are readable by that model only."""
 
     def feed_chunk(self, data: Any, raw: str = "") -> list[StreamEvent]:
         """Apply one ``GenerateContentResponse`` chunk; returns the events it produces.
@@ -233,16 +235,19 @@ class GeminiStreamState:
             "tool_call_delta", index=index, call_id=call_id, name=name, arguments=arguments
         )
 
+    def _thinking(self, text: str, signature: str | None) -> ThinkingPart:
+        return ThinkingPart(text, signature=signature, provider=PROVIDER, origin=self.origin)
+
     def _sign(self, signature: str) -> None:
-        self.parts.append(ThinkingPart("", signature=signature, provider=PROVIDER))
+        self.parts.append(self._thinking("", signature))
 
     def _add_thought(self, text: str, signature: str | None) -> None:
         """Join a thought chunk to the open run of thought text, which a signature closes."""
         last = self.parts[-1] if self.parts else None
         if isinstance(last, ThinkingPart) and last.text and last.signature is None:
-            self.parts[-1] = ThinkingPart(last.text + text, signature=signature, provider=PROVIDER)
+            self.parts[-1] = self._thinking(last.text + text, signature)
         elif text or signature:
-            self.parts.append(ThinkingPart(text, signature=signature, provider=PROVIDER))
+            self.parts.append(self._thinking(text, signature))
 
     def _add_text(self, text: str) -> None:
         if self.parts and isinstance(self.parts[-1], TextPart):
@@ -279,9 +284,14 @@ def _chunk_error(data: Mapping[str, Any], raw: str, request_id: str | None) -> P
     return error
 
 
-def parse_reply(data: Any, request_id: str | None, text: str) -> GeminiStreamState:
-    """The state after a whole ``generateContent`` reply (a missing finish reason is STOP)."""
-    state = GeminiStreamState(request_id=request_id)
+def parse_reply(
+    data: Any, request_id: str | None, text: str, origin: str | None = None
+) -> GeminiStreamState:
+    """The state after a whole ``generateContent`` reply (a missing finish reason is STOP).
+
+    ``origin``: the model the request named (recorded on its thought signatures).
+    """
+    state = GeminiStreamState(request_id=request_id, origin=origin)
     state.feed_chunk(data, text)
     if state.finish is None and not state.parts:
         raise _invalid("reply has no candidates", text, request_id)

@@ -137,6 +137,9 @@ class GeminiClient(HttpClient):
     def __repr__(self) -> str:
         return f"GeminiClient(model={self._model!r}, base_url={self.base_url!r})"
 
+    def _target(self, request: ModelRequest) -> str:
+        return (request.model or self._model).removeprefix("models/")
+
     def _url(self, request: ModelRequest, method: str) -> str:
         return f"{self.base_url}/{model_path(request.model or self._model)}:{method}"
 
@@ -145,7 +148,8 @@ class GeminiClient(HttpClient):
         payload = build_payload(request, self._model)
         reply = await self._transport.post_json(self._url(request, "generateContent"), payload)
         with self._redacting():
-            return parse_reply(reply.data, reply.request_id, reply.text).response()
+            state = parse_reply(reply.data, reply.request_id, reply.text, self._target(request))
+            return state.response()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream one request; ``done`` follows the finish chunk and a clean end of stream."""
@@ -153,7 +157,7 @@ class GeminiClient(HttpClient):
         url = self._url(request, "streamGenerateContent") + "?alt=sse"
         with self._redacting():
             async with self._transport.stream_sse(url, payload) as sse:
-                state = GeminiStreamState(request_id=sse.request_id)
+                state = GeminiStreamState(request_id=sse.request_id, origin=self._target(request))
                 async for event in sse:
                     for out in state.feed(event):
                         yield out

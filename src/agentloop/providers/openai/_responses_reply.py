@@ -17,7 +17,10 @@ What a reply becomes (documented decisions on everything the provider may send):
 - A body without a ``status`` counts as ``completed`` (some compatible servers omit it).
 - Output items: ``reasoning`` -> ``ThinkingPart(<summary texts joined by a blank line, else its
   reasoning_text content>, signature=encrypted_content, provider="openai", id=<rs_...>)`` (an item
-  without an id is ``ResponseInvalid``); ``message`` -> its ``output_text`` as text; a
+  without an id is ``ResponseInvalid``; ``origin`` = the client's endpoint identity, so the
+  part goes back only there); ``message`` -> its ``output_text`` as text and its ``phase``
+  (``commentary`` | ``final_answer``) as ``Message.phase`` (the last message item's, when a
+  reply has several); a
   ``refusal`` content part -> ``ModelRefused("refusal", <the refusal, or the text before it when
   the refusal is empty>)``; ``function_call`` -> ``ToolCallPart(call_id, name, arguments)``
   (``decode_arguments``: invalid JSON is kept under ``INVALID_JSON_KEY``). Items of the built-in
@@ -130,7 +133,7 @@ def _texts(value: object, path: str, kind: str) -> list[str]:
     return texts
 
 
-def _reasoning(item: Mapping[str, Any], path: str) -> ThinkingPart:
+def _reasoning(item: Mapping[str, Any], path: str, origin: str | None) -> ThinkingPart:
     texts = _texts(item.get("summary"), f"{path}.summary", "summary_text")
     if not texts:  # open-weight models served through the API send their raw reasoning
         texts = _texts(item.get("content"), f"{path}.content", "reasoning_text")
@@ -139,18 +142,22 @@ def _reasoning(item: Mapping[str, Any], path: str) -> ThinkingPart:
         signature=opt_str(item.get("encrypted_content"), f"{path}.encrypted_content"),
         provider=PROVIDER,
         id=nonempty_str(item.get("id"), f"{path}.id"),
+        origin=origin,
     )
 
 
 class _Output:
     """The parts read from a response's output items, and whether the model refused."""
 
-    def __init__(self) -> None:
+    def __init__(self, origin: str | None = None) -> None:
         self.parts: list[Part] = []
         self.refusal: str | None = None
         self.said: list[str] = []
+        self.phase: str | None = None
+        self.origin = origin
 
     def message(self, item: Mapping[str, Any], path: str) -> None:
+        self.phase = opt_str(item.get("phase"), f"{path}.phase") or self.phase
         for index, entry in enumerate(as_list(item.get("content"), f"{path}.content")):
             where = f"{path}.content[{index}]"
             content = as_object(entry, where)
@@ -168,7 +175,7 @@ class _Output:
         item = as_object(value, path)
         kind = item.get("type")
         if kind == "reasoning":
-            self.parts.append(_reasoning(item, path))
+            self.parts.append(_reasoning(item, path, self.origin))
         elif kind == "message":
             self.message(item, path)
         elif kind == "function_call":
@@ -195,11 +202,13 @@ class _Output:
         return "".join(self.said)
 
 
-def _response(data: object, model: str, request_id: str | None) -> ModelResponse:
+def _response(
+    data: object, model: str, request_id: str | None, origin: str | None = None
+) -> ModelResponse:
     """The typed read of a ``response`` object; raises ``WireError`` or ``ModelRefused``."""
     body = as_object(data, "response")
     status = opt_str(body.get("status"), "status") or "completed"
-    output = _Output()
+    output = _Output(origin)
     for index, item in enumerate(as_list(body.get("output"), "output")):
         output.item(item, f"output[{index}]")
     if output.refusal is not None:
@@ -216,7 +225,7 @@ def _response(data: object, model: str, request_id: str | None) -> ModelResponse
     else:
         raise WireError("status", f"expected completed or incomplete, got {status!r}")
     return ModelResponse(
-        message=Message("assistant", tuple(output.parts)),
+        message=Message("assistant", tuple(output.parts), phase=output.phase),
         usage=_usage(body.get("usage")),
         model=opt_str(body.get("model"), "model") or model,
         stop_reason=stop,
@@ -232,6 +241,7 @@ def parse_response(
     model: str,
     request_id: str | None = None,
     redactor: Callable[[str], str] | None = None,
+    origin: str | None = None,
 ) -> ModelResponse:
     """A non-streaming Responses API body as a ``ModelResponse``.
 
@@ -243,7 +253,7 @@ def parse_response(
     if isinstance(data, dict) and data.get("error"):
         raise failure(data["error"], provider=provider, request_id=request_id)
     try:
-        return _response(data, model, request_id)
+        return _response(data, model, request_id, origin)
     except WireError as exc:
         body = redactor(text) if redactor is not None else text
         raise invalid_body(
@@ -281,8 +291,16 @@ class ResponsesStream:
     in order of appearance.
     """
 
-    def __init__(self, *, provider: str, model: str, secrets: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        provider: str,
+        model: str,
+        secrets: Sequence[str] = (),
+        origin: str | None = None,
+    ) -> None:
         self.provider = provider
+        self.origin = origin
         self.model = model
         self.secrets = tuple(secrets)
         self.request_id: str | None = None
@@ -406,7 +424,9 @@ class ResponsesStream:
         output = as_list(response.get("output"), "response.output")
         if not output:
             output = [self._items[index] for index in sorted(self._items)]
-        self.result = _response({**response, "output": output}, self.model, self.request_id)
+        self.result = _response(
+            {**response, "output": output}, self.model, self.request_id, self.origin
+        )
 
     def _bad(self, message: str, body: str) -> ResponseInvalid:
         text = redact_secrets(body, self.secrets)

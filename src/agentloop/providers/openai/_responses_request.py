@@ -9,9 +9,12 @@ Completions uses (``_chat_strict``, cached per schema object).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
+from urllib.parse import urlsplit
 
 from agentloop.errors import ConfigurationError, TranscriptError
 from agentloop.messages import Message, TextPart, ThinkingPart, ToolCallPart
@@ -29,13 +32,34 @@ from agentloop.providers.openai._responses_reply import PROVIDER
 from agentloop.providers.openai.chat import prompt_cache_key
 from agentloop.providers.profiles import ModelProfile, check_settings, merge_body, profile_for
 
-__all__ = ["REASONING_SUMMARIES", "encode_request"]
+__all__ = ["REASONING_SUMMARIES", "encode_request", "endpoint_origin"]
 
 REASONING_SUMMARIES = ("auto", "concise", "detailed")
 """The ``reasoning.summary`` values the API takes."""
 
 _WIRE_KEY = "openai-responses"
 _INCLUDE = ("reasoning.encrypted_content",)
+
+
+_ORG_HEADERS = ("openai-organization", "openai-project", "api-key")
+
+
+def endpoint_origin(
+    base_url: str, api_key: str | None, headers: Mapping[str, str] | None = None
+) -> str:
+    """Who can read this endpoint's ``encrypted_content``: ``<host>/<fingerprint>``.
+
+    OpenAI verifies a reasoning item's blob against the organisation that wrote it, so another
+    host (Azure's ``<resource>.openai.azure.com`` against api.openai.com, a proxy) or another
+    key or ``OpenAI-Organization``/``OpenAI-Project`` header is another reader. The
+    fingerprint is 16 hex digits of a SHA-256 over those values: it tells keys apart without
+    revealing one (a rotated key of the same organisation counts as another, and its
+    reasoning is left out: safe, if a little less informed).
+    """
+    wanted = {name.lower(): value for name, value in (headers or {}).items()}
+    secret = "\0".join([api_key or "", *(wanted.get(name, "") for name in _ORG_HEADERS)])
+    digest = hashlib.sha256(b"agentloop-origin\0" + secret.encode()).hexdigest()[:16]
+    return f"{urlsplit(base_url).netloc.lower()}/{digest}"
 
 
 def _arguments(arguments: Mapping[str, Any]) -> str:
@@ -45,9 +69,16 @@ def _arguments(arguments: Mapping[str, Any]) -> str:
     return json.dumps(dict(arguments), ensure_ascii=False)
 
 
-def _reasoning_item(part: ThinkingPart) -> dict[str, Any] | None:
-    """A reasoning item to send back, or None for a part this API cannot take back."""
+def _reasoning_item(part: ThinkingPart, origin: str | None) -> dict[str, Any] | None:
+    """A reasoning item to send back, or None for a part this endpoint cannot read.
+
+    Another provider's part, one without ``encrypted_content``, and one another endpoint or
+    organisation wrote (its ``origin`` is not ``origin``: OpenAI answers 400
+    ``invalid_encrypted_content``) are left out; a part of unknown origin is sent.
+    """
     if part.provider != PROVIDER or part.signature is None:
+        return None
+    if part.origin is not None and origin is not None and part.origin != origin:
         return None
     if not part.id:
         raise TranscriptError(
@@ -62,7 +93,15 @@ def _reasoning_item(part: ThinkingPart) -> dict[str, Any] | None:
     }
 
 
-def _assistant_items(message: Message) -> tuple[dict[str, Any], ...]:
+def _text_item(text: str, phase: str | None) -> dict[str, Any]:
+    """An assistant message item; its ``phase`` goes back as it came (OpenAI 2026 rule 7)."""
+    item: dict[str, Any] = {"type": "message", "role": "assistant", "content": text}
+    if phase is not None:
+        item["phase"] = phase
+    return item
+
+
+def _assistant_items(message: Message, origin: str | None) -> tuple[dict[str, Any], ...]:
     items: list[dict[str, Any]] = []
     for part in message.parts:
         if isinstance(part, TextPart):
@@ -72,7 +111,7 @@ def _assistant_items(message: Message) -> tuple[dict[str, Any], ...]:
             if last is not None and last["type"] == "message":
                 last["content"] += part.text
             else:
-                items.append({"type": "message", "role": "assistant", "content": part.text})
+                items.append(_text_item(part.text, message.phase))
         elif isinstance(part, ToolCallPart):
             items.append(
                 {
@@ -83,7 +122,7 @@ def _assistant_items(message: Message) -> tuple[dict[str, Any], ...]:
                 }
             )
         elif isinstance(part, ThinkingPart):
-            item = _reasoning_item(part)
+            item = _reasoning_item(part, origin)
             if item is not None:
                 items.append(item)
         elif isinstance(part, MEDIA):
@@ -101,13 +140,14 @@ def _cannot_send(part: object) -> ConfigurationError:
     )
 
 
-def _encode_message(message: Message) -> ResponsesWire:
+def _encode_message(message: Message, origin: str | None = None) -> ResponsesWire:
     """One agentloop message as its input items and the media they carry.
 
     System messages go to ``instructions`` (``encode_request``), so they have no items here.
+    ``origin`` is the target endpoint's identity (reasoning from elsewhere is left out).
     """
     if message.role == "assistant":
-        return _assistant_items(message), ()
+        return _assistant_items(message, origin), ()
     if message.role == "tool":
         return encode_tool_results(message)
     if message.role == "user":
@@ -187,6 +227,29 @@ def _apply_settings(
         merge_body(payload, settings.extra_body)
 
 
+def _input_items(
+    request: ModelRequest,
+    name: str,
+    profile: ModelProfile,
+    origin: str | None,
+    system: list[str],
+) -> list[dict[str, Any]]:
+    """The input items of the transcript (system messages' text added to ``system``)."""
+    items: list[dict[str, Any]] = []
+    key, encode = _WIRE_KEY, _encode_message
+    if origin is not None:
+        key, encode = f"{_WIRE_KEY}@{origin}", partial(_encode_message, origin=origin)
+    for message in request.messages:
+        if message.role == "system":
+            refuse_misplaced(message)
+            system.append(message.text)
+        encoded, media = message.encoded(key, encode)
+        if media:
+            refuse_media(media, profile.media, name)
+        items.extend(encoded)
+    return items
+
+
 def encode_request(
     request: ModelRequest,
     model: str,
@@ -196,8 +259,12 @@ def encode_request(
     reasoning_summary: str | None = "auto",
     cache_key: bool = False,
     profile: ModelProfile | None = None,
+    origin: str | None = None,
 ) -> dict[str, Any]:
     """The Responses API payload for ``request`` (each message encoded once, then reused).
+
+    ``origin`` is the endpoint's identity (``endpoint_origin``): reasoning parts another
+    endpoint wrote are left out; None sends every OpenAI reasoning part.
 
     Raises:
         ConfigurationError: A setting or a media part the model or this API cannot take.
@@ -205,16 +272,8 @@ def encode_request(
     """
     name = request.model or model
     profile = profile or profile_for(PROVIDER, name)
-    items: list[dict[str, Any]] = []
     system = [request.system] if request.system else []
-    for message in request.messages:
-        if message.role == "system":
-            refuse_misplaced(message)
-            system.append(message.text)
-        encoded, media = message.encoded(_WIRE_KEY, _encode_message)
-        if media:
-            refuse_media(media, profile.media, name)
-        items.extend(encoded)
+    items = _input_items(request, name, profile, origin, system)
     payload: dict[str, Any] = {"model": name, "input": items, "store": False}
     if include_reasoning:
         payload["include"] = list(_INCLUDE)

@@ -15,7 +15,13 @@ Request mapping:
   arguments were invalid JSON sends the raw text back) per tool call; a tool message becomes one
   ``function_call_output`` per result. So a reasoning item always travels right before the calls
   it preceded, as the API requires.
-- Reasoning parts of other providers are never sent. An OpenAI part without a signature (a
+- Reasoning parts of other providers are never sent, nor OpenAI parts another endpoint or
+  organisation wrote: each reasoning part records its ``origin`` (``endpoint_origin``: the
+  host and a fingerprint of the key and organisation headers), and a part whose origin is not
+  this client's is left out (OpenAI answers 400 ``invalid_encrypted_content`` to another
+  organisation's blob, Azure's to OpenAI's and back). Parts stored without an origin are sent
+  as before. An assistant message's ``phase`` (``Message.phase``) goes back on each of its
+  message items. An OpenAI part without a signature (a
   server that sent no ``encrypted_content``) cannot be resolved with ``store: false`` and is
   not sent either; one with a signature but no id is a ``TranscriptError``.
 - ``include: ["reasoning.encrypted_content"]`` goes to models that reason (the model profile
@@ -69,7 +75,11 @@ from agentloop.providers.openai._responses_reply import (
     failure,
     parse_response,
 )
-from agentloop.providers.openai._responses_request import REASONING_SUMMARIES, encode_request
+from agentloop.providers.openai._responses_request import (
+    REASONING_SUMMARIES,
+    encode_request,
+    endpoint_origin,
+)
 from agentloop.providers.profiles import ModelProfile, profile_for
 
 __all__ = [
@@ -151,6 +161,7 @@ class OpenAIResponsesClient(HttpClient):
         self._encrypted = encrypted_reasoning
         self._summary = reasoning_summary
         self._profiles: dict[str, ModelProfile] = {}
+        self._origin = endpoint_origin(self.base_url, api_key, headers)
         self._configure_bearer(
             model,
             provider or self.default_provider,
@@ -201,6 +212,7 @@ class OpenAIResponsesClient(HttpClient):
             reasoning_summary=self._summary,
             cache_key=self._cache_key,
             profile=profile,
+            origin=self._origin,
         )
 
     def _restored(self, response: ModelResponse, request: ModelRequest) -> ModelResponse:
@@ -220,6 +232,7 @@ class OpenAIResponsesClient(HttpClient):
                 model=request.model or self._model,
                 request_id=reply.request_id,
                 redactor=self._transport.redact,
+                origin=self._origin,
             )
         return self._restored(response, request)
 
@@ -230,6 +243,7 @@ class OpenAIResponsesClient(HttpClient):
             provider=self._provider,
             model=request.model or self._model,
             secrets=self._transport.secrets,
+            origin=self._origin,
         )
         with self._redacting():
             async with self._transport.stream_sse(self.url, payload) as events:
