@@ -41,7 +41,7 @@ def look(q: str) -> str:
 async def responses(*replies: Reply, secret: bytes = b"twin-secret") -> AsyncIterator[Any]:
     twin = ResponsesTwin(*replies, secret=secret)
     async with serve_app(twin.app()) as url:
-        twin.url = f"{url}/v1"
+        twin.url = f"{url}/v1"  # type: ignore[attr-defined]
         yield twin
 
 
