@@ -198,10 +198,10 @@ async def test_vercel_client_sees_the_guardrail_when_the_app_exposes_it() -> Non
     async with guarded(VercelAIApp, expose_guardrails=True) as (url, tap):
         seen = await vercel(url)
     assert CARD not in tap.sent.decode() and "answer withheld" not in tap.sent.decode()
-    checks = [d["data"] for d in seen["data"] if "guardrail" in d["data"]]
-    assert [(c["guardrail"], c["tripped"], c["reason"]) for c in checks] == [
-        ("no_card_numbers", True, REASON),
-        ("no_card_numbers", False, None),
+    checks = [d["data"] for d in seen["data"] if d["data"]["kind"] == "GuardrailChecked"]
+    assert [(c["guardrail"], c["tripped"], c["reason"], c["event_kind"]) for c in checks] == [
+        ("no_card_numbers", True, REASON, "output"),
+        ("no_card_numbers", False, None, "output"),
     ]
     [message] = [m for m in seen["messages"] if m["role"] == "assistant"]
     assert [p["text"] for p in message["parts"] if p["type"] == "text"] == [ACCEPTED]

@@ -302,7 +302,11 @@ def _error_text(data: dict[str, Any]) -> str:
 
 
 def _plain_event(event: Event) -> dict[str, Any]:
-    """An event the protocol has no part for, as its kind and its plain fields."""
+    """An event the protocol has no part for, as its kind and its plain fields.
+
+    ``kind`` is always the event's class; an event field of that name (``GuardrailChecked.kind``)
+    travels as ``event_kind`` so it never hides which event this is.
+    """
     data: dict[str, Any] = {"kind": type(event).__name__}
     for f in fields(event):
         if f.name in ("run_id", "path", "session_id"):
@@ -312,5 +316,5 @@ def _plain_event(event: Event) -> dict[str, Any]:
             value = f"{type(value).__name__}: {value}"
         elif not isinstance(value, str | int | float | bool | None):
             value = str(value)
-        data[f.name] = value
+        data["event_kind" if f.name == "kind" else f.name] = value
     return data
