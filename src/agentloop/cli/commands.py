@@ -143,6 +143,7 @@ async def _continue(args: argparse.Namespace) -> int:
     from agentloop.cli.pending import (
         ask_decisions,
         asking,
+        check_tools,
         decisions_from_flags,
         pending_lines,
         reader,
@@ -180,26 +181,13 @@ async def _continue(args: argparse.Namespace) -> int:
                 config=RunConfig(stream=True),
             )
             if decisions is not None:  # a tool not given: exit 2, nothing recorded
-                await _check_tools(agent, run, decisions)
+                await check_tools(agent, run, decisions)
             opening = partial(agent.continue_stream, decisions=decisions, deps=deps)
             return await _drive(agent, opening, args, console, target, deps=deps)
         finally:
             await client.aclose()
     finally:
         store.close()
-
-
-async def _check_tools(agent: Agent, run: Run, decisions: Mapping[str, Decision]) -> None:
-    """``InvalidInput`` naming ``--tools`` when an approval needs a tool this agent lacks."""
-    from agentloop.engine.pause import check_continuable
-
-    try:
-        await check_continuable(agent, run.pending, decisions)
-    except InvalidInput as error:
-        raise InvalidInput(
-            f"{error.message}. Give agentloop continue the tool: --tools MODULE:NAME (the "
-            "module that defines it, as given to agentloop run), or --deny the call"
-        ) from error
 
 
 def _client(args: argparse.Namespace) -> tuple[ModelClient, Target]:

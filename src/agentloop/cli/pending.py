@@ -37,6 +37,7 @@ from agentloop.safety.redact import redact_secrets
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from agentloop import Agent
     from agentloop.run import Run
 
 __all__ = [
@@ -274,3 +275,16 @@ def decisions_from_flags(
         call_id, text = _split("--answer", value, needs_value=True)
         add(call_id, Answer(text or ""))
     return decisions
+
+
+async def check_tools(agent: Agent, run: Run, decisions: Mapping[str, Decision]) -> None:
+    """``InvalidInput`` naming ``--tools`` when an approval needs a tool this agent lacks."""
+    from agentloop.engine.pause import check_continuable
+
+    try:
+        await check_continuable(agent, run.pending, decisions)
+    except InvalidInput as error:
+        raise InvalidInput(
+            f"{error.message}. Give agentloop continue the tool: --tools MODULE:NAME (the "
+            "module that defines it, as given to agentloop run), or --deny the call"
+        ) from error
