@@ -410,12 +410,17 @@ def _image_tokens(size: tuple[int, int], provider: str | None) -> int:
     anthropic = max(1, min(IMAGE_TOKENS_MAX, width * height // 750))
     if provider == "anthropic":
         return anthropic
+    gemini = _gemini_tiles(width, height)
     if provider == "gemini":
-        if width <= 384 and height <= 384:
-            return GEMINI_TILE_TOKENS
-        return GEMINI_TILE_TOKENS * math.ceil(width / 768) * math.ceil(height / 768)
+        return gemini
     openai = _openai_tiles(width, height)
-    return openai if provider is not None else max(anthropic, openai)
+    return openai if provider is not None else max(anthropic, openai, gemini)
+
+
+def _gemini_tiles(width: int, height: int) -> int:
+    if width <= 384 and height <= 384:
+        return GEMINI_TILE_TOKENS
+    return GEMINI_TILE_TOKENS * math.ceil(width / 768) * math.ceil(height / 768)
 
 
 def _openai_tiles(width: int, height: int) -> int:
