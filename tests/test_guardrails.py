@@ -279,6 +279,19 @@ async def test_a_check_that_raises_timeout_error_itself_is_a_raise_not_a_timeout
         await Agent(ScriptedModel([]), guardrails=[InputGuardrail(flaky)]).run("go")
 
 
+@pytest.mark.parametrize("kind", [InputGuardrail, OutputGuardrail])
+async def test_a_check_that_raises_cancelled_error_itself_trips_and_is_no_cancel(
+    kind: type[InputGuardrail] | type[OutputGuardrail],
+) -> None:
+    async def confused(ctx: Any, value: Any) -> Any:
+        raise asyncio.CancelledError  # the check's own bug: nobody cancelled the run
+
+    agent = Agent(ScriptedModel([reply("hi")]), guardrails=[kind(confused)])
+    with pytest.raises(GuardrailTripped, match=r"'confused' tripped: the check raised Cancel"):
+        await agent.run("go")
+    assert type(agent.runs[-1].stop_reason).__name__ != "Cancelled"
+
+
 async def test_cancelling_the_run_during_a_check_is_a_cancel_not_a_trip() -> None:
     started = asyncio.Event()
 

@@ -144,6 +144,11 @@ class Guardrail:
                 answer = await self._awaited(answer)
         except _TimedOut:
             return f"the check timed out after {self.timeout:g}s"
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():  # the run (or its caller) is cancelling us
+                raise
+            return "the check raised CancelledError"  # raised by the check, not a cancel
         except Exception as exc:
             what = redact_secrets(str(exc))
             return f"the check raised {type(exc).__name__}" + (f": {what}" if what else "")
