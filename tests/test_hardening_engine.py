@@ -155,6 +155,27 @@ async def test_an_agent_that_is_its_own_tool_stops_at_the_delegation_depth() -> 
     assert sum(1 for r in model.requests if last_text(r) == deepest) == 1
 
 
+@pytest.mark.looptime
+async def test_a_self_delegating_fan_out_ends_at_wait_for_with_every_child_cancelled() -> None:
+    requests = 0
+
+    async def fan_out(request: ModelRequest) -> list[Any]:
+        nonlocal requests
+        requests += 1
+        await asyncio.sleep(0.01)  # fake loop time: each model call takes a little
+        return [call("me", {"input": "again"}) for _ in range(3)]
+
+    agent = Agent(FunctionModel(fan_out))
+    agent.registry.register(agent.as_tool(name="me", description="Myself."))
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(agent.run("go"), 0.5)
+    assert loop.time() - started < 0.6  # 3**8 children would take far longer
+    assert {t for t in asyncio.all_tasks() if t is not asyncio.current_task()} == set()
+    assert requests < 3**8
+
+
 async def test_a_to_b_to_a_under_a_turn_budget_ends_budget_exhausted() -> None:
     model_a, model_b = delegating(always=True), delegating(always=True)
     a = Agent(model_a, config=RunConfig(budget=Budget(turns=3)))
