@@ -316,6 +316,30 @@ async def test_a_stored_session_is_restored_by_id_without_touching_shared_state(
         assert [r.input for r in resumed.runs] == ["a", "b", "c"]
 
 
+async def test_restoring_a_session_stored_with_an_open_breaker_leaves_the_live_breakers(
+    tmp_path: Any,
+) -> None:
+    @tool
+    def svc() -> str:
+        """A service that is down."""
+        raise RuntimeError("down")
+
+    config = RunConfig(tool_breaker=ToolBreaker(failure_threshold=1))
+    with SQLiteStore(tmp_path / "s.db") as store:
+        script = ScriptedModel([call("svc", {}), reply("gave up")])
+        first = Agent(script, tools=[svc], store=store, config=config)
+        await first.session("user-7").run("break it")
+        assert first.breakers.health("svc").state == "open"  # stored with the session
+
+        agent = Agent(echo_model(), tools=[svc], store=store, config=config)
+        live = agent.breakers
+        assert live.health("svc").state == "closed"
+        restored = agent.session("user-7")
+        assert [r.input for r in restored.runs] == ["break it"]
+        assert agent.breakers is live and live.health("svc").state == "closed"
+        assert restored.safety.breakers is live
+
+
 async def test_a_session_may_name_its_own_store(tmp_path: Any) -> None:
     with SQLiteStore(tmp_path / "own.db") as store:
         agent = Agent(echo_model())
