@@ -1,0 +1,45 @@
+"""The one hook a cassette hangs on the HTTP layer: a context variable ``_http`` reads per request.
+
+``agentloop.cassettes.use_cassette`` sets ``TAPE`` for the block (the task that entered it and
+the tasks it creates, as asyncio copies the context); ``HttpTransport.post_json`` and
+``stream_sse`` hand the request to it instead of sending it themselves. With no cassette active
+the cost is one ``ContextVar.get`` per request, and nothing of the cassettes is imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from agentloop.providers._http import HttpResponse, HttpTransport, SSEStream
+
+__all__ = ["TAPE", "Tape"]
+
+
+class Tape(Protocol):
+    """What ``HttpTransport`` asks of an active cassette."""
+
+    async def post_json(
+        self,
+        transport: HttpTransport,
+        url: str,
+        payload: Mapping[str, Any] | bytes,
+        headers: Mapping[str, str] | None,
+    ) -> HttpResponse:
+        """Answer (replay) or send and keep (record) one JSON request."""
+        ...
+
+    def stream_sse(
+        self,
+        transport: HttpTransport,
+        url: str,
+        payload: Mapping[str, Any] | bytes,
+        headers: Mapping[str, str] | None,
+    ) -> SSEStream:
+        """An SSE stream that replays recorded events, or records the real one's."""
+        ...
+
+
+TAPE: ContextVar[Tape | None] = ContextVar("agentloop_cassette", default=None)
