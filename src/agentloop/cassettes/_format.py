@@ -182,5 +182,5 @@ def save(path: Path, interactions: list[dict[str, Any]]) -> None:
     else:
         import yaml
 
-        text = yaml.safe_dump(data, sort_keys=True, allow_unicode=True, width=100)
+        text = yaml.safe_dump(data, sort_keys=True, allow_unicode=True, width=1 << 20)
     path.write_text(text, encoding="utf-8")
