@@ -29,6 +29,7 @@ __all__ = [
     "FORMAT_VERSION",
     "MEDIA_THRESHOLD",
     "REDACTED_MARK",
+    "RUN_ID_MARK",
     "first_difference",
     "load",
     "request_record",
@@ -77,11 +78,19 @@ def _media(text: str) -> str | None:
     return f"{head}<media sha256:{hashlib.sha256(raw).hexdigest()} {len(raw)}>"
 
 
+RUN_ID_MARK = "<run-id>"
+_PER_RUN_KEYS = frozenset({"prompt_cache_key"})
+"""Request fields derived from a run's or session's fresh id: stored and matched as ``<run-id>``."""
+
+
 def _clean(value: Any, secrets: tuple[str, ...]) -> Any:
     if isinstance(value, str):
         return _media(value) or _scrub(value, secrets)
     if isinstance(value, Mapping):
-        return {str(k): _clean(v, secrets) for k, v in value.items()}
+        return {
+            str(k): RUN_ID_MARK if k in _PER_RUN_KEYS else _clean(v, secrets)
+            for k, v in value.items()
+        }
     if isinstance(value, list | tuple):
         return [_clean(v, secrets) for v in value]
     return value
