@@ -104,7 +104,9 @@ async def test_a_key_in_the_query_is_redacted(tmp_path: Path) -> None:
     assert stored["body"] == {}
 
 
-async def test_stream_replays_the_same_pieces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_stream_replays_the_same_pieces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "stream.yaml"
     long = "a streamed answer in several pieces"
 
@@ -163,7 +165,9 @@ async def test_strict_mismatch_names_the_first_difference_and_is_never_retried(
         "recorded 'add 1 and 2', got 'add 2 and 2'"
     )
     assert (error.path, error.index, error.difference) == (
-        str(path), 0, "$.body.messages[0].content"
+        str(path),
+        0,
+        "$.body.messages[0].content",
     )
     assert error.recoverability == "config" and not error.is_recoverable()
     run = agent.runs[-1]  # the run finalized with it
@@ -304,7 +308,8 @@ def add(a: int, b: int) -> int:
 
 
 async def main():
-    agent = Agent(OpenAIClient("m", api_key="sk-other", base_url="http://127.0.0.1:9/v1"), tools=[add])
+    client = OpenAIClient("m", api_key="sk-other", base_url="http://127.0.0.1:9/v1")
+    agent = Agent(client, tools=[add])
     with use_cassette(sys.argv[1]) as cassette:
         async with agent.stream("add 1 and 2") as events:
             pieces = [e.text async for e in events if isinstance(e, TextDelta)]
@@ -338,7 +343,7 @@ async def test_a_recording_replays_byte_identically_in_a_process_with_no_network
     )
     script = tmp_path / "replay.py"
     script.write_text(REPLAY)
-    done = subprocess.run(
+    done = subprocess.run(  # noqa: ASYNC221  (the recording needed this test's loop)
         [sys.executable, str(script), str(path)], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import agentloop
+import agentloop as package
 from agentloop import Agent, Approve
 from agentloop.cli import main
 from agentloop.store import SQLiteStore
@@ -59,7 +59,7 @@ evaluators:
 """
 
 
-SRC = str(Path(agentloop.__file__).resolve().parents[1])
+SRC = str(Path(package.__file__).resolve().parents[1])
 
 
 def environment(cwd: Path) -> dict[str, str]:
@@ -116,8 +116,9 @@ def test_eval_bad_file_agent_or_flag_is_exit_2(
     assert message in capsys.readouterr().err
 
 
-def test_eval_of_a_malformed_dataset_is_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                               capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_eval_of_a_malformed_dataset_is_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(project(tmp_path, "weather_app3"))
     monkeypatch.syspath_prepend(str(tmp_path))
     (tmp_path / "bad.yaml").write_text("cases:\n- name: a\n")

@@ -32,7 +32,7 @@ from agentloop.evals import (
     ToolCalled,
     Trajectory,
 )
-from agentloop.messages import Usage
+from agentloop.messages import ToolResultPart, Usage
 from agentloop.model import ModelRequest
 from agentloop.testing import FunctionModel, call, reply
 
@@ -81,7 +81,9 @@ def weather_model(request: ModelRequest) -> Any:
     last = request.messages[-1]
     if last.role == "user":
         return [call("lookup", {"city": last.text}), call("convert", {"celsius": 20})]
-    return reply(f"{last.parts[0].content}, 68F", usage=Usage(100, 20))
+    result = last.parts[0]
+    assert isinstance(result, ToolResultPart)
+    return reply(f"{result.content}, 68F", usage=Usage(100, 20))
 
 
 def weather_agent(model: str = "function") -> Agent[Any]:
@@ -131,13 +133,23 @@ def test_unnamed_cases_are_numbered_and_duplicates_refused() -> None:
         ("cases: [", "not valid YAML", None),
         ("name: x", "a dataset needs a 'cases' list", None),
         ("cases:\n- name: a\n  expected_output: 1", "case a: missing 'inputs'", "a"),
-        ("cases:\n- inputs: 1\n  evaluators: [Nope]", "case case_1: unknown evaluator 'Nope'", "case_1"),
+        (
+            "cases:\n- inputs: 1\n  evaluators: [Nope]",
+            "case case_1: unknown evaluator 'Nope'",
+            "case_1",
+        ),
         ("cases:\n- {name: a, inputs: 1}\n- {name: a, inputs: 2}", "duplicate case name 'a'", "a"),
-        ("cases:\n- {name: a, inputs: 1, evaluators: [{Equals: {nope: 1}}]}", "case a: Equals:", "a"),
+        (
+            "cases:\n- {name: a, inputs: 1, evaluators: [{Equals: {nope: 1}}]}",
+            "case a: Equals:",
+            "a",
+        ),
         ("cases:\n- {name: a, inputs: 1, extra: 2}", "case a: unknown field(s) extra", "a"),
     ],
 )
-def test_a_bad_file_is_a_dataset_error_before_any_task(text: str, message: str, case: str | None) -> None:
+def test_a_bad_file_is_a_dataset_error_before_any_task(
+    text: str, message: str, case: str | None
+) -> None:
     with pytest.raises(DatasetError) as caught:
         Dataset.from_text(text, path="cases.yaml")
     error = caught.value
@@ -343,10 +355,15 @@ async def test_failures_are_never_a_pass_and_never_stop_other_cases() -> None:
     assert ok.evaluator_failures == {
         "Raises": "KeyError: 'missing'",
         "Slow": "timed out after 0.05s",
-        "Weird": "TypeError: an evaluator returns bool, a number, str or EvaluationReason, not list",
+        "Weird": "TypeError: an evaluator returns bool, a number, str or EvaluationReason, "
+        "not list",
     }
     assert ok.assertions["Equals"].value is True and not ok.passed
-    assert (boom.error, boom.error_message, boom.passed) == ("RuntimeError", "the task broke", False)
+    assert (boom.error, boom.error_message, boom.passed) == (
+        "RuntimeError",
+        "the task broke",
+        False,
+    )
     assert (slow.error, slow.error_message) == ("TimeoutError", "task timed out after 0.2s")
     assert report.totals.errors == 2 and report.pass_rate == 0.0
 
@@ -364,7 +381,9 @@ async def test_a_hard_error_keeps_its_run_ids_and_a_pause_fails_its_case() -> No
         return call("wipe") if request.messages[-1].role == "user" else "done"
 
     agent = Agent(FunctionModel(model), tools=[wipe])
-    report = await Dataset(cases=[Case(name=n, inputs=n) for n in ("fail", "pause")]).evaluate(agent)
+    report = await Dataset(cases=[Case(name=n, inputs=n) for n in ("fail", "pause")]).evaluate(
+        agent
+    )
     fail, pause = report.cases
     assert fail.error == "ConfigurationError" and len(fail.run_ids) == 1
     assert pause.error == "RunPaused" and len(pause.run_ids) == 1
@@ -469,7 +488,7 @@ async def test_each_case_is_a_test(case: Case) -> None:
 
 
 def test_parametrize_ids_are_the_case_names(request: pytest.FixtureRequest) -> None:
-    marks = [m for m in test_each_case_is_a_test.pytestmark if m.name == "parametrize"]  # type: ignore[attr-defined]
+    marks = [m for m in test_each_case_is_a_test.pytestmark if m.name == "parametrize"]
     assert marks[0].kwargs["ids"] == ["hello", "numbers"]
 
 

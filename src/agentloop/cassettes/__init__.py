@@ -262,9 +262,12 @@ class _RecordingStream(SSEStream):
     async def __aenter__(self) -> SSEStream:
         await super().__aenter__()
         secrets = self._cassette._secrets(self._transport)
-        self._kept = {"status": self.status, "headers": _headers(self.headers, secrets)}
-        self._kept["events"] = self._events
-        self._cassette._keep(self._request, self._kept)
+        kept = {
+            "status": self.status,
+            "headers": _headers(self.headers, secrets),
+            "events": self._events,
+        }
+        self._cassette._keep(self._request, kept)
         return self
 
     async def __anext__(self) -> SSEEvent:

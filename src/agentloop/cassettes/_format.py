@@ -148,8 +148,9 @@ def first_difference(recorded: Any, got: Any, where: str = "$") -> tuple[str, An
                 return found
         if len(recorded) != len(got):
             shorter = min(len(recorded), len(got))
-            pick = recorded[shorter:shorter + 1], got[shorter:shorter + 1]
-            return f"{where}[{shorter}]", *(p[0] if p else None for p in pick)
+            left = recorded[shorter] if shorter < len(recorded) else None
+            right = got[shorter] if shorter < len(got) else None
+            return f"{where}[{shorter}]", left, right
         return None
     return None if recorded == got and type(recorded) is type(got) else (where, recorded, got)
 

@@ -133,7 +133,7 @@ def test_{test}() -> None:
     {output_check}
 '''
 
-_WITH_AGENT = '''
+_WITH_AGENT = """
 
 from {module} import {name} as agent_under_test  # noqa: E402
 
@@ -145,7 +145,7 @@ def test_{test}() -> None:
     assert changed == [], "tool results changed:\\n" + "\\n".join(changed)
     assert trajectory(run) == TRAJECTORY
     assert pydantic_core.to_jsonable_python(run.output, fallback=str) == OUTPUT
-'''
+"""
 
 
 def add_export(runs_commands: Any) -> None:
@@ -261,7 +261,11 @@ def _tools(run: Run[Any]) -> list[tuple[str, bool, bool]]:
                 continue
             kind = kinds.get(call.id)
             old = found.get(call.name, (call.name, False, False))
-            found[call.name] = (call.name, old[1] or kind == "approval", old[2] or kind == "external")
+            found[call.name] = (
+                call.name,
+                old[1] or kind == "approval",
+                old[2] or kind == "external",
+            )
     return list(found.values())
 
 

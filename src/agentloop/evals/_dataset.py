@@ -169,7 +169,7 @@ class Dataset:
         return asyncio.run(self.evaluate(task, **options))
 
     def parametrize(self) -> Callable[[Callable[..., Any]], Any]:
-        """``@dataset.parametrize()``: a pytest test per case (its ``case`` argument; ids: names)."""
+        """``@dataset.parametrize()``: a pytest test per case (argument ``case``; ids: names)."""
         import pytest
 
         return pytest.mark.parametrize("case", self.cases, ids=[c.name or "" for c in self.cases])

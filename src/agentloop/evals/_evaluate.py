@@ -167,14 +167,14 @@ def _account(report: ReportCase, runs: list[Run[Any]]) -> None:
 
 
 async def _apply(
-    evaluator: Evaluator, ctx: EvaluatorContext, report: ReportCase, timeout: float
+    evaluator: Evaluator, ctx: EvaluatorContext, report: ReportCase, limit: float
 ) -> None:
     name = evaluator.result_name()
     try:
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(limit):
             value = await _evaluated(evaluator, ctx)
     except TimeoutError:
-        report.evaluator_failures[_free(report, name)] = f"timed out after {_seconds(timeout)}s"
+        report.evaluator_failures[_free(report, name)] = f"timed out after {_seconds(limit)}s"
         return
     except JudgeReplyError as error:
         report.evaluator_failures[_free(report, name)] = str(error)

@@ -46,9 +46,12 @@ def parse_verdict(text: str) -> tuple[bool, float, str]:
     score = data.get("score") if ok else None
     reason = data.get("reason") if ok else None
     number = isinstance(score, int | float) and not isinstance(score, bool)
-    if not (isinstance(passed, bool) and isinstance(reason, str) and number and 0 <= score <= 1):
+    if not (number and isinstance(passed, bool) and isinstance(reason, str)):
         raise JudgeReplyError(f"judge reply did not parse: {text[:200]}")
-    return passed, float(score), reason
+    value = float(score)  # type: ignore[arg-type]  # a number: checked above
+    if not 0 <= value <= 1:
+        raise JudgeReplyError(f"judge reply did not parse: {text[:200]}")
+    return passed, value, reason
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,9 @@ class ReportCase:
             assertions=_read_results(data.get("assertions")),
             scores=_read_results(data.get("scores")),
             labels=_read_results(data.get("labels")),
-            evaluator_failures={str(k): str(v) for k, v in (data.get("evaluator_failures") or {}).items()},
+            evaluator_failures={
+                str(k): str(v) for k, v in (data.get("evaluator_failures") or {}).items()
+            },
             error=data.get("error"),
             error_message=data.get("error_message"),
             duration=float(data.get("duration", 0.0)),
@@ -241,7 +243,7 @@ def _read_results(data: Any) -> dict[str, EvaluationResult]:
     if not isinstance(data, Mapping):
         return {}
     return {
-        str(name): EvaluationResult(item.get("value"), item.get("reason"))
+        str(name): EvaluationResult(item["value"], item.get("reason"))
         for name, item in data.items()
-        if isinstance(item, Mapping)
+        if isinstance(item, Mapping) and isinstance(item.get("value"), bool | int | float | str)
     }
