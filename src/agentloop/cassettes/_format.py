@@ -172,10 +172,19 @@ def load(path: Path) -> list[dict[str, Any]]:
     return interactions
 
 
+def _yaml() -> Any:
+    from agentloop._util.extras import require_extra
+
+    require_extra("evals", ("yaml",), "a YAML cassette")
+    import yaml
+
+    return yaml
+
+
 def _parse(text: str, path: Path) -> Any:
     if path.suffix.lower() == ".json":
         return json.loads(text)
-    import yaml
+    yaml = _yaml()
 
     try:
         return yaml.safe_load(text)
@@ -190,7 +199,5 @@ def save(path: Path, interactions: list[dict[str, Any]]) -> None:
     if path.suffix.lower() == ".json":
         text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     else:
-        import yaml
-
-        text = yaml.safe_dump(data, sort_keys=True, allow_unicode=True, width=1 << 20)
+        text = _yaml().safe_dump(data, sort_keys=True, allow_unicode=True, width=1 << 20)
     path.write_text(text, encoding="utf-8")

@@ -53,10 +53,12 @@ def dispatch(args: argparse.Namespace, console: Callable[[], Console]) -> int | 
 
 def run_eval(args: argparse.Namespace, console: Console) -> int:
     """``agentloop eval``: 0 at or above the threshold, 1 below (errors raise: exit 2)."""
+    from agentloop._util.extras import require_extra
     from agentloop.cli.named import named_object
     from agentloop.engine.agent import Agent
     from agentloop.evals import Dataset, EvaluationReport
 
+    require_extra("evals", ("yaml", "rich"), "agentloop eval")
     if not 0.0 <= args.threshold <= 1.0:
         raise ConfigurationError("--threshold is a pass rate from 0 to 1", field="threshold")
     dataset = Dataset.from_file(args.file)

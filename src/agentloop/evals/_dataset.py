@@ -133,9 +133,7 @@ class Dataset:
         if path.suffix.lower() == ".json":
             path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", "utf-8")
             return
-        import yaml
-
-        path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), "utf-8")
+        path.write_text(_yaml().safe_dump(data, sort_keys=False, allow_unicode=True), "utf-8")
 
     # -- running ---------------------------------------------------------------------------
 
@@ -187,6 +185,15 @@ class Dataset:
         return asyncio.run(self.check(task, case, **options))
 
 
+def _yaml() -> Any:
+    from agentloop._util.extras import require_extra
+
+    require_extra("evals", ("yaml",), "a YAML dataset")
+    import yaml
+
+    return yaml
+
+
 def _where(path: str | None, message: str) -> str:
     return f"{path}: {message}" if path else message
 
@@ -199,7 +206,7 @@ def _parse(text: str, fmt: str, path: str | None) -> Any:
             raise DatasetError(_where(path, f"not valid JSON: {exc}"), path=path) from exc
     if fmt != "yaml":
         raise DatasetError(f"fmt must be 'yaml' or 'json', got {fmt!r}", path=path)
-    import yaml
+    yaml = _yaml()
 
     try:
         return yaml.safe_load(text)

@@ -28,10 +28,12 @@ from agentloop.evals._report import EvaluationReport, ReportCase
 from agentloop.messages import Usage
 from agentloop.pricing import sum_costs
 
-if TYPE_CHECKING:
-    from agentloop.evals._dataset import Case, Dataset
+if TYPE_CHECKING:  # the dataset's types are Any here: _dataset imports this module
     from agentloop.evals._evaluators import Evaluator
     from agentloop.run import Run
+
+Dataset = Any
+Case = Any
 
 __all__ = ["check", "evaluate"]
 

@@ -15,7 +15,8 @@ from urllib.parse import quote
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from agentloop.evals._report import EvaluationReport, ReportCase
+EvaluationReport = Any  # _report imports this module: its classes are Any here
+ReportCase = Any
 
 __all__ = ["html_page", "table"]
 

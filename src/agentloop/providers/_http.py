@@ -378,7 +378,7 @@ class HttpTransport:
         """POST ``payload`` as JSON and return the parsed JSON reply (a cassette's, if active)."""
         tape = TAPE.get()
         if tape is not None:  # agentloop.cassettes: replay, or send and record
-            return await tape.post_json(self, url, payload, headers)
+            return await tape.post_json(self, url, payload, headers)  # type: ignore[no-any-return]
         return await self.send_json(url, payload, headers)
 
     async def send_json(
@@ -415,7 +415,7 @@ class HttpTransport:
         """POST ``payload`` and decode the reply as SSE; use as ``async with``."""
         tape = TAPE.get()
         if tape is not None:
-            return tape.stream_sse(self, url, payload, headers)
+            return tape.stream_sse(self, url, payload, headers)  # type: ignore[no-any-return]
         return SSEStream(self, url, payload, headers)
 
 

@@ -10,34 +10,36 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Protocol
-
-if TYPE_CHECKING:
-    from agentloop.providers._http import HttpResponse, HttpTransport, SSEStream
+from typing import Any, Protocol
 
 __all__ = ["TAPE", "Tape"]
 
 
 class Tape(Protocol):
-    """What ``HttpTransport`` asks of an active cassette."""
+    """What ``HttpTransport`` asks of an active cassette (typed loosely: ``_http`` imports this
+    module, so this one cannot name its classes without an import circle).
+
+    ``transport`` is the ``HttpTransport``; the answers are an ``HttpResponse`` and an
+    ``SSEStream``.
+    """
 
     async def post_json(
         self,
-        transport: HttpTransport,
+        transport: Any,
         url: str,
         payload: Mapping[str, Any] | bytes,
         headers: Mapping[str, str] | None,
-    ) -> HttpResponse:
+    ) -> Any:
         """Answer (replay) or send and keep (record) one JSON request."""
         ...
 
     def stream_sse(
         self,
-        transport: HttpTransport,
+        transport: Any,
         url: str,
         payload: Mapping[str, Any] | bytes,
         headers: Mapping[str, str] | None,
-    ) -> SSEStream:
+    ) -> Any:
         """An SSE stream that replays recorded events, or records the real one's."""
         ...
 
