@@ -16,10 +16,10 @@ __all__ = ["TAPE", "Tape"]
 
 
 class Tape(Protocol):
-    """What ``HttpTransport`` asks of an active cassette (typed loosely: ``_http`` imports this
-    module, so this one cannot name its classes without an import circle).
+    """What ``HttpTransport`` asks of an active cassette.
 
-    ``transport`` is the ``HttpTransport``; the answers are an ``HttpResponse`` and an
+    Typed loosely: ``_http`` imports this module, so this one cannot name its classes without an
+    import circle. ``transport`` is the ``HttpTransport``; the answers are an ``HttpResponse`` and an
     ``SSEStream``.
     """
 
