@@ -18,9 +18,9 @@ __all__ = ["TAPE", "Tape"]
 class Tape(Protocol):
     """What ``HttpTransport`` asks of an active cassette.
 
-    Typed loosely: ``_http`` imports this module, so this one cannot name its classes without an
-    import circle. ``transport`` is the ``HttpTransport``; the answers are an ``HttpResponse`` and an
-    ``SSEStream``.
+    Typed loosely: ``_http`` imports this module, so this one cannot name its classes without
+    an import circle. ``transport`` is the ``HttpTransport``; the answers are an
+    ``HttpResponse`` and an ``SSEStream``.
     """
 
     async def post_json(
