@@ -35,6 +35,11 @@ from agentloop.testing import FunctionModel, call  # noqa: E402
 from agentloop.ui.viewer import ViewerApp  # noqa: E402
 
 WAIT = 20.0
+ARGUMENTS = (
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+    "--window-size=1280,1000", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-default-apps", "--disable-sync",
+)  # fmt: skip
 
 
 @tool
@@ -94,9 +99,7 @@ def viewer(path: Path) -> Iterator[str]:
 def browser() -> Iterator[webdriver.Chrome]:
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--window-size=1280,1000", "--no-first-run", "--disable-background-networking",
-                     "--disable-component-update", "--disable-default-apps", "--disable-sync"):  # fmt: skip
+    for argument in ARGUMENTS:
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
     with pytest.MonkeyPatch.context() as patch:
