@@ -348,3 +348,20 @@ async def test_a_recording_replays_byte_identically_in_a_process_with_no_network
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == live
+
+
+def test_run_sync_sees_each_new_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``run_sync`` keeps one event loop per agent; each call still sees the caller's context."""
+    path = tmp_path / "sync.yaml"
+    with serving(script() + script()) as server, agent_at(server.base_url) as agent:
+        with use_cassette(path, mode="once"):
+            agent.run_sync("add 1 and 2", history=[])
+        with use_cassette(tmp_path / "second.yaml", mode="once") as second:
+            agent.run_sync("add 1 and 2", history=[])
+    assert second.play_count == 2 and len(second.interactions) == 2
+    forbid_sockets(monkeypatch)
+    with agent_at(DEAD) as agent:
+        for _ in range(2):
+            with use_cassette(path) as cassette:
+                assert agent.run_sync("add 1 and 2", history=[]).output == "three"
+            assert cassette.all_played

@@ -93,7 +93,7 @@ def test_eval_exit_codes_and_outputs(tmp_path: Path) -> None:
     half = agentloop(cwd, "eval", "cases.yaml", "--agent", "weather_app:agent",
                      "--threshold", "0.5", "--baseline", "r.json", "--repeat", "2")  # fmt: skip
     assert half.returncode == 0, half.stderr
-    assert "against r.json: 0 regression(s)" in half.stdout
+    assert "against r.json: 0 regressions, 0 fixes" in half.stdout
 
 
 @pytest.mark.parametrize(

@@ -74,8 +74,8 @@ def run_eval(args: argparse.Namespace, console: Console) -> int:
     if baseline is not None:
         diff = report.diff(baseline)
         console.print(
-            f"against {args.baseline}: {len(diff.regressions)} regression(s) "
-            f"{diff.regressions or ''}, {len(diff.fixes)} fix(es) {diff.fixes or ''}",
+            f"against {args.baseline}: {_listed(diff.regressions, 'regression')}, "
+            f"{_listed(diff.fixes, 'fix')}",
             markup=False,
         )
     if args.json:
@@ -85,6 +85,11 @@ def run_eval(args: argparse.Namespace, console: Console) -> int:
     verdict = "pass" if report.pass_rate >= args.threshold else "FAIL"
     console.print(f"{verdict}: pass rate {report.pass_rate:.2%}, threshold {args.threshold:.2%}")
     return 0 if report.pass_rate >= args.threshold else 1
+
+
+def _listed(names: list[str], what: str) -> str:
+    counted = f"{len(names)} {what}{'es' if what == 'fix' else 's'}"
+    return f"{counted} ({', '.join(names)})" if names else counted
 
 
 def _baseline(path: str | None, kind: Any) -> Any:
