@@ -365,3 +365,24 @@ def test_run_sync_sees_each_new_block(tmp_path: Path, monkeypatch: pytest.Monkey
             with use_cassette(path) as cassette:
                 assert agent.run_sync("add 1 and 2", history=[]).output == "three"
             assert cassette.all_played
+
+
+def test_bodies_are_stored_as_json_text_or_lines() -> None:
+    from agentloop.cassettes._format import request_record
+
+    def body(payload: bytes) -> Any:
+        return request_record("POST", "https://h/x", payload, ())["body"]
+
+    assert body(b'{"a": [1, 2]}') == {"a": [1, 2]}
+    assert body(b"plain text") == "plain text"
+    assert body(b'{"a": 1}\n{"b": 2}\n') == [{"a": 1}, {"b": 2}]
+    assert request_record("POST", "https://h/x", {"prompt_cache_key": "abc"}, ())["body"] == {
+        "prompt_cache_key": "<run-id>"
+    }
+
+
+async def test_redact_strings_are_scrubbed_from_responses_too(tmp_path: Path) -> None:
+    path = tmp_path / "run.yaml"
+    await record(path, steps=[FakeReply("the code is BANANA-42")], redact=("BANANA-42",))
+    text = path.read_text()
+    assert "BANANA-42" not in text and "the code is <redacted>" in text

@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import threading
 from collections.abc import Callable, Mapping
 from contextvars import Token
 from pathlib import Path
@@ -81,6 +82,7 @@ class Cassette:
         self._played: list[bool] = []
         self._requests = 0
         self._token: Token[Tape | None] | None = None
+        self._lock = threading.Lock()  # sync tasks run their own loops in worker threads
 
     def __repr__(self) -> str:
         return f"Cassette({str(self.path)!r}, mode={self.mode!r}, match={self.match!r})"
@@ -151,6 +153,10 @@ class Cassette:
 
     def _take(self, request: dict[str, Any]) -> dict[str, Any]:
         """The exchange that answers ``request`` (marked played), or ``CassetteMismatch``."""
+        with self._lock:
+            return self._take_locked(request)
+
+    def _take_locked(self, request: dict[str, Any]) -> dict[str, Any]:
         number = self._requests
         self._requests += 1
         unplayed = [i for i, played in enumerate(self._played) if not played]
@@ -189,8 +195,9 @@ class Cassette:
         )
 
     def _keep(self, request: dict[str, Any], response: dict[str, Any]) -> None:
-        self.interactions.append({"request": request, "response": response})
-        self._played.append(True)
+        with self._lock:
+            self.interactions.append({"request": request, "response": response})
+            self._played.append(True)
 
 
 _NOISE = frozenset(

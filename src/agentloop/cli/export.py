@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloop.errors import InvalidInput
+from agentloop.media import AudioPart, DocumentPart, ImagePart
 from agentloop.messages import TextPart, ThinkingPart, ToolCallPart, ToolResultPart, input_text
 from agentloop.safety.redact import redact_secrets
 
@@ -28,7 +29,15 @@ if TYPE_CHECKING:
 
 __all__ = ["add_export", "export"]
 
-_REPLAYABLE = (TextPart, ThinkingPart, ToolCallPart, ToolResultPart)
+_REPLAYABLE = (
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    ImagePart,
+    DocumentPart,
+    AudioPart,
+)
 _FINAL = "final_result"
 
 _HEAD = '''"""Regression test: stored run {run_id} replayed (written by `agentloop runs export`).
@@ -178,9 +187,7 @@ def export(args: argparse.Namespace) -> int:
 def _check(run: Run[Any]) -> None:
     for message in run.messages:
         for part in message.parts:
-            if not isinstance(part, _REPLAYABLE) and type(part).__name__ != "MediaPart":
-                if getattr(part, "kind", None) in ("image", "audio", "document", "video"):
-                    continue
+            if not isinstance(part, _REPLAYABLE):
                 raise InvalidInput(
                     f"run {run.id} has a {type(part).__name__} part, which an exported test "
                     "cannot replay (provider-native tools run at the provider)"
