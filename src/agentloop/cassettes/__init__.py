@@ -19,9 +19,10 @@ and body after redaction); ``"ordered"`` the next unplayed one, on method and pa
 else is the hard ``CassetteMismatch`` naming the first difference: it is no ``ProviderError``,
 so no retry or fallback ever answers it, and the run finalizes and raises it.
 
-DBOS and Temporal: a cassette is a context variable of the process, so it holds where the run's
-model calls execute in the task that entered the block (DBOS steps run in the workflow's task);
-a Temporal activity runs in the worker, outside the block, and is not recorded.
+DBOS and Temporal: a cassette is a context variable of the process, so it holds where the
+model calls run in the context that entered the block: DBOS steps of ``durable.run()`` (not a
+workflow recovered or dequeued by another process), a Temporal activity only when its worker was
+started inside the block.
 """
 
 from __future__ import annotations
