@@ -386,3 +386,31 @@ async def test_redact_strings_are_scrubbed_from_responses_too(tmp_path: Path) ->
     await record(path, steps=[FakeReply("the code is BANANA-42")], redact=("BANANA-42",))
     text = path.read_text()
     assert "BANANA-42" not in text and "the code is <redacted>" in text
+
+
+async def test_strict_takes_the_first_equal_exchange_in_any_order(tmp_path: Path) -> None:
+    path = tmp_path / "two.yaml"
+    async with FakeProviderServer([FakeReply("one"), FakeReply("two")]) as server:
+        agent = agent_at(server.base_url)
+        async with use_cassette(path, mode="once"):
+            await agent.run("first", history=[])
+            await agent.run("second", history=[])
+        await agent.aclose()
+    replay = agent_at(DEAD)
+    async with use_cassette(path, mode="once") as cassette:  # the file exists: a replay
+        assert (await replay.run("second", history=[])).output == "two"
+        assert (await replay.run("first", history=[])).output == "one"
+    assert not cassette.recording and cassette.all_played
+
+
+async def test_an_async_function_decorated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "run.yaml"
+    await record(path)
+    forbid_sockets(monkeypatch)
+
+    @use_cassette(path)
+    async def replay() -> Any:
+        return await agent_at(DEAD).run("add 1 and 2")
+
+    assert (await replay()).output == "three"
+    assert (await replay()).output == "three"
