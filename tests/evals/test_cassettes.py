@@ -414,3 +414,37 @@ async def test_an_async_function_decorated(tmp_path: Path, monkeypatch: pytest.M
 
     assert (await replay()).output == "three"
     assert (await replay()).output == "three"
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "responses"])
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_every_adapter_records_and_replays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, streamed: bool
+) -> None:
+    from agentloop.providers.anthropic import AnthropicClient
+    from agentloop.providers import OpenAIResponsesClient
+
+    def client(server: FakeProviderServer | None) -> Any:
+        if kind == "anthropic":
+            url = server.root_url if server else "http://127.0.0.1:9"
+            return AnthropicClient("claude-x", api_key=KEY, base_url=url)
+        return OpenAIResponsesClient("m", api_key=KEY, base_url=server.base_url if server else DEAD)
+
+    async def go(agent: Agent[Any]) -> Any:
+        if not streamed:
+            return (await agent.run("add 1 and 2")).output
+        async with agent.stream("add 1 and 2") as events:
+            pieces = [e.text async for e in events if isinstance(e, TextDelta)]
+        return pieces, events.run.output
+
+    path = tmp_path / f"{kind}.yaml"
+    async with FakeProviderServer(script()) as server:
+        live_agent = Agent(client(server), tools=[add])
+        async with use_cassette(path, mode="once"):
+            live = await go(live_agent)
+        await live_agent.aclose()
+    assert KEY not in path.read_text()
+    forbid_sockets(monkeypatch)
+    async with use_cassette(path) as cassette:
+        assert await go(Agent(client(None), tools=[add])) == live
+    assert cassette.all_played
