@@ -421,8 +421,8 @@ async def test_an_async_function_decorated(tmp_path: Path, monkeypatch: pytest.M
 async def test_every_adapter_records_and_replays(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, streamed: bool
 ) -> None:
-    from agentloop.providers.anthropic import AnthropicClient
     from agentloop.providers import OpenAIResponsesClient
+    from agentloop.providers.anthropic import AnthropicClient
 
     def client(server: FakeProviderServer | None) -> Any:
         if kind == "anthropic":
