@@ -8,6 +8,7 @@ The verdict is an assertion under the evaluator's name and a score under ``<name
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -78,7 +79,9 @@ class LLMJudge(Evaluator):
             given["include_input"] = True
         return {"LLMJudge": given if len(given) > 1 else self.rubric}
 
+    @functools.cached_property
     def _client(self) -> ModelClient:
+        """The client, resolved once (a string builds one client for every case)."""
         from agentloop.config import resolve_client
         from agentloop.errors import ConfigurationError
 
@@ -98,7 +101,7 @@ class LLMJudge(Evaluator):
     async def evaluate(self, ctx: EvaluatorContext) -> dict[str, EvaluationReason]:
         """One request; the verdict as an assertion and a score."""
         request = ModelRequest(messages=(Message.user(self.prompt(ctx)),), system=JUDGE_SYSTEM)
-        response = await self._client().complete(request)
+        response = await self._client.complete(request)
         passed, score, reason = parse_verdict(response.text)
         name = self.result_name()
         return {
