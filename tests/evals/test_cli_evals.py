@@ -182,3 +182,49 @@ def test_export_of_an_unknown_run_is_exit_2(tmp_path: Path) -> None:
     done = agentloop(tmp_path, "runs", "export", "nope", "--as-test", "t.py", "--store", "runs.db")
     assert done.returncode == 2 and "no stored run with an id starting 'nope'" in done.stderr
     assert not (tmp_path / "t.py").exists()
+
+
+TYPED_APP = '''
+from pydantic import BaseModel
+
+from agentloop import Agent, tool
+from agentloop.testing import ScriptedModel
+
+
+class Forecast(BaseModel):
+    city: str
+    sky: str
+
+
+@tool
+def lookup(city: str) -> str:
+    """Look up the weather in a city."""
+    return f"sunny in {city}"
+
+
+agent = Agent(ScriptedModel([]), tools=[lookup], output_type=Forecast)
+'''
+
+
+@pytest.mark.parametrize("with_agent", [False, True])
+def test_a_typed_run_exports_with_and_without_its_agent(tmp_path: Path, with_agent: bool) -> None:
+    (tmp_path / "typed_app.py").write_text(TYPED_APP)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import typed_app  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(tmp_path))
+    store = SQLiteStore(tmp_path / "runs.db")
+    model = ScriptedModel(
+        [call("lookup", {"city": "Oslo"}), call("final_result", {"city": "Oslo", "sky": "sunny"})]
+    )
+    agent = Agent(model, tools=[typed_app.lookup], output_type=typed_app.Forecast, store=store)
+    run = agent.run_sync("Oslo?")
+    agent.close()
+    store.close()
+    extra = ["--agent", "typed_app:agent"] if with_agent else []
+    done = agentloop(tmp_path, "runs", "export", run.id, "--as-test", "test_typed.py",
+                     "--store", "runs.db", *extra)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    passed = pytest_file(tmp_path, "test_typed.py")
+    assert passed.returncode == 0, passed.stdout + passed.stderr

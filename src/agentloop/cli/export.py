@@ -14,6 +14,7 @@ names a store or an absolute path. An unknown id, or a run with parts this expor
 from __future__ import annotations
 
 import argparse
+import json
 import pprint
 import re
 from pathlib import Path
@@ -47,6 +48,7 @@ The model's replies are scripted as recorded; the test fails if a tool result, t
 """
 
 import asyncio
+import json
 from typing import Any
 
 import pydantic_core
@@ -210,18 +212,39 @@ def _literal(value: Any) -> str:
     return pprint.pformat(value, width=96, sort_dicts=False)
 
 
-def render(run: Run[Any], agent: str | None) -> str:
-    """The test file's text for ``run`` (``agent``: ``MODULE:NAME`` or None)."""
+_Script = tuple[list[Any], list[list[str]], dict[str, tuple[str, str, bool]]]
+
+
+def _script(run: Run[Any], output: Any, typed: bool) -> _Script:
+    """The replies, each step's call ids and the recorded results.
+
+    Without the agent (``typed`` False, so no output type), the typed answer's ``final_result``
+    call becomes the answer's JSON as text.
+    """
     replies: list[Any] = []
     step_calls: list[list[str]] = []
     results: dict[str, tuple[str, str, bool]] = {}
     for turn in run.turns:
         items: list[Any] = [_clean(turn.text)] if turn.text else []
-        items += [_Call(c.name, _clean(dict(c.arguments)), c.id) for c in turn.tool_calls]
+        for c in turn.tool_calls:
+            if typed or c.name != _FINAL:
+                items.append(_Call(c.name, _clean(dict(c.arguments)), c.id))
+            else:
+                items = [json.dumps(output)]
+                break
         replies.append(items)
         step_calls.append([c.id for c in turn.tool_calls if c.name != _FINAL])
         for result in turn.tool_results:
             results[result.call_id] = (result.name, _clean(result.content), result.is_error)
+    return replies, step_calls, results
+
+
+def render(run: Run[Any], agent: str | None) -> str:
+    """The test file's text for ``run`` (``agent``: ``MODULE:NAME`` or None)."""
+    from pydantic_core import to_jsonable_python
+
+    output = _clean(to_jsonable_python(run.output, fallback=str))
+    replies, step_calls, results = _script(run, output, typed=agent is not None)
     decisions = [_clean(d.get("decisions", {})) for d in run.decisions]
     trajectory = [
         (c.name, _clean(dict(c.arguments)))
@@ -229,9 +252,6 @@ def render(run: Run[Any], agent: str | None) -> str:
         for c in t.tool_calls
         if c.name != _FINAL
     ]
-    from pydantic_core import to_jsonable_python
-
-    output = _clean(to_jsonable_python(run.output, fallback=str))
     fields = {
         "input": _literal(_clean(input_text(run.input))),
         "replies": _literal(replies),
@@ -247,11 +267,7 @@ def render(run: Run[Any], agent: str | None) -> str:
         module, _, name = agent.partition(":")
         return text + _WITH_AGENT.format(module=module, name=name, test=test)
     typed = any(c.name == _FINAL for t in run.turns for c in t.tool_calls)
-    check = (
-        "# a typed answer: pass --agent MODULE:NAME to the export to assert it"
-        if typed
-        else "assert run.output == OUTPUT"
-    )
+    check = "assert json.loads(run.output) == OUTPUT" if typed else "assert run.output == OUTPUT"
     tools = _literal(_tools(run))
     return text + _RECORDED_TOOLS.format(tools=tools, test=test, output_check=check)
 
