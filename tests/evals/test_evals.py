@@ -319,7 +319,7 @@ async def test_bad_options_before_any_case_runs(options: dict[str, Any], field: 
         await dataset.evaluate(ran.append, **options)
     assert caught.value.field == field and ran == []
     with pytest.raises(ConfigurationError, match="task must be an Agent or a callable"):
-        await dataset.evaluate(42)
+        await dataset.evaluate(42)  # type: ignore[arg-type]
 
 
 class Raises(Evaluator):

@@ -31,7 +31,7 @@ import functools
 import inspect
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextvars import Token
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
@@ -65,7 +65,12 @@ class Cassette:
     """
 
     def __init__(
-        self, path: str | Path, *, mode: Mode = "none", match: Match = "strict", redact: Any = ()
+        self,
+        path: str | Path,
+        *,
+        mode: Mode = "none",
+        match: Match = "strict",
+        redact: str | Iterable[str] = (),
     ) -> None:
         """Check the arguments; the file is read when the block is entered."""
         if mode not in _MODES:
@@ -317,7 +322,11 @@ class _ReplayStream(SSEStream):
 
 
 def use_cassette(
-    path: str | Path, *, mode: Mode = "none", match: Match = "strict", redact: Any = ()
+    path: str | Path,
+    *,
+    mode: Mode = "none",
+    match: Match = "strict",
+    redact: str | Iterable[str] = (),
 ) -> Cassette:
     """A ``Cassette`` over ``path``: ``with``/``async with`` it, or decorate a function.
 

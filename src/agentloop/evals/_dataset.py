@@ -20,7 +20,12 @@ from agentloop.evals._evaluators import BUILTIN_EVALUATORS, Evaluator
 from agentloop.evals._judge import LLMJudge
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from agentloop.engine.agent import Agent
     from agentloop.evals._report import EvaluationReport, ReportCase
+
+    Task: TypeAlias = Agent[Any] | Callable[[Any], Any]
 
 __all__ = ["Case", "Dataset"]
 
@@ -139,7 +144,7 @@ class Dataset:
 
     async def evaluate(
         self,
-        task: Any,
+        task: Task,
         *,
         max_concurrency: int = 8,
         repeat: int = 1,
@@ -160,7 +165,7 @@ class Dataset:
             name=name,
         )
 
-    def evaluate_sync(self, task: Any, **options: Any) -> EvaluationReport:
+    def evaluate_sync(self, task: Task, **options: Any) -> EvaluationReport:
         """``evaluate`` on a fresh event loop (not inside a running one)."""
         import asyncio
 
@@ -172,13 +177,13 @@ class Dataset:
 
         return pytest.mark.parametrize("case", self.cases, ids=[c.name or "" for c in self.cases])
 
-    async def check(self, task: Any, case: Case, **options: Any) -> ReportCase:
+    async def check(self, task: Task, case: Case, **options: Any) -> ReportCase:
         """Evaluate one case; its ``ReportCase``, or ``AssertionError`` naming every failure."""
         from agentloop.evals._evaluate import check
 
         return await check(self, task, case, **options)
 
-    def check_sync(self, task: Any, case: Case, **options: Any) -> ReportCase:
+    def check_sync(self, task: Task, case: Case, **options: Any) -> ReportCase:
         """``check`` on a fresh event loop."""
         import asyncio
 
