@@ -83,3 +83,18 @@ def test_a_file_judge_takes_a_model_string_and_needs_no_key_to_load() -> None:
     assert judge.spec() == {
         "LLMJudge": {"rubric": "be kind", "model": "openai:gpt-4o-mini", "include_input": True}
     }
+
+
+def test_pydantic_evals_judge_options_load() -> None:
+    dataset = Dataset.from_text(
+        "cases: [{inputs: a, expected_output: b}]\nevaluators:\n"
+        "- LLMJudge: {rubric: r, model: 'openai:gpt-4o', include_expected_output: true,\n"
+        "    model_settings: {temperature: 0}, score: {include_reason: true},\n"
+        "    assertion: false}"
+    )
+    judge = dataset.evaluators[0]
+    assert isinstance(judge, LLMJudge) and judge.include_expected_output
+    from agentloop.evals import EvaluatorContext
+
+    ctx = EvaluatorContext("c", "a", None, "b", "out", 0.0)
+    assert "<expected_output>\nb\n</expected_output>" in judge.prompt(ctx)

@@ -68,6 +68,13 @@ class LLMJudge(Evaluator):
     include_input: bool = False
     model: str | None = None
     evaluation_name: str | None = None
+    include_expected_output: bool = False
+    model_settings: dict[str, Any] | None = None
+    """Accepted from pydantic-evals files; the judge's request uses the client's settings."""
+    score: Any = None
+    """Accepted from pydantic-evals files; the verdict is always an assertion and a score."""
+    assertion: Any = None
+    """Accepted from pydantic-evals files (see ``score``)."""
 
     def spec(self) -> Any:
         """A file keeps a string client only (a client object has no file form)."""
@@ -77,6 +84,8 @@ class LLMJudge(Evaluator):
             given["model"] = model
         if self.include_input:
             given["include_input"] = True
+        if self.include_expected_output:
+            given["include_expected_output"] = True
         return {"LLMJudge": given if len(given) > 1 else self.rubric}
 
     @functools.cached_property
@@ -95,6 +104,8 @@ class LLMJudge(Evaluator):
         parts = [f"<rubric>\n{self.rubric}\n</rubric>"]
         if self.include_input:
             parts.append(f"<input>\n{_text(ctx.inputs)}\n</input>")
+        if self.include_expected_output:
+            parts.append(f"<expected_output>\n{_text(ctx.expected_output)}\n</expected_output>")
         parts.append(f"<output>\n{_text(ctx.output)}\n</output>")
         return "\n".join(parts)
 
