@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, ClassVar, Literal
 
 from agentloop.engine.output import FINAL_RESULT
@@ -96,7 +96,7 @@ class Evaluator:
             for f in dataclasses.fields(self)
             if f.init and not _is_default(f, getattr(self, f.name))
         }
-        first = next((f.name for f in dataclasses.fields(self) if f.init), None)
+        first = next((f.name for f in dataclasses.fields(self) if f.init and not f.kw_only), None)
         if not given:
             return name
         if len(given) == 1 and first in given:
@@ -117,6 +117,7 @@ class Equals(Evaluator):
     """The output equals ``value``."""
 
     value: Any
+    _: KW_ONLY
     evaluation_name: str | None = None
     inline: ClassVar[bool] = True
 
@@ -144,6 +145,7 @@ class Contains(Evaluator):
     """The output contains ``value``: a substring, an item or a mapping's key/value pairs."""
 
     value: Any
+    _: KW_ONLY
     case_sensitive: bool = True
     as_strings: bool = False
     evaluation_name: str | None = None
@@ -220,6 +222,7 @@ class ToolCalled(Evaluator):
     """A tool was called (with ``arguments`` as a subset), ``times`` times exactly if given."""
 
     name: str
+    _: KW_ONLY
     arguments: dict[str, Any] | None = None
     times: int | None = None
     inline: ClassVar[bool] = True
@@ -256,6 +259,7 @@ class Trajectory(Evaluator):
     """The case's tool calls follow ``calls`` (``mode``: exact, in_order, any_order)."""
 
     calls: list[Any] = field(default_factory=list)
+    _: KW_ONLY
     mode: Literal["exact", "in_order", "any_order"] = "exact"
     arguments: Literal["subset", "exact", "ignore"] = "subset"
     inline: ClassVar[bool] = True

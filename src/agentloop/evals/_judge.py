@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from agentloop.evals._evaluators import EvaluationReason, Evaluator, EvaluatorContext
@@ -64,6 +64,7 @@ class LLMJudge(Evaluator):
     """
 
     rubric: str
+    _: KW_ONLY
     client: ModelClient | str | None = None
     include_input: bool = False
     model: str | None = None
