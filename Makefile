@@ -69,8 +69,7 @@ test: lint docs mcp-server ui-deps
 # `make test` runs: the durable workers (DBOS, Temporal), MCP servers started as processes, every
 # docs example and example script in a fresh interpreter, the secret scans, mypy over the typing
 # cases, the CLI's pausing and crash tests and the evals' CLI tests in subprocesses, and the
-# browsers. It installs nothing
-# from npm or apt: the tests that need node skip, saying why.
+# browsers. It installs nothing from npm or apt: the tests that need node skip, saying why.
 CHECK_SKIP := --ignore=tests/durable --ignore=tests/test_docs.py --ignore-glob='tests/test_mcp*.py' \
 	--ignore=tests/test_secrets.py --ignore=tests/test_typing.py --ignore=tests/test_cli_pausing.py \
 	--ignore=tests/test_examples.py --ignore=tests/pausing/test_pause_crash.py \
