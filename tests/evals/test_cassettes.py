@@ -448,3 +448,16 @@ async def test_every_adapter_records_and_replays(
     async with use_cassette(path) as cassette:
         assert await go(Agent(client(None), tools=[add])) == live
     assert cassette.all_played
+
+
+def test_run_ids_are_stored_and_matched_as_a_mark() -> None:
+    from agentloop.cassettes._format import request_record
+    from agentloop.clock import Clock
+
+    run_id = Clock().new_id()
+    body = {"metadata": {"run": run_id}, "user": f"run-{run_id}", "digest": "0" * 32}
+    stored = request_record("POST", f"https://h/v1/batches/{run_id}", body, ())
+    assert stored["body"] == {
+        "metadata": {"run": "<run-id>"}, "user": "run-<run-id>", "digest": "0" * 32
+    }  # fmt: skip
+    assert stored["path"] == "/v1/batches/<run-id>"

@@ -3,7 +3,8 @@
 Pure: no sockets, no event loop. A request is stored (and matched) as ``{method, path, body}``
 where ``body`` is the parsed JSON (a non-JSON body as text, JSON Lines as a list), every string
 passed through the package's one redactor (``safety.redact``) with the client's key and the
-cassette's own ``redact`` strings, ``<redacted>`` for each, and every base64 string over 1 KiB
+cassette's own ``redact`` strings, ``<redacted>`` for each, run and session ids (and the
+fields derived from them) as ``<run-id>``, and every base64 string over 1 KiB
 of decoded bytes replaced by ``<media sha256:HEX BYTES>`` (a data URL keeps its ``data:...,``
 head), so a 1 MiB image costs a line and two requests carrying the same image match.
 Responses are kept as they came (a heuristic redaction would change what the model said): only
@@ -56,7 +57,8 @@ def scrub_known(text: str, secrets: Iterable[str]) -> str:
 
 
 def _scrub(text: str, secrets: tuple[str, ...]) -> str:
-    return redact_secrets(scrub_known(text, secrets), secrets).replace(REDACTED, REDACTED_MARK)
+    text = redact_secrets(scrub_known(text, secrets), secrets).replace(REDACTED, REDACTED_MARK)
+    return _RUN_ID.sub(RUN_ID_MARK, text) if len(text) >= 32 else text
 
 
 def _media(text: str) -> str | None:
@@ -81,6 +83,8 @@ def _media(text: str) -> str | None:
 RUN_ID_MARK = "<run-id>"
 _PER_RUN_KEYS = frozenset({"prompt_cache_key"})
 """Request fields derived from a run's or session's fresh id: stored and matched as ``<run-id>``."""
+_RUN_ID = re.compile(r"\b[0-9a-f]{12}4[0-9a-f]{3}[89ab][0-9a-f]{15}\b")
+"""A run or session id as ``Clock.new_id`` makes them: a version-4 UUID's 32 hex digits."""
 
 
 def _clean(value: Any, secrets: tuple[str, ...]) -> Any:
@@ -114,12 +118,12 @@ def _body(payload: Mapping[str, Any] | bytes) -> Any:
 def _path(url: str, secrets: tuple[str, ...]) -> str:
     parts = urlsplit(url)
     if not parts.query:
-        return parts.path
+        return _RUN_ID.sub(RUN_ID_MARK, parts.path)
     pairs = [
         (k, REDACTED_MARK if k.lower() in _SECRET_QUERY else _scrub(v, secrets))
         for k, v in parse_qsl(parts.query, keep_blank_values=True)
     ]
-    return f"{parts.path}?{urlencode(pairs, safe='<>')}"
+    return f"{_RUN_ID.sub(RUN_ID_MARK, parts.path)}?{urlencode(pairs, safe='<>')}"
 
 
 def request_record(
