@@ -48,6 +48,8 @@ RECOVERABLE = {
     e.PhaseFailed("reflection", "m"): False,
     e.LockPoisoned("fallback"): False,
     e.InternalError("i"): False,
+    e.CassetteMismatch("request 1: no recorded request left", path="c.yaml", index=0): False,
+    e.DatasetError("missing 'inputs'", path="cases.yaml", case="a"): False,
 }
 
 
@@ -98,6 +100,8 @@ def test_is_cancelled_only_for_cancelled() -> None:
         (e.ToolRecoveryExhausted("t", 6), "no"),
         (e.ConfigurationError("c"), "no"),
         (e.ToolExecutionError("t", "m"), "yes"),
+        (e.CassetteMismatch("m"), "config"),
+        (e.DatasetError("m"), "no"),
     ],
 )
 def test_recoverability_words(error: e.AgentLoopError, word: str) -> None:

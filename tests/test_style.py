@@ -196,6 +196,8 @@ LAYERS = {
     "otel": 7,
     "testing": 7,
     "durable": 7,
+    "cassettes": 7,  # hangs on the HTTP layer's hook (providers._tape)
+    "evals": 7,  # runs agents and reads their runs
     # 8. the terminal
     "cli": 8,
     "ui": 8,

@@ -25,3 +25,13 @@ def test_a_collected_agent_leaves_the_threads_event_loop_alone() -> None:
     finally:
         asyncio.set_event_loop(None)
         mine.close()
+
+
+def test_run_sync_sees_an_override_entered_after_its_first_run() -> None:
+    """The private loop is kept, but each ``run_sync`` runs in the caller's context of now."""
+    agent = Agent(ScriptedModel([reply("own"), reply("own again")]))
+    assert agent.run_sync("x").output == "own"
+    with agent.override(model=ScriptedModel([reply("swapped")])):
+        assert agent.run_sync("x").output == "swapped"
+    assert agent.run_sync("x").output == "own again"
+    agent.close()

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloop._util.extras import MissingExtra, require_extra
+from agentloop.cli import evals
 from agentloop.cli.advice import Target, failure_paragraph
 from agentloop.errors import AgentLoopError, InvalidInput, ModelRefused
 
@@ -432,6 +433,7 @@ def _parser() -> argparse.ArgumentParser:
     show = show_sub.add_parser("show", help="one run with its error's class and attributes")
     show.add_argument("run_id", metavar="ID", help="a run id or a unique prefix of one")
     show.add_argument("--store", default=argparse.SUPPRESS, help="as for 'runs'")
+    evals.add_commands(sub, show_sub)  # eval, runs export
     view = sub.add_parser("ui", help="the run viewer: a local web page over a store")
     view.add_argument("--store", default="agentloop.db", help="SQLite file or postgresql:// URL")
     view.add_argument("--port", type=int, default=8765, help="the port (default 8765)")
@@ -469,6 +471,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "fake-server":
             server = _fake_server_for(args.port, args.faults, args.script, args.models)
             return asyncio.run(_fake_server(server, args.faults, args.script))
+        if (done := evals.dispatch(args, _console)) is not None:
+            return done
         if args.command == "runs":
             from agentloop.cli.runs import runs
 

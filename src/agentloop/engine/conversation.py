@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic
 
 from agentloop._util.lazy import lazy_module
+from agentloop._util.run_sink import RUN_SINK
 from agentloop.cancel import CancelToken
 from agentloop.engine.definition import Definition
 from agentloop.engine.dispatch import Dispatcher
@@ -158,6 +159,8 @@ class Conversation(Generic[OutputT]):
             id=clock.new_id(), input=input, started_at=clock.time(), session_id=self.id
         )
         self._runs.append(run)
+        if (sink := RUN_SINK.get()) is not None:  # agentloop.evals: the runs of a case
+            sink.append(run)
         history = self._history
         transcript = list(history)
         base = len(transcript)

@@ -16,6 +16,7 @@ time.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import threading
 import weakref
@@ -155,7 +156,9 @@ class Definition(Generic[OutputT]):
             self._closer = weakref.finalize(self, _shut, self._runner, self.client, self._toolsets)
         self._sync_thread = me
         try:
-            return self._runner.run(work)
+            # the caller's context now (a Runner keeps the one of its first call otherwise):
+            # an override or cassette entered since then holds for this run too
+            return self._runner.run(work, context=contextvars.copy_context())
         except (KeyboardInterrupt, SystemExit):
             self._close_runner()  # interrupted mid-step: the next call gets a fresh loop
             raise

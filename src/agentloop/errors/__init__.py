@@ -9,6 +9,7 @@ are tool results the model reads. The tree::
     ├── ToolNotFound(tool, available)    direct registry use only (in a run it is soft)
     ├── ToolExecutionError(tool, message)  direct registry use only
     ├── InvalidInput (also ValueError)   caller-supplied input is malformed
+    │   └── DatasetError(message, *, path, case)   an eval dataset is malformed (section 23)
     ├── ConfigurationError (also ValueError)  at construction, before any request
     ├── LoopBudgetExceeded(kind, limit, actual)
     │   ├── MaxTurnsExceeded(max)        kind "iterations"
@@ -23,6 +24,7 @@ are tool results the model reads. The tree::
     ├── OutputValidationFailed(attempts, errors)   typed output stayed invalid past its retries
     ├── FallbackExhausted(retry_after)
     ├── Cancelled
+    ├── CassetteMismatch(message, *, path, index, difference)   a replayed request differs
     ├── ModelRefused(reason, text)     the provider refused or blocked the reply (never retried)
     ├── GuardrailTripped(guardrail, reason)   an input or output guardrail tripped
     ├── ReflectionError, MemoryBackendError, PhaseFailed(phase, message), LockPoisoned(what),
@@ -49,12 +51,13 @@ Every error pickles with all its attributes, answers ``is_recoverable()`` from a
 and carries ``summary`` (the ``ConversationSummary`` of the run it ended, else None).
 
 This package is the bottom layer: nothing in it imports anything of ours outside it. The classes
-live in ``_base`` (the base, runs, tools, config) and ``_provider`` (the HTTP layer's), and
+live in ``_base`` (the base, runs, tools, config), ``_provider`` (the HTTP layer's) and
+``_evals`` (cassettes and eval datasets), and
 report ``agentloop.errors`` as their module, the name they are raised, pickled and documented
 under.
 """
 
-from agentloop.errors import _base, _provider
+from agentloop.errors import _base, _evals, _provider
 from agentloop.errors._base import (
     AgentLoopError,
     BudgetExhausted,
@@ -87,6 +90,7 @@ from agentloop.errors._base import (
     _rebuild,  # noqa: F401  (pickles made before the split name it here)
     format_available,
 )
+from agentloop.errors._evals import CassetteMismatch, DatasetError
 from agentloop.errors._provider import (
     AttemptRecord,
     AuthError,
@@ -113,12 +117,14 @@ __all__ = [
     "BadRequestError",
     "BudgetExhausted",
     "Cancelled",
+    "CassetteMismatch",
     "CompactionFailed",
     "CompactionStalled",
     "ConfigurationError",
     "ContextExceeded",
     "ContextLengthExceeded",
     "ConversationSummary",
+    "DatasetError",
     "FailurePhase",
     "FallbackExhausted",
     "GuardrailTripped",
@@ -156,6 +162,6 @@ __all__ = [
 
 for _name in __all__:
     _value = globals()[_name]
-    if getattr(_value, "__module__", None) in (_base.__name__, _provider.__name__):
+    if getattr(_value, "__module__", None) in (_base.__name__, _evals.__name__, _provider.__name__):
         _value.__module__ = __name__
 del _name, _value

@@ -83,6 +83,7 @@ from agentloop.providers._classify import (
 )
 from agentloop.providers._per_loop import PerLoop
 from agentloop.providers._sse import MAX_SSE_LINE, SSEDecoder, SSEEvent
+from agentloop.providers._tape import TAPE
 from agentloop.providers._wire import decode_json
 from agentloop.safety.redact import redact_secrets as redact
 
@@ -374,7 +375,16 @@ class HttpTransport:
         *,
         headers: Mapping[str, str] | None = None,
     ) -> HttpResponse:
-        """POST ``payload`` as JSON and return the parsed JSON reply."""
+        """POST ``payload`` as JSON and return the parsed JSON reply (a cassette's, if active)."""
+        tape = TAPE.get()
+        if tape is not None:  # agentloop.cassettes: replay, or send and record
+            return await tape.post_json(self, url, payload, headers)  # type: ignore[no-any-return]
+        return await self.send_json(url, payload, headers)
+
+    async def send_json(
+        self, url: str, payload: Mapping[str, Any] | bytes, headers: Mapping[str, str] | None
+    ) -> HttpResponse:
+        """``post_json`` over the network, whatever cassette is active."""
         response = await self._open(url, payload, headers, "application/json")
         try:
             raw = await self._read(response, limit=self.max_body)
@@ -403,6 +413,9 @@ class HttpTransport:
         headers: Mapping[str, str] | None = None,
     ) -> SSEStream:
         """POST ``payload`` and decode the reply as SSE; use as ``async with``."""
+        tape = TAPE.get()
+        if tape is not None:
+            return tape.stream_sse(self, url, payload, headers)  # type: ignore[no-any-return]
         return SSEStream(self, url, payload, headers)
 
 

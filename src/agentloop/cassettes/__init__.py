@@ -1,0 +1,341 @@
+"""Cassettes: record a block's real provider HTTP exchanges to a file, replay them offline.
+
+vcrpy's names and modes (``use_cassette``, ``record_mode`` words) over our one HTTP layer::
+
+    with use_cassette("tests/cassettes/weather.yaml", mode="once"):
+        run = agent.run_sync("What is the weather in Paris?")
+
+Every provider client's request in the block (the task that entered it and the tasks it
+creates: ``run``, ``stream``, sessions, ``continue_run``) goes through the cassette, which
+``providers._http`` asks through one context variable (``providers._tape``; no cassette, no
+cost). ``mode="none"`` (the default) replays and opens no provider socket; ``"once"`` replays
+if the file exists, else records; ``"all"`` records afresh. A recording is saved when the block
+ends, a hard error's too. The file (``_format``) is YAML or JSON with sorted keys, no request
+header, secrets redacted, request media by digest; an SSE reply is kept one event per item and
+replayed as a stream in the same pieces.
+
+Matching: ``"strict"`` gives a request the first unplayed exchange equal to it (method, path
+and body after redaction); ``"ordered"`` the next unplayed one, on method and path. Anything
+else is the hard ``CassetteMismatch`` naming the first difference: it is no ``ProviderError``,
+so no retry or fallback ever answers it, and the run finalizes and raises it.
+
+DBOS and Temporal: a cassette is a context variable of the process, so it holds where the
+model calls run in the context that entered the block: DBOS steps of ``durable.run()`` (not a
+workflow recovered or dequeued by another process), a Temporal activity only when its worker was
+started inside the block.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from contextvars import Token
+from pathlib import Path
+from typing import Any, Literal, TypeVar, cast
+
+from agentloop.cassettes._format import (
+    first_difference,
+    load,
+    request_record,
+    save,
+    scrub_known,
+)
+from agentloop.errors import CassetteMismatch, ConfigurationError
+from agentloop.providers._http import HttpResponse, HttpTransport, SSEStream
+from agentloop.providers._sse import SSEEvent
+from agentloop.providers._tape import TAPE, Tape
+
+__all__ = ["Cassette", "use_cassette"]
+
+Mode = Literal["none", "once", "all"]
+Match = Literal["strict", "ordered"]
+_F = TypeVar("_F", bound=Callable[..., Any])
+_MODES = ("none", "once", "all")
+_MATCHES = ("strict", "ordered")
+
+
+class Cassette:
+    """One cassette file in use: a sync/async context manager and a decorator.
+
+    ``recording`` says whether this block sends requests and keeps them; ``all_played`` whether
+    every recorded exchange was asked for (a replayed block that asked for fewer has changed).
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        mode: Mode = "none",
+        match: Match = "strict",
+        redact: str | Iterable[str] = (),
+    ) -> None:
+        """Check the arguments; the file is read when the block is entered."""
+        if mode not in _MODES:
+            raise ConfigurationError(f"mode must be one of {', '.join(_MODES)}", field="mode")
+        if match not in _MATCHES:
+            raise ConfigurationError(f"match must be one of {', '.join(_MATCHES)}", field="match")
+        if isinstance(redact, str):
+            redact = (redact,)
+        self.path = Path(path)
+        self.mode: Mode = mode
+        self.match: Match = match
+        self.redact: tuple[str, ...] = tuple(str(r) for r in redact)
+        self.recording = False
+        self.interactions: list[dict[str, Any]] = []
+        self._played: list[bool] = []
+        self._requests = 0
+        self._token: Token[Tape | None] | None = None
+        self._lock = threading.Lock()  # sync tasks run their own loops in worker threads
+
+    def __repr__(self) -> str:
+        return f"Cassette({str(self.path)!r}, mode={self.mode!r}, match={self.match!r})"
+
+    @property
+    def all_played(self) -> bool:
+        """True when every recorded exchange has been played (always, while recording)."""
+        return all(self._played)
+
+    @property
+    def play_count(self) -> int:
+        """How many recorded exchanges were played."""
+        return sum(self._played)
+
+    # -- the block -------------------------------------------------------------------------
+
+    def __enter__(self) -> Cassette:
+        exists = self.path.is_file()
+        if self.mode == "none" and not exists:
+            raise ConfigurationError(
+                f'cassette {self.path} does not exist; record it with mode="once"', field="path"
+            )
+        self.recording = self.mode == "all" or not exists
+        self.interactions = [] if self.recording else load(self.path)
+        self._played = [False] * len(self.interactions)
+        self._requests = 0
+        self._token = TAPE.set(cast("Tape", _Deck(self)))
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._token is not None:
+            TAPE.reset(self._token)
+            self._token = None
+        if self.recording:
+            save(self.path, self.interactions)
+
+    async def __aenter__(self) -> Cassette:
+        return self.__enter__()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.__exit__(*exc_info)
+
+    def __call__(self, fn: _F) -> _F:
+        """Decorate a sync or async function: each call runs inside the cassette."""
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def run_async(*args: Any, **kwargs: Any) -> Any:
+                async with self._fresh():
+                    return await fn(*args, **kwargs)
+
+            return cast("_F", run_async)
+
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            with self._fresh():
+                return fn(*args, **kwargs)
+
+        return cast("_F", run)
+
+    def _fresh(self) -> Cassette:
+        return Cassette(self.path, mode=self.mode, match=self.match, redact=self.redact)
+
+    # -- requests --------------------------------------------------------------------------
+
+    def _secrets(self, transport: HttpTransport) -> tuple[str, ...]:
+        return (*self.redact, *transport.secrets)
+
+    def _take(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The exchange that answers ``request`` (marked played), or ``CassetteMismatch``."""
+        with self._lock:
+            return self._take_locked(request)
+
+    def _take_locked(self, request: dict[str, Any]) -> dict[str, Any]:
+        number = self._requests
+        self._requests += 1
+        unplayed = [i for i, played in enumerate(self._played) if not played]
+        if not unplayed:
+            raise CassetteMismatch(
+                f"request {number + 1}: no recorded request left", path=str(self.path), index=number
+            )
+        if self.match == "strict":
+            chosen = next((i for i in unplayed if self._recorded(i) == request), None)
+        else:
+            head = self._recorded(unplayed[0])
+            same = (head.get("method"), head.get("path")) == (request["method"], request["path"])
+            chosen = unplayed[0] if same else None
+        if chosen is None:
+            raise self._mismatch(number, self._recorded(unplayed[0]), request)
+        self._played[chosen] = True
+        return self.interactions[chosen]
+
+    def _recorded(self, index: int) -> dict[str, Any]:
+        request = self.interactions[index].get("request")
+        return request if isinstance(request, dict) else {}
+
+    def _mismatch(
+        self, number: int, recorded: dict[str, Any], got: dict[str, Any]
+    ) -> CassetteMismatch:
+        if self.match == "ordered":
+            recorded = {k: recorded.get(k) for k in ("method", "path")}
+            got = {k: got[k] for k in ("method", "path")}
+        where, left, right = first_difference(recorded, got) or ("$", recorded, got)
+        return CassetteMismatch(
+            f"request {number + 1} differs from the recording at {where}: "
+            f"recorded {left!r}, got {right!r}",
+            path=str(self.path),
+            index=number,
+            difference=where,
+        )
+
+    def _keep(self, request: dict[str, Any], response: dict[str, Any]) -> None:
+        with self._lock:
+            self.interactions.append({"request": request, "response": response})
+            self._played.append(True)
+
+
+_NOISE = frozenset(
+    {"set-cookie", "date", "server", "content-length", "connection", "keep-alive",
+     "transfer-encoding"}
+)  # fmt: skip
+
+
+def _headers(headers: Mapping[str, str], secrets: tuple[str, ...]) -> dict[str, str]:
+    """The response headers worth keeping (no cookie, no per-exchange noise), secrets redacted."""
+    return {k: scrub_known(v, secrets) for k, v in headers.items() if k not in _NOISE}
+
+
+class _Deck:
+    """The ``Tape`` a cassette lends the HTTP layer while its block runs."""
+
+    def __init__(self, cassette: Cassette) -> None:
+        self.cassette = cassette
+
+    async def post_json(
+        self,
+        transport: HttpTransport,
+        url: str,
+        payload: Mapping[str, Any] | bytes,
+        headers: Mapping[str, str] | None,
+    ) -> HttpResponse:
+        cassette = self.cassette
+        secrets = cassette._secrets(transport)
+        request = request_record("POST", url, payload, secrets)
+        if not cassette.recording:
+            return _replayed(cassette._take(request)["response"])
+        reply = await transport.send_json(url, payload, headers)
+        body = json.loads(scrub_known(reply.text, secrets))
+        kept = {"status": reply.status, "headers": _headers(reply.headers, secrets), "body": body}
+        cassette._keep(request, kept)
+        return reply
+
+    def stream_sse(
+        self,
+        transport: HttpTransport,
+        url: str,
+        payload: Mapping[str, Any] | bytes,
+        headers: Mapping[str, str] | None,
+    ) -> SSEStream:
+        cassette = self.cassette
+        request = request_record("POST", url, payload, cassette._secrets(transport))
+        if cassette.recording:
+            return _RecordingStream(cassette, request, transport, url, payload, headers)
+        return _ReplayStream(cassette, request, transport, url, payload, headers)
+
+
+def _replayed(response: Mapping[str, Any]) -> HttpResponse:
+    headers = {str(k): str(v) for k, v in (response.get("headers") or {}).items()}
+    body = response.get("body")
+    text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
+    request_id = headers.get("x-request-id") or headers.get("request-id")
+    return HttpResponse(int(response.get("status", 200)), headers, body, text, request_id)
+
+
+class _RecordingStream(SSEStream):
+    """The real stream, each event kept as it passes (saved with the exchange on exit)."""
+
+    def __init__(self, cassette: Cassette, request: dict[str, Any], *args: Any) -> None:
+        super().__init__(*args)
+        self._cassette = cassette
+        self._request = request
+        self._events: list[dict[str, Any]] = []
+
+    async def __aenter__(self) -> SSEStream:
+        await super().__aenter__()
+        secrets = self._cassette._secrets(self._transport)
+        kept = {
+            "status": self.status,
+            "headers": _headers(self.headers, secrets),
+            "events": self._events,
+        }
+        self._cassette._keep(self._request, kept)
+        return self
+
+    async def __anext__(self) -> SSEEvent:
+        event = await super().__anext__()
+        item: dict[str, Any] = {"event": event.event, "data": event.data}
+        if event.id is not None:
+            item["id"] = event.id
+        if event.retry is not None:
+            item["retry"] = event.retry
+        self._events.append(item)
+        return event
+
+
+class _ReplayStream(SSEStream):
+    """A recorded SSE reply, replayed event by event; no socket is opened."""
+
+    def __init__(self, cassette: Cassette, request: dict[str, Any], *args: Any) -> None:
+        super().__init__(*args)
+        self._cassette = cassette
+        self._request = request
+        self._queue: list[SSEEvent] = []
+
+    async def __aenter__(self) -> SSEStream:
+        response = self._cassette._take(self._request)["response"]
+        self.status = int(response.get("status", 200))
+        self.headers = {str(k): str(v) for k, v in (response.get("headers") or {}).items()}
+        self.request_id = self.headers.get("x-request-id") or self.headers.get("request-id")
+        events = response.get("events") or []
+        self._queue = [SSEEvent(**e) for e in reversed(events)]
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        return None
+
+    async def __anext__(self) -> SSEEvent:
+        if not self._queue:
+            raise StopAsyncIteration
+        return self._queue.pop()
+
+
+def use_cassette(
+    path: str | Path,
+    *,
+    mode: Mode = "none",
+    match: Match = "strict",
+    redact: str | Iterable[str] = (),
+) -> Cassette:
+    """A ``Cassette`` over ``path``: ``with``/``async with`` it, or decorate a function.
+
+    Args:
+        path: The cassette file (``.yaml``/``.yml`` or ``.json``).
+        mode: ``"none"`` replays (the file must exist), ``"once"`` replays an existing file or
+            records a new one, ``"all"`` records afresh.
+        match: ``"strict"`` (method, path and body) or ``"ordered"`` (the next exchange, on
+            method and path).
+        redact: Strings stored as ``<redacted>`` wherever they occur, beside the client's key.
+    """
+    return Cassette(path, mode=mode, match=match, redact=redact)

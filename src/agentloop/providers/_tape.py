@@ -1,0 +1,47 @@
+"""The one hook a cassette hangs on the HTTP layer: a context variable ``_http`` reads per request.
+
+``agentloop.cassettes.use_cassette`` sets ``TAPE`` for the block (the task that entered it and
+the tasks it creates, as asyncio copies the context); ``HttpTransport.post_json`` and
+``stream_sse`` hand the request to it instead of sending it themselves. With no cassette active
+the cost is one ``ContextVar.get`` per request, and nothing of the cassettes is imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextvars import ContextVar
+from typing import Any, Protocol
+
+__all__ = ["TAPE", "Tape"]
+
+
+class Tape(Protocol):
+    """What ``HttpTransport`` asks of an active cassette.
+
+    Typed loosely: ``_http`` imports this module, so this one cannot name its classes without
+    an import circle. ``transport`` is the ``HttpTransport``; the answers are an
+    ``HttpResponse`` and an ``SSEStream``.
+    """
+
+    async def post_json(
+        self,
+        transport: Any,
+        url: str,
+        payload: Mapping[str, Any] | bytes,
+        headers: Mapping[str, str] | None,
+    ) -> Any:
+        """Answer (replay) or send and keep (record) one JSON request."""
+        ...
+
+    def stream_sse(
+        self,
+        transport: Any,
+        url: str,
+        payload: Mapping[str, Any] | bytes,
+        headers: Mapping[str, str] | None,
+    ) -> Any:
+        """An SSE stream that replays recorded events, or records the real one's."""
+        ...
+
+
+TAPE: ContextVar[Tape | None] = ContextVar("agentloop_cassette", default=None)
