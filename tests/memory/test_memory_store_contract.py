@@ -21,7 +21,12 @@ async def test_put_get_round_trips_an_item_in_utc(mstore: BaseMemoryStore) -> No
     assert isinstance(item, MemoryItem)
     got = await mstore.get(NS, item.id)
     assert got is not None
-    assert (got.id, got.namespace, got.text, got.tags) == (item.id, NS, "Ada prefers tea", ("drink",))
+    assert (got.id, got.namespace, got.text, got.tags) == (
+        item.id,
+        NS,
+        "Ada prefers tea",
+        ("drink",),
+    )
     assert got.created_at.tzinfo is not None and got.created_at.utcoffset() == timedelta(0)
     assert got.score is None
     with pytest.raises(AttributeError):
@@ -76,7 +81,7 @@ async def test_search_matches_any_word_case_insensitively_more_words_first(
     await mstore.put(NS, "green tea and coffee")
     await mstore.put(NS, "nothing relevant here")
     found = await mstore.search(NS, "tea COFFEE", k=5)
-    assert [i.text for i in found][0] == "green tea and coffee"
+    assert next(i.text for i in found) == "green tea and coffee"
     assert {i.text for i in found} == {
         "Ada likes green TEA in the morning",
         "coffee is for Tuesdays",
@@ -130,7 +135,15 @@ async def test_filters_tags_held_all_and_updated_after(mstore: BaseMemoryStore) 
 
 
 BAD_NAMESPACES: list[Any] = [
-    (), ("",), ("a/b",), ("x" * 257,), tuple("abcdefghi"), "user", None, (1,), ["ok", 2],
+    (),
+    ("",),
+    ("a/b",),
+    ("x" * 257,),
+    tuple("abcdefghi"),
+    "user",
+    None,
+    (1,),
+    ["ok", 2],
 ]
 
 
@@ -206,7 +219,9 @@ async def test_apply_is_one_transaction_with_the_item_limit_enforced(
 async def test_apply_keeps_a_rename_s_created_at(mstore: BaseMemoryStore) -> None:
     old = await mstore.put(NS, "file body", id="/memories/a.md")
     kept = old.created_at.timestamp()
-    await mstore.apply(NS, [Write("/memories/b.md", "file body", (), kept), Write("/memories/a.md")])
+    await mstore.apply(
+        NS, [Write("/memories/b.md", "file body", (), kept), Write("/memories/a.md")]
+    )
     moved = await mstore.get(NS, "/memories/b.md")
     assert moved is not None and abs(moved.created_at.timestamp() - kept) < 1e-5
     assert await mstore.get(NS, "/memories/a.md") is None

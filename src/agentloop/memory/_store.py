@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from agentloop.errors import InvalidInput, MemoryBackendError
@@ -147,6 +146,9 @@ class BaseMemoryStore:
     ) -> Applied:
         raise NotImplementedError
 
+    def _ids(self, namespace: Namespace) -> list[str]:
+        raise NotImplementedError
+
     def _close(self) -> None:
         """Release the backend's connection."""
 
@@ -229,6 +231,10 @@ class BaseMemoryStore:
         """The namespaces holding items: ``prefix`` itself and those under it, sorted."""
         return await self._run(self._namespaces, check_prefix(prefix))
 
+    async def ids(self, namespace: Namespace) -> list[str]:
+        """Every id of exactly ``namespace``, sorted (a memory tool's directory listing)."""
+        return await self._run(self._ids, check_namespace(namespace))
+
     async def apply(
         self, namespace: Namespace, writes: Iterable[Write], *, max_items: int | None = None
     ) -> Applied:
@@ -291,4 +297,3 @@ def plan(
         made.append((write, write.created_at or existing[write.id] or None))
         written.append(write.id)
     return made, Applied(tuple(written), tuple(deleted), tuple(dropped))
-

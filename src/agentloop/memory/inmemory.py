@@ -36,7 +36,9 @@ class InMemoryMemoryStore(BaseMemoryStore):
     def __repr__(self) -> str:
         return f"InMemoryMemoryStore({sum(len(s) for s in self._spaces.values())} items)"
 
-    def _write(self, space: dict[str, _Entry], ns: Namespace, row: Row, now: float, kept: float | None) -> None:
+    def _write(
+        self, space: dict[str, _Entry], ns: Namespace, row: Row, now: float, kept: float | None
+    ) -> None:
         item_id, text, tags = row
         old = space.get(item_id)
         at = from_timestamp(now)
@@ -95,9 +97,15 @@ class InMemoryMemoryStore(BaseMemoryStore):
         with self._lock:
             return len(self._spaces.get(namespace, {}))
 
+    def _ids(self, namespace: Namespace) -> list[str]:
+        with self._lock:
+            return sorted(self._spaces.get(namespace, {}))
+
     def _namespaces(self, prefix: Namespace) -> list[Namespace]:
         with self._lock:
-            found = [ns for ns, space in self._spaces.items() if space and ns[: len(prefix)] == prefix]
+            found = [
+                ns for ns, space in self._spaces.items() if space and ns[: len(prefix)] == prefix
+            ]
         return sorted(found)
 
     def _apply(

@@ -241,6 +241,14 @@ class PostgresMemoryStore(BaseMemoryStore):
         )
         return int(rows[0][0])
 
+    def _ids(self, namespace: Namespace) -> list[str]:
+        rows = self._rows(
+            "ids",
+            "SELECT id FROM agentloop_memory WHERE namespace = %s ORDER BY id",
+            (joined(namespace),),
+        )
+        return [r[0] for r in rows]
+
     def _namespaces(self, prefix: Namespace) -> list[Namespace]:
         sql, params = "SELECT DISTINCT namespace FROM agentloop_memory", ()
         if prefix:

@@ -194,14 +194,11 @@ class SQLiteMemoryStore(BaseMemoryStore):
         key = joined(namespace)
         with self._transaction("apply") as conn:
             ids = sorted({w.id for w in writes})
-            existing = {
-                i: c
-                for i, c in conn.execute(
+            existing = dict(conn.execute(
                     "SELECT id, created_at FROM agentloop_memory WHERE namespace = ? AND id IN "
                     f"({', '.join('?' * len(ids))})",
                     (key, *ids),
-                )
-            }
+                ))
             count = conn.execute(
                 "SELECT count(*) FROM agentloop_memory WHERE namespace = ?", (key,)
             ).fetchone()[0]
@@ -242,7 +239,8 @@ class SQLiteMemoryStore(BaseMemoryStore):
         ) if len(terms) > 1 else "1"  # fmt: skip
         sql = (
             f"SELECT {_COLUMNS}, -bm25(agentloop_memory_fts) AS score, {held} AS held "
-            "FROM agentloop_memory_fts JOIN agentloop_memory m ON m.seq = agentloop_memory_fts.rowid "
+            "FROM agentloop_memory_fts "
+            "JOIN agentloop_memory m ON m.seq = agentloop_memory_fts.rowid "
             f"WHERE agentloop_memory_fts MATCH ? AND m.namespace = ?{where} "
             "ORDER BY held DESC, score DESC, m.updated_at DESC, m.seq DESC LIMIT ?"
         )
@@ -257,6 +255,14 @@ class SQLiteMemoryStore(BaseMemoryStore):
                 "SELECT count(*) FROM agentloop_memory WHERE namespace = ?", (joined(namespace),)
             ).fetchone()
         return int(row[0])
+
+    def _ids(self, namespace: Namespace) -> list[str]:
+        with self._reading("ids") as conn:
+            rows = conn.execute(
+                "SELECT id FROM agentloop_memory WHERE namespace = ? ORDER BY id",
+                (joined(namespace),),
+            )
+            return [r[0] for r in rows]
 
     def _namespaces(self, prefix: Namespace) -> list[Namespace]:
         sql = "SELECT DISTINCT namespace FROM agentloop_memory"
