@@ -19,6 +19,7 @@ from agentloop.errors import InvalidInput
 
 __all__ = [
     "MAX_K",
+    "MAX_WORD",
     "WORD",
     "MemoryItem",
     "Namespace",
@@ -27,6 +28,7 @@ __all__ = [
     "check_id",
     "check_k",
     "check_namespace",
+    "all_words",
     "check_tags",
     "check_text",
     "utc",
@@ -37,6 +39,7 @@ Namespace = tuple[str, ...]
 """A namespace: 1-8 non-empty strings of at most 256 characters, none holding ``/``."""
 
 MAX_K = 100
+MAX_WORD = 200
 MAX_PARTS = 8
 MAX_PART = 256
 WORD = re.compile(r"[^\W_]+")
@@ -154,9 +157,18 @@ def utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC)
 
 
-def words(query: str) -> list[str]:
-    """The distinct words of a query, lowercased, in order: letters and digits only."""
-    return list(dict.fromkeys(w.lower() for w in WORD.findall(query)))
+def words(text: str) -> list[str]:
+    """The distinct words of a text, lowercased, in order: letters and digits only.
+
+    A word over ``MAX_WORD`` characters is no word (PostgreSQL refuses lexemes over 2 KiB;
+    every backend drops them alike, so a query matches the same items everywhere).
+    """
+    return list(dict.fromkeys(all_words(text)))
+
+
+def all_words(text: str) -> list[str]:
+    """Every word of a text, lowercased, in order (repeats kept, for positions)."""
+    return [w for w in (m.lower() for m in WORD.findall(text)) if len(w) <= MAX_WORD]
 
 
 def timestamp(moment: datetime) -> float:

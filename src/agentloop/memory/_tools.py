@@ -22,7 +22,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from agentloop.errors import AgentLoopError, ToolError
+from agentloop.errors import ToolError
 from agentloop.memory._item import MAX_K
 from agentloop.memory._store import Write
 from agentloop.tools import Tool, ToolContext
@@ -72,9 +72,8 @@ class MemoryTool(Tool):
             return await self.run(arguments, ctx, self.state(ctx))
         except ToolError:
             raise
-        except (AgentLoopError, OSError) as exc:
-            cause = exc.__cause__ if isinstance(exc, AgentLoopError) and exc.__cause__ else exc
-            raise ToolError(f"memory unavailable: {type(cause).__name__}", sick=True) from exc
+        except Exception as exc:  # the store failed: the tool is sick, the run goes on
+            raise ToolError(f"memory unavailable: {type(exc).__name__}", sick=True) from exc
 
     async def run(self, arguments: Mapping[str, Any], ctx: ToolContext, mem: MemoryRun) -> Any:
         """The command itself."""

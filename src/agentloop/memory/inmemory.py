@@ -11,7 +11,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from agentloop.memory._item import MemoryItem, Namespace, SearchFilter, from_timestamp, words
+from agentloop.memory._item import MemoryItem, Namespace, SearchFilter, all_words, from_timestamp
 from agentloop.memory._store import Applied, BaseMemoryStore, Row, Write, plan
 
 __all__ = ["InMemoryMemoryStore"]
@@ -45,7 +45,7 @@ class InMemoryMemoryStore(BaseMemoryStore):
         created = from_timestamp(kept) if kept else (old.item.created_at if old else at)
         self._seq += 1
         item = MemoryItem(item_id, ns, text, tags, created, at)
-        space[item_id] = _Entry(item, words(text), self._seq)
+        space[item_id] = _Entry(item, all_words(text), self._seq)
 
     def _put(self, namespace: Namespace, rows: list[Row], now: float) -> None:
         with self._lock:

@@ -25,10 +25,10 @@ from typing import Any, TypeVar
 
 from agentloop.errors import ConfigurationError, MemoryBackendError
 from agentloop.memory._item import (
-    WORD,
     MemoryItem,
     Namespace,
     SearchFilter,
+    all_words,
     from_timestamp,
     utc,
 )
@@ -62,13 +62,9 @@ _MAX_POSITION = 16383
 def _vector(text: str) -> str:
     """The text's words as a ``tsvector`` literal with positions (no server-side parsing)."""
     positions: dict[str, list[str]] = {}
-    for n, word in enumerate(_all_words(text), start=1):
+    for n, word in enumerate(all_words(text), start=1):
         positions.setdefault(word, []).append(str(min(n, _MAX_POSITION)))
     return " ".join(f"'{w}':{','.join(p[:256])}" for w, p in positions.items())
-
-
-def _all_words(text: str) -> list[str]:
-    return [w.lower() for w in WORD.findall(text)]
 
 
 def _lexeme(word: str) -> str:

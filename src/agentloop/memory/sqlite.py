@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from agentloop.errors import ConfigurationError, MemoryBackendError
-from agentloop.memory._item import MemoryItem, Namespace, SearchFilter, from_timestamp, words
+from agentloop.memory._item import MemoryItem, Namespace, SearchFilter, all_words, from_timestamp
 from agentloop.memory._store import Applied, BaseMemoryStore, Row, Write, joined, plan, split
 
 __all__ = ["SQLiteMemoryStore"]
@@ -165,7 +165,7 @@ class SQLiteMemoryStore(BaseMemoryStore):
             conn.execute("DELETE FROM agentloop_memory_fts WHERE rowid = ?", (seq,))
         conn.execute(
             "INSERT INTO agentloop_memory_fts (rowid, words) VALUES (?, ?)",
-            (seq, " ".join(words(text))),
+            (seq, " ".join(all_words(text))),
         )
 
     def _remove(self, conn: sqlite3.Connection, key: str, item_id: str) -> bool:
@@ -194,11 +194,13 @@ class SQLiteMemoryStore(BaseMemoryStore):
         key = joined(namespace)
         with self._transaction("apply") as conn:
             ids = sorted({w.id for w in writes})
-            existing = dict(conn.execute(
+            existing = dict(
+                conn.execute(
                     "SELECT id, created_at FROM agentloop_memory WHERE namespace = ? AND id IN "
                     f"({', '.join('?' * len(ids))})",
                     (key, *ids),
-                ))
+                )
+            )
             count = conn.execute(
                 "SELECT count(*) FROM agentloop_memory WHERE namespace = ?", (key,)
             ).fetchone()[0]
