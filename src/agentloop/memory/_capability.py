@@ -135,9 +135,7 @@ class Memory:
 
 
 def _providers(client: object) -> list[str]:
-    """The providers of every model a client may call (a ``FallbackClient``'s, wrappers seen
-    through).
-    """
+    """The providers of every model a client may call (each of a ``FallbackClient``'s)."""
     clients = getattr(client, "clients", None)
     if isinstance(clients, tuple | list):
         return [p for c in clients for p in _providers(c)]
