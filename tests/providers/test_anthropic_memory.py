@@ -22,6 +22,8 @@ from .twins.anthropic import AnthropicTwin, TwinReply
 
 KEY = "sk-ant-twin-0123456789"
 NS = ("user", "ada")
+P = "/memories/prefs.md"
+REPLACE = "str_replace"
 
 
 def claude(url: str, **headers: str) -> Any:
@@ -59,9 +61,9 @@ async def test_claude_gets_the_native_tool_with_its_beta_header_and_writes_files
         {"command": "view", "path": "/memories"},
         {"command": "create", "path": "/memories/prefs.md", "file_text": "tea\ngreen"},
         {"command": "create", "path": "/memories/prefs.md", "file_text": "again"},
-        {"command": "str_replace", "path": "/memories/prefs.md", "old_str": "green", "new_str": "jasmine"},
-        {"command": "str_replace", "path": "/memories/prefs.md", "old_str": "coffee", "new_str": "x"},
-        {"command": "insert", "path": "/memories/prefs.md", "insert_line": 0, "insert_text": "# Ada"},
+        {"command": REPLACE, "path": P, "old_str": "green", "new_str": "jasmine"},
+        {"command": REPLACE, "path": P, "old_str": "coffee", "new_str": "x"},
+        {"command": "insert", "path": P, "insert_line": 0, "insert_text": "# Ada"},
         {"command": "view", "path": "/memories/prefs.md"},
         {"command": "view", "path": "/memories/nope.md"},
     )  # fmt: skip
@@ -104,7 +106,7 @@ async def test_the_twin_refuses_the_memory_tool_without_its_beta_header() -> Non
     [
         ("/etc/passwd", "Path must start with /memories, got: /etc/passwd"),
         ("/memoriesX/a", "Path must start with /memories, got: /memoriesX/a"),
-        ("/memories/../etc/passwd", "Path /memories/../etc/passwd would escape /memories directory"),
+        ("/memories/../etc/pw", "Path /memories/../etc/pw would escape /memories directory"),
         ("/memories/./a", "Path /memories/./a would escape /memories directory"),
         ("/memories//a", "Path /memories//a would escape /memories directory"),
         ("/memories/a\\b", "Path /memories/a\\b would escape /memories directory"),
@@ -127,7 +129,7 @@ async def test_rename_keeps_created_at_delete_and_the_size_limit() -> None:
     other = await store.put(NS, "a fact saved by remember")
     script = memory_calls(
         {"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/dir/b.md"},
-        {"command": "rename", "old_path": "/memories/dir/b.md", "new_path": f"/memories/{other.id}"},
+        {"command": "rename", "old_path": "/memories/dir/b.md", "new_path": f"/memories/{other.id}"},  # noqa: E501
         {"command": "view", "path": "/memories"},
         {"command": "create", "path": "/memories/big.md", "file_text": "y" * 11},
         {"command": "delete", "path": "/memories/dir"},
