@@ -32,6 +32,7 @@ from agentloop.run import RunContext
 if TYPE_CHECKING:
     from agentloop import events as ev
     from agentloop.engine.conversation import Conversation
+    from agentloop.engine.journal import Journal
     from agentloop.engine.state import RunState
     from agentloop.memory._capability import Memory
     from agentloop.memory._run import MemoryRun
@@ -42,6 +43,8 @@ else:  # the event classes load when somebody first listens
 __all__ = ["RECALL_HEADER", "finish", "recall_block", "start"]
 
 RECALL_HEADER = "Memories from earlier conversations:"
+JOURNAL_KEY = "memory"
+"""The journal entry holding a run's memory record (namespace, recall, staged writes)."""
 
 
 async def start(session: Conversation[Any], state: RunState) -> None:
@@ -51,13 +54,15 @@ async def start(session: Conversation[Any], state: RunState) -> None:
 
     memory = session.agent.memory
     assert memory is not None
-    run = state.run
-    record = run.memory
+    run, journal = state.run, session._journal
+    record = run.memory if journal is None else _journaled(journal, state)
     if record is None:
         context = RunContext(run_id=run.id, session_id=session.id, deps=state.deps)
         namespace = await call_namespace(memory, context)
-        record = run.memory = {"namespace": list(namespace), "staged": []}
-    mem = memory.runs[run.id] = MemoryRun(memory.store, record)
+        record = {"namespace": list(namespace), "staged": []}
+    run.memory = record
+    keep = None if journal is None else (lambda r: journal.record(JOURNAL_KEY, dict(r)))
+    mem = memory.runs[run.id] = MemoryRun(memory.store, record, keep)
     if memory.auto_recall and "block" not in record:
         counter = session.agent.config.token_counter
         text = state.transcript[state.base].text if len(state.transcript) > state.base else ""
@@ -67,6 +72,26 @@ async def start(session: Conversation[Any], state: RunState) -> None:
         state.system = state.guard.system = f"{state.system}\n\n{block}" if state.system else block
     if memory.auto_recall and session._bus.active:
         session._bus.emit(ev.MemoryRecalled(run.id, 0, ids=tuple(record.get("recalled", ()))))
+    if keep is not None:
+        keep(record)
+
+
+def _journaled(journal: Journal, state: RunState) -> dict[str, Any] | None:
+    """The run's memory record: its own, or the journal's when a crashed run is continued.
+
+    Writes staged in the turn being re-run are dropped: that turn runs its memory calls again.
+    """
+    run = state.run
+    if journal.run_id != run.id:
+        journal.start(run.id)
+    if run.memory is not None:
+        return run.memory
+    found = journal.entries.get(JOURNAL_KEY)
+    if not isinstance(found, dict):
+        return None
+    record = dict(found)
+    record["staged"] = [e for e in record.get("staged", ()) if e["turn"] < state.turn_index]
+    return record
 
 
 async def recall_block(

@@ -11,7 +11,7 @@ its ``turn``) and, once applied, ``committed`` (``written``, ``deleted``, ``drop
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -25,9 +25,16 @@ __all__ = ["MemoryRun"]
 class MemoryRun:
     """The memory state of one run, over ``run.memory`` (``record``)."""
 
-    def __init__(self, store: BaseMemoryStore, record: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        store: BaseMemoryStore,
+        record: dict[str, Any],
+        journal: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         self.store = store
         self.record = record
+        self.journal = journal
+        """Writes the record to the durable journal after each staged write (a durable store)."""
         self.namespace: Namespace = tuple(record["namespace"])
         record.setdefault("staged", [])
         self._known: dict[str, bool] = {}
@@ -48,6 +55,8 @@ class MemoryRun:
         if write.created_at is not None:
             entry["created_at"] = write.created_at
         self.staged.append(entry)
+        if self.journal is not None:
+            self.journal(self.record)
 
     def _latest(self) -> dict[str, dict[str, Any]]:
         """The last staged write of each id."""

@@ -56,6 +56,10 @@ def _invalid(tool: str, field: str, problem: str) -> ToolError:
 class MemoryTool(Tool):
     """A tool over its run's memory: finds the run's state, maps store failures to soft text."""
 
+    journaled = False
+    """Never replayed from a journal: a replayed turn runs it again, staging the same write
+    (its id derives from the call), since a staged write lives in the run, not the store."""
+
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
 
