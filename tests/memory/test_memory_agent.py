@@ -24,6 +24,7 @@ from agentloop.errors import (
 from agentloop.memory import InMemoryMemoryStore, Memory, by_session
 from agentloop.memory._store import BaseMemoryStore
 from agentloop.model import ModelRequest
+from agentloop.observers import Observer
 from agentloop.pausing import Approve
 from agentloop.testing import FunctionModel, ScriptedModel, call, reply
 
@@ -32,7 +33,7 @@ from .conftest import StoreFactory
 NS = ("user", "ada")
 
 
-class Events:
+class Events(Observer):
     def __init__(self) -> None:
         self.events: list[ev.Event] = []
 
@@ -337,19 +338,20 @@ async def test_the_apply_enforces_max_items_again_and_lists_what_it_dropped(
 ) -> None:
     store = open_memory()
     recorder = Events()
-    agent, _ = agent_on(
-        store, [call("remember", {"text": "mine"}), reply("ok")], max_items=1, observers=[recorder]
-    )
-    session = agent.session("late")
-    other, _ = agent_on(store, [call("remember", {"text": "first"}), reply("ok")], max_items=1)
-    first = other.session("early")
-    # both runs stage while the namespace is empty; the later apply finds it full
-    import asyncio
 
-    await asyncio.gather(first.run("a", deps="ada"), session.run("b", deps="ada"))
-    dropped = [e.dropped for e in recorder.of(ev.MemoryCommitted)]
-    assert await store.count(NS) == 1
-    assert dropped in ([()], [tuple(session.runs[-1].memory["committed"]["dropped"])])
+    async def step(request: ModelRequest) -> Any:
+        if len(request.messages) == 1:
+            return call("remember", {"text": "mine"})
+        await store.put(NS, "the application's own")  # trusted, unlimited: the namespace fills
+        return reply("ok")
+
+    memory = Memory(store, namespace=user_ns, max_items=1)
+    agent = Agent(FunctionModel(step), memory=memory, observers=[recorder])
+    run = await agent.run("hi", deps="ada")
+    (committed,) = recorder.of(ev.MemoryCommitted)
+    assert committed.written == () and len(committed.dropped) == 1
+    assert run.memory is not None and run.memory["committed"]["dropped"] == list(committed.dropped)
+    assert [i.text for i in await store.search(NS, "")] == ["the application's own"]
 
 
 async def test_a_failed_apply_fails_the_run_keeping_output_and_history() -> None:

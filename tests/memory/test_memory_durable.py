@@ -7,17 +7,27 @@ ends and exactly the writes of its committed turns are applied, each once.
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import os
-import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from agentloop.memory import SQLiteMemoryStore
 
 HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE))
 
-import _memory_crash_child as child  # noqa: E402
+
+def _child() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "memory_crash_child", HERE / "_memory_crash_child.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 NS = ("user", "ada")
 
@@ -25,18 +35,20 @@ NS = ("user", "ada")
 async def test_a_crashed_run_s_staged_writes_survive_in_the_journal(tmp_path: Path) -> None:
     db, memory_db = tmp_path / "runs.db", tmp_path / "memory.db"
     env = {**os.environ, "DIE": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
-    done = subprocess.run(
-        [sys.executable, str(HERE / "_memory_crash_child.py"), str(db), str(memory_db)],
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(HERE / "_memory_crash_child.py"),
+        str(db),
+        str(memory_db),
         env=env,
-        capture_output=True,
-        timeout=60,
-        check=False,
+        stderr=asyncio.subprocess.PIPE,
     )
-    assert done.returncode == 9, done.stderr.decode()
+    _, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 9, err.decode()
     store = SQLiteMemoryStore(memory_db)
     try:
         assert await store.count(NS) == 0  # staged only: the run never finished
-        agent = child.build(str(db), str(memory_db), resume=True)
+        agent = _child().build(str(db), str(memory_db), resume=True)
         run = await agent.continue_run()
         assert run.output == "done"
         assert sorted(i.text for i in await store.search(NS, "", k=10)) == ["one", "zero"]

@@ -14,12 +14,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from agentloop.memory._item import MemoryItem, Namespace, words
 from agentloop.memory._store import Applied, BaseMemoryStore, Write
 
-__all__ = ["MemoryRun"]
+__all__ = ["Limits", "MemoryRun"]
+
+
+class Limits(Protocol):
+    """What a memory tool reads of its ``Memory``: the limits and each run's state."""
+
+    max_item_chars: int
+    max_items: int
+    runs: dict[str, MemoryRun]
 
 
 class MemoryRun:

@@ -28,8 +28,7 @@ from agentloop.memory._store import Write
 from agentloop.tools import Tool, ToolContext
 
 if TYPE_CHECKING:
-    from agentloop.memory._capability import Memory
-    from agentloop.memory._run import MemoryRun
+    from agentloop.memory._run import Limits, MemoryRun
 
 __all__ = ["ForgetTool", "MemoryTool", "RecallTool", "RememberTool", "has_secret", "item_id"]
 
@@ -60,7 +59,7 @@ class MemoryTool(Tool):
     """Never replayed from a journal: a replayed turn runs it again, staging the same write
     (its id derives from the call), since a staged write lives in the run, not the store."""
 
-    def __init__(self, memory: Memory) -> None:
+    def __init__(self, memory: Limits) -> None:
         self.memory = memory
 
     def state(self, ctx: ToolContext) -> MemoryRun:

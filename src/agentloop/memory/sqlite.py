@@ -247,9 +247,9 @@ class SQLiteMemoryStore(BaseMemoryStore):
             "ORDER BY held DESC, score DESC, m.updated_at DESC, m.seq DESC LIMIT ?"
         )
         each = [_phrase(t) for t in terms] if len(terms) > 1 else []
-        params = (*each, " OR ".join(_phrase(t) for t in terms), key, *params, k)
+        values = (*each, " OR ".join(_phrase(t) for t in terms), key, *params, k)
         with self._reading("search") as conn:
-            return [_item(r, r[6]) for r in conn.execute(sql, params)]
+            return [_item(r, r[6]) for r in conn.execute(sql, values)]
 
     def _count(self, namespace: Namespace) -> int:
         with self._reading("count") as conn:
@@ -283,7 +283,7 @@ class SQLiteMemoryStore(BaseMemoryStore):
 
 def _filtered(found: SearchFilter) -> tuple[str, list[Any]]:
     """The SQL conditions of a filter and their parameters."""
-    where, params = "", []
+    where, params = "", list[Any]()
     for tag in found.tags:
         where += " AND EXISTS (SELECT 1 FROM json_each(m.tags) WHERE json_each.value = ?)"
         params.append(tag)
