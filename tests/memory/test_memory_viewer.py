@@ -9,13 +9,13 @@ import pytest
 
 pytest.importorskip("starlette", reason="the viewer needs the ui extra")
 
-from starlette.testclient import TestClient  # noqa: E402
+from starlette.testclient import TestClient
 
-from agentloop import Agent  # noqa: E402
-from agentloop.memory import Memory, SQLiteMemoryStore  # noqa: E402
-from agentloop.store import SQLiteStore  # noqa: E402
-from agentloop.testing import ScriptedModel, call, reply  # noqa: E402
-from agentloop.ui.viewer import ViewerApp  # noqa: E402
+from agentloop import Agent
+from agentloop.memory import Memory, SQLiteMemoryStore
+from agentloop.store import SQLiteStore
+from agentloop.testing import ScriptedModel, call, reply
+from agentloop.ui.viewer import ViewerApp
 
 LOCAL = "http://127.0.0.1"
 
