@@ -8,6 +8,7 @@ in 0..1), then the newest. Every method holds one lock, so a write is all or not
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -20,7 +21,8 @@ __all__ = ["InMemoryMemoryStore"]
 @dataclass(slots=True)
 class _Entry:
     item: MemoryItem
-    words: list[str]
+    words: Counter[str]
+    size: int
     seq: int
 
 
@@ -45,7 +47,8 @@ class InMemoryMemoryStore(BaseMemoryStore):
         created = from_timestamp(kept) if kept else (old.item.created_at if old else at)
         self._seq += 1
         item = MemoryItem(item_id, ns, text, tags, created, at)
-        space[item_id] = _Entry(item, all_words(text), self._seq)
+        found = all_words(text)
+        space[item_id] = _Entry(item, Counter(found), max(1, len(found)), self._seq)
 
     def _put(self, namespace: Namespace, rows: list[Row], now: float) -> None:
         with self._lock:
@@ -77,7 +80,7 @@ class InMemoryMemoryStore(BaseMemoryStore):
             held = [w for w in terms if w in entry.words]
             if not held:
                 continue
-            frequency = sum(entry.words.count(w) for w in held) / len(entry.words)
+            frequency = sum(entry.words[w] for w in held) / entry.size
             key = (len(held), frequency, item.updated_at.timestamp(), entry.seq)
             scored.append((key, replace(item, score=len(held) + frequency)))
         scored.sort(key=lambda pair: pair[0], reverse=True)
