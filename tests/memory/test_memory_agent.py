@@ -321,16 +321,27 @@ async def test_a_pause_applies_completed_turns_now_and_the_paused_turn_on_contin
         return f"refunded {order}"
 
     steps = [
-        call("remember", {"text": "turn zero"}),
+        call("remember", {"text": "tea turn zero"}),
         [call("remember", {"text": "paused turn"}), call("refund", {"order": "A1"}, id="c9")],
         reply("done"),
     ]
-    agent, _ = agent_on(store, steps, tools=[refund])
-    run = await agent.run("hi", deps="ada")
+    await store.put(NS, "tea before")
+    calls: list[Any] = []
+
+    def namespace(ctx: Any) -> tuple[str, ...]:
+        calls.append(ctx.run_id)
+        return NS
+
+    agent, model = agent_on(store, steps, tools=[refund], namespace=namespace, auto_recall=5)
+    run = await agent.run("tea", deps="ada")
     assert run.paused
-    assert [i.text for i in await store.search(NS, "")] == ["turn zero"]
+    assert {i.text for i in await store.search(NS, "")} == {"tea before", "tea turn zero"}
     await agent.continue_run(decisions={"c9": Approve()})
-    assert {i.text for i in await store.search(NS, "")} == {"turn zero", "paused turn"}
+    texts = {i.text for i in await store.search(NS, "")}
+    assert texts == {"tea before", "tea turn zero", "paused turn"}
+    assert calls == [run.id]  # the continuation reused the stored namespace
+    systems = {r.system for r in model.requests}
+    assert len(systems) == 1 and "tea turn zero" not in str(systems)  # and the recall block
 
 
 async def test_the_apply_enforces_max_items_again_and_lists_what_it_dropped(

@@ -225,3 +225,27 @@ async def test_apply_keeps_a_rename_s_created_at(mstore: BaseMemoryStore) -> Non
     moved = await mstore.get(NS, "/memories/b.md")
     assert moved is not None and abs(moved.created_at.timestamp() - kept) < 1e-5
     assert await mstore.get(NS, "/memories/a.md") is None
+
+
+def test_a_sqlite_without_fts5_is_a_configuration_error_at_construction(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    from agentloop.errors import ConfigurationError
+    from agentloop.memory import SQLiteMemoryStore
+
+    real = sqlite3.connect
+
+    class NoFTS5(sqlite3.Connection):
+        def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+            if "USING fts5" in sql:
+                raise sqlite3.OperationalError("no such module: fts5")
+            return super().execute(sql, *args)
+
+    def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        return real(*args, **kwargs, factory=NoFTS5)
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    with pytest.raises(ConfigurationError, match="FTS5"):
+        SQLiteMemoryStore(tmp_path / "m.db")
