@@ -151,8 +151,11 @@ async def call_namespace(memory: Memory, ctx: RunContext[Any]) -> Namespace:
         if inspect.isawaitable(value):
             value = await value
     except Exception as exc:
+        from agentloop.safety.redact import redact_secrets  # the one redactor
+
         raise ConfigurationError(
-            f"the memory namespace function {name} raised {type(exc).__name__}: {exc}",
+            f"the memory namespace function {name} raised {type(exc).__name__}: "
+            f"{redact_secrets(str(exc))}",
             field="namespace",
         ) from exc
     try:
