@@ -66,6 +66,7 @@ async def test_claude_gets_the_native_tool_with_its_beta_header_and_writes_files
         {"command": "insert", "path": P, "insert_line": 0, "insert_text": "# Ada"},
         {"command": "view", "path": "/memories/prefs.md"},
         {"command": "view", "path": "/memories/nope.md"},
+        {"command": "view", "path": P, "view_range": [2, -1]},
     )  # fmt: skip
     async with AnthropicTwin(script) as server:
         agent = Agent(claude(server.url), memory=Memory(store, namespace=lambda ctx: NS))
@@ -85,6 +86,7 @@ async def test_claude_gets_the_native_tool_with_its_beta_header_and_writes_files
     )
     assert seen[6].endswith("     1\t# Ada\n     2\ttea\n     3\tjasmine")
     assert seen[7] == "The path /memories/nope.md does not exist. Please provide a valid path."
+    assert seen[8].endswith("with line numbers:\n     2\ttea\n     3\tjasmine")
     item = await store.get(NS, "/memories/prefs.md")
     assert item is not None and item.text == "# Ada\ntea\njasmine"
 

@@ -2,7 +2,7 @@
 
 On Claude the three memory tools are replaced on the wire by ``{"type": "memory_20250818",
 "name": "memory"}`` (beta header ``context-management-2025-06-27``; source:
-https://docs.claude.com/en/docs/agents-and-tools/tool-use/memory-tool and the Messages API's
+https://platform.claude.com/en/docs/agents-and-tools/tool-use/memory-tool and the Messages API's
 ``BetaMemoryTool20250818``). Claude is trained to use it as a directory of files under
 ``/memories``; here a file ``/memories/<p>`` is the item whose id is ``/memories/<p>``, in the
 run's namespace only, and a directory is a path prefix. ``view /memories`` lists every item of the
@@ -89,7 +89,7 @@ class AnthropicMemoryTool(MemoryTool):
             return await self._rename(arguments, ctx, mem)
         path = confined(arguments.get("path"))
         if command == "view":
-            return await self._view(path, mem)
+            return await self._view(path, mem, arguments.get("view_range"))
         if command == "create":
             return await self._create(path, _text(arguments, "file_text"), ctx, mem)
         if command == "delete":
@@ -105,11 +105,12 @@ class AnthropicMemoryTool(MemoryTool):
             raise _missing(path)
         return found
 
-    async def _view(self, path: str, mem: MemoryRun) -> str:
+    async def _view(self, path: str, mem: MemoryRun, shown: object = None) -> str:
         item = await _find(path, mem) if path != ROOT else None
         if item is not None:
-            lines = item.text.split("\n")
-            numbered = "\n".join(f"{n:6}\t{line}" for n, line in enumerate(lines, 1))
+            lines = list(enumerate(item.text.split("\n"), 1))
+            first, last = _range(shown, len(lines))
+            numbered = "\n".join(f"{n:6}\t{line}" for n, line in lines[first - 1 : last])
             return f"Here's the content of {path} with line numbers:\n{numbered}"
         shown = [_shown(i) for i in await mem.ids()]
         inside = [p for p in shown if path == ROOT or p.startswith(path + "/")]
@@ -208,6 +209,23 @@ async def _find(path: str, mem: MemoryRun) -> MemoryItem | None:
         if "/" not in rest:
             found = await mem.get(rest)
     return found
+
+
+def _range(shown: object, lines: int) -> tuple[int, int]:
+    """A ``view_range`` ``[from, to]`` (1-based, ``to`` -1 for the end) as line bounds."""
+    if shown is None:
+        return 1, lines
+    if (
+        not isinstance(shown, list | tuple)
+        or len(shown) != 2
+        or not all(isinstance(n, int) and not isinstance(n, bool) for n in shown)
+    ):
+        raise ToolError(f"Error: `view_range` must be [from, to], got {shown!r}")
+    first, last = shown
+    last = lines if last == -1 else last
+    if not 1 <= first <= max(1, lines) or not first <= last <= lines:
+        raise ToolError(f"Error: Invalid `view_range`: {list(shown)}. Lines run from 1 to {lines}")
+    return first, last
 
 
 def _text(arguments: Mapping[str, Any], field: str) -> str:
