@@ -8,12 +8,15 @@ over the run's namespace, staged like every memory write (SPEC 27).
 
 from __future__ import annotations
 
+import importlib.util
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agentloop import Agent, FallbackClient
-from agentloop.memory import InMemoryMemoryStore, Memory
+from agentloop.memory import InMemoryMemoryStore, Memory, PostgresMemoryStore, SQLiteMemoryStore
 from agentloop.providers.settings import Settings, build_client
 from agentloop.testing import ScriptedModel
 
@@ -55,8 +58,46 @@ def results(body: dict[str, Any]) -> list[str]:
     return found
 
 
-async def test_claude_gets_the_native_tool_with_its_beta_header_and_writes_files() -> None:
-    store = InMemoryMemoryStore()
+def _store_contract() -> Any:
+    path = Path(__file__).parent.parent / "store" / "test_store_contract.py"
+    spec = importlib.util.spec_from_file_location("agentloop_store_contract_claude", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def claude_postgres_dsn() -> Iterator[str]:
+    """The store contract's throwaway PostgreSQL server."""
+    fixture = _store_contract().postgres_dsn.__wrapped__()
+    try:
+        yield next(fixture)
+    finally:
+        next(fixture, None)
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+async def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
+    """Each memory store, empty (PostgreSQL for real)."""
+    if request.param == "memory":
+        store: Any = InMemoryMemoryStore()
+    elif request.param == "sqlite":
+        store = SQLiteMemoryStore(tmp_path / "memory.db")
+    else:
+        dsn = request.getfixturevalue("claude_postgres_dsn")
+        store = PostgresMemoryStore(dsn)
+        for namespace in await store.namespaces():
+            for item_id in await store.ids(namespace):
+                await store.delete(namespace, item_id)
+    yield store
+    await store.aclose()
+
+
+async def test_claude_gets_the_native_tool_with_its_beta_header_and_writes_files(
+    any_store: Any,
+) -> None:
+    store = any_store
     script = memory_calls(
         {"command": "view", "path": "/memories"},
         {"command": "create", "path": "/memories/prefs.md", "file_text": "tea\ngreen"},
@@ -125,8 +166,8 @@ async def test_paths_are_confined_to_the_namespace_s_memories(path: str, said: s
     assert await store.namespaces() == []
 
 
-async def test_rename_keeps_created_at_delete_and_the_size_limit() -> None:
-    store = InMemoryMemoryStore()
+async def test_rename_keeps_created_at_delete_and_the_size_limit(any_store: Any) -> None:
+    store = any_store
     old = await store.put(NS, "body", id="/memories/a.md")
     other = await store.put(NS, "a fact saved by remember")
     script = memory_calls(
@@ -147,6 +188,19 @@ async def test_rename_keeps_created_at_delete_and_the_size_limit() -> None:
     assert seen[4] == "Successfully deleted /memories/dir"
     assert sorted(await store.ids(NS)) == [other.id]
     assert old.created_at  # the rename kept it while it lived (the store contract pins it)
+
+
+async def test_a_renamed_file_keeps_its_created_at(any_store: Any) -> None:
+    store = any_store
+    old = await store.put(NS, "body", id="/memories/a.md")
+    script = memory_calls(
+        {"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/b.md"}
+    )
+    async with AnthropicTwin(script) as server:
+        await Agent(claude(server.url), memory=Memory(store, namespace=lambda ctx: NS)).run("go")
+    moved = await store.get(NS, "/memories/b.md")
+    assert moved is not None and abs((moved.created_at - old.created_at).total_seconds()) < 1e-5
+    assert await store.get(NS, "/memories/a.md") is None
 
 
 def test_auto_uses_the_three_tools_elsewhere_and_every_model_must_be_claude() -> None:
