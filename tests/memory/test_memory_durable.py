@@ -55,3 +55,42 @@ async def test_a_crashed_run_s_staged_writes_survive_in_the_journal(tmp_path: Pa
         assert run.memory is not None and len(run.memory["committed"]["written"]) == 2
     finally:
         await store.aclose()
+
+
+async def test_a_paused_run_s_staged_write_survives_in_the_store_for_another_agent(
+    tmp_path: Path,
+) -> None:
+    from agentloop import Agent, tool
+    from agentloop.memory import Memory
+    from agentloop.pausing import Approve
+    from agentloop.store import SQLiteStore
+    from agentloop.testing import ScriptedModel, call, reply
+
+    @tool(requires_approval=True)
+    def refund(order: str) -> str:
+        """Refund an order."""
+        return f"refunded {order}"
+
+    memory_store = SQLiteMemoryStore(tmp_path / "memory.db")
+    memory = Memory(memory_store, namespace=lambda ctx: NS)
+    steps = [[call("remember", {"text": "paused fact"}), call("refund", {"order": "A"}, id="c1")]]
+    first = Agent(
+        ScriptedModel(steps),
+        tools=[refund],
+        memory=memory,
+        store=SQLiteStore(tmp_path / "runs.db"),
+        session_id="s",
+    )
+    assert (await first.run("go")).paused
+    assert await memory_store.count(NS) == 0  # the paused turn's write waits for its turn
+    again = Agent.resume(
+        "s",
+        store=SQLiteStore(tmp_path / "runs.db"),
+        client=ScriptedModel([reply("done")]),
+        tools=[refund],
+        memory=memory,
+    )
+    run = await again.continue_run(decisions={"c1": Approve()})
+    assert run.output == "done"
+    assert [i.text for i in await memory_store.search(NS, "")] == ["paused fact"]
+    await memory_store.aclose()
