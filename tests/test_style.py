@@ -185,6 +185,7 @@ LAYERS = {
     "safety": 4,
     "store": 4,
     "guardrails": 4,  # beside safety: its ready checks reuse the one redactor (safety.redact)
+    "memory": 4,  # long-term memory: stores beside store/, tools screened by safety.redact
     # 5. a run's settings (the policies gathered), and the HTTP clients of the model protocol
     "config": 5,
     "providers": 5,

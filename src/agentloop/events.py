@@ -35,6 +35,8 @@ __all__ = [
     "FellBack",
     "GuardrailChecked",
     "LoopWarning",
+    "MemoryCommitted",
+    "MemoryRecalled",
     "ModelResponded",
     "ModelSwitched",
     "PartialOutput",
@@ -279,3 +281,22 @@ class RunFinished(Event):
     """The run ended (``run.stop_reason`` says how); always the last event of a run."""
 
     run: Run[Any]
+
+
+@record
+class MemoryRecalled(Event):
+    """Auto recall put these memories in the run's instructions (SPEC 27); after ``RunStarted``."""
+
+    ids: tuple[str, ...] = ()
+
+
+@record
+class MemoryCommitted(Event):
+    """The run's staged memory writes were applied at finalize; before ``RunFinished``.
+
+    ``dropped``: writes the apply refused because the namespace was full (``max_items``).
+    """
+
+    written: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+    dropped: tuple[str, ...] = ()

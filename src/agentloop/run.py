@@ -182,6 +182,8 @@ class Run(Generic[OutputT]):
     and ``tool``, so a viewer nests it under the parent's tool call (SPEC 18)."""
     paused_turn: dict[str, Any] | None = field(default=None, repr=False)
     """A paused run's uncommitted turn (its reply and the results of the calls that ran)."""
+    memory: dict[str, Any] | None = field(default=None, repr=False)
+    """Long-term memory (SPEC 27): ``namespace``, ``recalled`` ids, ``staged`` and ``committed``."""
 
     if not TYPE_CHECKING:  # for mypy a misspelt attribute stays an error it reports
 
@@ -247,6 +249,7 @@ class Run(Generic[OutputT]):
             "session_id": self.session_id,
             **pause_fields(self.pending, self.decisions, self.paused_turn),
             **({"parent": self.parent} if self.parent else {}),
+            **({"memory": self.memory} if self.memory is not None else {}),
         }
 
     @classmethod
@@ -274,6 +277,7 @@ class Run(Generic[OutputT]):
             decisions=list(data.get("decisions") or ()),
             paused_turn=data.get("paused_turn"),
             parent=dict(data["parent"]) if isinstance(data.get("parent"), Mapping) else None,
+            memory=dict(data["memory"]) if isinstance(data.get("memory"), Mapping) else None,
         )
 
     def __eq__(self, other: object) -> bool:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from agentloop._util.extras import MissingExtra, require_extra
 from agentloop.cli import evals
 from agentloop.cli.advice import Target, failure_paragraph
+from agentloop.cli.memory import add_memory_parser, memory_command
 from agentloop.errors import AgentLoopError, InvalidInput, ModelRefused
 
 if TYPE_CHECKING:  # the engine, its tools and rich load in the commands that use them
@@ -445,6 +446,7 @@ def _parser() -> argparse.ArgumentParser:
         "--agent", metavar="MODULE:NAME", help="the Agent that continues decided runs"
     )
     view.add_argument("--deps", metavar="MODULE:CALLABLE", help=_DEPS_HELP)
+    add_memory_parser(sub)
     return parser
 
 
@@ -479,6 +481,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return runs(_console(), args.store, getattr(args, "run_id", None), args.session)
         if args.command == "ui":
             return _viewer(args)
+        if args.command == "memory":
+            return memory_command(args)
         if args.command == "continue":
             return asyncio.run(_continue(args))
         return asyncio.run(_run(args))

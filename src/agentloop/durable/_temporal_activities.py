@@ -197,7 +197,13 @@ class ActivityTools(ToolsView):
         self.decided: frozenset[str] = frozenset()  # calls a person approved: one attempt each
 
     def wrap(self, tool: Tool) -> Tool:
-        """The tool as an activity."""
+        """The tool as an activity; a memory tool runs in the workflow instead.
+
+        A memory tool (``journaled = False``) stages writes in its run's state, which lives in
+        the workflow: run again on replay, it stages the same writes.
+        """
+        if getattr(tool, "journaled", True) is False:
+            return tool
         return ActivityTool(tool, self)
 
 

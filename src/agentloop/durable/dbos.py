@@ -188,7 +188,9 @@ class DBOSAgent(Generic[OutputT]):
             )
         self.agent = agent
         self.name = name
-        self.inline_tools = frozenset(inline_tools)
+        # memory tools stage into the workflow's own state: they run inline, again on replay
+        staged = {t.name for t in agent.registry if getattr(t, "journaled", True) is False}
+        self.inline_tools = frozenset(inline_tools) | staged
         self.queue = queue or f"agentloop.{name}"
         self.worker_concurrency = worker_concurrency
 

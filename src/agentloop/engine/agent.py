@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # the guardrails load only for an agent that has some, a run'
     from agentloop.engine.stream import RunStream
     from agentloop.guardrails import Guardrail
     from agentloop.hooks import Approver, Hook
+    from agentloop.memory import Memory
     from agentloop.observers import Observer
     from agentloop.store import Store  # the store, only for an agent given one
 
@@ -62,17 +63,18 @@ class AgentOptions(TypedDict, total=False):
     observers: Sequence[Observer]
     approver: Approver | None
     guardrails: Sequence[Guardrail]
+    memory: Memory | None
     clock: Clock
 
 
 class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
     """An LLM agent: a model client, tools, a system prompt and the committed history.
 
-    ``Agent(client)`` answers with text (``run.output`` is ``str | None``);
-    ``Agent(client, output_type=Invoice)`` answers with a validated ``Invoice``. ``client`` is
-    any ``ModelClient`` or a ``"provider:model"`` string (``Agent("openai:gpt-5-mini")``, built
-    as ``build_client(Settings(provider, model))`` builds it); ``instructions=`` is ``system=``,
-    text or a function of the run's context (``agentloop.engine.instructions``).
+    ``Agent(client)`` answers with text; ``Agent(client, output_type=Invoice)`` with a validated
+    ``Invoice``. ``client``: any ``ModelClient`` or a ``"provider:model"`` string (built as
+    ``build_client(Settings(provider, model))`` builds it); ``instructions=`` is ``system=``,
+    text or a function of the run's context (``agentloop.engine.instructions``); ``memory=``
+    long-term memory (``agentloop.memory``).
     """
 
     @overload
@@ -92,6 +94,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         store: Store | None = None,
         session_id: str | None = None,
         history: Sequence[Message] | None = None,
+        memory: Memory | None = None,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None: ...
 
@@ -112,6 +115,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         store: Store | None = None,
         session_id: str | None = None,
         history: Sequence[Message] | None = None,
+        memory: Memory | None = None,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None: ...
 
@@ -132,12 +136,14 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         store: Store | None = None,
         session_id: str | None = None,
         history: Sequence[Message] | None = None,
+        memory: Memory | None = None,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         config = _setup.checked_setup(client, config, approver)
         self.client = resolve_client(client)
         self.clock = clock
         self.registry, toolsets = _setup.registry(tools)
+        _setup.with_memory(self, memory)  # the memory tools join the registry (SPEC 27)
         self._toolsets = Toolsets(toolsets, self.registry)
         self.system, self._prompt = checked_system(system, instructions)
         self.config = config
@@ -303,8 +309,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         return self._default._dispatcher
 
     @property
-    def cancel_token(self) -> CancelToken:
-        """The default session's cancel signal."""
+    def cancel_token(self) -> CancelToken:  # noqa: D102 (the default session's cancel signal)
         return self._default.cancel_token
 
     def cancel(self) -> None:
@@ -325,10 +330,9 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         return AgentTool(self._fresh, name=name, description=description, agent=self)
 
     def fork(self) -> Agent[OutputT]:
-        """A fresh agent with this one's client, tools, prompt, config and output type.
+        """A fresh agent with this one's definition (memory included): no history, runs, store.
 
-        No history, no runs, no store; its own safety state and tool breakers. Observers and
-        hooks are shared. (The durable wrappers run each workflow on one.)
+        Its own safety state and breakers; observers and hooks shared (durable workflows).
         """
         twin = Agent(
             self.client,
@@ -343,15 +347,13 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         twin.output = self.output
         twin._guardrails = self._guardrails
         twin._toolsets = self._toolsets
+        twin.memory = self.memory
         return cast("Agent[OutputT]", twin)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        """Release the client's connections and stop tool sources (MCP servers).
-
-        The agent stays usable: connections reopen and servers restart on demand.
-        """
+        """Release the client's connections and stop tool sources (they restart on demand)."""
         try:
             await self._toolsets.aclose()
         finally:
@@ -383,10 +385,8 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
     ) -> Run[OutputT]:
         """The one sync facade: ``run()`` on a private event loop this agent keeps.
 
-        The loop lives as long as the agent, so a client's connections are reused from one
-        call to the next; it is shut (the client closed on it) by ``close()``, ``with agent:``,
-        or at the latest when the agent is garbage-collected or the interpreter exits. It
-        serves one thread at a time: serve many conversations with the async API.
+        The loop lives as long as the agent (connections are reused), shut with the client by
+        ``close()``, ``with agent:``, collection or exit; one thread at a time.
         """
         work = self.run(
             input,
@@ -441,8 +441,8 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         ``async with agent.stream(input) as events: async for event in events: ...``. The last
         event is ``RunFinished``; a hard error is raised after it, as ``run()`` would raise it.
         Leaving the block early cancels the run (finalized as ``Cancelled``). Events are
-        buffered without bound: the engine never waits for a slow consumer and no event is
-        dropped. ``history=``, ``model_settings=`` and ``usage_limits=`` as for ``run()``.
+        buffered without bound (the engine never waits, no event is dropped); the keywords as
+        for ``run()``.
         """
         session = self._default if history is None else self._fresh(history)
         return session.stream(

@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # guardrails, a store, a run's state: loaded only when used
     from agentloop.engine.guarding import Guardrails
     from agentloop.engine.state import Offer, RunState
     from agentloop.hooks import Approver, Hook
+    from agentloop.memory import Memory
     from agentloop.observers import Observer
     from agentloop.store import Store
 
@@ -64,6 +65,8 @@ class Definition(Generic[OutputT]):
     output: OutputType[Any] | None
     store: Store | None
     breakers: ToolBreakers
+    memory: Memory | None = None
+    """Long-term memory (SPEC 27; ``agentloop.engine.remembering``), or None."""
     _toolsets: Toolsets
     _hooks: tuple[Hook, ...]
     _observers: tuple[Observer, ...]

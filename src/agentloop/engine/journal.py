@@ -229,7 +229,9 @@ class JournaledTools(ToolsView):
         self.journal = journal
 
     def wrap(self, tool: Tool) -> Tool:
-        """The tool, journaled."""
+        """The tool, journaled (a memory tool, ``journaled = False``, runs again instead)."""
+        if getattr(tool, "journaled", True) is False:
+            return tool
         return JournaledTool(tool, self.journal)
 
 

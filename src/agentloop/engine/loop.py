@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
 from agentloop.cancel import CancelToken
+from agentloop.engine import remembering
 from agentloop.engine.call import pending_of
 from agentloop.engine.conversation import Conversation
 from agentloop.engine.frames import keep_frames
@@ -34,9 +35,7 @@ from agentloop.engine.output import (
     TRUNCATED_TEXT,
     InvalidOutput,
 )
-from agentloop.engine.output import (
-    cut_calls as _cut_calls,
-)
+from agentloop.engine.output import cut_calls as _cut_calls
 from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import Paused, RunState
 from agentloop.engine.turn import build_request, call_model
@@ -143,6 +142,8 @@ class RunLoop:
             context = RunContext(run_id=state.run.id, session_id=session.id, deps=state.deps)
             text = await evaluate(agent._prompt, context)
             state.system = state.guard.system = agent._system(text)
+        if agent.memory is not None:  # long-term memory: the namespace, a recall (SPEC 27)
+            await remembering.start(session, state)
         state.guard.start(state.transcript, state.offer.specs, state.measured)
         if self.guarding is not None and state.resuming is None:  # a continued run was checked
             await self.guarding.start()
@@ -411,6 +412,8 @@ class RunLoop:
             keep_frames(error)  # an unexpected exception's innermost frames, for the record
         paused = state.paused if error is None else ()
         self._commit(error, paused)
+        if agent.memory is not None:  # the committed turns' memory writes, applied
+            error = await remembering.finish(session, state, error, bool(paused))
         run.conversation = list(session._history)
         if session._recorder is not None:
             session.persistence_error = session._recorder.finished(run, session._history)

@@ -249,3 +249,33 @@ def new_session(
 
     found = recorder(store, session_id, existing_ok=not new)
     return Session(agent, session_id, recorder=found, history=checked_history(history))
+
+
+def with_memory(agent: Definition[Any], memory: object) -> None:
+    """``Agent(memory=...)``: the memory tools join the agent's registry (SPEC 27).
+
+    A tool already named ``remember``, ``recall``, ``forget`` or ``memory`` is a
+    ``ConfigurationError``; so is anything but a ``Memory``. Without memory nothing loads.
+    """
+    if memory is None:
+        return
+    from agentloop.memory._capability import TOOL_NAMES, Memory
+
+    if not isinstance(memory, Memory):
+        raise ConfigurationError(
+            f"memory must be agentloop.memory.Memory(store, namespace=...), got "
+            f"{type(memory).__name__}",
+            field="memory",
+        )
+    taken = [name for name in TOOL_NAMES if name in agent.registry]
+    if taken:
+        raise ConfigurationError(
+            f"the agent already has a tool named '{taken[0]}', a name memory= gives the model "
+            f"({', '.join(TOOL_NAMES)}): rename that tool",
+            field="memory",
+        )
+    registry = ToolRegistry(list(agent.registry))  # never the caller's own registry
+    for item in memory.tools(agent.client):
+        registry.register(item)
+    agent.registry = registry
+    agent.memory = memory

@@ -54,6 +54,7 @@ from .anthropic_media import (
     media_violation,
     nested_breakpoints,
 )
+from .anthropic_tools import tool_violation
 
 DOCS = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
 CONSIDERATIONS = f"{DOCS}#important-considerations-when-using-extended-thinking"
@@ -450,7 +451,7 @@ class AnthropicTwin:
             self.rejected.append(REQUEST_TOO_LARGE)
             return _error(413, "request_too_large", REQUEST_TOO_LARGE, request_id)
         body = await request.json()
-        problem = violation(body, self.issued)
+        problem = violation(body, self.issued) or tool_violation(body, request.headers)
         if problem is not None:
             self.rejected.append(problem)
             return _error(400, "invalid_request_error", problem, request_id)

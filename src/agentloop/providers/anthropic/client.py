@@ -45,7 +45,7 @@ from typing import Any, TypeAlias
 
 from agentloop.errors import ConfigurationError, TranscriptError
 from agentloop.messages import Message, Part, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
-from agentloop.model import ModelRequest, ModelResponse, StreamEvent
+from agentloop.model import ModelRequest, ModelResponse, StreamEvent, ToolSpec
 from agentloop.providers._client import HttpClient, check_client, require_key
 from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
 from agentloop.providers.anthropic import _media as media
@@ -199,11 +199,30 @@ def mark_transcript(messages: list[dict[str, Any]]) -> None:
             content[-1] = _marked(content[-1])
 
 
+_NATIVE_KEY = "x-anthropic-tool"
+"""A tool whose parameters carry this key is one of Anthropic's own (``agentloop.memory``'s
+``memory_20250818``): sent as its ``type`` and ``name`` only, with its beta header."""
+
+
+def _encode_tool(tool: ToolSpec) -> dict[str, Any]:
+    native = tool.parameters.get(_NATIVE_KEY)
+    if isinstance(native, Mapping):
+        return {"type": native["type"], "name": native["name"]}
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "input_schema": dict(tool.parameters),
+    }
+
+
+def betas(request: ModelRequest) -> list[str]:
+    """The beta headers the request's native tools need (none for function tools)."""
+    found = [t.parameters.get(_NATIVE_KEY) for t in request.tools]
+    return list(dict.fromkeys(n["beta"] for n in found if isinstance(n, Mapping) and "beta" in n))
+
+
 def _encode_tools(request: ModelRequest, cache: bool) -> list[dict[str, Any]]:
-    tools = [
-        {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
-        for t in request.tools
-    ]
+    tools = [_encode_tool(t) for t in request.tools]
     if cache and tools:
         tools[-1] = _marked(tools[-1])
     return tools
@@ -278,6 +297,9 @@ class AnthropicClient(HttpClient):
                 f"max_tokens must be >= 1, got {max_tokens!r}", field="max_tokens"
             )
         self.max_tokens = max_tokens
+        self._own_betas = next(
+            (v for k, v in (headers or {}).items() if k.lower() == "anthropic-beta"), ""
+        )
         self.url = base_url.rstrip("/") + "/v1/messages"
         sent = {"anthropic-version": ANTHROPIC_VERSION, **(headers or {}), "x-api-key": api_key}
         self._configure(
@@ -298,12 +320,21 @@ class AnthropicClient(HttpClient):
         """The media kinds the model takes (``"image"``, ``"document"``; never audio)."""
         return media.accepts(self._model)
 
+    def _betas(self, request: ModelRequest) -> dict[str, str] | None:
+        """``anthropic-beta`` for a request's native tools, joined to the client's own betas."""
+        wanted = betas(request) if request.tools else []
+        if not wanted:
+            return None
+        own = [b.strip() for b in self._own_betas.split(",") if b.strip()]
+        return {"anthropic-beta": ",".join(dict.fromkeys([*own, *wanted]))}
+
     def _payload(self, request: ModelRequest, stream: bool) -> dict[str, Any]:
         return build_payload(request, model=self._model, max_tokens=self.max_tokens, stream=stream)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send one request and parse the reply."""
-        reply = await self._transport.post_json(self.url, self._payload(request, False))
+        payload, headers = self._payload(request, False), self._betas(request)
+        reply = await self._transport.post_json(self.url, payload, headers=headers)
         with self._redacting():
             return parse_response(reply.data, request_id=reply.request_id, text=reply.text)
 
@@ -311,7 +342,9 @@ class AnthropicClient(HttpClient):
         """Stream one request; the last event is ``done`` (only after ``message_stop``)."""
         payload = self._payload(request, True)
         with self._redacting():
-            async with self._transport.stream_sse(self.url, payload) as sse:
+            async with self._transport.stream_sse(
+                self.url, payload, headers=self._betas(request)
+            ) as sse:
                 state = AnthropicStreamState(request_id=sse.request_id)
                 async for event in sse:  # drained to the end so the connection is reused
                     for out in state.feed(event):

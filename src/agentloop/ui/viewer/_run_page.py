@@ -65,8 +65,27 @@ def _facts(stored: StoredRun) -> str:
     if parent is not None:
         link = f'<a href="/runs/{attr(parent.run_id)}">{text(parent.run_id[:12])}</a>'
         rows.append(("parent", f"{link}, tool call {text(parent.tool)} ({text(parent.call_id)})"))
+    if run.memory:  # long-term memory (SPEC 27): what the run recalled and committed
+        rows.append(("memory", _memory_html(run.memory)))
     items = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
     return f'<dl class="facts">{items}</dl>'
+
+
+def _memory_html(memory: Mapping[str, Any]) -> str:
+    """The namespace, the recalled ids, and the ids the run's finalize wrote, deleted, dropped."""
+    committed = memory.get("committed") or {}
+    parts = [f"namespace {text('/'.join(map(str, memory.get('namespace') or ())))}"]
+    for label, ids in (
+        ("recalled", memory.get("recalled") or ()),
+        ("written", committed.get("written") or ()),
+        ("deleted", committed.get("deleted") or ()),
+        ("dropped", committed.get("dropped") or ()),
+        ("staged", [e.get("id", "") for e in memory.get("staged") or ()]),
+    ):
+        if ids:
+            shown = ", ".join(f"<code>{text(str(i))}</code>" for i in ids)
+            parts.append(f'{label} <span class="memory-{label}">{shown}</span>')
+    return f'<span id="run-memory">{" · ".join(parts)}</span>'
 
 
 def _counts(run: Run) -> str:
