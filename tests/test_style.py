@@ -185,6 +185,8 @@ LAYERS = {
     "safety": 4,
     "store": 4,
     "guardrails": 4,  # beside safety: its ready checks reuse the one redactor (safety.redact)
+    "toolsets": 4,  # composable tool sources (SPEC 22): tools, specs and a run's context only
+    "skills": 4,  # SKILL.md folders as a toolset, over toolsets
     # 5. a run's settings (the policies gathered), and the HTTP clients of the model protocol
     "config": 5,
     "providers": 5,

@@ -48,6 +48,7 @@ __all__ = [
     "ToolCallFinished",
     "ToolCallRequested",
     "ToolCallStarted",
+    "ToolsLoaded",
     "TurnFinished",
     "TurnStarted",
 ]
@@ -207,6 +208,14 @@ class ModelSwitched(Event):
 
     from_model: str
     to_model: str
+
+
+@record
+class ToolsLoaded(Event):
+    """Deferred tools were loaded (SPEC 22): ``via`` ``"search"``, ``"call"`` or ``"native"``."""
+
+    names: tuple[str, ...]
+    via: str
 
 
 @record

@@ -68,7 +68,7 @@ class RunContext(Generic[DepsT]):
     ``ctx: ToolContext[MyDeps]``.
     """
 
-    __slots__ = ("deps", "run_id", "session_id")
+    __slots__ = ("deps", "run_id", "session_id", "turn")
 
     def __init__(
         self,
@@ -76,10 +76,12 @@ class RunContext(Generic[DepsT]):
         run_id: str,
         session_id: str,
         deps: DepsT = None,  # type: ignore[assignment]
+        turn: int = 0,
     ) -> None:
         self.deps: DepsT = deps
         self.run_id = run_id
         self.session_id = session_id
+        self.turn = turn
 
     def __repr__(self) -> str:
         return f"RunContext(run_id={self.run_id!r}, session_id={self.session_id!r})"
@@ -181,6 +183,10 @@ class Run(Generic[OutputT]):
     """A child agent's run (``as_tool``): the parent's ``session_id``, ``run_id``, ``call_id``
     and ``tool``, so a viewer nests it under the parent's tool call (SPEC 18)."""
     paused_turn: dict[str, Any] | None = field(default=None, repr=False)
+    loaded_tools: list[str] = field(default_factory=list)
+    """Deferred tools this run loaded (tool search, SPEC 22), in load order."""
+    skills_read: list[str] = field(default_factory=list)
+    """Skills this run read with ``load_skill`` (SPEC 22), in order."""
     """A paused run's uncommitted turn (its reply and the results of the calls that ran)."""
 
     if not TYPE_CHECKING:  # for mypy a misspelt attribute stays an error it reports
@@ -247,6 +253,8 @@ class Run(Generic[OutputT]):
             "session_id": self.session_id,
             **pause_fields(self.pending, self.decisions, self.paused_turn),
             **({"parent": self.parent} if self.parent else {}),
+            **({"loaded_tools": self.loaded_tools} if self.loaded_tools else {}),
+            **({"skills_read": self.skills_read} if self.skills_read else {}),
         }
 
     @classmethod
@@ -273,6 +281,8 @@ class Run(Generic[OutputT]):
             pending=tuple(PendingCall.from_dict(p) for p in data.get("pending") or ()),
             decisions=list(data.get("decisions") or ()),
             paused_turn=data.get("paused_turn"),
+            loaded_tools=[str(n) for n in data.get("loaded_tools") or ()],
+            skills_read=[str(n) for n in data.get("skills_read") or ()],
             parent=dict(data["parent"]) if isinstance(data.get("parent"), Mapping) else None,
         )
 

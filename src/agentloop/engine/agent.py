@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # the guardrails load only for an agent that has some, a run'
     from agentloop.hooks import Approver, Hook
     from agentloop.observers import Observer
     from agentloop.store import Store  # the store, only for an agent given one
+    from agentloop.toolsets import AbstractToolset
 
 __all__ = ["Agent"]
 
@@ -92,6 +93,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         store: Store | None = None,
         session_id: str | None = None,
         history: Sequence[Message] | None = None,
+        toolsets: Sequence[AbstractToolset] = (),
         clock: Clock = SYSTEM_CLOCK,
     ) -> None: ...
 
@@ -112,6 +114,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         store: Store | None = None,
         session_id: str | None = None,
         history: Sequence[Message] | None = None,
+        toolsets: Sequence[AbstractToolset] = (),
         clock: Clock = SYSTEM_CLOCK,
     ) -> None: ...
 
@@ -132,13 +135,14 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         store: Store | None = None,
         session_id: str | None = None,
         history: Sequence[Message] | None = None,
+        toolsets: Sequence[AbstractToolset] = (),
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         config = _setup.checked_setup(client, config, approver)
         self.client = resolve_client(client)
         self.clock = clock
-        self.registry, toolsets = _setup.registry(tools)
-        self._toolsets = Toolsets(toolsets, self.registry)
+        self.registry, sources = _setup.registry(tools)
+        self._toolsets = Toolsets(sources, self.registry, toolsets)
         self.system, self._prompt = checked_system(system, instructions)
         self.config = config
         self.output = _setup.output_type(output_type, self.registry)
@@ -244,18 +248,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
 
     def _restored(self, session_id: str, store: Store, *, shared: bool) -> Session[OutputT]:
         """A session rebuilt from ``store`` (``shared``: the agent's breakers and health too)."""
-        from agentloop.engine.session import Session
-        from agentloop.store._session import SessionRecorder, restore
-
-        history, runs = restore(store, _setup.checked_session_id(session_id))  # for resume()
-        recorder = SessionRecorder(store, session_id, synced=len(history))
-        session: Session[OutputT] = Session(
-            self, session_id, recorder=recorder, history=history, runs=cast(Any, runs)
-        )
-        from agentloop.engine.resume import restore_safety
-
-        restore_safety(session, store, continuing=None, shared=shared)
-        return session
+        return _setup.restored(self, session_id, store, shared=shared)
 
     def _fresh(self, history: Sequence[Message] | None = None) -> Session[OutputT]:
         """An unsaved session for one stateless run (``history=``) or one child call."""
@@ -378,6 +371,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         deps: Any = None,
         cancel: CancelToken | None = None,
         history: Sequence[Message] | None = None,
+        toolsets: Sequence[AbstractToolset] | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: Budget | None = None,
     ) -> Run[OutputT]:
@@ -388,14 +382,8 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         or at the latest when the agent is garbage-collected or the interpreter exits. It
         serves one thread at a time: serve many conversations with the async API.
         """
-        work = self.run(
-            input,
-            deps=deps,
-            cancel=cancel,
-            history=history,
-            model_settings=model_settings,
-            usage_limits=usage_limits,
-        )
+        options = {"model_settings": model_settings, "usage_limits": usage_limits}
+        work = self.run(input, deps=deps, cancel=cancel, history=history, toolsets=toolsets, **options)
         return self._run_sync(work)
 
     @hinting(peers.RUN)
@@ -406,6 +394,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         deps: Any = None,
         cancel: CancelToken | None = None,
         history: Sequence[Message] | None = None,
+        toolsets: Sequence[AbstractToolset] | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: Budget | None = None,
     ) -> Run[OutputT]:
@@ -417,13 +406,8 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         ``Budget``) replace the config's ``model_settings`` and ``budget`` for this run only.
         """
         session = self._default if history is None else self._fresh(history)
-        return await session.run(
-            input,
-            deps=deps,
-            cancel=cancel,
-            model_settings=model_settings,
-            usage_limits=usage_limits,
-        )
+        options = {"model_settings": model_settings, "usage_limits": usage_limits}
+        return await session.run(input, deps=deps, cancel=cancel, toolsets=toolsets, **options)
 
     @hinting(peers.RUN)
     def stream(
@@ -433,6 +417,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         deps: Any = None,
         cancel: CancelToken | None = None,
         history: Sequence[Message] | None = None,
+        toolsets: Sequence[AbstractToolset] | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: Budget | None = None,
     ) -> RunStream[OutputT]:
@@ -445,13 +430,8 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         dropped. ``history=``, ``model_settings=`` and ``usage_limits=`` as for ``run()``.
         """
         session = self._default if history is None else self._fresh(history)
-        return session.stream(
-            input,
-            deps=deps,
-            cancel=cancel,
-            model_settings=model_settings,
-            usage_limits=usage_limits,
-        )
+        options = {"model_settings": model_settings, "usage_limits": usage_limits}
+        return session.stream(input, deps=deps, cancel=cancel, toolsets=toolsets, **options)
 
     async def continue_run(
         self,

@@ -143,6 +143,8 @@ class RunLoop:
             context = RunContext(run_id=state.run.id, session_id=session.id, deps=state.deps)
             text = await evaluate(agent._prompt, context)
             state.system = state.guard.system = agent._system(text)
+        if state.plan is not None:  # toolsets: this call's tools, and their instructions
+            await state.plan.start(state)
         state.guard.start(state.transcript, state.offer.specs, state.measured)
         if self.guarding is not None and state.resuming is None:  # a continued run was checked
             await self.guarding.start()
@@ -165,6 +167,8 @@ class RunLoop:
             session.safety.limits.before_request(state.run, state.turn_index)
             if agent._toolsets.toolsets:
                 await agent._refresh_tools(state, starting=False)
+            if state.plan is not None:  # the tools this call offers (SPEC 22)
+                await state.plan.offer(state)
             if not state.guard.ready():
                 await state.guard.before_call(state, self._commit_compacted)
             if guarding is None:

@@ -130,11 +130,15 @@ class RunOptions:
 
     model_settings: ModelSettings | None = None
     usage_limits: Budget | None = None
+    toolsets: tuple[Any, ...] = ()
+    """``run(..., toolsets=...)``: toolsets added for this run (SPEC 22)."""
 
     @classmethod
-    def checked(cls, model_settings: object, usage_limits: object) -> RunOptions | None:
-        """The options, type-checked (``InvalidInput`` names the fix); None when both are."""
-        if model_settings is None and usage_limits is None:
+    def checked(
+        cls, model_settings: object, usage_limits: object, toolsets: object = None
+    ) -> RunOptions | None:
+        """The options, type-checked (``InvalidInput`` names the fix); None when all are."""
+        if model_settings is None and usage_limits is None and not toolsets:
             return None
         if model_settings is not None and not isinstance(model_settings, ModelSettings):
             raise InvalidInput(
@@ -147,7 +151,11 @@ class RunOptions:
                 "usage_limits=Budget(turns=..., tokens=..., tool_calls=...) "
                 "(from agentloop import Budget)"
             )
-        return cls(model_settings, usage_limits)
+        if not toolsets:
+            return cls(model_settings, usage_limits)
+        from agentloop.toolsets import checked_toolsets
+
+        return cls(model_settings, usage_limits, checked_toolsets(toolsets))
 
 
 @dataclass(eq=False)
@@ -191,6 +199,8 @@ class RunState:
     """Child agents (``as_tool``) by the parent's call id: one that paused, or one to continue."""
     paused: tuple[Any, ...] = ()
     """The calls the run paused on (``PendingCall``), set when a dispatch left some pending."""
+    plan: Any = None
+    """The run's per-call tool plan (``engine.offering.ToolPlan``): None without toolsets."""
     measured: Measured | None = None
     """What the session knew of ``transcript[:base]`` (its history) at the start, if anything."""
 
