@@ -63,6 +63,7 @@ class AgentOptions(TypedDict, total=False):
     observers: Sequence[Observer]
     approver: Approver | None
     guardrails: Sequence[Guardrail]
+    toolsets: Sequence[AbstractToolset]
     clock: Clock
 
 
