@@ -125,16 +125,16 @@ class Scope:
         self.starting = True
         """True while the run resolves its first offer (errors then stop the run)."""
 
-    async def listed(self, source: Any) -> Sequence[Tool]:
+    async def listed(self, source: Any) -> list[Tool]:
         """A listed source's tools (MCP), listed again only when its ``version`` changed.
 
         A source that cannot list when a run starts is a ``ConfigurationError`` naming it; later
         the tools listed before are kept (WARNING) and the run goes on.
         """
         version = source.version
-        known = self.cache.get(id(source))
+        known = getattr(source, "_listed", None)  # kept on the source: listed once per version
         if known is not None and known[0] == version:
-            return known[1]  # type: ignore[no-any-return]
+            return known[1]
         try:
             tools = list(await source.list_tools())
         except ConfigurationError:
@@ -148,8 +148,8 @@ class Scope:
                     f"tool source {source.name!r} could not list its tools: {why}", field="toolsets"
                 ) from exc
             logger.warning("tool source %r could not refresh its tools", source.name)
-            return known[1]  # type: ignore[no-any-return]
-        self.cache[id(source)] = (version, tools)
+            return known[1]
+        source._listed = (version, tools)
         return tools
 
 
@@ -181,6 +181,8 @@ class AbstractToolset:
     """
 
     name: str = "toolset"
+    _listed: tuple[int, list[Tool]] | None = None
+    """A listed source's tools and the ``version`` they were listed at (``Scope.listed``)."""
 
     async def entries(self, scope: Scope) -> list[Entry]:
         """The toolset's tools on this model call (a listed source's, by default)."""
