@@ -17,7 +17,9 @@ from agentloop.testing import ScriptedModel, call, reply
 def skill(root: Path, name: str, description: str = "Does a thing.", body: str = "Step 1.") -> Path:
     folder = root / name
     folder.mkdir(parents=True)
-    (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {description}\n---\n{body}\n")
+    (folder / "SKILL.md").write_text(
+        f"---\nname: {name}\ndescription: {description}\n---\n{body}\n"
+    )
     return folder
 
 
@@ -50,11 +52,18 @@ async def test_the_instructions_list_names_and_descriptions_only(library: Path) 
 
 
 async def test_load_skill_gives_the_body_and_files_and_is_recorded(library: Path) -> None:
-    model = ScriptedModel([call("load_skill", {"name": "pdf-forms"}), call("load_skill", {"name": "pdf-form"}), reply("ok")])
+    model = ScriptedModel(
+        [
+            call("load_skill", {"name": "pdf-forms"}),
+            call("load_skill", {"name": "pdf-form"}),
+            reply("ok"),
+        ]
+    )
     run = await Agent(model, toolsets=[SkillSet(library)]).run("go")
     body, unknown = results(run)
     assert body == "# PDF forms\nUse forms.md.\n\nfiles: blob.bin, forms.md, scripts/fill.py"
-    assert unknown == "no skill named 'pdf-form'. Available: pdf-forms, release-notes. Did you mean 'pdf-forms'?"
+    available = "Available: pdf-forms, release-notes"
+    assert unknown == f"no skill named 'pdf-form'. {available}. Did you mean 'pdf-forms'?"
     assert run.skills_read == ["pdf-forms"]
     assert type(run).from_dict(run.to_dict()).skills_read == ["pdf-forms"]
 
@@ -70,21 +79,27 @@ async def test_load_skill_gives_the_body_and_files_and_is_recorded(library: Path
     ],
 )
 async def test_read_skill_file_is_confined(library: Path, path: str, text: str) -> None:
-    model = ScriptedModel([call("read_skill_file", {"skill": "pdf-forms", "path": path}), reply("ok")])
+    model = ScriptedModel(
+        [call("read_skill_file", {"skill": "pdf-forms", "path": path}), reply("ok")]
+    )
     run = await Agent(model, toolsets=[SkillSet(library)]).run("go")
     assert results(run) == [text]
 
 
 async def test_a_symlink_out_of_the_folder_is_outside(library: Path, tmp_path: Path) -> None:
     os.symlink(tmp_path / "secret.txt", library / "pdf-forms" / "link.txt")
-    model = ScriptedModel([call("read_skill_file", {"skill": "pdf-forms", "path": "link.txt"}), reply("ok")])
+    model = ScriptedModel(
+        [call("read_skill_file", {"skill": "pdf-forms", "path": "link.txt"}), reply("ok")]
+    )
     run = await Agent(model, toolsets=[SkillSet(library)]).run("go")
     assert results(run) == ["'link.txt' is outside skill 'pdf-forms'"]
 
 
 async def test_a_file_too_big_is_refused(library: Path) -> None:
     (library / "pdf-forms" / "big.txt").write_text("x" * 100)
-    model = ScriptedModel([call("read_skill_file", {"skill": "pdf-forms", "path": "big.txt"}), reply("ok")])
+    model = ScriptedModel(
+        [call("read_skill_file", {"skill": "pdf-forms", "path": "big.txt"}), reply("ok")]
+    )
     run = await Agent(model, toolsets=[SkillSet(library, max_read_bytes=10)]).run("go")
     assert results(run) == ["'big.txt' is 100 bytes, more than the 10 this tool reads"]
 
@@ -97,7 +112,13 @@ async def test_scripts_run_only_through_the_runner(library: Path) -> None:
         return "filled"
 
     args = {"skill": "pdf-forms", "path": "scripts/fill.py", "args": ["a"]}
-    model = ScriptedModel([call("run_skill_script", args), call("run_skill_script", {**args, "path": "../x"}), reply("ok")])
+    model = ScriptedModel(
+        [
+            call("run_skill_script", args),
+            call("run_skill_script", {**args, "path": "../x"}),
+            reply("ok"),
+        ]
+    )
     run = await Agent(model, toolsets=[SkillSet(library, runner=runner)]).run("go")
     assert results(run) == ["filled", "'../x' is outside skill 'pdf-forms'"]
     root = (library / "pdf-forms").resolve()
@@ -105,7 +126,9 @@ async def test_scripts_run_only_through_the_runner(library: Path) -> None:
 
 
 async def test_without_a_runner_no_script_tool_is_offered(library: Path) -> None:
-    model = ScriptedModel([call("run_skill_script", {"skill": "pdf-forms", "path": "scripts/fill.py"}), reply("ok")])
+    model = ScriptedModel(
+        [call("run_skill_script", {"skill": "pdf-forms", "path": "scripts/fill.py"}), reply("ok")]
+    )
     run = await Agent(model, toolsets=[SkillSet(library)]).run("go")
     assert results(run)[0].startswith("tool 'run_skill_script' is not available")
 
@@ -126,7 +149,9 @@ def test_one_skill_folder_is_a_path_too(library: Path) -> None:
         ("name: [unclosed", "not valid YAML"),
     ],
 )
-def test_a_malformed_skill_is_a_configuration_error_naming_the_file(tmp_path: Path, front: str, match: str) -> None:
+def test_a_malformed_skill_is_a_configuration_error_naming_the_file(
+    tmp_path: Path, front: str, match: str
+) -> None:
     folder = tmp_path / "thing"
     folder.mkdir()
     (folder / "SKILL.md").write_text(f"---\n{front}\n---\nbody")

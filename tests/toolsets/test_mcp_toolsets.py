@@ -45,7 +45,11 @@ async def test_an_mcp_server_composes_as_a_toolset(tmp_path: Path) -> None:
 
 async def test_a_deferred_mcp_server_is_found_by_search(tmp_path: Path) -> None:
     model = ScriptedModel(
-        [call("search_tools", {"query": "weather city"}), call("weather", {"city": "Oslo"}), reply("ok")]
+        [
+            call("search_tools", {"query": "weather city"}),
+            call("weather", {"city": "Oslo"}),
+            reply("ok"),
+        ]
     )
     async with Agent(model, toolsets=[faulty(tmp_path, defer_loading=True)]) as agent:
         run = await agent.run("go")

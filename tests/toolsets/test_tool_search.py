@@ -16,7 +16,7 @@ from agentloop.model import ModelRequest, ToolSpec
 from agentloop.pausing import Approve
 from agentloop.store.sqlite import SQLiteStore
 from agentloop.testing import ScriptedModel, call, reply
-from agentloop.toolsets import FunctionToolset, SearchIndex
+from agentloop.toolsets import AbstractToolset, FunctionToolset, SearchIndex
 
 
 @tool
@@ -46,7 +46,7 @@ def echo(text: str) -> str:
     return text
 
 
-def catalogue() -> FunctionToolset:
+def catalogue() -> AbstractToolset:
     return FunctionToolset([get_weather, send_email, list_files], name="office").deferred()
 
 
@@ -110,17 +110,26 @@ async def test_the_limit_is_1_to_20(limit: object) -> None:
 
 async def test_a_call_to_an_unloaded_deferred_tool_loads_it() -> None:
     model = ScriptedModel(
-        [call("send_email", {"to": "a", "body": "b"}), call("send_email", {"to": "a", "body": "b"}), reply("ok")]
+        [
+            call("send_email", {"to": "a", "body": "b"}),
+            call("send_email", {"to": "a", "body": "b"}),
+            reply("ok"),
+        ]
     )
     run = await Agent(model, toolsets=[catalogue()]).run("go")
-    assert results(run) == ["tool 'send_email' was not loaded; it is loaded now: call it again", "sent to a"]
+    assert results(run) == [
+        "tool 'send_email' was not loaded; it is loaded now: call it again",
+        "sent to a",
+    ]
     assert "send_email" not in names(model.requests[0])
     assert "send_email" in names(model.requests[1])
     assert run.loaded_tools == ["send_email"]
 
 
 async def test_loaded_tools_stay_for_the_sessions_later_runs() -> None:
-    model = ScriptedModel([call("send_email", {"to": "a", "body": "b"}), reply("ok"), reply("later")])
+    model = ScriptedModel(
+        [call("send_email", {"to": "a", "body": "b"}), reply("ok"), reply("later")]
+    )
     agent = Agent(model, toolsets=[catalogue()])
     await agent.run("go")
     second = await agent.run("again")
@@ -195,7 +204,9 @@ async def test_a_user_tool_named_search_tools_is_an_error_when_search_is_on() ->
 
 
 async def test_native_without_a_native_model_is_an_error() -> None:
-    agent = Agent(ScriptedModel([reply("x")]), toolsets=[catalogue()], config=RunConfig(tool_search="native"))
+    agent = Agent(
+        ScriptedModel([reply("x")]), toolsets=[catalogue()], config=RunConfig(tool_search="native")
+    )
     with pytest.raises(ConfigurationError, match="tool_search='native'"):
         await agent.run("go")
 
@@ -216,7 +227,11 @@ def test_bm25_ranks_names_split_on_case_and_separators() -> None:
 
 def test_search_over_10000_tools_is_fast() -> None:
     specs = [
-        ToolSpec(f"service{i % 97}_action_{i}", f"Do thing number {i} for team {i % 13}", {"type": "object", "properties": {"id": {}, f"field{i % 7}": {}}})
+        ToolSpec(
+            f"service{i % 97}_action_{i}",
+            f"Do thing number {i} for team {i % 13}",
+            {"type": "object", "properties": {"id": {}, f"field{i % 7}": {}}},
+        )
         for i in range(10_000)
     ]
     index = SearchIndex(specs)

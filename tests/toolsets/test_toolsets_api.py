@@ -53,7 +53,12 @@ async def test_a_function_toolset_offers_and_runs_its_tools() -> None:
 
 
 async def test_prefixed_renamed_and_filtered_compose() -> None:
-    ts = files().renamed({"cat": "read"}).prefixed("fs").filtered(lambda ctx, s: s.name != "fs_write")
+    ts = (
+        files()
+        .renamed({"cat": "read"})
+        .prefixed("fs")
+        .filtered(lambda ctx, s: s.name != "fs_write")
+    )
     model = ScriptedModel([call("fs_cat", {"path": "a"}), reply("ok")])
     run = await Agent(model, toolsets=[ts]).run("go")
     assert names(model.requests[0]) == ["fs_cat"]
@@ -84,7 +89,9 @@ async def test_a_filter_that_raises_offers_nothing_of_its_toolset(
     other = FunctionToolset([write], name="other")
     model = ScriptedModel([call("read", {"path": "a"}), reply("done")])
     with caplog.at_level(logging.ERROR, logger="agentloop"):
-        run = await Agent(model, toolsets=[FunctionToolset([read]).filtered(broken), other]).run("go")
+        run = await Agent(model, toolsets=[FunctionToolset([read]).filtered(broken), other]).run(
+            "go"
+        )
     assert names(model.requests[0]) == ["write"]
     assert results(run)[0][0].startswith("tool 'read' is not available")
     assert run.output == "done"
@@ -99,7 +106,11 @@ async def test_a_filter_returning_a_wrong_type_fails_closed() -> None:
 
 async def test_prepared_chooses_and_redescribes_per_call() -> None:
     async def prepare(ctx: RunContext[Any], specs: list[ToolSpec]) -> list[ToolSpec]:
-        return [ToolSpec(s.name, f"turn {ctx.turn}: {s.description}", s.parameters) for s in specs if s.name == "read"]
+        return [
+            ToolSpec(s.name, f"turn {ctx.turn}: {s.description}", s.parameters)
+            for s in specs
+            if s.name == "read"
+        ]
 
     model = ScriptedModel([call("read", {"path": "a"}), reply("ok")])
     run = await Agent(model, toolsets=[files().prepared(prepare)]).run("go")
@@ -120,11 +131,17 @@ async def test_prepared_that_raises_offers_nothing() -> None:
 async def test_run_toolsets_add_for_one_run_and_override_replaces() -> None:
     model = ScriptedModel([reply("a"), reply("b"), reply("c")])
     agent = Agent(model, tools=[write], toolsets=[FunctionToolset([read], name="r")])
-    await agent.run("go", toolsets=[FunctionToolset([tool(name="extra", description="x")(lambda: 1)])])
+    await agent.run(
+        "go", toolsets=[FunctionToolset([tool(name="extra", description="x")(lambda: 1)])]
+    )
     await agent.run("go")
     with agent.override(toolsets=[]):
         await agent.run("go")
-    assert [names(r) for r in model.requests] == [["extra", "read", "write"], ["read", "write"], ["write"]]
+    assert [names(r) for r in model.requests] == [
+        ["extra", "read", "write"],
+        ["read", "write"],
+        ["write"],
+    ]
 
 
 def test_run_sync_and_sessions_take_toolsets() -> None:
@@ -190,7 +207,9 @@ async def test_approval_required_with_a_function_asks_per_call() -> None:
     def risky(ctx: RunContext[Any], spec: ToolSpec, arguments: dict[str, Any]) -> bool:
         return str(arguments.get("path", "")).startswith("/etc")
 
-    model = ScriptedModel([call("read", {"path": "a"}), call("read", {"path": "/etc/x"}), reply("ok")])
+    model = ScriptedModel(
+        [call("read", {"path": "a"}), call("read", {"path": "/etc/x"}), reply("ok")]
+    )
     run = await Agent(model, toolsets=[files().approval_required(risky)]).run("go")
     assert results(run)[0] == ("read a", False)
     assert run.paused and run.pending[0].call.arguments == {"path": "/etc/x"}
@@ -202,7 +221,9 @@ async def test_a_raising_approval_check_blocks_the_call() -> None:
 
     model = ScriptedModel([call("read", {"path": "a"}), reply("ok")])
     run = await Agent(model, toolsets=[files().approval_required(broken)]).run("go")
-    assert results(run) == [("blocked: approval check failed: LookupError: policy service down", True)]
+    assert results(run) == [
+        ("blocked: approval check failed: LookupError: policy service down", True)
+    ]
 
 
 # -- bad input, hard, before any request ------------------------------------------------------
@@ -212,13 +233,16 @@ async def test_a_raising_approval_check_blocks_the_call() -> None:
     ("build", "match"),
     [
         (lambda: Agent(ScriptedModel([]), toolsets=[read]), "not a toolset"),  # type: ignore[list-item]
-        (lambda: Agent(ScriptedModel([]), toolsets=files()), "must be a list of toolsets"),  # type: ignore[arg-type]
+        (lambda: Agent(ScriptedModel([]), toolsets=files()), "must be a list of toolsets"),  # type: ignore[call-overload]
         (lambda: files().prefixed(""), "prefix ''"),
         (lambda: files().prefixed("a b"), "prefix 'a b'"),
         (lambda: files().renamed({"cat": "nope"}), "has no tool named 'nope'"),
         (lambda: files().renamed({"bad name": "read"}), "tool name 'bad name'"),
         (lambda: files().prefixed("x" * 60), "tool name 'x"),
-        (lambda: FunctionToolset([tool(name="a.b", description="d")(lambda: 1)]), "tool name 'a.b'"),
+        (
+            lambda: FunctionToolset([tool(name="a.b", description="d")(lambda: 1)]),
+            "tool name 'a.b'",
+        ),
         (
             lambda: Agent(ScriptedModel([]), tools=[read], toolsets=[files()]),
             r"two tools are named 'read' \(toolsets 'tools' and 'files'\); give one a prefix",
@@ -237,12 +261,16 @@ def test_bad_toolsets_are_configuration_errors(build: Any, match: str) -> None:
 async def test_a_dynamic_collision_is_an_error_at_run_start() -> None:
     model = ScriptedModel([reply("never")])
     agent = Agent(model, toolsets=[files(), DynamicToolset(lambda ctx: [read], name="dyn")])
-    with pytest.raises(ConfigurationError, match=r"two tools are named 'read' \(toolsets 'files' and 'dyn'\)"):
+    with pytest.raises(
+        ConfigurationError, match=r"two tools are named 'read' \(toolsets 'files' and 'dyn'\)"
+    ):
         await agent.run("go")
     assert model.requests == []
 
 
-async def test_a_collision_appearing_mid_run_skips_the_newcomer(caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_collision_appearing_mid_run_skips_the_newcomer(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     def other_read(path: str) -> str:
         return "other"
 

@@ -67,6 +67,13 @@ class AgentOptions(TypedDict, total=False):
     clock: Clock
 
 
+class PerRun(TypedDict):
+    """``run()``'s per-run replacements, passed on as they were given."""
+
+    model_settings: ModelSettings | None
+    usage_limits: Budget | None
+
+
 class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
     """An LLM agent: a model client, tools, a system prompt and the committed history.
 
@@ -383,8 +390,10 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         or at the latest when the agent is garbage-collected or the interpreter exits. It
         serves one thread at a time: serve many conversations with the async API.
         """
-        options = {"model_settings": model_settings, "usage_limits": usage_limits}
-        work = self.run(input, deps=deps, cancel=cancel, history=history, toolsets=toolsets, **options)
+        options = PerRun(model_settings=model_settings, usage_limits=usage_limits)
+        work = self.run(
+            input, deps=deps, cancel=cancel, history=history, toolsets=toolsets, **options
+        )
         return self._run_sync(work)
 
     @hinting(peers.RUN)
@@ -407,7 +416,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         ``Budget``) replace the config's ``model_settings`` and ``budget`` for this run only.
         """
         session = self._default if history is None else self._fresh(history)
-        options = {"model_settings": model_settings, "usage_limits": usage_limits}
+        options = PerRun(model_settings=model_settings, usage_limits=usage_limits)
         return await session.run(input, deps=deps, cancel=cancel, toolsets=toolsets, **options)
 
     @hinting(peers.RUN)
@@ -431,7 +440,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         dropped. ``history=``, ``model_settings=`` and ``usage_limits=`` as for ``run()``.
         """
         session = self._default if history is None else self._fresh(history)
-        options = {"model_settings": model_settings, "usage_limits": usage_limits}
+        options = PerRun(model_settings=model_settings, usage_limits=usage_limits)
         return session.stream(input, deps=deps, cancel=cancel, toolsets=toolsets, **options)
 
     async def continue_run(

@@ -199,8 +199,9 @@ class Conversation(Generic[OutputT]):
         state.plan = plan
 
     def _loaded(self, names: list[str], via: str) -> None:
-        if self._bus.active:
-            self._bus.emit(ev.ToolsLoaded(self._bus.run.id, self._bus.turn, tuple(names), via))
+        bus = self._bus
+        if bus.active and bus.run is not None:
+            bus.emit(ev.ToolsLoaded(bus.run.id, bus.turn, tuple(names), via))
 
     def _check_idle(self) -> None:
         """A new run needs a session that is neither running nor paused."""

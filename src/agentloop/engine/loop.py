@@ -34,9 +34,7 @@ from agentloop.engine.output import (
     TRUNCATED_TEXT,
     InvalidOutput,
 )
-from agentloop.engine.output import (
-    cut_calls as _cut_calls,
-)
+from agentloop.engine.output import cut_calls as _cut_calls
 from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import Paused, RunState
 from agentloop.engine.turn import build_request, call_model

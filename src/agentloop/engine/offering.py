@@ -20,7 +20,7 @@ from agentloop.model import ToolSpec
 from agentloop.run import RunContext
 from agentloop.tools import Tool, ToolContext, ToolRegistry
 from agentloop.toolsets import AbstractToolset, Entry, Scope
-from agentloop.toolsets._base import call_fn
+from agentloop.toolsets._entry import call_fn
 from agentloop.toolsets._search import (
     SEARCH_TOOLS,
     SearchIndex,
@@ -167,7 +167,7 @@ class ToolPlan:
             else:
                 registry.register(_runnable(entry))
         self.deferred = deferred
-        if deferred or any(e.deferred for e in entries) and mode != "off":
+        if deferred or (any(e.deferred for e in entries) and mode != "off"):
             registry.register(SearchTool(self, self._describe(deferred)))
         if scope.starting:
             self._check_start(state, entries)

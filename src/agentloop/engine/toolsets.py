@@ -94,7 +94,8 @@ class Toolsets:
     async def aclose(self) -> None:
         """Close every toolset (all of them, even when one fails; the first error is raised)."""
         first: BaseException | None = None
-        for toolset in (*self.toolsets, *self.sets):
+        closing: tuple[Toolset | AbstractToolset, ...] = (*self.toolsets, *self.sets)
+        for toolset in closing:
             try:
                 await toolset.aclose()
             except Exception as exc:

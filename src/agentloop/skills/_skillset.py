@@ -78,7 +78,9 @@ def find(paths: tuple[str | Path, ...]) -> dict[str, Skill]:
         if not root.is_dir():
             raise ConfigurationError(f"skills path {str(root)!r} is not a folder", field="skills")
         files = [root / "SKILL.md"] if (root / "SKILL.md").is_file() else []
-        files = files or sorted(p / "SKILL.md" for p in root.iterdir() if (p / "SKILL.md").is_file())
+        files = files or sorted(
+            p / "SKILL.md" for p in root.iterdir() if (p / "SKILL.md").is_file()
+        )
         for file in files:
             skill = parse(file)
             if skill.name in found:
@@ -99,7 +101,11 @@ class SkillSet(AbstractToolset):
     ) -> None:
         if runner is not None and not callable(runner):
             raise ConfigurationError("SkillSet runner must be callable", field="runner")
-        if isinstance(max_read_bytes, bool) or not isinstance(max_read_bytes, int) or max_read_bytes < 1:
+        if (
+            isinstance(max_read_bytes, bool)
+            or not isinstance(max_read_bytes, int)
+            or max_read_bytes < 1
+        ):
             raise ConfigurationError("SkillSet max_read_bytes must be >= 1", field="max_read_bytes")
         self.name = name
         self.skills = find(paths)
@@ -165,7 +171,9 @@ class SkillSet(AbstractToolset):
         target = self._inside(found, path)
         size = target.stat().st_size
         if size > self.max_read_bytes:
-            raise ToolError(f"'{path}' is {size} bytes, more than the {self.max_read_bytes} this tool reads")
+            raise ToolError(
+                f"'{path}' is {size} bytes, more than the {self.max_read_bytes} this tool reads"
+            )
         try:
             return target.read_bytes().decode("utf-8")
         except UnicodeDecodeError:

@@ -13,10 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from agentloop.errors import ConfigurationError
-from agentloop.toolsets._base import AbstractToolset, Entry, Scope
-from agentloop.toolsets._function import DynamicToolset, FunctionToolset
-from agentloop.toolsets._search import SearchIndex
-from agentloop.toolsets._wrappers import (
+from agentloop.toolsets._base import (
+    AbstractToolset,
     ApprovalRequiredToolset,
     DeferredToolset,
     FilteredToolset,
@@ -25,6 +23,9 @@ from agentloop.toolsets._wrappers import (
     RenamedToolset,
     WrapperToolset,
 )
+from agentloop.toolsets._entry import Entry, Scope
+from agentloop.toolsets._function import DynamicToolset, FunctionToolset
+from agentloop.toolsets._search import SearchIndex
 
 __all__ = [
     "AbstractToolset",

@@ -1,175 +1,39 @@
-"""The toolset abstraction: what every toolset resolves to on one model call, and the wrappers.
+"""``AbstractToolset`` and its six wrappers: filter, prefix, rename, prepare, approval, deferral.
 
-A toolset resolves, per model call, to ``Entry`` values: the tool to run (under the name the model
-sees), its ``ToolSpec`` as offered, the toolset it came from, whether it is deferred (SPEC 22's
-tool search) and whether a call needs approval. ``filtered``, ``prefixed``, ``renamed``,
-``prepared``, ``approval_required`` and ``deferred`` each return a new toolset wrapping this one
-(``agentloop.toolsets._wrappers``). ``Scope`` is one run's resolution context: the ``RunContext``
-the functions get, and the caches a run keeps (a per-run dynamic toolset's tools, listed sources).
+A filter or prepare function runs on every model call with the run's ``RunContext``; one that
+raises or returns a wrong type offers none of its toolset's tools on that call (fails closed,
+ERROR log) and the run goes on.
 """
 
 from __future__ import annotations
 
-import inspect
-import logging
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from agentloop._util.slots import record
-from agentloop.errors import AgentLoopError, ConfigurationError, ToolError
+from agentloop.errors import ConfigurationError
 from agentloop.model import ToolSpec
-from agentloop.run import RunContext
-from agentloop.tools import Tool, ToolContext
+from agentloop.tools import Tool
+from agentloop.toolsets._entry import (
+    NAME,
+    ApprovalCheck,
+    Entry,
+    Scope,
+    call_fn,
+    check_name,
+    failed,
+)
 
-if TYPE_CHECKING:
-    from agentloop.toolsets._wrappers import (
-        ApprovalRequiredToolset,
-        DeferredToolset,
-        FilteredToolset,
-        PrefixedToolset,
-        PreparedToolset,
-        RenamedToolset,
-    )
-
-__all__ = ["AbstractToolset", "Entry", "Scope", "call_fn", "check_name", "failed", "renamed_tool"]
-
-logger = logging.getLogger("agentloop")
-
-NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-ApprovalCheck = Callable[..., Any]
-"""``fn(ctx, spec, arguments) -> bool`` (sync or async): whether this call needs approval."""
-
-
-def check_name(name: str, what: str = "tool") -> str:
-    """``name`` when a provider accepts it as a tool name, else a ``ConfigurationError``."""
-    if not isinstance(name, str) or NAME.fullmatch(name) is None:
-        raise ConfigurationError(
-            f"{what} name {name!r} must be 1-64 characters of A-Z, a-z, 0-9, '_' and '-'",
-            field="toolsets",
-        )
-    return name
-
-
-@record
-class Entry:
-    """One tool as a toolset offers it on one model call."""
-
-    tool: Tool
-    """The tool that runs, named as the model sees it (``tool.spec()`` is ``spec``)."""
-    spec: ToolSpec
-    toolset: str
-    """The name of the toolset it came from (for collision messages and search descriptions)."""
-    deferred: bool = False
-    approval: bool | ApprovalCheck = False
-    """True: every call needs approval; a function: decides per call; False: none needed."""
-
-    @classmethod
-    def of(cls, tool: Tool, toolset: str, *, deferred: bool = False) -> Entry:
-        """The entry of a plain tool (``defer_loading`` on the tool defers it)."""
-        spec = tool.spec()
-        return cls(tool, spec, toolset, deferred or bool(getattr(tool, "defer_loading", False)))
-
-    def with_spec(self, spec: ToolSpec) -> Entry:
-        """The entry offered as ``spec`` (a new name runs the same tool under that name)."""
-        if spec == self.spec:
-            return self
-        inner = self.tool.inner if isinstance(self.tool, _Delegate) else self.tool
-        return replace(self, tool=_Delegate(inner, spec.name, spec), spec=spec)
-
-
-class _Delegate(Tool):
-    """A tool that runs another tool (renamed, or offered with another spec)."""
-
-    def __init__(self, inner: Tool, name: str, spec: ToolSpec) -> None:
-        self.inner = inner
-        self.name = name
-        self.description = spec.description
-        self.parameters = spec.parameters
-        self.timeout = inner.timeout
-        self.requires_approval = inner.requires_approval
-        self.external = inner.external
-        self._spec = spec
-
-    def spec(self) -> ToolSpec:
-        """The tool as offered."""
-        return self._spec
-
-    def validate(self, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
-        """The inner tool's validation; its error text names the offered name."""
-        try:
-            return self.inner.validate(arguments)
-        except ToolError as exc:
-            text = exc.message.replace(f"tool '{self.inner.name}'", f"tool '{self.name}'", 1)
-            raise ToolError(text) from None
-
-    async def call(self, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
-        """Run the inner tool."""
-        return await self.inner.call(arguments, ctx)
-
-
-def renamed_tool(tool: Tool, name: str) -> Tool:
-    """``tool`` offered and run as ``name``."""
-    return _Delegate(tool, name, replace(tool.spec(), name=name))
-
-
-class Scope:
-    """One run's resolution context: the functions' ``RunContext`` and the run's caches."""
-
-    def __init__(self, ctx: RunContext[Any]) -> None:
-        self.ctx = ctx
-        self.cache: dict[int, Any] = {}
-        """Per-run values by toolset id (a per-run ``DynamicToolset``'s resolved toolset)."""
-        self.starting = True
-        """True while the run resolves its first offer (errors then stop the run)."""
-
-    async def listed(self, source: Any) -> list[Tool]:
-        """A listed source's tools (MCP), listed again only when its ``version`` changed.
-
-        A source that cannot list when a run starts is a ``ConfigurationError`` naming it; later
-        the tools listed before are kept (WARNING) and the run goes on.
-        """
-        version = source.version
-        known = getattr(source, "_listed", None)  # kept on the source: listed once per version
-        if known is not None and known[0] == version:
-            return known[1]
-        try:
-            tools = list(await source.list_tools())
-        except ConfigurationError:
-            raise
-        except Exception as exc:
-            if self.starting or known is None:
-                why = exc.message if isinstance(exc, AgentLoopError) else f"{type(exc).__name__}"
-                if not isinstance(exc, AgentLoopError):
-                    why += f": {exc}"
-                raise ConfigurationError(
-                    f"tool source {source.name!r} could not list its tools: {why}", field="toolsets"
-                ) from exc
-            logger.warning("tool source %r could not refresh its tools", source.name)
-            return known[1]
-        source._listed = (version, tools)
-        return tools
-
-
-def failed(toolset: AbstractToolset, what: str, why: str) -> list[Entry]:
-    """A toolset function raised or returned a wrong type: none of its tools (ERROR log)."""
-    logger.error(
-        "toolset %r offers no tools on this call: its %s function failed: %s",
-        toolset.name,
-        what,
-        why,
-    )
-    return []
-
-
-async def call_fn(fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)``, awaited when it returns an awaitable (sync or async functions alike)."""
-    result = fn(*args)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
+__all__ = [
+    "AbstractToolset",
+    "ApprovalRequiredToolset",
+    "DeferredToolset",
+    "FilteredToolset",
+    "PrefixedToolset",
+    "PreparedToolset",
+    "RenamedToolset",
+    "WrapperToolset",
+]
 
 
 class AbstractToolset:
@@ -207,39 +71,197 @@ class AbstractToolset:
 
     def filtered(self, fn: Callable[..., Any]) -> FilteredToolset:
         """Offer only the tools for which ``fn(ctx, spec)`` (sync or async) is true."""
-        from agentloop.toolsets._wrappers import FilteredToolset
-
         return FilteredToolset(self, fn)
 
     def prefixed(self, prefix: str) -> PrefixedToolset:
         """Every tool named ``<prefix>_<name>``."""
-        from agentloop.toolsets._wrappers import PrefixedToolset
-
         return PrefixedToolset(self, prefix)
 
     def renamed(self, names: Mapping[str, str]) -> RenamedToolset:
         """Tools renamed, ``{new: old}``."""
-        from agentloop.toolsets._wrappers import RenamedToolset
-
         return RenamedToolset(self, names)
 
     def prepared(self, fn: Callable[..., Any]) -> PreparedToolset:
         """``fn(ctx, specs)`` (sync or async) returns the specs offered on this model call."""
-        from agentloop.toolsets._wrappers import PreparedToolset
-
         return PreparedToolset(self, fn)
 
     def approval_required(self, fn: ApprovalCheck | None = None) -> ApprovalRequiredToolset:
         """Calls need approval: all of them, or those for which ``fn(ctx, spec, arguments)``."""
-        from agentloop.toolsets._wrappers import ApprovalRequiredToolset
-
         return ApprovalRequiredToolset(self, fn)
 
     def deferred(self) -> DeferredToolset:
         """Tools not sent until tool search finds them (SPEC 22)."""
-        from agentloop.toolsets._wrappers import DeferredToolset
-
         return DeferredToolset(self)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+class WrapperToolset(AbstractToolset):
+    """A toolset that changes what another one offers (named as the one it wraps)."""
+
+    def __init__(self, wrapped: AbstractToolset) -> None:
+        if not isinstance(wrapped, AbstractToolset):
+            raise ConfigurationError(
+                f"not a toolset: {wrapped!r}; wrap a FunctionToolset, an MCPServer or a SkillSet",
+                field="toolsets",
+            )
+        self.wrapped = wrapped
+        self.name = wrapped.name
+
+    async def entries(self, scope: Scope) -> list[Entry]:
+        """The wrapped toolset's entries, unchanged (subclasses change them)."""
+        return await self.wrapped.entries(scope)
+
+    def static_names(self) -> tuple[str, ...] | None:
+        """The wrapped toolset's."""
+        return self.wrapped.static_names()
+
+    def toolsets(self) -> tuple[AbstractToolset, ...]:
+        """The wrapped chain, then this one."""
+        return (*self.wrapped.toolsets(), self)
+
+    async def aclose(self) -> None:
+        """Close the wrapped toolset."""
+        await self.wrapped.aclose()
+
+
+class FilteredToolset(WrapperToolset):
+    """Only the tools ``fn(ctx, spec)`` keeps."""
+
+    def __init__(self, wrapped: AbstractToolset, fn: Callable[..., Any]) -> None:
+        super().__init__(wrapped)
+        self.fn = _callable(fn, "filtered")
+
+    async def entries(self, scope: Scope) -> list[Entry]:
+        """The kept entries; none at all when the function fails."""
+        kept: list[Entry] = []
+        for entry in await self.wrapped.entries(scope):
+            try:
+                keep = await call_fn(self.fn, scope.ctx, entry.spec)
+            except Exception as exc:
+                return failed(self, "filtered", f"{type(exc).__name__}: {exc}")
+            if not isinstance(keep, bool):
+                return failed(self, "filtered", f"returned {type(keep).__name__}, not bool")
+            if keep:
+                kept.append(entry)
+        return kept
+
+
+class PrefixedToolset(WrapperToolset):
+    """Every tool named ``<prefix>_<name>``."""
+
+    def __init__(self, wrapped: AbstractToolset, prefix: str) -> None:
+        super().__init__(wrapped)
+        if not isinstance(prefix, str) or NAME.fullmatch(prefix) is None:
+            raise ConfigurationError(
+                f"toolset {wrapped.name!r}: prefix {prefix!r} must be a non-empty string of "
+                "A-Z, a-z, 0-9, '_' and '-'",
+                field="prefix",
+            )
+        self.prefix = prefix
+        for name in self.static_names() or ():
+            check_name(name)
+
+    def _name(self, name: str) -> str:
+        return f"{self.prefix}_{name}"
+
+    async def entries(self, scope: Scope) -> list[Entry]:
+        """The entries, renamed."""
+        entries = await self.wrapped.entries(scope)
+        return [e.with_spec(replace(e.spec, name=self._name(e.spec.name))) for e in entries]
+
+    def static_names(self) -> tuple[str, ...] | None:
+        """The wrapped names, prefixed."""
+        names = self.wrapped.static_names()
+        return None if names is None else tuple(self._name(n) for n in names)
+
+
+class RenamedToolset(WrapperToolset):
+    """Tools renamed, ``{new: old}``; a name not renamed keeps its own."""
+
+    def __init__(self, wrapped: AbstractToolset, names: Mapping[str, str]) -> None:
+        super().__init__(wrapped)
+        if not isinstance(names, Mapping):
+            raise ConfigurationError("renamed() takes a mapping {new: old}", field="toolsets")
+        self.names = {check_name(new): old for new, old in names.items()}
+        self.old = {old: new for new, old in self.names.items()}
+        known = wrapped.static_names()
+        if known is not None:
+            self._check(known)
+
+    def _check(self, known: tuple[str, ...]) -> None:
+        missing = sorted(old for old in self.old if old not in known)
+        if missing:
+            raise ConfigurationError(
+                f"toolset {self.name!r} has no tool named {missing[0]!r} to rename "
+                f"(it has: {', '.join(sorted(known)) or 'none'})",
+                field="toolsets",
+            )
+
+    async def entries(self, scope: Scope) -> list[Entry]:
+        """The entries, renamed (a listed toolset's missing name stops the run's start)."""
+        entries = await self.wrapped.entries(scope)
+        if scope.starting and self.wrapped.static_names() is None:
+            self._check(tuple(e.spec.name for e in entries))
+        return [
+            e.with_spec(replace(e.spec, name=self.old[e.spec.name]))
+            if e.spec.name in self.old
+            else e
+            for e in entries
+        ]
+
+    def static_names(self) -> tuple[str, ...] | None:
+        """The wrapped names, renamed."""
+        names = self.wrapped.static_names()
+        return None if names is None else tuple(self.old.get(n, n) for n in names)
+
+
+class PreparedToolset(WrapperToolset):
+    """``fn(ctx, specs)`` returns the specs offered on this call (a subset; texts may change)."""
+
+    def __init__(self, wrapped: AbstractToolset, fn: Callable[..., Any]) -> None:
+        super().__init__(wrapped)
+        self.fn = _callable(fn, "prepared")
+
+    async def entries(self, scope: Scope) -> list[Entry]:
+        """The entries the function returned specs for, offered with those specs."""
+        entries = await self.wrapped.entries(scope)
+        by_name = {e.spec.name: e for e in entries}
+        try:
+            specs = await call_fn(self.fn, scope.ctx, [e.spec for e in entries])
+        except Exception as exc:
+            return failed(self, "prepared", f"{type(exc).__name__}: {exc}")
+        if not isinstance(specs, list | tuple) or not all(isinstance(s, ToolSpec) for s in specs):
+            return failed(self, "prepared", f"returned {type(specs).__name__}, not ToolSpecs")
+        unknown = [s.name for s in specs if s.name not in by_name]
+        if unknown:
+            return failed(self, "prepared", f"returned a tool it was not given: {unknown[0]!r}")
+        return [by_name[s.name].with_spec(s) for s in specs]
+
+
+class ApprovalRequiredToolset(WrapperToolset):
+    """Calls need approval, as ``@tool(requires_approval=True)``: all, or those ``fn`` says."""
+
+    def __init__(self, wrapped: AbstractToolset, fn: ApprovalCheck | None = None) -> None:
+        super().__init__(wrapped)
+        self.fn = None if fn is None else _callable(fn, "approval_required")
+
+    async def entries(self, scope: Scope) -> list[Entry]:
+        """The entries, marked."""
+        mark: bool | ApprovalCheck = True if self.fn is None else self.fn
+        return [replace(e, approval=mark) for e in await self.wrapped.entries(scope)]
+
+
+class DeferredToolset(WrapperToolset):
+    """Tools not sent until tool search finds them (or a call loads one)."""
+
+    async def entries(self, scope: Scope) -> list[Entry]:
+        """The entries, deferred."""
+        return [replace(e, deferred=True) for e in await self.wrapped.entries(scope)]
+
+
+def _callable(fn: object, method: str) -> Callable[..., Any]:
+    if not callable(fn):
+        raise ConfigurationError(f"{method}() takes a function, got {fn!r}", field="toolsets")
+    return fn

@@ -12,7 +12,8 @@ from typing import Any, overload
 
 from agentloop.errors import ConfigurationError
 from agentloop.tools import FunctionTool, Tool, ToolRegistry, tool
-from agentloop.toolsets._base import AbstractToolset, Entry, Scope, call_fn, check_name, failed
+from agentloop.toolsets._base import AbstractToolset
+from agentloop.toolsets._entry import Entry, Scope, call_fn, check_name, failed
 
 __all__ = ["DynamicToolset", "FunctionToolset"]
 
@@ -77,10 +78,12 @@ class DynamicToolset(AbstractToolset):
         self, fn: Callable[..., Any], *, per_step: bool = False, name: str | None = None
     ) -> None:
         if not callable(fn):
-            raise ConfigurationError(f"DynamicToolset takes a function, got {fn!r}", field="toolsets")
+            raise ConfigurationError(
+                f"DynamicToolset takes a function, got {fn!r}", field="toolsets"
+            )
         self.fn = fn
         self.per_step = bool(per_step)
-        self.name = name or getattr(fn, "__name__", "dynamic")
+        self.name = str(name or getattr(fn, "__name__", "dynamic"))
 
     async def entries(self, scope: Scope) -> list[Entry]:
         """The function's toolset's entries (none when it failed)."""
