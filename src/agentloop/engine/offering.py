@@ -25,6 +25,7 @@ from agentloop.toolsets._search import (
     SEARCH_TOOLS,
     SearchIndex,
     found_text,
+    index_of,
     search_description,
 )
 
@@ -120,6 +121,7 @@ class ToolPlan:
         self.state: RunState | None = None
         self._index: SearchIndex | None = None
         self._indexed: tuple[str, ...] = ()
+        self._searchable: list[Entry] = []
         self._offered: dict[str, str] = {}
         self._fresh = False
         self.emit: Callable[[list[str], str], None] | None = None
@@ -167,7 +169,8 @@ class ToolPlan:
             else:
                 registry.register(_runnable(entry))
         self.deferred = deferred
-        if deferred or (any(e.deferred for e in entries) and mode != "off"):
+        self._searchable = [e for e in entries if e.deferred] if mode != "off" else []
+        if self._searchable:
             registry.register(SearchTool(self, self._describe(deferred)))
         if scope.starting:
             self._check_start(state, entries)
@@ -226,10 +229,13 @@ class ToolPlan:
         return search_description(len(deferred), toolsets)
 
     def find(self, query: str, limit: int) -> str:
-        """``search_tools``: the best matches among deferred tools, loaded from the next step."""
-        names = tuple(self.deferred)
+        """``search_tools``: the best matches among deferred tools, loaded from the next step.
+
+        The index covers every deferred tool, loaded or not, so loading does not rebuild it.
+        """
+        names = tuple(e.spec.name for e in self._searchable)
         if self._index is None or names != self._indexed:
-            self._index = SearchIndex([e.spec for e in self.deferred.values()])
+            self._index = index_of([e.spec for e in self._searchable])
             self._indexed = names
         found = self._index.search(query, limit)
         self.load([s.name for s in found], "search")

@@ -13,7 +13,14 @@ from collections.abc import Sequence
 
 from agentloop.model import ToolSpec
 
-__all__ = ["SEARCH_TOOLS", "SearchIndex", "found_text", "search_description", "tokens"]
+__all__ = [
+    "SEARCH_TOOLS",
+    "SearchIndex",
+    "found_text",
+    "index_of",
+    "search_description",
+    "tokens",
+]
 
 SEARCH_TOOLS = "search_tools"
 
@@ -66,6 +73,26 @@ class SearchIndex:
                 scores[index] = scores.get(index, 0.0) + gain
         best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:limit]
         return [self.specs[index] for index, _ in best]
+
+
+_CACHE: dict[tuple[object, ...], SearchIndex] = {}
+_CACHE_SIZE = 4
+
+
+def index_of(specs: Sequence[ToolSpec]) -> SearchIndex:
+    """The index of ``specs``, shared by runs over the same tools (a few kept, newest last).
+
+    Keyed by each tool's name, description and parameter names: a catalogue of 10,000 tools is
+    indexed once per process, not once per run.
+    """
+    key = tuple((s.name, s.description, tuple(s.parameters.get("properties") or ())) for s in specs)
+    found = _CACHE.pop(key, None)
+    if found is None:
+        found = SearchIndex(specs)
+        if len(_CACHE) >= _CACHE_SIZE:
+            del _CACHE[next(iter(_CACHE))]
+    _CACHE[key] = found
+    return found
 
 
 def _norms(lengths: list[int]) -> list[float]:
