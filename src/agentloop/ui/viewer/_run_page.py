@@ -65,6 +65,9 @@ def _facts(stored: StoredRun) -> str:
     if parent is not None:
         link = f'<a href="/runs/{attr(parent.run_id)}">{text(parent.run_id[:12])}</a>'
         rows.append(("parent", f"{link}, tool call {text(parent.tool)} ({text(parent.call_id)})"))
+    for name, names in (("tools loaded", run.loaded_tools), ("skills read", run.skills_read)):
+        if names:  # SPEC 22: what tool search loaded, the skills the model read
+            rows.append((name, text(", ".join(names))))
     items = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
     return f'<dl class="facts">{items}</dl>'
 
