@@ -291,3 +291,19 @@ async def test_a_collision_appearing_mid_run_skips_the_newcomer(
 def test_toolsets_is_our_keyword_now() -> None:
     agent = Agent(ScriptedModel([]), toolsets=[files()])
     assert agent is not None
+
+
+async def test_an_approved_toolset_call_runs_when_the_run_continues() -> None:
+    from agentloop.pausing import Approve, Deny
+
+    model = ScriptedModel(
+        [call("write", {"path": "a", "text": "t"}), call("write", {"path": "b", "text": "t"})]
+        + [reply("ok")]
+    )
+    agent = Agent(model, toolsets=[files().approval_required()])
+    run = await agent.run("go")
+    run = await agent.continue_run(decisions={run.pending[0].call.id: Approve()})
+    assert run.paused
+    run = await agent.continue_run(decisions={run.pending[0].call.id: Deny("no")})
+    assert results(run)[:2] == [("wrote a", False), ("User denied permission: no", True)]
+    assert run.output == "ok"
