@@ -196,6 +196,8 @@ class Conversation(Generic[OutputT]):
         plan = plan_for(self.agent, state.registry, sets, self.loaded_tools)
         if plan is not None:
             plan.emit = self._loaded
+            view = self._dispatcher.registry
+            plan.view = view if hasattr(view, "over") else None
         state.plan = plan
 
     def _loaded(self, names: list[str], via: str) -> None:

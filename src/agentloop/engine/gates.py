@@ -75,6 +75,8 @@ class Gates:
             return Asked("external")
         if tool.requires_approval:
             check = getattr(tool, "approval_check", None)  # a toolset's approval_required(fn)
+            if check is None:  # through a journal's or a durable step's wrapper
+                check = getattr(getattr(tool, "inner", None), "approval_check", None)
             if check is not None:
                 try:
                     if not await check(ctx, call.arguments):

@@ -16,6 +16,7 @@ and arguments, never its id, so a restamped id cannot hide a finished call.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -207,6 +208,12 @@ class ToolsView(ToolRegistry):
     def wrap(self, tool: Tool) -> Tool:
         """The tool the dispatcher calls in place of ``tool``."""
         return tool
+
+    def over(self, inner: ToolRegistry) -> ToolsView:
+        """The same view over ``inner`` (a run's toolsets, SPEC 22: journaled, steps alike)."""
+        view = copy.copy(self)
+        view.inner = inner
+        return view
 
     def get(self, name: str) -> Tool | None:
         """The inner registry's tool, wrapped."""

@@ -124,6 +124,9 @@ class ToolPlan:
         self._searchable: list[Entry] = []
         self._offered: dict[str, str] = {}
         self._fresh = False
+        self.view: Any = None
+        """The dispatcher's view of tools (a journal, durable steps): the plan's tools go through
+        it too (``ToolsView.over``)."""
         self.emit: Callable[[list[str], str], None] | None = None
         """Reports loaded tools (the session's ``ToolsLoaded`` event)."""
 
@@ -176,8 +179,9 @@ class ToolPlan:
             self._check_start(state, entries)
             scope.starting = False
         self._offered = {e.spec.name: e.toolset for e in entries}
-        state.registry = registry
         state.offer = self.agent._offer(state.client, registry)
+        view = self.view
+        state.registry = registry if view is None else view.over(registry)
 
     async def _entries(self, scope: Scope) -> list[Entry]:
         """The base tools and every toolset's, one per name (a collision at start is an error)."""
