@@ -296,10 +296,11 @@ def test_toolsets_is_our_keyword_now() -> None:
 async def test_an_approved_toolset_call_runs_when_the_run_continues() -> None:
     from agentloop.pausing import Approve, Deny
 
-    model = ScriptedModel(
-        [call("write", {"path": "a", "text": "t"}), call("write", {"path": "b", "text": "t"})]
-        + [reply("ok")]
+    first, second = (
+        call("write", {"path": "a", "text": "t"}),
+        call("write", {"path": "b", "text": "t"}),
     )
+    model = ScriptedModel([first, second, reply("ok")])
     agent = Agent(model, toolsets=[files().approval_required()])
     run = await agent.run("go")
     run = await agent.continue_run(decisions={run.pending[0].call.id: Approve()})
