@@ -308,3 +308,19 @@ async def test_an_approved_toolset_call_runs_when_the_run_continues() -> None:
     run = await agent.continue_run(decisions={run.pending[0].call.id: Deny("no")})
     assert results(run)[:2] == [("wrote a", False), ("User denied permission: no", True)]
     assert run.output == "ok"
+
+
+async def test_a_listed_name_a_provider_refuses_fails_at_run_start() -> None:
+    from agentloop.tools import FunctionTool
+    from agentloop.toolsets import AbstractToolset, Entry, Scope
+
+    class Listed(AbstractToolset):
+        name = "remote"
+
+        async def entries(self, scope: Scope) -> list[Entry]:
+            return [Entry.of(FunctionTool(lambda: "x", name="a.b", description="d"), self.name)]
+
+    model = ScriptedModel([reply("never")])
+    with pytest.raises(ConfigurationError, match="tool name 'a.b'"):
+        await Agent(model, toolsets=[Listed()]).run("go")
+    assert model.requests == []

@@ -20,7 +20,7 @@ from agentloop.model import ToolSpec
 from agentloop.run import RunContext
 from agentloop.tools import Tool, ToolContext, ToolRegistry
 from agentloop.toolsets import AbstractToolset, Entry, Scope
-from agentloop.toolsets._entry import call_fn
+from agentloop.toolsets._entry import call_fn, check_name
 from agentloop.toolsets._search import (
     SEARCH_TOOLS,
     SearchIndex,
@@ -57,6 +57,11 @@ class SearchTool(Tool):
     def __init__(self, plan: ToolPlan, description: str) -> None:
         self.plan = plan
         self.description = description
+        self._spec = ToolSpec(self.name, description, self.parameters)
+
+    def spec(self) -> ToolSpec:
+        """The tool as offered (built once)."""
+        return self._spec
 
     def validate(self, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
         """``query`` a string, ``limit`` an integer from 1 to 20."""
@@ -207,7 +212,10 @@ class ToolPlan:
         return list(seen.values())
 
     def _check_start(self, state: RunState, entries: list[Entry]) -> None:
-        """Names tool search needs, and a forced choice of a tool not loaded yet."""
+        """Names a provider takes, names tool search needs, a forced choice not loaded yet."""
+        for entry in entries:
+            if entry.toolset != "tools":  # a listed or dynamic toolset's names, known now
+                check_name(entry.spec.name)
         if self.agent.config.tool_search == "native":
             raise ConfigurationError(
                 f"RunConfig.tool_search='native': model {state.client.model!r} has no native "
