@@ -321,6 +321,6 @@ async def test_a_listed_name_a_provider_refuses_fails_at_run_start() -> None:
             return [Entry.of(FunctionTool(lambda: "x", name="a.b", description="d"), self.name)]
 
     model = ScriptedModel([reply("never")])
-    with pytest.raises(ConfigurationError, match="tool name 'a.b'"):
+    with pytest.raises(ConfigurationError, match=r"tool name 'a\.b'"):
         await Agent(model, toolsets=[Listed()]).run("go")
     assert model.requests == []
