@@ -324,3 +324,32 @@ async def test_a_listed_name_a_provider_refuses_fails_at_run_start() -> None:
     with pytest.raises(ConfigurationError, match=r"tool name 'a\.b'"):
         await Agent(model, toolsets=[Listed()]).run("go")
     assert model.requests == []
+
+
+async def test_a_tool_source_of_the_older_protocol_is_a_toolset_too() -> None:
+    from collections.abc import Sequence
+
+    from agentloop.tools import Tool
+
+    class Source:
+        name, version = "legacy", 0
+
+        async def list_tools(self) -> Sequence[Tool]:
+            return [read]
+
+        async def aclose(self) -> None:
+            self.version += 1
+
+    model = ScriptedModel([call("src_read", {"path": "a"}), reply("ok")])
+    run = await Agent(model, toolsets=[Source()]).run("go")  # type: ignore[list-item]
+    assert results(run)[0][0].startswith("tool 'src_read' is not available")
+    assert names(model.requests[0]) == ["read"]
+
+
+async def test_stream_takes_toolsets_for_one_run() -> None:
+    model = ScriptedModel([call("read", {"path": "s"}), reply("ok")])
+    agent = Agent(model)
+    async with agent.stream("go", toolsets=[files()]) as events:
+        async for _ in events:
+            pass
+    assert results(agent.runs[-1]) == [("read s", False)]

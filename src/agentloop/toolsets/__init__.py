@@ -11,6 +11,7 @@ folder of skills. Every toolset has ``filtered``, ``prefixed``, ``renamed``, ``p
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from agentloop.errors import ConfigurationError
 from agentloop.toolsets._base import (
@@ -58,13 +59,13 @@ def checked_toolsets(
             f"{field} must be a list of toolsets, got {toolsets!r}; write {field}=[...]",
             field=field,
         )
-    items = tuple(toolsets)
+    items = tuple(_Listed(t) if _is_source(t) else t for t in toolsets)
     owners = dict.fromkeys(names, "tools")
     for item in items:
         if not isinstance(item, AbstractToolset):
             raise ConfigurationError(
                 f"{field}=[...] holds {item!r}, not a toolset: use FunctionToolset([...]) for "
-                "tools, an MCPServer or a SkillSet (agentloop.toolsets)",
+                "tools, an MCPServer, a SkillSet, or a source with list_tools() and version",
                 field=field,
             )
         for name in item.static_names() or ():
@@ -76,3 +77,24 @@ def checked_toolsets(
                 )
             owners[name] = item.name
     return items
+
+
+def _is_source(item: object) -> bool:
+    """A tool source of ``agentloop.tools.Toolset``'s shape that is not a toolset yet."""
+    return not isinstance(item, AbstractToolset) and callable(getattr(item, "list_tools", None))
+
+
+class _Listed(AbstractToolset):
+    """A tool source (``list_tools``, ``version``, ``aclose``) as a toolset: listed per version."""
+
+    def __init__(self, source: Any) -> None:
+        self.source = source
+        self.name = str(getattr(source, "name", "tools"))
+
+    async def entries(self, scope: Scope) -> list[Entry]:
+        """The source's tools, listed again when its ``version`` changed."""
+        return [Entry.of(t, self.name) for t in await scope.listed(self.source)]
+
+    async def aclose(self) -> None:
+        """Close the source."""
+        await self.source.aclose()
