@@ -216,9 +216,11 @@ class ToolsView(ToolRegistry):
         return view
 
     def get(self, name: str) -> Tool | None:
-        """The inner registry's tool, wrapped."""
+        """The inner registry's tool, wrapped (the engine's own ``search_tools`` never is)."""
         tool = self.inner.get(name)
-        return None if tool is None else self.wrap(tool)
+        if tool is None or getattr(tool, "runs_inline", False):
+            return tool
+        return self.wrap(tool)
 
     def names(self) -> list[str]:
         """The inner registry's names."""

@@ -45,6 +45,8 @@ class SearchTool(Tool):
     """``search_tools(query, limit=5)``: BM25 over the run's deferred tools; loads what it finds."""
 
     name = SEARCH_TOOLS
+    runs_inline = True
+    """Never journaled nor a durable step: each call must load what it finds, replays too."""
     parameters: Mapping[str, Any] = {
         "type": "object",
         "properties": {
