@@ -213,7 +213,8 @@ async def _toolset_tool(toolsets: tuple[Any, ...], name: str, ctx: RunContext[An
     for toolset in toolsets:
         for entry in await toolset.entries(scope):
             if entry.spec.name == name:
-                return entry.tool
+                found: Tool = entry.tool
+                return found
     return None
 
 
