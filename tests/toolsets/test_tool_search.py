@@ -239,3 +239,11 @@ def test_search_over_10000_tools_is_fast() -> None:
     for query in ("team 7 thing", "service42 action", "field3 id"):
         assert index.search(query, 5)
     assert (time.perf_counter() - started) / 3 < 0.05
+
+
+async def test_search_tools_stays_the_same_when_a_tool_loads() -> None:
+    model = ScriptedModel([call("search_tools", {"query": "email"}), reply("ok")])
+    await Agent(model, toolsets=[catalogue()]).run("go")
+    first, second = ({s.name: s for s in r.tools}["search_tools"] for r in model.requests)
+    assert first == second
+    assert "send_email" in names(model.requests[1])

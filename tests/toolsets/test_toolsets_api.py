@@ -353,3 +353,8 @@ async def test_stream_takes_toolsets_for_one_run() -> None:
         async for _ in events:
             pass
     assert results(agent.runs[-1]) == [("read s", False)]
+
+
+def test_pydantic_ais_per_run_step_names_ours() -> None:
+    with pytest.raises(TypeError, match="per_step="):
+        DynamicToolset(lambda ctx: [], per_run_step=True)  # type: ignore[call-arg]

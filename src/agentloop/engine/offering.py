@@ -129,6 +129,7 @@ class ToolPlan:
         self._index: SearchIndex | None = None
         self._indexed: tuple[str, ...] = ()
         self._searchable: list[Entry] = []
+        self._search: SearchTool | None = None
         self._offered: dict[str, str] = {}
         self._fresh = False
         self.view: Any = None
@@ -181,7 +182,7 @@ class ToolPlan:
         self.deferred = deferred
         self._searchable = [e for e in entries if e.deferred] if mode != "off" else []
         if self._searchable:
-            registry.register(SearchTool(self, self._describe(deferred)))
+            registry.register(self._search_tool())
         if scope.starting:
             self._check_start(state, entries)
             scope.starting = False
@@ -238,9 +239,17 @@ class ToolPlan:
                 field="tool_choice",
             )
 
-    def _describe(self, deferred: Mapping[str, Entry]) -> str:
-        toolsets = [e.toolset for e in deferred.values()]
-        return search_description(len(deferred), toolsets)
+    def _search_tool(self) -> SearchTool:
+        """``search_tools``, the same object while the deferred tools are the same.
+
+        Loading one changes nothing of it: the offered tools stay byte-identical for an
+        append-only conversation (SPEC 28).
+        """
+        searchable = self._searchable
+        text = search_description(len(searchable), [e.toolset for e in searchable])
+        if self._search is None or self._search.description != text:
+            self._search = SearchTool(self, text)
+        return self._search
 
     def find(self, query: str, limit: int) -> str:
         """``search_tools``: the best matches among deferred tools, loaded from the next step.

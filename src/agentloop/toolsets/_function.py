@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, overload
 
+from agentloop._util.peers import hinting
 from agentloop.errors import ConfigurationError
 from agentloop.tools import FunctionTool, Tool, ToolRegistry, tool
 from agentloop.toolsets._base import AbstractToolset
@@ -74,6 +75,7 @@ class FunctionToolset(AbstractToolset):
 class DynamicToolset(AbstractToolset):
     """``fn(ctx)`` returns tools or a toolset, once per run (``per_step=True``: per model call)."""
 
+    @hinting({"per_run_step": "per_step="})
     def __init__(
         self, fn: Callable[..., Any], *, per_step: bool = False, name: str | None = None
     ) -> None:

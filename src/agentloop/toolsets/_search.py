@@ -104,8 +104,8 @@ def search_description(count: int, toolsets: Sequence[str]) -> str:
     """``search_tools``' description: the deferred count and toolsets, never a tool's name."""
     names = ", ".join(dict.fromkeys(toolsets))
     return (
-        f"Search {count} more tools that are not loaded yet (from: {names}). Describe what you "
-        "need in a few words; the tools found become callable from your next step."
+        f"Search {count} more tools that are not sent until found (from: {names}). Describe what "
+        "you need in a few words; the tools found become callable from your next step."
     )
 
 
