@@ -199,7 +199,7 @@ async def test_tool_choice_naming_an_unloaded_deferred_tool_is_an_error() -> Non
 
 async def test_a_user_tool_named_search_tools_is_an_error_when_search_is_on() -> None:
     mine = tool(name="search_tools", description="mine")(echo.func)
-    with pytest.raises(ConfigurationError, match="'search_tools'"):
+    with pytest.raises(ConfigurationError, match="the name of tool search's own tool"):
         await Agent(ScriptedModel([reply("x")]), tools=[mine], toolsets=[catalogue()]).run("go")
 
 

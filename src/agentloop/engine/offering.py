@@ -31,7 +31,7 @@ from agentloop.toolsets._search import (
 
 if TYPE_CHECKING:
     from agentloop.engine.definition import Definition
-    from agentloop.engine.state import RunState
+    from agentloop.engine.state import Offer, RunState
 
 __all__ = ["LOADED_TEXT", "ToolPlan", "loaded_by", "plan_for"]
 
@@ -172,24 +172,35 @@ class ToolPlan:
         scope.ctx.turn = state.turn_index
         entries = await self._entries(scope)
         mode = self.agent.config.tool_search
-        registry = ToolRegistry()
         deferred: dict[str, Entry] = {}
+        kept: list[Entry] = []
         for entry in entries:
             if entry.deferred and mode != "off" and entry.spec.name not in self.loaded:
                 deferred[entry.spec.name] = entry
             else:
-                registry.register(_runnable(entry))
+                kept.append(entry)
         self.deferred = deferred
         self._searchable = [e for e in entries if e.deferred] if mode != "off" else []
-        if self._searchable:
-            registry.register(self._search_tool())
         if scope.starting:
             self._check_start(state, entries)
             scope.starting = False
+        state.offer, registry = self._registry(state, kept)
         self._offered = {e.spec.name: e.toolset for e in entries}
-        state.offer = self.agent._offer(state.client, registry)
         view = self.view
         state.registry = registry if view is None else view.over(registry)
+
+    def _registry(self, state: RunState, kept: list[Entry]) -> tuple[Offer, ToolRegistry]:
+        """The offer and the tools that run for it (``search_tools`` when tools are deferred)."""
+        registry = ToolRegistry()
+        searching = bool(self._searchable)
+        for entry in kept:
+            if searching and entry.spec.name == SEARCH_TOOLS:  # a newcomer mid-run
+                logger.warning("a tool named '%s' is skipped: tool search is on", SEARCH_TOOLS)
+                continue
+            registry.register(_runnable(entry))
+        if searching:
+            registry.register(self._search_tool())
+        return self.agent._offer(state.client, registry), registry
 
     async def _entries(self, scope: Scope) -> list[Entry]:
         """The base tools and every toolset's, one per name (a collision at start is an error)."""
@@ -225,7 +236,7 @@ class ToolPlan:
                 "tool search here; use 'auto' or 'local'",
                 field="tool_search",
             )
-        if self.deferred and any(e.spec.name == SEARCH_TOOLS for e in entries):
+        if self._searchable and any(e.spec.name == SEARCH_TOOLS for e in entries):
             raise ConfigurationError(
                 f"a tool is named '{SEARCH_TOOLS}', the name of tool search's own tool: rename "
                 "it, or set RunConfig(tool_search='off')",
