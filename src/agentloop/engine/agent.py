@@ -413,7 +413,8 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         On the default session; with ``history=``, once on a fresh unsaved session seeded with
         it (the stateless call: ``run.conversation`` is what to pass next time). ``deps``
         reaches tools and hooks as ``ctx.deps``. ``model_settings`` and ``usage_limits`` (a
-        ``Budget``) replace the config's ``model_settings`` and ``budget`` for this run only.
+        ``Budget``) replace the config's ``model_settings`` and ``budget`` for this run only;
+        ``toolsets`` are added to the agent's for this run (``agentloop.toolsets``).
         """
         session = self._default if history is None else self._fresh(history)
         options = PerRun(model_settings=model_settings, usage_limits=usage_limits)
@@ -437,7 +438,8 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         event is ``RunFinished``; a hard error is raised after it, as ``run()`` would raise it.
         Leaving the block early cancels the run (finalized as ``Cancelled``). Events are
         buffered without bound: the engine never waits for a slow consumer and no event is
-        dropped. ``history=``, ``model_settings=`` and ``usage_limits=`` as for ``run()``.
+        dropped. ``history=``, ``toolsets=``, ``model_settings=`` and ``usage_limits=`` as for
+        ``run()``.
         """
         session = self._default if history is None else self._fresh(history)
         options = PerRun(model_settings=model_settings, usage_limits=usage_limits)
