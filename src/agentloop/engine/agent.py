@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # the guardrails load only for an agent that has some, a run'
     from agentloop.engine.dispatch import Dispatcher
     from agentloop.engine.guards import SafetyState
     from agentloop.engine.session import Session
+    from agentloop.engine.state import PerRun
     from agentloop.engine.stream import RunStream
     from agentloop.guardrails import Guardrail
     from agentloop.hooks import Approver, Hook
@@ -65,13 +66,6 @@ class AgentOptions(TypedDict, total=False):
     guardrails: Sequence[Guardrail]
     toolsets: Sequence[AbstractToolset]
     clock: Clock
-
-
-class PerRun(TypedDict):
-    """``run()``'s per-run replacements, passed on as they were given."""
-
-    model_settings: ModelSettings | None
-    usage_limits: Budget | None
 
 
 class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
@@ -390,7 +384,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         or at the latest when the agent is garbage-collected or the interpreter exits. It
         serves one thread at a time: serve many conversations with the async API.
         """
-        options = PerRun(model_settings=model_settings, usage_limits=usage_limits)
+        options: PerRun = {"model_settings": model_settings, "usage_limits": usage_limits}
         work = self.run(
             input, deps=deps, cancel=cancel, history=history, toolsets=toolsets, **options
         )
@@ -417,7 +411,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         ``toolsets`` are added to the agent's for this run (``agentloop.toolsets``).
         """
         session = self._default if history is None else self._fresh(history)
-        options = PerRun(model_settings=model_settings, usage_limits=usage_limits)
+        options: PerRun = {"model_settings": model_settings, "usage_limits": usage_limits}
         return await session.run(input, deps=deps, cancel=cancel, toolsets=toolsets, **options)
 
     @hinting(peers.RUN)
@@ -442,7 +436,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         ``run()``.
         """
         session = self._default if history is None else self._fresh(history)
-        options = PerRun(model_settings=model_settings, usage_limits=usage_limits)
+        options: PerRun = {"model_settings": model_settings, "usage_limits": usage_limits}
         return session.stream(input, deps=deps, cancel=cancel, toolsets=toolsets, **options)
 
     async def continue_run(

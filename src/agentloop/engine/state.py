@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from agentloop._util.lazy import lazy_module
 from agentloop._util.slots import record
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 else:  # the event classes load when somebody first listens
     ev = lazy_module("agentloop.events")
 
-__all__ = ["Guard", "Measured", "Offer", "Paused", "RunOptions", "RunState"]
+__all__ = ["Guard", "Measured", "Offer", "Paused", "PerRun", "RunOptions", "RunState"]
 
 _NO_SETTINGS = ModelSettings()
 
@@ -122,6 +122,13 @@ class Offer:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", frozenset(s.name for s in self.specs))
+
+
+class PerRun(TypedDict):
+    """``run()``'s per-run replacements, passed on as they were given (``Agent.run``)."""
+
+    model_settings: ModelSettings | None
+    usage_limits: Budget | None
 
 
 @record
