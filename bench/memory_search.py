@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from agentloop.memory import SQLiteMemoryStore  # noqa: E402
+from agentloop.memory import SQLiteMemoryStore
 
 NS = ("user", "bench")
 VOCABULARY = [f"w{n}" for n in range(2_000)]
@@ -70,7 +70,9 @@ async def main(items: int) -> int:
         store = SQLiteMemoryStore(Path(tmp) / "memory.db")
         started = time.perf_counter()
         await fill(store, items, rng)
-        print(f"filled {items:,} items (+20,000 next door) in {time.perf_counter() - started:.1f} s")
+        print(
+            f"filled {items:,} items (+20,000 next door) in {time.perf_counter() - started:.1f} s"
+        )
         mixed = [f"{rng.choice(VOCABULARY)} {rng.choice(VOCABULARY)}" for _ in range(20)]
         common = [f"{rng.choice(VOCABULARY[:20])} {rng.choice(VOCABULARY[:20])}" for _ in range(20)]
         goal = report("2-word queries (the goal)", await timed(store, mixed))

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from agentloop.cli.commands import _fault_list, main
+from agentloop.cli.commands import main
+from agentloop.cli.fake import fault_list as _fault_list
 from agentloop.testing import FakeProviderServer, FakeReply, FakeToolCall, Fault
 
 

@@ -291,7 +291,7 @@ def test_agent_tool_takes_every_tool_option() -> None:
         kinds = (inspect.Parameter.KEYWORD_ONLY,)
         return {p.name for p in inspect.signature(fn).parameters.values() if p.kind in kinds}
 
-    options = {"name", "description", "timeout", "requires_approval", "external"}
+    options = {"name", "description", "timeout", "requires_approval", "external", "defer_loading"}
     assert keywords(Agent(ScriptedModel([])).tool) == keywords(tool) == options
 
 

@@ -177,6 +177,7 @@ LAYERS = {
     "events": 3,
     "tools": 3,
     "_schema": 3,
+    "_error_records": 3,  # errors and messages as records keep them (run.py re-exports)
     "hooks": 3,
     "observers": 3,
     "tokens": 3,
@@ -186,6 +187,8 @@ LAYERS = {
     "store": 4,
     "guardrails": 4,  # beside safety: its ready checks reuse the one redactor (safety.redact)
     "memory": 4,  # long-term memory: stores beside store/, tools screened by safety.redact
+    "toolsets": 4,  # composable tool sources (SPEC 22): tools, specs and a run's context only
+    "skills": 4,  # SKILL.md folders as a toolset, over toolsets
     # 5. a run's settings (the policies gathered), and the HTTP clients of the model protocol
     "config": 5,
     "providers": 5,

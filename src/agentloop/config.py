@@ -94,6 +94,8 @@ class RunConfig:
     model_settings: ModelSettings = field(default_factory=ModelSettings)
     output_mode: Literal["tool", "native", "text"] = "tool"
     output_retries: int = 3
+    tool_search: Literal["auto", "local", "native", "off"] = "auto"
+    """Deferred tools (SPEC 22): found by the provider's search or ``search_tools``, or all sent."""
 
     def __post_init__(self) -> None:
         self._check_counts()
@@ -107,6 +109,8 @@ class RunConfig:
             raise _fail("output_retries", "an integer >= 0", retries)
         if self.output_mode not in ("tool", "native", "text"):
             raise _fail("output_mode", "'tool', 'native' or 'text'", self.output_mode)
+        if self.tool_search not in ("auto", "local", "native", "off"):
+            raise _fail("tool_search", "'auto', 'local', 'native' or 'off'", self.tool_search)
 
     def _check_counts(self) -> None:
         for name in ("max_turns", "max_concurrency"):

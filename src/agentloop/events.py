@@ -50,6 +50,7 @@ __all__ = [
     "ToolCallFinished",
     "ToolCallRequested",
     "ToolCallStarted",
+    "ToolsLoaded",
     "TurnFinished",
     "TurnStarted",
 ]
@@ -209,6 +210,14 @@ class ModelSwitched(Event):
 
     from_model: str
     to_model: str
+
+
+@record
+class ToolsLoaded(Event):
+    """Deferred tools were loaded (SPEC 22): ``via`` ``"search"``, ``"call"`` or ``"native"``."""
+
+    names: tuple[str, ...]
+    via: str
 
 
 @record

@@ -11,7 +11,6 @@ string``), never a bare ``KeyError``/``TypeError``/``AttributeError``.
 from __future__ import annotations
 
 import dataclasses
-import enum
 from collections.abc import Mapping
 from dataclasses import field
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeAlias
@@ -19,19 +18,16 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeAlias
 import pydantic_core
 from typing_extensions import TypeVar
 
-from agentloop import errors
+from agentloop._error_records import error_from_dict, error_to_dict, message_from_dict, stored_error
 from agentloop._util.peers import RUN_WORDS, no_attribute
 from agentloop._util.records import as_object as _object
 from agentloop._util.records import at_path as _at
-from agentloop._util.records import bad_kind as _bad
 from agentloop._util.records import checked_field as _field
 from agentloop._util.records import each_of as _each
 from agentloop._util.slots import record
 from agentloop.errors import (
     AgentLoopError,
-    AttemptRecord,
     ConversationSummary,
-    InternalError,
     InvalidInput,
 )
 from agentloop.media import MediaPart, media_from_dict
@@ -68,7 +64,7 @@ class RunContext(Generic[DepsT]):
     ``ctx: ToolContext[MyDeps]``.
     """
 
-    __slots__ = ("deps", "run_id", "session_id")
+    __slots__ = ("deps", "run_id", "session_id", "turn")
 
     def __init__(
         self,
@@ -76,10 +72,12 @@ class RunContext(Generic[DepsT]):
         run_id: str,
         session_id: str,
         deps: DepsT = None,  # type: ignore[assignment]
+        turn: int = 0,
     ) -> None:
         self.deps: DepsT = deps
         self.run_id = run_id
         self.session_id = session_id
+        self.turn = turn
 
     def __repr__(self) -> str:
         return f"RunContext(run_id={self.run_id!r}, session_id={self.session_id!r})"
@@ -182,6 +180,10 @@ class Run(Generic[OutputT]):
     and ``tool``, so a viewer nests it under the parent's tool call (SPEC 18)."""
     paused_turn: dict[str, Any] | None = field(default=None, repr=False)
     """A paused run's uncommitted turn (its reply and the results of the calls that ran)."""
+    loaded_tools: list[str] = field(default_factory=list)
+    """Deferred tools this run loaded (tool search, SPEC 22), in load order."""
+    skills_read: list[str] = field(default_factory=list)
+    """Skills this run read with ``load_skill`` (SPEC 22), in order."""
     memory: dict[str, Any] | None = field(default=None, repr=False)
     """Long-term memory (SPEC 27): ``namespace``, ``recalled`` ids, ``staged`` and ``committed``."""
 
@@ -250,6 +252,8 @@ class Run(Generic[OutputT]):
             **pause_fields(self.pending, self.decisions, self.paused_turn),
             **({"parent": self.parent} if self.parent else {}),
             **({"memory": self.memory} if self.memory is not None else {}),
+            **({"loaded_tools": self.loaded_tools} if self.loaded_tools else {}),
+            **({"skills_read": self.skills_read} if self.skills_read else {}),
         }
 
     @classmethod
@@ -265,7 +269,7 @@ class Run(Generic[OutputT]):
             id=_field(data, "id", "", "str"),
             input=_input(data.get("input"), "input"),
             output=data.get("output"),  # the JSON form of a typed output: any JSON value
-            stop_reason=None if stop is None else _error(stop, "stop_reason"),
+            stop_reason=None if stop is None else stored_error(stop, "stop_reason"),
             turns=_each(data, "turns", "", _turn),
             messages=_each(data, "messages", "", message_from_dict),
             usage=_usage(data, ""),
@@ -276,6 +280,8 @@ class Run(Generic[OutputT]):
             pending=tuple(PendingCall.from_dict(p) for p in data.get("pending") or ()),
             decisions=list(data.get("decisions") or ()),
             paused_turn=data.get("paused_turn"),
+            loaded_tools=[str(n) for n in data.get("loaded_tools") or ()],
+            skills_read=[str(n) for n in data.get("skills_read") or ()],
             parent=dict(data["parent"]) if isinstance(data.get("parent"), Mapping) else None,
             memory=dict(data["memory"]) if isinstance(data.get("memory"), Mapping) else None,
         )
@@ -318,41 +324,6 @@ def _jsonable(value: Any) -> Any:
     return pydantic_core.to_jsonable_python(value, fallback=str)
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, AttemptRecord):
-        return {k: _plain(getattr(value, k)) for k in AttemptRecord.__dataclass_fields__}
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
-    if isinstance(value, BaseException):
-        return f"{type(value).__name__}: {value}"
-    if isinstance(value, ConversationSummary | Message):
-        return value.to_dict()
-    return value
-
-
-def error_to_dict(error: AgentLoopError) -> dict[str, Any]:
-    """An error as its class name, message and attributes."""
-    attributes = {k: _plain(v) for k, v in error.attributes().items()}
-    return {
-        "type": type(error).__name__,
-        "message": str(error),
-        "raw_message": error.message,
-        "args": _plain(list(error.args)),
-        "attributes": attributes,
-    }
-
-
-def error_from_dict(data: Mapping[str, Any]) -> AgentLoopError:
-    """Rebuild an error serialised by ``error_to_dict`` (unknown classes become InternalError).
-
-    Raises:
-        InvalidInput: A field is missing or malformed; the message names it by its path.
-    """
-    return _error(data, "")
-
-
 # -- reading records back: every field checked, every failure naming its path -----------------
 
 
@@ -364,17 +335,6 @@ def _usage(data: Mapping[str, Any], path: str) -> Usage:
 
 
 _COUNTS = tuple(f.name for f in dataclasses.fields(Usage))
-
-
-def message_from_dict(data: object, path: str = "message") -> Message:
-    """``Message.from_dict`` for a record read back: ``InvalidInput`` names ``path`` on failure."""
-    try:
-        return Message.from_dict(_object(data, path))
-    except InvalidInput as exc:
-        raise InvalidInput(f"{path}: not a message: {exc.message}") from exc
-    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
-        detail = f"{type(exc).__name__}: {exc}"[:200]
-        raise InvalidInput(f"{path}: not a message ({detail})") from exc
 
 
 def _turn(data: object, path: str) -> Turn:
@@ -423,72 +383,4 @@ def _result(data: object, path: str) -> ToolResultPart:
         _field(data, "name", path, "str"),
         _field(data, "content", path, "str"),
         _field(data, "is_error", path, "bool", default=False),
-    )
-
-
-def _error(data: object, path: str) -> AgentLoopError:
-    data = _object(data, path)
-    name = _field(data, "type", path, "str")
-    message = _field(data, "message", path, "str", default="")
-    cls = getattr(errors, name, None)
-    if not (isinstance(cls, type) and issubclass(cls, AgentLoopError)):
-        return InternalError(message)
-    error = cls.__new__(cls)
-    error.args = tuple(_field(data, "args", path, "list", default=()))
-    error.message = _field(data, "raw_message", path, "str", default=message)
-    error.summary = None
-    error.__dict__.update(_attributes(cls, data, _at(path, "attributes")))
-    return error
-
-
-_ATTRIBUTE_KINDS = {"status_code": "int", "retry_after": "number", "request_sent": "bool",
-                    "attempts": "count", "retry_wait_seconds": "number",
-                    "should_retry": "bool"}  # fmt: skip
-_CLASS_DEFAULTS = frozenset({"should_retry"})
-"""Declared data attributes with a class-level default: a stored value may set them."""
-
-
-def _attributes(cls: type[AgentLoopError], data: Mapping[str, Any], path: str) -> dict[str, Any]:
-    """An error's stored attributes, each checked; none may shadow what the class defines."""
-    attributes = dict(_object(data.get("attributes", {}), path))
-    for name in attributes:
-        if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
-            raise InvalidInput(f"{path}: {name!r} is not an attribute name")
-        if name in ("message", "summary", "args") or (
-            hasattr(cls, name) and name not in _CLASS_DEFAULTS
-        ):
-            raise InvalidInput(f"{_at(path, name)}: would replace {cls.__name__}.{name}")
-        kind = _ATTRIBUTE_KINDS.get(name)
-        if kind is not None:
-            _field(attributes, name, path, kind, default=None)
-    if "attempt_log" in attributes:
-        attributes["attempt_log"] = tuple(_each(attributes, "attempt_log", path, _attempt))
-    if issubclass(cls, errors.ProviderError) and attributes.get("phase") is not None:
-        attributes["phase"] = _phase(attributes["phase"], _at(path, "phase"))
-    partial = attributes.get("partial")
-    if issubclass(cls, errors.StreamError) and isinstance(partial, Mapping) and "role" in partial:
-        attributes["partial"] = message_from_dict(partial, _at(path, "partial"))
-    return attributes
-
-
-_PHASES = tuple(p.value for p in errors.FailurePhase)
-
-
-def _phase(value: object, path: str) -> errors.FailurePhase:
-    if isinstance(value, str) and value in _PHASES:
-        return errors.FailurePhase(value)
-    raise _bad(path, f"one of {', '.join(_PHASES)}", value)
-
-
-def _attempt(data: object, path: str) -> AttemptRecord:
-    record = _object(data, path)
-    phase = record.get("phase")
-    return AttemptRecord(
-        attempt=_field(record, "attempt", path, "int"),
-        error_type=_field(record, "error_type", path, "str", default=None),
-        status_code=_field(record, "status_code", path, "int", default=None),
-        phase=None if phase is None else _phase(phase, _at(path, "phase")),
-        request_sent=_field(record, "request_sent", path, "bool", default=None),
-        duration_seconds=float(_field(record, "duration_seconds", path, "number", default=0.0)),
-        wait_seconds=float(_field(record, "wait_seconds", path, "number", default=0.0)),
     )

@@ -64,7 +64,7 @@ class ToolContext(RunContext[DepsT]):
     Annotate the parameter as ``ctx: ToolContext[MyDeps]`` to have ``ctx.deps`` typed.
     """
 
-    __slots__ = ("_link", "_scratch", "call_id", "cancel", "media", "tool_name", "turn")
+    __slots__ = ("_link", "_scratch", "call_id", "cancel", "media", "tool_name")
 
     def __init__(
         self,
@@ -173,6 +173,8 @@ class Tool:
     """Each call waits for a decision: the agent's ``approver``, or a pause (SPEC 17)."""
     external: bool = False
     """Never run by the agent: each call is pending until the application answers it."""
+    defer_loading: bool = False
+    """Not sent to the model until tool search finds it (SPEC 22)."""
 
     def validate(self, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
         """Check arguments before the call; raise ``ToolError`` with the problem."""
@@ -206,6 +208,7 @@ class FunctionTool(Tool):
         timeout: float | None = None,
         requires_approval: bool = False,
         external: bool = False,
+        defer_loading: bool = False,
     ) -> None:
         if inspect.iscoroutine(func):
             called = func.__qualname__
@@ -222,6 +225,7 @@ class FunctionTool(Tool):
         self.timeout = timeout
         self.requires_approval = bool(requires_approval)
         self.external = bool(external)
+        self.defer_loading = bool(defer_loading)
         self.takes_context = _first_param_is_context(func)
         model, schema, doc = build_argument_model(
             func, self.name, self.takes_context, is_context=_is_context
@@ -311,6 +315,7 @@ def tool(
     timeout: float | None = None,
     requires_approval: bool = False,
     external: bool = False,
+    defer_loading: bool = False,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -324,13 +329,15 @@ def tool(
     timeout: float | None = None,
     requires_approval: bool = False,
     external: bool = False,
+    defer_loading: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a tool from a sync or async function (``@tool`` or ``@tool(name=..., timeout=...)``).
 
     The name is the function's, the description its docstring, the JSON schema and argument
     validation come from the type hints via pydantic. ``requires_approval=True``: each call
     goes to the agent's approver, or pauses the run when it has none; ``external=True``: the
-    agent never runs it, each call pauses the run until the application answers it (SPEC 17).
+    agent never runs it, each call pauses the run until the application answers it (SPEC 17);
+    ``defer_loading=True``: not sent until tool search finds it (SPEC 22).
     """
 
     def wrap(f: Callable[..., Any]) -> FunctionTool:
@@ -341,6 +348,7 @@ def tool(
             timeout=timeout,
             requires_approval=requires_approval,
             external=external,
+            defer_loading=defer_loading,
         )
 
     return wrap(func) if func is not None else wrap
@@ -386,6 +394,8 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self.deferring = False
+        """Whether a tool is ``defer_loading`` (the run then computes its offer per call)."""
         for item in tools:
             self.register(item)
 
@@ -404,6 +414,8 @@ class ToolRegistry:
                 f"two tools are named '{item.name}'; tool names must be unique", field="tools"
             )
         self._tools[item.name] = item
+        if item.defer_loading:
+            self.deferring = True
         return item
 
     def unregister(self, name: str) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloop._util.extras import MissingExtra, require_extra
-from agentloop.cli import evals
+from agentloop.cli import evals, fake
 from agentloop.cli.advice import Target, failure_paragraph
 from agentloop.cli.memory import add_memory_parser, memory_command
 from agentloop.errors import AgentLoopError, InvalidInput, ModelRefused
@@ -40,13 +40,12 @@ if TYPE_CHECKING:  # the engine, its tools and rich load in the commands that us
     from agentloop.model import ModelClient
     from agentloop.pausing import Decision
     from agentloop.store import PostgresStore, SQLiteStore
-    from agentloop.testing import FakeProviderServer
 
 __all__ = ["main"]
 
-# This module parses the command line and runs ``fake-server`` and ``run`` itself; ``demo`` is
-# ``demo.py``, and the ``runs`` commands (reading a store back) are ``runs.py``. The module
-# docstring is the text of ``agentloop --help``.
+# This module parses the command line and runs ``run`` and ``continue`` itself; ``fake-server`` is
+# ``fake.py``, ``demo`` is ``demo.py``, and the ``runs`` commands (reading a store back) are
+# ``runs.py``. The module docstring is the text of ``agentloop --help``.
 
 
 def _console(*, plain: bool = False) -> Console:
@@ -62,57 +61,6 @@ REFUSED_EXIT = 3
 DEFAULT_STORE = "agentloop.db"
 
 _DEPS_HELP = "the deps a decided tool reads: a function (run) -> deps, e.g. myapp.deps:make"
-
-_FAULTS = (
-    "rate_limit",
-    "auth",
-    "insufficient_credits",
-    "quota",
-    "context_overflow",
-    "server_error",
-    "redirect",
-    "reset",
-    "hang",
-    "truncate",
-    "malformed",
-)
-
-
-def _fake_server_for(
-    port: int, faults: Sequence[str], script: str | None, models: Sequence[str] | None
-) -> FakeProviderServer:
-    """The server the flags describe: ``--faults`` first, then the script's steps."""
-    from agentloop.testing import FakeProviderServer, FakeReply, FakeScript, Fault, load_fake_script
-
-    parsed = FakeScript(default=FakeReply("ok")) if script is None else load_fake_script(script)
-    steps = [*(getattr(Fault, name)() for name in faults), *parsed.steps]
-    return FakeProviderServer(
-        steps,
-        default=parsed.default,
-        model=models[0] if models else parsed.model,
-        models=models or parsed.models,
-        port=port,
-    )
-
-
-async def _fake_server(
-    server: FakeProviderServer, faults: Sequence[str], script: str | None
-) -> int:
-    await server.start()
-    print(f"fake OpenAI-compatible server on {server.base_url} (Ctrl-C to stop)", flush=True)
-    served = ", ".join(server.models) if server.models else f"any ({server.model} echoed)"
-    print(f"models: {served}", flush=True)
-    if faults:
-        n = len(faults)
-        first = "the first request fails" if n == 1 else f"the first {n} requests fail"
-        print(f"{first} with: {', '.join(faults)}", flush=True)
-    if script is not None:
-        print(f"playing the script {script}, one step per request", flush=True)
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await server.close()
-    return 0
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -343,14 +291,6 @@ def _report(error: AgentLoopError, target: Target, *, debug: bool) -> None:
         console.print(Text("".join(traceback.format_exception(error))), soft_wrap=True)
 
 
-def _fault_list(text: str) -> list[str]:
-    names = [name.strip().replace("-", "_") for name in text.split(",") if name.strip()]
-    unknown = [name for name in names if name not in _FAULTS]
-    if unknown:
-        raise argparse.ArgumentTypeError(f"unknown fault(s): {', '.join(unknown)}")
-    return names
-
-
 def _name_list(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
 
@@ -387,25 +327,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentloop", description=about)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="offline demo over a local fault-injecting server")
-    fake = sub.add_parser("fake-server", help="run the fault-injecting fake provider")
-    fake.add_argument("--port", type=int, default=0, help="0 (the default) picks a free port")
-    fake.add_argument(
-        "--faults",
-        type=_fault_list,
-        default=[],
-        help=f"comma-separated faults for the first requests: {', '.join(_FAULTS)}",
-    )
-    fake.add_argument(
-        "--script",
-        metavar="FILE",
-        help="replies, tool calls, faults and delays per request, from JSON or TOML "
-        "(docs/fake-server.md); without it every request is answered 'ok'",
-    )
-    fake.add_argument(
-        "--models",
-        type=_name_list,
-        help="comma-separated models served; others get 404 model_not_found (default: any)",
-    )
+    fake.add_parser(sub)
     run = sub.add_parser("run", help="run a task with read-only tools, streaming the reply")
     run.add_argument("task", help="the task, printed literally (brackets are not markup)")
     _agent_flags(run)
@@ -462,30 +384,36 @@ def _viewer(args: argparse.Namespace) -> int:
     return serve(args.store, host=args.host, port=args.port, **decide)
 
 
+def _demo(args: argparse.Namespace) -> int:
+    from agentloop.cli.demo import run_demo
+
+    return run_demo()
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from agentloop.cli.runs import runs
+
+    return runs(_console(), args.store, getattr(args, "run_id", None), args.session)
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "demo": _demo,
+    "fake-server": fake.serve,
+    "runs": _runs,
+    "ui": _viewer,
+    "memory": memory_command,
+    "continue": lambda args: asyncio.run(_continue(args)),
+    "run": lambda args: asyncio.run(_run(args)),
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``agentloop`` and ``python -m agentloop``."""
     args = _parser().parse_args(argv)
     try:
-        if args.command == "demo":
-            from agentloop.cli.demo import run_demo
-
-            return run_demo()
-        if args.command == "fake-server":
-            server = _fake_server_for(args.port, args.faults, args.script, args.models)
-            return asyncio.run(_fake_server(server, args.faults, args.script))
         if (done := evals.dispatch(args, _console)) is not None:
             return done
-        if args.command == "runs":
-            from agentloop.cli.runs import runs
-
-            return runs(_console(), args.store, getattr(args, "run_id", None), args.session)
-        if args.command == "ui":
-            return _viewer(args)
-        if args.command == "memory":
-            return memory_command(args)
-        if args.command == "continue":
-            return asyncio.run(_continue(args))
-        return asyncio.run(_run(args))
+        return _COMMANDS[args.command](args)
     except KeyboardInterrupt:
         print("agentloop: interrupted (Ctrl-C)", file=sys.stderr)
         return 130

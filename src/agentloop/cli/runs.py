@@ -244,6 +244,9 @@ def _show_run(console: Console, stored: StoredRun, location: str) -> None:
         ("unfinished_input", _escape(_plain_text(run.unfinished_input))),
     ):
         fields.add_row(name, value)
+    for name, names in (("tools loaded", run.loaded_tools), ("skills read", run.skills_read)):
+        if names:  # SPEC 22: what tool search loaded, the skills the model read
+            fields.add_row(name, _escape(", ".join(names)))
     console.print(fields)
     if run.stop_reason is not None:
         _show_error(console, run.stop_reason)

@@ -37,6 +37,7 @@ from agentloop.errors import (
 )
 from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent
 from agentloop.pausing import LOST_TEXT
+from agentloop.run import RunContext
 from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, split_output
 
 __all__ = [
@@ -210,6 +211,19 @@ class ActivityTools(ToolsView):
 # -- the activities: what runs in the worker ---------------------------------------------------
 
 
+async def _toolset_tool(toolsets: tuple[Any, ...], name: str, ctx: RunContext[Any]) -> Tool | None:
+    """The tool named ``name`` among ``toolsets`` as they resolve for ``ctx``, or None."""
+    from agentloop.toolsets import Scope
+
+    scope = Scope(ctx)
+    for toolset in toolsets:
+        for entry in await toolset.entries(scope):
+            if entry.spec.name == name:
+                found: Tool = entry.tool
+                return found
+    return None
+
+
 async def heartbeating(work: Coroutine[Any, Any, bytes], every: float) -> bytes:
     """``work``'s result, telling Temporal every ``every`` seconds that this worker is alive.
 
@@ -240,10 +254,20 @@ async def model_call(client: ModelClient, payload: bytes) -> bytes:
     return pickle.dumps(response)
 
 
-async def tool_call(registry: ToolRegistry, payload: bytes) -> bytes:
-    """The tool activity's body: ``("output", value)`` or ``("tool_error", error)``, pickled."""
+async def tool_call(
+    registry: ToolRegistry, payload: bytes, toolsets: tuple[Any, ...] = ()
+) -> bytes:
+    """The tool activity's body: ``("output", value)`` or ``("tool_error", error)``, pickled.
+
+    A tool the registry lacks is looked up in the agent's toolsets (SPEC 22), resolved for
+    the calling run's context.
+    """
     name, arguments, (run_id, turn, call_id, session_id), deps = pickle.loads(payload)
     tool = registry.get(name)
+    if tool is None and toolsets:
+        tool = await _toolset_tool(toolsets, name, RunContext(
+            run_id=run_id, session_id=session_id, deps=deps, turn=turn
+        ))  # fmt: skip
     if tool is None:
         raise failure(ConfigurationError(f"the worker's agent has no tool '{name}'", field="tools"))
     ctx: ToolContext[Any] = ToolContext(

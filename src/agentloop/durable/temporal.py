@@ -246,7 +246,8 @@ class TemporalAgent(Generic[OutputT]):
 
         @activity.defn(name=self._activities.tool)
         async def tool(payload: bytes) -> bytes:
-            return await heartbeating(tool_call(agent.registry, payload), every)
+            work = tool_call(agent.registry, payload, agent._sets)
+            return await heartbeating(work, every)
 
         return [model, tool]
 

@@ -40,12 +40,14 @@ if TYPE_CHECKING:  # the guardrails load only for an agent that has some, a run'
     from agentloop.engine.dispatch import Dispatcher
     from agentloop.engine.guards import SafetyState
     from agentloop.engine.session import Session
+    from agentloop.engine.state import PerRun
     from agentloop.engine.stream import RunStream
     from agentloop.guardrails import Guardrail
     from agentloop.hooks import Approver, Hook
     from agentloop.memory import Memory
     from agentloop.observers import Observer
     from agentloop.store import Store  # the store, only for an agent given one
+    from agentloop.toolsets import AbstractToolset
 
 __all__ = ["Agent"]
 
@@ -64,6 +66,7 @@ class AgentOptions(TypedDict, total=False):
     approver: Approver | None
     guardrails: Sequence[Guardrail]
     memory: Memory | None
+    toolsets: Sequence[AbstractToolset]
     clock: Clock
 
 
@@ -95,6 +98,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         session_id: str | None = None,
         history: Sequence[Message] | None = None,
         memory: Memory | None = None,
+        toolsets: Sequence[AbstractToolset] = (),
         clock: Clock = SYSTEM_CLOCK,
     ) -> None: ...
 
@@ -116,6 +120,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         session_id: str | None = None,
         history: Sequence[Message] | None = None,
         memory: Memory | None = None,
+        toolsets: Sequence[AbstractToolset] = (),
         clock: Clock = SYSTEM_CLOCK,
     ) -> None: ...
 
@@ -137,14 +142,15 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         session_id: str | None = None,
         history: Sequence[Message] | None = None,
         memory: Memory | None = None,
+        toolsets: Sequence[AbstractToolset] = (),
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         config = _setup.checked_setup(client, config, approver)
         self.client = resolve_client(client)
         self.clock = clock
-        self.registry, toolsets = _setup.registry(tools)
+        self.registry, sources = _setup.registry(tools)
         _setup.with_memory(self, memory)  # the memory tools join the registry (SPEC 27)
-        self._toolsets = Toolsets(toolsets, self.registry)
+        self._toolsets = Toolsets(sources, self.registry, toolsets)
         self.system, self._prompt = checked_system(system, instructions)
         self.config = config
         self.output = _setup.output_type(output_type, self.registry)
@@ -250,18 +256,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
 
     def _restored(self, session_id: str, store: Store, *, shared: bool) -> Session[OutputT]:
         """A session rebuilt from ``store`` (``shared``: the agent's breakers and health too)."""
-        from agentloop.engine.session import Session
-        from agentloop.store._session import SessionRecorder, restore
-
-        history, runs = restore(store, _setup.checked_session_id(session_id))  # for resume()
-        recorder = SessionRecorder(store, session_id, synced=len(history))
-        session: Session[OutputT] = Session(
-            self, session_id, recorder=recorder, history=history, runs=cast(Any, runs)
-        )
-        from agentloop.engine.resume import restore_safety
-
-        restore_safety(session, store, continuing=None, shared=shared)
-        return session
+        return _setup.restored(self, session_id, store, shared=shared)
 
     def _fresh(self, history: Sequence[Message] | None = None) -> Session[OutputT]:
         """An unsaved session for one stateless run (``history=``) or one child call."""
@@ -380,6 +375,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         deps: Any = None,
         cancel: CancelToken | None = None,
         history: Sequence[Message] | None = None,
+        toolsets: Sequence[AbstractToolset] | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: Budget | None = None,
     ) -> Run[OutputT]:
@@ -388,13 +384,9 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         The loop lives as long as the agent (connections are reused), shut with the client by
         ``close()``, ``with agent:``, collection or exit; one thread at a time.
         """
+        options: PerRun = {"model_settings": model_settings, "usage_limits": usage_limits}
         work = self.run(
-            input,
-            deps=deps,
-            cancel=cancel,
-            history=history,
-            model_settings=model_settings,
-            usage_limits=usage_limits,
+            input, deps=deps, cancel=cancel, history=history, toolsets=toolsets, **options
         )
         return self._run_sync(work)
 
@@ -406,6 +398,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         deps: Any = None,
         cancel: CancelToken | None = None,
         history: Sequence[Message] | None = None,
+        toolsets: Sequence[AbstractToolset] | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: Budget | None = None,
     ) -> Run[OutputT]:
@@ -414,16 +407,12 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         On the default session; with ``history=``, once on a fresh unsaved session seeded with
         it (the stateless call: ``run.conversation`` is what to pass next time). ``deps``
         reaches tools and hooks as ``ctx.deps``. ``model_settings`` and ``usage_limits`` (a
-        ``Budget``) replace the config's ``model_settings`` and ``budget`` for this run only.
+        ``Budget``) replace the config's ``model_settings`` and ``budget`` for this run only;
+        ``toolsets`` are added to the agent's for this run (``agentloop.toolsets``).
         """
         session = self._default if history is None else self._fresh(history)
-        return await session.run(
-            input,
-            deps=deps,
-            cancel=cancel,
-            model_settings=model_settings,
-            usage_limits=usage_limits,
-        )
+        options: PerRun = {"model_settings": model_settings, "usage_limits": usage_limits}
+        return await session.run(input, deps=deps, cancel=cancel, toolsets=toolsets, **options)
 
     @hinting(peers.RUN)
     def stream(
@@ -433,6 +422,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         deps: Any = None,
         cancel: CancelToken | None = None,
         history: Sequence[Message] | None = None,
+        toolsets: Sequence[AbstractToolset] | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: Budget | None = None,
     ) -> RunStream[OutputT]:
@@ -445,13 +435,8 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         for ``run()``.
         """
         session = self._default if history is None else self._fresh(history)
-        return session.stream(
-            input,
-            deps=deps,
-            cancel=cancel,
-            model_settings=model_settings,
-            usage_limits=usage_limits,
-        )
+        options: PerRun = {"model_settings": model_settings, "usage_limits": usage_limits}
+        return session.stream(input, deps=deps, cancel=cancel, toolsets=toolsets, **options)
 
     async def continue_run(
         self,

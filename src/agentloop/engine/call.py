@@ -205,6 +205,10 @@ class CallPipeline:
         """A call to a name the model was never offered: soft, counted, nothing run."""
         self._started()
         self._refuse_if_looping()
+        plan = self.state.plan
+        loaded = None if plan is None else plan.load_on_call(self.name)
+        if loaded is not None:  # a deferred tool: loaded for the next step (SPEC 22)
+            return self.finish(loaded, "unavailable")[0]
         text = f"tool '{self.name}' is not available"
         hint = suggestion(self.dispatcher.config, self.name, self.state.offer.names)
         if hint:

@@ -175,10 +175,38 @@ class Conversation(Generic[OutputT]):
             if options.model_settings is not None:
                 state.settings = options.model_settings
             state.budget = options.usage_limits
+            if options.toolsets:  # run(toolsets=...): added for this run
+                self._plan(state, swap_of(self.agent), options.toolsets)
         if listener is not None:
             state.listener = listener
             self._bus.attach(listener)
         return state
+
+    @property
+    def loaded_tools(self) -> frozenset[str]:
+        """The deferred tools in effect for this conversation (SPEC 22): its runs' loads."""
+        from agentloop.engine.offering import loaded_by
+
+        loaded = {n for r in self._runs for n in r.loaded_tools}
+        return frozenset(loaded.union(loaded_by(self._history)))
+
+    def _plan(self, state: RunState, swap: Any, extra: tuple[Any, ...] = ()) -> None:
+        """The run's per-call tool plan (toolsets, deferred tools), when it has any."""
+        from agentloop.engine.offering import plan_for
+
+        toolsets = swap.toolsets if swap is not None and swap.toolsets is not None else None
+        sets = (*(self.agent._sets if toolsets is None else toolsets), *extra)
+        plan = plan_for(self.agent, state.registry, sets, self.loaded_tools)
+        if plan is not None:
+            plan.emit = self._loaded
+            view = self._dispatcher.registry
+            plan.view = view if hasattr(view, "over") else None
+        state.plan = plan
+
+    def _loaded(self, names: list[str], via: str) -> None:
+        bus = self._bus
+        if bus.active and bus.run is not None:
+            bus.emit(ev.ToolsLoaded(bus.run.id, bus.turn, tuple(names), via))
 
     def _check_idle(self) -> None:
         """A new run needs a session that is neither running nor paused."""
@@ -239,6 +267,8 @@ class Conversation(Generic[OutputT]):
             measured=known,
         )
         state.events = ClientEventBridge(run, self._bus)
+        if agent._sets or (registry or agent.registry).deferring or swap is not None:
+            self._plan(state, swap)
         self._active = state
         self._bus.run = run
         return state

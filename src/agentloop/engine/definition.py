@@ -81,6 +81,11 @@ class Definition(Generic[OutputT]):
 
     # -- what a run reads ----------------------------------------------------------------------
 
+    @property
+    def _sets(self) -> tuple[Any, ...]:
+        """``Agent(toolsets=...)`` (SPEC 22)."""
+        return self._toolsets.sets
+
     def _offer(self, client: ModelClient, registry: ToolRegistry | None = None) -> Offer:
         """The tools advertised to the model: the registry's, and ``final_result`` if typed.
 

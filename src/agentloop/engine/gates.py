@@ -74,6 +74,15 @@ class Gates:
         if tool.external:
             return Asked("external")
         if tool.requires_approval:
+            check = getattr(tool, "approval_check", None)  # a toolset's approval_required(fn)
+            if check is None:  # through a journal's or a durable step's wrapper
+                check = getattr(getattr(tool, "inner", None), "approval_check", None)
+            if check is not None:
+                try:
+                    if not await check(ctx, call.arguments):
+                        return None
+                except Exception as exc:
+                    return f"blocked: approval check failed: {type(exc).__name__}: {exc}"
             if self.approver is None:
                 return Asked("approval")
             return await self._approve(self.approver, call, APPROVAL_TEXT.format(name=call.name))

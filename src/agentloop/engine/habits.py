@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from agentloop._util.peers import hinting
 from agentloop.engine import peers
@@ -21,6 +21,10 @@ from agentloop.engine.setup import add_tool
 from agentloop.model import ModelClient
 from agentloop.tools import _TOOL_ADVICE, FunctionTool, Tool, ToolRegistry, tool
 
+if TYPE_CHECKING:
+    from agentloop.engine.toolsets import Toolsets
+    from agentloop.toolsets import AbstractToolset, DynamicToolset
+
 __all__ = ["Habits"]
 
 
@@ -29,6 +33,7 @@ class Habits:
 
     registry: ToolRegistry
     output: OutputType[Any] | None
+    _toolsets: Toolsets
 
     @overload
     def tool(self, func: Callable[..., Any], /) -> FunctionTool: ...
@@ -43,6 +48,7 @@ class Habits:
         timeout: float | None = None,
         requires_approval: bool = False,
         external: bool = False,
+        defer_loading: bool = False,
     ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
     @hinting(_TOOL_ADVICE)
@@ -56,6 +62,7 @@ class Habits:
         timeout: float | None = None,
         requires_approval: bool = False,
         external: bool = False,
+        defer_loading: bool = False,
     ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
         """Register a function as a tool of this agent: ``@agent.tool`` or ``@agent.tool(...)``.
 
@@ -71,8 +78,31 @@ class Habits:
                 timeout=timeout,
                 requires_approval=requires_approval,
                 external=external,
+                defer_loading=defer_loading,
             )(f)
             add_tool(self.registry, made, typed=typed)
+            return made
+
+        return register(func) if func is not None else register
+
+    @overload
+    def toolset(self, func: Callable[..., Any], /) -> DynamicToolset: ...
+
+    @overload
+    def toolset(self, /, *, per_step: bool = False) -> Callable[..., DynamicToolset]: ...
+
+    def toolset(
+        self, func: Callable[..., Any] | None = None, /, *, per_step: bool = False
+    ) -> DynamicToolset | Callable[..., DynamicToolset]:
+        """``@agent.toolset``: ``fn(ctx)`` returns tools or a toolset, per run (SPEC 22).
+
+        ``per_step=True`` builds them before every model call instead.
+        """
+        from agentloop.toolsets import DynamicToolset
+
+        def register(f: Callable[..., Any]) -> DynamicToolset:
+            made = DynamicToolset(f, per_step=per_step)
+            self._toolsets.sets = (*self._toolsets.sets, made)
             return made
 
         return register(func) if func is not None else register
@@ -82,6 +112,7 @@ class Habits:
         *,
         model: ModelClient | str | None = None,
         tools: Iterable[Tool | Callable[..., Any]] | ToolRegistry | None = None,
+        toolsets: Iterable[AbstractToolset] | None = None,
     ) -> AbstractContextManager[None]:
         """For tests: runs started inside the block use ``model`` and/or ``tools`` instead.
 
@@ -89,9 +120,9 @@ class Habits:
         task and the tasks it creates inside the block (a context variable): other tasks
         running this agent meanwhile are unaffected. Leaving the block restores the agent, on
         error too. ``model`` may be a ``"provider:model"`` string; ``tools`` replaces every tool
-        the agent offers.
+        the agent offers, ``toolsets`` its toolsets.
         """
-        return override(self, model=model, tools=tools)
+        return override(self, model=model, tools=tools, toolsets=toolsets)
 
     def __getattr__(self, name: str) -> Any:
         """A peer library's method named here says what to use instead (SPEC 21)."""

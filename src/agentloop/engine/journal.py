@@ -16,6 +16,7 @@ and arguments, never its id, so a restamped id cannot hide a finished call.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -208,10 +209,18 @@ class ToolsView(ToolRegistry):
         """The tool the dispatcher calls in place of ``tool``."""
         return tool
 
+    def over(self, inner: ToolRegistry) -> ToolsView:
+        """The same view over ``inner`` (a run's toolsets, SPEC 22: journaled, steps alike)."""
+        view = copy.copy(self)
+        view.inner = inner
+        return view
+
     def get(self, name: str) -> Tool | None:
-        """The inner registry's tool, wrapped."""
+        """The inner registry's tool, wrapped (the engine's own ``search_tools`` never is)."""
         tool = self.inner.get(name)
-        return None if tool is None else self.wrap(tool)
+        if tool is None or getattr(tool, "runs_inline", False):
+            return tool
+        return self.wrap(tool)
 
     def names(self) -> list[str]:
         """The inner registry's names."""

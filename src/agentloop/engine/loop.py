@@ -24,6 +24,7 @@ from agentloop.cancel import CancelToken
 from agentloop.engine import remembering
 from agentloop.engine.call import pending_of
 from agentloop.engine.conversation import Conversation
+from agentloop.engine.estimate import estimated_usage
 from agentloop.engine.frames import keep_frames
 from agentloop.engine.instructions import evaluate
 from agentloop.engine.output import (
@@ -49,8 +50,8 @@ from agentloop.errors import (
     OutputValidationFailed,
 )
 from agentloop.hooks import Hook, overrides
-from agentloop.messages import Message, ThinkingPart, ToolCallPart, ToolResultPart, Usage
-from agentloop.model import ModelRequest, ModelResponse
+from agentloop.messages import Message, ThinkingPart, ToolCallPart, ToolResultPart
+from agentloop.model import ModelResponse
 from agentloop.pausing import PendingCall
 from agentloop.run import TRUNCATION_REASONS, Run, RunContext, Turn
 from agentloop.safety.redact import redact_secrets
@@ -144,6 +145,8 @@ class RunLoop:
             state.system = state.guard.system = agent._system(text)
         if agent.memory is not None:  # long-term memory: the namespace, a recall (SPEC 27)
             await remembering.start(session, state)
+        if state.plan is not None:  # toolsets: this call's tools, and their instructions
+            await state.plan.start(state)
         state.guard.start(state.transcript, state.offer.specs, state.measured)
         if self.guarding is not None and state.resuming is None:  # a continued run was checked
             await self.guarding.start()
@@ -166,6 +169,8 @@ class RunLoop:
             session.safety.limits.before_request(state.run, state.turn_index)
             if agent._toolsets.toolsets:
                 await agent._refresh_tools(state, starting=False)
+            if state.plan is not None:  # the tools this call offers (SPEC 22)
+                await state.plan.offer(state)
             if not state.guard.ready():
                 await state.guard.before_call(state, self._commit_compacted)
             if guarding is None:
@@ -219,36 +224,13 @@ class RunLoop:
         usage = response.usage
         limits = self.session.safety.limits
         if not (usage.input_tokens or usage.output_tokens) and limits.budget.counts_tokens():
-            usage = self._estimated(request, response)  # nothing reported is never free
+            usage = estimated_usage(self.agent.config.token_counter, self.state, request, response)
         limits.spent(usage, response.model or client.model)
         if state.settings.tool_choice_once:
             state.release_tool_choice()
         if bus.active:
             bus.emit(ev.ModelResponded(state.run.id, state.turn_index, response))
         return response
-
-    def _estimated(self, request: ModelRequest, response: ModelResponse) -> Usage:
-        """The token counter's estimate of a reply whose client reported no usage.
-
-        Made only when a budget line is spent by tokens, which counts it, so a token budget trips
-        (some OpenAI-compatible servers send no usage, in streams especially); ``run.usage`` keeps
-        what was reported, and a run's first estimate is logged: the substitution is never silent.
-        """
-        counter = self.agent.config.token_counter
-        sent = sum(counter.count_message(m) for m in request.messages)
-        if request.system:
-            sent += counter.count_text(request.system)
-        usage = Usage(sent, counter.count_message(response.message))
-        if not self.state.usage_estimated:
-            self.state.usage_estimated = True
-            logger.warning(
-                "the model client reported no token usage; the budget counts the token "
-                "counter's estimate (%d in, %d out) for run %s",
-                usage.input_tokens,
-                usage.output_tokens,
-                self.state.run.id,
-            )
-        return usage
 
     def _record(self, response: ModelResponse) -> Turn:
         state = self.state

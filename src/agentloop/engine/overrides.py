@@ -36,6 +36,8 @@ class Swap:
 
     client: ModelClient | None = None
     registry: ToolRegistry | None = None
+    toolsets: tuple[Any, ...] | None = None
+    """``override(toolsets=...)``: the toolsets instead of the agent's (SPEC 22)."""
 
 
 _SWAPS: ContextVar[Mapping[object, Swap] | None] = ContextVar("agentloop_overrides", default=None)
@@ -53,8 +55,9 @@ def override(
     *,
     model: ModelClient | str | None = None,
     tools: Iterable[Tool | Any] | ToolRegistry | None = None,
+    toolsets: Iterable[Any] | None = None,
 ) -> Iterator[None]:
-    """Runs of ``definition`` started in this context use ``model`` and/or ``tools``."""
+    """Runs of ``definition`` started in this context use ``model``, ``tools``, ``toolsets``."""
     client = None if model is None else resolve_client(model)
     if client is not None and not callable(getattr(client, "complete", None)):
         raise ConfigurationError(
@@ -63,7 +66,12 @@ def override(
     registry = None if tools is None else _registry(tools, typed=definition.output is not None)
     swaps = dict(_SWAPS.get() or {})
     before = swaps.get(definition, Swap())
-    swaps[definition] = Swap(client or before.client, registry or before.registry)
+    sets = before.toolsets
+    if toolsets is not None:
+        from agentloop.toolsets import checked_toolsets
+
+        sets = checked_toolsets(toolsets)
+    swaps[definition] = Swap(client or before.client, registry or before.registry, sets)
     token = _SWAPS.set(swaps)
     try:
         yield

@@ -210,8 +210,8 @@ def agent_tools(agent: Any) -> ToolNames:
             if current is None:
                 return None
         toolsets = getattr(current, "_toolsets", None)
-        if toolsets is not None and toolsets.stale():
-            return None
+        if toolsets is not None and (toolsets.stale() or toolsets.sets):
+            return None  # toolsets (SPEC 22) resolve per call: the continued run judges
         return _registry(current, swap_of)
 
     return names

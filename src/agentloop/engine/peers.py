@@ -18,7 +18,6 @@ _HISTORY = "history= (a list of Message; run.conversation is what to pass next t
 _OUTPUT_TYPE = "output_type= (a pydantic model, a dataclass, a TypedDict or a type like int)"
 _GUARDRAILS = "guardrails=[InputGuardrail(...), OutputGuardrail(...)]"
 _NO_NAME = "an Agent has no name; it is named where it becomes a tool: agent.as_tool(name=...)"
-_TOOLS = "tools=[...] takes tools and tool sources (MCP servers) alike"
 
 AGENT: Mapping[str, str] = {
     "model": "pass the model first, positionally: Agent('openai:gpt-5-mini') or Agent(client)",
@@ -34,8 +33,7 @@ AGENT: Mapping[str, str] = {
     "invalid output; a client built from a 'provider:model' string already retries requests",
     "output_retries": "config=RunConfig(output_retries=...)",
     "result_retries": "config=RunConfig(output_retries=...)",
-    "toolsets": _TOOLS,
-    "mcp_servers": _TOOLS,
+    "mcp_servers": "toolsets=[MCPServer.stdio(...)] (or tools=[...]: tools and MCP servers alike)",
     "handoffs": "give the other agent as a tool: tools=[other.as_tool(name=..., description=...)]",
     "handoff_description": "as_tool(description=...) on the agent that becomes a tool",
     "input_guardrails": _GUARDRAILS,
@@ -64,7 +62,6 @@ RUN: Mapping[str, str] = {
     "hooks": "hooks are the agent's: Agent(..., hooks=[...])",
     "previous_response_id": _HISTORY,
     "usage": "run.usage is what the run spent; usage_limits=Budget(...) caps it",
-    "toolsets": "tools are the agent's: Agent(tools=[...]), @agent.tool, or agent.override(tools=)",
     "instructions": "the system prompt is the agent's: Agent(instructions=...) (a function "
     "(ctx) -> str is evaluated per run)",
     "event_stream_handler": "async with agent.stream(...) as events: async for event in events",

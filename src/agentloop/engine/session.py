@@ -8,7 +8,7 @@ of one agent run concurrently; one session runs one run at a time. The state a s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentloop._util.peers import hinting
@@ -26,6 +26,7 @@ from agentloop.safety.budget import Budget
 if TYPE_CHECKING:  # the run's own rooms load with the first run, not with the import
     from agentloop.engine.stream import RunStream
     from agentloop.events import Event
+    from agentloop.toolsets import AbstractToolset
 
 __all__ = ["Session"]
 
@@ -46,6 +47,7 @@ class Session(Conversation[OutputT]):
         *,
         deps: Any = None,
         cancel: CancelToken | None = None,
+        toolsets: Sequence[AbstractToolset] | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: Budget | None = None,
     ) -> Run[OutputT]:
@@ -55,7 +57,7 @@ class Session(Conversation[OutputT]):
         ``model_settings`` and ``usage_limits`` replace the config's ``model_settings`` and
         ``budget`` for this run only.
         """
-        options = RunOptions.checked(model_settings, usage_limits)
+        options = RunOptions.checked(model_settings, usage_limits, toolsets)
         cancels = () if cancel is None else (cancel,)
         state = self._begin(input, deps, cancels, None, options=options)
         return await self._drive(state)
@@ -67,17 +69,19 @@ class Session(Conversation[OutputT]):
         *,
         deps: Any = None,
         cancel: CancelToken | None = None,
+        toolsets: Sequence[AbstractToolset] | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: Budget | None = None,
     ) -> Run[OutputT]:
         """``run()`` on the agent's private event loop (see ``Agent.run_sync``)."""
         Message.from_input(input)  # InvalidInput before the loop starts
-        RunOptions.checked(model_settings, usage_limits)
+        RunOptions.checked(model_settings, usage_limits, toolsets)
         return self.agent._run_sync(
             self.run(
                 input,
                 deps=deps,
                 cancel=cancel,
+                toolsets=toolsets,
                 model_settings=model_settings,
                 usage_limits=usage_limits,
             )
@@ -90,12 +94,13 @@ class Session(Conversation[OutputT]):
         *,
         deps: Any = None,
         cancel: CancelToken | None = None,
+        toolsets: Sequence[AbstractToolset] | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: Budget | None = None,
     ) -> RunStream[OutputT]:
         """Run and receive the events as they happen (see ``Agent.stream``)."""
         Message.from_input(input)  # InvalidInput at the call, not when the block is entered
-        options = RunOptions.checked(model_settings, usage_limits)
+        options = RunOptions.checked(model_settings, usage_limits, toolsets)
         from agentloop.engine.stream import RunStream
 
         return RunStream(self, input, deps, cancel, options)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 from agentloop.config import RunConfig
 from agentloop.engine.output import FINAL_RESULT, OutputType
@@ -37,6 +37,7 @@ __all__ = [
     "output_type",
     "recorder",
     "registry",
+    "restored",
 ]
 
 
@@ -279,3 +280,19 @@ def with_memory(agent: Definition[Any], memory: object) -> None:
         registry.register(item)
     agent.registry = registry
     agent.memory = memory
+
+
+def restored(agent: Any, session_id: str, store: Store, *, shared: bool) -> Session[Any]:
+    """A session of ``agent`` rebuilt from ``store`` (``shared``: its breakers and health too)."""
+    from agentloop.engine.session import Session
+    from agentloop.store._session import SessionRecorder, restore
+
+    history, runs = restore(store, checked_session_id(session_id))  # for resume()
+    found = SessionRecorder(store, session_id, synced=len(history))
+    session: Session[Any] = Session(
+        agent, session_id, recorder=found, history=history, runs=cast(Any, runs)
+    )
+    from agentloop.engine.resume import restore_safety
+
+    restore_safety(session, store, continuing=None, shared=shared)
+    return session

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from agentloop._util.lazy import lazy_module
 from agentloop._util.slots import record
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 else:  # the event classes load when somebody first listens
     ev = lazy_module("agentloop.events")
 
-__all__ = ["Guard", "Measured", "Offer", "Paused", "RunOptions", "RunState"]
+__all__ = ["Guard", "Measured", "Offer", "Paused", "PerRun", "RunOptions", "RunState"]
 
 _NO_SETTINGS = ModelSettings()
 
@@ -124,17 +124,28 @@ class Offer:
         object.__setattr__(self, "names", frozenset(s.name for s in self.specs))
 
 
+class PerRun(TypedDict):
+    """``run()``'s per-run replacements, passed on as they were given (``Agent.run``)."""
+
+    model_settings: ModelSettings | None
+    usage_limits: Budget | None
+
+
 @record
 class RunOptions:
     """Per-run replacements for the config's (``run(..., model_settings=, usage_limits=)``)."""
 
     model_settings: ModelSettings | None = None
     usage_limits: Budget | None = None
+    toolsets: tuple[Any, ...] = ()
+    """``run(..., toolsets=...)``: toolsets added for this run (SPEC 22)."""
 
     @classmethod
-    def checked(cls, model_settings: object, usage_limits: object) -> RunOptions | None:
-        """The options, type-checked (``InvalidInput`` names the fix); None when both are."""
-        if model_settings is None and usage_limits is None:
+    def checked(
+        cls, model_settings: object, usage_limits: object, toolsets: object = None
+    ) -> RunOptions | None:
+        """The options, type-checked (``InvalidInput`` names the fix); None when all are."""
+        if model_settings is None and usage_limits is None and not toolsets:
             return None
         if model_settings is not None and not isinstance(model_settings, ModelSettings):
             raise InvalidInput(
@@ -147,7 +158,11 @@ class RunOptions:
                 "usage_limits=Budget(turns=..., tokens=..., tool_calls=...) "
                 "(from agentloop import Budget)"
             )
-        return cls(model_settings, usage_limits)
+        if not toolsets:
+            return cls(model_settings, usage_limits)
+        from agentloop.toolsets import checked_toolsets
+
+        return cls(model_settings, usage_limits, checked_toolsets(toolsets))
 
 
 @dataclass(eq=False)
@@ -191,6 +206,8 @@ class RunState:
     """Child agents (``as_tool``) by the parent's call id: one that paused, or one to continue."""
     paused: tuple[Any, ...] = ()
     """The calls the run paused on (``PendingCall``), set when a dispatch left some pending."""
+    plan: Any = None
+    """The run's per-call tool plan (``engine.offering.ToolPlan``): None without toolsets."""
     measured: Measured | None = None
     """What the session knew of ``transcript[:base]`` (its history) at the start, if anything."""
 

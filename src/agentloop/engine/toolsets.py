@@ -14,9 +14,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from agentloop.errors import AgentLoopError, ConfigurationError
 from agentloop.tools import Tool, ToolRegistry, Toolset
+
+if TYPE_CHECKING:
+    from agentloop.toolsets import AbstractToolset
 
 __all__ = ["Toolsets"]
 
@@ -26,8 +30,16 @@ logger = logging.getLogger("agentloop")
 class Toolsets:
     """An agent's toolsets and what each put in its registry (shared by the agent's forks)."""
 
-    def __init__(self, toolsets: Sequence[Toolset], registry: ToolRegistry) -> None:
+    def __init__(
+        self, toolsets: Sequence[Toolset], registry: ToolRegistry, sets: object = ()
+    ) -> None:
         self.toolsets = tuple(toolsets)
+        self.sets: tuple[AbstractToolset, ...] = ()
+        """``Agent(toolsets=...)`` (SPEC 22), resolved per model call by ``engine.offering``."""
+        if sets != ():  # the toolsets package loads only for an agent given some
+            from agentloop.toolsets import checked_toolsets
+
+            self.sets = checked_toolsets(sets, registry.names())
         self.registry = registry
         self._versions: list[int | None] = [None] * len(self.toolsets)
         self._names: list[list[str]] = [[] for _ in self.toolsets]
@@ -82,7 +94,8 @@ class Toolsets:
     async def aclose(self) -> None:
         """Close every toolset (all of them, even when one fails; the first error is raised)."""
         first: BaseException | None = None
-        for toolset in self.toolsets:
+        closing: tuple[Toolset | AbstractToolset, ...] = (*self.toolsets, *self.sets)
+        for toolset in closing:
             try:
                 await toolset.aclose()
             except Exception as exc:

@@ -57,6 +57,7 @@ from agentloop.mcp.connection import (
 from agentloop.mcp.elicitation import Elicitation, Elicitor
 from agentloop.mcp.mapping import MCPTool
 from agentloop.tools import Tool
+from agentloop.toolsets import AbstractToolset, Entry, Scope
 
 __all__ = ["MCPServer", "restart_delay"]
 
@@ -91,8 +92,12 @@ def _lost_connection(conn: Connection, exc: MCPError) -> bool:
     return not conn.usable() or (exc.data is None and exc.message.startswith(_SDK_CLOSED))
 
 
-class MCPServer:
-    """An MCP server whose tools an agent uses: a ``Toolset`` for ``Agent(tools=[...])``."""
+class MCPServer(AbstractToolset):
+    """An MCP server whose tools an agent uses: in ``Agent(tools=[...])`` or ``toolsets=[...]``.
+
+    As a toolset it has every wrapper (``filtered``, ``prefixed``, ...); ``defer_loading=True``
+    defers all its tools (tool search finds them, SPEC 22).
+    """
 
     def __init__(
         self,
@@ -103,6 +108,7 @@ class MCPServer:
         start_timeout: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
         elicitation: Elicitation | None = None,
+        defer_loading: bool = False,
     ) -> None:
         if not is_finite(start_timeout) or start_timeout <= 0:
             raise ConfigurationError("MCPServer start_timeout must be > 0", field="start_timeout")
@@ -113,6 +119,7 @@ class MCPServer:
             )
         self.name = name
         self.prefix = prefix
+        self.defer_loading = bool(defer_loading)
         self.start_timeout = start_timeout
         self.elicitation = elicitation
         self._launch = launch
@@ -139,6 +146,7 @@ class MCPServer:
         start_timeout: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
         elicitation: Elicitation | None = None,
+        defer_loading: bool = False,
     ) -> MCPServer:
         """A server run as a child process speaking MCP on its stdin and stdout.
 
@@ -161,6 +169,7 @@ class MCPServer:
             start_timeout=start_timeout,
             clock=clock,
             elicitation=elicitation,
+            defer_loading=defer_loading,
         )
 
     @classmethod
@@ -174,6 +183,7 @@ class MCPServer:
         start_timeout: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
         elicitation: Elicitation | None = None,
+        defer_loading: bool = False,
     ) -> MCPServer:
         """A server reached over streamable HTTP at ``url`` (``headers`` go with every request).
 
@@ -187,6 +197,7 @@ class MCPServer:
             start_timeout=start_timeout,
             clock=clock,
             elicitation=elicitation,
+            defer_loading=defer_loading,
         )
 
     @property
@@ -198,6 +209,11 @@ class MCPServer:
         return f"<MCPServer {self.name!r}>"
 
     # -- Toolset -----------------------------------------------------------------------------
+
+    async def entries(self, scope: Scope) -> list[Entry]:
+        """The listed tools (listed again after a change), deferred with ``defer_loading``."""
+        tools = await scope.listed(self)
+        return [Entry.of(t, self.name, deferred=self.defer_loading) for t in tools]
 
     async def list_tools(self) -> Sequence[Tool]:
         """The server's tools, starting it if needed.

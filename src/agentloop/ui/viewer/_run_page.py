@@ -67,6 +67,9 @@ def _facts(stored: StoredRun) -> str:
         rows.append(("parent", f"{link}, tool call {text(parent.tool)} ({text(parent.call_id)})"))
     if run.memory:  # long-term memory (SPEC 27): what the run recalled and committed
         rows.append(("memory", _memory_html(run.memory)))
+    for name, names in (("tools loaded", run.loaded_tools), ("skills read", run.skills_read)):
+        if names:  # SPEC 22: what tool search loaded, the skills the model read
+            rows.append((name, text(", ".join(names))))
     items = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
     return f'<dl class="facts">{items}</dl>'
 
