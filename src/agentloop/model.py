@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import field
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
+from agentloop._tool_parts import ToolSpec
 from agentloop._util.aio import AsyncClosing
 from agentloop._util.peers import hint_init
 from agentloop._util.slots import record
@@ -32,6 +33,7 @@ __all__ = [
     "StreamEventKind",
     "ToolSpec",
     "WrappedClient",
+    "is_append_only",
     "media_kinds",
 ]
 
@@ -156,15 +158,6 @@ class ModelSettings:
 
 
 _DEFAULT_SETTINGS = ModelSettings()
-
-
-@record
-class ToolSpec:
-    """A tool as advertised to the model: name, description, JSON schema of its arguments."""
-
-    name: str
-    description: str
-    parameters: Mapping[str, Any]
 
 
 @record
@@ -307,6 +300,28 @@ def media_kinds(client: object) -> frozenset[str]:
         if client is None:
             break
     return MEDIA_KINDS
+
+
+def is_append_only(client: object) -> bool:
+    """Whether a model ``client`` may call binds thinking to what came before (SPEC 28).
+
+    A client says so with an ``append_only`` attribute (the Anthropic adapter, from its model
+    profile; a test double may set it); a wrapper answers for what it wraps (``inner``), a
+    ``FallbackClient`` for any of its ``clients``.
+    """
+    stack, seen = [client], 0
+    while stack and seen < 32:
+        found = stack.pop()
+        seen += 1
+        if getattr(found, "append_only", False) is True:
+            return True
+        inner = getattr(found, "inner", None)
+        if inner is not None:
+            stack.append(inner)
+        clients = getattr(found, "clients", None)
+        if isinstance(clients, list | tuple):
+            stack.extend(clients)
+    return False
 
 
 @runtime_checkable

@@ -168,6 +168,10 @@ class ContextGuard:
             error = CompactionFailed(before, self.config.context_window, cause=exc)
             self.observers.emit(ev.CompactionFailed(state.run.id, state.turn_index, error))
             raise error from exc
+        if state.appendonly is not None:  # SPEC 28: entries stay, no stale thinking is sent
+            from agentloop.engine.appendonly import kept_after_compaction
+
+            compacted = kept_after_compaction(state.transcript, compacted)
         after = self.meter.overhead + sum(self.meter.counter.count_message(m) for m in compacted)
         if after >= before or not compacted:
             self._no_progress(reason, after, before)

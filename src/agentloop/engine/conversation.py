@@ -21,7 +21,7 @@ from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import Measured, RunOptions, RunState
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Message, UserInput
-from agentloop.model import ModelClient
+from agentloop.model import ModelClient, is_append_only
 from agentloop.observers import EventBus
 from agentloop.run import OutputT, Run, Turn
 from agentloop.tokens import MEDIA_PROVIDER
@@ -236,6 +236,10 @@ class Conversation(Generic[OutputT]):
             measured=known,
         )
         state.events = ClientEventBridge(run, self._bus)
+        if is_append_only(client):  # SPEC 28: the base first, every change at the end
+            from agentloop.engine.appendonly import AppendOnly
+
+            state.appendonly = AppendOnly()
         self._active = state
         self._bus.run = run
         return state

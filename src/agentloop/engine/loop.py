@@ -34,9 +34,7 @@ from agentloop.engine.output import (
     TRUNCATED_TEXT,
     InvalidOutput,
 )
-from agentloop.engine.output import (
-    cut_calls as _cut_calls,
-)
+from agentloop.engine.output import cut_calls as _cut_calls
 from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import Paused, RunState
 from agentloop.engine.turn import build_request, call_model
@@ -144,6 +142,8 @@ class RunLoop:
             text = await evaluate(agent._prompt, context)
             state.system = state.guard.system = agent._system(text)
         state.guard.start(state.transcript, state.offer.specs, state.measured)
+        if state.appendonly is not None:  # SPEC 28: the conversation's base, built once
+            state.appendonly.open(session, state)
         if self.guarding is not None and state.resuming is None:  # a continued run was checked
             await self.guarding.start()
 
@@ -165,6 +165,8 @@ class RunLoop:
             session.safety.limits.before_request(state.run, state.turn_index)
             if agent._toolsets.toolsets:
                 await agent._refresh_tools(state, starting=False)
+            if state.appendonly is not None:  # what changed since the last call, at the end
+                state.appendonly.record(state)
             if not state.guard.ready():
                 await state.guard.before_call(state, self._commit_compacted)
             if guarding is None:

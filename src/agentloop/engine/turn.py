@@ -81,9 +81,12 @@ def build_request(
 
     ``session_id`` (the agent's) lets adapters key the provider's prompt cache per session.
     """
+    tools, messages, conversation = state.offer.specs, state.transcript, state.appendonly
+    if conversation is not None:  # SPEC 28: the base travels as system and tools, every time
+        tools, system, messages = conversation.base_tools, conversation.base_text, messages[1:]
     return ModelRequest(
-        messages=tuple(state.transcript),
-        tools=state.offer.specs,
+        messages=tuple(messages),
+        tools=tools,
         system=system,
         settings=settings,
         events=state.events,
