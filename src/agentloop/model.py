@@ -7,15 +7,15 @@ The engine talks to any ``ModelClient`` (a provider adapter, ``RetryingClient``,
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import field
+from dataclasses import field, replace
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
-from agentloop._tool_parts import ToolSpec
+from agentloop._tool_parts import ToolSpec, apply_changes
 from agentloop._util.aio import AsyncClosing
 from agentloop._util.peers import hint_init
 from agentloop._util.slots import record
 from agentloop.errors import ConfigurationError
-from agentloop.messages import Message, ToolCallPart, Usage
+from agentloop.messages import Message, ToolCallPart, ToolChangePart, Usage
 
 __all__ = [
     "INVALID_JSON_KEY",
@@ -35,6 +35,7 @@ __all__ = [
     "WrappedClient",
     "is_append_only",
     "media_kinds",
+    "with_tool_changes",
 ]
 
 ReasoningEffort: TypeAlias = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
@@ -322,6 +323,24 @@ def is_append_only(client: object) -> bool:
         if isinstance(clients, list | tuple):
             stack.extend(clients)
     return False
+
+
+def with_tool_changes(request: ModelRequest) -> ModelRequest:
+    """``request`` with its system entries' tool changes applied to ``tools`` (SPEC 28).
+
+    For an adapter that sends one ``tools`` list (OpenAI, Gemini, Claude without mid-conversation
+    tool changes). The request itself when it has no ``system`` message (the common case).
+    """
+    changes = [
+        part
+        for message in request.messages
+        if message.role == "system"
+        for part in message.parts
+        if type(part) is ToolChangePart
+    ]
+    if not changes:
+        return request
+    return replace(request, tools=apply_changes(request.tools, changes))
 
 
 @runtime_checkable

@@ -62,6 +62,8 @@ def _encode_message(message: Message) -> ChatWire:
     """
     if message.role == "tool":
         return encode_tool_results(message)
+    if message.role == "system" and not message.text:  # a tool change only: it joins tools
+        return [], ()
     if message.role != "assistant":
         return encode_user(message)
     if carries_media(message.parts):

@@ -83,6 +83,7 @@ from agentloop.model import (
     OutputSpec,
     StreamEvent,
     ToolSpec,
+    with_tool_changes,
 )
 from agentloop.providers._client import HttpClient, check_client, check_key_characters
 from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
@@ -203,6 +204,7 @@ class OpenAIClient(HttpClient):
         return f"{self.base_url}/chat/completions"
 
     def _payload(self, request: ModelRequest, model: str, stream: bool) -> tuple[bytes, bool]:
+        request = with_tool_changes(request)  # SPEC 28: an entry's tool change joins tools
         """The checked body, and whether the reply may need ``restore_optional``."""
         profile = self._rules.check(model, request)
         strict = profile.strict_schema
