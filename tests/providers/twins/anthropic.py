@@ -26,7 +26,9 @@ the rules file's):
 And "Anthropic, late 2026" 7: ``thinking: {"type": "enabled"}`` on Claude 4.7 and later (Opus
 4.7/4.8, Sonnet 5, Fable, Mythos, every 5.x and later name) is a 400; ``{"type": "adaptive"}``
 before Claude 4.6 is a 400; ``output_config.effort`` outside low|medium|high|xhigh|max is a 400.
-Adaptive thinking is held to rule 3 like enabled thinking (no budget to check).
+Adaptive thinking is held to rule 3 like enabled thinking (no budget to check). Rules 1 and 6
+of that part (thinking bound to its prefix on an append-only model, mid-conversation system
+messages and tool changes) are in ``anthropic_prefix``.
 
 Replies: ``TwinReply(blocks, stop_reason)`` built from ``thinking()``, ``redacted()``, ``text()``,
 ``tool_use()`` and ``cut_tool_use()`` (a tool block left open by a cut: the stream never closes
@@ -48,6 +50,7 @@ from typing import Any, Self
 
 from aiohttp import web
 
+from . import anthropic_prefix as prefix
 from .anthropic_media import (
     MAX_REQUEST_BYTES,
     REQUEST_TOO_LARGE,
@@ -422,6 +425,8 @@ class AnthropicTwin:
     def __init__(self, script: Sequence[Step] = ()) -> None:
         self.script = list(script)
         self.issued = Issued()
+        self.binder = prefix.Binder()
+        self.dropped: list[Any] = []  # what the last request's drop_block dropped
         self.requests: list[dict[str, Any]] = []
         self.rejected: list[str] = []
         self.url = ""
@@ -450,7 +455,10 @@ class AnthropicTwin:
             self.rejected.append(REQUEST_TOO_LARGE)
             return _error(413, "request_too_large", REQUEST_TOO_LARGE, request_id)
         body = await request.json()
-        problem = violation(body, self.issued)
+        betas = prefix.betas_of(request.headers)
+        problem = violation(body, self.issued) or prefix.system_messages(body, betas)
+        if problem is None:
+            problem, self.dropped = self.binder.check(body, betas)
         if problem is not None:
             self.rejected.append(problem)
             return _error(400, "invalid_request_error", problem, request_id)
@@ -473,6 +481,7 @@ class AnthropicTwin:
             chunks: Iterator[bytes] = iter([raw.encode()])
         else:
             served = _Served(reply, self.issued, number)
+            self.binder.bind(body, served.blocks)
             if not body.get("stream"):
                 return web.json_response(served.json(model, ident))
             chunks = served.events(model, ident)

@@ -1,0 +1,121 @@
+"""Append-only conversations (SPEC 28) through the public API against the Anthropic twin.
+
+The twin (``twins/anthropic_prefix.py``) binds every thinking block it serves on an append-only
+model to a hash of everything before it, and answers the documented 400 ("bound to a different
+conversation") when a later request changed any of it. Issue 40's breaks 1-3 (instructions that
+change, compaction, a tool list that changes) run here without one such 400.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from agentloop import Agent, RunConfig, tool
+from agentloop.messages import Message, TextPart, ToolChangePart
+from agentloop.model import ModelSettings
+from agentloop.providers.settings import Settings, build_client
+
+from .twins import anthropic as twin
+from .twins.anthropic import AnthropicTwin, TwinReply
+from .twins.anthropic_prefix import PREFIX_MISMATCH
+
+KEY = "sk-ant-twin-0123456789"
+EFFORT = ModelSettings(reasoning_effort="low")
+
+
+@tool
+def look(q: str) -> str:
+    """Look something up."""
+    return f"found {q}"
+
+
+@tool
+def note(text: str) -> str:
+    """Take a note."""
+    return "noted"
+
+
+def client(url: str, model: str) -> Any:
+    return build_client(
+        Settings(provider="anthropic", model=model, api_key=KEY, base_url=url, max_retries=0)
+    )
+
+
+def turn(n: int) -> list[TwinReply]:
+    """One run: a thought and a tool call, then a thought and an answer."""
+    return [
+        TwinReply([twin.thinking(f"step {n}"), twin.tool_use("look", {"q": str(n)})], "tool_use"),
+        TwinReply([twin.thinking(f"done {n}"), twin.text(f"answer {n}")]),
+    ]
+
+
+def same(bodies: list[dict[str, Any]], key: str) -> bool:
+    """Whether every request sent ``key`` as the same bytes (breakpoints included)."""
+    return len({json.dumps(b.get(key), sort_keys=True) for b in bodies}) == 1
+
+
+class Versions:
+    """A prompt function whose text changes on every run."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def __call__(self) -> str:
+        self.n += 1
+        return f"You are helpful (version {self.n})."
+
+
+@pytest.mark.parametrize("model", ["claude-fable-5-1", "claude-opus-5-5"])
+async def test_changing_instructions_go_in_place_and_system_never_changes(model: str) -> None:
+    """Break 1 on a model with mid-conversation system messages."""
+    async with AnthropicTwin([*turn(1), *turn(2), *turn(3)]) as server:
+        agent = Agent(
+            client(server.url, model),
+            instructions=Versions(),
+            tools=[look],
+            config=RunConfig(model_settings=EFFORT),
+        )
+        for n in range(3):
+            assert (await agent.run(f"q{n}")).output == f"answer {n + 1}"
+    assert server.rejected == []
+    assert same(server.requests, "system") and same(server.requests, "tools")
+    last = server.requests[-1]["messages"]
+    entries = [m for m in last if m["role"] == "system"]
+    assert [e["content"] for e in entries] == [
+        [{"type": "text", "text": "You are helpful (version 2)."}],
+        [{"type": "text", "text": "You are helpful (version 3)."}],
+    ]
+    assert [m["role"] for m in last[-4:]] == ["user", "system", "assistant", "user"]
+    history = agent.history
+    assert history[0] == Message(
+        "system",
+        (TextPart("You are helpful (version 1)."), ToolChangePart(added=(look.spec(),))),
+    )
+
+
+async def test_changing_instructions_fold_into_system_without_the_flag() -> None:
+    """Break 1 on an append-only model without mid-conversation messages (Mythos 5.2)."""
+    async with AnthropicTwin([*turn(1), *turn(2)]) as server:
+        agent = Agent(
+            client(server.url, "claude-mythos-5-2"),
+            instructions=Versions(),
+            tools=[look],
+            config=RunConfig(model_settings=EFFORT),
+        )
+        await agent.run("a")
+        await agent.run("b")
+    assert server.rejected == []
+    second_run = server.requests[2:]
+    assert all(b["system"][0]["text"].endswith("(version 2).") for b in second_run)
+    kinds = [[c["type"] for c in m["content"]] for m in second_run[0]["messages"]]
+    assert ["thinking", "tool_use"] not in kinds  # the first run's thinking is left out
+    assert kinds[-1] == ["text"]  # b
+    assert second_run[1]["messages"][-2]["content"][0]["type"] == "thinking"  # this run's kept
+
+
+def test_the_twin_answers_the_documented_400_text() -> None:
+    assert "The block is bound to a different conversation" in PREFIX_MISMATCH
