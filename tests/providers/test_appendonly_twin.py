@@ -9,14 +9,19 @@ change, compaction, a tool list that changes) run here without one such 400.
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agentloop import Agent, RunConfig, tool
-from agentloop.messages import Message, TextPart, ToolChangePart
-from agentloop.model import ModelSettings
+from agentloop import Agent, FallbackClient, RunConfig, tool
+from agentloop.errors import BadRequestError
+from agentloop.mcp import MCPServer
+from agentloop.messages import Message, TextPart, ToolChangePart, ToolResultPart
+from agentloop.model import ModelRequest, ModelSettings
 from agentloop.providers.settings import Settings, build_client
 
 from .twins import anthropic as twin
@@ -119,3 +124,87 @@ async def test_changing_instructions_fold_into_system_without_the_flag() -> None
 
 def test_the_twin_answers_the_documented_400_text() -> None:
     assert "The block is bound to a different conversation" in PREFIX_MISMATCH
+
+
+# -- tools that change mid-run: a real MCP server's list change (break 3) -------------------------
+
+FAULTY = Path(__file__).parent.parent / "mcp_servers" / "faulty.py"
+
+
+def faulty(tmp_path: Path) -> MCPServer:
+    env = {**os.environ, "MARKER_DIR": str(tmp_path)}
+    return MCPServer.stdio(sys.executable, [str(FAULTY)], env=env, name="faulty")
+
+
+GROWING = [
+    TwinReply([twin.thinking("grow first"), twin.tool_use("grow", {})], "tool_use"),
+    TwinReply([twin.thinking("now late"), twin.tool_use("late", {})], "tool_use"),
+    TwinReply([twin.thinking("done"), twin.text("grown and late")]),
+]
+
+
+async def test_an_mcp_list_change_is_a_tool_addition_in_place(tmp_path: Path) -> None:
+    """Break 3 where the model takes tool changes: ``tools`` stays the base, byte for byte."""
+    async with AnthropicTwin(list(GROWING)) as server:
+        model = client(server.url, "claude-fable-5-1")
+        config = RunConfig(model_settings=EFFORT)
+        async with Agent(model, tools=[faulty(tmp_path)], config=config) as agent:
+            run = await agent.run("go")
+    assert run.output == "grown and late" and server.rejected == []
+    assert same(server.requests, "tools") and same(server.requests, "system")
+    assert "late" not in [t["name"] for t in server.requests[0]["tools"]]
+    entry = server.requests[1]["messages"][-1]
+    assert entry["role"] == "system"
+    assert [b["type"] for b in entry["content"]] == ["tool_addition"]
+    assert entry["content"][0]["tool"]["name"] == "late"  # by value: not in the base tools
+    history = agent.history
+    assert [p.added[0].name for p in history[4].parts if isinstance(p, ToolChangePart)] == [
+        "late"
+    ]
+
+
+async def test_an_mcp_list_change_folds_into_tools_without_the_flag(tmp_path: Path) -> None:
+    """Break 3 on Mythos 5.2: ``tools`` grows and the thinking before the change is left out."""
+    async with AnthropicTwin(list(GROWING)) as server:
+        model = client(server.url, "claude-mythos-5-2")
+        config = RunConfig(model_settings=EFFORT)
+        async with Agent(model, tools=[faulty(tmp_path)], config=config) as agent:
+            run = await agent.run("go")
+    assert run.output == "grown and late" and server.rejected == []
+    assert "late" in [t["name"] for t in server.requests[1]["tools"]]
+    first_turn = server.requests[2]["messages"][1]
+    assert [b["type"] for b in first_turn["content"]] == ["tool_use"]  # its thinking left out
+    second_turn = server.requests[2]["messages"][3]
+    assert second_turn["content"][0]["type"] == "thinking"
+
+
+# -- the 400 itself ----------------------------------------------------------------------------
+
+
+async def test_a_changed_prefix_is_a_bad_request_never_retried_nor_a_fallback_reason() -> None:
+    first = [TwinReply([twin.thinking("t"), twin.tool_use("look", {"q": "x"})], "tool_use")]
+    async with AnthropicTwin(first) as server, AnthropicTwin([]) as other:
+        retrying = build_client(
+            Settings(
+                provider="anthropic",
+                model="claude-fable-5-1",
+                api_key=KEY,
+                base_url=server.url,
+                max_retries=3,
+            )
+        )
+        fallback = FallbackClient([retrying, client(other.url, "claude-opus-5-5")])
+        request = ModelRequest([Message.user("q")], tools=(look.spec(),), settings=EFFORT)
+        reply = await fallback.complete(request)
+        transcript = [Message.user("another q"), reply.message]  # the question was edited
+        results = Message.tool_results(
+            [ToolResultPart(reply.message.tool_calls[0].id, "look", "found")]
+        )
+        again = ModelRequest([*transcript, results], tools=(look.spec(),), settings=EFFORT)
+        with pytest.raises(BadRequestError) as info:
+            await fallback.complete(again)
+        await fallback.aclose()
+    assert "bound to a different conversation" in str(info.value)
+    assert "messages.1.content.0" in str(info.value)  # the provider's words name the block
+    assert len(server.rejected) == 1  # not retried
+    assert other.requests == [] and other.rejected == []  # not a reason to fall back
