@@ -20,9 +20,11 @@ import pytest
 from agentloop import Agent, FallbackClient, RunConfig, tool
 from agentloop.errors import BadRequestError
 from agentloop.mcp import MCPServer
-from agentloop.messages import Message, TextPart, ToolChangePart, ToolResultPart
+from agentloop.messages import Message, TextPart, ThinkingPart, ToolChangePart, ToolResultPart
 from agentloop.model import ModelRequest, ModelSettings
 from agentloop.providers.settings import Settings, build_client
+from agentloop.store import SQLiteStore
+from agentloop.testing import RecordingObserver
 
 from .twins import anthropic as twin
 from .twins.anthropic import AnthropicTwin, TwinReply
@@ -208,3 +210,112 @@ async def test_a_changed_prefix_is_a_bad_request_never_retried_nor_a_fallback_re
     assert "messages.1.content.0" in str(info.value)  # the provider's words name the block
     assert len(server.rejected) == 1  # not retried
     assert other.requests == [] and other.rejected == []  # not a reason to fall back
+
+
+# -- compaction (break 2), the store, a seeded history ----------------------------------------
+
+
+@tool
+def read(page: int) -> str:
+    """Read a page."""
+    return f"page {page}: " + "lorem ipsum " * 60
+
+
+def reading(pages: int) -> list[TwinReply]:
+    steps = [
+        TwinReply([twin.thinking(f"page {n}"), twin.tool_use("read", {"page": n})], "tool_use")
+        for n in range(pages)
+    ]
+    return [*steps, TwinReply([twin.thinking("enough"), twin.text("read it all")])]
+
+
+@pytest.mark.parametrize("model", ["claude-fable-5-1", "claude-mythos-5-2"])
+async def test_compaction_drops_the_thinking_whose_prefix_changed(model: str) -> None:
+    """Break 2: the kept tail's thinking is never sent after its prefix changed."""
+    config = RunConfig(model_settings=EFFORT, context_window=3_000)
+    async with AnthropicTwin(reading(12)) as server:
+        seen = RecordingObserver()
+        agent = Agent(
+            client(server.url, model),
+            instructions="Read.",
+            tools=[read],
+            config=config,
+            observers=[seen],
+        )
+        run = await agent.run("read the book")
+    assert run.output == "read it all" and server.rejected == []
+    assert seen.of("on_compaction")
+    assert same(server.requests, "system") and same(server.requests, "tools")
+    history = agent.history
+    assert history[0].role == "system" and history[1] == Message.user("read the book")
+
+
+async def test_a_resumed_session_keeps_its_base_and_appends_what_changed(tmp_path: Path) -> None:
+    """The stored base, never the agent of the moment: a new prompt is an entry, not a system."""
+    path = tmp_path / "s.db"
+    async with AnthropicTwin([*turn(1), *turn(2)]) as server:
+        with SQLiteStore(path) as store:
+            first = Agent(
+                client(server.url, "claude-fable-5-1"),
+                instructions="Be brief.",
+                tools=[look],
+                store=store,
+                config=RunConfig(model_settings=EFFORT),
+            )
+            await first.session("user-1").run("a")
+        with SQLiteStore(path) as store:
+            again = Agent.resume(
+                "user-1",
+                store=store,
+                client=client(server.url, "claude-fable-5-1"),
+                instructions="Be thorough.",
+                tools=[look, note],
+                config=RunConfig(model_settings=EFFORT),
+            )
+            await again.run("b")
+    assert server.rejected == []
+    assert same(server.requests, "system") and same(server.requests, "tools")
+    assert server.requests[-1]["system"][0]["text"] == "Be brief."
+    entries = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "system"]
+    text, added = entries[0]  # two entries before one assistant turn: one system message
+    assert text == {"type": "text", "text": "Be thorough."}
+    assert added["type"] == "tool_addition" and added["tool"]["name"] == "note"
+
+
+async def test_a_seeded_history_without_a_base_starts_anew_and_sends_no_thinking() -> None:
+    seeded = [
+        Message.user("earlier"),
+        Message(
+            "assistant",
+            (ThinkingPart("old", signature="sig-from-elsewhere", provider="anthropic"),
+             TextPart("earlier answer")),
+        ),
+    ]  # fmt: skip
+    async with AnthropicTwin(turn(1)) as server:
+        agent = Agent(
+            client(server.url, "claude-fable-5-1"),
+            instructions="Hi.",
+            tools=[look],
+            history=seeded,
+            config=RunConfig(model_settings=EFFORT),
+        )
+        await agent.run("now")
+    assert server.rejected == []
+    assert server.requests[0]["messages"][1]["content"] == [{"type": "text", "text": "earlier answer"}]
+    assert agent.history[0].role == "system" and agent.history[1] == Message.user("earlier")
+
+
+async def test_a_conversation_survives_to_dict_and_continues_in_a_new_session() -> None:
+    async with AnthropicTwin([*turn(1), *turn(2)]) as server:
+        agent = Agent(
+            client(server.url, "claude-fable-5-1"),
+            instructions=Versions(),
+            tools=[look],
+            config=RunConfig(model_settings=EFFORT),
+        )
+        run = await agent.run("a")
+        stored = [Message.from_dict(m.to_dict()) for m in run.conversation]
+        assert stored == run.conversation
+        await agent.session(history=stored).run("b")
+    assert server.rejected == []
+    assert same(server.requests, "system") and same(server.requests, "tools")
