@@ -31,15 +31,11 @@ their requests are built as before, byte for byte.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentloop._tool_parts import apply_changes, spec_key
 from agentloop.messages import Message, TextPart, ThinkingPart, ToolChangePart
 from agentloop.model import ToolSpec
-
-if TYPE_CHECKING:
-    from agentloop.engine.conversation import Conversation
-    from agentloop.engine.state import RunState
 
 __all__ = ["AppendOnly", "is_base", "kept_after_compaction", "without_thinking"]
 
@@ -68,7 +64,9 @@ class AppendOnly:
     """What one append-only run has in effect: its conversation's base and the entries since.
 
     ``base_text``/``base_tools``: what every request sends as ``system``/``tools``;
-    ``text``/``tools``: the instruction text and the offered tools in effect now.
+    ``text``/``tools``: the instruction text and the offered tools in effect now. Its methods
+    take the session (``Conversation``) and the run's ``RunState`` untyped: the state holds
+    this object, so this module imports neither (no import circle).
     """
 
     __slots__ = ("base_text", "base_tools", "text", "tools")
@@ -79,7 +77,7 @@ class AppendOnly:
         self.text: str | None = None
         self.tools: tuple[ToolSpec, ...] = ()
 
-    def open(self, session: Conversation[Any], state: RunState) -> None:
+    def open(self, session: Any, state: Any) -> None:
         """Continue the conversation the history opens with, or open a new one (run start).
 
         A new one puts its base first in the history (the store rewrites it at finalize) and
@@ -116,7 +114,7 @@ class AppendOnly:
             changes.extend(p for p in message.parts if type(p) is ToolChangePart)
         self.text, self.tools = text, apply_changes((), changes)
 
-    def record(self, state: RunState) -> None:
+    def record(self, state: Any) -> None:
         """The per-call step: append what changed since the last call as system entries."""
         for entry in self.changes(state.system, state.offer.specs):
             state.append(entry)
