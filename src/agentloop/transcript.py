@@ -155,7 +155,7 @@ class TranscriptChecker:
 
     def _check_shape(self, index: int, message: Message) -> None:
         parts = message.parts
-        if index and len(parts) == 1:  # the common message: one part its role may carry
+        if index > self._entries and len(parts) == 1:  # the common message: one part its role takes
             part, role = parts[0], message.role
             kind = type(part)
             if (

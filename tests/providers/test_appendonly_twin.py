@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -160,9 +159,7 @@ async def test_an_mcp_list_change_is_a_tool_addition_in_place(tmp_path: Path) ->
     assert [b["type"] for b in entry["content"]] == ["tool_addition"]
     assert entry["content"][0]["tool"]["name"] == "late"  # by value: not in the base tools
     history = agent.history
-    assert [p.added[0].name for p in history[4].parts if isinstance(p, ToolChangePart)] == [
-        "late"
-    ]
+    assert [p.added[0].name for p in history[4].parts if isinstance(p, ToolChangePart)] == ["late"]
 
 
 async def test_an_mcp_list_change_folds_into_tools_without_the_flag(tmp_path: Path) -> None:
@@ -301,7 +298,9 @@ async def test_a_seeded_history_without_a_base_starts_anew_and_sends_no_thinking
         )
         await agent.run("now")
     assert server.rejected == []
-    assert server.requests[0]["messages"][1]["content"] == [{"type": "text", "text": "earlier answer"}]
+    assert server.requests[0]["messages"][1]["content"] == [
+        {"type": "text", "text": "earlier answer"}
+    ]
     assert agent.history[0].role == "system" and agent.history[1] == Message.user("earlier")
 
 

@@ -64,9 +64,7 @@ def _system_blocks(body: Mapping[str, Any]) -> Any:
     return _bare(system or [])
 
 
-def prefix_hash(
-    body: Mapping[str, Any], messages: Sequence[Any], before: Sequence[Any]
-) -> str:
+def prefix_hash(body: Mapping[str, Any], messages: Sequence[Any], before: Sequence[Any]) -> str:
     """The hash a thinking block is bound to: system, tools, messages, and blocks before it."""
     prefix = [_system_blocks(body), _bare(body.get("tools") or []), _bare(list(messages)),
               _bare(list(before))]  # fmt: skip
