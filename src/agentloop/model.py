@@ -111,6 +111,11 @@ class ModelSettings:
     """Tokens a model may think for (Anthropic ``budget_tokens``, Gemini 2.5 ``thinkingBudget``)."""
     tool_choice_once: bool = False
     """Force ``tool_choice`` on a run's first turn only (the engine's; never sent)."""
+    thinking_prefix_mismatch: Literal["drop_block"] | None = None
+    """SPEC 28's escape hatch, opt-in only: ``"drop_block"`` asks an append-only Claude to drop a
+    thinking block whose prefix changed instead of answering 400 (``block_binding``, with its
+    beta header); the session keeps it on for its later runs, and what the provider dropped
+    becomes a ``ThinkingDropped`` event. Ignored by models that are not append-only."""
 
     def __post_init__(self) -> None:
         for name in ("cache", "tool_choice_once"):
@@ -132,12 +137,7 @@ class ModelSettings:
             raise ConfigurationError(
                 f"ModelSettings.top_p must be in [0, 1], got {self.top_p}", field="top_p"
             )
-        if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
-            raise ConfigurationError(
-                f"ModelSettings.reasoning_effort must be one of {REASONING_EFFORTS}, "
-                f"got {self.reasoning_effort!r}",
-                field="reasoning_effort",
-            )
+        _check_words(self)
         budget = self.thinking_budget
         if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
             raise ConfigurationError(
@@ -156,6 +156,19 @@ class ModelSettings:
     def is_default(self) -> bool:
         """True when no option is set."""
         return self == _DEFAULT_SETTINGS
+
+
+_WORDS = (("reasoning_effort", REASONING_EFFORTS), ("thinking_prefix_mismatch", ("drop_block",)))
+
+
+def _check_words(settings: ModelSettings) -> None:
+    """A setting that takes one of a few words holds one of them (or None)."""
+    for name, allowed in _WORDS:
+        value = getattr(settings, name)
+        if value is not None and value not in allowed:
+            raise ConfigurationError(
+                f"ModelSettings.{name} must be one of {allowed}, got {value!r}", field=name
+            )
 
 
 _DEFAULT_SETTINGS = ModelSettings()
@@ -219,6 +232,9 @@ class ModelResponse:
     model: str = ""
     stop_reason: str | None = None
     request_id: str | None = None
+    thinking_dropped: tuple[Mapping[str, Any], ...] = field(default=(), kw_only=True)
+    """The thinking blocks the provider dropped from the request, as it listed them (Anthropic's
+    ``input_transformations`` under ``thinking_prefix_mismatch="drop_block"``, SPEC 28)."""
 
     @property
     def text(self) -> str:

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from agentloop import Agent, FallbackClient, RunConfig, tool
+from agentloop import Agent, FallbackClient, Observer, RunConfig, tool
 from agentloop.errors import BadRequestError
+from agentloop.events import Event, ThinkingDropped
 from agentloop.mcp import MCPServer
 from agentloop.messages import Message, TextPart, ThinkingPart, ToolChangePart, ToolResultPart
 from agentloop.model import ModelRequest, ModelSettings
@@ -318,3 +319,48 @@ async def test_a_conversation_survives_to_dict_and_continues_in_a_new_session() 
         await agent.session(history=stored).run("b")
     assert server.rejected == []
     assert same(server.requests, "system") and same(server.requests, "tools")
+
+
+# -- the escape hatch: drop_block ---------------------------------------------------------------
+
+
+class Seen(Observer):
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def on_event(self, event: Event) -> None:
+        self.events.append(event)
+
+
+async def test_drop_block_lets_an_edited_history_go_on_and_says_what_was_dropped() -> None:
+    """A history edited before SPEC 28: a 400 by default, dropped blocks with ``drop_block``."""
+    async with AnthropicTwin([*turn(1), *turn(2), *turn(3)]) as server:
+        agent = Agent(
+            client(server.url, "claude-fable-5-1"),
+            instructions="Hi.",
+            tools=[look],
+            config=RunConfig(model_settings=EFFORT),
+        )
+        await agent.run("first")
+        edited = list(agent.history)
+        edited[1] = Message.user("first, edited")  # rewritten after a thought was served
+        with pytest.raises(BadRequestError, match="bound to a different conversation"):
+            await agent.session(history=edited).run("second")
+        seen = Seen()
+        hatch = Agent(
+            client(server.url, "claude-fable-5-1"),
+            instructions="Hi.",
+            tools=[look],
+            observers=[seen],
+            config=RunConfig(model_settings=EFFORT),
+        )
+        session = hatch.session(history=edited)
+        drop = ModelSettings(reasoning_effort="low", thinking_prefix_mismatch="drop_block")
+        await session.run("second", model_settings=drop)
+        await session.run("third")  # not told again: the session keeps it on
+    assert len(server.rejected) == 1  # the default: the documented 400, nothing dropped
+    for body in server.requests[-4:]:  # both runs of the session, each of their requests
+        assert body["thinking"]["block_binding"] == {"prefix_mismatch_behavior": "drop_block"}
+    dropped = [e for e in seen.events if isinstance(e, ThinkingDropped)]
+    assert len(dropped) == 4  # the blocks stay in the transcript: every request drops them
+    assert [b["message"] for b in dropped[0].blocks] == [1, 3]  # the edited run's two thoughts

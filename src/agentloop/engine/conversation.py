@@ -10,6 +10,7 @@ run on it; the run loop, the stream and the resume step work on this state, belo
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic
 
 from agentloop._util.lazy import lazy_module
@@ -75,6 +76,8 @@ class Conversation(Generic[OutputT]):
             clock=agent.clock,
         )
         self._journal: Journal | None = None
+        self._drop_block = False
+        """A run asked for ``thinking_prefix_mismatch="drop_block"``: every later run sends it."""
         self._measured: Measured | None = None
         """What the last run that committed everything measured of the history (``Measured``)."""
         self._wire_recorder()
@@ -172,6 +175,10 @@ class Conversation(Generic[OutputT]):
             if options.model_settings is not None:
                 state.settings = options.model_settings
             state.budget = options.usage_limits
+        if state.settings.thinking_prefix_mismatch:  # SPEC 28: on from this run on
+            self._drop_block = True
+        elif self._drop_block:
+            state.settings = replace(state.settings, thinking_prefix_mismatch="drop_block")
         if listener is not None:
             state.listener = listener
             self._bus.attach(listener)

@@ -128,6 +128,10 @@ async def call_model(
     response = _checked(response, client, state.call_ids, clock)
     if partials is not None:
         partials.finish(response)
+    if response.thinking_dropped and observers.active:  # SPEC 28's drop_block at work
+        observers.emit(
+            ev.ThinkingDropped(state.run.id, state.turn_index, response.thinking_dropped)
+        )
     return response
 
 

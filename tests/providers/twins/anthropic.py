@@ -307,6 +307,7 @@ class _Served:
 
     def __init__(self, reply: TwinReply, issued: Issued, number: int) -> None:
         self.reply = reply
+        self.dropped: list[Any] = []  # what drop_block dropped from the request (rule 3)
         self.blocks: list[dict[str, Any]] = []
         for k, block in enumerate(reply.blocks):
             block = dict(block)
@@ -327,7 +328,8 @@ class _Served:
             content.append(block)
         return {"id": ident, "type": "message", "role": "assistant", "model": model,
                 "content": content, "stop_reason": self.reply.stop_reason, "stop_sequence": None,
-                "usage": {"input_tokens": 20, "output_tokens": 10}}  # fmt: skip
+                "usage": {"input_tokens": 20, "output_tokens": 10},
+                **({"input_transformations": self.dropped} if self.dropped else {})}  # fmt: skip
 
     def events(self, model: str, ident: str) -> Iterator[bytes]:
         start = {**self.json(model, ident), "content": [], "stop_reason": None}
@@ -481,6 +483,7 @@ class AnthropicTwin:
             chunks: Iterator[bytes] = iter([raw.encode()])
         else:
             served = _Served(reply, self.issued, number)
+            served.dropped = self.dropped
             self.binder.bind(body, served.blocks)
             if not body.get("stream"):
                 return web.json_response(served.json(model, ident))

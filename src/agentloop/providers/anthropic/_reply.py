@@ -187,7 +187,16 @@ def _message(data: object, request_id: str | None) -> ModelResponse:
         model=opt_str(body.get("model"), "model") or "",
         stop_reason=stop_reason,
         request_id=request_id or opt_str(body.get("id"), "id"),
+        thinking_dropped=dropped_blocks(body),
     )
+
+
+def dropped_blocks(body: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
+    """The reply's ``input_transformations`` (the blocks ``drop_block`` dropped), if any."""
+    found = body.get("input_transformations")
+    if not isinstance(found, list):
+        return ()
+    return tuple(item for item in found if isinstance(item, Mapping))
 
 
 def parse_response(data: Any, *, request_id: str | None = None, text: str = "") -> ModelResponse:

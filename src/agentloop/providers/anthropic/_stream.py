@@ -40,6 +40,7 @@ from agentloop.providers._wire import (
 from agentloop.providers.anthropic._reply import (
     REFUSAL,
     TRUNCATION_REASONS,
+    dropped_blocks,
     error_from_body,
     invalid_reply,
     redacted_part,
@@ -73,6 +74,8 @@ class AnthropicStreamState:
     stop_reason: str | None = None
     finished: bool = False
     count: int = 0
+    dropped: tuple[Mapping[str, Any], ...] = ()
+    """The blocks ``drop_block`` dropped (``input_transformations`` of ``message_start``)."""
     _open: dict[int, _Lane] = field(default_factory=dict)
     _closed: dict[int, Part] = field(default_factory=dict)
     _bad_input: tuple[str, str] | None = None
@@ -98,6 +101,7 @@ class AnthropicStreamState:
         self.model = opt_str(message.get("model"), "message.model") or ""
         self.request_id = self.request_id or opt_str(message.get("id"), "message.id")
         self.usage = usage_from(message.get("usage"), None, "message.usage")
+        self.dropped = dropped_blocks(message)
         return []
 
     def _block_start(self, data: Mapping[str, Any]) -> list[StreamEvent]:
@@ -230,6 +234,7 @@ class AnthropicStreamState:
             model=self.model,
             stop_reason=self.stop_reason,
             request_id=self.request_id,
+            thinking_dropped=self.dropped,
         )
 
 
