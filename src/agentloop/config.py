@@ -94,6 +94,10 @@ class RunConfig:
     model_settings: ModelSettings = field(default_factory=ModelSettings)
     output_mode: Literal["tool", "native", "text"] = "tool"
     output_retries: int = 3
+    compaction: Literal["auto", "local"] = "auto"
+    """On an append-only conversation (SPEC 28): ``"auto"`` compacts on the provider's side where
+    the model's profile has it (Anthropic ``compact_20260112``), else with ``compactor``;
+    ``"local"`` always with ``compactor``. Any other conversation always uses ``compactor``."""
 
     def __post_init__(self) -> None:
         self._check_counts()
@@ -107,6 +111,8 @@ class RunConfig:
             raise _fail("output_retries", "an integer >= 0", retries)
         if self.output_mode not in ("tool", "native", "text"):
             raise _fail("output_mode", "'tool', 'native' or 'text'", self.output_mode)
+        if self.compaction not in ("auto", "local"):
+            raise _fail("compaction", "'auto' or 'local'", self.compaction)
 
     def _check_counts(self) -> None:
         for name in ("max_turns", "max_concurrency"):

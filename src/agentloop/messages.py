@@ -24,6 +24,7 @@ __all__ = [
     "MediaPart",
     "Message",
     "Part",
+    "ProviderPart",
     "Role",
     "TextPart",
     "ThinkingPart",
@@ -153,6 +154,24 @@ class ThinkingPart:
         return data
 
 
+@record
+class ProviderPart:
+    """A block only its provider reads, kept in place and sent back to it unchanged (SPEC 28).
+
+    Anthropic's server-side ``compaction`` block is one: ``kind`` is the block's type and
+    ``data`` the block as it came. Every other adapter leaves it out.
+    """
+
+    provider: str
+    kind: str
+    data: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form."""
+        return {"type": "provider", "provider": self.provider, "kind": self.kind,
+                "data": dict(self.data)}  # fmt: skip
+
+
 Part: TypeAlias = (
     TextPart
     | ThinkingPart
@@ -162,9 +181,10 @@ Part: TypeAlias = (
     | DocumentPart
     | AudioPart
     | ToolChangePart
+    | ProviderPart
 )
 """Every kind of message part: text, reasoning, tool calls and results, media (SPEC 16), and a
-system entry's tool change (SPEC 28)."""
+system entry's tool change and a provider's own block (SPEC 28)."""
 
 
 def _media_list(items: Iterable[Any]) -> Iterable[MediaPart]:
@@ -209,6 +229,8 @@ def _part_from_dict(data: Mapping[str, Any]) -> Part:
         )
     if kind == "tool_change":
         return ToolChangePart.from_dict(data)
+    if kind == "provider":
+        return ProviderPart(str(data["provider"]), str(data["kind"]), dict(data["data"]))
     media = media_from_dict(data)
     if media is not None:
         return media

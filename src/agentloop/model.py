@@ -33,6 +33,7 @@ __all__ = [
     "StreamEventKind",
     "ToolSpec",
     "WrappedClient",
+    "compacts_on_server",
     "is_append_only",
     "media_kinds",
     "with_tool_changes",
@@ -205,6 +206,9 @@ class ModelRequest:
     session_id: str | None = None
     """The conversation this request belongs to (the engine's ``Agent.session_id``); adapters
     derive a provider's prompt-cache key from it. None outside a session."""
+    compact_at: int | None = None
+    """Ask the provider to compact the conversation on its side past this many input tokens
+    (SPEC 28, ``RunConfig(compaction="auto")`` on a model whose profile has it); None: never."""
 
 
 class ClientEvents(Protocol):
@@ -338,6 +342,26 @@ def is_append_only(client: object) -> bool:
         clients = getattr(found, "clients", None)
         if isinstance(clients, list | tuple):
             stack.extend(clients)
+    return False
+
+
+def compacts_on_server(client: object) -> bool:
+    """Whether every model ``client`` may call compacts on the provider's side (SPEC 28).
+
+    A client says so with a ``server_compaction`` attribute (the Anthropic adapter, from its
+    model profile); a wrapper answers for ``inner``, a ``FallbackClient`` for all its
+    ``clients``. A client that says nothing does not.
+    """
+    for _ in range(8):
+        said = getattr(client, "server_compaction", None)
+        if isinstance(said, bool):
+            return said
+        clients = getattr(client, "clients", None)
+        if isinstance(clients, list | tuple) and clients:
+            return all(compacts_on_server(c) for c in clients)
+        client = getattr(client, "inner", None)
+        if client is None:
+            break
     return False
 
 

@@ -83,7 +83,11 @@ async def test_twenty_turns_three_runs_no_prefix_failure(model: str, tmp_path: P
     env = {**os.environ, "MARKER_DIR": str(tmp_path)}
     mcp = MCPServer.stdio(sys.executable, [str(FAULTY)], env=env, name="faulty")
     seen = RecordingObserver()
-    config = RunConfig(model_settings=ModelSettings(reasoning_effort="high"), context_window=4_000)
+    config = RunConfig(
+        model_settings=ModelSettings(reasoning_effort="high"),
+        context_window=4_000,
+        compaction="local",  # the local compactor: server-side compaction is tested apart
+    )
     async with AnthropicTwin(list(SCRIPT)) as server:
         client = build_client(
             Settings(provider="anthropic", model=model, api_key=KEY, base_url=server.url)

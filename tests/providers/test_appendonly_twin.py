@@ -20,7 +20,14 @@ from agentloop import Agent, FallbackClient, Observer, RunConfig, tool
 from agentloop.errors import BadRequestError
 from agentloop.events import Event, ThinkingDropped
 from agentloop.mcp import MCPServer
-from agentloop.messages import Message, TextPart, ThinkingPart, ToolChangePart, ToolResultPart
+from agentloop.messages import (
+    Message,
+    ProviderPart,
+    TextPart,
+    ThinkingPart,
+    ToolChangePart,
+    ToolResultPart,
+)
 from agentloop.model import ModelRequest, ModelSettings
 from agentloop.providers.settings import Settings, build_client
 from agentloop.store import SQLiteStore
@@ -28,7 +35,7 @@ from agentloop.testing import RecordingObserver
 
 from .twins import anthropic as twin
 from .twins.anthropic import AnthropicTwin, TwinReply
-from .twins.anthropic_prefix import PREFIX_MISMATCH
+from .twins.anthropic_prefix import PREFIX_MISMATCH, compaction
 
 KEY = "sk-ant-twin-0123456789"
 EFFORT = ModelSettings(reasoning_effort="low")
@@ -230,7 +237,7 @@ def reading(pages: int) -> list[TwinReply]:
 @pytest.mark.parametrize("model", ["claude-fable-5-1", "claude-mythos-5-2"])
 async def test_compaction_drops_the_thinking_whose_prefix_changed(model: str) -> None:
     """Break 2: the kept tail's thinking is never sent after its prefix changed."""
-    config = RunConfig(model_settings=EFFORT, context_window=3_000)
+    config = RunConfig(model_settings=EFFORT, context_window=3_000, compaction="local")
     async with AnthropicTwin(reading(12)) as server:
         seen = RecordingObserver()
         agent = Agent(
@@ -364,3 +371,41 @@ async def test_drop_block_lets_an_edited_history_go_on_and_says_what_was_dropped
     dropped = [e for e in seen.events if isinstance(e, ThinkingDropped)]
     assert len(dropped) == 4  # the blocks stay in the transcript: every request drops them
     assert [b["message"] for b in dropped[0].blocks] == [1, 3]  # the edited run's two thoughts
+
+
+# -- server-side compaction ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_auto_compaction_asks_the_provider_and_keeps_its_block(stream: bool) -> None:
+    compacted = TwinReply(
+        [
+            compaction("the story so far"),
+            twin.thinking("step 2"),
+            twin.tool_use("look", {"q": "2"}),
+        ],
+        "tool_use",
+    )
+    script = [*turn(1)[:1], compacted, *turn(3)[1:]]
+    seen = RecordingObserver()
+    config = RunConfig(model_settings=EFFORT, context_window=100_000, stream=stream)
+    async with AnthropicTwin(script) as server:
+        agent = Agent(
+            client(server.url, "claude-fable-5-1"), tools=[look], config=config, observers=[seen]
+        )
+        run = await agent.run("go")
+    assert run.output == "answer 3" and server.rejected == []
+    edit = {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 80_000}}
+    assert all(b["context_management"] == {"edits": [edit]} for b in server.requests)
+    last = server.requests[-1]["messages"]
+    assert last[3]["content"][0] == {"type": "compaction", "content": "the story so far"}
+    assert not seen.of("on_compaction")  # the local compactor never ran
+    assert isinstance(agent.history[4].parts[0], ProviderPart)
+
+
+async def test_local_compaction_sends_no_context_management() -> None:
+    config = RunConfig(model_settings=EFFORT, compaction="local")
+    async with AnthropicTwin(turn(1)) as server:
+        await Agent(client(server.url, "claude-fable-5-1"), tools=[look], config=config).run("go")
+    assert server.rejected == []
+    assert not any("context_management" in b for b in server.requests)

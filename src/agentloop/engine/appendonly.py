@@ -37,7 +37,16 @@ from agentloop._tool_parts import apply_changes, spec_key
 from agentloop.messages import Message, TextPart, ThinkingPart, ToolChangePart
 from agentloop.model import ToolSpec
 
-__all__ = ["AppendOnly", "is_base", "kept_after_compaction", "without_thinking"]
+__all__ = [
+    "SERVER_COMPACTION_FLOOR",
+    "AppendOnly",
+    "is_base",
+    "kept_after_compaction",
+    "without_thinking",
+]
+
+SERVER_COMPACTION_FLOOR = 50_000
+"""The least trigger Anthropic's server-side compaction takes (provider-rules 2026, rule 8)."""
 
 
 def is_base(message: Message) -> bool:
@@ -69,9 +78,11 @@ class AppendOnly:
     this object, so this module imports neither (no import circle).
     """
 
-    __slots__ = ("base_text", "base_tools", "text", "tools")
+    __slots__ = ("base_text", "base_tools", "compact_at", "text", "tools")
 
     def __init__(self) -> None:
+        self.compact_at: int | None = None
+        """Server-side compaction's trigger in tokens (``RunConfig.compaction``), else None."""
         self.base_text: str | None = None
         self.base_tools: tuple[ToolSpec, ...] = ()
         self.text: str | None = None
@@ -98,6 +109,16 @@ class AppendOnly:
         self._read(history)
         state.guard.system = None  # the base message carries the text: counted once
         state.guard.start(state.transcript, ())
+
+    def compact_on_server(self, config: Any, state: Any) -> None:
+        """``RunConfig.compaction="auto"`` on a model that compacts on its provider's side.
+
+        The trigger is ``compact_threshold`` x ``context_window``, at least 50,000 tokens (the
+        provider's floor); the run's context guard then never runs the local compactor.
+        """
+        threshold = int(config.compact_threshold * config.context_window)
+        self.compact_at = max(SERVER_COMPACTION_FLOOR, threshold)
+        state.guard.server_side = True
 
     def _read(self, history: Sequence[Message]) -> None:
         """The base, then each entry: the text and tools in effect at the history's end."""

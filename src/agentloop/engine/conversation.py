@@ -22,7 +22,7 @@ from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import Measured, RunOptions, RunState
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Message, UserInput
-from agentloop.model import ModelClient, is_append_only
+from agentloop.model import ModelClient, compacts_on_server, is_append_only
 from agentloop.observers import EventBus
 from agentloop.run import OutputT, Run, Turn
 from agentloop.tokens import MEDIA_PROVIDER
@@ -247,6 +247,9 @@ class Conversation(Generic[OutputT]):
             from agentloop.engine.appendonly import AppendOnly
 
             state.appendonly = AppendOnly()
+            config = agent.config
+            if config.compaction == "auto" and config.context_window and compacts_on_server(client):
+                state.appendonly.compact_on_server(config, state)
         self._active = state
         self._bus.run = run
         return state

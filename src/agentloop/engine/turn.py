@@ -82,8 +82,10 @@ def build_request(
     ``session_id`` (the agent's) lets adapters key the provider's prompt cache per session.
     """
     tools, messages, conversation = state.offer.specs, state.transcript, state.appendonly
+    compact_at = None
     if conversation is not None:  # SPEC 28: the base travels as system and tools, every time
         tools, system, messages = conversation.base_tools, conversation.base_text, messages[1:]
+        compact_at = conversation.compact_at
     return ModelRequest(
         messages=tuple(messages),
         tools=tools,
@@ -92,6 +94,7 @@ def build_request(
         events=state.events,
         output=output,
         session_id=session_id,
+        compact_at=compact_at,
     )
 
 

@@ -458,7 +458,7 @@ class AnthropicTwin:
             return _error(413, "request_too_large", REQUEST_TOO_LARGE, request_id)
         body = await request.json()
         betas = prefix.betas_of(request.headers)
-        problem = violation(body, self.issued) or prefix.system_messages(body, betas)
+        problem = violation(body, self.issued) or prefix.conversation_rules(body, betas)
         if problem is None:
             problem, self.dropped = self.binder.check(body, betas)
         if problem is not None:

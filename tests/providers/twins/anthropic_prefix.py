@@ -10,6 +10,9 @@ provider-rules.md, "Anthropic, late 2026":
    documented 400 (``PREFIX_MISMATCH``), unless the request asks for
    ``block_binding.prefix_mismatch_behavior: "drop_block"`` with its beta header: then the
    block is dropped and listed in the reply's ``input_transformations`` (rule 3).
+8. **Server-side compaction**: ``context_management`` with a ``compact_20260112`` edit needs
+   its beta header and a trigger of at least 50,000 tokens; a reply may open with a
+   ``compaction`` block (``compaction()``), which later requests send back in place.
 6. **Mid-conversation system messages**: a ``{"role": "system"}`` message inside ``messages``
    only on the models that take them (Fable/Mythos 5 and 5.1, Opus 4.8/5/5.5, Sonnet/Haiku 5.5;
    not Sonnet 5, not undocumented 5.2), and only just before an assistant turn or at the end;
@@ -115,6 +118,32 @@ class Binder:
                     return PREFIX_MISMATCH.format(i=i, j=j), []
                 dropped.append({"type": "thinking_block_dropped", "message": i, "block": j})
         return None, dropped
+
+
+COMPACTION_BETA = "compact-2026-01-12"
+COMPACTION_NEEDS_BETA = (
+    f"context_management: compaction requires the `anthropic-beta: {COMPACTION_BETA}` header"
+)
+SMALL_TRIGGER = (
+    "context_management.edits.0.trigger.value: Input should be greater than or equal to 50000"
+)
+
+
+def compaction(summary: str) -> dict[str, Any]:
+    """A ``compaction`` block (rule 8), as a reply that compacted the conversation opens with."""
+    return {"type": "compaction", "content": summary}
+
+
+def conversation_rules(body: Mapping[str, Any], betas: set[str]) -> str | None:
+    """Rules 6 and 8: system messages and tool changes; server-side compaction's request."""
+    management = body.get("context_management")
+    if management is not None:
+        if COMPACTION_BETA not in betas:
+            return COMPACTION_NEEDS_BETA
+        for edit in management.get("edits") or []:
+            if edit.get("type") == "compact_20260112" and edit["trigger"]["value"] < 50_000:
+                return SMALL_TRIGGER
+    return system_messages(body, betas)
 
 
 def system_messages(body: Mapping[str, Any], betas: set[str]) -> str | None:

@@ -30,6 +30,7 @@ __all__ = [
     "INLINE_TOOLS_BETA",
     "TOOL_CHANGES_BETA",
     "betas_of",
+    "compaction_edits",
     "entry_blocks",
     "folded_tools",
     "last_entry",
@@ -96,6 +97,12 @@ def thinking_dropped(encode: Callable[[Message], Any]) -> Callable[[Message], An
         return encode(Message(message.role, parts, phase=message.phase))
 
     return without
+
+
+def compaction_edits(trigger: int) -> dict[str, Any]:
+    """``context_management`` for server-side compaction past ``trigger`` input tokens."""
+    edit = {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": trigger}}
+    return {"edits": [edit]}
 
 
 def betas_of(payload: dict[str, Any]) -> list[str]:

@@ -44,13 +44,22 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from agentloop.errors import ConfigurationError, TranscriptError
-from agentloop.messages import Message, Part, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from agentloop.messages import (
+    Message,
+    Part,
+    ProviderPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent, ToolSpec
 from agentloop.providers._client import HttpClient, check_client, require_key
 from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
 from agentloop.providers.anthropic import _media as media
 from agentloop.providers.anthropic._entries import (
     betas_of,
+    compaction_edits,
     entry_blocks,
     folded_tools,
     last_entry,
@@ -106,6 +115,8 @@ def _encode_part(part: Part) -> dict[str, Any] | None:
         }
     if isinstance(part, ThinkingPart):
         return _encode_thinking(part)
+    if isinstance(part, ProviderPart):  # our own block back unchanged; another's never
+        return dict(part.data) if part.provider == _PROVIDER else None
     raise ConfigurationError(  # media parts never come here: MediaEncoder has them
         f"anthropic cannot send a {type(part).__name__}", field="messages"
     )
@@ -271,6 +282,8 @@ def build_payload(
     if tools:
         payload["tools"] = _encode_tools(tools, cache)
     payload.update(fields)
+    if request.compact_at and found.server_compaction:  # SPEC 28: compaction on their side
+        payload["context_management"] = compaction_edits(request.compact_at)
     if stream:
         payload["stream"] = True
     if settings.extra_body:
@@ -339,6 +352,11 @@ class AnthropicClient(HttpClient):
     def accepts_media(self) -> frozenset[str]:
         """The media kinds the model takes (``"image"``, ``"document"``; never audio)."""
         return media.accepts(self._model)
+
+    @property
+    def server_compaction(self) -> bool:
+        """Whether the model compacts on Anthropic's side (``compact_20260112``, its profile)."""
+        return profile_for(_PROVIDER, self._model).server_compaction
 
     @property
     def append_only(self) -> bool:

@@ -48,6 +48,7 @@ from agentloop.messages import (
     ImagePart,
     Message,
     Part,
+    ProviderPart,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -102,8 +103,8 @@ def _encode_part(part: Part) -> dict[str, Any] | None:
         if part.signature:
             thought["thoughtSignature"] = part.signature
         return thought
-    if isinstance(part, ToolChangePart):
-        return None  # a system entry's tool change joins tools (SPEC 28)
+    if isinstance(part, ToolChangePart | ProviderPart):
+        return None  # a tool change joins tools; another provider's block is never sent
     if not isinstance(part, ToolResultPart):
         return encode_media(part)
     key = "error" if part.is_error else "result"

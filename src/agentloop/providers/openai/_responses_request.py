@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agentloop.errors import ConfigurationError, TranscriptError
-from agentloop.messages import Message, TextPart, ThinkingPart, ToolCallPart
+from agentloop.messages import Message, ProviderPart, TextPart, ThinkingPart, ToolCallPart
 from agentloop.model import (
     INVALID_JSON_KEY,
     ModelRequest,
@@ -134,7 +134,7 @@ def _assistant_items(message: Message, origin: str | None) -> tuple[dict[str, An
                 items.append(item)
         elif isinstance(part, MEDIA):
             refuse_misplaced(message)
-        else:
+        elif not isinstance(part, ProviderPart):  # another provider's block is never sent
             raise _cannot_send(part)
     return tuple(items)
 
