@@ -409,3 +409,53 @@ async def test_local_compaction_sends_no_context_management() -> None:
         await Agent(client(server.url, "claude-fable-5-1"), tools=[look], config=config).run("go")
     assert server.rejected == []
     assert not any("context_management" in b for b in server.requests)
+
+
+# -- the wire form of entries -------------------------------------------------------------------
+
+
+def test_an_entry_a_user_message_follows_moves_to_just_before_the_next_assistant_turn() -> None:
+    from agentloop.providers.anthropic import build_payload
+
+    request = ModelRequest(
+        [
+            Message.user("a"),
+            Message.assistant("b"),
+            Message.system("now in French"),
+            Message.user("c"),
+            Message.assistant("d"),
+            Message.user("e"),
+        ],
+        system="base",
+    )
+    body = build_payload(request, model="claude-opus-5-5", stream=False)
+    roles = [m["role"] for m in body["messages"]]
+    assert roles == ["user", "assistant", "user", "system", "assistant", "user"]
+    assert body["messages"][3]["content"] == [{"type": "text", "text": "now in French"}]
+    assert body["system"][0]["text"] == "base"
+    again = build_payload(request, model="claude-opus-5-5", stream=False)
+    assert again == body  # identically on every request
+
+
+async def test_the_twin_refuses_system_messages_where_the_model_takes_none() -> None:
+    async with AnthropicTwin([TwinReply([twin.text("ok")])]) as server:
+        sonnet = client(server.url, "claude-sonnet-5")
+        request = ModelRequest([Message.user("a"), Message.system("x")])
+        body = {
+            "model": "claude-sonnet-5",
+            "max_tokens": 10,
+            "messages": [
+                {"role": "user", "content": "a"},
+                {"role": "system", "content": [{"type": "text", "text": "x"}]},
+            ],
+        }
+        import aiohttp
+
+        async with aiohttp.ClientSession() as session:
+            headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
+            async with session.post(f"{server.url}/v1/messages", json=body, headers=headers) as r:
+                assert r.status == 400
+        reply = await sonnet.complete(request)  # our adapter folds it into system instead
+        await sonnet.aclose()
+    assert server.rejected == ["messages.1.role: Input should be 'user' or 'assistant'"]
+    assert reply.text == "ok" and server.requests[0]["system"][0]["text"] == "x"
