@@ -175,14 +175,28 @@ class Conversation(Generic[OutputT]):
             if options.model_settings is not None:
                 state.settings = options.model_settings
             state.budget = options.usage_limits
-        if state.settings.thinking_prefix_mismatch:  # SPEC 28: on from this run on
-            self._drop_block = True
-        elif self._drop_block:
-            state.settings = replace(state.settings, thinking_prefix_mismatch="drop_block")
+        self._keep_drop_block(state)
         if listener is not None:
             state.listener = listener
             self._bus.attach(listener)
         return state
+
+    def _append_only(self, state: RunState) -> None:
+        """The run is on an append-only conversation (SPEC 28): its base and its compaction."""
+        from agentloop.engine.appendonly import AppendOnly
+
+        state.appendonly = AppendOnly()
+        config = self.agent.config
+        if config.compaction == "auto" and config.context_window:
+            if compacts_on_server(state.client):
+                state.appendonly.compact_on_server(config, state)
+
+    def _keep_drop_block(self, state: RunState) -> None:
+        """SPEC 28's ``drop_block``: on from the run that asks for it, for every later run."""
+        if state.settings.thinking_prefix_mismatch:
+            self._drop_block = True
+        elif self._drop_block:
+            state.settings = replace(state.settings, thinking_prefix_mismatch="drop_block")
 
     def _check_idle(self) -> None:
         """A new run needs a session that is neither running nor paused."""
@@ -244,12 +258,7 @@ class Conversation(Generic[OutputT]):
         )
         state.events = ClientEventBridge(run, self._bus)
         if is_append_only(client):  # SPEC 28: the base first, every change at the end
-            from agentloop.engine.appendonly import AppendOnly
-
-            state.appendonly = AppendOnly()
-            config = agent.config
-            if config.compaction == "auto" and config.context_window and compacts_on_server(client):
-                state.appendonly.compact_on_server(config, state)
+            self._append_only(state)
         self._active = state
         self._bus.run = run
         return state
