@@ -28,7 +28,7 @@ from agentloop.messages import (
     ToolChangePart,
     ToolResultPart,
 )
-from agentloop.model import ModelRequest, ModelSettings
+from agentloop.model import ModelRequest, ModelSettings, ToolSpec
 from agentloop.providers.settings import Settings, build_client
 from agentloop.store import SQLiteStore
 from agentloop.testing import RecordingObserver
@@ -459,3 +459,55 @@ async def test_the_twin_refuses_system_messages_where_the_model_takes_none() -> 
         await sonnet.aclose()
     assert server.rejected == ["messages.1.role: Input should be 'user' or 'assistant'"]
     assert reply.text == "ok" and server.requests[0]["system"][0]["text"] == "x"
+
+
+# -- OpenAI and Gemini: the same transcript, each its own way -----------------------------------
+
+
+def entries_request() -> ModelRequest:
+    note = ToolSpec("note", "Take a note.", {"type": "object", "properties": {}})
+    return ModelRequest(
+        [
+            Message.user("a"),
+            Message.assistant("b"),
+            Message.user("c"),
+            Message.system("now in French"),
+            Message("system", (ToolChangePart(added=(note,), removed=("look",)),)),
+        ],
+        tools=(look.spec(),),
+        system="base",
+    )
+
+
+def test_openai_chat_sends_an_entry_as_a_system_message_in_place() -> None:
+    from agentloop.providers.openai import encode_request
+
+    body = encode_request(entries_request(), "gpt-5.2")
+    assert [m["role"] for m in body["messages"]] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "system",
+    ]
+    assert body["messages"][-1]["content"] == "now in French"
+    assert [t["function"]["name"] for t in body["tools"]] == ["note"]
+
+
+def test_openai_responses_sends_an_entry_as_a_developer_item_in_place() -> None:
+    from agentloop.providers.responses import encode_request
+
+    body = encode_request(entries_request(), "gpt-5.2")
+    assert body["instructions"] == "base"
+    assert body["input"][-1] == {"type": "message", "role": "developer", "content": "now in French"}
+    assert [t["name"] for t in body["tools"]] == ["note"]
+
+
+def test_gemini_joins_entries_to_the_system_instruction() -> None:
+    from agentloop.providers.gemini import build_payload
+
+    body = build_payload(entries_request(), "gemini-3.8-flash")
+    assert body["systemInstruction"] == {"parts": [{"text": "base\n\nnow in French"}]}
+    declared = body["tools"][0]["functionDeclarations"]
+    assert [d["name"] for d in declared] == ["note"]
+    assert all(c["role"] in ("user", "model") for c in body["contents"])

@@ -22,6 +22,7 @@ from agentloop.model import (
     ModelSettings,
     OutputSpec,
     ToolSpec,
+    with_tool_changes,
 )
 from agentloop.providers.openai._chat_media import (
     ChatWire,
@@ -155,6 +156,7 @@ def encode_request(
     the media kinds the model takes; any other part is a ``ConfigurationError``, as is one this
     endpoint has no form for (``_chat_media``).
     """
+    request = with_tool_changes(request)  # SPEC 28: an entry's tool change joins tools
     name = request.model or model
     messages: list[dict[str, Any]] = []
     if request.system:

@@ -204,8 +204,8 @@ class OpenAIClient(HttpClient):
         return f"{self.base_url}/chat/completions"
 
     def _payload(self, request: ModelRequest, model: str, stream: bool) -> tuple[bytes, bool]:
-        request = with_tool_changes(request)  # SPEC 28: an entry's tool change joins tools
         """The checked body, and whether the reply may need ``restore_optional``."""
+        request = with_tool_changes(request)  # SPEC 28: an entry's tool change joins tools
         profile = self._rules.check(model, request)
         strict = profile.strict_schema
         max_field = self._rules.max_field(model)
