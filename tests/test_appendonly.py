@@ -157,3 +157,16 @@ async def test_compaction_on_an_append_only_run_keeps_the_base_first() -> None:
     await agent.run("go")
     assert agent.history[0].role == "system" and agent.history[1] == Message.user("go")
     assert all(r.system == "x" for r in model.requests)
+
+
+async def test_a_conversation_that_opened_append_only_stays_so_on_another_model() -> None:
+    first = append_only([reply("one")])
+    agent = Agent(first, instructions="Be brief.", tools=[look])
+    await agent.run("a")
+    plain = ScriptedModel([reply("two")])
+    later = Agent(plain, instructions="Be thorough.", history=agent.history)
+    await later.run("b")
+    (request,) = plain.requests
+    assert request.system == "Be brief." and list(request.tools) == [look.spec()]
+    assert request.messages[-1] == Message("system", (ToolChangePart(removed=("look",)),))
+    assert request.messages[-2] == Message.system("Be thorough.")

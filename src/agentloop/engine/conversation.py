@@ -257,8 +257,8 @@ class Conversation(Generic[OutputT]):
             measured=known,
         )
         state.events = ClientEventBridge(run, self._bus)
-        if is_append_only(client):  # SPEC 28: the base first, every change at the end
-            self._append_only(state)
+        if is_append_only(client) or (transcript and transcript[0].role == "system"):
+            self._append_only(state)  # SPEC 28 (a base opens the history: append-only it stays)
         self._active = state
         self._bus.run = run
         return state

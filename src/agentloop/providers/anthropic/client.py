@@ -67,9 +67,9 @@ from agentloop.providers.anthropic._entries import (
     tool_json,
 )
 from agentloop.providers.anthropic._reply import error_from_body, invalid_reply, parse_response
-from agentloop.providers.anthropic._settings import check_payload, settings_fields
+from agentloop.providers.anthropic._settings import check_payload, profile, settings_fields
 from agentloop.providers.anthropic._stream import AnthropicStreamState
-from agentloop.providers.profiles import merge_body, profile_for
+from agentloop.providers.profiles import merge_body
 
 __all__ = [
     "ANTHROPIC_VERSION",
@@ -264,7 +264,7 @@ def build_payload(
     settings, name = request.settings, request.model or model
     fields = settings_fields(settings, name, max_tokens)
     cache, tools = settings.cache, request.tools
-    found = profile_for(_PROVIDER, name)
+    found = profile(name)
     in_place = found.mid_conversation_system
     bare = -1
     if not in_place:  # entries fold into system and tools (SPEC 28)
@@ -356,12 +356,12 @@ class AnthropicClient(HttpClient):
     @property
     def server_compaction(self) -> bool:
         """Whether the model compacts on Anthropic's side (``compact_20260112``, its profile)."""
-        return profile_for(_PROVIDER, self._model).server_compaction
+        return profile(self._model).server_compaction
 
     @property
     def append_only(self) -> bool:
         """Whether the model binds thinking to what came before it (SPEC 28, its profile)."""
-        return profile_for(_PROVIDER, self._model).append_only
+        return profile(self._model).append_only
 
     def _payload(self, request: ModelRequest, stream: bool) -> dict[str, Any]:
         return build_payload(request, model=self._model, max_tokens=self.max_tokens, stream=stream)
