@@ -85,7 +85,7 @@ async def test_twenty_turns_three_runs_no_prefix_failure(model: str, tmp_path: P
     seen = RecordingObserver()
     config = RunConfig(
         model_settings=ModelSettings(reasoning_effort="high"),
-        context_window=4_000,
+        context_window=2_500,
         compaction="local",  # the local compactor: server-side compaction is tested apart
     )
     async with AnthropicTwin(list(SCRIPT)) as server:

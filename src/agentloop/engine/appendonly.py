@@ -35,7 +35,7 @@ from typing import Any
 
 from agentloop._tool_parts import apply_changes, spec_key
 from agentloop.messages import Message, TextPart, ThinkingPart, ToolChangePart
-from agentloop.model import ToolSpec
+from agentloop.model import ToolSpec, compacts_on_server
 
 __all__ = [
     "SERVER_COMPACTION_FLOOR",
@@ -107,18 +107,23 @@ class AppendOnly:
         if session._recorder is not None:
             session._recorder.rewrite_history()
         self._read(history)
-        state.guard.system = None  # the base message carries the text: counted once
         state.guard.start(state.transcript, ())
 
-    def compact_on_server(self, config: Any, state: Any) -> None:
-        """``RunConfig.compaction="auto"`` on a model that compacts on its provider's side.
+    def attach(self, state: Any, config: Any) -> None:
+        """Set the run's context guard up for this conversation (when the run's state is made).
 
-        The trigger is ``compact_threshold`` x ``context_window``, at least 50,000 tokens (the
-        provider's floor); the run's context guard then never runs the local compactor.
+        The base travels in the transcript, so the guard counts no system prompt or tools of
+        its own. ``RunConfig.compaction="auto"`` on a model that compacts on its provider's
+        side asks for that past ``compact_threshold`` x ``context_window`` (at least 50,000
+        tokens, the provider's floor), and the guard never runs the local compactor.
         """
-        threshold = int(config.compact_threshold * config.context_window)
-        self.compact_at = max(SERVER_COMPACTION_FLOOR, threshold)
-        state.guard.server_side = True
+        state.guard.in_transcript = True
+        if config.compaction != "auto" or not config.context_window:
+            return
+        if compacts_on_server(state.client):
+            threshold = int(config.compact_threshold * config.context_window)
+            self.compact_at = max(SERVER_COMPACTION_FLOOR, threshold)
+            state.guard.server_side = True
 
     def _read(self, history: Sequence[Message]) -> None:
         """The base, then each entry: the text and tools in effect at the history's end."""

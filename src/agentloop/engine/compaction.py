@@ -75,6 +75,9 @@ class ContextGuard:
         self._salvaged_turn: int | None = None
         self._force = False
         self.server_side = False
+        self.in_transcript = False
+        """The system prompt and tools travel in the transcript (an append-only conversation's
+        base and entries, SPEC 28): they are counted there, not again as overhead."""
         """The provider compacts (SPEC 28's server-side compaction): the local compactor never
         runs and the estimate counts from the last ``compaction`` part."""
 
@@ -90,18 +93,21 @@ class ContextGuard:
         only the messages after it are measured and checked.
         """
         meter, checker = self.meter, self.checker
+        system = self.system
+        if self.in_transcript:
+            system, specs = None, ()
         if (
             known is None
             or known.counter is not meter.counter
             or known.provider != MEDIA_PROVIDER.get()
             or self.server_side
         ):
-            meter.reset(transcript, self.system, specs)
+            meter.reset(transcript, system, specs)
             checker.reset(transcript)
             if self.server_side:
                 meter.replace(transcript[_last_compaction(transcript) :])
             return
-        meter.reset((), self.system, specs)
+        meter.reset((), system, specs)
         meter.extend(transcript[known.length :])
         meter.add_counted(known.tokens)
         checker.resume(*known.checker)

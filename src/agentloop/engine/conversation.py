@@ -22,7 +22,7 @@ from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import Measured, RunOptions, RunState
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Message, UserInput
-from agentloop.model import ModelClient, compacts_on_server, is_append_only
+from agentloop.model import ModelClient, is_append_only
 from agentloop.observers import EventBus
 from agentloop.run import OutputT, Run, Turn
 from agentloop.tokens import MEDIA_PROVIDER
@@ -186,10 +186,7 @@ class Conversation(Generic[OutputT]):
         from agentloop.engine.appendonly import AppendOnly
 
         state.appendonly = AppendOnly()
-        config = self.agent.config
-        if config.compaction == "auto" and config.context_window:
-            if compacts_on_server(state.client):
-                state.appendonly.compact_on_server(config, state)
+        state.appendonly.attach(state, self.agent.config)
 
     def _keep_drop_block(self, state: RunState) -> None:
         """SPEC 28's ``drop_block``: on from the run that asks for it, for every later run."""

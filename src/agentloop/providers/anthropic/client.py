@@ -268,8 +268,10 @@ def build_payload(
     in_place = found.mid_conversation_system
     bare = -1
     if not in_place:  # entries fold into system and tools (SPEC 28)
-        tools = folded_tools(tools, request.messages)
-        bare = last_entry(request.messages) if found.append_only else -1
+        last = last_entry(request.messages)
+        if last >= 0:
+            tools = folded_tools(tools, request.messages)
+            bare = last if found.append_only else -1
     messages = encode_messages(
         tuple(request.messages), name, entries=request.tools if in_place else None, bare_before=bare
     )
