@@ -511,3 +511,28 @@ def test_gemini_joins_entries_to_the_system_instruction() -> None:
     declared = body["tools"][0]["functionDeclarations"]
     assert [d["name"] for d in declared] == ["note"]
     assert all(c["role"] in ("user", "model") for c in body["contents"])
+
+
+async def test_a_switch_to_another_model_sends_the_blocks_unchanged_and_is_no_error() -> None:
+    async with AnthropicTwin([*turn(1), *turn(2)]) as server:
+        first = Agent(
+            client(server.url, "claude-fable-5-1"),
+            instructions="Hi.",
+            tools=[look],
+            config=RunConfig(model_settings=EFFORT),
+        )
+        await first.run("a")
+        then = Agent(
+            client(server.url, "claude-opus-5-5"),
+            instructions="Hi.",
+            tools=[look],
+            history=first.history,
+            config=RunConfig(model_settings=EFFORT),
+        )
+        run = await then.run("b")
+    assert run.output == "answer 2" and server.rejected == []
+    sent = server.requests[2]["messages"]
+    assert sent[1]["content"][0] == server.requests[1]["messages"][1]["content"][0]
+    kinds = [b["type"] for m in sent for b in m["content"]]
+    assert kinds.count("thinking") == 2  # Fable's two thoughts go to Opus unchanged
+    assert then.history[:5] == first.history[:5]  # nothing recorded as lost

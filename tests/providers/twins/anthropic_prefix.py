@@ -9,7 +9,8 @@ provider-rules.md, "Anthropic, late 2026":
    block back after any of that changed, or that left out or moved a block before it, is the
    documented 400 (``PREFIX_MISMATCH``), unless the request asks for
    ``block_binding.prefix_mismatch_behavior: "drop_block"`` with its beta header: then the
-   block is dropped and listed in the reply's ``input_transformations`` (rule 3).
+   block is dropped and listed in the reply's ``input_transformations`` (rule 3). A block
+   another model wrote is dropped silently (rule 5): never an error.
 8. **Server-side compaction**: ``context_management`` with a ``compact_20260112`` edit needs
    its beta header and a trigger of at least 50,000 tokens; a reply may open with a
    ``compaction`` block (``compaction()``), which later requests send back in place.
@@ -78,7 +79,8 @@ def prefix_hash(body: Mapping[str, Any], messages: Sequence[Any], before: Sequen
 class Binder:
     """Signature -> the prefix hash it was served under; what was dropped by ``drop_block``."""
 
-    bound: dict[str, str] = field(default_factory=dict)
+    bound: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Signature -> the model that wrote the block and the prefix hash it is bound to."""
 
     def bind(self, body: Mapping[str, Any], blocks: Sequence[Mapping[str, Any]]) -> None:
         """Bind each thinking block of a reply served for ``body``."""
@@ -88,7 +90,7 @@ class Binder:
         for j, block in enumerate(blocks):
             key = block.get("signature") or block.get("data")
             if block.get("type") in ("thinking", "redacted_thinking") and key:
-                self.bound[key] = prefix_hash(body, messages, blocks[:j])
+                self.bound[key] = (str(body.get("model")), prefix_hash(body, messages, blocks[:j]))
 
     def check(self, body: Mapping[str, Any], betas: set[str]) -> tuple[str | None, list[Any]]:
         """The 400 for the first block whose prefix changed, or the blocks ``drop_block`` drops."""
@@ -111,8 +113,10 @@ class Binder:
                 key = block.get("signature") or block.get("data")
                 if block.get("type") not in ("thinking", "redacted_thinking") or not key:
                     continue
-                bound = self.bound.get(key)
-                if bound is None or bound == prefix_hash(body, messages[:i], content[:j]):
+                model, bound = self.bound.get(key, ("", None))
+                if bound is None or model != body.get("model"):  # rule 5: dropped silently
+                    continue
+                if bound == prefix_hash(body, messages[:i], content[:j]):
                     continue
                 if not drop:
                     return PREFIX_MISMATCH.format(i=i, j=j), []
