@@ -16,8 +16,6 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentloop.providers.profiles import profile_for
-
 __all__ = ["PREFIX_MISMATCH", "Binding"]
 
 PREFIX_MISMATCH = (
@@ -53,6 +51,8 @@ class Binding:
     @staticmethod
     def applies(model: str) -> bool:
         """Whether ``model`` binds thinking to its prefix (its profile's ``append_only``)."""
+        from agentloop.providers.profiles import profile_for  # importing testing loads none
+
         return profile_for("anthropic", model).append_only
 
     def bind(self, body: Mapping[str, Any], signature: str) -> None:
