@@ -536,3 +536,32 @@ async def test_a_switch_to_another_model_sends_the_blocks_unchanged_and_is_no_er
     kinds = [b["type"] for m in sent for b in m["content"]]
     assert kinds.count("thinking") == 2  # Fable's two thoughts go to Opus unchanged
     assert then.history[:5] == first.history[:5]  # nothing recorded as lost
+
+
+async def test_a_paused_run_continues_on_the_same_conversation() -> None:
+    from agentloop import Approve
+
+    @tool(requires_approval=True)
+    def refund(order: str) -> str:
+        """Refund an order."""
+        return f"refunded {order}"
+
+    script = [
+        TwinReply(
+            [twin.thinking("refund it"), twin.tool_use("refund", {"order": "A1"})], "tool_use"
+        ),
+        TwinReply([twin.thinking("done"), twin.text("refunded")]),
+    ]
+    async with AnthropicTwin(script) as server:
+        agent = Agent(
+            client(server.url, "claude-fable-5-1"),
+            instructions=Versions(),
+            tools=[refund],
+            config=RunConfig(model_settings=EFFORT),
+        )
+        run = await agent.run("refund A1")
+        assert run.pending
+        continued = await agent.continue_run(decisions={run.pending[0].id: Approve()})
+    assert continued.output == "refunded" and server.rejected == []
+    assert same(server.requests, "system") and same(server.requests, "tools")
+    assert agent.history[0].role == "system"

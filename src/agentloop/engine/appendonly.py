@@ -96,7 +96,7 @@ class AppendOnly:
         """
         history = session._history
         if history and is_base(history[0]):
-            self._read(history)
+            self._read(state.transcript)  # a continued run's own entries count too
             return
         base = base_message(state.system, state.offer.specs)
         kept = [m for m in map(without_thinking, history) if m is not None]
@@ -106,7 +106,7 @@ class AppendOnly:
         session._measured = state.measured = None
         if session._recorder is not None:
             session._recorder.rewrite_history()
-        self._read(history)
+        self._read(state.transcript)
         state.guard.start(state.transcript, ())
 
     def attach(self, state: Any, config: Any) -> None:
@@ -126,7 +126,7 @@ class AppendOnly:
             state.guard.server_side = True
 
     def _read(self, history: Sequence[Message]) -> None:
-        """The base, then each entry: the text and tools in effect at the history's end."""
+        """The base, then each entry: the text and tools in effect at the transcript's end."""
         base = history[0]
         self.base_text = base.text or None
         changes = [p for p in base.parts if type(p) is ToolChangePart]

@@ -3,7 +3,12 @@
 Speaks ``POST {base_url}/v1/messages`` through the shared ``HttpTransport`` (which classifies
 every HTTP failure), both as one JSON reply and as SSE. Wire rules it owns:
 
-- The system prompt (``request.system`` and any ``system`` messages) goes top-level.
+- The system prompt (``request.system`` and any ``system`` messages) goes top-level; an
+  append-only conversation's entries (SPEC 28) go in place as ``{"role": "system"}`` messages
+  where the profile has ``mid_conversation_system``, else fold into ``system`` and ``tools``
+  (``_entries``), with the ``anthropic-beta`` values the payload needs (``betas_of``).
+  ``ModelRequest.compact_at`` asks for server-side compaction; its ``compaction`` block is a
+  ``ProviderPart``, sent back unchanged.
 - An agentloop ``tool`` message becomes one ``user`` message of ``tool_result`` blocks (with
   ``is_error``); consecutive same-role messages are merged, so a user text right after tool
   results joins that user message (results first, as the API requires). Empty text is dropped.
