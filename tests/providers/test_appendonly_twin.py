@@ -565,3 +565,29 @@ async def test_a_paused_run_continues_on_the_same_conversation() -> None:
     assert continued.output == "refunded" and server.rejected == []
     assert same(server.requests, "system") and same(server.requests, "tools")
     assert agent.history[0].role == "system"
+
+
+@pytest.mark.parametrize("edit", ["system", "tools", "earlier message dropped"])
+async def test_the_twin_answers_issue_40s_breaks_1_to_3_with_the_documented_400(edit: str) -> None:
+    """What the loop used to send (a rewritten system, rewritten tools, a compacted middle)."""
+    first = TwinReply([twin.thinking("t1"), twin.tool_use("look", {"q": "1"})], "tool_use")
+    second = TwinReply([twin.thinking("t2"), twin.tool_use("look", {"q": "2"})], "tool_use")
+    async with AnthropicTwin([first, second]) as server:
+        claude = client(server.url, "claude-fable-5-1")
+        transcript = [Message.user("q")]
+        for step in range(2):
+            request = ModelRequest(transcript, (look.spec(),), "v1", settings=EFFORT)
+            reply = await claude.complete(request)
+            call_id = reply.message.tool_calls[0].id
+            results = Message.tool_results([ToolResultPart(call_id, "look", f"r{step}")])
+            transcript = [*transcript, reply.message, results]
+        system, tools = "v1", (look.spec(),)
+        if edit == "system":
+            system = "v2"
+        elif edit == "tools":
+            tools = (look.spec(), note.spec())
+        else:
+            transcript = [transcript[0], *transcript[3:]]  # the first turn compacted away
+        with pytest.raises(BadRequestError, match="bound to a different conversation"):
+            await claude.complete(ModelRequest(transcript, tools, system, settings=EFFORT))
+        await claude.aclose()
