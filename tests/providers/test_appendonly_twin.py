@@ -581,11 +581,11 @@ async def test_the_twin_answers_issue_40s_breaks_1_to_3_with_the_documented_400(
             call_id = reply.message.tool_calls[0].id
             results = Message.tool_results([ToolResultPart(call_id, "look", f"r{step}")])
             transcript = [*transcript, reply.message, results]
-        system, tools = "v1", (look.spec(),)
+        system, tools = "v1", [look.spec()]
         if edit == "system":
             system = "v2"
         elif edit == "tools":
-            tools = (look.spec(), note.spec())
+            tools = [look.spec(), note.spec()]
         else:
             transcript = [transcript[0], *transcript[3:]]  # the first turn compacted away
         with pytest.raises(BadRequestError, match="bound to a different conversation"):
