@@ -167,6 +167,7 @@ LAYERS = {
     "clock": 2,
     "cancel": 2,
     "messages": 2,
+    "_tool_parts": 2,  # ToolSpec and ToolChangePart, below messages and model (SPEC 28)
     "media": 2,
     "model": 2,
     "pricing": 2,

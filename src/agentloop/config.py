@@ -96,6 +96,10 @@ class RunConfig:
     output_retries: int = 3
     tool_search: Literal["auto", "local", "native", "off"] = "auto"
     """Deferred tools (SPEC 22): found by the provider's search or ``search_tools``, or all sent."""
+    compaction: Literal["auto", "local"] = "auto"
+    """On an append-only conversation (SPEC 28): ``"auto"`` compacts on the provider's side where
+    the model's profile has it (Anthropic ``compact_20260112``), else with ``compactor``;
+    ``"local"`` always with ``compactor``. Any other conversation always uses ``compactor``."""
 
     def __post_init__(self) -> None:
         self._check_counts()
@@ -111,6 +115,8 @@ class RunConfig:
             raise _fail("output_mode", "'tool', 'native' or 'text'", self.output_mode)
         if self.tool_search not in ("auto", "local", "native", "off"):
             raise _fail("tool_search", "'auto', 'local', 'native' or 'off'", self.tool_search)
+        if self.compaction not in ("auto", "local"):
+            raise _fail("compaction", "'auto' or 'local'", self.compaction)
 
     def _check_counts(self) -> None:
         for name in ("max_turns", "max_concurrency"):

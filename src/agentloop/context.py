@@ -195,13 +195,16 @@ class _Cut:
 def _head_end(messages: Sequence[Message], budget: int, counter: TokenCounter | None) -> int:
     """The end of the kept head: the first message, or the longest prefix within ``budget``.
 
+    An append-only conversation's base (SPEC 28) keeps the message after it (the first input).
+
     The head never ends between a call and its results. Compaction only ever drops messages
     after the head, so the next pass finds the same head (or a longer one): the request prefix
     the provider cached survives the pass.
     """
-    end, used = 1, 0
+    end = 2 if messages[0].role == "system" and len(messages) > 1 else 1  # a base: its input too
+    used = 0
     if counter is not None:
-        used = counter.count_message(messages[0])
+        used = sum(counter.count_message(m) for m in messages[:end])
         while end < len(messages) and used + counter.count_message(messages[end]) <= budget:
             used += counter.count_message(messages[end])
             end += 1

@@ -46,6 +46,7 @@ __all__ = [
     "RunStarted",
     "TextDelta",
     "ThinkingDelta",
+    "ThinkingDropped",
     "ToolCallDelta",
     "ToolCallFinished",
     "ToolCallRequested",
@@ -177,6 +178,16 @@ class Compacted(Event):
 
     before: int
     after: int
+
+
+@record
+class ThinkingDropped(Event):
+    """The provider dropped thinking blocks whose prefix changed (SPEC 28's ``drop_block``).
+
+    ``blocks``: what it listed (Anthropic's ``input_transformations``), as it sent them.
+    """
+
+    blocks: tuple[Any, ...]
 
 
 @record

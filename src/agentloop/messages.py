@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import field
 from typing import Any, Literal, TypeAlias
 
+from agentloop._tool_parts import ToolChangePart
+from agentloop._util.depth import MAX_ARGUMENT_DEPTH, _cut, _too_deep
 from agentloop._util.slots import record
 from agentloop.errors import InvalidInput
 from agentloop.media import AudioPart, DocumentPart, ImagePart, MediaPart, media_from_dict
@@ -22,10 +24,12 @@ __all__ = [
     "MediaPart",
     "Message",
     "Part",
+    "ProviderPart",
     "Role",
     "TextPart",
     "ThinkingPart",
     "ToolCallPart",
+    "ToolChangePart",
     "ToolResultPart",
     "Usage",
     "UserInput",
@@ -45,12 +49,6 @@ class TextPart:
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form."""
         return {"type": "text", "text": self.text}
-
-
-MAX_ARGUMENT_DEPTH = 64
-"""Tool-call arguments nested deeper than this are invalid: the model reads a soft error."""
-
-_CONTAINERS = (Mapping, list, tuple)
 
 
 @record
@@ -156,10 +154,37 @@ class ThinkingPart:
         return data
 
 
+@record
+class ProviderPart:
+    """A block only its provider reads, kept in place and sent back to it unchanged (SPEC 28).
+
+    Anthropic's server-side ``compaction`` block is one: ``kind`` is the block's type and
+    ``data`` the block as it came. Every other adapter leaves it out.
+    """
+
+    provider: str
+    kind: str
+    data: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form."""
+        return {"type": "provider", "provider": self.provider, "kind": self.kind,
+                "data": dict(self.data)}  # fmt: skip
+
+
 Part: TypeAlias = (
-    TextPart | ThinkingPart | ToolCallPart | ToolResultPart | ImagePart | DocumentPart | AudioPart
+    TextPart
+    | ThinkingPart
+    | ToolCallPart
+    | ToolResultPart
+    | ImagePart
+    | DocumentPart
+    | AudioPart
+    | ToolChangePart
+    | ProviderPart
 )
-"""Every kind of message part: text, reasoning, tool calls and results, media (SPEC 16)."""
+"""Every kind of message part: text, reasoning, tool calls and results, media (SPEC 16), and a
+system entry's tool change and a provider's own block (SPEC 28)."""
 
 
 def _media_list(items: Iterable[Any]) -> Iterable[MediaPart]:
@@ -177,51 +202,6 @@ def _opt_str(data: Mapping[str, Any], key: str) -> str | None:
     if not isinstance(value, str):
         raise InvalidInput(f"thinking part field {key!r} must be a string, got {value!r}")
     return value
-
-
-def _too_deep(arguments: Mapping[str, Any]) -> bool:
-    """True when a container sits deeper than ``MAX_ARGUMENT_DEPTH`` (iterative: no recursion).
-
-    A cycle (only Python code makes one; JSON cannot) is not depth: it is left as it is, for
-    the encoders to name.
-    """
-    if not any(isinstance(v, _CONTAINERS) for v in arguments.values()):
-        return False
-    on_path: set[int] = set()
-    stack: list[tuple[Any, int]] = [(arguments, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if depth == 0:  # every child of ``value`` is done: it leaves the path
-            on_path.discard(id(value))
-            continue
-        if id(value) in on_path:
-            return False
-        if depth > MAX_ARGUMENT_DEPTH:
-            return True
-        on_path.add(id(value))
-        stack.append((value, 0))
-        items = value.values() if isinstance(value, Mapping) else value
-        stack.extend((v, depth + 1) for v in items if isinstance(v, _CONTAINERS))
-    return False
-
-
-def _cut(arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy down to ``MAX_ARGUMENT_DEPTH``, each container one level deeper kept empty."""
-    top: dict[str, Any] = {}
-    stack: list[tuple[Any, Any, int]] = [(arguments, top, 1)]
-    while stack:
-        source, target, depth = stack.pop()
-        items = source.items() if isinstance(source, Mapping) else enumerate(source)
-        for key, value in items:
-            if isinstance(value, _CONTAINERS):
-                copy: Any = {} if isinstance(value, Mapping) else [None] * len(value)
-                if depth < MAX_ARGUMENT_DEPTH:
-                    stack.append((value, copy, depth + 1))
-                elif not isinstance(value, Mapping):
-                    copy = []
-                value = copy
-            target[key] = value
-    return top
 
 
 def _part_from_dict(data: Mapping[str, Any]) -> Part:
@@ -247,6 +227,10 @@ def _part_from_dict(data: Mapping[str, Any]) -> Part:
             bool(data.get("is_error", False)),
             media=tuple(_media_list(data.get("media") or ())),
         )
+    if kind == "tool_change":
+        return ToolChangePart.from_dict(data)
+    if kind == "provider":
+        return ProviderPart(str(data["provider"]), str(data["kind"]), dict(data["data"]))
     media = media_from_dict(data)
     if media is not None:
         return media

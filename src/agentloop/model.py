@@ -7,14 +7,15 @@ The engine talks to any ``ModelClient`` (a provider adapter, ``RetryingClient``,
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import field
+from dataclasses import field, replace
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
+from agentloop._tool_parts import ToolSpec, apply_changes
 from agentloop._util.aio import AsyncClosing
 from agentloop._util.peers import hint_init
 from agentloop._util.slots import record
 from agentloop.errors import ConfigurationError
-from agentloop.messages import Message, ToolCallPart, Usage
+from agentloop.messages import Message, ToolCallPart, ToolChangePart, Usage
 
 __all__ = [
     "INVALID_JSON_KEY",
@@ -32,7 +33,10 @@ __all__ = [
     "StreamEventKind",
     "ToolSpec",
     "WrappedClient",
+    "compacts_on_server",
+    "is_append_only",
     "media_kinds",
+    "with_tool_changes",
 ]
 
 ReasoningEffort: TypeAlias = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
@@ -108,6 +112,11 @@ class ModelSettings:
     """Tokens a model may think for (Anthropic ``budget_tokens``, Gemini 2.5 ``thinkingBudget``)."""
     tool_choice_once: bool = False
     """Force ``tool_choice`` on a run's first turn only (the engine's; never sent)."""
+    thinking_prefix_mismatch: Literal["drop_block"] | None = None
+    """SPEC 28's escape hatch, opt-in only: ``"drop_block"`` asks an append-only Claude to drop a
+    thinking block whose prefix changed instead of answering 400 (``block_binding``, with its
+    beta header); the session keeps it on for its later runs, and what the provider dropped
+    becomes a ``ThinkingDropped`` event. Ignored by models that are not append-only."""
 
     def __post_init__(self) -> None:
         for name in ("cache", "tool_choice_once"):
@@ -129,12 +138,7 @@ class ModelSettings:
             raise ConfigurationError(
                 f"ModelSettings.top_p must be in [0, 1], got {self.top_p}", field="top_p"
             )
-        if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
-            raise ConfigurationError(
-                f"ModelSettings.reasoning_effort must be one of {REASONING_EFFORTS}, "
-                f"got {self.reasoning_effort!r}",
-                field="reasoning_effort",
-            )
+        _check_words(self)
         budget = self.thinking_budget
         if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
             raise ConfigurationError(
@@ -155,16 +159,20 @@ class ModelSettings:
         return self == _DEFAULT_SETTINGS
 
 
+_WORDS = (("reasoning_effort", REASONING_EFFORTS), ("thinking_prefix_mismatch", ("drop_block",)))
+
+
+def _check_words(settings: ModelSettings) -> None:
+    """A setting that takes one of a few words holds one of them (or None)."""
+    for name, allowed in _WORDS:
+        value = getattr(settings, name)
+        if value is not None and value not in allowed:
+            raise ConfigurationError(
+                f"ModelSettings.{name} must be one of {allowed}, got {value!r}", field=name
+            )
+
+
 _DEFAULT_SETTINGS = ModelSettings()
-
-
-@record
-class ToolSpec:
-    """A tool as advertised to the model: name, description, JSON schema of its arguments."""
-
-    name: str
-    description: str
-    parameters: Mapping[str, Any]
 
 
 @record
@@ -198,6 +206,9 @@ class ModelRequest:
     session_id: str | None = None
     """The conversation this request belongs to (the engine's ``Agent.session_id``); adapters
     derive a provider's prompt-cache key from it. None outside a session."""
+    compact_at: int | None = None
+    """Ask the provider to compact the conversation on its side past this many input tokens
+    (SPEC 28, ``RunConfig(compaction="auto")`` on a model whose profile has it); None: never."""
 
 
 class ClientEvents(Protocol):
@@ -225,6 +236,9 @@ class ModelResponse:
     model: str = ""
     stop_reason: str | None = None
     request_id: str | None = None
+    thinking_dropped: tuple[Mapping[str, Any], ...] = field(default=(), kw_only=True)
+    """The thinking blocks the provider dropped from the request, as it listed them (Anthropic's
+    ``input_transformations`` under ``thinking_prefix_mismatch="drop_block"``, SPEC 28)."""
 
     @property
     def text(self) -> str:
@@ -307,6 +321,66 @@ def media_kinds(client: object) -> frozenset[str]:
         if client is None:
             break
     return MEDIA_KINDS
+
+
+def is_append_only(client: object) -> bool:
+    """Whether a model ``client`` may call binds thinking to what came before (SPEC 28).
+
+    A client says so with an ``append_only`` attribute (the Anthropic adapter, from its model
+    profile; a test double may set it); a wrapper answers for what it wraps (``inner``), a
+    ``FallbackClient`` for any of its ``clients``.
+    """
+    stack, seen = [client], 0
+    while stack and seen < 32:
+        found = stack.pop()
+        seen += 1
+        if getattr(found, "append_only", False) is True:
+            return True
+        inner = getattr(found, "inner", None)
+        if inner is not None:
+            stack.append(inner)
+        clients = getattr(found, "clients", None)
+        if isinstance(clients, list | tuple):
+            stack.extend(clients)
+    return False
+
+
+def compacts_on_server(client: object) -> bool:
+    """Whether every model ``client`` may call compacts on the provider's side (SPEC 28).
+
+    A client says so with a ``server_compaction`` attribute (the Anthropic adapter, from its
+    model profile); a wrapper answers for ``inner``, a ``FallbackClient`` for all its
+    ``clients``. A client that says nothing does not.
+    """
+    for _ in range(8):
+        said = getattr(client, "server_compaction", None)
+        if isinstance(said, bool):
+            return said
+        clients = getattr(client, "clients", None)
+        if isinstance(clients, list | tuple) and clients:
+            return all(compacts_on_server(c) for c in clients)
+        client = getattr(client, "inner", None)
+        if client is None:
+            break
+    return False
+
+
+def with_tool_changes(request: ModelRequest) -> ModelRequest:
+    """``request`` with its system entries' tool changes applied to ``tools`` (SPEC 28).
+
+    For an adapter that sends one ``tools`` list (OpenAI, Gemini, Claude without mid-conversation
+    tool changes). The request itself when it has no ``system`` message (the common case).
+    """
+    changes = [
+        part
+        for message in request.messages
+        if message.role == "system"
+        for part in message.parts
+        if type(part) is ToolChangePart
+    ]
+    if not changes:
+        return request
+    return replace(request, tools=apply_changes(request.tools, changes))
 
 
 @runtime_checkable

@@ -26,10 +26,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from agentloop._tool_parts import spec_key
 from agentloop._util.numbers import is_finite
 from agentloop.errors import ConfigurationError
 from agentloop.media import AudioPart, DocumentPart, ImagePart, media_tokens
-from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from agentloop.messages import Message, TextPart, ToolCallPart, ToolChangePart, ToolResultPart
 from agentloop.model import ToolSpec
 
 __all__ = [
@@ -88,6 +89,9 @@ def message_text_pieces(message: Message) -> Iterable[str]:
             yield part.call_id
             yield part.name
             yield part.content
+        elif isinstance(part, ToolChangePart):  # an append-only conversation's tools (SPEC 28)
+            yield from map(spec_key, part.added)
+            yield from part.removed
 
 
 def message_chars(message: Message) -> int:
@@ -100,6 +104,8 @@ def message_chars(message: Message) -> int:
             chars += len(part.id) + len(part.name) + len(arguments_json(part.arguments))
         elif isinstance(part, ToolResultPart):
             chars += len(part.call_id) + len(part.name) + len(part.content)
+        elif isinstance(part, ToolChangePart):
+            chars += sum(len(spec_key(s)) for s in part.added) + sum(map(len, part.removed))
     return chars
 
 

@@ -6,9 +6,12 @@ the offending message (``TranscriptError.index``), its role and the call id.
 
 The rules, in the order a message is checked:
 
-1. no ``system`` message (the system prompt travels separately, in ``ModelRequest.system``);
+1. no ``system`` message (the system prompt travels separately, in ``ModelRequest.system``),
+   except in an append-only conversation (SPEC 28): a transcript that opens with its base (a
+   ``system`` message holding a ``ToolChangePart``) may carry ``system`` entries later on, each
+   text or tool changes only;
 2. no empty message (no parts, or only empty text);
-3. the first message is a ``user`` message;
+3. the first message (after an append-only conversation's base) is a ``user`` message;
 4. tool calls appear only in ``assistant`` messages, results only in ``tool`` messages, and a
    ``tool`` message carries nothing but results;
 5. a ``tool`` message comes directly after an ``assistant`` message with calls and answers every
@@ -27,7 +30,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from agentloop.errors import TranscriptError
-from agentloop.messages import Message, Part, TextPart, ToolCallPart, ToolResultPart
+from agentloop.messages import (
+    Message,
+    Part,
+    TextPart,
+    ToolCallPart,
+    ToolChangePart,
+    ToolResultPart,
+)
 
 __all__ = [
     "INTERRUPTED_TEXT",
@@ -62,7 +72,7 @@ class TranscriptChecker:
             within one turn.
     """
 
-    __slots__ = ("_count", "_ids", "_pending", "_pending_index", "unique_ids")
+    __slots__ = ("_count", "_entries", "_ids", "_pending", "_pending_index", "unique_ids")
 
     def __init__(self, *, unique_ids: bool = True) -> None:
         self.unique_ids = unique_ids
@@ -70,6 +80,7 @@ class TranscriptChecker:
         self._ids: set[str] = set() if unique_ids else _NO_IDS  # kept only when unique
         self._pending: tuple[ToolCallPart, ...] = ()
         self._pending_index = -1
+        self._entries = False  # an append-only conversation's base came first (SPEC 28)
 
     def __len__(self) -> int:
         return self._count
@@ -84,19 +95,27 @@ class TranscriptChecker:
         self._count = 0
         self._pending = ()
         self._pending_index = -1
+        self._entries = False
         if self.unique_ids:
             self._ids.clear()
         self.extend(messages)
 
-    def state(self) -> tuple[int, tuple[ToolCallPart, ...], int]:
+    def state(self) -> tuple[int, tuple[ToolCallPart, ...], int, bool]:
         """What ``resume`` needs to go on from here (with ``unique_ids=False`` only)."""
         if self.unique_ids:
             raise ValueError("a checker of unique ids keeps every id: it cannot be resumed")
-        return self._count, self._pending, self._pending_index
+        return self._count, self._pending, self._pending_index, self._entries
 
-    def resume(self, count: int, pending: tuple[ToolCallPart, ...], pending_index: int) -> None:
+    def resume(
+        self,
+        count: int,
+        pending: tuple[ToolCallPart, ...],
+        pending_index: int,
+        entries: bool = False,
+    ) -> None:
         """Go on from a ``state()``: as if the same messages had been absorbed again."""
         self._count, self._pending, self._pending_index = count, pending, pending_index
+        self._entries = entries
 
     def extend(self, messages: Iterable[Message]) -> None:
         """Check and absorb new messages appended to the transcript.
@@ -111,6 +130,9 @@ class TranscriptChecker:
     def append(self, message: Message) -> None:
         """Check and absorb one appended message (see ``extend``)."""
         index = self._count
+        if message.role == "system" and self._entry(index, message):
+            self._count += 1
+            return
         self._check_shape(index, message)
         if message.role == "tool":
             self._check_results(index, message)
@@ -133,7 +155,7 @@ class TranscriptChecker:
 
     def _check_shape(self, index: int, message: Message) -> None:
         parts = message.parts
-        if index and len(parts) == 1:  # the common message: one part its role may carry
+        if index > self._entries and len(parts) == 1:  # the common message: one part its role takes
             part, role = parts[0], message.role
             kind = type(part)
             if (
@@ -146,11 +168,20 @@ class TranscriptChecker:
             raise _fail(index, message, "system messages are not allowed; pass the system prompt")
         if _is_empty(message):
             raise _fail(index, message, "the message is empty")
-        if index == 0 and message.role != "user":
+        if index == int(self._entries) and message.role != "user":  # after a base: at 1
             raise _fail(index, message, "the first message must be a user message")
         for part in message.parts:
             if not _part_allowed(message.role, part):
                 raise _fail(index, message, f"a {message.role} message cannot carry {_kind(part)}")
+
+    def _entry(self, index: int, message: Message) -> bool:
+        """Whether ``message`` is an append-only conversation's base or one of its entries."""
+        if index == 0:
+            self._entries = any(isinstance(p, ToolChangePart) for p in message.parts)
+            return self._entries
+        if not self._entries or self._pending:
+            return False
+        return all(isinstance(p, TextPart | ToolChangePart) for p in message.parts)
 
     def _check_answered(self) -> None:
         if self._pending:

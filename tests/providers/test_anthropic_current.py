@@ -27,7 +27,14 @@ from agentloop.errors import (
     TranscriptError,
 )
 from agentloop.events import ThinkingDelta
-from agentloop.messages import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from agentloop.messages import (
+    Message,
+    ProviderPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 from agentloop.model import INVALID_JSON_KEY, ModelRequest, ModelSettings, StreamEvent
 from agentloop.providers.anthropic import AnthropicClient
 from agentloop.providers.retrying import RetryingClient
@@ -167,7 +174,7 @@ def feed_all(events: list[Any]) -> Any:
 @pytest.mark.parametrize(
     "fixture", ["compaction_response", "fallback_response", "fallback_credit_response"]
 )
-async def test_unknown_block_types_are_skipped_and_logged(
+async def test_unknown_block_types_are_skipped_and_logged_compaction_kept(
     stream: bool,
     fixture: str,
     clients: Callable[..., AnthropicClient],
@@ -177,6 +184,14 @@ async def test_unknown_block_types_are_skipped_and_logged(
     async with AnthropicTwin([reply]) as server:
         with caplog.at_level(logging.DEBUG, logger="agentloop"):
             response, _ = await ask(clients(server.url), request(settings=ModelSettings()), stream)
+    if fixture == "compaction_response":  # kept for the next request (SPEC 28)
+        kept, text = response.message.parts
+        assert text == TextPart("Hello there!")
+        assert isinstance(kept, ProviderPart) and kept.kind == "compaction"
+        if stream:
+            assert kept.data["content"] == "Earlier conversation summarized."
+            assert kept.data["encrypted_content"].startswith("EpwBCioIDxgCEAEYASJA")
+        return
     assert response.message.parts == (TextPart("Hello there!"),)
     if fixture != "fallback_credit_response":
         assert "skipped a" in caplog.text

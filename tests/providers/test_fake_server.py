@@ -590,3 +590,28 @@ async def _times_out(url: str) -> None:
         assert (await client.complete(REQUEST)).text == "ok"
     finally:
         await client.aclose()
+
+
+# -- an append-only Claude (SPEC 28) -----------------------------------------------------------
+
+
+async def test_the_fake_server_plays_an_append_only_claude() -> None:
+    """A thought sent back after its prefix changed is the documented 400; kept, it is fine."""
+    from agentloop import Agent
+    from agentloop.errors import BadRequestError
+    from agentloop.messages import Message
+    from agentloop.providers.anthropic import AnthropicClient
+    from agentloop.testing.fake_binding import PREFIX_MISMATCH
+
+    steps = [FakeReply("one", thinking="think"), FakeReply("two", thinking="again")]
+    async with FakeProviderServer([*steps, *steps], model="claude-fable-5-1") as server:
+        client = AnthropicClient("claude-fable-5-1", api_key="k", base_url=server.root_url)
+        agent = Agent(client, instructions=lambda: "fixed")
+        await agent.run("a")
+        await agent.run("b")  # append-only: the same system, the thought kept in place
+        edited = [agent.history[0], Message.user("a, edited"), *agent.history[2:]]
+        with pytest.raises(BadRequestError) as info:
+            await agent.session(history=edited).run("c")
+        await client.aclose()
+    assert str(info.value).endswith(PREFIX_MISMATCH.format(i=1, j=0))
+    assert len(server.received) == 3

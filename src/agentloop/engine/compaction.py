@@ -23,7 +23,7 @@ from agentloop.errors import (
     ContextLengthExceeded,
 )
 from agentloop.hooks import Hook, overrides
-from agentloop.messages import Message
+from agentloop.messages import Message, ProviderPart
 from agentloop.model import ToolSpec
 from agentloop.observers import EventBus
 from agentloop.tokens import MEDIA_PROVIDER, ContextMeter
@@ -74,6 +74,12 @@ class ContextGuard:
         self.checker = TranscriptChecker(unique_ids=False)
         self._salvaged_turn: int | None = None
         self._force = False
+        self.server_side = False
+        self.in_transcript = False
+        """The system prompt and tools travel in the transcript (an append-only conversation's
+        base and entries, SPEC 28): they are counted there, not again as overhead."""
+        """The provider compacts (SPEC 28's server-side compaction): the local compactor never
+        runs and the estimate counts from the last ``compaction`` part."""
 
     def start(
         self,
@@ -87,15 +93,21 @@ class ContextGuard:
         only the messages after it are measured and checked.
         """
         meter, checker = self.meter, self.checker
+        system = self.system
+        if self.in_transcript:
+            system, specs = None, ()
         if (
             known is None
             or known.counter is not meter.counter
             or known.provider != MEDIA_PROVIDER.get()
+            or self.server_side
         ):
-            meter.reset(transcript, self.system, specs)
+            meter.reset(transcript, system, specs)
             checker.reset(transcript)
+            if self.server_side:
+                meter.replace(transcript[_last_compaction(transcript) :])
             return
-        meter.reset((), self.system, specs)
+        meter.reset((), system, specs)
         meter.extend(transcript[known.length :])
         meter.add_counted(known.tokens)
         checker.resume(*known.checker)
@@ -114,6 +126,8 @@ class ContextGuard:
 
     def added(self, message: Message) -> None:
         """Account for one appended message."""
+        if self.server_side and _compacts(message):  # the provider dropped what came before
+            self.meter.replace(())
         self.meter.add(message)
         self.checker.append(message)
 
@@ -122,7 +136,7 @@ class ContextGuard:
 
         The common turn's whole context step, with no coroutine; False: ``before_call`` next.
         """
-        if self._force or self.policy.need(self.meter.total) is not None:
+        if self._force or (not self.server_side and self.policy.need(self.meter.total)):
             return False
         self._sendable()
         return True
@@ -130,6 +144,8 @@ class ContextGuard:
     async def before_call(self, state: RunState, commit: Commit) -> None:
         """Compact when the policy says so; refuse anything that cannot be sent."""
         reason = "emergency" if self._force else self.policy.need(self.meter.total)
+        if self.server_side and not self._force:
+            reason = None  # the provider compacts past its trigger
         self._force = False
         if reason is not None:
             await self._compact(state, reason, commit)
@@ -168,6 +184,10 @@ class ContextGuard:
             error = CompactionFailed(before, self.config.context_window, cause=exc)
             self.observers.emit(ev.CompactionFailed(state.run.id, state.turn_index, error))
             raise error from exc
+        if state.appendonly is not None:  # SPEC 28: entries stay, no stale thinking is sent
+            from agentloop.engine.appendonly import kept_after_compaction
+
+            compacted = kept_after_compaction(state.transcript, compacted)
         after = self.meter.overhead + sum(self.meter.counter.count_message(m) for m in compacted)
         if after >= before or not compacted:
             self._no_progress(reason, after, before)
@@ -192,3 +212,16 @@ class ContextGuard:
             if await hook.pre_compact(messages, estimate) is False:
                 return False
         return True
+
+
+def _compacts(message: Message) -> bool:
+    """Whether ``message`` carries a provider's ``compaction`` part (SPEC 28)."""
+    return any(type(p) is ProviderPart and p.kind == "compaction" for p in message.parts)
+
+
+def _last_compaction(transcript: Sequence[Message]) -> int:
+    """The index of the last message with a ``compaction`` part (0: none)."""
+    for index in range(len(transcript) - 1, -1, -1):
+        if _compacts(transcript[index]):
+            return index
+    return 0

@@ -10,6 +10,7 @@ run on it; the run loop, the stream and the resume step work on this state, belo
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic
 
 from agentloop._util.lazy import lazy_module
@@ -22,7 +23,7 @@ from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import Measured, RunOptions, RunState
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Message, UserInput
-from agentloop.model import ModelClient
+from agentloop.model import ModelClient, is_append_only
 from agentloop.observers import EventBus
 from agentloop.run import OutputT, Run, Turn
 from agentloop.tokens import MEDIA_PROVIDER
@@ -76,6 +77,8 @@ class Conversation(Generic[OutputT]):
             clock=agent.clock,
         )
         self._journal: Journal | None = None
+        self._drop_block = False
+        """A run asked for ``thinking_prefix_mismatch="drop_block"``: every later run sends it."""
         self._measured: Measured | None = None
         """What the last run that committed everything measured of the history (``Measured``)."""
         self._wire_recorder()
@@ -177,6 +180,7 @@ class Conversation(Generic[OutputT]):
             state.budget = options.usage_limits
             if options.toolsets:  # run(toolsets=...): added for this run
                 self._plan(state, swap_of(self.agent), options.toolsets)
+        self._keep_drop_block(state)
         if listener is not None:
             state.listener = listener
             self._bus.attach(listener)
@@ -207,6 +211,20 @@ class Conversation(Generic[OutputT]):
         bus = self._bus
         if bus.active and bus.run is not None:
             bus.emit(ev.ToolsLoaded(bus.run.id, bus.turn, tuple(names), via))
+
+    def _append_only(self, state: RunState) -> None:
+        """The run is on an append-only conversation (SPEC 28): its base and its compaction."""
+        from agentloop.engine.appendonly import AppendOnly
+
+        state.appendonly = AppendOnly()
+        state.appendonly.attach(state, self.agent.config)
+
+    def _keep_drop_block(self, state: RunState) -> None:
+        """SPEC 28's ``drop_block``: on from the run that asks for it, for every later run."""
+        if state.settings.thinking_prefix_mismatch:
+            self._drop_block = True
+        elif self._drop_block:
+            state.settings = replace(state.settings, thinking_prefix_mismatch="drop_block")
 
     def _check_idle(self) -> None:
         """A new run needs a session that is neither running nor paused."""
@@ -269,6 +287,8 @@ class Conversation(Generic[OutputT]):
         state.events = ClientEventBridge(run, self._bus)
         if agent._sets or (registry or agent.registry).deferring or swap is not None:
             self._plan(state, swap)
+        if is_append_only(client) or (transcript and transcript[0].role == "system"):
+            self._append_only(state)  # SPEC 28 (a base opens the history: append-only it stays)
         self._active = state
         self._bus.run = run
         return state

@@ -34,6 +34,7 @@ from agentloop.engine.holdback import CUT_SHORT_TEXT, WITHHELD_TEXT, Holdback, w
 from agentloop.engine.journal import Journal
 from agentloop.engine.limits import Limits
 from agentloop.engine.output import FINAL_RESULT
+from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import RunState
 from agentloop.errors import ConfigurationError, GuardrailTripped
 from agentloop.guardrails import Guardrail, GuardrailContext, InputGuardrail, OutputGuardrail
@@ -43,6 +44,7 @@ from agentloop.observers import EventBus
 from agentloop.run import Turn
 
 __all__ = [
+    "run_guard",
     "INPUT_PASSED",
     "REJECTED_TEXT",
     "Guardrails",
@@ -362,3 +364,23 @@ class RunGuard:
 def _soft(guardrail: Guardrail) -> bool:
     """Whether a trip of ``guardrail`` is a rejection the model answers again."""
     return isinstance(guardrail, OutputGuardrail) and guardrail.retry
+
+
+def run_guard(session: Any, state: RunState) -> RunGuard:
+    """The guardrail work of a run of ``session``, whose agent has guardrails.
+
+    ``session`` is a ``Conversation``, not imported here: it imports this module's neighbours.
+    """
+    agent = session.agent
+    assert agent._guardrails is not None
+    swap = swap_of(agent)  # a check's model calls go where the run's go (agent.override())
+    services = Services(
+        bus=session._bus,
+        session_id=session.id,
+        client=swap.client if swap is not None and swap.client is not None else agent.client,
+        clock=agent.clock,
+        limits=session.safety.limits,
+        output_retries=agent.config.output_retries,
+        journal=session._journal,
+    )
+    return RunGuard(agent._guardrails, state, services)

@@ -37,7 +37,6 @@ from agentloop.engine.output import (
     InvalidOutput,
 )
 from agentloop.engine.output import cut_calls as _cut_calls
-from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import Paused, RunState
 from agentloop.engine.turn import build_request, call_model
 from agentloop.errors import (
@@ -83,7 +82,11 @@ class RunLoop:
         self.latency: float | None = None
         self.task: asyncio.Task[Any] | None = None
         self.watches: list[tuple[CancelToken, int]] = []
-        self.guarding = _run_guard(session, state)
+        self.guarding: RunGuard | None = None
+        if self.agent._guardrails is not None:  # nothing to pay for an agent without any
+            from agentloop.engine.guarding import run_guard
+
+            self.guarding = run_guard(session, state)
 
     async def drive(self) -> Run[Any]:
         """Run to the end in the caller's task; a cancel token cancels that task's awaits.
@@ -139,6 +142,16 @@ class RunLoop:
         for hook in agent._hooks:
             if overrides(hook, Hook, "on_run_start"):
                 await hook.on_run_start(state.run)
+        await self._instructions()
+        state.guard.start(state.transcript, state.offer.specs, state.measured)
+        if state.appendonly is not None:  # SPEC 28: the conversation's base, built once
+            state.appendonly.open(session, state)
+        if self.guarding is not None and state.resuming is None:  # a continued run was checked
+            await self.guarding.start()
+
+    async def _instructions(self) -> None:
+        """This run's instructions: the prompt function's text, a recall (SPEC 27), skills (22)."""
+        agent, session, state = self.agent, self.session, self.state
         if agent._prompt is not None:  # the system prompt is a function: this run's text
             context = RunContext(run_id=state.run.id, session_id=session.id, deps=state.deps)
             text = await evaluate(agent._prompt, context)
@@ -147,9 +160,21 @@ class RunLoop:
             await remembering.start(session, state)
         if state.plan is not None:  # toolsets: this call's tools, and their instructions
             await state.plan.start(state)
-        state.guard.start(state.transcript, state.offer.specs, state.measured)
-        if self.guarding is not None and state.resuming is None:  # a continued run was checked
-            await self.guarding.start()
+
+    async def _offer(self) -> None:
+        """Before each model call: the tools it offers, and what changed since the last call.
+
+        Tool sources are refreshed (an MCP list change), the toolsets' plan picks this call's
+        tools (SPEC 22), and on an append-only conversation each difference of instructions or
+        tools is appended as a system entry (SPEC 28, ``agentloop.engine.appendonly``).
+        """
+        agent, state = self.agent, self.state
+        if agent._toolsets.toolsets:
+            await agent._refresh_tools(state, starting=False)
+        if state.plan is not None:  # the tools this call offers (SPEC 22)
+            await state.plan.offer(state)
+        if state.appendonly is not None:  # what changed since the last call, at the end
+            state.appendonly.record(state)
 
     async def _turns(self) -> None:
         """The turns until an answer, or until a dispatch leaves calls pending (a pause)."""
@@ -167,10 +192,7 @@ class RunLoop:
         while True:
             state.check_cancel()
             session.safety.limits.before_request(state.run, state.turn_index)
-            if agent._toolsets.toolsets:
-                await agent._refresh_tools(state, starting=False)
-            if state.plan is not None:  # the tools this call offers (SPEC 22)
-                await state.plan.offer(state)
+            await self._offer()
             if not state.guard.ready():
                 await state.guard.before_call(state, self._commit_compacted)
             if guarding is None:
@@ -452,26 +474,6 @@ class RunLoop:
 def _thinking_text(message: Message) -> str:
     """The readable reasoning of a reply ("" without any)."""
     return "".join(p.text for p in message.parts if type(p) is ThinkingPart)
-
-
-def _run_guard(session: Conversation[Any], state: RunState) -> RunGuard | None:
-    """The run's guardrail work; None (nothing to pay) for an agent without guardrails."""
-    agent = session.agent
-    if agent._guardrails is None:
-        return None
-    from agentloop.engine.guarding import RunGuard, Services
-
-    swap = swap_of(agent)  # a check's model calls go where the run's go (agent.override())
-    services = Services(
-        bus=session._bus,
-        session_id=session.id,
-        client=swap.client if swap is not None and swap.client is not None else agent.client,
-        clock=agent.clock,
-        limits=session.safety.limits,
-        output_retries=agent.config.output_retries,
-        journal=session._journal,
-    )
-    return RunGuard(agent._guardrails, state, services)
 
 
 def _internal(exc: Exception) -> InternalError:

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar
 from pydantic import ValidationError
 
 from agentloop._schema import format_problems
+from agentloop._util.depth import _too_deep
 from agentloop.errors import ConfigurationError
-from agentloop.messages import MAX_ARGUMENT_DEPTH, _too_deep
+from agentloop.messages import MAX_ARGUMENT_DEPTH
 from agentloop.model import INVALID_JSON_KEY, ModelResponse, OutputSpec, ToolSpec
 from agentloop.run import TRUNCATION_REASONS
 

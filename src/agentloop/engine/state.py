@@ -31,6 +31,7 @@ from agentloop.tools import ToolRegistry
 
 if TYPE_CHECKING:
     from agentloop import events as ev
+    from agentloop.engine.appendonly import AppendOnly
 else:  # the event classes load when somebody first listens
     ev = lazy_module("agentloop.events")
 
@@ -88,7 +89,7 @@ class Measured:
     def __init__(
         self,
         history: list[Message],
-        checker: tuple[int, tuple[Any, ...], int],
+        checker: tuple[int, tuple[Any, ...], int, bool],
         tokens: int,
         counter: object,
         provider: str | None,
@@ -210,6 +211,8 @@ class RunState:
     """The run's per-call tool plan (``engine.offering.ToolPlan``): None without toolsets."""
     measured: Measured | None = None
     """What the session knew of ``transcript[:base]`` (its history) at the start, if anything."""
+    appendonly: AppendOnly | None = None
+    """The conversation's base and entries when the client is append-only (SPEC 28), else None."""
 
     def __post_init__(self) -> None:
         self.boundary = self.base

@@ -81,14 +81,20 @@ def build_request(
 
     ``session_id`` (the agent's) lets adapters key the provider's prompt cache per session.
     """
+    tools, messages, conversation = state.offer.specs, state.transcript, state.appendonly
+    compact_at = None
+    if conversation is not None:  # SPEC 28: the base travels as system and tools, every time
+        tools, system, messages = conversation.base_tools, conversation.base_text, messages[1:]
+        compact_at = conversation.compact_at
     return ModelRequest(
-        messages=tuple(state.transcript),
-        tools=state.offer.specs,
+        messages=tuple(messages),
+        tools=tools,
         system=system,
         settings=settings,
         events=state.events,
         output=output,
         session_id=session_id,
+        compact_at=compact_at,
     )
 
 
@@ -125,6 +131,10 @@ async def call_model(
     response = _checked(response, client, state.call_ids, clock)
     if partials is not None:
         partials.finish(response)
+    if response.thinking_dropped and observers.active:  # SPEC 28's drop_block at work
+        observers.emit(
+            ev.ThinkingDropped(state.run.id, state.turn_index, response.thinking_dropped)
+        )
     return response
 
 

@@ -94,6 +94,10 @@ class SessionRecorder:
         self._unsaved: list[Run] = []
         self._replacing: set[str] = set()
 
+    def rewrite_history(self) -> None:
+        """The history changed before its end (an append-only base, SPEC 28): rewrite it whole."""
+        self._synced = 0
+
     def _safety(self) -> Mapping[str, Any] | None:
         """The ``safety=`` of a durable write: the snapshot, or None when nothing takes one."""
         return None if self.snapshot is None else self.snapshot()

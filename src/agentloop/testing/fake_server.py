@@ -28,6 +28,11 @@ Responses format (JSON, or SSE ending with ``response.completed``), for
 (``FakeReply.thinking``) and be a refusal (``FakeReply.refusal``) in each format. Status faults
 send an OpenAI-shaped error body unless given one (agentloop classifies both shapes).
 
+On ``/v1/messages`` for a model whose profile is ``append_only`` (``claude-fable-5-1``,
+``claude-opus-5-5``), it plays that model's prefix check (SPEC 28, ``fake_binding``): a thinking
+block sent back after its ``system``, ``tools`` or earlier messages changed is the documented
+400 ``The block is bound to a different conversation``.
+
 Beyond the script the server is strict, as a real provider is: ``GET /v1/models`` lists the
 models it serves; any other path is a 404 with an OpenAI error body (``unknown_url``); with a
 ``models`` list, a request for another model is a 404 ``model_not_found`` that uses no step.
@@ -52,6 +57,7 @@ from typing import TYPE_CHECKING, Any, Self
 from agentloop._util.aio import AsyncClosing
 from agentloop._util.slots import record
 from agentloop.testing import fake_wire as wire
+from agentloop.testing.fake_binding import Binding
 from agentloop.testing.fake_script import load_fake_script
 from agentloop.testing.fake_steps import FakeReply, FakeToolCall, Fault, Step
 
@@ -108,6 +114,7 @@ class FakeProviderServer(AsyncClosing):
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self._closing = asyncio.Event()
+        self._binding = Binding()  # an append-only Claude's bound thinking (fake_binding)
 
     @classmethod
     def from_script(
@@ -244,12 +251,20 @@ class FakeProviderServer(AsyncClosing):
         rejection = self._rejection(wire_name == "anthropic", body)
         if rejection is not None:
             return _json(404, rejection, headers)
+        model = self.model if self.models is None else str(body.get("model"))
+        bound = wire_name == "anthropic" and Binding.applies(model)
+        problem = self._binding.check(body) if bound else None
+        if problem is not None:
+            error = wire.anthropic_error("invalid_request_error", problem)
+            return _json(400, error, headers)
         step = self._next_step(body)
         await self._pause(step.delay)
-        model = self.model if self.models is None else str(body.get("model"))
         stream = bool(body.get("stream"))
         exchange = _Exchange(request, stream, number, headers, model, wire.FORMATS[wire_name])
         if isinstance(step, FakeReply):
+            if bound and step.thinking is not None:
+                ident = f"{exchange.form.id_prefix}{number}"
+                self._binding.bind(body, step.thinking_signature or f"sig_{ident}")
             return await self._reply(exchange, step)
         if step.kind in ("status", "redirect"):
             payload = step.body if step.body is not None else wire.openai_error("fault", "fault")

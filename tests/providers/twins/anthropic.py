@@ -26,7 +26,9 @@ the rules file's):
 And "Anthropic, late 2026" 7: ``thinking: {"type": "enabled"}`` on Claude 4.7 and later (Opus
 4.7/4.8, Sonnet 5, Fable, Mythos, every 5.x and later name) is a 400; ``{"type": "adaptive"}``
 before Claude 4.6 is a 400; ``output_config.effort`` outside low|medium|high|xhigh|max is a 400.
-Adaptive thinking is held to rule 3 like enabled thinking (no budget to check).
+Adaptive thinking is held to rule 3 like enabled thinking (no budget to check). Rules 1 and 6
+of that part (thinking bound to its prefix on an append-only model, mid-conversation system
+messages and tool changes) are in ``anthropic_prefix``.
 
 Replies: ``TwinReply(blocks, stop_reason)`` built from ``thinking()``, ``redacted()``, ``text()``,
 ``tool_use()`` and ``cut_tool_use()`` (a tool block left open by a cut: the stream never closes
@@ -48,6 +50,7 @@ from typing import Any, Self
 
 from aiohttp import web
 
+from . import anthropic_prefix as prefix
 from .anthropic_media import (
     MAX_REQUEST_BYTES,
     REQUEST_TOO_LARGE,
@@ -305,6 +308,7 @@ class _Served:
 
     def __init__(self, reply: TwinReply, issued: Issued, number: int) -> None:
         self.reply = reply
+        self.dropped: list[Any] = []  # what drop_block dropped from the request (rule 3)
         self.blocks: list[dict[str, Any]] = []
         for k, block in enumerate(reply.blocks):
             block = dict(block)
@@ -325,7 +329,8 @@ class _Served:
             content.append(block)
         return {"id": ident, "type": "message", "role": "assistant", "model": model,
                 "content": content, "stop_reason": self.reply.stop_reason, "stop_sequence": None,
-                "usage": {"input_tokens": 20, "output_tokens": 10}}  # fmt: skip
+                "usage": {"input_tokens": 20, "output_tokens": 10},
+                **({"input_transformations": self.dropped} if self.dropped else {})}  # fmt: skip
 
     def events(self, model: str, ident: str) -> Iterator[bytes]:
         start = {**self.json(model, ident), "content": [], "stop_reason": None}
@@ -423,6 +428,8 @@ class AnthropicTwin:
     def __init__(self, script: Sequence[Step] = ()) -> None:
         self.script = list(script)
         self.issued = Issued()
+        self.binder = prefix.Binder()
+        self.dropped: list[Any] = []  # what the last request's drop_block dropped
         self.requests: list[dict[str, Any]] = []
         self.rejected: list[str] = []
         self.url = ""
@@ -451,7 +458,14 @@ class AnthropicTwin:
             self.rejected.append(REQUEST_TOO_LARGE)
             return _error(413, "request_too_large", REQUEST_TOO_LARGE, request_id)
         body = await request.json()
-        problem = violation(body, self.issued) or tool_violation(body, request.headers)
+        betas = prefix.betas_of(request.headers)
+        problem = (
+            violation(body, self.issued)
+            or tool_violation(body, request.headers)
+            or prefix.conversation_rules(body, betas)
+        )
+        if problem is None:
+            problem, self.dropped = self.binder.check(body, betas)
         if problem is not None:
             self.rejected.append(problem)
             return _error(400, "invalid_request_error", problem, request_id)
@@ -474,6 +488,8 @@ class AnthropicTwin:
             chunks: Iterator[bytes] = iter([raw.encode()])
         else:
             served = _Served(reply, self.issued, number)
+            served.dropped = self.dropped
+            self.binder.bind(body, served.blocks)
             if not body.get("stream"):
                 return web.json_response(served.json(model, ident))
             chunks = served.events(model, ident)

@@ -28,8 +28,9 @@ REQUEST_TOO_LARGE = "Request exceeds the maximum allowed number of bytes."
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 USER_TAGS = (
     "text", "image", "document", "search_result", "thinking", "redacted_thinking", "tool_use",
-    "tool_result", "server_tool_use", "web_search_tool_result",
+    "tool_result", "server_tool_use", "web_search_tool_result", "compaction",
 )  # fmt: skip
+SYSTEM_TAGS = ("text", "tool_addition", "tool_removal")  # a mid-conversation system message
 RESULT_TAGS = ("text", "image", "search_result", "document")
 SOURCE_TAGS = {"image": ("base64", "url"), "document": ("base64", "text", "content", "url")}
 SOURCE_FIELDS = {
@@ -178,8 +179,9 @@ def media_violation(body: Mapping[str, Any]) -> str | None:
     """The API's message for the first media rule ``body`` breaks, or None."""
     for loc, role, block in _blocks(body):
         tag = block.get("type")
-        if tag not in USER_TAGS:
-            return TAG.format(loc=loc, tag=tag, tags=_tags(USER_TAGS))
+        tags = SYSTEM_TAGS if role == "system" else USER_TAGS
+        if tag not in tags:
+            return TAG.format(loc=loc, tag=tag, tags=_tags(tags))
         if tag == "text" and not block.get("text"):
             return EMPTY_TEXT
         if tag in ("image", "document"):

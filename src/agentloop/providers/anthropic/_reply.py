@@ -34,7 +34,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentloop.errors import FailurePhase, ModelRefused, ProviderError, ResponseInvalid
-from agentloop.messages import Message, Part, TextPart, ThinkingPart, ToolCallPart, Usage
+from agentloop.messages import (
+    Message,
+    Part,
+    ProviderPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    Usage,
+)
 from agentloop.model import INVALID_JSON_KEY, ModelResponse
 from agentloop.providers._classify import class_for_error_type, invalid_body
 from agentloop.providers._wire import (
@@ -148,6 +156,8 @@ def _decode_block(value: object, path: str, cut: bool) -> Part | None:
         return thinking_part(text, signature, f"{path}.signature")
     if kind == "redacted_thinking":
         return redacted_part(opt_str(block.get("data"), f"{path}.data"), f"{path}.data")
+    if kind == "compaction":  # server-side compaction (SPEC 28): kept, sent back as it came
+        return ProviderPart(PROVIDER, "compaction", dict(block))
     skipped(str(kind))
     return None
 
@@ -187,7 +197,16 @@ def _message(data: object, request_id: str | None) -> ModelResponse:
         model=opt_str(body.get("model"), "model") or "",
         stop_reason=stop_reason,
         request_id=request_id or opt_str(body.get("id"), "id"),
+        thinking_dropped=dropped_blocks(body),
     )
+
+
+def dropped_blocks(body: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
+    """The reply's ``input_transformations`` (the blocks ``drop_block`` dropped), if any."""
+    found = body.get("input_transformations")
+    if not isinstance(found, list):
+        return ()
+    return tuple(item for item in found if isinstance(item, Mapping))
 
 
 def parse_response(data: Any, *, request_id: str | None = None, text: str = "") -> ModelResponse:

@@ -96,15 +96,19 @@ def _budget(settings: ModelSettings, model: str, limit: int) -> int | None:
     return budget or None
 
 
-def _adaptive(settings: ModelSettings) -> dict[str, Any]:
+def _adaptive(settings: ModelSettings, append_only: bool) -> dict[str, Any]:
     """Claude 4.7 and later: adaptive thinking at ``output_config.effort`` (``"none"``: off).
 
-    ``check_settings`` has already refused ``thinking_budget`` and efforts the model lacks.
+    ``check_settings`` has already refused ``thinking_budget`` and efforts the model lacks. On
+    an append-only model, ``thinking_prefix_mismatch`` is SPEC 28's escape hatch (rule 3).
     """
     effort = settings.reasoning_effort
     if effort is None or effort == "none":
         return {}
-    return {"thinking": {"type": "adaptive"}, "output_config": {"effort": effort}}
+    thinking: dict[str, Any] = {"type": "adaptive"}
+    if append_only and settings.thinking_prefix_mismatch:
+        thinking["block_binding"] = {"prefix_mismatch_behavior": settings.thinking_prefix_mismatch}
+    return {"thinking": thinking, "output_config": {"effort": effort}}
 
 
 def _tool_choice(choice: str) -> dict[str, Any]:
@@ -131,7 +135,7 @@ def settings_fields(settings: ModelSettings, model: str, max_tokens: int | None)
     limit = settings.max_tokens or max_tokens or found.max_output_tokens or _FALLBACK_MAX_TOKENS
     out: dict[str, Any] = {"max_tokens": limit}
     if found.adaptive_thinking:
-        out.update(_adaptive(settings))
+        out.update(_adaptive(settings, found.append_only))
     elif settings.reasoning_effort is not None or settings.thinking_budget is not None:
         budget = _budget(settings, model, limit)
         if budget is not None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentloop.errors import FailurePhase, ModelRefused
-from agentloop.messages import Message, Part, TextPart, ToolCallPart, Usage
+from agentloop.messages import Message, Part, ProviderPart, TextPart, ToolCallPart, Usage
 from agentloop.model import INVALID_JSON_KEY, ModelResponse, StreamEvent
 from agentloop.providers._sse import SSEEvent
 from agentloop.providers._wire import (
@@ -38,8 +38,10 @@ from agentloop.providers._wire import (
     wrong,
 )
 from agentloop.providers.anthropic._reply import (
+    PROVIDER,
     REFUSAL,
     TRUNCATION_REASONS,
+    dropped_blocks,
     error_from_body,
     invalid_reply,
     redacted_part,
@@ -73,6 +75,8 @@ class AnthropicStreamState:
     stop_reason: str | None = None
     finished: bool = False
     count: int = 0
+    dropped: tuple[Mapping[str, Any], ...] = ()
+    """The blocks ``drop_block`` dropped (``input_transformations`` of ``message_start``)."""
     _open: dict[int, _Lane] = field(default_factory=dict)
     _closed: dict[int, Part] = field(default_factory=dict)
     _bad_input: tuple[str, str] | None = None
@@ -98,6 +102,7 @@ class AnthropicStreamState:
         self.model = opt_str(message.get("model"), "message.model") or ""
         self.request_id = self.request_id or opt_str(message.get("id"), "message.id")
         self.usage = usage_from(message.get("usage"), None, "message.usage")
+        self.dropped = dropped_blocks(message)
         return []
 
     def _block_start(self, data: Mapping[str, Any]) -> list[StreamEvent]:
@@ -120,6 +125,9 @@ class AnthropicStreamState:
             return self._append(index, lane, {"type": "thinking_delta", "thinking": text})
         if lane.kind == "redacted_thinking":
             lane.signature = opt_str(block.get("data"), "content_block.data") or ""
+            return []
+        if lane.kind == "compaction":  # kept as it came, its deltas added (SPEC 28)
+            lane.initial = block
             return []
         text = opt_str(block.get("text"), "content_block.text")
         if lane.kind == "text" and text:
@@ -151,6 +159,10 @@ class AnthropicStreamState:
             return [StreamEvent("thinking_delta", text=piece)] if piece else []
         if kind == "signature_delta" and lane.kind == "thinking":
             lane.signature += opt_str(delta.get("signature"), "delta.signature") or ""
+        if kind == "compaction_delta" and lane.kind == "compaction":
+            lane.text += opt_str(delta.get("content"), "delta.content") or ""
+            encrypted = opt_str(delta.get("encrypted_content"), "delta.encrypted_content")
+            lane.signature += encrypted or ""
         return []
 
     def _block_stop(self, data: Mapping[str, Any]) -> list[StreamEvent]:
@@ -173,6 +185,13 @@ class AnthropicStreamState:
                 self._closed[index] = thinking_part(lane.text, lane.signature, where)
         elif lane.kind == "redacted_thinking":
             self._closed[index] = redacted_part(lane.signature, where)
+        elif lane.kind == "compaction":  # its deltas put together (SPEC 28)
+            block = dict(lane.initial or {})
+            if lane.text:
+                block["content"] = lane.text
+            if lane.signature:
+                block["encrypted_content"] = lane.signature
+            self._closed[index] = ProviderPart(PROVIDER, "compaction", block)
         else:
             skipped(lane.kind)
 
@@ -230,6 +249,7 @@ class AnthropicStreamState:
             model=self.model,
             stop_reason=self.stop_reason,
             request_id=self.request_id,
+            thinking_dropped=self.dropped,
         )
 
 

@@ -3,7 +3,12 @@
 Speaks ``POST {base_url}/v1/messages`` through the shared ``HttpTransport`` (which classifies
 every HTTP failure), both as one JSON reply and as SSE. Wire rules it owns:
 
-- The system prompt (``request.system`` and any ``system`` messages) goes top-level.
+- The system prompt (``request.system`` and any ``system`` messages) goes top-level; an
+  append-only conversation's entries (SPEC 28) go in place as ``{"role": "system"}`` messages
+  where the profile has ``mid_conversation_system``, else fold into ``system`` and ``tools``
+  (``_entries``), with the ``anthropic-beta`` values the payload needs (``betas_of``).
+  ``ModelRequest.compact_at`` asks for server-side compaction; its ``compaction`` block is a
+  ``ProviderPart``, sent back unchanged.
 - An agentloop ``tool`` message becomes one ``user`` message of ``tool_result`` blocks (with
   ``is_error``); consecutive same-role messages are merged, so a user text right after tool
   results joins that user message (results first, as the API requires). Empty text is dropped.
@@ -40,17 +45,35 @@ every HTTP failure), both as one JSON reply and as SSE. Wire rules it owns:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from agentloop.errors import ConfigurationError, TranscriptError
-from agentloop.messages import Message, Part, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from agentloop.messages import (
+    Message,
+    Part,
+    ProviderPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent, ToolSpec
 from agentloop.providers._client import HttpClient, check_client, require_key
 from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
 from agentloop.providers.anthropic import _media as media
+from agentloop.providers.anthropic._entries import (
+    NATIVE_KEY,
+    betas_of,
+    compaction_edits,
+    entry_blocks,
+    folded_tools,
+    last_entry,
+    thinking_dropped,
+    tool_json,
+)
 from agentloop.providers.anthropic._reply import error_from_body, invalid_reply, parse_response
-from agentloop.providers.anthropic._settings import check_payload, settings_fields
+from agentloop.providers.anthropic._settings import check_payload, profile, settings_fields
 from agentloop.providers.anthropic._stream import AnthropicStreamState
 from agentloop.providers.profiles import merge_body
 
@@ -98,6 +121,8 @@ def _encode_part(part: Part) -> dict[str, Any] | None:
         }
     if isinstance(part, ThinkingPart):
         return _encode_thinking(part)
+    if isinstance(part, ProviderPart):  # our own block back unchanged; another's never
+        return dict(part.data) if part.provider == _PROVIDER else None
     raise ConfigurationError(  # media parts never come here: MediaEncoder has them
         f"anthropic cannot send a {type(part).__name__}", field="messages"
     )
@@ -125,34 +150,59 @@ def _encode_message(message: Message) -> _Encoded:
 
 
 def encode_messages(
-    messages: list[Message] | tuple[Message, ...], model: str | None = None
+    messages: list[Message] | tuple[Message, ...],
+    model: str | None = None,
+    *,
+    entries: Sequence[ToolSpec] | None = None,
+    bare_before: int = -1,
 ) -> list[dict[str, Any]]:
     """The ``messages`` array: tool results as user blocks, same-role neighbours merged.
 
+    ``entries`` (the base tools) sends system entries in place (SPEC 28, ``_entries``): each
+    waits for the next assistant turn; without it they are left to the top-level ``system``.
+    ``bare_before``: the messages before this index go without their thinking.
     Raises ``ConfigurationError`` for a media part that ``model`` (None: any Anthropic model)
     cannot take, before anything is sent.
     """
     out: list[dict[str, Any]] = []
+    held: list[dict[str, Any]] = []
     inline = 0  # the request's media bytes, base64 (the API caps a whole request)
-    for message in messages:
+    for index, message in enumerate(messages):
         if message.role == "system":
+            if entries is not None and out:
+                held.extend(entry_blocks(message, entries))
             continue
-        role, blocks, found = message.encoded(_PROVIDER, _encode_message)
+        if index < bare_before:
+            role, blocks, found = message.encoded(_BARE, _BARE_ENCODE)
+        else:
+            role, blocks, found = message.encoded(_PROVIDER, _encode_message)
         if found:
             inline = media.check(found, model, inline)
         if not blocks:
             continue
+        if held and role == "assistant":
+            out.append({"role": "system", "content": held})
+            held = []
         if out and out[-1]["role"] == role:
             out[-1]["content"].extend(blocks)
         else:
             out.append({"role": role, "content": list(blocks)})
+    if held:
+        out.append({"role": "system", "content": held})
     return out
 
 
-def _system_text(request: ModelRequest, model: str) -> str | None:
+_BARE = "anthropic:bare"
+_BARE_ENCODE = thinking_dropped(_encode_message)
+
+
+def _system_text(request: ModelRequest, model: str, in_place: bool) -> str | None:
+    """The top-level ``system``: the request's, then system messages (``in_place``: leading)."""
     texts = [request.system] if request.system else []
     for message in request.messages:
         if message.role != "system":
+            if in_place:
+                break
             continue
         for part in message.parts:
             if isinstance(part, media.MEDIA):
@@ -183,7 +233,8 @@ def mark_transcript(messages: list[dict[str, Any]]) -> None:
 
     The previous request ended at the last message before the final assistant message (the
     loop appends one assistant message and one user message of results per turn). Each wire
-    message's content list is private to this payload, so replacing a block is safe.
+    message's content list is private to this payload, so replacing a block is safe. A system
+    entry in place (SPEC 28) is never marked: the message before it is.
     """
     if not messages:
         return
@@ -193,36 +244,21 @@ def mark_transcript(messages: list[dict[str, Any]]) -> None:
     )
     if last_assistant is not None and last_assistant > 0:
         ends.append(last_assistant - 1)
+    ends = [i - (messages[i]["role"] == "system") for i in ends]
     for index in set(ends):
         content = messages[index]["content"]
         if content[-1]["type"] not in _UNMARKABLE:
             content[-1] = _marked(content[-1])
 
 
-_NATIVE_KEY = "x-anthropic-tool"
-"""A tool whose parameters carry this key is one of Anthropic's own (``agentloop.memory``'s
-``memory_20250818``): sent as its ``type`` and ``name`` only, with its beta header."""
-
-
-def _encode_tool(tool: ToolSpec) -> dict[str, Any]:
-    native = tool.parameters.get(_NATIVE_KEY)
-    if isinstance(native, Mapping):
-        return {"type": native["type"], "name": native["name"]}
-    return {
-        "name": tool.name,
-        "description": tool.description,
-        "input_schema": dict(tool.parameters),
-    }
-
-
-def betas(request: ModelRequest) -> list[str]:
-    """The beta headers the request's native tools need (none for function tools)."""
-    found = [t.parameters.get(_NATIVE_KEY) for t in request.tools]
+def native_betas(specs: Sequence[ToolSpec]) -> list[str]:
+    """The beta headers the native tools among ``specs`` need (none for function tools)."""
+    found = [t.parameters.get(NATIVE_KEY) for t in specs]
     return list(dict.fromkeys(n["beta"] for n in found if isinstance(n, Mapping) and "beta" in n))
 
 
-def _encode_tools(request: ModelRequest, cache: bool) -> list[dict[str, Any]]:
-    tools = [_encode_tool(t) for t in request.tools]
+def _encode_tools(specs: Sequence[ToolSpec], cache: bool) -> list[dict[str, Any]]:
+    tools = [tool_json(t) for t in specs]
     if cache and tools:
         tools[-1] = _marked(tools[-1])
     return tools
@@ -239,17 +275,29 @@ def build_payload(
     """
     settings, name = request.settings, request.model or model
     fields = settings_fields(settings, name, max_tokens)
-    cache = settings.cache
-    messages = encode_messages(tuple(request.messages), name)
+    cache, tools = settings.cache, request.tools
+    found = profile(name)
+    in_place = found.mid_conversation_system
+    bare = -1
+    if not in_place:  # entries fold into system and tools (SPEC 28)
+        last = last_entry(request.messages)
+        if last >= 0:
+            tools = folded_tools(tools, request.messages)
+            bare = last if found.append_only else -1
+    messages = encode_messages(
+        tuple(request.messages), name, entries=request.tools if in_place else None, bare_before=bare
+    )
     if cache:
         mark_transcript(messages)
     payload: dict[str, Any] = {"model": name, "messages": messages}
-    system = _system_text(request, name)
+    system = _system_text(request, name, in_place)
     if system:
         payload["system"] = [_marked({"type": "text", "text": system})] if cache else system
-    if request.tools:
-        payload["tools"] = _encode_tools(request, cache)
+    if tools:
+        payload["tools"] = _encode_tools(tools, cache)
     payload.update(fields)
+    if request.compact_at and found.server_compaction:  # SPEC 28: compaction on their side
+        payload["context_management"] = compaction_edits(request.compact_at)
     if stream:
         payload["stream"] = True
     if settings.extra_body:
@@ -297,10 +345,9 @@ class AnthropicClient(HttpClient):
                 f"max_tokens must be >= 1, got {max_tokens!r}", field="max_tokens"
             )
         self.max_tokens = max_tokens
-        self._own_betas = next(
-            (v for k, v in (headers or {}).items() if k.lower() == "anthropic-beta"), ""
-        )
         self.url = base_url.rstrip("/") + "/v1/messages"
+        given = {k.lower(): v for k, v in (headers or {}).items()}
+        self._betas = [b.strip() for b in given.get("anthropic-beta", "").split(",") if b.strip()]
         sent = {"anthropic-version": ANTHROPIC_VERSION, **(headers or {}), "x-api-key": api_key}
         self._configure(
             model,
@@ -320,21 +367,34 @@ class AnthropicClient(HttpClient):
         """The media kinds the model takes (``"image"``, ``"document"``; never audio)."""
         return media.accepts(self._model)
 
-    def _betas(self, request: ModelRequest) -> dict[str, str] | None:
-        """``anthropic-beta`` for a request's native tools, joined to the client's own betas."""
-        wanted = betas(request) if request.tools else []
-        if not wanted:
-            return None
-        own = [b.strip() for b in self._own_betas.split(",") if b.strip()]
-        return {"anthropic-beta": ",".join(dict.fromkeys([*own, *wanted]))}
+    @property
+    def server_compaction(self) -> bool:
+        """Whether the model compacts on Anthropic's side (``compact_20260112``, its profile)."""
+        return profile(self._model).server_compaction
+
+    @property
+    def append_only(self) -> bool:
+        """Whether the model binds thinking to what came before it (SPEC 28, its profile)."""
+        return profile(self._model).append_only
 
     def _payload(self, request: ModelRequest, stream: bool) -> dict[str, Any]:
         return build_payload(request, model=self._model, max_tokens=self.max_tokens, stream=stream)
 
+    def _beta_headers(
+        self, request: ModelRequest, payload: dict[str, Any]
+    ) -> dict[str, str] | None:
+        """The ``anthropic-beta`` header ``payload`` needs, with the client's own (None: none)."""
+        betas = [*betas_of(payload), *(native_betas(request.tools) if request.tools else ())]
+        if not betas:
+            return None
+        return {"anthropic-beta": ",".join(dict.fromkeys([*self._betas, *betas]))}
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send one request and parse the reply."""
-        payload, headers = self._payload(request, False), self._betas(request)
-        reply = await self._transport.post_json(self.url, payload, headers=headers)
+        payload = self._payload(request, False)
+        reply = await self._transport.post_json(
+            self.url, payload, headers=self._beta_headers(request, payload)
+        )
         with self._redacting():
             return parse_response(reply.data, request_id=reply.request_id, text=reply.text)
 
@@ -343,7 +403,7 @@ class AnthropicClient(HttpClient):
         payload = self._payload(request, True)
         with self._redacting():
             async with self._transport.stream_sse(
-                self.url, payload, headers=self._betas(request)
+                self.url, payload, headers=self._beta_headers(request, payload)
             ) as sse:
                 state = AnthropicStreamState(request_id=sse.request_id)
                 async for event in sse:  # drained to the end so the connection is reused

@@ -48,12 +48,14 @@ from agentloop.messages import (
     ImagePart,
     Message,
     Part,
+    ProviderPart,
     TextPart,
     ThinkingPart,
     ToolCallPart,
+    ToolChangePart,
     ToolResultPart,
 )
-from agentloop.model import ModelRequest, ModelSettings
+from agentloop.model import ModelRequest, ModelSettings, with_tool_changes
 from agentloop.providers.gemini._media import ToolMedia, encode_media, refuse_kind, tool_media
 from agentloop.providers.profiles import ModelProfile, check_settings, merge_body, profile_for
 
@@ -101,6 +103,8 @@ def _encode_part(part: Part) -> dict[str, Any] | None:
         if part.signature:
             thought["thoughtSignature"] = part.signature
         return thought
+    if isinstance(part, ToolChangePart | ProviderPart):
+        return None  # a tool change joins tools; another provider's block is never sent
     if not isinstance(part, ToolResultPart):
         return encode_media(part)
     key = "error" if part.is_error else "result"
@@ -318,6 +322,7 @@ def build_payload(request: ModelRequest, model: str = "") -> dict[str, Any]:
     ``ConfigurationError`` raised here, before anything is sent. Without a model name the
     catch-all Gemini profile applies.
     """
+    request = with_tool_changes(request)  # SPEC 28: an entry's tool change joins tools
     name = (request.model or model).removeprefix("models/")
     profile = gemini_profile(name)
     check_settings(profile, name or "this Gemini model", request.settings)

@@ -22,6 +22,7 @@ from agentloop.model import (
     ModelSettings,
     OutputSpec,
     ToolSpec,
+    with_tool_changes,
 )
 from agentloop.providers.openai._chat_media import (
     ChatWire,
@@ -62,6 +63,8 @@ def _encode_message(message: Message) -> ChatWire:
     """
     if message.role == "tool":
         return encode_tool_results(message)
+    if message.role == "system" and not message.text:  # a tool change only: it joins tools
+        return [], ()
     if message.role != "assistant":
         return encode_user(message)
     if carries_media(message.parts):
@@ -153,6 +156,7 @@ def encode_request(
     the media kinds the model takes; any other part is a ``ConfigurationError``, as is one this
     endpoint has no form for (``_chat_media``).
     """
+    request = with_tool_changes(request)  # SPEC 28: an entry's tool change joins tools
     name = request.model or model
     messages: list[dict[str, Any]] = []
     if request.system:

@@ -17,8 +17,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agentloop.errors import ConfigurationError, TranscriptError
-from agentloop.messages import Message, TextPart, ThinkingPart, ToolCallPart
-from agentloop.model import INVALID_JSON_KEY, ModelRequest, ModelSettings, OutputSpec, ToolSpec
+from agentloop.messages import Message, ProviderPart, TextPart, ThinkingPart, ToolCallPart
+from agentloop.model import (
+    INVALID_JSON_KEY,
+    ModelRequest,
+    ModelSettings,
+    OutputSpec,
+    ToolSpec,
+    with_tool_changes,
+)
 from agentloop.providers.openai._chat_strict import strict_schema
 from agentloop.providers.openai._responses_media import (
     MEDIA,
@@ -127,7 +134,7 @@ def _assistant_items(message: Message, origin: str | None) -> tuple[dict[str, An
                 items.append(item)
         elif isinstance(part, MEDIA):
             refuse_misplaced(message)
-        else:
+        elif not isinstance(part, ProviderPart):  # another provider's block is never sent
             raise _cannot_send(part)
     return tuple(items)
 
@@ -162,6 +169,11 @@ def _encode_message(message: Message, origin: str | None = None) -> ResponsesWir
             return encode_user(message)
         return ({"type": "message", "role": "user", "content": message.text},), ()
     return (), ()
+
+
+def _developer(text: str) -> dict[str, Any]:
+    """A ``developer`` message item: a system entry in place (SPEC 28)."""
+    return {"type": "message", "role": "developer", "content": text}
 
 
 def _tool(spec: ToolSpec, strict: bool) -> dict[str, Any]:
@@ -234,7 +246,11 @@ def _input_items(
     origin: str | None,
     system: list[str],
 ) -> list[dict[str, Any]]:
-    """The input items of the transcript (system messages' text added to ``system``)."""
+    """The input items of the transcript (leading system messages' text added to ``system``).
+
+    A system message after the first other one (an append-only conversation's entry, SPEC 28)
+    is a ``developer`` message item in its place.
+    """
     items: list[dict[str, Any]] = []
     key, encode = _WIRE_KEY, _encode_message
     if origin is not None:
@@ -242,7 +258,11 @@ def _input_items(
     for message in request.messages:
         if message.role == "system":
             refuse_misplaced(message)
-            system.append(message.text)
+            if not items:
+                system.append(message.text)
+            elif message.text:
+                items.append(_developer(message.text))
+            continue
         encoded, media = message.encoded(key, encode)
         if media:
             refuse_media(media, profile.media, name)
@@ -270,6 +290,7 @@ def encode_request(
         ConfigurationError: A setting or a media part the model or this API cannot take.
         TranscriptError: A reasoning part that cannot be sent back.
     """
+    request = with_tool_changes(request)  # SPEC 28: an entry's tool change joins tools
     name = request.model or model
     profile = profile or profile_for(PROVIDER, name)
     system = [request.system] if request.system else []

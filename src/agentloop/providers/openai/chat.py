@@ -83,6 +83,7 @@ from agentloop.model import (
     OutputSpec,
     StreamEvent,
     ToolSpec,
+    with_tool_changes,
 )
 from agentloop.providers._client import HttpClient, check_client, check_key_characters
 from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
@@ -204,6 +205,7 @@ class OpenAIClient(HttpClient):
 
     def _payload(self, request: ModelRequest, model: str, stream: bool) -> tuple[bytes, bool]:
         """The checked body, and whether the reply may need ``restore_optional``."""
+        request = with_tool_changes(request)  # SPEC 28: an entry's tool change joins tools
         profile = self._rules.check(model, request)
         strict = profile.strict_schema
         max_field = self._rules.max_field(model)
