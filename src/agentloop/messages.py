@@ -10,6 +10,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import field
 from typing import Any, Literal, TypeAlias
 
+from agentloop._provider_parts import (
+    Citation,
+    ProviderToolCallPart,
+    ProviderToolResultPart,
+    citations_from,
+    provider_part_from_dict,
+)
+from agentloop._util.depth import cut_deep, too_deep
 from agentloop._util.slots import record
 from agentloop.errors import InvalidInput
 from agentloop.media import AudioPart, DocumentPart, ImagePart, MediaPart, media_from_dict
@@ -17,11 +25,14 @@ from agentloop.media import AudioPart, DocumentPart, ImagePart, MediaPart, media
 __all__ = [
     "MAX_ARGUMENT_DEPTH",
     "AudioPart",
+    "Citation",
     "DocumentPart",
     "ImagePart",
     "MediaPart",
     "Message",
     "Part",
+    "ProviderToolCallPart",
+    "ProviderToolResultPart",
     "Role",
     "TextPart",
     "ThinkingPart",
@@ -38,19 +49,21 @@ _ROLES = ("system", "user", "assistant", "tool")
 
 @record
 class TextPart:
-    """Plain text."""
+    """Plain text; ``citations``: where its words came from (a provider's web search, SPEC 24)."""
 
     text: str
+    citations: tuple[Citation, ...] = field(default=(), kw_only=True)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-data form."""
+        """Plain-data form (``citations`` only when there are some)."""
+        if self.citations:
+            cited = [c.to_dict() for c in self.citations]
+            return {"type": "text", "text": self.text, "citations": cited}
         return {"type": "text", "text": self.text}
 
 
 MAX_ARGUMENT_DEPTH = 64
 """Tool-call arguments nested deeper than this are invalid: the model reads a soft error."""
-
-_CONTAINERS = (Mapping, list, tuple)
 
 
 @record
@@ -70,8 +83,8 @@ class ToolCallPart:
     arguments: Mapping[str, Any]
 
     def __post_init__(self) -> None:
-        if _too_deep(self.arguments):
-            object.__setattr__(self, "arguments", _cut(self.arguments))
+        if too_deep(self.arguments, MAX_ARGUMENT_DEPTH):
+            object.__setattr__(self, "arguments", cut_deep(self.arguments, MAX_ARGUMENT_DEPTH))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form."""
@@ -158,8 +171,10 @@ class ThinkingPart:
 
 Part: TypeAlias = (
     TextPart | ThinkingPart | ToolCallPart | ToolResultPart | ImagePart | DocumentPart | AudioPart
-)
-"""Every kind of message part: text, reasoning, tool calls and results, media (SPEC 16)."""
+    | ProviderToolCallPart | ProviderToolResultPart
+)  # fmt: skip
+"""Every kind of message part: text, reasoning, tool calls and results, media (SPEC 16), the
+provider's own tool calls and results (SPEC 24)."""
 
 
 def _media_list(items: Iterable[Any]) -> Iterable[MediaPart]:
@@ -180,54 +195,15 @@ def _opt_str(data: Mapping[str, Any], key: str) -> str | None:
 
 
 def _too_deep(arguments: Mapping[str, Any]) -> bool:
-    """True when a container sits deeper than ``MAX_ARGUMENT_DEPTH`` (iterative: no recursion).
-
-    A cycle (only Python code makes one; JSON cannot) is not depth: it is left as it is, for
-    the encoders to name.
-    """
-    if not any(isinstance(v, _CONTAINERS) for v in arguments.values()):
-        return False
-    on_path: set[int] = set()
-    stack: list[tuple[Any, int]] = [(arguments, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if depth == 0:  # every child of ``value`` is done: it leaves the path
-            on_path.discard(id(value))
-            continue
-        if id(value) in on_path:
-            return False
-        if depth > MAX_ARGUMENT_DEPTH:
-            return True
-        on_path.add(id(value))
-        stack.append((value, 0))
-        items = value.values() if isinstance(value, Mapping) else value
-        stack.extend((v, depth + 1) for v in items if isinstance(v, _CONTAINERS))
-    return False
-
-
-def _cut(arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy down to ``MAX_ARGUMENT_DEPTH``, each container one level deeper kept empty."""
-    top: dict[str, Any] = {}
-    stack: list[tuple[Any, Any, int]] = [(arguments, top, 1)]
-    while stack:
-        source, target, depth = stack.pop()
-        items = source.items() if isinstance(source, Mapping) else enumerate(source)
-        for key, value in items:
-            if isinstance(value, _CONTAINERS):
-                copy: Any = {} if isinstance(value, Mapping) else [None] * len(value)
-                if depth < MAX_ARGUMENT_DEPTH:
-                    stack.append((value, copy, depth + 1))
-                elif not isinstance(value, Mapping):
-                    copy = []
-                value = copy
-            target[key] = value
-    return top
+    """True when a container sits deeper than ``MAX_ARGUMENT_DEPTH`` (``engine.output`` too)."""
+    return too_deep(arguments, MAX_ARGUMENT_DEPTH)
 
 
 def _part_from_dict(data: Mapping[str, Any]) -> Part:
     kind = data.get("type")
     if kind == "text":
-        return TextPart(str(data["text"]))
+        cited = data.get("citations")
+        return TextPart(str(data["text"]), citations=citations_from(cited) if cited else ())
     if kind == "tool_call":
         return ToolCallPart(str(data["id"]), str(data["name"]), dict(data.get("arguments") or {}))
     if kind == "thinking":
@@ -247,6 +223,8 @@ def _part_from_dict(data: Mapping[str, Any]) -> Part:
             bool(data.get("is_error", False)),
             media=tuple(_media_list(data.get("media") or ())),
         )
+    if kind in ("provider_tool_call", "provider_tool_result"):
+        return provider_part_from_dict(data)
     media = media_from_dict(data)
     if media is not None:
         return media
@@ -445,6 +423,8 @@ class Usage:
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
     """The part of ``output_tokens`` the model spent reasoning (0 when unknown)."""
+    provider_tool_calls: Mapping[str, int] = field(default_factory=dict, kw_only=True, hash=False)
+    """Calls of the provider's own tools by kind (``{"web_search": 2}``, SPEC 24)."""
 
     @property
     def total_tokens(self) -> int:
@@ -463,6 +443,7 @@ class Usage:
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
             self.reasoning_tokens + other.reasoning_tokens,
+            provider_tool_calls=_counted(self.provider_tool_calls, other.provider_tool_calls, 1),
         )
 
     def __sub__(self, other: Usage) -> Usage:
@@ -472,17 +453,23 @@ class Usage:
             self.cache_read_tokens - other.cache_read_tokens,
             self.cache_write_tokens - other.cache_write_tokens,
             self.reasoning_tokens - other.reasoning_tokens,
+            provider_tool_calls=_counted(self.provider_tool_calls, other.provider_tool_calls, -1),
         )
 
-    def to_dict(self) -> dict[str, int]:
+    def to_dict(self) -> dict[str, Any]:
         """Plain-data form; the cache counts appear only when non-zero (older rows lack them)."""
-        data = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        data: dict[str, Any] = {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+        }
         if self.cache_read_tokens:
             data["cache_read_tokens"] = self.cache_read_tokens
         if self.cache_write_tokens:
             data["cache_write_tokens"] = self.cache_write_tokens
         if self.reasoning_tokens:
             data["reasoning_tokens"] = self.reasoning_tokens
+        if self.provider_tool_calls:
+            data["provider_tool_calls"] = dict(self.provider_tool_calls)
         return data
 
     @classmethod
@@ -494,4 +481,17 @@ class Usage:
             int(data.get("cache_read_tokens", 0)),
             int(data.get("cache_write_tokens", 0)),
             int(data.get("reasoning_tokens", 0)),
+            provider_tool_calls={
+                str(k): int(v) for k, v in (data.get("provider_tool_calls") or {}).items()
+            },
         )
+
+
+def _counted(mine: Mapping[str, int], theirs: Mapping[str, int], sign: int) -> Mapping[str, int]:
+    """Two ``provider_tool_calls`` counts added (``sign`` 1) or subtracted (-1)."""
+    if not theirs:
+        return mine
+    total = dict(mine)
+    for kind, count in theirs.items():
+        total[kind] = total.get(kind, 0) + sign * count
+    return {k: v for k, v in total.items() if v}

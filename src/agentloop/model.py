@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import field
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from agentloop._util.aio import AsyncClosing
 from agentloop._util.peers import hint_init
 from agentloop._util.slots import record
 from agentloop.errors import ConfigurationError
 from agentloop.messages import Message, ToolCallPart, Usage
+
+if TYPE_CHECKING:  # declarations load only for an agent that has some
+    from agentloop.provider_tools import ProviderTool
 
 __all__ = [
     "INVALID_JSON_KEY",
@@ -198,6 +201,9 @@ class ModelRequest:
     session_id: str | None = None
     """The conversation this request belongs to (the engine's ``Agent.session_id``); adapters
     derive a provider's prompt-cache key from it. None outside a session."""
+    provider_tools: Sequence[ProviderTool] = ()
+    """Tools the provider runs itself (SPEC 24: ``WebSearch``...); each adapter writes its own
+    form, or raises ``ConfigurationError`` before sending where the provider or model lacks one."""
 
 
 class ClientEvents(Protocol):

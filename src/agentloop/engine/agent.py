@@ -26,6 +26,7 @@ from agentloop.engine import setup as _setup
 from agentloop.engine.definition import Definition
 from agentloop.engine.habits import Habits
 from agentloop.engine.instructions import Instructions, checked_system
+from agentloop.engine.provider_tools import agent_provider_tools, split_tools
 from agentloop.engine.toolsets import Toolsets
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Message, UserInput
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # the guardrails load only for an agent that has some, a run'
     from agentloop.guardrails import Guardrail
     from agentloop.hooks import Approver, Hook
     from agentloop.observers import Observer
+    from agentloop.provider_tools import ProviderTool
     from agentloop.store import Store  # the store, only for an agent given one
 
 __all__ = ["Agent"]
@@ -63,6 +65,7 @@ class AgentOptions(TypedDict, total=False):
     approver: Approver | None
     guardrails: Sequence[Guardrail]
     clock: Clock
+    provider_tools: Sequence[ProviderTool]
 
 
 class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
@@ -93,6 +96,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         session_id: str | None = None,
         history: Sequence[Message] | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        provider_tools: Sequence[ProviderTool] = (),
     ) -> None: ...
 
     @overload
@@ -113,6 +117,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         session_id: str | None = None,
         history: Sequence[Message] | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        provider_tools: Sequence[ProviderTool] = (),
     ) -> None: ...
 
     @hinting(peers.AGENT)
@@ -133,15 +138,18 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         session_id: str | None = None,
         history: Sequence[Message] | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        provider_tools: Sequence[ProviderTool] = (),
     ) -> None:
         config = _setup.checked_setup(client, config, approver)
         self.client = resolve_client(client)
         self.clock = clock
+        tools, inside = split_tools(tools)
         self.registry, toolsets = _setup.registry(tools)
         self._toolsets = Toolsets(toolsets, self.registry)
         self.system, self._prompt = checked_system(system, instructions)
         self.config = config
         self.output = _setup.output_type(output_type, self.registry)
+        self._provider_tools = agent_provider_tools(provider_tools, inside, self)
         self.store = store
         self.breakers = ToolBreakers(config.tool_breaker, clock.monotonic)
         self._hooks = tuple(hooks)
@@ -261,8 +269,6 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         """An unsaved session for one stateless run (``history=``) or one child call."""
         return _setup.new_session(self, self.clock.new_id(), None, history)
 
-    # -- the default session -------------------------------------------------------------------
-
     @property
     def default_session(self) -> Session[OutputT]:
         """The session ``run()``, ``history`` and ``runs`` act on."""
@@ -325,11 +331,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         return AgentTool(self._fresh, name=name, description=description, agent=self)
 
     def fork(self) -> Agent[OutputT]:
-        """A fresh agent with this one's client, tools, prompt, config and output type.
-
-        No history, no runs, no store; its own safety state and tool breakers. Observers and
-        hooks are shared. (The durable wrappers run each workflow on one.)
-        """
+        """A fresh agent of this definition (hooks shared): own safety state, no history, store."""
         twin = Agent(
             self.client,
             tools=self.registry,
@@ -343,9 +345,8 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         twin.output = self.output
         twin._guardrails = self._guardrails
         twin._toolsets = self._toolsets
+        twin._provider_tools = self._provider_tools
         return cast("Agent[OutputT]", twin)
-
-    # -- lifecycle ---------------------------------------------------------------------------
 
     async def aclose(self) -> None:
         """Release the client's connections and stop tool sources (MCP servers).
@@ -367,8 +368,6 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
             asyncio.run(self.aclose())
             return
         raise InvalidInput("close() was called inside a running event loop; await aclose()")
-
-    # -- running -----------------------------------------------------------------------------
 
     @hinting(peers.RUN)
     def run_sync(

@@ -54,6 +54,7 @@ from .anthropic_media import (
     media_violation,
     nested_breakpoints,
 )
+from .anthropic_server_tools import ServerBlocks
 
 DOCS = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
 CONSIDERATIONS = f"{DOCS}#important-considerations-when-using-extended-thinking"
@@ -315,6 +316,14 @@ class _Served:
                 block["id"] = f"toolu_twin_{number}_{k}"
             self.blocks.append(block)
 
+    def usage(self) -> dict[str, Any]:
+        usage: dict[str, Any] = {"input_tokens": 20, "output_tokens": 10}
+        searches = sum(b.get("name") == "web_search" for b in self.blocks
+                       if b["type"] == "server_tool_use")  # fmt: skip
+        if searches:
+            usage["server_tool_use"] = {"web_search_requests": searches}
+        return usage
+
     def json(self, model: str, ident: str) -> dict[str, Any]:
         content = []
         for block in self.blocks:
@@ -324,7 +333,7 @@ class _Served:
             content.append(block)
         return {"id": ident, "type": "message", "role": "assistant", "model": model,
                 "content": content, "stop_reason": self.reply.stop_reason, "stop_sequence": None,
-                "usage": {"input_tokens": 20, "output_tokens": 10}}  # fmt: skip
+                "usage": self.usage()}  # fmt: skip
 
     def events(self, model: str, ident: str) -> Iterator[bytes]:
         start = {**self.json(model, ident), "content": [], "stop_reason": None}
@@ -332,8 +341,8 @@ class _Served:
         for index, block in enumerate(self.blocks):
             yield from _block_events(index, block)
         delta = {"stop_reason": self.reply.stop_reason, "stop_sequence": None}
-        yield _sse("message_delta", {"type": "message_delta", "delta": delta,
-                                     "usage": {"output_tokens": 10}})  # fmt: skip
+        usage = {k: v for k, v in self.usage().items() if k != "input_tokens"}
+        yield _sse("message_delta", {"type": "message_delta", "delta": delta, "usage": usage})
         yield _sse("message_stop", {"type": "message_stop"})
 
 
@@ -347,9 +356,10 @@ def _block_events(index: int, block: Mapping[str, Any]) -> Iterator[bytes]:
         deltas.append({"type": "signature_delta", "signature": block["signature"]})
     elif kind == "text":
         head = {"type": "text", "text": ""}
-        deltas = [{"type": "text_delta", "text": p} for p in _pieces(block["text"])]
-    elif kind == "tool_use":
-        head = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+        deltas = [{"type": "citations_delta", "citation": c} for c in block.get("citations", ())]
+        deltas += [{"type": "text_delta", "text": p} for p in _pieces(block["text"])]
+    elif kind in ("tool_use", "server_tool_use"):
+        head = {"type": kind, "id": block["id"], "name": block["name"], "input": {}}
         raw = block["partial"] if "partial" in block else json.dumps(block["input"])
         deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(raw)]
     else:
@@ -424,6 +434,7 @@ class AnthropicTwin:
         self.issued = Issued()
         self.requests: list[dict[str, Any]] = []
         self.rejected: list[str] = []
+        self.server = ServerBlocks()
         self.url = ""
         self._runner: web.AppRunner | None = None
 
@@ -451,6 +462,7 @@ class AnthropicTwin:
             return _error(413, "request_too_large", REQUEST_TOO_LARGE, request_id)
         body = await request.json()
         problem = violation(body, self.issued)
+        problem = problem or self.server.violation(body, request.headers.get("anthropic-beta", ""))
         if problem is not None:
             self.rejected.append(problem)
             return _error(400, "invalid_request_error", problem, request_id)
@@ -473,6 +485,7 @@ class AnthropicTwin:
             chunks: Iterator[bytes] = iter([raw.encode()])
         else:
             served = _Served(reply, self.issued, number)
+            self.server.issue(served.blocks, reply.stop_reason)
             if not body.get("stream"):
                 return web.json_response(served.json(model, ident))
             chunks = served.events(model, ident)

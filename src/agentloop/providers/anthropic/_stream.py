@@ -13,6 +13,10 @@ path's), applied as blocks open, grow and close:
   block, which is kept with ``{INVALID_JSON_KEY: <raw>}`` so the engine can answer it with the
   cut-off soft text; an unsigned thinking block left open by a cut is dropped (it cannot be sent
   back; the cut itself is reported through ``stop_reason``).
+- Server tools (SPEC 24): a ``server_tool_use`` block's input grows by ``input_json_delta``
+  (no ``tool_call_delta``: the provider runs it); a ``*_tool_result`` block comes whole in its
+  start event; ``citations_delta`` adds to the open text block's citations. Each closes into
+  the part the JSON path makes of the same block.
 - ``stop_reason="refusal"`` raises ``ModelRefused`` at ``message_stop`` with the text streamed
   before it; an ``error`` event raises the ``ProviderError`` its type names.
 """
@@ -37,6 +41,7 @@ from agentloop.providers._wire import (
     opt_str,
     wrong,
 )
+from agentloop.providers.anthropic import _server_tools as server
 from agentloop.providers.anthropic._reply import (
     REFUSAL,
     TRUNCATION_REASONS,
@@ -61,6 +66,7 @@ class _Lane:
     name: str = ""
     signature: str = ""
     initial: Mapping[str, Any] | None = None
+    cites: list[Any] = field(default_factory=list)
 
 
 @dataclass
@@ -121,6 +127,10 @@ class AnthropicStreamState:
         if lane.kind == "redacted_thinking":
             lane.signature = opt_str(block.get("data"), "content_block.data") or ""
             return []
+        if server.is_server_block(lane.kind):
+            lane.initial = block
+            return []
+        lane.cites = list(block.get("citations") or ())
         text = opt_str(block.get("text"), "content_block.text")
         if lane.kind == "text" and text:
             return self._append(index, lane, {"type": "text_delta", "text": text})
@@ -140,6 +150,12 @@ class AnthropicStreamState:
             piece = opt_str(delta.get("text"), "delta.text") or ""
             lane.text += piece
             return [StreamEvent("text_delta", text=piece)] if piece else []
+        if kind == "citations_delta" and lane.kind == "text":
+            lane.cites.append(delta.get("citation"))
+            return []
+        if kind == "input_json_delta" and lane.kind == "server_tool_use":
+            lane.text += opt_str(delta.get("partial_json"), "delta.partial_json") or ""
+            return []
         if kind == "input_json_delta" and lane.kind == "tool_use":
             piece = opt_str(delta.get("partial_json"), "delta.partial_json") or ""
             lane.text += piece
@@ -164,7 +180,9 @@ class AnthropicStreamState:
         """Keep the part a finished block makes (``at_end``: finished by ``message_stop``)."""
         where = f"content block {index}"
         if lane.kind == "text":
-            if lane.text:
+            if lane.cites:
+                self._closed[index] = TextPart(lane.text, citations=server.citations(lane.cites))
+            elif lane.text:
                 self._closed[index] = TextPart(lane.text)
         elif lane.kind == "tool_use":
             self._closed[index] = self._call(lane)
@@ -173,6 +191,8 @@ class AnthropicStreamState:
                 self._closed[index] = thinking_part(lane.text, lane.signature, where)
         elif lane.kind == "redacted_thinking":
             self._closed[index] = redacted_part(lane.signature, where)
+        elif lane.initial is not None and server.is_server_block(lane.kind):
+            self._closed[index] = server.decode_server_block(_whole(lane))
         else:
             skipped(lane.kind)
 
@@ -231,6 +251,18 @@ class AnthropicStreamState:
             stop_reason=self.stop_reason,
             request_id=self.request_id,
         )
+
+
+def _whole(lane: _Lane) -> Mapping[str, Any]:
+    """A server block as the JSON reply would hold it: its streamed input parsed in place."""
+    block = lane.initial or {}
+    if lane.kind != "server_tool_use" or not lane.text.strip():
+        return block
+    try:
+        arguments = loads(lane.text, "server tool input")
+    except WireError:
+        arguments = {}
+    return {**block, "input": arguments if isinstance(arguments, dict) else {}}
 
 
 _HANDLERS = {

@@ -40,19 +40,32 @@ every HTTP failure), both as one JSON reply and as SSE. Wire rules it owns:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from typing import Any, TypeAlias
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from agentloop.errors import ConfigurationError, TranscriptError
-from agentloop.messages import Message, Part, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from agentloop.messages import (
+    Message,
+    Part,
+    ProviderToolCallPart,
+    ProviderToolResultPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
 from agentloop.providers._client import HttpClient, check_client, require_key
 from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
 from agentloop.providers.anthropic import _media as media
+from agentloop.providers.anthropic import _server_tools as server
 from agentloop.providers.anthropic._reply import error_from_body, invalid_reply, parse_response
 from agentloop.providers.anthropic._settings import check_payload, settings_fields
 from agentloop.providers.anthropic._stream import AnthropicStreamState
 from agentloop.providers.profiles import merge_body
+
+if TYPE_CHECKING:
+    from agentloop.provider_tools import ProviderTool
 
 __all__ = [
     "ANTHROPIC_VERSION",
@@ -86,6 +99,8 @@ def _encode_thinking(part: ThinkingPart) -> dict[str, Any] | None:
 
 def _encode_part(part: Part) -> dict[str, Any] | None:
     if isinstance(part, TextPart):
+        if part.citations:
+            return server.encode_text(part)
         return {"type": "text", "text": part.text} if part.text else None
     if isinstance(part, ToolCallPart):
         return {"type": "tool_use", "id": part.id, "name": part.name, "input": dict(part.arguments)}
@@ -98,6 +113,8 @@ def _encode_part(part: Part) -> dict[str, Any] | None:
         }
     if isinstance(part, ThinkingPart):
         return _encode_thinking(part)
+    if isinstance(part, ProviderToolCallPart | ProviderToolResultPart):
+        return server.encode_server_part(part)
     raise ConfigurationError(  # media parts never come here: MediaEncoder has them
         f"anthropic cannot send a {type(part).__name__}", field="messages"
     )
@@ -204,6 +221,8 @@ def _encode_tools(request: ModelRequest, cache: bool) -> list[dict[str, Any]]:
         {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
         for t in request.tools
     ]
+    if request.provider_tools:  # after the function tools: the server tools (SPEC 24)
+        tools.extend(server.encode_tools(request.provider_tools))
     if cache and tools:
         tools[-1] = _marked(tools[-1])
     return tools
@@ -228,7 +247,9 @@ def build_payload(
     system = _system_text(request, name)
     if system:
         payload["system"] = [_marked({"type": "text", "text": system})] if cache else system
-    if request.tools:
+    if request.provider_tools:
+        server.check_tools(request.provider_tools, name, functions=bool(request.tools))
+    if request.tools or request.provider_tools:
         payload["tools"] = _encode_tools(request, cache)
     payload.update(fields)
     if stream:
@@ -237,6 +258,12 @@ def build_payload(
         merge_body(payload, settings.extra_body)
     check_payload(payload, name)
     return payload
+
+
+def _own_betas(headers: Mapping[str, str] | None) -> list[str]:
+    """The ``anthropic-beta`` values the client was given (kept beside a request's own)."""
+    given = [v for k, v in (headers or {}).items() if k.lower() == "anthropic-beta"]
+    return [b.strip() for value in given for b in value.split(",") if b.strip()]
 
 
 class AnthropicClient(HttpClient):
@@ -279,6 +306,7 @@ class AnthropicClient(HttpClient):
             )
         self.max_tokens = max_tokens
         self.url = base_url.rstrip("/") + "/v1/messages"
+        self._betas = tuple(_own_betas(headers))
         sent = {"anthropic-version": ANTHROPIC_VERSION, **(headers or {}), "x-api-key": api_key}
         self._configure(
             model,
@@ -298,12 +326,24 @@ class AnthropicClient(HttpClient):
         """The media kinds the model takes (``"image"``, ``"document"``; never audio)."""
         return media.accepts(self._model)
 
+    def check_provider_tools(self, tools: Sequence[ProviderTool], functions: bool) -> None:
+        """``ConfigurationError`` for a provider tool this model cannot take (SPEC 24)."""
+        server.check_tools(tools, self._model, functions=functions)
+
     def _payload(self, request: ModelRequest, stream: bool) -> dict[str, Any]:
         return build_payload(request, model=self._model, max_tokens=self.max_tokens, stream=stream)
 
+    def _headers(self, request: ModelRequest) -> dict[str, str] | None:
+        """The beta headers a request's server tools need (None: the client's own headers)."""
+        needed = server.betas(request.provider_tools) if request.provider_tools else ()
+        if not needed:
+            return None
+        return {"anthropic-beta": ",".join((*self._betas, *needed))}
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send one request and parse the reply."""
-        reply = await self._transport.post_json(self.url, self._payload(request, False))
+        payload = self._payload(request, False)
+        reply = await self._transport.post_json(self.url, payload, headers=self._headers(request))
         with self._redacting():
             return parse_response(reply.data, request_id=reply.request_id, text=reply.text)
 
@@ -311,7 +351,8 @@ class AnthropicClient(HttpClient):
         """Stream one request; the last event is ``done`` (only after ``message_stop``)."""
         payload = self._payload(request, True)
         with self._redacting():
-            async with self._transport.stream_sse(self.url, payload) as sse:
+            headers = self._headers(request)
+            async with self._transport.stream_sse(self.url, payload, headers=headers) as sse:
                 state = AnthropicStreamState(request_id=sse.request_id)
                 async for event in sse:  # drained to the end so the connection is reused
                     for out in state.feed(event):

@@ -48,12 +48,17 @@ from agentloop.messages import (
     ImagePart,
     Message,
     Part,
+    ProviderToolCallPart,
+    ProviderToolResultPart,
     TextPart,
     ThinkingPart,
     ToolCallPart,
     ToolResultPart,
 )
 from agentloop.model import ModelRequest, ModelSettings
+from agentloop.provider_tools import ProviderTool
+from agentloop.providers._provider_tools import check
+from agentloop.providers.gemini import _builtin
 from agentloop.providers.gemini._media import ToolMedia, encode_media, refuse_kind, tool_media
 from agentloop.providers.profiles import ModelProfile, check_settings, merge_body, profile_for
 
@@ -101,6 +106,8 @@ def _encode_part(part: Part) -> dict[str, Any] | None:
         if part.signature:
             thought["thoughtSignature"] = part.signature
         return thought
+    if isinstance(part, ProviderToolCallPart | ProviderToolResultPart):
+        return _builtin.encode_part(part)
     if not isinstance(part, ToolResultPart):
         return encode_media(part)
     key = "error" if part.is_error else "result"
@@ -311,6 +318,29 @@ def _generation_config(settings: ModelSettings) -> dict[str, Any]:
     return config
 
 
+def check_tools(
+    tools: Sequence[ProviderTool],
+    model: str,
+    *,
+    functions: bool,
+    profile: ModelProfile | None = None,
+) -> None:
+    """``ConfigurationError`` for a built-in tool ``model`` cannot take (SPEC 24)."""
+    profile = profile or gemini_profile(model)
+    check(tools, _builtin.WIRE, model or "this Gemini model", profile, functions=functions)
+
+
+def _built_in_tools(
+    payload: dict[str, Any], request: ModelRequest, model: str, profile: ModelProfile
+) -> None:
+    """The built-in tools beside the function declarations (Gemini 3: with the invocation flag)."""
+    check_tools(request.provider_tools, model, functions=bool(request.tools), profile=profile)
+    payload.setdefault("tools", []).extend(_builtin.encode_tools(request.provider_tools))
+    if request.tools:
+        config = payload.setdefault("toolConfig", {})
+        config["includeServerSideToolInvocations"] = True
+
+
 def build_payload(request: ModelRequest, model: str = "") -> dict[str, Any]:
     """The ``generateContent`` request body for ``request`` to ``model``.
 
@@ -337,6 +367,8 @@ def build_payload(request: ModelRequest, model: str = "") -> dict[str, Any]:
         payload["tools"] = [{"functionDeclarations": declarations}]
     if request.settings.tool_choice is not None:
         payload["toolConfig"] = _tool_config(request.settings.tool_choice)
+    if request.provider_tools:
+        _built_in_tools(payload, request, name, profile)
     config = _generation_config(request.settings)
     if request.output is not None:  # native structured output (RunConfig.output_mode="native")
         config["responseMimeType"] = "application/json"
