@@ -167,6 +167,8 @@ LAYERS = {
     "clock": 2,
     "cancel": 2,
     "messages": 2,
+    "_provider_parts": 2,  # the provider tools' transcript parts, re-exported by messages
+    "provider_tools": 2,  # SPEC 24's declarations: WebSearch, CodeExecution, ...
     "media": 2,
     "model": 2,
     "pricing": 2,

@@ -56,7 +56,7 @@ logger = logging.getLogger("agentloop")
 class AgentOptions(TypedDict, total=False):
     """The keyword arguments ``Agent.resume`` passes on to ``Agent``."""
 
-    tools: Iterable[Tool | Toolset | Callable[..., Any]] | ToolRegistry
+    tools: Iterable[Tool | Toolset | ProviderTool | Callable[..., Any]] | ToolRegistry
     system: Instructions | None
     instructions: Instructions | None
     config: RunConfig | None
@@ -84,7 +84,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         client: ModelClient | str,
         *,
         output_type: None = None,
-        tools: Iterable[Tool | Toolset | Callable[..., Any]] | ToolRegistry = (),
+        tools: Iterable[Tool | Toolset | ProviderTool | Callable[..., Any]] | ToolRegistry = (),
         system: Instructions | None = None,
         instructions: Instructions | None = None,
         config: RunConfig | None = None,
@@ -105,7 +105,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         client: ModelClient | str,
         *,
         output_type: type[OutputT],
-        tools: Iterable[Tool | Toolset | Callable[..., Any]] | ToolRegistry = (),
+        tools: Iterable[Tool | Toolset | ProviderTool | Callable[..., Any]] | ToolRegistry = (),
         system: Instructions | None = None,
         instructions: Instructions | None = None,
         config: RunConfig | None = None,
@@ -126,7 +126,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         client: ModelClient | str,
         *,
         output_type: type[Any] | None = None,
-        tools: Iterable[Tool | Toolset | Callable[..., Any]] | ToolRegistry = (),
+        tools: Iterable[Tool | Toolset | ProviderTool | Callable[..., Any]] | ToolRegistry = (),
         system: Instructions | None = None,
         instructions: Instructions | None = None,
         config: RunConfig | None = None,

@@ -18,13 +18,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from agentloop import events as ev
+from agentloop._util.lazy import lazy_module
 from agentloop.messages import Message, ProviderToolCallPart, ProviderToolResultPart
 from agentloop.model import ModelResponse
 
 if TYPE_CHECKING:
+    from agentloop import events as ev
     from agentloop.engine.definition import Definition
     from agentloop.provider_tools import ProviderTool
+else:  # the event classes load when somebody first listens
+    ev = lazy_module("agentloop.events")
 
 __all__ = [
     "PAUSE_TURN",
