@@ -647,3 +647,18 @@ async def test_the_gemini_twin_enforces_the_built_in_rules() -> None:
             await client.complete(ModelRequest(messages=history, provider_tools=[CodeExecution()]))
         await client.aclose()
     assert gemini_builtin.WITH_FUNCTIONS_2X.startswith("Tool use")
+
+
+def test_provider_tool_calls_are_priced_per_call() -> None:
+    from agentloop.pricing import PROVIDER_TOOL_PRICES, Price, estimate_cost
+
+    usage = Usage(1_000_000, 0, provider_tool_calls={"web_search": 3})
+    own = {"claude-x": Price(1.0, 0.0, per_call={"web_search": 0.02})}
+    assert estimate_cost(usage, "claude-x", prices=own) == pytest.approx(1.06)
+    listed = {"claude-x": Price(1.0, 0.0)}
+    each = PROVIDER_TOOL_PRICES["anthropic"]["web_search"]
+    assert estimate_cost(usage, "claude-x", prices=listed) == pytest.approx(1.0 + 3 * each)
+    unpriced = Usage(1, 0, provider_tool_calls={"code_execution": 1})  # billed by the hour
+    assert estimate_cost(unpriced, "claude-x", provider="anthropic", prices=listed) is None
+    with pytest.raises(ConfigurationError):
+        Price(1.0, 1.0, per_call={"web_search": -1})
