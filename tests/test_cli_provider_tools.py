@@ -36,7 +36,7 @@ def searched() -> ModelResponse:
         ProviderToolCallPart("s1", "web_search", {"query": "agent loops"}, provider="anthropic"),
         ProviderToolResultPart(
             "s1", "web_search", [{"url": "https://a.example/loops"}], provider="anthropic"
-        ),  # fmt: skip
+        ),
         ProviderToolCallPart("s2", "web_search", {"query": "more"}, provider="anthropic"),
         ProviderToolResultPart(
             "s2",
@@ -45,7 +45,7 @@ def searched() -> ModelResponse:
             provider="anthropic",
             is_error=True,
             error_code="max_uses_exceeded",
-        ),  # fmt: skip
+        ),
         TextPart("It loops.", citations=(CITED,)),
     )
     usage = Usage(10, 5, provider_tool_calls={"web_search": 2})
