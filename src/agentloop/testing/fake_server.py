@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any, Self
 from agentloop._util.aio import AsyncClosing
 from agentloop._util.slots import record
 from agentloop.testing import fake_wire as wire
+from agentloop.testing.fake_ledger import Ledger
 from agentloop.testing.fake_script import load_fake_script
 from agentloop.testing.fake_steps import FakeReply, FakeToolCall, Fault, Step
 
@@ -106,6 +107,7 @@ class FakeProviderServer(AsyncClosing):
         self._port = port
         self.received: list[RecordedRequest] = []
         self._ids = itertools.count(1)
+        self._ledger = Ledger()  # the server tool blocks handed out (SPEC 24)
         self._runner: web.AppRunner | None = None
         self._closing = asyncio.Event()
 
@@ -244,12 +246,16 @@ class FakeProviderServer(AsyncClosing):
         rejection = self._rejection(wire_name == "anthropic", body)
         if rejection is not None:
             return _json(404, rejection, headers)
+        changed = self._ledger.check(wire_name, body)
+        if changed is not None:
+            return _json(changed[0], changed[1], headers)
         step = self._next_step(body)
         await self._pause(step.delay)
         model = self.model if self.models is None else str(body.get("model"))
         stream = bool(body.get("stream"))
         exchange = _Exchange(request, stream, number, headers, model, wire.FORMATS[wire_name])
         if isinstance(step, FakeReply):
+            self._ledger.issue(wire_name, step, f"{exchange.form.id_prefix}{number}")
             return await self._reply(exchange, step)
         if step.kind in ("status", "redirect"):
             payload = step.body if step.body is not None else wire.openai_error("fault", "fault")
