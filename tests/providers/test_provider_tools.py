@@ -662,3 +662,21 @@ def test_provider_tool_calls_are_priced_per_call() -> None:
     assert estimate_cost(unpriced, "claude-x", provider="anthropic", prices=listed) is None
     with pytest.raises(ConfigurationError):
         Price(1.0, 1.0, per_call={"web_search": -1})
+
+
+def test_the_docs_page_prints_what_it_says(tmp_path: Any) -> None:
+    """Every example of docs/provider-tools.md prints the text block that follows it."""
+    import os
+    import re
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[2] / "docs" / "provider-tools.md"
+    pairs = re.findall(r"```python\n(.*?)```\n\n```text\n(.*?)```", page.read_text(), re.DOTALL)
+    assert len(pairs) == 4
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    for source, expected in pairs:
+        done = subprocess.run([sys.executable, "-c", source], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == expected
