@@ -29,7 +29,14 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from agentloop._util.numbers import is_finite
 from agentloop.errors import ConfigurationError
 from agentloop.media import AudioPart, DocumentPart, ImagePart, media_tokens
-from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from agentloop.messages import (
+    Message,
+    ProviderToolCallPart,
+    ProviderToolResultPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 from agentloop.model import ToolSpec
 
 __all__ = [
@@ -88,6 +95,15 @@ def message_text_pieces(message: Message) -> Iterable[str]:
             yield part.call_id
             yield part.name
             yield part.content
+        elif isinstance(part, ProviderToolCallPart | ProviderToolResultPart):
+            yield _provider_json(part)
+
+
+def _provider_json(part: ProviderToolCallPart | ProviderToolResultPart) -> str:
+    """What a provider tool part sends back (its raw block; SPEC 24), as JSON text."""
+    if part.raw is not None:
+        return _COMPACT(dict(part.raw))
+    return _COMPACT({"content": part.content} if isinstance(part, ProviderToolResultPart) else {})
 
 
 def message_chars(message: Message) -> int:
@@ -100,6 +116,8 @@ def message_chars(message: Message) -> int:
             chars += len(part.id) + len(part.name) + len(arguments_json(part.arguments))
         elif isinstance(part, ToolResultPart):
             chars += len(part.call_id) + len(part.name) + len(part.content)
+        elif isinstance(part, ProviderToolCallPart | ProviderToolResultPart):
+            chars += len(_provider_json(part))
     return chars
 
 

@@ -680,3 +680,15 @@ def test_the_docs_page_prints_what_it_says(tmp_path: Any) -> None:
                               capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert done.stdout == expected
+
+
+def test_server_blocks_count_toward_the_context() -> None:
+    from agentloop.tokens import message_chars
+
+    raw = {
+        "type": "web_search_tool_result",
+        "tool_use_id": "s1",
+        "content": [{"encrypted_content": "E" * 400}],
+    }  # noqa: E501
+    result = ProviderToolResultPart("s1", "web_search", [], provider="anthropic", raw=raw)
+    assert message_chars(Message("assistant", (result, TextPart("hi")))) > 400
