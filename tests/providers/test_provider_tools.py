@@ -689,6 +689,6 @@ def test_server_blocks_count_toward_the_context() -> None:
         "type": "web_search_tool_result",
         "tool_use_id": "s1",
         "content": [{"encrypted_content": "E" * 400}],
-    }  # noqa: E501
+    }
     result = ProviderToolResultPart("s1", "web_search", [], provider="anthropic", raw=raw)
     assert message_chars(Message("assistant", (result, TextPart("hi")))) > 400
