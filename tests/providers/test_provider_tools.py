@@ -29,7 +29,7 @@ from agentloop.messages import (
     ToolResultPart,
     Usage,
 )
-from agentloop.model import ModelRequest, ModelSettings, ToolSpec
+from agentloop.model import ModelRequest, ModelResponse, ModelSettings, ToolSpec
 from agentloop.observers import Observer
 from agentloop.provider_tools import (
     CodeExecution,
@@ -692,3 +692,56 @@ def test_server_blocks_count_toward_the_context() -> None:
     }
     result = ProviderToolResultPart("s1", "web_search", [], provider="anthropic", raw=raw)
     assert message_chars(Message("assistant", (result, TextPart("hi")))) > 400
+
+
+def test_more_wire_forms_and_refusals() -> None:
+    location = UserLocation(country="GB", city="Leeds")
+    request = ModelRequest(
+        messages=[Message.user("x")], provider_tools=[WebSearch(user_location=location)]
+    )
+    assert encode_request(request, "gpt-5")["tools"] == [
+        {
+            "type": "web_search",
+            "user_location": {"type": "approximate", "city": "Leeds", "country": "GB"},
+        }
+    ]
+    fetch = ModelRequest(messages=[Message.user("x")], provider_tools=[WebFetch()])
+    assert gemini_payload(fetch, "gemini-3-flash")["tools"] == [{"url_context": {}}]
+    ollama = build_client(Settings(provider="ollama", model="llama3.2"))
+    with pytest.raises(ConfigurationError, match="ollama has no provider tools"):
+        Agent(ollama, provider_tools=[WebSearch()])
+
+
+def test_a_failed_code_run_on_gemini_is_soft() -> None:
+    from agentloop.providers.gemini.client import parse_response
+
+    failed = {"codeExecutionResult": {"outcome": "OUTCOME_FAILED", "output": "ZeroDivisionError"}}
+    parts = [CODE, failed, {"text": "Oops."}]
+    body = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}]}
+    call, result, _ = parse_response(body).message.parts
+    assert isinstance(result, ProviderToolResultPart) and result.is_error
+    assert result.error_code == "OUTCOME_FAILED" and isinstance(call, ProviderToolCallPart)
+    assert result.call_id == call.id
+
+
+def test_budget_tool_calls_and_hooks_see_function_calls_only() -> None:
+    import pickle
+
+    from agentloop.safety import Budget
+
+    searches = [
+        p for i in range(5) for p in (
+            ProviderToolCallPart(f"s{i}", "web_search", {"query": str(i)}, provider="anthropic"),
+            ProviderToolResultPart(f"s{i}", "web_search", [], provider="anthropic"),
+        )
+    ]  # fmt: skip
+    many = ModelResponse(
+        Message("assistant", (*searches, TextPart("done"))),
+        usage=Usage(1, 1, provider_tool_calls={"web_search": 5}),
+        stop_reason="end_turn",
+    )  # fmt: skip
+    agent = Agent(ScriptedModel([many]), provider_tools=[WebSearch()],
+                  config=RunConfig(budget=Budget(tool_calls=1)))  # fmt: skip
+    run = agent.run_sync("search a lot")
+    assert run.output == "done" and run.usage.provider_tool_calls == {"web_search": 5}
+    assert pickle.loads(pickle.dumps(run.conversation[-1])) == run.conversation[-1]
