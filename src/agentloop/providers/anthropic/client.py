@@ -32,6 +32,11 @@ every HTTP failure), both as one JSON reply and as SSE. Wire rules it owns:
   beyond the four, an image over 5 MiB of base64, media from the assistant, a kind the
   profile lacks) is a ``ConfigurationError`` naming the part and the model before sending.
   ``AnthropicClient.accepts_media`` tells the engine which kinds a tool may return.
+- Server tools (SPEC 24, ``_server_tools``): ``ModelRequest.provider_tools`` become versioned
+  ``tools`` entries after the function tools, with the beta headers they need (merged with the
+  client's own ``anthropic-beta``; none for web search, so a request without them is unchanged);
+  what the model lacks is a ``ConfigurationError`` before sending. Their ``server_tool_use`` and
+  ``*_tool_result`` blocks, and cited text blocks, go back exactly as received, in place.
 - ``Usage.input_tokens`` includes cache reads and writes (the prompt's real size);
   ``cache_read_input_tokens`` and ``cache_creation_input_tokens`` are kept as
   ``cache_read_tokens`` and ``cache_write_tokens``. Thinking is billed inside ``output_tokens``

@@ -52,6 +52,8 @@ Request mapping:
   soft error.
 - With ``ModelSettings.cache`` and a session, api.openai.com also gets ``prompt_cache_key``
   (``openai.prompt_cache_key``).
+- Hosted tools (SPEC 24, ``_hosted``): ``web_search``, ``code_interpreter`` and ``file_search``
+  after the function tools; their ``*_call`` items are kept raw and sent back in place.
 
 The request is encoded in ``_responses_request``; what a reply becomes, errors included, is in
 ``_responses_reply``.
