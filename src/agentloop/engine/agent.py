@@ -331,7 +331,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         return AgentTool(self._fresh, name=name, description=description, agent=self)
 
     def fork(self) -> Agent[OutputT]:
-        """A fresh agent of this definition (hooks shared): own safety state, no history, store."""
+        """A fresh agent of this definition: its own safety state, no history, runs or store."""
         twin = Agent(
             self.client,
             tools=self.registry,

@@ -74,9 +74,9 @@ class Definition(Generic[OutputT]):
     _closer: weakref.finalize[Any, Any] | None
     _sync_thread: int | None
     _last_offer: Offer
+    """The offer the last run made, reused while its specs are the same objects."""
     _provider_tools: tuple[ProviderTool, ...] = ()
     """Tools the provider runs itself (SPEC 24), offered on every request."""
-    """The offer the last run made, reused while its specs are the same objects."""
 
     # -- what a run reads ----------------------------------------------------------------------
 
