@@ -15,7 +15,7 @@ text block. ``raw`` and a result's ``content`` take no part in ``hash`` (they ar
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import field
 from typing import Any
 
@@ -23,12 +23,45 @@ from agentloop._util.slots import record
 from agentloop.errors import InvalidInput
 
 __all__ = [
+    "NO_CALLS",
     "Citation",
     "ProviderToolCallPart",
     "ProviderToolResultPart",
     "citations_from",
     "provider_part_from_dict",
 ]
+
+
+class _NoCalls(Mapping[str, int]):
+    """The empty ``Usage.provider_tool_calls``: one shared, immutable, hashable value.
+
+    A default every ``Usage`` shares costs nothing to build (a ``default_factory`` dict would
+    cost each of the engine's many ``Usage`` values a new dict).
+    """
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> int:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Mapping) and not other
+
+    def __repr__(self) -> str:
+        return "{}"
+
+
+NO_CALLS: Mapping[str, int] = _NoCalls()
+"""No provider tool calls (the default of ``Usage.provider_tool_calls``)."""
 
 
 def _opt(data: Mapping[str, Any], key: str, kind: type) -> Any:

@@ -11,6 +11,7 @@ from dataclasses import field
 from typing import Any, Literal, TypeAlias
 
 from agentloop._provider_parts import (
+    NO_CALLS,
     Citation,
     ProviderToolCallPart,
     ProviderToolResultPart,
@@ -423,7 +424,7 @@ class Usage:
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
     """The part of ``output_tokens`` the model spent reasoning (0 when unknown)."""
-    provider_tool_calls: Mapping[str, int] = field(default_factory=dict, kw_only=True, hash=False)
+    provider_tool_calls: Mapping[str, int] = field(default=NO_CALLS, kw_only=True, hash=False)
     """Calls of the provider's own tools by kind (``{"web_search": 2}``, SPEC 24)."""
 
     @property
@@ -443,7 +444,9 @@ class Usage:
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
             self.reasoning_tokens + other.reasoning_tokens,
-            provider_tool_calls=_counted(self.provider_tool_calls, other.provider_tool_calls, 1),
+            provider_tool_calls=_counted(self.provider_tool_calls, other.provider_tool_calls, 1)
+            if other.provider_tool_calls
+            else self.provider_tool_calls,
         )
 
     def __sub__(self, other: Usage) -> Usage:
