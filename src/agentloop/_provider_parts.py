@@ -28,6 +28,7 @@ __all__ = [
     "ProviderToolCallPart",
     "ProviderToolResultPart",
     "citations_from",
+    "counted_calls",
     "provider_part_from_dict",
 ]
 
@@ -200,3 +201,15 @@ def provider_part_from_dict(
         is_error=bool(data.get("is_error", False)),
         error_code=_opt(data, "error_code", str),
     )
+
+
+def counted_calls(
+    mine: Mapping[str, int], theirs: Mapping[str, int], sign: int
+) -> Mapping[str, int]:
+    """Two ``provider_tool_calls`` counts added (``sign`` 1) or subtracted (-1)."""
+    if not theirs:
+        return mine
+    total = dict(mine)
+    for kind, count in theirs.items():
+        total[kind] = total.get(kind, 0) + sign * count
+    return {k: v for k, v in total.items() if v}

@@ -16,6 +16,7 @@ from agentloop._provider_parts import (
     ProviderToolCallPart,
     ProviderToolResultPart,
     citations_from,
+    counted_calls,
     provider_part_from_dict,
 )
 from agentloop._util.depth import cut_deep, too_deep
@@ -444,7 +445,9 @@ class Usage:
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
             self.reasoning_tokens + other.reasoning_tokens,
-            provider_tool_calls=_counted(self.provider_tool_calls, other.provider_tool_calls, 1)
+            provider_tool_calls=counted_calls(
+                self.provider_tool_calls, other.provider_tool_calls, 1
+            )
             if other.provider_tool_calls
             else self.provider_tool_calls,
         )
@@ -456,7 +459,9 @@ class Usage:
             self.cache_read_tokens - other.cache_read_tokens,
             self.cache_write_tokens - other.cache_write_tokens,
             self.reasoning_tokens - other.reasoning_tokens,
-            provider_tool_calls=_counted(self.provider_tool_calls, other.provider_tool_calls, -1),
+            provider_tool_calls=counted_calls(
+                self.provider_tool_calls, other.provider_tool_calls, -1
+            ),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -488,13 +493,3 @@ class Usage:
                 str(k): int(v) for k, v in (data.get("provider_tool_calls") or {}).items()
             },
         )
-
-
-def _counted(mine: Mapping[str, int], theirs: Mapping[str, int], sign: int) -> Mapping[str, int]:
-    """Two ``provider_tool_calls`` counts added (``sign`` 1) or subtracted (-1)."""
-    if not theirs:
-        return mine
-    total = dict(mine)
-    for kind, count in theirs.items():
-        total[kind] = total.get(kind, 0) + sign * count
-    return {k: v for k, v in total.items() if v}
