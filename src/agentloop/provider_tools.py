@@ -279,8 +279,10 @@ def check_client(client: object, tools: Sequence[ProviderTool], *, functions: bo
         current = getattr(current, "inner", None)
         if current is None:
             break
+    kinds = ", ".join(t.kind for t in tools)
+    named = f"{getattr(client, 'provider', '?')} ({getattr(client, 'model', '?')})"
     raise _bad(
-        f"{type(client).__name__} cannot take provider tools ({', '.join(t.kind for t in tools)}):"
-        " it has no check_provider_tools(tools, functions); use a provider client "
-        "(anthropic, openai with api='responses', gemini) or give yours that method"
+        f"{named} cannot take provider tools ({kinds}): {type(client).__name__} has no "
+        "check_provider_tools(tools, functions); use a provider client (anthropic, openai with "
+        "api='responses', gemini) or give yours that method"
     )

@@ -745,3 +745,14 @@ def test_budget_tool_calls_and_hooks_see_function_calls_only() -> None:
     run = agent.run_sync("search a lot")
     assert run.output == "done" and run.usage.provider_tool_calls == {"web_search": 5}
     assert pickle.loads(pickle.dumps(run.conversation[-1])) == run.conversation[-1]
+
+
+def test_a_wire_without_provider_tools_refuses_them_by_name() -> None:
+    from agentloop.providers._provider_tools import refuse_all
+
+    with pytest.raises(
+        ConfigurationError,
+        match=r"WebSearch \(web_search\) is not available on bedrock \(Converse\) for m1: use",
+    ):  # noqa: E501
+        refuse_all([WebSearch()], "bedrock (Converse)", "m1", "use anthropic or vertex")
+    refuse_all([], "bedrock (Converse)", "m1", "")  # nothing declared: nothing to refuse

@@ -18,7 +18,7 @@ from agentloop.errors import ConfigurationError
 from agentloop.provider_tools import ProviderTool, options_of
 from agentloop.providers.profiles import ModelProfile
 
-__all__ = ["Wire", "check", "refuse"]
+__all__ = ["Wire", "check", "refuse", "refuse_all"]
 
 _FIELD = "provider_tools"
 _CLASS = {
@@ -46,6 +46,12 @@ class Wire:
 def refuse(message: str) -> ConfigurationError:
     """The ``ConfigurationError`` of a provider tool that cannot be sent."""
     return ConfigurationError(message, field=_FIELD)
+
+
+def refuse_all(tools: Sequence[ProviderTool], label: str, model: str, fix: str) -> None:
+    """For a wire without provider tools (Bedrock Converse, ...): the first one is refused."""
+    if tools:
+        check(tools, Wire(label, {}, fix), model, ModelProfile(label), functions=False)
 
 
 def check(
