@@ -753,6 +753,6 @@ def test_a_wire_without_provider_tools_refuses_them_by_name() -> None:
     with pytest.raises(
         ConfigurationError,
         match=r"WebSearch \(web_search\) is not available on bedrock \(Converse\) for m1: use",
-    ):  # noqa: E501
+    ):
         refuse_all([WebSearch()], "bedrock (Converse)", "m1", "use anthropic or vertex")
     refuse_all([], "bedrock (Converse)", "m1", "")  # nothing declared: nothing to refuse
