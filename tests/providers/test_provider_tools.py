@@ -756,3 +756,23 @@ def test_a_wire_without_provider_tools_refuses_them_by_name() -> None:
     ):
         refuse_all([WebSearch()], "bedrock (Converse)", "m1", "use anthropic or vertex")
     refuse_all([], "bedrock (Converse)", "m1", "")  # nothing declared: nothing to refuse
+
+
+async def test_a_forged_citation_is_refused_by_the_twin() -> None:
+    from agentloop.messages import Citation
+
+    async with AnthropicTwin([_search_turn(1)]) as server:
+        client = anthropic(server.url)
+        reply = await client.complete(
+            ModelRequest(messages=[Message.user("x")], provider_tools=[WebSearch()])
+        )
+        text = reply.message.parts[2]
+        assert isinstance(text, TextPart) and text.citations[0].raw is not None
+        raw = {**text.citations[0].raw, "encrypted_index": "forged"}
+        forged = TextPart(text.text, citations=(Citation(text.citations[0].url, raw=raw),))
+        parts = (*reply.message.parts[:2], forged, *reply.message.parts[3:])
+        results = Message.tool_results([ToolResultPart(reply.tool_calls[0].id, "look", "ok")])
+        history = [Message.user("x"), Message("assistant", parts), results]
+        with pytest.raises(BadRequestError, match="encrypted_index"):
+            await client.complete(ModelRequest(messages=history, provider_tools=[WebSearch()]))
+        await client.aclose()

@@ -10,6 +10,7 @@ Rules enforced, each with the API's error shape (400 ``invalid_request_error``):
 
 - A server tool block sent back must be one the twin served, byte for byte (``cache_control``
   aside): an altered ``encrypted_content``/``encrypted_index`` or input is refused.
+- A citation sent back on a text block is one the twin served (its ``encrypted_index``).
 - The server blocks of one served reply go back together, in their order, in one assistant
   message: a ``server_tool_use`` whose result vanished is refused (the API's wording for it).
 
@@ -37,6 +38,7 @@ VANISHED = (
     "corresponding `{name}_tool_result` block"
 )  # approximated from the API's tool_use/tool_result wording
 ALTERED = "messages.{i}.content.{j}: Invalid `encrypted_content` in `{kind}` block"
+BAD_CITATION = "messages.{i}.content.{j}.citations.{k}: Invalid `encrypted_index`"  # approximated
 UNKNOWN_ID = "messages.{i}.content.{j}: unexpected `tool_use_id` found in `{kind}` blocks: {id}"
 BOTH_FILTERS = "tools.{k}: cannot specify both allowed_domains and blocked_domains"
 BAD_NAME = "tools.{k}.name: Input should be '{name}'"
@@ -102,6 +104,7 @@ class ServerBlocks:
     """What the twin served: every server block by key, and each reply's blocks in order."""
 
     served: dict[str, dict[str, Any]] = field(default_factory=dict)
+    citations: list[dict[str, Any]] = field(default_factory=list)
     replies: list[list[str]] = field(default_factory=list)
     paused: list[dict[str, Any]] | None = None
     """The content of the last reply when it was a ``pause_turn``."""
@@ -111,6 +114,7 @@ class ServerBlocks:
         for block in blocks:
             if is_server(block):
                 self.served[_key(block)] = dict(block)
+            self.citations += [dict(c) for c in block.get("citations") or ()]
         if keys:
             self.replies.append(keys)
         self.paused = [dict(b) for b in blocks] if stop_reason == "pause_turn" else None
@@ -132,6 +136,9 @@ class ServerBlocks:
     def _message(self, i: int, content: list[Mapping[str, Any]]) -> str | None:
         keys = []
         for j, block in enumerate(content):
+            for k, citation in enumerate(block.get("citations") or ()):
+                if citation not in self.citations:
+                    return BAD_CITATION.format(i=i, j=j, k=k)
             if not is_server(block):
                 continue
             served = self.served.get(_key(block))
