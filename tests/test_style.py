@@ -168,6 +168,8 @@ LAYERS = {
     "cancel": 2,
     "messages": 2,
     "_tool_parts": 2,  # ToolSpec and ToolChangePart, below messages and model (SPEC 28)
+    "_provider_parts": 2,  # the provider tools' transcript parts, re-exported by messages
+    "provider_tools": 2,  # SPEC 24's declarations: WebSearch, CodeExecution, ...
     "media": 2,
     "model": 2,
     "pricing": 2,

@@ -17,7 +17,12 @@ from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from agentloop._util.slots import record
-from agentloop.messages import ToolCallPart, ToolResultPart
+from agentloop.messages import (
+    ProviderToolCallPart,
+    ProviderToolResultPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 from agentloop.model import ModelResponse
 
 if TYPE_CHECKING:
@@ -40,6 +45,8 @@ __all__ = [
     "ModelResponded",
     "ModelSwitched",
     "PartialOutput",
+    "ProviderToolCalled",
+    "ProviderToolReturned",
     "RetryScheduled",
     "RunFinished",
     "RunPaused",
@@ -130,6 +137,20 @@ class ModelResponded(Event):
     """The model's complete reply for this turn."""
 
     response: ModelResponse
+
+
+@record
+class ProviderToolCalled(Event):
+    """The provider ran one of its own tools (SPEC 24); before the reply's ``ModelResponded``."""
+
+    call: ProviderToolCallPart
+
+
+@record
+class ProviderToolReturned(Event):
+    """A provider tool's result (``result.is_error``: its own failure, soft); once per result."""
+
+    result: ProviderToolResultPart
 
 
 @record

@@ -10,6 +10,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import field
 from typing import Any, Literal, TypeAlias
 
+from agentloop._provider_parts import (
+    NO_CALLS,
+    Citation,
+    ProviderPart,
+    ProviderToolCallPart,
+    ProviderToolResultPart,
+    citations_from,
+    counted_calls,
+    provider_part_from_dict,
+)
 from agentloop._tool_parts import ToolChangePart
 from agentloop._util.depth import MAX_ARGUMENT_DEPTH, _cut, _too_deep
 from agentloop._util.slots import record
@@ -19,12 +29,15 @@ from agentloop.media import AudioPart, DocumentPart, ImagePart, MediaPart, media
 __all__ = [
     "MAX_ARGUMENT_DEPTH",
     "AudioPart",
+    "Citation",
     "DocumentPart",
     "ImagePart",
     "MediaPart",
     "Message",
     "Part",
     "ProviderPart",
+    "ProviderToolCallPart",
+    "ProviderToolResultPart",
     "Role",
     "TextPart",
     "ThinkingPart",
@@ -42,12 +55,16 @@ _ROLES = ("system", "user", "assistant", "tool")
 
 @record
 class TextPart:
-    """Plain text."""
+    """Plain text; ``citations``: where its words came from (a provider's web search, SPEC 24)."""
 
     text: str
+    citations: tuple[Citation, ...] = field(default=(), kw_only=True)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-data form."""
+        """Plain-data form (``citations`` only when there are some)."""
+        if self.citations:
+            cited = [c.to_dict() for c in self.citations]
+            return {"type": "text", "text": self.text, "citations": cited}
         return {"type": "text", "text": self.text}
 
 
@@ -154,37 +171,13 @@ class ThinkingPart:
         return data
 
 
-@record
-class ProviderPart:
-    """A block only its provider reads, kept in place and sent back to it unchanged (SPEC 28).
-
-    Anthropic's server-side ``compaction`` block is one: ``kind`` is the block's type and
-    ``data`` the block as it came. Every other adapter leaves it out.
-    """
-
-    provider: str
-    kind: str
-    data: Mapping[str, Any]
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-data form."""
-        return {"type": "provider", "provider": self.provider, "kind": self.kind,
-                "data": dict(self.data)}  # fmt: skip
-
-
 Part: TypeAlias = (
-    TextPart
-    | ThinkingPart
-    | ToolCallPart
-    | ToolResultPart
-    | ImagePart
-    | DocumentPart
-    | AudioPart
-    | ToolChangePart
-    | ProviderPart
-)
-"""Every kind of message part: text, reasoning, tool calls and results, media (SPEC 16), and a
-system entry's tool change and a provider's own block (SPEC 28)."""
+    TextPart | ThinkingPart | ToolCallPart | ToolResultPart | ImagePart | DocumentPart | AudioPart
+    | ProviderToolCallPart | ProviderToolResultPart | ToolChangePart | ProviderPart
+)  # fmt: skip
+"""Every kind of message part: text, reasoning, tool calls and results, media (SPEC 16), the
+provider's own tool calls and results (SPEC 24), a system entry's tool change and a provider's
+own block (SPEC 28)."""
 
 
 def _media_list(items: Iterable[Any]) -> Iterable[MediaPart]:
@@ -207,7 +200,8 @@ def _opt_str(data: Mapping[str, Any], key: str) -> str | None:
 def _part_from_dict(data: Mapping[str, Any]) -> Part:
     kind = data.get("type")
     if kind == "text":
-        return TextPart(str(data["text"]))
+        cited = data.get("citations")
+        return TextPart(str(data["text"]), citations=citations_from(cited) if cited else ())
     if kind == "tool_call":
         return ToolCallPart(str(data["id"]), str(data["name"]), dict(data.get("arguments") or {}))
     if kind == "thinking":
@@ -231,6 +225,8 @@ def _part_from_dict(data: Mapping[str, Any]) -> Part:
         return ToolChangePart.from_dict(data)
     if kind == "provider":
         return ProviderPart(str(data["provider"]), str(data["kind"]), dict(data["data"]))
+    if kind in ("provider_tool_call", "provider_tool_result"):
+        return provider_part_from_dict(data)
     media = media_from_dict(data)
     if media is not None:
         return media
@@ -429,6 +425,8 @@ class Usage:
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
     """The part of ``output_tokens`` the model spent reasoning (0 when unknown)."""
+    provider_tool_calls: Mapping[str, int] = field(default=NO_CALLS, kw_only=True, hash=False)
+    """Calls of the provider's own tools by kind (``{"web_search": 2}``, SPEC 24)."""
 
     @property
     def total_tokens(self) -> int:
@@ -447,6 +445,11 @@ class Usage:
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
             self.reasoning_tokens + other.reasoning_tokens,
+            provider_tool_calls=counted_calls(
+                self.provider_tool_calls, other.provider_tool_calls, 1
+            )
+            if other.provider_tool_calls
+            else self.provider_tool_calls,
         )
 
     def __sub__(self, other: Usage) -> Usage:
@@ -456,17 +459,25 @@ class Usage:
             self.cache_read_tokens - other.cache_read_tokens,
             self.cache_write_tokens - other.cache_write_tokens,
             self.reasoning_tokens - other.reasoning_tokens,
+            provider_tool_calls=counted_calls(
+                self.provider_tool_calls, other.provider_tool_calls, -1
+            ),
         )
 
-    def to_dict(self) -> dict[str, int]:
+    def to_dict(self) -> dict[str, Any]:
         """Plain-data form; the cache counts appear only when non-zero (older rows lack them)."""
-        data = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        data: dict[str, Any] = {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+        }
         if self.cache_read_tokens:
             data["cache_read_tokens"] = self.cache_read_tokens
         if self.cache_write_tokens:
             data["cache_write_tokens"] = self.cache_write_tokens
         if self.reasoning_tokens:
             data["reasoning_tokens"] = self.reasoning_tokens
+        if self.provider_tool_calls:
+            data["provider_tool_calls"] = dict(self.provider_tool_calls)
         return data
 
     @classmethod
@@ -478,4 +489,7 @@ class Usage:
             int(data.get("cache_read_tokens", 0)),
             int(data.get("cache_write_tokens", 0)),
             int(data.get("reasoning_tokens", 0)),
+            provider_tool_calls={
+                str(k): int(v) for k, v in (data.get("provider_tool_calls") or {}).items()
+            },
         )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import field, replace
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from agentloop._tool_parts import ToolSpec, apply_changes
 from agentloop._util.aio import AsyncClosing
@@ -16,6 +16,9 @@ from agentloop._util.peers import hint_init
 from agentloop._util.slots import record
 from agentloop.errors import ConfigurationError
 from agentloop.messages import Message, ToolCallPart, ToolChangePart, Usage
+
+if TYPE_CHECKING:  # declarations load only for an agent that has some
+    from agentloop.provider_tools import ProviderTool
 
 __all__ = [
     "INVALID_JSON_KEY",
@@ -209,6 +212,9 @@ class ModelRequest:
     compact_at: int | None = None
     """Ask the provider to compact the conversation on its side past this many input tokens
     (SPEC 28, ``RunConfig(compaction="auto")`` on a model whose profile has it); None: never."""
+    provider_tools: Sequence[ProviderTool] = ()
+    """Tools the provider runs itself (SPEC 24: ``WebSearch``...); each adapter writes its own
+    form, or raises ``ConfigurationError`` before sending where the provider or model lacks one."""
 
 
 class ClientEvents(Protocol):

@@ -10,11 +10,16 @@ A model the table does not know (or any model, without the package) has no price
 is None, never 0. ``Price`` is the hand-written alternative for such a model (``Budget.prices``
 and ``estimate_cost(prices=...)`` take a mapping of them); a ``Price`` given for a model wins
 over the table.
+
+The provider's own tools (SPEC 24) are billed per call: ``Usage.provider_tool_calls`` is priced
+at ``Price.per_call`` (kind -> USD) when given, else at ``PROVIDER_TOOL_PRICES``; a call with no
+price there makes the whole estimate None (a search is never free by omission).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import field
 from functools import cache
 from typing import Any
 
@@ -22,7 +27,28 @@ from agentloop._util.numbers import require_number
 from agentloop._util.slots import record
 from agentloop.messages import Usage
 
-__all__ = ["Price", "estimate_cost", "sum_costs", "table_available", "table_cost"]
+__all__ = [
+    "PROVIDER_TOOL_PRICES",
+    "Price",
+    "calls_cost",
+    "estimate_cost",
+    "sum_costs",
+    "table_available",
+    "table_cost",
+]
+
+PROVIDER_TOOL_PRICES: Mapping[str, Mapping[str, float]] = {
+    # Anthropic pricing page: web search $10 per 1,000 searches; web fetch has no charge beyond
+    # tokens; code execution is billed by container hours, not per call (no entry: unknown).
+    "anthropic": {"web_search": 0.01, "web_fetch": 0.0},
+    # OpenAI pricing page (built-in tools): web search $10 per 1,000 calls, file search $2.50
+    # per 1,000 calls, code interpreter $0.03 per container (one per call here, an upper bound).
+    "openai": {"web_search": 0.01, "file_search": 0.0025, "code_execution": 0.03},
+    # Gemini API pricing: grounding with Google Search $14 per 1,000 search queries (Gemini 3);
+    # code execution and URL context are billed as tokens only.
+    "gemini": {"web_search": 0.014, "code_execution": 0.0, "web_fetch": 0.0},
+}
+"""US dollars per call of each provider's own tools, by provider and kind (SPEC 24)."""
 
 
 def _non_negative(name: str, value: float | None) -> None:
@@ -42,12 +68,17 @@ class Price:
     output_per_million: float
     cache_read_per_million: float | None = None
     cache_write_per_million: float | None = None
+    per_call: Mapping[str, float] | None = field(default=None, hash=False)
+    """US dollars per call of the provider's own tools, by kind (``{"web_search": 0.01}``);
+    a kind not here is priced at ``PROVIDER_TOOL_PRICES``."""
 
     def __post_init__(self) -> None:
         _non_negative("input_per_million", self.input_per_million)
         _non_negative("output_per_million", self.output_per_million)
         _non_negative("cache_read_per_million", self.cache_read_per_million)
         _non_negative("cache_write_per_million", self.cache_write_per_million)
+        for kind, price in (self.per_call or {}).items():
+            _non_negative(f"per_call[{kind!r}]", price)
 
     def cost(self, usage: Usage) -> float:
         """What ``usage`` costs in US dollars."""
@@ -102,9 +133,34 @@ def estimate_cost(
 ) -> float | None:
     """US dollars of one request: ``prices[model]`` when given, else the table; None if unknown."""
     price = (prices or {}).get(model)
-    if price is not None:
-        return price.cost(usage)
-    return table_cost(usage, model, provider)
+    tokens = price.cost(usage) if price is not None else table_cost(usage, model, provider)
+    if tokens is None or not usage.provider_tool_calls:
+        return tokens
+    calls = calls_cost(usage, provider or _provider_of(model), price)
+    return None if calls is None else tokens + calls
+
+
+def calls_cost(usage: Usage, provider: str, price: Price | None = None) -> float | None:
+    """US dollars of ``usage``'s provider tool calls; None when a kind has no price."""
+    listed = PROVIDER_TOOL_PRICES.get(provider, {})
+    own = (price.per_call if price is not None else None) or {}
+    total = 0.0
+    for kind, count in usage.provider_tool_calls.items():
+        each = own.get(kind, listed.get(kind))
+        if each is None:
+            return None
+        total += each * count
+    return total
+
+
+def _provider_of(model: str) -> str:
+    """The provider a model name belongs to (for its tools' prices): a guess by family."""
+    name = model.lower().rpartition("/")[2]
+    if "claude" in name:
+        return "anthropic"
+    if name.startswith("gemini"):
+        return "gemini"
+    return "openai"
 
 
 def sum_costs(costs: Iterable[float | None]) -> float | None:

@@ -331,10 +331,14 @@ def _usage(data: Mapping[str, Any], path: str) -> Usage:
     """Every count of ``Usage`` (each field a non-negative integer; a missing one is 0)."""
     where = _at(path, "usage")
     usage = _object(_field(data, "usage", path, "object", default={}), where)
-    return Usage(**{name: _field(usage, name, where, "count", default=0) for name in _COUNTS})
+    counts = {name: _field(usage, name, where, "count", default=0) for name in _COUNTS}
+    calls = _object(_field(usage, "provider_tool_calls", where, "object", default={}), where)
+    at = _at(where, "provider_tool_calls")  # SPEC 24: kind -> count
+    kinds = {str(kind): _field(calls, kind, at, "count", default=0) for kind in calls}
+    return Usage(**counts, provider_tool_calls=kinds)
 
 
-_COUNTS = tuple(f.name for f in dataclasses.fields(Usage))
+_COUNTS = tuple(f.name for f in dataclasses.fields(Usage) if f.name != "provider_tool_calls")
 
 
 def _turn(data: object, path: str) -> Turn:

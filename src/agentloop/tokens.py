@@ -30,7 +30,15 @@ from agentloop._tool_parts import spec_key
 from agentloop._util.numbers import is_finite
 from agentloop.errors import ConfigurationError
 from agentloop.media import AudioPart, DocumentPart, ImagePart, media_tokens
-from agentloop.messages import Message, TextPart, ToolCallPart, ToolChangePart, ToolResultPart
+from agentloop.messages import (
+    Message,
+    ProviderToolCallPart,
+    ProviderToolResultPart,
+    TextPart,
+    ToolCallPart,
+    ToolChangePart,
+    ToolResultPart,
+)
 from agentloop.model import ToolSpec
 
 __all__ = [
@@ -92,6 +100,15 @@ def message_text_pieces(message: Message) -> Iterable[str]:
         elif isinstance(part, ToolChangePart):  # an append-only conversation's tools (SPEC 28)
             yield from map(spec_key, part.added)
             yield from part.removed
+        elif isinstance(part, ProviderToolCallPart | ProviderToolResultPart):
+            yield _provider_json(part)
+
+
+def _provider_json(part: ProviderToolCallPart | ProviderToolResultPart) -> str:
+    """What a provider tool part sends back (its raw block; SPEC 24), as JSON text."""
+    if part.raw is not None:
+        return _COMPACT(dict(part.raw))
+    return _COMPACT({"content": part.content} if isinstance(part, ProviderToolResultPart) else {})
 
 
 def message_chars(message: Message) -> int:
@@ -106,6 +123,8 @@ def message_chars(message: Message) -> int:
             chars += len(part.call_id) + len(part.name) + len(part.content)
         elif isinstance(part, ToolChangePart):
             chars += sum(len(spec_key(s)) for s in part.added) + sum(map(len, part.removed))
+        elif isinstance(part, ProviderToolCallPart | ProviderToolResultPart):
+            chars += len(_provider_json(part))
     return chars
 
 

@@ -164,7 +164,10 @@ def test_a_signature_mid_stream_starts_a_new_text_part_where_gemini_put_it() -> 
     ("part", "field"),
     [
         ({"inlineData": {"mimeType": "image/png", "data": "AA=="}}, "inlineData"),
-        ({"executableCode": {"code": "print(1)"}}, "executableCode"),
+        (
+            {"functionCallDraft": {"code": "print(1)"}},
+            "functionCallDraft",
+        ),  # executableCode: kept (SPEC 24)
         ({"text": "x", "thought": "yes"}, "thought"),
         ({"text": "x", "thoughtSignature": 7}, "thoughtSignature"),
     ],

@@ -26,7 +26,15 @@ from agentloop.errors import (
     TranscriptError,
 )
 from agentloop.events import Event, ThinkingDelta
-from agentloop.messages import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from agentloop.messages import (
+    Message,
+    ProviderToolCallPart,
+    ProviderToolResultPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 from agentloop.model import (
     INVALID_JSON_KEY,
     ModelRequest,
@@ -202,12 +210,14 @@ def test_a_reply_decodes_reasoning_text_calls_and_usage() -> None:
                              {"type": "summary_text", "text": "b"}]}  # fmt: skip
     message = {"type": "message", "content": [{"type": "output_text", "text": "hi"}]}
     call = {"type": "function_call", "call_id": "c1", "name": "look", "arguments": '{"q": "x"'}
-    search = {"type": "web_search_call", "id": "ws_1", "status": "completed"}  # skipped
+    search = {"type": "web_search_call", "id": "ws_1", "status": "completed"}  # kept (SPEC 24)
     usage = {"input_tokens": 30, "input_tokens_details": {"cached_tokens": 10},
              "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 12}}  # fmt: skip
     response = parse(body(reasoning, search, message, call, usage=usage))
     assert response.message.parts == (
         ThinkingPart("a\n\nb", signature="e", provider="openai", id="rs_1"),
+        ProviderToolCallPart("ws_1", "web_search", {}, provider="openai", raw=search),
+        ProviderToolResultPart("ws_1", "web_search", {}, provider="openai"),
         TextPart("hi"),
         ToolCallPart("c1", "look", {INVALID_JSON_KEY: '{"q": "x"'}),
     )

@@ -34,6 +34,7 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 from agentloop import events as ev
+from agentloop.cli import server_tools
 from agentloop.cli.terminal import visible
 from agentloop.messages import ToolCallPart, ToolResultPart, Usage
 from agentloop.model import INVALID_JSON_KEY
@@ -169,6 +170,8 @@ class RunView:
             ev.ToolCallDelta: self._call_delta,
             ev.AttemptReset: lambda e: screen.discard(),
             ev.ModelResponded: self._responded,
+            ev.ProviderToolCalled: lambda e: screen.line(server_tools.call_line(e.call)),
+            ev.ProviderToolReturned: lambda e: screen.line(server_tools.result_line(e.result)),
             ev.ToolCallStarted: self._call_started,
             ev.ToolCallFinished: self._call_finished,
             ev.RetryScheduled: self._retry,
@@ -224,6 +227,8 @@ class RunView:
         self._streamed_thought = False
         if event.response.text:
             self.screen.reply(event.response.text)
+        for line in server_tools.citation_lines(message):  # links to the sources (SPEC 24)
+            self.screen.line(line)
 
     def _call_started(self, event: ev.ToolCallStarted) -> None:
         again = f" (attempt {event.attempt + 1})" if event.attempt else ""

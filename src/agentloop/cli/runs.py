@@ -252,6 +252,7 @@ def _show_run(console: Console, stored: StoredRun, location: str) -> None:
         _show_error(console, run.stop_reason)
     for turn in _turns_of(run):
         _show_turn(console, turn, paused=turn.index >= len(run.turns))
+    _show_provider_tools(console, run)
     _show_decisions(console, run)
     if run.paused:
         _show_pending(console, stored, location)
@@ -264,6 +265,17 @@ def _counts(run: Run) -> str:
     if len(turns) > len(run.turns):
         said += f"; turn {turns[-1].index} waits on a decision"
     return said + ")"
+
+
+def _show_provider_tools(console: Console, run: Run) -> None:
+    """The provider's own tool calls, their results or error codes, and citations (SPEC 24)."""
+    from agentloop.cli.server_tools import message_lines
+
+    lines = [line for m in run.messages if m.role == "assistant" for line in message_lines(m)]
+    if lines:
+        console.print("provider tools and sources:", style="bold")
+        for line in lines:
+            console.print(line, soft_wrap=True)
 
 
 def _show_pending(console: Console, stored: StoredRun, location: str) -> None:

@@ -26,6 +26,7 @@ from agentloop.engine import setup as _setup
 from agentloop.engine.definition import Definition
 from agentloop.engine.habits import Habits
 from agentloop.engine.instructions import Instructions, checked_system
+from agentloop.engine.provider_tools import agent_provider_tools, split_tools
 from agentloop.engine.toolsets import Toolsets
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Message, UserInput
@@ -46,6 +47,7 @@ if TYPE_CHECKING:  # the guardrails load only for an agent that has some, a run'
     from agentloop.hooks import Approver, Hook
     from agentloop.memory import Memory
     from agentloop.observers import Observer
+    from agentloop.provider_tools import ProviderTool
     from agentloop.store import Store  # the store, only for an agent given one
     from agentloop.toolsets import AbstractToolset
 
@@ -57,7 +59,7 @@ logger = logging.getLogger("agentloop")
 class AgentOptions(TypedDict, total=False):
     """The keyword arguments ``Agent.resume`` passes on to ``Agent``."""
 
-    tools: Iterable[Tool | Toolset | Callable[..., Any]] | ToolRegistry
+    tools: Iterable[Tool | Toolset | ProviderTool | Callable[..., Any]] | ToolRegistry
     system: Instructions | None
     instructions: Instructions | None
     config: RunConfig | None
@@ -68,6 +70,7 @@ class AgentOptions(TypedDict, total=False):
     memory: Memory | None
     toolsets: Sequence[AbstractToolset]
     clock: Clock
+    provider_tools: Sequence[ProviderTool]
 
 
 class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
@@ -86,7 +89,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         client: ModelClient | str,
         *,
         output_type: None = None,
-        tools: Iterable[Tool | Toolset | Callable[..., Any]] | ToolRegistry = (),
+        tools: Iterable[Tool | Toolset | ProviderTool | Callable[..., Any]] | ToolRegistry = (),
         system: Instructions | None = None,
         instructions: Instructions | None = None,
         config: RunConfig | None = None,
@@ -100,6 +103,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         memory: Memory | None = None,
         toolsets: Sequence[AbstractToolset] = (),
         clock: Clock = SYSTEM_CLOCK,
+        provider_tools: Sequence[ProviderTool] = (),
     ) -> None: ...
 
     @overload
@@ -108,7 +112,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         client: ModelClient | str,
         *,
         output_type: type[OutputT],
-        tools: Iterable[Tool | Toolset | Callable[..., Any]] | ToolRegistry = (),
+        tools: Iterable[Tool | Toolset | ProviderTool | Callable[..., Any]] | ToolRegistry = (),
         system: Instructions | None = None,
         instructions: Instructions | None = None,
         config: RunConfig | None = None,
@@ -122,6 +126,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         memory: Memory | None = None,
         toolsets: Sequence[AbstractToolset] = (),
         clock: Clock = SYSTEM_CLOCK,
+        provider_tools: Sequence[ProviderTool] = (),
     ) -> None: ...
 
     @hinting(peers.AGENT)
@@ -130,7 +135,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         client: ModelClient | str,
         *,
         output_type: type[Any] | None = None,
-        tools: Iterable[Tool | Toolset | Callable[..., Any]] | ToolRegistry = (),
+        tools: Iterable[Tool | Toolset | ProviderTool | Callable[..., Any]] | ToolRegistry = (),
         system: Instructions | None = None,
         instructions: Instructions | None = None,
         config: RunConfig | None = None,
@@ -144,30 +149,26 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         memory: Memory | None = None,
         toolsets: Sequence[AbstractToolset] = (),
         clock: Clock = SYSTEM_CLOCK,
+        provider_tools: Sequence[ProviderTool] = (),
     ) -> None:
         config = _setup.checked_setup(client, config, approver)
         self.client = resolve_client(client)
         self.clock = clock
+        tools, inside = split_tools(tools)
         self.registry, sources = _setup.registry(tools)
         _setup.with_memory(self, memory)  # the memory tools join the registry (SPEC 27)
         self._toolsets = Toolsets(sources, self.registry, toolsets)
         self.system, self._prompt = checked_system(system, instructions)
         self.config = config
         self.output = _setup.output_type(output_type, self.registry)
+        self._provider_tools = agent_provider_tools(provider_tools, inside, self)
         self.store = store
         self.breakers = ToolBreakers(config.tool_breaker, clock.monotonic)
         self._hooks = tuple(hooks)
         self._observers = tuple(observers)
         self._approver = approver
-        self._guardrails = None
-        if guardrails is not None and not (isinstance(guardrails, list | tuple) and not guardrails):
-            # the guardrail machinery loads only for an agent that has some
-            from agentloop.engine.guarding import checked_guardrails
-
-            self._guardrails = checked_guardrails(guardrails)
-        self._runner = None
-        self._closer = None
-        self._sync_thread = None
+        self._guardrails = _setup.guardrails_of(guardrails)  # loads only for an agent with some
+        self._runner = self._closer = self._sync_thread = None
         # the live sessions by id, made on the first agent.session() (else no map at all)
         self._sessions: weakref.WeakValueDictionary[str, Session[OutputT]] | None = None
         self._default_id = _setup.checked_session_id(session_id, new=clock.new_id)
@@ -262,8 +263,6 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         """An unsaved session for one stateless run (``history=``) or one child call."""
         return _setup.new_session(self, self.clock.new_id(), None, history)
 
-    # -- the default session -------------------------------------------------------------------
-
     @property
     def default_session(self) -> Session[OutputT]:
         """The session ``run()``, ``history`` and ``runs`` act on."""
@@ -343,9 +342,8 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         twin._guardrails = self._guardrails
         twin._toolsets = self._toolsets
         twin.memory = self.memory
+        twin._provider_tools = self._provider_tools
         return cast("Agent[OutputT]", twin)
-
-    # -- lifecycle ---------------------------------------------------------------------------
 
     async def aclose(self) -> None:
         """Release the client's connections and stop tool sources (they restart on demand)."""
@@ -364,8 +362,6 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
             asyncio.run(self.aclose())
             return
         raise InvalidInput("close() was called inside a running event loop; await aclose()")
-
-    # -- running -----------------------------------------------------------------------------
 
     @hinting(peers.RUN)
     def run_sync(

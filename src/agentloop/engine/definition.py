@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # guardrails, a store, a run's state: loaded only when used
     from agentloop.hooks import Approver, Hook
     from agentloop.memory import Memory
     from agentloop.observers import Observer
+    from agentloop.provider_tools import ProviderTool
     from agentloop.store import Store
 
 __all__ = ["Definition"]
@@ -78,6 +79,8 @@ class Definition(Generic[OutputT]):
     _sync_thread: int | None
     _last_offer: Offer
     """The offer the last run made, reused while its specs are the same objects."""
+    _provider_tools: tuple[ProviderTool, ...] = ()
+    """Tools the provider runs itself (SPEC 24), offered on every request."""
 
     # -- what a run reads ----------------------------------------------------------------------
 
@@ -117,7 +120,7 @@ class Definition(Generic[OutputT]):
             return last  # the same specs as the last run's (one per tool, built once)
         from agentloop.engine.state import Offer  # a run's state loads with the first run
 
-        offer = self._last_offer = Offer(specs, native)
+        offer = self._last_offer = Offer(specs, native, self._provider_tools)
         return offer
 
     async def _refresh_tools(self, state: RunState, *, starting: bool) -> None:

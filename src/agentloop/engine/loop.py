@@ -35,8 +35,9 @@ from agentloop.engine.output import (
     NOT_EXECUTED_TEXT,
     TRUNCATED_TEXT,
     InvalidOutput,
+    cut_calls,
 )
-from agentloop.engine.output import cut_calls as _cut_calls
+from agentloop.engine.provider_tools import continued, emit_provider_events
 from agentloop.engine.state import Paused, RunState
 from agentloop.engine.turn import build_request, call_model
 from agentloop.errors import (
@@ -202,7 +203,9 @@ class RunLoop:
             if response is None:
                 continue
             turn = self._record(response)
-            if agent.output is None:
+            if continued(response):  # paused by the provider mid-turn: ask again (SPEC 24)
+                done = False
+            elif agent.output is None:
                 done = await self._text_turn(turn, response)
             else:
                 done = await self._typed_turn(turn, response)
@@ -251,6 +254,8 @@ class RunLoop:
         if state.settings.tool_choice_once:
             state.release_tool_choice()
         if bus.active:
+            if state.offer.provider_tools:
+                emit_provider_events(bus.emit, state.run.id, state.turn_index, response.message)
             bus.emit(ev.ModelResponded(state.run.id, state.turn_index, response))
         return response
 
@@ -268,7 +273,7 @@ class RunLoop:
         )
         state.run.turns.append(turn)
         state.run.usage = state.run.usage + response.usage
-        if response.message.parts and (response.tool_calls or response.text):
+        if response.message.parts and (response.tool_calls or response.text or continued(response)):
             state.append(response.message)
         return turn
 
@@ -284,7 +289,7 @@ class RunLoop:
                 return False
             self.state.run.output = response.text
             return True
-        await self._dispatch(turn, response.tool_calls, answered=_cut_calls(response))
+        await self._dispatch(turn, response.tool_calls, answered=cut_calls(response))
         return False
 
     async def _typed_turn(self, turn: Turn, response: ModelResponse) -> bool:
@@ -295,7 +300,7 @@ class RunLoop:
         if finals:
             return await self._final_call(turn, response, finals)
         if calls:
-            await self._dispatch(turn, calls, answered=_cut_calls(response))
+            await self._dispatch(turn, calls, answered=cut_calls(response))
             return False
         return await self._text_answer(turn, response, offered)
 
@@ -329,7 +334,7 @@ class RunLoop:
     ) -> bool:
         """The ``final_result`` calls get ``text`` (soft); the turn's other calls run."""
         answers = {c.id: text for c in finals}
-        answered = {c: t for c, t in _cut_calls(response).items() if c not in answers}
+        answered = {c: t for c, t in cut_calls(response).items() if c not in answers}
         await self._dispatch(turn, response.tool_calls, answered=answered, finals=answers)
         return False
 

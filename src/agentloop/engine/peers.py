@@ -44,6 +44,7 @@ AGENT: Mapping[str, str] = {
     "max_turns": "config=RunConfig(max_turns=...)",
     "usage_limits": "config=RunConfig(budget=Budget(...)), or run(..., usage_limits=Budget(...))",
     "reset_tool_choice": "ModelSettings(tool_choice=..., tool_choice_once=True)",
+    "builtin_tools": "provider_tools=[WebSearch(), CodeExecution()] (agentloop.provider_tools)",
 }
 """``Agent(...)`` keywords of pydantic-ai and the OpenAI Agents SDK."""
 

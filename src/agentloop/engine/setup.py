@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 from agentloop.config import RunConfig
@@ -24,7 +24,9 @@ from agentloop.transcript import validate_transcript
 
 if TYPE_CHECKING:
     from agentloop.engine.definition import Definition
+    from agentloop.engine.guarding import Guardrails
     from agentloop.engine.session import Session
+    from agentloop.guardrails import Guardrail
     from agentloop.store import Store
     from agentloop.store._session import SessionRecorder
 
@@ -71,6 +73,15 @@ def checked_setup(client: object, config: object, approver: object) -> RunConfig
             field="approver",
         )
     return config
+
+
+def guardrails_of(guardrails: Sequence[Guardrail] | None) -> Guardrails | None:
+    """The checked guardrails, or None when there are none (their machinery never loads)."""
+    if guardrails is None or (isinstance(guardrails, list | tuple) and not guardrails):
+        return None
+    from agentloop.engine.guarding import checked_guardrails
+
+    return checked_guardrails(guardrails)
 
 
 def output_type(output_type: type[Any] | None, registry: ToolRegistry) -> OutputType[Any] | None:

@@ -32,6 +32,7 @@ from agentloop.tools import ToolRegistry
 if TYPE_CHECKING:
     from agentloop import events as ev
     from agentloop.engine.appendonly import AppendOnly
+    from agentloop.provider_tools import ProviderTool
 else:  # the event classes load when somebody first listens
     ev = lazy_module("agentloop.events")
 
@@ -119,6 +120,8 @@ class Offer:
     specs: tuple[ToolSpec, ...]
     native_output: bool = False
     """Whether the provider is asked for native structured output (no ``final_result`` tool)."""
+    provider_tools: tuple[ProviderTool, ...] = ()
+    """Tools the provider runs itself (SPEC 24), sent beside the function tools."""
     names: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:

@@ -95,6 +95,7 @@ def build_request(
         output=output,
         session_id=session_id,
         compact_at=compact_at,
+        provider_tools=state.offer.provider_tools,
     )
 
 
@@ -309,7 +310,7 @@ def _usage_checked(response: ModelResponse, client: ModelClient) -> ModelRespons
         0 <= min(a, b, c, d, e) and max(a, b, c, d, e) <= MAX_TOKEN_COUNT
     ):
         return response  # the common reply: five ints in range
-    fixed: dict[str, int] = {}
+    fixed: dict[str, Any] = {}
     for name in (*_COUNTS, "reasoning_tokens"):
         value = getattr(usage, name)
         if type(value) is float and value.is_integer():

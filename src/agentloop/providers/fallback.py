@@ -250,6 +250,13 @@ class FallbackClient(ClosingClient):
             kinds = kinds & media_kinds(client)
         return kinds
 
+    def check_provider_tools(self, tools: Sequence[Any], functions: bool) -> None:
+        """Every model of the chain must take ``tools`` (any may serve): else the first refusal."""
+        from agentloop.provider_tools import check_client
+
+        for client in self.clients:
+            check_client(client, tools, functions=functions)
+
     @property
     def health(self) -> tuple[ModelHealth, ...]:
         """A snapshot of every model's breaker state, in client order."""

@@ -69,6 +69,8 @@ class ModelProfile:
         mid_conversation_tools: Takes tool changes as ``tool_addition``/``tool_removal`` blocks
             of such a message.
         server_compaction: Has the provider's server-side compaction (``compact_20260112``).
+        provider_tools: The provider tool kinds it takes (SPEC 24); None: every kind its wire has.
+        provider_tools_with_functions: Takes provider tools beside function tools (not Gemini 2.x).
     """
 
     family: str
@@ -88,6 +90,8 @@ class ModelProfile:
     mid_conversation_system: bool = False
     mid_conversation_tools: bool = False
     server_compaction: bool = False
+    provider_tools: frozenset[str] | None = None
+    provider_tools_with_functions: bool = True
 
 
 _BUDGET_EFFORTS = frozenset({"none", "minimal", "low", "medium", "high"})
@@ -278,7 +282,12 @@ _TABLE: dict[str, tuple[tuple[str, ModelProfile], ...]] = {
         (r"claude-3-5-.*", ModelProfile("Claude 3.5", max_output_tokens=8_192)),
         (  # Claude 3 (Haiku, Sonnet, Opus) and older: images only, no PDFs (they came with 3.5)
             r"claude-(3-|2|instant).*",
-            ModelProfile("Claude 3", max_output_tokens=4_096, media=frozenset({"image"})),
+            ModelProfile(
+                "Claude 3",
+                max_output_tokens=4_096,
+                media=frozenset({"image"}),
+                provider_tools=frozenset(),
+            ),
         ),
         (  # an unknown versioned name (claude-fable-6-0, claude-opus-6): the newest rules
             r"claude-[a-z]+-\d.*",
@@ -304,10 +313,14 @@ _TABLE: dict[str, tuple[tuple[str, ModelProfile], ...]] = {
         (
             r"gemini-2\.5.*",
             ModelProfile(
-                "Gemini 2.5", thinking_budget=True, thinks_by_default=True, media=_GEMINI_MEDIA
+                "Gemini 2.5",
+                thinking_budget=True,
+                thinks_by_default=True,
+                media=_GEMINI_MEDIA,
+                provider_tools_with_functions=False,
             ),
         ),
-        (r".*", ModelProfile("Gemini")),  # Gemini 1.x, 2.0 and names without a version
+        (r".*", ModelProfile("Gemini", provider_tools_with_functions=False)),  # 1.x, 2.0...
     ),
 }
 

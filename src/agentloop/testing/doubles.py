@@ -139,6 +139,9 @@ class _Base:
         """The provider name."""
         return self._provider
 
+    def check_provider_tools(self, tools: Sequence[Any], functions: bool) -> None:
+        """A test double takes every provider tool: its script plays their parts (SPEC 24)."""
+
     async def _step_for(self, request: ModelRequest) -> Step:
         raise NotImplementedError
 

@@ -11,7 +11,9 @@ A JSON file may also be a bare list of steps. A step is a table:
 
 - a reply: ``text``, ``tool_calls`` (a list of ``{name, arguments, id}``; ``arguments`` is a
   table, or a string sent verbatim), ``finish_reason``, ``input_tokens``, ``output_tokens``,
-  ``chunk_delay``, ``thinking`` and ``thinking_signature`` (reasoning), ``refusal``;
+  ``chunk_delay``, ``thinking`` and ``thinking_signature`` (reasoning), ``refusal``,
+  ``web_search`` (a list of queries the provider searched itself: server-tool blocks, SPEC 24;
+  with ``finish_reason = "pause_turn"`` an Anthropic reply is a paused turn);
 - a fault: ``fault`` = one of ``FAULTS`` with that fault's own keys (``status``, ``body`` and
   ``headers`` for ``status``; ``retry_after``; ``seconds`` for ``hang``; ``location``; the reply
   keys for ``truncate``); ``status = N`` without ``fault`` is shorthand for ``fault = "status"``.
@@ -49,6 +51,7 @@ _REPLY_KEYS = frozenset(
         "thinking",
         "thinking_signature",
         "refusal",
+        "web_search",
     }
 )
 _OPTIONAL_TEXTS = ("finish_reason", "thinking", "thinking_signature", "refusal")
@@ -177,9 +180,11 @@ def _reply(table: Mapping[str, Any], where: str) -> FakeReply:
         for key in _OPTIONAL_TEXTS
         if table.get(key) is not None
     }
+    searches = _list(table.get("web_search", []), f"{where}.web_search")
     return FakeReply(
         text=_text(table.get("text", ""), f"{where}.text"),
         tool_calls=tuple(calls),
+        web_search=tuple(_text(q, f"{where}.web_search[{i}]") for i, q in enumerate(searches)),
         input_tokens=table.get("input_tokens", 10),
         output_tokens=table.get("output_tokens", 5),
         chunk_delay=_seconds(table.get("chunk_delay", 0.0), f"{where}.chunk_delay"),

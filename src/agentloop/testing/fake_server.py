@@ -58,6 +58,7 @@ from agentloop._util.aio import AsyncClosing
 from agentloop._util.slots import record
 from agentloop.testing import fake_wire as wire
 from agentloop.testing.fake_binding import Binding
+from agentloop.testing.fake_ledger import Ledger
 from agentloop.testing.fake_script import load_fake_script
 from agentloop.testing.fake_steps import FakeReply, FakeToolCall, Fault, Step
 
@@ -112,6 +113,7 @@ class FakeProviderServer(AsyncClosing):
         self._port = port
         self.received: list[RecordedRequest] = []
         self._ids = itertools.count(1)
+        self._ledger = Ledger()  # the server tool blocks handed out (SPEC 24)
         self._runner: web.AppRunner | None = None
         self._closing = asyncio.Event()
         self._binding = Binding()  # an append-only Claude's bound thinking (fake_binding)
@@ -257,6 +259,9 @@ class FakeProviderServer(AsyncClosing):
         if problem is not None:
             error = wire.anthropic_error("invalid_request_error", problem)
             return _json(400, error, headers)
+        changed = self._ledger.check(wire_name, body)
+        if changed is not None:
+            return _json(changed[0], changed[1], headers)
         step = self._next_step(body)
         await self._pause(step.delay)
         stream = bool(body.get("stream"))
@@ -265,6 +270,7 @@ class FakeProviderServer(AsyncClosing):
             if bound and step.thinking is not None:
                 ident = f"{exchange.form.id_prefix}{number}"
                 self._binding.bind(body, step.thinking_signature or f"sig_{ident}")
+            self._ledger.issue(wire_name, step, f"{exchange.form.id_prefix}{number}")
             return await self._reply(exchange, step)
         if step.kind in ("status", "redirect"):
             payload = step.body if step.body is not None else wire.openai_error("fault", "fault")

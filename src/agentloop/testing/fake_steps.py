@@ -64,6 +64,10 @@ class FakeReply:
     thinking: str | None = None
     thinking_signature: str | None = None
     refusal: str | None = None
+    web_search: Sequence[str] = ()
+    """Queries the provider searched itself before answering (SPEC 24): an Anthropic
+    ``server_tool_use`` and ``web_search_tool_result`` pair, a Responses ``web_search_call``,
+    each of which the server then checks comes back unchanged on later requests."""
 
     @property
     def finish(self) -> str:

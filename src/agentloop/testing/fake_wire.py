@@ -49,6 +49,8 @@ class _Reply(Protocol):
     def thinking_signature(self) -> str | None: ...
     @property
     def refusal(self) -> str | None: ...
+    @property
+    def web_search(self) -> Sequence[str]: ...
 
 
 def openai_error(
@@ -170,12 +172,47 @@ def _anthropic_texts(reply: _Reply) -> list[str]:
     return [t for t in (reply.text, reply.refusal) if t]
 
 
+def _search_url(query: str) -> str:
+    return "https://example.com/search?q=" + "+".join(query.split())
+
+
+def anthropic_searches(reply: _Reply, ident: str) -> list[dict[str, Any]]:
+    """The server tool blocks of ``reply.web_search``: a call and its result per query (SPEC 24)."""
+    blocks: list[dict[str, Any]] = []
+    for i, query in enumerate(reply.web_search):
+        call_id = f"srvtoolu_{ident}_{i}"
+        found = {"type": "web_search_result", "url": _search_url(query), "title": query,
+                 "page_age": None, "encrypted_content": f"enc_{ident}_{i}"}  # fmt: skip
+        blocks.append({"type": "server_tool_use", "id": call_id, "name": "web_search",
+                       "input": {"query": query}})  # fmt: skip
+        blocks.append({"type": "web_search_tool_result", "tool_use_id": call_id,
+                       "content": [found]})  # fmt: skip
+    return blocks
+
+
+def _anthropic_usage(reply: _Reply, inputs: int) -> dict[str, Any]:
+    usage: dict[str, Any] = {"input_tokens": inputs, "output_tokens": reply.output_tokens}
+    if reply.web_search:
+        usage["server_tool_use"] = {"web_search_requests": len(reply.web_search)}
+    return usage
+
+
+def responses_searches(reply: _Reply, ident: str) -> list[dict[str, Any]]:
+    """A ``web_search_call`` item per query of ``reply.web_search`` (SPEC 24)."""
+    return [
+        {"type": "web_search_call", "id": f"ws_{ident}_{i}", "status": "completed",
+         "action": {"type": "search", "query": query}}
+        for i, query in enumerate(reply.web_search)
+    ]  # fmt: skip
+
+
 def anthropic_body(reply: _Reply, model: str, ident: str, call_ids: list[str]) -> dict[str, Any]:
     """The non-streaming Anthropic Messages body of ``reply``."""
     content: list[dict[str, Any]] = []
     if reply.thinking is not None:
         thinking = {"type": "thinking", "thinking": reply.thinking}
         content.append({**thinking, "signature": _signature(reply, ident)})
+    content += anthropic_searches(reply, ident)
     content += [{"type": "text", "text": text} for text in _anthropic_texts(reply)]
     for call, call_id in zip(reply.tool_calls, call_ids, strict=True):
         arguments = call.arguments if isinstance(call.arguments, Mapping) else {}
@@ -190,7 +227,7 @@ def anthropic_body(reply: _Reply, model: str, ident: str, call_ids: list[str]) -
         "content": content,
         "stop_reason": _anthropic_stop(reply),
         "stop_sequence": None,
-        "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
+        "usage": _anthropic_usage(reply, reply.input_tokens),
     }
 
 
@@ -212,6 +249,13 @@ def anthropic_events(reply: _Reply, model: str, ident: str, call_ids: list[str])
         deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(reply.thinking)]
         deltas.append({"type": "signature_delta", "signature": _signature(reply, ident)})
         blocks.append(({"type": "thinking", "thinking": "", "signature": ""}, deltas))
+    for block in anthropic_searches(reply, ident):
+        if block["type"] == "server_tool_use":
+            raw = json.dumps(block["input"])
+            deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(raw)]
+            blocks.append(({**block, "input": {}}, deltas))
+        else:
+            blocks.append((block, []))
     for text in _anthropic_texts(reply):
         deltas = [{"type": "text_delta", "text": p} for p in _pieces(text)]
         blocks.append(({"type": "text", "text": ""}, deltas))
@@ -234,7 +278,7 @@ def anthropic_events(reply: _Reply, model: str, ident: str, call_ids: list[str])
         ]
         events.append(sse("content_block_stop", {"type": "content_block_stop", "index": index}))
     delta = {"stop_reason": _anthropic_stop(reply), "stop_sequence": None}
-    usage = {"output_tokens": reply.output_tokens}
+    usage = {k: v for k, v in _anthropic_usage(reply, 0).items() if k != "input_tokens"}
     events.append(sse("message_delta", {"type": "message_delta", "delta": delta, "usage": usage}))
     return events
 
@@ -251,6 +295,7 @@ def _responses_items(reply: _Reply, ident: str, call_ids: list[str]) -> list[dic
                 "encrypted_content": reply.thinking_signature or f"enc_{ident}",
             }
         )
+    items += responses_searches(reply, ident)
     content: list[dict[str, Any]] = []
     if reply.text:
         content.append({"type": "output_text", "text": reply.text, "annotations": []})
@@ -312,6 +357,8 @@ def _responses_deltas(item: Mapping[str, Any], index: int) -> list[dict[str, Any
             {"type": "response.function_call_arguments.delta", **base, "delta": p}
             for p in _pieces(item["arguments"])
         ]
+    if kind == "web_search_call":
+        return []
     return [
         {"type": f"response.{part['type']}.delta", **base, "content_index": c, "delta": p}
         for c, part in enumerate(item["content"])
@@ -323,6 +370,7 @@ _OPENED: Mapping[str, Mapping[str, Any]] = {
     "reasoning": {"summary": []},
     "message": {"content": []},
     "function_call": {},
+    "web_search_call": {},
 }
 
 

@@ -57,6 +57,7 @@ from .anthropic_media import (
     media_violation,
     nested_breakpoints,
 )
+from .anthropic_server_tools import ServerBlocks
 from .anthropic_tools import tool_violation
 
 DOCS = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
@@ -320,6 +321,14 @@ class _Served:
                 block["id"] = f"toolu_twin_{number}_{k}"
             self.blocks.append(block)
 
+    def usage(self) -> dict[str, Any]:
+        usage: dict[str, Any] = {"input_tokens": 20, "output_tokens": 10}
+        searches = sum(b.get("name") == "web_search" for b in self.blocks
+                       if b["type"] == "server_tool_use")  # fmt: skip
+        if searches:
+            usage["server_tool_use"] = {"web_search_requests": searches}
+        return usage
+
     def json(self, model: str, ident: str) -> dict[str, Any]:
         content = []
         for block in self.blocks:
@@ -329,7 +338,7 @@ class _Served:
             content.append(block)
         return {"id": ident, "type": "message", "role": "assistant", "model": model,
                 "content": content, "stop_reason": self.reply.stop_reason, "stop_sequence": None,
-                "usage": {"input_tokens": 20, "output_tokens": 10},
+                "usage": self.usage(),
                 **({"input_transformations": self.dropped} if self.dropped else {})}  # fmt: skip
 
     def events(self, model: str, ident: str) -> Iterator[bytes]:
@@ -338,8 +347,8 @@ class _Served:
         for index, block in enumerate(self.blocks):
             yield from _block_events(index, block)
         delta = {"stop_reason": self.reply.stop_reason, "stop_sequence": None}
-        yield _sse("message_delta", {"type": "message_delta", "delta": delta,
-                                     "usage": {"output_tokens": 10}})  # fmt: skip
+        usage = {k: v for k, v in self.usage().items() if k != "input_tokens"}
+        yield _sse("message_delta", {"type": "message_delta", "delta": delta, "usage": usage})
         yield _sse("message_stop", {"type": "message_stop"})
 
 
@@ -353,9 +362,10 @@ def _block_events(index: int, block: Mapping[str, Any]) -> Iterator[bytes]:
         deltas.append({"type": "signature_delta", "signature": block["signature"]})
     elif kind == "text":
         head = {"type": "text", "text": ""}
-        deltas = [{"type": "text_delta", "text": p} for p in _pieces(block["text"])]
-    elif kind == "tool_use":
-        head = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+        deltas = [{"type": "citations_delta", "citation": c} for c in block.get("citations", ())]
+        deltas += [{"type": "text_delta", "text": p} for p in _pieces(block["text"])]
+    elif kind in ("tool_use", "server_tool_use"):
+        head = {"type": kind, "id": block["id"], "name": block["name"], "input": {}}
         raw = block["partial"] if "partial" in block else json.dumps(block["input"])
         deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(raw)]
     else:
@@ -432,6 +442,7 @@ class AnthropicTwin:
         self.dropped: list[Any] = []  # what the last request's drop_block dropped
         self.requests: list[dict[str, Any]] = []
         self.rejected: list[str] = []
+        self.server = ServerBlocks()
         self.url = ""
         self._runner: web.AppRunner | None = None
 
@@ -462,6 +473,7 @@ class AnthropicTwin:
         problem = (
             violation(body, self.issued)
             or tool_violation(body, request.headers)
+            or self.server.violation(body, request.headers.get("anthropic-beta", ""))
             or prefix.conversation_rules(body, betas)
         )
         if problem is None:
@@ -490,6 +502,7 @@ class AnthropicTwin:
             served = _Served(reply, self.issued, number)
             served.dropped = self.dropped
             self.binder.bind(body, served.blocks)
+            self.server.issue(served.blocks, reply.stop_reason)
             if not body.get("stream"):
                 return web.json_response(served.json(model, ident))
             chunks = served.events(model, ident)

@@ -55,6 +55,8 @@ from typing import Any
 
 from aiohttp import web
 
+from . import gemini_builtin
+
 BYPASS = "skip_thought_signature_validator"
 MISSING_SIGNATURE = (
     "Function call is missing a thought_signature in functionCall parts. This is required for "
@@ -126,6 +128,7 @@ class Reply:
     status: int = 200
     error: str | None = None
     raw: str | None = None
+    grounding: Mapping[str, Any] | None = None  # the candidate's groundingMetadata (a search)
 
     @classmethod
     def failing(cls, status: int, message: str) -> Reply:
@@ -152,6 +155,7 @@ class GeminiTwin:
         self.require_config: dict[str, Any] = require.pop("require_config", {})
         assert not require, f"unknown options {sorted(require)}"
         self.issued: dict[str, str] = {}  # signature -> the kind of part it was issued on
+        self.built_in: set[str] = set()  # built-in tool parts served (gemini_builtin.key)
         self.signed_by: dict[str, str] = {}  # signature -> the model that issued it
         self.model = ""  # the model of the request being answered
         self.received: list[Received] = []
@@ -205,6 +209,7 @@ class GeminiTwin:
             or self._generation(model, body.get("generationConfig") or {})
             or self._signatures(model, body["contents"])
             or media_violation(model, body["contents"])
+            or gemini_builtin.violation(model, body, self.built_in, is_gemini_3(model))
         )
 
     def _roles(self, body: Mapping[str, Any]) -> str | None:
@@ -279,6 +284,11 @@ class GeminiTwin:
 
     def _candidate(self, parts: list[dict[str, Any]], finish: str | None, reply: Reply) -> Any:
         candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+        self.built_in.update(
+            gemini_builtin.key(p) for p in parts if any(k in p for k in gemini_builtin.PART_KEYS)
+        )
+        if reply.grounding is not None:
+            candidate["groundingMetadata"] = dict(reply.grounding)
         if finish is not None:
             candidate["finishReason"] = finish
             if reply.finish_message is not None:

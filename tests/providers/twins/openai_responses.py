@@ -140,6 +140,8 @@ class Reply:
     raw: str | None = None
     usage: dict[str, int] = field(default_factory=lambda: {"input": 20, "output": 9})
     phase: str | None = None  # None: commentary beside calls, else final_answer (phased models)
+    hosted: Sequence[Mapping[str, Any]] = ()  # hosted tool items (web_search_call...), first
+    annotations: Sequence[Mapping[str, Any]] = ()  # url_citation annotations of the text
 
 
 @dataclass
@@ -187,6 +189,7 @@ class ResponsesTwin:
         # of a phased model back without its phase: not a 400, but the model degrades
         self.received: list[Received] = []
         self.calls: dict[str, tuple[str, str | None]] = {}  # call_id -> (fc id, rs id)
+        self.hosted: dict[str, dict[str, Any]] = {}  # hosted tool items issued, by id
         self.count = 0
         self.model = ""  # the model of the request being checked
 
@@ -281,6 +284,8 @@ class ResponsesTwin:
 
     def _schemas(self, body: Mapping[str, Any]) -> None:
         for tool in body.get("tools") or []:
+            if tool.get("type") != "function":  # a hosted tool (web_search...): no schema
+                continue
             if tool.get("strict", True):
                 self._strict(tool["parameters"], f"function '{tool['name']}'")
         text_format = (body.get("text") or {}).get("format") or {}
@@ -350,8 +355,23 @@ class ResponsesTwin:
                     reasonings = set()
                 else:
                     self._phase(item)
+            elif str(kind).endswith("_call") and kind != "function_call":
+                self._hosted(item)
             else:
                 raise Refusal(400, f"Invalid value: '{kind}'.", "invalid_value", "input")
+
+    def _hosted(self, item: Mapping[str, Any]) -> None:
+        """A hosted tool's item goes back as issued (store=false: nothing kept server-side)."""
+        issued = self.hosted.get(str(item.get("id")))
+        if issued is None or issued != dict(item):
+            raise Refusal(
+                404,
+                f"Item with id '{item.get('id')}' not found. Items are not persisted when "
+                "`store` is set to false. Try again with `store` set to true, or remove this "
+                "item from your input.",
+                None,
+                "input",
+            )
 
     def _phase(self, item: Mapping[str, Any]) -> None:
         """Rule 7: a phased model's assistant messages come back with their ``phase``."""
@@ -371,7 +391,7 @@ class ResponsesTwin:
             short = f"{content[:4]}...{content[-4:]}"
             raise Refusal(400, UNVERIFIED.format(short=short), "invalid_encrypted_content")
         following = after[0] if after else {}
-        output = following.get("type") == "function_call" or (
+        output = str(following.get("type")).endswith("_call") or (
             following.get("type", "message") == "message" and following.get("role") == "assistant"
         )
         if not output:  # the item a reasoning item produced comes right after it
@@ -401,9 +421,13 @@ class ResponsesTwin:
             if "reasoning.encrypted_content" in (body.get("include") or []):
                 item["encrypted_content"] = encrypt(rs, self.secret)
             output.append(item)
+        for hosted in reply.hosted:  # SPEC 24: sent back, each must come back unchanged
+            self.hosted[str(hosted["id"])] = dict(hosted)
+            output.append(dict(hosted))
         content: list[dict[str, Any]] = []
         if reply.text:
-            content.append({"type": "output_text", "text": reply.text, "annotations": []})
+            notes = [dict(n) for n in reply.annotations]
+            content.append({"type": "output_text", "text": reply.text, "annotations": notes})
         if reply.refusal is not None:
             content.append({"type": "refusal", "refusal": reply.refusal})
         if content:

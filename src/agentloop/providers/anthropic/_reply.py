@@ -10,8 +10,10 @@ with the same block rules, kept here so both paths decide alike:
   tool has run.
 - ``redacted_thinking`` -> ``ThinkingPart("", signature=<data>, redacted=True,
   provider="anthropic")``; without ``data`` it is ``ResponseInvalid`` for the same reason.
-- Any other block type (server tools' ``server_tool_use`` and ``*_tool_result``, ``compaction``,
-  ``fallback``, and whatever the API adds later) is skipped, and logged at DEBUG on the
+- Server tools' ``server_tool_use`` and ``*_tool_result`` blocks -> ``ProviderToolCallPart`` /
+  ``ProviderToolResultPart`` keeping the block raw, a text block's ``citations`` -> ``Citation``s
+  (``_server_tools``, SPEC 24). Any other block type (``compaction``, ``fallback``, and
+  whatever the API adds later) is skipped, and logged at DEBUG on the
   ``agentloop`` logger: such blocks arrive only for features a request opted into (a beta header,
   ``extra_body``), agentloop has no part for them, and the API takes the transcript back without
   them; failing would make every reply of such a feature unusable.
@@ -54,6 +56,7 @@ from agentloop.providers._wire import (
     opt_str,
     wrong,
 )
+from agentloop.providers.anthropic import _server_tools as server
 from agentloop.run import TRUNCATION_REASONS
 
 __all__ = [
@@ -122,12 +125,26 @@ def usage_from(value: object, previous: Usage | None = None, path: str = "usage"
     output = usage.get("output_tokens")
     outputs = base.output_tokens if output is None else as_count(output, f"{path}.output_tokens")
     prompt = [usage.get(name) for name in _INPUT_FIELDS]
+    used = usage.get("server_tool_use")
+    calls = base.provider_tool_calls if used is None else server.tool_calls_used(used)
     if all(v is None for v in prompt):
-        return Usage(base.input_tokens, outputs, base.cache_read_tokens, base.cache_write_tokens)
+        return Usage(
+            base.input_tokens,
+            outputs,
+            base.cache_read_tokens,
+            base.cache_write_tokens,
+            provider_tool_calls=calls,
+        )
     fresh, write, read = (
         as_count(v, f"{path}.{n}") for v, n in zip(prompt, _INPUT_FIELDS, strict=True)
     )
-    return Usage(fresh + write + read, outputs, cache_read_tokens=read, cache_write_tokens=write)
+    return Usage(
+        fresh + write + read,
+        outputs,
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+        provider_tool_calls=calls,
+    )
 
 
 def _tool_call(block: Mapping[str, Any], path: str, cut: bool) -> ToolCallPart:
@@ -147,6 +164,9 @@ def _decode_block(value: object, path: str, cut: bool) -> Part | None:
     kind = block.get("type")
     if kind == "text":
         text = opt_str(block.get("text"), f"{path}.text")
+        cited = block.get("citations")
+        if cited:
+            return TextPart(text or "", citations=server.citations(cited))
         return TextPart(text) if text else None
     if kind == "tool_use":
         return _tool_call(block, path, cut)
@@ -158,6 +178,8 @@ def _decode_block(value: object, path: str, cut: bool) -> Part | None:
         return redacted_part(opt_str(block.get("data"), f"{path}.data"), f"{path}.data")
     if kind == "compaction":  # server-side compaction (SPEC 28): kept, sent back as it came
         return ProviderPart(PROVIDER, "compaction", dict(block))
+    if server.is_server_block(kind):
+        return server.decode_server_block(block)
     skipped(str(kind))
     return None
 

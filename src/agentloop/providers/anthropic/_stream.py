@@ -13,6 +13,10 @@ path's), applied as blocks open, grow and close:
   block, which is kept with ``{INVALID_JSON_KEY: <raw>}`` so the engine can answer it with the
   cut-off soft text; an unsigned thinking block left open by a cut is dropped (it cannot be sent
   back; the cut itself is reported through ``stop_reason``).
+- Server tools (SPEC 24): a ``server_tool_use`` block's input grows by ``input_json_delta``
+  (no ``tool_call_delta``: the provider runs it); a ``*_tool_result`` block comes whole in its
+  start event; ``citations_delta`` adds to the open text block's citations. Each closes into
+  the part the JSON path makes of the same block.
 - ``stop_reason="refusal"`` raises ``ModelRefused`` at ``message_stop`` with the text streamed
   before it; an ``error`` event raises the ``ProviderError`` its type names.
 """
@@ -37,6 +41,7 @@ from agentloop.providers._wire import (
     opt_str,
     wrong,
 )
+from agentloop.providers.anthropic import _server_tools as server
 from agentloop.providers.anthropic._reply import (
     PROVIDER,
     REFUSAL,
@@ -63,6 +68,7 @@ class _Lane:
     name: str = ""
     signature: str = ""
     initial: Mapping[str, Any] | None = None
+    cites: list[Any] = field(default_factory=list)
 
 
 @dataclass
@@ -129,6 +135,10 @@ class AnthropicStreamState:
         if lane.kind == "compaction":  # kept as it came, its deltas added (SPEC 28)
             lane.initial = block
             return []
+        if server.is_server_block(lane.kind):
+            lane.initial = block
+            return []
+        lane.cites = list(block.get("citations") or ())
         text = opt_str(block.get("text"), "content_block.text")
         if lane.kind == "text" and text:
             return self._append(index, lane, {"type": "text_delta", "text": text})
@@ -148,6 +158,12 @@ class AnthropicStreamState:
             piece = opt_str(delta.get("text"), "delta.text") or ""
             lane.text += piece
             return [StreamEvent("text_delta", text=piece)] if piece else []
+        if kind == "citations_delta" and lane.kind == "text":
+            lane.cites.append(delta.get("citation"))
+            return []
+        if kind == "input_json_delta" and lane.kind == "server_tool_use":
+            lane.text += opt_str(delta.get("partial_json"), "delta.partial_json") or ""
+            return []
         if kind == "input_json_delta" and lane.kind == "tool_use":
             piece = opt_str(delta.get("partial_json"), "delta.partial_json") or ""
             lane.text += piece
@@ -176,7 +192,9 @@ class AnthropicStreamState:
         """Keep the part a finished block makes (``at_end``: finished by ``message_stop``)."""
         where = f"content block {index}"
         if lane.kind == "text":
-            if lane.text:
+            if lane.cites:
+                self._closed[index] = TextPart(lane.text, citations=server.citations(lane.cites))
+            elif lane.text:
                 self._closed[index] = TextPart(lane.text)
         elif lane.kind == "tool_use":
             self._closed[index] = self._call(lane)
@@ -186,12 +204,9 @@ class AnthropicStreamState:
         elif lane.kind == "redacted_thinking":
             self._closed[index] = redacted_part(lane.signature, where)
         elif lane.kind == "compaction":  # its deltas put together (SPEC 28)
-            block = dict(lane.initial or {})
-            if lane.text:
-                block["content"] = lane.text
-            if lane.signature:
-                block["encrypted_content"] = lane.signature
-            self._closed[index] = ProviderPart(PROVIDER, "compaction", block)
+            self._closed[index] = _compaction(lane)
+        elif lane.initial is not None and server.is_server_block(lane.kind):
+            self._closed[index] = server.decode_server_block(_whole(lane))
         else:
             skipped(lane.kind)
 
@@ -253,6 +268,18 @@ class AnthropicStreamState:
         )
 
 
+def _whole(lane: _Lane) -> Mapping[str, Any]:
+    """A server block as the JSON reply would hold it: its streamed input parsed in place."""
+    block = lane.initial or {}
+    if lane.kind != "server_tool_use" or not lane.text.strip():
+        return block
+    try:
+        arguments = loads(lane.text, "server tool input")
+    except WireError:
+        arguments = {}
+    return {**block, "input": arguments if isinstance(arguments, dict) else {}}
+
+
 _HANDLERS = {
     "message_start": AnthropicStreamState._start,
     "content_block_start": AnthropicStreamState._block_start,
@@ -262,3 +289,13 @@ _HANDLERS = {
     "message_stop": AnthropicStreamState._stop,
     "error": AnthropicStreamState._error,
 }
+
+
+def _compaction(lane: _Lane) -> ProviderPart:
+    """A server-side compaction block with its deltas put back in (SPEC 28), kept as it came."""
+    block = dict(lane.initial or {})
+    if lane.text:
+        block["content"] = lane.text
+    if lane.signature:
+        block["encrypted_content"] = lane.signature
+    return ProviderPart(PROVIDER, "compaction", block)

@@ -37,6 +37,11 @@ every HTTP failure), both as one JSON reply and as SSE. Wire rules it owns:
   beyond the four, an image over 5 MiB of base64, media from the assistant, a kind the
   profile lacks) is a ``ConfigurationError`` naming the part and the model before sending.
   ``AnthropicClient.accepts_media`` tells the engine which kinds a tool may return.
+- Server tools (SPEC 24, ``_server_tools``): ``ModelRequest.provider_tools`` become versioned
+  ``tools`` entries after the function tools, with the beta headers they need (merged with the
+  client's own ``anthropic-beta``; none for web search, so a request without them is unchanged);
+  what the model lacks is a ``ConfigurationError`` before sending. Their ``server_tool_use`` and
+  ``*_tool_result`` blocks, and cited text blocks, go back exactly as received, in place.
 - ``Usage.input_tokens`` includes cache reads and writes (the prompt's real size);
   ``cache_read_input_tokens`` and ``cache_creation_input_tokens`` are kept as
   ``cache_read_tokens`` and ``cache_write_tokens``. Thinking is billed inside ``output_tokens``
@@ -46,13 +51,15 @@ every HTTP failure), both as one JSON reply and as SSE. Wire rules it owns:
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from agentloop.errors import ConfigurationError, TranscriptError
 from agentloop.messages import (
     Message,
     Part,
     ProviderPart,
+    ProviderToolCallPart,
+    ProviderToolResultPart,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -62,6 +69,7 @@ from agentloop.model import ModelRequest, ModelResponse, StreamEvent, ToolSpec
 from agentloop.providers._client import HttpClient, check_client, require_key
 from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
 from agentloop.providers.anthropic import _media as media
+from agentloop.providers.anthropic import _server_tools as server
 from agentloop.providers.anthropic._entries import (
     NATIVE_KEY,
     betas_of,
@@ -76,6 +84,9 @@ from agentloop.providers.anthropic._reply import error_from_body, invalid_reply,
 from agentloop.providers.anthropic._settings import check_payload, profile, settings_fields
 from agentloop.providers.anthropic._stream import AnthropicStreamState
 from agentloop.providers.profiles import merge_body
+
+if TYPE_CHECKING:
+    from agentloop.provider_tools import ProviderTool
 
 __all__ = [
     "ANTHROPIC_VERSION",
@@ -109,6 +120,8 @@ def _encode_thinking(part: ThinkingPart) -> dict[str, Any] | None:
 
 def _encode_part(part: Part) -> dict[str, Any] | None:
     if isinstance(part, TextPart):
+        if part.citations:
+            return server.encode_text(part)
         return {"type": "text", "text": part.text} if part.text else None
     if isinstance(part, ToolCallPart):
         return {"type": "tool_use", "id": part.id, "name": part.name, "input": dict(part.arguments)}
@@ -123,6 +136,8 @@ def _encode_part(part: Part) -> dict[str, Any] | None:
         return _encode_thinking(part)
     if isinstance(part, ProviderPart):  # our own block back unchanged; another's never
         return dict(part.data) if part.provider == _PROVIDER else None
+    if isinstance(part, ProviderToolCallPart | ProviderToolResultPart):
+        return server.encode_server_part(part)
     raise ConfigurationError(  # media parts never come here: MediaEncoder has them
         f"anthropic cannot send a {type(part).__name__}", field="messages"
     )
@@ -257,8 +272,12 @@ def native_betas(specs: Sequence[ToolSpec]) -> list[str]:
     return list(dict.fromkeys(n["beta"] for n in found if isinstance(n, Mapping) and "beta" in n))
 
 
-def _encode_tools(specs: Sequence[ToolSpec], cache: bool) -> list[dict[str, Any]]:
+def _encode_tools(
+    specs: Sequence[ToolSpec], provider_tools: Sequence[ProviderTool], cache: bool
+) -> list[dict[str, Any]]:
     tools = [tool_json(t) for t in specs]
+    if provider_tools:  # after the function tools: the server tools (SPEC 24)
+        tools.extend(server.encode_tools(provider_tools))
     if cache and tools:
         tools[-1] = _marked(tools[-1])
     return tools
@@ -293,8 +312,10 @@ def build_payload(
     system = _system_text(request, name, in_place)
     if system:
         payload["system"] = [_marked({"type": "text", "text": system})] if cache else system
-    if tools:
-        payload["tools"] = _encode_tools(tools, cache)
+    if request.provider_tools:
+        server.check_tools(request.provider_tools, name, functions=bool(tools))
+    if tools or request.provider_tools:
+        payload["tools"] = _encode_tools(tools, request.provider_tools, cache)
     payload.update(fields)
     if request.compact_at and found.server_compaction:  # SPEC 28: compaction on their side
         payload["context_management"] = compaction_edits(request.compact_at)
@@ -304,6 +325,12 @@ def build_payload(
         merge_body(payload, settings.extra_body)
     check_payload(payload, name)
     return payload
+
+
+def _own_betas(headers: Mapping[str, str] | None) -> list[str]:
+    """The ``anthropic-beta`` values the client was given (kept beside a request's own)."""
+    given = [v for k, v in (headers or {}).items() if k.lower() == "anthropic-beta"]
+    return [b.strip() for value in given for b in value.split(",") if b.strip()]
 
 
 class AnthropicClient(HttpClient):
@@ -346,8 +373,7 @@ class AnthropicClient(HttpClient):
             )
         self.max_tokens = max_tokens
         self.url = base_url.rstrip("/") + "/v1/messages"
-        given = {k.lower(): v for k, v in (headers or {}).items()}
-        self._betas = [b.strip() for b in given.get("anthropic-beta", "").split(",") if b.strip()]
+        self._betas = _own_betas(headers)
         sent = {"anthropic-version": ANTHROPIC_VERSION, **(headers or {}), "x-api-key": api_key}
         self._configure(
             model,
@@ -377,14 +403,26 @@ class AnthropicClient(HttpClient):
         """Whether the model binds thinking to what came before it (SPEC 28, its profile)."""
         return profile(self._model).append_only
 
+    def check_provider_tools(self, tools: Sequence[ProviderTool], functions: bool) -> None:
+        """``ConfigurationError`` for a provider tool this model cannot take (SPEC 24)."""
+        server.check_tools(tools, self._model, functions=functions)
+
     def _payload(self, request: ModelRequest, stream: bool) -> dict[str, Any]:
         return build_payload(request, model=self._model, max_tokens=self.max_tokens, stream=stream)
 
     def _beta_headers(
         self, request: ModelRequest, payload: dict[str, Any]
     ) -> dict[str, str] | None:
-        """The ``anthropic-beta`` header ``payload`` needs, with the client's own (None: none)."""
-        betas = [*betas_of(payload), *(native_betas(request.tools) if request.tools else ())]
+        """The ``anthropic-beta`` header ``payload`` needs, with the client's own (None: none).
+
+        What the payload's entries, binding and compaction need (SPEC 28), the native tools'
+        (memory's) and the server tools' (SPEC 24).
+        """
+        betas = [
+            *betas_of(payload),
+            *(native_betas(request.tools) if request.tools else ()),
+            *(server.betas(request.provider_tools) if request.provider_tools else ()),
+        ]
         if not betas:
             return None
         return {"anthropic-beta": ",".join(dict.fromkeys([*self._betas, *betas]))}

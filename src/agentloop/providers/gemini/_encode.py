@@ -49,6 +49,8 @@ from agentloop.messages import (
     Message,
     Part,
     ProviderPart,
+    ProviderToolCallPart,
+    ProviderToolResultPart,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -56,6 +58,9 @@ from agentloop.messages import (
     ToolResultPart,
 )
 from agentloop.model import ModelRequest, ModelSettings, with_tool_changes
+from agentloop.provider_tools import ProviderTool
+from agentloop.providers._provider_tools import check
+from agentloop.providers.gemini import _builtin
 from agentloop.providers.gemini._media import ToolMedia, encode_media, refuse_kind, tool_media
 from agentloop.providers.profiles import ModelProfile, check_settings, merge_body, profile_for
 
@@ -97,14 +102,11 @@ def _encode_part(part: Part) -> dict[str, Any] | None:
             call["id"] = part.id
         return {"functionCall": call}
     if isinstance(part, ThinkingPart):
-        if part.provider != PROVIDER:
-            return None  # another provider's reasoning is never sent to Gemini
-        thought: dict[str, Any] = {"text": part.text, "thought": True}
-        if part.signature:
-            thought["thoughtSignature"] = part.signature
-        return thought
+        return _thought(part)
     if isinstance(part, ToolChangePart | ProviderPart):
         return None  # a tool change joins tools; another provider's block is never sent
+    if isinstance(part, ProviderToolCallPart | ProviderToolResultPart):
+        return _builtin.encode_part(part)
     if not isinstance(part, ToolResultPart):
         return encode_media(part)
     key = "error" if part.is_error else "result"
@@ -112,6 +114,16 @@ def _encode_part(part: Part) -> dict[str, Any] | None:
     if not part.call_id.startswith(SYNTHETIC):
         response["id"] = part.call_id
     return {"functionResponse": response}
+
+
+def _thought(part: ThinkingPart) -> dict[str, Any] | None:
+    """Our own reasoning as a thought part; another provider's is never sent to Gemini."""
+    if part.provider != PROVIDER:
+        return None
+    thought: dict[str, Any] = {"text": part.text, "thought": True}
+    if part.signature:
+        thought["thoughtSignature"] = part.signature
+    return thought
 
 
 def _bare(signature: str) -> dict[str, Any]:
@@ -315,6 +327,29 @@ def _generation_config(settings: ModelSettings) -> dict[str, Any]:
     return config
 
 
+def check_tools(
+    tools: Sequence[ProviderTool],
+    model: str,
+    *,
+    functions: bool,
+    profile: ModelProfile | None = None,
+) -> None:
+    """``ConfigurationError`` for a built-in tool ``model`` cannot take (SPEC 24)."""
+    profile = profile or gemini_profile(model)
+    check(tools, _builtin.WIRE, model or "this Gemini model", profile, functions=functions)
+
+
+def _built_in_tools(
+    payload: dict[str, Any], request: ModelRequest, model: str, profile: ModelProfile
+) -> None:
+    """The built-in tools beside the function declarations (Gemini 3: with the invocation flag)."""
+    check_tools(request.provider_tools, model, functions=bool(request.tools), profile=profile)
+    payload.setdefault("tools", []).extend(_builtin.encode_tools(request.provider_tools))
+    if request.tools:
+        config = payload.setdefault("toolConfig", {})
+        config["includeServerSideToolInvocations"] = True
+
+
 def build_payload(request: ModelRequest, model: str = "") -> dict[str, Any]:
     """The ``generateContent`` request body for ``request`` to ``model``.
 
@@ -342,6 +377,8 @@ def build_payload(request: ModelRequest, model: str = "") -> dict[str, Any]:
         payload["tools"] = [{"functionDeclarations": declarations}]
     if request.settings.tool_choice is not None:
         payload["toolConfig"] = _tool_config(request.settings.tool_choice)
+    if request.provider_tools:
+        _built_in_tools(payload, request, name, profile)
     config = _generation_config(request.settings)
     if request.output is not None:  # native structured output (RunConfig.output_mode="native")
         config["responseMimeType"] = "application/json"

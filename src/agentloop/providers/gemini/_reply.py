@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentloop.errors import (
@@ -44,7 +44,15 @@ from agentloop.errors import (
     ProviderError,
     ResponseInvalid,
 )
-from agentloop.messages import Message, Part, TextPart, ThinkingPart, ToolCallPart, Usage
+from agentloop.messages import (
+    Message,
+    Part,
+    ProviderToolCallPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    Usage,
+)
 from agentloop.model import ModelResponse, StreamEvent
 from agentloop.providers._classify import embedded_error, invalid_body
 from agentloop.providers._sse import SSEEvent
@@ -60,6 +68,7 @@ from agentloop.providers._wire import (
     opt_str,
     wrong,
 )
+from agentloop.providers.gemini import _builtin
 from agentloop.providers.gemini._encode import PROVIDER, SYNTHETIC
 
 __all__ = ["REFUSALS", "GeminiStreamState", "parse_reply"]
@@ -123,6 +132,8 @@ class GeminiStreamState:
     count: int = 0
     origin: str | None = None
     """The model the request named: its thought signatures are readable by that model only."""
+    grounding: Mapping[str, Any] | None = None
+    """The candidate's ``groundingMetadata`` (a built-in search, SPEC 24), the last one sent."""
 
     def feed_chunk(self, data: Any, raw: str = "") -> list[StreamEvent]:
         """Apply one ``GenerateContentResponse`` chunk; returns the events it produces.
@@ -166,6 +177,8 @@ class GeminiStreamState:
         candidate = as_object(candidates[0], "candidates[0]")
         content = opt_object(candidate.get("content"), "candidates[0].content")
         parts = as_list(content.get("parts"), "candidates[0].content.parts")
+        grounding = candidate.get("groundingMetadata")
+        self.grounding = grounding if isinstance(grounding, Mapping) else self.grounding
         events = [e for index, part in enumerate(parts) for e in self._part(part, index)]
         finish = opt_str(candidate.get("finishReason"), "candidates[0].finishReason")
         if finish:
@@ -200,6 +213,9 @@ class GeminiStreamState:
         path = f"candidates[0].content.parts[{position}]"
         part = as_object(value, path)
         signature = opt_str(part.get("thoughtSignature"), f"{path}.thoughtSignature") or None
+        if not _builtin.PART_KEYS.isdisjoint(part):
+            self.parts.append(_builtin.decode_part(part, self.parts))
+            return []
         if part.get("functionCall") is not None:
             return [self._call(part["functionCall"], signature, path)]
         thought = part.get("thought")
@@ -255,6 +271,9 @@ class GeminiStreamState:
         else:
             self.parts.append(TextPart(text))
 
+    def _built_in(self) -> bool:
+        return any(isinstance(p, ProviderToolCallPart) for p in self.parts)
+
     def _stem(self) -> str:
         if not self.stem:
             self.stem = self.request_id or uuid.uuid4().hex[:16]
@@ -267,9 +286,15 @@ class GeminiStreamState:
         stop = _COMPLETE[self.finish]
         if stop == "end_turn" and any(isinstance(p, ToolCallPart) for p in self.parts):
             stop = "tool_use"
+        parts, usage = self.parts, self.usage
+        if self.grounding is not None:
+            parts = _builtin.grounded(parts, self.grounding)
+        calls = _builtin.counts(parts) if parts is not self.parts or self._built_in() else {}
+        if calls:
+            usage = replace(usage, provider_tool_calls=calls)
         return ModelResponse(
-            message=Message("assistant", tuple(self.parts)),
-            usage=self.usage,
+            message=Message("assistant", tuple(parts)),
+            usage=usage,
             model=self.model,
             stop_reason=stop,
             request_id=self.request_id,

@@ -31,10 +31,11 @@ private modules: ``_encode`` (messages, reasoning parts and settings into a requ
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
+from agentloop.provider_tools import ProviderTool
 from agentloop.providers._client import HttpClient, check_client, require_key
 from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
 from agentloop.providers._paths import path_segment
@@ -42,6 +43,7 @@ from agentloop.providers.gemini._encode import (
     BYPASS_SIGNATURE,
     PROVIDER,
     build_payload,
+    check_tools,
     encode_contents,
     gemini_profile,
 )
@@ -133,6 +135,10 @@ class GeminiClient(HttpClient):
     def accepts_media(self) -> frozenset[str]:
         """The media kinds the default model takes in a prompt (its profile's ``media``)."""
         return gemini_profile(self._model).media
+
+    def check_provider_tools(self, tools: Sequence[ProviderTool], functions: bool) -> None:
+        """``ConfigurationError`` for a built-in tool this model cannot take (SPEC 24)."""
+        check_tools(tools, self._model, functions=functions)
 
     def __repr__(self) -> str:
         return f"GeminiClient(model={self._model!r}, base_url={self.base_url!r})"

@@ -108,6 +108,10 @@ class ChatRules:
                 field="model",
             )
         check_settings(profile, model, request.settings)
+        if request.provider_tools:  # none on this wire (SPEC 24): loaded only to refuse them
+            from agentloop.providers.openai._hosted import check_chat
+
+            check_chat(request.provider_tools, model, self.provider)
         version = rules.tools_need_no_effort
         if self.endpoint_rules and version is not None and request.tools:
             _check_tools_with_effort(model, version, request)

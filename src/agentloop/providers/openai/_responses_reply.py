@@ -23,8 +23,9 @@ What a reply becomes (documented decisions on everything the provider may send):
   reply has several); a
   ``refusal`` content part -> ``ModelRefused("refusal", <the refusal, or the text before it when
   the refusal is empty>)``; ``function_call`` -> ``ToolCallPart(call_id, name, arguments)``
-  (``decode_arguments``: invalid JSON is kept under ``INVALID_JSON_KEY``). Items of the built-in
-  tools (``web_search_call`` and the like, which agentloop never asks for) are skipped.
+  (``decode_arguments``: invalid JSON is kept under ``INVALID_JSON_KEY``). Items of the hosted
+  tools (``web_search_call`` and the like) are a ``ProviderToolCallPart`` (the item raw) and its
+  ``ProviderToolResultPart``, ``url_citation`` annotations ``Citation``s (``_hosted``, SPEC 24).
 - Errors: a ``response.failed`` event, a ``failed`` body and an ``error`` event are classified by
   ``_classify.error_for_status`` with the status their ``code`` names (``rate_limit_exceeded``
   429, ``server_error`` 500, an HTTP number as is, any other code or an ``invalid_request_error``
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from agentloop.errors import ModelRefused, ProviderError, ResponseInvalid
@@ -54,6 +56,7 @@ from agentloop.providers._wire import (
     opt_str,
     wrong,
 )
+from agentloop.providers.openai import _hosted as hosted
 from agentloop.providers.openai._chat_reply import decode_arguments
 from agentloop.safety.redact import redact_secrets
 
@@ -155,6 +158,7 @@ class _Output:
         self.said: list[str] = []
         self.phase: str | None = None
         self.origin = origin
+        self.calls: dict[str, int] = {}
 
     def message(self, item: Mapping[str, Any], path: str) -> None:
         self.phase = opt_str(item.get("phase"), f"{path}.phase") or self.phase
@@ -166,7 +170,8 @@ class _Output:
                 text = opt_str(content.get("text"), f"{where}.text") or ""
                 if text:
                     self.said.append(text)
-                    self.parts.append(TextPart(text))
+                    cited = hosted.citations(content.get("annotations"))
+                    self.parts.append(TextPart(text, citations=cited))
             elif kind == "refusal":
                 refusal = opt_str(content.get("refusal"), f"{where}.refusal") or ""
                 self.refusal = (self.refusal or "") + refusal
@@ -178,6 +183,10 @@ class _Output:
             self.parts.append(_reasoning(item, path, self.origin))
         elif kind == "message":
             self.message(item, path)
+        elif hosted.is_hosted_call(kind):
+            self.parts.extend(hosted.decode_item(item))
+            name = str(kind).removesuffix("_call")
+            self.calls[name] = self.calls.get(name, 0) + 1
         elif kind == "function_call":
             raw = opt_str(item.get("arguments"), f"{path}.arguments") or ""
             unfinished = item.get("status") in _UNFINISHED
@@ -224,13 +233,22 @@ def _response(
         stop = status
     else:
         raise WireError("status", f"expected completed or incomplete, got {status!r}")
+    usage = _usage(body.get("usage"))
+    if output.calls:
+        usage = replace(usage, provider_tool_calls=_kinds(output.calls))
     return ModelResponse(
         message=Message("assistant", tuple(output.parts), phase=output.phase),
-        usage=_usage(body.get("usage")),
+        usage=usage,
         model=opt_str(body.get("model"), "model") or model,
         stop_reason=stop,
         request_id=request_id,
     )
+
+
+def _kinds(calls: Mapping[str, int]) -> dict[str, int]:
+    """Item names as kinds (``code_interpreter`` is ``code_execution``)."""
+    named = {"code_interpreter": "code_execution"}
+    return {named.get(name, name): count for name, count in calls.items()}
 
 
 def parse_response(

@@ -17,7 +17,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agentloop.errors import ConfigurationError, TranscriptError
-from agentloop.messages import Message, ProviderPart, TextPart, ThinkingPart, ToolCallPart
+from agentloop.messages import (
+    Message,
+    ProviderPart,
+    ProviderToolCallPart,
+    ProviderToolResultPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+)
 from agentloop.model import (
     INVALID_JSON_KEY,
     ModelRequest,
@@ -26,6 +34,7 @@ from agentloop.model import (
     ToolSpec,
     with_tool_changes,
 )
+from agentloop.providers.openai import _hosted as hosted
 from agentloop.providers.openai._chat_strict import strict_schema
 from agentloop.providers.openai._responses_media import (
     MEDIA,
@@ -132,11 +141,22 @@ def _assistant_items(message: Message, origin: str | None) -> tuple[dict[str, An
             item = _reasoning_item(part, origin)
             if item is not None:
                 items.append(item)
-        elif isinstance(part, MEDIA):
-            refuse_misplaced(message)
-        elif not isinstance(part, ProviderPart):  # another provider's block is never sent
-            raise _cannot_send(part)
+        else:
+            other = _other_item(part, message)
+            if other is not None:
+                items.append(other)
     return tuple(items)
+
+
+def _other_item(part: object, message: Message) -> dict[str, Any] | None:
+    """Our own hosted call item, as received (its result lives in it); media cannot go here."""
+    if isinstance(part, ProviderToolCallPart):
+        return dict(part.raw) if part.provider == PROVIDER and part.raw is not None else None
+    if isinstance(part, ProviderToolResultPart | ProviderPart):  # another's block: never sent
+        return None
+    if isinstance(part, MEDIA):
+        refuse_misplaced(message)
+    raise _cannot_send(part)
 
 
 def _cannot_send(part: object) -> ConfigurationError:
@@ -302,6 +322,9 @@ def encode_request(
         payload["instructions"] = "\n\n".join(text for text in system if text)
     if request.tools:
         payload["tools"] = [_tool(spec, profile.strict_schema) for spec in request.tools]
+    if request.provider_tools:
+        hosted.check_responses(request.provider_tools, name, functions=bool(request.tools))
+        payload.setdefault("tools", []).extend(hosted.encode_tools(request.provider_tools))
     if stream:
         payload["stream"] = True
     if request.output is not None:

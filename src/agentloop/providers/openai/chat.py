@@ -71,7 +71,7 @@ from __future__ import annotations
 import json
 import ssl
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from agentloop.errors import ModelNotFound
@@ -105,6 +105,9 @@ from agentloop.providers.openai._chat_request import (
 )
 from agentloop.providers.openai._chat_restore import restore_optional
 from agentloop.providers.openai._chat_rules import ChatRules, name_the_fix
+
+if TYPE_CHECKING:
+    from agentloop.provider_tools import ProviderTool
 
 __all__ = [
     "INVALID_JSON_KEY",
@@ -197,6 +200,12 @@ class OpenAIClient(HttpClient):
     def accepts_media(self) -> frozenset[str]:
         """The media kinds the default model takes (``model.media_kinds`` reads this)."""
         return self._rules.profile(self._model).media if self._media is None else self._media
+
+    def check_provider_tools(self, tools: Sequence[ProviderTool], functions: bool) -> None:
+        """Chat Completions has no provider tools: ``ConfigurationError`` naming the fix."""
+        from agentloop.providers.openai._hosted import check_chat
+
+        check_chat(tools, self._model, self._provider)
 
     @property
     def url(self) -> str:

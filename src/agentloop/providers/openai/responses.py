@@ -52,6 +52,8 @@ Request mapping:
   soft error.
 - With ``ModelSettings.cache`` and a session, api.openai.com also gets ``prompt_cache_key``
   (``openai.prompt_cache_key``).
+- Hosted tools (SPEC 24, ``_hosted``): ``web_search``, ``code_interpreter`` and ``file_search``
+  after the function tools; their ``*_call`` items are kept raw and sent back in place.
 
 The request is encoded in ``_responses_request``; what a reply becomes, errors included, is in
 ``_responses_reply``.
@@ -60,8 +62,8 @@ The request is encoded in ``_responses_request``; what a reply becomes, errors i
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from agentloop.errors import ConfigurationError
@@ -69,6 +71,7 @@ from agentloop.model import ModelRequest, ModelResponse, StreamEvent
 from agentloop.providers._client import HttpClient, check_client, check_key_characters
 from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
 from agentloop.providers.openai._chat_restore import restore_optional
+from agentloop.providers.openai._hosted import check_responses
 from agentloop.providers.openai._responses_reply import (
     PROVIDER,
     ResponsesStream,
@@ -81,6 +84,9 @@ from agentloop.providers.openai._responses_request import (
     endpoint_origin,
 )
 from agentloop.providers.profiles import ModelProfile, profile_for
+
+if TYPE_CHECKING:
+    from agentloop.provider_tools import ProviderTool
 
 __all__ = [
     "REASONING_SUMMARIES",
@@ -187,6 +193,10 @@ class OpenAIResponsesClient(HttpClient):
         The model's profile, without audio: the Responses API has no audio input.
         """
         return self._profile(self._model).media - {"audio"}
+
+    def check_provider_tools(self, tools: Sequence[ProviderTool], functions: bool) -> None:
+        """``ConfigurationError`` for a hosted tool this model cannot take (SPEC 24)."""
+        check_responses(tools, self._model, functions=functions)
 
     @property
     def url(self) -> str:

@@ -26,6 +26,7 @@ from agentloop.ui.viewer._records import (
     turn_cost,
     turns_of,
 )
+from agentloop.ui.viewer._server_tools import provider_tools_html
 from agentloop.ui.viewer._turns import Nesting, turns_html
 
 if TYPE_CHECKING:
@@ -253,7 +254,7 @@ def run_body(stored: StoredRun, nesting: Nesting, *, allow_decisions: bool) -> s
         f"{_pending_html(run, allow_decisions)}{_decided_html(run)}{_io_html(run)}"
         f'<h2>tokens and cost</h2><div class="chart-box">{chart(points) or nothing}</div>'
         f'<h2>timeline</h2><div class="turns" id="turns">{turns_html(run, nesting)}</div>'
-        f"{_ending(run)}"
+        f"{provider_tools_html(run)}{_ending(run)}"
     )
 
 
