@@ -46,6 +46,7 @@ from agentloop.errors import (
     ResponseInvalid,
     UnexpectedRedirect,
 )
+from agentloop.providers._aws_errors import aws_error_type, class_for_aws_type
 from agentloop.safety.redact import REDACTED, redact_secrets
 
 __all__ = [
@@ -83,6 +84,7 @@ _OVERFLOW_PHRASES = (
     "context window",
     "maximum context",
     "prompt is too long",
+    "input is too long",
     "too many tokens",
     "input token count",
     "exceeds the maximum number of tokens",
@@ -287,7 +289,12 @@ def error_for_status(
     excerpt = _excerpt(body, secrets)
     info = parse_error_body(excerpt)
     cls = _status_class(status, info, excerpt)
+    aws = aws_error_type(headers)  # Bedrock: the type names the failure, not the status
+    if aws is not None:
+        cls = _aws_class(aws, info, excerpt) or cls
     detail = info.message or excerpt.strip()[:500] or "no body"
+    if aws is not None:
+        detail = f"{aws}: {detail}"
     retry_after = parse_retry_after(headers)
     if retry_after is None and cls is RateLimited:
         retry_after = info.retry_delay
@@ -309,6 +316,13 @@ def error_for_status(
         provider,
         secrets,
     )
+
+
+def _aws_class(name: str, info: ErrorInfo, body: str) -> type[ProviderError] | None:
+    cls = class_for_aws_type(name)
+    if cls is BadRequestError and is_context_overflow(info, body):
+        return ContextLengthExceeded
+    return cls
 
 
 def redirect_error(
@@ -355,7 +369,9 @@ def _excerpt(body: str, secrets: Iterable[str]) -> str:
 
 def read_request_id(headers: Mapping[str, str], secrets: Iterable[str]) -> str | None:
     """The server's request id (redacted: it is a header the server may fill with anything)."""
-    value = headers.get("x-request-id") or headers.get("request-id")
+    value = (
+        headers.get("x-request-id") or headers.get("request-id") or headers.get("x-amzn-requestid")
+    )
     return None if value is None else redact_secrets(value, secrets)
 
 

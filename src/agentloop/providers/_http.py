@@ -251,6 +251,11 @@ class HttpTransport:
         """The values this transport redacts (never printed)."""
         return self._secrets
 
+    def add_secret(self, value: str) -> None:
+        """Redact ``value`` too from now on (a credential minted later: a refreshed token)."""
+        if value and value not in self._secrets:
+            self._secrets = (*self._secrets, value)
+
     def redact(self, text: str) -> str:
         """``redact_secrets`` with this transport's secrets."""
         return redact(text, self._secrets)
@@ -298,7 +303,7 @@ class HttpTransport:
         try:
             session = await self._sessions.get()
             response = await session.post(
-                url, data=body, headers=merged, allow_redirects=False, proxy=self._proxy
+                _as_sent(url), data=body, headers=merged, allow_redirects=False, proxy=self._proxy
             )
         except _foreign_errors() as exc:
             # aiohttp wraps every failure before the connection exists in a connector error
@@ -404,6 +409,16 @@ class HttpTransport:
     ) -> SSEStream:
         """POST ``payload`` and decode the reply as SSE; use as ``async with``."""
         return SSEStream(self, url, payload, headers)
+
+
+def _as_sent(url: str) -> Any:
+    """``url`` with its percent-escapes kept: yarl would decode a Bedrock model id's ``%3A``,
+    and the SigV4 signature, made over the escaped path, would no longer match it."""  # noqa: D205
+    if "%" not in url:
+        return url
+    from yarl import URL
+
+    return URL(url, encoded=True)
 
 
 def _bearer_tokens(values: Iterable[str]) -> list[str]:
