@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any, Self
 from agentloop._util.aio import AsyncClosing
 from agentloop._util.slots import record
 from agentloop.testing import fake_wire as wire
+from agentloop.testing.fake_converse import FORMAT
 from agentloop.testing.fake_script import load_fake_script
 from agentloop.testing.fake_steps import FakeReply, FakeToolCall, Fault, Step
 
@@ -168,6 +169,8 @@ class FakeProviderServer(AsyncClosing):
         app.router.add_post("/v1/chat/completions", self._handle)
         app.router.add_post("/v1/messages", self._handle)
         app.router.add_post("/v1/responses", self._handle)
+        for path in _ROUTE_PATHS:  # Azure, Bedrock and Vertex (SPEC 24)
+            app.router.add_post(path, self._handle)
         app.router.add_get("/v1/models", self._list_models)
         app.router.add_get("/v1/models/{name}", self._get_model)
         app.router.add_route("*", "/{tail:.*}", self._unknown)
@@ -224,9 +227,8 @@ class FakeProviderServer(AsyncClosing):
         message = f"Invalid URL ({request.method} {request.path})"
         return _json(status, wire.openai_error(message, code), {})
 
-    def _rejection(self, anthropic: bool, body: Mapping[str, Any]) -> dict[str, Any] | None:
+    def _rejection(self, anthropic: bool, name: object) -> dict[str, Any] | None:
         """The 404 body for a model this server does not serve (None: serve it)."""
-        name = body.get("model")
         if self.models is None or name in self.models:
             return None
         return _unknown_model(str(name), anthropic=anthropic)
@@ -240,15 +242,16 @@ class FakeProviderServer(AsyncClosing):
         self.received.append(RecordedRequest(request.path, dict(request.headers), body))
         number = next(self._ids)
         headers = {"x-request-id": f"req_fake_{number}"}
-        wire_name = _WIRES[request.path]
-        rejection = self._rejection(wire_name == "anthropic", body)
+        wire_name, in_path, streamed = _route(request.path)
+        named = body.get("model") if in_path is None else in_path
+        rejection = self._rejection(wire_name == "anthropic", named)
         if rejection is not None:
             return _json(404, rejection, headers)
         step = self._next_step(body)
         await self._pause(step.delay)
-        model = self.model if self.models is None else str(body.get("model"))
-        stream = bool(body.get("stream"))
-        exchange = _Exchange(request, stream, number, headers, model, wire.FORMATS[wire_name])
+        model = self.model if self.models is None else str(named)
+        stream = bool(body.get("stream")) if streamed is None else streamed
+        exchange = _Exchange(request, stream, number, headers, model, _FORMATS[wire_name])
         if isinstance(step, FakeReply):
             return await self._reply(exchange, step)
         if step.kind in ("status", "redirect"):
@@ -276,7 +279,7 @@ class FakeProviderServer(AsyncClosing):
         else:
             chunks.append(form.end(reply, exchange.model, ident, call_ids))
         response = web.StreamResponse(
-            headers={**exchange.headers, "Content-Type": "text/event-stream"}
+            headers={**exchange.headers, "Content-Type": form.content_type}
         )
         try:
             await response.prepare(exchange.request)
@@ -355,7 +358,28 @@ _WIRES = {
     "/v1/chat/completions": "chat",
     "/v1/messages": "anthropic",
     "/v1/responses": "responses",
+    "/openai/v1/chat/completions": "chat",  # Azure's v1 API
 }
+_ROUTE_PATHS = (
+    "/openai/v1/chat/completions",
+    "/openai/deployments/{name}/chat/completions",  # Azure's dated API
+    "/model/{name}/{action}",  # Bedrock Converse
+    "/v1/projects/{project}/locations/{location}/publishers/anthropic/models/{call}",  # Vertex
+)
+_FORMATS = {**wire.FORMATS, "converse": FORMAT}
+
+
+def _route(path: str) -> tuple[str, str | None, bool | None]:
+    """The wire a path speaks, the model its path names, and whether it streams (None: body)."""
+    if path in _WIRES:
+        return _WIRES[path], None, None
+    parts = path.split("/")
+    if parts[1] == "openai":
+        return "chat", parts[3], None
+    if parts[1] == "model":
+        return "converse", parts[2], parts[3] == "converse-stream"
+    model, _, method = parts[-1].partition(":")
+    return "anthropic", model, method == "streamRawPredict"
 
 
 def _json(
