@@ -95,8 +95,13 @@ async def test_a_filtered_stream_is_a_refusal_at_its_start() -> None:
 async def test_a_wrong_key_is_auth_error_with_phase_and_no_key_in_it() -> None:
     async with twin_at(TwinReply("never")) as (_twin, url):
         wrong = build_client(
-            Settings(provider="azure", model="gpt-4o-mini", base_url=url, api_key="nope-key-1234",
-                     max_retries=0)  # fmt: skip
+            Settings(
+                provider="azure",
+                model="gpt-4o-mini",
+                base_url=url,
+                api_key="nope-key-1234",
+                max_retries=0,
+            )
         )
         with pytest.raises(AuthError) as info:
             await wrong.complete(ModelRequest([Message.user("x")]))

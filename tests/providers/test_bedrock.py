@@ -183,8 +183,8 @@ async def test_another_providers_reasoning_is_never_sent() -> None:
 
 
 async def test_the_stream_decodes_event_frames_and_reasoning() -> None:
-    script = Reply("Hello there", reasoning="thinking it over", calls=[("get_weather", {"city": "Oslo"})],
-                   stop="tool_use")  # fmt: skip
+    call = ("get_weather", {"city": "Oslo"})
+    script = Reply("Hello there", reasoning="thinking it over", calls=[call], stop="tool_use")
     async with twin_at(script) as (twin, url):
         events = [e async for e in client(url).stream(ask())]
     kinds = [e.kind for e in events]
@@ -259,7 +259,9 @@ async def test_a_cut_tool_input_is_kept_for_the_engine_to_answer() -> None:
     state = ConverseStreamState(request_id=None, model=CLAUDE)
     state.feed("contentBlockStart", {"contentBlockIndex": 0,
                "start": {"toolUse": {"toolUseId": "t1", "name": "write"}}})  # fmt: skip
-    state.feed("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"a": "'}}})
+    state.feed(
+        "contentBlockDelta", {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"a": "'}}}
+    )
     state.feed("messageStop", {"stopReason": "max_tokens"})
     assert state.response().tool_calls[0].arguments == {INVALID_JSON_KEY: '{"a": "'}
 

@@ -73,7 +73,7 @@ async def test_mistral_gets_nine_character_call_ids_mapped_consistently() -> Non
     assert NINE.fullmatch(call_id) and call_id == mistral_call_id("call_abc123XYZ_long")
     assert first["messages"][2]["tool_call_id"] == call_id
     assert first == second  # the same ids on every request
-    assert history[1].parts[0].id == "call_abc123XYZ_long"  # the transcript is untouched
+    assert history[1].tool_calls[0].id == "call_abc123XYZ_long"  # the transcript is untouched
 
 
 def test_mistral_keeps_its_own_ids() -> None:

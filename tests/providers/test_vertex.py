@@ -42,18 +42,25 @@ def read_file(path: str) -> str:
     return f"contents of {path}"
 
 
-class Refreshing(BaseCredentials):  # type: ignore[misc]
+class Refreshing(BaseCredentials):
     """Credentials that mint a token on refresh (as a service account would), counted."""
 
     def __init__(self, token: str) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]
         self.minted = token
         self.refreshes = 0
 
     def refresh(self, request: Any) -> None:
         self.refreshes += 1
         self.token = self.minted
-        self.expiry = datetime.datetime.now(datetime.UTC).replace(tzinfo=None) + datetime.timedelta(hours=1)
+        self.expiry = datetime.datetime.now(datetime.UTC).replace(tzinfo=None) + datetime.timedelta(
+            hours=1
+        )
+
+
+def token_credentials(token: str) -> Credentials:
+    """Credentials holding an access token (as after a refresh)."""
+    return Credentials(token=token)  # type: ignore[no-untyped-call]
 
 
 @asynccontextmanager
@@ -64,7 +71,7 @@ async def twin_at(**script: Any) -> AsyncIterator[tuple[VertexTwin, str]]:
 
 
 def client(url: str, model: str, **settings: Any) -> ModelClient:
-    settings.setdefault("credentials", Credentials(token=TOKEN))
+    settings.setdefault("credentials", token_credentials(TOKEN))
     settings.setdefault("project", "twin-project")
     return build_client(
         Settings(provider="vertex", model=model, base_url=url, max_retries=0, **settings)
@@ -96,8 +103,10 @@ async def test_gemini_on_vertex_streams_with_alt_sse_in_its_region() -> None:
 
 async def test_claude_on_vertex_has_no_model_in_the_body_and_vertex_version() -> None:
     script = [
-        claude.TwinReply([claude.thinking("need a file"), claude.tool_use("read_file", {"path": "p"})],
-                         "tool_use"),
+        claude.TwinReply(
+            [claude.thinking("need a file"), claude.tool_use("read_file", {"path": "p"})],
+            "tool_use",
+        ),
         claude.TwinReply([claude.text("read it")], "end_turn"),
     ]  # fmt: skip
     async with twin_at(claude_script=script) as (twin, url):
@@ -151,8 +160,8 @@ async def test_an_expired_token_is_refreshed_off_the_loop_and_sent() -> None:
 
 
 async def test_a_wrong_token_is_googles_401_as_auth_error() -> None:
-    async with twin_at(gemini=[Reply([text("never")])]) as (twin, url):
-        wrong = client(url, "gemini-2.5-flash", credentials=Credentials(token="ya29.stale-token"))
+    async with twin_at(gemini=[Reply([text("never")])]) as (_twin, url):
+        wrong = client(url, "gemini-2.5-flash", credentials=token_credentials("ya29.stale-token"))
         with pytest.raises(AuthError) as info:
             await wrong.complete(ModelRequest([Message.user("x")]))
     error = info.value
@@ -173,7 +182,7 @@ def test_the_project_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "env-project")
     monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "us-east5")
     built = build_client(
-        Settings(provider="vertex", credentials=Credentials(token="t"), max_retries=0)
+        Settings(provider="vertex", credentials=token_credentials("t"), max_retries=0)
     )
     assert isinstance(built, VertexClient)
     assert built.place.project == "env-project" and built.place.location == "us-east5"
@@ -182,7 +191,7 @@ def test_the_project_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch)
 
 def test_no_project_is_a_configuration_error() -> None:
     with pytest.raises(ConfigurationError) as info:
-        build_client(Settings(provider="vertex", credentials=Credentials(token="t")))
+        build_client(Settings(provider="vertex", credentials=token_credentials("t")))
     assert info.value.field == "project"
 
 
@@ -203,7 +212,7 @@ def test_a_missing_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) 
 def test_a_model_that_is_no_path_segment_is_refused(name: str) -> None:
     with pytest.raises(ConfigurationError):
         build_client(Settings(provider="vertex", model=name, project="p",
-                              credentials=Credentials(token="t")))  # fmt: skip
+                              credentials=token_credentials("t")))  # fmt: skip
 
 
 def test_claude_on_vertex_keeps_the_anthropic_profile() -> None:

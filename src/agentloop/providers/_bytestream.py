@@ -10,14 +10,11 @@ reading is classified as ``_http`` classifies it (phase ``read``, ``request_sent
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentloop.errors import ProviderError
 from agentloop.providers._classify import read_request_id
 from agentloop.providers._http import HttpTransport, _foreign_errors, _lower_headers
-
-if TYPE_CHECKING:
-    import aiohttp
 
 __all__ = ["ByteStream"]
 
@@ -35,7 +32,7 @@ class ByteStream:
     ) -> None:
         self._transport = transport
         self._request: tuple[str, bytes, Mapping[str, str], str] = (url, payload, headers, accept)
-        self._response: aiohttp.ClientResponse | None = None
+        self._response: Any = None  # an aiohttp.ClientResponse (only _http names aiohttp)
         self._eof = False
         self.headers: Mapping[str, str] = {}
         self.request_id: str | None = None

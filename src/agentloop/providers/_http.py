@@ -413,7 +413,8 @@ class HttpTransport:
 
 def _as_sent(url: str) -> Any:
     """``url`` with its percent-escapes kept: yarl would decode a Bedrock model id's ``%3A``,
-    and the SigV4 signature, made over the escaped path, would no longer match it."""  # noqa: D205
+    and the SigV4 signature, made over the escaped path, would no longer match it.
+    """  # noqa: D205
     if "%" not in url:
         return url
     from yarl import URL

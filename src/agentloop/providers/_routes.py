@@ -28,23 +28,43 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agentloop.errors import ConfigurationError
 from agentloop.model import ClosableModelClient
 from agentloop.providers.openai.families import FAMILIES
-
-if TYPE_CHECKING:
-    from agentloop.providers.settings import Settings
 
 __all__ = ["FAMILY_KEYS", "FAMILY_MODELS", "ROUTES", "build_route", "check_route_fields"]
 
 ROUTES = frozenset({"azure", "bedrock", "vertex"})
 """Providers reached through a cloud's own endpoint and credentials."""
 FAMILY_KEYS: Mapping[str, str] = {name: family.key_var for name, family in FAMILIES.items()}
-FAMILY_MODELS: Mapping[str, str] = {
-    name: family.default_model for name, family in FAMILIES.items()
-}
+FAMILY_MODELS: Mapping[str, str] = {name: family.default_model for name, family in FAMILIES.items()}
+
+
+class Settings(Protocol):
+    """What this module reads of ``providers.settings.Settings`` (which imports this one)."""
+
+    @property
+    def provider(self) -> str: ...
+    @property
+    def base_url(self) -> str | None: ...
+    @property
+    def timeout(self) -> float: ...
+    @property
+    def connect_timeout(self) -> float: ...
+    @property
+    def max_connections(self) -> int: ...
+    @property
+    def region(self) -> str | None: ...
+    @property
+    def project(self) -> str | None: ...
+    @property
+    def credentials(self) -> Any: ...
+    @property
+    def api_version(self) -> str | None: ...
+
+
 _FIELDS: Mapping[str, frozenset[str]] = {
     "api_version": frozenset({"azure"}),
     "region": frozenset({"bedrock", "vertex"}),

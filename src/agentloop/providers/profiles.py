@@ -350,7 +350,10 @@ _FAMILY_ROWS: dict[str, tuple[tuple[str, ModelProfile], ...]] = {
             r"(?:[a-z]{2,6}\.)?amazon\.nova-(pro|lite|premier).*",
             ModelProfile("Amazon Nova (Bedrock)", max_output_tokens=5_000),
         ),
-        (r".*", ModelProfile("Bedrock Converse models", max_output_tokens=4_096, media=frozenset())),
+        (
+            r".*",
+            ModelProfile("Bedrock Converse models", max_output_tokens=4_096, media=frozenset()),
+        ),
     ),
 }
 _TABLE.update(_FAMILY_ROWS)

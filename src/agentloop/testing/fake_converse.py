@@ -113,6 +113,7 @@ def converse_body(reply: _Reply, model: str, ident: str, call_ids: list[str]) ->
 def _block_frames(index: int, block: Mapping[str, Any], raw: str) -> list[bytes]:
     frames: list[bytes] = []
     where = {"contentBlockIndex": index}
+    deltas: list[dict[str, Any]]
     if "toolUse" in block:
         use = block["toolUse"]
         start = {"toolUse": {"toolUseId": use["toolUseId"], "name": use["name"]}}

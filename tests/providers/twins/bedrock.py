@@ -55,7 +55,9 @@ START_WITH_USER = (
     "A conversation must start with a user message. Try again with a conversation that starts "
     "with a user message."
 )
-TOOL_CONFIG = "The toolConfig field must be defined when using toolUse and toolResult content blocks."
+TOOL_CONFIG = (
+    "The toolConfig field must be defined when using toolUse and toolResult content blocks."
+)
 THINKING_FIRST = (
     "messages.{i}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
     "`tool_use`. When `thinking` is enabled, a final `assistant` message must start with a "
@@ -63,7 +65,8 @@ THINKING_FIRST = (
 )
 _AUTH = re.compile(
     r"AWS4-HMAC-SHA256 Credential=(?P<akid>[^/]+)/(?P<date>\d{8})/(?P<region>[^/]+)/"
-    r"(?P<service>[^/]+)/aws4_request, SignedHeaders=(?P<signed>[^,]+), Signature=(?P<sig>[0-9a-f]{64})"
+    r"(?P<service>[^/]+)/aws4_request, SignedHeaders=(?P<signed>[^,]+), "
+    r"Signature=(?P<sig>[0-9a-f]{64})"
 )
 _TOP = frozenset(
     {"messages", "system", "inferenceConfig", "toolConfig", "additionalModelRequestFields",
@@ -139,7 +142,9 @@ class BedrockTwin:
         parts = request.raw_path.split("/")
         stream = parts[-1] == "converse-stream"
         body = json.loads(raw)
-        model = request.match_info["tail"].split("/")[1] if "/" in request.match_info["tail"] else ""
+        model = (
+            request.match_info["tail"].split("/")[1] if "/" in request.match_info["tail"] else ""
+        )
         record = Received(model, request.raw_path, stream, dict(request.headers), body)
         self.received.append(record)
         refusal = self._authenticate(request, raw)
@@ -166,18 +171,31 @@ class BedrockTwin:
         if header.startswith("Bearer "):
             if self.bearer is not None and header[7:] == self.bearer:
                 return None
-            return 403, "UnrecognizedClientException", "Invalid API Key format: Must start with pre-defined prefix"
+            return (
+                403,
+                "UnrecognizedClientException",
+                "Invalid API Key format: Must start with pre-defined prefix",
+            )
         match = _AUTH.fullmatch(header)
         if match is None:
             return 403, "MissingAuthenticationTokenException", "Missing Authentication Token"
         frozen = self.credentials.get_frozen_credentials()
         if match["akid"] != frozen.access_key:
-            return 403, "UnrecognizedClientException", "The security token included in the request is invalid."
+            return (
+                403,
+                "UnrecognizedClientException",
+                "The security token included in the request is invalid.",
+            )
         if match["region"] != self.region or match["service"] != "bedrock":
-            scope = f"Credential should be scoped to a valid region. ({match['region']}/{match['service']})"
+            where = f"{match['region']}/{match['service']}"
+            scope = f"Credential should be scoped to a valid region. ({where})"
             return 403, "InvalidSignatureException", scope
         if frozen.token and request.headers.get("X-Amz-Security-Token") != frozen.token:
-            return 403, "UnrecognizedClientException", "The security token included in the request is invalid."
+            return (
+                403,
+                "UnrecognizedClientException",
+                "The security token included in the request is invalid.",
+            )
         if self.resign(request, raw, match["signed"].split(";")) != match["sig"]:
             return 403, "InvalidSignatureException", SIGNATURE_MISMATCH
         self.verified += 1
@@ -208,9 +226,7 @@ class BedrockTwin:
         if not messages or messages[0]["role"] != "user":
             return START_WITH_USER
         return (
-            self._roles(messages)
-            or self._tools(body, messages)
-            or self._thinking(body, messages)
+            self._roles(messages) or self._tools(body, messages) or self._thinking(body, messages)
         )
 
     def _roles(self, messages: list[Mapping[str, Any]]) -> str | None:
@@ -277,7 +293,11 @@ class BedrockTwin:
         if reply.text:
             blocks.append({"text": reply.text})
         for n, (name, arguments) in enumerate(reply.calls):
-            use = {"toolUseId": f"tooluse_{len(self.received)}_{n}", "name": name, "input": arguments}
+            use = {
+                "toolUseId": f"tooluse_{len(self.received)}_{n}",
+                "name": name,
+                "input": arguments,
+            }
             blocks.append({"toolUse": use})
         return blocks
 

@@ -124,7 +124,11 @@ class VertexTwin:
             return 400, f"Unsupported location: {info['location']}", "INVALID_ARGUMENT"
         if method not in _METHODS.get(publisher, {}):
             return 404, f"Method {method} of publisher {publisher} was not found.", "NOT_FOUND"
-        if publisher == "google" and _METHODS[publisher][method] and request.query.get("alt") != "sse":
+        if (
+            publisher == "google"
+            and _METHODS[publisher][method]
+            and request.query.get("alt") != "sse"
+        ):
             return 400, "twin: streamGenerateContent without alt=sse", "INVALID_ARGUMENT"
         return None
 
@@ -166,4 +170,6 @@ class VertexTwin:
         reply = twin.script.pop(0)
         if stream:
             return await twin._sse(request, reply)
-        return web.Response(text=json.dumps(twin.json_reply(reply)), content_type="application/json")
+        return web.Response(
+            text=json.dumps(twin.json_reply(reply)), content_type="application/json"
+        )

@@ -59,14 +59,16 @@ class AwsAuth:
         return sign(frozen, self.region, url, body, base)
 
 
-def sign(frozen: Any, region: str, url: str, body: bytes, headers: Mapping[str, str]) -> Any:
-    """botocore's SigV4 headers for a POST of ``body`` to ``url`` (service ``bedrock``)."""
+def sign(
+    frozen: Any, region: str, url: str, body: bytes, headers: Mapping[str, str]
+) -> dict[str, str]:
+    """Botocore's SigV4 headers for a POST of ``body`` to ``url`` (service ``bedrock``)."""
     from botocore.auth import SigV4Auth
     from botocore.awsrequest import AWSRequest
 
     request = AWSRequest(method="POST", url=url, data=body, headers=dict(headers))
     SigV4Auth(frozen, SERVICE, region).add_auth(request)
-    return dict(request.headers.items())
+    return {str(name): str(value) for name, value in request.headers.items()}
 
 
 def resolve_auth(region: str, *, api_key: str | None, credentials: Any = None) -> AwsAuth:

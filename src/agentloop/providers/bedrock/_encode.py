@@ -39,7 +39,12 @@ from agentloop.providers.profiles import check_settings, merge_body, profile_for
 __all__ = ["PROVIDER", "build_payload", "is_claude"]
 
 PROVIDER = "bedrock"
-_IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
+_IMAGE_FORMATS = {
+    "image/png": "png",
+    "image/jpeg": "jpeg",
+    "image/gif": "gif",
+    "image/webp": "webp",
+}
 _DOCUMENT_FORMATS = {
     "application/pdf": "pdf",
     "text/plain": "txt",
@@ -229,4 +234,3 @@ def build_payload(request: ModelRequest, model: str) -> dict[str, Any]:
     if settings.extra_body:
         merge_body(payload, settings.extra_body)
     return payload
-

@@ -114,7 +114,9 @@ def parse_converse(data: Any, request_id: str | None, text: str, model: str) -> 
         stop = opt_str(body.get("stopReason"), "stopReason")
         usage = usage_from(body.get("usage"))
     except WireError as exc:
-        raise invalid_reply(f"the reply is not a Converse message ({exc})", text, request_id) from exc
+        raise invalid_reply(
+            f"the reply is not a Converse message ({exc})", text, request_id
+        ) from exc
     response: ModelResponse = _finish(message, stop, usage, request_id)
     return ModelResponse(
         message=response.message,
@@ -229,10 +231,11 @@ class ConverseStreamState:
             return [StreamEvent("text_delta", text=piece)] if piece else []
         if "toolUse" in delta:
             index, lane = self._lane(payload, "tool")
-            piece = opt_str(opt_object(delta["toolUse"], "delta.toolUse").get("input"), "input")
-            lane.text += piece or ""
+            use = opt_object(delta["toolUse"], "delta.toolUse")
+            fragment = opt_str(use.get("input"), "delta.toolUse.input") or ""
+            lane.text += fragment
             return [StreamEvent("tool_call_delta", index=index, call_id=lane.call_id,
-                                arguments=piece or "")]  # fmt: skip
+                                arguments=fragment)]  # fmt: skip
         if "reasoningContent" in delta:
             return self._reasoning(payload, as_object(delta["reasoningContent"], "delta"))
         return []

@@ -152,8 +152,9 @@ class BedrockClient(HttpClient):
                 async for chunk in reply:
                     frames.add_data(chunk)
                     try:
-                        for frame in frames:
-                            for event in _frame_events(state, frame.headers, frame.payload):
+                        for message in frames:
+                            decoded: Any = message  # botocore's EventStreamMessage
+                            for event in _frame_events(state, decoded.headers, decoded.payload):
                                 yield event
                     except ParserError as exc:
                         raise invalid_reply(

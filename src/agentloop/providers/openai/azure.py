@@ -91,9 +91,7 @@ class AzureOpenAIClient(OpenAIClient):
         if api_version is not None:
             _deployment(model)
         headers = {**(options.pop("headers", None) or {}), "api-key": key}
-        super().__init__(
-            model, base_url=f"{self.root}/openai/v1", headers=headers, **options
-        )
+        super().__init__(model, base_url=f"{self.root}/openai/v1", headers=headers, **options)
 
     def _url_for(self, model: str) -> str:
         if self.api_version is None:

@@ -57,7 +57,7 @@ def _refresh_transport() -> Any:
         import urllib3
         from google.auth.transport.urllib3 import Request as Urllib3Request
 
-        return Urllib3Request(urllib3.PoolManager())
+        return Urllib3Request(urllib3.PoolManager())  # type: ignore[no-untyped-call]
 
 
 class VertexPlace:
@@ -77,9 +77,7 @@ class VertexPlace:
 
     def url(self, publisher: str, model: str, method: str) -> str:
         """``.../v1/projects/{p}/locations/{l}/publishers/{publisher}/models/{model}:{method}``."""
-        name = path_segment(
-            model, provider="Vertex AI", example="gemini-2.5-flash", extra="@"
-        )
+        name = path_segment(model, provider="Vertex AI", example="gemini-2.5-flash", extra="@")
         return (
             f"{self.base_url}/v1/projects/{self.project}/locations/{self.location}"
             f"/publishers/{publisher}/models/{name}:{method}"

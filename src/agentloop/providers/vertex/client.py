@@ -135,8 +135,8 @@ class VertexClient(HttpClient):
             payload = gemini_payload(request, self._model)
             async with self._transport.stream_sse(url, payload, headers=headers) as sse:
                 state = GeminiStreamState(request_id=sse.request_id, origin=model)
-                async for event in sse:
-                    for out in state.feed(event):
+                async for chunk in sse:
+                    for out in state.feed(chunk):
                         yield out
             response = state.response()
         yield StreamEvent("done", response=response)
