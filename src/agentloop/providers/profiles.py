@@ -331,10 +331,15 @@ _FAMILY_ROWS: dict[str, tuple[tuple[str, ModelProfile], ...]] = {
         (r".*", ModelProfile("DeepSeek chat", media=frozenset())),
     ),
     "xai": (
-        (r"grok-3-mini.*", ModelProfile("xAI grok-3-mini", efforts=frozenset({"low", "high"}))),
+        (
+            r"grok-3-mini.*",
+            ModelProfile("xAI grok-3-mini", efforts=frozenset({"low", "high"}), media=frozenset()),
+        ),
         (
             r"grok-([4-9]|\d{2,}).*",
-            ModelProfile("xAI grok-4 family", stop=False, thinks_by_default=True),
+            ModelProfile(
+                "xAI grok-4 family", stop=False, thinks_by_default=True, media=frozenset({"image"})
+            ),
         ),
         (r".*", _COMPATIBLE),
     ),
