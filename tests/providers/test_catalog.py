@@ -39,5 +39,7 @@ def test_import_agentloop_loads_neither_botocore_nor_google_auth() -> None:
         " or m.startswith('google.auth')]\n"
         "print(loaded)\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     assert result.stdout.strip() == "[]"

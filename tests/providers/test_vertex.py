@@ -16,7 +16,7 @@ from google.oauth2.credentials import Credentials
 from agentloop import Agent, RunConfig, tool
 from agentloop.errors import AuthError, BadRequestError, ConfigurationError, FailurePhase
 from agentloop.messages import Message, ThinkingPart
-from agentloop.model import ModelClient, ModelRequest, ModelSettings
+from agentloop.model import ClosableModelClient, ModelRequest, ModelSettings
 from agentloop.providers.fallback import FallbackClient
 from agentloop.providers.profiles import profile_for
 from agentloop.providers.settings import Settings, build_client
@@ -70,7 +70,7 @@ async def twin_at(**script: Any) -> AsyncIterator[tuple[VertexTwin, str]]:
         yield twin, url
 
 
-def client(url: str, model: str, **settings: Any) -> ModelClient:
+def client(url: str, model: str, **settings: Any) -> ClosableModelClient:
     settings.setdefault("credentials", token_credentials(TOKEN))
     settings.setdefault("project", "twin-project")
     return build_client(
@@ -143,8 +143,9 @@ async def test_claude_and_gemini_on_vertex_never_get_each_others_reasoning() -> 
     ]
     async with twin_at(claude_script=[], gemini=[]) as (twin, url):
         for model in ("gemini-2.5-flash", "claude-sonnet-4-5@20250929"):
-            with pytest.raises(BadRequestError):  # each twin refuses a signature it never issued
-                await client(url, model).complete(ModelRequest(history))
+            async with client(url, model) as vertex:
+                with pytest.raises(BadRequestError):  # a twin refuses a signature it never issued
+                    await vertex.complete(ModelRequest(history))
     to_gemini, to_claude = json.dumps(twin.bodies[0]), json.dumps(twin.bodies[1])
     assert "gemini-signature" in to_gemini and "claude-signature" not in to_gemini
     assert "claude-signature" in to_claude and "gemini-signature" not in to_claude
@@ -226,5 +227,6 @@ async def test_a_fallback_from_vertex_gemini_to_vertex_claude() -> None:
     async with twin_at(claude_script=script, gemini=[]) as (_twin, url):
         chain = FallbackClient([client(url, "gemini-2.5-flash"),
                                 client(url, "claude-sonnet-4-5@20250929")])  # fmt: skip
-        run = await Agent(chain).run("x")
+        async with chain:
+            run = await Agent(chain).run("x")
     assert run.output == "from claude"
