@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 
 from agentloop import Agent, tool
 from agentloop.errors import AuthError, ConfigurationError, ModelNotFound, ModelRefused
 from agentloop.messages import Message
-from agentloop.model import ModelClient, ModelRequest
+from agentloop.model import ClosableModelClient, ModelRequest
 from agentloop.providers.openai.azure import AzureOpenAIClient, azure_root
 from agentloop.providers.settings import Settings, build_client
 
@@ -40,7 +41,9 @@ async def twin_at(*steps: TwinReply) -> AsyncIterator[tuple[AzureTwin, str]]:
         yield twin, url
 
 
-def client(url: str, model: str = "gpt-4o-mini", **settings: object) -> ModelClient:
+def _client_unclosed(
+    url: str, model: str = "gpt-4o-mini", **settings: object
+) -> ClosableModelClient:
     return build_client(
         Settings(provider="azure", model=model, base_url=url, max_retries=0, **settings)  # type: ignore[arg-type]
     )
@@ -138,3 +141,21 @@ def test_a_route_field_the_provider_has_no_use_for_is_refused() -> None:
     with pytest.raises(ConfigurationError) as info:
         build_client(Settings(provider="openai", api_version="2024-10-21", api_key="k"))
     assert info.value.field == "api_version"
+
+
+_OPEN: list[ClosableModelClient] = []
+
+
+@pytest.fixture(autouse=True)
+async def _close_clients() -> AsyncIterator[None]:
+    """Close every client a test built, on the test's own loop."""
+    yield
+    while _OPEN:
+        await _OPEN.pop().aclose()
+
+
+def client(*args: Any, **kwargs: Any) -> Any:
+    """A client as ``_client_unclosed`` builds it, closed after the test."""
+    built = _client_unclosed(*args, **kwargs)
+    _OPEN.append(built)
+    return built

@@ -11,6 +11,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -30,7 +31,12 @@ from agentloop.errors import (
     RateLimited,
 )
 from agentloop.messages import Message, ThinkingPart
-from agentloop.model import INVALID_JSON_KEY, ModelClient, ModelRequest, ModelSettings
+from agentloop.model import (
+    INVALID_JSON_KEY,
+    ClosableModelClient,
+    ModelRequest,
+    ModelSettings,
+)
 from agentloop.providers.bedrock import BedrockClient, model_url_path
 from agentloop.providers.profiles import profile_for
 from agentloop.providers.retrying import RetryingClient
@@ -69,7 +75,7 @@ async def twin_at(*replies: Reply, **options: object) -> AsyncIterator[tuple[Bed
         yield twin, url
 
 
-def client(url: str, model: str = CLAUDE, **settings: object) -> ModelClient:
+def _client_unclosed(url: str, model: str = CLAUDE, **settings: object) -> ClosableModelClient:
     return build_client(
         Settings(provider="bedrock", model=model, base_url=url, max_retries=0, **settings)  # type: ignore[arg-type]
     )
@@ -340,3 +346,93 @@ async def test_claude_settings_rules_hold_before_sending() -> None:
 def test_the_client_is_a_bedrock_client() -> None:
     built = client("http://127.0.0.1:9")
     assert isinstance(built, BedrockClient) and built.provider == "bedrock"
+
+
+async def test_a_spent_retry_budget_carries_the_attempt_log() -> None:
+    timeout = Reply.aws(408, "ModelTimeoutException", "Model has timed out.")
+    async with twin_at(timeout, timeout) as (_twin, url):
+        retrying = RetryingClient(client(url), max_retries=1, base_delay=0.001)
+        with pytest.raises(ProviderTimeout) as info:
+            await retrying.complete(ask())
+    log = info.value.attempt_log
+    assert [r.error_type for r in log] == ["ProviderTimeout", "ProviderTimeout"]
+    assert all(r.phase is FailurePhase.STATUS and r.request_sent for r in log)
+    assert all(r.status_code == 408 for r in log)
+
+
+async def test_an_unwrapped_client_error_in_a_run_has_a_one_record_log() -> None:
+    async with twin_at(Reply.aws(400, "ValidationException", "bad")) as (_twin, url):
+        with pytest.raises(BadRequestError) as info:
+            await Agent(client(url)).run("x")
+    assert len(info.value.attempt_log) == 1
+
+
+async def test_media_goes_as_bytes_and_a_url_or_audio_is_refused() -> None:
+    from agentloop.media import AudioPart, DocumentPart, ImagePart
+
+    png = (
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00"
+        b"\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N"
+        b"\x00\x00\x00\x00IEND\xaeB`\x82"
+    )
+    document = DocumentPart(b"%PDF-1.4\n%%EOF\n", media_type="application/pdf")
+    parts: list[str | ImagePart | DocumentPart] = [
+        "look",
+        ImagePart(png, media_type="image/png"),
+        document,
+    ]
+    async with twin_at(Reply("seen")) as (twin, url):
+        bedrock = client(url)
+        await bedrock.complete(ModelRequest([Message.from_input(parts)]))
+        for bad in (
+            ImagePart(url="https://example.com/a.png"),
+            AudioPart(b"RIFF\0\0\0\0WAVE" + bytes(32)),
+        ):
+            with pytest.raises(ConfigurationError):
+                await bedrock.complete(ModelRequest([Message.from_input(["x", bad])]))
+    blocks = twin.received[0].body["messages"][0]["content"]
+    assert blocks[1]["image"]["format"] == "png" and blocks[1]["image"]["source"]["bytes"]
+    assert blocks[2]["document"] == {
+        "format": "pdf",
+        "name": "document-1",
+        "source": {"bytes": document.base64()},
+    }
+    assert len(twin.received) == 1
+
+
+@pytest.mark.parametrize(
+    ("choice", "wire"),
+    [("required", {"any": {}}), ("get_weather", {"tool": {"name": "get_weather"}})],
+)
+async def test_tool_choice_goes_in_tool_config(choice: str, wire: dict[str, object]) -> None:
+    from agentloop.model import ToolSpec
+
+    spec = ToolSpec("get_weather", "The weather.", {"type": "object", "properties": {}})
+    request = ModelRequest(
+        [Message.user("x")], tools=[spec], settings=ModelSettings(tool_choice=choice)
+    )
+    async with twin_at(Reply("ok")) as (twin, url):
+        await client(url).complete(request)
+    assert twin.received[0].body["toolConfig"]["toolChoice"] == wire
+    with pytest.raises(ConfigurationError):
+        await client(url).complete(
+            ModelRequest([Message.user("x")], settings=ModelSettings(tool_choice="none"))
+        )
+
+
+_OPEN: list[ClosableModelClient] = []
+
+
+@pytest.fixture(autouse=True)
+async def _close_clients() -> AsyncIterator[None]:
+    """Close every client a test built, on the test's own loop."""
+    yield
+    while _OPEN:
+        await _OPEN.pop().aclose()
+
+
+def client(*args: Any, **kwargs: Any) -> Any:
+    """A client as ``_client_unclosed`` builds it, closed after the test."""
+    built = _client_unclosed(*args, **kwargs)
+    _OPEN.append(built)
+    return built

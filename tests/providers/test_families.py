@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
 from agentloop import Agent, tool
 from agentloop.errors import AuthError, ConfigurationError
 from agentloop.messages import Message, ToolCallPart, ToolResultPart
-from agentloop.model import ModelRequest, ModelSettings
+from agentloop.model import ClosableModelClient, ModelRequest, ModelSettings
 from agentloop.providers._model_string import parse_model_string
 from agentloop.providers.openai.families import FAMILIES, CompatibleClient, mistral_call_id
 from agentloop.providers.settings import KEY_ENV_VARS, PROVIDERS, Settings, build_client
@@ -27,7 +29,7 @@ def lookup(term: str) -> str:
     return f"{term}: found"
 
 
-def family(name: str, url: str, model: str | None = None) -> CompatibleClient:
+def _family_unclosed(name: str, url: str, model: str | None = None) -> CompatibleClient:
     built = build_client(
         Settings(provider=name, model=model, api_key="fam-key", base_url=url, max_retries=0)
     )
@@ -115,3 +117,21 @@ async def test_groq_reasoning_models_take_an_effort() -> None:
         request = ModelRequest([Message.user("x")], settings=ModelSettings(reasoning_effort="low"))
         await family("groq", server.base_url, "openai/gpt-oss-120b").complete(request)
     assert server.requests[0]["reasoning_effort"] == "low"
+
+
+_OPEN: list[ClosableModelClient] = []
+
+
+@pytest.fixture(autouse=True)
+async def _close_clients() -> AsyncIterator[None]:
+    """Close every client a test built, on the test's own loop."""
+    yield
+    while _OPEN:
+        await _OPEN.pop().aclose()
+
+
+def family(*args: Any, **kwargs: Any) -> Any:
+    """A client as ``_family_unclosed`` builds it, closed after the test."""
+    built = _family_unclosed(*args, **kwargs)
+    _OPEN.append(built)
+    return built

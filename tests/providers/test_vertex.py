@@ -70,7 +70,7 @@ async def twin_at(**script: Any) -> AsyncIterator[tuple[VertexTwin, str]]:
         yield twin, url
 
 
-def client(url: str, model: str, **settings: Any) -> ClosableModelClient:
+def _client_unclosed(url: str, model: str, **settings: Any) -> ClosableModelClient:
     settings.setdefault("credentials", token_credentials(TOKEN))
     settings.setdefault("project", "twin-project")
     return build_client(
@@ -230,3 +230,21 @@ async def test_a_fallback_from_vertex_gemini_to_vertex_claude() -> None:
         async with chain:
             run = await Agent(chain).run("x")
     assert run.output == "from claude"
+
+
+_OPEN: list[ClosableModelClient] = []
+
+
+@pytest.fixture(autouse=True)
+async def _close_clients() -> AsyncIterator[None]:
+    """Close every client a test built, on the test's own loop."""
+    yield
+    while _OPEN:
+        await _OPEN.pop().aclose()
+
+
+def client(*args: Any, **kwargs: Any) -> Any:
+    """A client as ``_client_unclosed`` builds it, closed after the test."""
+    built = _client_unclosed(*args, **kwargs)
+    _OPEN.append(built)
+    return built

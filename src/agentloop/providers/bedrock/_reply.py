@@ -96,10 +96,15 @@ def _block(block: object, where: str) -> Part | None:
     return None  # a block kind this adapter does not read (citations, guard content)
 
 
-def _finish(message: Message, stop: str | None, usage: Usage, request_id: str | None) -> Any:
+def _finish(
+    message: Message, stop: str | None, usage: Usage, request_id: str | None, model: str
+) -> ModelResponse:
+    """The response, or ``ModelRefused`` when the stop reason is a refusal."""
     if stop in REFUSALS:
         raise ModelRefused(stop or "refusal", message.text)
-    return ModelResponse(message=message, usage=usage, stop_reason=stop, request_id=request_id)
+    return ModelResponse(
+        message=message, usage=usage, model=model, stop_reason=stop, request_id=request_id
+    )
 
 
 def parse_converse(data: Any, request_id: str | None, text: str, model: str) -> ModelResponse:
@@ -117,14 +122,7 @@ def parse_converse(data: Any, request_id: str | None, text: str, model: str) -> 
         raise invalid_reply(
             f"the reply is not a Converse message ({exc})", text, request_id
         ) from exc
-    response: ModelResponse = _finish(message, stop, usage, request_id)
-    return ModelResponse(
-        message=response.message,
-        usage=response.usage,
-        model=model,
-        stop_reason=response.stop_reason,
-        request_id=request_id,
-    )
+    return _finish(message, stop, usage, request_id, model)
 
 
 def exception_error(kind: str, payload: bytes, request_id: str | None) -> ProviderError:
@@ -259,11 +257,4 @@ class ConverseStreamState:
         cut = self.stop in TRUNCATION_REASONS
         parts = (self.lanes[i].part(cut) for i in sorted(self.lanes))
         message = Message("assistant", tuple(p for p in parts if p is not None))
-        response: ModelResponse = _finish(message, self.stop, self.usage, self.request_id)
-        return ModelResponse(
-            message=response.message,
-            usage=response.usage,
-            model=self.model,
-            stop_reason=response.stop_reason,
-            request_id=self.request_id,
-        )
+        return _finish(message, self.stop, self.usage, self.request_id, self.model)

@@ -20,6 +20,7 @@ are every adapter's. No boto3 client: botocore signs (``_auth``) and decodes fra
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -39,6 +40,7 @@ from agentloop.providers.bedrock._reply import (
     invalid_reply,
     parse_converse,
 )
+from agentloop.providers.profiles import profile_for
 
 __all__ = ["EVENT_STREAM", "BedrockClient", "model_url_path"]
 
@@ -115,15 +117,11 @@ class BedrockClient(HttpClient):
     @property
     def accepts_media(self) -> frozenset[str]:
         """The media kinds the default model takes (its profile's)."""
-        from agentloop.providers.profiles import profile_for
-
         return profile_for(PROVIDER, self._model).media
 
     async def _prepared(
         self, request: ModelRequest, action: str, accept: str
     ) -> tuple[str, bytes, Mapping[str, str]]:
-        import json
-
         model = request.model or self._model
         url = f"{self.endpoint}{model_url_path(model)}/{action}"
         body = json.dumps(build_payload(request, self._model)).encode()

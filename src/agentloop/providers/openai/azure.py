@@ -23,6 +23,7 @@ after its model (``gpt-5.4``) gets that model's rules and any other name the gen
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -74,8 +75,6 @@ class AzureOpenAIClient(OpenAIClient):
         api_version: str | None = None,
         **options: Any,
     ) -> None:
-        import os
-
         endpoint = endpoint or os.environ.get("AZURE_OPENAI_ENDPOINT", "").strip() or None
         if endpoint is None:
             raise ConfigurationError(
