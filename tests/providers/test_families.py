@@ -135,3 +135,18 @@ def family(*args: Any, **kwargs: Any) -> Any:
     built = _family_unclosed(*args, **kwargs)
     _OPEN.append(built)
     return built
+
+
+def test_model_strings_build_the_new_providers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentloop import Agent
+    from agentloop.providers import BedrockClient, RetryingClient
+
+    monkeypatch.setenv("GROQ_API_KEY", "k")
+    monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "k")
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    groq = Agent("groq:openai/gpt-oss-120b").client
+    bedrock = Agent("bedrock:eu.anthropic.claude-sonnet-4-5-20250929-v1:0").client
+    assert isinstance(groq, RetryingClient) and isinstance(groq.inner, CompatibleClient)
+    assert groq.model == "openai/gpt-oss-120b" and groq.provider == "groq"
+    assert isinstance(bedrock, RetryingClient) and isinstance(bedrock.inner, BedrockClient)
+    assert bedrock.inner.endpoint == "https://bedrock-runtime.eu-west-1.amazonaws.com"
