@@ -318,7 +318,9 @@ _TABLE: dict[str, tuple[tuple[str, ModelProfile], ...]] = {
 # page: "will not trigger an error but will also have no effect"), so they are refused here;
 # xAI's grok-4 refuses stop and reasoning_effort (grok-3-mini takes low/high); Groq's gpt-oss
 # and Qwen 3 take low/medium/high. Bedrock and Vertex route by name: Claude names get
-# Anthropic's rows, Gemini names Gemini's, with what the route lacks turned off (_routed).
+# Anthropic's rows, Gemini names Gemini's, with what the route lacks turned off (_routed);
+# other Bedrock models send no output limit unless asked (their limits differ: 2k for Llama 3,
+# 5k-10k for Nova), and read no media but Nova (Converse takes images and documents there).
 _COMPATIBLE = ModelProfile("OpenAI-compatible chat models", media=frozenset({"image"}))
 _FAMILY_ROWS: dict[str, tuple[tuple[str, ModelProfile], ...]] = {
     "deepseek": (
@@ -353,12 +355,9 @@ _FAMILY_ROWS: dict[str, tuple[tuple[str, ModelProfile], ...]] = {
     "bedrock": (
         (
             r"(?:[a-z]{2,6}\.)?amazon\.nova-(pro|lite|premier).*",
-            ModelProfile("Amazon Nova (Bedrock)", max_output_tokens=5_000),
+            ModelProfile("Amazon Nova (Bedrock)"),
         ),
-        (
-            r".*",
-            ModelProfile("Bedrock Converse models", max_output_tokens=4_096, media=frozenset()),
-        ),
+        (r".*", ModelProfile("Bedrock Converse models", media=frozenset())),
     ),
 }
 _TABLE.update(_FAMILY_ROWS)

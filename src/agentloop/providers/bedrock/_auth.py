@@ -75,13 +75,16 @@ def resolve_auth(region: str, *, api_key: str | None, credentials: Any = None) -
     """The auth of a Bedrock client: a Bedrock API key, or AWS credentials (the chain).
 
     Raises:
-        ConfigurationError: botocore is missing (``pip install 'agentloop[bedrock]'``).
+        ConfigurationError: botocore is missing (``pip install 'agentloop[bedrock]'``), which
+            signs requests and decodes ``ConverseStream``'s frames, so even a Bedrock API key
+            needs it.
         AuthError: No API key and the credential chain finds no credentials.
     """
+    # botocore also decodes ConverseStream's frames: a Bedrock API key needs it too
+    need_extra("bedrock", ["botocore"], "the bedrock provider (SigV4 and AWS event streams)")
     key = api_key or os.environ.get("AWS_BEARER_TOKEN_BEDROCK", "").strip() or None
     if key is not None:
         return AwsAuth(region, bearer=key, credentials=None)
-    need_extra("bedrock", ["botocore"], "the bedrock provider (SigV4 signing)")
     if credentials is None:
         import botocore.session
 
