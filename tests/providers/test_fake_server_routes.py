@@ -6,7 +6,7 @@ import pytest
 from google.oauth2.credentials import Credentials
 
 from agentloop.errors import ResponseInvalid
-from agentloop.messages import Message
+from agentloop.messages import Message, ThinkingPart
 from agentloop.model import ClosableModelClient, ModelRequest
 from agentloop.providers.settings import Settings, build_client
 from agentloop.testing import FakeProviderServer, FakeReply, FakeToolCall, Fault
@@ -88,3 +88,61 @@ async def test_claude_on_vertex() -> None:
         await vertex.aclose()
     assert events[-1].response is not None and events[-1].response.text == "sse"
     assert server.received[1].path.endswith("claude-sonnet-4-5@20250929:streamRawPredict")
+
+
+async def test_gemini_api_and_gemini_on_vertex() -> None:
+    call = FakeToolCall("read_file", {"path": "a"})
+    script = [
+        FakeReply(tool_calls=[call], thinking="look first"),
+        FakeReply("streamed"),
+        FakeReply("vertex"),
+    ]
+    async with FakeProviderServer(script) as server:
+        gemini = build_client(
+            Settings(
+                provider="gemini",
+                model="gemini-3.8-flash",
+                api_key="k",
+                base_url=f"{server.root_url}/v1beta",
+                max_retries=0,
+            )
+        )
+        vertex = build_client(
+            Settings(
+                provider="vertex",
+                model="gemini-2.5-flash",
+                project="p",
+                credentials=Credentials(token="t"),  # type: ignore[no-untyped-call]
+                base_url=server.root_url,
+                max_retries=0,
+            )
+        )
+        async with gemini, vertex:
+            first = await gemini.complete(REQUEST)
+            events = [e async for e in gemini.stream(REQUEST)]
+            third = await vertex.complete(REQUEST)
+    assert first.tool_calls[0].arguments == {"path": "a"}
+    assert next(p.text for p in first.message.parts if isinstance(p, ThinkingPart)) == "look first"
+    assert events[-1].response is not None and events[-1].response.text == "streamed"
+    assert third.text == "vertex"
+    assert [r.path for r in server.received] == [
+        "/v1beta/models/gemini-3.8-flash:generateContent",
+        "/v1beta/models/gemini-3.8-flash:streamGenerateContent",
+        "/v1/projects/p/locations/global/publishers/google/models/gemini-2.5-flash:generateContent",
+    ]
+
+
+async def test_a_truncated_gemini_stream_is_invalid() -> None:
+    async with FakeProviderServer([Fault.truncate(FakeReply("cut short here"))]) as server:
+        gemini = build_client(
+            Settings(
+                provider="gemini",
+                model="gemini-2.5-flash",
+                api_key="k",
+                base_url=f"{server.root_url}/v1beta",
+                max_retries=0,
+            )
+        )
+        async with gemini:
+            with pytest.raises(ResponseInvalid):
+                [e async for e in gemini.stream(REQUEST)]

@@ -53,6 +53,7 @@ from agentloop._util.aio import AsyncClosing
 from agentloop._util.slots import record
 from agentloop.testing import fake_wire as wire
 from agentloop.testing.fake_converse import FORMAT
+from agentloop.testing.fake_gemini import FORMAT as GEMINI
 from agentloop.testing.fake_script import load_fake_script
 from agentloop.testing.fake_steps import FakeReply, FakeToolCall, Fault, Step
 
@@ -364,9 +365,10 @@ _ROUTE_PATHS = (
     "/openai/v1/chat/completions",
     "/openai/deployments/{name}/chat/completions",  # Azure's dated API
     "/model/{name}/{action}",  # Bedrock Converse
-    "/v1/projects/{project}/locations/{location}/publishers/anthropic/models/{call}",  # Vertex
+    "/v1/projects/{project}/locations/{location}/publishers/{publisher}/models/{call}",  # Vertex
+    "/v1beta/models/{call}",  # the Gemini API
 )
-_FORMATS = {**wire.FORMATS, "converse": FORMAT}
+_FORMATS = {**wire.FORMATS, "converse": FORMAT, "gemini": GEMINI}
 
 
 def _route(path: str) -> tuple[str, str | None, bool | None]:
@@ -379,7 +381,9 @@ def _route(path: str) -> tuple[str, str | None, bool | None]:
     if parts[1] == "model":
         return "converse", parts[2], parts[3] == "converse-stream"
     model, _, method = parts[-1].partition(":")
-    return "anthropic", model, method == "streamRawPredict"
+    if "anthropic" in parts:
+        return "anthropic", model, method == "streamRawPredict"
+    return "gemini", model, method == "streamGenerateContent"
 
 
 def _json(
