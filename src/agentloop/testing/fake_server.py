@@ -24,7 +24,10 @@ The same script also answers ``POST /v1/messages`` in the Anthropic Messages for
 SSE ending with ``message_stop``; a truncated stream stops before it), so
 ``AnthropicClient(base_url=server.root_url)`` works too, and ``POST /v1/responses`` in OpenAI's
 Responses format (JSON, or SSE ending with ``response.completed``), for
-``OpenAIResponsesClient(base_url=server.base_url)``. A reply may carry reasoning
+``OpenAIResponsesClient(base_url=server.base_url)``; and the routes of SPEC 24 (Azure's
+``/openai/...`` paths, Bedrock's ``/model/{id}/converse`` and ``converse-stream`` in AWS
+event-stream frames, Gemini's ``/v1beta/models/{m}:generateContent`` and Vertex AI's
+``publishers/google`` and ``publishers/anthropic`` paths; ``fake_converse``, ``fake_gemini``). A reply may carry reasoning
 (``FakeReply.thinking``) and be a refusal (``FakeReply.refusal``) in each format. Status faults
 send an OpenAI-shaped error body unless given one (agentloop classifies both shapes).
 
