@@ -436,3 +436,21 @@ def client(*args: Any, **kwargs: Any) -> Any:
     built = _client_unclosed(*args, **kwargs)
     _OPEN.append(built)
     return built
+
+
+async def test_the_escaped_model_id_is_what_is_sent_and_signed() -> None:
+    """A client that signs ``%3A`` but sends ``:`` (yarl's default) fails AWS's check."""
+    import aiohttp
+
+    from agentloop.providers.bedrock._auth import sign
+
+    creds = Credentials("AKIDTWINEXAMPLE", "twin/secret/key").get_frozen_credentials()
+    body = b'{"messages": [{"role": "user", "content": [{"text": "hi"}]}]}'
+    async with twin_at(Reply("never")) as (twin, url):
+        signed_url = f"{url}{model_url_path(CLAUDE)}/converse"
+        headers = sign(creds, "us-east-1", signed_url, body, {"Content-Type": "application/json"})
+        async with aiohttp.ClientSession() as session:
+            async with session.post(signed_url, data=body, headers=headers) as reply:
+                status, kind = reply.status, reply.headers["x-amzn-ErrorType"]
+    assert twin.received[0].raw_path.count(":") == 1  # the colon went out unescaped
+    assert status == 403 and kind.startswith("InvalidSignatureException:")
