@@ -28,8 +28,9 @@ Responses format (JSON, or SSE ending with ``response.completed``), for
 ``/openai/...`` paths, Bedrock's ``/model/{id}/converse`` and ``converse-stream`` in AWS
 event-stream frames, Gemini's ``/v1beta/models/{m}:generateContent`` and Vertex AI's
 ``publishers/google`` and ``publishers/anthropic`` paths; ``fake_converse``, ``fake_gemini``).
-A reply may carry reasoning (``FakeReply.thinking``) and be a refusal (``FakeReply.refusal``) in each format. Status faults
-send an OpenAI-shaped error body unless given one (agentloop classifies both shapes).
+A reply may carry reasoning (``FakeReply.thinking``) and be a refusal (``FakeReply.refusal``)
+in each format. Status faults send an OpenAI-shaped error body unless given one (agentloop
+classifies both shapes).
 
 Beyond the script the server is strict, as a real provider is: ``GET /v1/models`` lists the
 models it serves; any other path is a 404 with an OpenAI error body (``unknown_url``); with a
