@@ -454,3 +454,34 @@ async def test_the_escaped_model_id_is_what_is_sent_and_signed() -> None:
                 status, kind = reply.status, reply.headers["x-amzn-ErrorType"]
     assert twin.received[0].raw_path.count(":") == 1  # the colon went out unescaped
     assert status == 403 and kind.startswith("InvalidSignatureException:")
+
+
+async def test_a_streamed_tool_loop_with_thinking_round_trips() -> None:
+    script = [
+        Reply(reasoning="need weather", calls=[("get_weather", {"city": "Oslo"})], stop="tool_use"),
+        Reply("Sunny."),
+    ]
+    async with twin_at(*script) as (twin, url):
+        config = RunConfig(model_settings=ModelSettings(thinking_budget=2048, max_tokens=8000))
+        agent = Agent(client(url), tools=[get_weather], config=config)
+        async with agent.stream("weather?") as events:
+            async for _ in events:
+                pass
+    assert events.run.output == "Sunny." and len(twin.accepted) == 2
+    sent = twin.received[1].body["messages"][1]["content"]
+    assert sent[0] == {
+        "reasoningContent": {"reasoningText": {"text": "need weather", "signature": "twin-sig-1"}}
+    }
+
+
+def test_adaptive_thinking_on_bedrock_claude_goes_in_additional_fields() -> None:
+    from agentloop.providers.bedrock._encode import build_payload
+
+    model = "us.anthropic.claude-fable-5-1-20261001-v1:0"
+    request = ModelRequest([Message.user("x")], settings=ModelSettings(reasoning_effort="high"))
+    payload = build_payload(request, model)
+    assert payload["additionalModelRequestFields"] == {
+        "thinking": {"type": "adaptive"},
+        "output_config": {"effort": "high"},
+    }
+    assert payload["inferenceConfig"] == {"maxTokens": 128_000}
