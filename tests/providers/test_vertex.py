@@ -248,3 +248,16 @@ def client(*args: Any, **kwargs: Any) -> Any:
     built = _client_unclosed(*args, **kwargs)
     _OPEN.append(built)
     return built
+
+
+async def test_concurrent_requests_refresh_a_stale_token_once() -> None:
+    import asyncio
+
+    creds = Refreshing(TOKEN)
+    replies = [Reply([text(str(n))]) for n in range(5)]
+    async with twin_at(gemini=replies) as (twin, url):
+        vertex = client(url, "gemini-2.5-flash", credentials=creds)
+        await asyncio.gather(
+            *(vertex.complete(ModelRequest([Message.user("x")])) for _ in range(5))
+        )
+    assert creds.refreshes == 1 and len(twin.bodies) == 5 and twin.refused == []

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from typing import Any
 
 from agentloop.errors import AuthError, ConfigurationError
@@ -35,16 +36,23 @@ class GoogleAuth:
 
     def __init__(self, credentials: Any) -> None:
         self.credentials = credentials
+        self._refreshing = threading.Lock()  # a thread lock: any event loop may ask
 
     async def token(self) -> str:
         """A valid access token (refreshed first when missing or expiring)."""
         credentials = self.credentials
         if not credentials.valid:
-            await asyncio.to_thread(credentials.refresh, _refresh_transport())
+            await asyncio.to_thread(self._refresh)
         token = credentials.token
         if not isinstance(token, str) or not token:
             raise AuthError("the Google credentials gave no access token", provider="vertex")
         return token
+
+    def _refresh(self) -> None:
+        """Refresh once however many requests found the token stale at the same moment."""
+        with self._refreshing:
+            if not self.credentials.valid:
+                self.credentials.refresh(_refresh_transport())
 
 
 def _refresh_transport() -> Any:
