@@ -261,3 +261,34 @@ async def test_concurrent_requests_refresh_a_stale_token_once() -> None:
             *(vertex.complete(ModelRequest([Message.user("x")])) for _ in range(5))
         )
     assert creds.refreshes == 1 and len(twin.bodies) == 5 and twin.refused == []
+
+
+def test_adc_gives_the_credentials_and_the_project(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """A service-account file through GOOGLE_APPLICATION_CREDENTIALS: ADC's project is used."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    account = {
+        "type": "service_account",
+        "project_id": "adc-project",
+        "private_key_id": "k1",
+        "private_key": pem,
+        "client_email": "agent@adc-project.iam.gserviceaccount.com",
+        "client_id": "1",
+        "token_uri": "https://oauth2.googleapis.com/token",
+    }
+    path = tmp_path / "sa.json"
+    path.write_text(json.dumps(account))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(path))
+    built = build_client(Settings(provider="vertex", max_retries=0))
+    assert isinstance(built, VertexClient) and built.place.project == "adc-project"
+    assert "cloud-platform" in " ".join(built._auth.credentials.scopes or ())
+    assert built.place.location == "global"
