@@ -7,6 +7,7 @@ own error shapes (``x-amzn-ErrorType``) and streams real event-stream frames. A 
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -30,7 +31,7 @@ from agentloop.errors import (
     ProviderUnavailable,
     RateLimited,
 )
-from agentloop.messages import Message, ThinkingPart
+from agentloop.messages import Message, ThinkingPart, ToolCallPart, ToolResultPart
 from agentloop.model import (
     INVALID_JSON_KEY,
     ClosableModelClient,
@@ -79,6 +80,11 @@ def _client_unclosed(url: str, model: str = CLAUDE, **settings: object) -> Closa
     return build_client(
         Settings(provider="bedrock", model=model, base_url=url, max_retries=0, **settings)  # type: ignore[arg-type]
     )
+
+
+def uncached(message: dict[str, Any]) -> dict[str, Any]:
+    """A wire message without its ``cachePoint`` blocks (they move to each request's end)."""
+    return {**message, "content": [b for b in message["content"] if "cachePoint" not in b]}
 
 
 def ask(text: str = "hi") -> ModelRequest:
@@ -169,8 +175,9 @@ async def test_a_tool_turn_with_claude_thinking_round_trips_twice() -> None:
         run = await Agent(client(url), tools=[get_weather], config=config).run("weather?")
     assert run.output == "Sunny in both." and len(twin.accepted) == 3
     first, second = twin.received[1].body, twin.received[2].body
-    assert second["messages"][: len(first["messages"])] == first["messages"]
-    sent = first["messages"][1]["content"]
+    unmarked = [uncached(m) for m in first["messages"]]
+    assert [uncached(m) for m in second["messages"]][: len(unmarked)] == unmarked
+    sent = uncached(first["messages"][1])["content"]
     assert sent[0]["reasoningContent"]["reasoningText"]["signature"] == "twin-sig-1"
     assert sent[1]["toolUse"]["name"] == "get_weather"
     extra = first["additionalModelRequestFields"]
@@ -185,7 +192,9 @@ async def test_another_providers_reasoning_is_never_sent() -> None:
     async with twin_at(Reply("ok")) as (twin, url):
         await client(url).complete(ModelRequest(history))
     messages = twin.received[0].body["messages"]
-    assert messages == [{"role": "user", "content": [{"text": "a"}, {"text": "b"}]}]
+    assert [uncached(m) for m in messages] == [
+        {"role": "user", "content": [{"text": "a"}, {"text": "b"}]}
+    ]
 
 
 async def test_the_stream_decodes_event_frames_and_reasoning() -> None:
@@ -485,3 +494,28 @@ def test_adaptive_thinking_on_bedrock_claude_goes_in_additional_fields() -> None
         "output_config": {"effort": "high"},
     }
     assert payload["inferenceConfig"] == {"maxTokens": 128_000}
+
+
+def test_cache_points_go_where_the_anthropic_breakpoints_go() -> None:
+    from agentloop.model import ToolSpec
+    from agentloop.providers.bedrock._encode import build_payload
+
+    point = {"cachePoint": {"type": "default"}}
+    spec = ToolSpec("get_weather", "The weather.", {"type": "object", "properties": {}})
+    history = [
+        Message.user("a"),
+        Message("assistant", (ToolCallPart("t1", "get_weather", {}),)),
+        Message("tool", (ToolResultPart("t1", "get_weather", "sunny"),)),
+    ]
+    request = ModelRequest(history, tools=[spec], system="be brief")
+    claude = build_payload(request, CLAUDE)
+    assert claude["system"][-1] == point and claude["toolConfig"]["tools"][-1] == point
+    assert claude["messages"][0]["content"][-1] == point  # where the last request ended
+    assert claude["messages"][2]["content"][-1] == point  # the end: the next request reads it
+    nova = build_payload(request, "amazon.nova-pro-v1:0")
+    assert point not in nova["toolConfig"]["tools"] and nova["system"][-1] == point
+    plain = ModelRequest(history, tools=[spec], system="be brief",
+                         settings=ModelSettings(cache=False))  # fmt: skip
+    unmarked = build_payload(plain, CLAUDE)
+    assert "cachePoint" not in json.dumps(unmarked)
+    assert "cachePoint" not in json.dumps(build_payload(request, "meta.llama3-70b-instruct-v1:0"))

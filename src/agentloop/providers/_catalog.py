@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from agentloop.model import REASONING_EFFORTS
+from agentloop.providers.bedrock._encode import caches as bedrock_caches
 from agentloop.providers.profiles import ModelProfile, profile_for
 from agentloop.providers.settings import DEFAULT_MODELS, KEY_ENV_VARS, PROVIDERS
 
@@ -61,6 +62,12 @@ def _reasoning(profile: ModelProfile) -> str:
     return "built in" if profile.thinks_by_default else "no"
 
 
+def _caching(provider: str, model: str, wire: str) -> str:
+    if provider == "bedrock":
+        return "cachePoint blocks" if bedrock_caches(model) else "none"
+    return _CACHING.get(wire, "none")
+
+
 def _wire(provider: str, model: str) -> str:
     """The wire a provider's model is spoken in (which tools and caching it has)."""
     if provider == "vertex":
@@ -79,7 +86,7 @@ def _row(provider: str, model: str) -> str:
         _reasoning(profile),
         ", ".join(sorted(profile.media)) or "text only",
         _TOOLS.get(wire, "none"),
-        _CACHING.get(wire, "none"),
+        _caching(provider, model, wire),
         "AWS event stream" if provider == "bedrock" else "SSE",
     )
     return "| " + " | ".join(cells) + " |"

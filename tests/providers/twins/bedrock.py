@@ -15,7 +15,9 @@ internal.amazon.com/coral/com.amazon.bedrock/``, ``x-amzn-RequestId`` and ``{"me
    ``MissingAuthenticationTokenException``.
 2. The model id is one path segment, percent-encoded (``:`` as ``%3A``): the raw path is what
    the signature covers, so a client that sends ``:`` but signs ``%3A`` fails rule 1.
-3. ``ValidationException`` (400) for what Converse refuses: a conversation that does not start
+3. ``ValidationException`` (400) for what Converse refuses: more than four ``cachePoint``
+   blocks, or one that does not follow a content block (or follows reasoning, which would
+   put ``cache_control`` on a thinking block); a conversation that does not start
    with ``user`` or does not alternate; a blank text block; ``toolUse``/``toolResult`` blocks
    without ``toolConfig``; ``toolResult`` blocks that do not answer the previous turn's
    ``toolUse`` ids; and, with Claude thinking on, a final assistant turn of ``toolUse`` that does
@@ -226,7 +228,10 @@ class BedrockTwin:
         if not messages or messages[0]["role"] != "user":
             return START_WITH_USER
         return (
-            self._roles(messages) or self._tools(body, messages) or self._thinking(body, messages)
+            _cache_points(body)
+            or self._roles(messages)
+            or self._tools(body, messages)
+            or self._thinking(body, messages)
         )
 
     def _roles(self, messages: list[Mapping[str, Any]]) -> str | None:
@@ -343,6 +348,24 @@ class BedrockTwin:
             await response.write(chunk)
         await response.write_eof()
         return response
+
+
+def _cache_points(body: Mapping[str, Any]) -> str | None:
+    """At most four ``cachePoint`` blocks, none first in a message or right after reasoning."""
+    system = body.get("system") or []
+    tools = (body.get("toolConfig") or {}).get("tools") or []
+    count = sum("cachePoint" in b for b in [*system, *tools])
+    for i, message in enumerate(body.get("messages") or []):
+        blocks = message["content"]
+        for j, block in enumerate(blocks):
+            if "cachePoint" not in block:
+                continue
+            count += 1
+            if j == 0 or "reasoningContent" in blocks[j - 1]:
+                return f"messages.{i}.content.{j}: a cachePoint must follow a content block"
+    if count > 4:
+        return f"A maximum of 4 cache checkpoints are allowed per request; found {count}."
+    return None
 
 
 def _ids(number: int) -> dict[str, str]:

@@ -22,6 +22,9 @@ takes beyond that in ``additionalModelRequestFields``. Rules kept here, before a
   and tool results, where the model's profile takes them; a URL (Converse takes S3 locations
   only), audio, or a kind the model lacks is a ``ConfigurationError`` naming the part.
 - ``tool_choice="none"`` has no Converse form: a ``ConfigurationError``; ``seed`` too.
+- Prompt caching (``ModelSettings.cache``, on by default) on the models that have it (Claude
+  3.7 and later, Amazon Nova): ``cachePoint`` blocks where the Anthropic adapter puts its
+  ``cache_control`` breakpoints (``_mark``); ``cache=False`` sends none.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from agentloop.model import ModelRequest, ModelSettings, ToolSpec
 from agentloop.providers.anthropic._settings import check_payload, settings_fields
 from agentloop.providers.profiles import check_settings, merge_body, profile_for
 
-__all__ = ["PROVIDER", "build_payload", "is_claude"]
+__all__ = ["PROVIDER", "build_payload", "caches", "is_claude"]
 
 PROVIDER = "bedrock"
 _IMAGE_FORMATS = {
@@ -231,6 +234,38 @@ def build_payload(request: ModelRequest, model: str) -> dict[str, Any]:
         payload["toolConfig"] = _tools(request.tools, settings.tool_choice)
     if extra:
         payload["additionalModelRequestFields"] = extra
+    if settings.cache and caches(name):
+        _mark(payload, tools=is_claude(name))
     if settings.extra_body:
         merge_body(payload, settings.extra_body)
     return payload
+
+
+def caches(model: str) -> bool:
+    """Whether the model has Bedrock's prompt caching: Claude 3.7 and later, Amazon Nova."""
+    if "amazon.nova" in model.lower():
+        return True
+    profile = profile_for(PROVIDER, model)
+    return is_claude(model) and (profile.thinking_budget or profile.adaptive_thinking)
+
+
+def _mark(payload: dict[str, Any], *, tools: bool) -> None:
+    """``cachePoint`` blocks where the Anthropic adapter puts its breakpoints (four at most).
+
+    After the system text and (Claude only: Nova caches no tools) the tools, at the end of the
+    transcript (the next request reads it) and of the message before the last assistant turn
+    (where the previous request ended). Never right after reasoning: that would put
+    ``cache_control`` on a thinking block, which Claude refuses.
+    """
+    if payload.get("system"):
+        payload["system"].append({"cachePoint": {"type": "default"}})
+    specs = payload.get("toolConfig", {}).get("tools")
+    if tools and specs:
+        specs.append({"cachePoint": {"type": "default"}})
+    messages = payload["messages"]
+    assistants = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
+    ends = {len(messages) - 1, *([assistants[-1] - 1] if assistants else [])} - {-1}
+    for index in ends:
+        content = messages[index]["content"]
+        if "reasoningContent" not in content[-1]:
+            content.append({"cachePoint": {"type": "default"}})
