@@ -7,6 +7,7 @@ own error shapes (``x-amzn-ErrorType``) and streams real event-stream frames. A 
 
 from __future__ import annotations
 
+import datetime
 import json
 import sys
 from collections.abc import AsyncIterator
@@ -519,3 +520,40 @@ def test_cache_points_go_where_the_anthropic_breakpoints_go() -> None:
     unmarked = build_payload(plain, CLAUDE)
     assert "cachePoint" not in json.dumps(unmarked)
     assert "cachePoint" not in json.dumps(build_payload(request, "meta.llama3-70b-instruct-v1:0"))
+
+
+def test_credentials_that_cannot_be_had_fail_at_build() -> None:
+    from botocore.credentials import RefreshableCredentials
+    from botocore.exceptions import CredentialRetrievalError
+
+    def fetch() -> dict[str, str]:
+        raise CredentialRetrievalError(provider="sso", error_msg="the SSO session has expired")
+
+    long_ago = datetime.datetime(2020, 1, 1, tzinfo=datetime.UTC)
+    expired = RefreshableCredentials("AKID", "secret", None, long_ago, fetch, "sso")
+    with pytest.raises(AuthError) as info:
+        client("http://127.0.0.1:9", credentials=expired)
+    assert info.value.request_sent is False and "SSO session has expired" in str(info.value)
+
+
+class Lapsing:
+    """Credentials that work at build and then fail to refresh, as an expired role does."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def get_frozen_credentials(self) -> Any:
+        from botocore.exceptions import CredentialRetrievalError
+
+        self.calls += 1
+        if self.calls > 2:
+            raise CredentialRetrievalError(provider="sts", error_msg="the role has expired")
+        return Credentials("AKIDTWINEXAMPLE", "twin/secret/key").get_frozen_credentials()
+
+
+async def test_a_failed_refresh_before_a_request_is_an_auth_error_that_sent_nothing() -> None:
+    async with twin_at(Reply("never")) as (twin, url):
+        with pytest.raises(AuthError) as info:
+            await client(url, credentials=Lapsing()).complete(ask())
+    assert twin.received == [] and info.value.request_sent is False
+    assert "the role has expired" in str(info.value)

@@ -11,10 +11,17 @@ from typing import Any
 
 import pytest
 from google.auth.credentials import Credentials as BaseCredentials
+from google.auth.exceptions import RefreshError, TransportError
 from google.oauth2.credentials import Credentials
 
 from agentloop import Agent, RunConfig, tool
-from agentloop.errors import AuthError, BadRequestError, ConfigurationError, FailurePhase
+from agentloop.errors import (
+    AuthError,
+    BadRequestError,
+    ConfigurationError,
+    FailurePhase,
+    ProviderUnavailable,
+)
 from agentloop.messages import Message, ThinkingPart
 from agentloop.model import ClosableModelClient, ModelRequest, ModelSettings
 from agentloop.providers.fallback import FallbackClient
@@ -292,3 +299,33 @@ def test_adc_gives_the_credentials_and_the_project(
     assert isinstance(built, VertexClient) and built.place.project == "adc-project"
     assert "cloud-platform" in " ".join(built._auth.credentials.scopes or ())
     assert built.place.location == "global"
+
+
+class Failing(Refreshing):
+    """Credentials whose refresh fails as google-auth's do."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(TOKEN)
+        self.error = error
+
+    def refresh(self, request: Any) -> None:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("error", "cls", "phase"),
+    [
+        (RefreshError("invalid_grant: Token has been expired or revoked."), AuthError, None),
+        (TransportError("connection refused"), ProviderUnavailable, FailurePhase.CONNECT),
+    ],
+)
+async def test_a_failed_token_refresh_is_typed_and_sends_nothing(
+    error: Exception, cls: type[Exception], phase: FailurePhase | None
+) -> None:
+    async with twin_at(gemini=[Reply([text("never")])]) as (twin, url):
+        vertex = client(url, "gemini-2.5-flash", credentials=Failing(error))
+        with pytest.raises(cls) as info:
+            await vertex.complete(ModelRequest([Message.user("x")]))
+    assert type(info.value) is cls and twin.bodies == []
+    assert info.value.request_sent is False and info.value.phase is phase  # type: ignore[attr-defined]
+    assert info.value.provider == "vertex"  # type: ignore[attr-defined]

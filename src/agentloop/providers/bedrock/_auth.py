@@ -8,7 +8,8 @@
   request is signed with botocore's ``SigV4Auth`` for service ``bedrock`` over the exact bytes,
   URL and headers sent (``Content-Type``, ``Accept``, ``X-Amz-Date``,
   ``X-Amz-Security-Token`` with session credentials). Refreshable credentials refresh in a
-  worker thread, never on the event loop.
+  worker thread, never on the event loop; a refresh that fails is ``AuthError`` with
+  ``request_sent`` False.
 
 botocore is imported here only, and only when a Bedrock client is built.
 """
@@ -22,6 +23,7 @@ from typing import Any
 
 from agentloop.errors import AuthError, ConfigurationError
 from agentloop.providers._extras import need_extra
+from agentloop.safety.redact import redact_secrets
 
 __all__ = ["SERVICE", "AwsAuth", "resolve_auth"]
 
@@ -42,7 +44,7 @@ class AwsAuth:
         """What to redact from errors (the key, the secret key, the session token)."""
         if self.bearer:
             return (self.bearer,)
-        frozen = self.credentials.get_frozen_credentials()
+        frozen = self.frozen()
         return tuple(s for s in (frozen.secret_key, frozen.token, frozen.access_key) if s)
 
     async def headers(self, url: str, body: bytes, accept: str) -> Mapping[str, str]:
@@ -50,13 +52,27 @@ class AwsAuth:
         base = {"Content-Type": "application/json", "Accept": accept}
         if self.bearer:
             return {**base, "Authorization": f"Bearer {self.bearer}"}
-        credentials = self.credentials
-        refresh = getattr(credentials, "refresh_needed", None)
+
+        refresh = getattr(self.credentials, "refresh_needed", None)
         if refresh is not None and refresh():
-            frozen = await asyncio.to_thread(credentials.get_frozen_credentials)
+            frozen = await asyncio.to_thread(self.frozen)
         else:
-            frozen = credentials.get_frozen_credentials()
+            frozen = self.frozen()
         return sign(frozen, self.region, url, body, base)
+
+    def frozen(self) -> Any:
+        """The credentials of this moment; a failed refresh is ``AuthError`` (nothing sent)."""
+        from botocore.exceptions import BotoCoreError
+
+        try:
+            return self.credentials.get_frozen_credentials()
+        except BotoCoreError as exc:  # a refresh that failed (SSO expired, no role...)
+            said = redact_secrets(str(exc))[:300]
+            raise AuthError(
+                f"bedrock: refreshing the AWS credentials failed ({type(exc).__name__}: {said})",
+                provider=SERVICE,
+                request_sent=False,
+            ) from exc
 
 
 def sign(
@@ -101,4 +117,6 @@ def resolve_auth(region: str, *, api_key: str | None, credentials: Any = None) -
             "(botocore.credentials.Credentials(access_key, secret_key, token))",
             field="credentials",
         )
-    return AwsAuth(region, bearer=None, credentials=credentials)
+    auth = AwsAuth(region, bearer=None, credentials=credentials)
+    auth.frozen()  # credentials that cannot be had (an expired SSO session) fail here, at build
+    return auth

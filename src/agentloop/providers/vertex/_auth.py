@@ -4,7 +4,9 @@
 Credentials (``google.auth.default``, scope ``cloud-platform``) become an
 ``Authorization: Bearer`` token; a token that is missing or about to expire is refreshed in a
 worker thread (google-auth's refresh is blocking I/O), never on the event loop. No credentials
-found is ``AuthError`` at ``build_client`` time.
+found is ``AuthError`` at ``build_client`` time; a refresh the token endpoint refuses is
+``AuthError``, one that cannot reach it ``ProviderUnavailable`` (phase ``connect``), both with
+``request_sent`` False (nothing went to Vertex).
 
 The project is ``Settings.project``, else ``GOOGLE_CLOUD_PROJECT``, else the one ADC names; none
 is a ``ConfigurationError``. The location is ``Settings.region``, else ``GOOGLE_CLOUD_LOCATION``,
@@ -22,9 +24,16 @@ import os
 import threading
 from typing import Any
 
-from agentloop.errors import AuthError, ConfigurationError
+from agentloop.errors import (
+    AuthError,
+    ConfigurationError,
+    FailurePhase,
+    ProviderError,
+    ProviderUnavailable,
+)
 from agentloop.providers._extras import need_extra
 from agentloop.providers._paths import path_segment
+from agentloop.safety.redact import redact_secrets
 
 __all__ = ["SCOPE", "GoogleAuth", "VertexPlace", "resolve_vertex"]
 
@@ -42,7 +51,14 @@ class GoogleAuth:
         """A valid access token (refreshed first when missing or expiring)."""
         credentials = self.credentials
         if not credentials.valid:
-            await asyncio.to_thread(self._refresh)
+            from google.auth import exceptions
+
+            try:
+                await asyncio.to_thread(self._refresh)
+            except exceptions.RefreshError as exc:  # refused: a revoked or expired grant
+                raise _refresh_failed(AuthError, exc, None) from exc
+            except exceptions.TransportError as exc:  # the token endpoint was not reached
+                raise _refresh_failed(ProviderUnavailable, exc, FailurePhase.CONNECT) from exc
         token = credentials.token
         if not isinstance(token, str) or not token:
             raise AuthError("the Google credentials gave no access token", provider="vertex")
@@ -53,6 +69,19 @@ class GoogleAuth:
         with self._refreshing:
             if not self.credentials.valid:
                 self.credentials.refresh(_refresh_transport())
+
+
+def _refresh_failed(
+    cls: type[ProviderError], exc: Exception, phase: FailurePhase | None
+) -> ProviderError:
+    """The error of a failed token refresh: nothing was sent to Vertex (``request_sent`` False)."""
+    said = redact_secrets(str(exc))[:300]
+    return cls(
+        f"vertex: refreshing the Google access token failed ({type(exc).__name__}: {said})",
+        provider="vertex",
+        phase=phase,
+        request_sent=False,
+    )
 
 
 def _refresh_transport() -> Any:
