@@ -530,7 +530,7 @@ def test_credentials_that_cannot_be_had_fail_at_build() -> None:
         raise CredentialRetrievalError(provider="sso", error_msg="the SSO session has expired")
 
     long_ago = datetime.datetime(2020, 1, 1, tzinfo=datetime.UTC)
-    expired = RefreshableCredentials("AKID", "secret", None, long_ago, fetch, "sso")
+    expired = RefreshableCredentials("AKID", "secret", "token", long_ago, fetch, "sso")
     with pytest.raises(AuthError) as info:
         client("http://127.0.0.1:9", credentials=expired)
     assert info.value.request_sent is False and "SSO session has expired" in str(info.value)

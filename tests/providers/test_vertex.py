@@ -315,8 +315,8 @@ class Failing(Refreshing):
 @pytest.mark.parametrize(
     ("error", "cls", "phase"),
     [
-        (RefreshError("invalid_grant: Token has been expired or revoked."), AuthError, None),
-        (TransportError("connection refused"), ProviderUnavailable, FailurePhase.CONNECT),
+        (RefreshError("invalid_grant: Token has been expired or revoked."), AuthError, None),  # type: ignore[no-untyped-call]
+        (TransportError("connection refused"), ProviderUnavailable, FailurePhase.CONNECT),  # type: ignore[no-untyped-call]
     ],
 )
 async def test_a_failed_token_refresh_is_typed_and_sends_nothing(
