@@ -11,11 +11,14 @@ refused, TLS, timeouts) is aiohttp's vocabulary, so ``_http.classify_exception``
                                     refined by the body: credit/billing errors ->
                                     ``InsufficientCredits``, a 400 about an invalid API key
                                     -> ``AuthError``, a 429's Google ``retryDelay`` ->
-                                    ``retry_after`` when no header gives one
+                                    ``retry_after`` when no header gives one; an AWS
+                                    ``x-amzn-ErrorType`` names the class instead
+                                    (``_aws_errors``)
 unparseable / oversized body        ``ResponseInvalid(body, True, body=<raw excerpt>)``
 =================================  ==================================================
 
-Every error carries ``provider``, ``request_id`` (from ``x-request-id`` / ``request-id``),
+Every error carries ``provider``, ``request_id`` (from ``x-request-id`` / ``request-id`` /
+``x-amzn-RequestId``),
 ``retry_after`` where known, and ``should_retry`` (True/False from the ``x-should-retry``
 header, else None) that ``RetryingClient`` honours. Text a server controls (message, body
 excerpt, request id, redirect host) is redacted with ``safety.redact`` before it is kept; error
