@@ -18,11 +18,10 @@ unparseable / oversized body        ``ResponseInvalid(body, True, body=<raw exce
 =================================  ==================================================
 
 Every error carries ``provider``, ``request_id`` (from ``x-request-id`` / ``request-id`` /
-``x-amzn-RequestId``),
-``retry_after`` where known, and ``should_retry`` (True/False from the ``x-should-retry``
-header, else None) that ``RetryingClient`` honours. Text a server controls (message, body
-excerpt, request id, redirect host) is redacted with ``safety.redact`` before it is kept; error
-bodies are kept up to 8 KiB.
+``x-amzn-RequestId``), ``retry_after`` where known, and ``should_retry`` (True/False from the
+``x-should-retry`` header, else None) that ``RetryingClient`` honours. Text a server controls
+(message, body excerpt, request id, redirect host) is redacted with ``safety.redact`` before it
+is kept; error bodies are kept up to 8 KiB.
 """
 
 from __future__ import annotations
