@@ -107,7 +107,8 @@ def test_a_model_string_reads_the_key_from_the_environment(
     ("spec", "says"),
     [
         ("gpt-4o", "'openai:gpt-4o'"),
-        ("groq:llama-3.3-70b", "unknown provider 'groq'"),
+        ("perplexity:sonar", "unknown provider 'perplexity'"),
+        ("google-vertex:gemini-2.5-flash", "did you mean 'vertex:gemini-2.5-flash'?"),
         ("google-gla:gemini-2.5-flash", "did you mean 'gemini:gemini-2.5-flash'?"),
         ("openai:", "names no model"),
         ("", "needs a provider and a model"),

@@ -84,6 +84,8 @@ ROOMS = (
     "agentloop.providers.openai.",
     "agentloop.providers.anthropic.",
     "agentloop.providers.gemini.",
+    "agentloop.providers.bedrock.",
+    "agentloop.providers.vertex.",
 )
 
 

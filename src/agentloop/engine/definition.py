@@ -47,7 +47,7 @@ __all__ = ["Definition"]
 
 logger = logging.getLogger("agentloop")
 
-_NATIVE_PROVIDERS = frozenset({"openai", "openrouter", "ollama", "gemini"})
+_NATIVE_PROVIDERS = frozenset({"openai", "openrouter", "ollama", "gemini", "azure"})
 
 T = TypeVar("T")
 

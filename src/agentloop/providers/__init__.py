@@ -10,18 +10,29 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agentloop._util.lazy import lazy_exports
-from agentloop.providers.openai import OllamaClient, OpenAIClient, OpenRouterClient
+from agentloop.providers.openai import (
+    AzureOpenAIClient,
+    CompatibleClient,
+    OllamaClient,
+    OpenAIClient,
+    OpenRouterClient,
+)
 from agentloop.providers.settings import Settings, build_client
 
 if TYPE_CHECKING:
     from agentloop.providers.anthropic import AnthropicClient
+    from agentloop.providers.bedrock import BedrockClient
     from agentloop.providers.fallback import FallbackClient
     from agentloop.providers.gemini import GeminiClient
     from agentloop.providers.responses import OpenAIResponsesClient
     from agentloop.providers.retrying import RetryingClient
+    from agentloop.providers.vertex import VertexClient
 
 __all__ = [
     "AnthropicClient",
+    "AzureOpenAIClient",
+    "BedrockClient",
+    "CompatibleClient",
     "FallbackClient",
     "GeminiClient",
     "OllamaClient",
@@ -30,6 +41,7 @@ __all__ = [
     "OpenRouterClient",
     "RetryingClient",
     "Settings",
+    "VertexClient",
     "build_client",
 ]
 
@@ -39,6 +51,8 @@ _LAZY = {
     "AnthropicClient": "agentloop.providers.anthropic",
     "GeminiClient": "agentloop.providers.gemini",
     "OpenAIResponsesClient": "agentloop.providers.responses",
+    "BedrockClient": "agentloop.providers.bedrock",
+    "VertexClient": "agentloop.providers.vertex",
 }
 
 

@@ -3,7 +3,7 @@
 Pure: no aiohttp, no sockets, no clock unless one is passed. ``_http`` (the I/O) calls it for
 every non-2xx reply and every unusable body; the adapters call it for the error payloads some
 servers send inside a 200 reply or mid-stream. What a transport *exception* means (connect
-refused, TLS, timeouts) is aiohttp's vocabulary, so ``_http.classify_exception`` keeps it.
+refused, TLS, timeouts) is aiohttp's vocabulary, so ``_http_errors.classify_exception`` keeps it.
 
 =================================  ==================================================
 3xx                                 ``UnexpectedRedirect(redirect, True, redirect_host)``
@@ -11,15 +11,17 @@ refused, TLS, timeouts) is aiohttp's vocabulary, so ``_http.classify_exception``
                                     refined by the body: credit/billing errors ->
                                     ``InsufficientCredits``, a 400 about an invalid API key
                                     -> ``AuthError``, a 429's Google ``retryDelay`` ->
-                                    ``retry_after`` when no header gives one
+                                    ``retry_after`` when no header gives one; an AWS
+                                    ``x-amzn-ErrorType`` names the class instead
+                                    (``_aws_errors``)
 unparseable / oversized body        ``ResponseInvalid(body, True, body=<raw excerpt>)``
 =================================  ==================================================
 
-Every error carries ``provider``, ``request_id`` (from ``x-request-id`` / ``request-id``),
-``retry_after`` where known, and ``should_retry`` (True/False from the ``x-should-retry``
-header, else None) that ``RetryingClient`` honours. Text a server controls (message, body
-excerpt, request id, redirect host) is redacted with ``safety.redact`` before it is kept; error
-bodies are kept up to 8 KiB.
+Every error carries ``provider``, ``request_id`` (from ``x-request-id`` / ``request-id`` /
+``x-amzn-RequestId``), ``retry_after`` where known, and ``should_retry`` (True/False from the
+``x-should-retry`` header, else None) that ``RetryingClient`` honours. Text a server controls
+(message, body excerpt, request id, redirect host) is redacted with ``safety.redact`` before it
+is kept; error bodies are kept up to 8 KiB.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from agentloop.errors import (
     ResponseInvalid,
     UnexpectedRedirect,
 )
+from agentloop.providers._aws_errors import aws_error_type, class_for_aws_type
 from agentloop.safety.redact import REDACTED, redact_secrets
 
 __all__ = [
@@ -83,6 +86,7 @@ _OVERFLOW_PHRASES = (
     "context window",
     "maximum context",
     "prompt is too long",
+    "input is too long",
     "too many tokens",
     "input token count",
     "exceeds the maximum number of tokens",
@@ -287,7 +291,12 @@ def error_for_status(
     excerpt = _excerpt(body, secrets)
     info = parse_error_body(excerpt)
     cls = _status_class(status, info, excerpt)
+    aws = aws_error_type(headers)  # Bedrock: the type names the failure, not the status
+    if aws is not None:
+        cls = _aws_class(aws, info, excerpt) or cls
     detail = info.message or excerpt.strip()[:500] or "no body"
+    if aws is not None:
+        detail = f"{aws}: {detail}"
     retry_after = parse_retry_after(headers)
     if retry_after is None and cls is RateLimited:
         retry_after = info.retry_delay
@@ -309,6 +318,13 @@ def error_for_status(
         provider,
         secrets,
     )
+
+
+def _aws_class(name: str, info: ErrorInfo, body: str) -> type[ProviderError] | None:
+    cls = class_for_aws_type(name)
+    if cls is BadRequestError and is_context_overflow(info, body):
+        return ContextLengthExceeded
+    return cls
 
 
 def redirect_error(
@@ -355,7 +371,9 @@ def _excerpt(body: str, secrets: Iterable[str]) -> str:
 
 def read_request_id(headers: Mapping[str, str], secrets: Iterable[str]) -> str | None:
     """The server's request id (redacted: it is a header the server may fill with anything)."""
-    value = headers.get("x-request-id") or headers.get("request-id")
+    value = (
+        headers.get("x-request-id") or headers.get("request-id") or headers.get("x-amzn-requestid")
+    )
     return None if value is None else redact_secrets(value, secrets)
 
 

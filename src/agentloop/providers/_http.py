@@ -1,11 +1,12 @@
-"""The HTTP I/O: the only module that imports aiohttp; sessions, requests, limits and phases.
+"""The HTTP I/O: sessions, requests, limits and phases; with ``_http_errors``, all of aiohttp.
 
 Every provider adapter sends its requests through ``HttpTransport`` so that limits, timeouts,
 redirect refusal, credential redaction and the mapping of every failure into ``agentloop.errors``
 (with ``phase`` and ``request_sent``, SPEC section 8) exist exactly once. What a reply's status
 and body mean is decided by the pure ``_classify``; what a transport exception means
-(``classify_exception``) is here, beside the aiohttp it inspects. aiohttp is imported lazily
-(when the first request opens a session), so ``import agentloop`` never imports it.
+(``classify_exception``) by ``_http_errors``, beside the aiohttp it inspects. aiohttp is
+imported lazily (when the first request opens a session), so ``import agentloop`` never
+imports it.
 
 API (stable; every provider module depends on it)::
 
@@ -58,12 +59,7 @@ from urllib.parse import urlsplit
 from agentloop._util.slots import record
 from agentloop.errors import (
     AgentLoopError,
-    ConfigurationError,
-    FailurePhase,
     ProviderError,
-    ProviderTimeout,
-    ProviderUnavailable,
-    ProviderUnreachable,
     ResponseInvalid,
 )
 from agentloop.providers._classify import (
@@ -81,6 +77,8 @@ from agentloop.providers._classify import (
     redirect_error,
     should_retry_hint,
 )
+from agentloop.providers._http_errors import classify_exception
+from agentloop.providers._paths import as_sent
 from agentloop.providers._per_loop import PerLoop
 from agentloop.providers._sse import MAX_SSE_LINE, SSEDecoder, SSEEvent
 from agentloop.providers._tape import TAPE
@@ -122,51 +120,6 @@ flight at once, which then wait for a free connection. ``docs/benchmarks.md`` ha
 _CREDENTIAL_HEADERS = frozenset(
     {"authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key"}
 )
-
-
-def classify_exception(
-    exc: BaseException, *, stage: str, provider: str | None, secrets: Iterable[str] = ()
-) -> AgentLoopError:
-    """Map a transport exception to the error tree; ``stage`` is connect, send or read."""
-    import aiohttp
-
-    detail = redact(f"{type(exc).__name__}: {exc}", secrets)
-    if isinstance(exc, aiohttp.InvalidURL):
-        return ConfigurationError(f"invalid provider URL: {detail}", field="base_url")
-    cls, phase, sent, what = _exception_kind(exc, stage)
-    error = cls(
-        f"{provider or 'provider'}: {what} ({detail})",
-        provider=provider,
-        phase=phase,
-        request_sent=sent,
-    )
-    error.should_retry = None  # stated: no reply, so no hint
-    return error
-
-
-_Kind = tuple[type[ProviderError], FailurePhase, bool | None, str]
-
-
-def _exception_kind(exc: BaseException, stage: str) -> _Kind:
-    import aiohttp
-
-    if isinstance(exc, aiohttp.ClientHttpProxyError | aiohttp.ClientProxyConnectionError):
-        return ProviderUnreachable, FailurePhase.PROXY, False, "the proxy refused the connection"
-    if isinstance(exc, aiohttp.ClientSSLError | ssl.SSLError):
-        return ProviderUnreachable, FailurePhase.TLS, False, "TLS verification/handshake failed"
-    if isinstance(exc, aiohttp.ClientConnectorDNSError):
-        return ProviderUnreachable, FailurePhase.CONNECT, False, "DNS lookup failed"
-    if isinstance(exc, aiohttp.ConnectionTimeoutError):
-        return ProviderTimeout, FailurePhase.CONNECT, False, "connect timed out"
-    if isinstance(exc, aiohttp.ClientConnectorError) or stage == "connect":
-        if isinstance(exc, TimeoutError):
-            return ProviderTimeout, FailurePhase.CONNECT, False, "connect timed out"
-        return ProviderUnavailable, FailurePhase.CONNECT, False, "connect failed"
-    if isinstance(exc, TimeoutError):
-        return ProviderTimeout, FailurePhase.READ, True, "read timed out"
-    if stage == "send":
-        return ProviderUnavailable, FailurePhase.SEND, None, "the connection failed before a reply"
-    return ProviderUnavailable, FailurePhase.READ, True, "reading the response failed"
 
 
 @record
@@ -252,6 +205,11 @@ class HttpTransport:
         """The values this transport redacts (never printed)."""
         return self._secrets
 
+    def add_secret(self, value: str) -> None:
+        """Redact ``value`` too from now on (a credential minted later: a refreshed token)."""
+        if value and value not in self._secrets:
+            self._secrets = (*self._secrets, value)
+
     def redact(self, text: str) -> str:
         """``redact_secrets`` with this transport's secrets."""
         return redact(text, self._secrets)
@@ -299,7 +257,7 @@ class HttpTransport:
         try:
             session = await self._sessions.get()
             response = await session.post(
-                url, data=body, headers=merged, allow_redirects=False, proxy=self._proxy
+                as_sent(url), data=body, headers=merged, allow_redirects=False, proxy=self._proxy
             )
         except _foreign_errors() as exc:
             # aiohttp wraps every failure before the connection exists in a connector error

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from typing import Any
 
 from agentloop.errors import ConfigurationError
 
-__all__ = ["MAX_SEGMENT", "path_segment"]
+__all__ = ["MAX_SEGMENT", "as_sent", "path_segment"]
 
 MAX_SEGMENT = 256
 """The longest name accepted as a path segment (Gemini's tuned-model ids are 40 at most)."""
@@ -69,3 +70,16 @@ def path_segment(
         f"{MAX_SEGMENT} characters), such as {example!r}",
         field=what,
     )
+
+
+def as_sent(url: str) -> Any:
+    """``url`` with its percent-escapes kept, for the HTTP layer to send as it is.
+
+    yarl would decode a Bedrock model id's ``%3A``, and the SigV4 signature, made over the
+    escaped path, would no longer match it.
+    """
+    if "%" not in url:
+        return url
+    from yarl import URL
+
+    return URL(url, encoded=True)

@@ -25,9 +25,10 @@ Sources: ``shared/spec/provider-rules.md`` (each rule there cites the provider's
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import field, replace
 from typing import Any
 
 from agentloop._util.slots import record
@@ -324,6 +325,59 @@ _TABLE: dict[str, tuple[tuple[str, ModelProfile], ...]] = {
     ),
 }
 
+# The providers of SPEC 24 (issue 33). OpenAI-compatible families keep OpenAI's rows for the
+# names OpenAI publishes (a router's "openai/gpt-oss-120b" is not OpenAI's gpt rows: none match)
+# and add what each refuses: DeepSeek's reasoner ignores sampling settings silently (its API
+# page: "will not trigger an error but will also have no effect"), so they are refused here;
+# xAI's grok-4 refuses stop and reasoning_effort (grok-3-mini takes low/high); Groq's gpt-oss
+# and Qwen 3 take low/medium/high. Bedrock and Vertex route by name: Claude names get
+# Anthropic's rows, Gemini names Gemini's, with what the route lacks turned off (_routed);
+# other Bedrock models send no output limit unless asked (their limits differ: 2k for Llama 3,
+# 5k-10k for Nova), and read no media but Nova (Converse takes images and documents there).
+_COMPATIBLE = ModelProfile("OpenAI-compatible chat models", media=frozenset({"image"}))
+_FAMILY_ROWS: dict[str, tuple[tuple[str, ModelProfile], ...]] = {
+    "deepseek": (
+        (
+            r"deepseek-reasoner.*|deepseek-r\d.*",
+            ModelProfile(
+                "DeepSeek reasoner", sampling=False, thinks_by_default=True, media=frozenset()
+            ),
+        ),
+        (r".*", ModelProfile("DeepSeek chat", media=frozenset())),
+    ),
+    "xai": (
+        (
+            r"grok-3-mini.*",
+            ModelProfile("xAI grok-3-mini", efforts=frozenset({"low", "high"}), media=frozenset()),
+        ),
+        (
+            r"grok-([4-9]|\d{2,}).*",
+            ModelProfile(
+                "xAI grok-4 family", stop=False, thinks_by_default=True, media=frozenset({"image"})
+            ),
+        ),
+        (r".*", _COMPATIBLE),
+    ),
+    "groq": (
+        (
+            r"(openai/)?gpt-oss.*|qwen/qwen3.*|qwen3.*",
+            ModelProfile("Groq reasoning models", efforts=_O_EFFORTS, media=frozenset()),
+        ),
+        (r".*", _COMPATIBLE),
+    ),
+    "bedrock": (
+        (
+            r"(?:[a-z]{2,6}\.)?amazon\.nova-(pro|lite|premier).*",
+            ModelProfile("Amazon Nova (Bedrock)"),
+        ),
+        (r".*", ModelProfile("Bedrock Converse models", media=frozenset())),
+    ),
+}
+_TABLE.update(_FAMILY_ROWS)
+_ROUTE_OFF: Mapping[str, str] = {"bedrock": "Bedrock", "vertex": "Vertex AI"}
+"""Routes that serve Claude (and, on Vertex, Gemini) under their own names."""
+
+
 ANTHROPIC_EFFORT_BUDGETS: Mapping[str, int | None] = {
     "none": None,  # thinking off
     "minimal": 1_024,  # the API's smallest budget
@@ -346,7 +400,39 @@ _ROUTE_SUFFIX = re.compile(r"(?:@.*|-v\d+(?::\d+)?)$")
 
 
 def profile_for(provider: str, model: str) -> ModelProfile:
-    """The profile of ``model`` at ``provider`` (OpenAI-compatible providers use OpenAI's rows)."""
+    """The profile of ``model`` at ``provider`` (OpenAI-compatible providers use OpenAI's rows).
+
+    On ``bedrock`` and ``vertex`` a Claude name has Anthropic's row and a Gemini name (Vertex)
+    Gemini's, without what the route lacks (``_routed``).
+    """
+    if provider in _ROUTE_OFF:
+        return _routed(provider, model)
+    return _match(provider, model)
+
+
+@functools.lru_cache(maxsize=128)
+def _routed(provider: str, model: str) -> ModelProfile:
+    """Claude on Bedrock or Vertex: Anthropic's rules (append_only, adaptive thinking...).
+
+    Mid-conversation system messages and tool changes are documented for the Claude API only
+    (Bedrock Converse refused them for Fable 5.1, provider-rules Anthropic 2026 6), and
+    server-side compaction is a beta of the Claude API: the route turns all three off, so the
+    engine uses the forms every route takes (SPEC 28).
+    """
+    bare = _ROUTE_PREFIX.sub("", model.lower().rpartition("/")[2])
+    if bare.startswith("claude"):
+        found = _match("anthropic", model)
+        return replace(
+            found,
+            family=f"{found.family} on {_ROUTE_OFF[provider]}",
+            mid_conversation_system=False,
+            mid_conversation_tools=False,
+            server_compaction=False,
+        )
+    return _match("gemini" if provider == "vertex" else provider, model)
+
+
+def _match(provider: str, model: str) -> ModelProfile:
     rows = _COMPILED.get(provider) or _COMPILED["openai"]
     name = _ROUTE_SUFFIX.sub("", _ROUTE_PREFIX.sub("", model.lower().rpartition("/")[2]))
     for pattern, profile in rows:

@@ -47,10 +47,35 @@ from agentloop.providers._client import (
     check_max_connections,
 )
 from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
+from agentloop.providers._routes import (
+    FAMILY_KEYS,
+    FAMILY_MODELS,
+    ROUTES,
+    build_route,
+    check_route_fields,
+)
 
 __all__ = ["APIS", "DEFAULT_MODELS", "KEY_ENV_VARS", "PROVIDERS", "Settings", "build_client"]
 
-PROVIDERS = ("openai", "openrouter", "ollama", "anthropic", "gemini")
+PROVIDERS = (
+    "openai",
+    "openrouter",
+    "ollama",
+    "anthropic",
+    "gemini",
+    # SPEC 24: the enterprise routes and the OpenAI-compatible families (providers/_routes.py)
+    "azure",
+    "bedrock",
+    "vertex",
+    "mistral",
+    "groq",
+    "xai",
+    "deepseek",
+    "together",
+    "fireworks",
+    "cerebras",
+    "huggingface",
+)
 """The provider names ``Settings.provider`` accepts."""
 
 _CLOSE_PROVIDER = 0.6
@@ -59,7 +84,7 @@ _CLOSE_PROVIDER = 0.6
 APIS = ("auto", "responses", "chat")
 """The values ``Settings.api`` accepts (which OpenAI API a client speaks)."""
 
-_CHAT_PROVIDERS = frozenset({"openai", "openrouter", "ollama"})
+_CHAT_PROVIDERS = frozenset({"openai", "openrouter", "ollama", "azure", *FAMILY_KEYS})
 
 KEY_ENV_VARS: Mapping[str, str | None] = {
     "openai": "OPENAI_API_KEY",
@@ -67,6 +92,10 @@ KEY_ENV_VARS: Mapping[str, str | None] = {
     "anthropic": "ANTHROPIC_API_KEY",
     "gemini": "GEMINI_API_KEY",
     "ollama": None,
+    "azure": "AZURE_OPENAI_API_KEY",
+    "bedrock": "AWS_BEARER_TOKEN_BEDROCK",  # optional: the AWS credential chain otherwise
+    "vertex": None,  # Application Default Credentials
+    **FAMILY_KEYS,
 }
 """Where each provider's key is read from when ``Settings.api_key`` is None."""
 
@@ -76,8 +105,11 @@ DEFAULT_MODELS: Mapping[str, str] = {
     "ollama": "llama3.2",
     "anthropic": "claude-sonnet-4-5",
     "gemini": "gemini-2.5-flash",
+    "bedrock": "amazon.nova-lite-v1:0",
+    "vertex": "gemini-2.5-flash",
+    **FAMILY_MODELS,
 }
-"""The model used when ``Settings.model`` is None."""
+"""The model used when ``Settings.model`` is None (azure has none: name your deployment)."""
 
 
 @record
@@ -101,14 +133,21 @@ class Settings:
     max_retries: int = 3
     api: str = "auto"
     max_connections: int = DEFAULT_MAX_CONNECTIONS
+    region: str | None = None
+    project: str | None = None
+    credentials: Any = field(default=None, repr=False)
+    api_version: str | None = None
 
     def __repr__(self) -> str:
         key = "None" if self.api_key is None else "'***'"
+        held = "None" if self.credentials is None else "'***'"
         return (
             f"Settings(provider={self.provider!r}, model={self.model!r}, api_key={key}, "
             f"base_url={self.base_url!r}, timeout={self.timeout!r}, "
             f"connect_timeout={self.connect_timeout!r}, max_retries={self.max_retries!r}, "
-            f"api={self.api!r}, max_connections={self.max_connections!r})"
+            f"api={self.api!r}, max_connections={self.max_connections!r}, "
+            f"region={self.region!r}, project={self.project!r}, credentials={held}, "
+            f"api_version={self.api_version!r})"
         )
 
     @classmethod
@@ -167,6 +206,7 @@ class Settings:
         if self.base_url is not None:
             check_base_url(self.base_url)
         self._check_api()
+        check_route_fields(self)
 
     def _check_api(self) -> None:
         if self.api not in APIS:
@@ -181,7 +221,8 @@ class Settings:
         if not fits:
             raise ConfigurationError(
                 f"api={self.api!r} does not apply to provider {self.provider!r} "
-                "(responses: openai only; chat: openai, openrouter, ollama)",
+                "(responses: openai only; chat: openai, azure, openrouter, ollama and the "
+                "OpenAI-compatible families)",
                 field="api",
             )
 
@@ -234,6 +275,8 @@ def _check_key(settings: Settings, key: str | None) -> None:
         check_key_characters(key)
         return
     var = settings.key_env_var()
+    if settings.provider in ROUTES:
+        return  # bedrock and vertex: a credential chain, checked when the client is built
     if var is not None and not is_local_url(settings.base_url):
         raise AuthError(f"{var} is not set", provider=settings.provider)
 
@@ -284,6 +327,17 @@ def _other(settings: Settings, model: str, key: str | None) -> ClosableModelClie
     return client
 
 
+def _default_model(provider: str) -> str:
+    model = DEFAULT_MODELS.get(provider)
+    if model is None:
+        raise ConfigurationError(
+            f"{provider} has no default model: name your deployment, "
+            f"Settings(provider={provider!r}, model='<deployment>')",
+            field="model",
+        )
+    return model
+
+
 def build_client(settings: Settings) -> ClosableModelClient:
     """Validate ``settings`` and build the client (wrapped in ``RetryingClient`` by default).
 
@@ -298,8 +352,10 @@ def build_client(settings: Settings) -> ClosableModelClient:
     settings.validate()
     key = settings.resolve_api_key()
     _check_key(settings, key)
-    model = (settings.model or DEFAULT_MODELS[settings.provider]).strip()
-    if settings.provider in ("anthropic", "gemini"):
+    model = (settings.model or _default_model(settings.provider)).strip()
+    if settings.provider in ROUTES or settings.provider in FAMILY_KEYS:
+        client = build_route(settings, model, key)
+    elif settings.provider in ("anthropic", "gemini"):
         client = _other(settings, model, key)
     else:
         client = _openai_family(settings, model, key)

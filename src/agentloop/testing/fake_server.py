@@ -24,9 +24,13 @@ The same script also answers ``POST /v1/messages`` in the Anthropic Messages for
 SSE ending with ``message_stop``; a truncated stream stops before it), so
 ``AnthropicClient(base_url=server.root_url)`` works too, and ``POST /v1/responses`` in OpenAI's
 Responses format (JSON, or SSE ending with ``response.completed``), for
-``OpenAIResponsesClient(base_url=server.base_url)``. A reply may carry reasoning
-(``FakeReply.thinking``) and be a refusal (``FakeReply.refusal``) in each format. Status faults
-send an OpenAI-shaped error body unless given one (agentloop classifies both shapes).
+``OpenAIResponsesClient(base_url=server.base_url)``; and the routes of SPEC 24 (Azure's
+``/openai/...`` paths, Bedrock's ``/model/{id}/converse`` and ``converse-stream`` in AWS
+event-stream frames, Gemini's ``/v1beta/models/{m}:generateContent`` and Vertex AI's
+``publishers/google`` and ``publishers/anthropic`` paths; ``fake_converse``, ``fake_gemini``).
+A reply may carry reasoning (``FakeReply.thinking``) and be a refusal (``FakeReply.refusal``)
+in each format. Status faults send an OpenAI-shaped error body unless given one (agentloop
+classifies both shapes).
 
 On ``/v1/messages`` for a model whose profile is ``append_only`` (``claude-fable-5-1``,
 ``claude-opus-5-5``), it plays that model's prefix check (SPEC 28, ``fake_binding``): a thinking
@@ -58,6 +62,8 @@ from agentloop._util.aio import AsyncClosing
 from agentloop._util.slots import record
 from agentloop.testing import fake_wire as wire
 from agentloop.testing.fake_binding import Binding
+from agentloop.testing.fake_converse import FORMAT
+from agentloop.testing.fake_gemini import FORMAT as GEMINI
 from agentloop.testing.fake_ledger import Ledger
 from agentloop.testing.fake_script import load_fake_script
 from agentloop.testing.fake_steps import FakeReply, FakeToolCall, Fault, Step
@@ -177,6 +183,8 @@ class FakeProviderServer(AsyncClosing):
         app.router.add_post("/v1/chat/completions", self._handle)
         app.router.add_post("/v1/messages", self._handle)
         app.router.add_post("/v1/responses", self._handle)
+        for path in _ROUTE_PATHS:  # Azure, Bedrock and Vertex (SPEC 24)
+            app.router.add_post(path, self._handle)
         app.router.add_get("/v1/models", self._list_models)
         app.router.add_get("/v1/models/{name}", self._get_model)
         app.router.add_route("*", "/{tail:.*}", self._unknown)
@@ -233,9 +241,8 @@ class FakeProviderServer(AsyncClosing):
         message = f"Invalid URL ({request.method} {request.path})"
         return _json(status, wire.openai_error(message, code), {})
 
-    def _rejection(self, anthropic: bool, body: Mapping[str, Any]) -> dict[str, Any] | None:
+    def _rejection(self, anthropic: bool, name: object) -> dict[str, Any] | None:
         """The 404 body for a model this server does not serve (None: serve it)."""
-        name = body.get("model")
         if self.models is None or name in self.models:
             return None
         return _unknown_model(str(name), anthropic=anthropic)
@@ -249,11 +256,12 @@ class FakeProviderServer(AsyncClosing):
         self.received.append(RecordedRequest(request.path, dict(request.headers), body))
         number = next(self._ids)
         headers = {"x-request-id": f"req_fake_{number}"}
-        wire_name = _WIRES[request.path]
-        rejection = self._rejection(wire_name == "anthropic", body)
+        wire_name, in_path, streamed = _route(request.path)
+        named = body.get("model") if in_path is None else in_path
+        rejection = self._rejection(wire_name == "anthropic", named)
         if rejection is not None:
             return _json(404, rejection, headers)
-        model = self.model if self.models is None else str(body.get("model"))
+        model = self.model if self.models is None else str(named)
         bound = wire_name == "anthropic" and Binding.applies(model)
         problem = self._binding.check(body) if bound else None
         if problem is not None:
@@ -264,8 +272,8 @@ class FakeProviderServer(AsyncClosing):
             return _json(changed[0], changed[1], headers)
         step = self._next_step(body)
         await self._pause(step.delay)
-        stream = bool(body.get("stream"))
-        exchange = _Exchange(request, stream, number, headers, model, wire.FORMATS[wire_name])
+        stream = bool(body.get("stream")) if streamed is None else streamed
+        exchange = _Exchange(request, stream, number, headers, model, _FORMATS[wire_name])
         if isinstance(step, FakeReply):
             if bound and step.thinking is not None:
                 ident = f"{exchange.form.id_prefix}{number}"
@@ -297,7 +305,7 @@ class FakeProviderServer(AsyncClosing):
         else:
             chunks.append(form.end(reply, exchange.model, ident, call_ids))
         response = web.StreamResponse(
-            headers={**exchange.headers, "Content-Type": "text/event-stream"}
+            headers={**exchange.headers, "Content-Type": form.content_type}
         )
         try:
             await response.prepare(exchange.request)
@@ -376,7 +384,31 @@ _WIRES = {
     "/v1/chat/completions": "chat",
     "/v1/messages": "anthropic",
     "/v1/responses": "responses",
+    "/openai/v1/chat/completions": "chat",  # Azure's v1 API
 }
+_ROUTE_PATHS = (
+    "/openai/v1/chat/completions",
+    "/openai/deployments/{name}/chat/completions",  # Azure's dated API
+    "/model/{name}/{action}",  # Bedrock Converse
+    "/v1/projects/{project}/locations/{location}/publishers/{publisher}/models/{call}",  # Vertex
+    "/v1beta/models/{call}",  # the Gemini API
+)
+_FORMATS = {**wire.FORMATS, "converse": FORMAT, "gemini": GEMINI}
+
+
+def _route(path: str) -> tuple[str, str | None, bool | None]:
+    """The wire a path speaks, the model its path names, and whether it streams (None: body)."""
+    if path in _WIRES:
+        return _WIRES[path], None, None
+    parts = path.split("/")
+    if parts[1] == "openai":
+        return "chat", parts[3], None
+    if parts[1] == "model":
+        return "converse", parts[2], parts[3] == "converse-stream"
+    model, _, method = parts[-1].partition(":")
+    if "anthropic" in parts:
+        return "anthropic", model, method == "streamRawPredict"
+    return "gemini", model, method == "streamGenerateContent"
 
 
 def _json(

@@ -410,6 +410,7 @@ class WireFormat:
     events: Builder
     end: Builder
     malformed: bytes
+    content_type: str = "text/event-stream"
 
 
 FORMATS: Mapping[str, WireFormat] = {

@@ -9,6 +9,7 @@ described in ``chat``'s docstring, the Responses adapter (``OpenAIResponsesClien
 importable from ``agentloop.providers.responses``.
 """
 
+from agentloop.providers.openai.azure import AzureOpenAIClient
 from agentloop.providers.openai.chat import (
     INVALID_JSON_KEY,
     ChatStreamAccumulator,
@@ -20,10 +21,15 @@ from agentloop.providers.openai.chat import (
     parse_completion,
     prompt_cache_key,
 )
+from agentloop.providers.openai.families import FAMILIES, CompatibleClient, Family
 
 __all__ = [
+    "FAMILIES",
     "INVALID_JSON_KEY",
+    "AzureOpenAIClient",
     "ChatStreamAccumulator",
+    "CompatibleClient",
+    "Family",
     "OllamaClient",
     "OpenAIClient",
     "OpenRouterClient",

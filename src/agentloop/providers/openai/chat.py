@@ -212,6 +212,10 @@ class OpenAIClient(HttpClient):
         """The Chat Completions endpoint."""
         return f"{self.base_url}/chat/completions"
 
+    def _url_for(self, model: str) -> str:
+        """The endpoint for ``model`` (Azure's dated API puts the deployment in the path)."""
+        return self.url
+
     def _payload(self, request: ModelRequest, model: str, stream: bool) -> tuple[bytes, bool]:
         """The checked body, and whether the reply may need ``restore_optional``."""
         request = with_tool_changes(request)  # SPEC 28: an entry's tool change joins tools
@@ -272,7 +276,7 @@ class OpenAIClient(HttpClient):
         model = request.model or self._model
         payload, strict = self._payload(request, model, stream=False)
         try:
-            reply = await self._transport.post_json(self.url, payload)
+            reply = await self._transport.post_json(self._url_for(model), payload)
         except ModelNotFound as error:
             name_the_fix(error, model)
             raise
@@ -298,7 +302,7 @@ class OpenAIClient(HttpClient):
             provider=self._provider, model=model, secrets=self._transport.secrets
         )
         try:
-            async with self._transport.stream_sse(self.url, payload) as events:
+            async with self._transport.stream_sse(self._url_for(model), payload) as events:
                 accumulator.request_id = events.request_id
                 async for event in events:
                     for delta in accumulator.feed(event.data):
