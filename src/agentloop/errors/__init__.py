@@ -25,6 +25,7 @@ are tool results the model reads. The tree::
     ├── Cancelled
     ├── ModelRefused(reason, text)     the provider refused or blocked the reply (never retried)
     ├── GuardrailTripped(guardrail, reason)   an input or output guardrail tripped
+    ├── RemoteAuthError(agent, status)   a remote agent refused our credentials (HTTP 401/403)
     ├── ReflectionError, MemoryBackendError, PhaseFailed(phase, message), LockPoisoned(what),
     │   InternalError
     └── ProviderError(message, *, provider, status_code, retry_after, request_id, phase,
@@ -77,6 +78,7 @@ from agentloop.errors._base import (
     OutputValidationFailed,
     PhaseFailed,
     ReflectionError,
+    RemoteAuthError,
     ToolError,
     ToolExecutionError,
     ToolLimitReached,
@@ -141,6 +143,7 @@ __all__ = [
     "RateLimitEscalation",
     "RateLimited",
     "ReflectionError",
+    "RemoteAuthError",
     "ResponseInvalid",
     "StreamError",
     "ToolError",
