@@ -11,5 +11,6 @@ from agentloop._util.extras import require_extra
 require_extra("a2a", ("a2a", "starlette", "sse_starlette", "httpx"), "agentloop.a2a")
 
 from agentloop.a2a._app import A2AApp  # noqa: E402
+from agentloop.a2a._remote import RemoteA2AAgent  # noqa: E402
 
-__all__ = ["A2AApp"]
+__all__ = ["A2AApp", "RemoteA2AAgent"]
