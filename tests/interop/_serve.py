@@ -15,14 +15,18 @@ from a2a.types import a2a_pb2 as pb
 
 
 @contextlib.asynccontextmanager
-async def serving(app: Any) -> AsyncIterator[str]:
+async def serving(app: Any, *, lifespan: bool = False) -> AsyncIterator[str]:
     """A uvicorn server for ``app`` on a free port of 127.0.0.1; yields its base URL."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        app, lifespan="off", log_level="warning", timeout_graceful_shutdown=1, access_log=False
+        app,
+        lifespan="on" if lifespan else "off",
+        log_level="warning",
+        timeout_graceful_shutdown=1,
+        access_log=False,
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 from a2a.types import a2a_pb2 as pb
 from google.protobuf import json_format
 
+import agentloop
 from agentloop import Agent, CancelToken, tool
 from agentloop.a2a import A2AApp, RemoteA2AAgent
 from agentloop.errors import AuthError, Cancelled, ConfigurationError, RemoteAuthError
@@ -213,8 +215,10 @@ async def other_process() -> AsyncIterator[str]:
     port = sock.getsockname()[1]
     sock.close()
     script = Path(__file__).with_name("remote_app.py")
+    source = str(Path(agentloop.__file__).parents[1])  # this checkout's agentloop
+    env = {**os.environ, "PYTHONPATH": source}
     process = await asyncio.create_subprocess_exec(
-        sys.executable, str(script), str(port), stdout=subprocess.DEVNULL
+        sys.executable, str(script), str(port), stdout=subprocess.DEVNULL, env=env
     )
     try:
         for _ in range(500):
