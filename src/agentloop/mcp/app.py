@@ -22,7 +22,10 @@ own tools but those that need a decision (``requires_approval``/``external``). O
 
 from __future__ import annotations
 
+import inspect
 import json
+import logging
+import traceback
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +47,8 @@ if TYPE_CHECKING:
     from agentloop.engine.session import Session
 
 __all__ = ["MCPApp", "agent_server", "serve_stdio"]
+
+_log = logging.getLogger("agentloop")
 
 _INPUT_SCHEMA = {
     "type": "object",
@@ -182,8 +187,8 @@ class _AgentCalls:
             return _error(f"Invalid arguments for tool '{self.name}': input: {problem}")
         try:
             deps = await self._deps(ctx)
-        except Exception as exc:  # logged by call_app
-            return _error(f"agent '{self.name}' stopped: {redact_secrets(str(exc))}")
+        except _DepsFailed as exc:
+            return _error(f"agent '{self.name}' stopped: {exc}")
         return await _Call(self, ctx, self.agent.session(), deps).run(text)
 
     async def _tool(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
@@ -197,11 +202,22 @@ class _AgentCalls:
             return _error(redact_secrets(getattr(exc, "message", str(exc))))
 
     async def _deps(self, ctx: ServerRequestContext[Any]) -> Any:
+        """The app's ``deps(ctx)``; a failure is logged once (redacted) and named, not shown."""
         if self.deps is None:
             return None
-        from agentloop.ui._sessions import call_app
+        try:
+            value = self.deps(ctx)
+            return await value if inspect.isawaitable(value) else value
+        except Exception as exc:
+            trace = redact_secrets("".join(traceback.format_exception(exc)))
+            _log.error("the application's deps= callable failed:\n%s", trace)
+            raise _DepsFailed(
+                f"the application's deps= callable failed ({type(exc).__name__})"
+            ) from exc
 
-        return await call_app("deps", self.deps, ctx)
+
+class _DepsFailed(Exception):
+    """The app's ``deps=`` raised (already logged)."""
 
 
 class _Call:
