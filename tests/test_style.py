@@ -177,6 +177,7 @@ LAYERS = {
     "pausing": 2,
     # 3. public records and extension points built from those words
     "run": 3,
+    "handoffs": 3,  # the public words of handoffs (the engine's side is engine/handoffs.py)
     "events": 3,
     "tools": 3,
     "_schema": 3,

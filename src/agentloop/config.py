@@ -94,6 +94,8 @@ class RunConfig:
     model_settings: ModelSettings = field(default_factory=ModelSettings)
     output_mode: Literal["tool", "native", "text"] = "tool"
     output_retries: int = 3
+    max_handoffs: int = 10
+    """Handoffs one run may make (SPEC 26); one more ends it with ``HandoffLimitExceeded``."""
 
     def __post_init__(self) -> None:
         self._check_counts()
@@ -117,7 +119,7 @@ class RunConfig:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise _fail(name, "None or an integer >= 1", value)
-        for name in ("max_tool_output_chars", "context_window"):
+        for name in ("max_tool_output_chars", "context_window", "max_handoffs"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise _fail(name, "an integer >= 0", value)

@@ -159,10 +159,14 @@ class EventBus:
     raises is logged and ignored.
     """
 
-    __slots__ = ("_listeners", "_observers", "active", "gate", "run", "session_id", "turn")
+    __slots__ = (
+        "_listeners", "_observers", "active", "agent", "gate", "run", "session_id", "turn"
+    )  # fmt: skip
 
     def __init__(self, observers: Sequence[Observer], session_id: str = "") -> None:
         self.session_id = session_id
+        self.agent: str | None = None
+        """The active agent's handoff name while a run handed off (SPEC 26): stamped on events."""
         self._observers = tuple((o, _legacy_handlers(o)) for o in observers if _listens(o))
         self._listeners: list[Callable[[Event], None]] = []
         self.run: Run[Any] | None = None
@@ -187,13 +191,19 @@ class EventBus:
         self._listeners.remove(listener)
         self.active = bool(self._observers or self._listeners)
 
+    def _mark(self, event: Event) -> None:
+        """Stamp the session's id, and the active agent's name after a handoff (SPEC 26)."""
+        if not event.session_id:
+            _stamp(event, self.session_id)
+        if self.agent is not None and event.agent is None and not event.path:
+            _stamp_agent(event, self.agent)
+
     def emit(self, event: Event) -> None:
         """Deliver ``event`` to every listener and observer, stamped with the session's id.
 
         An event that already names a session (a child agent's, forwarded) keeps it.
         """
-        if not event.session_id:
-            _stamp(event, self.session_id)
+        self._mark(event)
         if self.gate is not None and self.gate(event):
             return
         for listener in self._listeners:
@@ -223,6 +233,11 @@ def _first_stamp(event: Event, session_id: str) -> None:
 
 
 _stamp: Callable[[Event, str], None] = _first_stamp
+
+
+def _stamp_agent(event: Event, agent: str) -> None:
+    """Set ``event.agent`` through its slot, past frozen."""
+    ev.Event.agent.__set__(event, agent)  # type: ignore[union-attr]
 
 
 def _listens(observer: Observer) -> bool:

@@ -117,6 +117,8 @@ class Turn:
     """Each tool call's seconds by call id (stored beside its result as ``duration_seconds``)."""
     warnings: list[str] | None = None
     """The safety stack's warnings during the turn (loop, convergence, budget), as text."""
+    agent: str | None = None
+    """The active agent's handoff name (SPEC 26); None for the run's starting agent."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (``thinking``, latency, durations and warnings only when present)."""
@@ -141,6 +143,8 @@ class Turn:
             data["latency_seconds"] = self.latency_seconds
         if self.warnings:
             data["warnings"] = list(self.warnings)
+        if self.agent is not None:
+            data["agent"] = self.agent
         return data
 
     @classmethod
@@ -182,6 +186,8 @@ class Run(Generic[OutputT]):
     and ``tool``, so a viewer nests it under the parent's tool call (SPEC 18)."""
     paused_turn: dict[str, Any] | None = field(default=None, repr=False)
     """A paused run's uncommitted turn (its reply and the results of the calls that ran)."""
+    last_agent: str | None = None
+    """The agent active when the run ended or paused (its handoff name; None: the starting one)."""
 
     if not TYPE_CHECKING:  # for mypy a misspelt attribute stays an error it reports
 
@@ -247,6 +253,7 @@ class Run(Generic[OutputT]):
             "session_id": self.session_id,
             **pause_fields(self.pending, self.decisions, self.paused_turn),
             **({"parent": self.parent} if self.parent else {}),
+            **({"last_agent": self.last_agent} if self.last_agent else {}),
         }
 
     @classmethod
@@ -274,6 +281,7 @@ class Run(Generic[OutputT]):
             decisions=list(data.get("decisions") or ()),
             paused_turn=data.get("paused_turn"),
             parent=dict(data["parent"]) if isinstance(data.get("parent"), Mapping) else None,
+            last_agent=_field(data, "last_agent", "", "str", default=None),
         )
 
     def __eq__(self, other: object) -> bool:
@@ -387,6 +395,7 @@ def _turn(data: object, path: str) -> Turn:
         latency_seconds=_field(data, "latency_seconds", path, "number", default=None),
         durations=_durations(data.get("tool_results")),
         warnings=[str(w) for w in _field(data, "warnings", path, "list", default=())] or None,
+        agent=_field(data, "agent", path, "str", default=None),
     )
 
 

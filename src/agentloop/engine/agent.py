@@ -93,6 +93,8 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         session_id: str | None = None,
         history: Sequence[Message] | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        name: str | None = None,
+        handoffs: Sequence[Any] = (),
     ) -> None: ...
 
     @overload
@@ -113,6 +115,8 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         session_id: str | None = None,
         history: Sequence[Message] | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        name: str | None = None,
+        handoffs: Sequence[Any] = (),
     ) -> None: ...
 
     @hinting(peers.AGENT)
@@ -133,6 +137,8 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         session_id: str | None = None,
         history: Sequence[Message] | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        name: str | None = None,
+        handoffs: Sequence[Any] = (),
     ) -> None:
         config = _setup.checked_setup(client, config, approver)
         self.client = resolve_client(client)
@@ -147,6 +153,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         self._hooks = tuple(hooks)
         self._observers = tuple(observers)
         self._approver = approver
+        self.name, self._handoffs = name, _setup.handoffs(self, handoffs)  # SPEC 26
         self._guardrails = None
         if guardrails is not None and not (isinstance(guardrails, list | tuple) and not guardrails):
             # the guardrail machinery loads only for an agent that has some
@@ -330,20 +337,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         No history, no runs, no store; its own safety state and tool breakers. Observers and
         hooks are shared. (The durable wrappers run each workflow on one.)
         """
-        twin = Agent(
-            self.client,
-            tools=self.registry,
-            system=self.system,
-            config=self.config,
-            hooks=self._hooks,
-            observers=self._observers,
-            approver=self._approver,
-            clock=self.clock,
-        )
-        twin.output = self.output
-        twin._guardrails = self._guardrails
-        twin._toolsets = self._toolsets
-        return cast("Agent[OutputT]", twin)
+        return cast("Agent[OutputT]", _setup.fork(self))
 
     # -- lifecycle ---------------------------------------------------------------------------
 

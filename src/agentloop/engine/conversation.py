@@ -128,11 +128,16 @@ class Conversation(Generic[OutputT]):
     def _turn_done(self, state: RunState, turn: Turn) -> None:
         """A turn is complete: a salvage point, saved, counted, announced (``TurnFinished``)."""
         state.complete_turn()
+        turn.agent = state.run.last_agent
         if self._recorder is not None:
             self._recorder.turn_completed(state.run, state.audit)
         self.safety.limits.turn_done()
         if self._bus.active:
             self._bus.emit(ev.TurnFinished(state.run.id, turn))
+        if state.handoff is not None:  # a handoff tool ran in this turn: the receiver rules
+            from agentloop.engine.handoffs import take_over
+
+            take_over(self, state)
 
     def _begin(
         self,
@@ -238,4 +243,5 @@ class Conversation(Generic[OutputT]):
         state.events = ClientEventBridge(run, self._bus)
         self._active = state
         self._bus.run = run
+        self._bus.agent = None  # every run starts with the session's own agent
         return state

@@ -34,6 +34,8 @@ __all__ = [
     "checked_session_id",
     "checked_setup",
     "checked_store",
+    "fork",
+    "handoffs",
     "output_type",
     "recorder",
     "registry",
@@ -249,3 +251,31 @@ def new_session(
 
     found = recorder(store, session_id, existing_ok=not new)
     return Session(agent, session_id, recorder=found, history=checked_history(history))
+
+
+def handoffs(agent: Any, items: object) -> tuple[Any, ...]:
+    """``Agent(handoffs=...)`` checked and registered (the machinery loads only when given)."""
+    if not items:
+        return ()
+    from agentloop.engine.handoffs import checked
+
+    return checked(agent, items)
+
+
+def fork(agent: Any) -> Any:
+    """``agent.fork()``: the same definition, fresh state (see ``Agent.fork``)."""
+    twin = type(agent)(
+        agent.client,
+        tools=agent.registry,
+        system=agent.system,
+        config=agent.config,
+        hooks=agent._hooks,
+        observers=agent._observers,
+        approver=agent._approver,
+        clock=agent.clock,
+    )
+    twin.output = agent.output
+    twin._guardrails = agent._guardrails
+    twin._toolsets = agent._toolsets
+    twin.name, twin._handoffs = agent.name, agent._handoffs
+    return twin

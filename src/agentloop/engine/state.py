@@ -193,6 +193,12 @@ class RunState:
     """The calls the run paused on (``PendingCall``), set when a dispatch left some pending."""
     measured: Measured | None = None
     """What the session knew of ``transcript[:base]`` (its history) at the start, if anything."""
+    handoff: Any = None
+    """A handoff decided in this turn (``engine.handoffs.Transfer``), applied at its end."""
+    handoffs: int = 0
+    """Handoffs made so far (``RunConfig.max_handoffs``)."""
+    shown: Any = None
+    """After a filtered handoff: (the filter's messages, where the transcript goes on)."""
 
     def __post_init__(self) -> None:
         self.boundary = self.base

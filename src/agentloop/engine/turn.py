@@ -81,8 +81,10 @@ def build_request(
 
     ``session_id`` (the agent's) lets adapters key the provider's prompt cache per session.
     """
+    shown = state.shown  # after a filtered handoff: the filter's messages, then the rest
+    messages = state.transcript if shown is None else [*shown[0], *state.transcript[shown[1] :]]
     return ModelRequest(
-        messages=tuple(state.transcript),
+        messages=tuple(messages),
         tools=state.offer.specs,
         system=system,
         settings=settings,

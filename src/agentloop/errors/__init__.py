@@ -25,6 +25,7 @@ are tool results the model reads. The tree::
     ├── Cancelled
     ├── ModelRefused(reason, text)     the provider refused or blocked the reply (never retried)
     ├── GuardrailTripped(guardrail, reason)   an input or output guardrail tripped
+    ├── HandoffLimitExceeded(limit)     more than RunConfig.max_handoffs handoffs in one run
     ├── RemoteAuthError(agent, status)   a remote agent refused our credentials (HTTP 401/403)
     ├── ReflectionError, MemoryBackendError, PhaseFailed(phase, message), LockPoisoned(what),
     │   InternalError
@@ -67,6 +68,7 @@ from agentloop.errors._base import (
     ConversationSummary,
     FallbackExhausted,
     GuardrailTripped,
+    HandoffLimitExceeded,
     InternalError,
     InvalidInput,
     LockPoisoned,
@@ -124,6 +126,7 @@ __all__ = [
     "FailurePhase",
     "FallbackExhausted",
     "GuardrailTripped",
+    "HandoffLimitExceeded",
     "InsufficientCredits",
     "InternalError",
     "InvalidInput",

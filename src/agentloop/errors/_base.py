@@ -317,6 +317,15 @@ class GuardrailTripped(AgentLoopError):
         self.reason = reason
 
 
+class HandoffLimitExceeded(AgentLoopError):
+    """A run handed off more than ``RunConfig.max_handoffs`` times (SPEC 26)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"more than {limit} handoffs in one run")
+        self.args = (limit,)
+        self.limit = limit
+
+
 class RemoteAuthError(AgentLoopError):
     """A remote agent or tool server refused our credentials (HTTP 401/403; SPEC 13, 26).
 
