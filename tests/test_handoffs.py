@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pydantic
@@ -12,6 +13,7 @@ from agentloop.errors import ConfigurationError, HandoffLimitExceeded
 from agentloop.events import Event, HandoffOccurred, TurnFinished
 from agentloop.handoffs import remove_tool_calls
 from agentloop.messages import Message, ToolCallPart, ToolResultPart
+from agentloop.store import SQLiteStore
 from agentloop.testing import ScriptedModel, call, reply
 
 
@@ -145,6 +147,36 @@ async def test_a_pause_in_the_receiver_continues_in_it() -> None:
     assert done.id == paused.id and done.output == "Gone."
     assert [t.agent for t in done.turns] == [None, "billing", "billing"]
     assert done.turns[1].tool_results[0].content == "cancelled pro"
+
+
+async def test_a_receivers_pause_continues_in_it_from_the_store(tmp_path: Path) -> None:
+    @tool(requires_approval=True)
+    def cancel_plan(plan: str) -> str:
+        """Cancel a plan."""
+        return f"cancelled {plan}"
+
+    store = SQLiteStore(tmp_path / "runs.db")
+
+    def build(steps: list[Any], billing_steps: list[Any], sid: str | None = None) -> Agent[Any]:
+        billing = Agent(
+            ScriptedModel(billing_steps),
+            name="billing",
+            tools=[cancel_plan],
+            instructions=lambda ctx: "You handle billing.",
+        )
+        return Agent(ScriptedModel(steps), handoffs=[billing], store=store, session_id=sid)
+
+    steps = [call("transfer_to_billing", {})]
+    first = build(steps, [call("cancel_plan", {"plan": "pro"}, id="c1")], "s1")
+    paused = await first.run("cancel my plan")
+    assert paused.paused and paused.last_agent == "billing"
+    later_billing = ScriptedModel([reply("Gone.")])
+    later = build([], [])
+    later._handoffs[0].agent.client = later_billing  # the new process's receiver answers
+    done = await later.session("s1").continue_run(decisions={"c1": Approve()})
+    assert done.id == paused.id and done.output == "Gone." and done.last_agent == "billing"
+    assert done.turns[1].tool_results[0].content == "cancelled pro"
+    assert later_billing.requests[0].system == "You handle billing."  # evaluated at the handoff
 
 
 class Invoice(pydantic.BaseModel):
