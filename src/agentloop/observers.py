@@ -191,19 +191,16 @@ class EventBus:
         self._listeners.remove(listener)
         self.active = bool(self._observers or self._listeners)
 
-    def _mark(self, event: Event) -> None:
-        """Stamp the session's id, and the active agent's name after a handoff (SPEC 26)."""
+    def emit(self, event: Event) -> None:
+        """Deliver ``event`` to every listener and observer, stamped with the session's id.
+
+        An event that already names a session (a child agent's, forwarded) keeps it. After a
+        handoff (SPEC 26) the run's own events are stamped with the active agent's name.
+        """
         if not event.session_id:
             _stamp(event, self.session_id)
         if self.agent is not None and event.agent is None and not event.path:
             _stamp_agent(event, self.agent)
-
-    def emit(self, event: Event) -> None:
-        """Deliver ``event`` to every listener and observer, stamped with the session's id.
-
-        An event that already names a session (a child agent's, forwarded) keeps it.
-        """
-        self._mark(event)
         if self.gate is not None and self.gate(event):
             return
         for listener in self._listeners:
@@ -215,14 +212,21 @@ class EventBus:
             try:
                 if legacy is None:
                     observer.on_event(event)
-                elif self.run is not None and event.run_id == self.run.id:
-                    entry = legacy.get(type(event))
-                    if entry is not None:
-                        getattr(observer, entry[0])(*entry[1](event, self.run))
+                else:
+                    self._legacy(observer, legacy, event)
             except Exception:
                 logger.exception(
                     "observer %r raised on %s; ignored", observer, type(event).__name__
                 )
+
+    def _legacy(
+        self, observer: Observer, legacy: dict[type[Event], tuple[str, _Legacy]], event: Event
+    ) -> None:
+        """An observer's per-event method (``on_tool_pre``...), for this agent's run's events."""
+        if self.run is not None and event.run_id == self.run.id:
+            entry = legacy.get(type(event))
+            if entry is not None:
+                getattr(observer, entry[0])(*entry[1](event, self.run))
 
 
 def _first_stamp(event: Event, session_id: str) -> None:

@@ -99,6 +99,8 @@ async def test_the_session_callable_picks_refuses_and_fails_redacted(
             raise PermissionError("not you")
         if who == "broken":
             raise RuntimeError(f"db down, key {KEY}")
+        if who == "confused":
+            return "not a session"
         if context_id in owned and owned[context_id][0] != who:
             raise LookupError(context_id)
         owned.setdefault(context_id, (who, agent.session(context_id)))
@@ -123,9 +125,15 @@ async def test_the_session_callable_picks_refuses_and_fails_redacted(
                 pytest.raises(InternalError) as failed,
             ):
                 await send(made, user("hi"))
+            made._transport.httpx_client.headers["x-user"] = "confused"  # type: ignore[attr-defined]
+            with (
+                caplog.at_level(logging.ERROR, logger="agentloop"),
+                pytest.raises(InternalError, match="returned str, not a Session"),
+            ):
+                await send(made, user("hi"))
     assert KEY not in str(failed.value) and "session=" in str(failed.value)
     logged = [r for r in caplog.records if r.name == "agentloop"]
-    assert len(logged) == 1 and KEY not in logged[0].getMessage()
+    assert len(logged) == 2 and KEY not in logged[0].getMessage()
 
 
 async def test_deps_reach_the_tools_and_a_raising_deps_is_internal() -> None:

@@ -155,6 +155,33 @@ async def test_a_pause_goes_through_elicitation_where_the_client_has_it() -> Non
     assert text(paused) == "agent 'travel' paused: 'book' needs a decision this client cannot give"
 
 
+async def test_deps_reach_the_tools_and_a_failing_deps_is_an_is_error_result() -> None:
+    seen: list[Any] = []
+
+    @tool
+    def whoami(ctx: ToolContext[Any]) -> str:
+        """Who asks."""
+        seen.append(ctx.deps)
+        return "ok"
+
+    calls = iter(["fine", "broken"])
+
+    def deps(ctx: Any) -> Any:
+        if next(calls) == "broken":
+            raise RuntimeError(f"no db, key {KEY}")
+        return {"user": "ann"}
+
+    agent = Agent(ScriptedModel([call("whoami", {}), reply("done")]), tools=[whoami])
+    async with over_http(MCPApp(agent, name="me", deps=deps)) as session:
+        done = await session.call_tool("me", {"input": "who?"})
+        failed = await session.call_tool("me", {"input": "who?"})
+    assert text(done) == "done" and seen == [{"user": "ann"}]
+    assert failed.is_error
+    assert text(failed) == (
+        "agent 'me' stopped: the application's deps= callable failed (RuntimeError)"
+    )
+
+
 class Ends(Observer):
     def __init__(self) -> None:
         self.runs: list[Any] = []

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, NoReturn, TypeVar
@@ -53,6 +54,8 @@ from . import _wire as wire
 from ._tasks import Listener, Opener, TaskRecord
 
 __all__ = ["AgentHandler"]
+
+_log = logging.getLogger("agentloop")
 
 _F = TypeVar("_F", bound=Callable[..., Awaitable[Any]])
 
@@ -224,10 +227,9 @@ class AgentHandler(RequestHandler):
         except LookupError:
             raise TaskNotFoundError(message=f"no context {context_id!r} here") from None
         if not isinstance(chosen, Session):
-            raise AppFailed(
-                f"the application's session= callable returned {type(chosen).__name__}, "
-                "not a Session"
-            )
+            got = type(chosen).__name__
+            _log.error("the application's session= callable returned %s, not a Session", got)
+            raise AppFailed(f"the application's session= callable returned {got}, not a Session")
         return chosen
 
     async def _task(self, request: Any, task_id: str, context_id: str) -> TaskRecord:
