@@ -120,10 +120,7 @@ class HandoffTool(Tool):
     def __init__(self, handoff: Handoff) -> None:
         self.handoff = handoff
         self.name = handoff.tool_name
-        what = handoff.description or getattr(handoff.agent, "system", None) or ""
-        self.description = f"Hand the conversation over to '{handoff.name}'." + (
-            f" {what}" if handoff.description else ""
-        )
+        self.description = handoff.description or f"Hand the conversation over to '{handoff.name}'."
         self.parameters = {"type": "object", "properties": {}}
 
     async def call(self, arguments: Any, ctx: ToolContext) -> str:
@@ -137,6 +134,8 @@ class HandoffTool(Tool):
         if handoff.input_filter is not None:
             shown = _filtered(handoff, state.transcript[:-1])
         receiver = handoff.agent
+        if receiver._toolsets.toolsets:  # its tool sources (MCP servers), listed before it rules
+            await receiver._toolsets.refresh(starting=True)
         system = receiver._system()
         if receiver._prompt is not None:
             context = RunContext(run_id=ctx.run_id, session_id=ctx.session_id, deps=ctx.deps)
