@@ -182,6 +182,28 @@ async def test_deps_reach_the_tools_and_a_failing_deps_is_an_is_error_result() -
     )
 
 
+async def test_an_external_call_is_answered_through_elicitation() -> None:
+    @tool(external=True)
+    def ask_customer(question: str) -> str:
+        """Ask the customer."""
+        raise AssertionError("never run by the agent")
+
+    def answer(request: Any) -> Any:
+        last = request.messages[-1]
+        if last.role == "tool":
+            return reply(f"The customer said: {last.parts[0].content}")
+        return call("ask_customer", {"question": "Which colour?"})
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        assert params.requested_schema["required"] == ["answer"]  # type: ignore[union-attr]
+        return types.ElicitResult(action="accept", content={"answer": "blue"})
+
+    app = MCPApp(Agent(FunctionModel(answer), tools=[ask_customer]), name="shop")
+    async with over_http(app, elicitation_callback=elicit) as session:
+        result = await session.call_tool("shop", {"input": "paint it"})
+    assert text(result) == "The customer said: blue" and not result.is_error
+
+
 class Ends(Observer):
     def __init__(self) -> None:
         self.runs: list[Any] = []
