@@ -8,7 +8,7 @@ from typing import Any
 import pydantic
 import pytest
 
-from agentloop import Agent, Approve, RunConfig, handoff, tool
+from agentloop import Agent, Approve, RunConfig, RunContext, ToolContext, handoff, tool
 from agentloop.errors import ConfigurationError, HandoffLimitExceeded
 from agentloop.events import Event, HandoffOccurred, TurnFinished
 from agentloop.handoffs import remove_tool_calls
@@ -177,6 +177,30 @@ async def test_a_receivers_pause_continues_in_it_from_the_store(tmp_path: Path) 
     assert done.id == paused.id and done.output == "Gone." and done.last_agent == "billing"
     assert done.turns[1].tool_results[0].content == "cancelled pro"
     assert later_billing.requests[0].system == "You handle billing."  # evaluated at the handoff
+
+
+async def test_the_run_context_names_the_active_agent() -> None:
+    seen: list[Any] = []
+
+    @tool
+    def whoami(ctx: ToolContext[Any]) -> str:
+        """Who runs this."""
+        seen.append(("tool", ctx.agent))
+        return "ok"
+
+    def instructions(ctx: RunContext[Any]) -> str:
+        seen.append(("instructions", ctx.agent))
+        return "You handle billing."
+
+    billing_model = ScriptedModel([call("whoami", {}), reply("done")])
+    billing = Agent(billing_model, name="billing", instructions=instructions, tools=[whoami])
+    triage = Agent(
+        ScriptedModel([[call("whoami", {}), call("transfer_to_billing", {})]]),
+        tools=[whoami],
+        handoffs=[billing],
+    )
+    await triage.run("go")
+    assert seen == [("tool", None), ("instructions", "billing"), ("tool", "billing")]
 
 
 class Invoice(pydantic.BaseModel):

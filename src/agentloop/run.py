@@ -68,7 +68,7 @@ class RunContext(Generic[DepsT]):
     ``ctx: ToolContext[MyDeps]``.
     """
 
-    __slots__ = ("deps", "run_id", "session_id")
+    __slots__ = ("agent", "deps", "run_id", "session_id")
 
     def __init__(
         self,
@@ -76,10 +76,10 @@ class RunContext(Generic[DepsT]):
         run_id: str,
         session_id: str,
         deps: DepsT = None,  # type: ignore[assignment]
+        agent: str | None = None,
     ) -> None:
         self.deps: DepsT = deps
-        self.run_id = run_id
-        self.session_id = session_id
+        self.run_id, self.session_id, self.agent = run_id, session_id, agent  # agent: SPEC 26
 
     def __repr__(self) -> str:
         return f"RunContext(run_id={self.run_id!r}, session_id={self.session_id!r})"

@@ -138,7 +138,9 @@ class HandoffTool(Tool):
             await receiver._toolsets.refresh(starting=True)
         system = receiver._system()
         if receiver._prompt is not None:
-            context = RunContext(run_id=ctx.run_id, session_id=ctx.session_id, deps=ctx.deps)
+            context = RunContext(
+                run_id=ctx.run_id, session_id=ctx.session_id, deps=ctx.deps, agent=handoff.name
+            )
             system = receiver._system(await evaluate(receiver._prompt, context))
         state.handoff = Transfer(handoff, system, shown)
         return TRANSFERRED.format(name=handoff.name)
