@@ -234,3 +234,15 @@ def test_bad_handoffs_are_configuration_errors() -> None:
 
     with pytest.raises(ConfigurationError, match="used twice"):
         Agent(model, tools=[transfer_to_billing], handoffs=[named])
+
+
+def test_the_viewer_shows_the_agent_of_each_turn_after_a_handoff() -> None:
+    pytest.importorskip("starlette")
+    from agentloop.ui.viewer._turns import Nesting, turns_html
+
+    billing = Agent(ScriptedModel([reply("ok")]), name="billing")
+    run = Agent(ScriptedModel([call("transfer_to_billing", {})]), handoffs=[billing]).run_sync("go")
+    restored = type(run).from_dict(run.to_dict())  # stored: the turns keep their agent
+    html = turns_html(restored, Nesting([]))
+    assert html.count('<span class="badge agent">agent billing</span>') == 1
+    assert restored.last_agent == "billing"
