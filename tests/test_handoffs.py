@@ -232,8 +232,14 @@ def test_bad_handoffs_are_configuration_errors() -> None:
         """A tool with the handoff's name."""
         return ""
 
-    with pytest.raises(ConfigurationError, match="used twice"):
-        Agent(model, tools=[transfer_to_billing], handoffs=[named])
+    @tool
+    def billing() -> str:
+        """A tool with the handoff's own name."""
+        return ""
+
+    for clash in (transfer_to_billing, billing):
+        with pytest.raises(ConfigurationError, match="used twice"):
+            Agent(model, tools=[clash], handoffs=[named])
 
 
 def test_the_viewer_shows_the_agent_of_each_turn_after_a_handoff() -> None:

@@ -59,10 +59,11 @@ def checked(agent: Any, items: object) -> tuple[Handoff, ...]:
             raise ConfigurationError(
                 f"handoffs takes agents and handoff(agent, ...)s, got {item!r}", field="handoffs"
             )
-        if any(h.name == item.name for h in made) or item.tool_name in agent.registry:
+        taken = item.name in agent.registry or item.tool_name in agent.registry
+        if any(h.name == item.name for h in made) or taken:
             raise ConfigurationError(
-                f"handoff name {item.name!r} is used twice (or a tool is already named "
-                f"'{item.tool_name}'): give one handoff(agent, name=...) another",
+                f"handoff name {item.name!r} is used twice (or a tool is named '{item.name}' "
+                f"or '{item.tool_name}'): give one handoff(agent, name=...) another",
                 field="handoffs",
             )
         made.append(item)
