@@ -611,10 +611,8 @@ MISTAKES = [
     Mistake("Agent(model, deps_type=...)", lambda: Agent(MODEL, deps_type=int), TypeError, "deps="),  # type: ignore[call-overload]
     Mistake("Agent(model, result_type=...)", lambda: Agent(MODEL, result_type=int), TypeError, "output_type="),  # type: ignore[call-overload]  # noqa: E501
     Mistake("Agent(model, system_prompt=...)", lambda: Agent(MODEL, system_prompt="x"), TypeError, "instructions="),  # type: ignore[call-overload]  # noqa: E501
-    Mistake("Agent(model, name=...)", lambda: Agent(MODEL, name="x"), TypeError, "as_tool(name="),  # type: ignore[call-overload]
     Mistake("Agent(model, model_settings=...)", lambda: Agent(MODEL, model_settings=ModelSettings()), TypeError, "RunConfig(model_settings="),  # type: ignore[call-overload]  # noqa: E501
     Mistake("Agent(model, mcp_servers=[...])", lambda: Agent(MODEL, mcp_servers=[]), TypeError, "tools=[...]"),  # type: ignore[call-overload]  # noqa: E501
-    Mistake("Agent(model, handoffs=[...])", lambda: Agent(MODEL, handoffs=[]), TypeError, "as_tool("),  # type: ignore[call-overload]  # noqa: E501
     Mistake("Agent(model, input_guardrails=[...])", lambda: Agent(MODEL, input_guardrails=[]), TypeError, "guardrails="),  # type: ignore[call-overload]  # noqa: E501
     Mistake("Agent(model, reset_tool_choice=...)", lambda: Agent(MODEL, reset_tool_choice=True), TypeError, "tool_choice_once=True"),  # type: ignore[call-overload]  # noqa: E501
     Mistake("Agent(model, output_type=\"Invoice\")", lambda: Agent(MODEL, output_type="Invoice"), ConfigurationError, "output_type=Invoice"),  # type: ignore[call-overload]  # noqa: E501

@@ -63,6 +63,7 @@ API = [
     "Turn",
     "Usage",
     "build_client",
+    "handoff",
     "tool",
 ]
 

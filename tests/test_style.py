@@ -107,7 +107,10 @@ def import_graph() -> dict[str, set[str]]:
 
 # Imports allowed to close a circle, each (importer, imported), with a one-line reason why the
 # circle is the right shape. None today: keep it that way.
-CIRCLE_ALLOWANCES: set[tuple[str, str]] = set()  # none: every circle is gone
+CIRCLE_ALLOWANCES: set[tuple[str, str]] = {
+    # agent.to_a2a(), the peers' habit (SPEC 26): imported inside the method, when called
+    ("agentloop.engine.habits", "agentloop.a2a._app"),
+}
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -177,6 +180,7 @@ LAYERS = {
     "pausing": 2,
     # 3. public records and extension points built from those words
     "run": 3,
+    "handoffs": 3,  # the public words of handoffs (the engine's side is engine/handoffs.py)
     "events": 3,
     "tools": 3,
     "_schema": 3,
@@ -208,13 +212,18 @@ LAYERS = {
     # 8. the terminal
     "cli": 8,
     "ui": 8,
+    "a2a": 8,  # a face, beside ui: an agent served over A2A, a remote A2A agent as a tool
     "__main__": 8,
     # 9. the package's public surface: lazy re-exports from every layer
     "__init__": 9,
 }
 
-# Imports up the table, each (importer, imported) with the reason it is still there. None today.
-LAYER_ALLOWANCES: dict[tuple[str, str], str] = {}
+# Imports up the table, each (importer, imported) with the reason it is still there.
+LAYER_ALLOWANCES: dict[tuple[str, str], str] = {
+    ("agentloop.engine.habits", "agentloop.a2a._app"): (
+        "agent.to_a2a(), the peers' habit: the face is imported inside the method"
+    ),
+}
 
 
 def room(module: str) -> str:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from agentloop.engine.agent import Agent
     from agentloop.engine.session import Session
     from agentloop.errors import AgentLoopError, ToolError
+    from agentloop.handoffs import handoff
     from agentloop.hooks import Allow, Ask, Block, Hook, PolicyHook
     from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart, Usage
     from agentloop.model import ModelClient, ModelRequest, ModelResponse, ModelSettings, StreamEvent
@@ -72,6 +73,7 @@ _EXPORTS = {
     "Turn": "agentloop.run",
     "Usage": "agentloop.messages",
     "build_client": "agentloop.providers.settings",
+    "handoff": "agentloop.handoffs",
     "tool": "agentloop.tools",
 }
 
@@ -137,5 +139,6 @@ __all__ = [
     "Turn",
     "Usage",
     "build_client",
+    "handoff",
     "tool",
 ]

@@ -100,6 +100,8 @@ class RunConfig:
     """On an append-only conversation (SPEC 28): ``"auto"`` compacts on the provider's side where
     the model's profile has it (Anthropic ``compact_20260112``), else with ``compactor``;
     ``"local"`` always with ``compactor``. Any other conversation always uses ``compactor``."""
+    max_handoffs: int = 10
+    """Handoffs one run may make (SPEC 26); one more ends it with ``HandoffLimitExceeded``."""
 
     def __post_init__(self) -> None:
         self._check_counts()
@@ -127,7 +129,7 @@ class RunConfig:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise _fail(name, "None or an integer >= 1", value)
-        for name in ("max_tool_output_chars", "context_window"):
+        for name in ("max_tool_output_chars", "context_window", "max_handoffs"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise _fail(name, "an integer >= 0", value)

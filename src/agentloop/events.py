@@ -39,6 +39,7 @@ __all__ = [
     "Event",
     "FellBack",
     "GuardrailChecked",
+    "HandoffOccurred",
     "LoopWarning",
     "MemoryCommitted",
     "MemoryRecalled",
@@ -73,6 +74,8 @@ class Event:
     path: tuple[str, ...] = field(default=(), kw_only=True)
     session_id: str = field(default="", kw_only=True)
     """The session (conversation) whose run sent it; stamped by the session's event channel."""
+    agent: str | None = field(default=None, kw_only=True)
+    """The active agent's handoff name (SPEC 26); None for the run's starting agent."""
 
     @property
     def turn_index(self) -> int:
@@ -304,6 +307,17 @@ class PartialOutput(Event):
     """
 
     value: Any
+
+
+@record
+class HandoffOccurred(Event):
+    """The run handed off (SPEC 26): ``to_agent`` rules from the next turn.
+
+    ``from_agent`` and ``to_agent`` are handoff names (None: the run's starting agent).
+    """
+
+    from_agent: str | None
+    to_agent: str | None
 
 
 @record

@@ -159,10 +159,14 @@ class EventBus:
     raises is logged and ignored.
     """
 
-    __slots__ = ("_listeners", "_observers", "active", "gate", "run", "session_id", "turn")
+    __slots__ = (
+        "_listeners", "_observers", "active", "agent", "gate", "run", "session_id", "turn"
+    )  # fmt: skip
 
     def __init__(self, observers: Sequence[Observer], session_id: str = "") -> None:
         self.session_id = session_id
+        self.agent: str | None = None
+        """The active agent's handoff name while a run handed off (SPEC 26): stamped on events."""
         self._observers = tuple((o, _legacy_handlers(o)) for o in observers if _listens(o))
         self._listeners: list[Callable[[Event], None]] = []
         self.run: Run[Any] | None = None
@@ -190,10 +194,13 @@ class EventBus:
     def emit(self, event: Event) -> None:
         """Deliver ``event`` to every listener and observer, stamped with the session's id.
 
-        An event that already names a session (a child agent's, forwarded) keeps it.
+        An event that already names a session (a child agent's, forwarded) keeps it. After a
+        handoff (SPEC 26) the run's own events are stamped with the active agent's name.
         """
         if not event.session_id:
             _stamp(event, self.session_id)
+        if self.agent is not None and event.agent is None and not event.path:
+            _stamp_agent(event, self.agent)
         if self.gate is not None and self.gate(event):
             return
         for listener in self._listeners:
@@ -205,14 +212,21 @@ class EventBus:
             try:
                 if legacy is None:
                     observer.on_event(event)
-                elif self.run is not None and event.run_id == self.run.id:
-                    entry = legacy.get(type(event))
-                    if entry is not None:
-                        getattr(observer, entry[0])(*entry[1](event, self.run))
+                else:
+                    self._legacy(observer, legacy, event)
             except Exception:
                 logger.exception(
                     "observer %r raised on %s; ignored", observer, type(event).__name__
                 )
+
+    def _legacy(
+        self, observer: Observer, legacy: dict[type[Event], tuple[str, _Legacy]], event: Event
+    ) -> None:
+        """An observer's per-event method (``on_tool_pre``...), for this agent's run's events."""
+        if self.run is not None and event.run_id == self.run.id:
+            entry = legacy.get(type(event))
+            if entry is not None:
+                getattr(observer, entry[0])(*entry[1](event, self.run))
 
 
 def _first_stamp(event: Event, session_id: str) -> None:
@@ -223,6 +237,11 @@ def _first_stamp(event: Event, session_id: str) -> None:
 
 
 _stamp: Callable[[Event, str], None] = _first_stamp
+
+
+def _stamp_agent(event: Event, agent: str) -> None:
+    """Set ``event.agent`` through its slot, past frozen."""
+    ev.Event.agent.__set__(event, agent)  # type: ignore[union-attr]
 
 
 def _listens(observer: Observer) -> bool:

@@ -64,7 +64,7 @@ class RunContext(Generic[DepsT]):
     ``ctx: ToolContext[MyDeps]``.
     """
 
-    __slots__ = ("deps", "run_id", "session_id", "turn")
+    __slots__ = ("agent", "deps", "run_id", "session_id", "turn")
 
     def __init__(
         self,
@@ -73,10 +73,10 @@ class RunContext(Generic[DepsT]):
         session_id: str,
         deps: DepsT = None,  # type: ignore[assignment]
         turn: int = 0,
+        agent: str | None = None,
     ) -> None:
         self.deps: DepsT = deps
-        self.run_id = run_id
-        self.session_id = session_id
+        self.run_id, self.session_id, self.agent = run_id, session_id, agent  # agent: SPEC 26
         self.turn = turn
 
     def __repr__(self) -> str:
@@ -115,6 +115,8 @@ class Turn:
     """Each tool call's seconds by call id (stored beside its result as ``duration_seconds``)."""
     warnings: list[str] | None = None
     """The safety stack's warnings during the turn (loop, convergence, budget), as text."""
+    agent: str | None = None
+    """The active agent's handoff name (SPEC 26); None for the run's starting agent."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (``thinking``, latency, durations and warnings only when present)."""
@@ -139,6 +141,8 @@ class Turn:
             data["latency_seconds"] = self.latency_seconds
         if self.warnings:
             data["warnings"] = list(self.warnings)
+        if self.agent is not None:
+            data["agent"] = self.agent
         return data
 
     @classmethod
@@ -186,6 +190,8 @@ class Run(Generic[OutputT]):
     """Skills this run read with ``load_skill`` (SPEC 22), in order."""
     memory: dict[str, Any] | None = field(default=None, repr=False)
     """Long-term memory (SPEC 27): ``namespace``, ``recalled`` ids, ``staged`` and ``committed``."""
+    last_agent: str | None = None
+    """The agent active when the run ended or paused (its handoff name; None: the starting one)."""
 
     if not TYPE_CHECKING:  # for mypy a misspelt attribute stays an error it reports
 
@@ -254,6 +260,7 @@ class Run(Generic[OutputT]):
             **({"memory": self.memory} if self.memory is not None else {}),
             **({"loaded_tools": self.loaded_tools} if self.loaded_tools else {}),
             **({"skills_read": self.skills_read} if self.skills_read else {}),
+            **({"last_agent": self.last_agent} if self.last_agent else {}),
         }
 
     @classmethod
@@ -284,6 +291,7 @@ class Run(Generic[OutputT]):
             skills_read=[str(n) for n in data.get("skills_read") or ()],
             parent=dict(data["parent"]) if isinstance(data.get("parent"), Mapping) else None,
             memory=dict(data["memory"]) if isinstance(data.get("memory"), Mapping) else None,
+            last_agent=_field(data, "last_agent", "", "str", default=None),
         )
 
     def __eq__(self, other: object) -> bool:
@@ -355,6 +363,7 @@ def _turn(data: object, path: str) -> Turn:
         latency_seconds=_field(data, "latency_seconds", path, "number", default=None),
         durations=_durations(data.get("tool_results")),
         warnings=[str(w) for w in _field(data, "warnings", path, "list", default=())] or None,
+        agent=_field(data, "agent", path, "str", default=None),
     )
 
 

@@ -77,8 +77,10 @@ class ToolContext(RunContext[DepsT]):
         session_id: str,
         scratch: Callable[[], Path] | None = None,
         deps: DepsT = None,  # type: ignore[assignment]
+        agent: str | None = None,
     ) -> None:
         self.deps: DepsT = deps
+        self.agent = agent  # the active agent's handoff name (SPEC 26)
         self.run_id = run_id
         self.turn = turn
         self.call_id = call_id

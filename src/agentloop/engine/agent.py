@@ -104,6 +104,8 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         toolsets: Sequence[AbstractToolset] = (),
         clock: Clock = SYSTEM_CLOCK,
         provider_tools: Sequence[ProviderTool] = (),
+        name: str | None = None,
+        handoffs: Sequence[Any] = (),
     ) -> None: ...
 
     @overload
@@ -127,6 +129,8 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         toolsets: Sequence[AbstractToolset] = (),
         clock: Clock = SYSTEM_CLOCK,
         provider_tools: Sequence[ProviderTool] = (),
+        name: str | None = None,
+        handoffs: Sequence[Any] = (),
     ) -> None: ...
 
     @hinting(peers.AGENT)
@@ -150,6 +154,8 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         toolsets: Sequence[AbstractToolset] = (),
         clock: Clock = SYSTEM_CLOCK,
         provider_tools: Sequence[ProviderTool] = (),
+        name: str | None = None,
+        handoffs: Sequence[Any] = (),
     ) -> None:
         config = _setup.checked_setup(client, config, approver)
         self.client = resolve_client(client)
@@ -167,6 +173,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         self._hooks = tuple(hooks)
         self._observers = tuple(observers)
         self._approver = approver
+        self.name, self._handoffs = name, _setup.handoffs(self, handoffs)  # SPEC 26
         self._guardrails = _setup.guardrails_of(guardrails)  # loads only for an agent with some
         self._runner = self._closer = self._sync_thread = None
         # the live sessions by id, made on the first agent.session() (else no map at all)
@@ -328,22 +335,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
 
         Its own safety state and breakers; observers and hooks shared (durable workflows).
         """
-        twin = Agent(
-            self.client,
-            tools=self.registry,
-            system=self.system,
-            config=self.config,
-            hooks=self._hooks,
-            observers=self._observers,
-            approver=self._approver,
-            clock=self.clock,
-        )
-        twin.output = self.output
-        twin._guardrails = self._guardrails
-        twin._toolsets = self._toolsets
-        twin.memory = self.memory
-        twin._provider_tools = self._provider_tools
-        return cast("Agent[OutputT]", twin)
+        return cast("Agent[OutputT]", _setup.fork(self))
 
     async def aclose(self) -> None:
         """Release the client's connections and stop tool sources (they restart on demand)."""

@@ -328,6 +328,7 @@ class CallPipeline:
             cancel=state.tokens[-1],
             session_id=d.session_id,
             deps=state.deps,
+            agent=state.run.last_agent,
         )
         ctx._link = (state, d)
         return ctx

@@ -132,11 +132,16 @@ class Conversation(Generic[OutputT]):
     def _turn_done(self, state: RunState, turn: Turn) -> None:
         """A turn is complete: a salvage point, saved, counted, announced (``TurnFinished``)."""
         state.complete_turn()
+        turn.agent = state.run.last_agent
         if self._recorder is not None:
             self._recorder.turn_completed(state.run, state.audit)
         self.safety.limits.turn_done()
         if self._bus.active:
             self._bus.emit(ev.TurnFinished(state.run.id, turn))
+        if state.handoff is not None:  # a handoff tool ran in this turn: the receiver rules
+            from agentloop.engine.handoffs import take_over
+
+            take_over(self, state)
 
     def _begin(
         self,
@@ -263,9 +268,7 @@ class Conversation(Generic[OutputT]):
             client = swap.client or client
             registry = swap.registry
         system = agent._system()
-        MEDIA_PROVIDER.set(
-            client.provider
-        )  # media count by this provider's formula (the run's task inherits it)
+        MEDIA_PROVIDER.set(client.provider)  # media cost by its formula (the run's task's too)
         from agentloop.engine.compaction import ContextGuard  # a run's rooms load with a run
         from agentloop.engine.turn import ClientEventBridge
 
@@ -291,4 +294,5 @@ class Conversation(Generic[OutputT]):
             self._append_only(state)  # SPEC 28 (a base opens the history: append-only it stays)
         self._active = state
         self._bus.run = run
+        self._bus.agent = None  # every run starts with the session's own agent
         return state

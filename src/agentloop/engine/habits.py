@@ -124,6 +124,16 @@ class Habits:
         """
         return override(self, model=model, tools=tools, toolsets=toolsets)
 
+    def to_a2a(self, *, name: str, **options: Any) -> Any:
+        """This agent served over A2A: ``agentloop.a2a.A2AApp(agent, name=..., ...)`` (SPEC 26).
+
+        An ASGI app, as pydantic-ai's and ADK's ``to_a2a``; extra ``a2a``. ``options`` are
+        ``A2AApp``'s: ``description``, ``url``, ``session``, ``deps``, ``max_body_bytes``.
+        """
+        from agentloop.a2a import A2AApp
+
+        return A2AApp(self, name=name, **options)  # type: ignore[arg-type]
+
     def __getattr__(self, name: str) -> Any:
         """A peer library's method named here says what to use instead (SPEC 21)."""
         raise peers.missing_attribute(self, name, [n for n in dir(type(self)) if n[0] != "_"])

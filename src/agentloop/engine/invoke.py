@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeAlias
 
 from agentloop._util.suggest import suggest
 from agentloop.config import RunConfig
-from agentloop.errors import ToolError, ToolNotFound
+from agentloop.errors import RemoteAuthError, ToolError, ToolNotFound
 from agentloop.messages import MAX_ARGUMENT_DEPTH
 from agentloop.model import INVALID_JSON_KEY
 from agentloop.safety.output import cut_to_fit, limit_output, storable
@@ -114,8 +114,8 @@ async def _run_tool(
             exc_info=exc,
         )
         return f"Tool '{tool.name}' timed out after {_seconds(seconds)}s", "sick"
-    except (KeyboardInterrupt, SystemExit, asyncio.CancelledError):
-        raise
+    except (KeyboardInterrupt, SystemExit, asyncio.CancelledError, RemoteAuthError):
+        raise  # a remote agent refusing our credentials is hard (SPEC 3, 26)
     except BaseException as exc:  # GeneratorExit, a custom BaseException: still a panic
         _log_panic(tool.name, ctx.call_id, exc)
         return _panic_text(tool.name, exc), "sick"

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentloop.cancel import CancelToken
+from agentloop.engine.handoffs import active_agent, resume_in
 from agentloop.engine.state import Paused
 from agentloop.errors import InvalidInput
 from agentloop.messages import Message, ToolResultPart
@@ -87,6 +88,7 @@ def paused_record(
     """
     run = state.run
     turn = run.turns.pop()
+    turn.agent = run.last_agent
     reply = state.audit[-1]
     children = {
         call_id: {"session_id": entry[1].id, "ids": [p.id for p in entry[2]]}
@@ -103,6 +105,7 @@ def paused_record(
         "message": reply.to_dict(),
         "results": Message.tool_results(turn.tool_results).to_dict() if turn.tool_results else None,
         "budget": dict(budget) if budget is not None else None,
+        **({"agent_system": state.system} if run.last_agent else {}),  # a receiver paused
     }
     run.pending = pending
     run.messages = list(state.audit[:-1])
@@ -128,7 +131,7 @@ def reopen_paused(
             stored = durable.load_run(run.id)
             if stored is not None:
                 run = _adopted(session, run, stored.run)
-        checked = _decisions(session.agent, run, decisions)
+        checked = _decisions(active_agent(session.agent, run.last_agent), run, decisions)
         at = session.agent.clock.time()
         if not _recorded(run):
             run.decisions.append(
@@ -253,7 +256,7 @@ async def ready_to_continue(session: Any, decisions: object, deps: Any) -> Any:
     last = session._runs[-1] if session._runs else None
     if last is None:
         return deps
-    agent = session.agent
+    agent = active_agent(session.agent, last.last_agent)  # the agent of the paused turn
     if last.pending:
         await _list_tools(agent)
         if decisions is not None:
@@ -298,6 +301,8 @@ def _state(
         journal.start(run.id, recorder.durable.load_steps(run.id))
     state = session._new_state(run, transcript, len(history), deps, cancels)
     _restore_options(session, state, paused.get("options"))
+    if run.last_agent is not None:  # a receiver of a handoff paused: it goes on
+        resume_in(session, state, paused.get("agent_system"))
     state.audit = audit
     state.turn_index = turn.index
     if state.turn_index and state.settings.tool_choice_once:

@@ -17,7 +17,6 @@ __all__ = ["AGENT", "AS_TOOL", "RUN", "SESSION", "missing_attribute"]
 _HISTORY = "history= (a list of Message; run.conversation is what to pass next time)"
 _OUTPUT_TYPE = "output_type= (a pydantic model, a dataclass, a TypedDict or a type like int)"
 _GUARDRAILS = "guardrails=[InputGuardrail(...), OutputGuardrail(...)]"
-_NO_NAME = "an Agent has no name; it is named where it becomes a tool: agent.as_tool(name=...)"
 
 AGENT: Mapping[str, str] = {
     "model": "pass the model first, positionally: Agent('openai:gpt-5-mini') or Agent(client)",
@@ -26,7 +25,6 @@ AGENT: Mapping[str, str] = {
     "deps_type": "there is no deps_type: pass deps= to run() and annotate tools' "
     "ctx: ToolContext[MyDeps] (RunContext[MyDeps] in a system prompt function)",
     "message_history": _HISTORY,
-    "name": _NO_NAME,
     "model_settings": "config=RunConfig(model_settings=ModelSettings(...)), "
     "or run(..., model_settings=...) for one run",
     "retries": "config=RunConfig(recovery=...) retries tool calls, RunConfig(output_retries=) "
@@ -34,8 +32,7 @@ AGENT: Mapping[str, str] = {
     "output_retries": "config=RunConfig(output_retries=...)",
     "result_retries": "config=RunConfig(output_retries=...)",
     "mcp_servers": "toolsets=[MCPServer.stdio(...)] (or tools=[...]: tools and MCP servers alike)",
-    "handoffs": "give the other agent as a tool: tools=[other.as_tool(name=..., description=...)]",
-    "handoff_description": "as_tool(description=...) on the agent that becomes a tool",
+    "handoff_description": "handoff(agent, description=...) (from agentloop import handoff)",
     "input_guardrails": _GUARDRAILS,
     "output_guardrails": _GUARDRAILS,
     "instrument": "observers=[OtelObserver()] (agentloop.otel)",
@@ -91,10 +88,9 @@ _ATTRIBUTES: Mapping[str, str] = {
     "back as agent.system",
     "output_validator": "validate with the output type itself (a pydantic validator), or an "
     "OutputGuardrail in Agent(guardrails=[...])",
-    "name": _NO_NAME,
     "clone": "use agent.fork()",
     "run_streamed": "use `async with agent.stream(input) as events`",
-    "as_handoff": "use agent.as_tool(name=..., description=...)",
+    "as_handoff": "use agentloop.handoff(agent, name=..., description=...)",
 }
 """Methods and attributes of the peers' agents, and ours."""
 

@@ -36,6 +36,8 @@ __all__ = [
     "checked_session_id",
     "checked_setup",
     "checked_store",
+    "fork",
+    "handoffs",
     "output_type",
     "recorder",
     "registry",
@@ -307,3 +309,32 @@ def restored(agent: Any, session_id: str, store: Store, *, shared: bool) -> Sess
 
     restore_safety(session, store, continuing=None, shared=shared)
     return session
+
+
+def handoffs(agent: Any, items: object) -> tuple[Any, ...]:
+    """``Agent(handoffs=...)`` checked and registered (the machinery loads only when given)."""
+    if not items:
+        return ()
+    from agentloop.engine.handoffs import checked
+
+    return checked(agent, items)
+
+
+def fork(agent: Any) -> Any:
+    """``agent.fork()``: the same definition, fresh state (see ``Agent.fork``)."""
+    twin = type(agent)(
+        agent.client,
+        tools=agent.registry,
+        system=agent.system,
+        config=agent.config,
+        hooks=agent._hooks,
+        observers=agent._observers,
+        approver=agent._approver,
+        clock=agent.clock,
+    )
+    twin.output = agent.output
+    twin._guardrails = agent._guardrails
+    twin._toolsets = agent._toolsets
+    twin.memory, twin._provider_tools = agent.memory, agent._provider_tools
+    twin.name, twin._handoffs = agent.name, agent._handoffs
+    return twin

@@ -216,6 +216,12 @@ class RunState:
     """What the session knew of ``transcript[:base]`` (its history) at the start, if anything."""
     appendonly: AppendOnly | None = None
     """The conversation's base and entries when the client is append-only (SPEC 28), else None."""
+    handoff: Any = None
+    """A handoff decided in this turn (``engine.handoffs.Transfer``), applied at its end."""
+    handoffs: int = 0
+    """Handoffs made so far (``RunConfig.max_handoffs``)."""
+    shown: Any = None
+    """After a filtered handoff: (the filter's messages, where the transcript goes on)."""
 
     def __post_init__(self) -> None:
         self.boundary = self.base

@@ -81,7 +81,9 @@ def build_request(
 
     ``session_id`` (the agent's) lets adapters key the provider's prompt cache per session.
     """
-    tools, messages, conversation = state.offer.specs, state.transcript, state.appendonly
+    tools, conversation = state.offer.specs, state.appendonly
+    shown = state.shown  # after a filtered handoff: the filter's messages, then the rest
+    messages = state.transcript if shown is None else [*shown[0], *state.transcript[shown[1] :]]
     compact_at = None
     if conversation is not None:  # SPEC 28: the base travels as system and tools, every time
         tools, system, messages = conversation.base_tools, conversation.base_text, messages[1:]

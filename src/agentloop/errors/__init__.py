@@ -27,6 +27,8 @@ are tool results the model reads. The tree::
     ├── CassetteMismatch(message, *, path, index, difference)   a replayed request differs
     ├── ModelRefused(reason, text)     the provider refused or blocked the reply (never retried)
     ├── GuardrailTripped(guardrail, reason)   an input or output guardrail tripped
+    ├── HandoffLimitExceeded(limit)     more than RunConfig.max_handoffs handoffs in one run
+    ├── RemoteAuthError(agent, status)   a remote agent refused our credentials (HTTP 401/403)
     ├── ReflectionError, MemoryBackendError, PhaseFailed(phase, message), LockPoisoned(what),
     │   InternalError
     └── ProviderError(message, *, provider, status_code, retry_after, request_id, phase,
@@ -69,6 +71,7 @@ from agentloop.errors._base import (
     ConversationSummary,
     FallbackExhausted,
     GuardrailTripped,
+    HandoffLimitExceeded,
     InternalError,
     InvalidInput,
     LockPoisoned,
@@ -80,6 +83,7 @@ from agentloop.errors._base import (
     OutputValidationFailed,
     PhaseFailed,
     ReflectionError,
+    RemoteAuthError,
     ToolError,
     ToolExecutionError,
     ToolLimitReached,
@@ -128,6 +132,7 @@ __all__ = [
     "FailurePhase",
     "FallbackExhausted",
     "GuardrailTripped",
+    "HandoffLimitExceeded",
     "InsufficientCredits",
     "InternalError",
     "InvalidInput",
@@ -147,6 +152,7 @@ __all__ = [
     "RateLimitEscalation",
     "RateLimited",
     "ReflectionError",
+    "RemoteAuthError",
     "ResponseInvalid",
     "StreamError",
     "ToolError",

@@ -317,6 +317,31 @@ class GuardrailTripped(AgentLoopError):
         self.reason = reason
 
 
+class HandoffLimitExceeded(AgentLoopError):
+    """A run handed off more than ``RunConfig.max_handoffs`` times (SPEC 26)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"more than {limit} handoffs in one run")
+        self.args = (limit,)
+        self.limit = limit
+
+
+class RemoteAuthError(AgentLoopError):
+    """A remote agent or tool server refused our credentials (HTTP 401/403; SPEC 13, 26).
+
+    Hard, unlike the remote's other failures: no retry or other model cures a wrong key.
+    ``agent`` names the remote, ``status`` is the HTTP status.
+    """
+
+    recoverability = "config"
+
+    def __init__(self, agent: str, status: int) -> None:
+        super().__init__(f"remote agent '{agent}' refused our credentials (HTTP {status})")
+        self.args = (agent, status)
+        self.agent = agent
+        self.status = status
+
+
 class FallbackExhausted(AgentLoopError):
     """Every model in the fallback chain is spent while cooldowns run (nothing was sent)."""
 

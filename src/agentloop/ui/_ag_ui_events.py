@@ -245,6 +245,7 @@ class AGUIEvents:
             f.name: plain(getattr(event, f.name))
             for f in dataclasses.fields(event)
             if f.name not in ("run_id", "path", "session_id")
+            and (f.name != "agent" or event.agent is not None)  # said only after a handoff
         }
         self._emit(core.CustomEvent(name=f"agentloop:{name}", value=value))
 

@@ -79,8 +79,12 @@ class AppFailed(Exception):
     """The app's own ``session=`` or ``deps=`` callable failed: a 500 (already logged)."""
 
 
-async def call_app(hook: str, function: Callable[..., Any], *args: Any) -> Any:
+async def call_app(
+    hook: str, function: Callable[..., Any], *args: Any, passes: tuple[type[Exception], ...] = ()
+) -> Any:
     """``function(*args)``, awaited when it gives an awaitable; what it raises sorted (module).
+
+    ``passes``: exceptions the caller gives a meaning of its own, raised as they are.
 
     Raises:
         PermissionError: The app refused the caller (``refusal`` gives its text).
@@ -96,6 +100,8 @@ async def call_app(hook: str, function: Callable[..., Any], *args: Any) -> Any:
             raise
         failed = exc
     except (InvalidInput, TranscriptError):
+        raise
+    except passes:
         raise
     except Exception as exc:
         failed = exc

@@ -312,6 +312,8 @@ def _plain_event(event: Event) -> dict[str, Any]:
         if f.name in ("run_id", "path", "session_id"):
             continue
         value = getattr(event, f.name)
+        if f.name == "agent" and value is None:
+            continue  # the starting agent (SPEC 26): said only after a handoff
         if isinstance(value, BaseException):
             value = f"{type(value).__name__}: {value}"
         elif not isinstance(value, str | int | float | bool | None):

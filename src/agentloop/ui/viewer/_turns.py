@@ -185,6 +185,9 @@ def _turn_html(turn: Turn, drawing: _Drawing, *, paused: bool = False) -> str:
         for c, r in _pairs(turn)
     )
     waits = ' <span class="badge pending">paused</span>' if paused else ""
+    if turn.agent is not None:  # after a handoff (SPEC 26): the agent that served the turn
+        waits = f' <span class="badge agent">agent {text(turn.agent)}</span>{waits}'
+
     warned = "".join(
         f'<div class="warning"><span class="badge loop">warning</span> {text(w)}</div>'
         for w in turn.warnings or ()

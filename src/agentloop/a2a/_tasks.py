@@ -1,0 +1,208 @@
+"""One A2A task: a run of a session, driven apart from the request that started it (SPEC 26).
+
+A task's run is driven by a task of its own (``TaskRecord.start``), not by the HTTP request:
+a client that drops its stream does not cancel it, ``CancelTask`` does. Every change is
+published to the task's listeners (the open ``SendStreamingMessage`` responses) as the
+protocol's update events::
+
+    start / continue    the task is WORKING (the stream's first item is the Task itself)
+    TextDelta           artifact update ``output``, ``append=true``, one per delta
+    RunFinished         a typed output's artifact (a data part), then the final status:
+                        COMPLETED, INPUT_REQUIRED (the pending calls), CANCELED, REJECTED
+                        (an input guardrail) or FAILED (``<ErrorClass>: <message>``, redacted)
+
+``settled`` is set when the task waits (INPUT_REQUIRED) or ended; a listener then receives
+``None`` and its response ends. ``busy`` holds a task between a follow-up's checks and its
+continue, so a second follow-up with the same decisions is refused: decided calls run once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Collection
+from typing import Any, TypeAlias
+
+from a2a.types import a2a_pb2 as pb
+
+from agentloop import events as ev
+from agentloop.cancel import CancelToken
+from agentloop.engine.session import Session
+from agentloop.engine.stream import RunStream
+from agentloop.errors import AgentLoopError, Cancelled, GuardrailTripped
+from agentloop.run import Run
+from agentloop.safety.redact import redact_secrets
+
+from . import _wire as wire
+
+__all__ = ["Listener", "Opener", "TaskRecord"]
+
+_log = logging.getLogger("agentloop")
+
+Listener: TypeAlias = "asyncio.Queue[pb.TaskStatusUpdateEvent | pb.TaskArtifactUpdateEvent | None]"
+Opener: TypeAlias = Callable[[CancelToken], RunStream[Any]]
+"""Opens the run's event stream with the task's cancel token: a new run or a continue."""
+
+
+class TaskRecord:
+    """A task on the wire: its session and context, state, output and listeners (module)."""
+
+    def __init__(self, session: Session[Any], context_id: str, inputs: Collection[str]) -> None:
+        self.session = session
+        self.context_id = context_id
+        self.id = ""
+        self.state: pb.TaskState = pb.TASK_STATE_SUBMITTED
+        self.status_message: pb.Message | None = None
+        self.artifact: pb.Artifact | None = None
+        self.history: list[pb.Message] = []
+        self.listeners: set[Listener] = set()
+        self.settled = asyncio.Event()
+        self.busy = False
+        self.cancel = CancelToken()
+        self._inputs = inputs  # the names of the agent's input guardrails: a trip is REJECTED
+        self._driver: asyncio.Task[None] | None = None
+
+    # -- what a client reads ------------------------------------------------------------------
+
+    def task(self, history_length: int | None = None, *, working: bool = False) -> pb.Task:
+        """The task as the protocol shows it (``working``: as it was when its run started)."""
+        history = self.history if history_length is None else self.history[-history_length:]
+        if working:
+            status = pb.TaskStatus(state=pb.TASK_STATE_WORKING)
+            artifacts: list[pb.Artifact] = []
+        else:
+            status = pb.TaskStatus(state=self.state)
+            if self.status_message is not None:
+                status.message.CopyFrom(self.status_message)
+            artifacts = [] if self.artifact is None else [self.artifact]
+        return pb.Task(
+            id=self.id,
+            context_id=self.context_id,
+            status=status,
+            artifacts=artifacts,
+            history=history if history_length != 0 else [],
+        )
+
+    @property
+    def waiting(self) -> bool:
+        """Whether the task waits for decisions (INPUT_REQUIRED, no follow-up in flight)."""
+        return self.state == pb.TASK_STATE_INPUT_REQUIRED and not self.busy
+
+    # -- driving its run ----------------------------------------------------------------------
+
+    async def start(self, opener: Opener) -> None:
+        """Start (or continue) the run in a task of its own; return once its stream is open.
+
+        What opening raises (a busy or paused session, decisions that do not fit) is raised
+        here, and nothing has changed.
+        """
+        loop = asyncio.get_running_loop()
+        opened: asyncio.Future[None] = loop.create_future()
+        self.cancel = CancelToken()
+        self.busy = True
+        self.settled.clear()
+        self._driver = loop.create_task(self._drive(opener(self.cancel), opened))
+        try:
+            await opened
+        except BaseException:
+            self.busy = False
+            if self.state in wire.TERMINAL or self.state == pb.TASK_STATE_INPUT_REQUIRED:
+                self.settled.set()
+            raise
+
+    async def _drive(self, stream: RunStream[Any], opened: asyncio.Future[None]) -> None:
+        finished = False
+        try:
+            async with stream as events:
+                self.id = self.id or events.run.id
+                self.state, self.status_message = pb.TASK_STATE_WORKING, None
+                opened.set_result(None)
+                async for event in events:
+                    if event.path:
+                        continue  # a child agent's (as_tool) events are its own
+                    if type(event) is ev.TextDelta:
+                        self._delta(event.text)
+                    elif type(event) is ev.RunFinished:
+                        self._finish(event.run)
+                        finished = True
+        except BaseException as error:
+            if not opened.done():
+                opened.set_exception(error)
+                return
+            if not finished and isinstance(error, Exception):
+                self._fail(error)
+            if not isinstance(error, Exception):
+                raise
+        finally:
+            if opened.done() and not self.settled.is_set():
+                self._settle()
+
+    def _delta(self, text: str) -> None:
+        part = pb.Part(text=text)
+        artifact = pb.Artifact(artifact_id=wire.OUTPUT, name=wire.OUTPUT, parts=[part])
+        self._publish(
+            pb.TaskArtifactUpdateEvent(
+                task_id=self.id, context_id=self.context_id, artifact=artifact, append=True
+            )
+        )
+
+    def _finish(self, run: Run[Any]) -> None:
+        """The run ended (or paused): its final state, published, then the listeners let go."""
+        error = run.stop_reason
+        if run.paused:
+            message = wire.pending_message(self.id, self.context_id, run.pending)
+            self._status(pb.TASK_STATE_INPUT_REQUIRED, message)
+        elif error is None:
+            self.artifact = wire.output_artifact(run.output)
+            if not isinstance(run.output, str):
+                self._publish(
+                    pb.TaskArtifactUpdateEvent(
+                        task_id=self.id,
+                        context_id=self.context_id,
+                        artifact=self.artifact,
+                        last_chunk=True,
+                    )
+                )
+            self._status(pb.TASK_STATE_COMPLETED, None)
+        else:
+            self._fail(error)
+        self._settle()
+
+    def _fail(self, error: BaseException) -> None:
+        if isinstance(error, Cancelled):
+            self._status(pb.TASK_STATE_CANCELED, None)
+            return
+        if not isinstance(error, AgentLoopError):
+            _log.error("A2A task %s failed: %s", self.id, redact_secrets(repr(error)))
+        state = (
+            pb.TASK_STATE_REJECTED
+            if isinstance(error, GuardrailTripped) and error.guardrail in self._inputs
+            else pb.TASK_STATE_FAILED
+        )
+        text = wire.agent_message(self.id, self.context_id, [pb.Part(text=wire.error_text(error))])
+        self._status(state, text)
+
+    def cancelled(self) -> None:
+        """A paused task was cancelled outside its driver (``cancel_run``)."""
+        self._status(pb.TASK_STATE_CANCELED, None)
+        self._settle()
+
+    def _status(self, state: pb.TaskState, message: pb.Message | None) -> None:
+        self.state, self.status_message = state, message
+        status = pb.TaskStatus(state=state)
+        if message is not None:
+            status.message.CopyFrom(message)
+        self._publish(
+            pb.TaskStatusUpdateEvent(task_id=self.id, context_id=self.context_id, status=status)
+        )
+
+    def _publish(self, update: pb.TaskStatusUpdateEvent | pb.TaskArtifactUpdateEvent) -> None:
+        for listener in self.listeners:
+            listener.put_nowait(update)
+
+    def _settle(self) -> None:
+        self.busy = False
+        self.settled.set()
+        for listener in self.listeners:
+            listener.put_nowait(None)
+        self.listeners.clear()

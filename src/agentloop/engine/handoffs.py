@@ -1,0 +1,225 @@
+"""Handoffs inside the engine (SPEC 26; the public side is ``agentloop.handoffs``).
+
+At construction ``checked`` sorts ``Agent(handoffs=[...])`` (an ``Agent`` with a name, or a
+``Handoff``), refuses what cannot work (``ConfigurationError``: another kind of entry, a bare
+agent without a name, a duplicate, a name a tool has, one name for two agents anywhere in the
+transitive graph, a receiver whose ``output_type`` differs) and registers one ``HandoffTool``
+per handoff in the agent's registry: the model sees ``transfer_to_<name>``, no arguments.
+
+A call of it (``HandoffTool.call``) decides the transfer during the turn, without a model
+request: a second one in the same turn is refused softly, the ``input_filter`` runs once
+(raising or unsafe: a soft refusal), the receiver's instructions are evaluated with the run's
+``RunContext``. ``take_over`` applies it when the turn is done: from the next turn the run's
+client, tools (the offer and the registry calls run on) and system prompt are the receiver's,
+its events and turns carry its name, and ``RunConfig.max_handoffs`` of the starting agent
+counts it. Hooks, approver, observers, store, budget and input guardrails stay the run's.
+A paused run remembers its active agent (``run.last_agent`` and the paused turn's record), so
+its continuation checks and runs the decided calls on the receiver (``resume_in``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agentloop import events as ev
+from agentloop.engine.instructions import evaluate
+from agentloop.errors import ConfigurationError, HandoffLimitExceeded, ToolError
+from agentloop.handoffs import Handoff, handoff_name
+from agentloop.messages import Message, ThinkingPart
+from agentloop.run import RunContext
+from agentloop.tools import Tool, ToolContext
+from agentloop.transcript import validate_transcript
+
+if TYPE_CHECKING:
+    from agentloop.engine.state import RunState
+
+__all__ = ["HandoffTool", "Transfer", "active_agent", "checked", "resume_in", "take_over"]
+
+TRANSFERRED = "Transferred to '{name}'."
+"""What the model reads for a handoff's call."""
+
+
+def checked(agent: Any, items: object) -> tuple[Handoff, ...]:
+    """``Agent(handoffs=...)`` checked, each registered as its tool (see the module)."""
+    if not items:
+        return ()
+    from agentloop.engine.definition import Definition
+
+    if isinstance(items, Handoff | Definition) or not isinstance(items, Iterable):
+        raise ConfigurationError(
+            f"handoffs must be a list of agents or handoff(...)s, got {items!r}", field="handoffs"
+        )
+    made: list[Handoff] = []
+    for item in items:
+        if isinstance(item, Definition):
+            item = Handoff(item, handoff_name(item, None))
+        elif not isinstance(item, Handoff):
+            raise ConfigurationError(
+                f"handoffs takes agents and handoff(agent, ...)s, got {item!r}", field="handoffs"
+            )
+        taken = item.name in agent.registry or item.tool_name in agent.registry
+        if any(h.name == item.name for h in made) or taken:
+            raise ConfigurationError(
+                f"handoff name {item.name!r} is used twice (or a tool is named '{item.name}' "
+                f"or '{item.tool_name}'): give one handoff(agent, name=...) another",
+                field="handoffs",
+            )
+        made.append(item)
+    _check_graph(agent, made)
+    for item in made:
+        agent.registry.register(HandoffTool(item))
+    return tuple(made)
+
+
+def _check_graph(start: Any, handoffs: Sequence[Handoff]) -> None:
+    """One agent per name across every reachable handoff, each with the start's output type."""
+    schema = _schema(start)
+    names: dict[str, Any] = {}
+    queue = list(handoffs)
+    seen: set[int] = set()
+    while queue:
+        item = queue.pop()
+        owner = names.setdefault(item.name, item.agent)
+        if owner is not item.agent:
+            raise ConfigurationError(
+                f"two agents are reachable by the handoff name {item.name!r}: a name names "
+                "one agent across the whole handoff graph",
+                field="handoffs",
+            )
+        if _schema(item.agent) != schema:
+            raise ConfigurationError(
+                f"the agent of handoff {item.name!r} has another output_type than the starting "
+                "agent: every agent a run can hand off to answers with the same type",
+                field="handoffs",
+            )
+        if id(item.agent) not in seen:
+            seen.add(id(item.agent))
+            queue.extend(getattr(item.agent, "_handoffs", ()))
+
+
+def _schema(agent: Any) -> Any:
+    output = getattr(agent, "output", None)
+    return None if output is None else output.schema
+
+
+@dataclass
+class Transfer:
+    """A handoff decided in this turn, applied when the turn is done."""
+
+    handoff: Handoff
+    system: str | None
+    """The receiver's system prompt, evaluated at the handoff."""
+    shown: list[Message] | None
+    """What the input filter made of the transcript (None: no filter)."""
+
+
+class HandoffTool(Tool):
+    """``transfer_to_<name>``: decides the handoff (see the module); no arguments."""
+
+    def __init__(self, handoff: Handoff) -> None:
+        self.handoff = handoff
+        self.name = handoff.tool_name
+        self.description = handoff.description or f"Hand the conversation over to '{handoff.name}'."
+        self.parameters = {"type": "object", "properties": {}}
+
+    async def call(self, arguments: Any, ctx: ToolContext) -> str:
+        """Decide the transfer; the receiver rules from the next turn."""
+        state: RunState = ctx._link[0]
+        handoff = self.handoff
+        if state.handoff is not None:
+            going = state.handoff.handoff.name
+            raise ToolError(f"handoff refused: already transferring to '{going}'")
+        shown = None
+        if handoff.input_filter is not None:
+            shown = _filtered(handoff, state.transcript[:-1])
+        receiver = handoff.agent
+        if receiver._toolsets.toolsets:  # its tool sources (MCP servers), listed before it rules
+            await receiver._toolsets.refresh(starting=True)
+        system = receiver._system()
+        if receiver._prompt is not None:
+            context = RunContext(
+                run_id=ctx.run_id, session_id=ctx.session_id, deps=ctx.deps, agent=handoff.name
+            )
+            system = receiver._system(await evaluate(receiver._prompt, context))
+        state.handoff = Transfer(handoff, system, shown)
+        return TRANSFERRED.format(name=handoff.name)
+
+
+def _filtered(handoff: Handoff, before: list[Message]) -> list[Message]:
+    """The filter's transcript, checked; a soft refusal when it raises or is unsafe."""
+    assert handoff.input_filter is not None
+    try:
+        shown = [_unreasoned(m) for m in handoff.input_filter(list(before))]
+        if not all(isinstance(m, Message) for m in shown):
+            raise TypeError("the filter returned something other than Messages")
+        validate_transcript([m for m in shown if m.parts])
+    except Exception as exc:
+        raise ToolError(
+            f"handoff to '{handoff.name}' failed: {type(exc).__name__}: {exc}"
+        ) from None
+    return [m for m in shown if m.parts]
+
+
+def _unreasoned(message: Message) -> Message:
+    """A filtered message's reasoning is not sent (a new conversation for the receiver)."""
+    if not isinstance(message, Message) or not any(
+        isinstance(p, ThinkingPart) for p in message.parts
+    ):
+        return message
+    return Message(message.role, tuple(p for p in message.parts if not isinstance(p, ThinkingPart)))
+
+
+def take_over(session: Any, state: RunState) -> None:
+    """Apply the turn's transfer: the receiver rules from the next turn (see the module)."""
+    transfer = state.handoff
+    assert transfer is not None
+    state.handoff = None
+    state.handoffs += 1
+    limit = session.agent.config.max_handoffs
+    if state.handoffs > limit:
+        raise HandoffLimitExceeded(limit)
+    previous = state.run.last_agent
+    handoff = transfer.handoff
+    _rule(state, handoff.agent, handoff.name, transfer.system)
+    if transfer.shown is not None:  # the receiver's requests: the filter's, then what follows
+        state.shown = (transfer.shown, len(state.transcript))
+    bus = session._bus
+    bus.agent = handoff.name
+    if bus.active:
+        bus.emit(ev.HandoffOccurred(state.run.id, state.turn_index, previous, handoff.name))
+
+
+def _rule(state: RunState, receiver: Any, name: str, system: str | None) -> None:
+    state.client = receiver.client
+    state.registry = receiver.registry
+    state.offer = receiver._offer(receiver.client, receiver.registry)
+    state.system = state.guard.system = system
+    state.run.last_agent = name
+
+
+def active_agent(agent: Any, name: str | None) -> Any:
+    """The agent a handoff name reaches from ``agent`` (``agent`` itself for None)."""
+    if name is None:
+        return agent
+    queue = list(getattr(agent, "_handoffs", ()))
+    seen: set[int] = set()
+    while queue:
+        item = queue.pop()
+        if item.name == name:
+            return item.agent
+        if id(item.agent) not in seen:
+            seen.add(id(item.agent))
+            queue.extend(getattr(item.agent, "_handoffs", ()))
+    return agent
+
+
+def resume_in(session: Any, state: RunState, system: str | None) -> None:
+    """A continued run whose receiver paused goes on in that receiver."""
+    name = state.run.last_agent
+    if name is None:
+        return
+    receiver = active_agent(session.agent, name)
+    _rule(state, receiver, name, system if system is not None else receiver._system())
+    session._bus.agent = name
