@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # the guardrails load only for an agent that has some, a run'
     from agentloop.engine.guards import SafetyState
     from agentloop.engine.session import Session
     from agentloop.engine.stream import RunStream
+    from agentloop.fleet import RateGovernor
     from agentloop.guardrails import Guardrail
     from agentloop.hooks import Approver, Hook
     from agentloop.observers import Observer
@@ -63,6 +64,7 @@ class AgentOptions(TypedDict, total=False):
     approver: Approver | None
     guardrails: Sequence[Guardrail]
     clock: Clock
+    governor: RateGovernor | None
 
 
 class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
@@ -93,6 +95,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         session_id: str | None = None,
         history: Sequence[Message] | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        governor: RateGovernor | None = None,
     ) -> None: ...
 
     @overload
@@ -113,6 +116,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         session_id: str | None = None,
         history: Sequence[Message] | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        governor: RateGovernor | None = None,
     ) -> None: ...
 
     @hinting(peers.AGENT)
@@ -133,9 +137,11 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         session_id: str | None = None,
         history: Sequence[Message] | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        governor: RateGovernor | None = None,
     ) -> None:
         config = _setup.checked_setup(client, config, approver)
-        self.client = resolve_client(client)
+        self.client = _setup.governed_client(resolve_client(client), governor, config)
+        self.governor = governor  # SPEC 25: every request of the client waits for it
         self.clock = clock
         self.registry, toolsets = _setup.registry(tools)
         self._toolsets = Toolsets(toolsets, self.registry)
@@ -147,15 +153,8 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         self._hooks = tuple(hooks)
         self._observers = tuple(observers)
         self._approver = approver
-        self._guardrails = None
-        if guardrails is not None and not (isinstance(guardrails, list | tuple) and not guardrails):
-            # the guardrail machinery loads only for an agent that has some
-            from agentloop.engine.guarding import checked_guardrails
-
-            self._guardrails = checked_guardrails(guardrails)
-        self._runner = None
-        self._closer = None
-        self._sync_thread = None
+        self._guardrails = _setup.guardrails_of(guardrails)  # loads only for an agent with some
+        self._runner = self._closer = self._sync_thread = None
         # the live sessions by id, made on the first agent.session() (else no map at all)
         self._sessions: weakref.WeakValueDictionary[str, Session[OutputT]] | None = None
         self._default_id = _setup.checked_session_id(session_id, new=clock.new_id)

@@ -235,7 +235,7 @@ class Conversation(Generic[OutputT]):
             registry=registry,
             measured=known,
         )
-        state.events = ClientEventBridge(run, self._bus)
+        state.events = ClientEventBridge(run, self._bus, self.safety.limits, state)
         self._active = state
         self._bus.run = run
         return state

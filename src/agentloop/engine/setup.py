@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeGuard
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 from agentloop.config import RunConfig
 from agentloop.engine.output import FINAL_RESULT, OutputType
@@ -24,7 +24,11 @@ from agentloop.transcript import validate_transcript
 
 if TYPE_CHECKING:
     from agentloop.engine.definition import Definition
+    from agentloop.engine.guarding import Guardrails
     from agentloop.engine.session import Session
+    from agentloop.fleet import RateGovernor
+    from agentloop.guardrails import Guardrail
+    from agentloop.model import ModelClient
     from agentloop.store import Store
     from agentloop.store._session import SessionRecorder
 
@@ -34,6 +38,8 @@ __all__ = [
     "checked_session_id",
     "checked_setup",
     "checked_store",
+    "governed_client",
+    "guardrails_of",
     "output_type",
     "recorder",
     "registry",
@@ -70,6 +76,33 @@ def checked_setup(client: object, config: object, approver: object) -> RunConfig
             field="approver",
         )
     return config
+
+
+def governed_client(client: ModelClient, governor: object, config: RunConfig) -> ModelClient:
+    """``client`` under ``governor`` (SPEC 25), or ``client`` itself when there is none.
+
+    The governor goes below the retries and fallbacks (``agentloop.fleet.govern``): every HTTP
+    request waits for it. Without one nothing changes and nothing of the fleet is imported.
+    """
+    if governor is None:
+        return client
+    if not callable(getattr(governor, "acquire", None)):
+        raise ConfigurationError(
+            f"Agent governor must be an agentloop.fleet.RateGovernor, got {governor!r}",
+            field="governor",
+        )
+    from agentloop.fleet import govern
+
+    return govern(client, cast("RateGovernor", governor), config.token_counter)
+
+
+def guardrails_of(guardrails: Sequence[Guardrail] | None) -> Guardrails | None:
+    """The checked guardrails, or None when there are none (their machinery never loads)."""
+    if guardrails is None or (isinstance(guardrails, list | tuple) and not guardrails):
+        return None
+    from agentloop.engine.guarding import checked_guardrails
+
+    return checked_guardrails(guardrails)
 
 
 def output_type(output_type: type[Any] | None, registry: ToolRegistry) -> OutputType[Any] | None:

@@ -25,6 +25,7 @@ are tool results the model reads. The tree::
     ├── Cancelled
     ├── ModelRefused(reason, text)     the provider refused or blocked the reply (never retried)
     ├── GuardrailTripped(guardrail, reason)   an input or output guardrail tripped
+    ├── GovernorUnavailable(backend, cause)   the rate governor's backend failed (SPEC 25)
     ├── ReflectionError, MemoryBackendError, PhaseFailed(phase, message), LockPoisoned(what),
     │   InternalError
     └── ProviderError(message, *, provider, status_code, retry_after, request_id, phase,
@@ -54,7 +55,7 @@ report ``agentloop.errors`` as their module, the name they are raised, pickled a
 under.
 """
 
-from agentloop.errors import _base, _provider
+from agentloop.errors import _base, _fleet, _provider
 from agentloop.errors._base import (
     AgentLoopError,
     BudgetExhausted,
@@ -87,6 +88,7 @@ from agentloop.errors._base import (
     _rebuild,  # noqa: F401  (pickles made before the split name it here)
     format_available,
 )
+from agentloop.errors._fleet import GovernorUnavailable
 from agentloop.errors._provider import (
     AttemptRecord,
     AuthError,
@@ -121,6 +123,7 @@ __all__ = [
     "ConversationSummary",
     "FailurePhase",
     "FallbackExhausted",
+    "GovernorUnavailable",
     "GuardrailTripped",
     "InsufficientCredits",
     "InternalError",
@@ -156,6 +159,6 @@ __all__ = [
 
 for _name in __all__:
     _value = globals()[_name]
-    if getattr(_value, "__module__", None) in (_base.__name__, _provider.__name__):
+    if getattr(_value, "__module__", None) in (_base.__name__, _fleet.__name__, _provider.__name__):
         _value.__module__ = __name__
 del _name, _value

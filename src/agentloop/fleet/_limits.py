@@ -1,0 +1,174 @@
+"""``RateLimit`` and the arithmetic of a sliding window: how long a request must wait.
+
+Everything here is pure: given what a key has sent in its window (``Sent`` rows), whether a 429
+closed it, and the request's token estimate, ``wait_for`` says how many seconds until the request
+fits, and which line holds it back. Every backend (memory, SQLite, PostgreSQL) reads its rows and
+asks this one function, so "never over" is proved once:
+
+- ``rpm``: a request is admitted at ``now`` only when fewer than ``rpm`` rows have ``at`` in
+  ``(now - window, now]``; so every window ending at an admission holds at most ``rpm``. The
+  wait is until the oldest row that must leave does: ``rows[n - rpm].at + window - now``.
+- ``tpm``: the same with token sums (a row counts its estimate until the reply reports usage).
+- ``concurrent``: rows whose ``flight_until`` lies ahead are in flight (a lease that expires at
+  the client's ``timeout + connect_timeout``, so a process that died frees its slot).
+- ``retry_after``: a 429 closed the key until ``closed_until``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from agentloop._util.slots import record
+from agentloop.errors import ConfigurationError
+
+__all__ = ["LIMIT_KINDS", "RateLimit", "Sent", "wait_for"]
+
+LIMIT_KINDS = ("rpm", "tpm", "concurrent", "retry_after")
+"""What ``RateLimitWait.limit`` may say."""
+
+_EPSILON = 1e-6
+"""Added to a computed wait so the row it waits for has left the window when it wakes."""
+
+
+def _positive_int(name: str, value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigurationError(
+            f"RateLimit.{name} must be a positive int or None, got {value!r}", field=name
+        )
+    return value
+
+
+def _window(value: object) -> float:
+    good = isinstance(value, int | float) and not isinstance(value, bool)
+    if not good or not math.isfinite(float(value)) or float(value) <= 0:  # type: ignore[arg-type]
+        raise ConfigurationError(
+            f"RateLimit.window must be a positive number of seconds, got {value!r}",
+            field="window",
+        )
+    return float(value)  # type: ignore[arg-type]
+
+
+class RateLimit:
+    """One provider's (or one model's) limits, counted per sliding ``window`` seconds.
+
+    Args:
+        provider: The provider it limits (``"openai"``, ``"anthropic"``, ...).
+        model: One model, or None for one limit shared by all the provider's models.
+        rpm: Requests per window.
+        tpm: Tokens (input + output) per window.
+        concurrent: Requests in flight at once.
+        window: The window's length in seconds (60 makes ``rpm`` per minute).
+
+    Raises:
+        ConfigurationError: A limit that is not a positive int, a ``window`` that is not a
+            positive number, no limit at all, or an unknown keyword.
+    """
+
+    __slots__ = ("concurrent", "model", "provider", "rpm", "tpm", "window")
+
+    def __init__(
+        self,
+        provider: str,
+        model: str | None = None,
+        *,
+        rpm: int | None = None,
+        tpm: int | None = None,
+        concurrent: int | None = None,
+        window: float = 60.0,
+        **unknown: Any,
+    ) -> None:
+        if unknown:
+            raise ConfigurationError(
+                f"RateLimit got unknown keyword(s) {sorted(unknown)}; it takes rpm, tpm, "
+                "concurrent and window",
+                field=sorted(unknown)[0],
+            )
+        if not isinstance(provider, str) or not provider.strip():
+            raise ConfigurationError("RateLimit needs a provider name", field="provider")
+        if model is not None and (not isinstance(model, str) or not model.strip()):
+            raise ConfigurationError("RateLimit.model must be a model name or None", field="model")
+        self.provider = provider
+        self.model = model
+        self.rpm = _positive_int("rpm", rpm)
+        self.tpm = _positive_int("tpm", tpm)
+        self.concurrent = _positive_int("concurrent", concurrent)
+        self.window = _window(window)
+        if self.rpm is None and self.tpm is None and self.concurrent is None:
+            raise ConfigurationError(
+                "RateLimit needs at least one of rpm, tpm and concurrent", field="rpm"
+            )
+
+    @property
+    def key(self) -> str:
+        """The key it counts under: ``"provider:model"``, ``"provider:*"`` for all models."""
+        return f"{self.provider}:{self.model or '*'}"
+
+    def matches(self, provider: str, model: str) -> bool:
+        """Whether a request to ``provider``'s ``model`` counts against this limit."""
+        return provider == self.provider and (self.model is None or self.model == model)
+
+    def __repr__(self) -> str:
+        shown = [repr(self.provider)] + ([repr(self.model)] if self.model else [])
+        for name in ("rpm", "tpm", "concurrent"):
+            if getattr(self, name) is not None:
+                shown.append(f"{name}={getattr(self, name)}")
+        if self.window != 60.0:
+            shown.append(f"window={self.window:g}")
+        return f"RateLimit({', '.join(shown)})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RateLimit) and repr(self) == repr(other)
+
+    def __hash__(self) -> int:
+        return hash(repr(self))
+
+
+@record
+class Sent:
+    """One request a key admitted: when, its tokens, and until when it is in flight (or None)."""
+
+    at: float
+    tokens: int
+    flight_until: float | None = None
+
+
+def wait_for(
+    limit: RateLimit, now: float, sent: Sequence[Sent], tokens: int, closed_until: float = 0.0
+) -> tuple[float, str] | None:
+    """Seconds until a request of ``tokens`` fits ``limit`` and the line that holds it, or None.
+
+    ``sent`` holds the key's rows (any order; rows out of the window are ignored).
+    """
+    waits: list[tuple[float, str]] = []
+    if closed_until > now:
+        waits.append((closed_until - now, "retry_after"))
+    recent = sorted((s for s in sent if s.at > now - limit.window), key=lambda s: s.at)
+    if limit.rpm is not None and len(recent) >= limit.rpm:
+        oldest = recent[len(recent) - limit.rpm]
+        waits.append((oldest.at + limit.window - now + _EPSILON, "rpm"))
+    if limit.tpm is not None:
+        tpm_wait = _tokens_wait(limit, now, recent, tokens)
+        if tpm_wait is not None:
+            waits.append((tpm_wait, "tpm"))
+    if limit.concurrent is not None:
+        flying = sorted(s.flight_until for s in sent if s.flight_until and s.flight_until > now)
+        if len(flying) >= limit.concurrent:
+            waits.append((flying[len(flying) - limit.concurrent] - now + _EPSILON, "concurrent"))
+    return max(waits) if waits else None
+
+
+def _tokens_wait(limit: RateLimit, now: float, recent: Sequence[Sent], tokens: int) -> float | None:
+    """The wait until ``tokens`` more fit the ``tpm`` line (``recent`` oldest first)."""
+    assert limit.tpm is not None
+    excess = sum(s.tokens for s in recent) + tokens - limit.tpm
+    for row in recent:
+        if excess <= 0:
+            break
+        excess -= row.tokens
+        if excess <= 0:
+            return row.at + limit.window - now + _EPSILON
+    return None
