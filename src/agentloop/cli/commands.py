@@ -90,6 +90,7 @@ def _fake_server_for(
         model=models[0] if models else parsed.model,
         models=models or parsed.models,
         port=port,
+        rate_limit=parsed.rate_limit,
     )
 
 

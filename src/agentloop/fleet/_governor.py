@@ -32,6 +32,9 @@ __all__ = ["DEFAULT_LEASE_SECONDS", "GovernedRun", "Lease", "RateGovernor"]
 DEFAULT_LEASE_SECONDS = 130.0
 """An in-flight lease when the client's timeouts are unknown (``Settings``' 120 s + 10 s)."""
 
+CONCURRENT_POLL = 0.05
+"""Seconds between looks while every in-flight slot is taken (a reply may free one any time)."""
+
 _T = TypeVar("_T")
 
 
@@ -175,12 +178,13 @@ class RateGovernor:
                 if verdict.lease is not None:
                     admitted = True
                     return Lease(self, verdict.lease, asks)
+                wait = _expected(verdict)
                 if run is not None:
-                    _check_budget(run, verdict)
+                    _check_budget(run, wait)
                     if announced != (verdict.key, verdict.limit):
                         announced = (verdict.key, verdict.limit)
-                        run.on_rate_limit_wait(verdict.key, verdict.limit, verdict.wait)
-                await self.clock.sleep(self._nap(verdict.wait))
+                        run.on_rate_limit_wait(verdict.key, verdict.limit, wait)
+                await self.clock.sleep(self._nap(wait))
         finally:
             if not admitted:
                 await self._leave(waiter)
@@ -210,9 +214,14 @@ class RateGovernor:
         self.backend.dispose()
 
 
-def _check_budget(run: GovernedRun, verdict: Verdict) -> None:
+def _expected(verdict: Verdict) -> float:
+    """How long a wait is expected to last: a slot in flight may free at any moment."""
+    return min(verdict.wait, CONCURRENT_POLL) if verdict.limit == "concurrent" else verdict.wait
+
+
+def _check_budget(run: GovernedRun, wait: float) -> None:
     line = run.wall_clock()
-    if line is not None and line[0] + verdict.wait > line[1]:
+    if line is not None and line[0] + wait > line[1]:
         raise BudgetExhausted("wall_clock", line[0], line[1])
 
 

@@ -6,6 +6,7 @@ A script is a table (a JSON object, or a TOML document) with these keys, all opt
     models  = ["fake-model", "b"]   # served models: any other is a 404 model_not_found
     default = { text = "ok" }       # answers once the steps run out (else: a 500 saying so)
     steps   = [ ... ]               # one step per request, in order
+    rate_limit = { rpm = 600, window = 60 }   # a 429 with Retry-After above rpm per window
 
 A JSON file may also be a bare list of steps. A step is a table:
 
@@ -52,7 +53,7 @@ _REPLY_KEYS = frozenset(
     }
 )
 _OPTIONAL_TEXTS = ("finish_reason", "thinking", "thinking_signature", "refusal")
-_TOP_KEYS = frozenset({"model", "models", "default", "steps"})
+_TOP_KEYS = frozenset({"model", "models", "default", "steps", "rate_limit"})
 
 FAULTS: Mapping[str, tuple[Callable[..., Fault], frozenset[str]]] = {
     "status": (Fault.http, frozenset({"status", "body", "headers"})),
@@ -79,6 +80,8 @@ class FakeScript:
     default: FakeReply | Fault | None = None
     model: str = "fake-model"
     models: tuple[str, ...] | None = None
+    rate_limit: tuple[int, float] | None = None
+    """``(rpm, window)``: requests above ``rpm`` per ``window`` seconds get a 429."""
 
 
 def load_fake_script(
@@ -120,7 +123,20 @@ def _script(data: object) -> FakeScript:
             _text(name, f"models[{i}]") for i, name in enumerate(_list(models, "models"))
         )
     model = _text(table.get("model", models[0] if models else "fake-model"), "model")
-    return FakeScript(tuple(steps), default, model, models)
+    limit = _rate_limit(table["rate_limit"]) if "rate_limit" in table else None
+    return FakeScript(tuple(steps), default, model, models, limit)
+
+
+def _rate_limit(data: object) -> tuple[int, float]:
+    table = _table(data, "rate_limit")
+    _only(table, frozenset({"rpm", "window"}), "rate_limit")
+    rpm: Any = table.get("rpm")
+    if not _is_int(rpm) or rpm < 1:
+        raise _error("rate_limit", f"rpm must be a positive integer, got {rpm!r}")
+    window = _seconds(table.get("window", 60.0), "rate_limit.window")
+    if window <= 0:
+        raise _error("rate_limit", "window must be > 0 seconds")
+    return int(rpm), window
 
 
 def _step(data: object, where: str) -> tuple[FakeReply | Fault, int]:

@@ -31,7 +31,10 @@ send an OpenAI-shaped error body unless given one (agentloop classifies both sha
 Beyond the script the server is strict, as a real provider is: ``GET /v1/models`` lists the
 models it serves; any other path is a 404 with an OpenAI error body (``unknown_url``); with a
 ``models`` list, a request for another model is a 404 ``model_not_found`` that uses no step.
-It logs nothing of its own: a client that disconnects mid-answer and its own ``reset`` and
+``rate_limit=(rpm, window)`` makes it a provider with a rate limit: a model request beyond
+``rpm`` arrivals in the last ``window`` seconds is a 429 with ``Retry-After`` (until the oldest
+leaves the window) that uses no step and is not counted; ``rate_limited`` counts them. It logs
+nothing of its own: a client that disconnects mid-answer and its own ``reset`` and
 ``hang`` faults end the exchange quietly. Scripts can also come from a JSON or TOML file
 (``FakeProviderServer.from_script``; the format is in ``fake_script``).
 
@@ -43,6 +46,7 @@ in ``fake_wire``. This module is re-exported from ``agentloop.testing``.
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import json
 import os
@@ -85,6 +89,7 @@ class FakeProviderServer(AsyncClosing):
         models: Sequence[str] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        rate_limit: tuple[int, float] | None = None,
     ) -> None:
         """Prepare the server (``start()`` or ``async with`` binds the port).
 
@@ -97,6 +102,7 @@ class FakeProviderServer(AsyncClosing):
                 default) accepts every model name.
             host: Interface to bind (keep 127.0.0.1 in tests).
             port: Port to bind; 0 picks a free one.
+            rate_limit: ``(rpm, window)``: answer 429 above ``rpm`` requests per ``window`` s.
         """
         self._script: list[Step] = list(script)
         self.default = default
@@ -108,6 +114,10 @@ class FakeProviderServer(AsyncClosing):
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self._closing = asyncio.Event()
+        self.rate_limit = rate_limit
+        self.rate_limited = 0
+        """Requests answered 429 by ``rate_limit``."""
+        self._arrivals: collections.deque[float] = collections.deque()
 
     @classmethod
     def from_script(
@@ -129,6 +139,7 @@ class FakeProviderServer(AsyncClosing):
             default=parsed.default,
             model=parsed.model,
             models=parsed.models,
+            rate_limit=parsed.rate_limit,
             host=host,
             port=port,
         )
@@ -196,6 +207,19 @@ class FakeProviderServer(AsyncClosing):
             return Fault.http(500, wire.openai_error(message, "script_exhausted"))
         return step(body) if callable(step) else step
 
+    def _over_rate(self) -> float | None:
+        """Seconds until a slot frees when this arrival is over ``rate_limit`` (else counted)."""
+        if self.rate_limit is None:
+            return None
+        rpm, window = self.rate_limit
+        now = asyncio.get_running_loop().time()
+        while self._arrivals and self._arrivals[0] <= now - window:
+            self._arrivals.popleft()
+        if len(self._arrivals) >= rpm:
+            return max(0.001, self._arrivals[0] + window - now)
+        self._arrivals.append(now)
+        return None
+
     def _served(self) -> tuple[str, ...]:
         return (self.model,) if self.models is None else self.models
 
@@ -244,6 +268,11 @@ class FakeProviderServer(AsyncClosing):
         rejection = self._rejection(wire_name == "anthropic", body)
         if rejection is not None:
             return _json(404, rejection, headers)
+        wait = self._over_rate()
+        if wait is not None:
+            self.rate_limited += 1
+            limited = Fault.rate_limit(round(wait, 3))
+            return _json(429, limited.body or "", {**headers, **limited.headers})
         step = self._next_step(body)
         await self._pause(step.delay)
         model = self.model if self.models is None else str(body.get("model"))
