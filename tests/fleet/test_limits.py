@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -101,3 +103,17 @@ def test_the_longest_line_decides() -> None:
     result = wait_for(limit, 30.0, [Sent(0.0, 5)], 6, closed_until=40.0)
     assert result is not None and result[1] in ("rpm", "tpm")
     assert result[0] == pytest.approx(30.0)  # not the retry_after's 10
+
+
+def test_an_agent_without_a_governor_pays_nothing() -> None:
+    code = (
+        "import sys\n"
+        "from agentloop import Agent\n"
+        "from agentloop.testing import ScriptedModel, reply\n"
+        "model = ScriptedModel([reply('ok')])\n"
+        "agent = Agent(model)\n"
+        "assert agent.client is model and agent.governor is None\n"
+        "agent.run_sync('hi')\n"
+        "assert 'agentloop.fleet' not in sys.modules, 'the fleet was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
