@@ -57,8 +57,8 @@ async def test_every_run_of_a_governed_agent_waits_for_its_limit() -> None:
         assert waits(seen) == []
         await agent.run("two")
         assert len(server.received) == 2
-    assert waits(seen) == [("openai:*", "rpm", 60.0)]
-    assert sum(clock.sleeps) == pytest.approx(60.0)
+    assert waits(seen) == [("openai:*", "rpm", 60.3)]
+    assert sum(clock.sleeps) == pytest.approx(60.25)
     index = [type(e) for e in seen].index(ev.RateLimitWait)
     assert isinstance(seen[index - 1], ev.TurnStarted)  # announced before the request
 
@@ -174,5 +174,5 @@ async def test_the_model_call_span_says_how_long_it_waited() -> None:
     chats = [s for s in exporter.get_finished_spans() if s.name.startswith("chat")]
     assert [(s.attributes or {}).get("agentloop.rate_limit.wait_seconds") for s in chats] == [
         None,
-        pytest.approx(12.0),
+        pytest.approx(12.24),
     ]

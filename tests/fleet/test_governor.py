@@ -44,8 +44,10 @@ async def test_rpm_makes_the_request_wait_for_the_window_and_announces_it() -> N
         await lease.settle()
     assert len(run.waits) == 1
     key, limit, seconds = run.waits[0]
-    assert (key, limit) == ("openai:*", "rpm") and seconds == pytest.approx(60.0)
-    assert sum(clock.sleeps) == pytest.approx(60.0)
+    assert (key, limit) == ("openai:*", "rpm") and seconds == pytest.approx(
+        60.25
+    )  # the window + its guard
+    assert sum(clock.sleeps) == pytest.approx(60.25)
 
 
 async def test_a_request_no_limit_matches_is_not_governed() -> None:
@@ -130,7 +132,7 @@ async def test_waiters_on_one_key_are_served_in_order() -> None:
         await asyncio.sleep(0)
     await asyncio.gather(*tasks)
     assert order == [0, 1, 2, 3, 4]
-    assert sum(clock.sleeps) == pytest.approx(40.0, abs=0.01)
+    assert sum(clock.sleeps) == pytest.approx(4 * 10.2, abs=0.01)
 
 
 async def test_a_model_limit_and_a_provider_limit_both_hold() -> None:

@@ -73,8 +73,8 @@ def test_rpm_waits_until_the_oldest_request_leaves_the_window() -> None:
     sent = [Sent(100.0, 0), Sent(110.0, 0)]
     assert wait_for(limit, 111.0, sent[:1], 0) is None
     seconds, line = wait_for(limit, 111.0, sent, 0) or (0, "")
-    assert line == "rpm" and seconds == pytest.approx(49.0)
-    assert wait_for(limit, 160.0 + 1e-3, sent, 0) is None  # the first one left
+    assert line == "rpm" and seconds == pytest.approx(49.25)  # + the guard
+    assert wait_for(limit, 160.25 + 1e-3, sent, 0) is None  # the first one left
 
 
 def test_tpm_counts_the_estimate_and_frees_the_oldest_tokens_first() -> None:
@@ -82,7 +82,7 @@ def test_tpm_counts_the_estimate_and_frees_the_oldest_tokens_first() -> None:
     sent = [Sent(0.0, 60), Sent(5.0, 30)]
     assert wait_for(limit, 6.0, sent, 10) is None  # 100 fits exactly
     seconds, line = wait_for(limit, 6.0, sent, 11) or (0, "")
-    assert line == "tpm" and seconds == pytest.approx(4.0)  # the 60 leave at 10
+    assert line == "tpm" and seconds == pytest.approx(4.2)  # the 60 leave at 10 + 0.2
 
 
 def test_concurrent_counts_leases_that_have_not_expired() -> None:
@@ -102,7 +102,7 @@ def test_the_longest_line_decides() -> None:
     limit = RateLimit("openai", rpm=1, tpm=10, window=60)
     result = wait_for(limit, 30.0, [Sent(0.0, 5)], 6, closed_until=40.0)
     assert result is not None and result[1] in ("rpm", "tpm")
-    assert result[0] == pytest.approx(30.0)  # not the retry_after's 10
+    assert result[0] == pytest.approx(30.25)  # not the retry_after's 10
 
 
 def test_an_agent_without_a_governor_pays_nothing() -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from agentloop._util.slots import record
-from agentloop.fleet._limits import RateLimit, Sent, wait_for
+from agentloop.fleet._limits import RateLimit, Sent, guard, wait_for
 
 __all__ = ["Ask", "Backend", "KeyView", "MemoryBackend", "Verdict", "decide"]
 
@@ -170,4 +170,6 @@ def _settled(sent: Sent, tokens: int | None) -> Sent:
 
 def _alive(sent: Sent, now: float, window: float) -> bool:
     """Whether a row still counts: in the window, or still in flight."""
-    return sent.at > now - window or (sent.flight_until is not None and sent.flight_until > now)
+    return sent.at > now - window - guard(window) or (
+        sent.flight_until is not None and sent.flight_until > now
+    )

@@ -12,6 +12,11 @@ asks this one function, so "never over" is proved once:
 - ``concurrent``: rows whose ``flight_until`` lies ahead are in flight (a lease that expires at
   the client's ``timeout + connect_timeout``, so a process that died frees its slot).
 - ``retry_after``: a 429 closed the key until ``closed_until``.
+
+A row is counted at its admission, but the provider counts its arrival, a few milliseconds
+later and not the same few for every request; so the rpm and tpm lines hold a row for
+``window + guard(window)`` (a fiftieth of the window, at most 0.25 s): a request admitted a
+window after another never reaches the provider inside that other's window.
 """
 
 from __future__ import annotations
@@ -23,10 +28,13 @@ from typing import Any
 from agentloop._util.slots import record
 from agentloop.errors import ConfigurationError
 
-__all__ = ["LIMIT_KINDS", "RateLimit", "Sent", "wait_for"]
+__all__ = ["GUARD_SECONDS", "LIMIT_KINDS", "RateLimit", "Sent", "guard", "wait_for"]
 
 LIMIT_KINDS = ("rpm", "tpm", "concurrent", "retry_after")
 """What ``RateLimitWait.limit`` may say."""
+
+GUARD_SECONDS = 0.25
+"""The most a row is held past its window (see ``guard``)."""
 
 _EPSILON = 1e-6
 """Added to a computed wait so the row it waits for has left the window when it wakes."""
@@ -136,6 +144,11 @@ class Sent:
     flight_until: float | None = None
 
 
+def guard(window: float) -> float:
+    """How long past ``window`` a row still counts: arrival jitter between two requests."""
+    return min(GUARD_SECONDS, window / 50)
+
+
 def wait_for(
     limit: RateLimit, now: float, sent: Sequence[Sent], tokens: int, closed_until: float = 0.0
 ) -> tuple[float, str] | None:
@@ -146,12 +159,13 @@ def wait_for(
     waits: list[tuple[float, str]] = []
     if closed_until > now:
         waits.append((closed_until - now, "retry_after"))
-    recent = sorted((s for s in sent if s.at > now - limit.window), key=lambda s: s.at)
+    held = limit.window + guard(limit.window)
+    recent = sorted((s for s in sent if s.at > now - held), key=lambda s: s.at)
     if limit.rpm is not None and len(recent) >= limit.rpm:
         oldest = recent[len(recent) - limit.rpm]
-        waits.append((oldest.at + limit.window - now + _EPSILON, "rpm"))
+        waits.append((oldest.at + held - now + _EPSILON, "rpm"))
     if limit.tpm is not None:
-        tpm_wait = _tokens_wait(limit, now, recent, tokens)
+        tpm_wait = _tokens_wait(held, limit.tpm, now, recent, tokens)
         if tpm_wait is not None:
             waits.append((tpm_wait, "tpm"))
     if limit.concurrent is not None:
@@ -161,14 +175,15 @@ def wait_for(
     return max(waits) if waits else None
 
 
-def _tokens_wait(limit: RateLimit, now: float, recent: Sequence[Sent], tokens: int) -> float | None:
+def _tokens_wait(
+    held: float, tpm: int, now: float, recent: Sequence[Sent], tokens: int
+) -> float | None:
     """The wait until ``tokens`` more fit the ``tpm`` line (``recent`` oldest first)."""
-    assert limit.tpm is not None
-    excess = sum(s.tokens for s in recent) + tokens - limit.tpm
+    excess = sum(s.tokens for s in recent) + tokens - tpm
     for row in recent:
         if excess <= 0:
             break
         excess -= row.tokens
         if excess <= 0:
-            return row.at + limit.window - now + _EPSILON
+            return row.at + held - now + _EPSILON
     return None

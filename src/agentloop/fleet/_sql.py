@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from agentloop.fleet._backends import Ask, KeyView, Verdict, decide
-from agentloop.fleet._limits import Sent
+from agentloop.fleet._limits import Sent, guard
 
 if TYPE_CHECKING:
     from agentloop.store._sql import SQLStore, Transaction
@@ -133,7 +133,7 @@ class SQLBackend:
     def _view(self, tx: Transaction, ask: Ask, waiter: str, now: float) -> KeyView:
         """One key as ``decide`` reads it, after pruning it and queueing ``waiter`` in it."""
         key = ask.limit.key
-        tx.run(_PRUNE, (key, now - ask.limit.window, now))
+        tx.run(_PRUNE, (key, now - ask.limit.window - guard(ask.limit.window), now))
         tx.run("DELETE FROM agentloop_rate_queue WHERE key = ? AND seen < ?",
                (key, now - STALE_SECONDS))  # fmt: skip
         queue = [row[0] for row in tx.rows(_QUEUE, (key,))]
