@@ -174,5 +174,5 @@ async def test_the_model_call_span_says_how_long_it_waited() -> None:
     chats = [s for s in exporter.get_finished_spans() if s.name.startswith("chat")]
     assert [(s.attributes or {}).get("agentloop.rate_limit.wait_seconds") for s in chats] == [
         None,
-        pytest.approx(12.24),
+        pytest.approx(12.25),
     ]

@@ -132,7 +132,7 @@ async def test_waiters_on_one_key_are_served_in_order() -> None:
         await asyncio.sleep(0)
     await asyncio.gather(*tasks)
     assert order == [0, 1, 2, 3, 4]
-    assert sum(clock.sleeps) == pytest.approx(4 * 10.2, abs=0.01)
+    assert sum(clock.sleeps) == pytest.approx(4 * 10.25, abs=0.01)
 
 
 async def test_a_model_limit_and_a_provider_limit_both_hold() -> None:

@@ -82,7 +82,7 @@ def test_tpm_counts_the_estimate_and_frees_the_oldest_tokens_first() -> None:
     sent = [Sent(0.0, 60), Sent(5.0, 30)]
     assert wait_for(limit, 6.0, sent, 10) is None  # 100 fits exactly
     seconds, line = wait_for(limit, 6.0, sent, 11) or (0, "")
-    assert line == "tpm" and seconds == pytest.approx(4.2)  # the 60 leave at 10 + 0.2
+    assert line == "tpm" and seconds == pytest.approx(4.25)  # the 60 leave at 10 + 0.25
 
 
 def test_concurrent_counts_leases_that_have_not_expired() -> None:

@@ -15,7 +15,7 @@ asks this one function, so "never over" is proved once:
 
 A row is counted at its admission, but the provider counts its arrival, a few milliseconds
 later and not the same few for every request; so the rpm and tpm lines hold a row for
-``window + guard(window)`` (a fiftieth of the window, at most 0.25 s): a request admitted a
+``window + guard(window)`` (a tenth of the window, at most 0.25 s): a request admitted a
 window after another never reaches the provider inside that other's window.
 """
 
@@ -146,7 +146,7 @@ class Sent:
 
 def guard(window: float) -> float:
     """How long past ``window`` a row still counts: arrival jitter between two requests."""
-    return min(GUARD_SECONDS, window / 50)
+    return min(GUARD_SECONDS, window / 10)
 
 
 def wait_for(

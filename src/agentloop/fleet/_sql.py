@@ -20,10 +20,12 @@ The connection opens at the first request, in the worker thread that makes it; e
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from agentloop.errors import MemoryBackendError
 from agentloop.fleet._backends import Ask, KeyView, Verdict, decide
 from agentloop.fleet._limits import Sent, guard
 
@@ -91,13 +93,29 @@ class SQLBackend:
     def _connected(self) -> SQLStore:
         with self._lock:
             if self._store is None:
-                store = self._open_store()
-                real, seq = _PG_TYPES if self._postgres else ("REAL", "INTEGER PRIMARY KEY")
+                self._store = self._first_open()
+            return self._store
+
+    def _first_open(self) -> SQLStore:
+        """Open the store and create the tables, retrying twice on PostgreSQL.
+
+        Processes starting together race on PostgreSQL's catalog (``CREATE ... IF NOT EXISTS``
+        is not atomic there).
+        """
+        store = self._open_store()
+        real, seq = _PG_TYPES if self._postgres else ("REAL", "INTEGER PRIMARY KEY")
+        for attempt in range(3):
+            try:
                 with store.transaction("creating the governor's tables") as tx:
                     for statement in _TABLES:
                         tx.run(statement.format(real=real, seq=seq))
-                self._store = store
-            return self._store
+                return store
+            except MemoryBackendError:
+                if attempt == 2 or not self._postgres:
+                    store.close()
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _now(self, tx: Transaction, keys: Sequence[str]) -> float:
         """Lock ``keys`` (PostgreSQL) and read the time admissions are counted by."""
