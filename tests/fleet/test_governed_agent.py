@@ -176,3 +176,30 @@ async def test_the_model_call_span_says_how_long_it_waited() -> None:
         None,
         pytest.approx(12.25),
     ]
+
+
+async def test_the_wait_is_kept_on_the_turn_and_shown_on_the_viewer_timeline(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from agentloop.store import SQLiteStore
+    from agentloop.ui.viewer import ViewerApp
+
+    clock = FakeClock()
+    governor = RateGovernor([RateLimit("openai", rpm=1)], clock=clock)
+    store = SQLiteStore(tmp_path / "runs.db")
+    async with FakeProviderServer(default=FakeReply("ok")) as server:
+        agent = Agent(openai(server), governor=governor, clock=clock, store=store)
+        await agent.run("one")
+        second = await agent.run("two")
+    note = "rate limit: waited 60.3s for openai:* (rpm)"
+    assert agent.runs[0].turns[0].warnings is None
+    assert second.turns[0].warnings == [note]
+    store.close()
+    app = ViewerApp(str(tmp_path / "runs.db"), poll_seconds=0.01)
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        page = client.get(f"/runs/{second.id}")
+    app.close()
+    assert page.status_code == 200 and note in page.text

@@ -39,7 +39,7 @@ from agentloop.engine.output import (
 )
 from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import Paused, RunState
-from agentloop.engine.turn import build_request, call_model
+from agentloop.engine.turn import build_request, call_model, governor_waits
 from agentloop.errors import (
     AgentLoopError,
     Cancelled,
@@ -260,6 +260,7 @@ class RunLoop:
             text=response.text,
             thinking=_thinking_text(response.message),
             latency_seconds=self.latency,
+            warnings=governor_waits(state.events),
         )
         state.run.turns.append(turn)
         state.run.usage = state.run.usage + response.usage

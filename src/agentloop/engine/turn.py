@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from agentloop.engine.limits import Limits
     from agentloop.engine.state import RunState
 
-__all__ = ["ClientEventBridge", "build_request", "call_model", "collect_stream"]
+__all__ = ["ClientEventBridge", "build_request", "call_model", "collect_stream", "governor_waits"]
 
 
 class ClientEventBridge:
@@ -51,7 +51,7 @@ class ClientEventBridge:
     and its cancel signal (``check_cancel``, a checkpoint of every governor wait).
     """
 
-    __slots__ = ("_bus", "_limits", "_run", "_state")
+    __slots__ = ("_bus", "_limits", "_run", "_state", "waits")
 
     def __init__(
         self, run: Run[Any], bus: EventBus, limits: Limits | None = None, state: Any = None
@@ -60,9 +60,13 @@ class ClientEventBridge:
         self._bus = bus
         self._limits = limits
         self._state = state
+        self.waits: list[str] | None = None
+        """This turn's governor waits, as the turn record's warnings (the viewer's timeline)."""
 
     def on_rate_limit_wait(self, key: str, limit: str, wait_seconds: float) -> None:
-        """A request waits for the rate governor."""
+        """A request waits for the rate governor (kept for the turn record, then an event)."""
+        note = f"rate limit: waited {wait_seconds:.1f}s for {key} ({limit})"
+        self.waits = [*(self.waits or ()), note]
         if self._bus.active:
             self._bus.emit(ev.RateLimitWait(self._run.id, self._bus.turn, key, limit, wait_seconds))
 
@@ -93,6 +97,14 @@ class ClientEventBridge:
         """The serving model changed."""
         if self._bus.active:
             self._bus.emit(ev.ModelSwitched(self._run.id, self._bus.turn, from_model, to_model))
+
+
+def governor_waits(events: object) -> list[str] | None:
+    """The governor waits a turn's model call made (None without any), taken for its record."""
+    if not isinstance(events, ClientEventBridge) or events.waits is None:
+        return None
+    waits, events.waits = events.waits, None
+    return waits
 
 
 def build_request(
