@@ -11,8 +11,6 @@ import asyncio
 import json
 import sys
 
-import aiohttp  # noqa: F401  (warm: the first request would import it after its admission)
-
 from agentloop.fleet import GovernedClient, RateGovernor, RateLimit
 from agentloop.messages import Message
 from agentloop.model import ModelRequest

@@ -75,6 +75,9 @@ class GovernedClient(WrappedClient):
         return f"GovernedClient({self.inner!r}, {self.governor!r})"
 
     async def _acquire(self, request: ModelRequest) -> Lease | None:
+        warm = getattr(self.inner, "warm", None)
+        if callable(warm):  # an HTTP adapter: its pool opens now, not between admission and send
+            await warm()
         run = request.events if hasattr(request.events, "wall_clock") else None
         return await self.governor.acquire(
             self.inner.provider,
