@@ -87,6 +87,7 @@ async def fleet(args: argparse.Namespace) -> dict[str, float]:
         "served": served,
         "over (429)": server.rate_limited,
         "worker failures": sum(r["failed"] for r in reports),
+        "worker requests": sum(r["sent"] for r in reports),
         "allowed": allowed,
         "used %": 100.0 * served / allowed,
     }

@@ -44,11 +44,12 @@ class Verdict:
 
 @record
 class KeyView:
-    """What ``decide`` reads of one key: its rows, its closing, whether the waiter heads it."""
+    """What ``decide`` reads of one key: its rows, its closing, the waiter's place in line."""
 
     sent: Sequence[Sent]
     closed_until: float
-    head: bool
+    ahead: int
+    """Waiters queued before this one (0: it heads the queue)."""
 
 
 def decide(asks: Sequence[Ask], views: Mapping[str, KeyView], now: float) -> Verdict | None:
@@ -56,8 +57,8 @@ def decide(asks: Sequence[Ask], views: Mapping[str, KeyView], now: float) -> Ver
     worst: Verdict | None = None
     for ask in asks:
         view = views[ask.limit.key]
-        found = wait_for(ask.limit, now, view.sent, ask.tokens, view.closed_until)
-        if found is None and not view.head:
+        found = wait_for(ask.limit, now, view.sent, ask.tokens, view.closed_until, view.ahead)
+        if found is None and view.ahead:
             found = (QUEUE_POLL, _binding(ask.limit))
         if found is not None and (worst is None or found[0] > worst.wait):
             worst = Verdict(None, found[0], ask.limit.key, found[1])
@@ -126,7 +127,7 @@ class MemoryBackend:
                 if waiter not in key.queue:
                     key.queue.append(waiter)
             views = {
-                a.limit.key: KeyView([s for _, s in k.sent], k.closed_until, k.queue[0] == waiter)
+                a.limit.key: KeyView([s for _, s in k.sent], k.closed_until, k.queue.index(waiter))
                 for a, k in zip(asks, keys, strict=True)
             }
             verdict = decide(asks, views, now)

@@ -150,29 +150,44 @@ def guard(window: float) -> float:
 
 
 def wait_for(
-    limit: RateLimit, now: float, sent: Sequence[Sent], tokens: int, closed_until: float = 0.0
+    limit: RateLimit,
+    now: float,
+    sent: Sequence[Sent],
+    tokens: int,
+    closed_until: float = 0.0,
+    ahead: int = 0,
 ) -> tuple[float, str] | None:
     """Seconds until a request of ``tokens`` fits ``limit`` and the line that holds it, or None.
 
-    ``sent`` holds the key's rows (any order; rows out of the window are ignored).
+    ``sent`` holds the key's rows (any order; rows out of the window are ignored). ``ahead``
+    waiters queued before this one take the first slots that free (each counted at
+    ``tokens``): the wait is then until this one's own slot, so a queue wakes one by one.
     """
     waits: list[tuple[float, str]] = []
     if closed_until > now:
         waits.append((closed_until - now, "retry_after"))
     held = limit.window + guard(limit.window)
     recent = sorted((s for s in sent if s.at > now - held), key=lambda s: s.at)
-    if limit.rpm is not None and len(recent) >= limit.rpm:
-        oldest = recent[len(recent) - limit.rpm]
-        waits.append((oldest.at + held - now + _EPSILON, "rpm"))
+    if limit.rpm is not None:
+        leaving = [s.at + held for s in recent]
+        _slot(waits, leaving, len(recent) + ahead - limit.rpm, now, "rpm")
     if limit.tpm is not None:
-        tpm_wait = _tokens_wait(held, limit.tpm, now, recent, tokens)
+        asked = min(limit.tpm, tokens * (ahead + 1))
+        tpm_wait = _tokens_wait(held, limit.tpm, now, recent, asked)
         if tpm_wait is not None:
             waits.append((tpm_wait, "tpm"))
     if limit.concurrent is not None:
         flying = sorted(s.flight_until for s in sent if s.flight_until and s.flight_until > now)
-        if len(flying) >= limit.concurrent:
-            waits.append((flying[len(flying) - limit.concurrent] - now + _EPSILON, "concurrent"))
+        _slot(waits, flying, len(flying) + ahead - limit.concurrent, now, "concurrent")
     return max(waits) if waits else None
+
+
+def _slot(waits: list[tuple[float, str]], frees: Sequence[float], index: int, now: float,
+          line: str) -> None:  # fmt: skip
+    """The wait until the ``index``-th (0-based) of ``frees`` (ascending) has passed, if any."""
+    if index >= 0:
+        free = frees[min(index, len(frees) - 1)] if frees else now
+        waits.append((max(0.0, free - now) + _EPSILON, line))
 
 
 def _tokens_wait(
@@ -180,10 +195,10 @@ def _tokens_wait(
 ) -> float | None:
     """The wait until ``tokens`` more fit the ``tpm`` line (``recent`` oldest first)."""
     excess = sum(s.tokens for s in recent) + tokens - tpm
+    if excess <= 0:
+        return None
     for row in recent:
-        if excess <= 0:
-            break
         excess -= row.tokens
         if excess <= 0:
             return row.at + held - now + _EPSILON
-    return None
+    return recent[-1].at + held - now + _EPSILON if recent else None

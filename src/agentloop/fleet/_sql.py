@@ -56,7 +56,8 @@ _CLOSE = (
     "= CASE WHEN excluded.closed_until > agentloop_rate_keys.closed_until "
     "THEN excluded.closed_until ELSE agentloop_rate_keys.closed_until END"
 )
-_QUEUE = "SELECT waiter FROM agentloop_rate_queue WHERE key = ? ORDER BY ticket"
+_QUEUE = "SELECT waiter, seen FROM agentloop_rate_queue WHERE key = ? ORDER BY ticket"
+_DROP_STALE = "DELETE FROM agentloop_rate_queue WHERE key = ? AND seen < ?"
 _SEEN = "UPDATE agentloop_rate_queue SET seen = ? WHERE key = ? AND waiter = ?"
 _ENQUEUE = "INSERT INTO agentloop_rate_queue (key, waiter, seen) VALUES (?, ?, ?)"
 _PRUNE = (
@@ -88,10 +89,11 @@ class SQLBackend:
         self._postgres = postgres
         self._clock = clock
         self._store: SQLStore | None = None
-        self._lock = threading.Lock()
+        self._opening = threading.Lock()
+        self._known: set[str] = set()
 
     def _connected(self) -> SQLStore:
-        with self._lock:
+        with self._opening:
             if self._store is None:
                 self._store = self._first_open()
             return self._store
@@ -103,6 +105,8 @@ class SQLBackend:
         is not atomic there).
         """
         store = self._open_store()
+        if _has_tables(store):  # no DDL beside other processes' admissions (their locks)
+            return store
         real, seq = _PG_TYPES if self._postgres else ("REAL", "INTEGER PRIMARY KEY")
         for attempt in range(3):
             try:
@@ -117,54 +121,76 @@ class SQLBackend:
                 time.sleep(0.05 * (attempt + 1))
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _now(self, tx: Transaction, keys: Sequence[str]) -> float:
-        """Lock ``keys`` (PostgreSQL) and read the time admissions are counted by."""
+    def _lock(self, tx: Transaction, keys: Sequence[str]) -> tuple[float, dict[str, float]]:
+        """Lock ``keys`` (PostgreSQL: their rows, in key order); the time and their closings."""
         for key in keys:
-            tx.run(_NEW_KEY, (key,))
-        if not self._postgres:
-            return self._clock()
+            if key not in self._known:
+                tx.run(_NEW_KEY, (key,))
         marks = ", ".join("?" for _ in keys)
-        tx.rows(
-            f"SELECT key FROM agentloop_rate_keys WHERE key IN ({marks}) ORDER BY key FOR UPDATE",
-            tuple(keys),
-        )
-        return float(tx.rows("SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8")[0][0])
+        if self._postgres:
+            rows = tx.rows(
+                "SELECT key, closed_until, EXTRACT(EPOCH FROM clock_timestamp())::float8 FROM "
+                f"agentloop_rate_keys WHERE key IN ({marks}) ORDER BY key FOR UPDATE",
+                tuple(keys),
+            )
+            now = float(rows[0][2])
+        else:
+            rows = tx.rows(
+                f"SELECT key, closed_until FROM agentloop_rate_keys WHERE key IN ({marks})",
+                tuple(keys),
+            )
+            now = self._clock()
+        return now, {str(row[0]): float(row[1]) for row in rows}
 
     def admit(self, asks: Sequence[Ask], waiter: str, lease: str, lease_seconds: float) -> Verdict:
         """See ``Backend.admit``."""
         keys = sorted({a.limit.key for a in asks})
         with self._connected().transaction("admitting a request") as tx:
-            now = self._now(tx, keys)
-            views = {a.limit.key: self._view(tx, a, waiter, now) for a in asks}
+            now, closed = self._lock(tx, keys)
+            views = {a.limit.key: self._view(tx, a, waiter, now, closed) for a in asks}
             verdict = decide(asks, views, now)
-            if verdict is not None:
-                return verdict
-            for ask in asks:
-                until = now + lease_seconds if ask.limit.concurrent else None
-                tx.run(
-                    "INSERT INTO agentloop_rate_sent VALUES (?, ?, ?, ?, ?)",
-                    (ask.limit.key, lease, now, ask.tokens, until),
-                )
-            tx.run("DELETE FROM agentloop_rate_queue WHERE waiter = ?", (waiter,))
-            return Verdict(lease)
+            if verdict is None:
+                self._admit(tx, asks, waiter, lease, lease_seconds)
+        self._known.update(keys)  # their rows exist now (the transaction committed)
+        return verdict or Verdict(lease)
 
-    def _view(self, tx: Transaction, ask: Ask, waiter: str, now: float) -> KeyView:
-        """One key as ``decide`` reads it, after pruning it and queueing ``waiter`` in it."""
+    def _admit(
+        self, tx: Transaction, asks: Sequence[Ask], waiter: str, lease: str, lease_seconds: float
+    ) -> None:
+        """Write the admitted request's rows, stamped as late as possible (at the insert)."""
+        at = "EXTRACT(EPOCH FROM clock_timestamp())::float8" if self._postgres else "?"
+        insert = (
+            f"INSERT INTO agentloop_rate_sent SELECT ?, ?, t, ?, t + ? FROM (SELECT {at} AS t) n"
+        )
+        for ask in asks:
+            flight = float(lease_seconds) if ask.limit.concurrent else None
+            params: tuple[Any, ...] = (ask.limit.key, lease, ask.tokens, flight)
+            tx.run(insert, params if self._postgres else (*params, self._clock()))
+        tx.run("DELETE FROM agentloop_rate_queue WHERE waiter = ?", (waiter,))
+
+    def _view(
+        self, tx: Transaction, ask: Ask, waiter: str, now: float, closed: dict[str, float]
+    ) -> KeyView:
+        """One key as ``decide`` reads it, after queueing ``waiter`` in it and pruning it."""
         key = ask.limit.key
-        tx.run(_PRUNE, (key, now - ask.limit.window - guard(ask.limit.window), now))
-        tx.run("DELETE FROM agentloop_rate_queue WHERE key = ? AND seen < ?",
-               (key, now - STALE_SECONDS))  # fmt: skip
-        queue = [row[0] for row in tx.rows(_QUEUE, (key,))]
-        if waiter in queue:
+        queue = tx.rows(_QUEUE, (key,))
+        if any(float(seen) < now - STALE_SECONDS for _, seen in queue):
+            tx.run(_DROP_STALE, (key, now - STALE_SECONDS))
+            queue = [(w, seen) for w, seen in queue if float(seen) >= now - STALE_SECONDS]
+        waiters = [str(w) for w, _ in queue]
+        if waiter in waiters:
             tx.run(_SEEN, (now, key, waiter))
         else:
             tx.run(_ENQUEUE, (key, waiter, now))
+            waiters.append(waiter)
         rows = tx.rows(
             "SELECT at, tokens, flight_until FROM agentloop_rate_sent WHERE key = ?", (key,)
         )
         sent = [Sent(float(at), int(tokens), _float(until)) for at, tokens, until in rows]
-        closed = tx.rows("SELECT closed_until FROM agentloop_rate_keys WHERE key = ?", (key,))
-        return KeyView(sent, float(closed[0][0]) if closed else 0.0, queue[:1] in ([], [waiter]))
+        held = now - ask.limit.window - guard(ask.limit.window)
+        if any(_gone(row, held, now) for row in sent):
+            tx.run(_PRUNE, (key, held, now))
+        return KeyView(sent, closed.get(key, 0.0), waiters.index(waiter))
 
     def settle(self, lease: str, tokens: int | None) -> None:
         """See ``Backend.settle``."""
@@ -178,7 +204,7 @@ class SQLBackend:
     def close(self, keys: Sequence[str], seconds: float) -> None:
         """See ``Backend.close``."""
         with self._connected().transaction("closing a key after a 429") as tx:
-            now = self._now(tx, sorted(keys))
+            now, _ = self._lock(tx, sorted(keys))
             for key in keys:
                 tx.run(_CLOSE, (key, now + seconds))
 
@@ -189,10 +215,25 @@ class SQLBackend:
 
     def dispose(self) -> None:
         """Close the connection (a later request opens a new one)."""
-        with self._lock:
+        with self._opening:
             store, self._store = self._store, None
         if store is not None:
             store.close()
+
+
+def _has_tables(store: SQLStore) -> bool:
+    """Whether the governor's tables are there already (the last one created is)."""
+    try:
+        with store.transaction("looking for the governor's tables") as tx:
+            tx.rows("SELECT ticket FROM agentloop_rate_queue WHERE 1 = 0")
+    except MemoryBackendError:
+        return False
+    return True
+
+
+def _gone(row: Sent, held: float, now: float) -> bool:
+    """Whether a row left its window and its flight (what ``_PRUNE`` deletes)."""
+    return row.at <= held and (row.flight_until is None or row.flight_until <= now)
 
 
 def _float(value: Any) -> float | None:
