@@ -10,8 +10,8 @@ The goal: 0 requests over (no 429), and >= 90 % of the allowed rate used, i.e. a
     .venv/bin/python bench/fleet_governor.py --postgres postgresql://postgres@127.0.0.1:5432/db
         [--processes 20] [--rpm 600] [--window 60] [--seconds 120] [--concurrency 3]
 
-The database must exist; the governor creates its tables. Workers start together after a
-warm-up (imports, one connection each); the span is measured on the server's arrivals.
+The database must exist; the governor creates its tables. Workers start together once each
+has imported, connected and opened its HTTP pool; the span is measured on the server's arrivals.
 """
 
 from __future__ import annotations
@@ -31,13 +31,16 @@ from agentloop.providers.openai import OpenAIClient
 from agentloop.testing import FakeProviderServer, FakeReply
 
 
-async def worker(backend: str, base_url: str, rpm: int, window: float, start: float,
-                 stop: float, concurrency: int) -> None:  # fmt: skip
+async def worker(backend: str, base_url: str, rpm: int, window: float, concurrency: int) -> None:
     governor = RateGovernor([RateLimit("openai", rpm=rpm, window=window)], backend=backend)
     client = GovernedClient(
         OpenAIClient("gpt-test", api_key="sk-test", base_url=base_url), governor
     )
     await client.inner.warm()  # type: ignore[attr-defined]  # imports and a pool, before the clock
+    await prepare(backend)  # the governor's connection, too
+    print("ready", flush=True)
+    line = await asyncio.to_thread(sys.stdin.readline)  # "START STOP" once every worker is ready
+    start, stop = map(float, line.split())
     await asyncio.sleep(max(0.0, start - time.time()))
     sent = failed = 0
 
@@ -70,18 +73,26 @@ async def fleet(args: argparse.Namespace) -> dict[str, float]:
     server._over_rate = over  # type: ignore[method-assign]
     await prepare(args.postgres)
     async with server:
-        start = time.time() + args.warmup
-        stop = start + args.seconds
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
         argv = [sys.executable, str(Path(__file__)), "--child", args.postgres, server.base_url,
-                str(args.rpm), str(args.window), str(start), str(stop), str(args.concurrency)]  # fmt: skip
+                str(args.rpm), str(args.window), str(args.concurrency)]  # fmt: skip
+        pipe = asyncio.subprocess.PIPE
         children = [
-            await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE, env=env)
+            await asyncio.create_subprocess_exec(*argv, stdin=pipe, stdout=pipe, env=env)
             for _ in range(args.processes)
         ]
-        outputs = [await child.communicate() for child in children]
+        for child in children:  # every worker imported, connected and warm
+            assert child.stdout is not None
+            assert (await child.stdout.readline()).strip() == b"ready"
+        start = time.time() + 1.0
+        stop = start + args.seconds
+        go = f"{start} {stop}\n".encode()
+        outputs = await asyncio.gather(*(child.communicate(go) for child in children))
     reports = [json.loads(out.decode().strip().splitlines()[-1]) for out, _ in outputs]
     served = sum(start <= t < stop for t in arrivals)
+    if os.environ.get("FLEET_HISTOGRAM"):
+        seconds = [int(t - start) for t in arrivals]
+        print({s: seconds.count(s) for s in sorted(set(seconds))}, [r["sent"] for r in reports])
     allowed = args.rpm * args.seconds / args.window
     return {
         "served": served,
@@ -95,16 +106,15 @@ async def fleet(args: argparse.Namespace) -> dict[str, float]:
 
 async def prepare(backend: str) -> None:
     """Create the governor's tables once, before the workers race to."""
-    governor = RateGovernor([RateLimit("warmup", rpm=1)], backend=backend)
+    governor = RateGovernor([RateLimit("warmup", rpm=1_000_000)], backend=backend)
     await governor.acquire("warmup", "x")
     governor.close()
 
 
 def main() -> None:
     if sys.argv[1:2] == ["--child"]:
-        backend, url, rpm, window, start, stop, concurrency = sys.argv[2:9]
-        asyncio.run(worker(backend, url, int(rpm), float(window), float(start), float(stop),
-                           int(concurrency)))  # fmt: skip
+        backend, url, rpm, window, concurrency = sys.argv[2:7]
+        asyncio.run(worker(backend, url, int(rpm), float(window), int(concurrency)))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--postgres", required=True, help="postgresql:// URL of an existing db")
@@ -113,7 +123,6 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=60.0)
     parser.add_argument("--seconds", type=float, default=120.0)
     parser.add_argument("--concurrency", type=int, default=3)
-    parser.add_argument("--warmup", type=float, default=15.0)
     args = parser.parse_args()
     result = asyncio.run(fleet(args))
     print(f"{args.processes} processes, rpm={args.rpm}, window={args.window:g}s, "
