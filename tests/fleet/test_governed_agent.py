@@ -203,3 +203,28 @@ async def test_the_wait_is_kept_on_the_turn_and_shown_on_the_viewer_timeline(
         page = client.get(f"/runs/{second.id}")
     app.close()
     assert page.status_code == 200 and note in page.text
+
+
+async def test_a_client_swapped_in_by_override_is_governed_too() -> None:
+    clock = FakeClock()
+    governor = RateGovernor([RateLimit("openai", rpm=1)], clock=clock)
+    async with FakeProviderServer(default=FakeReply("ok")) as server:
+        agent = Agent(openai(server), governor=governor, clock=clock)
+        await agent.run("one")
+        with agent.override(model=openai(server, "other")):
+            await agent.run("two")
+        assert [r.body["model"] for r in server.received] == ["gpt-test", "other"]
+    assert sum(clock.sleeps) == pytest.approx(60.25)
+
+
+async def test_a_governor_failure_never_falls_back() -> None:
+    clock = FakeClock()
+    governor = RateGovernor([RateLimit("openai", rpm=1)], clock=clock)
+    config = RunConfig(budget=Budget(wall_clock=10.0))
+    async with FakeProviderServer(default=FakeReply("ok")) as server:
+        chain = FallbackClient([openai(server, "primary"), openai(server, "backup")])
+        agent = Agent(chain, governor=governor, config=config, clock=clock)
+        await agent.run("one")
+        with pytest.raises(BudgetExhausted):
+            await agent.run("two")  # the backup is limited by the same key: no fallback
+        assert len(server.received) == 1

@@ -60,6 +60,11 @@ def override(
         raise ConfigurationError(
             "override(model=...) needs a model client or a 'provider:model' string", field="model"
         )
+    governor = getattr(definition, "governor", None)
+    if client is not None and governor is not None:  # the swapped client waits for it too
+        from agentloop.engine.setup import governed_client
+
+        client = governed_client(client, governor, definition.config)
     registry = None if tools is None else _registry(tools, typed=definition.output is not None)
     swaps = dict(_SWAPS.get() or {})
     before = swaps.get(definition, Swap())
