@@ -91,6 +91,7 @@ def _fake_server_for(
         models=models or parsed.models,
         port=port,
         rate_limit=parsed.rate_limit,
+        batch_after=parsed.batch_after,
     )
 
 

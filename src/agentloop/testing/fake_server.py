@@ -35,8 +35,10 @@ models it serves; any other path is a 404 with an OpenAI error body (``unknown_u
 ``rpm`` arrivals in the last ``window`` seconds is a 429 with ``Retry-After`` (until the oldest
 leaves the window) that uses no step and is not counted; ``rate_limited`` counts them. It logs
 nothing of its own: a client that disconnects mid-answer and its own ``reset`` and
-``hang`` faults end the exchange quietly. Scripts can also come from a JSON or TOML file
-(``FakeProviderServer.from_script``; the format is in ``fake_script``).
+``hang`` faults end the exchange quietly. It also speaks the batch APIs of OpenAI and
+Anthropic (``fake_batches``; a batch completes ``batch_after`` seconds after it is created).
+Scripts can also come from a JSON or TOML file (``FakeProviderServer.from_script``; the
+format is in ``fake_script``).
 
 aiohttp is imported lazily (``import agentloop`` stays light). The steps (``FakeReply``,
 ``Fault``, ``FakeToolCall``) are data in ``fake_steps``, re-exported here; the wire formats are
@@ -56,6 +58,7 @@ from typing import TYPE_CHECKING, Any, Self
 from agentloop._util.aio import AsyncClosing
 from agentloop._util.slots import record
 from agentloop.testing import fake_wire as wire
+from agentloop.testing.fake_batches import FakeBatches
 from agentloop.testing.fake_script import load_fake_script
 from agentloop.testing.fake_steps import FakeReply, FakeToolCall, Fault, Step
 
@@ -90,6 +93,7 @@ class FakeProviderServer(AsyncClosing):
         host: str = "127.0.0.1",
         port: int = 0,
         rate_limit: tuple[int, float] | None = None,
+        batch_after: float = 0.0,
     ) -> None:
         """Prepare the server (``start()`` or ``async with`` binds the port).
 
@@ -103,6 +107,7 @@ class FakeProviderServer(AsyncClosing):
             host: Interface to bind (keep 127.0.0.1 in tests).
             port: Port to bind; 0 picks a free one.
             rate_limit: ``(rpm, window)``: answer 429 above ``rpm`` requests per ``window`` s.
+            batch_after: Seconds a batch (``fake_batches``) takes to complete.
         """
         self._script: list[Step] = list(script)
         self.default = default
@@ -115,6 +120,7 @@ class FakeProviderServer(AsyncClosing):
         self._runner: web.AppRunner | None = None
         self._closing = asyncio.Event()
         self.rate_limit = rate_limit
+        self.batches = FakeBatches(self._next_step, self._echoed, batch_after)
         self.rate_limited = 0
         """Requests answered 429 by ``rate_limit``."""
         self._arrivals: collections.deque[float] = collections.deque()
@@ -140,6 +146,7 @@ class FakeProviderServer(AsyncClosing):
             model=parsed.model,
             models=parsed.models,
             rate_limit=parsed.rate_limit,
+            batch_after=parsed.batch_after,
             host=host,
             port=port,
         )
@@ -181,6 +188,7 @@ class FakeProviderServer(AsyncClosing):
         app.router.add_post("/v1/responses", self._handle)
         app.router.add_get("/v1/models", self._list_models)
         app.router.add_get("/v1/models/{name}", self._get_model)
+        self.batches.routes(app)
         app.router.add_route("*", "/{tail:.*}", self._unknown)
         runner = web.AppRunner(app, shutdown_timeout=0.1, handle_signals=False)
         await runner.setup()
@@ -219,6 +227,10 @@ class FakeProviderServer(AsyncClosing):
             return max(0.001, self._arrivals[0] + window - now)
         self._arrivals.append(now)
         return None
+
+    def _echoed(self, body: Mapping[str, Any]) -> str:
+        """The model name a reply carries."""
+        return self.model if self.models is None else str(body.get("model"))
 
     def _served(self) -> tuple[str, ...]:
         return (self.model,) if self.models is None else self.models

@@ -64,6 +64,8 @@ class FakeReply:
     thinking: str | None = None
     thinking_signature: str | None = None
     refusal: str | None = None
+    batch_result: str = "succeeded"
+    """How a batch API answers this step (SPEC 25): succeeded, errored, expired or canceled."""
 
     @property
     def finish(self) -> str:
@@ -85,6 +87,8 @@ class Fault:
     reply: FakeReply | None = None
     seconds: float = math.inf
     delay: float = 0.0
+    batch_result: str = "errored"
+    """How a batch API answers this step: errored (its status and body), expired or canceled."""
 
     def __post_init__(self) -> None:
         """Refuse what no HTTP server could send: a status outside 100-599, CR/LF in a header."""
