@@ -62,9 +62,9 @@ def override(
         )
     governor = getattr(definition, "governor", None)
     if client is not None and governor is not None:  # the swapped client waits for it too
-        from agentloop.engine.setup import governed_client
+        from agentloop.fleet import govern
 
-        client = governed_client(client, governor, definition.config)
+        client = govern(client, governor, definition.config.token_counter)
     registry = None if tools is None else _registry(tools, typed=definition.output is not None)
     swaps = dict(_SWAPS.get() or {})
     before = swaps.get(definition, Swap())
