@@ -43,7 +43,7 @@ RECOVERABLE = {
     e.OutputValidationFailed(4, "Invalid output: x: Field required"): False,
     e.ModelRefused("refusal", "I cannot help with that"): False,
     e.GuardrailTripped("no_secrets", "the answer contains a key"): False,
-    e.GovernorUnavailable("sqlite:///governor.db", OSError("disk")): False,
+    e.GovernorUnavailable("sqlite:///governor.db", "OSError"): False,
     e.Cancelled(): False,
     e.MemoryBackendError("m"): False,
     e.PhaseFailed("reflection", "m"): False,

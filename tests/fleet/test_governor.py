@@ -180,7 +180,9 @@ async def test_a_backend_that_fails_is_governor_unavailable(tmp_path: Path) -> N
     error = caught.value
     assert error.backend == f"sqlite:///{missing}" and not error.is_recoverable()
     assert error.recoverability == "wait"
-    assert str(error) == f"rate governor backend sqlite:///{missing} unavailable: {error.cause}"
+    assert isinstance(error.cause, Exception)
+    name = type(error.cause).__name__
+    assert str(error) == f"rate governor backend sqlite:///{missing} unavailable: {name}"
 
 
 async def test_an_unreachable_postgres_never_shows_its_password() -> None:
@@ -192,3 +194,23 @@ async def test_an_unreachable_postgres_never_shows_its_password() -> None:
         await governor.acquire("openai", "m")
     assert "hunter2" not in str(caught.value) and "hunter2" not in repr(caught.value)
     assert caught.value.backend == "postgresql://agent@127.0.0.1:1/fleet?connect_timeout=1"
+
+
+@pytest.mark.parametrize(
+    "dsn",
+    [
+        "postgresql://agent:hunter2@127.0.0.1:notaport/fleet",
+        "postgresql://agent@127.0.0.1:1/fleet?password=hunter2&connect_timeout=1",
+    ],
+)
+async def test_no_failure_text_shows_the_password(dsn: str) -> None:
+    pytest.importorskip("psycopg")
+    import pickle
+    import traceback
+
+    governor = RateGovernor([RateLimit("openai", rpm=1)], backend=dsn)
+    with pytest.raises(GovernorUnavailable) as caught:
+        await governor.acquire("openai", "m")
+    shown = "".join(traceback.format_exception(caught.value))
+    assert "hunter2" not in shown and "hunter2" not in repr(caught.value.cause)
+    assert "hunter2" not in repr(pickle.loads(pickle.dumps(caught.value)).attributes())

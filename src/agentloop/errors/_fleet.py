@@ -14,8 +14,8 @@ __all__ = ["GovernorUnavailable"]
 class GovernorUnavailable(AgentLoopError):
     """The rate governor's backend failed; nothing was sent (never unlimited sending).
 
-    ``backend`` names the backend with any password removed; ``cause`` is the failure's type
-    name (the exception itself is chained as ``__cause__``).
+    ``backend`` names the backend with any password removed; ``cause`` is what failed (the
+    driver's exception, or its description); the message names its type only.
     """
 
     recoverability = "wait"
@@ -23,6 +23,6 @@ class GovernorUnavailable(AgentLoopError):
     def __init__(self, backend: str, cause: BaseException | str) -> None:
         name = cause if isinstance(cause, str) else type(cause).__name__
         super().__init__(f"rate governor backend {backend} unavailable: {name}")
-        self.args = (backend, name)
+        self.args = (backend, cause)
         self.backend = backend
-        self.cause = name
+        self.cause = cause

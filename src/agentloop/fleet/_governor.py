@@ -24,7 +24,7 @@ from agentloop.clock import SYSTEM_CLOCK, Clock
 from agentloop.errors import BudgetExhausted, ConfigurationError, GovernorUnavailable
 from agentloop.fleet._backends import Ask, Backend, MemoryBackend, Verdict
 from agentloop.fleet._limits import RateLimit
-from agentloop.fleet._sql import STALE_SECONDS, SQLBackend, redacted_dsn
+from agentloop.fleet._sql import STALE_SECONDS, SQLBackend, dsn_secrets, redacted_dsn
 from agentloop.messages import Usage
 
 __all__ = ["DEFAULT_LEASE_SECONDS", "GovernedRun", "Lease", "RateGovernor"]
@@ -207,6 +207,9 @@ class RateGovernor:
             return method(*args)
         except Exception as exc:
             root = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
+            secrets = getattr(self.backend, "secrets", ())
+            if any(s in f"{exc} {root!r}" for s in secrets):  # a DSN echoed: keep only the type
+                raise GovernorUnavailable(self.backend.name, type(root).__name__) from None
             raise GovernorUnavailable(self.backend.name, root) from exc
 
     def close(self) -> None:
@@ -266,7 +269,9 @@ def _backend(backend: object, clock: Clock) -> Backend:
 
             return PostgresStore(backend)
 
-        return SQLBackend(redacted_dsn(backend), postgres, postgres=True, clock=clock.time)
+        sql = SQLBackend(redacted_dsn(backend), postgres, postgres=True, clock=clock.time)
+        sql.secrets = dsn_secrets(backend)
+        return sql
     raise ConfigurationError(
         f"RateGovernor backend must be 'memory', 'sqlite:///PATH' or a postgresql:// DSN, "
         f"got {redacted_dsn(backend) if isinstance(backend, str) else backend!r}",

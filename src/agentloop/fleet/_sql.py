@@ -32,7 +32,7 @@ from agentloop.fleet._limits import Sent, guard
 if TYPE_CHECKING:
     from agentloop.store._sql import SQLStore, Transaction
 
-__all__ = ["STALE_SECONDS", "SQLBackend", "redacted_dsn"]
+__all__ = ["STALE_SECONDS", "SQLBackend", "dsn_secrets", "redacted_dsn"]
 
 STALE_SECONDS = 10.0
 """A queued waiter not seen for this long is dropped (its process died or hung)."""
@@ -66,6 +66,17 @@ _PRUNE = (
 )
 
 
+def dsn_secrets(dsn: str) -> tuple[str, ...]:
+    """The passwords ``dsn`` holds (in its authority or as a ``password`` parameter)."""
+    parts = urlsplit(dsn)
+    found = [v for k, v in parse_qsl(parts.query) if k.lower() == "password"]
+    try:
+        found.append(parts.password or "")
+    except ValueError:  # a port that is not a number: the authority is not parsed
+        pass
+    return tuple(s for s in found if s)
+
+
 def redacted_dsn(dsn: str) -> str:
     """``dsn`` without its password (in the authority or as a ``password`` parameter)."""
     parts = urlsplit(dsn)
@@ -81,6 +92,8 @@ class SQLBackend:
     """A governor's counts in a SQLite file or a PostgreSQL database."""
 
     remote = True
+    secrets: tuple[str, ...] = ()
+    """What must never be shown: the DSN's passwords (errors that echo one lose their text)."""
 
     def __init__(self, name: str, open_store: Callable[[], SQLStore], *, postgres: bool,
                  clock: Callable[[], float]) -> None:  # fmt: skip
