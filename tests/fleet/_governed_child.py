@@ -2,7 +2,8 @@
 
 ``python _governed_child.py BACKEND BASE_URL REQUESTS RPM WINDOW [CONCURRENCY]`` sends REQUESTS
 chat requests through a ``GovernedClient`` (no retries: a 429 is a failure), at most
-CONCURRENCY at once, and prints one JSON line: ``{"ok": N, "failed": N, "errors": [...]}``.
+CONCURRENCY at once, and prints one JSON line: ``{"ok": N, "failed": N, "errors": [...],
+"waited": SECONDS}`` (how long the requests took, first wait included).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 
 from agentloop.fleet import GovernedClient, RateGovernor, RateLimit
 from agentloop.messages import Message
@@ -33,10 +35,13 @@ async def main(
             except Exception as exc:
                 errors.append(f"{type(exc).__name__}: {exc}")
 
+    started = time.monotonic()
     await asyncio.gather(*(one(n) for n in range(requests)))
+    waited = time.monotonic() - started
     await client.aclose()
     governor.close()
-    print(json.dumps({"ok": requests - len(errors), "failed": len(errors), "errors": errors[:5]}))
+    ok, failed = requests - len(errors), len(errors)
+    print(json.dumps({"ok": ok, "failed": failed, "errors": errors[:5], "waited": waited}))
 
 
 if __name__ == "__main__":
