@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar
@@ -108,6 +109,7 @@ class RateGovernor:
         self.limits = _checked_limits(limits)
         self.clock = clock
         self.backend: Backend = _backend(backend, clock)
+        self._mark = os.urandom(4).hex()  # ids unique across processes, whatever the clock
         self._locks: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, dict[tuple[str, ...], asyncio.Lock]
         ] = weakref.WeakKeyDictionary()
@@ -167,7 +169,8 @@ class RateGovernor:
 
     async def _wait(self, asks: Sequence[Ask], run: GovernedRun | None, lease_seconds: float
                     ) -> Lease:  # fmt: skip
-        waiter, lease = self.clock.new_id(), self.clock.new_id()
+        waiter = f"{self._mark}-{self.clock.new_id()}"
+        lease = f"{self._mark}-{self.clock.new_id()}"
         announced: tuple[str, str] | None = None
         admitted = False
         try:
