@@ -20,6 +20,7 @@ pytest.importorskip("temporalio", reason="TemporalAgent tests need the temporal 
 from temporalio.client import Client
 
 from agentloop import Agent, Answer, Approve
+from agentloop.pausing import Decision
 from agentloop.durable.temporal import TemporalAgent
 from agentloop.testing import FunctionModel
 
@@ -48,7 +49,7 @@ async def test_paused_workflows_hold_no_task_slot_and_are_evicted(client: Client
             started.append(await durable.start("refund A1", client=client, workflow_id=workflow_id))
             await _wait_paused(durable, client, workflow_id)
         for n in range(RUNS):  # evicted from the one-workflow cache, replayed from history
-            decisions = {"c1": Approve(), "c2": Answer(f"reason {n}")}
+            decisions: dict[str, Decision] = {"c1": Approve(), "c2": Answer(f"reason {n}")}
             await durable.decide(f"t-hold-{n}", decisions, client=client)
         runs = await asyncio.wait_for(asyncio.gather(*(s.result() for s in started)), 180)
     assert [run.output for run in runs] == [
