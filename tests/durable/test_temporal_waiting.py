@@ -20,8 +20,8 @@ pytest.importorskip("temporalio", reason="TemporalAgent tests need the temporal 
 from temporalio.client import Client
 
 from agentloop import Agent, Answer, Approve
-from agentloop.pausing import Decision
 from agentloop.durable.temporal import TemporalAgent
+from agentloop.pausing import Decision
 from agentloop.testing import FunctionModel
 
 HERE = Path(__file__).parent
