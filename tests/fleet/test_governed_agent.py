@@ -228,3 +228,49 @@ async def test_a_governor_failure_never_falls_back() -> None:
         with pytest.raises(BudgetExhausted):
             await agent.run("two")  # the backup is limited by the same key: no fallback
         assert len(server.received) == 1
+
+
+def test_the_sync_facade_waits_in_the_governor_too() -> None:
+    clock = FakeClock()
+    governor = RateGovernor([RateLimit("openai", rpm=1)], clock=clock)
+    with FakeServerThread() as base_url:
+        agent = Agent(
+            OpenAIClient("gpt-test", api_key="sk-test", base_url=base_url),
+            governor=governor,
+            clock=clock,
+        )
+        assert agent.run_sync("one").output == "ok"
+        assert agent.run_sync("two").output == "ok"  # on the agent's own loop thread
+        agent.close()
+    assert sum(clock.sleeps) == pytest.approx(60.25)
+
+
+class FakeServerThread:
+    """A fake provider on a loop of its own thread (a sync test has no loop to serve it on)."""
+
+    def __enter__(self) -> str:
+        import asyncio
+        import threading
+
+        self._loop = asyncio.new_event_loop()
+        self._server = FakeProviderServer(default=FakeReply("ok"))
+        started = threading.Event()
+
+        def serve() -> None:
+            asyncio.set_event_loop(self._loop)
+            self._loop.run_until_complete(self._server.start())
+            started.set()
+            self._loop.run_forever()
+
+        self._thread = threading.Thread(target=serve, daemon=True)
+        self._thread.start()
+        started.wait(30)
+        return self._server.base_url
+
+    def __exit__(self, *exc: object) -> None:
+        import asyncio
+
+        asyncio.run_coroutine_threadsafe(self._server.aclose(), self._loop).result(30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(30)
+        self._loop.close()
