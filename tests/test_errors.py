@@ -45,6 +45,7 @@ RECOVERABLE = {
     e.GuardrailTripped("no_secrets", "the answer contains a key"): False,
     e.RemoteAuthError("billing", 401): False,
     e.HandoffLimitExceeded(10): False,
+    e.GovernorUnavailable("sqlite:///governor.db", "OSError"): False,
     e.Cancelled(): False,
     e.MemoryBackendError("m"): False,
     e.PhaseFailed("reflection", "m"): False,

@@ -199,6 +199,7 @@ LAYERS = {
     # 5. a run's settings (the policies gathered), and the HTTP clients of the model protocol
     "config": 5,
     "providers": 5,
+    "fleet": 5,  # the rate governor: under the engine, beside the clients it governs
     # 6. the engine: Agent and the private rooms of a run
     "engine": 6,
     # 7. wings that plug into the engine or wrap it

@@ -48,6 +48,7 @@ __all__ = [
     "PartialOutput",
     "ProviderToolCalled",
     "ProviderToolReturned",
+    "RateLimitWait",
     "RetryScheduled",
     "RunFinished",
     "RunPaused",
@@ -227,6 +228,20 @@ class RetryScheduled(Event):
 
     error: BaseException
     attempt: int
+    wait_seconds: float
+
+
+@record
+class RateLimitWait(Event):
+    """A request waits ``wait_seconds`` for the rate governor (SPEC 25) before it is sent.
+
+    ``key`` is the limit's key (``"openai:gpt-5-mini"``, ``"openai:*"`` for a provider-wide
+    limit); ``limit`` the line that holds it back: ``"rpm"``, ``"tpm"``, ``"concurrent"`` or
+    ``"retry_after"`` (a 429 closed the key for every process sharing the governor).
+    """
+
+    key: str
+    limit: str
     wait_seconds: float
 
 

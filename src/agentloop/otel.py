@@ -77,8 +77,7 @@ OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
 CACHE_READ_TOKENS = "gen_ai.usage.cache_read.input_tokens"
 CACHE_WRITE_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
 REASONING_TOKENS = "gen_ai.usage.reasoning.output_tokens"
-"""Output tokens spent reasoning (part of ``gen_ai.usage.output_tokens``); the text never is
-recorded unless content capture is on."""
+"""Output tokens spent reasoning (part of ``gen_ai.usage.output_tokens``; no text kept)."""
 ERROR_TYPE = "error.type"
 CHANNEL = "agentloop.error.channel"
 ROOT_AGENT = "agentloop"
@@ -99,6 +98,7 @@ class _RunSpans:
     """Open tool-attempt spans by call id, with the tool's name."""
     adopted: set[str] = field(default_factory=set)
     """Call ids whose span already parents a sub-agent run."""
+    waited: float = 0.0  # the chat span's agentloop.rate_limit.wait_seconds (SPEC 25)
 
     def current(self) -> Span:
         """The innermost open span that is not a tool's (span events go here)."""
@@ -226,7 +226,7 @@ class OtelObserver(Observer):
         if event.provider:
             model[PROVIDER] = event.provider
         spans.root.set_attributes(model)
-        name = f"chat {event.model}" if event.model else "chat"
+        name, spans.waited = (f"chat {event.model}" if event.model else "chat"), 0.0
         spans.chat = self._start(name, spans.turn, {OPERATION: "chat", **model}, SpanKind.CLIENT)
 
     def _model_responded(self, event: ev.ModelResponded, spans: _RunSpans) -> None:
@@ -244,6 +244,10 @@ class OtelObserver(Observer):
             attributes[OUTPUT_MESSAGES] = self._content([output])
         span.set_attributes(attributes)
         span.end()
+
+    def _rate_limit_wait(self, event: ev.RateLimitWait, spans: _RunSpans) -> None:
+        spans.waited += event.wait_seconds
+        spans.current().set_attribute("agentloop.rate_limit.wait_seconds", spans.waited)
 
     def _tool_started(self, event: ev.ToolCallStarted, spans: _RunSpans) -> None:
         call = event.call
@@ -360,6 +364,7 @@ _Handler = Callable[[OtelObserver, Any, _RunSpans], None]
 _HANDLERS: dict[type[ev.Event], _Handler] = {
     ev.TurnStarted: OtelObserver._turn_started,
     ev.ModelResponded: OtelObserver._model_responded,
+    ev.RateLimitWait: OtelObserver._rate_limit_wait,
     ev.ToolCallStarted: OtelObserver._tool_started,
     ev.ToolCallFinished: OtelObserver._tool_finished,
     ev.GuardrailChecked: OtelObserver._guardrail_checked,

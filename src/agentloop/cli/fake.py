@@ -45,6 +45,8 @@ def _server_for(
         model=models[0] if models else parsed.model,
         models=models or parsed.models,
         port=port,
+        rate_limit=parsed.rate_limit,
+        batch_after=parsed.batch_after,
     )
 
 

@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # the guardrails load only for an agent that has some, a run'
     from agentloop.engine.session import Session
     from agentloop.engine.state import PerRun
     from agentloop.engine.stream import RunStream
+    from agentloop.fleet import RateGovernor
     from agentloop.guardrails import Guardrail
     from agentloop.hooks import Approver, Hook
     from agentloop.memory import Memory
@@ -71,6 +72,7 @@ class AgentOptions(TypedDict, total=False):
     toolsets: Sequence[AbstractToolset]
     clock: Clock
     provider_tools: Sequence[ProviderTool]
+    governor: RateGovernor | None
 
 
 class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
@@ -106,6 +108,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         provider_tools: Sequence[ProviderTool] = (),
         name: str | None = None,
         handoffs: Sequence[Any] = (),
+        governor: RateGovernor | None = None,
     ) -> None: ...
 
     @overload
@@ -131,6 +134,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         provider_tools: Sequence[ProviderTool] = (),
         name: str | None = None,
         handoffs: Sequence[Any] = (),
+        governor: RateGovernor | None = None,
     ) -> None: ...
 
     @hinting(peers.AGENT)
@@ -156,9 +160,11 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         provider_tools: Sequence[ProviderTool] = (),
         name: str | None = None,
         handoffs: Sequence[Any] = (),
+        governor: RateGovernor | None = None,
     ) -> None:
         config = _setup.checked_setup(client, config, approver)
-        self.client = resolve_client(client)
+        self.client = _setup.governed_client(resolve_client(client), governor, config)
+        self.governor = governor  # SPEC 25: every request of the client waits for it
         self.clock = clock
         tools, inside = split_tools(tools)
         self.registry, sources = _setup.registry(tools)
@@ -170,9 +176,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         self._provider_tools = agent_provider_tools(provider_tools, inside, self)
         self.store = store
         self.breakers = ToolBreakers(config.tool_breaker, clock.monotonic)
-        self._hooks = tuple(hooks)
-        self._observers = tuple(observers)
-        self._approver = approver
+        self._hooks, self._observers, self._approver = tuple(hooks), tuple(observers), approver
         self.name, self._handoffs = name, _setup.handoffs(self, handoffs)  # SPEC 26
         self._guardrails = _setup.guardrails_of(guardrails)  # loads only for an agent with some
         self._runner = self._closer = self._sync_thread = None

@@ -287,7 +287,7 @@ class Conversation(Generic[OutputT]):
             registry=registry,
             measured=known,
         )
-        state.events = ClientEventBridge(run, self._bus)
+        state.events = ClientEventBridge(run, self._bus, self.safety.limits, state)
         if agent._sets or (registry or agent.registry).deferring or swap is not None:
             self._plan(state, swap)
         if is_append_only(client) or (transcript and transcript[0].role == "system"):

@@ -39,7 +39,7 @@ from agentloop.engine.output import (
 )
 from agentloop.engine.provider_tools import continued, emit_provider_events
 from agentloop.engine.state import Paused, RunState
-from agentloop.engine.turn import build_request, call_model
+from agentloop.engine.turn import build_request, call_model, governor_waits
 from agentloop.errors import (
     AgentLoopError,
     Cancelled,
@@ -270,6 +270,7 @@ class RunLoop:
             text=response.text,
             thinking=_thinking_text(response.message),
             latency_seconds=self.latency,
+            warnings=governor_waits(state.events),
         )
         state.run.turns.append(turn)
         state.run.usage = state.run.usage + response.usage

@@ -63,6 +63,11 @@ def override(
         raise ConfigurationError(
             "override(model=...) needs a model client or a 'provider:model' string", field="model"
         )
+    governor = getattr(definition, "governor", None)
+    if client is not None and governor is not None:  # the swapped client waits for it too
+        from agentloop.fleet import govern
+
+        client = govern(client, governor, definition.config.token_counter)
     registry = None if tools is None else _registry(tools, typed=definition.output is not None)
     swaps = dict(_SWAPS.get() or {})
     before = swaps.get(definition, Swap())

@@ -26,7 +26,9 @@ if TYPE_CHECKING:
     from agentloop.engine.definition import Definition
     from agentloop.engine.guarding import Guardrails
     from agentloop.engine.session import Session
+    from agentloop.fleet import RateGovernor
     from agentloop.guardrails import Guardrail
+    from agentloop.model import ModelClient
     from agentloop.store import Store
     from agentloop.store._session import SessionRecorder
 
@@ -38,6 +40,8 @@ __all__ = [
     "checked_store",
     "fork",
     "handoffs",
+    "governed_client",
+    "guardrails_of",
     "output_type",
     "recorder",
     "registry",
@@ -75,6 +79,24 @@ def checked_setup(client: object, config: object, approver: object) -> RunConfig
             field="approver",
         )
     return config
+
+
+def governed_client(client: ModelClient, governor: object, config: RunConfig) -> ModelClient:
+    """``client`` under ``governor`` (SPEC 25), or ``client`` itself when there is none.
+
+    The governor goes below the retries and fallbacks (``agentloop.fleet.govern``): every HTTP
+    request waits for it. Without one nothing changes and nothing of the fleet is imported.
+    """
+    if governor is None:
+        return client
+    if not callable(getattr(governor, "acquire", None)):
+        raise ConfigurationError(
+            f"Agent governor must be an agentloop.fleet.RateGovernor, got {governor!r}",
+            field="governor",
+        )
+    from agentloop.fleet import govern
+
+    return govern(client, cast("RateGovernor", governor), config.token_counter)
 
 
 def guardrails_of(guardrails: Sequence[Guardrail] | None) -> Guardrails | None:

@@ -38,19 +38,48 @@ from agentloop.run import Run
 from agentloop.safety.redact import redact_secrets
 
 if TYPE_CHECKING:
+    from agentloop.engine.limits import Limits
     from agentloop.engine.state import RunState
 
-__all__ = ["ClientEventBridge", "build_request", "call_model", "collect_stream"]
+__all__ = ["ClientEventBridge", "build_request", "call_model", "collect_stream", "governor_waits"]
 
 
 class ClientEventBridge:
-    """Turns a wrapping client's reports (retry, fallback, switch) into events."""
+    """Turns a wrapping client's reports (retry, fallback, switch) into events.
 
-    __slots__ = ("_bus", "_run")
+    A rate governor (SPEC 25) also reads the run here: its wall-clock line (``wall_clock``)
+    and its cancel signal (``check_cancel``, a checkpoint of every governor wait).
+    """
 
-    def __init__(self, run: Run[Any], bus: EventBus) -> None:
+    __slots__ = ("_bus", "_limits", "_run", "_state", "waits")
+
+    def __init__(
+        self, run: Run[Any], bus: EventBus, limits: Limits | None = None, state: Any = None
+    ) -> None:
         self._run = run
         self._bus = bus
+        self._limits = limits
+        self._state = state
+        self.waits: list[str] | None = None
+        """This turn's governor waits, as the turn record's warnings (the viewer's timeline)."""
+
+    def on_rate_limit_wait(self, key: str, limit: str, wait_seconds: float) -> None:
+        """A request waits for the rate governor (kept for the turn record, then an event)."""
+        note = f"rate limit: waited {wait_seconds:.1f}s for {key} ({limit})"
+        self.waits = [*(self.waits or ()), note]
+        if self._bus.active:
+            self._bus.emit(ev.RateLimitWait(self._run.id, self._bus.turn, key, limit, wait_seconds))
+
+    def wall_clock(self) -> tuple[float, float] | None:
+        """The run's wall-clock ``(spent, limit)`` in seconds, or None without that line."""
+        gate = self._limits.budget if self._limits is not None else None
+        limit = gate.budget.wall_clock if gate is not None else None
+        return None if gate is None or not limit else (gate.spent("wall_clock"), limit)
+
+    def check_cancel(self) -> None:
+        """A cancellation checkpoint (raises ``Cancelled``)."""
+        if self._state is not None:
+            self._state.check_cancel()
 
     def on_retry(self, error: BaseException, attempt: int, wait_seconds: float) -> None:
         """A request is retried."""
@@ -68,6 +97,14 @@ class ClientEventBridge:
         """The serving model changed."""
         if self._bus.active:
             self._bus.emit(ev.ModelSwitched(self._run.id, self._bus.turn, from_model, to_model))
+
+
+def governor_waits(events: object) -> list[str] | None:
+    """The governor waits a turn's model call made (None without any), taken for its record."""
+    if not isinstance(events, ClientEventBridge) or events.waits is None:
+        return None
+    waits, events.waits = events.waits, None
+    return waits
 
 
 def build_request(

@@ -29,6 +29,7 @@ are tool results the model reads. The tree::
     ├── GuardrailTripped(guardrail, reason)   an input or output guardrail tripped
     ├── HandoffLimitExceeded(limit)     more than RunConfig.max_handoffs handoffs in one run
     ├── RemoteAuthError(agent, status)   a remote agent refused our credentials (HTTP 401/403)
+    ├── GovernorUnavailable(backend, cause)   the rate governor's backend failed (SPEC 25)
     ├── ReflectionError, MemoryBackendError, PhaseFailed(phase, message), LockPoisoned(what),
     │   InternalError
     └── ProviderError(message, *, provider, status_code, retry_after, request_id, phase,
@@ -59,7 +60,7 @@ report ``agentloop.errors`` as their module, the name they are raised, pickled a
 under.
 """
 
-from agentloop.errors import _base, _evals, _provider
+from agentloop.errors import _base, _evals, _fleet, _provider
 from agentloop.errors._base import (
     AgentLoopError,
     BudgetExhausted,
@@ -95,6 +96,7 @@ from agentloop.errors._base import (
     format_available,
 )
 from agentloop.errors._evals import CassetteMismatch, DatasetError
+from agentloop.errors._fleet import GovernorUnavailable
 from agentloop.errors._provider import (
     AttemptRecord,
     AuthError,
@@ -131,6 +133,7 @@ __all__ = [
     "DatasetError",
     "FailurePhase",
     "FallbackExhausted",
+    "GovernorUnavailable",
     "GuardrailTripped",
     "HandoffLimitExceeded",
     "InsufficientCredits",
@@ -168,6 +171,11 @@ __all__ = [
 
 for _name in __all__:
     _value = globals()[_name]
-    if getattr(_value, "__module__", None) in (_base.__name__, _evals.__name__, _provider.__name__):
+    if getattr(_value, "__module__", None) in (
+        _base.__name__,
+        _evals.__name__,
+        _fleet.__name__,
+        _provider.__name__,
+    ):
         _value.__module__ = __name__
 del _name, _value

@@ -173,6 +173,10 @@ class HttpClient(ClosingClient):
             max_connections=max_connections,
         )
 
+    async def warm(self) -> None:
+        """Open the running loop's connection pool now (``HttpTransport.warm``)."""
+        await self._transport.warm()
+
     async def aclose(self) -> None:
         """Close the running loop's connection pool; the next request opens a new one."""
         await self._transport.aclose()

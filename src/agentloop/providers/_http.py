@@ -234,6 +234,14 @@ class HttpTransport:
             trust_env=False,
         )
 
+    async def warm(self) -> None:
+        """Open the running loop's session now (the first one imports aiohttp), not at a send.
+
+        The rate governor (SPEC 25) warms before it admits a request, so this setup never falls
+        between counting a request and sending it.
+        """
+        await self._sessions.get()
+
     async def aclose(self) -> None:
         """Release the running loop's connections (idempotent); the transport stays usable.
 

@@ -18,6 +18,9 @@ Rules (see ``docs/resilience.md``):
 - Rate limits have their own budget: wait ``min(retry_after or rate_limit_default_delay,
   rate_limit_max_delay)``; the ``rate_limit_retries + 1``-th rate limit of one request (the 4th
   by default) raises ``RateLimitEscalation(attempts, retry_after)``.
+- Under a rate governor (SPEC 25, the inner client says ``waits_for_rate_limits``) a rate
+  limit's retry does not sleep here: the 429 closed its key in the governor, and the next
+  attempt waits there, with every other process that shares it.
 - A non-retryable error costs exactly one attempt. Anything that is not a ``ProviderError``
   (cancellation included) passes through untouched and is never retried.
 """
@@ -185,11 +188,18 @@ class _Ledger:
         return sum(record.wait_seconds for record in self.log)
 
     def failed(
-        self, error: ProviderError, duration: float, jitter: float, allow_retry: bool
+        self,
+        error: ProviderError,
+        duration: float,
+        jitter: float,
+        allow_retry: bool,
+        governed: bool = False,
     ) -> RetryDecision:
         decision = decide(self.policy, self.state, error, jitter)
         if not allow_retry and decision.retry:
             decision = replace(decision, retry=False, wait_seconds=0.0)
+        elif governed and decision.retry and isinstance(error, RateLimited):
+            decision = replace(decision, wait_seconds=0.0)  # the rate governor waits instead
         self.state = decision.state
         self.log.append(
             AttemptRecord(
@@ -387,7 +397,8 @@ class RetryingClient(WrappedClient):
     ) -> RetryDecision:
         """Record a failed attempt, decide, and report a retry to the request's listeners."""
         jitter = self._uniform(-self.policy.jitter, self.policy.jitter)
-        decision = ledger.failed(error, self._clock() - started, jitter, allow_retry)
+        governed = getattr(self.inner, "waits_for_rate_limits", False) is True
+        decision = ledger.failed(error, self._clock() - started, jitter, allow_retry, governed)
         if decision.retry:
             _log.info(
                 "retrying %s after %s (attempt %d, status %s): waiting %.3fs",

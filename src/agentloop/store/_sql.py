@@ -89,6 +89,14 @@ class SQLStore(Closing):
         with self._lock, self._guard(what), self._transaction(write=write) as tx:
             yield tx
 
+    def transaction(self, what: str) -> AbstractContextManager[Transaction]:
+        """One write transaction on this store's connection, for a neighbour's own tables.
+
+        The rate governor (SPEC 25) keeps its counts beside the runs this way; failures are
+        ``MemoryBackendError`` naming ``what``.
+        """
+        return self._open(what, write=True)
+
     @contextmanager
     def _guard(self, what: str) -> Iterator[None]:
         if self._closed:

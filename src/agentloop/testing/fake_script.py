@@ -6,6 +6,8 @@ A script is a table (a JSON object, or a TOML document) with these keys, all opt
     models  = ["fake-model", "b"]   # served models: any other is a 404 model_not_found
     default = { text = "ok" }       # answers once the steps run out (else: a 500 saying so)
     steps   = [ ... ]               # one step per request, in order
+    rate_limit = { rpm = 600, window = 60 }   # a 429 with Retry-After above rpm per window
+    batch   = { complete_after = 2.0 }         # seconds before a batch (SPEC 25) completes
 
 A JSON file may also be a bare list of steps. A step is a table:
 
@@ -18,7 +20,9 @@ A JSON file may also be a bare list of steps. A step is a table:
   ``headers`` for ``status``; ``retry_after``; ``seconds`` for ``hang``; ``location``; the reply
   keys for ``truncate``); ``status = N`` without ``fault`` is shorthand for ``fault = "status"``.
 
-Any step takes ``delay`` (seconds before it answers) and ``repeat`` (play it N times). Parsing is
+Any step takes ``delay`` (seconds before it answers), ``repeat`` (play it N times) and
+``batch_result`` (how a batch API answers it: ``succeeded``, ``errored``, ``expired`` or
+``canceled``). Parsing is
 pure and strict: an unknown key, fault or type is a ``ConfigurationError`` naming the step and
 the key, so a typo in a script fails at load time, not as a puzzling test.
 """
@@ -55,7 +59,9 @@ _REPLY_KEYS = frozenset(
     }
 )
 _OPTIONAL_TEXTS = ("finish_reason", "thinking", "thinking_signature", "refusal")
-_TOP_KEYS = frozenset({"model", "models", "default", "steps"})
+_TOP_KEYS = frozenset({"model", "models", "default", "steps", "rate_limit", "batch"})
+BATCH_RESULTS = ("succeeded", "errored", "expired", "canceled")
+"""What a batch API may answer for one request (a step's ``batch_result``)."""
 
 FAULTS: Mapping[str, tuple[Callable[..., Fault], frozenset[str]]] = {
     "status": (Fault.http, frozenset({"status", "body", "headers"})),
@@ -82,6 +88,10 @@ class FakeScript:
     default: FakeReply | Fault | None = None
     model: str = "fake-model"
     models: tuple[str, ...] | None = None
+    rate_limit: tuple[int, float] | None = None
+    """``(rpm, window)``: requests above ``rpm`` per ``window`` seconds get a 429."""
+    batch_after: float = 0.0
+    """Seconds a batch takes to complete (``batch = {complete_after = SECONDS}``)."""
 
 
 def load_fake_script(
@@ -123,7 +133,25 @@ def _script(data: object) -> FakeScript:
             _text(name, f"models[{i}]") for i, name in enumerate(_list(models, "models"))
         )
     model = _text(table.get("model", models[0] if models else "fake-model"), "model")
-    return FakeScript(tuple(steps), default, model, models)
+    limit = _rate_limit(table["rate_limit"]) if "rate_limit" in table else None
+    after = 0.0
+    if "batch" in table:
+        batch = _table(table["batch"], "batch")
+        _only(batch, frozenset({"complete_after"}), "batch")
+        after = _seconds(batch.get("complete_after", 0.0), "batch.complete_after")
+    return FakeScript(tuple(steps), default, model, models, limit, after)
+
+
+def _rate_limit(data: object) -> tuple[int, float]:
+    table = _table(data, "rate_limit")
+    _only(table, frozenset({"rpm", "window"}), "rate_limit")
+    rpm: Any = table.get("rpm")
+    if not _is_int(rpm) or rpm < 1:
+        raise _error("rate_limit", f"rpm must be a positive integer, got {rpm!r}")
+    window = _seconds(table.get("window", 60.0), "rate_limit.window")
+    if window <= 0:
+        raise _error("rate_limit", "window must be > 0 seconds")
+    return int(rpm), window
 
 
 def _step(data: object, where: str) -> tuple[FakeReply | Fault, int]:
@@ -132,13 +160,17 @@ def _step(data: object, where: str) -> tuple[FakeReply | Fault, int]:
     if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
         raise _error(f"{where}.repeat", f"must be a whole number >= 1, not {repeat!r}")
     delay = _seconds(table.pop("delay", 0.0), f"{where}.delay")
+    batch = table.pop("batch_result", None)
+    if batch is not None and batch not in BATCH_RESULTS:
+        raise _error(f"{where}.batch_result", f"must be one of {BATCH_RESULTS}, not {batch!r}")
     if "fault" not in table and "status" in table:
         table["fault"] = "status"
     if "fault" in table:
         step: FakeReply | Fault = _fault(table, where)
     else:
         step = _reply(table, where)
-    return replace(step, delay=delay), repeat
+    step = replace(step, delay=delay)
+    return (step if batch is None else replace(step, batch_result=batch)), repeat
 
 
 def _fault(table: dict[str, Any], where: str) -> Fault:

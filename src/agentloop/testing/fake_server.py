@@ -40,9 +40,14 @@ block sent back after its ``system``, ``tools`` or earlier messages changed is t
 Beyond the script the server is strict, as a real provider is: ``GET /v1/models`` lists the
 models it serves; any other path is a 404 with an OpenAI error body (``unknown_url``); with a
 ``models`` list, a request for another model is a 404 ``model_not_found`` that uses no step.
-It logs nothing of its own: a client that disconnects mid-answer and its own ``reset`` and
-``hang`` faults end the exchange quietly. Scripts can also come from a JSON or TOML file
-(``FakeProviderServer.from_script``; the format is in ``fake_script``).
+``rate_limit=(rpm, window)`` makes it a provider with a rate limit: a model request beyond
+``rpm`` arrivals in the last ``window`` seconds is a 429 with ``Retry-After`` (until the oldest
+leaves the window) that uses no step and is not counted; ``rate_limited`` counts them. It logs
+nothing of its own: a client that disconnects mid-answer and its own ``reset`` and
+``hang`` faults end the exchange quietly. It also speaks the batch APIs of OpenAI and
+Anthropic (``fake_batches``; a batch completes ``batch_after`` seconds after it is created).
+Scripts can also come from a JSON or TOML file (``FakeProviderServer.from_script``; the
+format is in ``fake_script``).
 
 aiohttp is imported lazily (``import agentloop`` stays light). The steps (``FakeReply``,
 ``Fault``, ``FakeToolCall``) are data in ``fake_steps``, re-exported here; the wire formats are
@@ -52,6 +57,7 @@ in ``fake_wire``. This module is re-exported from ``agentloop.testing``.
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import json
 import os
@@ -61,6 +67,7 @@ from typing import TYPE_CHECKING, Any, Self
 from agentloop._util.aio import AsyncClosing
 from agentloop._util.slots import record
 from agentloop.testing import fake_wire as wire
+from agentloop.testing.fake_batches import FakeBatches
 from agentloop.testing.fake_binding import Binding
 from agentloop.testing.fake_converse import FORMAT
 from agentloop.testing.fake_gemini import FORMAT as GEMINI
@@ -98,6 +105,8 @@ class FakeProviderServer(AsyncClosing):
         models: Sequence[str] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        rate_limit: tuple[int, float] | None = None,
+        batch_after: float = 0.0,
     ) -> None:
         """Prepare the server (``start()`` or ``async with`` binds the port).
 
@@ -110,6 +119,8 @@ class FakeProviderServer(AsyncClosing):
                 default) accepts every model name.
             host: Interface to bind (keep 127.0.0.1 in tests).
             port: Port to bind; 0 picks a free one.
+            rate_limit: ``(rpm, window)``: answer 429 above ``rpm`` requests per ``window`` s.
+            batch_after: Seconds a batch (``fake_batches``) takes to complete.
         """
         self._script: list[Step] = list(script)
         self.default = default
@@ -123,6 +134,11 @@ class FakeProviderServer(AsyncClosing):
         self._runner: web.AppRunner | None = None
         self._closing = asyncio.Event()
         self._binding = Binding()  # an append-only Claude's bound thinking (fake_binding)
+        self.rate_limit = rate_limit
+        self.batches = FakeBatches(self._next_step, self._echoed, batch_after)
+        self.rate_limited = 0
+        """Requests answered 429 by ``rate_limit``."""
+        self._arrivals: collections.deque[float] = collections.deque()
 
     @classmethod
     def from_script(
@@ -144,6 +160,8 @@ class FakeProviderServer(AsyncClosing):
             default=parsed.default,
             model=parsed.model,
             models=parsed.models,
+            rate_limit=parsed.rate_limit,
+            batch_after=parsed.batch_after,
             host=host,
             port=port,
         )
@@ -187,6 +205,7 @@ class FakeProviderServer(AsyncClosing):
             app.router.add_post(path, self._handle)
         app.router.add_get("/v1/models", self._list_models)
         app.router.add_get("/v1/models/{name}", self._get_model)
+        self.batches.routes(app)
         app.router.add_route("*", "/{tail:.*}", self._unknown)
         runner = web.AppRunner(app, shutdown_timeout=0.1, handle_signals=False)
         await runner.setup()
@@ -212,6 +231,23 @@ class FakeProviderServer(AsyncClosing):
             message = f"fake server script exhausted at request {len(self.received)}"
             return Fault.http(500, wire.openai_error(message, "script_exhausted"))
         return step(body) if callable(step) else step
+
+    def _over_rate(self) -> float | None:
+        """Seconds until a slot frees when this arrival is over ``rate_limit`` (else counted)."""
+        if self.rate_limit is None:
+            return None
+        rpm, window = self.rate_limit
+        now = asyncio.get_running_loop().time()
+        while self._arrivals and self._arrivals[0] <= now - window:
+            self._arrivals.popleft()
+        if len(self._arrivals) >= rpm:
+            return max(0.001, self._arrivals[0] + window - now)
+        self._arrivals.append(now)
+        return None
+
+    def _echoed(self, body: Mapping[str, Any]) -> str:
+        """The model name a reply carries."""
+        return self.model if self.models is None else str(body.get("model"))
 
     def _served(self) -> tuple[str, ...]:
         return (self.model,) if self.models is None else self.models
@@ -261,6 +297,11 @@ class FakeProviderServer(AsyncClosing):
         rejection = self._rejection(wire_name == "anthropic", named)
         if rejection is not None:
             return _json(404, rejection, headers)
+        wait = self._over_rate()
+        if wait is not None:
+            self.rate_limited += 1
+            limited = Fault.rate_limit(round(wait, 3))
+            return _json(429, limited.body or "", {**headers, **limited.headers})
         model = self.model if self.models is None else str(named)
         bound = wire_name == "anthropic" and Binding.applies(model)
         problem = self._binding.check(body) if bound else None

@@ -68,6 +68,8 @@ class FakeReply:
     """Queries the provider searched itself before answering (SPEC 24): an Anthropic
     ``server_tool_use`` and ``web_search_tool_result`` pair, a Responses ``web_search_call``,
     each of which the server then checks comes back unchanged on later requests."""
+    batch_result: str = "succeeded"
+    """How a batch API answers this step (SPEC 25): succeeded, errored, expired or canceled."""
 
     @property
     def finish(self) -> str:
@@ -89,6 +91,8 @@ class Fault:
     reply: FakeReply | None = None
     seconds: float = math.inf
     delay: float = 0.0
+    batch_result: str = "errored"
+    """How a batch API answers this step: errored (its status and body), expired or canceled."""
 
     def __post_init__(self) -> None:
         """Refuse what no HTTP server could send: a status outside 100-599, CR/LF in a header."""
