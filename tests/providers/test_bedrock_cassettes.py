@@ -38,7 +38,7 @@ def bedrock(url: str) -> Any:
             base_url=url,
             credentials=creds,
             max_retries=0,
-        )  # fmt: skip
+        )
     )
 
 
