@@ -106,3 +106,20 @@ async def test_an_exception_frame_replays_as_the_same_error(
             [e async for e in client.stream(ASK)]
     assert str(again.value) == str(live.value) and again.value.phase is FailurePhase.READ
     assert again.value.request_id == live.value.request_id == "twin-req-0001"
+
+
+async def test_a_converse_reply_replays_with_its_request_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "converse.yaml"
+    twin = BedrockTwin(Reply("whole answer"), token=CREDS[2])
+    async with serve_app(twin.app()) as url, bedrock(url) as client:
+        with use_cassette(path, mode="once"):
+            live = await client.complete(ASK)
+    assert twin.verified == 1 and "/converse\n" in path.read_text()
+    no_sockets(monkeypatch)
+    async with bedrock(DEAD) as client:
+        with use_cassette(path) as cassette:
+            again = await client.complete(ASK)
+    assert again.message.to_dict() == live.message.to_dict() and cassette.all_played
+    assert again.request_id == live.request_id == "twin-req-0001"

@@ -47,6 +47,7 @@ from agentloop.cassettes._format import (
 )
 from agentloop.errors import CassetteMismatch, ConfigurationError
 from agentloop.providers._bytestream import EventStream
+from agentloop.providers._classify import read_request_id
 from agentloop.providers._http import HttpResponse, HttpTransport, SSEStream
 from agentloop.providers._sse import SSEEvent
 from agentloop.providers._tape import TAPE, Tape
@@ -270,7 +271,7 @@ def _replayed(response: Mapping[str, Any]) -> HttpResponse:
     headers = {str(k): str(v) for k, v in (response.get("headers") or {}).items()}
     body = response.get("body")
     text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
-    request_id = headers.get("x-request-id") or headers.get("request-id")
+    request_id = read_request_id(headers, ())
     return HttpResponse(int(response.get("status", 200)), headers, body, text, request_id)
 
 
@@ -318,7 +319,7 @@ class _ReplayStream(SSEStream):
         response = self._cassette._take(self._request)["response"]
         self.status = int(response.get("status", 200))
         self.headers = {str(k): str(v) for k, v in (response.get("headers") or {}).items()}
-        self.request_id = self.headers.get("x-request-id") or self.headers.get("request-id")
+        self.request_id = read_request_id(self.headers, self._transport.secrets)
         events = response.get("events") or []
         self._queue = [SSEEvent(**e) for e in reversed(events)]
         return self
