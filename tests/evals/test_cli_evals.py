@@ -228,3 +228,27 @@ def test_a_typed_run_exports_with_and_without_its_agent(tmp_path: Path, with_age
     assert done.returncode == 0, done.stderr
     passed = pytest_file(tmp_path, "test_typed.py")
     assert passed.returncode == 0, passed.stdout + passed.stderr
+
+
+def test_a_run_with_provider_tool_parts_is_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentloop.provider_tools import WebSearch
+    from agentloop.providers.anthropic import AnthropicClient
+    from agentloop.testing import FakeReply
+
+    from .conftest import serving
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    with serving([FakeReply("It loops.", web_search=("agent loops",))]) as server:
+        client = AnthropicClient("claude-sonnet-4-5", api_key="sk-ant-x", base_url=server.root_url)
+        agent = Agent(client, provider_tools=[WebSearch()], store=store)
+        run = agent.run_sync("does it loop?")
+        agent.close()
+    store.close()
+    assert run.output == "It loops." and run.usage.provider_tool_calls == {"web_search": 1}
+    test_file = tmp_path / "test_search.py"
+    code = main(["runs", "export", run.id, "--as-test", str(test_file),
+                 "--store", str(tmp_path / "runs.db")])  # fmt: skip
+    assert code == 2 and not test_file.exists()
+    assert f"run {run.id} has a ProviderToolCallPart part" in capsys.readouterr().err

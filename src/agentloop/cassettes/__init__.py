@@ -11,7 +11,8 @@ creates: ``run``, ``stream``, sessions, ``continue_run``) goes through the casse
 cost). ``mode="none"`` (the default) replays and opens no provider socket; ``"once"`` replays
 if the file exists, else records; ``"all"`` records afresh. A recording is saved when the block
 ends, a hard error's too. The file (``_format``) is YAML or JSON with sorted keys, no request
-header, secrets redacted, request media by digest; an SSE reply is kept one event per item and
+header, secrets redacted, request media by digest; an SSE reply is kept one event per item, an AWS
+event stream (Bedrock's ``ConverseStream``, ``_aws``) one decoded message per item, and either is
 replayed as a stream in the same pieces.
 
 Matching: ``"strict"`` gives a request the first unplayed exchange equal to it (method, path
@@ -38,12 +39,15 @@ from typing import Any, Literal, TypeVar, cast
 
 from agentloop.cassettes._format import (
     first_difference,
+    kept_headers,
     load,
     request_record,
     save,
     scrub_known,
 )
 from agentloop.errors import CassetteMismatch, ConfigurationError
+from agentloop.providers._bytestream import EventStream
+from agentloop.providers._classify import read_request_id
 from agentloop.providers._http import HttpResponse, HttpTransport, SSEStream
 from agentloop.providers._sse import SSEEvent
 from agentloop.providers._tape import TAPE, Tape
@@ -206,17 +210,6 @@ class Cassette:
             self._played.append(True)
 
 
-_NOISE = frozenset(
-    {"set-cookie", "date", "server", "content-length", "connection", "keep-alive",
-     "transfer-encoding"}
-)  # fmt: skip
-
-
-def _headers(headers: Mapping[str, str], secrets: tuple[str, ...]) -> dict[str, str]:
-    """The response headers worth keeping (no cookie, no per-exchange noise), secrets redacted."""
-    return {k: scrub_known(v, secrets) for k, v in headers.items() if k not in _NOISE}
-
-
 class _Deck:
     """The ``Tape`` a cassette lends the HTTP layer while its block runs."""
 
@@ -237,7 +230,11 @@ class _Deck:
             return _replayed(cassette._take(request)["response"])
         reply = await transport.send_json(url, payload, headers)
         body = json.loads(scrub_known(reply.text, secrets))
-        kept = {"status": reply.status, "headers": _headers(reply.headers, secrets), "body": body}
+        kept = {
+            "status": reply.status,
+            "headers": kept_headers(reply.headers, secrets),
+            "body": body,
+        }
         cassette._keep(request, kept)
         return reply
 
@@ -254,12 +251,27 @@ class _Deck:
             return _RecordingStream(cassette, request, transport, url, payload, headers)
         return _ReplayStream(cassette, request, transport, url, payload, headers)
 
+    def stream_events(
+        self,
+        transport: HttpTransport,
+        url: str,
+        payload: bytes,
+        headers: Mapping[str, str],
+        accept: str,
+    ) -> EventStream:
+        from agentloop.cassettes._aws import RecordingEvents, ReplayEvents
+
+        cassette = self.cassette
+        request = request_record("POST", url, payload, cassette._secrets(transport))
+        kind = RecordingEvents if cassette.recording else ReplayEvents
+        return kind(cassette, request, transport, url, payload, headers, accept)
+
 
 def _replayed(response: Mapping[str, Any]) -> HttpResponse:
     headers = {str(k): str(v) for k, v in (response.get("headers") or {}).items()}
     body = response.get("body")
     text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
-    request_id = headers.get("x-request-id") or headers.get("request-id")
+    request_id = read_request_id(headers, ())
     return HttpResponse(int(response.get("status", 200)), headers, body, text, request_id)
 
 
@@ -277,7 +289,7 @@ class _RecordingStream(SSEStream):
         secrets = self._cassette._secrets(self._transport)
         kept = {
             "status": self.status,
-            "headers": _headers(self.headers, secrets),
+            "headers": kept_headers(self.headers, secrets),
             "events": self._events,
         }
         self._cassette._keep(self._request, kept)
@@ -307,7 +319,7 @@ class _ReplayStream(SSEStream):
         response = self._cassette._take(self._request)["response"]
         self.status = int(response.get("status", 200))
         self.headers = {str(k): str(v) for k, v in (response.get("headers") or {}).items()}
-        self.request_id = self.headers.get("x-request-id") or self.headers.get("request-id")
+        self.request_id = read_request_id(self.headers, self._transport.secrets)
         events = response.get("events") or []
         self._queue = [SSEEvent(**e) for e in reversed(events)]
         return self

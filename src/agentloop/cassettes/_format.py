@@ -32,6 +32,7 @@ __all__ = [
     "REDACTED_MARK",
     "RUN_ID_MARK",
     "first_difference",
+    "kept_headers",
     "load",
     "request_record",
     "save",
@@ -54,6 +55,17 @@ def scrub_known(text: str, secrets: Iterable[str]) -> str:
         if len(secret) >= 4:
             text = text.replace(secret, REDACTED_MARK)
     return text
+
+
+_NOISE = frozenset(
+    {"set-cookie", "date", "server", "content-length", "connection", "keep-alive",
+     "transfer-encoding"}
+)  # fmt: skip
+
+
+def kept_headers(headers: Mapping[str, str], secrets: Iterable[str]) -> dict[str, str]:
+    """The response headers worth keeping (no cookie, no per-exchange noise), secrets redacted."""
+    return {k: scrub_known(v, secrets) for k, v in headers.items() if k not in _NOISE}
 
 
 def _scrub(text: str, secrets: tuple[str, ...]) -> str:

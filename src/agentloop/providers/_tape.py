@@ -2,8 +2,9 @@
 
 ``agentloop.cassettes.use_cassette`` sets ``TAPE`` for the block (the task that entered it and
 the tasks it creates, as asyncio copies the context); ``HttpTransport.post_json`` and
-``stream_sse`` hand the request to it instead of sending it themselves. With no cassette active
-the cost is one ``ContextVar.get`` per request, and nothing of the cassettes is imported.
+``stream_sse``, and ``_bytestream.event_stream`` (AWS event streams: Bedrock's
+``ConverseStream``), hand the request to it instead of sending it themselves. With no cassette
+active the cost is one ``ContextVar.get`` per request, and nothing of the cassettes is imported.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ class Tape(Protocol):
 
     Typed loosely: ``_http`` imports this module, so this one cannot name its classes without
     an import circle. ``transport`` is the ``HttpTransport``; the answers are an
-    ``HttpResponse`` and an ``SSEStream``.
+    ``HttpResponse``, an ``SSEStream`` and a ``_bytestream.EventStream``.
     """
 
     async def post_json(
@@ -41,6 +42,17 @@ class Tape(Protocol):
         headers: Mapping[str, str] | None,
     ) -> Any:
         """An SSE stream that replays recorded events, or records the real one's."""
+        ...
+
+    def stream_events(
+        self,
+        transport: Any,
+        url: str,
+        payload: bytes,
+        headers: Mapping[str, str],
+        accept: str,
+    ) -> Any:
+        """An AWS event stream that replays recorded messages, or records the real one's."""
         ...
 
 

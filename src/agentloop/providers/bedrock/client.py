@@ -1,8 +1,9 @@
 """Amazon Bedrock's Converse API over our own HTTP transport (SPEC 24, provider-rules "Bedrock").
 
 ``BedrockClient`` speaks ``POST {endpoint}/model/{modelId}/converse`` (JSON) and
-``/converse-stream`` (binary AWS event stream, decoded by botocore's ``EventStreamBuffer``)
-through the shared ``HttpTransport``: the status table, limits, redirect refusal and redaction
+``/converse-stream`` (binary AWS event stream, decoded by botocore's ``EventStreamBuffer`` in
+``_bytestream.event_stream``, which a cassette records and replays message by message) through
+the shared ``HttpTransport``: the status table, limits, redirect refusal and redaction
 are every adapter's. No boto3 client: botocore signs (``_auth``) and decodes frames, nothing more.
 
 - The endpoint is ``https://bedrock-runtime.{region}.amazonaws.com`` (``base_url`` replaces it,
@@ -28,7 +29,7 @@ from urllib.parse import quote
 
 from agentloop.errors import ConfigurationError, ProviderError
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
-from agentloop.providers._bytestream import ByteStream
+from agentloop.providers._bytestream import event_stream
 from agentloop.providers._client import HttpClient, check_client
 from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS, HttpTransport
 from agentloop.providers._wire import WireError, as_object, loads
@@ -138,27 +139,23 @@ class BedrockClient(HttpClient):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream one ``ConverseStream`` request; ``done`` follows ``messageStop``."""
-        from botocore.eventstream import EventStreamBuffer, ParserError
+        from botocore.eventstream import ParserError
 
         url, body, headers = await self._prepared(request, "converse-stream", EVENT_STREAM)
         with self._redacting():
-            async with ByteStream(self._transport, url, body, headers, EVENT_STREAM) as reply:
+            async with event_stream(self._transport, url, body, headers, EVENT_STREAM) as reply:
                 state = ConverseStreamState(
                     request_id=reply.request_id, model=request.model or self._model
                 )
-                frames = EventStreamBuffer()
-                async for chunk in reply:
-                    frames.add_data(chunk)
-                    try:
-                        for message in frames:
-                            decoded: Any = message  # botocore's EventStreamMessage
-                            for event in _frame_events(state, decoded.headers, decoded.payload):
-                                yield event
-                    except ParserError as exc:
-                        raise invalid_reply(
-                            f"the event stream is malformed ({type(exc).__name__}: {exc})",
-                            request_id=state.request_id,
-                        ) from exc
+                try:
+                    async for message in reply:
+                        for event in _frame_events(state, message.headers, message.payload):
+                            yield event
+                except ParserError as exc:
+                    raise invalid_reply(
+                        f"the event stream is malformed ({type(exc).__name__}: {exc})",
+                        request_id=state.request_id,
+                    ) from exc
             response = state.response()
         yield StreamEvent("done", response=response)
 
