@@ -77,8 +77,9 @@ class Conversation(Generic[OutputT]):
             clock=agent.clock,
         )
         self._journal: Journal | None = None
-        self._drop_block = False
-        """A run asked for ``thinking_prefix_mismatch="drop_block"``: every later run sends it."""
+        self._drop_block = any(r.thinking_prefix_mismatch for r in self._runs)
+        """A run asked for ``thinking_prefix_mismatch="drop_block"``: every later run sends it
+        (a resumed session knows it from its stored runs)."""
         self._measured: Measured | None = None
         """What the last run that committed everything measured of the history (``Measured``)."""
         self._wire_recorder()
@@ -230,6 +231,9 @@ class Conversation(Generic[OutputT]):
             self._drop_block = True
         elif self._drop_block:
             state.settings = replace(state.settings, thinking_prefix_mismatch="drop_block")
+        else:
+            return
+        state.run.thinking_prefix_mismatch = state.settings.thinking_prefix_mismatch
 
     def _check_idle(self) -> None:
         """A new run needs a session that is neither running nor paused."""
