@@ -15,7 +15,11 @@ Vertex does:
    body is "model: Extra inputs are not permitted", ``anthropic_version`` other than
    ``vertex-2023-10-16`` "anthropic_version: Input should be 'vertex-2023-10-16'"; then the
    Anthropic twin's rules (thinking blocks signed by the twin, thinking settings, media), with
-   the model the URL names, and its replies.
+   the model the URL names, and its replies; SPEC 28's append-only binding included (a block
+   of an append-only model bound to a hash of its prefix, the 400 when that changed).
+5. Claude's beta features travel in the body as ``anthropic_beta`` (a list of strings); an
+   ``anthropic-beta`` header is not read, so a feature asked for only there is the Anthropic
+   twin's "requires the beta" 400.
 4. Gemini (publisher ``google``, ``:generateContent`` / ``:streamGenerateContent?alt=sse``): the
    Gemini twin's rules (thought signatures per model, ``generationConfig``, media) and replies.
 """
@@ -47,6 +51,7 @@ API_KEY = (
     "authentication"
 )
 VERSION = "vertex-2023-10-16"
+_VERTEX_KEYS = ("anthropic_version", "anthropic_beta")
 _METHODS = {
     "google": {"generateContent": False, "streamGenerateContent": True},
     "anthropic": {"rawPredict": False, "streamRawPredict": True},
@@ -72,6 +77,7 @@ class VertexTwin:
         self.locations = tuple(locations)
         self.paths: list[str] = []
         self.bodies: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
         self.refused: list[str] = []
 
     def app(self) -> web.Application:
@@ -87,6 +93,7 @@ class VertexTwin:
         self.paths.append(str(request.rel_url))
         body = await request.json()
         self.bodies.append(body)
+        self.headers.append(dict(request.headers))
         refusal = self._auth(request) or self._place(request)
         if refusal is not None:
             self.refused.append(refusal[1])
@@ -140,23 +147,20 @@ class VertexTwin:
             problem = "model: Extra inputs are not permitted"
         elif body.get("anthropic_version") != VERSION:
             problem = f"anthropic_version: Input should be '{VERSION}'"
-        checked = {**body, "model": model.partition("@")[0]}
-        problem = problem or claude.violation(checked, self.claude.issued)
+        elif not _beta_list(body.get("anthropic_beta", [])):
+            problem = "anthropic_beta: Input should be a valid list of strings"
         if problem is not None:
             self.refused.append(problem)
             return claude._error(400, "invalid_request_error", problem, "req_vertex")
-        self.claude.requests.append(dict(body))
-        step = self.claude.script.pop(0)
-        reply = step if isinstance(step, claude.TwinReply) else step(body)
-        served = claude._Served(reply, self.claude.issued, len(self.claude.requests))
-        if not stream:
-            return web.json_response(served.json(model, f"msg_vrtx_{len(self.bodies)}"))
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        for chunk in served.events(model, f"msg_vrtx_{len(self.bodies)}"):
-            await response.write(chunk)
-        await response.write_eof()
-        return response
+        checked = {k: v for k, v in body.items() if k not in _VERTEX_KEYS}
+        checked["model"] = model.partition("@")[0]
+        beta = ",".join(body.get("anthropic_beta", []))  # rule 5: never the header
+        twin = self.claude
+        number = len(twin.requests) + len(twin.rejected)
+        answer = await twin.serve(request, checked, beta, number, sent=body)
+        if answer.status != 200 and twin.rejected:
+            self.refused.append(twin.rejected[-1])
+        return answer
 
     async def _gemini(
         self, request: web.Request, body: dict[str, Any], model: str, stream: bool
@@ -173,3 +177,7 @@ class VertexTwin:
         return web.Response(
             text=json.dumps(twin.json_reply(reply)), content_type="application/json"
         )
+
+
+def _beta_list(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(b, str) for b in value)

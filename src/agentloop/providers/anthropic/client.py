@@ -266,6 +266,21 @@ def mark_transcript(messages: list[dict[str, Any]]) -> None:
             content[-1] = _marked(content[-1])
 
 
+def request_betas(request: ModelRequest, payload: dict[str, Any]) -> list[str]:
+    """The beta features ``payload`` (built for ``request``) needs, each once.
+
+    What its entries, binding and compaction need (SPEC 28), the native tools' (memory's) and
+    the server tools' (SPEC 24). The Claude API takes them as the ``anthropic-beta`` header;
+    Vertex as the body's ``anthropic_beta`` list.
+    """
+    betas = [
+        *betas_of(payload),
+        *(native_betas(request.tools) if request.tools else ()),
+        *(server.betas(request.provider_tools) if request.provider_tools else ()),
+    ]
+    return list(dict.fromkeys(betas))
+
+
 def native_betas(specs: Sequence[ToolSpec]) -> list[str]:
     """The beta headers the native tools among ``specs`` need (none for function tools)."""
     found = [t.parameters.get(NATIVE_KEY) for t in specs]
@@ -418,11 +433,7 @@ class AnthropicClient(HttpClient):
         What the payload's entries, binding and compaction need (SPEC 28), the native tools'
         (memory's) and the server tools' (SPEC 24).
         """
-        betas = [
-            *betas_of(payload),
-            *(native_betas(request.tools) if request.tools else ()),
-            *(server.betas(request.provider_tools) if request.provider_tools else ()),
-        ]
+        betas = request_betas(request, payload)
         if not betas:
             return None
         return {"anthropic-beta": ",".join(dict.fromkeys([*self._betas, *betas]))}

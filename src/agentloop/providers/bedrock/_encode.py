@@ -30,16 +30,27 @@ takes beyond that in ``additionalModelRequestFields``. Rules kept here, before a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentloop.errors import ConfigurationError
 from agentloop.media import AudioPart, DocumentPart, ImagePart
 from agentloop.messages import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 from agentloop.model import ModelRequest, ModelSettings, ToolSpec
+from agentloop.providers._provider_tools import refuse_all
 from agentloop.providers.anthropic._settings import check_payload, settings_fields
 from agentloop.providers.profiles import check_settings, merge_body, profile_for
 
-__all__ = ["PROVIDER", "build_payload", "caches", "is_claude"]
+if TYPE_CHECKING:
+    from agentloop.provider_tools import ProviderTool
+
+__all__ = [
+    "NO_PROVIDER_TOOLS",
+    "PROVIDER",
+    "build_payload",
+    "caches",
+    "is_claude",
+    "refuse_provider_tools",
+]
 
 PROVIDER = "bedrock"
 _IMAGE_FORMATS = {
@@ -206,12 +217,22 @@ def _generic_fields(settings: ModelSettings, model: str) -> dict[str, Any]:
     return config
 
 
-def build_payload(request: ModelRequest, model: str) -> dict[str, Any]:
-    """The Converse body for ``request`` (the model goes in the URL, not the body).
+NO_PROVIDER_TOOLS = (
+    "Bedrock Converse has no provider tools; use the model's own API (anthropic, openai with "
+    "api='responses', gemini or vertex), or a function tool of your own"
+)
 
-    Raises ``ConfigurationError`` for anything the model or Converse refuses, before sending.
-    """
-    settings, name = request.settings, request.model or model
+
+def refuse_provider_tools(tools: Sequence[ProviderTool], model: str) -> None:
+    """``ConfigurationError`` for any provider tool: Converse has none (SPEC 24)."""
+    refuse_all(tools, "bedrock (Converse)", model, NO_PROVIDER_TOOLS)
+
+
+def _refused(request: ModelRequest, name: str) -> None:
+    """``ConfigurationError`` for what Converse has no field for."""
+    settings = request.settings
+    if request.provider_tools:  # a direct ModelRequest too: refused, never dropped
+        refuse_provider_tools(request.provider_tools, name)
     if settings.seed is not None:
         raise ConfigurationError("Bedrock Converse has no seed", field="seed")
     if settings.tool_choice == "none":
@@ -219,6 +240,15 @@ def build_payload(request: ModelRequest, model: str) -> dict[str, Any]:
             "Bedrock Converse has no tool_choice 'none': offer no tools instead",
             field="tool_choice",
         )
+
+
+def build_payload(request: ModelRequest, model: str) -> dict[str, Any]:
+    """The Converse body for ``request`` (the model goes in the URL, not the body).
+
+    Raises ``ConfigurationError`` for anything the model or Converse refuses, before sending.
+    """
+    settings, name = request.settings, request.model or model
+    _refused(request, name)
     extra: dict[str, Any] = {}
     if is_claude(name):
         config, extra = _claude_fields(settings, name)

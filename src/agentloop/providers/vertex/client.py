@@ -6,10 +6,15 @@ One ``VertexClient`` serves both publishers and picks the wire by the request's 
   and with ``anthropic_version: "vertex-2023-10-16"``, to ``publishers/anthropic/models/
   {model}:rawPredict`` (``:streamRawPredict``, the same SSE as the Claude API). Encoding and
   decoding are the Anthropic adapter's, so Claude's rules (thinking, profiles, media,
-  ``append_only`` through ``profiles.profile_for("vertex", ...)``) hold here unchanged.
+  ``append_only`` through ``profiles.profile_for("vertex", ...)``) hold here unchanged. Beta
+  features (SPEC 28's binding, native and server tools) go into the body as
+  ``anthropic_beta: [...]``: Vertex reads no ``anthropic-beta`` header.
 - Any other name (``gemini-2.5-flash``): the ``generateContent`` body to ``publishers/google/
   models/{model}:generateContent`` (``:streamGenerateContent?alt=sse``), with the Gemini
   adapter's encoding and decoding.
+
+Provider tools (SPEC 24) are checked by the wire the model takes: Anthropic's server tools for
+Claude, Gemini's built-in tools for Gemini, each against the model's Vertex profile.
 
 Reasoning keeps the label of the wire that wrote it: Claude's thinking is
 ``ThinkingPart(provider="anthropic")`` and Gemini's signatures ``provider="gemini"``, so a
@@ -21,22 +26,29 @@ sends back only its own label). Errors carry ``provider="vertex"``: Google's
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentloop.errors import ProviderError
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
 from agentloop.providers._client import HttpClient, check_client
 from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS, HttpTransport
+from agentloop.providers._provider_tools import check as check_tools
 from agentloop.providers.anthropic import AnthropicStreamState
+from agentloop.providers.anthropic import _server_tools as claude_tools
 from agentloop.providers.anthropic import build_payload as claude_payload
 from agentloop.providers.anthropic import parse_response as parse_claude
 from agentloop.providers.anthropic._reply import invalid_reply
+from agentloop.providers.anthropic.client import request_betas
+from agentloop.providers.gemini import _builtin as gemini_tools
 from agentloop.providers.gemini._encode import build_payload as gemini_payload
 from agentloop.providers.gemini._reply import GeminiStreamState, parse_reply
 from agentloop.providers.profiles import profile_for
 from agentloop.providers.vertex._auth import GoogleAuth, VertexPlace
+
+if TYPE_CHECKING:
+    from agentloop.provider_tools import ProviderTool
 
 __all__ = ["VERTEX_ANTHROPIC_VERSION", "VertexClient", "is_claude"]
 
@@ -96,6 +108,15 @@ class VertexClient(HttpClient):
         """The media kinds the default model takes (its profile's)."""
         return profile_for(_PROVIDER, self._model).media
 
+    def check_provider_tools(self, tools: Sequence[ProviderTool], functions: bool) -> None:
+        """``ConfigurationError`` for a provider tool this model cannot take (SPEC 24).
+
+        Claude's server tools or Gemini's built-in tools, by the model's Vertex profile.
+        """
+        wire = claude_tools.WIRE if is_claude(self._model) else gemini_tools.WIRE
+        profile = profile_for(_PROVIDER, self._model)
+        check_tools(tools, wire, self._model, profile, functions=functions)
+
     async def _headers(self) -> Mapping[str, str]:
         token = await self._auth.token()
         self._transport.add_secret(token)
@@ -105,6 +126,9 @@ class VertexClient(HttpClient):
         payload = claude_payload(request, model=model, stream=stream)
         del payload["model"]  # Vertex takes the model from the URL, and refuses it in the body
         payload["anthropic_version"] = VERTEX_ANTHROPIC_VERSION
+        betas = request_betas(request, payload)
+        if betas:  # in the body: Vertex reads no anthropic-beta header
+            payload["anthropic_beta"] = betas
         method = "streamRawPredict" if stream else "rawPredict"
         return self.place.url("anthropic", model, method), payload
 
