@@ -20,6 +20,9 @@ Vertex does:
 5. Claude's beta features travel in the body as ``anthropic_beta`` (a list of strings); an
    ``anthropic-beta`` header is not read, so a feature asked for only there is the Anthropic
    twin's "requires the beta" 400.
+6. Mid-conversation system messages (SPEC 28's entries in place) are the Claude API's alone
+   (provider-rules, Anthropic late 2026, rule 6; the profile turns them off on Vertex): a
+   ``system`` role is "messages.N.role: Input should be 'user' or 'assistant'".
 4. Gemini (publisher ``google``, ``:generateContent`` / ``:streamGenerateContent?alt=sse``): the
    Gemini twin's rules (thought signatures per model, ``generationConfig``, media) and replies.
 """
@@ -149,6 +152,8 @@ class VertexTwin:
             problem = f"anthropic_version: Input should be '{VERSION}'"
         elif not _beta_list(body.get("anthropic_beta", [])):
             problem = "anthropic_beta: Input should be a valid list of strings"
+        else:
+            problem = _entries(body)
         if problem is not None:
             self.refused.append(problem)
             return claude._error(400, "invalid_request_error", problem, "req_vertex")
@@ -177,6 +182,14 @@ class VertexTwin:
         return web.Response(
             text=json.dumps(twin.json_reply(reply)), content_type="application/json"
         )
+
+
+def _entries(body: Mapping[str, Any]) -> str | None:
+    """Rule 6: no mid-conversation system message (documented for the Claude API only)."""
+    for i, message in enumerate(body.get("messages") or []):
+        if message.get("role") not in ("user", "assistant"):
+            return f"messages.{i}.role: Input should be 'user' or 'assistant'"
+    return None
 
 
 def _beta_list(value: object) -> bool:

@@ -83,7 +83,7 @@ from agentloop.providers.anthropic._entries import (
 from agentloop.providers.anthropic._reply import error_from_body, invalid_reply, parse_response
 from agentloop.providers.anthropic._settings import check_payload, profile, settings_fields
 from agentloop.providers.anthropic._stream import AnthropicStreamState
-from agentloop.providers.profiles import merge_body
+from agentloop.providers.profiles import merge_body, profile_for
 
 if TYPE_CHECKING:
     from agentloop.provider_tools import ProviderTool
@@ -299,18 +299,25 @@ def _encode_tools(
 
 
 def build_payload(
-    request: ModelRequest, *, model: str, max_tokens: int | None = None, stream: bool
+    request: ModelRequest,
+    *,
+    model: str,
+    max_tokens: int | None = None,
+    stream: bool,
+    route: str = "anthropic",
 ) -> dict[str, Any]:
     """The Messages API request body for ``request``.
 
     ``max_tokens``: the client's override of the profile's default output limit (None: the
-    profile's). Raises ``ConfigurationError`` (a setting the model refuses) and
-    ``TranscriptError`` (reasoning that cannot be sent back) before anything is sent.
+    profile's). ``route``: the provider the body goes to (``vertex``: its profile row says
+    whether entries go in place or fold, SPEC 28). Raises ``ConfigurationError`` (a setting
+    the model refuses) and ``TranscriptError`` (reasoning that cannot be sent back) before
+    anything is sent.
     """
     settings, name = request.settings, request.model or model
     fields = settings_fields(settings, name, max_tokens)
     cache, tools = settings.cache, request.tools
-    found = profile(name)
+    found = profile(name) if route == _PROVIDER else profile_for(route, name)
     in_place = found.mid_conversation_system
     bare = -1
     if not in_place:  # entries fold into system and tools (SPEC 28)

@@ -114,6 +114,11 @@ class BedrockClient(HttpClient):
             max_connections=max_connections,
         )
 
+    @property
+    def append_only(self) -> bool:
+        """Whether the model binds thinking to what came before it (SPEC 28, its profile)."""
+        return profile_for(PROVIDER, self._model).append_only
+
     def check_provider_tools(self, tools: Sequence[ProviderTool], functions: bool) -> None:
         """Converse has no provider tools (SPEC 24): any one is a ``ConfigurationError``."""
         refuse_provider_tools(tools, self._model)

@@ -108,6 +108,11 @@ class VertexClient(HttpClient):
         """The media kinds the default model takes (its profile's)."""
         return profile_for(_PROVIDER, self._model).media
 
+    @property
+    def append_only(self) -> bool:
+        """Whether the model binds thinking to what came before it (SPEC 28, its profile)."""
+        return profile_for(_PROVIDER, self._model).append_only
+
     def check_provider_tools(self, tools: Sequence[ProviderTool], functions: bool) -> None:
         """``ConfigurationError`` for a provider tool this model cannot take (SPEC 24).
 
@@ -123,7 +128,7 @@ class VertexClient(HttpClient):
         return {"Authorization": f"Bearer {token}"}
 
     def _claude(self, request: ModelRequest, model: str, stream: bool) -> tuple[str, Any]:
-        payload = claude_payload(request, model=model, stream=stream)
+        payload = claude_payload(request, model=model, stream=stream, route=_PROVIDER)
         del payload["model"]  # Vertex takes the model from the URL, and refuses it in the body
         payload["anthropic_version"] = VERTEX_ANTHROPIC_VERSION
         betas = request_betas(request, payload)
