@@ -24,7 +24,9 @@ Vertex does:
    (provider-rules, Anthropic late 2026, rule 6; the profile turns them off on Vertex): a
    ``system`` role is "messages.N.role: Input should be 'user' or 'assistant'".
 4. Gemini (publisher ``google``, ``:generateContent`` / ``:streamGenerateContent?alt=sse``): the
-   Gemini twin's rules (thought signatures per model, ``generationConfig``, media) and replies.
+   Gemini twin's rules (thought signatures per model, ``generationConfig``, media) and replies;
+   its signatures are its own (``twin-sig-vertex-N``): one the Gemini API's twin issued is
+   "Corrupted thought signature." here, and the reverse.
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ class VertexTwin:
         project: str = "twin-project",
         locations: Sequence[str] = ("global", "us-east5", "europe-west1"),
     ) -> None:
-        self.gemini = GeminiTwin(*gemini)
+        self.gemini = GeminiTwin(*gemini, sign="twin-sig-vertex-")
         self.claude = claude.AnthropicTwin(claude_script)
         self.token = token
         self.project = project
@@ -177,6 +179,8 @@ class VertexTwin:
             self.refused.append(problem)
             return google_error(400, problem)
         reply = twin.script.pop(0)
+        if reply.error is not None:
+            return google_error(reply.status, reply.error, "UNAVAILABLE")
         if stream:
             return await twin._sse(request, reply)
         return web.Response(

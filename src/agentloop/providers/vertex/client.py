@@ -19,7 +19,9 @@ Claude, Gemini's built-in tools for Gemini, each against the model's Vertex prof
 Reasoning keeps the label of the wire that wrote it: Claude's thinking is
 ``ThinkingPart(provider="anthropic")`` and Gemini's signatures ``provider="gemini"``, so a
 conversation that moves between the two never sends one's reasoning to the other (each adapter
-sends back only its own label). Errors carry ``provider="vertex"``: Google's
+sends back only its own label). Gemini's signatures also record the route (``vertex:<host>/
+<project>``), so a fallback between Gemini on Vertex and the Gemini API with the same model name
+sends neither the other's signatures. Errors carry ``provider="vertex"``: Google's
 ``{"error": {"code", "message", "status"}}`` bodies go through the shared status table, and a
 401 for an expired or invalid token is ``AuthError``.
 """
@@ -29,6 +31,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from agentloop.errors import ProviderError
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
@@ -43,6 +46,7 @@ from agentloop.providers.anthropic._reply import invalid_reply
 from agentloop.providers.anthropic.client import request_betas
 from agentloop.providers.gemini import _builtin as gemini_tools
 from agentloop.providers.gemini._encode import build_payload as gemini_payload
+from agentloop.providers.gemini._encode import reader
 from agentloop.providers.gemini._reply import GeminiStreamState, parse_reply
 from agentloop.providers.profiles import profile_for
 from agentloop.providers.vertex._auth import GoogleAuth, VertexPlace
@@ -87,6 +91,9 @@ class VertexClient(HttpClient):
         check_client(model, place.base_url, timeout, connect_timeout, max_connections)
         place.url("google", model, "generateContent")  # the name is a safe path segment
         self.place = place
+        host = urlsplit(place.base_url).netloc.lower()
+        self._route = f"{_PROVIDER}:{host}/{place.project}"
+        """Where Gemini's thought signatures were written (``reader``): never the Gemini API's."""
         self._auth = auth
         self._model = model
         self._provider = _PROVIDER
@@ -147,9 +154,10 @@ class VertexClient(HttpClient):
                 reply = await self._transport.post_json(url, payload, headers=headers)
                 return parse_claude(reply.data, request_id=reply.request_id, text=reply.text)
             url = self.place.url("google", model, "generateContent")
-            payload = gemini_payload(request, self._model)
+            payload = gemini_payload(request, self._model, self._route)
             reply = await self._transport.post_json(url, payload, headers=headers)
-            return parse_reply(reply.data, reply.request_id, reply.text, model).response()
+            origin = reader(model, self._route)
+            return parse_reply(reply.data, reply.request_id, reply.text, origin).response()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream one request; ``done`` only after the wire's terminal event."""
@@ -161,9 +169,11 @@ class VertexClient(HttpClient):
                     yield event
                 return
             url = self.place.url("google", model, "streamGenerateContent") + "?alt=sse"
-            payload = gemini_payload(request, self._model)
+            payload = gemini_payload(request, self._model, self._route)
             async with self._transport.stream_sse(url, payload, headers=headers) as sse:
-                state = GeminiStreamState(request_id=sse.request_id, origin=model)
+                state = GeminiStreamState(
+                    request_id=sse.request_id, origin=reader(model, self._route)
+                )
                 async for chunk in sse:
                     for out in state.feed(chunk):
                         yield out
