@@ -37,6 +37,7 @@ from agentloop.errors import ProviderError
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
 from agentloop.providers._client import HttpClient, check_client
 from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS, HttpTransport
+from agentloop.providers._provider_tools import Wire
 from agentloop.providers._provider_tools import check as check_tools
 from agentloop.providers.anthropic import AnthropicStreamState
 from agentloop.providers.anthropic import _server_tools as claude_tools
@@ -59,6 +60,8 @@ __all__ = ["VERTEX_ANTHROPIC_VERSION", "VertexClient", "is_claude"]
 VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16"
 """The ``anthropic_version`` every Claude request on Vertex carries in its body."""
 _PROVIDER = "vertex"
+_CLAUDE_TOOLS = Wire("vertex (Claude, rawPredict)", claude_tools.WIRE.options)
+_GEMINI_TOOLS = Wire("vertex (Gemini, generateContent)", gemini_tools.WIRE.options)
 
 
 def is_claude(model: str) -> bool:
@@ -125,7 +128,7 @@ class VertexClient(HttpClient):
 
         Claude's server tools or Gemini's built-in tools, by the model's Vertex profile.
         """
-        wire = claude_tools.WIRE if is_claude(self._model) else gemini_tools.WIRE
+        wire = _CLAUDE_TOOLS if is_claude(self._model) else _GEMINI_TOOLS
         profile = profile_for(_PROVIDER, self._model)
         check_tools(tools, wire, self._model, profile, functions=functions)
 
