@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+import agentloop
 from agentloop import Agent, RunConfig
 from agentloop.model import ModelSettings
 from agentloop.run import Run
 from agentloop.store import SQLiteStore
+from agentloop.testing import ScriptedModel, reply
 
 from .test_appendonly_twin import EFFORT, client, look, turn
 from .twins.anthropic import AnthropicTwin
@@ -78,3 +83,41 @@ async def test_a_session_never_told_sends_no_binding_after_resume(tmp_path: Path
             )  # fmt: skip
             await again.run("b")
     assert all("block_binding" not in b["thinking"] for b in server.requests)
+
+
+CRASH_SCRIPT = """
+import asyncio, os, sys
+from agentloop import Agent, tool
+from agentloop.model import ModelSettings
+from agentloop.store import SQLiteStore
+from agentloop.testing import ScriptedModel, reply
+from agentloop.testing import ScriptedModel, call
+
+@tool
+async def crash() -> str:
+    '''Die the way a killed process dies: no finalize, no cleanup.'''
+    os._exit(3)
+
+agent = Agent(ScriptedModel([call("crash")]), tools=[crash], store=SQLiteStore(sys.argv[1]),
+              session_id="crashy")
+drop = ModelSettings(thinking_prefix_mismatch="drop_block")
+asyncio.run(agent.run("go", model_settings=drop))
+"""
+
+
+def test_a_run_that_asked_for_drop_block_and_crashed_still_passes_it_on(tmp_path: Path) -> None:
+    """The run's record is never written; the durable snapshot of its start keeps the hatch."""
+    script, db = tmp_path / "crash.py", tmp_path / "s.db"
+    script.write_text(CRASH_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(Path(agentloop.__file__).parents[1])}
+    done = subprocess.run(
+        [sys.executable, str(script), str(db)], capture_output=True, timeout=60, env=env
+    )
+    assert done.returncode == 3, done.stderr
+    model = ScriptedModel([reply("resumed")])
+    with SQLiteStore(db) as store:
+        agent = Agent.resume("crashy", store=store, client=model)
+        assert agent.runs[0].thinking_prefix_mismatch is None  # closed from its turns alone
+        run = agent.run_sync("carry on")
+    assert run.output == "resumed" and run.thinking_prefix_mismatch == "drop_block"
+    assert model.requests[0].settings.thinking_prefix_mismatch == "drop_block"

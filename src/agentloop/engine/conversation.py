@@ -94,12 +94,23 @@ class Conversation(Generic[OutputT]):
             self._dispatcher.store = recorder.store  # child agents' runs are recorded there too
         if recorder is None or recorder.durable is None:
             return
-        recorder.snapshot = lambda: self.safety.snapshot(self.agent.client)
+        recorder.snapshot = self._snapshot
         from agentloop.engine.journal import Journal, JournaledTools  # durable stores only
 
         self._journal = Journal(recorder.step)
         self._dispatcher.registry = JournaledTools(self.agent.registry, self._journal)
         self._dispatcher.journal = self._journal
+
+    def _snapshot(self) -> dict[str, Any]:
+        """The state a durable store keeps at each commit point: safety, and ``drop_block``.
+
+        ``drop_block`` is there too (SPEC 28), so a session whose asking run crashed before its
+        record was written still sends it after ``Agent.resume``.
+        """
+        data = self.safety.snapshot(self.agent.client)
+        if self._drop_block:
+            data["drop_block"] = True
+        return data
 
     @property
     def session_id(self) -> str:
