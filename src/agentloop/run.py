@@ -192,6 +192,9 @@ class Run(Generic[OutputT]):
     """Long-term memory (SPEC 27): ``namespace``, ``recalled`` ids, ``staged`` and ``committed``."""
     last_agent: str | None = None
     """The agent active when the run ended or paused (its handoff name; None: the starting one)."""
+    thinking_prefix_mismatch: str | None = None
+    """``"drop_block"`` when this run sent SPEC 28's escape hatch: stored with the run, so a
+    resumed session keeps sending it (``ModelSettings.thinking_prefix_mismatch``)."""
 
     if not TYPE_CHECKING:  # for mypy a misspelt attribute stays an error it reports
 
@@ -261,6 +264,11 @@ class Run(Generic[OutputT]):
             **({"loaded_tools": self.loaded_tools} if self.loaded_tools else {}),
             **({"skills_read": self.skills_read} if self.skills_read else {}),
             **({"last_agent": self.last_agent} if self.last_agent else {}),
+            **(
+                {"thinking_prefix_mismatch": self.thinking_prefix_mismatch}
+                if self.thinking_prefix_mismatch
+                else {}
+            ),
         }
 
     @classmethod
@@ -292,6 +300,9 @@ class Run(Generic[OutputT]):
             parent=dict(data["parent"]) if isinstance(data.get("parent"), Mapping) else None,
             memory=dict(data["memory"]) if isinstance(data.get("memory"), Mapping) else None,
             last_agent=_field(data, "last_agent", "", "str", default=None),
+            thinking_prefix_mismatch=_field(
+                data, "thinking_prefix_mismatch", "", "str", default=None
+            ),
         )
 
     def __eq__(self, other: object) -> bool:

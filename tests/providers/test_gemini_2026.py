@@ -113,7 +113,8 @@ async def test_signatures_stay_with_their_model_after_a_fallback(stream: bool) -
         ("gemini-3.8-flash", 200),
     ]
     signed = run.messages[1].thinking[0]
-    assert signed.origin == "gemini-3.1-pro-preview" and signed.signature
+    host = url.removeprefix("http://").split("/")[0]
+    assert signed.origin == f"gemini-3.1-pro-preview|gemini:{host}" and signed.signature
     model_turn = twin.received[2].body["contents"][1]
     assert model_turn["role"] == "model"
     assert model_turn["parts"][0]["thoughtSignature"] == BYPASS

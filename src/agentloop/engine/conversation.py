@@ -77,8 +77,9 @@ class Conversation(Generic[OutputT]):
             clock=agent.clock,
         )
         self._journal: Journal | None = None
-        self._drop_block = False
-        """A run asked for ``thinking_prefix_mismatch="drop_block"``: every later run sends it."""
+        self._drop_block = any(r.thinking_prefix_mismatch for r in self._runs)
+        """A run asked for ``thinking_prefix_mismatch="drop_block"``: every later run sends it
+        (a resumed session knows it from its stored runs)."""
         self._measured: Measured | None = None
         """What the last run that committed everything measured of the history (``Measured``)."""
         self._wire_recorder()
@@ -93,12 +94,23 @@ class Conversation(Generic[OutputT]):
             self._dispatcher.store = recorder.store  # child agents' runs are recorded there too
         if recorder is None or recorder.durable is None:
             return
-        recorder.snapshot = lambda: self.safety.snapshot(self.agent.client)
+        recorder.snapshot = self._snapshot
         from agentloop.engine.journal import Journal, JournaledTools  # durable stores only
 
         self._journal = Journal(recorder.step)
         self._dispatcher.registry = JournaledTools(self.agent.registry, self._journal)
         self._dispatcher.journal = self._journal
+
+    def _snapshot(self) -> dict[str, Any]:
+        """The state a durable store keeps at each commit point: safety, and ``drop_block``.
+
+        ``drop_block`` is there too (SPEC 28), so a session whose asking run crashed before its
+        record was written still sends it after ``Agent.resume``.
+        """
+        data = self.safety.snapshot(self.agent.client)
+        if self._drop_block:
+            data["drop_block"] = True
+        return data
 
     @property
     def session_id(self) -> str:
@@ -230,6 +242,9 @@ class Conversation(Generic[OutputT]):
             self._drop_block = True
         elif self._drop_block:
             state.settings = replace(state.settings, thinking_prefix_mismatch="drop_block")
+        else:
+            return
+        state.run.thinking_prefix_mismatch = state.settings.thinking_prefix_mismatch
 
     def _check_idle(self) -> None:
         """A new run needs a session that is neither running nor paused."""

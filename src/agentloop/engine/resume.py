@@ -46,6 +46,8 @@ def restore_safety(
             f"session {session.id!r}: the stored safety state is unreadable: "
             f"{type(exc).__name__}: {exc}"
         ) from exc
+    if data.get("drop_block") is True:  # SPEC 28's escape hatch, stored with the session
+        session._drop_block = True
     if continuing is None:
         session.safety.end_run()
 

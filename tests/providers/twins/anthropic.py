@@ -469,11 +469,28 @@ class AnthropicTwin:
             self.rejected.append(REQUEST_TOO_LARGE)
             return _error(413, "request_too_large", REQUEST_TOO_LARGE, request_id)
         body = await request.json()
-        betas = prefix.betas_of(request.headers)
+        return await self.serve(request, body, request.headers.get("anthropic-beta", ""), number)
+
+    async def serve(
+        self,
+        request: web.Request,
+        body: Mapping[str, Any],
+        beta: str,
+        number: int,
+        sent: Mapping[str, Any] | None = None,
+    ) -> web.StreamResponse:
+        """Check ``body`` (``beta``: the betas it asked for, comma-separated) and answer it.
+
+        Another front (the Vertex twin, whose betas travel in the body) serves Claude here,
+        ``body`` as the Messages API would see it, ``sent`` the body as sent (kept in
+        ``requests``).
+        """
+        request_id = f"req_twin_{number}"
+        betas = prefix.betas_of({"anthropic-beta": beta})
         problem = (
             violation(body, self.issued)
-            or tool_violation(body, request.headers)
-            or self.server.violation(body, request.headers.get("anthropic-beta", ""))
+            or tool_violation(body, {"anthropic-beta": beta})
+            or self.server.violation(body, beta)
             or prefix.conversation_rules(body, betas)
         )
         if problem is None:
@@ -481,7 +498,7 @@ class AnthropicTwin:
         if problem is not None:
             self.rejected.append(problem)
             return _error(400, "invalid_request_error", problem, request_id)
-        self.requests.append(body)
+        self.requests.append(dict(body if sent is None else sent))
         if not self.script:
             return _error(500, "api_error", "the twin's script is exhausted", request_id)
         step = self.script.pop(0)

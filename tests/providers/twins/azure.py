@@ -13,6 +13,11 @@ does, with Azure's bodies:
    "content_filter"``, ``innererror.code: "ResponsibleAIPolicyViolation"`` and the filter
    results; a filtered completion is the Chat twin's ``finish_reason="content_filter"``.
 
+4. The v1 API's ``/openai/v1/responses`` is the Responses twin's, with the resource's own
+   secret: a reasoning item's ``encrypted_content`` another organisation (OpenAI itself) wrote is
+   400 ``invalid_encrypted_content`` here, and Azure's is the same 400 at OpenAI
+   (provider-rules "OpenAI" 8: "Azure <-> OpenAI").
+
 Everything else (rules per model, replies, streams) is ``OpenAIChatTwin``'s: deployments here
 are named after their model, so the Chat twin's model rules apply to them.
 """
@@ -25,6 +30,10 @@ from typing import Any
 from aiohttp import web
 
 from .openai_chat import OpenAIChatTwin, Step
+from .openai_responses import Reply, ResponsesTwin
+
+SECRET = b"azure-resource"
+"""What signs the resource's ``encrypted_content`` (another organisation than OpenAI's twin)."""
 
 ACCESS_DENIED = (
     "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide "
@@ -47,8 +56,10 @@ class AzureTwin:
         key: str = "azure-twin-key",
         deployments: Sequence[str] = ("gpt-4o-mini",),
         blocked: Sequence[str] = ("FORBIDDEN",),
+        responses: Sequence[Reply] = (),
     ) -> None:
         self.chat = OpenAIChatTwin(list(steps))
+        self.responses = ResponsesTwin(*responses, secret=SECRET)
         self.key = key
         self.deployments = tuple(deployments)
         self.blocked = tuple(blocked)
@@ -79,11 +90,13 @@ class AzureTwin:
             )
         if self._blocked(body):
             return web.json_response({"error": _filter_error()}, status=400)
+        if request.path == "/openai/v1/responses":
+            return await self.responses.answer(request)
         return await self.chat._handle(request)
 
     def _deployment(self, request: web.Request, body: Mapping[str, Any]) -> str | None:
         parts = request.path.split("/")
-        if request.path == "/openai/v1/chat/completions":
+        if request.path in ("/openai/v1/chat/completions", "/openai/v1/responses"):
             return str(body.get("model"))
         dated = len(parts) == 6 and parts[1:3] == ["openai", "deployments"]
         if dated and parts[4:] == ["chat", "completions"] and request.query.get("api-version"):
@@ -91,7 +104,7 @@ class AzureTwin:
         return None
 
     def _blocked(self, body: Mapping[str, Any]) -> bool:
-        for message in body.get("messages", []):
+        for message in body.get("messages") or body.get("input") or []:
             content = message.get("content")
             text = content if isinstance(content, str) else str(content)
             if message.get("role") == "user" and any(w in text for w in self.blocked):

@@ -20,13 +20,17 @@ internal.amazon.com/coral/com.amazon.bedrock/``, ``x-amzn-RequestId`` and ``{"me
    put ``cache_control`` on a thinking block); a conversation that does not start
    with ``user`` or does not alternate; a blank text block; ``toolUse``/``toolResult`` blocks
    without ``toolConfig``; ``toolResult`` blocks that do not answer the previous turn's
-   ``toolUse`` ids; and, with Claude thinking on, a final assistant turn of ``toolUse`` that does
-   not start with its ``reasoningContent`` (Anthropic's text, as Bedrock relays it), or a
-   reasoning signature the twin never issued.
+   ``toolUse`` ids; and, with Claude thinking ``enabled``, a final assistant turn of
+   ``toolUse`` that does not start with its ``reasoningContent`` (Anthropic's text, as Bedrock
+   relays it), or a reasoning signature the twin never issued.
 4. Replies are scripted (``Reply``): text, reasoning (signed by the twin), tool calls, any
    ``stopReason``, usage, an AWS error (``Reply.aws``) or a mid-stream exception frame
    (``Reply.stream_error``). Streams are AWS event-stream frames (``agentloop.testing.
    fake_converse.frame``), which botocore's decoder reads with their CRCs checked.
+5. SPEC 28 (``bedrock_prefix``): a reasoning block served to an append-only Claude (Fable/Mythos
+   5.x, Opus/Sonnet/Haiku 5.5) is bound to a hash of its prefix; sent back after ``system``,
+   ``toolConfig`` or an earlier message changed, it is Anthropic's "bound to a different
+   conversation" as a ``ValidationException``.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 from aiohttp import web
 from botocore.auth import SigV4Auth
@@ -43,6 +48,8 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from agentloop.testing.fake_converse import event_frame, exception_frame
+
+from .bedrock_prefix import Binder
 
 CORAL = "http://internal.amazon.com/coral/com.amazon.bedrock/"
 SIGNATURE_MISMATCH = (
@@ -125,6 +132,8 @@ class BedrockTwin:
         self.bearer = bearer
         self.region = region
         self.issued: set[str] = set()
+        self.binder = Binder()  # rule 5: append-only Claude binds its reasoning (SPEC 28)
+        self._serving: tuple[str, Mapping[str, Any]] = ("", {})
         self.verified = 0
         self.received: list[Received] = []
 
@@ -152,13 +161,17 @@ class BedrockTwin:
         refusal = self._authenticate(request, raw)
         if refusal is None and (len(parts) != 4 or parts[1] != "model"):
             refusal = (404, "UnknownOperationException", "Unknown operation")
+        model = unquote(model)
         refusal = refusal or self._validate(body)
+        if refusal is None and (mismatch := self.binder.check(model, body)) is not None:
+            refusal = (400, "ValidationException", mismatch)
         if refusal is None and not self.script:
             refusal = (500, "InternalServerException", "twin: the script is exhausted")
         if refusal is not None:
             record.status = refusal[0]
             return aws_error(*refusal, request_id=len(self.received))
         reply = self.script.pop(0)
+        self._serving = (model, body)
         record.status = reply.status
         if reply.error_type is not None:
             return aws_error(reply.status, reply.error_type, reply.message, len(self.received))
@@ -275,8 +288,8 @@ class BedrockTwin:
                 if text is not None and text.get("signature") not in self.issued:
                     return f"messages.{i}.content: Invalid `signature` in `thinking` block"
         extra = body.get("additionalModelRequestFields") or {}
-        if "thinking" not in extra:
-            return None
+        if (extra.get("thinking") or {}).get("type") != "enabled":
+            return None  # an adaptive turn may not have thought (SPEC 28): no such rule
         last = max((i for i, m in enumerate(messages) if m["role"] == "assistant"), default=None)
         if last is None:
             return None
@@ -304,6 +317,7 @@ class BedrockTwin:
                 "input": arguments,
             }
             blocks.append({"toolUse": use})
+        self.binder.bind(*self._serving, blocks)
         return blocks
 
     def body(self, reply: Reply) -> dict[str, Any]:

@@ -153,6 +153,9 @@ class GeminiTwin:
         self.script = list(replies)
         self.key = key
         self.require_config: dict[str, Any] = require.pop("require_config", {})
+        self.sign: str = require.pop("sign", "twin-sig-")
+        """What the signatures begin with: another route's twin (Vertex) signs differently, so
+        a signature replayed across routes is one this twin never issued (``Corrupted``)."""
         assert not require, f"unknown options {sorted(require)}"
         self.issued: dict[str, str] = {}  # signature -> the kind of part it was issued on
         self.built_in: set[str] = set()  # built-in tool parts served (gemini_builtin.key)
@@ -276,7 +279,7 @@ class GeminiTwin:
         for part in parts:
             marker = part.pop("_signed", None)
             if marker or (marker is None and any(part is p for p in auto)):
-                signature = f"twin-sig-{len(self.issued) + 1}"
+                signature = f"{self.sign}{len(self.issued) + 1}"
                 self.issued[signature] = part_kind(part)
                 self.signed_by[signature] = self.model
                 part["thoughtSignature"] = signature

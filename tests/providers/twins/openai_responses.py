@@ -205,11 +205,19 @@ class ResponsesTwin:
         return [r.body for r in self.received if r.status == 200]
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        keyed = request.headers.get("Authorization") == f"Bearer {self.key}"
+        return await self.answer(request, keyed=keyed)
+
+    async def answer(self, request: web.Request, *, keyed: bool = True) -> web.StreamResponse:
+        """Answer ``request`` by the rules (``keyed``: its credential was checked and holds).
+
+        Another front (the Azure twin, which checks ``api-key``) serves its requests here.
+        """
         body = await request.json()
         record = Received(body)
         self.received.append(record)
         try:
-            if request.headers.get("Authorization") != f"Bearer {self.key}":
+            if not keyed:
                 raise Refusal(401, "Incorrect API key provided.", "invalid_api_key")
             self.check(body)
         except Refusal as refusal:

@@ -15,9 +15,18 @@ Vertex does:
    body is "model: Extra inputs are not permitted", ``anthropic_version`` other than
    ``vertex-2023-10-16`` "anthropic_version: Input should be 'vertex-2023-10-16'"; then the
    Anthropic twin's rules (thinking blocks signed by the twin, thinking settings, media), with
-   the model the URL names, and its replies.
+   the model the URL names, and its replies; SPEC 28's append-only binding included (a block
+   of an append-only model bound to a hash of its prefix, the 400 when that changed).
+5. Claude's beta features travel in the body as ``anthropic_beta`` (a list of strings); an
+   ``anthropic-beta`` header is not read, so a feature asked for only there is the Anthropic
+   twin's "requires the beta" 400.
+6. Mid-conversation system messages (SPEC 28's entries in place) are the Claude API's alone
+   (provider-rules, Anthropic late 2026, rule 6; the profile turns them off on Vertex): a
+   ``system`` role is "messages.N.role: Input should be 'user' or 'assistant'".
 4. Gemini (publisher ``google``, ``:generateContent`` / ``:streamGenerateContent?alt=sse``): the
-   Gemini twin's rules (thought signatures per model, ``generationConfig``, media) and replies.
+   Gemini twin's rules (thought signatures per model, ``generationConfig``, media) and replies;
+   its signatures are its own (``twin-sig-vertex-N``): one the Gemini API's twin issued is
+   "Corrupted thought signature." here, and the reverse.
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ API_KEY = (
     "authentication"
 )
 VERSION = "vertex-2023-10-16"
+_VERTEX_KEYS = ("anthropic_version", "anthropic_beta")
 _METHODS = {
     "google": {"generateContent": False, "streamGenerateContent": True},
     "anthropic": {"rawPredict": False, "streamRawPredict": True},
@@ -65,13 +75,14 @@ class VertexTwin:
         project: str = "twin-project",
         locations: Sequence[str] = ("global", "us-east5", "europe-west1"),
     ) -> None:
-        self.gemini = GeminiTwin(*gemini)
+        self.gemini = GeminiTwin(*gemini, sign="twin-sig-vertex-")
         self.claude = claude.AnthropicTwin(claude_script)
         self.token = token
         self.project = project
         self.locations = tuple(locations)
         self.paths: list[str] = []
         self.bodies: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
         self.refused: list[str] = []
 
     def app(self) -> web.Application:
@@ -87,6 +98,7 @@ class VertexTwin:
         self.paths.append(str(request.rel_url))
         body = await request.json()
         self.bodies.append(body)
+        self.headers.append(dict(request.headers))
         refusal = self._auth(request) or self._place(request)
         if refusal is not None:
             self.refused.append(refusal[1])
@@ -140,23 +152,22 @@ class VertexTwin:
             problem = "model: Extra inputs are not permitted"
         elif body.get("anthropic_version") != VERSION:
             problem = f"anthropic_version: Input should be '{VERSION}'"
-        checked = {**body, "model": model.partition("@")[0]}
-        problem = problem or claude.violation(checked, self.claude.issued)
+        elif not _beta_list(body.get("anthropic_beta", [])):
+            problem = "anthropic_beta: Input should be a valid list of strings"
+        else:
+            problem = _entries(body)
         if problem is not None:
             self.refused.append(problem)
             return claude._error(400, "invalid_request_error", problem, "req_vertex")
-        self.claude.requests.append(dict(body))
-        step = self.claude.script.pop(0)
-        reply = step if isinstance(step, claude.TwinReply) else step(body)
-        served = claude._Served(reply, self.claude.issued, len(self.claude.requests))
-        if not stream:
-            return web.json_response(served.json(model, f"msg_vrtx_{len(self.bodies)}"))
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        for chunk in served.events(model, f"msg_vrtx_{len(self.bodies)}"):
-            await response.write(chunk)
-        await response.write_eof()
-        return response
+        checked = {k: v for k, v in body.items() if k not in _VERTEX_KEYS}
+        checked["model"] = model.partition("@")[0]
+        beta = ",".join(body.get("anthropic_beta", []))  # rule 5: never the header
+        twin = self.claude
+        number = len(twin.requests) + len(twin.rejected)
+        answer = await twin.serve(request, checked, beta, number, sent=body)
+        if answer.status != 200 and twin.rejected:
+            self.refused.append(twin.rejected[-1])
+        return answer
 
     async def _gemini(
         self, request: web.Request, body: dict[str, Any], model: str, stream: bool
@@ -168,8 +179,22 @@ class VertexTwin:
             self.refused.append(problem)
             return google_error(400, problem)
         reply = twin.script.pop(0)
+        if reply.error is not None:
+            return google_error(reply.status, reply.error, "UNAVAILABLE")
         if stream:
             return await twin._sse(request, reply)
         return web.Response(
             text=json.dumps(twin.json_reply(reply)), content_type="application/json"
         )
+
+
+def _entries(body: Mapping[str, Any]) -> str | None:
+    """Rule 6: no mid-conversation system message (documented for the Claude API only)."""
+    for i, message in enumerate(body.get("messages") or []):
+        if message.get("role") not in ("user", "assistant"):
+            return f"messages.{i}.role: Input should be 'user' or 'assistant'"
+    return None
+
+
+def _beta_list(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(b, str) for b in value)

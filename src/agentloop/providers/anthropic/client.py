@@ -83,7 +83,7 @@ from agentloop.providers.anthropic._entries import (
 from agentloop.providers.anthropic._reply import error_from_body, invalid_reply, parse_response
 from agentloop.providers.anthropic._settings import check_payload, profile, settings_fields
 from agentloop.providers.anthropic._stream import AnthropicStreamState
-from agentloop.providers.profiles import merge_body
+from agentloop.providers.profiles import merge_body, profile_for
 
 if TYPE_CHECKING:
     from agentloop.provider_tools import ProviderTool
@@ -266,6 +266,21 @@ def mark_transcript(messages: list[dict[str, Any]]) -> None:
             content[-1] = _marked(content[-1])
 
 
+def request_betas(request: ModelRequest, payload: dict[str, Any]) -> list[str]:
+    """The beta features ``payload`` (built for ``request``) needs, each once.
+
+    What its entries, binding and compaction need (SPEC 28), the native tools' (memory's) and
+    the server tools' (SPEC 24). The Claude API takes them as the ``anthropic-beta`` header;
+    Vertex as the body's ``anthropic_beta`` list.
+    """
+    betas = [
+        *betas_of(payload),
+        *(native_betas(request.tools) if request.tools else ()),
+        *(server.betas(request.provider_tools) if request.provider_tools else ()),
+    ]
+    return list(dict.fromkeys(betas))
+
+
 def native_betas(specs: Sequence[ToolSpec]) -> list[str]:
     """The beta headers the native tools among ``specs`` need (none for function tools)."""
     found = [t.parameters.get(NATIVE_KEY) for t in specs]
@@ -284,18 +299,25 @@ def _encode_tools(
 
 
 def build_payload(
-    request: ModelRequest, *, model: str, max_tokens: int | None = None, stream: bool
+    request: ModelRequest,
+    *,
+    model: str,
+    max_tokens: int | None = None,
+    stream: bool,
+    route: str = "anthropic",
 ) -> dict[str, Any]:
     """The Messages API request body for ``request``.
 
     ``max_tokens``: the client's override of the profile's default output limit (None: the
-    profile's). Raises ``ConfigurationError`` (a setting the model refuses) and
-    ``TranscriptError`` (reasoning that cannot be sent back) before anything is sent.
+    profile's). ``route``: the provider the body goes to (``vertex``: its profile row says
+    whether entries go in place or fold, SPEC 28). Raises ``ConfigurationError`` (a setting
+    the model refuses) and ``TranscriptError`` (reasoning that cannot be sent back) before
+    anything is sent.
     """
     settings, name = request.settings, request.model or model
     fields = settings_fields(settings, name, max_tokens)
     cache, tools = settings.cache, request.tools
-    found = profile(name)
+    found = profile(name) if route == _PROVIDER else profile_for(route, name)
     in_place = found.mid_conversation_system
     bare = -1
     if not in_place:  # entries fold into system and tools (SPEC 28)
@@ -418,11 +440,7 @@ class AnthropicClient(HttpClient):
         What the payload's entries, binding and compaction need (SPEC 28), the native tools'
         (memory's) and the server tools' (SPEC 24).
         """
-        betas = [
-            *betas_of(payload),
-            *(native_betas(request.tools) if request.tools else ()),
-            *(server.betas(request.provider_tools) if request.provider_tools else ()),
-        ]
+        betas = request_betas(request, payload)
         if not betas:
             return None
         return {"anthropic-beta": ",".join(dict.fromkeys([*self._betas, *betas]))}

@@ -30,16 +30,28 @@ takes beyond that in ``additionalModelRequestFields``. Rules kept here, before a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentloop.errors import ConfigurationError
 from agentloop.media import AudioPart, DocumentPart, ImagePart
 from agentloop.messages import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
-from agentloop.model import ModelRequest, ModelSettings, ToolSpec
+from agentloop.model import ModelRequest, ModelSettings, ToolSpec, with_tool_changes
+from agentloop.providers._provider_tools import refuse_all
+from agentloop.providers.anthropic._entries import last_entry
 from agentloop.providers.anthropic._settings import check_payload, settings_fields
 from agentloop.providers.profiles import check_settings, merge_body, profile_for
 
-__all__ = ["PROVIDER", "build_payload", "caches", "is_claude"]
+if TYPE_CHECKING:
+    from agentloop.provider_tools import ProviderTool
+
+__all__ = [
+    "NO_PROVIDER_TOOLS",
+    "PROVIDER",
+    "build_payload",
+    "caches",
+    "is_claude",
+    "refuse_provider_tools",
+]
 
 PROVIDER = "bedrock"
 _IMAGE_FORMATS = {
@@ -133,13 +145,21 @@ class _Encoder:
             return self.media(part)
         raise ConfigurationError(f"bedrock cannot send a {type(part).__name__}", field="messages")
 
-    def messages(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
+    def messages(self, messages: Sequence[Message], bare_before: int = -1) -> list[dict[str, Any]]:
+        """The Converse messages; the thinking of those before ``bare_before`` is left out.
+
+        Converse folds system entries into ``system`` (SPEC 28), which changes the prefix of
+        every block before the last entry: on an append-only model those are left out.
+        """
         out: list[dict[str, Any]] = []
-        for message in messages:
+        for index, message in enumerate(messages):
             if message.role == "system":
                 continue
             role = "assistant" if message.role == "assistant" else "user"
-            blocks = [b for b in map(self.block, message.parts) if b is not None]
+            parts = message.parts
+            if index < bare_before:
+                parts = tuple(p for p in parts if not isinstance(p, ThinkingPart))
+            blocks = [b for b in map(self.block, parts) if b is not None]
             if not blocks:
                 continue
             if out and out[-1]["role"] == role:
@@ -206,12 +226,22 @@ def _generic_fields(settings: ModelSettings, model: str) -> dict[str, Any]:
     return config
 
 
-def build_payload(request: ModelRequest, model: str) -> dict[str, Any]:
-    """The Converse body for ``request`` (the model goes in the URL, not the body).
+NO_PROVIDER_TOOLS = (
+    "Bedrock Converse has no provider tools; use the model's own API (anthropic, openai with "
+    "api='responses', gemini or vertex), or a function tool of your own"
+)
 
-    Raises ``ConfigurationError`` for anything the model or Converse refuses, before sending.
-    """
-    settings, name = request.settings, request.model or model
+
+def refuse_provider_tools(tools: Sequence[ProviderTool], model: str) -> None:
+    """``ConfigurationError`` for any provider tool: Converse has none (SPEC 24)."""
+    refuse_all(tools, "bedrock (Converse)", model, NO_PROVIDER_TOOLS)
+
+
+def _refused(request: ModelRequest, name: str) -> None:
+    """``ConfigurationError`` for what Converse has no field for."""
+    settings = request.settings
+    if request.provider_tools:  # a direct ModelRequest too: refused, never dropped
+        refuse_provider_tools(request.provider_tools, name)
     if settings.seed is not None:
         raise ConfigurationError("Bedrock Converse has no seed", field="seed")
     if settings.tool_choice == "none":
@@ -219,12 +249,24 @@ def build_payload(request: ModelRequest, model: str) -> dict[str, Any]:
             "Bedrock Converse has no tool_choice 'none': offer no tools instead",
             field="tool_choice",
         )
+
+
+def build_payload(request: ModelRequest, model: str) -> dict[str, Any]:
+    """The Converse body for ``request`` (the model goes in the URL, not the body).
+
+    Raises ``ConfigurationError`` for anything the model or Converse refuses, before sending.
+    """
+    settings, name = request.settings, request.model or model
+    _refused(request, name)
     extra: dict[str, Any] = {}
     if is_claude(name):
         config, extra = _claude_fields(settings, name)
     else:
         config = _generic_fields(settings, name)
-    payload: dict[str, Any] = {"messages": _Encoder(name).messages(request.messages)}
+    request = with_tool_changes(request)  # SPEC 28: an entry's tool change joins toolConfig
+    bare = last_entry(request.messages) if profile_for(PROVIDER, name).append_only else -1
+    messages = _Encoder(name).messages(request.messages, bare_before=bare)
+    payload: dict[str, Any] = {"messages": messages}
     system = _system(request)
     if system:
         payload["system"] = system

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from agentloop.errors import ConfigurationError, ProviderError
@@ -34,7 +34,7 @@ from agentloop.providers._client import HttpClient, check_client
 from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS, HttpTransport
 from agentloop.providers._wire import WireError, as_object, loads
 from agentloop.providers.bedrock._auth import AwsAuth
-from agentloop.providers.bedrock._encode import PROVIDER, build_payload
+from agentloop.providers.bedrock._encode import PROVIDER, build_payload, refuse_provider_tools
 from agentloop.providers.bedrock._reply import (
     ConverseStreamState,
     exception_error,
@@ -42,6 +42,9 @@ from agentloop.providers.bedrock._reply import (
     parse_converse,
 )
 from agentloop.providers.profiles import profile_for
+
+if TYPE_CHECKING:
+    from agentloop.provider_tools import ProviderTool
 
 __all__ = ["EVENT_STREAM", "BedrockClient", "model_url_path"]
 
@@ -111,6 +114,15 @@ class BedrockClient(HttpClient):
             secrets=auth.secrets,
             max_connections=max_connections,
         )
+
+    @property
+    def append_only(self) -> bool:
+        """Whether the model binds thinking to what came before it (SPEC 28, its profile)."""
+        return profile_for(PROVIDER, self._model).append_only
+
+    def check_provider_tools(self, tools: Sequence[ProviderTool], functions: bool) -> None:
+        """Converse has no provider tools (SPEC 24): any one is a ``ConfigurationError``."""
+        refuse_provider_tools(tools, self._model)
 
     def __repr__(self) -> str:
         return f"BedrockClient(model={self._model!r}, endpoint={self.endpoint!r})"

@@ -16,9 +16,11 @@ cached on it (``Message.encoded``); no client keeps signatures. Wire rules:
   (``text=""``) puts its ``thoughtSignature`` on the next wire part (on an empty text part when
   nothing follows, as Gemini sent it at the end of a stream); a thought goes back as
   ``{"text", "thought": true, "thoughtSignature"}``. Every other provider's reasoning is dropped,
-  and so is another Gemini model's: each part records the model that wrote it (``origin``), and
-  a signature goes back only to that model (after a fallback another model answers 400
-  "Invalid thought signature."). Parts stored without an origin are sent as before.
+  and so is another Gemini model's or another route's: each part records the model and route
+  that wrote it (``origin``, ``reader``: the provider label and endpoint, Gemini API or Vertex),
+  and a signature goes back only to that model there (after a fallback another model answers
+  400 "Invalid thought signature."). Parts stored without an origin are sent as before, and
+  parts stored with a model but no route go back to that model on any route.
 - Gemini 3 validates a signature on the first ``functionCall`` of each model turn. A turn whose
   calls Gemini never signed (written by another provider or another Gemini model before a
   fallback, or by hand: signatures are checked within the current turn, so the turn a fallback
@@ -64,7 +66,7 @@ from agentloop.providers.gemini import _builtin
 from agentloop.providers.gemini._media import ToolMedia, encode_media, refuse_kind, tool_media
 from agentloop.providers.profiles import ModelProfile, check_settings, merge_body, profile_for
 
-__all__ = ["BYPASS_SIGNATURE", "build_payload", "encode_contents", "gemini_profile"]
+__all__ = ["BYPASS_SIGNATURE", "build_payload", "encode_contents", "gemini_profile", "reader"]
 
 PROVIDER = "gemini"
 SYNTHETIC = "gemini_"
@@ -148,19 +150,39 @@ def _note_media(part: Part, index: int, found: _Media | None) -> _Media:
     return kinds | {part.kind}, media
 
 
-def _unreadable(part: Part, model: str) -> bool:
-    """Another Gemini model's thought or signature (``origin``), which ``model`` rejects."""
-    return isinstance(part, ThinkingPart) and part.origin is not None and part.origin != model
+def reader(model: str, route: str = "") -> str:
+    """Who can read a signature: ``model``, and with ``route`` where it is served.
+
+    ``route`` is the provider label and the endpoint (``gemini:generativelanguage.googleapis.
+    com``, ``vertex:aiplatform.googleapis.com/<project>``): the same model name on the Gemini
+    API and on Vertex is two readers. The form is ``<model>|<route>``.
+    """
+    return f"{model}|{route}" if route else model
 
 
-def _readable(message: Message, model: str) -> tuple[Part, ...]:
-    return tuple(part for part in message.parts if not _unreadable(part, model))
+def _unreadable(part: Part, target: str) -> bool:
+    """A thought or signature (``origin``) another model or route wrote: ``target`` rejects it.
+
+    ``target`` is ``reader(model, route)``. An origin without a route (recorded before routes
+    were) or a target without one (``build_payload`` called with a model only) compares the
+    model alone.
+    """
+    if not isinstance(part, ThinkingPart) or part.origin is None:
+        return False
+    if "|" in part.origin and "|" in target:
+        return part.origin != target
+    return part.origin.partition("|")[0] != target.partition("|")[0]
+
+
+def _readable(message: Message, target: str) -> tuple[Part, ...]:
+    return tuple(part for part in message.parts if not _unreadable(part, target))
 
 
 def _encode_message(message: Message, model: str = "") -> _Encoded:
     """Encode one message, putting each signature-only ``ThinkingPart`` on the part after it.
 
-    ``model``: the target; thoughts and signatures another model wrote are left out.
+    ``model``: the target's ``reader``; thoughts and signatures another model or route wrote
+    are left out.
     """
     parts: list[dict[str, Any]] = []
     found: _Media | None = None
@@ -234,7 +256,7 @@ def _refused(message: Message, profile: ModelProfile) -> ConfigurationError:
 
 
 def encode_contents(
-    messages: Sequence[Message], *, sign_calls: bool = False, model: str = ""
+    messages: Sequence[Message], *, sign_calls: bool = False, model: str = "", route: str = ""
 ) -> list[dict[str, Any]]:
     """The ``contents`` array: roles user/model, same-role neighbours merged.
 
@@ -242,10 +264,11 @@ def encode_contents(
     turn whose first call carries no signature gets ``BYPASS_SIGNATURE`` on a copy of that part.
     ``model`` picks the profile that says which media kinds it takes and whether a tool's media
     may go inside its ``functionResponse`` (Gemini 3); a part it cannot take is a
-    ``ConfigurationError`` naming the part and the model.
+    ``ConfigurationError`` naming the part and the model. ``route``: where the request goes
+    (``reader``): signatures written elsewhere are left out.
     """
     try:
-        return _contents(messages, sign_calls, gemini_profile(model), model)
+        return _contents(messages, sign_calls, gemini_profile(model), reader(model, route))
     except ConfigurationError as exc:  # only media are refused in here, by part: add the model
         name = model or "this Gemini model"
         raise ConfigurationError(f"{name} {exc}", field=exc.field) from None
@@ -254,6 +277,7 @@ def encode_contents(
 def _contents(
     messages: Sequence[Message], sign_calls: bool, profile: ModelProfile, model: str
 ) -> list[dict[str, Any]]:
+    """``encode_contents`` for the target ``model`` (its ``reader``: model and route)."""
     out: list[dict[str, Any]] = []
     after: list[dict[str, Any]] = []  # tool media waiting for the end of the responses
     mine = partial(_encode_message, model=model)
@@ -350,8 +374,11 @@ def _built_in_tools(
         config["includeServerSideToolInvocations"] = True
 
 
-def build_payload(request: ModelRequest, model: str = "") -> dict[str, Any]:
-    """The ``generateContent`` request body for ``request`` to ``model``.
+def build_payload(request: ModelRequest, model: str = "", route: str = "") -> dict[str, Any]:
+    """The ``generateContent`` request body for ``request`` to ``model`` at ``route``.
+
+    ``route`` (``reader``): the provider label and endpoint the body goes to, so a signature
+    written at another route is left out.
 
     ``model`` (``request.model`` wins) picks the profile: a setting the model refuses is a
     ``ConfigurationError`` raised here, before anything is sent. Without a model name the
@@ -362,7 +389,10 @@ def build_payload(request: ModelRequest, model: str = "") -> dict[str, Any]:
     profile = gemini_profile(name)
     check_settings(profile, name or "this Gemini model", request.settings)
     contents = encode_contents(
-        tuple(request.messages), sign_calls=_validates_signatures(profile), model=name
+        tuple(request.messages),
+        sign_calls=_validates_signatures(profile),
+        model=name,
+        route=route,
     )
     payload: dict[str, Any] = {"contents": contents}
     texts = [request.system] if request.system else []

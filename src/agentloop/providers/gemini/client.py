@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
 from agentloop.provider_tools import ProviderTool
@@ -46,6 +47,7 @@ from agentloop.providers.gemini._encode import (
     check_tools,
     encode_contents,
     gemini_profile,
+    reader,
 )
 from agentloop.providers.gemini._reply import REFUSALS, GeminiStreamState, parse_reply
 
@@ -121,6 +123,7 @@ class GeminiClient(HttpClient):
         model_path(model)
         api_key = require_key(api_key, "GEMINI_API_KEY", PROVIDER)
         self.base_url = base_url.rstrip("/")
+        self._route = f"{PROVIDER}:{urlsplit(self.base_url).netloc.lower()}"
         self._configure(
             name,
             PROVIDER,
@@ -146,24 +149,28 @@ class GeminiClient(HttpClient):
     def _target(self, request: ModelRequest) -> str:
         return (request.model or self._model).removeprefix("models/")
 
+    def _origin(self, request: ModelRequest) -> str:
+        """What its thought signatures record: the model and this route (``reader``)."""
+        return reader(self._target(request), self._route)
+
     def _url(self, request: ModelRequest, method: str) -> str:
         return f"{self.base_url}/{model_path(request.model or self._model)}:{method}"
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send one request and parse the reply."""
-        payload = build_payload(request, self._model)
+        payload = build_payload(request, self._model, self._route)
         reply = await self._transport.post_json(self._url(request, "generateContent"), payload)
         with self._redacting():
-            state = parse_reply(reply.data, reply.request_id, reply.text, self._target(request))
+            state = parse_reply(reply.data, reply.request_id, reply.text, self._origin(request))
             return state.response()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream one request; ``done`` follows the finish chunk and a clean end of stream."""
-        payload = build_payload(request, self._model)
+        payload = build_payload(request, self._model, self._route)
         url = self._url(request, "streamGenerateContent") + "?alt=sse"
         with self._redacting():
             async with self._transport.stream_sse(url, payload) as sse:
-                state = GeminiStreamState(request_id=sse.request_id, origin=self._target(request))
+                state = GeminiStreamState(request_id=sse.request_id, origin=self._origin(request))
                 async for event in sse:
                     for out in state.feed(event):
                         yield out
