@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from agentloop._util.slots import record
+from agentloop.testing.fake_tool_search import anthropic_search_blocks
 
 OPENAI_DONE = b"data: [DONE]\n\n"
 
@@ -51,6 +52,8 @@ class _Reply(Protocol):
     def refusal(self) -> str | None: ...
     @property
     def web_search(self) -> Sequence[str]: ...
+    @property
+    def tool_search(self) -> Mapping[str, Any] | None: ...
 
 
 def openai_error(
@@ -187,7 +190,7 @@ def anthropic_searches(reply: _Reply, ident: str) -> list[dict[str, Any]]:
                        "input": {"query": query}})  # fmt: skip
         blocks.append({"type": "web_search_tool_result", "tool_use_id": call_id,
                        "content": [found]})  # fmt: skip
-    return blocks
+    return anthropic_search_blocks(reply.tool_search, ident) + blocks
 
 
 def _anthropic_usage(reply: _Reply, inputs: int) -> dict[str, Any]:
