@@ -119,10 +119,14 @@ async def test_auto_is_local_on_a_claude_without_native_search() -> None:
 async def test_native_refuses_before_sending_where_a_model_has_none() -> None:
     async with FakeProviderServer([FakeReply("ok")]) as server:
         chain = FallbackClient([claude(server), claude(server, "claude-3-5-sonnet-latest")])
-        agent = Agent(chain, toolsets=[catalogue()], config=RunConfig(tool_search="native"))
-        with pytest.raises(ConfigurationError, match="tool_search='native'"):
-            await agent.run("go")
-        await agent.aclose()
+        with pytest.raises(ConfigurationError, match="'claude-3-5-sonnet-latest' has no native"):
+            Agent(chain, toolsets=[catalogue()], config=RunConfig(tool_search="native"))
+        native = Agent(claude(server), toolsets=[catalogue()],
+                       config=RunConfig(tool_search="native"))  # fmt: skip
+        with native.override(model=chain), pytest.raises(ConfigurationError, match="'native'"):
+            await native.run("go")  # a run's model is checked at its start
+        await native.aclose()
+        await chain.aclose()
         assert server.requests == []
 
 
@@ -181,3 +185,19 @@ async def test_the_fake_server_holds_the_tools_to_anthropics_rules() -> None:
         ok = await client.complete(ModelRequest(messages=[Message.user("x")], tools=[deferred]))
         assert ok.message.text == "ok"
         await client.aclose()
+
+
+async def test_an_append_only_conversation_sees_no_tool_change_when_a_tool_is_found() -> None:
+    script = searched("get_weather", then=FakeReply("Sunny.", thinking="ok"))
+    script.append(FakeReply("Still sunny."))
+    async with FakeProviderServer(script) as server:
+        agent = Agent(claude(server, "claude-fable-5-1"), toolsets=[catalogue()])
+        await agent.run("weather?")
+        await agent.run("and now?")
+        await agent.aclose()
+    first, *later = server.requests
+    for body in later:
+        assert body["tools"] == first["tools"]
+        assert all(m["role"] != "system" for m in body["messages"])  # no tool-change entry
+    entries = [i for i, m in enumerate(agent.history) if m.role == "system"]
+    assert entries == [0]  # the conversation's base, with the deferred tools; nothing later

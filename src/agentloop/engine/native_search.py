@@ -19,7 +19,7 @@ from typing import Any
 from agentloop.errors import ConfigurationError
 from agentloop.messages import Message, ProviderToolResultPart
 from agentloop.model import ToolSpec
-from agentloop.providers._tool_search import has_native, referenced
+from agentloop.providers._tool_search import lacking, referenced
 from agentloop.tools import Tool, ToolContext
 
 __all__ = ["Deferred", "found", "native_mode"]
@@ -33,10 +33,11 @@ def native_mode(mode: str, client: object) -> bool:
     """
     if mode not in ("auto", "native"):
         return False
-    if has_native(client):
+    without = lacking(client)
+    if without is None:
         return True
     if mode == "native":
-        model = getattr(client, "model", "?")
+        model = getattr(without, "model", "?")
         raise ConfigurationError(
             f"RunConfig.tool_search='native': model {model!r} has no native tool search "
             "(Anthropic Claude 4.x and later); use 'auto' or 'local'",

@@ -20,6 +20,7 @@ __all__ = [
     "ANTHROPIC_SEARCH_TOOL",
     "anthropic_has",
     "has_native",
+    "lacking",
     "referenced",
 ]
 
@@ -40,7 +41,12 @@ def anthropic_has(model: str) -> bool:
 
 
 def has_native(client: object) -> bool:
-    """Whether every model ``client`` may send to has native tool search.
+    """Whether every model ``client`` may send to has native tool search."""
+    return lacking(client) is None
+
+
+def lacking(client: object) -> object | None:
+    """The first client of ``client`` whose model has no native tool search (None: none).
 
     A client says so with ``native_tool_search``; a ``FallbackClient`` answers for all its
     models; a wrapper without the attribute answers for the client it wraps (``inner``). A
@@ -50,14 +56,15 @@ def has_native(client: object) -> bool:
     for _ in range(8):
         models = getattr(current, "clients", None)
         if isinstance(models, tuple) and models:
-            return all(has_native(c) for c in models)
-        found = getattr(current, "native_tool_search", None)
-        if isinstance(found, bool):
-            return found
-        current = getattr(current, "inner", None)
-        if current is None:
-            return False
-    return False
+            return next((found for c in models if (found := lacking(c)) is not None), None)
+        said = getattr(current, "native_tool_search", None)
+        if isinstance(said, bool):
+            return None if said else current
+        inner = getattr(current, "inner", None)
+        if inner is None:
+            return current
+        current = inner
+    return current
 
 
 def referenced(raw: Mapping[str, Any] | None) -> list[str]:
