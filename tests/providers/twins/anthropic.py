@@ -58,6 +58,7 @@ from .anthropic_media import (
     nested_breakpoints,
 )
 from .anthropic_server_tools import ServerBlocks
+from .anthropic_tool_search import search_violation
 from .anthropic_tools import tool_violation
 
 DOCS = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
@@ -474,6 +475,7 @@ class AnthropicTwin:
             violation(body, self.issued)
             or tool_violation(body, request.headers)
             or self.server.violation(body, request.headers.get("anthropic-beta", ""))
+            or search_violation(body)
             or prefix.conversation_rules(body, betas)
         )
         if problem is None:
