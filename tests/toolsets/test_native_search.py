@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 
 from agentloop import Agent, RunConfig, tool
@@ -167,19 +168,17 @@ async def test_the_fake_server_holds_the_tools_to_anthropics_rules() -> None:
     deferred = ToolSpec("get_weather", "weather", {"type": "object"}, defer_loading=True)
     async with FakeProviderServer([FakeReply("ok")]) as server:
         client = claude(server)
-        body = {"model": "claude-sonnet-4-5", "max_tokens": 10,
-                "messages": [{"role": "user", "content": "x"}]}  # fmt: skip
+        body: dict[str, Any] = {"model": "claude-sonnet-4-5", "max_tokens": 10,
+                                "messages": [{"role": "user", "content": "x"}]}  # fmt: skip
         url = server.root_url + "/v1/messages"
-        import httpx
-
+        function = {"name": "a", "input_schema": {"type": "object"}, "defer_loading": True}
+        search = {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25",
+                  "defer_loading": True}  # fmt: skip
         async with httpx.AsyncClient() as http:
-            alone = {**body, "tools": [{"name": "a", "input_schema": {"type": "object"},
-                                        "defer_loading": True}]}  # fmt: skip
+            alone = {**body, "tools": [function]}
             answer = await http.post(url, json=alone, headers={"x-api-key": "k"})
             assert answer.status_code == 400 and "tool search tool" in answer.text
-            every = {**alone, "tools": [*alone["tools"], {
-                "type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25",
-                "defer_loading": True}]}  # fmt: skip
+            every = {**body, "tools": [function, search]}
             answer = await http.post(url, json=every, headers={"x-api-key": "k"})
             assert "All tools have defer_loading set." in answer.json()["error"]["message"]
         ok = await client.complete(ModelRequest(messages=[Message.user("x")], tools=[deferred]))

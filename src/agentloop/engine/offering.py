@@ -256,8 +256,10 @@ class ToolPlan:
             )
 
     def _native(self, entry: Entry) -> Tool:
-        """A deferred tool marked for the provider's search (one object per tool: the offer
-        stays byte-identical while tools load); any other tool as it runs."""
+        """A deferred tool marked for the provider's search; any other tool as it runs.
+
+        One object per deferred tool: the offer stays byte-identical while tools load.
+        """
         tool = _runnable(entry)
         if not entry.deferred:
             return tool
