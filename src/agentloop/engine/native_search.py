@@ -16,13 +16,35 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from agentloop._provider_parts import tools_referenced
 from agentloop.errors import ConfigurationError
 from agentloop.messages import Message, ProviderToolResultPart
 from agentloop.model import ToolSpec
-from agentloop.providers._tool_search import lacking, referenced
 from agentloop.tools import Tool, ToolContext
 
-__all__ = ["Deferred", "found", "native_mode"]
+__all__ = ["Deferred", "found", "lacking", "native_mode"]
+
+
+def lacking(client: object) -> object | None:
+    """The first client of ``client`` whose model has no native tool search (None: none).
+
+    A client says so with ``native_tool_search``; a ``FallbackClient`` answers for all its
+    models; a wrapper without the attribute answers for the client it wraps (``inner``). A
+    client that says nothing has none (local search: fails closed).
+    """
+    current = client
+    for _ in range(8):
+        models = getattr(current, "clients", None)
+        if isinstance(models, tuple) and models:
+            return next((found for c in models if (found := lacking(c)) is not None), None)
+        said = getattr(current, "native_tool_search", None)
+        if isinstance(said, bool):
+            return None if said else current
+        inner = getattr(current, "inner", None)
+        if inner is None:
+            return current
+        current = inner
+    return current
 
 
 def native_mode(mode: str, client: object) -> bool:
@@ -79,6 +101,6 @@ def found(messages: Sequence[Message], start: int) -> list[str]:
         if message.role != "assistant":
             continue
         for part in message.parts:
-            if isinstance(part, ProviderToolResultPart) and not part.is_error:
-                names.extend(referenced(part.raw))
+            if isinstance(part, ProviderToolResultPart):
+                names.extend(tools_referenced(part))
     return names
