@@ -211,18 +211,24 @@ def provider_part_from_dict(
 def tools_referenced(part: ProviderToolResultPart) -> list[str]:
     """The tools a native tool search loaded (SPEC 22), by name.
 
-    An Anthropic ``tool_search_tool_result`` block's ``tool_references``; none for any other
-    part or a failed search.
+    An Anthropic ``tool_search_tool_result`` block's ``tool_references``, a Responses
+    ``tool_search_output`` item's loaded functions; none for any other part or a failed search.
     """
     raw = part.raw
-    if part.is_error or raw is None or raw.get("type") != "tool_search_tool_result":
+    if part.is_error or raw is None:
         return []
-    content = raw.get("content")
-    refs = content.get("tool_references") if isinstance(content, Mapping) else None
+    if raw.get("type") == "tool_search_output":
+        refs, key = raw.get("tools"), "name"
+    elif raw.get("type") == "tool_search_tool_result":
+        content = raw.get("content")
+        refs = content.get("tool_references") if isinstance(content, Mapping) else None
+        key = "tool_name"
+    else:
+        return []
     return [
-        str(ref["tool_name"])
+        str(ref[key])
         for ref in (refs if isinstance(refs, list) else ())
-        if isinstance(ref, Mapping) and isinstance(ref.get("tool_name"), str)
+        if isinstance(ref, Mapping) and isinstance(ref.get(key), str)
     ]
 
 

@@ -19,9 +19,13 @@ from agentloop.model import ModelRequest, ToolSpec
 from agentloop.providers.settings import Settings, build_client
 from agentloop.toolsets import FunctionToolset
 
+from .conftest import serve_app
 from .twins import anthropic as twin
 from .twins import anthropic_tool_search as ts
+from .twins import openai_responses_search as rs
 from .twins.anthropic import AnthropicTwin, TwinReply
+from .twins.openai_responses import Reply as ResponsesReply
+from .twins.openai_responses import ResponsesTwin
 
 KEY = "sk-ant-twin-0123456789"
 
@@ -97,3 +101,54 @@ async def test_the_twin_refuses_what_the_api_refuses() -> None:
               "defer_loading": True}  # fmt: skip
     every = {**body, "tools": [*alone["tools"], search]}
     assert ts.search_violation(every) == ts.EVERY_TOOL_DEFERRED
+
+
+def responses(url: str, model: str) -> Any:
+    return build_client(Settings(provider="openai", model=model, api_key="twin-key",
+                                 base_url=url + "/v1", api="responses", max_retries=0))  # fmt: skip
+
+
+def weather_tool() -> dict[str, Any]:
+    return {"type": "function", "name": "get_weather", "description": "weather",
+            "parameters": {"type": "object"}, "strict": False}  # fmt: skip
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_native_search_round_trips_on_the_responses_twin(stream: bool) -> None:
+    items = rs.tool_search_items("call_ts1", ["get_weather"], [weather_tool()])
+    state = ResponsesTwin(
+        ResponsesReply(calls=[("get_weather", {"city": "Oslo"})], hosted=items),
+        ResponsesReply(text="Sunny."),
+        ResponsesReply(text="Still."),
+    )
+    catalogue = FunctionToolset([get_weather, send_email], name="office").deferred()
+    async with serve_app(state.app()) as url:
+        agent = Agent(responses(url, "gpt-5.4"), toolsets=[catalogue],
+                      config=RunConfig(stream=stream))  # fmt: skip
+        run = await agent.run("weather in Oslo?")
+        await agent.run("and later?")
+        await agent.aclose()
+    assert run.output == "Sunny." and run.loaded_tools == ["get_weather"]
+    sent = [r.body for r in state.received]
+    assert all(r.status == 200 for r in state.received)
+    assert {"type": "tool_search"} in sent[0]["tools"]
+    kinds = [i.get("type") for i in sent[2]["input"]]
+    assert "tool_search_call" in kinds and "tool_search_output" in kinds
+
+
+async def test_the_responses_twin_refuses_what_the_rules_refuse() -> None:
+    deferred = ToolSpec("get_weather", "weather", {"type": "object"}, defer_loading=True)
+    state = ResponsesTwin(ResponsesReply(text="x"))
+    async with serve_app(state.app()) as url:
+        old = responses(url, "gpt-5.2")
+        with pytest.raises(BadRequestError, match=r"gpt-5\.4 and later"):
+            await old.complete(ModelRequest(messages=[Message.user("x")], tools=[deferred]))
+        await old.aclose()
+    body = {"input": [], "tools": [dict(weather_tool(), defer_loading=True)]}
+    assert rs.search_problem(body, "gpt-5.4") == (rs.NO_SEARCH.format(k=0), "tools")
+    items = rs.tool_search_items("c1", ["get_weather"], [weather_tool()])
+    later = {"input": items, "tools": [{"type": "tool_search"}]}
+    assert rs.search_problem(later, "gpt-5.4") == (
+        rs.UNDECLARED.format(i=1, name="get_weather"),
+        "input",
+    )

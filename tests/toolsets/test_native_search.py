@@ -200,3 +200,35 @@ async def test_an_append_only_conversation_sees_no_tool_change_when_a_tool_is_fo
         assert all(m["role"] != "system" for m in body["messages"])  # no tool-change entry
     entries = [i for i, m in enumerate(agent.history) if m.role == "system"]
     assert entries == [0]  # the conversation's base, with the deferred tools; nothing later
+
+
+def responses(server: FakeProviderServer, model: str = "gpt-5.4") -> Any:
+    settings = Settings(provider="openai", model=model, api_key="sk-x", api="responses",
+                        base_url=server.base_url, max_retries=0)  # fmt: skip
+    return build_client(settings)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_responses_api_searches_natively_from_gpt_5_4(stream: bool) -> None:
+    async with FakeProviderServer([*searched("get_weather"), FakeReply("again")]) as server:
+        agent = Agent(responses(server), tools=[echo], toolsets=[catalogue()],
+                      config=RunConfig(stream=stream))  # fmt: skip
+        run = await agent.run("weather in Oslo?")
+        await agent.run("and now?")
+        await agent.aclose()
+    assert run.output == "Sunny in Oslo." and run.loaded_tools == ["get_weather"]
+    first = server.requests[0]["tools"]
+    assert {"type": "tool_search"} in first
+    deferred = {t["name"]: t.get("defer_loading", False) for t in first if "name" in t}
+    assert deferred == {"echo": False, "get_weather": True, "send_email": True}
+    assert all(r["tools"] == first for r in server.requests[1:])
+    kinds = [i["type"] for i in server.requests[2]["input"]]
+    assert kinds[1:3] == ["tool_search_call", "tool_search_output"]  # back in place
+
+
+async def test_the_responses_api_before_gpt_5_4_searches_locally() -> None:
+    async with FakeProviderServer([FakeReply("ok")]) as server:
+        agent = Agent(responses(server, "gpt-5.2"), toolsets=[catalogue()])
+        await agent.run("go")
+        await agent.aclose()
+    assert [t["name"] for t in server.requests[0]["tools"]] == ["search_tools"]

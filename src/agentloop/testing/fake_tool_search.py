@@ -2,8 +2,9 @@
 
 A step's ``tool_search = {query = "...", found = ["name", ...]}`` is a search the provider ran
 itself before answering: on ``/v1/messages`` a ``server_tool_use`` block (``tool_search_tool_bm25``)
-and a ``tool_search_tool_result`` whose ``tool_references`` name the tools found; the ledger
-then holds them to come back unchanged. Every request is checked against the rules Anthropic
+and a ``tool_search_tool_result`` whose ``tool_references`` name the tools found, on
+``/v1/responses`` a ``tool_search_call`` and a ``tool_search_output`` item; the ledger then holds
+them to come back unchanged. Every request is checked against the rules Anthropic
 enforces (400 ``invalid_request_error``): a deferred tool without the search tool, every tool
 deferred, ``defer_loading`` beside ``cache_control``, a ``tool_reference`` to a tool the
 request does not declare. The lowest of the fake server's modules beside ``fake_wire``: it
@@ -15,7 +16,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["SEARCH_TYPES", "anthropic_search_blocks", "check_tool_search", "result_type"]
+__all__ = [
+    "SEARCH_TYPES",
+    "anthropic_search_blocks",
+    "check_tool_search",
+    "responses_search_items",
+    "result_type",
+]
 
 SEARCH_TYPES = {
     "tool_search_tool_bm25_20251119": "tool_search_tool_bm25",
@@ -53,6 +60,24 @@ def anthropic_search_blocks(search: Mapping[str, Any] | None, ident: str) -> lis
          "input": {"query": str(search.get("query", ""))}},
         {"type": "tool_search_tool_result", "tool_use_id": call_id,
          "content": {"type": "tool_search_tool_search_result", "tool_references": refs}},
+    ]  # fmt: skip
+
+
+def responses_search_items(search: Mapping[str, Any] | None, ident: str) -> list[dict[str, Any]]:
+    """The ``tool_search_call`` and ``tool_search_output`` items of a scripted search.
+
+    The output's functions are by name only: the fake server keeps no definitions.
+    """
+    if not search:
+        return []
+    call_id = f"call_{ident}_ts"
+    tools = [{"type": "function", "name": str(n)} for n in search.get("found", ())]
+    return [
+        {"type": "tool_search_call", "id": f"tsc_{ident}", "call_id": call_id,
+         "execution": "server", "status": "completed",
+         "arguments": {"query": str(search.get("query", ""))}},
+        {"type": "tool_search_output", "id": f"tso_{ident}", "call_id": call_id,
+         "execution": "server", "status": "completed", "tools": tools},
     ]  # fmt: skip
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from agentloop._util.slots import record
-from agentloop.testing.fake_tool_search import anthropic_search_blocks
+from agentloop.testing.fake_tool_search import anthropic_search_blocks, responses_search_items
 
 OPENAI_DONE = b"data: [DONE]\n\n"
 
@@ -202,7 +202,7 @@ def _anthropic_usage(reply: _Reply, inputs: int) -> dict[str, Any]:
 
 def responses_searches(reply: _Reply, ident: str) -> list[dict[str, Any]]:
     """A ``web_search_call`` item per query of ``reply.web_search`` (SPEC 24)."""
-    return [
+    return responses_search_items(reply.tool_search, ident) + [
         {"type": "web_search_call", "id": f"ws_{ident}_{i}", "status": "completed",
          "action": {"type": "search", "query": query}}
         for i, query in enumerate(reply.web_search)
@@ -360,7 +360,7 @@ def _responses_deltas(item: Mapping[str, Any], index: int) -> list[dict[str, Any
             {"type": "response.function_call_arguments.delta", **base, "delta": p}
             for p in _pieces(item["arguments"])
         ]
-    if kind == "web_search_call":
+    if kind in ("web_search_call", "tool_search_call", "tool_search_output"):
         return []
     return [
         {"type": f"response.{part['type']}.delta", **base, "content_index": c, "delta": p}
@@ -374,6 +374,8 @@ _OPENED: Mapping[str, Mapping[str, Any]] = {
     "message": {"content": []},
     "function_call": {},
     "web_search_call": {},
+    "tool_search_call": {},
+    "tool_search_output": {},
 }
 
 
