@@ -232,3 +232,12 @@ async def test_the_responses_api_before_gpt_5_4_searches_locally() -> None:
         await agent.run("go")
         await agent.aclose()
     assert [t["name"] for t in server.requests[0]["tools"]] == ["search_tools"]
+
+
+async def test_a_search_in_the_answering_turn_is_recorded_too() -> None:
+    script = [FakeReply("Found it.", tool_search={"query": "mail", "found": ["send_email"]})]
+    async with FakeProviderServer(script) as server:
+        agent = Agent(claude(server), toolsets=[catalogue()])
+        run = await agent.run("can you email?")
+        await agent.aclose()
+    assert run.output == "Found it." and run.loaded_tools == ["send_email"]

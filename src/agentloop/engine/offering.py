@@ -178,8 +178,6 @@ class ToolPlan:
         mode = self.agent.config.tool_search
         if scope.starting:
             self.native = native_mode(mode, state.client)
-        elif self.native:  # what the provider's searches found since: loaded, as a local find
-            self.load(found(state.transcript, state.base), "native")
         deferred: dict[str, Entry] = {}
         kept: list[Entry] = []
         for entry in entries:
@@ -304,6 +302,10 @@ class ToolPlan:
             state.run.loaded_tools.extend(new)
         if self.emit is not None:
             self.emit(new, via)
+
+    def searched(self, message: Message) -> None:
+        """What the provider's own searches in a reply loaded (SPEC 22, native), recorded."""
+        self.load(found([message], 0), "native")
 
     def load_on_call(self, name: str) -> str | None:
         """A call to a deferred tool not loaded: load it and say so; None for any other name."""
