@@ -8,6 +8,7 @@ The fake server holds each request to Anthropic's rules with the API's 400 texts
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,6 +21,7 @@ from agentloop.messages import Message, ProviderToolCallPart, ProviderToolResult
 from agentloop.model import ModelRequest, ToolSpec
 from agentloop.providers import FallbackClient
 from agentloop.providers.settings import Settings, build_client
+from agentloop.store.sqlite import SQLiteStore
 from agentloop.testing import FakeProviderServer, FakeReply, FakeToolCall, ScriptedModel, reply
 from agentloop.toolsets import AbstractToolset, FunctionToolset
 
@@ -241,3 +243,30 @@ async def test_a_search_in_the_answering_turn_is_recorded_too() -> None:
         run = await agent.run("can you email?")
         await agent.aclose()
     assert run.output == "Found it." and run.loaded_tools == ["send_email"]
+
+
+async def test_a_native_load_is_stored_and_restored_with_the_session(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    async with FakeProviderServer([*searched("get_weather"), FakeReply("back")]) as server:
+        with SQLiteStore(path) as store:
+            agent = Agent(claude(server), toolsets=[catalogue()], store=store, session_id="s1")
+            await agent.run("weather?")
+            await agent.aclose()
+        with SQLiteStore(path) as store:
+            resumed = Agent.resume("s1", store=store, client=claude(server),
+                                   toolsets=[catalogue()])  # fmt: skip
+            assert resumed.default_session.loaded_tools == {"get_weather"}
+            await resumed.run("again")
+            await resumed.aclose()
+    assert server.requests[2]["tools"] == server.requests[0]["tools"]
+
+
+async def test_a_seeded_history_sends_every_definition_its_native_searches_referenced() -> None:
+    async with FakeProviderServer([*searched("get_weather"), FakeReply("again")]) as server:
+        first = Agent(claude(server), toolsets=[catalogue()])
+        run = await first.run("weather?")
+        await first.aclose()
+        again = Agent(claude(server), toolsets=[catalogue()])
+        await again.run("and now?", history=run.conversation)
+        await again.aclose()
+    assert server.requests[2]["tools"] == server.requests[0]["tools"]
