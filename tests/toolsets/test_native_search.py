@@ -270,3 +270,12 @@ async def test_a_seeded_history_sends_every_definition_its_native_searches_refer
         await again.run("and now?", history=run.conversation)
         await again.aclose()
     assert server.requests[2]["tools"] == server.requests[0]["tools"]
+
+
+async def test_a_deferred_tool_keeps_its_approval_when_offered_natively() -> None:
+    gated = FunctionToolset([get_weather], name="office").deferred().approval_required()
+    async with FakeProviderServer(searched("get_weather")) as server:
+        agent = Agent(claude(server), tools=[echo], toolsets=[gated])
+        run = await agent.run("weather in Oslo?")
+        await agent.aclose()
+    assert run.paused and run.pending[0].call.name == "get_weather"

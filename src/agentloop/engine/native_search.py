@@ -77,8 +77,12 @@ class Deferred(Tool):
     def __init__(self, inner: Tool) -> None:
         self.inner = inner
         self.name, self.description = inner.name, inner.description
-        self.parameters, self.timeout, self.external = inner.parameters, inner.timeout, False
-        self.requires_approval = inner.requires_approval
+        self.parameters, self.timeout = inner.parameters, inner.timeout
+        self.external, self.requires_approval = inner.external, inner.requires_approval
+        self.defer_loading = True
+        journaled = getattr(inner, "journaled", None)
+        if journaled is not None:  # a durable wrapper's choice holds through this one
+            self.journaled = journaled
         self._spec: ToolSpec = replace(inner.spec(), defer_loading=True)
 
     def spec(self) -> ToolSpec:
