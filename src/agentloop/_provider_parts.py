@@ -34,6 +34,7 @@ __all__ = [
     "citations_from",
     "counted_calls",
     "provider_part_from_dict",
+    "tools_referenced",
 ]
 
 
@@ -205,6 +206,30 @@ def provider_part_from_dict(
         is_error=bool(data.get("is_error", False)),
         error_code=_opt(data, "error_code", str),
     )
+
+
+def tools_referenced(part: ProviderToolResultPart) -> list[str]:
+    """The tools a native tool search loaded (SPEC 22), by name.
+
+    An Anthropic ``tool_search_tool_result`` block's ``tool_references``, a Responses
+    ``tool_search_output`` item's loaded functions; none for any other part or a failed search.
+    """
+    raw = part.raw
+    if part.is_error or raw is None:
+        return []
+    if raw.get("type") == "tool_search_output":
+        refs, key = raw.get("tools"), "name"
+    elif raw.get("type") == "tool_search_tool_result":
+        content = raw.get("content")
+        refs = content.get("tool_references") if isinstance(content, Mapping) else None
+        key = "tool_name"
+    else:
+        return []
+    return [
+        str(ref[key])
+        for ref in (refs if isinstance(refs, list) else ())
+        if isinstance(ref, Mapping) and isinstance(ref.get(key), str)
+    ]
 
 
 def counted_calls(

@@ -29,14 +29,20 @@ class ToolSpec:
     name: str
     description: str
     parameters: Mapping[str, Any]
+    defer_loading: bool = field(default=False, kw_only=True)
+    """Sent for the provider's own tool search to find (SPEC 22, native): Anthropic and the
+    Responses API take it with ``defer_loading: true``; the engine sets it, never a user."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-data form."""
-        return {
+        """Plain-data form (``defer_loading`` only when set)."""
+        data: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
             "parameters": dict(self.parameters),
         }
+        if self.defer_loading:
+            data["defer_loading"] = True
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ToolSpec:
@@ -44,7 +50,13 @@ class ToolSpec:
         parameters = data.get("parameters")
         if not isinstance(parameters, Mapping):
             raise InvalidInput(f"a tool spec's parameters must be an object, got {parameters!r}")
-        return cls(str(data["name"]), str(data.get("description", "")), dict(parameters))
+        deferred = data.get("defer_loading", False) is True
+        return cls(
+            str(data["name"]),
+            str(data.get("description", "")),
+            dict(parameters),
+            defer_loading=deferred,
+        )
 
 
 _KEYS: dict[int, tuple[ToolSpec, str]] = {}

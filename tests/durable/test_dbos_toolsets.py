@@ -59,3 +59,34 @@ async def test_a_deferred_toolset_is_searched_and_its_tool_is_a_step(dbos_url: s
     again = await (await DBOS.fork_workflow_async("wf-math", last + 1)).get_result()
     assert ran == ["6x7"]  # the replay ran no tool again
     assert again.output == run.output and again.loaded_tools == ["multiply"]
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Get the current weather for a city."""
+    ran.append(city)
+    return f"sunny in {city}"
+
+
+async def test_a_native_search_is_recorded_on_a_replay_too(dbos_url: str) -> None:
+    from agentloop.providers.anthropic import AnthropicClient
+    from agentloop.testing import FakeProviderServer, FakeReply, FakeToolCall
+
+    script = [
+        FakeReply(tool_search={"query": "weather", "found": ["get_weather"]},
+                  tool_calls=[FakeToolCall("get_weather", {"city": "Oslo"})]),
+        FakeReply("Sunny in Oslo."),
+    ]  # fmt: skip
+    office = FunctionToolset([get_weather], name="office").deferred()
+    async with FakeProviderServer(script) as server:
+        client = AnthropicClient("claude-sonnet-4-5", api_key="sk-ant-x", base_url=server.root_url)
+        durable = DBOSAgent(Agent(client, toolsets=[office]), name="office")
+        DBOS(config={"name": "agentloop-tests", "system_database_url": dbos_url,
+                     "log_level": "ERROR"})  # fmt: skip
+        DBOS.launch()
+        run = await durable.run("weather?", workflow_id="wf-office")
+        steps = await DBOS.list_workflow_steps_async("wf-office")
+        again = await (await DBOS.fork_workflow_async("wf-office", len(steps) + 1)).get_result()
+        await client.aclose()
+    assert run.loaded_tools == ["get_weather"] and again.loaded_tools == ["get_weather"]
+    assert ran == ["Oslo"] and len(server.requests) == 2  # the replay asked and ran nothing

@@ -55,3 +55,30 @@ async def test_a_deferred_toolset_is_searched_and_run_as_an_activity(client: Cli
         "agentloop.math.tool",
         "agentloop.math.model",
     ]
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Get the current weather for a city."""
+    return f"sunny in {city}"
+
+
+async def test_a_native_search_in_a_temporal_workflow(client: Client) -> None:
+    from agentloop.providers.anthropic import AnthropicClient
+    from agentloop.testing import FakeProviderServer, FakeReply, FakeToolCall
+
+    script = [
+        FakeReply(tool_search={"query": "weather", "found": ["get_weather"]},
+                  tool_calls=[FakeToolCall("get_weather", {"city": "Oslo"})]),
+        FakeReply("Sunny in Oslo."),
+    ]  # fmt: skip
+    office = FunctionToolset([get_weather], name="office").deferred()
+    async with FakeProviderServer(script) as server:
+        model = AnthropicClient("claude-sonnet-4-5", api_key="sk-ant-x", base_url=server.root_url)
+        durable = TemporalAgent(Agent(model, toolsets=[office]), name="office")
+        async with durable.worker(client):
+            run = await durable.run("weather?", client=client, workflow_id="office-1")
+        await model.aclose()
+    assert run.output == "Sunny in Oslo." and run.loaded_tools == ["get_weather"]
+    first = server.requests[0]["tools"]
+    assert any(t.get("defer_loading") for t in first) and server.requests[1]["tools"] == first

@@ -203,11 +203,12 @@ async def test_a_user_tool_named_search_tools_is_an_error_when_search_is_on() ->
 
 
 async def test_native_without_a_native_model_is_an_error() -> None:
-    agent = Agent(
-        ScriptedModel([reply("x")]), toolsets=[catalogue()], config=RunConfig(tool_search="native")
-    )
     with pytest.raises(ConfigurationError, match="tool_search='native'"):
-        await agent.run("go")
+        Agent(
+            ScriptedModel([reply("x")]),
+            toolsets=[catalogue()],
+            config=RunConfig(tool_search="native"),
+        )
 
 
 def test_bm25_ranks_names_split_on_case_and_separators() -> None:

@@ -34,4 +34,4 @@ def test_a_block_prints_the_text_below_it(source: str, expected: str, tmp_path: 
 
 
 def test_every_block_has_its_output() -> None:
-    assert len(PAIRS) == PAGE.count("```python") == 4
+    assert len(PAIRS) == PAGE.count("```python") == 5

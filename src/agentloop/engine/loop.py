@@ -251,6 +251,8 @@ class RunLoop:
         if not (usage.input_tokens or usage.output_tokens) and limits.budget.counts_tokens():
             usage = estimated_usage(self.agent.config.token_counter, self.state, request, response)
         limits.spent(usage, response.model or client.model)
+        if state.plan is not None and state.plan.native:  # what the provider's search loaded
+            state.plan.searched(response.message)
         if state.settings.tool_choice_once:
             state.release_tool_choice()
         if bus.active:

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from agentloop.engine.native_search import Deferred, found, native_mode
 from agentloop.errors import ConfigurationError, ToolError
 from agentloop.messages import Message
 from agentloop.model import ToolSpec
@@ -132,6 +133,9 @@ class ToolPlan:
         self._search: SearchTool | None = None
         self._offered: dict[str, str] = {}
         self._fresh = False
+        self.native = False
+        """The provider searches (SPEC 22, native): deferred tools are offered marked."""
+        self._wrapped: dict[str, Tool] = {}
         self.view: Any = None
         """The dispatcher's view of tools (a journal, durable steps): the plan's tools go through
         it too (``ToolsView.over``)."""
@@ -172,15 +176,20 @@ class ToolPlan:
         scope.ctx.turn = state.turn_index
         entries = await self._entries(scope)
         mode = self.agent.config.tool_search
+        if scope.starting:
+            self.native = native_mode(mode, state.client)
         deferred: dict[str, Entry] = {}
         kept: list[Entry] = []
         for entry in entries:
             if entry.deferred and mode != "off" and entry.spec.name not in self.loaded:
                 deferred[entry.spec.name] = entry
-            else:
-                kept.append(entry)
+            if entry.deferred and mode != "off" and not self.native:
+                if entry.spec.name not in self.loaded:
+                    continue
+            kept.append(entry)
         self.deferred = deferred
-        self._searchable = [e for e in entries if e.deferred] if mode != "off" else []
+        searching = mode != "off" and not self.native
+        self._searchable = [e for e in entries if e.deferred] if searching else []
         if scope.starting:
             self._check_start(state, entries)
             scope.starting = False
@@ -197,7 +206,7 @@ class ToolPlan:
             if searching and entry.spec.name == SEARCH_TOOLS:  # a newcomer mid-run
                 logger.warning("a tool named '%s' is skipped: tool search is on", SEARCH_TOOLS)
                 continue
-            registry.register(_runnable(entry))
+            registry.register(self._native(entry) if self.native else _runnable(entry))
         if searching:
             registry.register(self._search_tool())
         return self.agent._offer(state.client, registry), registry
@@ -230,12 +239,6 @@ class ToolPlan:
         for entry in entries:
             if entry.toolset != "tools":  # a listed or dynamic toolset's names, known now
                 check_name(entry.spec.name)
-        if self.agent.config.tool_search == "native":
-            raise ConfigurationError(
-                f"RunConfig.tool_search='native': model {state.client.model!r} has no native "
-                "tool search here; use 'auto' or 'local'",
-                field="tool_search",
-            )
         if self._searchable and any(e.spec.name == SEARCH_TOOLS for e in entries):
             raise ConfigurationError(
                 f"a tool is named '{SEARCH_TOOLS}', the name of tool search's own tool: rename "
@@ -249,6 +252,19 @@ class ToolPlan:
                 "(a tool search) or do not defer it",
                 field="tool_choice",
             )
+
+    def _native(self, entry: Entry) -> Tool:
+        """A deferred tool marked for the provider's search; any other tool as it runs.
+
+        One object per deferred tool: the offer stays byte-identical while tools load.
+        """
+        tool = _runnable(entry)
+        if not entry.deferred:
+            return tool
+        known = self._wrapped.get(entry.spec.name)
+        if known is None or getattr(known, "inner", None) is not tool:
+            known = self._wrapped[entry.spec.name] = Deferred(tool)
+        return known
 
     def _search_tool(self) -> SearchTool:
         """``search_tools``, the same object while the deferred tools are the same.
@@ -287,6 +303,10 @@ class ToolPlan:
         if self.emit is not None:
             self.emit(new, via)
 
+    def searched(self, message: Message) -> None:
+        """What the provider's own searches in a reply loaded (SPEC 22, native), recorded."""
+        self.load(found([message], 0), "native")
+
     def load_on_call(self, name: str) -> str | None:
         """A call to a deferred tool not loaded: load it and say so; None for any other name."""
         if name not in self.deferred:
@@ -310,8 +330,8 @@ def _always(ctx: ToolContext, spec: ToolSpec, arguments: Mapping[str, Any]) -> b
 
 
 def loaded_by(history: Sequence[Message]) -> list[str]:
-    """The tool names a history's ``search_tools`` results loaded (a seeded history's)."""
-    names: list[str] = []
+    """The tool names a history's tool searches loaded (a seeded history's), local or native."""
+    names = found(history, 0)
     for message in history:
         for part in message.tool_results_parts:
             if part.name != SEARCH_TOOLS or part.is_error:

@@ -78,6 +78,10 @@ def checked_setup(client: object, config: object, approver: object) -> RunConfig
             f"Agent approver must be callable (call, message) -> bool, got {approver!r}",
             field="approver",
         )
+    if config.tool_search == "native" and not isinstance(client, str):
+        from agentloop.engine.native_search import native_mode  # every fallback model (22)
+
+        native_mode("native", client)
     return config
 
 

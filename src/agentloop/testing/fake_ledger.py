@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from agentloop.testing import fake_wire as wire
+from agentloop.testing.fake_tool_search import check_tool_search, result_type
 
 __all__ = ["Ledger"]
 
@@ -55,7 +56,7 @@ class Ledger:
 
     def issue(self, wire_name: str, reply: Any, ident: str) -> None:
         """Remember what ``reply`` hands out under ``ident``."""
-        if not reply.web_search:
+        if not reply.web_search and not reply.tool_search:
             return
         if wire_name == "anthropic":
             for block in wire.anthropic_searches(reply, ident):
@@ -66,6 +67,10 @@ class Ledger:
 
     def check(self, wire_name: str, body: Mapping[str, Any]) -> tuple[int, dict[str, Any]] | None:
         """The provider's error for a changed or lost block (status and body), else None."""
+        if wire_name == "anthropic":  # native tool search's rules hold for every request
+            rule = check_tool_search(body)
+            if rule is not None:
+                return 400, wire.anthropic_error("invalid_request_error", rule)
         if not self.served:
             return None
         if wire_name == "anthropic":
@@ -93,6 +98,6 @@ class Ledger:
             for j, block in enumerate(blocks):
                 if block.get("type") == "server_tool_use":
                     name = block.get("name")
-                    if f"{name}_tool_result:{block.get('id')}" not in keys:
+                    if f"{result_type(name)}:{block.get('id')}" not in keys:
                         return _VANISHED.format(i=i, j=j, id=block.get("id"), name=name)
         return None

@@ -15,7 +15,8 @@ A JSON file may also be a bare list of steps. A step is a table:
   table, or a string sent verbatim), ``finish_reason``, ``input_tokens``, ``output_tokens``,
   ``chunk_delay``, ``thinking`` and ``thinking_signature`` (reasoning), ``refusal``,
   ``web_search`` (a list of queries the provider searched itself: server-tool blocks, SPEC 24;
-  with ``finish_reason = "pause_turn"`` an Anthropic reply is a paused turn);
+  with ``finish_reason = "pause_turn"`` an Anthropic reply is a paused turn), ``tool_search``
+  (``{query, found}``: a native tool search on Anthropic naming the tools found, SPEC 22);
 - a fault: ``fault`` = one of ``FAULTS`` with that fault's own keys (``status``, ``body`` and
   ``headers`` for ``status``; ``retry_after``; ``seconds`` for ``hang``; ``location``; the reply
   keys for ``truncate``); ``status = N`` without ``fault`` is shorthand for ``fault = "status"``.
@@ -56,6 +57,7 @@ _REPLY_KEYS = frozenset(
         "thinking_signature",
         "refusal",
         "web_search",
+        "tool_search",
     }
 )
 _OPTIONAL_TEXTS = ("finish_reason", "thinking", "thinking_signature", "refusal")
@@ -213,6 +215,8 @@ def _reply(table: Mapping[str, Any], where: str) -> FakeReply:
         if table.get(key) is not None
     }
     searches = _list(table.get("web_search", []), f"{where}.web_search")
+    if "tool_search" in table:
+        texts["tool_search"] = _tool_search(table["tool_search"], f"{where}.tool_search")
     return FakeReply(
         text=_text(table.get("text", ""), f"{where}.text"),
         tool_calls=tuple(calls),
@@ -222,6 +226,17 @@ def _reply(table: Mapping[str, Any], where: str) -> FakeReply:
         chunk_delay=_seconds(table.get("chunk_delay", 0.0), f"{where}.chunk_delay"),
         **texts,
     )
+
+
+def _tool_search(data: object, where: str) -> dict[str, Any]:
+    """``{query, found}``: a native search the provider ran (SPEC 22)."""
+    table = _table(data, where)
+    _only(table, frozenset({"query", "found"}), where)
+    found = _list(table.get("found", []), f"{where}.found")
+    return {
+        "query": _text(table.get("query", ""), f"{where}.query"),
+        "found": [_text(n, f"{where}.found[{i}]") for i, n in enumerate(found)],
+    }
 
 
 def _tool_call(data: object, where: str) -> FakeToolCall:

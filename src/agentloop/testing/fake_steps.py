@@ -68,6 +68,9 @@ class FakeReply:
     """Queries the provider searched itself before answering (SPEC 24): an Anthropic
     ``server_tool_use`` and ``web_search_tool_result`` pair, a Responses ``web_search_call``,
     each of which the server then checks comes back unchanged on later requests."""
+    tool_search: Mapping[str, Any] | None = None
+    """A search the provider ran itself (SPEC 22, native): ``{"query": ..., "found": [names]}``,
+    an Anthropic ``server_tool_use`` and ``tool_search_tool_result`` naming the tools found."""
     batch_result: str = "succeeded"
     """How a batch API answers this step (SPEC 25): succeeded, errored, expired or canceled."""
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from agentloop._util.slots import record
+from agentloop.testing.fake_tool_search import anthropic_search_blocks, responses_search_items
 
 OPENAI_DONE = b"data: [DONE]\n\n"
 
@@ -51,6 +52,8 @@ class _Reply(Protocol):
     def refusal(self) -> str | None: ...
     @property
     def web_search(self) -> Sequence[str]: ...
+    @property
+    def tool_search(self) -> Mapping[str, Any] | None: ...
 
 
 def openai_error(
@@ -187,7 +190,7 @@ def anthropic_searches(reply: _Reply, ident: str) -> list[dict[str, Any]]:
                        "input": {"query": query}})  # fmt: skip
         blocks.append({"type": "web_search_tool_result", "tool_use_id": call_id,
                        "content": [found]})  # fmt: skip
-    return blocks
+    return anthropic_search_blocks(reply.tool_search, ident) + blocks
 
 
 def _anthropic_usage(reply: _Reply, inputs: int) -> dict[str, Any]:
@@ -199,7 +202,7 @@ def _anthropic_usage(reply: _Reply, inputs: int) -> dict[str, Any]:
 
 def responses_searches(reply: _Reply, ident: str) -> list[dict[str, Any]]:
     """A ``web_search_call`` item per query of ``reply.web_search`` (SPEC 24)."""
-    return [
+    return responses_search_items(reply.tool_search, ident) + [
         {"type": "web_search_call", "id": f"ws_{ident}_{i}", "status": "completed",
          "action": {"type": "search", "query": query}}
         for i, query in enumerate(reply.web_search)
@@ -357,7 +360,7 @@ def _responses_deltas(item: Mapping[str, Any], index: int) -> list[dict[str, Any
             {"type": "response.function_call_arguments.delta", **base, "delta": p}
             for p in _pieces(item["arguments"])
         ]
-    if kind == "web_search_call":
+    if kind in ("web_search_call", "tool_search_call", "tool_search_output"):
         return []
     return [
         {"type": f"response.{part['type']}.delta", **base, "content_index": c, "delta": p}
@@ -371,6 +374,8 @@ _OPENED: Mapping[str, Mapping[str, Any]] = {
     "message": {"content": []},
     "function_call": {},
     "web_search_call": {},
+    "tool_search_call": {},
+    "tool_search_output": {},
 }
 
 

@@ -58,6 +58,7 @@ from .anthropic_media import (
     nested_breakpoints,
 )
 from .anthropic_server_tools import ServerBlocks
+from .anthropic_tool_search import search_violation
 from .anthropic_tools import tool_violation
 
 DOCS = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
@@ -491,6 +492,7 @@ class AnthropicTwin:
             violation(body, self.issued)
             or tool_violation(body, {"anthropic-beta": beta})
             or self.server.violation(body, beta)
+            or search_violation(body)
             or prefix.conversation_rules(body, betas)
         )
         if problem is None:

@@ -29,6 +29,7 @@ IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 USER_TAGS = (
     "text", "image", "document", "search_result", "thinking", "redacted_thinking", "tool_use",
     "tool_result", "server_tool_use", "web_search_tool_result", "compaction",
+    "tool_search_tool_result",
 )  # fmt: skip
 SYSTEM_TAGS = ("text", "tool_addition", "tool_removal")  # a mid-conversation system message
 RESULT_TAGS = ("text", "image", "search_result", "document")

@@ -28,10 +28,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .anthropic_tool_search import SEARCH_TOOL_TYPES
+
 TOOL_TYPES = {
     "web_search_20250305": ("web_search", None),
     "web_fetch_20250910": ("web_fetch", "web-fetch-2025-09-10"),
     "code_execution_20250825": ("code_execution", "code-execution-2025-08-25"),
+    **SEARCH_TOOL_TYPES,  # the tool search tool (its own rules: anthropic_tool_search)
 }
 VANISHED = (
     "messages.{i}.content.{j}: `server_tool_use` block with id `{id}` was found without a "

@@ -17,7 +17,7 @@ from .anthropic_server_tools import TOOL_TYPES as SERVER_TOOL_TYPES
 
 MEMORY_TYPE = "memory_20250818"
 MEMORY_BETA = "context-management-2025-06-27"
-_FUNCTION_KEYS = {"name", "description", "input_schema", "cache_control", "type"}
+_FUNCTION_KEYS = {"name", "description", "input_schema", "cache_control", "type", "defer_loading"}
 _NATIVE_KEYS = {"type", "name", "cache_control"}
 
 

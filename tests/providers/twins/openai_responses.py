@@ -76,6 +76,7 @@ from typing import Any
 from aiohttp import web
 
 from .openai_responses_media import check_content
+from .openai_responses_search import search_problem
 
 KEY = b"twin-secret"
 MISSING_REASONING = (
@@ -262,6 +263,9 @@ class ResponsesTwin:
         if "reasoning.encrypted_content" in (body.get("include") or []) and not is_reasoning(model):
             raise Refusal(400, NO_ENCRYPTION, None, "include")
         self._schemas(body)
+        searching = search_problem(body, model)
+        if searching is not None:
+            raise Refusal(400, searching[0], None, searching[1])
         self._items(list(body.get("input") or []))
 
     def _sampling(self, body: Mapping[str, Any]) -> None:
@@ -363,7 +367,7 @@ class ResponsesTwin:
                     reasonings = set()
                 else:
                     self._phase(item)
-            elif str(kind).endswith("_call") and kind != "function_call":
+            elif kind == "tool_search_output" or str(kind).endswith("_call"):
                 self._hosted(item)
             else:
                 raise Refusal(400, f"Invalid value: '{kind}'.", "invalid_value", "input")

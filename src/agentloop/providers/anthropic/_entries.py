@@ -53,11 +53,14 @@ def tool_json(spec: ToolSpec) -> dict[str, Any]:
     native = spec.parameters.get(NATIVE_KEY)
     if isinstance(native, Mapping):
         return {"type": native["type"], "name": native["name"]}
-    return {
+    data: dict[str, Any] = {
         "name": spec.name,
         "description": spec.description,
         "input_schema": dict(spec.parameters),
     }
+    if spec.defer_loading:  # found by the tool search tool (SPEC 22)
+        data["defer_loading"] = True
+    return data
 
 
 def entry_blocks(message: Message, base: Sequence[ToolSpec]) -> list[dict[str, Any]]:

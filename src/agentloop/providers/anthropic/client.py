@@ -68,6 +68,7 @@ from agentloop.messages import (
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent, ToolSpec
 from agentloop.providers._client import HttpClient, check_client, require_key
 from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
+from agentloop.providers._tool_search import ANTHROPIC_SEARCH_TOOL, anthropic_has
 from agentloop.providers.anthropic import _media as media
 from agentloop.providers.anthropic import _server_tools as server
 from agentloop.providers.anthropic._entries import (
@@ -291,6 +292,8 @@ def _encode_tools(
     specs: Sequence[ToolSpec], provider_tools: Sequence[ProviderTool], cache: bool
 ) -> list[dict[str, Any]]:
     tools = [tool_json(t) for t in specs]
+    if any(t.defer_loading for t in specs):  # native tool search (SPEC 22), never deferred
+        tools.append(dict(ANTHROPIC_SEARCH_TOOL))
     if provider_tools:  # after the function tools: the server tools (SPEC 24)
         tools.extend(server.encode_tools(provider_tools))
     if cache and tools:
@@ -424,6 +427,11 @@ class AnthropicClient(HttpClient):
     def append_only(self) -> bool:
         """Whether the model binds thinking to what came before it (SPEC 28, its profile)."""
         return profile(self._model).append_only
+
+    @property
+    def native_tool_search(self) -> bool:
+        """Whether the model has Anthropic's tool search tool (SPEC 22: Claude 4.x and later)."""
+        return anthropic_has(self._model)
 
     def check_provider_tools(self, tools: Sequence[ProviderTool], functions: bool) -> None:
         """``ConfigurationError`` for a provider tool this model cannot take (SPEC 24)."""

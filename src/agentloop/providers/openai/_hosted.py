@@ -34,6 +34,7 @@ __all__ = [
     "decode_item",
     "encode_tools",
     "is_hosted_call",
+    "search_output",
 ]
 
 PROVIDER = "openai"
@@ -115,6 +116,22 @@ def decode_item(item: Mapping[str, Any]) -> tuple[Part, Part]:
             is_error=failed,
             error_code="failed" if failed else None,
         ),
+    )
+
+
+def search_output(item: Mapping[str, Any]) -> Part:
+    """A ``tool_search_output`` item (SPEC 22): the tools it loaded, the item kept raw."""
+    tools = item.get("tools")
+    names = [
+        str(t.get("name")) for t in (tools if isinstance(tools, list) else ())
+        if isinstance(t, Mapping)
+    ]  # fmt: skip
+    return ProviderToolResultPart(
+        str(item.get("call_id") or item.get("id") or ""),
+        "tool_search",
+        names,
+        provider=PROVIDER,
+        raw=dict(item),
     )
 
 

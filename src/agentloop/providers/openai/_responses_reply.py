@@ -183,6 +183,8 @@ class _Output:
             self.parts.append(_reasoning(item, path, self.origin))
         elif kind == "message":
             self.message(item, path)
+        elif kind == "tool_search_output":  # native tool search (SPEC 22), kept raw
+            self.parts.append(hosted.search_output(item))
         elif hosted.is_hosted_call(kind):
             self.parts.extend(hosted.decode_item(item))
             name = str(kind).removesuffix("_call")

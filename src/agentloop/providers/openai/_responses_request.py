@@ -34,6 +34,7 @@ from agentloop.model import (
     ToolSpec,
     with_tool_changes,
 )
+from agentloop.providers._tool_search import RESPONSES_SEARCH_TOOL
 from agentloop.providers.openai import _hosted as hosted
 from agentloop.providers.openai._chat_strict import strict_schema
 from agentloop.providers.openai._responses_media import (
@@ -152,6 +153,8 @@ def _other_item(part: object, message: Message) -> dict[str, Any] | None:
     """Our own hosted call item, as received (its result lives in it); media cannot go here."""
     if isinstance(part, ProviderToolCallPart):
         return dict(part.raw) if part.provider == PROVIDER and part.raw is not None else None
+    if isinstance(part, ProviderToolResultPart) and part.provider == PROVIDER and part.raw:
+        return dict(part.raw) if part.raw.get("type") == "tool_search_output" else None
     if isinstance(part, ProviderToolResultPart | ProviderPart):  # another's block: never sent
         return None
     if isinstance(part, MEDIA):
@@ -199,13 +202,16 @@ def _developer(text: str) -> dict[str, Any]:
 def _tool(spec: ToolSpec, strict: bool) -> dict[str, Any]:
     """A function tool; ``strict`` is always said (this API takes an unmarked tool as strict)."""
     schema = strict_schema(spec.parameters) if strict else None
-    return {
+    data = {
         "type": "function",
         "name": spec.name,
         "description": spec.description,
         "parameters": dict(schema.schema if schema else spec.parameters),
         "strict": schema.strict if schema else False,
     }
+    if spec.defer_loading:  # found by the hosted tool search (SPEC 22)
+        data["defer_loading"] = True
+    return data
 
 
 def _text_format(output: OutputSpec, strict: bool) -> dict[str, Any]:
@@ -322,6 +328,8 @@ def encode_request(
         payload["instructions"] = "\n\n".join(text for text in system if text)
     if request.tools:
         payload["tools"] = [_tool(spec, profile.strict_schema) for spec in request.tools]
+        if any(spec.defer_loading for spec in request.tools):
+            payload["tools"].append(dict(RESPONSES_SEARCH_TOOL))
     if request.provider_tools:
         hosted.check_responses(request.provider_tools, name, functions=bool(request.tools))
         payload.setdefault("tools", []).extend(hosted.encode_tools(request.provider_tools))

@@ -70,6 +70,7 @@ from agentloop.errors import ConfigurationError
 from agentloop.model import ModelRequest, ModelResponse, StreamEvent
 from agentloop.providers._client import HttpClient, check_client, check_key_characters
 from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
+from agentloop.providers._tool_search import responses_has
 from agentloop.providers.openai._chat_restore import restore_optional
 from agentloop.providers.openai._hosted import check_responses
 from agentloop.providers.openai._responses_reply import (
@@ -193,6 +194,11 @@ class OpenAIResponsesClient(HttpClient):
         The model's profile, without audio: the Responses API has no audio input.
         """
         return self._profile(self._model).media - {"audio"}
+
+    @property
+    def native_tool_search(self) -> bool:
+        """Whether the model has the hosted ``tool_search`` (SPEC 22: gpt-5.4 and later)."""
+        return responses_has(self._model)
 
     def check_provider_tools(self, tools: Sequence[ProviderTool], functions: bool) -> None:
         """``ConfigurationError`` for a hosted tool this model cannot take (SPEC 24)."""
