@@ -35,7 +35,15 @@ from agentloop.transcript import validate_transcript
 if TYPE_CHECKING:
     from agentloop.engine.state import RunState
 
-__all__ = ["HandoffTool", "Transfer", "active_agent", "checked", "resume_in", "take_over"]
+__all__ = [
+    "HandoffTool",
+    "Transfer",
+    "active_agent",
+    "checked",
+    "close_receivers",
+    "resume_in",
+    "take_over",
+]
 
 TRANSFERRED = "Transferred to '{name}'."
 """What the model reads for a handoff's call."""
@@ -182,7 +190,7 @@ def take_over(session: Any, state: RunState) -> None:
         raise HandoffLimitExceeded(limit)
     previous = state.run.last_agent
     handoff = transfer.handoff
-    _rule(state, handoff.agent, handoff.name, transfer.system)
+    _rule(session, state, handoff.agent, handoff.name, transfer.system, False)
     if transfer.shown is not None:  # the receiver's requests: the filter's, then what follows
         state.shown = (transfer.shown, len(state.transcript))
     bus = session._bus
@@ -191,12 +199,58 @@ def take_over(session: Any, state: RunState) -> None:
         bus.emit(ev.HandoffOccurred(state.run.id, state.turn_index, previous, handoff.name))
 
 
-def _rule(state: RunState, receiver: Any, name: str, system: str | None) -> None:
+def _rule(
+    session: Any, state: RunState, receiver: Any, name: str, system: str | None, stored: bool
+) -> None:
+    """The receiver rules: its client, tools, plan, system (``stored``: as a pause kept it)."""
     state.client = receiver.client
     state.registry = receiver.registry
     state.offer = receiver._offer(receiver.client, receiver.registry)
     state.system = state.guard.system = system
     state.run.last_agent = name
+    state.plan = plan = _plan(session, receiver)
+    extra = None if plan is None else plan.instructions()
+    if extra and not stored:  # the receiver's toolsets' instructions (a skills list) join its own
+        state.system = state.guard.system = f"{system}\n\n{extra}" if system else extra
+
+
+def _plan(session: Any, receiver: Any) -> Any:
+    """The receiver's own per-call tool plan (its toolsets, deferred tools; SPEC 22), or None."""
+    if not receiver._sets and not receiver.registry.deferring:
+        return None
+    from agentloop.engine.offering import plan_for
+
+    plan = plan_for(receiver, receiver.registry, receiver._sets, session.loaded_tools)
+    if plan is not None:
+        plan.emit = session._loaded
+        view = session._dispatcher.registry
+        plan.view = view if hasattr(view, "over") else None
+    return plan
+
+
+def all_receivers(agent: Any) -> list[Any]:
+    """Every agent reachable through ``agent``'s handoffs, each once (not ``agent`` itself)."""
+    found: list[Any] = []
+    queue = list(getattr(agent, "_handoffs", ()))
+    while queue:
+        item = queue.pop(0)
+        if item.agent is agent or any(item.agent is a for a in found):
+            continue
+        found.append(item.agent)
+        queue.extend(getattr(item.agent, "_handoffs", ()))
+    return found
+
+
+async def close_receivers(agent: Any) -> None:
+    """Stop the tool sources of every agent ``agent``'s handoffs reach (its ``aclose``)."""
+    first: BaseException | None = None
+    for receiver in all_receivers(agent):
+        try:
+            await receiver._toolsets.aclose()
+        except Exception as exc:
+            first = first or exc
+    if first is not None:
+        raise first
 
 
 def active_agent(agent: Any, name: str | None) -> Any:
@@ -221,5 +275,6 @@ def resume_in(session: Any, state: RunState, system: str | None) -> None:
     if name is None:
         return
     receiver = active_agent(session.agent, name)
-    _rule(state, receiver, name, system if system is not None else receiver._system())
+    stored = system is not None
+    _rule(session, state, receiver, name, system if stored else receiver._system(), stored)
     session._bus.agent = name

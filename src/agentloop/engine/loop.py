@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
+from agentloop._util.lazy import lazy_module
 from agentloop.cancel import CancelToken
 from agentloop.engine import remembering
 from agentloop.engine.call import pending_of
@@ -57,6 +58,9 @@ from agentloop.run import TRUNCATION_REASONS, Run, RunContext, Turn
 from agentloop.safety.redact import redact_secrets
 from agentloop.transcript import close_interrupted
 
+handoffs = lazy_module("agentloop.engine.handoffs")  # loaded by a run that hands off
+guarding_of = lazy_module("agentloop.engine.guarding")  # loaded by a run with guardrails
+
 if TYPE_CHECKING:  # loaded only by an agent with guardrails
     from agentloop.engine.guarding import RunGuard
 
@@ -84,10 +88,8 @@ class RunLoop:
         self.task: asyncio.Task[Any] | None = None
         self.watches: list[tuple[CancelToken, int]] = []
         self.guarding: RunGuard | None = None
-        if self.agent._guardrails is not None:  # nothing to pay for an agent without any
-            from agentloop.engine.guarding import run_guard
-
-            self.guarding = run_guard(session, state)
+        if self.agent._guardrails is not None or state.run.last_agent is not None:
+            self.guarding = guarding_of.run_guard(session, state)  # nothing to pay without
 
     async def drive(self) -> Run[Any]:
         """Run to the end in the caller's task; a cancel token cancels that task's awaits.
@@ -170,6 +172,8 @@ class RunLoop:
         tools is appended as a system entry (SPEC 28, ``agentloop.engine.appendonly``).
         """
         agent, state = self.agent, self.state
+        if state.run.last_agent is not None:  # a handoff's receiver: its tool sources (26)
+            agent = handoffs.active_agent(agent, state.run.last_agent)
         if agent._toolsets.toolsets:
             await agent._refresh_tools(state, starting=False)
         if state.plan is not None:  # the tools this call offers (SPEC 22)
@@ -211,7 +215,10 @@ class RunLoop:
                 done = await self._typed_turn(turn, response)
             if guarding is not None:
                 guarding.release()
+            handing = state.handoff is not None
             session._turn_done(state, turn)
+            if handing:  # the receiver's output guardrails rule from the next turn (SPEC 26)
+                guarding = self.guarding = guarding_of.run_guard(session, state)
             if done:
                 return
             state.turn_index += 1
