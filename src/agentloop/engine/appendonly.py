@@ -78,7 +78,7 @@ class AppendOnly:
     this object, so this module imports neither (no import circle).
     """
 
-    __slots__ = ("base_text", "base_tools", "compact_at", "text", "tools")
+    __slots__ = ("base_text", "base_tools", "compact_at", "recall", "text", "tools")
 
     def __init__(self) -> None:
         self.compact_at: int | None = None
@@ -87,17 +87,29 @@ class AppendOnly:
         self.base_tools: tuple[ToolSpec, ...] = ()
         self.text: str | None = None
         self.tools: tuple[ToolSpec, ...] = ()
+        self.recall: str | None = None
+        """This run's memory recall block (SPEC 27), joined to the instructions after the base."""
 
     def open(self, session: Any, state: Any) -> None:
         """Continue the conversation the history opens with, or open a new one (run start).
 
         A new one puts its base first in the history (the store rewrites it at finalize) and
         drops the seeded history's thinking; the context guard measures the transcript again.
+        The run's recall block (``recall``, SPEC 27) joins ``state.system`` only now, so the base
+        never holds it: the per-call step appends it as an entry after the run's input.
         """
         history = session._history
         if history and is_base(history[0]):
             self._read(state.transcript)  # a continued run's own entries count too
-            return
+        else:
+            self._new(session, state)
+        if self.recall:  # SPEC 27: this run's recall joins the instructions after the base
+            text = f"{state.system}\n\n{self.recall}" if state.system else self.recall
+            state.system = state.guard.system = text
+
+    def _new(self, session: Any, state: Any) -> None:
+        """A new conversation: its base first, the seeded history's thinking dropped."""
+        history = session._history
         base = base_message(state.system, state.offer.specs)
         kept = [m for m in map(without_thinking, history) if m is not None]
         history[:] = [base, *kept]
