@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentloop import Agent, RunConfig, tool
+from agentloop import Agent, RunConfig, handoff, tool
+from agentloop.handoffs import remove_tool_calls
 from agentloop.memory import InMemoryMemoryStore, Memory
 from agentloop.model import ModelSettings
 from agentloop.providers.settings import Settings, build_client
@@ -101,3 +102,68 @@ async def test_memory_recall_and_the_memory_tool_over_three_runs() -> None:
     assert "ada reads novels" in json.dumps(recalls[5][-1])  # run 1's memory, recalled in run 3
     history = agent.history
     assert history[0].role == "system" and "Memories" not in (history[0].text or "")
+
+
+@tool
+def refund(order: str) -> str:
+    """Refund an order."""
+    return f"refunded {order}"
+
+
+def triage_and_billing(server: AnthropicTwin, **billing_options: Any) -> Agent[Any]:
+    client = client_of(server)
+    billing = Agent(
+        client, name="billing", instructions="You handle billing.", tools=[refund], config=CONFIG
+    )
+    target = handoff(billing, **billing_options)
+    return Agent(client, instructions="You route.", tools=[read], handoffs=[target], config=CONFIG)
+
+
+HANDOFF_SCRIPT = [
+    step(1, 0, "read", {"page": 1}),
+    step(1, 1, "transfer_to_billing", {}),
+    step(1, 2, "refund", {"order": "A1"}),
+    step(1, 3, "refund", {"order": "A2"}),
+    answer("refunded"),
+    step(2, 0, "read", {"page": 2}),
+    answer("two"),
+    step(3, 0, "read", {"page": 3}),
+    answer("three"),
+]
+
+
+async def test_a_handoff_to_a_receiver_with_other_instructions_and_tools() -> None:
+    async with AnthropicTwin(list(HANDOFF_SCRIPT)) as server:
+        agent = triage_and_billing(server)
+        runs = [await agent.run(q) for q in ("refund A1 and A2", "page two", "page three")]
+    assert [r.output for r in runs] == ["refunded", "two", "three"]
+    assert runs[0].last_agent == "billing" and runs[1].last_agent is None
+    same_base(server)  # the receiver's instructions and tools travel as entries
+    after = system_entries(server.requests[2])
+    assert "You handle billing." in json.dumps(after)
+    assert "refund" in json.dumps(after[-1]) or "refund" in json.dumps(after)
+    back = system_entries(server.requests[5])  # run 2: the session's own agent again
+    assert "You route." in json.dumps(back[-1]) or "You route." in json.dumps(back)
+
+
+async def test_a_filtered_handoff_is_a_new_conversation_with_the_receivers_base() -> None:
+    async with AnthropicTwin(list(HANDOFF_SCRIPT)) as server:
+        agent = triage_and_billing(server, input_filter=remove_tool_calls)
+        runs = [await agent.run(q) for q in ("refund A1 and A2", "page two", "page three")]
+    assert [r.output for r in runs] == ["refunded", "two", "three"]
+    assert server.rejected == []
+    requests = server.requests
+    triage_system = encoded(requests[0], "system")
+    billing = requests[2:5]  # the receiver's requests: its own base, the filter's view
+    assert {encoded(b, "system") for b in billing} == {encoded(billing[0], "system")}
+    assert "You handle billing." in encoded(billing[0], "system")
+    assert [t["name"] for t in billing[0]["tools"]] == ["refund"]
+    first = billing[0]["messages"][0]
+    assert first["role"] == "user" and "refund A1 and A2" in json.dumps(first)  # nothing cut
+    assert not any(m["role"] == "system" for m in billing[0]["messages"])
+    assert "tool_use" not in json.dumps(billing[0]["messages"])  # the filter removed the calls
+    later = requests[5:]  # runs 2 and 3: the session's conversation again, its base unchanged
+    assert {encoded(b, "system") for b in later} == {triage_system}
+    assert {encoded(b, "tools") for b in later} == {encoded(requests[0], "tools")}
+    assert agent.history[0].role == "system"  # committed history keeps every message
+    assert any("refunded A2" in json.dumps(m.to_dict()) for m in agent.history)

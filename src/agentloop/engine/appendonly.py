@@ -121,6 +121,14 @@ class AppendOnly:
         self._read(state.transcript)
         state.guard.start(state.transcript, ())
 
+    def rebase(self, text: str | None, tools: Sequence[ToolSpec]) -> None:
+        """A new conversation from here (a filtered handoff, SPEC 26): ``text``/``tools`` its base.
+
+        Its requests send them as ``system``/``tools``; later changes are entries against them.
+        """
+        self.base_text = self.text = text
+        self.base_tools = self.tools = tuple(tools)
+
     def attach(self, state: Any, config: Any) -> None:
         """Set the run's context guard up for this conversation (when the run's state is made).
 

@@ -190,9 +190,13 @@ def take_over(session: Any, state: RunState) -> None:
         raise HandoffLimitExceeded(limit)
     previous = state.run.last_agent
     handoff = transfer.handoff
-    _rule(session, state, handoff.agent, handoff.name, transfer.system, False)
+    own = _rule(session, state, handoff.agent, handoff.name, transfer.system, False)
     if transfer.shown is not None:  # the receiver's requests: the filter's, then what follows
-        state.shown = (transfer.shown, len(state.transcript))
+        shown = transfer.shown
+        if state.appendonly is not None:  # a new conversation (SPEC 26, 28): the receiver's base
+            shown = [m for m in shown if m.role != "system"]
+            state.appendonly.rebase(own, state.offer.specs)
+        state.shown = (shown, len(state.transcript))
     bus = session._bus
     bus.agent = handoff.name
     if bus.active:
@@ -201,8 +205,11 @@ def take_over(session: Any, state: RunState) -> None:
 
 def _rule(
     session: Any, state: RunState, receiver: Any, name: str, system: str | None, stored: bool
-) -> None:
-    """The receiver rules: its client, tools, plan, system (``stored``: as a pause kept it)."""
+) -> str | None:
+    """The receiver rules: its client, tools, plan, system (``stored``: as a pause kept it).
+
+    Returns the receiver's own instruction text (without the run's memory recall block).
+    """
     state.client = receiver.client
     state.registry = receiver.registry
     state.offer = receiver._offer(receiver.client, receiver.registry)
@@ -211,7 +218,15 @@ def _rule(
     state.plan = plan = _plan(session, receiver)
     extra = None if plan is None else plan.instructions()
     if extra and not stored:  # the receiver's toolsets' instructions (a skills list) join its own
-        state.system = state.guard.system = f"{system}\n\n{extra}" if system else extra
+        system = state.system = state.guard.system = _joined(system, extra)
+    recall = state.run.memory.get("block") if state.run.memory else None
+    if recall and not stored:  # the run's recall block stays (memory is the starting agent's)
+        state.system = state.guard.system = _joined(system, recall)
+    return system
+
+
+def _joined(text: str | None, extra: str) -> str:
+    return f"{text}\n\n{extra}" if text else extra
 
 
 def _plan(session: Any, receiver: Any) -> Any:
