@@ -12,13 +12,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentloop import Agent, RunConfig, handoff, tool
+from agentloop import Agent, RunConfig, RunContext, handoff, tool
 from agentloop.handoffs import remove_tool_calls
 from agentloop.memory import InMemoryMemoryStore, Memory
-from agentloop.model import ModelSettings
+from agentloop.model import ModelSettings, ToolSpec
+from agentloop.provider_tools import WebSearch
 from agentloop.providers.settings import Settings, build_client
+from agentloop.toolsets import FunctionToolset
 
 from .twins import anthropic as twin
+from .twins import anthropic_server_tools as st
 from .twins.anthropic import AnthropicTwin, TwinReply
 
 KEY = "sk-ant-twin-0123456789"
@@ -167,3 +170,114 @@ async def test_a_filtered_handoff_is_a_new_conversation_with_the_receivers_base(
     assert {encoded(b, "tools") for b in later} == {encoded(requests[0], "tools")}
     assert agent.history[0].role == "system"  # committed history keeps every message
     assert any("refunded A2" in json.dumps(m.to_dict()) for m in agent.history)
+
+
+files = FunctionToolset(name="files")
+
+
+@files.tool
+def look(path: str) -> str:
+    """Look at a file."""
+    return f"contents of {path}"
+
+
+@files.tool
+def erase(path: str) -> str:
+    """Erase a file."""
+    return f"erased {path}"
+
+
+def late_erase(ctx: RunContext[Any], spec: ToolSpec) -> bool:
+    return spec.name != "erase" or ctx.turn >= 2  # the tool list changes mid-run
+
+
+@tool(defer_loading=True)
+def archive(path: str) -> str:
+    """Archive a file into cold storage."""
+    return f"archived {path}"
+
+
+async def test_toolsets_changing_their_tools_and_tool_search_loading_one() -> None:
+    script = [
+        step(1, 0, "look", {"path": "a"}),
+        step(1, 1, "search_tools", {"query": "archive cold storage", "limit": 1}),
+        step(1, 2, "erase", {"path": "a"}),
+        step(1, 3, "archive", {"path": "b"}),
+        answer("one"),
+        step(2, 0, "look", {"path": "c"}),
+        step(2, 1, "archive", {"path": "c"}),
+        step(2, 2, "erase", {"path": "c"}),
+        answer("two"),
+        step(3, 0, "look", {"path": "d"}),
+        answer("three"),
+    ]
+    async with AnthropicTwin(script) as server:
+        agent = Agent(
+            client_of(server),
+            instructions="You keep files.",
+            tools=[archive],
+            toolsets=[files.filtered(late_erase)],
+            config=CONFIG,
+        )
+        runs = [await agent.run(q) for q in ("a and b", "c", "d")]
+    assert [r.output for r in runs] == ["one", "two", "three"]
+    assert runs[0].loaded_tools == ["archive"]
+    results = [p.content for t in runs[0].turns for p in t.tool_results]
+    assert results[2:4] == ["erased a", "archived b"]
+    same_base(server)
+    changes = [json.dumps(system_entries(b)) for b in server.requests]
+    assert "erase" not in encoded(server.requests[0], "tools")
+    assert '"archive"' in changes[3] and '"erase"' in changes[3]  # entries, not a new base
+
+
+async def test_the_memory_tools_on_an_append_only_conversation() -> None:
+    store = InMemoryMemoryStore()
+    script = [
+        step(1, 0, "remember", {"text": "ada likes green tea"}),
+        answer("one"),
+        step(2, 0, "recall", {"query": "tea"}),
+        answer("two"),
+        step(3, 0, "recall", {"query": "tea"}),
+        answer("three"),
+    ]
+    memory = Memory(store, namespace=user, auto_recall=2, anthropic_tool=False)
+    async with AnthropicTwin(script) as server:
+        agent = Agent(client_of(server), instructions="You remember.", memory=memory, config=CONFIG)
+        runs = [await agent.run(q) for q in ("tea", "green tea", "more tea")]
+    assert [r.output for r in runs] == ["one", "two", "three"]
+    assert runs[1].turns[0].tool_results[0].content.endswith("ada likes green tea")
+    same_base(server)
+    assert await store.count(("user", "ada")) == 1
+
+
+async def test_a_provider_tool_web_search_over_three_runs() -> None:
+    def searched(run: int) -> TwinReply:
+        call_id = f"srvtoolu_{run}"
+        return TwinReply(
+            [
+                twin.thinking(f"search {run}"),
+                st.server_tool_use("web_search", {"query": f"q{run}"}, call_id),
+                st.web_search_result(call_id, [(f"https://{run}.example", f"R{run}")]),
+                st.cited_text(f"R{run} says so.", f"https://{run}.example", f"R{run}"),
+            ]
+        )
+
+    script = [
+        step(1, 0, "read", {"page": 1}),
+        searched(1),
+        step(2, 0, "read", {"page": 2}),
+        searched(2),
+        searched(3),
+    ]
+    async with AnthropicTwin(script) as server:
+        agent = Agent(
+            client_of(server),
+            instructions="You search.",
+            tools=[read],
+            provider_tools=[WebSearch(max_uses=2)],
+            config=CONFIG,
+        )
+        runs = [await agent.run(q) for q in ("one", "two", "three")]
+    assert [r.output for r in runs] == ["R1 says so.", "R2 says so.", "R3 says so."]
+    same_base(server)
+    assert len(server.requests) == 5
