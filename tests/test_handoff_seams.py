@@ -2,7 +2,8 @@
 
 After a handoff the receiver's output guardrails judge the answer (the starting agent's input
 guardrails stay), its MCP servers are listed again on a list change, and the starting agent's
-``aclose`` stops the MCP servers of every agent its handoffs reach.
+``aclose`` stops the MCP servers of every agent its handoffs reach. The receiver's toolsets
+rule; the run's memory recall block stays (memory is the starting agent's).
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from typing import Any
 from agentloop import Agent, handoff
 from agentloop.guardrails import GuardrailContext, InputGuardrail, OutputGuardrail
 from agentloop.mcp import MCPServer
+from agentloop.memory import InMemoryMemoryStore, Memory
 from agentloop.testing import ScriptedModel, call, reply
+from agentloop.toolsets import FunctionToolset
 
 FAULTY = Path(__file__).parent / "mcp_servers" / "faulty.py"
 
@@ -93,3 +96,45 @@ async def test_aclose_reaches_every_receiver_once(tmp_path: Path) -> None:
     assert run.output == "deep" and mcp._conn is not None
     await start.aclose()
     assert mcp._conn is None
+
+
+async def test_the_receivers_toolsets_rule_after_the_handoff() -> None:
+    mine = FunctionToolset(name="mine")
+    theirs = FunctionToolset(name="theirs")
+
+    @mine.tool
+    def route(to: str) -> str:
+        """Route somewhere."""
+        return to
+
+    @theirs.tool
+    def bill(order: str) -> str:
+        """Bill an order."""
+        return f"billed {order}"
+
+    billing_model = ScriptedModel([call("bill", {"order": "A1"}), reply("billed")])
+    billing = Agent(billing_model, name="billing", toolsets=[theirs])
+    triage = Agent(
+        ScriptedModel([call("transfer_to_billing", {})]), toolsets=[mine], handoffs=[billing]
+    )
+    run = await triage.run("bill A1")
+    assert run.output == "billed"
+    assert run.turns[1].tool_results[0].content == "billed A1"
+    assert [{t.name for t in r.tools} for r in billing_model.requests] == [{"bill"}, {"bill"}]
+
+
+async def test_the_runs_recall_block_stays_at_a_handoff() -> None:
+    store = InMemoryMemoryStore()
+    await store.put(("user", "ada"), "ada prefers refunds by card")
+    billing_model = ScriptedModel([reply("done")])
+    billing = Agent(billing_model, name="billing", system="You handle billing.")
+    triage = Agent(
+        ScriptedModel([call("transfer_to_billing", {})]),
+        system="You route.",
+        handoffs=[billing],
+        memory=Memory(store, namespace=lambda ctx: ("user", "ada"), auto_recall=3),
+    )
+    await triage.run("refunds by card please")
+    system = billing_model.requests[0].system or ""
+    assert system.startswith("You handle billing.")
+    assert "ada prefers refunds by card" in system  # memory stays the starting agent's
