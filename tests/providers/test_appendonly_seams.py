@@ -39,6 +39,11 @@ def step(run: int, n: int, name: str, arguments: dict[str, Any]) -> TwinReply:
     return TwinReply([twin.thinking(f"r{run} s{n}"), twin.tool_use(name, arguments)], "tool_use")
 
 
+def pages(run: int, n: int) -> list[TwinReply]:
+    """``n`` more tool turns (``read``): the runs reach SPEC 28's 20 turns."""
+    return [step(run, 10 + i, "read", {"page": i}) for i in range(n)]
+
+
 def answer(text: str) -> TwinReply:
     return TwinReply([twin.thinking(f"answering {text}"), twin.text(text)])
 
@@ -54,8 +59,8 @@ def encoded(body: dict[str, Any], key: str) -> str:
 
 
 def same_base(server: AnthropicTwin) -> None:
-    """No prefix failure; one ``system`` and one ``tools`` across every request."""
-    assert server.rejected == []
+    """No prefix failure over 20 requests; one ``system`` and one ``tools`` across them all."""
+    assert server.rejected == [] and len(server.requests) == 20
     assert len({encoded(b, "system") for b in server.requests}) == 1
     assert len({encoded(b, "tools") for b in server.requests}) == 1
 
@@ -80,6 +85,7 @@ async def test_memory_recall_and_the_memory_tool_over_three_runs() -> None:
         step(2, 0, "memory", {"command": "view", "path": "/memories"}),
         answer("two"),
         step(3, 0, "read", {"page": 3}),
+        *pages(3, 13),
         answer("three"),
     ]
     async with AnthropicTwin(script) as server:
@@ -131,6 +137,7 @@ HANDOFF_SCRIPT = [
     step(2, 0, "read", {"page": 2}),
     answer("two"),
     step(3, 0, "read", {"page": 3}),
+    *pages(3, 11),
     answer("three"),
 ]
 
@@ -154,7 +161,7 @@ async def test_a_filtered_handoff_is_a_new_conversation_with_the_receivers_base(
         agent = triage_and_billing(server, input_filter=remove_tool_calls)
         runs = [await agent.run(q) for q in ("refund A1 and A2", "page two", "page three")]
     assert [r.output for r in runs] == ["refunded", "two", "three"]
-    assert server.rejected == []
+    assert server.rejected == [] and len(server.requests) == 20
     requests = server.requests
     triage_system = encoded(requests[0], "system")
     billing = requests[2:5]  # the receiver's requests: its own base, the filter's view
@@ -209,13 +216,14 @@ async def test_toolsets_changing_their_tools_and_tool_search_loading_one() -> No
         step(2, 2, "erase", {"path": "c"}),
         answer("two"),
         step(3, 0, "look", {"path": "d"}),
+        *pages(3, 9),
         answer("three"),
     ]
     async with AnthropicTwin(script) as server:
         agent = Agent(
             client_of(server),
             instructions="You keep files.",
-            tools=[archive],
+            tools=[archive, read],
             toolsets=[files.filtered(late_erase)],
             config=CONFIG,
         )
@@ -238,11 +246,18 @@ async def test_the_memory_tools_on_an_append_only_conversation() -> None:
         step(2, 0, "recall", {"query": "tea"}),
         answer("two"),
         step(3, 0, "recall", {"query": "tea"}),
+        *pages(3, 14),
         answer("three"),
     ]
     memory = Memory(store, namespace=user, auto_recall=2, anthropic_tool=False)
     async with AnthropicTwin(script) as server:
-        agent = Agent(client_of(server), instructions="You remember.", memory=memory, config=CONFIG)
+        agent = Agent(
+            client_of(server),
+            instructions="You remember.",
+            tools=[read],
+            memory=memory,
+            config=CONFIG,
+        )
         runs = [await agent.run(q) for q in ("tea", "green tea", "more tea")]
     assert [r.output for r in runs] == ["one", "two", "three"]
     assert runs[1].turns[0].tool_results[0].content.endswith("ada likes green tea")
@@ -267,6 +282,7 @@ async def test_a_provider_tool_web_search_over_three_runs() -> None:
         searched(1),
         step(2, 0, "read", {"page": 2}),
         searched(2),
+        *pages(3, 15),
         searched(3),
     ]
     async with AnthropicTwin(script) as server:
@@ -280,4 +296,3 @@ async def test_a_provider_tool_web_search_over_three_runs() -> None:
         runs = [await agent.run(q) for q in ("one", "two", "three")]
     assert [r.output for r in runs] == ["R1 says so.", "R2 says so.", "R3 says so."]
     same_base(server)
-    assert len(server.requests) == 5
