@@ -366,19 +366,16 @@ def _soft(guardrail: Guardrail) -> bool:
     return isinstance(guardrail, OutputGuardrail) and guardrail.retry
 
 
-def run_guard(session: Any, state: RunState) -> RunGuard | None:
+def run_guard(session: Any, state: RunState, ruling: Any) -> RunGuard | None:
     """The guardrail work of a run of ``session``; None when no guardrail applies.
 
     ``session`` is a ``Conversation``, not imported here: it imports this module's neighbours.
     The input guardrails are the starting agent's; the output guardrails are those of the agent
-    that rules now: the receiver of a handoff (SPEC 26), else the starting agent.
+    that rules now (``ruling``): the receiver of a handoff (SPEC 26), else the starting agent.
     """
-    agent = ruling = session.agent
+    agent = session.agent
     guardrails = agent._guardrails
-    if state.run.last_agent is not None:
-        from agentloop.engine.handoffs import active_agent
-
-        ruling = active_agent(agent, state.run.last_agent)
+    if ruling is not agent:
         inputs = () if guardrails is None else (*guardrails.blocking, *guardrails.parallel)
         outputs = () if ruling._guardrails is None else ruling._guardrails.output
         guardrails = Guardrails([*inputs, *outputs]) if inputs or outputs else None

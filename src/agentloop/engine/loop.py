@@ -87,9 +87,9 @@ class RunLoop:
         self.latency: float | None = None
         self.task: asyncio.Task[Any] | None = None
         self.watches: list[tuple[CancelToken, int]] = []
-        self.guarding: RunGuard | None = None
+        self.guarding: RunGuard | None = None  # nothing to pay for a run without guardrails
         if self.agent._guardrails is not None or state.run.last_agent is not None:
-            self.guarding = guarding_of.run_guard(session, state)  # nothing to pay without
+            self.guarding = guarding_of.run_guard(session, state, self._ruling())
 
     async def drive(self) -> Run[Any]:
         """Run to the end in the caller's task; a cancel token cancels that task's awaits.
@@ -126,6 +126,11 @@ class RunLoop:
         if stop is not None:
             raise stop
         return state.run
+
+    def _ruling(self) -> Any:
+        """The agent that rules the run now: a handoff's receiver (SPEC 26), else its own."""
+        name = self.state.run.last_agent
+        return self.agent if name is None else handoffs.active_agent(self.agent, name)
 
     def _on_cancel(self) -> None:
         """A watched token fired: interrupt what the run awaits, unless it is finalizing."""
@@ -168,12 +173,9 @@ class RunLoop:
         """Before each model call: the tools it offers, and what changed since the last call.
 
         Tool sources are refreshed (an MCP list change), the toolsets' plan picks this call's
-        tools (SPEC 22), and on an append-only conversation each difference of instructions or
-        tools is appended as a system entry (SPEC 28, ``agentloop.engine.appendonly``).
+        tools (SPEC 22); on an append-only conversation each difference is a system entry (28).
         """
-        agent, state = self.agent, self.state
-        if state.run.last_agent is not None:  # a handoff's receiver: its tool sources (26)
-            agent = handoffs.active_agent(agent, state.run.last_agent)
+        agent, state = self._ruling(), self.state  # a handoff's receiver: its tool sources (26)
         if agent._toolsets.toolsets:
             await agent._refresh_tools(state, starting=False)
         if state.plan is not None:  # the tools this call offers (SPEC 22)
@@ -218,7 +220,7 @@ class RunLoop:
             handing = state.handoff is not None
             session._turn_done(state, turn)
             if handing:  # the receiver's output guardrails rule from the next turn (SPEC 26)
-                guarding = self.guarding = guarding_of.run_guard(session, state)
+                guarding = self.guarding = guarding_of.run_guard(session, state, self._ruling())
             if done:
                 return
             state.turn_index += 1
