@@ -18,6 +18,7 @@ from agentloop.memory import InMemoryMemoryStore, Memory
 from agentloop.model import ModelSettings, ToolSpec
 from agentloop.provider_tools import WebSearch
 from agentloop.providers.settings import Settings, build_client
+from agentloop.testing import ScriptedModel, call
 from agentloop.toolsets import FunctionToolset
 
 from .twins import anthropic as twin
@@ -296,3 +297,29 @@ async def test_a_provider_tool_web_search_over_three_runs() -> None:
         runs = [await agent.run(q) for q in ("one", "two", "three")]
     assert [r.output for r in runs] == ["R1 says so.", "R2 says so.", "R3 says so."]
     same_base(server)
+
+
+async def test_an_append_only_receiver_makes_the_whole_conversation_append_only() -> None:
+    script = [
+        step(1, 0, "refund", {"order": "A1"}),
+        answer("one"),
+        step(2, 0, "refund", {"order": "A2"}),
+        answer("two"),
+    ]
+    async with AnthropicTwin(script) as server:
+        billing = Agent(
+            client_of(server),
+            name="billing",
+            instructions="You handle billing.",
+            tools=[refund],
+            config=CONFIG,
+        )
+        router = ScriptedModel([call("transfer_to_billing", {}), call("transfer_to_billing", {})])
+        triage = Agent(router, instructions="You route.", tools=[read], handoffs=[billing])
+        runs = [await triage.run(q) for q in ("refund A1", "refund A2")]
+    assert [r.output for r in runs] == ["one", "two"]
+    assert server.rejected == []
+    assert triage.history[0].role == "system"  # the conversation opened with its base
+    assert router.requests[0].system == "You route."  # the starting agent's base
+    assert len({encoded(b, "system") for b in server.requests}) == 1
+    assert len({encoded(b, "tools") for b in server.requests}) == 1

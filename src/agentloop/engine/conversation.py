@@ -290,9 +290,20 @@ class Conversation(Generic[OutputT]):
         state.events = ClientEventBridge(run, self._bus, self.safety.limits, state)
         if agent._sets or (registry or agent.registry).deferring or swap is not None:
             self._plan(state, swap)
-        if is_append_only(client) or (transcript and transcript[0].role == "system"):
+        if (
+            is_append_only(client)
+            or (transcript and transcript[0].role == "system")
+            or (agent._handoffs and _graph_append_only(agent))
+        ):
             self._append_only(state)  # SPEC 28 (a base opens the history: append-only it stays)
         self._active = state
         self._bus.run = run
         self._bus.agent = None  # every run starts with the session's own agent
         return state
+
+
+def _graph_append_only(agent: Any) -> bool:
+    """Whether an agent its handoffs reach calls an append-only model (SPEC 28, 26)."""
+    from agentloop.engine.handoffs import all_receivers
+
+    return any(is_append_only(a.client) for a in all_receivers(agent))
