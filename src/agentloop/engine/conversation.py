@@ -293,7 +293,7 @@ class Conversation(Generic[OutputT]):
         if (
             is_append_only(client)
             or (transcript and transcript[0].role == "system")
-            or (agent._handoffs and _graph_append_only(agent))
+            or (getattr(agent, "_handoffs", ()) and _graph_append_only(agent))
         ):
             self._append_only(state)  # SPEC 28 (a base opens the history: append-only it stays)
         self._active = state
