@@ -292,8 +292,8 @@ class Conversation(Generic[OutputT]):
             self._plan(state, swap)
         if (
             is_append_only(client)
-            or (transcript and transcript[0].role == "system")
-            or (getattr(agent, "_handoffs", ()) and _graph_append_only(agent))
+            or bool(transcript and transcript[0].role == "system")
+            or _graph_append_only(agent)
         ):
             self._append_only(state)  # SPEC 28 (a base opens the history: append-only it stays)
         self._active = state
@@ -304,6 +304,8 @@ class Conversation(Generic[OutputT]):
 
 def _graph_append_only(agent: Any) -> bool:
     """Whether an agent its handoffs reach calls an append-only model (SPEC 28, 26)."""
+    if not getattr(agent, "_handoffs", None):
+        return False
     from agentloop.engine.handoffs import all_receivers
 
     return any(is_append_only(a.client) for a in all_receivers(agent))
