@@ -13,8 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentloop import Agent, handoff
+from agentloop import Agent, Approve, handoff, tool
 from agentloop.guardrails import GuardrailContext, InputGuardrail, OutputGuardrail
+from agentloop.handoffs import remove_tool_calls
 from agentloop.mcp import MCPServer
 from agentloop.memory import InMemoryMemoryStore, Memory
 from agentloop.testing import ScriptedModel, call, reply
@@ -138,3 +139,32 @@ async def test_the_runs_recall_block_stays_at_a_handoff() -> None:
     system = billing_model.requests[0].system or ""
     assert system.startswith("You handle billing.")
     assert "ada prefers refunds by card" in system  # memory stays the starting agent's
+
+
+async def test_a_paused_filtered_receiver_continues_with_its_view_and_instructions() -> None:
+    @tool(requires_approval=True)
+    def cancel_plan(plan: str) -> str:
+        """Cancel a plan."""
+        return f"cancelled {plan}"
+
+    @tool
+    def lookup(order: str) -> str:
+        """Look an order up."""
+        return "paid"
+
+    billing_model = ScriptedModel([call("cancel_plan", {"plan": "pro"}, id="c1"), reply("Gone.")])
+    billing = Agent(billing_model, name="billing", system="You bill.", tools=[cancel_plan])
+    triage = Agent(
+        ScriptedModel([call("lookup", {"order": "A1"}), call("transfer_to_billing", {})]),
+        instructions=lambda ctx: "You route.",
+        tools=[lookup],
+        handoffs=[handoff(billing, input_filter=remove_tool_calls)],
+    )
+    paused = await triage.run("cancel my plan")
+    assert paused.paused
+    done = await triage.continue_run(decisions={"c1": Approve()})
+    assert done.output == "Gone."
+    before, after = billing_model.requests
+    assert after.system == before.system == "You bill."  # not the starting agent's function
+    assert after.messages[0].text == "cancel my plan"
+    assert not any(p.name == "lookup" for m in after.messages for p in m.tool_calls)  # filtered

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentloop import Agent, RunConfig, RunContext, handoff, tool
+from agentloop import Agent, Approve, RunConfig, RunContext, handoff, tool
 from agentloop.handoffs import remove_tool_calls
 from agentloop.memory import InMemoryMemoryStore, Memory
 from agentloop.model import ModelSettings, ToolSpec
@@ -323,3 +323,52 @@ async def test_an_append_only_receiver_makes_the_whole_conversation_append_only(
     assert router.requests[0].system == "You route."  # the starting agent's base
     assert len({encoded(b, "system") for b in server.requests}) == 1
     assert len({encoded(b, "tools") for b in server.requests}) == 1
+
+
+async def test_a_paused_filtered_receiver_goes_on_in_its_own_conversation() -> None:
+    @tool(requires_approval=True)
+    def cancel_plan(plan: str) -> str:
+        """Cancel a plan."""
+        return f"cancelled {plan}"
+
+    script = [
+        step(1, 0, "read", {"page": 1}),
+        step(1, 1, "transfer_to_billing", {}),
+        TwinReply(
+            [twin.thinking("cancel"), twin.tool_use("cancel_plan", {"plan": "pro"}, "toolu_c1")],
+            "tool_use",
+        ),
+        step(1, 3, "cancel_plan", {"plan": "basic"}),
+        answer("gone"),
+        step(2, 0, "read", {"page": 2}),
+        answer("two"),
+    ]
+    async with AnthropicTwin(script) as server:
+        client = client_of(server)
+        billing = Agent(
+            client, name="billing", instructions="You bill.", tools=[cancel_plan], config=CONFIG
+        )
+        target = handoff(billing, input_filter=remove_tool_calls)
+        agent = Agent(
+            client,
+            instructions=lambda ctx: "You route.",
+            tools=[read],
+            handoffs=[target],
+            config=CONFIG,
+        )
+        paused = await agent.run("cancel my plans")
+        assert paused.paused
+        first = await agent.continue_run(decisions={"toolu_c1": Approve()})
+        assert first.paused
+        done = await agent.continue_run(decisions={first.pending[0].id: Approve()})
+        again = await agent.run("page two")
+    assert done.output == "gone" and again.output == "two"
+    assert server.rejected == []
+    billing_requests = server.requests[2:5]
+    assert {encoded(b, "system") for b in billing_requests} == {
+        encoded(billing_requests[0], "system")
+    }
+    assert "You bill." in encoded(billing_requests[0], "system")
+    assert {encoded(b, "system") for b in server.requests[5:]} == {
+        encoded(server.requests[0], "system")
+    }

@@ -78,7 +78,7 @@ class AppendOnly:
     this object, so this module imports neither (no import circle).
     """
 
-    __slots__ = ("base_text", "base_tools", "compact_at", "recall", "text", "tools")
+    __slots__ = ("base_text", "base_tools", "compact_at", "recall", "sub", "text", "tools")
 
     def __init__(self) -> None:
         self.compact_at: int | None = None
@@ -88,6 +88,8 @@ class AppendOnly:
         self.text: str | None = None
         self.tools: tuple[ToolSpec, ...] = ()
         self.recall: str | None = None
+        self.sub: tuple[str | None, Sequence[ToolSpec]] | None = None
+        """A continued run's filtered handoff (SPEC 26): its conversation's base text and tools."""
         """This run's memory recall block (SPEC 27), joined to the instructions after the base."""
 
     def open(self, session: Any, state: Any) -> None:
@@ -101,6 +103,8 @@ class AppendOnly:
         history = session._history
         if history and is_base(history[0]):
             self._read(state.transcript)  # a continued run's own entries count too
+            if self.sub is not None:  # a paused filtered handoff's own conversation goes on
+                self._go_on(*self.sub, state.transcript[state.shown[1] :])
         else:
             self._new(session, state)
         if self.recall:  # SPEC 27: this run's recall joins the instructions after the base
@@ -151,8 +155,18 @@ class AppendOnly:
         self.base_text = base.text or None
         changes = [p for p in base.parts if type(p) is ToolChangePart]
         self.base_tools = apply_changes((), changes)
-        text = self.base_text
-        for message in history[1:]:
+        self._effect(self.base_text, changes, history[1:])
+
+    def _go_on(self, text: str | None, tools: Sequence[ToolSpec], after: Sequence[Message]) -> None:
+        """A filtered handoff's conversation: its base, then the entries since the handoff."""
+        self.rebase(text, tools)
+        self._effect(text, [ToolChangePart(added=tuple(tools))], after)
+
+    def _effect(
+        self, text: str | None, changes: list[ToolChangePart], after: Sequence[Message]
+    ) -> None:
+        """What is in effect: ``text``/``changes``, then each system entry of ``after``."""
+        for message in after:
             if message.role != "system":
                 continue
             if any(type(p) is TextPart for p in message.parts):

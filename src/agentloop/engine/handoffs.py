@@ -19,7 +19,7 @@ its continuation checks and runs the decided calls on the receiver (``resume_in`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +41,8 @@ __all__ = [
     "active_agent",
     "checked",
     "close_receivers",
+    "paused_view",
+    "view_ended",
     "resume_in",
     "take_over",
 ]
@@ -284,12 +286,50 @@ def active_agent(agent: Any, name: str | None) -> Any:
     return agent
 
 
-def resume_in(session: Any, state: RunState, system: str | None) -> None:
-    """A continued run whose receiver paused goes on in that receiver."""
+def paused_view(state: RunState) -> dict[str, Any]:
+    """What a pause keeps of a receiver: its instructions and a filtered handoff's view."""
+    shown = state.shown
+    kept: dict[str, Any] = {"agent_system": state.system}
+    if shown is not None:
+        kept["shown"] = [m.to_dict() for m in shown[0]]
+        kept["shown_at"] = shown[1]
+        if state.appendonly is not None:  # the receiver's own conversation (SPEC 28)
+            kept["shown_base"] = state.appendonly.base_text
+    return kept
+
+
+def resume_in(session: Any, state: RunState, paused: Mapping[str, Any]) -> None:
+    """A continued run whose receiver paused goes on in that receiver (and in its view)."""
     name = state.run.last_agent
     if name is None:
         return
     receiver = active_agent(session.agent, name)
+    system = paused.get("agent_system")
     stored = system is not None
     _rule(session, state, receiver, name, system if stored else receiver._system(), stored)
     session._bus.agent = name
+    view = paused.get("shown")
+    if view is not None:
+        state.shown = ([Message.from_dict(m) for m in view], int(paused["shown_at"]))
+        if state.appendonly is not None:  # read again when the run opens (AppendOnly.open)
+            state.appendonly.sub = (paused.get("shown_base"), state.offer.specs)
+
+
+def view_ended(session: Any, state: RunState) -> None:
+    """A run whose filtered handoff opened a conversation of its own ended (SPEC 26, 28).
+
+    The receiver's messages stay in the session's history, but their thinking, bound to that
+    other conversation, is left out: the session's later requests send them after another
+    prefix, where the provider would refuse it. The store rewrites the history.
+    """
+    from agentloop.engine.appendonly import without_thinking
+
+    history = session._history
+    at = state.shown[1]
+    after = history[at:]
+    kept = [m for m in map(without_thinking, after) if m is not None]
+    if len(kept) == len(after) and all(a is b for a, b in zip(kept, after, strict=True)):
+        return
+    history[at:] = kept
+    if session._recorder is not None:
+        session._recorder.rewrite_history()

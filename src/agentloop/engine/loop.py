@@ -27,7 +27,6 @@ from agentloop.engine.call import pending_of
 from agentloop.engine.conversation import Conversation
 from agentloop.engine.estimate import estimated_usage
 from agentloop.engine.frames import keep_frames
-from agentloop.engine.instructions import evaluate
 from agentloop.engine.output import (
     ACCEPTED_TEXT,
     CALL_FINAL_RESULT_TEXT,
@@ -39,6 +38,7 @@ from agentloop.engine.output import (
     cut_calls,
 )
 from agentloop.engine.provider_tools import continued, emit_provider_events
+from agentloop.engine.starting import run_instructions
 from agentloop.engine.state import Paused, RunState
 from agentloop.engine.turn import build_request, call_model, governor_waits
 from agentloop.errors import (
@@ -54,7 +54,7 @@ from agentloop.hooks import Hook, overrides
 from agentloop.messages import Message, ThinkingPart, ToolCallPart, ToolResultPart
 from agentloop.model import ModelResponse
 from agentloop.pausing import PendingCall
-from agentloop.run import TRUNCATION_REASONS, Run, RunContext, Turn
+from agentloop.run import TRUNCATION_REASONS, Run, Turn
 from agentloop.safety.redact import redact_secrets
 from agentloop.transcript import close_interrupted
 
@@ -150,24 +150,12 @@ class RunLoop:
         for hook in agent._hooks:
             if overrides(hook, Hook, "on_run_start"):
                 await hook.on_run_start(state.run)
-        await self._instructions()
+        await run_instructions(session, state)
         state.guard.start(state.transcript, state.offer.specs, state.measured)
         if state.appendonly is not None:  # SPEC 28: the conversation's base, built once
             state.appendonly.open(session, state)
         if self.guarding is not None and state.resuming is None:  # a continued run was checked
             await self.guarding.start()
-
-    async def _instructions(self) -> None:
-        """This run's instructions: the prompt function's text, a recall (SPEC 27), skills (22)."""
-        agent, session, state = self.agent, self.session, self.state
-        if agent._prompt is not None:  # the system prompt is a function: this run's text
-            context = RunContext(run_id=state.run.id, session_id=session.id, deps=state.deps)
-            text = await evaluate(agent._prompt, context)
-            state.system = state.guard.system = agent._system(text)
-        if agent.memory is not None:  # long-term memory: the namespace, a recall (SPEC 27)
-            await remembering.start(session, state)
-        if state.plan is not None:  # toolsets: this call's tools, and their instructions
-            await state.plan.start(state)
 
     async def _offer(self) -> None:
         """Before each model call: the tools it offers, and what changed since the last call.
@@ -431,6 +419,8 @@ class RunLoop:
             keep_frames(error)  # an unexpected exception's innermost frames, for the record
         paused = state.paused if error is None else ()
         self._commit(error, paused)
+        if state.shown is not None and state.appendonly is not None and not paused:
+            handoffs.view_ended(session, state)  # a filtered handoff's own conversation (26)
         if agent.memory is not None:  # the committed turns' memory writes, applied
             error = await remembering.finish(session, state, error, bool(paused))
         run.conversation = list(session._history)

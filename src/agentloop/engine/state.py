@@ -269,26 +269,9 @@ class RunState:
     @property
     def pending(self) -> list[Message]:
         """This run's messages not committed yet."""
-        return self._committed(len(self.transcript))
+        return self.transcript[self.base :]
 
     @property
     def completed(self) -> list[Message]:
         """This run's messages up to the last complete turn (what a salvage commits)."""
-        return self._committed(self.boundary)
-
-    def _committed(self, end: int) -> list[Message]:
-        """``transcript[base:end]`` as the history keeps it.
-
-        After a filtered handoff on an append-only conversation (SPEC 26, 28) the receiver's
-        messages belong to its own conversation: their thinking, bound to that one, is not kept
-        for the session's (its later requests would send it after another prefix).
-        """
-        messages = self.transcript[self.base : end]
-        shown = self.shown
-        if shown is None or self.appendonly is None:
-            return messages
-        from agentloop.engine.appendonly import without_thinking
-
-        cut = max(shown[1] - self.base, 0)
-        kept = (m for m in map(without_thinking, messages[cut:]) if m is not None)
-        return [*messages[:cut], *kept]
+        return self.transcript[self.base : self.boundary]
