@@ -342,9 +342,16 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         return cast("Agent[OutputT]", _setup.fork(self))
 
     async def aclose(self) -> None:
-        """Release the client's connections and stop tool sources (they restart on demand)."""
+        """Release the client's connections and stop tool sources (they restart on demand).
+
+        The tool sources of every agent its handoffs reach stop too (they list at a handoff).
+        """
         try:
             await self._toolsets.aclose()
+            if self._handoffs:
+                from agentloop.engine.handoffs import close_receivers
+
+                await close_receivers(self)
         finally:
             await self.client.aclose()
 

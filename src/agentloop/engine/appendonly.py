@@ -78,7 +78,7 @@ class AppendOnly:
     this object, so this module imports neither (no import circle).
     """
 
-    __slots__ = ("base_text", "base_tools", "compact_at", "text", "tools")
+    __slots__ = ("base_text", "base_tools", "compact_at", "recall", "sub", "text", "tools")
 
     def __init__(self) -> None:
         self.compact_at: int | None = None
@@ -87,17 +87,33 @@ class AppendOnly:
         self.base_tools: tuple[ToolSpec, ...] = ()
         self.text: str | None = None
         self.tools: tuple[ToolSpec, ...] = ()
+        self.recall: str | None = None
+        self.sub: tuple[str | None, Sequence[ToolSpec]] | None = None
+        """A continued run's filtered handoff (SPEC 26): its conversation's base text and tools."""
+        """This run's memory recall block (SPEC 27), joined to the instructions after the base."""
 
     def open(self, session: Any, state: Any) -> None:
         """Continue the conversation the history opens with, or open a new one (run start).
 
         A new one puts its base first in the history (the store rewrites it at finalize) and
         drops the seeded history's thinking; the context guard measures the transcript again.
+        The run's recall block (``recall``, SPEC 27) joins ``state.system`` only now, so the base
+        never holds it: the per-call step appends it as an entry after the run's input.
         """
         history = session._history
         if history and is_base(history[0]):
             self._read(state.transcript)  # a continued run's own entries count too
-            return
+            if self.sub is not None:  # a paused filtered handoff's own conversation goes on
+                self._go_on(*self.sub, state.transcript[state.shown[1] :])
+        else:
+            self._new(session, state)
+        if self.recall:  # SPEC 27: this run's recall joins the instructions after the base
+            text = f"{state.system}\n\n{self.recall}" if state.system else self.recall
+            state.system = state.guard.system = text
+
+    def _new(self, session: Any, state: Any) -> None:
+        """A new conversation: its base first, the seeded history's thinking dropped."""
+        history = session._history
         base = base_message(state.system, state.offer.specs)
         kept = [m for m in map(without_thinking, history) if m is not None]
         history[:] = [base, *kept]
@@ -108,6 +124,14 @@ class AppendOnly:
             session._recorder.rewrite_history()
         self._read(state.transcript)
         state.guard.start(state.transcript, ())
+
+    def rebase(self, text: str | None, tools: Sequence[ToolSpec]) -> None:
+        """A new conversation from here (a filtered handoff, SPEC 26): ``text``/``tools`` its base.
+
+        Its requests send them as ``system``/``tools``; later changes are entries against them.
+        """
+        self.base_text = self.text = text
+        self.base_tools = self.tools = tuple(tools)
 
     def attach(self, state: Any, config: Any) -> None:
         """Set the run's context guard up for this conversation (when the run's state is made).
@@ -131,8 +155,18 @@ class AppendOnly:
         self.base_text = base.text or None
         changes = [p for p in base.parts if type(p) is ToolChangePart]
         self.base_tools = apply_changes((), changes)
-        text = self.base_text
-        for message in history[1:]:
+        self._effect(self.base_text, changes, history[1:])
+
+    def _go_on(self, text: str | None, tools: Sequence[ToolSpec], after: Sequence[Message]) -> None:
+        """A filtered handoff's conversation: its base, then the entries since the handoff."""
+        self.rebase(text, tools)
+        self._effect(text, [ToolChangePart(added=tuple(tools))], after)
+
+    def _effect(
+        self, text: str | None, changes: list[ToolChangePart], after: Sequence[Message]
+    ) -> None:
+        """What is in effect: ``text``/``changes``, then each system entry of ``after``."""
+        for message in after:
             if message.role != "system":
                 continue
             if any(type(p) is TextPart for p in message.parts):

@@ -9,7 +9,7 @@ run on it; the run loop, the stream and the resume step work on this state, belo
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic
 
@@ -305,9 +305,24 @@ class Conversation(Generic[OutputT]):
         state.events = ClientEventBridge(run, self._bus, self.safety.limits, state)
         if agent._sets or (registry or agent.registry).deferring or swap is not None:
             self._plan(state, swap)
-        if is_append_only(client) or (transcript and transcript[0].role == "system"):
+        if _appends_only(agent, client, transcript):
             self._append_only(state)  # SPEC 28 (a base opens the history: append-only it stays)
         self._active = state
         self._bus.run = run
         self._bus.agent = None  # every run starts with the session's own agent
         return state
+
+
+def _appends_only(agent: Any, client: ModelClient, transcript: Sequence[Message]) -> bool:
+    """Whether a run is on an append-only conversation (SPEC 28).
+
+    Its client may call an append-only model, its history opens with a base, or an agent its
+    handoffs reach calls such a model (SPEC 26).
+    """
+    if is_append_only(client) or bool(transcript and transcript[0].role == "system"):
+        return True
+    if not getattr(agent, "_handoffs", None):
+        return False
+    from agentloop.engine.handoffs import all_receivers
+
+    return any(is_append_only(a.client) for a in all_receivers(agent))

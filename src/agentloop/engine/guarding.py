@@ -366,21 +366,29 @@ def _soft(guardrail: Guardrail) -> bool:
     return isinstance(guardrail, OutputGuardrail) and guardrail.retry
 
 
-def run_guard(session: Any, state: RunState) -> RunGuard:
-    """The guardrail work of a run of ``session``, whose agent has guardrails.
+def run_guard(session: Any, state: RunState, ruling: Any) -> RunGuard | None:
+    """The guardrail work of a run of ``session``; None when no guardrail applies.
 
     ``session`` is a ``Conversation``, not imported here: it imports this module's neighbours.
+    The input guardrails are the starting agent's; the output guardrails are those of the agent
+    that rules now (``ruling``): the receiver of a handoff (SPEC 26), else the starting agent.
     """
     agent = session.agent
-    assert agent._guardrails is not None
+    guardrails = agent._guardrails
+    if ruling is not agent:
+        inputs = () if guardrails is None else (*guardrails.blocking, *guardrails.parallel)
+        outputs = () if ruling._guardrails is None else ruling._guardrails.output
+        guardrails = Guardrails([*inputs, *outputs]) if inputs or outputs else None
+    if guardrails is None:
+        return None
     swap = swap_of(agent)  # a check's model calls go where the run's go (agent.override())
     services = Services(
         bus=session._bus,
         session_id=session.id,
-        client=swap.client if swap is not None and swap.client is not None else agent.client,
+        client=swap.client if swap is not None and swap.client is not None else ruling.client,
         clock=agent.clock,
         limits=session.safety.limits,
         output_retries=agent.config.output_retries,
         journal=session._journal,
     )
-    return RunGuard(agent._guardrails, state, services)
+    return RunGuard(guardrails, state, services)

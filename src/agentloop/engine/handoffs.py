@@ -19,7 +19,7 @@ its continuation checks and runs the decided calls on the receiver (``resume_in`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +35,17 @@ from agentloop.transcript import validate_transcript
 if TYPE_CHECKING:
     from agentloop.engine.state import RunState
 
-__all__ = ["HandoffTool", "Transfer", "active_agent", "checked", "resume_in", "take_over"]
+__all__ = [
+    "HandoffTool",
+    "Transfer",
+    "active_agent",
+    "checked",
+    "close_receivers",
+    "paused_view",
+    "view_ended",
+    "resume_in",
+    "take_over",
+]
 
 TRANSFERRED = "Transferred to '{name}'."
 """What the model reads for a handoff's call."""
@@ -182,21 +192,82 @@ def take_over(session: Any, state: RunState) -> None:
         raise HandoffLimitExceeded(limit)
     previous = state.run.last_agent
     handoff = transfer.handoff
-    _rule(state, handoff.agent, handoff.name, transfer.system)
+    own = _rule(session, state, handoff.agent, handoff.name, transfer.system, False)
     if transfer.shown is not None:  # the receiver's requests: the filter's, then what follows
-        state.shown = (transfer.shown, len(state.transcript))
+        shown = transfer.shown
+        if state.appendonly is not None:  # a new conversation (SPEC 26, 28): the receiver's base
+            shown = [m for m in shown if m.role != "system"]
+            state.appendonly.rebase(own, state.offer.specs)
+        state.shown = (shown, len(state.transcript))
     bus = session._bus
     bus.agent = handoff.name
     if bus.active:
         bus.emit(ev.HandoffOccurred(state.run.id, state.turn_index, previous, handoff.name))
 
 
-def _rule(state: RunState, receiver: Any, name: str, system: str | None) -> None:
+def _rule(
+    session: Any, state: RunState, receiver: Any, name: str, system: str | None, stored: bool
+) -> str | None:
+    """The receiver rules: its client, tools, plan, system (``stored``: as a pause kept it).
+
+    Returns the receiver's own instruction text (without the run's memory recall block).
+    """
     state.client = receiver.client
     state.registry = receiver.registry
     state.offer = receiver._offer(receiver.client, receiver.registry)
     state.system = state.guard.system = system
     state.run.last_agent = name
+    state.plan = plan = _plan(session, receiver)
+    extra = None if plan is None else plan.instructions()
+    if extra and not stored:  # the receiver's toolsets' instructions (a skills list) join its own
+        system = state.system = state.guard.system = _joined(system, extra)
+    recall = state.run.memory.get("block") if state.run.memory else None
+    if recall and not stored:  # the run's recall block stays (memory is the starting agent's)
+        state.system = state.guard.system = _joined(system, recall)
+    return system
+
+
+def _joined(text: str | None, extra: str) -> str:
+    return f"{text}\n\n{extra}" if text else extra
+
+
+def _plan(session: Any, receiver: Any) -> Any:
+    """The receiver's own per-call tool plan (its toolsets, deferred tools; SPEC 22), or None."""
+    if not receiver._sets and not receiver.registry.deferring:
+        return None
+    from agentloop.engine.offering import plan_for
+
+    plan = plan_for(receiver, receiver.registry, receiver._sets, session.loaded_tools)
+    if plan is not None:
+        plan.emit = session._loaded
+        view = session._dispatcher.registry
+        plan.view = view if hasattr(view, "over") else None
+    return plan
+
+
+def all_receivers(agent: Any) -> list[Any]:
+    """Every agent reachable through ``agent``'s handoffs, each once (not ``agent`` itself)."""
+    found: list[Any] = []
+    queue = list(getattr(agent, "_handoffs", ()))
+    while queue:
+        item = queue.pop(0)
+        if item.agent is agent or any(item.agent is a for a in found):
+            continue
+        found.append(item.agent)
+        queue.extend(getattr(item.agent, "_handoffs", ()))
+    return found
+
+
+async def close_receivers(agent: Any) -> None:
+    """Stop the tool sources of every agent ``agent``'s handoffs reach (its ``aclose``)."""
+    first: BaseException | None = None
+    for receiver in all_receivers(agent):
+        try:
+            await receiver._toolsets.aclose()
+        except Exception as exc:
+            first = first or exc
+    if first is not None:
+        raise first
 
 
 def active_agent(agent: Any, name: str | None) -> Any:
@@ -215,11 +286,50 @@ def active_agent(agent: Any, name: str | None) -> Any:
     return agent
 
 
-def resume_in(session: Any, state: RunState, system: str | None) -> None:
-    """A continued run whose receiver paused goes on in that receiver."""
+def paused_view(state: RunState) -> dict[str, Any]:
+    """What a pause keeps of a receiver: its instructions and a filtered handoff's view."""
+    shown = state.shown
+    kept: dict[str, Any] = {"agent_system": state.system}
+    if shown is not None:
+        kept["shown"] = [m.to_dict() for m in shown[0]]
+        kept["shown_at"] = shown[1]
+        if state.appendonly is not None:  # the receiver's own conversation (SPEC 28)
+            kept["shown_base"] = state.appendonly.base_text
+    return kept
+
+
+def resume_in(session: Any, state: RunState, paused: Mapping[str, Any]) -> None:
+    """A continued run whose receiver paused goes on in that receiver (and in its view)."""
     name = state.run.last_agent
     if name is None:
         return
     receiver = active_agent(session.agent, name)
-    _rule(state, receiver, name, system if system is not None else receiver._system())
+    system = paused.get("agent_system")
+    stored = system is not None
+    _rule(session, state, receiver, name, system if stored else receiver._system(), stored)
     session._bus.agent = name
+    view = paused.get("shown")
+    if view is not None:
+        state.shown = ([Message.from_dict(m) for m in view], int(paused["shown_at"]))
+        if state.appendonly is not None:  # read again when the run opens (AppendOnly.open)
+            state.appendonly.sub = (paused.get("shown_base"), state.offer.specs)
+
+
+def view_ended(session: Any, state: RunState) -> None:
+    """A run whose filtered handoff opened a conversation of its own ended (SPEC 26, 28).
+
+    The receiver's messages stay in the session's history, but their thinking, bound to that
+    other conversation, is left out: the session's later requests send them after another
+    prefix, where the provider would refuse it. The store rewrites the history.
+    """
+    from agentloop.engine.appendonly import without_thinking
+
+    history = session._history
+    at = state.shown[1]
+    after = history[at:]
+    kept = [m for m in map(without_thinking, after) if m is not None]
+    if len(kept) == len(after) and all(a is b for a, b in zip(kept, after, strict=True)):
+        return
+    history[at:] = kept
+    if session._recorder is not None:
+        session._recorder.rewrite_history()

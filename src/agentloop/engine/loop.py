@@ -20,13 +20,13 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
+from agentloop._util.lazy import lazy_module
 from agentloop.cancel import CancelToken
 from agentloop.engine import remembering
 from agentloop.engine.call import pending_of
 from agentloop.engine.conversation import Conversation
 from agentloop.engine.estimate import estimated_usage
 from agentloop.engine.frames import keep_frames
-from agentloop.engine.instructions import evaluate
 from agentloop.engine.output import (
     ACCEPTED_TEXT,
     CALL_FINAL_RESULT_TEXT,
@@ -38,6 +38,7 @@ from agentloop.engine.output import (
     cut_calls,
 )
 from agentloop.engine.provider_tools import continued, emit_provider_events
+from agentloop.engine.starting import run_instructions
 from agentloop.engine.state import Paused, RunState
 from agentloop.engine.turn import build_request, call_model, governor_waits
 from agentloop.errors import (
@@ -53,9 +54,12 @@ from agentloop.hooks import Hook, overrides
 from agentloop.messages import Message, ThinkingPart, ToolCallPart, ToolResultPart
 from agentloop.model import ModelResponse
 from agentloop.pausing import PendingCall
-from agentloop.run import TRUNCATION_REASONS, Run, RunContext, Turn
+from agentloop.run import TRUNCATION_REASONS, Run, Turn
 from agentloop.safety.redact import redact_secrets
 from agentloop.transcript import close_interrupted
+
+handoffs = lazy_module("agentloop.engine.handoffs")  # loaded by a run that hands off
+guarding_of = lazy_module("agentloop.engine.guarding")  # loaded by a run with guardrails
 
 if TYPE_CHECKING:  # loaded only by an agent with guardrails
     from agentloop.engine.guarding import RunGuard
@@ -83,11 +87,9 @@ class RunLoop:
         self.latency: float | None = None
         self.task: asyncio.Task[Any] | None = None
         self.watches: list[tuple[CancelToken, int]] = []
-        self.guarding: RunGuard | None = None
-        if self.agent._guardrails is not None:  # nothing to pay for an agent without any
-            from agentloop.engine.guarding import run_guard
-
-            self.guarding = run_guard(session, state)
+        self.guarding: RunGuard | None = None  # nothing to pay for a run without guardrails
+        if self.agent._guardrails is not None or state.run.last_agent is not None:
+            self.guarding = guarding_of.run_guard(session, state, self._ruling())
 
     async def drive(self) -> Run[Any]:
         """Run to the end in the caller's task; a cancel token cancels that task's awaits.
@@ -125,6 +127,11 @@ class RunLoop:
             raise stop
         return state.run
 
+    def _ruling(self) -> Any:
+        """The agent that rules the run now: a handoff's receiver (SPEC 26), else its own."""
+        name = self.state.run.last_agent
+        return self.agent if name is None else handoffs.active_agent(self.agent, name)
+
     def _on_cancel(self) -> None:
         """A watched token fired: interrupt what the run awaits, unless it is finalizing."""
         if not self.finalizing and self.task is not None:
@@ -143,33 +150,20 @@ class RunLoop:
         for hook in agent._hooks:
             if overrides(hook, Hook, "on_run_start"):
                 await hook.on_run_start(state.run)
-        await self._instructions()
+        await run_instructions(session, state)
         state.guard.start(state.transcript, state.offer.specs, state.measured)
         if state.appendonly is not None:  # SPEC 28: the conversation's base, built once
             state.appendonly.open(session, state)
         if self.guarding is not None and state.resuming is None:  # a continued run was checked
             await self.guarding.start()
 
-    async def _instructions(self) -> None:
-        """This run's instructions: the prompt function's text, a recall (SPEC 27), skills (22)."""
-        agent, session, state = self.agent, self.session, self.state
-        if agent._prompt is not None:  # the system prompt is a function: this run's text
-            context = RunContext(run_id=state.run.id, session_id=session.id, deps=state.deps)
-            text = await evaluate(agent._prompt, context)
-            state.system = state.guard.system = agent._system(text)
-        if agent.memory is not None:  # long-term memory: the namespace, a recall (SPEC 27)
-            await remembering.start(session, state)
-        if state.plan is not None:  # toolsets: this call's tools, and their instructions
-            await state.plan.start(state)
-
     async def _offer(self) -> None:
         """Before each model call: the tools it offers, and what changed since the last call.
 
         Tool sources are refreshed (an MCP list change), the toolsets' plan picks this call's
-        tools (SPEC 22), and on an append-only conversation each difference of instructions or
-        tools is appended as a system entry (SPEC 28, ``agentloop.engine.appendonly``).
+        tools (SPEC 22); on an append-only conversation each difference is a system entry (28).
         """
-        agent, state = self.agent, self.state
+        agent, state = self._ruling(), self.state  # a handoff's receiver: its tool sources (26)
         if agent._toolsets.toolsets:
             await agent._refresh_tools(state, starting=False)
         if state.plan is not None:  # the tools this call offers (SPEC 22)
@@ -211,7 +205,10 @@ class RunLoop:
                 done = await self._typed_turn(turn, response)
             if guarding is not None:
                 guarding.release()
+            handing = state.handoff is not None
             session._turn_done(state, turn)
+            if handing:  # the receiver's output guardrails rule from the next turn (SPEC 26)
+                guarding = self.guarding = guarding_of.run_guard(session, state, self._ruling())
             if done:
                 return
             state.turn_index += 1
@@ -424,6 +421,8 @@ class RunLoop:
             keep_frames(error)  # an unexpected exception's innermost frames, for the record
         paused = state.paused if error is None else ()
         self._commit(error, paused)
+        if state.shown is not None and state.appendonly is not None and not paused:
+            handoffs.view_ended(session, state)  # a filtered handoff's own conversation (26)
         if agent.memory is not None:  # the committed turns' memory writes, applied
             error = await remembering.finish(session, state, error, bool(paused))
         run.conversation = list(session._history)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentloop.cancel import CancelToken
-from agentloop.engine.handoffs import active_agent, resume_in
+from agentloop.engine.handoffs import active_agent, paused_view, resume_in
 from agentloop.engine.state import Paused
 from agentloop.errors import InvalidInput
 from agentloop.messages import Message, ToolResultPart
@@ -105,7 +105,7 @@ def paused_record(
         "message": reply.to_dict(),
         "results": Message.tool_results(turn.tool_results).to_dict() if turn.tool_results else None,
         "budget": dict(budget) if budget is not None else None,
-        **({"agent_system": state.system} if run.last_agent else {}),  # a receiver paused
+        **(paused_view(state) if run.last_agent else {}),  # a receiver paused
     }
     run.pending = pending
     run.messages = list(state.audit[:-1])
@@ -302,7 +302,7 @@ def _state(
     state = session._new_state(run, transcript, len(history), deps, cancels)
     _restore_options(session, state, paused.get("options"))
     if run.last_agent is not None:  # a receiver of a handoff paused: it goes on
-        resume_in(session, state, paused.get("agent_system"))
+        resume_in(session, state, paused)
     state.audit = audit
     state.turn_index = turn.index
     if state.turn_index and state.settings.tool_choice_once:

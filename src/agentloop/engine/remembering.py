@@ -9,7 +9,11 @@ the run's input is searched and the hits, most relevant first, become the recall
 ``Memories from earlier conversations:`` then ``- [<id>] <text>`` lines, the least relevant
 dropped until it fits ``recall_tokens`` by the agent's ``TokenCounter``. The block joins the
 run's instructions (the one per-run computation of the system prompt, so the context guard
-counts it in the window estimate, and it is never a message, so never committed);
+counts it in the window estimate, and it is never a message, so never committed). On an
+append-only conversation (SPEC 28) it joins them only after the conversation's base is read
+(``AppendOnly.open``), so the base never holds a recall: SPEC 28's per-call step then appends
+the instructions with this run's block as an entry after the run's input, committed with the
+run's turns;
 ``MemoryRecalled(ids)`` follows ``RunStarted``. A store failure here is ``MemoryBackendError``:
 the run ends before any request (fail closed).
 
@@ -68,7 +72,9 @@ async def start(session: Conversation[Any], state: RunState) -> None:
         text = state.transcript[state.base].text if len(state.transcript) > state.base else ""
         record["recalled"], record["block"] = await recall_block(mem, memory, counter, text)
     block = record.get("block")
-    if block:
+    if block and state.appendonly is not None:  # SPEC 27/28: an entry after the input, not the base
+        state.appendonly.recall = block
+    elif block:
         state.system = state.guard.system = f"{state.system}\n\n{block}" if state.system else block
     if memory.auto_recall and session._bus.active:
         session._bus.emit(ev.MemoryRecalled(run.id, 0, ids=tuple(record.get("recalled", ()))))

@@ -123,7 +123,9 @@ def build_request(
     messages = state.transcript if shown is None else [*shown[0], *state.transcript[shown[1] :]]
     compact_at = None
     if conversation is not None:  # SPEC 28: the base travels as system and tools, every time
-        tools, system, messages = conversation.base_tools, conversation.base_text, messages[1:]
+        tools, system = conversation.base_tools, conversation.base_text
+        if shown is None:  # a filtered handoff's view is a new conversation, without a base
+            messages = messages[1:]
         compact_at = conversation.compact_at
     return ModelRequest(
         messages=tuple(messages),
