@@ -102,6 +102,8 @@ class RunConfig:
     ``"local"`` always with ``compactor``. Any other conversation always uses ``compactor``."""
     max_handoffs: int = 10
     """Handoffs one run may make (SPEC 26); one more ends it with ``HandoffLimitExceeded``."""
+    batch: bool = False
+    """Each model turn through the provider's batch API (SPEC 25; ``agentloop.batch``)."""
 
     def __post_init__(self) -> None:
         self._check_counts()

@@ -27,6 +27,7 @@ from agentloop.model import ModelResponse
 
 if TYPE_CHECKING:
     from agentloop.errors import AgentLoopError
+    from agentloop.batching import BatchWait
     from agentloop.pausing import PendingCall
     from agentloop.run import Run, Turn
 
@@ -52,6 +53,7 @@ __all__ = [
     "RetryScheduled",
     "RunFinished",
     "RunPaused",
+    "RunWaiting",
     "RunStarted",
     "TextDelta",
     "ThinkingDelta",
@@ -344,6 +346,16 @@ class RunPaused(Event):
     """
 
     pending: tuple[PendingCall, ...]
+
+
+@record
+class RunWaiting(Event):
+    """A batch run waits on its model turn in a provider batch (SPEC 25); ``RunFinished`` follows.
+
+    ``waiting`` is ``run.waiting``; ``agentloop.batch.poll`` continues the run.
+    """
+
+    waiting: BatchWait
 
 
 @record

@@ -32,8 +32,9 @@ from agentloop.errors import (
 )
 from agentloop.media import MediaPart, media_from_dict
 from agentloop.messages import Message, ToolCallPart, ToolResultPart, Usage
+from agentloop.batching import BatchWait
 from agentloop.pausing import PendingCall, pause_fields
-from agentloop.pricing import estimate_cost, sum_costs
+from agentloop.pricing import sum_costs, turn_cost
 
 __all__ = [
     "TRUNCATION_REASONS",
@@ -117,6 +118,8 @@ class Turn:
     """The safety stack's warnings during the turn (loop, convergence, budget), as text."""
     agent: str | None = None
     """The active agent's handoff name (SPEC 26); None for the run's starting agent."""
+    batch: bool = False
+    """The turn's reply came from a provider batch (SPEC 25), priced at the batch price."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (``thinking``, latency, durations and warnings only when present)."""
@@ -143,6 +146,8 @@ class Turn:
             data["warnings"] = list(self.warnings)
         if self.agent is not None:
             data["agent"] = self.agent
+        if self.batch:
+            data["batch"] = True
         return data
 
     @classmethod
@@ -192,6 +197,8 @@ class Run(Generic[OutputT]):
     """Long-term memory (SPEC 27): ``namespace``, ``recalled`` ids, ``staged`` and ``committed``."""
     last_agent: str | None = None
     """The agent active when the run ended or paused (its handoff name; None: the starting one)."""
+    waiting: BatchWait | None = None
+    """A batch run's model turn waiting in a provider batch (SPEC 25); None otherwise."""
 
     if not TYPE_CHECKING:  # for mypy a misspelt attribute stays an error it reports
 
@@ -227,7 +234,7 @@ class Run(Generic[OutputT]):
         covered = sum((t.usage for t in self.turns), Usage())
         if covered != self.usage:
             return None
-        return sum_costs(estimate_cost(t.usage, t.model) for t in self.turns)
+        return sum_costs(turn_cost(t.usage, t.model, t.batch) for t in self.turns)
 
     def summary(self) -> ConversationSummary:
         """A ``ConversationSummary`` of this run so far."""
@@ -261,6 +268,11 @@ class Run(Generic[OutputT]):
             **({"loaded_tools": self.loaded_tools} if self.loaded_tools else {}),
             **({"skills_read": self.skills_read} if self.skills_read else {}),
             **({"last_agent": self.last_agent} if self.last_agent else {}),
+            **(
+                {"waiting": self.waiting.to_dict(), "paused_turn": self.paused_turn}
+                if self.waiting is not None
+                else {}
+            ),
         }
 
     @classmethod
@@ -292,6 +304,7 @@ class Run(Generic[OutputT]):
             parent=dict(data["parent"]) if isinstance(data.get("parent"), Mapping) else None,
             memory=dict(data["memory"]) if isinstance(data.get("memory"), Mapping) else None,
             last_agent=_field(data, "last_agent", "", "str", default=None),
+            waiting=BatchWait.from_dict(data["waiting"]) if data.get("waiting") else None,
         )
 
     def __eq__(self, other: object) -> bool:
@@ -364,6 +377,7 @@ def _turn(data: object, path: str) -> Turn:
         durations=_durations(data.get("tool_results")),
         warnings=[str(w) for w in _field(data, "warnings", path, "list", default=())] or None,
         agent=_field(data, "agent", path, "str", default=None),
+        batch=data.get("batch") is True,
     )
 
 

@@ -238,6 +238,11 @@ class Conversation(Generic[OutputT]):
                 f"session {self.id!r} is already running; one session runs one run at a time "
                 "(give each concurrent conversation its own: agent.session())"
             )
+        if self._runs and self._runs[-1].waiting is not None:
+            raise InvalidInput(
+                f"session {self.id!r} has a batch run ({self._runs[-1].id}) waiting on its "
+                "provider batch: agentloop.batch.poll(agent) continues it when its result arrives"
+            )
         if self._runs and self._runs[-1].pending:
             paused = self._runs[-1]
             raise InvalidInput(
@@ -292,6 +297,10 @@ class Conversation(Generic[OutputT]):
             self._plan(state, swap)
         if is_append_only(client) or (transcript and transcript[0].role == "system"):
             self._append_only(state)  # SPEC 28 (a base opens the history: append-only it stays)
+        if agent.config.batch:  # each model turn through the provider's batch API (SPEC 25)
+            from agentloop.batch._engine import BatchClient
+
+            state.client = BatchClient(state.client, state)
         self._active = state
         self._bus.run = run
         self._bus.agent = None  # every run starts with the session's own agent

@@ -271,6 +271,7 @@ class RunLoop:
             thinking=_thinking_text(response.message),
             latency_seconds=self.latency,
             warnings=governor_waits(state.events),
+            batch=self.agent.config.batch,
         )
         state.run.turns.append(turn)
         state.run.usage = state.run.usage + response.usage
@@ -435,6 +436,8 @@ class RunLoop:
         if bus.active:
             if paused:
                 bus.emit(ev.RunPaused(run.id, state.turn_index, paused))
+            if run.waiting is not None:
+                bus.emit(ev.RunWaiting(run.id, state.turn_index, run.waiting))
             bus.emit(ev.RunFinished(run.id, state.turn_index, run))
         if state.listener is not None:
             bus.detach(state.listener)
@@ -446,7 +449,11 @@ class RunLoop:
         session, state, run = self.session, self.state, self.state.run
         run.messages = list(state.audit) if error is None else close_interrupted(state.audit)
         session._measured = None  # unless the whole transcript is committed (below)
-        if paused:
+        if state.waiting is not None:  # a batch run's turn waits in a provider batch (SPEC 25)
+            from agentloop.batch._engine import waiting_record
+
+            waiting_record(session, state)
+        elif paused:
             from agentloop.engine.pause import paused_record
 
             limits = session.safety.limits

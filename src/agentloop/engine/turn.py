@@ -16,6 +16,7 @@ from agentloop._util.aio import aclose_iterator
 from agentloop.clock import Clock
 from agentloop.engine.output import FINAL_RESULT, OutputType
 from agentloop.engine.partial import Partials
+from agentloop.engine.state import Paused
 from agentloop.errors import (
     AgentLoopError,
     AttemptRecord,
@@ -162,7 +163,7 @@ async def call_model(
     except ProviderError as error:
         _ensure_attempt_log(error, clock.monotonic() - started)
         raise
-    except AgentLoopError:
+    except (AgentLoopError, Paused):  # Paused: a batch run's turn waits (SPEC 25)
         raise
     except Exception as exc:
         raise InternalError(

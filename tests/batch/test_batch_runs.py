@@ -1,0 +1,54 @@
+"""Batch runs (SPEC 25) over real HTTP against the fake server's batch APIs, on a real SQLite store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentloop import Agent, RunConfig, tool
+from agentloop.batch import poll, start_many
+from agentloop.batching import BatchWait
+from agentloop.providers.anthropic import AnthropicClient
+from agentloop.providers.openai import OpenAIClient
+from agentloop.store.sqlite import SQLiteStore
+from agentloop.testing import FakeProviderServer, FakeReply, FakeToolCall
+
+pytestmark = pytest.mark.usefixtures("no_real_sleep")
+
+CALLS: list[str] = []
+
+
+@tool
+def lookup(city: str) -> str:
+    """Look a city up."""
+    CALLS.append(city)
+    return f"{city}: sunny"
+
+
+def openai(server: FakeProviderServer) -> OpenAIClient:
+    return OpenAIClient("gpt-test", api_key="sk-test", base_url=server.base_url, provider="openai")
+
+
+def agent_on(client: object, path: Path) -> Agent[str | None]:
+    return Agent(client, tools=[lookup], store=SQLiteStore(path), config=RunConfig(batch=True))  # type: ignore[arg-type]
+
+
+async def test_a_batch_run_waits_then_a_poll_finishes_it(tmp_path: Path) -> None:
+    CALLS.clear()
+    steps = [FakeReply(tool_calls=[FakeToolCall("lookup", {"city": "Oslo"})]), FakeReply("done")]
+    async with FakeProviderServer(steps) as server:
+        agent = agent_on(openai(server), tmp_path / "s.db")
+        run = await agent.run("weather?")
+        assert isinstance(run.waiting, BatchWait) and run.output is None
+        assert run.waiting.request_id == f"{run.id}_0_0"
+        report = await poll(agent)
+        assert report.continued == [run.id] and not report.failed
+        report = await poll(agent)
+        assert report.continued == [run.id]
+        report = await poll(agent)
+        assert report == type(report)()
+    assert CALLS == ["Oslo"]
+    done = SQLiteStore(tmp_path / "s.db").load_run(run.id)
+    assert done is not None and done.run.output == "done" and done.run.waiting is None
+    assert all(t.batch for t in done.run.turns)
