@@ -52,3 +52,31 @@ async def test_a_batch_run_waits_then_a_poll_finishes_it(tmp_path: Path) -> None
     done = SQLiteStore(tmp_path / "s.db").load_run(run.id)
     assert done is not None and done.run.output == "done" and done.run.waiting is None
     assert all(t.batch for t in done.run.turns)
+
+
+async def test_start_many_sends_one_batch_and_anthropic_runs_finish(tmp_path: Path) -> None:
+    async with FakeProviderServer(default=FakeReply("fine")) as server:
+        client = AnthropicClient("claude-test", api_key="sk-ant-test", base_url=server.root_url)
+        agent = agent_on(client, tmp_path / "s.db")
+        runs = await start_many(agent, ["one", "two", "three"])
+        assert len({r.waiting.batch_id for r in runs if r.waiting is not None}) == 1
+        report = await poll(agent)
+        assert sorted(report.continued) == sorted(r.id for r in runs)
+    store = SQLiteStore(tmp_path / "s.db")
+    outputs = [store.load_run(r.id) for r in runs]
+    assert [s.run.output for s in outputs if s is not None] == ["fine"] * 3
+
+
+def test_what_cannot_run_in_batches_is_refused_at_construction(tmp_path: Path) -> None:
+    from agentloop import FallbackClient
+    from agentloop.errors import ConfigurationError
+    from agentloop.testing import ScriptedModel
+
+    with pytest.raises(ConfigurationError, match="batch"):
+        Agent(ScriptedModel([]), config=RunConfig(batch=True))
+    fake = "http://127.0.0.1:9/v1"
+    one = OpenAIClient("gpt-test", api_key="sk-test", base_url=fake)
+    with pytest.raises(ConfigurationError, match="FallbackClient"):
+        Agent(FallbackClient([one, one]), config=RunConfig(batch=True))
+    with pytest.raises(ConfigurationError, match="stream"):
+        Agent(one, config=RunConfig(batch=True, stream=True))

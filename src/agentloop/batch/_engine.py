@@ -109,8 +109,13 @@ COLLECTOR: ContextVar[Collector | None] = ContextVar("agentloop_batch_collector"
 class BatchClient(WrappedClient):
     """The client of a batch run: each model call is submitted to the provider's batch API."""
 
-    def __init__(self, inner: ModelClient, state: RunState) -> None:
-        """Wrap ``inner`` for the run of ``state``."""
+    def __init__(self, inner: ModelClient, state: RunState, recorder: object) -> None:
+        """Wrap ``inner`` for the run of ``state``; ``ConfigurationError`` without a store."""
+        if recorder is None:
+            raise ConfigurationError(
+                "a batch run (RunConfig(batch=True)) waits in the store: give the agent one, "
+                "Agent(..., store=SQLiteStore(path))"
+            )
         super().__init__(inner)
         self._state = state
 
@@ -137,6 +142,29 @@ class BatchClient(WrappedClient):
         """Batch runs do not stream (refused at construction; kept closed here too)."""
         raise ConfigurationError("a batch run (RunConfig(batch=True)) does not stream")
         yield  # pragma: no cover
+
+
+def check_agent(agent: Any) -> None:
+    """``ConfigurationError`` before anything is sent: a batch agent's client, stream, handoffs.
+
+    Checked at construction for the agent and every agent it hands off to (SPEC 26).
+    """
+    from agentloop.batch._wire import batch_client
+
+    seen: set[int] = set()
+    todo = [agent]
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if current.config.stream:
+            raise ConfigurationError(
+                "RunConfig(batch=True) with stream=True: a batch turn's reply arrives whole "
+                "(set stream=False)"
+            )
+        batch_client(current.client)
+        todo.extend(getattr(h, "agent", None) for h in current._handoffs if hasattr(h, "agent"))
 
 
 def waiting_record(session: Conversation[Any], state: RunState) -> None:

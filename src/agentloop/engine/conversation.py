@@ -300,7 +300,7 @@ class Conversation(Generic[OutputT]):
         if agent.config.batch:  # each model turn through the provider's batch API (SPEC 25)
             from agentloop.batch._engine import BatchClient
 
-            state.client = BatchClient(state.client, state)
+            state.client = BatchClient(state.client, state, self._recorder)
         self._active = state
         self._bus.run = run
         self._bus.agent = None  # every run starts with the session's own agent
