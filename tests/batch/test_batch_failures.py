@@ -1,0 +1,92 @@
+"""A batch request that fails (SPEC 25): mapped onto the error tree, retried or ending its run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentloop import Agent, RunConfig
+from agentloop.batch import poll
+from agentloop.errors import BadRequestError, Cancelled, InvalidInput, ProviderTimeout
+from agentloop.pricing import Price, turn_cost
+from agentloop.providers.openai import OpenAIClient
+from agentloop.store.sqlite import SQLiteStore
+from agentloop.testing import FakeProviderServer, FakeReply, Fault
+
+pytestmark = pytest.mark.usefixtures("no_real_sleep")
+
+
+def batch_agent(server: FakeProviderServer, path: Path) -> Agent[str | None]:
+    client = OpenAIClient("gpt-test", api_key="sk-test", base_url=server.base_url)
+    return Agent(client, store=SQLiteStore(path), config=RunConfig(batch=True))
+
+
+async def test_an_errored_400_ends_the_run_and_the_poll_goes_on(tmp_path: Path) -> None:
+    steps = [Fault.http(400), FakeReply("ok")]
+    async with FakeProviderServer(steps) as server:
+        agent = batch_agent(server, tmp_path / "s.db")
+        bad = await agent.run("one")
+        good = await agent.session().run("two")
+        report = await poll(agent)
+    assert isinstance(report.failed[bad.id], BadRequestError)
+    assert report.continued == [good.id]
+    stored = SQLiteStore(tmp_path / "s.db").load_run(bad.id)
+    assert stored is not None and isinstance(stored.run.stop_reason, BadRequestError)
+
+
+async def test_a_429_and_an_expired_request_go_in_the_next_batch(tmp_path: Path) -> None:
+    steps = [
+        Fault.rate_limit(retry_after=3),
+        FakeReply("late", batch_result="expired"),
+        FakeReply("at last"),
+    ]
+    async with FakeProviderServer(steps) as server:
+        agent = batch_agent(server, tmp_path / "s.db")
+        run = await agent.run("hi")
+        first = run.waiting
+        assert (await poll(agent)).waiting == [run.id]
+        assert (await poll(agent)).waiting == [run.id]
+        assert (await poll(agent)).continued == [run.id]
+    stored = SQLiteStore(tmp_path / "s.db").load_run(run.id)
+    assert stored is not None and stored.run.output == "at last"
+    assert first is not None and first.request_id.endswith("_0_0")
+
+
+async def test_expiring_past_the_retries_is_a_provider_timeout(tmp_path: Path) -> None:
+    async with FakeProviderServer(default=FakeReply("x", batch_result="expired")) as server:
+        agent = batch_agent(server, tmp_path / "s.db")
+        run = await agent.run("hi")
+        for _ in range(2):
+            assert (await poll(agent)).waiting == [run.id]
+        report = await poll(agent)
+    error = report.failed[run.id]
+    assert isinstance(error, ProviderTimeout) and error.request_sent is True
+
+
+async def test_a_cancelled_batch_is_cancelled(tmp_path: Path) -> None:
+    async with FakeProviderServer(default=FakeReply("x", batch_result="canceled")) as server:
+        agent = batch_agent(server, tmp_path / "s.db")
+        run = await agent.run("hi")
+        report = await poll(agent)
+    assert isinstance(report.failed[run.id], Cancelled)
+
+
+async def test_a_waiting_session_takes_no_new_run(tmp_path: Path) -> None:
+    async with FakeProviderServer(default=FakeReply("x"), batch_after=3600) as server:
+        agent = batch_agent(server, tmp_path / "s.db")
+        await agent.run("hi")
+        with pytest.raises(InvalidInput, match="agentloop.batch.poll"):
+            await agent.run("again")
+        assert (await poll(agent)).waiting
+
+
+def test_a_batch_turn_costs_the_batch_fraction() -> None:
+    from agentloop.messages import Usage
+
+    prices = {"m": Price(input_per_million=2.0, output_per_million=8.0)}
+    usage = Usage(input_tokens=1_000_000, output_tokens=1_000_000)
+    assert turn_cost(usage, "m", prices=prices) == 10.0
+    assert turn_cost(usage, "m", True, prices=prices) == 5.0
+    third = {"m": Price(2.0, 8.0, batch_fraction=0.25)}
+    assert turn_cost(usage, "m", True, prices=third) == 2.5
