@@ -160,6 +160,7 @@ async def _claimed(
     try:
         recorder.claim()  # one poller applies a result: another live one is told so here
     except MemoryBackendError:
+        report.waiting.append(seen.id)  # another poller is applying it now
         return "busy"
     stored = recorder.durable.load_run(seen.id)
     now = stored.run.waiting if stored is not None else None
