@@ -26,8 +26,8 @@ from agentloop.messages import (
 from agentloop.model import ModelResponse
 
 if TYPE_CHECKING:
-    from agentloop.errors import AgentLoopError
     from agentloop.batching import BatchWait
+    from agentloop.errors import AgentLoopError
     from agentloop.pausing import PendingCall
     from agentloop.run import Run, Turn
 

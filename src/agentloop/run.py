@@ -25,6 +25,7 @@ from agentloop._util.records import at_path as _at
 from agentloop._util.records import checked_field as _field
 from agentloop._util.records import each_of as _each
 from agentloop._util.slots import record
+from agentloop.batching import BatchWait
 from agentloop.errors import (
     AgentLoopError,
     ConversationSummary,
@@ -32,7 +33,6 @@ from agentloop.errors import (
 )
 from agentloop.media import MediaPart, media_from_dict
 from agentloop.messages import Message, ToolCallPart, ToolResultPart, Usage
-from agentloop.batching import BatchWait
 from agentloop.pausing import PendingCall, pause_fields
 from agentloop.pricing import sum_costs, turn_cost
 

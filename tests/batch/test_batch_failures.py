@@ -23,7 +23,7 @@ def batch_agent(server: FakeProviderServer, path: Path) -> Agent[str | None]:
 
 
 async def test_an_errored_400_ends_the_run_and_the_poll_goes_on(tmp_path: Path) -> None:
-    steps = [Fault.http(400), FakeReply("ok")]
+    steps: list[FakeReply | Fault] = [Fault.http(400), FakeReply("ok")]
     async with FakeProviderServer(steps) as server:
         agent = batch_agent(server, tmp_path / "s.db")
         bad = await agent.run("one")
@@ -36,7 +36,7 @@ async def test_an_errored_400_ends_the_run_and_the_poll_goes_on(tmp_path: Path) 
 
 
 async def test_a_429_and_an_expired_request_go_in_the_next_batch(tmp_path: Path) -> None:
-    steps = [
+    steps: list[FakeReply | Fault] = [
         Fault.rate_limit(retry_after=3),
         FakeReply("late", batch_result="expired"),
         FakeReply("at last"),
@@ -76,7 +76,7 @@ async def test_a_waiting_session_takes_no_new_run(tmp_path: Path) -> None:
     async with FakeProviderServer(default=FakeReply("x"), batch_after=3600) as server:
         agent = batch_agent(server, tmp_path / "s.db")
         await agent.run("hi")
-        with pytest.raises(InvalidInput, match="agentloop.batch.poll"):
+        with pytest.raises(InvalidInput, match=r"agentloop\.batch\.poll"):
             await agent.run("again")
         assert (await poll(agent)).waiting
 

@@ -1,4 +1,4 @@
-"""Batch runs (SPEC 25) over real HTTP against the fake server's batch APIs, on a real SQLite store."""
+"""Batch runs (SPEC 25) over real HTTP against the fake server's batch APIs, on real SQLite."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 from agentloop import Agent, RunConfig, tool
 from agentloop.batch import poll, start_many
 from agentloop.batching import BatchWait
+from agentloop.model import ModelClient
 from agentloop.providers.anthropic import AnthropicClient
 from agentloop.providers.openai import OpenAIClient
 from agentloop.store.sqlite import SQLiteStore
@@ -30,8 +31,8 @@ def openai(server: FakeProviderServer) -> OpenAIClient:
     return OpenAIClient("gpt-test", api_key="sk-test", base_url=server.base_url, provider="openai")
 
 
-def agent_on(client: object, path: Path) -> Agent[str | None]:
-    return Agent(client, tools=[lookup], store=SQLiteStore(path), config=RunConfig(batch=True))  # type: ignore[arg-type]
+def agent_on(client: ModelClient, path: Path) -> Agent[str | None]:
+    return Agent(client, tools=[lookup], store=SQLiteStore(path), config=RunConfig(batch=True))
 
 
 async def test_a_batch_run_waits_then_a_poll_finishes_it(tmp_path: Path) -> None:

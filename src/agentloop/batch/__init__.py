@@ -218,9 +218,7 @@ def _result(
     return False
 
 
-async def _continue(
-    session: Any, run_id: str, deps: Any, report: PollReport, again: bool
-) -> str:
+async def _continue(session: Any, run_id: str, deps: Any, report: PollReport, again: bool) -> str:
     try:
         run = await session.continue_run(deps=deps)
     except AgentLoopError as error:

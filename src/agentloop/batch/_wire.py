@@ -91,7 +91,9 @@ async def submit(client: Any, items: Sequence[tuple[str, ModelRequest]]) -> Subm
     async with _session(client) as http:
         if isinstance(client, AnthropicClient):
             requests = [{"custom_id": c, "params": client._payload(r, False)} for c, r in items]
-            body = await _json(client, http, "POST", f"{client.url}/batches", {"requests": requests})
+            body = await _json(
+                client, http, "POST", f"{client.url}/batches", {"requests": requests}
+            )
         else:
             body = await _openai_submit(client, http, items)
     return Submitted(client.provider, str(body["id"]), time.time())
@@ -252,5 +254,5 @@ class _Every(dict[str, Outcome]):
     def __missing__(self, key: str) -> Outcome:
         return self.default
 
-    def get(self, key: str, default: Any = None) -> Any:  # noqa: D102
+    def get(self, key: str, default: Any = None) -> Any:
         return self[key]

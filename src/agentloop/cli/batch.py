@@ -36,7 +36,9 @@ def batch_command(args: argparse.Namespace) -> int:
 
     agent = named_object(args.agent, "--agent")
     if not isinstance(agent, Agent):
-        raise ConfigurationError(f"--agent {args.agent} names a {type(agent).__name__}, not an Agent")
+        raise ConfigurationError(
+            f"--agent {args.agent} names a {type(agent).__name__}, not an Agent"
+        )
     agent.store = _run_store(args.store, existing=True)
     deps = deps_factory(args.deps) if args.deps else None
     report = asyncio.run(_poll(agent, deps))
