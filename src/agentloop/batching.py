@@ -15,7 +15,7 @@ from typing import Any
 from agentloop._util.slots import record
 from agentloop.errors import InvalidInput
 
-__all__ = ["BatchWait"]
+__all__ = ["BatchWait", "Waiting"]
 
 
 @record
@@ -52,3 +52,12 @@ class BatchWait:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidInput(f"a stored batch wait is malformed: {exc!r}") from exc
+
+
+class Waiting(Exception):
+    """A batch run's model call went to a provider batch: the run waits on ``wait``."""
+
+    def __init__(self, wait: BatchWait) -> None:
+        """Carry ``wait`` to the engine."""
+        super().__init__(wait.request_id)
+        self.wait = wait

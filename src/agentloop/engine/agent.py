@@ -179,8 +179,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         self._hooks, self._observers, self._approver = tuple(hooks), tuple(observers), approver
         self.name, self._handoffs = name, _setup.handoffs(self, handoffs)  # SPEC 26
         self._guardrails = _setup.guardrails_of(guardrails)  # loads only for an agent with some
-        if config.batch:  # SPEC 25: a batch run's client, stream setting and handoffs
-            _setup.batch_checked(self)
+        _setup.batch_checked(self)  # SPEC 25: a batch agent's client, stream and handoffs
         self._runner = self._closer = self._sync_thread = None
         # the live sessions by id, made on the first agent.session() (else no map at all)
         self._sessions: weakref.WeakValueDictionary[str, Session[OutputT]] | None = None

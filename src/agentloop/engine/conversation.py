@@ -298,7 +298,7 @@ class Conversation(Generic[OutputT]):
         if is_append_only(client) or (transcript and transcript[0].role == "system"):
             self._append_only(state)  # SPEC 28 (a base opens the history: append-only it stays)
         if agent.config.batch:  # each model turn through the provider's batch API (SPEC 25)
-            from agentloop.batch._engine import BatchClient
+            from agentloop.fleet._batch_client import BatchClient
 
             state.client = BatchClient(state.client, state, self._recorder)
         self._active = state

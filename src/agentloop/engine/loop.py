@@ -450,7 +450,7 @@ class RunLoop:
         run.messages = list(state.audit) if error is None else close_interrupted(state.audit)
         session._measured = None  # unless the whole transcript is committed (below)
         if state.waiting is not None:  # a batch run's turn waits in a provider batch (SPEC 25)
-            from agentloop.batch._engine import waiting_record
+            from agentloop.engine.batching import waiting_record
 
             waiting_record(session, state)
         elif paused:

@@ -335,7 +335,9 @@ def restored(agent: Any, session_id: str, store: Store, *, shared: bool) -> Sess
 
 def batch_checked(agent: Any) -> None:
     """SPEC 25: a batch agent's graph takes batch runs, else ``ConfigurationError``."""
-    from agentloop.batch._engine import check_agent
+    if not agent.config.batch:
+        return
+    from agentloop.fleet._batch_client import check_agent
 
     check_agent(agent)
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from agentloop import events as ev
 from agentloop._util.aio import aclose_iterator
+from agentloop.batching import Waiting
 from agentloop.clock import Clock
 from agentloop.engine.output import FINAL_RESULT, OutputType
 from agentloop.engine.partial import Partials
@@ -163,7 +164,10 @@ async def call_model(
     except ProviderError as error:
         _ensure_attempt_log(error, clock.monotonic() - started)
         raise
-    except (AgentLoopError, Paused):  # Paused: a batch run's turn waits (SPEC 25)
+    except Waiting as waiting:  # a batch run's turn went to a provider batch (SPEC 25)
+        state.waiting = waiting.wait
+        raise Paused from None
+    except AgentLoopError:
         raise
     except Exception as exc:
         raise InternalError(

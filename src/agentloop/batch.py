@@ -37,8 +37,8 @@ from agentloop.errors import (
 )
 
 if TYPE_CHECKING:
-    from agentloop.batch._wire import Outcome
     from agentloop.engine.agent import Agent
+    from agentloop.fleet._batch_wire import Outcome
     from agentloop.run import Run, RunInput
 
 __all__ = ["BatchWait", "PollReport", "poll", "start_many"]
@@ -75,7 +75,7 @@ async def start_many(agent: Agent[Any], inputs: Sequence[RunInput]) -> list[Run[
 
     Each returned run waits (``run.waiting``), or ended before its first model call.
     """
-    from agentloop.batch._engine import COLLECTOR, Collector
+    from agentloop.fleet._batch_client import COLLECTOR, Collector
 
     _check(agent)
     collector = Collector(len(inputs))
@@ -100,8 +100,8 @@ async def poll(agent: Agent[Any], *, deps: Any = None) -> PollReport:
 
     ``deps``: a value or ``(run) -> deps``, as for ``continue_run``.
     """
-    from agentloop.batch._engine import COLLECTOR, ORDERS, Collector
-    from agentloop.batch._wire import batch_client, fetch
+    from agentloop.fleet._batch_client import COLLECTOR, ORDERS, Collector
+    from agentloop.fleet._batch_wire import batch_client, fetch
 
     store = _check(agent)
     client = batch_client(agent.client)
@@ -132,7 +132,7 @@ async def _apply(
     deps: Any,
     report: PollReport,
 ) -> None:
-    from agentloop.batch._engine import COLLECTOR
+    from agentloop.fleet._batch_client import COLLECTOR
 
     collector = COLLECTOR.get()
     assert collector is not None
@@ -175,7 +175,7 @@ async def _claimed(
             recorder.release()
             report.waiting.append(seen.id)
             return "waiting"
-    from agentloop.batch._engine import ORDERS
+    from agentloop.fleet._batch_client import ORDERS
 
     again = isinstance((ORDERS.get() or {}).get(seen.id), int)
     return await _continue(session, seen.id, deps, report, again)
@@ -189,7 +189,7 @@ def _result(
     key: str,
 ) -> bool | None:
     """Journal the result as the turn's reply (or leave an order); None: not arrived yet."""
-    from agentloop.batch._engine import ORDERS
+    from agentloop.fleet._batch_client import ORDERS
 
     outcomes = results.get(wait.batch_id)
     outcome = None if outcomes is None else outcomes.get(wait.request_id)
