@@ -31,7 +31,6 @@ def add_batch_parser(sub: Any) -> None:
 def batch_command(args: argparse.Namespace) -> int:
     """Run ``agentloop batch poll``: 0 when the pass ran (failed runs listed), 2 when it cannot."""
     from agentloop import Agent
-    from agentloop.cli.commands import _run_store
     from agentloop.cli.named import deps_factory, named_object
 
     agent = named_object(args.agent, "--agent")
@@ -39,7 +38,7 @@ def batch_command(args: argparse.Namespace) -> int:
         raise ConfigurationError(
             f"--agent {args.agent} names a {type(agent).__name__}, not an Agent"
         )
-    agent.store = _run_store(args.store, existing=True)
+    agent.store = _store(args.store)
     deps = deps_factory(args.deps) if args.deps else None
     report = asyncio.run(_poll(agent, deps))
     print(
@@ -49,6 +48,20 @@ def batch_command(args: argparse.Namespace) -> int:
     for run_id, error in report.failed.items():
         print(visible(f"  {run_id}: {type(error).__name__}: {error}"))
     return 0
+
+
+def _store(location: str) -> Any:
+    """The store at ``location``: a ``postgresql://`` DSN, or a SQLite file that exists."""
+    from pathlib import Path
+
+    from agentloop.errors import InvalidInput
+    from agentloop.store import PostgresStore, SQLiteStore
+
+    if location.startswith(("postgres://", "postgresql://")):
+        return PostgresStore(location)
+    if not Path(location).is_file():
+        raise InvalidInput(f"no store at {location!r} (pass --store PATH)")
+    return SQLiteStore(location)
 
 
 async def _poll(agent: Any, deps: Any) -> Any:

@@ -231,6 +231,11 @@ class Conversation(Generic[OutputT]):
         elif self._drop_block:
             state.settings = replace(state.settings, thinking_prefix_mismatch="drop_block")
 
+    def _batched(self, state: RunState) -> None:
+        from agentloop.fleet._batch_client import BatchClient
+
+        state.client = BatchClient(state.client, state, self._recorder)
+
     def _check_idle(self) -> None:
         """A new run needs a session that is neither running nor paused."""
         if self._active is not None:
@@ -261,10 +266,7 @@ class Conversation(Generic[OutputT]):
         cancels: tuple[CancelToken, ...],
         known: Measured | None = None,
     ) -> RunState:
-        """The state of a run over ``transcript`` (``base``: where its own messages start).
-
-        ``known``: what the session measured of ``transcript[:base]``, its history.
-        """
+        """A run's state over ``transcript`` from ``base``; ``known``: its history's measure."""
         agent = self.agent
         client: ModelClient = agent.client
         swap = swap_of(agent)  # agent.override(): this run's client and tools instead
@@ -298,9 +300,7 @@ class Conversation(Generic[OutputT]):
         if is_append_only(client) or (transcript and transcript[0].role == "system"):
             self._append_only(state)  # SPEC 28 (a base opens the history: append-only it stays)
         if agent.config.batch:  # each model turn through the provider's batch API (SPEC 25)
-            from agentloop.fleet._batch_client import BatchClient
-
-            state.client = BatchClient(state.client, state, self._recorder)
+            self._batched(state)
         self._active = state
         self._bus.run = run
         self._bus.agent = None  # every run starts with the session's own agent

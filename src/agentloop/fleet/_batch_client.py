@@ -15,14 +15,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentloop.batching import BatchWait, Waiting
 from agentloop.errors import AgentLoopError, ConfigurationError
 from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent, WrappedClient
-
-if TYPE_CHECKING:
-    from agentloop.engine.state import RunState
 
 __all__ = ["COLLECTOR", "ORDERS", "BatchClient", "Collector", "check_agent"]
 
@@ -83,7 +80,7 @@ COLLECTOR: ContextVar[Collector | None] = ContextVar("agentloop_batch_collector"
 class BatchClient(WrappedClient):
     """The client of a batch run: each model call is submitted to the provider's batch API."""
 
-    def __init__(self, inner: ModelClient, state: RunState, recorder: object) -> None:
+    def __init__(self, inner: ModelClient, state: Any, recorder: object) -> None:
         """Wrap ``inner`` for the run of ``state``; ``ConfigurationError`` without a store."""
         if recorder is None:
             raise ConfigurationError(
