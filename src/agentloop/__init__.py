@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart, Usage
     from agentloop.model import ModelClient, ModelRequest, ModelResponse, ModelSettings, StreamEvent
     from agentloop.observers import Observer
+    from agentloop.batching import BatchWait
     from agentloop.pausing import Answer, Approve, Deny, Edit, PendingCall
     from agentloop.providers.fallback import FallbackClient
     from agentloop.providers.retrying import RetryingClient
@@ -39,6 +40,7 @@ _EXPORTS = {
     "Answer": "agentloop.pausing",
     "Approve": "agentloop.pausing",
     "Ask": "agentloop.hooks",
+    "BatchWait": "agentloop.batching",
     "Block": "agentloop.hooks",
     "Budget": "agentloop.safety.budget",
     "CancelToken": "agentloop.cancel",
@@ -105,6 +107,7 @@ __all__ = [
     "Answer",
     "Approve",
     "Ask",
+    "BatchWait",
     "Block",
     "Budget",
     "CancelToken",
