@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentloop._util.slots import record
-from agentloop.errors import InvalidInput
+from agentloop.errors import ConfigurationError, InvalidInput
 
-__all__ = ["BatchWait", "Waiting"]
+__all__ = ["BatchWait", "Waiting", "refuse_batch"]
 
 
 @record
@@ -61,3 +61,12 @@ class Waiting(Exception):
         """Carry ``wait`` to the engine."""
         super().__init__(wait.request_id)
         self.wait = wait
+
+
+def refuse_batch(agent: Any, face: str) -> None:
+    """``ConfigurationError`` when a face that answers live (``face``) is given a batch agent."""
+    if getattr(getattr(agent, "config", None), "batch", False):
+        raise ConfigurationError(
+            f"{face} answers while the client waits, and an agent with RunConfig(batch=True) "
+            f"waits on provider batches: give {face} an agent without batch=True"
+        )

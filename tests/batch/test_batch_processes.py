@@ -122,3 +122,22 @@ def test_a_poller_killed_mid_apply_leaves_the_run_to_the_next(
     assert effects_of(effects) == ["Oslo", "Bergen"]  # Oslo's journaled result was not redone
     stored = SQLiteStore(db).load_run(run_id)
     assert stored is not None and stored.run.output == "done" and len(stored.run.turns) == 2
+
+
+def test_the_command_line_polls_a_store(tmp_path: Path) -> None:
+    module = tmp_path / "nightly.py"
+    module.write_text(
+        "from agentloop import Agent, RunConfig\n"
+        "from agentloop.providers.openai import OpenAIClient\n"
+        "client = OpenAIClient('gpt-test', api_key='sk-test', base_url='http://127.0.0.1:9/v1')\n"
+        "agent = Agent(client, config=RunConfig(batch=True))\n"
+    )
+    SQLiteStore(tmp_path / "s.db").close()
+    done = subprocess.run(
+        [sys.executable, "-m", "agentloop", "batch", "poll", "--store", "s.db",
+         "--agent", "nightly:agent"],
+        cwd=tmp_path, env=dict(os.environ), capture_output=True, text=True, timeout=60,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "continued 0, waiting 0, paused 0, failed 0"

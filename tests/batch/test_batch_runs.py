@@ -81,3 +81,19 @@ def test_what_cannot_run_in_batches_is_refused_at_construction(tmp_path: Path) -
         Agent(FallbackClient([one, one]), config=RunConfig(batch=True))
     with pytest.raises(ConfigurationError, match="stream"):
         Agent(one, config=RunConfig(batch=True, stream=True))
+
+
+def test_faces_that_answer_live_refuse_a_batch_agent(tmp_path: Path) -> None:
+    from agentloop.errors import ConfigurationError
+    from agentloop.mcp import MCPApp
+    from agentloop.ui.ag_ui import AGUIApp
+    from agentloop.ui.vercel import VercelAIApp
+
+    client = OpenAIClient("gpt-test", api_key="sk-test", base_url="http://127.0.0.1:9/v1")
+    agent = agent_on(client, tmp_path / "s.db")
+    with pytest.raises(ConfigurationError, match="AGUIApp"):
+        AGUIApp(agent)
+    with pytest.raises(ConfigurationError, match="VercelAIApp"):
+        VercelAIApp(agent)
+    with pytest.raises(ConfigurationError, match="MCPApp"):
+        MCPApp(agent, name="batch")
