@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agentloop import Agent, RunConfig
+from agentloop import Agent, Observer, RunConfig
 from agentloop.batch import poll
 from agentloop.errors import BadRequestError, Cancelled, InvalidInput, ProviderTimeout
 from agentloop.pricing import Price, turn_cost
@@ -90,3 +90,48 @@ def test_a_batch_turn_costs_the_batch_fraction() -> None:
     assert turn_cost(usage, "m", True, prices=prices) == 5.0
     third = {"m": Price(2.0, 8.0, batch_fraction=0.25)}
     assert turn_cost(usage, "m", True, prices=third) == 2.5
+
+
+async def test_a_parallel_input_check_blocks_before_anything_is_submitted(tmp_path: Path) -> None:
+    from agentloop.errors import GuardrailTripped
+    from agentloop.guardrails import InputGuardrail
+
+    def no_secrets(ctx: object, text: object) -> str | None:
+        return "a secret in the input" if "secret" in str(text) else None
+
+    async with FakeProviderServer(default=FakeReply("x")) as server:
+        client = OpenAIClient("gpt-test", api_key="sk-test", base_url=server.base_url)
+        agent = Agent(
+            client,
+            store=SQLiteStore(tmp_path / "s.db"),
+            config=RunConfig(batch=True),
+            guardrails=[InputGuardrail(no_secrets, parallel=True)],
+        )
+        with pytest.raises(GuardrailTripped):
+            await agent.run("my secret")
+        assert server.batches.batches == {}
+
+
+async def test_a_waiting_run_announces_run_waiting_before_run_finished(tmp_path: Path) -> None:
+    from agentloop import events as ev
+
+    class Seen(Observer):
+        def __init__(self) -> None:
+            self.events: list[ev.Event] = []
+
+        def on_event(self, event: ev.Event) -> None:
+            self.events.append(event)
+
+    seen = Seen()
+    async with FakeProviderServer(default=FakeReply("x"), batch_after=3600) as server:
+        client = OpenAIClient("gpt-test", api_key="sk-test", base_url=server.base_url)
+        store = SQLiteStore(tmp_path / "s.db")
+        agent = Agent(client, store=store, config=RunConfig(batch=True), observers=[seen])
+        run = await agent.run("hi")
+    kinds = [type(e) for e in seen.events]
+    assert kinds[-2:] == [ev.RunWaiting, ev.RunFinished]
+    waiting = seen.events[-2]
+    assert isinstance(waiting, ev.RunWaiting) and waiting.waiting == run.waiting
+    assert run.stop_reason is None and run.output is None
+    stored = store.load_run(run.id)
+    assert stored is not None and stored.run.waiting == run.waiting
