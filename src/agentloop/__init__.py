@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from agentloop._util.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from agentloop.batching import BatchWait
     from agentloop.cancel import CancelToken
     from agentloop.config import RunConfig
     from agentloop.engine.agent import Agent
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart, Usage
     from agentloop.model import ModelClient, ModelRequest, ModelResponse, ModelSettings, StreamEvent
     from agentloop.observers import Observer
-    from agentloop.batching import BatchWait
     from agentloop.pausing import Answer, Approve, Deny, Edit, PendingCall
     from agentloop.providers.fallback import FallbackClient
     from agentloop.providers.retrying import RetryingClient
