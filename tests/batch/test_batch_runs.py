@@ -81,6 +81,9 @@ def test_what_cannot_run_in_batches_is_refused_at_construction(tmp_path: Path) -
         Agent(FallbackClient([one, one]), config=RunConfig(batch=True))
     with pytest.raises(ConfigurationError, match="stream"):
         Agent(one, config=RunConfig(batch=True, stream=True))
+    batched = Agent(one, config=RunConfig(batch=True), store=SQLiteStore(tmp_path / "s.db"))
+    with pytest.raises(ConfigurationError, match="stream"):
+        batched.stream("hi")
 
 
 def test_faces_that_answer_live_refuse_a_batch_agent(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from agentloop.engine.habits import Habits
 from agentloop.engine.instructions import Instructions, checked_system
 from agentloop.engine.provider_tools import agent_provider_tools, split_tools
 from agentloop.engine.toolsets import Toolsets
-from agentloop.errors import InvalidInput, MemoryBackendError
+from agentloop.errors import ConfigurationError, InvalidInput, MemoryBackendError
 from agentloop.messages import Message, UserInput
 from agentloop.model import ModelClient, ModelSettings
 from agentloop.pausing import Decision
@@ -427,6 +427,8 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         buffered without bound (the engine never waits, no event is dropped); the keywords as
         for ``run()``.
         """
+        if self.config.batch:  # SPEC 25: a batch turn's reply arrives whole, hours later
+            raise ConfigurationError("stream() on a batch agent (RunConfig(batch=True)): use run()")
         session = self._default if history is None else self._fresh(history)
         options: PerRun = {"model_settings": model_settings, "usage_limits": usage_limits}
         return session.stream(input, deps=deps, cancel=cancel, toolsets=toolsets, **options)

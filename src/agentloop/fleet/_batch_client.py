@@ -108,9 +108,9 @@ class BatchClient(WrappedClient):
         raise Waiting(BatchWait(sent.provider, sent.batch_id, custom_id, sent.submitted_at))
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """Batch runs do not stream (refused at construction; kept closed here too)."""
-        raise ConfigurationError("a batch run (RunConfig(batch=True)) does not stream")
-        yield  # pragma: no cover
+        """As ``complete``: a batch reply arrives whole (a face that streams gets no deltas)."""
+        await self.complete(request)
+        yield StreamEvent("done")  # pragma: no cover (complete raised)
 
 
 def check_agent(agent: Any) -> None:
