@@ -81,6 +81,10 @@ def test_what_cannot_run_in_batches_is_refused_at_construction(tmp_path: Path) -
         Agent(FallbackClient([one, one]), config=RunConfig(batch=True))
     with pytest.raises(ConfigurationError, match="stream"):
         Agent(one, config=RunConfig(batch=True, stream=True))
+    from agentloop.providers.openai import OllamaClient
+
+    with pytest.raises(ConfigurationError, match="OllamaClient"):
+        Agent(OllamaClient("llama3", base_url=fake), config=RunConfig(batch=True))
     batched = Agent(one, config=RunConfig(batch=True), store=SQLiteStore(tmp_path / "s.db"))
     with pytest.raises(ConfigurationError, match="stream"):
         batched.stream("hi")
@@ -100,3 +104,20 @@ def test_faces_that_answer_live_refuse_a_batch_agent(tmp_path: Path) -> None:
         VercelAIApp(agent)
     with pytest.raises(ConfigurationError, match="MCPApp"):
         MCPApp(agent, name="batch")
+
+
+async def test_the_responses_endpoint_takes_batch_runs_too(tmp_path: Path) -> None:
+    from agentloop.providers import OpenAIResponsesClient
+
+    CALLS.clear()
+    steps = [FakeReply(tool_calls=[FakeToolCall("lookup", {"city": "Rome"})]), FakeReply("warm")]
+    async with FakeProviderServer(steps) as server:
+        client = OpenAIResponsesClient("gpt-test", api_key="sk-test", base_url=server.base_url)
+        agent = agent_on(client, tmp_path / "s.db")
+        run = await agent.run("weather?")
+        assert run.waiting is not None
+        assert (await poll(agent)).continued == [run.id]
+        assert (await poll(agent)).continued == [run.id]
+    assert CALLS == ["Rome"]
+    done = SQLiteStore(tmp_path / "s.db").load_run(run.id)
+    assert done is not None and done.run.output == "warm"

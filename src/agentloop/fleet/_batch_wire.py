@@ -52,17 +52,20 @@ class Outcome:
 def batch_client(client: ModelClient) -> Any:
     """The OpenAI Chat or Anthropic client under ``client``'s wrappers; else ``ConfigurationError``.
 
-    A ``FallbackClient`` or another provider cannot take batch runs (nothing is sent).
+    A ``FallbackClient`` or another provider (an OpenAI-compatible one included: OpenRouter,
+    Ollama, Azure) cannot take batch runs (nothing is sent).
     """
     from agentloop.providers.anthropic.client import AnthropicClient
     from agentloop.providers.fallback import FallbackClient
     from agentloop.providers.openai.chat import OpenAIClient
+    from agentloop.providers.openai.responses import OpenAIResponsesClient
 
     current: Any = client
-    while not isinstance(current, OpenAIClient | AnthropicClient):
+    while type(current) not in (OpenAIClient, OpenAIResponsesClient, AnthropicClient):
         if isinstance(current, FallbackClient) or not hasattr(current, "inner"):
             raise ConfigurationError(
-                f"RunConfig(batch=True) needs an OpenAI (Chat Completions) or Anthropic client, "
+                f"RunConfig(batch=True) needs an OpenAI (Chat Completions, Responses) or Anthropic "
+                "client, "
                 f"got {type(current).__name__}: batch runs go through those providers' batch "
                 "APIs (no FallbackClient; set batch=False for this agent)"
             )
@@ -71,7 +74,20 @@ def batch_client(client: ModelClient) -> Any:
 
 
 def _openai_base(client: Any) -> str:
-    return str(client.url).removesuffix("/chat/completions")
+    return str(client.url).removesuffix("/chat/completions").removesuffix("/responses")
+
+
+def _endpoint(client: Any) -> str:
+    """``/v1/chat/completions`` or ``/v1/responses``: the client's own endpoint."""
+    return "/v1/responses" if str(client.url).endswith("/responses") else "/v1/chat/completions"
+
+
+def _body(client: Any, request: ModelRequest) -> Any:
+    """The body the client would send synchronously."""
+    if _endpoint(client) == "/v1/responses":
+        return client._payload(request, False)
+    payload, _ = client._payload(request, request.model or client.model, stream=False)
+    return json.loads(payload)
 
 
 def _session(client: Any) -> aiohttp.ClientSession:
@@ -105,10 +121,10 @@ async def _openai_submit(
     import aiohttp
 
     lines = []
+    endpoint = _endpoint(client)
     for custom_id, request in items:
-        payload, _ = client._payload(request, request.model or client.model, stream=False)
-        body = {"custom_id": custom_id, "method": "POST", "url": "/v1/chat/completions"}
-        lines.append(json.dumps({**body, "body": json.loads(payload)}))
+        line = {"custom_id": custom_id, "method": "POST", "url": endpoint}
+        lines.append(json.dumps({**line, "body": _body(client, request)}))
     form = aiohttp.FormData()
     form.add_field("purpose", "batch")
     form.add_field("file", ("\n".join(lines) + "\n").encode(), filename="batch.jsonl")
@@ -116,7 +132,7 @@ async def _openai_submit(
     uploaded = await _json(client, http, "POST", f"{base}/files", form)
     create = {
         "input_file_id": uploaded["id"],
-        "endpoint": "/v1/chat/completions",
+        "endpoint": endpoint,
         "completion_window": "24h",
     }
     return await _json(client, http, "POST", f"{base}/batches", create)
@@ -201,6 +217,14 @@ def _openai_outcome(client: Any, item: dict[str, Any]) -> Outcome:
     text = json.dumps(body)
     if status >= 300:
         return Outcome(error=error_for_status(status, {}, text, provider=client.provider))
+    if _endpoint(client) == "/v1/responses":
+        from agentloop.providers.openai.responses import parse_response
+
+        with client._redacting():
+            reply = parse_response(
+                body, text, provider=client.provider, model=client.model, origin=client._origin
+            )
+        return Outcome(reply=reply)
     reply = parse_completion(body, text, provider=client.provider, model=client.model)
     return Outcome(reply=reply)
 
