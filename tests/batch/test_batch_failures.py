@@ -135,3 +135,20 @@ async def test_a_waiting_run_announces_run_waiting_before_run_finished(tmp_path:
     assert run.stop_reason is None and run.output is None
     stored = store.load_run(run.id)
     assert stored is not None and stored.run.waiting == run.waiting
+
+
+async def test_time_waiting_on_a_batch_does_not_count_against_the_wall_clock(
+    tmp_path: Path,
+) -> None:
+    from agentloop.safety.budget import Budget
+    from agentloop.testing import FakeClock
+
+    clock = FakeClock()
+    async with FakeProviderServer(default=FakeReply("done")) as server:
+        client = OpenAIClient("gpt-test", api_key="sk-test", base_url=server.base_url)
+        config = RunConfig(batch=True, budget=Budget(wall_clock=60.0))
+        agent = Agent(client, store=SQLiteStore(tmp_path / "s.db"), config=config, clock=clock)
+        run = await agent.run("hi")
+        clock.advance(6 * 3600)  # the batch takes six hours
+        report = await poll(agent)
+    assert report.continued == [run.id] and not report.failed
