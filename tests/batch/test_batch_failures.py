@@ -152,3 +152,30 @@ async def test_time_waiting_on_a_batch_does_not_count_against_the_wall_clock(
         clock.advance(6 * 3600)  # the batch takes six hours
         report = await poll(agent)
     assert report.continued == [run.id] and not report.failed
+
+
+async def test_a_batch_submission_waits_for_the_governor(tmp_path: Path) -> None:
+    from agentloop import events as ev
+    from agentloop.fleet import RateGovernor, RateLimit
+    from agentloop.testing import FakeClock
+
+    class Waits(Observer):
+        def __init__(self) -> None:
+            self.waits: list[str] = []
+
+        def on_event(self, event: ev.Event) -> None:
+            if isinstance(event, ev.RateLimitWait):
+                self.waits.append(event.limit)
+
+    clock, seen = FakeClock(), Waits()
+    governor = RateGovernor([RateLimit("openai", rpm=1)], clock=clock)
+    async with FakeProviderServer(default=FakeReply("x"), batch_after=3600) as server:
+        client = OpenAIClient("gpt-test", api_key="sk-test", base_url=server.base_url)
+        store = SQLiteStore(tmp_path / "s.db")
+        agent = Agent(
+            client, store=store, config=RunConfig(batch=True), governor=governor, clock=clock,
+            observers=[seen],
+        )  # fmt: skip
+        await agent.run("one")
+        await agent.session().run("two")
+    assert seen.waits == ["rpm"]

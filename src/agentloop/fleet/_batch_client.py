@@ -92,7 +92,7 @@ class BatchClient(WrappedClient):
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Submit ``request`` and raise ``Waiting`` (or raise the error a failed one stands for)."""
-        from agentloop.fleet._batch_wire import batch_client, submit
+        from agentloop.fleet._batch_wire import batch_client
 
         state = self._state
         orders = ORDERS.get()
@@ -101,11 +101,27 @@ class BatchClient(WrappedClient):
             raise order
         client = batch_client(self.inner)
         custom_id = f"{state.run.id}_{state.turn_index}_{order}"
+        governed = _governed(self.inner)  # a batch submission waits for the governor too
+        lease = await governed._acquire(request) if governed is not None else None
+        try:
+            wait = await self._submit(client, custom_id, request)
+        except BaseException as error:
+            if lease is not None and governed is not None:
+                await governed._failed(lease, error)
+            raise
+        if lease is not None:
+            await lease.settle()
+        raise Waiting(wait)
+
+    @staticmethod
+    async def _submit(client: Any, custom_id: str, request: ModelRequest) -> BatchWait:
+        from agentloop.fleet._batch_wire import submit
+
         collector = COLLECTOR.get()
         if collector is not None:
-            raise Waiting(await collector.add(client, custom_id, request))
+            return await collector.add(client, custom_id, request)
         sent = await submit(client, [(custom_id, request)])
-        raise Waiting(BatchWait(sent.provider, sent.batch_id, custom_id, sent.submitted_at))
+        return BatchWait(sent.provider, sent.batch_id, custom_id, sent.submitted_at)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """As ``complete``: a batch reply arrives whole (a face that streams gets no deltas)."""
@@ -134,3 +150,13 @@ def check_agent(agent: Any) -> None:
             )
         batch_client(current.client)
         todo.extend(getattr(h, "agent", None) for h in current._handoffs if hasattr(h, "agent"))
+
+
+def _governed(client: Any) -> Any:
+    """The ``GovernedClient`` in ``client``'s wrappers (an agent with a governor), or None."""
+    from agentloop.fleet._client import GovernedClient
+
+    current = client
+    while current is not None and not isinstance(current, GovernedClient):
+        current = getattr(current, "inner", None)
+    return current
