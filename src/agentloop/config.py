@@ -143,7 +143,8 @@ class RunConfig:
             raise _fail("compact_threshold", "in (0, 1]", threshold)
 
     def _check_flags(self) -> None:
-        for name in ("stream", "parallel_tool_calls", "suggest_tools", "headless", "auto_compact"):
+        flags = ("stream", "parallel_tool_calls", "suggest_tools", "headless", "auto_compact")
+        for name in (*flags, "batch"):
             if not isinstance(getattr(self, name), bool):
                 raise _fail(name, "a bool", getattr(self, name))
 

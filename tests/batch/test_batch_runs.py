@@ -121,3 +121,28 @@ async def test_the_responses_endpoint_takes_batch_runs_too(tmp_path: Path) -> No
     assert CALLS == ["Rome"]
     done = SQLiteStore(tmp_path / "s.db").load_run(run.id)
     assert done is not None and done.run.output == "warm"
+
+
+async def test_a_poll_sends_the_next_turns_of_its_runs_as_one_batch(tmp_path: Path) -> None:
+    CALLS.clear()
+    ask = FakeReply(tool_calls=[FakeToolCall("lookup", {"city": "Oslo"})])
+    steps = [ask, ask, FakeReply("a"), FakeReply("b")]
+    async with FakeProviderServer(steps) as server:
+        agent = agent_on(openai(server), tmp_path / "s.db")
+        runs = await start_many(agent, ["one", "two"])
+        first = {r.waiting.batch_id for r in runs if r.waiting is not None}
+        assert len((await poll(agent)).continued) == 2
+        store = SQLiteStore(tmp_path / "s.db")
+        waits = [s.run.waiting for s in (store.load_run(r.id) for r in runs) if s is not None]
+        second = {w.batch_id for w in waits if w is not None}
+        assert len(first) == len(second) == 1 and first != second
+        assert all(w is not None and w.request_id.endswith("_1_0") for w in waits)
+        report = await poll(agent)
+    assert len(report.continued) == 2 and CALLS == ["Oslo", "Oslo"]
+
+
+def test_batch_is_a_bool() -> None:
+    from agentloop.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="batch"):
+        RunConfig(batch="yes")  # type: ignore[arg-type]
