@@ -146,3 +146,16 @@ def test_batch_is_a_bool() -> None:
 
     with pytest.raises(ConfigurationError, match="batch"):
         RunConfig(batch="yes")  # type: ignore[arg-type]
+
+
+async def test_agentloop_runs_shows_a_waiting_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentloop.cli.commands import main
+
+    async with FakeProviderServer(default=FakeReply("x"), batch_after=3600) as server:
+        agent = agent_on(openai(server), tmp_path / "s.db")
+        run = await agent.run("hi")
+    assert main(["runs", "--store", str(tmp_path / "s.db")]) == 0
+    out = capsys.readouterr().out
+    assert "waiting" in out and run.waiting is not None and run.waiting.batch_id[:8] in out
