@@ -29,6 +29,7 @@ API = [
     "Answer",
     "Approve",
     "Ask",
+    "BatchWait",
     "Block",
     "Budget",
     "CancelToken",

@@ -178,6 +178,7 @@ LAYERS = {
     "pricing": 2,
     "transcript": 2,
     "pausing": 2,
+    "batching": 2,  # what a batch run waits on (SPEC 25): BatchWait, the Waiting signal
     # 3. public records and extension points built from those words
     "run": 3,
     "handoffs": 3,  # the public words of handoffs (the engine's side is engine/handoffs.py)
@@ -210,6 +211,7 @@ LAYERS = {
     "durable": 7,
     "cassettes": 7,  # hangs on the HTTP layer's hook (providers._tape)
     "evals": 7,  # runs agents and reads their runs
+    "batch": 7,  # batch runs (SPEC 25): start_many and poll drive the engine's sessions
     # 8. the terminal
     "cli": 8,
     "ui": 8,

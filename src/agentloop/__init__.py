@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from agentloop._util.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from agentloop.batching import BatchWait
     from agentloop.cancel import CancelToken
     from agentloop.config import RunConfig
     from agentloop.engine.agent import Agent
@@ -39,6 +40,7 @@ _EXPORTS = {
     "Answer": "agentloop.pausing",
     "Approve": "agentloop.pausing",
     "Ask": "agentloop.hooks",
+    "BatchWait": "agentloop.batching",
     "Block": "agentloop.hooks",
     "Budget": "agentloop.safety.budget",
     "CancelToken": "agentloop.cancel",
@@ -105,6 +107,7 @@ __all__ = [
     "Answer",
     "Approve",
     "Ask",
+    "BatchWait",
     "Block",
     "Budget",
     "CancelToken",

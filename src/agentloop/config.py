@@ -102,6 +102,8 @@ class RunConfig:
     ``"local"`` always with ``compactor``. Any other conversation always uses ``compactor``."""
     max_handoffs: int = 10
     """Handoffs one run may make (SPEC 26); one more ends it with ``HandoffLimitExceeded``."""
+    batch: bool = False
+    """Each model turn through the provider's batch API (SPEC 25; ``agentloop.batch``)."""
 
     def __post_init__(self) -> None:
         self._check_counts()
@@ -141,7 +143,8 @@ class RunConfig:
             raise _fail("compact_threshold", "in (0, 1]", threshold)
 
     def _check_flags(self) -> None:
-        for name in ("stream", "parallel_tool_calls", "suggest_tools", "headless", "auto_compact"):
+        flags = ("stream", "parallel_tool_calls", "suggest_tools", "headless", "auto_compact")
+        for name in (*flags, "batch"):
             if not isinstance(getattr(self, name), bool):
                 raise _fail(name, "a bool", getattr(self, name))
 

@@ -26,6 +26,7 @@ from agentloop.messages import (
 from agentloop.model import ModelResponse
 
 if TYPE_CHECKING:
+    from agentloop.batching import BatchWait
     from agentloop.errors import AgentLoopError
     from agentloop.pausing import PendingCall
     from agentloop.run import Run, Turn
@@ -53,6 +54,7 @@ __all__ = [
     "RunFinished",
     "RunPaused",
     "RunStarted",
+    "RunWaiting",
     "TextDelta",
     "ThinkingDelta",
     "ThinkingDropped",
@@ -344,6 +346,16 @@ class RunPaused(Event):
     """
 
     pending: tuple[PendingCall, ...]
+
+
+@record
+class RunWaiting(Event):
+    """A batch run waits on its model turn in a provider batch (SPEC 25); ``RunFinished`` follows.
+
+    ``waiting`` is ``run.waiting``; ``agentloop.batch.poll`` continues the run.
+    """
+
+    waiting: BatchWait
 
 
 @record

@@ -35,6 +35,7 @@ __all__ = [
     "sum_costs",
     "table_available",
     "table_cost",
+    "turn_cost",
 ]
 
 PROVIDER_TOOL_PRICES: Mapping[str, Mapping[str, float]] = {
@@ -71,6 +72,8 @@ class Price:
     per_call: Mapping[str, float] | None = field(default=None, hash=False)
     """US dollars per call of the provider's own tools, by kind (``{"web_search": 0.01}``);
     a kind not here is priced at ``PROVIDER_TOOL_PRICES``."""
+    batch_fraction: float = 0.5
+    """The share of the synchronous price a batch request costs (SPEC 25; both providers: half)."""
 
     def __post_init__(self) -> None:
         _non_negative("input_per_million", self.input_per_million)
@@ -79,6 +82,7 @@ class Price:
         _non_negative("cache_write_per_million", self.cache_write_per_million)
         for kind, price in (self.per_call or {}).items():
             _non_negative(f"per_call[{kind!r}]", price)
+        _non_negative("batch_fraction", self.batch_fraction)
 
     def cost(self, usage: Usage) -> float:
         """What ``usage`` costs in US dollars."""
@@ -138,6 +142,17 @@ def estimate_cost(
         return tokens
     calls = calls_cost(usage, provider or _provider_of(model), price)
     return None if calls is None else tokens + calls
+
+
+def turn_cost(
+    usage: Usage, model: str, batch: bool = False, *, prices: Mapping[str, Price] | None = None
+) -> float | None:
+    """``estimate_cost`` of one turn; a batch turn (SPEC 25) at its ``Price.batch_fraction``."""
+    cost = estimate_cost(usage, model, prices=prices)
+    if not batch or cost is None:
+        return cost
+    price = (prices or {}).get(model)
+    return cost * (0.5 if price is None else price.batch_fraction)
 
 
 def calls_cost(usage: Usage, provider: str, price: Price | None = None) -> float | None:

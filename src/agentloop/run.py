@@ -25,6 +25,7 @@ from agentloop._util.records import at_path as _at
 from agentloop._util.records import checked_field as _field
 from agentloop._util.records import each_of as _each
 from agentloop._util.slots import record
+from agentloop.batching import BatchWait
 from agentloop.errors import (
     AgentLoopError,
     ConversationSummary,
@@ -33,7 +34,7 @@ from agentloop.errors import (
 from agentloop.media import MediaPart, media_from_dict
 from agentloop.messages import Message, ToolCallPart, ToolResultPart, Usage
 from agentloop.pausing import PendingCall, pause_fields
-from agentloop.pricing import estimate_cost, sum_costs
+from agentloop.pricing import sum_costs, turn_cost
 
 __all__ = [
     "TRUNCATION_REASONS",
@@ -117,6 +118,8 @@ class Turn:
     """The safety stack's warnings during the turn (loop, convergence, budget), as text."""
     agent: str | None = None
     """The active agent's handoff name (SPEC 26); None for the run's starting agent."""
+    batch: bool = False
+    """The turn's reply came from a provider batch (SPEC 25), priced at the batch price."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (``thinking``, latency, durations and warnings only when present)."""
@@ -143,6 +146,8 @@ class Turn:
             data["warnings"] = list(self.warnings)
         if self.agent is not None:
             data["agent"] = self.agent
+        if self.batch:
+            data["batch"] = True
         return data
 
     @classmethod
@@ -195,6 +200,8 @@ class Run(Generic[OutputT]):
     thinking_prefix_mismatch: str | None = None
     """``"drop_block"`` when this run sent SPEC 28's escape hatch: stored with the run, so a
     resumed session keeps sending it (``ModelSettings.thinking_prefix_mismatch``)."""
+    waiting: BatchWait | None = None
+    """A batch run's model turn waiting in a provider batch (SPEC 25); None otherwise."""
 
     if not TYPE_CHECKING:  # for mypy a misspelt attribute stays an error it reports
 
@@ -230,7 +237,7 @@ class Run(Generic[OutputT]):
         covered = sum((t.usage for t in self.turns), Usage())
         if covered != self.usage:
             return None
-        return sum_costs(estimate_cost(t.usage, t.model) for t in self.turns)
+        return sum_costs(turn_cost(t.usage, t.model, t.batch) for t in self.turns)
 
     def summary(self) -> ConversationSummary:
         """A ``ConversationSummary`` of this run so far."""
@@ -269,6 +276,11 @@ class Run(Generic[OutputT]):
                 if self.thinking_prefix_mismatch
                 else {}
             ),
+            **(
+                {"waiting": self.waiting.to_dict(), "paused_turn": self.paused_turn}
+                if self.waiting is not None
+                else {}
+            ),
         }
 
     @classmethod
@@ -303,6 +315,7 @@ class Run(Generic[OutputT]):
             thinking_prefix_mismatch=_field(
                 data, "thinking_prefix_mismatch", "", "str", default=None
             ),
+            waiting=BatchWait.from_dict(data["waiting"]) if data.get("waiting") else None,
         )
 
     def __eq__(self, other: object) -> bool:
@@ -375,6 +388,7 @@ def _turn(data: object, path: str) -> Turn:
         durations=_durations(data.get("tool_results")),
         warnings=[str(w) for w in _field(data, "warnings", path, "list", default=())] or None,
         agent=_field(data, "agent", path, "str", default=None),
+        batch=data.get("batch") is True,
     )
 
 

@@ -345,3 +345,18 @@ async def test_hostile_bodies_get_the_protocols_errors_never_a_traceback() -> No
                 assert "Traceback" not in response.text
         big = await rpc(url, b'{"x": "' + b"a" * 20_000 + b'"}')
         assert big.status_code == 413
+
+
+async def test_a_waiting_batch_run_is_working(tmp_path: Any) -> None:
+    from agentloop import RunConfig
+    from agentloop.providers.openai import OpenAIClient
+    from agentloop.store import SQLiteStore
+    from agentloop.testing import FakeProviderServer, FakeReply
+
+    async with FakeProviderServer(default=FakeReply("x"), batch_after=3600) as server:
+        model = OpenAIClient("gpt-test", api_key="sk-test", base_url=server.base_url)
+        store = SQLiteStore(tmp_path / "s.db")
+        agent = Agent(model, store=store, config=RunConfig(batch=True))
+        async with serving(agent.to_a2a(name="a")) as url, client(url) as made:
+            [first] = await send(made, user("hi"))
+    assert first.task.status.state == pb.TASK_STATE_WORKING

@@ -149,7 +149,9 @@ class TaskRecord:
     def _finish(self, run: Run[Any]) -> None:
         """The run ended (or paused): its final state, published, then the listeners let go."""
         error = run.stop_reason
-        if run.paused:
+        if run.waiting is not None:  # a batch run (SPEC 25): still working, in a provider batch
+            self._status(pb.TASK_STATE_WORKING, None)
+        elif run.paused:
             message = wire.pending_message(self.id, self.context_id, run.pending)
             self._status(pb.TASK_STATE_INPUT_REQUIRED, message)
         elif error is None:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from agentloop._util.extras import MissingExtra, require_extra
 from agentloop.cli import evals, fake
 from agentloop.cli.advice import Target, failure_paragraph
+from agentloop.cli.batch import add_batch_parser, batch_command
 from agentloop.cli.memory import add_memory_parser, memory_command
 from agentloop.errors import AgentLoopError, InvalidInput, ModelRefused
 
@@ -369,6 +370,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     view.add_argument("--deps", metavar="MODULE:CALLABLE", help=_DEPS_HELP)
     add_memory_parser(sub)
+    add_batch_parser(sub)
     return parser
 
 
@@ -402,6 +404,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "runs": _runs,
     "ui": _viewer,
     "memory": memory_command,
+    "batch": batch_command,
     "continue": lambda args: asyncio.run(_continue(args)),
     "run": lambda args: asyncio.run(_run(args)),
 }

@@ -91,6 +91,8 @@ def _outcome(stored: StoredRun) -> str:
     if run.paused:  # before "unfinished": a paused run has no end yet, and needs none
         waiting = "\n".join(_waiting(p) for p in run.pending)
         return f"[magenta]paused[/]: {waiting}"
+    if run.waiting is not None:  # a batch run (SPEC 25): its turn is in a provider batch
+        return f"[magenta]waiting[/]: batch {_escape(run.waiting.batch_id)} (agentloop batch poll)"
     if not stored.finished:
         return "[yellow]unfinished[/] (no recorded end)"
     if run.stop_reason is not None:

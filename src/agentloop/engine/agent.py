@@ -28,7 +28,7 @@ from agentloop.engine.habits import Habits
 from agentloop.engine.instructions import Instructions, checked_system
 from agentloop.engine.provider_tools import agent_provider_tools, split_tools
 from agentloop.engine.toolsets import Toolsets
-from agentloop.errors import InvalidInput, MemoryBackendError
+from agentloop.errors import ConfigurationError, InvalidInput, MemoryBackendError
 from agentloop.messages import Message, UserInput
 from agentloop.model import ModelClient, ModelSettings
 from agentloop.pausing import Decision
@@ -179,6 +179,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         self._hooks, self._observers, self._approver = tuple(hooks), tuple(observers), approver
         self.name, self._handoffs = name, _setup.handoffs(self, handoffs)  # SPEC 26
         self._guardrails = _setup.guardrails_of(guardrails)  # loads only for an agent with some
+        _setup.batch_checked(self)  # SPEC 25: a batch agent's client, stream and handoffs
         self._runner = self._closer = self._sync_thread = None
         # the live sessions by id, made on the first agent.session() (else no map at all)
         self._sessions: weakref.WeakValueDictionary[str, Session[OutputT]] | None = None
@@ -433,6 +434,8 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         buffered without bound (the engine never waits, no event is dropped); the keywords as
         for ``run()``.
         """
+        if self.config.batch:  # SPEC 25: a batch turn's reply arrives whole, hours later
+            raise ConfigurationError("stream() on a batch agent (RunConfig(batch=True)): use run()")
         session = self._default if history is None else self._fresh(history)
         options: PerRun = {"model_settings": model_settings, "usage_limits": usage_limits}
         return session.stream(input, deps=deps, cancel=cancel, toolsets=toolsets, **options)

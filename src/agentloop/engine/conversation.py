@@ -246,12 +246,22 @@ class Conversation(Generic[OutputT]):
             return
         state.run.thinking_prefix_mismatch = state.settings.thinking_prefix_mismatch
 
+    def _batched(self, state: RunState) -> None:
+        from agentloop.fleet._batch_client import BatchClient
+
+        state.client = BatchClient(state.client, state, self._recorder)
+
     def _check_idle(self) -> None:
         """A new run needs a session that is neither running nor paused."""
         if self._active is not None:
             raise InvalidInput(
                 f"session {self.id!r} is already running; one session runs one run at a time "
                 "(give each concurrent conversation its own: agent.session())"
+            )
+        if self._runs and self._runs[-1].waiting is not None:
+            raise InvalidInput(
+                f"session {self.id!r} has a batch run ({self._runs[-1].id}) waiting on its "
+                "provider batch: agentloop.batch.poll(agent) continues it when its result arrives"
             )
         if self._runs and self._runs[-1].pending:
             paused = self._runs[-1]
@@ -271,10 +281,7 @@ class Conversation(Generic[OutputT]):
         cancels: tuple[CancelToken, ...],
         known: Measured | None = None,
     ) -> RunState:
-        """The state of a run over ``transcript`` (``base``: where its own messages start).
-
-        ``known``: what the session measured of ``transcript[:base]``, its history.
-        """
+        """A run's state over ``transcript`` from ``base``; ``known``: its history's measure."""
         agent = self.agent
         client: ModelClient = agent.client
         swap = swap_of(agent)  # agent.override(): this run's client and tools instead
@@ -307,6 +314,8 @@ class Conversation(Generic[OutputT]):
             self._plan(state, swap)
         if _appends_only(agent, client, transcript):
             self._append_only(state)  # SPEC 28 (a base opens the history: append-only it stays)
+        if agent.config.batch:  # each model turn through the provider's batch API (SPEC 25)
+            self._batched(state)
         self._active = state
         self._bus.run = run
         self._bus.agent = None  # every run starts with the session's own agent

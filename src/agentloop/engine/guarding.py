@@ -121,6 +121,8 @@ class Services:
     limits: Limits
     output_retries: int
     journal: Journal | None
+    batch: bool = False
+    """A batch run (SPEC 25): its parallel input checks run as blocking ones."""
 
 
 class RunGuard:
@@ -146,11 +148,14 @@ class RunGuard:
         if not (guardrails.blocking or guardrails.parallel) or self._input_passed():
             return
         value = self.state.run.input
-        if guardrails.parallel:
-            checks = self._check_all(guardrails.parallel, self._context("input"), value)
+        blocking, parallel = guardrails.blocking, guardrails.parallel
+        if parallel and self.services.batch:  # SPEC 25: nothing to race beside
+            blocking, parallel = (*blocking, *parallel), ()
+        if parallel:
+            checks = self._check_all(parallel, self._context("input"), value)
             self.pending = asyncio.get_running_loop().create_task(checks)
-        if guardrails.blocking:
-            trips = await self._check_all(guardrails.blocking, self._context("input"), value)
+        if blocking:
+            trips = await self._check_all(blocking, self._context("input"), value)
             if trips:
                 raise trips[0].error()
         if self.pending is None:
@@ -390,5 +395,6 @@ def run_guard(session: Any, state: RunState, ruling: Any) -> RunGuard | None:
         limits=session.safety.limits,
         output_retries=agent.config.output_retries,
         journal=session._journal,
+        batch=agent.config.batch,
     )
     return RunGuard(guardrails, state, services)

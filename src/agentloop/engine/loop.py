@@ -24,6 +24,7 @@ from agentloop._util.lazy import lazy_module
 from agentloop.cancel import CancelToken
 from agentloop.engine import remembering
 from agentloop.engine.call import pending_of
+from agentloop.engine.commit import commit_run
 from agentloop.engine.conversation import Conversation
 from agentloop.engine.estimate import estimated_usage
 from agentloop.engine.frames import keep_frames
@@ -56,7 +57,6 @@ from agentloop.model import ModelResponse
 from agentloop.pausing import PendingCall
 from agentloop.run import TRUNCATION_REASONS, Run, Turn
 from agentloop.safety.redact import redact_secrets
-from agentloop.transcript import close_interrupted
 
 handoffs = lazy_module("agentloop.engine.handoffs")  # loaded by a run that hands off
 guarding_of = lazy_module("agentloop.engine.guarding")  # loaded by a run with guardrails
@@ -270,6 +270,7 @@ class RunLoop:
             thinking=_thinking_text(response.message),
             latency_seconds=self.latency,
             warnings=governor_waits(state.events),
+            batch=self.agent.config.batch,
         )
         state.run.turns.append(turn)
         state.run.usage = state.run.usage + response.usage
@@ -420,7 +421,7 @@ class RunLoop:
             run.output = None
             keep_frames(error)  # an unexpected exception's innermost frames, for the record
         paused = state.paused if error is None else ()
-        self._commit(error, paused)
+        commit_run(self.session, state, error, paused)
         if state.shown is not None and state.appendonly is not None and not paused:
             handoffs.view_ended(session, state)  # a filtered handoff's own conversation (26)
         if agent.memory is not None:  # the committed turns' memory writes, applied
@@ -432,35 +433,21 @@ class RunLoop:
         if error is not None and error.summary is None:
             error.summary = run.summary()
         await self._run_end_hooks()
-        bus = session._bus
-        if bus.active:
-            if paused:
-                bus.emit(ev.RunPaused(run.id, state.turn_index, paused))
-            bus.emit(ev.RunFinished(run.id, state.turn_index, run))
+        if session._bus.active:
+            self._announce_end(paused)
         if state.listener is not None:
-            bus.detach(state.listener)
+            session._bus.detach(state.listener)
         if session._cancel.cancelled:
             session._cancel.reset()
 
-    def _commit(self, error: AgentLoopError | None, paused: tuple[PendingCall, ...]) -> None:
-        """The run's messages, and what of them the history commits (SPEC 5's four cases)."""
-        session, state, run = self.session, self.state, self.state.run
-        run.messages = list(state.audit) if error is None else close_interrupted(state.audit)
-        session._measured = None  # unless the whole transcript is committed (below)
+    def _announce_end(self, paused: tuple[PendingCall, ...]) -> None:
+        """``RunPaused`` or ``RunWaiting`` when the run stopped so, then ``RunFinished``."""
+        bus, state, run = self.session._bus, self.state, self.state.run
         if paused:
-            from agentloop.engine.pause import paused_record
-
-            limits = session.safety.limits
-            budget = limits.budget.snapshot() if limits.budget_on else None
-            paused_record(session, state, paused, budget)
-            session._history.extend(state.transcript[state.base : -1])  # all but the paused reply
-        elif error is None:
-            session._history.extend(state.pending)
-            session._measured = state.guard.measured(session._history, state.call_ids)
-        elif isinstance(error, _CANNOT_FIT):
-            run.unfinished_input = run.input
-        else:
-            session._history.extend(state.completed)
+            bus.emit(ev.RunPaused(run.id, state.turn_index, paused))
+        if run.waiting is not None:
+            bus.emit(ev.RunWaiting(run.id, state.turn_index, run.waiting))
+        bus.emit(ev.RunFinished(run.id, state.turn_index, run))
 
     async def _stop_watching(self) -> None:
         """Stop a pending guardrail check (nothing it held goes out) and the cancel watches."""

@@ -152,7 +152,11 @@ class Session(Conversation[OutputT]):
     ) -> RunState:
         """The state of the run to continue: a paused one, or one a crash cut off."""
         last = self._runs[-1] if self._runs else None
-        if last is not None and (last.pending or decisions is not None):
+        if last is not None and last.waiting is not None and decisions is None:
+            from agentloop.engine.batching import reopen_waiting  # a batch run's result (SPEC 25)
+
+            state = reopen_waiting(self, last, deps, cancels)
+        elif last is not None and (last.pending or decisions is not None):
             from agentloop.engine.pause import reopen_paused
 
             state = reopen_paused(self, last, decisions, deps, cancels)

@@ -337,6 +337,15 @@ def restored(agent: Any, session_id: str, store: Store, *, shared: bool) -> Sess
     return session
 
 
+def batch_checked(agent: Any) -> None:
+    """SPEC 25: a batch agent's graph takes batch runs, else ``ConfigurationError``."""
+    if not agent.config.batch:
+        return
+    from agentloop.fleet._batch_client import check_agent
+
+    check_agent(agent)
+
+
 def handoffs(agent: Any, items: object) -> tuple[Any, ...]:
     """``Agent(handoffs=...)`` checked and registered (the machinery loads only when given)."""
     if not items:

@@ -210,6 +210,8 @@ class RunState:
     """Child agents (``as_tool``) by the parent's call id: one that paused, or one to continue."""
     paused: tuple[Any, ...] = ()
     """The calls the run paused on (``PendingCall``), set when a dispatch left some pending."""
+    waiting: Any = None
+    """A batch run's model turn submitted to a provider batch (``BatchWait``, SPEC 25)."""
     plan: Any = None
     """The run's per-call tool plan (``engine.offering.ToolPlan``): None without toolsets."""
     measured: Measured | None = None

@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from agentloop import events as ev
 from agentloop._util.aio import aclose_iterator
+from agentloop.batching import Waiting
 from agentloop.clock import Clock
 from agentloop.engine.output import FINAL_RESULT, OutputType
 from agentloop.engine.partial import Partials
+from agentloop.engine.state import Paused
 from agentloop.errors import (
     AgentLoopError,
     AttemptRecord,
@@ -164,6 +166,9 @@ async def call_model(
     except ProviderError as error:
         _ensure_attempt_log(error, clock.monotonic() - started)
         raise
+    except Waiting as waiting:  # a batch run's turn went to a provider batch (SPEC 25)
+        state.waiting = waiting.wait
+        raise Paused from None
     except AgentLoopError:
         raise
     except Exception as exc:

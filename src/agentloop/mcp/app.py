@@ -34,6 +34,7 @@ import pydantic_core
 from mcp.server.lowlevel import Server
 
 from agentloop import events as ev
+from agentloop.batching import refuse_batch
 from agentloop.cancel import CancelToken
 from agentloop.errors import AgentLoopError, ToolExecutionError, ToolNotFound
 from agentloop.pausing import Answer, Approve, Decision, Deny, PendingCall
@@ -124,6 +125,7 @@ class MCPApp:
         expose_tools: bool = False,
         deps: Any = None,
     ) -> None:
+        refuse_batch(agent, "MCPApp")  # SPEC 25
         self.agent = agent
         self.server = agent_server(
             agent, name=name, description=description, expose_tools=expose_tools, deps=deps

@@ -48,6 +48,7 @@ from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from agentloop import events as ev
+from agentloop.batching import refuse_batch
 from agentloop.cancel import CancelToken
 from agentloop.errors import AgentLoopError, InvalidInput
 from agentloop.ui import _ag_ui_input as read
@@ -117,6 +118,7 @@ class AGUIApp:
         max_body_bytes: int = MAX_BODY_BYTES,
         expose_guardrails: bool = False,
     ) -> None:
+        refuse_batch(agent, "AGUIApp")  # SPEC 25
         self.agent = agent
         self.sessions = ThreadSessions(agent)
         self.max_body_bytes = max_body_bytes

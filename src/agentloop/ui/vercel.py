@@ -49,6 +49,7 @@ import secrets
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from agentloop.batching import refuse_batch
 from agentloop.errors import AgentLoopError, InvalidInput
 from agentloop.events import RunFinished
 from agentloop.pausing import Decision, Deny, check_decisions
@@ -122,6 +123,7 @@ class VercelAIApp:
         max_body_bytes: int = MAX_BODY_BYTES,
         expose_guardrails: bool = False,
     ) -> None:
+        refuse_batch(agent, "VercelAIApp")  # SPEC 25
         self.agent = agent
         self.max_body_bytes = max_body_bytes
         self.expose_guardrails = expose_guardrails
