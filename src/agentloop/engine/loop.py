@@ -37,9 +37,9 @@ from agentloop.engine.output import (
     InvalidOutput,
     cut_calls,
 )
-from agentloop.engine.provider_tools import continued, emit_provider_events
+from agentloop.engine.provider_tools import PAUSE_TURN, continued, emit_provider_events
 from agentloop.engine.state import Paused, RunState
-from agentloop.engine.turn import build_request, call_model, governor_waits
+from agentloop.engine.turn import ClientEventBridge, build_request, call_model, governor_waits
 from agentloop.errors import (
     AgentLoopError,
     Cancelled,
@@ -193,7 +193,8 @@ class RunLoop:
         while True:
             state.check_cancel()
             session.safety.limits.before_request(state.run, state.turn_index)
-            await self._offer()
+            if agent._toolsets.toolsets or state.plan is not None or state.appendonly is not None:
+                await self._offer()  # a run with none of them pays three attribute reads
             if not state.guard.ready():
                 await state.guard.before_call(state, self._commit_compacted)
             if guarding is None:
@@ -203,7 +204,7 @@ class RunLoop:
             if response is None:
                 continue
             turn = self._record(response)
-            if continued(response):  # paused by the provider mid-turn: ask again (SPEC 24)
+            if response.stop_reason == PAUSE_TURN and continued(response):  # ask again (SPEC 24)
                 done = False
             elif agent.output is None:
                 done = await self._text_turn(turn, response)
@@ -261,6 +262,9 @@ class RunLoop:
 
     def _record(self, response: ModelResponse) -> Turn:
         state = self.state
+        events, waits = state.events, None
+        if type(events) is ClientEventBridge and events.waits:  # a governor waited (SPEC 25)
+            waits = governor_waits(events)
         turn = Turn(
             index=state.turn_index,
             model=response.model or state.client.model,
@@ -270,7 +274,7 @@ class RunLoop:
             text=response.text,
             thinking=_thinking_text(response.message),
             latency_seconds=self.latency,
-            warnings=governor_waits(state.events),
+            warnings=waits,
         )
         state.run.turns.append(turn)
         state.run.usage = state.run.usage + response.usage
