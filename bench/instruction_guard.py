@@ -85,9 +85,10 @@ def measure(src: Path = SRC) -> dict[str, int]:
             subprocess.run([*valgrind, *argv], env=env, check=True, capture_output=True)
             counts = [_total(Path(f"{out}.{n}")) for n in (1, 2, 3)]
     finally:
-        assert server.stdin is not None
-        server.stdin.close()
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.close()  # the server stops when its stdin closes
         server.wait(timeout=10)
+        server.stdout.close()
     return {"import": counts[0], "turn_json": counts[1] // TURNS, "turn_sse": counts[2] // TURNS}
 
 
