@@ -10,7 +10,7 @@ DEMO_STAMP := $(VENV)/.demo-installed
 FS_SERVER := @modelcontextprotocol/server-filesystem@2026.8.31
 FS_INSTALLED := .ci/node/node_modules/@modelcontextprotocol/server-filesystem/package.json
 
-.PHONY: demo test check lint docs bench clean mcp-server ui-deps
+.PHONY: demo test check lint docs bench bench-guard bench-baseline clean mcp-server ui-deps
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -80,6 +80,12 @@ check: lint
 
 bench: $(STAMP)
 	$(BIN)/python bench/engine_turns.py
+
+bench-guard: $(STAMP)
+	$(BIN)/python bench/instruction_guard.py
+
+bench-baseline: $(STAMP)
+	$(BIN)/python bench/instruction_guard.py --update
 
 clean:
 	rm -rf $(VENV)

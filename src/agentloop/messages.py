@@ -439,17 +439,18 @@ class Usage:
         return max(0, self.input_tokens - self.cache_read_tokens - self.cache_write_tokens)
 
     def __add__(self, other: Usage) -> Usage:
+        calls = other.provider_tool_calls  # the shared empty one is told by identity (no call)
+        if calls is NO_CALLS or not calls:
+            calls = self.provider_tool_calls
+        else:
+            calls = counted_calls(self.provider_tool_calls, calls, 1)
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
             self.reasoning_tokens + other.reasoning_tokens,
-            provider_tool_calls=counted_calls(
-                self.provider_tool_calls, other.provider_tool_calls, 1
-            )
-            if other.provider_tool_calls
-            else self.provider_tool_calls,
+            provider_tool_calls=calls,
         )
 
     def __sub__(self, other: Usage) -> Usage:
@@ -476,7 +477,7 @@ class Usage:
             data["cache_write_tokens"] = self.cache_write_tokens
         if self.reasoning_tokens:
             data["reasoning_tokens"] = self.reasoning_tokens
-        if self.provider_tool_calls:
+        if self.provider_tool_calls is not NO_CALLS and self.provider_tool_calls:
             data["provider_tool_calls"] = dict(self.provider_tool_calls)
         return data
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import field, replace
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from agentloop._tool_parts import ToolSpec, apply_changes
@@ -371,12 +372,18 @@ def compacts_on_server(client: object) -> bool:
     return False
 
 
+_ROLE = attrgetter("role")
+
+
 def with_tool_changes(request: ModelRequest) -> ModelRequest:
     """``request`` with its system entries' tool changes applied to ``tools`` (SPEC 28).
 
     For an adapter that sends one ``tools`` list (OpenAI, Gemini, Claude without mid-conversation
-    tool changes). The request itself when it has no ``system`` message (the common case).
+    tool changes). The request itself when it has no ``system`` message (the common case, looked
+    for in C: a run that is not append-only pays no Python step per message).
     """
+    if "system" not in map(_ROLE, request.messages):
+        return request
     changes = [
         part
         for message in request.messages

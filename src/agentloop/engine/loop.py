@@ -38,10 +38,10 @@ from agentloop.engine.output import (
     InvalidOutput,
     cut_calls,
 )
-from agentloop.engine.provider_tools import continued, emit_provider_events
+from agentloop.engine.provider_tools import PAUSE_TURN, continued, emit_provider_events
 from agentloop.engine.starting import run_instructions
 from agentloop.engine.state import Paused, RunState
-from agentloop.engine.turn import build_request, call_model, governor_waits
+from agentloop.engine.turn import ClientEventBridge, build_request, call_model, governor_waits
 from agentloop.errors import (
     AgentLoopError,
     Cancelled,
@@ -157,6 +157,16 @@ class RunLoop:
         if self.guarding is not None and state.resuming is None:  # a continued run was checked
             await self.guarding.start()
 
+    def _offering(self) -> bool:
+        """Whether this call has an offer step (a run with none of them pays four reads)."""
+        state = self.state
+        return bool(
+            self.agent._toolsets.toolsets
+            or state.plan is not None
+            or state.appendonly is not None
+            or state.run.last_agent is not None  # a receiver's own tool sources (SPEC 26)
+        )
+
     async def _offer(self) -> None:
         """Before each model call: the tools it offers, and what changed since the last call.
 
@@ -183,11 +193,12 @@ class RunLoop:
             return
 
     async def _each_turn(self) -> None:
-        agent, session, state, guarding = self.agent, self.session, self.state, self.guarding
+        session, state, guarding = self.session, self.state, self.guarding
         while True:
             state.check_cancel()
             session.safety.limits.before_request(state.run, state.turn_index)
-            await self._offer()
+            if self._offering():
+                await self._offer()
             if not state.guard.ready():
                 await state.guard.before_call(state, self._commit_compacted)
             if guarding is None:
@@ -197,12 +208,7 @@ class RunLoop:
             if response is None:
                 continue
             turn = self._record(response)
-            if continued(response):  # paused by the provider mid-turn: ask again (SPEC 24)
-                done = False
-            elif agent.output is None:
-                done = await self._text_turn(turn, response)
-            else:
-                done = await self._typed_turn(turn, response)
+            done = await self._answer(turn, response)
             if guarding is not None:
                 guarding.release()
             handing = state.handoff is not None
@@ -212,6 +218,14 @@ class RunLoop:
             if done:
                 return
             state.turn_index += 1
+
+    async def _answer(self, turn: Turn, response: ModelResponse) -> bool:
+        """The reply's step; True when the run has its answer (a provider's pause: ask again)."""
+        if response.stop_reason == PAUSE_TURN and continued(response):  # SPEC 24
+            return False
+        if self.agent.output is None:
+            return await self._text_turn(turn, response)
+        return await self._typed_turn(turn, response)
 
     async def _model_step(self) -> ModelResponse | None:
         """One model call; None when a context rejection sends the turn back for compaction."""
@@ -260,6 +274,9 @@ class RunLoop:
 
     def _record(self, response: ModelResponse) -> Turn:
         state = self.state
+        events, waits = state.events, None
+        if type(events) is ClientEventBridge and events.waits:  # a governor waited (SPEC 25)
+            waits = governor_waits(events)
         turn = Turn(
             index=state.turn_index,
             model=response.model or state.client.model,
@@ -269,7 +286,7 @@ class RunLoop:
             text=response.text,
             thinking=_thinking_text(response.message),
             latency_seconds=self.latency,
-            warnings=governor_waits(state.events),
+            warnings=waits,
             batch=self.agent.config.batch,
         )
         state.run.turns.append(turn)

@@ -101,10 +101,8 @@ class ClientEventBridge:
             self._bus.emit(ev.ModelSwitched(self._run.id, self._bus.turn, from_model, to_model))
 
 
-def governor_waits(events: object) -> list[str] | None:
+def governor_waits(events: ClientEventBridge) -> list[str] | None:
     """The governor waits a turn's model call made (None without any), taken for its record."""
-    if not isinstance(events, ClientEventBridge) or events.waits is None:
-        return None
     waits, events.waits = events.waits, None
     return waits
 

@@ -265,7 +265,11 @@ class HttpTransport:
         try:
             session = await self._sessions.get()
             response = await session.post(
-                as_sent(url), data=body, headers=merged, allow_redirects=False, proxy=self._proxy
+                url if "%" not in url else as_sent(url),  # a Bedrock model id keeps its escapes
+                data=body,
+                headers=merged,
+                allow_redirects=False,
+                proxy=self._proxy,
             )
         except _foreign_errors() as exc:
             # aiohttp wraps every failure before the connection exists in a connector error
@@ -345,12 +349,6 @@ class HttpTransport:
         tape = TAPE.get()
         if tape is not None:  # agentloop.cassettes: replay, or send and record
             return await tape.post_json(self, url, payload, headers)  # type: ignore[no-any-return]
-        return await self.send_json(url, payload, headers)
-
-    async def send_json(
-        self, url: str, payload: Mapping[str, Any] | bytes, headers: Mapping[str, str] | None
-    ) -> HttpResponse:
-        """``post_json`` over the network, whatever cassette is active."""
         response = await self._open(url, payload, headers, "application/json")
         try:
             raw = await self._read(response, limit=self.max_body)
@@ -370,6 +368,20 @@ class HttpTransport:
                 self._secrets,
             ) from exc
         return HttpResponse(response.status, resp_headers, data, text, request_id)
+
+    async def send_json(
+        self, url: str, payload: Mapping[str, Any] | bytes, headers: Mapping[str, str] | None
+    ) -> HttpResponse:
+        """``post_json`` over the network, whatever cassette is active (the cassette's own send).
+
+        The cassette is set aside for this call only, so ``post_json`` (the hot path) pays one
+        context-variable read and no extra await when no cassette is active.
+        """
+        token = TAPE.set(None)
+        try:
+            return await self.post_json(url, payload, headers=headers)
+        finally:
+            TAPE.reset(token)
 
     def stream_sse(
         self,
