@@ -150,18 +150,7 @@ class A2AApp:
 
     async def _body(self, request: Request) -> bytes | None:
         """The body, or None when it is larger than the cap."""
-        cap = self.max_body_bytes
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > cap:
-            return None
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > cap:
-                return None
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return await json_body.read_capped(request, self.max_body_bytes)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

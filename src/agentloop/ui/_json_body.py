@@ -5,16 +5,20 @@ no later step could take safely: nesting deeper than ``MAX_DEPTH`` levels (the s
 would recurse until a bare ``RecursionError``), a lone surrogate escape (half of a UTF-16
 pair: no Unicode text, it could not be encoded into the response or stored) and
 ``NaN``/``Infinity`` (not JSON). Every failure is one ``ValueError`` whose text starts ``the
-body is not JSON:`` (or the caller's own words).
+body is not JSON:`` (or the caller's own words). ``read_capped`` reads the body itself, never
+past a cap (the apps' 413), for the UI apps and the A2A app alike.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_core import from_json
 
-__all__ = ["MAX_DEPTH", "decode"]
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+__all__ = ["MAX_DEPTH", "decode", "read_capped"]
 
 MAX_DEPTH = 200
 """The deepest nesting the parser takes (jiter's own limit); deeper is not JSON to the apps."""
@@ -31,3 +35,20 @@ def decode(body: bytes | bytearray | str, refusal: str = "the body is not JSON")
         elif "surrogate" in problem:
             problem = f"{problem} (a lone surrogate is not Unicode text)"
         raise ValueError(f"{refusal}: {problem}") from None
+
+
+async def read_capped(request: Request, limit: int) -> bytes | None:
+    """The request's body, or None when it is (or says it is) larger than ``limit`` bytes.
+
+    A declared ``Content-Length`` over the cap is refused before reading; an undeclared or
+    false one is read only up to the cap.
+    """
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    body = bytearray()
+    async for piece in request.stream():
+        body += piece
+        if len(body) > limit:
+            return None
+    return bytes(body)

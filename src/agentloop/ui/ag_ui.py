@@ -149,19 +149,10 @@ class AGUIApp:
     # -- the checks --------------------------------------------------------------------------
 
     async def _body(self, request: Request) -> bytes:
-        cap = self.max_body_bytes
-        too_big = _Refused(413, f"the request body is larger than {cap} bytes")
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > cap:
-            raise too_big
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > cap:
-                raise too_big
-            chunks.append(chunk)
-        return b"".join(chunks)
+        body = await json_body.read_capped(request, self.max_body_bytes)
+        if body is None:
+            raise _Refused(413, f"the request body is larger than {self.max_body_bytes} bytes")
+        return body
 
     async def _prepare(self, request: Request, run_input: core.RunAgentInput) -> _RunStream:
         """Everything before the first byte: history, session, deps, and what to run."""

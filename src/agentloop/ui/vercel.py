@@ -244,14 +244,9 @@ async def _started(stream: RunStream[Any], chunks: Chunks, view: ClientView) -> 
 
 
 async def _read_json(request: Request, limit: int) -> Any:
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
+    body = await json_body.read_capped(request, limit)
+    if body is None:
         raise _Refused(413, "PayloadTooLarge", f"the body is over {limit:,} bytes")
-    body = bytearray()
-    async for piece in request.stream():
-        body += piece
-        if len(body) > limit:
-            raise _Refused(413, "PayloadTooLarge", f"the body is over {limit:,} bytes")
     try:
         return json_body.decode(body)  # nested too deep or a lone surrogate: not JSON
     except ValueError as exc:
