@@ -61,9 +61,10 @@ docs: $(STAMP)
 	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir "$$d"
 
-# -rs: every skipped test says why (no chromium, no node, no local model server, ...).
+# -rs: every skipped test says why (no chromium, no node, no local model server, ...). -n auto: one
+# pytest-xdist worker per core; every test owns its ports, directories and throwaway servers.
 test: lint docs mcp-server ui-deps
-	$(BIN)/python -m pytest -q -rs
+	$(BIN)/python -m pytest -q -rs -n auto
 
 # The inner loop, under 2 minutes here: lint, types, and the suite without its slow parts, which
 # `make test` runs: the durable workers (DBOS, Temporal), MCP servers started as processes, every
@@ -76,7 +77,7 @@ CHECK_SKIP := --ignore=tests/durable --ignore=tests/test_docs.py --ignore-glob='
 	--ignore=tests/ui/test_viewer_browser.py --ignore=tests/evals/test_report_browser.py \
 	--ignore=tests/evals/test_cli_evals.py --ignore=tests/evals/test_cassettes_durable.py
 check: lint
-	$(BIN)/python -m pytest -q -rs $(CHECK_SKIP)
+	$(BIN)/python -m pytest -q -rs -n auto $(CHECK_SKIP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/engine_turns.py
