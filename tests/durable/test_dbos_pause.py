@@ -88,7 +88,9 @@ async def test_a_paused_run_ends_its_workflow_and_decide_continues_it(
         ("c2", "external", "ask_customer"),
     ]
     assert not running.done() and refunds == []
+    deadline = time.monotonic() + 60
     while await asyncio.to_thread(_status, "wf-pause") != "SUCCESS":  # it ends once published
+        assert time.monotonic() < deadline, "the paused run's workflow never ended"
         await asyncio.sleep(0.05)
     await asyncio.to_thread(
         durable.decide, "wf-pause", {"c1": Approve(), "c2": Answer("it arrived broken")}
