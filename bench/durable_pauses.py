@@ -51,7 +51,7 @@ def plan(request: ModelRequest) -> Any:
     """``pause ...``: ask for a refund; anything else: ask for work; then say it is done."""
     if any(m.role == "tool" for m in request.messages):
         return "done"
-    asked = str(request.messages[-1].content)
+    asked = request.messages[-1].text
     if asked.startswith("pause"):
         return [call("refund", {"order": asked})]
     return [call("work", {"key": asked})]

@@ -25,6 +25,7 @@ from typing import Any
 
 from dbos import DBOS
 
+import agentloop.durable._dbos_pause
 import agentloop.durable.dbos
 from agentloop import Agent, Approve, tool
 from agentloop.durable.dbos import DBOSAgent, DBOSRun
@@ -70,13 +71,13 @@ def build() -> DBOSAgent[str | None]:
 def _kill_points() -> None:
     """``KILL=fork`` and ``KILL=decided`` (test-only hooks: one of ours, one in DBOS's commit)."""
     if os.environ.get("KILL") == "fork":
-        forked = agentloop.durable.dbos.fork_continuation
+        forked = agentloop.durable._dbos_pause.fork_continuation
 
         def dying(*args: Any) -> Any:
             os.kill(os.getpid(), signal.SIGKILL)
             return forked(*args)
 
-        agentloop.durable.dbos.fork_continuation = dying  # type: ignore[assignment]
+        agentloop.durable.dbos.fork_continuation = dying  # type: ignore[attr-defined,assignment]
     if os.environ.get("KILL") == "decided":
         from dbos._sys_db import SystemDatabase
 
