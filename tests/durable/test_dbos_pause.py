@@ -34,6 +34,7 @@ pytest.importorskip("dbos", reason="DBOSAgent tests need the dbos extra")
 from dbos import DBOS
 
 from agentloop import Agent, Answer, Approve, Deny, Edit
+from agentloop.durable._dbos_pause import DECIDERS
 from agentloop.durable.dbos import PAUSED_CHILD_TEXT, DBOSAgent
 from agentloop.errors import Cancelled, InvalidInput
 from agentloop.model import ModelRequest
@@ -141,6 +142,13 @@ async def test_bad_decisions_are_invalid_input_and_nothing_is_sent(
     for decisions, words in bad:
         with pytest.raises(InvalidInput, match=words):
             DBOSAgent.decide("wf-bad", decisions)  # type: ignore[arg-type]
+    workflow, agent = DECIDERS["approvals"]  # a decider whose agent lacks the refund tool
+    DECIDERS["approvals"] = (workflow, Agent(FunctionModel(plan), tools=[ask_customer]))
+    try:
+        with pytest.raises(InvalidInput, match="would run tool 'refund'"):
+            DBOSAgent.decide("wf-bad", {"c1": Approve(), "c2": Answer("x")})
+    finally:
+        DECIDERS["approvals"] = (workflow, agent)
     assert len(DBOSAgent.pending("wf-bad")) == 2  # still paused on both
     with pytest.raises(InvalidInput, match="not paused"):
         DBOSAgent.decide("wf-nobody", {"c1": Approve()})

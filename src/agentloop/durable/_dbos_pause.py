@@ -34,6 +34,7 @@ from dbos import DBOS, SetWorkflowID, StepOptions
 from dbos import error as dbos_error
 
 from agentloop.durable._wrap import accepted_decisions, decision_message
+from agentloop.engine.pause import check_agent_tools
 from agentloop.errors import Cancelled, ConfigurationError, InvalidInput
 from agentloop.pausing import Decision, PendingCall, check_decisions
 from agentloop.run import Run
@@ -54,8 +55,8 @@ __all__ = [
 PENDING_EVENT = "agentloop.pending"
 """The DBOS event a paused run's workflow publishes its pending calls in."""
 
-DECIDERS: dict[str, Callable[..., Any]] = {}
-"""Each ``DBOSAgent``'s decision workflow by agent name (set when the agent is built)."""
+DECIDERS: dict[str, tuple[Callable[..., Any], Any]] = {}
+"""Each ``DBOSAgent``'s decision workflow and ``Agent`` by name (set when it is built)."""
 
 
 def decided_id(run_id: str, pause: int) -> str:
@@ -136,8 +137,9 @@ def send_decisions(run_id: str, decisions: object) -> None:
             f"DBOS run {run_id} is not paused (no pending calls): decisions answer a paused "
             "run's pending calls (DBOSAgent.pending)"
         )
-    message = decision_message(paused.pause, check_decisions(paused.pending, decisions))
-    _start_decision(run_id, paused, message)
+    checked = check_decisions(paused.pending, decisions)
+    check_agent_tools(_decider(run_id, paused)[1], paused.pending, checked)
+    _start_decision(run_id, paused, decision_message(paused.pause, checked))
 
 
 def send_cancel(run_id: str) -> bool:
@@ -149,7 +151,7 @@ def send_cancel(run_id: str) -> bool:
     return True
 
 
-def _start_decision(run_id: str, paused: Paused, message: dict[str, object]) -> None:
+def _decider(run_id: str, paused: Paused) -> tuple[Callable[..., Any], Any]:
     decider = DECIDERS.get(paused.agent)
     if decider is None:
         raise ConfigurationError(
@@ -157,6 +159,11 @@ def _start_decision(run_id: str, paused: Paused, message: dict[str, object]) -> 
             "process (before DBOS.launch()) to decide its runs",
             field="dbos",
         )
+    return decider
+
+
+def _start_decision(run_id: str, paused: Paused, message: dict[str, object]) -> None:
+    decider = _decider(run_id, paused)[0]
     workflow_id = decided_id(run_id, paused.pause)
     try:
         with SetWorkflowID(workflow_id, workflow_id_reuse_policy="reject"):

@@ -242,7 +242,7 @@ class DBOSAgent(Generic[OutputT]):
             DBOS.run_step(options, fork_continuation, run_id, head, step, pause, queue)
 
         self._workflow = DBOS.workflow(name=f"agentloop.{name}")(run_workflow)
-        DECIDERS[name] = DBOS.workflow(name=f"agentloop.{name}.decide")(decide_workflow)
+        DECIDERS[name] = (DBOS.workflow(name=f"agentloop.{name}.decide")(decide_workflow), agent)
 
     async def run(
         self,
