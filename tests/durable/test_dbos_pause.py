@@ -1,8 +1,8 @@
 """``DBOSAgent`` runs that pause (SPEC 17, 25): the pause is recorded and the workflow ends.
 
-In process (SQLite): a run with a call needing approval publishes its pending calls
-(``DBOSAgent.pending``) and its workflow ends (it holds no worker and no queue slot: with
-``worker_concurrency=1`` the next run on the queue runs while it waits); ``DBOSAgent.decide``
+In process (SQLite; the queue test on PostgreSQL too): a run with a call needing approval
+publishes its pending calls (``DBOSAgent.pending``) and its workflow ends (it holds no worker
+and no queue slot: with ``worker_concurrency=1`` the next run on the queue runs while it waits); ``DBOSAgent.decide``
 checks a decision set as ``continue_run`` does (``InvalidInput``, nothing recorded), records it
 (the first set wins: a second, even racing, is ``InvalidInput``) and enqueues the run's
 continuation; ``durable.run`` returns the run's end, paused time included. Approve runs the call
@@ -194,11 +194,11 @@ def _twice(request: ModelRequest) -> Any:
     return "; ".join(str(p.content) for p in results)
 
 
-def _launched(tmp_path: Path, name: str) -> None:
+def _launched(url: str) -> None:
     DBOS(
         config={
             "name": "agentloop-tests",
-            "system_database_url": f"sqlite:///{tmp_path / name}.sqlite",
+            "system_database_url": url,
             "log_level": "ERROR",
             "notification_listener_polling_interval_sec": 0.05,
         }
@@ -206,7 +206,7 @@ def _launched(tmp_path: Path, name: str) -> None:
     DBOS.launch()
 
 
-def test_a_paused_run_holds_no_slot_of_its_workers_limit(tmp_path: Path) -> None:
+def test_a_paused_run_holds_no_slot_of_its_workers_limit(database: Callable[[str], str]) -> None:
     """With ``worker_concurrency=1``, runs on the queue go on while earlier ones are paused;
     a run that pauses twice continues on the queue each time, and cancelling a paused run
     ends it as ``Cancelled``."""
@@ -214,7 +214,7 @@ def test_a_paused_run_holds_no_slot_of_its_workers_limit(tmp_path: Path) -> None
     durable = DBOSAgent(
         Agent(FunctionModel(_twice), tools=[refund]), name="slots", worker_concurrency=1
     )
-    _launched(tmp_path, "slots")
+    _launched(database("dbos_slots"))
     try:
         queued = [durable.enqueue("refunds", workflow_id=f"slot-{n}") for n in range(3)]
         for n in range(3):  # each pauses while the earlier ones wait: none holds the one slot
