@@ -2,17 +2,17 @@
 
 In process (SQLite; the queue test on PostgreSQL too): a run with a call needing approval
 publishes its pending calls (``DBOSAgent.pending``) and its workflow ends (it holds no worker
-and no queue slot: with ``worker_concurrency=1`` the next run on the queue runs while it waits); ``DBOSAgent.decide``
-checks a decision set as ``continue_run`` does (``InvalidInput``, nothing recorded), records it
-(the first set wins: a second, even racing, is ``InvalidInput``) and enqueues the run's
-continuation; ``durable.run`` returns the run's end, paused time included. Approve runs the call
-once, Deny and Answer answer it without running anything; a run pauses twice; a paused run is
-cancelled. In child processes, on SQLite and on PostgreSQL: a worker SIGKILLed after its run
-paused loses nothing; a decider SIGKILLed between recording the decision and enqueueing the
-continuation loses nothing (its restart enqueues it); a worker SIGKILLed after taking the
-continuation, before the call, runs it once on recovery; one SIGKILLed inside the approved call
-(its side effect done, its result never returned) does not run it again: the model reads
-``LOST_TEXT``.
+and no queue slot: with ``worker_concurrency=1`` the next run on the queue runs while it
+waits); ``DBOSAgent.decide`` checks a decision set as ``continue_run`` does (``InvalidInput``,
+nothing recorded), records it (the first set wins: a second, even racing, is ``InvalidInput``)
+and enqueues the run's continuation; ``durable.run`` returns the run's end, paused time
+included. Approve runs the call once, Deny and Answer answer it without running anything; a run
+pauses twice; a paused run is cancelled. In child processes, on SQLite and on PostgreSQL: a
+worker SIGKILLed after its run paused loses nothing; a decider SIGKILLed between recording the
+decision and enqueueing the continuation loses nothing (its restart enqueues it); a worker
+SIGKILLed after taking the continuation, before the call, runs it once on recovery; one
+SIGKILLed inside the approved call (its side effect done, its result never returned) does not
+run it again: the model reads ``LOST_TEXT``.
 """
 
 from __future__ import annotations
