@@ -1,8 +1,10 @@
 """What a waiting ``TemporalAgent`` workflow holds (SPEC 25): its history, and no worker slot.
 
-A worker allowed one workflow task at a time and one cached workflow still pauses run after
-run: a paused run is a workflow waiting on a signal, not a task in progress, and the cache
-evicts it. Decided later, each is replayed from its history on that same worker and finishes.
+A worker allowed two workflow tasks and one activity at a time, and one cached workflow, still
+pauses run after run: a paused run is a workflow waiting on a signal, not a task in progress
+and not an activity (each new run's model call takes the one activity slot while the earlier
+runs wait), and the cache evicts it. Decided later, each is replayed from its history on that
+same worker (its observers see its start again: the engine retraced it) and finishes.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from temporalio.client import Client
 
 from agentloop import Agent, Answer, Approve
 from agentloop.durable.temporal import TemporalAgent
+from agentloop.events import Event, RunStarted
+from agentloop.observers import Observer
 from agentloop.pausing import Decision
 from agentloop.testing import FunctionModel
 
@@ -39,10 +43,24 @@ async def _wait_paused(durable: TemporalAgent[Any], client: Client, workflow_id:
         await asyncio.sleep(0.1)
 
 
-async def test_paused_workflows_hold_no_task_slot_and_are_evicted(client: Client) -> None:
+class _Starts(Observer):
+    """How many times each run's workflow code started (1 + its replays)."""
+
+    def __init__(self) -> None:
+        self.starts: dict[str, int] = {}
+
+    def on_event(self, event: Event) -> None:
+        if isinstance(event, RunStarted):
+            self.starts[event.run.id] = self.starts.get(event.run.id, 0) + 1
+
+
+async def test_paused_workflows_hold_no_slot_and_are_evicted(client: Client) -> None:
     refunds.clear()
-    durable = TemporalAgent(Agent(FunctionModel(plan), tools=[refund, ask_customer]), name="t-hold")
-    async with durable.worker(client, max_concurrent_workflow_tasks=2, max_cached_workflows=1):
+    starts = _Starts()
+    agent = Agent(FunctionModel(plan), tools=[refund, ask_customer], observers=[starts])
+    durable = TemporalAgent(agent, name="t-hold")
+    limits = {"max_concurrent_workflow_tasks": 2, "max_concurrent_activities": 1}
+    async with durable.worker(client, max_cached_workflows=1, **limits):
         started = []
         for n in range(RUNS):  # each pauses while the earlier ones wait: none holds the worker
             workflow_id = f"t-hold-{n}"
@@ -56,3 +74,5 @@ async def test_paused_workflows_hold_no_task_slot_and_are_evicted(client: Client
         f"refund: refunded A1; ask_customer: reason {n}" for n in range(RUNS)
     ]
     assert refunds == ["A1"] * RUNS
+    replayed = [n for n in range(RUNS) if starts.starts[f"t-hold-{n}"] > 1]
+    assert len(replayed) >= RUNS - 1, starts.starts  # evicted from the one-entry cache, replayed

@@ -1,84 +1,208 @@
-"""A paused ``DBOSAgent`` run (SPEC 17): it waits inside its workflow, holding no process busy.
+"""A paused ``DBOSAgent`` run (SPEC 17, 25): it records its pause and leaves its queue.
 
-When the run pauses, its workflow publishes the pending calls as the DBOS event
-``agentloop.pending`` (``{"pause": n, "pending": [PendingCall.to_dict(), ...]}``, ``n`` counting
-the run's pauses) and waits on the topic ``agentloop.decisions`` with ``DBOS.recv``: a coroutine
-parked on a database notification, not a thread. Both are recorded by DBOS, so a workflow
-recovered after its process died publishes nothing twice and takes the message it already took,
-or waits again. ``send_decisions`` (any process) checks a decision set against the published
-calls (``check_decisions``: ``InvalidInput`` as the engine raises it) and sends it with an
-idempotency key of the run and the pause, so only the first set sent for a pause is delivered;
-the workflow checks it again (a message is data from outside: one that does not answer the
-pause exactly is ignored), clears the event, and continues the run with it.
+A paused run holds no worker. Its workflow ends: it draws a step ID ``S`` (``DBOS.reserve_step``),
+runs there the step ``<name>.decided``, which reads the decision recorded for this pause (none
+yet), publishes its pending calls as the DBOS event ``agentloop.pending`` (``{"pause": n,
+"pending": [PendingCall.to_dict(), ...], "step": S, "agent": name}``, ``n`` counting the run's
+pauses) and returns the paused ``Run``, which frees its ``worker_concurrency`` slot.
 
-A decided call runs at most once: before its tool step, a marker step records which execution
-of the workflow started it; a later execution that finds the marker of another, and no recorded
-result, records ``LOST_TEXT`` instead of running the tool again (as the plain store's journal
-does, ``agentloop.engine.call``).
+A decision is a workflow: ``decide`` starts ``agentloop.<name>.decide`` with the ID
+``<run id>/decided/<n>`` (``decided_id``) under DBOS's ``reject`` reuse policy, its input the
+decision set. That ID is the pause's idempotency key: the first set recorded wins, and another
+``decide`` (a repeat, a second process) is ``InvalidInput`` ("is not paused"). The workflow's one
+step forks the paused workflow from ``S`` into ``<run id>/continued/<n>`` (``continued_id``) on
+the agent's queue (``DBOS.fork_workflow``: the steps before ``S`` are copied, so the fork replays
+the run to its pause without calling the model or a tool again; at ``S`` it reads the recorded
+decision and goes on). A process dying at any point leaves either no decision (the run is still
+paused), or a decision workflow DBOS recovers and finishes, or the continuation on the queue.
+
+Finding a run: the run's id names its first workflow; ``paused_at`` walks from it along the
+continuations (a published pause whose decision exists leads to its continuation) to the
+workflow that holds the run now, and whether it is paused. A decided call runs at most once:
+before its tool step, a marker step records which execution of the workflow started it; a later
+execution that finds the marker of another, and no recorded result, records ``LOST_TEXT``
+instead of running the tool again (``_dbos_steps``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import asyncio
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
-from dbos import DBOS
+from dbos import DBOS, SetWorkflowID, StepOptions
+from dbos import error as dbos_error
 
 from agentloop.durable._wrap import accepted_decisions, decision_message
-from agentloop.errors import InvalidInput
+from agentloop.engine.pause import check_agent_tools
+from agentloop.errors import Cancelled, ConfigurationError, InvalidInput
 from agentloop.pausing import Decision, PendingCall, check_decisions
 from agentloop.run import Run
 
 __all__ = [
-    "DECISIONS_TOPIC",
+    "DECIDERS",
     "PENDING_EVENT",
-    "published",
+    "Paused",
+    "continued_id",
+    "decided_id",
+    "next_workflow",
+    "paused_at",
+    "record_pause",
+    "send_cancel",
     "send_decisions",
-    "wait_for_decisions",
 ]
 
 PENDING_EVENT = "agentloop.pending"
 """The DBOS event a paused run's workflow publishes its pending calls in."""
 
-DECISIONS_TOPIC = "agentloop.decisions"
-"""The DBOS message topic a paused run's workflow takes its decisions from."""
-
-_WAIT_SECONDS = 24 * 3600.0
-"""One ``DBOS.recv`` wait; the workflow waits again after it, as long as it takes."""
+DECIDERS: dict[str, tuple[Callable[..., Any], Any]] = {}
+"""Each ``DBOSAgent``'s decision workflow and ``Agent`` by name (set when it is built)."""
 
 
-async def wait_for_decisions(run: Run[Any], pause: int) -> dict[str, Decision]:
-    """Publish ``run``'s pending calls, then the first decision set that answers them exactly."""
-    pending = [p.to_dict() for p in run.pending]
-    await DBOS.set_event_async(PENDING_EVENT, {"pause": pause, "pending": pending})
-    while True:
-        message = await DBOS.recv_async(DECISIONS_TOPIC, timeout_seconds=_WAIT_SECONDS)
-        decisions = accepted_decisions(message, run.pending, pause)
-        if decisions is not None:
-            await DBOS.set_event_async(PENDING_EVENT, {"pause": pause, "pending": []})
-            return decisions
+def decided_id(run_id: str, pause: int) -> str:
+    """The ID of the workflow that records the decision for the run's pause ``pause``."""
+    return f"{run_id}/decided/{pause}"
 
 
-def published(workflow_id: str) -> tuple[int, tuple[PendingCall, ...]]:
-    """The pause number and pending calls the workflow published (``(0, ())``: none)."""
-    event = DBOS.get_event(workflow_id, PENDING_EVENT, timeout_seconds=0)
-    if not isinstance(event, Mapping):
-        return 0, ()
-    return int(event["pause"]), tuple(PendingCall.from_dict(p) for p in event["pending"])
+def continued_id(run_id: str, pause: int) -> str:
+    """The ID of the workflow that continues the run after its pause ``pause`` is decided."""
+    return f"{run_id}/continued/{pause}"
 
 
-def send_decisions(workflow_id: str, decisions: object) -> None:
-    """Check ``decisions`` against the run's published pending calls, then send them."""
-    pause, pending = published(workflow_id)
-    if not pending:
+async def record_pause(
+    run: Run[Any], run_id: str, pause: int, name: str
+) -> dict[str, Decision] | None:
+    """In the workflow: the decisions recorded for this pause, or None once it is published.
+
+    None means the workflow must end (return the paused run): its pause is recorded, and the
+    decision's fork starts again from the step drawn here.
+    """
+    reservation = DBOS.reserve_step()
+    options: StepOptions = {"name": f"{name}.decided"}
+    message = await reservation.run_async(options, _recorded, decided_id(run_id, pause))
+    if message is None:
+        pending = [p.to_dict() for p in run.pending]
+        published = {"pause": pause, "pending": pending, "step": reservation.step_id, "agent": name}
+        await DBOS.set_event_async(PENDING_EVENT, published)
+        return None
+    decisions = accepted_decisions(message, run.pending, pause)
+    if decisions is None:  # data from the database that does not answer the pause: stop here
         raise InvalidInput(
-            f"DBOS workflow {workflow_id} is not paused (no pending calls): decisions answer "
-            "a paused run's pending calls (DBOSAgent.pending)"
+            f"the decisions recorded for pause {pause} of run {run_id} do not answer its "
+            "pending calls; the run cannot go on"
         )
-    message = decision_message(pause, check_decisions(pending, decisions))
-    DBOS.send(
-        workflow_id,
-        message,
-        DECISIONS_TOPIC,
-        idempotency_key=f"agentloop/{workflow_id}/pause/{pause}",
-    )
+    return decisions
+
+
+async def _recorded(workflow_id: str) -> Any:
+    """The step ``<name>.decided``: the decision workflow's message, or None (none yet)."""
+    return _message_of(await DBOS.get_workflow_status_async(workflow_id))
+
+
+def _message_of(status: Any) -> Any:
+    if status is None or status.input is None:
+        return None
+    return status.input["args"][-1]
+
+
+class Paused(NamedTuple):
+    """Where a run is: the workflow that holds it, and the pause it waits on (0: none)."""
+
+    workflow: str
+    pause: int = 0
+    step: int = 0
+    agent: str = ""
+    pending: tuple[PendingCall, ...] = ()
+
+
+def paused_at(run_id: str) -> Paused:
+    """Walk the run's workflows from its first to the one that holds it now (synchronous)."""
+    workflow, after = run_id, 0
+    while True:
+        event = DBOS.get_event(workflow, PENDING_EVENT, timeout_seconds=0)
+        if not isinstance(event, Mapping) or int(event["pause"]) <= after or not event["pending"]:
+            return Paused(workflow)  # running, finished, or not started
+        pause = int(event["pause"])
+        if DBOS.get_workflow_status(decided_id(run_id, pause)) is None:
+            pending = tuple(PendingCall.from_dict(p) for p in event["pending"])
+            return Paused(workflow, pause, int(event["step"]), str(event["agent"]), pending)
+        workflow, after = continued_id(run_id, pause), pause
+
+
+def send_decisions(run_id: str, decisions: object) -> None:
+    """Check ``decisions`` against the run's pending calls, then record them (first one wins)."""
+    paused = paused_at(run_id)
+    if not paused.pending:
+        raise InvalidInput(
+            f"DBOS run {run_id} is not paused (no pending calls): decisions answer a paused "
+            "run's pending calls (DBOSAgent.pending)"
+        )
+    checked = check_decisions(paused.pending, decisions)
+    check_agent_tools(_decider(run_id, paused)[1], paused.pending, checked)
+    _start_decision(run_id, paused, decision_message(paused.pause, checked))
+
+
+def send_cancel(run_id: str) -> bool:
+    """Record "cancelled" as the decision of the run's pause; False: it is not paused."""
+    paused = paused_at(run_id)
+    if not paused.pending:
+        return False
+    _start_decision(run_id, paused, {"pause": paused.pause, "cancel": True})
+    return True
+
+
+def _decider(run_id: str, paused: Paused) -> tuple[Callable[..., Any], Any]:
+    decider = DECIDERS.get(paused.agent)
+    if decider is None:
+        raise ConfigurationError(
+            f"DBOS run {run_id} is a run of the DBOSAgent '{paused.agent}': build it in this "
+            "process (before DBOS.launch()) to decide its runs",
+            field="dbos",
+        )
+    return decider
+
+
+def _start_decision(run_id: str, paused: Paused, message: dict[str, object]) -> None:
+    decider = _decider(run_id, paused)[0]
+    workflow_id = decided_id(run_id, paused.pause)
+    try:
+        with SetWorkflowID(workflow_id, workflow_id_reuse_policy="reject"):
+            handle = DBOS.start_workflow(decider, run_id, paused.workflow, paused.step, message)
+    except dbos_error.DBOSWorkflowIDInUseError:
+        raise InvalidInput(
+            f"DBOS run {run_id} is not paused: its pause {paused.pause} was decided by another "
+            "caller first; nothing was sent"
+        ) from None
+    handle.get_result()  # the continuation is on the queue when decide returns
+
+
+def fork_continuation(run_id: str, head: str, step: int, pause: int, queue: str) -> str:
+    """The decision workflow's step: fork ``head`` from ``step`` onto ``queue`` (once)."""
+    continuation = continued_id(run_id, pause)
+    if DBOS.get_workflow_status(continuation) is None:
+        try:
+            with SetWorkflowID(continuation):
+                DBOS.fork_workflow(head, step, queue_name=queue)
+        except Exception:  # a recovered decision racing its first execution: one fork stands
+            if DBOS.get_workflow_status(continuation) is None:
+                raise
+    return continuation
+
+
+async def next_workflow(run_id: str, head: str, poll_seconds: float) -> str:
+    """The workflow that continues a run whose workflow ``head`` ended paused, once decided.
+
+    Raises:
+        Cancelled: The pause was cancelled instead of decided.
+    """
+    event = await DBOS.get_event_async(head, PENDING_EVENT, timeout_seconds=0)
+    pause = int(event["pause"])
+    while True:
+        status = await DBOS.get_workflow_status_async(decided_id(run_id, pause))
+        message = _message_of(status)
+        if isinstance(message, Mapping) and message.get("cancel"):
+            raise Cancelled()
+        continuation = continued_id(run_id, pause)
+        if message is not None and await DBOS.get_workflow_status_async(continuation) is not None:
+            return continuation
+        await asyncio.sleep(poll_seconds)

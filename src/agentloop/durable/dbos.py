@@ -11,9 +11,10 @@ plain store's journal uses (``agentloop.engine.journal``):
   is recorded. A turn's tool calls draw their step IDs together, in the model's order, before
   the first one runs, so parallel tool calls replay onto the right records.
 
-(Both in ``_dbos_steps``.) A run that pauses (SPEC 17) waits for its decisions inside its
-workflow, on ``DBOS.recv``, and goes on with them (``_dbos_pause``): ``DBOSAgent.pending`` and
-``DBOSAgent.decide`` are its other end.
+(Both in ``_dbos_steps``.) A run that pauses (SPEC 17) records its pause and its workflow ends,
+holding no worker (SPEC 25); ``DBOSAgent.decide`` records the decision and forks the workflow
+onto the agent's queue, where it replays to the pause and goes on (``_dbos_pause``). A run's id
+names its first workflow; ``DBOSRun(run_id).result()`` follows it across its continuations.
 
 DBOS re-runs a recovered workflow from the top; the engine is deterministic given its steps'
 results, so it retraces the same turns without calling the model or the tools again, then goes
@@ -29,17 +30,25 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import contextvars
+import uuid
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 import sqlalchemy.exc
-from dbos import DBOS, SetWorkflowID, WorkflowHandleAsync
+from dbos import DBOS, Queue, SetWorkflowID, StepOptions, WorkflowHandleAsync
 from dbos import error as dbos_error
 
 from agentloop.cancel import CancelToken
-from agentloop.durable._dbos_pause import published, send_decisions, wait_for_decisions
+from agentloop.durable._dbos_pause import (
+    DECIDERS,
+    fork_continuation,
+    next_workflow,
+    paused_at,
+    record_pause,
+    send_cancel,
+    send_decisions,
+)
 from agentloop.durable._dbos_steps import PAUSED_CHILD_TEXT, Flow, StepClient, StepTools
 from agentloop.durable._wrap import checked_wrap
 from agentloop.engine.agent import Agent
@@ -48,6 +57,7 @@ from agentloop.errors import (
     Cancelled,
     ConfigurationError,
     InternalError,
+    InvalidInput,
     MemoryBackendError,
 )
 from agentloop.pausing import Approve, Decision, Edit, PendingCall
@@ -66,7 +76,11 @@ __all__ = [
 
 
 class DBOSRun(Generic[OutputT]):
-    """A run started or enqueued as a DBOS workflow: its id, its result, its cancellation."""
+    """A run started or enqueued as a DBOS workflow: its id, its result, its cancellation.
+
+    ``workflow_id`` is the run's id: its first workflow's. A run that paused goes on in a new
+    workflow once decided (``<id>/continued/<n>``); ``result`` follows it there.
+    """
 
     def __init__(
         self, workflow_id: str, handle: WorkflowHandleAsync[Run[OutputT]] | None = None
@@ -77,18 +91,18 @@ class DBOSRun(Generic[OutputT]):
     async def result(
         self, *, cancel: CancelToken | None = None, poll_seconds: float = 1.0
     ) -> Run[OutputT]:
-        """Wait for the run; raise the hard error that ended it, as ``agent.run()`` would.
+        """Wait for the run's end, paused time included; raise its hard error as ``run()`` would.
 
-        When ``cancel`` fires, the workflow is cancelled in DBOS (``Cancelled`` is raised). A
-        run of another process is polled for in DBOS's database every ``poll_seconds``.
+        When ``cancel`` fires, the run is cancelled in DBOS (``Cancelled`` is raised). A run of
+        another process, or a paused one, is polled for in DBOS's database every
+        ``poll_seconds``.
 
         Raises:
-            Cancelled: The workflow was cancelled (here, by ``cancel``, or in DBOS).
+            Cancelled: The run was cancelled (here, by ``cancel``, or in DBOS).
             MemoryBackendError: DBOS's database failed, or DBOS gave up on the workflow.
         """
         try:
-            handle = self._handle or await DBOS.retrieve_workflow_async(self.workflow_id)
-            waiting = handle.get_result(polling_interval_sec=poll_seconds)
+            waiting = self._followed(poll_seconds)
             if cancel is None:
                 return await waiting
             return await self._until_cancelled(waiting, cancel)
@@ -96,6 +110,16 @@ class DBOSRun(Generic[OutputT]):
             raise
         except Exception as exc:
             raise _translated(exc, self.workflow_id) from exc
+
+    async def _followed(self, poll_seconds: float) -> Run[OutputT]:
+        """The run's end: each workflow's result, and a paused one's continuation's."""
+        handle = self._handle or await DBOS.retrieve_workflow_async(self.workflow_id)
+        while True:
+            run = await handle.get_result(polling_interval_sec=poll_seconds)
+            if not (isinstance(run, Run) and run.paused):
+                return run
+            following = await next_workflow(self.workflow_id, handle.workflow_id, poll_seconds)
+            handle = await DBOS.retrieve_workflow_async(following)
 
     async def _until_cancelled(
         self, waiting: Coroutine[Any, Any, Run[OutputT]], cancel: CancelToken
@@ -112,8 +136,19 @@ class DBOSRun(Generic[OutputT]):
                 task.cancel()
 
     async def cancel(self) -> None:
-        """Cancel the workflow in DBOS: its model or tool call in flight stops, it never resumes."""
-        await DBOS.cancel_workflow_async(self.workflow_id)
+        """Cancel the run: a paused one is never continued; a running one's call in flight stops."""
+        while True:
+            try:
+                if await asyncio.to_thread(send_cancel, self.workflow_id):
+                    return
+            except InvalidInput:  # decided a moment ago: cancel its continuation
+                pass
+            holder = (await asyncio.to_thread(paused_at, self.workflow_id)).workflow
+            first = holder == self.workflow_id
+            if first or await DBOS.get_workflow_status_async(holder) is not None:
+                await DBOS.cancel_workflow_async(holder)
+                return
+            await asyncio.sleep(0.05)  # decided a moment ago: its continuation is being forked
 
 
 _NOT_LAUNCHED = ("No DBOS was created", "before DBOS was launched", "before DBOS initialized")
@@ -166,7 +201,9 @@ class DBOSAgent(Generic[OutputT]):
     with ``worker_concurrency`` (at most that many of its runs at once in one worker process,
     so the runs spread over the workers; None: no limit, the first worker to poll takes every
     run) unless the application registered it (``DBOS.register_queue``, its limits) first.
-    A run that pauses waits in its workflow; ``pending`` and ``decide`` are the other end.
+    A run that pauses records its pause and its workflow ends, holding no worker and no queue
+    slot; ``pending`` and ``decide`` are the other end (``decide`` enqueues its continuation
+    on ``queue``, whether the run was enqueued or started).
     """
 
     def __init__(
@@ -194,10 +231,18 @@ class DBOSAgent(Generic[OutputT]):
         self.queue = queue or f"agentloop.{name}"
         self.worker_concurrency = worker_concurrency
 
-        async def run_workflow(input: str, deps: Any) -> Run[OutputT]:
-            return await self._execute(input, deps)
+        async def run_workflow(input: str, deps: Any, run_id: str | None = None) -> Run[OutputT]:
+            return await self._execute(input, deps, run_id)
+
+        def decide_workflow(run_id: str, head: str, step: int, message: dict[str, Any]) -> None:
+            if message.get("cancel"):  # cancelled while paused: nothing continues the run
+                return
+            options: StepOptions = {"name": f"{name}.continue"}
+            pause, queue = int(message["pause"]), self._queue().name
+            DBOS.run_step(options, fork_continuation, run_id, head, step, pause, queue)
 
         self._workflow = DBOS.workflow(name=f"agentloop.{name}")(run_workflow)
+        DECIDERS[name] = (DBOS.workflow(name=f"agentloop.{name}.decide")(decide_workflow), agent)
 
     async def run(
         self,
@@ -213,7 +258,7 @@ class DBOSAgent(Generic[OutputT]):
         recovered at the next ``DBOS.launch()`` of a process with the same executor id.
         ``workflow_id`` (default: a new one) makes the start idempotent: a second run with
         the same id waits for the first one's result instead of running again. A run that
-        pauses (SPEC 17) waits in its workflow for ``decide``: this returns when it ends.
+        pauses (SPEC 17) ends its workflow until ``decide``: this returns when the run ends.
         """
         started = await self.start(input, deps=deps, workflow_id=workflow_id)
         return await started.result(cancel=cancel)
@@ -222,9 +267,10 @@ class DBOSAgent(Generic[OutputT]):
         self, input: str, *, deps: Any = None, workflow_id: str | None = None
     ) -> DBOSRun[OutputT]:
         """Start ``input`` as a DBOS workflow in this process; its ``DBOSRun`` at once."""
+        workflow_id = workflow_id or str(uuid.uuid4())  # the run's id, in every continuation
         try:
-            with SetWorkflowID(workflow_id) if workflow_id else contextlib.nullcontext():
-                handle = await DBOS.start_workflow_async(self._workflow, input, deps)
+            with SetWorkflowID(workflow_id):
+                handle = await DBOS.start_workflow_async(self._workflow, input, deps, workflow_id)
         except AgentLoopError:
             raise
         except Exception as exc:
@@ -255,12 +301,12 @@ class DBOSAgent(Generic[OutputT]):
     def pending(workflow_id: str) -> tuple[PendingCall, ...]:
         """The calls the run of ``workflow_id`` is paused on (empty: it is not paused).
 
-        Synchronous (a database read), from any process that launched DBOS on the same
-        database. The run's workflow publishes them when it pauses and clears them when it
-        takes a decision set.
+        Synchronous (a few database reads), from any process that launched DBOS on the same
+        database. The run's workflow publishes them when it pauses; once a decision for the
+        pause is recorded the run is no longer paused.
         """
         try:
-            return _off_loop(lambda: published(workflow_id)[1])
+            return _off_loop(lambda: paused_at(workflow_id).pending)
         except AgentLoopError:
             raise
         except Exception as exc:
@@ -268,17 +314,19 @@ class DBOSAgent(Generic[OutputT]):
 
     @staticmethod
     def decide(workflow_id: str, decisions: Mapping[str, Decision]) -> None:
-        """Send a decision set to the paused run of ``workflow_id``; its workflow goes on.
+        """Record a decision set for the paused run of ``workflow_id`` and enqueue its continuation.
 
-        Synchronous (a database read and insert), from any process that launched DBOS on the
-        same database. The decisions are checked against the run's pending calls as
-        ``continue_run`` checks them; only the first set sent for a pause is delivered (a
-        repeat, or a second process deciding at the same moment, is dropped), and once the
-        workflow has taken a set the run is no longer paused.
+        Synchronous (a few database reads and writes), from any process that launched DBOS on
+        the same database and built the run's ``DBOSAgent``. The decisions are checked against
+        the run's pending calls as ``continue_run`` checks them, then recorded as the workflow
+        ``<id>/decided/<pause>`` (its ID is the pause's idempotency key: the first set wins),
+        which forks the run's workflow onto the agent's queue; when this returns the
+        continuation is on the queue and the run is no longer paused.
 
         Raises:
-            InvalidInput: The run is not paused, or ``decisions`` do not answer its pending
-                calls exactly (one fitting decision per call); nothing is sent.
+            InvalidInput: The run is not paused (never paused, or its pause was decided, by
+                this caller or another one first), or ``decisions`` do not answer its pending
+                calls exactly (one fitting decision per call); nothing is recorded.
         """
         try:
             _off_loop(lambda: send_decisions(workflow_id, decisions))
@@ -307,28 +355,38 @@ class DBOSAgent(Generic[OutputT]):
                 reason = "call it after DBOS(config=...), before DBOS.launch()"
             raise ConfigurationError(f"DBOSAgent.enqueue_only(): {reason}", field="dbos") from exc
 
-    def _enqueue(self, input: str, deps: Any, workflow_id: str | None) -> str:
-        queue = DBOS.retrieve_queue(self.queue) or DBOS.register_queue(
+    def _queue(self) -> Queue:
+        """The agent's queue, registered with its ``worker_concurrency`` when it is new."""
+        return DBOS.retrieve_queue(self.queue) or DBOS.register_queue(
             self.queue, worker_concurrency=self.worker_concurrency, on_conflict="never_update"
         )
-        with SetWorkflowID(workflow_id) if workflow_id else contextlib.nullcontext():
-            return queue.enqueue(self._workflow, input, deps).workflow_id
 
-    async def _execute(self, input: str, deps: Any) -> Run[OutputT]:
-        """The workflow's body: a fresh conversation, its model and tool calls as steps."""
+    def _enqueue(self, input: str, deps: Any, workflow_id: str | None) -> str:
+        workflow_id = workflow_id or str(uuid.uuid4())
+        with SetWorkflowID(workflow_id):
+            return self._queue().enqueue(self._workflow, input, deps, workflow_id).workflow_id
+
+    async def _execute(self, input: str, deps: Any, run_id: str | None) -> Run[OutputT]:
+        """The workflow's body: a fresh conversation, its model and tool calls as steps.
+
+        A pause records itself and returns the paused run (the workflow ends); the fork a
+        decision starts runs this again, replays to the pause, takes the decision and goes on.
+        """
         twin = self.agent.fork()
         flow = Flow(self.name, twin.cancel)
         twin.client = StepClient(self.agent.client, flow)
         twin._dispatcher.registry = StepTools(twin.registry, flow, self.inline_tools)
         session = twin.default_session
         state = session._begin(input, deps, (), None)
-        state.run.id = DBOS.workflow_id or state.run.id
+        run_id = state.run.id = run_id or DBOS.workflow_id or state.run.id
         try:
             run = await session._drive(state)
             pauses = 0
-            while run.paused:  # wait in the workflow (DBOS.recv), then go on with the decisions
+            while run.paused:  # a recorded decision goes on; none yet: the workflow ends
                 pauses += 1
-                decisions = await wait_for_decisions(run, pauses)
+                decisions = await record_pause(run, run_id, pauses, self.name)
+                if decisions is None:
+                    return run
                 flow.decided = frozenset(
                     k for k, d in decisions.items() if isinstance(d, Approve | Edit)
                 )
