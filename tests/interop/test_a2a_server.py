@@ -359,4 +359,13 @@ async def test_a_waiting_batch_run_is_working(tmp_path: Any) -> None:
         agent = Agent(model, store=store, config=RunConfig(batch=True))
         async with serving(agent.to_a2a(name="a")) as url, client(url) as made:
             [first] = await send(made, user("hi"))
-    assert first.task.status.state == pb.TASK_STATE_WORKING
+            assert first.task.status.state == pb.TASK_STATE_WORKING
+            from agentloop.batch import poll
+
+            assert (await poll(agent)).waiting == [first.task.id]
+            for batch in server.batches.batches.values():
+                object.__setattr__(batch, "ready_at", 0.0)
+            assert (await poll(agent)).continued == [first.task.id]
+            done = await made.get_task(pb.GetTaskRequest(id=first.task.id))
+    assert done.status.state == pb.TASK_STATE_COMPLETED
+    assert [p.text for p in done.artifacts[0].parts] == ["x"]

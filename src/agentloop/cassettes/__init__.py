@@ -6,7 +6,8 @@ vcrpy's names and modes (``use_cassette``, ``record_mode`` words) over our one H
         run = agent.run_sync("What is the weather in Paris?")
 
 Every provider client's request in the block (the task that entered it and the tasks it
-creates: ``run``, ``stream``, sessions, ``continue_run``) goes through the cassette, which
+creates: ``run``, ``stream``, sessions, ``continue_run``, ``agentloop.batch``'s submissions,
+status reads and downloads, ``_calls``) goes through the cassette, which
 ``providers._http`` asks through one context variable (``providers._tape``; no cassette, no
 cost). ``mode="none"`` (the default) replays and opens no provider socket; ``"once"`` replays
 if the file exists, else records; ``"all"`` records afresh. A recording is saved when the block
@@ -91,6 +92,7 @@ class Cassette:
         self.interactions: list[dict[str, Any]] = []
         self._played: list[bool] = []
         self._requests = 0
+        self._ids: list[str] = []  # run ids in the block's requests, by first appearance
         self._token: Token[Tape | None] | None = None
         self._lock = threading.Lock()  # sync tasks run their own loops in worker threads
 
@@ -119,6 +121,7 @@ class Cassette:
         self.interactions = [] if self.recording else load(self.path)
         self._played = [False] * len(self.interactions)
         self._requests = 0
+        self._ids = []
         self._token = TAPE.set(cast("Tape", _Deck(self)))
         return self
 
@@ -170,20 +173,42 @@ class Cassette:
         number = self._requests
         self._requests += 1
         unplayed = [i for i, played in enumerate(self._played) if not played]
+        chosen = self._choose(unplayed, request)
+        if chosen is not None:
+            self._played[chosen] = True
+            return self.interactions[chosen]
+        again = self._again(request)
+        if again is not None:
+            return again
         if not unplayed:
             raise CassetteMismatch(
                 f"request {number + 1}: no recorded request left", path=str(self.path), index=number
             )
+        raise self._mismatch(number, self._recorded(unplayed[0]), request)
+
+    def _same(self, index: int, request: dict[str, Any]) -> bool:
+        recorded = self._recorded(index)
         if self.match == "strict":
-            chosen = next((i for i in unplayed if self._recorded(i) == request), None)
-        else:
-            head = self._recorded(unplayed[0])
-            same = (head.get("method"), head.get("path")) == (request["method"], request["path"])
-            chosen = unplayed[0] if same else None
-        if chosen is None:
-            raise self._mismatch(number, self._recorded(unplayed[0]), request)
-        self._played[chosen] = True
-        return self.interactions[chosen]
+            return recorded == request
+        return (recorded.get("method"), recorded.get("path")) == (
+            request["method"],
+            request["path"],
+        )
+
+    def _choose(self, unplayed: list[int], request: dict[str, Any]) -> int | None:
+        """Strict: the first unplayed exchange equal to ``request``; ordered: the next one."""
+        if self.match == "strict":
+            return next((i for i in unplayed if self._same(i, request)), None)
+        return unplayed[0] if unplayed and self._same(unplayed[0], request) else None
+
+    def _again(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        """A GET (a batch's status) past its recordings: the last recorded answer again."""
+        if request["method"] != "GET":
+            return None
+        for index in reversed(range(len(self.interactions))):
+            if self._played[index] and self._same(index, request):
+                return self.interactions[index]
+        return None
 
     def _recorded(self, index: int) -> dict[str, Any]:
         request = self.interactions[index].get("request")
@@ -208,6 +233,19 @@ class Cassette:
         with self._lock:
             self.interactions.append({"request": request, "response": response})
             self._played.append(True)
+
+    def _note_ids(self, found: Iterable[str]) -> None:
+        with self._lock:
+            self._ids.extend(i for i in dict.fromkeys(found) if i not in self._ids)
+
+    def _number_ids(self, text: str) -> str:
+        """``text`` with each run id of the block's requests as ``<run-id N>`` (1-based)."""
+        for number, run_id in enumerate(self._ids, 1):
+            text = text.replace(run_id, f"<run-id {number}>")
+        return text
+
+    def _live_id(self, number: int) -> str | None:
+        return self._ids[number - 1] if 0 < number <= len(self._ids) else None
 
 
 class _Deck:
@@ -265,6 +303,19 @@ class _Deck:
         request = request_record("POST", url, payload, cassette._secrets(transport))
         kind = RecordingEvents if cassette.recording else ReplayEvents
         return kind(cassette, request, transport, url, payload, headers, accept)
+
+    async def call(
+        self,
+        transport: HttpTransport,
+        method: str,
+        url: str,
+        payload: Mapping[str, Any] | None,
+        form: Any,
+        limit: int | None,
+    ) -> HttpResponse:
+        from agentloop.cassettes._calls import taped_call
+
+        return await taped_call(self.cassette, transport, method, url, payload, form, limit)
 
 
 def _replayed(response: Mapping[str, Any]) -> HttpResponse:

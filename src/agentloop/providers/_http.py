@@ -383,6 +383,15 @@ class HttpTransport:
         finally:
             TAPE.reset(token)
 
+    async def call(
+        self, method: str, url: str, *, payload: Mapping[str, Any] | None = None,
+        form: Any = None, limit: int | None = None,
+    ) -> HttpResponse:  # fmt: skip
+        """Another API call (a batch upload, status or download: ``_http_calls``), taped too."""
+        from agentloop.providers._http_calls import call
+
+        return await call(self, method, url, payload=payload, form=form, limit=limit)
+
     def stream_sse(
         self,
         url: str,
