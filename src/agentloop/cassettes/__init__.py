@@ -46,9 +46,9 @@ from agentloop.cassettes._format import (
     save,
     scrub_known,
 )
-from agentloop.errors import CassetteMismatch, ConfigurationError
+from agentloop.errors import CassetteMismatch, ConfigurationError, FailurePhase, ProviderError
 from agentloop.providers._bytestream import EventStream
-from agentloop.providers._classify import read_request_id
+from agentloop.providers._classify import error_for_status, read_request_id
 from agentloop.providers._http import HttpResponse, HttpTransport, SSEStream
 from agentloop.providers._sse import SSEEvent
 from agentloop.providers._tape import TAPE, Tape
@@ -265,8 +265,12 @@ class _Deck:
         secrets = cassette._secrets(transport)
         request = request_record("POST", url, payload, secrets)
         if not cassette.recording:
-            return _replayed(cassette._take(request)["response"])
-        reply = await transport.send_json(url, payload, headers)
+            return _replayed(cassette._take(request)["response"], transport, url)
+        try:
+            reply = await transport.send_json(url, payload, headers)
+        except ProviderError as error:
+            _keep_refusal(cassette, request, error, secrets)
+            raise
         body = json.loads(scrub_known(reply.text, secrets))
         kept = {
             "status": reply.status,
@@ -318,12 +322,42 @@ class _Deck:
         return await taped_call(self.cassette, transport, method, url, payload, form, limit)
 
 
-def _replayed(response: Mapping[str, Any]) -> HttpResponse:
+def _replayed(response: Mapping[str, Any], transport: HttpTransport, url: str) -> HttpResponse:
     headers = {str(k): str(v) for k, v in (response.get("headers") or {}).items()}
     body = response.get("body")
     text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
-    request_id = read_request_id(headers, ())
-    return HttpResponse(int(response.get("status", 200)), headers, body, text, request_id)
+    status = int(response.get("status", 200))
+    _raise_refusal(status, headers, text, transport, url)
+    return HttpResponse(status, headers, body, text, read_request_id(headers, ()))
+
+
+def _keep_refusal(
+    cassette: Cassette, request: dict[str, Any], error: ProviderError, secrets: tuple[str, ...]
+) -> None:
+    """A reply with a failure status, kept as it came (as far as the error holds it).
+
+    A replay raises the error its status and body make, as the live request did; a failure
+    with no status (a refused connection, a timeout) is not an exchange and is not kept.
+    """
+    if error.status_code is None or error.phase is not FailurePhase.STATUS:
+        return
+    headers = {} if error.retry_after is None else {"retry-after": f"{error.retry_after:g}"}
+    text = scrub_known(error.body or "", secrets)
+    try:
+        body: Any = json.loads(text)
+    except ValueError:
+        body = text
+    cassette._keep(request, {"status": error.status_code, "headers": headers, "body": body})
+
+
+def _raise_refusal(
+    status: int, headers: Mapping[str, str], text: str, transport: HttpTransport, url: str
+) -> None:
+    if status >= 400:
+        raise error_for_status(
+            status, headers, text, provider=transport.provider, secrets=transport.secrets,
+            url=url,
+        )  # fmt: skip
 
 
 class _RecordingStream(SSEStream):
@@ -336,8 +370,12 @@ class _RecordingStream(SSEStream):
         self._events: list[dict[str, Any]] = []
 
     async def __aenter__(self) -> SSEStream:
-        await super().__aenter__()
         secrets = self._cassette._secrets(self._transport)
+        try:
+            await super().__aenter__()
+        except ProviderError as error:
+            _keep_refusal(self._cassette, self._request, error, secrets)
+            raise
         kept = {
             "status": self.status,
             "headers": kept_headers(self.headers, secrets),
@@ -370,6 +408,10 @@ class _ReplayStream(SSEStream):
         response = self._cassette._take(self._request)["response"]
         self.status = int(response.get("status", 200))
         self.headers = {str(k): str(v) for k, v in (response.get("headers") or {}).items()}
+        if self.status >= 400:
+            body = response.get("body")
+            text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
+            _raise_refusal(self.status, self.headers, text, self._transport, self._url)
         self.request_id = read_request_id(self.headers, self._transport.secrets)
         events = response.get("events") or []
         self._queue = [SSEEvent(**e) for e in reversed(events)]
