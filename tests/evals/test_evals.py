@@ -558,3 +558,28 @@ def test_pydantic_evals_questions_file_loads_as_is(tmp_path: Path) -> None:
     report = dataset.evaluate_sync(lambda inputs: answers[inputs["question"]])
     assert report.pass_rate == 1.0
     assert [c.assertions["EqualsExpected"].value for c in report.cases] == [True, True]
+
+
+async def test_a_run_that_waits_on_a_batch_fails_its_case(tmp_path: Path) -> None:
+    from agentloop import RunConfig
+    from agentloop.providers.openai import OpenAIClient
+    from agentloop.store.sqlite import SQLiteStore
+    from agentloop.testing import FakeProviderServer, FakeReply
+
+    async with FakeProviderServer(default=FakeReply("x"), batch_after=3600) as server:
+        client = OpenAIClient("gpt-test", api_key="sk-test", base_url=server.base_url)
+        store = SQLiteStore(tmp_path / "s.db")
+        agent = Agent(client, store=store, config=RunConfig(batch=True))
+        dataset = Dataset(cases=[Case(name="later", inputs="hi")], evaluators=[Equals("x")])
+        report = await dataset.evaluate(agent)
+        await agent.aclose()
+    (case,) = report.cases
+    assert (case.error, case.passed, len(case.run_ids)) == ("RunWaiting", False, 1)
+    assert report.totals.errors == 1 and report.pass_rate == 0.0
+
+
+def test_from_text_reads_json_too() -> None:
+    dataset = Dataset.from_text(json.dumps(PYDANTIC_EVALS_JSON), fmt="json")
+    assert [c.name for c in dataset.cases][:2] == ["uppercase_basic", "uppercase_with_numbers"]
+    with pytest.raises(DatasetError):
+        Dataset.from_text("{not json", fmt="json")
