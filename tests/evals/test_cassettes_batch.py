@@ -16,6 +16,7 @@ from agentloop.batch import poll, start_many
 from agentloop.cassettes import use_cassette
 from agentloop.errors import AgentLoopError, CassetteMismatch
 from agentloop.model import ModelClient
+from agentloop.providers._http_calls import call
 from agentloop.providers.anthropic import AnthropicClient
 from agentloop.providers.openai import OpenAIClient
 from agentloop.store.sqlite import SQLiteStore
@@ -144,11 +145,11 @@ async def status_reads(
     assert run.waiting is not None
     url = f"{base}/v1/batches/{run.waiting.batch_id}"
     transport = agent.client._transport  # type: ignore[attr-defined]
-    seen = [(await transport.call("GET", url)).data["status"]]
+    seen = [(await call(transport, "GET", url)).data["status"]]
     if server is not None:
         finish_batches(server)
     for _ in range(1 if server is not None else 2):
-        seen.append((await transport.call("GET", url)).data["status"])
+        seen.append((await call(transport, "GET", url)).data["status"])
     return seen
 
 
@@ -181,7 +182,7 @@ async def test_a_failed_call_and_an_errored_result_replay_as_the_same_errors(
         failed = (await poll(agent)).failed[run.id]
         transport = agent.client._transport  # type: ignore[attr-defined]
         with pytest.raises(AgentLoopError) as missing:
-            await transport.call("GET", f"{base}/v1/messages/batches/msgbatch_nope")
+            await call(transport, "GET", f"{base}/v1/messages/batches/msgbatch_nope")
         return f"{type(failed).__name__}: {failed}", f"{type(missing.value).__name__}"
 
     async with FakeProviderServer([replace(Fault.http(400), batch_result="errored")]) as server:

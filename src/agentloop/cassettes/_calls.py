@@ -1,6 +1,6 @@
 """A cassette's side of the batch APIs' calls (SPEC 23, 25): the upload, the status GETs, results.
 
-``HttpTransport.call`` (``providers._http_calls``) hands each call here while a cassette is
+``providers._http_calls.call`` hands each call of a transport here while a cassette is
 active. The request is stored as any other (``{method, path, body}``; a multipart upload as its
 fields, the JSONL file as a list), the response with its status whatever it is, so a recorded
 failure replays as the same error. A batch status GET matches the first unplayed recording of

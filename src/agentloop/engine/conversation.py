@@ -172,14 +172,7 @@ class Conversation(Generic[OutputT]):
         ``stream``: ask the provider for streamed replies (``stream()`` does); ``options``:
         this run's model settings and budget instead of the config's.
         """
-        toolsets = options.toolsets if options is not None else None
-        if toolsets and self.agent.config.batch:
-            raise ConfigurationError(
-                "run(toolsets=...) on a batch agent: its turns continue in agentloop.batch.poll, "
-                "which has the agent's own toolsets only; give them to the agent, "
-                "Agent(..., toolsets=[...])",
-                field="toolsets",
-            )
+        toolsets = self._own_toolsets(options)
         message = Message.from_input(input)  # InvalidInput says what fits
         if not isinstance(input, str):
             input = tuple(input)  # the run keeps what was given
@@ -199,7 +192,7 @@ class Conversation(Generic[OutputT]):
         if known is not None and not known.holds(history):
             known = self._measured = None
         if toolsets or self._run_toolsets:  # run(toolsets=...): this run's, kept to continue
-            self._run_toolsets = {run.id: tuple(toolsets)} if toolsets else {}
+            self._run_toolsets = {run.id: toolsets} if toolsets else {}
         state = self._new_state(run, transcript, base, deps, cancels, known)
         self._bus.turn = 0
         state.stream = stream
@@ -212,6 +205,18 @@ class Conversation(Generic[OutputT]):
             state.listener = listener
             self._bus.attach(listener)
         return state
+
+    def _own_toolsets(self, options: RunOptions | None) -> tuple[Any, ...] | None:
+        """``run(toolsets=...)``'s; a batch agent refuses them (``poll`` continues elsewhere)."""
+        toolsets = options.toolsets if options is not None else None
+        if toolsets and self.agent.config.batch:
+            raise ConfigurationError(
+                "run(toolsets=...) on a batch agent: its turns continue in agentloop.batch.poll, "
+                "which has the agent's own toolsets only; give them to the agent, "
+                "Agent(..., toolsets=[...])",
+                field="toolsets",
+            )
+        return tuple(toolsets) if toolsets else None
 
     @property
     def loaded_tools(self) -> frozenset[str]:

@@ -6,8 +6,8 @@ batch's output and error files. Anthropic: ``POST /v1/messages/batches``; result
 the batch's ``results_url``. Each request's body is the one the client would send synchronously
 (its own encoder), each result is parsed by the client's own reply parser, and each failure is
 classified as its status and body would be synchronously (SPEC 8). Every call goes through
-the client's own ``HttpTransport.call`` (its session, headers, proxy, TLS, redaction), and so
-through an active cassette (SPEC 23) as its model requests do.
+the client's own ``HttpTransport`` (``providers._http_calls``: its session, headers, proxy, TLS,
+redaction), and so through an active cassette (SPEC 23) as its model requests do.
 """
 
 from __future__ import annotations
@@ -125,13 +125,17 @@ async def _json(
     client: Any, method: str, url: str, payload: Any = None, *, form: Any = None
 ) -> dict[str, Any]:
     """One batch API call through the client's transport (and a cassette); a failure raises."""
-    reply = await client._transport.call(method, url, payload=payload, form=form)
+    from agentloop.providers._http_calls import call
+
+    reply = await call(client._transport, method, url, payload=payload, form=form)
     return reply.data if isinstance(reply.data, dict) else {}
 
 
 async def _text(client: Any, url: str) -> str:
     """A results file: JSONL, as large as the provider makes it (``RESULTS_LIMIT``)."""
-    reply = await client._transport.call("GET", url, limit=RESULTS_LIMIT)
+    from agentloop.providers._http_calls import call
+
+    reply = await call(client._transport, "GET", url, limit=RESULTS_LIMIT)
     return str(reply.text)
 
 

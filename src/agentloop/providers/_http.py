@@ -98,6 +98,7 @@ __all__ = [
     "SSEStream",
     "classify_exception",
     "error_for_status",
+    "form_data",
     "invalid_body",
     "is_context_overflow",
     "parse_error_body",
@@ -383,15 +384,6 @@ class HttpTransport:
         finally:
             TAPE.reset(token)
 
-    async def call(
-        self, method: str, url: str, *, payload: Mapping[str, Any] | None = None,
-        form: Any = None, limit: int | None = None,
-    ) -> HttpResponse:  # fmt: skip
-        """Another API call (a batch upload, status or download: ``_http_calls``), taped too."""
-        from agentloop.providers._http_calls import call
-
-        return await call(self, method, url, payload=payload, form=form, limit=limit)
-
     def stream_sse(
         self,
         url: str,
@@ -404,6 +396,19 @@ class HttpTransport:
         if tape is not None:
             return tape.stream_sse(self, url, payload, headers)  # type: ignore[no-any-return]
         return SSEStream(self, url, payload, headers)
+
+
+def form_data(form: Mapping[str, str | tuple[str, bytes]]) -> aiohttp.FormData:
+    """A multipart form (``_http_calls``): a field's text, or a file as ``(filename, content)``."""
+    import aiohttp
+
+    data = aiohttp.FormData()
+    for name, value in form.items():
+        if isinstance(value, str):
+            data.add_field(name, value)
+        else:
+            data.add_field(name, value[1], filename=value[0])
+    return data
 
 
 def _bearer_tokens(values: Iterable[str]) -> list[str]:

@@ -63,13 +63,13 @@ async def send(
     limit: int | None = None,
 ) -> HttpResponse:
     """The call over the network, whatever its status; ``data`` is the parsed JSON or None."""
-    from agentloop.providers._http import HttpResponse, _foreign_errors, _lower_headers
+    from agentloop.providers._http import HttpResponse, _foreign_errors, _lower_headers, form_data
 
     headers = dict(transport._sent_headers("application/json"))
     kwargs: dict[str, Any] = {}
     if form is not None:
         headers.pop("Content-Type", None)  # aiohttp writes the multipart boundary
-        kwargs["data"] = _form_data(form)
+        kwargs["data"] = form_data(form)
     elif payload is not None:
         kwargs["data"] = json.dumps(payload).encode()
     else:
@@ -97,15 +97,3 @@ def parse_json(text: str) -> Any:
         return json.loads(text)
     except ValueError:
         return None
-
-
-def _form_data(form: Form) -> Any:
-    import aiohttp
-
-    data = aiohttp.FormData()
-    for name, value in form.items():
-        if isinstance(value, str):
-            data.add_field(name, value)
-        else:
-            data.add_field(name, value[1], filename=value[0])
-    return data

@@ -1,9 +1,9 @@
 """The one hook a cassette hangs on the HTTP layer: a context variable ``_http`` reads per request.
 
 ``agentloop.cassettes.use_cassette`` sets ``TAPE`` for the block (the task that entered it and
-the tasks it creates, as asyncio copies the context); ``HttpTransport.post_json``,
-``stream_sse`` and ``call`` (the batch APIs' uploads, status reads and downloads:
-``_http_calls``), and ``_bytestream.event_stream`` (AWS event streams: Bedrock's
+the tasks it creates, as asyncio copies the context); ``HttpTransport.post_json`` and
+``stream_sse``, ``_http_calls.call`` (a transport's other calls: the batch APIs' uploads, status
+reads and downloads) and ``_bytestream.event_stream`` (AWS event streams: Bedrock's
 ``ConverseStream``), hand the request to it instead of sending it themselves. With no cassette
 active the cost is one ``ContextVar.get`` per request, and nothing of the cassettes is imported.
 """

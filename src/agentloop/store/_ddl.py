@@ -20,12 +20,9 @@ agentloop knows is refused, nothing changed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 from agentloop.errors import MemoryBackendError
-
-if TYPE_CHECKING:
-    from agentloop.store._sql import SQLStore, Transaction
 
 __all__ = ["DDL_LOCK", "ensure_schema"]
 
@@ -40,7 +37,7 @@ _WRITE = (
 
 
 def ensure_schema(
-    store: SQLStore,
+    store: Any,
     *,
     key: str,
     version: int,
@@ -49,6 +46,8 @@ def ensure_schema(
     what: str,
 ) -> None:
     """Create ``statements``' tables unless ``key`` already records ``version`` (module).
+
+    ``store`` is an ``SQLStore`` (typed loosely: ``_sql`` calls this, so this cannot import it).
 
     Raises:
         MemoryBackendError: The database holds a newer version, or cannot be read or written.
@@ -66,7 +65,7 @@ def ensure_schema(
         tx.run(_WRITE, (key, str(version)))
 
 
-def _current(store: SQLStore, key: str, version: int, what: str) -> bool:
+def _current(store: Any, key: str, version: int, what: str) -> bool:
     """Whether ``version`` is recorded already (a missing table or row: not yet)."""
     try:
         with store._open(f"reading the version of {what}", write=False) as tx:
@@ -77,7 +76,7 @@ def _current(store: SQLStore, key: str, version: int, what: str) -> bool:
         return False
 
 
-def _check(store: SQLStore, tx: Transaction, key: str, version: int, what: str) -> bool:
+def _check(store: Any, tx: Any, key: str, version: int, what: str) -> bool:
     rows = tx.rows(_READ, (key,))
     found = int(rows[0][0]) if rows else None
     if found is not None and found > version:
