@@ -42,16 +42,19 @@ from agentloop.cassettes._format import (
     first_difference,
     kept_headers,
     load,
+    parse_body,
     request_record,
     save,
     scrub_known,
 )
 from agentloop.errors import CassetteMismatch, ConfigurationError, FailurePhase, ProviderError
 from agentloop.providers._bytestream import EventStream
-from agentloop.providers._classify import error_for_status, read_request_id
+from agentloop.providers._classify import error_for_status, invalid_body, read_request_id
 from agentloop.providers._http import HttpResponse, HttpTransport, SSEStream
+from agentloop.providers._http_calls import raise_for_status, send
 from agentloop.providers._sse import SSEEvent
 from agentloop.providers._tape import TAPE, Tape
+from agentloop.providers._wire import decode_json
 
 __all__ = ["Cassette", "use_cassette"]
 
@@ -266,19 +269,15 @@ class _Deck:
         request = request_record("POST", url, payload, secrets)
         if not cassette.recording:
             return _replayed(cassette._take(request)["response"], transport, url)
-        try:
-            reply = await transport.send_json(url, payload, headers)
-        except ProviderError as error:
-            _keep_refusal(cassette, request, error, secrets)
-            raise
-        body = json.loads(scrub_known(reply.text, secrets))
+        reply = await send(transport, "POST", url, payload=payload, headers=headers)
+        text = scrub_known(reply.text, secrets)
         kept = {
             "status": reply.status,
             "headers": kept_headers(reply.headers, secrets),
-            "body": body,
+            "body": parse_body(text.encode()) if text else "",
         }
-        cassette._keep(request, kept)
-        return reply
+        cassette._keep(request, kept)  # a refusal too: it replays as the same error
+        return _answer(reply.status, reply.headers, reply.text, transport, url)
 
     def stream_sse(
         self,
@@ -326,9 +325,24 @@ def _replayed(response: Mapping[str, Any], transport: HttpTransport, url: str) -
     headers = {str(k): str(v) for k, v in (response.get("headers") or {}).items()}
     body = response.get("body")
     text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
-    status = int(response.get("status", 200))
-    _raise_refusal(status, headers, text, transport, url)
-    return HttpResponse(status, headers, body, text, read_request_id(headers, ()))
+    return _answer(int(response.get("status", 200)), headers, text, transport, url)
+
+
+def _answer(
+    status: int, headers: Mapping[str, str], text: str, transport: HttpTransport, url: str
+) -> HttpResponse:
+    """A JSON reply as ``post_json`` gives it, or the error it makes (status, then body)."""
+    request_id = read_request_id(headers, transport.secrets)
+    reply = HttpResponse(status, headers, None, text, request_id)
+    raise_for_status(reply, transport, url)
+    try:
+        data = decode_json(text)
+    except (ValueError, RecursionError) as exc:
+        raise invalid_body(
+            f"{transport.provider}: response body is not valid JSON ({exc})",
+            text, transport.provider, request_id, transport.secrets,
+        ) from exc  # fmt: skip
+    return HttpResponse(status, headers, data, text, request_id)
 
 
 def _keep_refusal(

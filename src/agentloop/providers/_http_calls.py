@@ -19,7 +19,7 @@ from agentloop.providers._classify import error_for_status, read_request_id, red
 if TYPE_CHECKING:
     from agentloop.providers._http import HttpResponse, HttpTransport
 
-__all__ = ["Form", "call", "send"]
+__all__ = ["Form", "call", "parse_json", "raise_for_status", "send"]
 
 Form = Mapping[str, "str | tuple[str, bytes]"]
 """A multipart form: a field's text, or a file as ``(filename, content)``."""
@@ -42,6 +42,11 @@ async def call(
         reply: HttpResponse = await tape.call(transport, method, url, payload, form, limit)
     else:
         reply = await send(transport, method, url, payload=payload, form=form, limit=limit)
+    return raise_for_status(reply, transport, url)
+
+
+def raise_for_status(reply: HttpResponse, transport: HttpTransport, url: str) -> HttpResponse:
+    """``reply`` when it succeeded; else the error its status and body make (as live, SPEC 8)."""
     if reply.status < 300:
         return reply
     secrets = transport.secrets
@@ -58,26 +63,33 @@ async def send(
     method: str,
     url: str,
     *,
-    payload: Mapping[str, Any] | None = None,
+    payload: Mapping[str, Any] | bytes | None = None,
     form: Form | None = None,
+    headers: Mapping[str, str] | None = None,
     limit: int | None = None,
 ) -> HttpResponse:
-    """The call over the network, whatever its status; ``data`` is the parsed JSON or None."""
-    from agentloop.providers._http import HttpResponse, _foreign_errors, _lower_headers, form_data
+    """The call over the network, whatever its status; ``data`` is the parsed JSON or None.
 
-    headers = dict(transport._sent_headers("application/json"))
+    ``headers`` go beside the transport's own (a signed request's); a cassette that records a
+    model request sends it this way, so a refused one is kept with its status and headers.
+    """
+    from agentloop.providers._http import HttpResponse, _foreign_errors, _lower_headers, form_data
+    from agentloop.providers._paths import as_sent
+
+    sent = {**transport._sent_headers("application/json"), **(headers or {})}
     kwargs: dict[str, Any] = {}
     if form is not None:
-        headers.pop("Content-Type", None)  # aiohttp writes the multipart boundary
+        sent.pop("Content-Type", None)  # aiohttp writes the multipart boundary
         kwargs["data"] = form_data(form)
     elif payload is not None:
-        kwargs["data"] = json.dumps(payload).encode()
+        kwargs["data"] = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     else:
-        headers.pop("Content-Type", None)
+        sent.pop("Content-Type", None)
+    target = url if "%" not in url else as_sent(url)  # a Bedrock model id keeps its escapes
     try:
         session = await transport._sessions.get()
         response = await session.request(
-            method, url, headers=headers, allow_redirects=False, proxy=transport._proxy, **kwargs
+            method, target, headers=sent, allow_redirects=False, proxy=transport._proxy, **kwargs
         )
     except _foreign_errors() as exc:
         raise transport._translate(exc, "send") from exc
