@@ -67,3 +67,16 @@ async def test_a_refusal_never_reached_is_not_kept(tmp_path: Path) -> None:
         with pytest.raises(AgentLoopError):
             await agent_at(DEAD).run("hi")  # connection refused: no exchange happened
     assert "interactions: []" in path.read_text()
+
+
+async def test_a_block_that_asked_for_fewer_is_not_all_played(tmp_path: Path) -> None:
+    path = tmp_path / "run.yaml"
+    await record(path)  # two exchanges: the tool call, then the answer
+    async with use_cassette(path) as cassette:
+        pass
+    assert (cassette.all_played, cassette.play_count) == (False, 0)
+    async with use_cassette(path, match="ordered") as cassette:
+        with pytest.raises(CassetteMismatch, match="no recorded request left"):
+            await agent_at(DEAD).run("add 1 and 2")
+            await agent_at(DEAD).run("add 1 and 2")
+    assert cassette.all_played and cassette.play_count == 2
