@@ -1,4 +1,5 @@
-"""Tables created once per version, on a real PostgreSQL: the store and the governor (``_ddl``).
+"""Tables created once per version, on a real PostgreSQL: the store, the governor and the memory
+store (``store._ddl``).
 
 Opening a store or a governor whose tables are current runs no DDL, so it never waits behind
 (or deadlocks with) the write transactions of the processes already using them; many opening a
@@ -28,6 +29,12 @@ def open_store(url: str) -> None:
     PostgresStore(url).close()
 
 
+def open_memory(url: str) -> None:
+    from agentloop.memory.postgres import PostgresMemoryStore
+
+    PostgresMemoryStore(url)._close()
+
+
 def open_governor(url: str) -> None:
     import asyncio
 
@@ -54,8 +61,12 @@ def writing(url: str, table: str) -> Iterator[None]:
 
 @pytest.mark.parametrize(
     ("opener", "table"),
-    [(open_store, "agentloop_runs"), (open_governor, "agentloop_rate_sent")],
-    ids=["store", "governor"],
+    [
+        (open_store, "agentloop_runs"),
+        (open_governor, "agentloop_rate_sent"),
+        (open_memory, "agentloop_memory"),
+    ],
+    ids=["store", "governor", "memory"],
 )
 def test_an_open_runs_no_ddl_beside_running_writes(
     postgres_governor_url: str, opener: Callable[[str], None], table: str
@@ -67,8 +78,12 @@ def test_an_open_runs_no_ddl_beside_running_writes(
 
 @pytest.mark.parametrize(
     ("opener", "key"),
-    [(open_store, "schema_version"), (open_governor, "rate_schema_version")],
-    ids=["store", "governor"],
+    [
+        (open_store, "schema_version"),
+        (open_governor, "rate_schema_version"),
+        (open_memory, "memory_schema_version"),
+    ],
+    ids=["store", "governor", "memory"],
 )
 def test_many_opening_a_fresh_database_at_once_all_succeed(
     postgres_governor_url: str, opener: Callable[[str], None], key: str

@@ -1,7 +1,8 @@
 """Creating tables once per version, beside processes that already use them: one helper.
 
-Both the store (``SQLStore``) and the rate governor's shared backends (``fleet._sql``) keep
-tables in a database many processes open at once. ``CREATE ... IF NOT EXISTS`` is no free
+The store (``SQLStore``), the rate governor's shared backends (``fleet._sql``) and the
+PostgreSQL memory store (``memory.postgres``) keep tables in a database many processes open at
+once. ``CREATE ... IF NOT EXISTS`` is no free
 check on PostgreSQL: ``CREATE INDEX`` takes a SHARE lock on its table even when the index is
 there, so an open waits behind every running write transaction on that table (and deadlocks
 with one that waits on it in turn); and two processes creating one table at the same moment race
@@ -13,7 +14,8 @@ the tables) and runs the DDL and the new version row in that same transaction. O
 write transaction (``BEGIN IMMEDIATE``) already serialises the writers.
 
 Versions live in ``agentloop_meta(key, value)``, one key per schema (the store's
-``schema_version``, the governor's ``rate_schema_version``); a newer version than this
+``schema_version``, the governor's ``rate_schema_version``, the memory store's
+``memory_schema_version``); a newer version than this
 agentloop knows is refused, nothing changed.
 """
 
