@@ -370,20 +370,6 @@ class HttpTransport:
             ) from exc
         return HttpResponse(response.status, resp_headers, data, text, request_id)
 
-    async def send_json(
-        self, url: str, payload: Mapping[str, Any] | bytes, headers: Mapping[str, str] | None
-    ) -> HttpResponse:
-        """``post_json`` over the network, whatever cassette is active (the cassette's own send).
-
-        The cassette is set aside for this call only, so ``post_json`` (the hot path) pays one
-        context-variable read and no extra await when no cassette is active.
-        """
-        token = TAPE.set(None)
-        try:
-            return await self.post_json(url, payload, headers=headers)
-        finally:
-            TAPE.reset(token)
-
     def stream_sse(
         self,
         url: str,
