@@ -69,14 +69,21 @@ async def polls(agent: Agent[Any], server: FakeProviderServer | None) -> list[tu
     return seen
 
 
+def responses(root: str) -> ModelClient:
+    from agentloop.providers import OpenAIResponsesClient
+
+    return OpenAIResponsesClient("gpt-test", api_key=KEY, base_url=f"{root}/v1")
+
+
+@pytest.mark.parametrize("make", [openai, responses], ids=["chat", "responses"])
 async def test_a_batch_run_records_and_replays_its_polls_in_order(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make: Any
 ) -> None:
     CALLS.clear()
     tape = tmp_path / "batch.yaml"
     steps = [FakeReply(tool_calls=[FakeToolCall("lookup", {"city": "Oslo"})]), FakeReply("done")]
     async with FakeProviderServer(steps, batch_after=3600) as server:
-        agent = agent_on(openai(server.root_url), tmp_path / "rec.db")
+        agent = agent_on(make(server.root_url), tmp_path / "rec.db")
         async with use_cassette(tape, mode="once") as cassette:
             run = await agent.run("weather?")
             recorded = await polls(agent, server)
@@ -99,7 +106,7 @@ async def test_a_batch_run_records_and_replays_its_polls_in_order(
 
     tried = forbid_sockets(monkeypatch)
     CALLS.clear()
-    agent = agent_on(openai(DEAD), tmp_path / "replay.db")
+    agent = agent_on(make(DEAD), tmp_path / "replay.db")
     async with use_cassette(tape) as cassette:
         again = await agent.run("weather?")
         assert again.waiting is not None and again.id != run.id
