@@ -407,3 +407,25 @@ async def test_a_batch_run_that_pauses_after_a_poll_takes_decisions_then_complet
     assert done.status.state == pb.TASK_STATE_COMPLETED
     assert [p.text for p in done.artifacts[0].parts] == ["gone"]
     assert delete.calls == ["a.txt"]  # type: ignore[attr-defined]
+
+
+async def test_a_batch_run_that_a_poll_fails_is_failed(tmp_path: Any) -> None:
+    from dataclasses import replace
+
+    from agentloop import RunConfig
+    from agentloop.batch import poll
+    from agentloop.providers.openai import OpenAIClient
+    from agentloop.store import SQLiteStore
+    from agentloop.testing import FakeProviderServer, Fault
+
+    refused = replace(Fault.http(400), batch_result="errored")
+    async with FakeProviderServer([refused]) as server:
+        model = OpenAIClient("gpt-test", api_key="sk-test", base_url=server.base_url)
+        agent = Agent(model, store=SQLiteStore(tmp_path / "s.db"), config=RunConfig(batch=True))
+        async with serving(agent.to_a2a(name="a")) as url, client(url) as made:
+            [first] = await send(made, user("hi"))
+            assert first.task.status.state == pb.TASK_STATE_WORKING
+            assert list((await poll(agent)).failed) == [first.task.id]
+            failed = await made.get_task(pb.GetTaskRequest(id=first.task.id))
+    assert failed.status.state == pb.TASK_STATE_FAILED
+    assert failed.status.message.parts[0].text.startswith("BadRequestError: ")
