@@ -510,3 +510,76 @@ def test_timings_are_measured() -> None:
 
     report = Dataset(cases=[Case(inputs=1)], evaluators=[MaxDuration(0.001)]).evaluate_sync(slow)
     assert report.cases[0].duration >= 0.01 and not report.cases[0].passed
+
+
+# The questions dataset pydantic-evals' evals page writes with `to_file` (its newer output spells
+# `name: null`, a null input field and an empty top-level `evaluators`), as written.
+PYDANTIC_EVALS_QUESTIONS = """\
+# yaml-language-server: $schema=questions_cases_schema.json
+name: null
+cases:
+- name: Easy Capital Question
+  inputs:
+    question: What is the capital of France?
+    context: null
+  metadata:
+    difficulty: easy
+    category: Geography
+  expected_output:
+    answer: Paris
+    confidence: 0.95
+  evaluators:
+  - EqualsExpected
+- name: Challenging Landmark Question
+  inputs:
+    question: Which world-famous landmark is located on the banks of the Seine River?
+    context: null
+  metadata:
+    difficulty: hard
+    category: Landmarks
+  expected_output:
+    answer: Eiffel Tower
+    confidence: 0.9
+  evaluators:
+  - EqualsExpected
+evaluators: []
+"""
+
+
+def test_pydantic_evals_questions_file_loads_as_is(tmp_path: Path) -> None:
+    path = tmp_path / "questions_cases.yaml"
+    path.write_text(PYDANTIC_EVALS_QUESTIONS)
+    dataset = Dataset.from_file(path)
+    assert dataset.name is None and dataset.evaluators == ()
+    first = dataset.cases[0]
+    assert first.inputs == {"question": "What is the capital of France?", "context": None}
+    assert first.metadata == {"difficulty": "easy", "category": "Geography"}
+    answers = {c.inputs["question"]: c.expected_output for c in dataset.cases}
+    report = dataset.evaluate_sync(lambda inputs: answers[inputs["question"]])
+    assert report.pass_rate == 1.0
+    assert [c.assertions["EqualsExpected"].value for c in report.cases] == [True, True]
+
+
+async def test_a_run_that_waits_on_a_batch_fails_its_case(tmp_path: Path) -> None:
+    from agentloop import RunConfig
+    from agentloop.providers.openai import OpenAIClient
+    from agentloop.store.sqlite import SQLiteStore
+    from agentloop.testing import FakeProviderServer, FakeReply
+
+    async with FakeProviderServer(default=FakeReply("x"), batch_after=3600) as server:
+        client = OpenAIClient("gpt-test", api_key="sk-test", base_url=server.base_url)
+        store = SQLiteStore(tmp_path / "s.db")
+        agent = Agent(client, store=store, config=RunConfig(batch=True))
+        dataset = Dataset(cases=[Case(name="later", inputs="hi")], evaluators=[Equals("x")])
+        report = await dataset.evaluate(agent)
+        await agent.aclose()
+    (case,) = report.cases
+    assert (case.error, case.passed, len(case.run_ids)) == ("RunWaiting", False, 1)
+    assert report.totals.errors == 1 and report.pass_rate == 0.0
+
+
+def test_from_text_reads_json_too() -> None:
+    dataset = Dataset.from_text(json.dumps(PYDANTIC_EVALS_JSON), fmt="json")
+    assert [c.name for c in dataset.cases][:2] == ["uppercase_basic", "uppercase_with_numbers"]
+    with pytest.raises(DatasetError):
+        Dataset.from_text("{not json", fmt="json")

@@ -11,20 +11,24 @@ import pytest
 from agentloop.evals import Case, Dataset, LLMJudge
 from agentloop.evals._judge import JudgeReplyError, parse_verdict
 from agentloop.providers.openai import OpenAIClient
-from agentloop.testing import FakeProviderServer, FakeReply
+from agentloop.testing import FakeProviderServer, FakeReply, Fault
+
+VERDICT = {"reason": "names Paris", "pass": True, "score": 0.9}
 
 
 async def answer(inputs: str) -> str:
     return f"Paris is the capital of {inputs}"
 
 
-async def judged(reply: str, **options: Any) -> Any:
-    async with FakeProviderServer([FakeReply(reply)]) as server:
+async def judged(reply: str | Fault | FakeReply, evaluator_timeout: float = 30.0,
+                 **options: Any) -> Any:  # fmt: skip
+    step = FakeReply(reply) if isinstance(reply, str) else reply
+    async with FakeProviderServer([step]) as server:
         client = OpenAIClient("judge", api_key="k", base_url=server.base_url)
         try:
             judge = LLMJudge("The answer names the right capital", client=client, **options)
             dataset = Dataset(cases=[Case(name="france", inputs="France")], evaluators=[judge])
-            report = await dataset.evaluate(answer)
+            report = await dataset.evaluate(answer, evaluator_timeout=evaluator_timeout)
         finally:
             await client.aclose()
         return report.cases[0], server.requests
@@ -98,3 +102,16 @@ def test_pydantic_evals_judge_options_load() -> None:
 
     ctx = EvaluatorContext("c", "a", None, "b", "out", 0.0)
     assert "<expected_output>\nb\n</expected_output>" in judge.prompt(ctx)
+
+
+async def test_a_judge_whose_provider_refuses_is_a_failure_never_a_pass() -> None:
+    case, requests = await judged(Fault.auth())
+    (failure,) = case.evaluator_failures.values()
+    assert failure.startswith("AuthError: ") and len(requests) == 1
+    assert not case.passed and case.assertions == {} and case.error is None
+
+
+async def test_a_judge_that_outlives_the_evaluator_timeout_is_a_failure() -> None:
+    case, _ = await judged(FakeReply(json.dumps(VERDICT), delay=5.0), evaluator_timeout=0.2)
+    assert case.evaluator_failures == {"LLMJudge": "timed out after 0.2s"}
+    assert not case.passed and case.assertions == {}

@@ -359,4 +359,73 @@ async def test_a_waiting_batch_run_is_working(tmp_path: Any) -> None:
         agent = Agent(model, store=store, config=RunConfig(batch=True))
         async with serving(agent.to_a2a(name="a")) as url, client(url) as made:
             [first] = await send(made, user("hi"))
-    assert first.task.status.state == pb.TASK_STATE_WORKING
+            assert first.task.status.state == pb.TASK_STATE_WORKING
+            from agentloop.batch import poll
+
+            assert (await poll(agent)).waiting == [first.task.id]
+            for batch in server.batches.batches.values():
+                object.__setattr__(batch, "ready_at", 0.0)
+            assert (await poll(agent)).continued == [first.task.id]
+            done = await made.get_task(pb.GetTaskRequest(id=first.task.id))
+    assert done.status.state == pb.TASK_STATE_COMPLETED
+    assert [p.text for p in done.artifacts[0].parts] == ["x"]
+
+
+async def test_a_batch_run_that_pauses_after_a_poll_takes_decisions_then_completes(
+    tmp_path: Any,
+) -> None:
+    from agentloop import RunConfig
+    from agentloop.batch import poll
+    from agentloop.providers.openai import OpenAIClient
+    from agentloop.store import SQLiteStore
+    from agentloop.testing import FakeProviderServer, FakeReply, FakeToolCall
+
+    delete.calls = []  # type: ignore[attr-defined]
+    steps = [FakeReply(tool_calls=[FakeToolCall("delete", {"path": "a.txt"})]), FakeReply("gone")]
+
+    def ready(server: FakeProviderServer) -> None:
+        for batch in server.batches.batches.values():
+            object.__setattr__(batch, "ready_at", 0.0)
+
+    async with FakeProviderServer(steps, batch_after=3600) as server:
+        model = OpenAIClient("gpt-test", api_key="sk-test", base_url=server.base_url)
+        store = SQLiteStore(tmp_path / "s.db")
+        agent = Agent(model, tools=[delete], store=store, config=RunConfig(batch=True))
+        async with serving(agent.to_a2a(name="a")) as url, client(url) as made:
+            [first] = await send(made, user("delete a.txt"))
+            ready(server)
+            assert (await poll(agent)).paused == [first.task.id]
+            paused = await made.get_task(pb.GetTaskRequest(id=first.task.id))
+            assert paused.status.state == pb.TASK_STATE_INPUT_REQUIRED
+            [pending] = data(paused.status.message)["pending"]
+            ids = {"task_id": paused.id, "context_id": paused.context_id}
+            [going] = await send(made, user(**ids, data={"decisions": {pending["id"]: "approve"}}))
+            assert going.task.status.state == pb.TASK_STATE_WORKING  # its next turn: a batch
+            ready(server)
+            assert (await poll(agent)).continued == [first.task.id]
+            done = await made.get_task(pb.GetTaskRequest(id=first.task.id))
+    assert done.status.state == pb.TASK_STATE_COMPLETED
+    assert [p.text for p in done.artifacts[0].parts] == ["gone"]
+    assert delete.calls == ["a.txt"]  # type: ignore[attr-defined]
+
+
+async def test_a_batch_run_that_a_poll_fails_is_failed(tmp_path: Any) -> None:
+    from dataclasses import replace
+
+    from agentloop import RunConfig
+    from agentloop.batch import poll
+    from agentloop.providers.openai import OpenAIClient
+    from agentloop.store import SQLiteStore
+    from agentloop.testing import FakeProviderServer, Fault
+
+    refused = replace(Fault.http(400), batch_result="errored")
+    async with FakeProviderServer([refused]) as server:
+        model = OpenAIClient("gpt-test", api_key="sk-test", base_url=server.base_url)
+        agent = Agent(model, store=SQLiteStore(tmp_path / "s.db"), config=RunConfig(batch=True))
+        async with serving(agent.to_a2a(name="a")) as url, client(url) as made:
+            [first] = await send(made, user("hi"))
+            assert first.task.status.state == pb.TASK_STATE_WORKING
+            assert list((await poll(agent)).failed) == [first.task.id]
+            failed = await made.get_task(pb.GetTaskRequest(id=first.task.id))
+    assert failed.status.state == pb.TASK_STATE_FAILED
+    assert failed.status.message.parts[0].text.startswith("BadRequestError: ")

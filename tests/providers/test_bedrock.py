@@ -484,3 +484,27 @@ async def test_a_failed_refresh_before_a_request_is_an_auth_error_that_sent_noth
             await client(url, credentials=Lapsing()).complete(ask())
     assert twin.received == [] and info.value.request_sent is False
     assert "the role has expired" in str(info.value)
+
+
+class Rotating:
+    """Credentials whose refresh mints a new session token (an assumed role renewed)."""
+
+    def __init__(self) -> None:
+        self.token = "session-token-at-build"
+
+    def get_frozen_credentials(self) -> Any:
+        return Credentials(
+            "AKIDTWINEXAMPLE", "twin/secret/key", self.token
+        ).get_frozen_credentials()
+
+
+async def test_refreshed_credentials_are_redacted_too() -> None:
+    creds = Rotating()
+    async with twin_at(Reply("ok"), token="session-token-renewed-1234") as (twin, url):
+        bedrock = client(url, credentials=creds)
+        creds.token = "session-token-renewed-1234"
+        assert (await bedrock.complete(ask())).text == "ok"
+    assert twin.received[0].headers["X-Amz-Security-Token"] == "session-token-renewed-1234"
+    transport = bedrock._transport
+    assert "session-token-renewed-1234" in transport.secrets
+    assert "renewed" not in transport.redact("echo: session-token-renewed-1234")

@@ -123,3 +123,23 @@ async def test_a_converse_reply_replays_with_its_request_id(
             again = await client.complete(ASK)
     assert again.message.to_dict() == live.message.to_dict() and cassette.all_played
     assert again.request_id == live.request_id == "twin-req-0001"
+
+
+async def test_a_refused_converse_replays_as_the_same_aws_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentloop.errors import AuthError
+
+    path = tmp_path / "denied.yaml"
+    twin = BedrockTwin(Reply.aws(403, "AccessDeniedException", "not allowed here"), token=CREDS[2])
+    async with serve_app(twin.app()) as url, bedrock(url) as client:
+        with use_cassette(path, mode="once"), pytest.raises(AuthError) as live:
+            await client.complete(ASK)
+    text = path.read_text()
+    assert "AccessDeniedException" in text and CREDS[1] not in text and CREDS[2] not in text
+    no_sockets(monkeypatch)
+    async with bedrock(DEAD) as client:
+        with use_cassette(path), pytest.raises(AuthError) as again:
+            await client.complete(ASK)
+    assert str(again.value) == str(live.value) and again.value.phase is FailurePhase.STATUS
+    assert again.value.request_id == live.value.request_id == "twin-req-0001"

@@ -155,6 +155,7 @@ class AgentHandler(RequestHandler):
 
     async def _follow_up(self, record: TaskRecord, request: Any, message: pb.Message) -> Opener:
         """A follow-up's decisions, checked against the run's pending calls (or -32602)."""
+        record.refresh()
         if record.state in wire.TERMINAL:
             state = wire.state_name(record.state)
             raise InvalidParamsError(message=f"task {record.id} is {state}: it takes no message")
@@ -183,6 +184,7 @@ class AgentHandler(RequestHandler):
     ) -> pb.Task | None:
         """The task as it is now."""
         record = await self._task(context.state.get("request"), params.id, "")
+        record.refresh()
         return record.task(params.history_length if params.HasField("history_length") else None)
 
     @_guarded
@@ -191,6 +193,7 @@ class AgentHandler(RequestHandler):
     ) -> pb.Task | None:
         """End the task's run as ``Cancelled``; a task that ended is -32002."""
         record = await self._task(context.state.get("request"), params.id, "")
+        record.refresh()
         if record.state in wire.TERMINAL:
             state = wire.state_name(record.state)
             raise TaskNotCancelableError(message=f"task {record.id} is {state}")

@@ -11,6 +11,9 @@ protocol's update events::
                         COMPLETED, INPUT_REQUIRED (the pending calls), CANCELED, REJECTED
                         (an input guardrail) or FAILED (``<ErrorClass>: <message>``, redacted)
 
+A batch run (SPEC 25) leaves its task WORKING when it is submitted; ``refresh`` (on each read
+of the task) takes its end from the store once ``agentloop.batch.poll`` continued it.
+
 ``settled`` is set when the task waits (INPUT_REQUIRED) or ended; a listener then receives
 ``None`` and its response ends. ``busy`` holds a task between a follow-up's checks and its
 continue, so a second follow-up with the same decisions is refused: decided calls run once.
@@ -169,6 +172,19 @@ class TaskRecord:
         else:
             self._fail(error)
         self._settle()
+
+    def refresh(self) -> None:
+        """A task whose run waits in a provider batch (SPEC 25): take what a poll made of it.
+
+        ``agentloop.batch.poll`` continues the run in the store (maybe in another process), not
+        through this task, so the stored run says whether it finished, paused or failed since.
+        """
+        store = self.session.agent.store
+        if self.busy or self.state != pb.TASK_STATE_WORKING or store is None:
+            return  # WORKING, not busy: its driver ended on a run that waits in a batch
+        stored = store.load_run(self.id)
+        if stored is not None and stored.finished and stored.run.waiting is None:
+            self._finish(stored.run)
 
     def _fail(self, error: BaseException) -> None:
         if isinstance(error, Cancelled):

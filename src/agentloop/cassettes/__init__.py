@@ -6,7 +6,8 @@ vcrpy's names and modes (``use_cassette``, ``record_mode`` words) over our one H
         run = agent.run_sync("What is the weather in Paris?")
 
 Every provider client's request in the block (the task that entered it and the tasks it
-creates: ``run``, ``stream``, sessions, ``continue_run``) goes through the cassette, which
+creates: ``run``, ``stream``, sessions, ``continue_run``, ``agentloop.batch``'s submissions,
+status reads and downloads, ``_calls``) goes through the cassette, which
 ``providers._http`` asks through one context variable (``providers._tape``; no cassette, no
 cost). ``mode="none"`` (the default) replays and opens no provider socket; ``"once"`` replays
 if the file exists, else records; ``"all"`` records afresh. A recording is saved when the block
@@ -41,16 +42,19 @@ from agentloop.cassettes._format import (
     first_difference,
     kept_headers,
     load,
+    parse_body,
     request_record,
     save,
     scrub_known,
 )
-from agentloop.errors import CassetteMismatch, ConfigurationError
+from agentloop.errors import CassetteMismatch, ConfigurationError, FailurePhase, ProviderError
 from agentloop.providers._bytestream import EventStream
-from agentloop.providers._classify import read_request_id
+from agentloop.providers._classify import error_for_status, invalid_body, read_request_id
 from agentloop.providers._http import HttpResponse, HttpTransport, SSEStream
+from agentloop.providers._http_calls import raise_for_status, send
 from agentloop.providers._sse import SSEEvent
 from agentloop.providers._tape import TAPE, Tape
+from agentloop.providers._wire import decode_json
 
 __all__ = ["Cassette", "use_cassette"]
 
@@ -91,6 +95,7 @@ class Cassette:
         self.interactions: list[dict[str, Any]] = []
         self._played: list[bool] = []
         self._requests = 0
+        self._ids: list[str] = []  # run ids in the block's requests, by first appearance
         self._token: Token[Tape | None] | None = None
         self._lock = threading.Lock()  # sync tasks run their own loops in worker threads
 
@@ -119,6 +124,7 @@ class Cassette:
         self.interactions = [] if self.recording else load(self.path)
         self._played = [False] * len(self.interactions)
         self._requests = 0
+        self._ids = []
         self._token = TAPE.set(cast("Tape", _Deck(self)))
         return self
 
@@ -170,20 +176,42 @@ class Cassette:
         number = self._requests
         self._requests += 1
         unplayed = [i for i, played in enumerate(self._played) if not played]
+        chosen = self._choose(unplayed, request)
+        if chosen is not None:
+            self._played[chosen] = True
+            return self.interactions[chosen]
+        again = self._again(request)
+        if again is not None:
+            return again
         if not unplayed:
             raise CassetteMismatch(
                 f"request {number + 1}: no recorded request left", path=str(self.path), index=number
             )
+        raise self._mismatch(number, self._recorded(unplayed[0]), request)
+
+    def _same(self, index: int, request: dict[str, Any]) -> bool:
+        recorded = self._recorded(index)
         if self.match == "strict":
-            chosen = next((i for i in unplayed if self._recorded(i) == request), None)
-        else:
-            head = self._recorded(unplayed[0])
-            same = (head.get("method"), head.get("path")) == (request["method"], request["path"])
-            chosen = unplayed[0] if same else None
-        if chosen is None:
-            raise self._mismatch(number, self._recorded(unplayed[0]), request)
-        self._played[chosen] = True
-        return self.interactions[chosen]
+            return recorded == request
+        return (recorded.get("method"), recorded.get("path")) == (
+            request["method"],
+            request["path"],
+        )
+
+    def _choose(self, unplayed: list[int], request: dict[str, Any]) -> int | None:
+        """Strict: the first unplayed exchange equal to ``request``; ordered: the next one."""
+        if self.match == "strict":
+            return next((i for i in unplayed if self._same(i, request)), None)
+        return unplayed[0] if unplayed and self._same(unplayed[0], request) else None
+
+    def _again(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        """A GET (a batch's status) past its recordings: the last recorded answer again."""
+        if request["method"] != "GET":
+            return None
+        for index in reversed(range(len(self.interactions))):
+            if self._played[index] and self._same(index, request):
+                return self.interactions[index]
+        return None
 
     def _recorded(self, index: int) -> dict[str, Any]:
         request = self.interactions[index].get("request")
@@ -209,6 +237,19 @@ class Cassette:
             self.interactions.append({"request": request, "response": response})
             self._played.append(True)
 
+    def _note_ids(self, found: Iterable[str]) -> None:
+        with self._lock:
+            self._ids.extend(i for i in dict.fromkeys(found) if i not in self._ids)
+
+    def _number_ids(self, text: str) -> str:
+        """``text`` with each run id of the block's requests as ``<run-id N>`` (1-based)."""
+        for number, run_id in enumerate(self._ids, 1):
+            text = text.replace(run_id, f"<run-id {number}>")
+        return text
+
+    def _live_id(self, number: int) -> str | None:
+        return self._ids[number - 1] if 0 < number <= len(self._ids) else None
+
 
 class _Deck:
     """The ``Tape`` a cassette lends the HTTP layer while its block runs."""
@@ -227,16 +268,16 @@ class _Deck:
         secrets = cassette._secrets(transport)
         request = request_record("POST", url, payload, secrets)
         if not cassette.recording:
-            return _replayed(cassette._take(request)["response"])
-        reply = await transport.send_json(url, payload, headers)
-        body = json.loads(scrub_known(reply.text, secrets))
+            return _replayed(cassette._take(request)["response"], transport, url)
+        reply = await send(transport, "POST", url, payload=payload, headers=headers)
+        text = scrub_known(reply.text, secrets)
         kept = {
             "status": reply.status,
             "headers": kept_headers(reply.headers, secrets),
-            "body": body,
+            "body": parse_body(text.encode()) if text else "",
         }
-        cassette._keep(request, kept)
-        return reply
+        cassette._keep(request, kept)  # a refusal too: it replays as the same error
+        return _answer(reply.status, reply.headers, reply.text, transport, url)
 
     def stream_sse(
         self,
@@ -266,13 +307,71 @@ class _Deck:
         kind = RecordingEvents if cassette.recording else ReplayEvents
         return kind(cassette, request, transport, url, payload, headers, accept)
 
+    async def call(
+        self,
+        transport: HttpTransport,
+        method: str,
+        url: str,
+        payload: Mapping[str, Any] | None,
+        form: Any,
+        limit: int | None,
+    ) -> HttpResponse:
+        from agentloop.cassettes._calls import taped_call
 
-def _replayed(response: Mapping[str, Any]) -> HttpResponse:
+        return await taped_call(self.cassette, transport, method, url, payload, form, limit)
+
+
+def _replayed(response: Mapping[str, Any], transport: HttpTransport, url: str) -> HttpResponse:
     headers = {str(k): str(v) for k, v in (response.get("headers") or {}).items()}
     body = response.get("body")
     text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
-    request_id = read_request_id(headers, ())
-    return HttpResponse(int(response.get("status", 200)), headers, body, text, request_id)
+    return _answer(int(response.get("status", 200)), headers, text, transport, url)
+
+
+def _answer(
+    status: int, headers: Mapping[str, str], text: str, transport: HttpTransport, url: str
+) -> HttpResponse:
+    """A JSON reply as ``post_json`` gives it, or the error it makes (status, then body)."""
+    request_id = read_request_id(headers, transport.secrets)
+    reply = HttpResponse(status, headers, None, text, request_id)
+    raise_for_status(reply, transport, url)
+    try:
+        data = decode_json(text)
+    except (ValueError, RecursionError) as exc:
+        raise invalid_body(
+            f"{transport.provider}: response body is not valid JSON ({exc})",
+            text, transport.provider, request_id, transport.secrets,
+        ) from exc  # fmt: skip
+    return HttpResponse(status, headers, data, text, request_id)
+
+
+def _keep_refusal(
+    cassette: Cassette, request: dict[str, Any], error: ProviderError, secrets: tuple[str, ...]
+) -> None:
+    """A reply with a failure status, kept as it came (as far as the error holds it).
+
+    A replay raises the error its status and body make, as the live request did; a failure
+    with no status (a refused connection, a timeout) is not an exchange and is not kept.
+    """
+    if error.status_code is None or error.phase is not FailurePhase.STATUS:
+        return
+    headers = {} if error.retry_after is None else {"retry-after": f"{error.retry_after:g}"}
+    text = scrub_known(error.body or "", secrets)
+    try:
+        body: Any = json.loads(text)
+    except ValueError:
+        body = text
+    cassette._keep(request, {"status": error.status_code, "headers": headers, "body": body})
+
+
+def _raise_refusal(
+    status: int, headers: Mapping[str, str], text: str, transport: HttpTransport, url: str
+) -> None:
+    if status >= 400:
+        raise error_for_status(
+            status, headers, text, provider=transport.provider, secrets=transport.secrets,
+            url=url,
+        )  # fmt: skip
 
 
 class _RecordingStream(SSEStream):
@@ -285,8 +384,12 @@ class _RecordingStream(SSEStream):
         self._events: list[dict[str, Any]] = []
 
     async def __aenter__(self) -> SSEStream:
-        await super().__aenter__()
         secrets = self._cassette._secrets(self._transport)
+        try:
+            await super().__aenter__()
+        except ProviderError as error:
+            _keep_refusal(self._cassette, self._request, error, secrets)
+            raise
         kept = {
             "status": self.status,
             "headers": kept_headers(self.headers, secrets),
@@ -319,6 +422,10 @@ class _ReplayStream(SSEStream):
         response = self._cassette._take(self._request)["response"]
         self.status = int(response.get("status", 200))
         self.headers = {str(k): str(v) for k, v in (response.get("headers") or {}).items()}
+        if self.status >= 400:
+            body = response.get("body")
+            text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
+            _raise_refusal(self.status, self.headers, text, self._transport, self._url)
         self.request_id = read_request_id(self.headers, self._transport.secrets)
         events = response.get("events") or []
         self._queue = [SSEEvent(**e) for e in reversed(events)]

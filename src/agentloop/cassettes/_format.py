@@ -34,7 +34,9 @@ __all__ = [
     "first_difference",
     "kept_headers",
     "load",
+    "parse_body",
     "request_record",
+    "run_ids",
     "save",
     "scrub_known",
 ]
@@ -95,8 +97,16 @@ def _media(text: str) -> str | None:
 RUN_ID_MARK = "<run-id>"
 _PER_RUN_KEYS = frozenset({"prompt_cache_key"})
 """Request fields derived from a run's or session's fresh id: stored and matched as ``<run-id>``."""
-_RUN_ID = re.compile(r"\b[0-9a-f]{12}4[0-9a-f]{3}[89ab][0-9a-f]{15}\b")
-"""A run or session id as ``Clock.new_id`` makes them: a version-4 UUID's 32 hex digits."""
+_RUN_ID = re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{12}4[0-9a-f]{3}[89ab][0-9a-f]{15}(?![0-9A-Za-z])")
+"""A run or session id as ``Clock.new_id`` makes them: a version-4 UUID's 32 hex digits.
+
+``_`` may touch it: a batch request's ``custom_id`` is ``<run id>_<turn>_<attempt>`` (SPEC 25).
+"""
+
+
+def run_ids(text: str) -> list[str]:
+    """The run and session ids in ``text``, in order."""
+    return _RUN_ID.findall(text)
 
 
 def _clean(value: Any, secrets: tuple[str, ...]) -> Any:
@@ -112,7 +122,8 @@ def _clean(value: Any, secrets: tuple[str, ...]) -> Any:
     return value
 
 
-def _body(payload: Mapping[str, Any] | bytes) -> Any:
+def parse_body(payload: Mapping[str, Any] | bytes | None) -> Any:
+    """A body as stored: parsed JSON, JSON Lines as a list, else text (a mapping as it is)."""
     if not isinstance(payload, bytes):
         return payload
     text = payload.decode("utf-8", errors="replace")
@@ -139,13 +150,13 @@ def _path(url: str, secrets: tuple[str, ...]) -> str:
 
 
 def request_record(
-    method: str, url: str, payload: Mapping[str, Any] | bytes, secrets: tuple[str, ...]
+    method: str, url: str, payload: Mapping[str, Any] | bytes | None, secrets: tuple[str, ...]
 ) -> dict[str, Any]:
     """The request as stored and matched: no header, secrets redacted, media by digest."""
     return {
         "method": method,
         "path": _path(url, secrets),
-        "body": _clean(_body(payload), secrets),
+        "body": _clean(parse_body(payload), secrets),
     }
 
 

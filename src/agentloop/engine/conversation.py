@@ -21,7 +21,7 @@ from agentloop.engine.dispatch import Dispatcher
 from agentloop.engine.guards import SafetyState
 from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import Measured, RunOptions, RunState
-from agentloop.errors import InvalidInput, MemoryBackendError
+from agentloop.errors import ConfigurationError, InvalidInput, MemoryBackendError
 from agentloop.messages import Message, UserInput
 from agentloop.model import ModelClient, is_append_only
 from agentloop.observers import EventBus
@@ -63,6 +63,8 @@ class Conversation(Generic[OutputT]):
         self._children: dict[str, Any] | None = None
         self._paused_options: dict[str, Any] | None = None
         """A paused run's own settings and budget (``run(model_settings=, usage_limits=)``)."""
+        self._run_toolsets: dict[str, tuple[Any, ...]] = {}
+        """``run(toolsets=...)``'s, by run id: its continuations here keep them (this process)."""
         """Paused child sessions (``as_tool``) by the parent's call id, while this process lives."""
         self._bus = EventBus(agent._observers, session_id)
         self.safety = SafetyState(agent.config, self._bus, agent.clock, breakers=agent.breakers)
@@ -170,6 +172,7 @@ class Conversation(Generic[OutputT]):
         ``stream``: ask the provider for streamed replies (``stream()`` does); ``options``:
         this run's model settings and budget instead of the config's.
         """
+        toolsets = self._own_toolsets(options)
         message = Message.from_input(input)  # InvalidInput says what fits
         if not isinstance(input, str):
             input = tuple(input)  # the run keeps what was given
@@ -188,6 +191,8 @@ class Conversation(Generic[OutputT]):
         known = self._measured
         if known is not None and not known.holds(history):
             known = self._measured = None
+        if toolsets or self._run_toolsets:  # run(toolsets=...): this run's, kept to continue
+            self._run_toolsets = {run.id: toolsets} if toolsets else {}
         state = self._new_state(run, transcript, base, deps, cancels, known)
         self._bus.turn = 0
         state.stream = stream
@@ -195,13 +200,23 @@ class Conversation(Generic[OutputT]):
             if options.model_settings is not None:
                 state.settings = options.model_settings
             state.budget = options.usage_limits
-            if options.toolsets:  # run(toolsets=...): added for this run
-                self._plan(state, swap_of(self.agent), options.toolsets)
         self._keep_drop_block(state)
         if listener is not None:
             state.listener = listener
             self._bus.attach(listener)
         return state
+
+    def _own_toolsets(self, options: RunOptions | None) -> tuple[Any, ...] | None:
+        """``run(toolsets=...)``'s; a batch agent refuses them (``poll`` continues elsewhere)."""
+        toolsets = options.toolsets if options is not None else None
+        if toolsets and self.agent.config.batch:
+            raise ConfigurationError(
+                "run(toolsets=...) on a batch agent: its turns continue in agentloop.batch.poll, "
+                "which has the agent's own toolsets only; give them to the agent, "
+                "Agent(..., toolsets=[...])",
+                field="toolsets",
+            )
+        return tuple(toolsets) if toolsets else None
 
     @property
     def loaded_tools(self) -> frozenset[str]:
@@ -310,8 +325,9 @@ class Conversation(Generic[OutputT]):
             measured=known,
         )
         state.events = ClientEventBridge(run, self._bus, self.safety.limits, state)
-        if agent._sets or (registry or agent.registry).deferring or swap is not None:
-            self._plan(state, swap)
+        extra = self._run_toolsets.get(run.id, ())  # run(toolsets=...), its continuations too
+        if agent._sets or (registry or agent.registry).deferring or swap is not None or extra:
+            self._plan(state, swap, extra)
         if _appends_only(agent, client, transcript):
             self._append_only(state)  # SPEC 28 (a base opens the history: append-only it stays)
         if agent.config.batch:  # each model turn through the provider's batch API (SPEC 25)

@@ -131,7 +131,8 @@ def reopen_paused(
             stored = durable.load_run(run.id)
             if stored is not None:
                 run = _adopted(session, run, stored.run)
-        checked = _decisions(active_agent(session.agent, run.last_agent), run, decisions)
+        agent = active_agent(session.agent, run.last_agent)
+        checked = _decisions(agent, run, decisions, run.id in session._run_toolsets)
         at = session.agent.clock.time()
         if not _recorded(run):
             run.decisions.append(
@@ -165,8 +166,14 @@ def _recorded(run: Run[Any]) -> bool:
     return all(p.id in last for p in run.pending)
 
 
-def _decisions(agent: Any, run: Run[Any], decisions: object) -> dict[str, Decision]:
-    """The decisions to apply: the given ones (checked), or those recorded before a crash."""
+def _decisions(
+    agent: Any, run: Run[Any], decisions: object, per_call: bool = False
+) -> dict[str, Decision]:
+    """The decisions to apply: the given ones (checked), or those recorded before a crash.
+
+    ``per_call``: the run has toolsets of its own (``run(toolsets=...)``, kept by its session),
+    which resolve per call: the continued run judges its tools, as for an agent's toolsets.
+    """
     if not run.pending:
         raise InvalidInput(
             f"run {run.id} is not paused: continue_run(decisions=...) answers a paused run's "
@@ -181,7 +188,8 @@ def _decisions(agent: Any, run: Run[Any], decisions: object) -> dict[str, Decisi
             )
         recorded = run.decisions[-1]["decisions"]
         again = {p.id: decision_from_dict(recorded[p.id]) for p in run.pending}
-        check_agent_tools(agent, run.pending, again)  # recorded, but not spent on nothing
+        if not per_call:
+            check_agent_tools(agent, run.pending, again)  # recorded, but not spent on nothing
         return again
     if decisions is None:
         ids = ", ".join(repr(p.id) for p in run.pending)
@@ -190,7 +198,8 @@ def _decisions(agent: Any, run: Run[Any], decisions: object) -> dict[str, Decisi
             "continue_run(decisions={call_id: Approve() | Deny() | Edit(...) | Answer(...)})"
         )
     checked = check_decisions(run.pending, decisions)
-    check_agent_tools(agent, run.pending, checked)
+    if not per_call:
+        check_agent_tools(agent, run.pending, checked)
     return checked
 
 
@@ -262,7 +271,7 @@ async def ready_to_continue(session: Any, decisions: object, deps: Any) -> Any:
         if decisions is not None:
             if _recorded(last):  # decided elsewhere: reopen_paused says so (the lease first)
                 return deps
-            _decisions(agent, last, decisions)
+            _decisions(agent, last, decisions, last.id in session._run_toolsets)
     if callable(deps):
         deps = deps(last)
         if inspect.isawaitable(deps):

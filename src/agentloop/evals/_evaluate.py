@@ -6,9 +6,11 @@ evaluator that raises or outlives ``evaluator_timeout`` is an ``evaluator_failur
 (``<ExcType>: <message>`` / ``timed out after Ns``). Neither is ever a pass.
 
 An ``Agent`` task runs as ``agent.run(inputs, history=[])`` (a fresh conversation per case;
-the agent's ``memory``, if any, is shared by every case). A callable task may be sync (run in a
-worker thread, so it may call ``run_sync``) or async. The runs started inside a case's task
-(``_util.run_sink``) are the case's runs: its usage, cost, run ids and trajectory.
+the agent's ``memory``, if any, is shared by every case); a batch agent's (SPEC 25) in a fresh
+session of its own, since its run waits in the store: the case fails with ``RunWaiting``. A
+callable task may be sync (run in a worker thread, so it may call ``run_sync``) or async. The
+runs started inside a case's task (``_util.run_sink``) are the case's runs: its usage, cost, run
+ids and trajectory.
 """
 
 from __future__ import annotations
@@ -145,7 +147,10 @@ async def _run_task(task: Any, inputs: Any) -> Any:
     from agentloop.engine.agent import Agent
 
     if isinstance(task, Agent):
-        run = await task.run(inputs, history=[])
+        if task.config.batch:  # a batch run waits in the store: a fresh session of its own
+            run = await task.session().run(inputs)
+        else:
+            run = await task.run(inputs, history=[])
         if run.paused:
             raise RunPaused(f"the run paused for {len(run.pending)} pending call(s)")
         # section 25's waiting runs (asked on the class: a Run's __getattr__ suggests names)

@@ -5,8 +5,9 @@ OpenAI: the requests as a JSONL file (``POST /v1/files``, purpose ``batch``), th
 batch's output and error files. Anthropic: ``POST /v1/messages/batches``; results as JSONL at
 the batch's ``results_url``. Each request's body is the one the client would send synchronously
 (its own encoder), each result is parsed by the client's own reply parser, and each failure is
-classified as its status and body would be synchronously (SPEC 8). Requests go over the
-client's headers (its key) with aiohttp, the package's HTTP library.
+classified as its status and body would be synchronously (SPEC 8). Every call goes through
+the client's own ``HttpTransport`` (``providers._http_calls``: its session, headers, proxy, TLS,
+redaction), and so through an active cassette (SPEC 23) as its model requests do.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentloop._util.slots import record
 from agentloop.errors import (
@@ -26,10 +27,10 @@ from agentloop.errors import (
 )
 from agentloop.model import ModelClient, ModelRequest, ModelResponse
 
-if TYPE_CHECKING:
-    import aiohttp
+__all__ = ["RESULTS_LIMIT", "Outcome", "Submitted", "batch_client", "fetch", "submit"]
 
-__all__ = ["Outcome", "Submitted", "batch_client", "fetch", "submit"]
+RESULTS_LIMIT = 256 * 1024 * 1024
+"""Largest results file read, in bytes (a model reply's limit is 10 MiB; a batch holds many)."""
 
 
 @record
@@ -90,80 +91,52 @@ def _body(client: Any, request: ModelRequest) -> Any:
     return json.loads(payload)
 
 
-def _session(client: Any) -> aiohttp.ClientSession:
-    import aiohttp
-
-    transport = client._transport
-    return aiohttp.ClientSession(
-        headers=dict(transport._headers),
-        timeout=aiohttp.ClientTimeout(total=transport._timeout),
-    )
-
-
 async def submit(client: Any, items: Sequence[tuple[str, ModelRequest]]) -> Submitted:
     """One batch of ``items`` (``(custom_id, request)``); raises as a synchronous call would."""
     from agentloop.providers.anthropic.client import AnthropicClient
 
-    async with _session(client) as http:
-        if isinstance(client, AnthropicClient):
-            requests = [{"custom_id": c, "params": client._payload(r, False)} for c, r in items]
-            body = await _json(
-                client, http, "POST", f"{client.url}/batches", {"requests": requests}
-            )
-        else:
-            body = await _openai_submit(client, http, items)
+    if isinstance(client, AnthropicClient):
+        requests = [{"custom_id": c, "params": client._payload(r, False)} for c, r in items]
+        body = await _json(client, "POST", f"{client.url}/batches", {"requests": requests})
+    else:
+        body = await _openai_submit(client, items)
     return Submitted(client.provider, str(body["id"]), time.time())
 
 
-async def _openai_submit(
-    client: Any, http: aiohttp.ClientSession, items: Sequence[tuple[str, ModelRequest]]
-) -> dict[str, Any]:
-    import aiohttp
-
+async def _openai_submit(client: Any, items: Sequence[tuple[str, ModelRequest]]) -> dict[str, Any]:
     lines = []
     endpoint = _endpoint(client)
     for custom_id, request in items:
         line = {"custom_id": custom_id, "method": "POST", "url": endpoint}
         lines.append(json.dumps({**line, "body": _body(client, request)}))
-    form = aiohttp.FormData()
-    form.add_field("purpose", "batch")
-    form.add_field("file", ("\n".join(lines) + "\n").encode(), filename="batch.jsonl")
+    jsonl = ("\n".join(lines) + "\n").encode()
+    form = {"purpose": "batch", "file": ("batch.jsonl", jsonl)}
     base = _openai_base(client)
-    uploaded = await _json(client, http, "POST", f"{base}/files", form)
+    uploaded = await _json(client, "POST", f"{base}/files", form=form)
     create = {
         "input_file_id": uploaded["id"],
         "endpoint": endpoint,
         "completion_window": "24h",
     }
-    return await _json(client, http, "POST", f"{base}/batches", create)
+    return await _json(client, "POST", f"{base}/batches", create)
 
 
 async def _json(
-    client: Any, http: aiohttp.ClientSession, method: str, url: str, data: Any
+    client: Any, method: str, url: str, payload: Any = None, *, form: Any = None
 ) -> dict[str, Any]:
-    """One batch API call; a failure status is the error a synchronous call would raise."""
-    from agentloop.providers._classify import error_for_status
+    """One batch API call through the client's transport (and a cassette); a failure raises."""
+    from agentloop.providers._http_calls import call
 
-    kwargs: dict[str, Any] = {"json": data} if isinstance(data, dict) else {"data": data}
-    async with http.request(method, url, **kwargs) as response:
-        text = await response.text()
-        if response.status >= 300:
-            headers = {k.lower(): v for k, v in response.headers.items()}
-            raise error_for_status(
-                response.status,
-                headers,
-                text,
-                provider=client.provider,
-                secrets=client._transport.secrets,
-                url=url,
-            )
-        value = json.loads(text) if text.strip() else {}
-        return value if isinstance(value, dict) else {"lines": text}
+    reply = await call(client._transport, method, url, payload=payload, form=form)
+    return reply.data if isinstance(reply.data, dict) else {}
 
 
-async def _text(client: Any, http: aiohttp.ClientSession, url: str) -> str:
-    async with http.get(url) as response:
-        return await response.text()
+async def _text(client: Any, url: str) -> str:
+    """A results file: JSONL, as large as the provider makes it (``RESULTS_LIMIT``)."""
+    from agentloop.providers._http_calls import call
+
+    reply = await call(client._transport, "GET", url, limit=RESULTS_LIMIT)
+    return str(reply.text)
 
 
 async def fetch(client: Any, batch_id: str) -> dict[str, Outcome] | None:
@@ -174,17 +147,14 @@ async def fetch(client: Any, batch_id: str) -> dict[str, Outcome] | None:
     """
     from agentloop.providers.anthropic.client import AnthropicClient
 
-    async with _session(client) as http:
-        if isinstance(client, AnthropicClient):
-            return await _anthropic_fetch(client, http, batch_id)
-        return await _openai_fetch(client, http, batch_id)
+    if isinstance(client, AnthropicClient):
+        return await _anthropic_fetch(client, batch_id)
+    return await _openai_fetch(client, batch_id)
 
 
-async def _openai_fetch(
-    client: Any, http: aiohttp.ClientSession, batch_id: str
-) -> dict[str, Outcome] | None:
+async def _openai_fetch(client: Any, batch_id: str) -> dict[str, Outcome] | None:
     base = _openai_base(client)
-    batch = await _json(client, http, "GET", f"{base}/batches/{batch_id}", None)
+    batch = await _json(client, "GET", f"{base}/batches/{batch_id}")
     status = batch.get("status")
     if status in ("validating", "in_progress", "finalizing", "cancelling"):
         return None
@@ -194,7 +164,7 @@ async def _openai_fetch(
     outcomes: dict[str, Outcome] = {}
     for key in ("output_file_id", "error_file_id"):
         if batch.get(key):
-            text = await _text(client, http, f"{base}/files/{batch[key]}/content")
+            text = await _text(client, f"{base}/files/{batch[key]}/content")
             for line in filter(str.strip, text.splitlines()):
                 item = json.loads(line)
                 outcomes[str(item["custom_id"])] = _openai_outcome(client, item)
@@ -229,13 +199,11 @@ def _openai_outcome(client: Any, item: dict[str, Any]) -> Outcome:
     return Outcome(reply=reply)
 
 
-async def _anthropic_fetch(
-    client: Any, http: aiohttp.ClientSession, batch_id: str
-) -> dict[str, Outcome] | None:
-    batch = await _json(client, http, "GET", f"{client.url}/batches/{batch_id}", None)
+async def _anthropic_fetch(client: Any, batch_id: str) -> dict[str, Outcome] | None:
+    batch = await _json(client, "GET", f"{client.url}/batches/{batch_id}")
     if batch.get("processing_status") != "ended":
         return None
-    text = await _text(client, http, str(batch["results_url"]))
+    text = await _text(client, str(batch["results_url"]))
     outcomes: dict[str, Outcome] = {}
     for line in filter(str.strip, text.splitlines()):
         item = json.loads(line)

@@ -20,12 +20,10 @@ The connection opens at the first request, in the worker thread that makes it; e
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from agentloop.errors import MemoryBackendError
 from agentloop.fleet._backends import Ask, KeyView, Verdict, decide
 from agentloop.fleet._limits import Sent, guard
 
@@ -37,6 +35,8 @@ __all__ = ["STALE_SECONDS", "SQLBackend", "dsn_secrets", "redacted_dsn"]
 STALE_SECONDS = 10.0
 """A queued waiter not seen for this long is dropped (its process died or hung)."""
 
+RATE_SCHEMA_VERSION = 1
+"""The governor's tables' layout (``agentloop_meta`` key ``rate_schema_version``)."""
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS agentloop_rate_keys (key TEXT PRIMARY KEY, closed_until {real} "
     "NOT NULL)",
@@ -112,27 +112,28 @@ class SQLBackend:
             return self._store
 
     def _first_open(self) -> SQLStore:
-        """Open the store and create the tables, retrying twice on PostgreSQL.
+        """Open the store and create the tables once per version (``store._ddl``).
 
-        Processes starting together race on PostgreSQL's catalog (``CREATE ... IF NOT EXISTS``
-        is not atomic there).
+        Processes starting together take turns on PostgreSQL's advisory lock; an open of a
+        database whose tables are current runs no DDL beside other processes' admissions.
         """
+        from agentloop.store._ddl import ensure_schema
+
         store = self._open_store()
-        if _has_tables(store):  # no DDL beside other processes' admissions (their locks)
-            return store
         real, seq = _PG_TYPES if self._postgres else ("REAL", "INTEGER PRIMARY KEY")
-        for attempt in range(3):
-            try:
-                with store.transaction("creating the governor's tables") as tx:
-                    for statement in _TABLES:
-                        tx.run(statement.format(real=real, seq=seq))
-                return store
-            except MemoryBackendError:
-                if attempt == 2 or not self._postgres:
-                    store.close()
-                    raise
-                time.sleep(0.05 * (attempt + 1))
-        raise AssertionError("unreachable")  # pragma: no cover
+        try:
+            ensure_schema(
+                store,
+                key="rate_schema_version",
+                version=RATE_SCHEMA_VERSION,
+                statements=[statement.format(real=real, seq=seq) for statement in _TABLES],
+                postgres=self._postgres,
+                what="the governor's tables",
+            )
+        except BaseException:
+            store.close()
+            raise
+        return store
 
     def _lock(self, tx: Transaction, keys: Sequence[str]) -> tuple[float, dict[str, float]]:
         """Lock ``keys`` (PostgreSQL: their rows, in key order); the time and their closings."""
@@ -232,16 +233,6 @@ class SQLBackend:
             store, self._store = self._store, None
         if store is not None:
             store.close()
-
-
-def _has_tables(store: SQLStore) -> bool:
-    """Whether the governor's tables are there already (the last one created is)."""
-    try:
-        with store.transaction("looking for the governor's tables") as tx:
-            tx.rows("SELECT ticket FROM agentloop_rate_queue WHERE 1 = 0")
-    except MemoryBackendError:
-        return False
-    return True
 
 
 def _gone(row: Sent, held: float, now: float) -> bool:

@@ -55,7 +55,6 @@ _TABLES = (
     "ON agentloop_memory (namespace, updated_at)",
 )
 _COLUMNS = "id, namespace, text, tags, created_at, updated_at"
-_LOCK_KEY = 0x6167_6D65  # an advisory lock: two processes never create the tables at once
 _MAX_POSITION = 16383
 
 
@@ -79,6 +78,32 @@ def _item(row: Sequence[Any], score: float | None = None) -> MemoryItem:
 
 def _utc(moment: datetime) -> datetime:
     return utc(moment)
+
+
+class _Schema:
+    """The store as ``store._ddl.ensure_schema`` takes one: transactions of ``?`` statements."""
+
+    name = "PostgresMemoryStore"
+
+    def __init__(self, store: PostgresMemoryStore) -> None:
+        self._store = store
+
+    @contextmanager
+    def _open(self, what: str, *, write: bool) -> Iterator[_Statements]:
+        with self._store._transaction(what) as cursor:
+            yield _Statements(cursor)
+
+
+class _Statements:
+    def __init__(self, cursor: Any) -> None:
+        self._cursor = cursor
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self._cursor.execute(sql.replace("?", "%s"), params)
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        self._cursor.execute(sql.replace("?", "%s"), params)
+        return list(self._cursor.fetchall())
 
 
 class PostgresMemoryStore(BaseMemoryStore):
@@ -111,10 +136,16 @@ class PostgresMemoryStore(BaseMemoryStore):
         except psycopg.Error as exc:
             raise MemoryBackendError(f"PostgresMemoryStore: cannot connect: {exc}") from exc
         try:
-            with self._transaction("create tables") as cursor:
-                cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
-                for statement in _TABLES:
-                    cursor.execute(statement)
+            from agentloop.store._ddl import ensure_schema
+
+            ensure_schema(
+                _Schema(self),
+                key="memory_schema_version",
+                version=1,
+                statements=_TABLES,
+                postgres=True,
+                what="the memory tables",
+            )  # once per version, never beside running writes (store._ddl)
         except BaseException:
             self._conn.close()
             raise

@@ -98,6 +98,7 @@ __all__ = [
     "SSEStream",
     "classify_exception",
     "error_for_status",
+    "form_data",
     "invalid_body",
     "is_context_overflow",
     "parse_error_body",
@@ -369,20 +370,6 @@ class HttpTransport:
             ) from exc
         return HttpResponse(response.status, resp_headers, data, text, request_id)
 
-    async def send_json(
-        self, url: str, payload: Mapping[str, Any] | bytes, headers: Mapping[str, str] | None
-    ) -> HttpResponse:
-        """``post_json`` over the network, whatever cassette is active (the cassette's own send).
-
-        The cassette is set aside for this call only, so ``post_json`` (the hot path) pays one
-        context-variable read and no extra await when no cassette is active.
-        """
-        token = TAPE.set(None)
-        try:
-            return await self.post_json(url, payload, headers=headers)
-        finally:
-            TAPE.reset(token)
-
     def stream_sse(
         self,
         url: str,
@@ -395,6 +382,19 @@ class HttpTransport:
         if tape is not None:
             return tape.stream_sse(self, url, payload, headers)  # type: ignore[no-any-return]
         return SSEStream(self, url, payload, headers)
+
+
+def form_data(form: Mapping[str, str | tuple[str, bytes]]) -> aiohttp.FormData:
+    """A multipart form (``_http_calls``): a field's text, or a file as ``(filename, content)``."""
+    import aiohttp
+
+    data = aiohttp.FormData()
+    for name, value in form.items():
+        if isinstance(value, str):
+            data.add_field(name, value)
+        else:
+            data.add_field(name, value[1], filename=value[0])
+    return data
 
 
 def _bearer_tokens(values: Iterable[str]) -> list[str]:

@@ -2,7 +2,8 @@
 
 ``agentloop.cassettes.use_cassette`` sets ``TAPE`` for the block (the task that entered it and
 the tasks it creates, as asyncio copies the context); ``HttpTransport.post_json`` and
-``stream_sse``, and ``_bytestream.event_stream`` (AWS event streams: Bedrock's
+``stream_sse``, ``_http_calls.call`` (a transport's other calls: the batch APIs' uploads, status
+reads and downloads) and ``_bytestream.event_stream`` (AWS event streams: Bedrock's
 ``ConverseStream``), hand the request to it instead of sending it themselves. With no cassette
 active the cost is one ``ContextVar.get`` per request, and nothing of the cassettes is imported.
 """
@@ -42,6 +43,18 @@ class Tape(Protocol):
         headers: Mapping[str, str] | None,
     ) -> Any:
         """An SSE stream that replays recorded events, or records the real one's."""
+        ...
+
+    async def call(
+        self,
+        transport: Any,
+        method: str,
+        url: str,
+        payload: Mapping[str, Any] | None,
+        form: Any,
+        limit: int | None,
+    ) -> Any:
+        """Answer (replay) or send and keep (record) another API call (``_http_calls``)."""
         ...
 
     def stream_events(

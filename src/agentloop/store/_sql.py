@@ -67,6 +67,8 @@ class SQLStore(Closing):
 
     name: ClassVar[str] = "store"
     schema: ClassVar[tuple[str, ...]] = ()
+    postgres: ClassVar[bool] = False
+    """Whether the database is PostgreSQL (its DDL takes the advisory lock, ``_ddl``)."""
 
     def __init__(self, *, driver_errors: tuple[type[BaseException], ...]) -> None:
         self._driver_errors = driver_errors
@@ -113,26 +115,21 @@ class SQLStore(Closing):
             ) from exc
 
     def _create_schema(self) -> None:
-        """Create missing tables; upgrade an older layout; refuse a newer one."""
-        with self._open("creating the schema", write=True) as tx:
-            tx.run(
-                "CREATE TABLE IF NOT EXISTS agentloop_meta "
-                "(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-            )
-            rows = tx.rows("SELECT value FROM agentloop_meta WHERE key = 'schema_version'")
-            found = int(rows[0][0]) if rows else SCHEMA_VERSION
-            if found > SCHEMA_VERSION:
-                raise MemoryBackendError(
-                    f"{self.name}: the store was written with schema version {found}, newer than "
-                    f"this agentloop's {SCHEMA_VERSION}; upgrade agentloop to open it"
-                )
-            for statement in self.schema:
-                tx.run(statement)
-            tx.run(
-                "INSERT INTO agentloop_meta VALUES ('schema_version', ?) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (str(SCHEMA_VERSION),),
-            )
+        """Create missing tables; upgrade an older layout; refuse a newer one (``_ddl``).
+
+        An open of a store whose version is current runs no DDL (nothing waits behind the
+        transactions of the processes already using it).
+        """
+        from agentloop.store._ddl import ensure_schema
+
+        ensure_schema(
+            self,
+            key="schema_version",
+            version=SCHEMA_VERSION,
+            statements=self.schema,
+            postgres=self.postgres,
+            what="the store",
+        )
 
     def _check_schema(self) -> None:
         """A read-only open: the database must hold our runs table; nothing is created or set."""

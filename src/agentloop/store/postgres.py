@@ -65,6 +65,7 @@ class PostgresStore(SQLStore):
     """
 
     name: ClassVar[str] = "PostgresStore"
+    postgres: ClassVar[bool] = True
     schema = _SCHEMA
 
     def __init__(self, dsn: str, *, connect_timeout: float = 10.0, read_only: bool = False) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from agentloop.errors import AuthError, ConfigurationError
@@ -38,6 +38,14 @@ class AwsAuth:
         self.region = region
         self.bearer = bearer
         self.credentials = credentials
+        self._watchers: list[Callable[[str], None]] = []
+
+    def watch(self, add_secret: Callable[[str], None]) -> None:
+        """Tell ``add_secret`` (a transport's) each credential value a request signs with.
+
+        A refresh mints new ones (a renewed role's session token): redacted from then on.
+        """
+        self._watchers.append(add_secret)
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -58,6 +66,9 @@ class AwsAuth:
             frozen = await asyncio.to_thread(self.frozen)
         else:
             frozen = self.frozen()
+        for add_secret in self._watchers:
+            for value in (frozen.secret_key, frozen.token, frozen.access_key):
+                add_secret(value or "")
         return sign(frozen, self.region, url, body, base)
 
     def frozen(self) -> Any:

@@ -114,6 +114,7 @@ class BedrockClient(HttpClient):
             secrets=auth.secrets,
             max_connections=max_connections,
         )
+        auth.watch(self._transport.add_secret)  # refreshed credentials are redacted too
 
     @property
     def append_only(self) -> bool:
