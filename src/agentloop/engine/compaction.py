@@ -76,13 +76,13 @@ class ContextGuard:
         self._force = False
         self.server_side = False
         self.in_transcript = False
-        self.lead: tuple[Message, ...] = ()
-        """Checked before the messages, never measured: a filtered handoff's base on an
-        append-only conversation (SPEC 26, 28), which travels as the view's system and tools."""
         """The system prompt and tools travel in the transcript (an append-only conversation's
         base and entries, SPEC 28): they are counted there, not again as overhead."""
         """The provider compacts (SPEC 28's server-side compaction): the local compactor never
         runs and the estimate counts from the last ``compaction`` part."""
+        self.lead: tuple[Message, ...] = ()
+        """Checked before the messages, never measured: a filtered handoff's base on an
+        append-only conversation (SPEC 26, 28), which travels as the view's system and tools."""
 
     def start(
         self,
