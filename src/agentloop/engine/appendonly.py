@@ -104,7 +104,7 @@ class AppendOnly:
         if history and is_base(history[0]):
             self._read(state.transcript)  # a continued run's own entries count too
             if self.sub is not None:  # a paused filtered handoff's own conversation goes on
-                self._go_on(*self.sub, state.transcript[state.shown[1] :])
+                self._go_on(*self.sub, state.transcript[state.shown.since :])
         else:
             self._new(session, state)
         if self.recall:  # SPEC 27: this run's recall joins the instructions after the base

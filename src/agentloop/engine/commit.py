@@ -52,7 +52,8 @@ def commit_run(
         session._history.extend(state.transcript[state.base : -1])  # all but the paused reply
     elif error is None:
         session._history.extend(state.pending)
-        session._measured = state.guard.measured(session._history, state.call_ids)
+        if state.shown is None:  # a filtered handoff's guard measured its view, not this
+            session._measured = state.guard.measured(session._history, state.call_ids)
     elif isinstance(error, _CANNOT_FIT):
         run.unfinished_input = run.input
     else:

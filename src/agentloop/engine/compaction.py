@@ -80,6 +80,9 @@ class ContextGuard:
         base and entries, SPEC 28): they are counted there, not again as overhead."""
         """The provider compacts (SPEC 28's server-side compaction): the local compactor never
         runs and the estimate counts from the last ``compaction`` part."""
+        self.lead: tuple[Message, ...] = ()
+        """Checked before the messages, never measured: a filtered handoff's base on an
+        append-only conversation (SPEC 26, 28), which travels as the view's system and tools."""
 
     def start(
         self,
@@ -112,6 +115,23 @@ class ContextGuard:
         meter.add_counted(known.tokens)
         checker.resume(*known.checker)
         checker.extend(transcript[known.length :])
+
+    def restart(
+        self,
+        messages: Sequence[Message],
+        system: str | None,
+        specs: Sequence[ToolSpec],
+        lead: tuple[Message, ...] = (),
+    ) -> None:
+        """Measure and check ``messages`` afresh with this overhead (a filtered handoff's view).
+
+        ``lead``: what the checker reads first (see ``self.lead``).
+        """
+        self.lead = lead
+        self.meter.reset(messages, system, specs)
+        self.checker.reset([*lead, *messages])
+        if self.server_side:
+            self.meter.replace(messages[_last_compaction(messages) :])
 
     def measured(self, history: list[Message], call_ids: set[str]) -> Measured:
         """What this run's transcript, committed whole as ``history``, measured at the end."""
@@ -164,21 +184,23 @@ class ContextGuard:
         if self._salvaged_turn == state.turn_index:
             raise ContextExceeded(max(self.meter.total, window + 1), window) from error
         self._salvaged_turn = state.turn_index
-        self._force = len(state.transcript) > 1
+        self._force = len(state.sent()) > 1
 
     async def _compact(self, state: RunState, reason: str, commit: Commit) -> None:
+        """One pass over what is sent: the transcript, or a filtered handoff's view (26)."""
         state.check_cancel()
         before = self.meter.total
-        if not await self._hooks_allow(state.transcript, before):
+        messages = state.sent()
+        if not await self._hooks_allow(messages, before):
             self._no_progress(reason, before, before)
             return
         target = max(0, self.policy.target - self.meter.overhead)
         counter = self.meter.counter
         try:
-            compacted = without_old_media(state.transcript)  # old media go before old text
+            compacted = without_old_media(messages)  # old media go before old text
             if compacted is None or sum(map(counter.count_message, compacted)) > target:
                 compacted = await self.config.compactor.compact(
-                    compacted or list(state.transcript), target_tokens=target, counter=counter
+                    compacted or list(messages), target_tokens=target, counter=counter
                 )
         except Exception as exc:
             error = CompactionFailed(before, self.config.context_window, cause=exc)
@@ -187,7 +209,7 @@ class ContextGuard:
         if state.appendonly is not None:  # SPEC 28: entries stay, no stale thinking is sent
             from agentloop.engine.appendonly import kept_after_compaction
 
-            compacted = kept_after_compaction(state.transcript, compacted)
+            compacted = kept_after_compaction(messages, compacted)
         after = self.meter.overhead + sum(self.meter.counter.count_message(m) for m in compacted)
         if after >= before or not compacted:
             self._no_progress(reason, after, before)
@@ -196,9 +218,14 @@ class ContextGuard:
             error_ = ContextExceeded(after, self.config.context_window)
             self.observers.emit(ev.CompactionFailed(state.run.id, state.turn_index, error_))
             raise error_
-        commit(compacted)
+        if state.shown is None:
+            commit(compacted)
+        else:  # the view's head now; the history keeps every message (engine.views)
+            from agentloop.engine.views import compacted as view_compacted
+
+            view_compacted(state, compacted, commit)
         self.meter.replace(compacted)
-        self.checker.reset(compacted)
+        self.checker.reset([*self.lead, *compacted])
         self.observers.emit(ev.Compacted(state.run.id, state.turn_index, before, after))
 
     def _no_progress(self, reason: str, after: int, before: int) -> None:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
 from agentloop.engine.instructions import evaluate
+from agentloop.engine.views import View, measure, restored, stored
 from agentloop.errors import ConfigurationError, HandoffLimitExceeded, ToolError
 from agentloop.handoffs import Handoff, handoff_name
 from agentloop.messages import Message, ThinkingPart
@@ -198,7 +199,9 @@ def take_over(session: Any, state: RunState) -> None:
         if state.appendonly is not None:  # a new conversation (SPEC 26, 28): the receiver's base
             shown = [m for m in shown if m.role != "system"]
             state.appendonly.rebase(own, state.offer.specs)
-        state.shown = (shown, len(state.transcript))
+        at = len(state.transcript)
+        state.shown = View(shown, at, at)
+        measure(state)  # the view is what is sent: the guard measures it (engine.views)
     bus = session._bus
     bus.agent = handoff.name
     if bus.active:
@@ -288,11 +291,10 @@ def active_agent(agent: Any, name: str | None) -> Any:
 
 def paused_view(state: RunState) -> dict[str, Any]:
     """What a pause keeps of a receiver: its instructions and a filtered handoff's view."""
-    shown = state.shown
+    view = state.shown
     kept: dict[str, Any] = {"agent_system": state.system}
-    if shown is not None:
-        kept["shown"] = [m.to_dict() for m in shown[0]]
-        kept["shown_at"] = shown[1]
+    if view is not None:
+        kept.update(stored(view))
         if state.appendonly is not None:  # the receiver's own conversation (SPEC 28)
             kept["shown_base"] = state.appendonly.base_text
     return kept
@@ -308,9 +310,8 @@ def resume_in(session: Any, state: RunState, paused: Mapping[str, Any]) -> None:
     stored = system is not None
     _rule(session, state, receiver, name, system if stored else receiver._system(), stored)
     session._bus.agent = name
-    view = paused.get("shown")
+    state.shown = view = restored(paused)
     if view is not None:
-        state.shown = ([Message.from_dict(m) for m in view], int(paused["shown_at"]))
         if state.appendonly is not None:  # read again when the run opens (AppendOnly.open)
             state.appendonly.sub = (paused.get("shown_base"), state.offer.specs)
 
@@ -324,8 +325,9 @@ def view_ended(session: Any, state: RunState) -> None:
     """
     from agentloop.engine.appendonly import without_thinking
 
-    history = session._history
-    at = state.shown[1]
+    history, view = session._history, state.shown
+    assert view is not None
+    at = view.since  # from the handoff on, whatever a compaction of the view did since
     after = history[at:]
     kept = [m for m in map(without_thinking, after) if m is not None]
     if len(kept) == len(after) and all(a is b for a, b in zip(kept, after, strict=True)):

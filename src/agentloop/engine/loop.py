@@ -154,6 +154,8 @@ class RunLoop:
         state.guard.start(state.transcript, state.offer.specs, state.measured)
         if state.appendonly is not None:  # SPEC 28: the conversation's base, built once
             state.appendonly.open(session, state)
+        if state.shown is not None:  # a paused filtered handoff's view is what is sent (26)
+            handoffs.measure(state)
         if self.guarding is not None and state.resuming is None:  # a continued run was checked
             await self.guarding.start()
 

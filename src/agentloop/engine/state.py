@@ -32,6 +32,7 @@ from agentloop.tools import ToolRegistry
 if TYPE_CHECKING:
     from agentloop import events as ev
     from agentloop.engine.appendonly import AppendOnly
+    from agentloop.engine.views import View
     from agentloop.provider_tools import ProviderTool
 else:  # the event classes load when somebody first listens
     ev = lazy_module("agentloop.events")
@@ -222,8 +223,8 @@ class RunState:
     """A handoff decided in this turn (``engine.handoffs.Transfer``), applied at its end."""
     handoffs: int = 0
     """Handoffs made so far (``RunConfig.max_handoffs``)."""
-    shown: Any = None
-    """After a filtered handoff: (the filter's messages, where the transcript goes on)."""
+    shown: View | None = None
+    """After a filtered handoff: what its receiver's requests send (``engine.views``)."""
 
     def __post_init__(self) -> None:
         self.boundary = self.base
@@ -253,6 +254,11 @@ class RunState:
         self.transcript.append(message)
         self.audit.append(message)
         self.guard.added(message)
+
+    def sent(self) -> list[Message]:
+        """What the next request sends of the transcript: all of it, or a filtered view."""
+        view = self.shown
+        return self.transcript if view is None else view.messages(self.transcript)
 
     def replace(self, messages: list[Message]) -> None:
         """Compaction committed ``messages``: they are history now, nothing is pending."""

@@ -119,12 +119,11 @@ def build_request(
     ``session_id`` (the agent's) lets adapters key the provider's prompt cache per session.
     """
     tools, conversation = state.offer.specs, state.appendonly
-    shown = state.shown  # after a filtered handoff: the filter's messages, then the rest
-    messages = state.transcript if shown is None else [*shown[0], *state.transcript[shown[1] :]]
+    messages = state.sent()  # after a filtered handoff: its view (engine.views)
     compact_at = None
     if conversation is not None:  # SPEC 28: the base travels as system and tools, every time
         tools, system = conversation.base_tools, conversation.base_text
-        if shown is None:  # a filtered handoff's view is a new conversation, without a base
+        if state.shown is None:  # a filtered handoff's view is a new conversation, without a base
             messages = messages[1:]
         compact_at = conversation.compact_at
     return ModelRequest(

@@ -1,0 +1,84 @@
+"""A filtered handoff's view (SPEC 26): what the receiver's requests send, measured and compacted.
+
+After a handoff with an ``input_filter`` the receiver's requests are a conversation of their
+own: the filter's messages, then every message the transcript gains after the handoff. A
+``View`` holds that (``RunState.shown``; ``RunState.sent()`` is what a request sends). The
+context guard measures the view, not the transcript, since the view is what is sent; a
+compaction pass (the threshold's, or the emergency one after a provider's context-length
+rejection) compacts the view: its result becomes the view's head and the view goes on from the
+transcript's end. The transcript itself is committed whole at that point (compaction is a
+commit point, and the committed history keeps every message, SPEC 26), so the session's
+history stays complete and valid. A pause keeps the view (``stored``) and its continuation
+reads it back (``restored``) with the same head and positions. Functions take the run's
+``RunState`` untyped: the state holds a ``View``, so this module does not import it back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agentloop.messages import Message
+
+__all__ = ["View", "compacted", "measure", "restored", "stored"]
+
+
+@dataclass(slots=True)
+class View:
+    """What a filtered handoff's receiver sees: ``head``, then ``transcript[at:]``."""
+
+    head: list[Message]
+    """The filter's messages (after a compaction of the view: its result)."""
+    at: int
+    """Where the transcript goes on after ``head`` (the handoff, or the last compaction)."""
+    since: int
+    """Where the receiver's own messages start in the transcript (the handoff)."""
+
+    def messages(self, transcript: list[Message]) -> list[Message]:
+        """The view's messages over ``transcript``: what a request sends."""
+        return [*self.head, *transcript[self.at :]]
+
+
+def measure(state: Any) -> None:
+    """The context guard measures the view anew (at the handoff, and when a paused run goes on).
+
+    Its overhead is what the receiver's requests send beside the messages: its system prompt
+    and tools, or on an append-only conversation (SPEC 28) its own base.
+    """
+    conversation = state.appendonly
+    if conversation is None:
+        state.guard.restart(state.sent(), state.guard.system, state.offer.specs)
+        return
+    from agentloop.engine.appendonly import base_message
+
+    system, specs = conversation.base_text, conversation.base_tools
+    base = base_message(system, specs)  # checked first, so the view's entries are entries
+    state.guard.restart(state.sent(), system, specs, (base,))
+
+
+def compacted(state: Any, messages: list[Message], commit: Callable[[list[Message]], None]) -> None:
+    """A pass compacted the view to ``messages``, its new head; the transcript commits whole."""
+    view = state.shown
+    assert view is not None
+    commit(list(state.transcript))
+    state.shown = View(list(messages), len(state.transcript), view.since)
+
+
+def stored(view: View) -> dict[str, Any]:
+    """What a pause keeps of the view (``restored`` reads it back)."""
+    return {
+        "shown": [m.to_dict() for m in view.head],
+        "shown_at": view.at,
+        "shown_since": view.since,
+    }
+
+
+def restored(paused: Mapping[str, Any]) -> View | None:
+    """The view a pause kept (None: the paused receiver had none)."""
+    head = paused.get("shown")
+    if head is None:
+        return None
+    at = int(paused["shown_at"])
+    since = paused.get("shown_since")  # kept since views are compacted; before, the handoff's
+    return View([Message.from_dict(m) for m in head], at, at if since is None else int(since))
