@@ -145,6 +145,12 @@ def listing(location: str, repeats: int) -> None:
     cli = best_ms(lambda: list_runs(console, location, None, None), repeats)
     command = [sys.executable, "-m", "agentloop", "runs", "--store", location]
     whole = best_ms(lambda: subprocess.run(command, capture_output=True, check=True), repeats)
+    with tempfile.TemporaryDirectory() as tmp:  # the same command on an empty store: its floor
+        from agentloop.store import SQLiteStore
+
+        SQLiteStore(Path(tmp) / "empty.db").close()
+        command[-1] = str(Path(tmp) / "empty.db")
+        floor = best_ms(lambda: subprocess.run(command, capture_output=True, check=True), repeats)
     app = ViewerApp(location)
     with TestClient(app, base_url="http://127.0.0.1") as client:
         page = best_ms(lambda: client.get("/").raise_for_status(), repeats)
@@ -152,7 +158,8 @@ def listing(location: str, repeats: int) -> None:
     app.close()
     devnull.close()
     print(f"  agentloop runs, in-process: {cli:9.1f} ms")
-    print(f"  agentloop runs, the command: {whole:8.1f} ms (interpreter start-up included)")
+    print(f"  agentloop runs, the command: {whole:8.1f} ms (start-up and imports included)")
+    print(f"  the command, empty store: {floor:11.1f} ms")
     print(f"  viewer GET /: {page:23.1f} ms")
     print(f"  viewer GET /?status=failed: {filtered:9.1f} ms (no run matches: every record read)")
 
@@ -163,9 +170,9 @@ def list_bench(runs: int, repeats: int, postgres: str | None) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "runs.db")
-        store = SQLiteStore(path)
-        fill(store, runs)
-        store.close()
+        lite = SQLiteStore(path)
+        fill(lite, runs)
+        lite.close()
         print(f"SQLite, {runs:,} runs ({os.path.getsize(path) / 2**20:.0f} MiB)")
         listing(path, repeats)
     if postgres:

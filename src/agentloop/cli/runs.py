@@ -16,7 +16,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentloop.cli.console import binary_placeholder
 from agentloop.cli.terminal import visible
 from agentloop.errors import AgentLoopError, AttemptRecord, InvalidInput, MemoryBackendError
 from agentloop.messages import ToolCallPart, ToolResultPart, input_text
@@ -355,6 +354,8 @@ def _show_turn(console: Console, turn: Turn, *, paused: bool = False) -> None:
     markup, and soft errors are printed whole (they are what the model read).
     """
     from rich.text import Text
+
+    from agentloop.cli.console import binary_placeholder  # rich's Markdown: `runs show` only
 
     soft = sum(r.is_error for r in turn.tool_results)
     counts = [f"{len(turn.tool_calls)} tool call{'s' * (len(turn.tool_calls) != 1)}"]

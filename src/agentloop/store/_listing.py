@@ -7,8 +7,9 @@ for the page's turns in flight and its resumptions (``run_id IN (...)``), never 
 only the page's records are parsed. ``RunPage.next`` is the cursor of the older page.
 
 A filter (``keep``) is applied to parsed runs (status, model and error class live inside the
-record), so a filtered page reads chunks of ``CHUNK`` rows until it is full or the store is
-exhausted: a filter that matches nothing reads every record once, as listing all runs did.
+record), so a filtered page reads chunks of ``CHUNK`` rows until it is full, the store is
+exhausted, or it has read ``scan`` rows (then ``next`` goes on from there): a page of a filter
+that matches nothing costs ``scan`` records, not the whole store.
 """
 
 from __future__ import annotations
@@ -60,14 +61,22 @@ def runs_page(
     limit: int,
     before: int | None,
     keep: Callable[[StoredRun | MemoryBackendError], bool] | None,
+    scan: int | None,
 ) -> RunPage:
-    """The newest ``limit`` runs older than cursor ``before`` that ``keep`` lets through."""
+    """The newest ``limit`` runs older than cursor ``before`` that ``keep`` lets through.
+
+    ``scan`` bounds the rows a filtered page reads: the page ends there, ``next`` going on.
+    """
     where, params = _where(session_id, None)
     total = int(tx.rows(f"SELECT COUNT(*) FROM agentloop_runs {where}", params)[0][0])
     found: list[Found] = []
-    cursor = before
+    cursor, read = before, 0
     while len(found) < limit:
+        if scan is not None and read >= scan:
+            return RunPage(found, total, cursor)
         want = limit - len(found) if keep is None else CHUNK
+        want = want if scan is None else min(want, scan - read)
+        read += want
         where, params = _where(session_id, cursor)
         rows = tx.rows(
             f"SELECT seq, {RUN_COLUMNS} FROM agentloop_runs {where} ORDER BY seq DESC LIMIT ?",
@@ -88,7 +97,8 @@ def runs_page(
 
 
 def _where(session_id: str | None, before: int | None) -> tuple[str, tuple[Any, ...]]:
-    tests, params = [], []
+    tests: list[str] = []
+    params: list[Any] = []
     if session_id is not None:
         tests.append("session_id = ?")
         params.append(session_id)

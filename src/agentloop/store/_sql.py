@@ -397,18 +397,26 @@ class SQLStore(Closing):
         limit: int = 50,
         before: int | None = None,
         keep: Callable[[StoredRun | MemoryBackendError], bool] | None = None,
+        scan: int | None = None,
     ) -> RunPage:
         """The newest ``limit`` runs (of ``session_id``, or all), newest first: one page.
 
         ``before`` is the ``next`` of the previous page (None: the newest runs); ``keep``
-        filters the runs read (a damaged record is passed to it as its error). Only the page's
-        records are read, by a keyset query, however many runs the store holds.
+        filters the runs read (a damaged record is passed to it as its error), reading at most
+        ``scan`` records for the page (None: until it is full). Only the page's records are
+        read, by a keyset query, however many runs the store holds.
         """
         if limit < 1:
             raise InvalidInput(f"limit must be at least 1, got {limit}")
         with self._open("listing runs", write=False) as tx:
             return runs_page(
-                tx, self._damaged, session_id=session_id, limit=limit, before=before, keep=keep
+                tx,
+                self._damaged,
+                session_id=session_id,
+                limit=limit,
+                before=before,
+                keep=keep,
+                scan=scan,
             )
 
     def load_run(self, run_id: str) -> StoredRun | None:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PAGE",
+    "SCAN",
     "STATUSES",
     "Cost",
     "Page",
@@ -56,6 +57,9 @@ STATUSES: tuple[Status, ...] = ("completed", "failed", "paused", "running")
 
 PAGE = 100
 """Runs on one page of the runs table (the newest first; the page links to older ones)."""
+
+SCAN = 2000
+"""Records a filtered page reads at most (a rare match: the page links on to older runs)."""
 
 
 @record
@@ -137,7 +141,7 @@ class StoreReader:
         with self._lock:
             try:
                 page = self._connected().page_runs(
-                    limit=PAGE, before=before, keep=keep if chosen.active else None
+                    limit=PAGE, before=before, keep=keep if chosen.active else None, scan=SCAN
                 )
             except MemoryBackendError:
                 self._drop()
