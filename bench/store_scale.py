@@ -161,7 +161,7 @@ def listing(location: str, repeats: int) -> None:
     print(f"  agentloop runs, the command: {whole:8.1f} ms (start-up and imports included)")
     print(f"  the command, empty store: {floor:11.1f} ms")
     print(f"  viewer GET /: {page:23.1f} ms")
-    print(f"  viewer GET /?status=failed: {filtered:9.1f} ms (no run matches: every record read)")
+    print(f"  viewer GET /?status=failed: {filtered:9.1f} ms (none match: the page reads 1,000)")
 
 
 def list_bench(runs: int, repeats: int, postgres: str | None) -> None:
@@ -176,12 +176,16 @@ def list_bench(runs: int, repeats: int, postgres: str | None) -> None:
         print(f"SQLite, {runs:,} runs ({os.path.getsize(path) / 2**20:.0f} MiB)")
         listing(path, repeats)
     if postgres:
+        import psycopg
+
         store = PostgresStore(postgres)
         with store.transaction("emptying") as tx:
             tx.run("TRUNCATE agentloop_runs, agentloop_turns, agentloop_history")
         fill(store, runs)
         store.close()
-        print(f"PostgreSQL, {runs:,} runs")
+        with psycopg.connect(postgres, autocommit=True) as conn:  # what autovacuum would do
+            conn.execute("VACUUM ANALYZE agentloop_runs")
+        print(f"PostgreSQL, {runs:,} runs (after VACUUM ANALYZE)")
         listing(postgres, repeats)
 
 

@@ -58,7 +58,7 @@ STATUSES: tuple[Status, ...] = ("completed", "failed", "paused", "running")
 PAGE = 100
 """Runs on one page of the runs table (the newest first; the page links to older ones)."""
 
-SCAN = 2000
+SCAN = 1000
 """Records a filtered page reads at most (a rare match: the page links on to older runs)."""
 
 
