@@ -23,7 +23,7 @@ from agentloop.store._rows import StoredRun, stored_run
 from agentloop.store._tables import RUN_COLUMNS
 
 if TYPE_CHECKING:
-    from agentloop.store._sql import Row, Transaction
+    from agentloop.store._transaction import Row, Transaction
 
 __all__ = ["CHUNK", "Found", "RunPage", "read_runs", "runs_page"]
 

@@ -19,7 +19,7 @@ import json
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from agentloop._util.aio import Closing
 from agentloop.errors import InvalidInput, MemoryBackendError
@@ -35,26 +35,9 @@ from agentloop.store._rows import (
     to_json,
 )
 from agentloop.store._tables import RUN_COLUMNS, SCHEMA_VERSION
+from agentloop.store._transaction import Row, Transaction
 
 __all__ = ["Row", "SQLStore", "StoredRun", "Transaction"]
-
-Row = tuple[Any, ...]
-
-
-class Transaction(Protocol):
-    """The three things the shared SQL needs from a driver, inside one transaction."""
-
-    def run(self, sql: str, params: Sequence[Any] = ()) -> None:
-        """Execute one statement."""
-        ...
-
-    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        """Execute one statement for each parameter row."""
-        ...
-
-    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        """Execute a query and fetch every row."""
-        ...
 
 
 class SQLStore(Closing):
