@@ -155,6 +155,9 @@ def listing(location: str, repeats: int) -> None:
     with TestClient(app, base_url="http://127.0.0.1") as client:
         page = best_ms(lambda: client.get("/").raise_for_status(), repeats)
         filtered = best_ms(lambda: client.get("/?status=failed").raise_for_status(), 1)
+        newest, oldest = _ends(app)
+        one = best_ms(lambda: client.get(f"/runs/{newest}").raise_for_status(), repeats)
+        old = best_ms(lambda: client.get(f"/runs/{oldest}").raise_for_status(), repeats)
     app.close()
     devnull.close()
     print(f"  agentloop runs, in-process: {cli:9.1f} ms")
@@ -162,6 +165,17 @@ def listing(location: str, repeats: int) -> None:
     print(f"  the command, empty store: {floor:11.1f} ms")
     print(f"  viewer GET /: {page:23.1f} ms")
     print(f"  viewer GET /?status=failed: {filtered:9.1f} ms (none match: the page reads 1,000)")
+    print(f"  viewer GET /runs/ID, newest: {one:8.1f} ms")
+    print(f"  viewer GET /runs/ID, oldest: {old:8.1f} ms")
+
+
+def _ends(app: Any) -> tuple[str, str]:
+    """The newest and the oldest run ids of the viewer's store."""
+    store = app.reader._connected()
+    with store._open("finding the ends", write=False) as tx:
+        newest = tx.rows("SELECT run_id FROM agentloop_runs ORDER BY seq DESC LIMIT 1")[0][0]
+        oldest = tx.rows("SELECT run_id FROM agentloop_runs ORDER BY seq LIMIT 1")[0][0]
+    return str(newest), str(oldest)
 
 
 def list_bench(runs: int, repeats: int, postgres: str | None) -> None:

@@ -145,3 +145,27 @@ def test_agentloop_runs_lists_the_newest_runs(
         assert main(["runs", "--store", str(path), *every]) == 0
         out = capsys.readouterr().out
         assert all(i in out for i in ids) and out.rstrip().endswith("4 runs")
+
+
+def timed(run_id: str, started: float, ended: float | None) -> Any:
+    run = make_run(run_id, turns=1)
+    run.started_at, run.ended_at = started, ended
+    return run
+
+
+def test_the_runs_during_a_run_are_those_it_could_have_started(store: Backend) -> None:
+    parent = timed("parent", 100.0, None)
+    store.begin_run("lead", parent)
+    child = timed("child", 101.0, 102.0)
+    store.begin_run("child-session", child)
+    store.finish_runs("child-session", [child], keep=0, append=[])
+    assert [i for i, _ in store.runs_during("parent")] == ["child"]  # no end yet: every later run
+    parent.ended_at = 105.0
+    store.finish_runs("lead", [parent], keep=0, append=[])
+    later = timed("later", 200.0, 201.0)
+    store.begin_run("lead", later)
+    store.finish_runs("lead", [later], keep=0, append=[])
+    (found_id, found), *rest = store.runs_during("parent")
+    assert found_id == "child" and rest == [] and found == store.load_run("child")
+    assert [i for i, _ in store.runs_during("child")] == []  # "later" started after its end
+    assert store.runs_during("no-such-run") == []

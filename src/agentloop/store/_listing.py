@@ -25,7 +25,7 @@ from agentloop.store._tables import RUN_COLUMNS
 if TYPE_CHECKING:
     from agentloop.store._transaction import Row, Transaction
 
-__all__ = ["CHUNK", "Found", "RunPage", "read_runs", "runs_page"]
+__all__ = ["CHUNK", "Found", "RunPage", "read_runs", "runs_during", "runs_page"]
 
 CHUNK = 200
 """Rows a filtered page reads at a time."""
@@ -94,6 +94,25 @@ def runs_page(
         if not more:
             return RunPage(found, total, None)
     return RunPage(found, total, cursor)
+
+
+def runs_during(
+    tx: Transaction, damaged: Callable[[str, InvalidInput], MemoryBackendError], run_id: str
+) -> list[Found]:
+    """The runs stored after ``run_id`` that started before its recorded end (all, without one).
+
+    A sub-agent's run starts while its parent runs, and its own sub-agents' while it does: the
+    viewer finds a run's nested runs here, not by reading the whole store.
+    """
+    found = tx.rows("SELECT seq, ended_at FROM agentloop_runs WHERE run_id = ?", (run_id,))
+    if not found:
+        return []
+    seq, ended = found[0]
+    window, params = ("", (seq,)) if ended is None else (" AND started_at <= ?", (seq, ended))
+    rows = tx.rows(
+        f"SELECT {RUN_COLUMNS} FROM agentloop_runs WHERE seq > ?{window} ORDER BY seq", params
+    )
+    return read_runs(tx, rows, damaged)
 
 
 def _where(session_id: str | None, before: int | None) -> tuple[str, tuple[Any, ...]]:

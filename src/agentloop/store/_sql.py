@@ -25,7 +25,7 @@ from agentloop._util.aio import Closing
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Message, input_text
 from agentloop.run import Run, Turn, message_from_dict
-from agentloop.store._listing import RunPage, read_runs, runs_page
+from agentloop.store._listing import Found, RunPage, read_runs, runs_during, runs_page
 from agentloop.store._rows import (
     StoredRun,
     describe,
@@ -401,6 +401,15 @@ class SQLStore(Closing):
                 keep=keep,
                 scan=scan,
             )
+
+    def runs_during(self, run_id: str) -> list[Found]:
+        """``scan_runs`` of the runs that started while ``run_id`` ran (its sub-agents' among them).
+
+        Those stored after it and started before its recorded end (every later one while it has
+        none); empty when there is no such run.
+        """
+        with self._open(f"loading the runs during run {run_id}", write=False) as tx:
+            return runs_during(tx, self._damaged, run_id)
 
     def load_run(self, run_id: str) -> StoredRun | None:
         """One stored run by its exact id, or None (``MemoryBackendError`` when damaged)."""

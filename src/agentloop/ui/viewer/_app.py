@@ -184,7 +184,7 @@ class ViewerApp:
                 return None
             if isinstance(found, Unreadable):
                 return unreadable_body(found), True
-            nesting = Nesting(self.reader.scan())
+            nesting = Nesting(self.reader.during(run_id))
         except (MemoryBackendError, InvalidInput) as error:
             return store_problem(self.reader.location, error.message), False
         body = run_body(found, nesting, allow_decisions=self.allow_decisions)

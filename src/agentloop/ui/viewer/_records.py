@@ -149,6 +149,16 @@ class StoreReader:
         runs = [_scanned(run_id, found) for run_id, found in page.runs]
         return Page(runs, page.total, page.next, before)
 
+    def during(self, run_id: str) -> list[Scanned]:
+        """The runs that started while ``run_id`` ran: where its nested runs are."""
+        with self._lock:
+            try:
+                found = self._connected().runs_during(run_id)
+            except MemoryBackendError:
+                self._drop()
+                raise
+        return [_scanned(one_id, one) for one_id, one in found]
+
     def load(self, run_id: str) -> Scanned | None:
         """One run by its exact id; None when there is no such run."""
         with self._lock:
