@@ -169,3 +169,12 @@ def test_the_runs_during_a_run_are_those_it_could_have_started(store: Backend) -
     assert found_id == "child" and rest == [] and found == store.load_run("child")
     assert [i for i, _ in store.runs_during("child")] == []  # "later" started after its end
     assert store.runs_during("no-such-run") == []
+
+
+def test_runs_are_found_by_a_prefix_of_their_id(store: Backend) -> None:
+    ids = fill(store, 12)  # run000 ... run011
+    assert [i for i, _ in store.runs_starting("run01")] == ["run010", "run011"]
+    assert [i for i, _ in store.runs_starting("run01", limit=5)] == ["run010", "run011"]
+    assert [i for i, _ in store.runs_starting("run003")] == ["run003"]
+    assert store.runs_starting("run003")[0][1] == store.load_run(ids[3])
+    assert store.runs_starting("nope") == [] and len(store.runs_starting("")) == 2

@@ -98,9 +98,9 @@ def find_run(store: SQLiteStore | PostgresStore, run_id: str) -> StoredRun:
 
 
 def _by_prefix(store: SQLiteStore | PostgresStore, prefix: str) -> StoredRun:
-    matches = [stored for run_id, stored in store.scan_runs() if run_id.startswith(prefix)]
+    matches = [stored for _, stored in store.runs_starting(prefix, limit=2)]  # 1 is the answer
     if len(matches) != 1:
-        problem = "no stored run" if not matches else f"{len(matches)} stored runs"
+        problem = "more than one stored run" if matches else "no stored run"
         raise InvalidInput(f"{problem} with an id starting {prefix!r}")
     if isinstance(matches[0], MemoryBackendError):
         raise matches[0]

@@ -25,7 +25,7 @@ from agentloop.store._tables import RUN_COLUMNS
 if TYPE_CHECKING:
     from agentloop.store._transaction import Row, Transaction
 
-__all__ = ["CHUNK", "Found", "RunPage", "read_runs", "runs_during", "runs_page"]
+__all__ = ["CHUNK", "Found", "RunPage", "read_runs", "runs_during", "runs_page", "runs_starting"]
 
 CHUNK = 200
 """Rows a filtered page reads at a time."""
@@ -111,6 +111,24 @@ def runs_during(
     window, params = ("", (seq,)) if ended is None else (" AND started_at <= ?", (seq, ended))
     rows = tx.rows(
         f"SELECT {RUN_COLUMNS} FROM agentloop_runs WHERE seq > ?{window} ORDER BY seq", params
+    )
+    return read_runs(tx, rows, damaged)
+
+
+def runs_starting(
+    tx: Transaction,
+    damaged: Callable[[str, InvalidInput], MemoryBackendError],
+    prefix: str,
+    limit: int,
+) -> list[Found]:
+    """The first ``limit`` runs whose id starts with ``prefix``, in the order they started.
+
+    The ids are compared in SQL (``substr``, in both dialects): only the matches are parsed.
+    """
+    rows = tx.rows(
+        f"SELECT {RUN_COLUMNS} FROM agentloop_runs WHERE substr(run_id, 1, ?) = ? "
+        "ORDER BY seq LIMIT ?",
+        (len(prefix), prefix, limit),
     )
     return read_runs(tx, rows, damaged)
 

@@ -25,7 +25,14 @@ from agentloop._util.aio import Closing
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Message, input_text
 from agentloop.run import Run, Turn, message_from_dict
-from agentloop.store._listing import Found, RunPage, read_runs, runs_during, runs_page
+from agentloop.store._listing import (
+    Found,
+    RunPage,
+    read_runs,
+    runs_during,
+    runs_page,
+    runs_starting,
+)
 from agentloop.store._rows import (
     StoredRun,
     describe,
@@ -410,6 +417,14 @@ class SQLStore(Closing):
         """
         with self._open(f"loading the runs during run {run_id}", write=False) as tx:
             return runs_during(tx, self._damaged, run_id)
+
+    def runs_starting(self, prefix: str, *, limit: int = 2) -> list[Found]:
+        """``scan_runs`` of the first ``limit`` runs whose id starts with ``prefix``.
+
+        ``agentloop runs show 68bc`` finds its run this way, without reading the others.
+        """
+        with self._open(f"looking up runs starting {prefix!r}", write=False) as tx:
+            return runs_starting(tx, self._damaged, prefix, limit)
 
     def load_run(self, run_id: str) -> StoredRun | None:
         """One stored run by its exact id, or None (``MemoryBackendError`` when damaged)."""
