@@ -1,6 +1,7 @@
 """CancelToken: one-shot, thread-safe, re-armable."""
 
 import asyncio
+import functools
 import threading
 
 import pytest
@@ -43,3 +44,16 @@ async def test_watchers_are_called_once_and_can_be_removed() -> None:
     await asyncio.sleep(0)
     assert seen == ["a"]
     token.unwatch(handle)
+
+
+async def test_a_token_whose_watchers_all_left_still_wakes_the_next_one() -> None:
+    token = CancelToken()  # the last unwatch lets the watcher table go (an idle session's bytes)
+    seen: list[str] = []
+    for name in ("first", "second"):
+        token.unwatch(token.watch(lambda: seen.append("gone")))
+        handle = token.watch(functools.partial(seen.append, name))
+        token.cancel()
+        await asyncio.sleep(0)
+        token.unwatch(handle)
+        token.reset()
+    assert seen == ["first", "second"]

@@ -69,6 +69,8 @@ class CancelToken:
         """Stop calling a callback registered with ``watch``."""
         with self._lock:
             self._watchers.pop(handle, None)
+            if not self._watchers:  # an emptied dict keeps its table: an idle session's 160 B
+                self._watchers = {}
 
     async def wait(self) -> None:
         """Return once the signal fires."""

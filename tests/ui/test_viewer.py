@@ -690,3 +690,22 @@ def test_a_turns_latency_tool_durations_and_loop_warnings_are_shown(tmp_path: Pa
     assert "latency" in page
     assert 'class="duration"' in page
     assert "loop: look" in page
+
+
+def test_the_runs_page_shows_a_page_and_links_to_the_older_runs(
+    client: TestClient, filled: tuple[Path, Filled], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentloop.ui.viewer import _records
+
+    monkeypatch.setattr(_records, "PAGE", 2)
+    runs = filled[1]
+    first = client.get("/").text
+    assert listed(first) == [runs.paused, runs.failed] and "2 shown of 3 runs" in first
+    older = re.search(r'<a class="older" href="/\?before=(\d+)">older runs</a>', first)
+    assert older is not None and 'class="newest"' not in first
+    second = client.get(f"/?before={older.group(1)}").text
+    assert listed(second) == [runs.completed] and "1 shown of 3 runs" in second
+    assert 'class="older"' not in second and '<a class="newest" href="/?">' in second
+    assert f"/events?before={older.group(1)}&amp;seen=" in second  # the live table is that page
+    failed = client.get("/?status=failed&before=junk").text  # a bad cursor: the newest page
+    assert listed(failed) == [runs.failed] and "1 of 3 runs" in failed

@@ -353,6 +353,9 @@ def _parser() -> argparse.ArgumentParser:
     runs = sub.add_parser("runs", help="list the runs in a store; 'runs show ID' prints one")
     runs.add_argument("--store", default="agentloop.db", help="SQLite file or postgresql:// DSN")
     runs.add_argument("--session", help="only this session's runs")
+    runs.add_argument(
+        "--limit", type=int, default=50, help="list the newest N runs (default 50; 0: all)"
+    )
     show_sub = runs.add_subparsers(dest="runs_command")
     show = show_sub.add_parser("show", help="one run with its error's class and attributes")
     show.add_argument("run_id", metavar="ID", help="a run id or a unique prefix of one")
@@ -395,7 +398,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _runs(args: argparse.Namespace) -> int:
     from agentloop.cli.runs import runs
 
-    return runs(_console(), args.store, getattr(args, "run_id", None), args.session)
+    return runs(_console(), args.store, getattr(args, "run_id", None), args.session, args.limit)
 
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {

@@ -16,7 +16,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentloop.cli.console import binary_placeholder
 from agentloop.cli.terminal import visible
 from agentloop.errors import AgentLoopError, AttemptRecord, InvalidInput, MemoryBackendError
 from agentloop.messages import ToolCallPart, ToolResultPart, input_text
@@ -34,7 +33,10 @@ if TYPE_CHECKING:  # rich and the stores load when the command runs
     from agentloop.pausing import PendingCall
     from agentloop.store import PostgresStore, SQLiteStore, StoredRun
 
-__all__ = ["find_run", "runs"]
+__all__ = ["LIMIT", "find_run", "runs"]
+
+LIMIT = 50
+"""How many runs ``agentloop runs`` lists by default: the newest (``--limit``)."""
 
 
 def _open_store(location: str) -> SQLiteStore | PostgresStore:
@@ -47,16 +49,21 @@ def _open_store(location: str) -> SQLiteStore | PostgresStore:
     return SQLiteStore(location, read_only=True)  # reading never writes: not a table, not WAL
 
 
-def runs(console: Console, location: str, run_id: str | None, session: str | None) -> int:
-    """``runs`` and ``runs show``: 0, or 1 when a stored record could not be read."""
+def runs(
+    console: Console, location: str, run_id: str | None, session: str | None, limit: int = LIMIT
+) -> int:
+    """``runs`` and ``runs show``: 0, or 1 when a stored record could not be read.
+
+    The list is the newest ``limit`` runs (0: all of them), oldest of those first.
+    """
     store = _open_store(location)
     try:
         if run_id is None:
-            return _list_runs(console, store.scan_runs(session))
+            return _list_runs(console, *_newest(store, session, limit))
         stored = store.load_run(run_id)
-        if stored is None and (of_session := store.scan_runs(run_id)):
+        if stored is None and (of_session := _newest(store, run_id, limit))[0]:
             console.print(f"session {_escape(run_id)}: its runs ('runs show ID' prints one)")
-            return _list_runs(console, of_session)
+            return _list_runs(console, *of_session)
         stored = stored or _by_prefix(store, run_id)
     except MemoryBackendError as error:
         _unreadable(error)
@@ -65,6 +72,20 @@ def runs(console: Console, location: str, run_id: str | None, session: str | Non
         store.close()
     _show_run(console, stored, location)
     return 0
+
+
+def _newest(
+    store: SQLiteStore | PostgresStore, session: str | None, limit: int
+) -> tuple[list[tuple[str, StoredRun | MemoryBackendError]], int]:
+    """The newest ``limit`` runs (all when 0) in the order they started, and how many there are.
+
+    One page of the store (``page_runs``): a store of 100,000 runs lists as fast as one of 50.
+    """
+    if limit < 1:
+        scanned = store.scan_runs(session)
+        return scanned, len(scanned)
+    page = store.page_runs(session, limit=limit)
+    return page.runs[::-1], page.total
 
 
 def _unreadable(error: MemoryBackendError) -> None:
@@ -77,9 +98,9 @@ def find_run(store: SQLiteStore | PostgresStore, run_id: str) -> StoredRun:
 
 
 def _by_prefix(store: SQLiteStore | PostgresStore, prefix: str) -> StoredRun:
-    matches = [stored for run_id, stored in store.scan_runs() if run_id.startswith(prefix)]
+    matches = [stored for _, stored in store.runs_starting(prefix, limit=2)]  # 1 is the answer
     if len(matches) != 1:
-        problem = "no stored run" if not matches else f"{len(matches)} stored runs"
+        problem = "more than one stored run" if matches else "no stored run"
         raise InvalidInput(f"{problem} with an id starting {prefix!r}")
     if isinstance(matches[0], MemoryBackendError):
         raise matches[0]
@@ -201,7 +222,7 @@ def _when(timestamp: float | None, timespec: str = "seconds") -> str:
 
 
 def _list_runs(
-    console: Console, scanned: Sequence[tuple[str, StoredRun | MemoryBackendError]]
+    console: Console, scanned: Sequence[tuple[str, StoredRun | MemoryBackendError]], total: int
 ) -> int:
     """The readable runs as a table; each damaged record one line on stderr (then exit 1)."""
     from rich.table import Table
@@ -225,7 +246,10 @@ def _list_runs(
     for error in damaged:
         _unreadable(error)
     more = f", {len(damaged)} damaged record{'s' * (len(damaged) != 1)}" if damaged else ""
-    console.print(f"{len(runs)} run{'s' * (len(runs) != 1)}{more}")
+    shown = f"{len(runs)} run{'s' * (len(runs) != 1)}{more}"
+    if total > len(scanned):
+        shown = f"the latest {shown} of {total} (--limit N lists more, --limit 0 all)"
+    console.print(shown)
     return 1 if damaged else 0
 
 
@@ -330,6 +354,8 @@ def _show_turn(console: Console, turn: Turn, *, paused: bool = False) -> None:
     markup, and soft errors are printed whole (they are what the model read).
     """
     from rich.text import Text
+
+    from agentloop.cli.console import binary_placeholder  # rich's Markdown: `runs show` only
 
     soft = sum(r.is_error for r in turn.tool_results)
     counts = [f"{len(turn.tool_calls)} tool call{'s' * (len(turn.tool_calls) != 1)}"]

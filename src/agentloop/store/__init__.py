@@ -23,15 +23,17 @@ from agentloop.messages import Message
 from agentloop.run import Run, Turn
 
 if TYPE_CHECKING:
+    from agentloop.store._listing import RunPage
     from agentloop.store._sql import StoredRun
     from agentloop.store.postgres import PostgresStore
     from agentloop.store.sqlite import SQLiteStore
 
-__all__ = ["DurableStore", "PostgresStore", "SQLiteStore", "Store", "StoredRun"]
+__all__ = ["DurableStore", "PostgresStore", "RunPage", "SQLiteStore", "Store", "StoredRun"]
 
 # The engine needs only the protocols; the backends (sqlite3, psycopg) load on first use.
 _LAZY = {
     "PostgresStore": "agentloop.store.postgres",
+    "RunPage": "agentloop.store._listing",
     "SQLiteStore": "agentloop.store.sqlite",
     "StoredRun": "agentloop.store._sql",
 }

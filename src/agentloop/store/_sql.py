@@ -17,49 +17,34 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from agentloop._util.aio import Closing
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Message, input_text
 from agentloop.run import Run, Turn, message_from_dict
+from agentloop.store._listing import (
+    Found,
+    RunPage,
+    read_runs,
+    runs_during,
+    runs_page,
+    runs_starting,
+)
 from agentloop.store._rows import (
     StoredRun,
     describe,
     json_column,
     messages_json,
-    stored_run,
     text_column,
     to_json,
 )
 from agentloop.store._tables import RUN_COLUMNS, SCHEMA_VERSION
+from agentloop.store._transaction import Row, Transaction
 
 __all__ = ["Row", "SQLStore", "StoredRun", "Transaction"]
-
-Row = tuple[Any, ...]
-
-_TURNS_OF_RUN = (
-    "SELECT number, turn, messages FROM agentloop_turns WHERE run_id = ? ORDER BY number"
-)
-_RESUMPTIONS_OF_RUN = "SELECT at, from_turn FROM agentloop_resumptions WHERE run_id = ? ORDER BY at"
-
-
-class Transaction(Protocol):
-    """The three things the shared SQL needs from a driver, inside one transaction."""
-
-    def run(self, sql: str, params: Sequence[Any] = ()) -> None:
-        """Execute one statement."""
-        ...
-
-    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        """Execute one statement for each parameter row."""
-        ...
-
-    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        """Execute a query and fetch every row."""
-        ...
 
 
 class SQLStore(Closing):
@@ -390,27 +375,62 @@ class SQLStore(Closing):
         where, params = ("WHERE session_id = ?", (session_id,)) if session_id else ("", ())
         with self._open("loading runs", write=False) as tx:
             rows = tx.rows(f"SELECT {RUN_COLUMNS} FROM agentloop_runs {where} ORDER BY seq", params)
-            return [(str(row[0]), self._read_run(tx, row)) for row in rows]
+            return read_runs(tx, rows, self._damaged)
+
+    def page_runs(
+        self,
+        session_id: str | None = None,
+        *,
+        limit: int = 50,
+        before: int | None = None,
+        keep: Callable[[StoredRun | MemoryBackendError], bool] | None = None,
+        scan: int | None = None,
+    ) -> RunPage:
+        """The newest ``limit`` runs (of ``session_id``, or all), newest first: one page.
+
+        ``before`` is the ``next`` of the previous page (None: the newest runs); ``keep``
+        filters the runs read (a damaged record is passed to it as its error), reading at most
+        ``scan`` records for the page (None: until it is full). Only the page's records are
+        read, by a keyset query, however many runs the store holds.
+        """
+        if limit < 1:
+            raise InvalidInput(f"limit must be at least 1, got {limit}")
+        with self._open("listing runs", write=False) as tx:
+            return runs_page(
+                tx,
+                self._damaged,
+                session_id=session_id,
+                limit=limit,
+                before=before,
+                keep=keep,
+                scan=scan,
+            )
+
+    def runs_during(self, run_id: str) -> list[Found]:
+        """``scan_runs`` of the runs that started while ``run_id`` ran (its sub-agents' among them).
+
+        Those stored after it and started before its recorded end (every later one while it has
+        none); empty when there is no such run.
+        """
+        with self._open(f"loading the runs during run {run_id}", write=False) as tx:
+            return runs_during(tx, self._damaged, run_id)
+
+    def runs_starting(self, prefix: str, *, limit: int = 2) -> list[Found]:
+        """``scan_runs`` of the first ``limit`` runs whose id starts with ``prefix``.
+
+        ``agentloop runs show 68bc`` finds its run this way, without reading the others.
+        """
+        with self._open(f"looking up runs starting {prefix!r}", write=False) as tx:
+            return runs_starting(tx, self._damaged, prefix, limit)
 
     def load_run(self, run_id: str) -> StoredRun | None:
         """One stored run by its exact id, or None (``MemoryBackendError`` when damaged)."""
         with self._open(f"loading run {run_id}", write=False) as tx:
             rows = tx.rows(f"SELECT {RUN_COLUMNS} FROM agentloop_runs WHERE run_id = ?", (run_id,))
-            stored = self._read_run(tx, rows[0]) if rows else None
+            stored = read_runs(tx, rows, self._damaged)[0][1] if rows else None
         if isinstance(stored, MemoryBackendError):
             raise stored
         return stored
-
-    def _read_run(self, tx: Transaction, row: Row) -> StoredRun | MemoryBackendError:
-        run_id, finished = str(row[0]), row[-1] is not None  # the record column
-        turns = [] if finished else tx.rows(_TURNS_OF_RUN, (run_id,))
-        resumed = tx.rows(_RESUMPTIONS_OF_RUN, (run_id,))
-        try:
-            return stored_run(row, turns, resumed)
-        except InvalidInput as exc:
-            error = self._damaged(f"run {row[0]}", exc)
-            error.__cause__ = exc
-            return error
 
     def _damaged(self, what: str, exc: InvalidInput) -> MemoryBackendError:
         return MemoryBackendError(f"{self.name}: {what} is damaged: {exc.message}")

@@ -55,6 +55,7 @@ def schema(*, seq: str, real: str) -> tuple[str, ...]:
         at {real} NOT NULL,
         from_turn INTEGER NOT NULL
     )""",
+        "CREATE INDEX IF NOT EXISTS agentloop_resumptions_run ON agentloop_resumptions (run_id)",
         f"""CREATE TABLE IF NOT EXISTS agentloop_runs (
         seq {seq},
         run_id TEXT NOT NULL UNIQUE,

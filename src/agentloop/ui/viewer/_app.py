@@ -145,27 +145,32 @@ class ViewerApp:
 
     # -- the runs ---------------------------------------------------------------------------
 
-    def _runs_live(self, chosen: RunFilter) -> tuple[str, str]:
+    def _runs_live(self, chosen: RunFilter, before: int | None) -> tuple[str, str]:
         """The filter form and the live table (or what is wrong with the store)."""
         try:
-            scanned = self.reader.scan()
+            found = self.reader.page(chosen, before)
+            offered = found if found.before is None and not chosen.active else None
+            offered = offered or self.reader.page(RunFilter())  # the newest runs' choices
         except (MemoryBackendError, InvalidInput) as error:
             return "", store_problem(self.reader.location, error.message)
-        return filters_form(scanned, chosen), runs_table(scanned, chosen)
+        return filters_form(offered.runs, chosen), runs_table(found, chosen)
 
     async def runs_page(self, request: Request) -> Response:
-        """``GET /``."""
+        """``GET /`` (``?before=`` an older page)."""
         chosen = RunFilter.from_query(request.query_params)
-        form, table = await run_in_threadpool(self._runs_live, chosen)
-        stream = f"/events?{chosen.query()}&seen={_digest(table)}".replace("?&", "?")
+        before = _cursor(request.query_params.get("before"))
+        form, table = await run_in_threadpool(self._runs_live, chosen, before)
+        older = "" if before is None else f"&before={before}"
+        stream = f"/events?{chosen.query()}{older}&seen={_digest(table)}".replace("?&", "?")
         return HTMLResponse(page("runs", form + live(table, stream)))
 
     async def runs_events(self, request: Request) -> Response:
         """``GET /events``: the runs table again whenever it changes."""
         chosen = RunFilter.from_query(request.query_params)
+        before = _cursor(request.query_params.get("before"))
 
         def render() -> tuple[str, bool]:
-            return self._runs_live(chosen)[1], False
+            return self._runs_live(chosen, before)[1], False
 
         return self._stream(request, render)
 
@@ -179,7 +184,7 @@ class ViewerApp:
                 return None
             if isinstance(found, Unreadable):
                 return unreadable_body(found), True
-            nesting = Nesting(self.reader.scan())
+            nesting = Nesting(self.reader.during(run_id))
         except (MemoryBackendError, InvalidInput) as error:
             return store_problem(self.reader.location, error.message), False
         body = run_body(found, nesting, allow_decisions=self.allow_decisions)
@@ -267,6 +272,11 @@ class ViewerApp:
     def close(self) -> None:
         """Close the store connection."""
         self.reader.close()
+
+
+def _cursor(value: str | None) -> int | None:
+    """A page cursor from the query string (anything but a whole number: the newest page)."""
+    return int(value) if value is not None and value.isascii() and value.isdigit() else None
 
 
 def _host_names(

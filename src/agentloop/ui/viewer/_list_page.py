@@ -1,4 +1,8 @@
-"""The runs page: every stored run, newest first, filtered by status, model and error class.
+"""The runs page: the stored runs, newest first, filtered by status, model and error class.
+
+A page holds the newest ``PAGE`` runs and links to older ones (a keyset cursor, ``?before=``):
+a store of 100,000 runs is one page's work to show. The filter form offers the models and
+error classes of the newest page of runs (and the ones chosen).
 
 A damaged record is a row of its own saying which run cannot be read and why (the readable runs
 are still listed); a store that cannot be read at all is one paragraph instead of the table.
@@ -13,6 +17,7 @@ from typing import TYPE_CHECKING
 from agentloop.ui.viewer._html import attr, run_cost, text, tokens, when
 from agentloop.ui.viewer._records import (
     STATUSES,
+    Page,
     RunFilter,
     Scanned,
     Unreadable,
@@ -40,7 +45,7 @@ def _options(name: str, label: str, values: Sequence[str], chosen: str) -> str:
 
 
 def filters_form(scanned: Sequence[Scanned], chosen: RunFilter) -> str:
-    """The filter form: a status, a model and an error class from those the runs have."""
+    """The filter form: a status, a model and an error class from those ``scanned`` have."""
     readable = [found for found in scanned if not isinstance(found, Unreadable)]
     models = sorted({m for found in readable for m in models_of(found.run)} | {chosen.model} - {""})
     errors = sorted({e for f in readable if (e := error_class(f.run))} | {chosen.error} - {""})
@@ -99,12 +104,13 @@ def _unreadable_row(found: Unreadable) -> str:
     )
 
 
-def runs_table(scanned: Sequence[Scanned], chosen: RunFilter) -> str:
-    """The page's live part: the counts, then the table of the runs that pass the filters."""
-    kept = [found for found in reversed(scanned) if chosen.keeps(found)]  # newest first
-    rows = [_unreadable_row(f) if isinstance(f, Unreadable) else _row(f) for f in kept]
-    damaged = sum(isinstance(found, Unreadable) for found in scanned)
-    counts = f"{len(kept)} of {len(scanned)} run{'s' * (len(scanned) != 1)}"
+def runs_table(page: Page, chosen: RunFilter) -> str:
+    """The page's live part: the counts, the table of the page's runs, the link to older ones."""
+    rows = [_unreadable_row(f) if isinstance(f, Unreadable) else _row(f) for f in page.runs]
+    damaged = sum(isinstance(found, Unreadable) for found in page.runs)
+    total = f"{page.total} run{'s' * (page.total != 1)}"
+    whole = page.next is None and page.before is None
+    counts = f"{len(page.runs)} {'of' if whole else 'shown of'} {total}"
     if damaged:
         counts += f", {damaged} unreadable"
     empty = '<tr><td colspan="10" class="empty">no run matches</td></tr>'
@@ -113,8 +119,19 @@ def runs_table(scanned: Sequence[Scanned], chosen: RunFilter) -> str:
         '<table class="runs" id="runs"><thead><tr><th>status</th><th>run</th><th>session</th>'
         "<th>started</th><th>models</th><th>turns</th><th>calls</th><th>tokens in / out</th>"
         f"<th>cost</th><th>outcome</th></tr></thead><tbody>{''.join(rows) or empty}"
-        "</tbody></table>"
+        f"</tbody></table>{_pages(page, chosen)}"
     )
+
+
+def _pages(page: Page, chosen: RunFilter) -> str:
+    """Links to the newest page and to the next older one, keeping the filters."""
+    links = []
+    if page.before is not None:
+        links.append(f'<a class="newest" href="/?{attr(chosen.query())}">newest runs</a>')
+    if page.next is not None:
+        query = "&".join(q for q in (chosen.query(), f"before={page.next}") if q)
+        links.append(f'<a class="older" href="/?{attr(query)}">older runs</a>')
+    return f'<p class="pages">{" ".join(links)}</p>' if links else ""
 
 
 def store_problem(location: str, message: str) -> str:

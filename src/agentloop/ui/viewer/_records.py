@@ -29,8 +29,11 @@ if TYPE_CHECKING:
     from agentloop.store import PostgresStore, SQLiteStore, StoredRun
 
 __all__ = [
+    "PAGE",
+    "SCAN",
     "STATUSES",
     "Cost",
+    "Page",
     "Parent",
     "RunFilter",
     "Scanned",
@@ -51,6 +54,12 @@ __all__ = [
 
 Status: TypeAlias = Literal["completed", "failed", "paused", "running"]
 STATUSES: tuple[Status, ...] = ("completed", "failed", "paused", "running")
+
+PAGE = 100
+"""Runs on one page of the runs table (the newest first; the page links to older ones)."""
+
+SCAN = 1000
+"""Records a filtered page reads at most (a rare match: the page links on to older runs)."""
 
 
 @record
@@ -120,6 +129,36 @@ class StoreReader:
             for run_id, found in scanned
         ]
 
+    def page(self, chosen: RunFilter, before: int | None = None) -> Page:
+        """The newest ``PAGE`` runs ``chosen`` keeps, older than cursor ``before``.
+
+        One page of the store (``page_runs``), however many runs it holds.
+        """
+
+        def keep(found: StoredRun | MemoryBackendError) -> bool:
+            return chosen.keeps(_scanned("", found))  # a damaged one passes no filter
+
+        with self._lock:
+            try:
+                page = self._connected().page_runs(
+                    limit=PAGE, before=before, keep=keep if chosen.active else None, scan=SCAN
+                )
+            except MemoryBackendError:
+                self._drop()
+                raise
+        runs = [_scanned(run_id, found) for run_id, found in page.runs]
+        return Page(runs, page.total, page.next, before)
+
+    def during(self, run_id: str) -> list[Scanned]:
+        """The runs that started while ``run_id`` ran: where its nested runs are."""
+        with self._lock:
+            try:
+                found = self._connected().runs_during(run_id)
+            except MemoryBackendError:
+                self._drop()
+                raise
+        return [_scanned(one_id, one) for one_id, one in found]
+
     def load(self, run_id: str) -> Scanned | None:
         """One run by its exact id; None when there is no such run."""
         with self._lock:
@@ -139,6 +178,23 @@ class StoreReader:
 
 def _said(error: MemoryBackendError) -> str:
     return error.message
+
+
+def _scanned(run_id: str, found: StoredRun | MemoryBackendError) -> Scanned:
+    return Unreadable(run_id, _said(found)) if isinstance(found, MemoryBackendError) else found
+
+
+@record
+class Page:
+    """One page of the runs table: ``runs`` newest first, of ``total`` stored.
+
+    ``next`` is the cursor of the older page (None on the last), ``before`` this page's own.
+    """
+
+    runs: list[Scanned]
+    total: int
+    next: int | None
+    before: int | None = None
 
 
 def status_of(stored: StoredRun) -> Status:
