@@ -517,7 +517,8 @@ async def run_bench(args: argparse.Namespace) -> None:
     except ImportError:
         print("httpx is not installed: skipping the raw httpx loop (pip install httpx)")
     else:
-        factories.append(HttpxLoop)
+        if not args.no_httpx:
+            factories.append(HttpxLoop)
     names = [factory.name for factory in factories]
     process, url = start_server(args.turns)
     try:
@@ -547,6 +548,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile the agentloop loop")
     parser.add_argument("--top", type=int, default=25, help="functions listed by --profile")
     parser.add_argument("--split", action="store_true", help="+ agentloop's client alone")
+    parser.add_argument("--no-httpx", action="store_true", help="skip the raw httpx loop")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
