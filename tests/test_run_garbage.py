@@ -77,3 +77,20 @@ async def test_runs_on_one_session_leave_no_cycles(collector_off: None) -> None:
         await session.run("go")
     model.requests.clear()
     assert _unreachable() == 0
+
+
+async def test_streams_leave_no_cycles(collector_off: None) -> None:
+    model = FunctionModel(_answer)
+    agent = Agent(model, tools=[lookup])
+
+    async def consumed() -> None:
+        async with agent.session().stream("go") as events:
+            async for _ in events:
+                pass
+
+    await consumed()
+    gc.collect()
+    for _ in range(3):
+        await consumed()
+    model.requests.clear()
+    assert _unreachable() == 0
