@@ -125,7 +125,8 @@ async def rss_child(args: argparse.Namespace) -> float:
     """In this (fresh) process: the peak RSS of a batch of ``runs`` above the RSS before it."""
     name, url = args.rss_child
     stream, runs = args.sse, args.runs
-    loop = {f(url).name: f for f in clients(args)}[name](url)
+    by_name = {getattr(f, "func", f).name: f for f in clients(args)}  # partials of the classes
+    loop = by_name[name](url)
     try:
         await batch(loop, stream, 10)  # modules and caches loaded, connections opened
         gc.collect()
