@@ -22,7 +22,11 @@ Reported per client and mode:
 - client CPU ms per run and per model turn (``time.process_time`` of this process: the server
   burns its CPU in its own process), the ratio raw aiohttp / agentloop (runs per CPU second);
 - KiB per concurrent run: the ``tracemalloc`` peak of one batch of N runs above what was
-  allocated before it, divided by N (a separate, untimed batch: tracing is slow).
+  allocated before it, divided by N (a separate, untimed batch: tracing is slow);
+- RSS KiB per concurrent run: in a fresh process per client and mode, after a batch of 10 runs
+  (modules and caches loaded), the peak resident set of one batch of N runs above the resident
+  set before it, divided by N (Linux: the peak is reset through ``/proc/self/clear_refs`` and
+  read as ``VmHWM``); what the process costs the machine, allocator overhead included.
 
     python bench/concurrency.py                      # N = 1000, JSON and SSE
     python bench/concurrency.py --runs 100 --profile # + cProfile of agentloop's batch
@@ -41,6 +45,7 @@ import gc
 import os
 import pstats
 import statistics
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -102,6 +107,46 @@ async def sample(loop: Loop, stream: bool, runs: int, rounds: int) -> tuple[floa
     return wall, cpu, collector.seconds
 
 
+def _rss_kib(field: str) -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def _reset_peak() -> None:
+    """The peak resident set (``VmHWM``) starts again from the current one (Linux)."""
+    with open("/proc/self/clear_refs", "w") as clear:
+        clear.write("5")
+
+
+async def rss_child(args: argparse.Namespace) -> float:
+    """In this (fresh) process: the peak RSS of a batch of ``runs`` above the RSS before it."""
+    name, url = args.rss_child
+    stream, runs = args.sse, args.runs
+    by_name = {getattr(f, "func", f).name: f for f in clients(args)}  # partials of the classes
+    loop = by_name[name](url)
+    try:
+        await batch(loop, stream, 10)  # modules and caches loaded, connections opened
+        gc.collect()
+        _reset_peak()
+        before = _rss_kib("VmRSS")
+        await batch(loop, stream, runs)
+        return (_rss_kib("VmHWM") - before) / runs
+    finally:
+        await loop.aclose()
+
+
+def rss_per_run(name: str, url: str, stream: bool, args: argparse.Namespace) -> float:
+    """``rss_child`` in a fresh interpreter (RSS never shrinks back after a batch)."""
+    argv = [sys.executable, os.path.abspath(__file__), "--rss-child", name, url]
+    argv += ["--runs", str(args.runs), "--pool", str(args.pool), "--raw-pool", str(args.raw_pool)]
+    argv += ["--sse"] * stream + ["--split"] * args.split
+    out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+    return float(out.split()[-1])
+
+
 async def memory_per_run(loop: Loop, stream: bool, runs: int) -> float:
     """KiB the batch of ``runs`` concurrent runs held at its peak, per run."""
     await batch(loop, stream, runs)  # warm-up outside the trace
@@ -124,6 +169,7 @@ async def measure(url: str, args: argparse.Namespace) -> dict[Key, dict[str, flo
     """Median wall/CPU per (client, stream) and one memory figure each."""
     samples: dict[Key, list[tuple[float, float, float]]] = {}
     memory: dict[Key, float] = {}
+    rss: dict[Key, float] = {}
     for stream in (False, True):
         for _ in range(args.repeats):
             for factory in clients(args):
@@ -139,6 +185,7 @@ async def measure(url: str, args: argparse.Namespace) -> dict[Key, dict[str, flo
                 memory[(loop.name, stream)] = await memory_per_run(loop, stream, args.runs)
             finally:
                 await loop.aclose()
+            rss[(loop.name, stream)] = rss_per_run(loop.name, url, stream, args)
     total = args.runs * args.rounds
     return {
         key: {
@@ -146,6 +193,7 @@ async def measure(url: str, args: argparse.Namespace) -> dict[Key, dict[str, flo
             "cpu_ms_per_run": statistics.median(c for _, c, _ in values) / total * 1e3,
             "gc_ms_per_run": statistics.median(g for _, _, g in values) / total * 1e3,
             "kib_per_run": memory[key],
+            "rss_kib_per_run": rss[key],
         }
         for key, values in samples.items()
     }
@@ -160,8 +208,8 @@ def report(results: dict[Key, dict[str, float]], args: argparse.Namespace) -> No
           f"TCPConnector(limit={args.raw_pool})")  # fmt: skip
     print()
     print("| mode | client | runs/s | vs raw aiohttp | client CPU ms/run | CPU us/turn | "
-          "CPU ratio | of it GC ms/run | KiB/run |")  # fmt: skip
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+          "CPU ratio | of it GC ms/run | KiB/run | RSS KiB/run |")  # fmt: skip
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for stream in (False, True):
         base = results[("raw aiohttp", stream)]
         for name in [name for name, mode in results if mode == stream]:
@@ -176,6 +224,7 @@ def report(results: dict[Key, dict[str, float]], args: argparse.Namespace) -> No
                 f"{row['cpu_ms_per_run'] / base['cpu_ms_per_run']:.2f}x",
                 f"{row['gc_ms_per_run']:.3f}",
                 f"{row['kib_per_run']:.1f}",
+                f"{row['rss_kib_per_run']:.1f}",
             ]
             print("| " + " | ".join(cells) + " |")
 
@@ -247,6 +296,8 @@ def main() -> None:
     parser.add_argument("--pool", type=int, help="agentloop's max_connections (its default)")
     parser.add_argument("--raw-pool", type=int, help="the raw loop's limit (default: --pool)")
     parser.add_argument("--split", action="store_true", help="+ agentloop's client alone")
+    parser.add_argument("--rss-child", nargs=2, help=argparse.SUPPRESS)  # NAME URL
+    parser.add_argument("--sse", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.pool is None:
         from agentloop.providers._http import DEFAULT_MAX_CONNECTIONS
@@ -254,6 +305,9 @@ def main() -> None:
         args.pool = DEFAULT_MAX_CONNECTIONS
     if args.raw_pool is None:
         args.raw_pool = args.pool
+    if args.rss_child:
+        print(f"{asyncio.run(rss_child(args)):.2f}")
+        return
     asyncio.run(main_async(args))
 
 

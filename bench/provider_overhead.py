@@ -122,9 +122,13 @@ def serve(k: int) -> None:
         await response.write_eof()
         return response
 
+    async def cpu(request: web.Request) -> web.Response:
+        return web.Response(text=repr(time.process_time()))
+
     async def main() -> None:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", handle)
+        app.router.add_get("/v1/cpu", cpu)  # the server's own CPU seconds, for wall - server
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
         site = web.TCPSite(runner, HOST, 0, backlog=1024)
@@ -372,10 +376,18 @@ Loop = AgentloopLoop | AiohttpLoop | HttpxLoop | ClientLoop
 # --- measurement -----------------------------------------------------------------------------
 
 
+def server_cpu(url: str) -> float:
+    """The fake server's CPU seconds so far (its ``GET /v1/cpu``; read outside the timing)."""
+    from urllib.request import urlopen
+
+    with urlopen(f"{url}/cpu", timeout=10) as reply:
+        return float(reply.read())
+
+
 async def trial(
-    loop: Loop, stream: bool, concurrency: int, conversations: int, k: int
-) -> tuple[float, float]:
-    """(wall ms, client CPU ms) per model turn over ``conversations`` conversations."""
+    loop: Loop, stream: bool, concurrency: int, conversations: int, k: int, url: str = ""
+) -> tuple[float, float, float]:
+    """(wall ms, client CPU ms, wall - server CPU ms) per model turn over ``conversations``."""
 
     async def batch() -> int:
         results = await asyncio.gather(*(loop.run(stream) for _ in range(concurrency)))
@@ -385,18 +397,23 @@ async def trial(
     gc.collect()
     rounds = max(1, conversations // concurrency)
     turns = 0
+    served0 = server_cpu(url) if url else 0.0
     cpu0, wall0 = time.process_time(), time.perf_counter()
     for _ in range(rounds):
         turns += await batch()
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    served = server_cpu(url) - served0 if url else 0.0
     assert turns == rounds * concurrency * (k + 1), f"{loop.name}: {turns} turns"
-    return wall / turns * 1e3, cpu / turns * 1e3
+    return wall / turns * 1e3, cpu / turns * 1e3, (wall - served) / turns * 1e3
+
+
+Result = tuple[float, float, float]  # wall, client CPU, wall - server CPU: ms per model turn
 
 
 async def measure(
     url: str, factories: list[Callable[[str], Loop]], args: argparse.Namespace
-) -> dict[tuple[str, bool, int], tuple[float, float]]:
-    samples: dict[tuple[str, bool, int], list[tuple[float, float]]] = defaultdict(list)
+) -> dict[tuple[str, bool, int], Result]:
+    samples: dict[tuple[str, bool, int], list[Result]] = defaultdict(list)
     for stream in (False, True):
         for concurrency in (1, 100):
             conversations = args.conversations if concurrency == 1 else 100 * args.rounds
@@ -404,27 +421,36 @@ async def measure(
                 for factory in factories:
                     loop = factory(url)
                     try:
-                        result = await trial(loop, stream, concurrency, conversations, args.turns)
+                        result = await trial(
+                            loop, stream, concurrency, conversations, args.turns, url
+                        )
                     finally:
                         await loop.aclose()
                     samples[(loop.name, stream, concurrency)].append(result)
     return {
-        key: (statistics.median(w for w, _ in values), statistics.median(c for _, c in values))
+        key: (
+            statistics.median(w for w, _, _ in values),
+            statistics.median(c for _, c, _ in values),
+            statistics.median(n for _, _, n in values),
+        )
         for key, values in samples.items()
     }
 
 
-def report(results: dict[tuple[str, bool, int], tuple[float, float]], names: list[str]) -> None:
+def report(results: dict[tuple[str, bool, int], Result], names: list[str]) -> None:
+    """The table; both ratios against raw aiohttp: client CPU, and wall less the server's CPU."""
     print()
-    print("| mode | N | client | wall ms/turn | client CPU ms/turn | CPU ratio vs raw aiohttp |")
-    print("|---|---:|---|---:|---:|---:|")
+    print("| mode | N | client | wall ms/turn | client CPU ms/turn | CPU ratio vs raw aiohttp "
+          "| wall - server CPU ms/turn | its ratio |")  # fmt: skip
+    print("|---|---:|---|---:|---:|---:|---:|---:|")
     for stream in (False, True):
         for concurrency in (1, 100):
-            base = results[("raw aiohttp", stream, concurrency)][1]
+            _, base, base_net = results[("raw aiohttp", stream, concurrency)]
             for name in names:
-                wall, cpu = results[(name, stream, concurrency)]
+                wall, cpu, net = results[(name, stream, concurrency)]
                 mode = "SSE" if stream else "JSON"
                 cells = f"{wall:.3f} | {cpu:.3f} | {cpu / base:.2f}x"
+                cells += f" | {net:.3f} | {net / base_net:.2f}x"
                 print(f"| {mode} | {concurrency} | {name} | {cells} |")
 
 
@@ -491,7 +517,8 @@ async def run_bench(args: argparse.Namespace) -> None:
     except ImportError:
         print("httpx is not installed: skipping the raw httpx loop (pip install httpx)")
     else:
-        factories.append(HttpxLoop)
+        if not args.no_httpx:
+            factories.append(HttpxLoop)
     names = [factory.name for factory in factories]
     process, url = start_server(args.turns)
     try:
@@ -521,6 +548,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile the agentloop loop")
     parser.add_argument("--top", type=int, default=25, help="functions listed by --profile")
     parser.add_argument("--split", action="store_true", help="+ agentloop's client alone")
+    parser.add_argument("--no-httpx", action="store_true", help="skip the raw httpx loop")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:

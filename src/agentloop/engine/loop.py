@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
 from agentloop._util.lazy import lazy_module
-from agentloop.cancel import CancelToken
 from agentloop.engine import remembering
 from agentloop.engine.call import pending_of
 from agentloop.engine.commit import commit_run
@@ -86,7 +85,8 @@ class RunLoop:
         self.finalizing = False
         self.latency: float | None = None
         self.task: asyncio.Task[Any] | None = None
-        self.watches: list[tuple[CancelToken, int]] = []
+        self.watches: tuple[int, ...] = ()
+        """The handle of each of ``state.tokens``' watches, in order (ints: nothing to scan)."""
         self.guarding: RunGuard | None = None  # nothing to pay for a run without guardrails
         if self.agent._guardrails is not None or state.run.last_agent is not None:
             self.guarding = guarding_of.run_guard(session, state, self._ruling())
@@ -101,10 +101,13 @@ class RunLoop:
         """
         state = self.state
         self.task = asyncio.current_task()
-        self.watches = [(t, t.watch(self._on_cancel)) for t in state.tokens]
+        on_cancel = self._on_cancel
+        self.watches = tuple([t.watch(on_cancel) for t in state.tokens])
         try:
             await self._start()
-            await self._turns()
+            await self._each_turn()  # awaited here: one coroutine frame fewer per wake-up
+        except Paused:  # a dispatch left calls pending (SPEC 17): the run pauses, unfailed
+            await self.finalize(None)
         except asyncio.CancelledError:
             if not state.cancelled:
                 await self.finalize(Cancelled())
@@ -183,19 +186,16 @@ class RunLoop:
         if state.appendonly is not None:  # what changed since the last call, at the end
             state.appendonly.record(state)
 
-    async def _turns(self) -> None:
-        """The turns until an answer, or until a dispatch leaves calls pending (a pause)."""
-        try:
-            if self.state.resuming is not None:
-                from agentloop.engine.pause import complete_paused_turn
-
-                await complete_paused_turn(self.session, self.state)
-            await self._each_turn()
-        except Paused:
-            return
-
     async def _each_turn(self) -> None:
+        """The turns until an answer; ``Paused`` when a dispatch leaves calls pending.
+
+        A continued paused run first completes its paused turn.
+        """
         session, state, guarding = self.session, self.state, self.guarding
+        if state.resuming is not None:
+            from agentloop.engine.pause import complete_paused_turn
+
+            await complete_paused_turn(session, state)
         while True:
             state.check_cancel()
             session.safety.limits.before_request(state.run, state.turn_index)
@@ -472,7 +472,7 @@ class RunLoop:
         """Stop a pending guardrail check (nothing it held goes out) and the cancel watches."""
         if self.guarding is not None:
             await self.guarding.close()
-        for token, handle in self.watches:
+        for token, handle in zip(self.state.tokens, self.watches, strict=False):
             token.unwatch(handle)
 
     async def _run_end_hooks(self) -> None:

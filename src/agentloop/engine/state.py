@@ -170,9 +170,9 @@ class RunOptions:
         return cls(model_settings, usage_limits, checked_toolsets(toolsets))
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class RunState:
-    """Everything one run mutates."""
+    """Everything one run mutates (slotted: with over 30 fields an instance would need a dict)."""
 
     run: Run[Any]
     tokens: tuple[CancelToken, ...]

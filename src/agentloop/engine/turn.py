@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from agentloop import events as ev
 from agentloop._util.aio import aclose_iterator
 from agentloop.batching import Waiting
+from agentloop.cancel import CancelToken
 from agentloop.clock import Clock
 from agentloop.engine.output import FINAL_RESULT, OutputType
 from agentloop.engine.partial import Partials
@@ -21,6 +22,7 @@ from agentloop.engine.state import Paused
 from agentloop.errors import (
     AgentLoopError,
     AttemptRecord,
+    Cancelled,
     FailurePhase,
     InternalError,
     ProviderError,
@@ -53,7 +55,7 @@ class ClientEventBridge:
     and its cancel signal (``check_cancel``, a checkpoint of every governor wait).
     """
 
-    __slots__ = ("_bus", "_limits", "_run", "_state", "waits")
+    __slots__ = ("_bus", "_limits", "_run", "_tokens", "waits")
 
     def __init__(
         self, run: Run[Any], bus: EventBus, limits: Limits | None = None, state: Any = None
@@ -61,7 +63,9 @@ class ClientEventBridge:
         self._run = run
         self._bus = bus
         self._limits = limits
-        self._state = state
+        # the state's cancel tokens, not the state: the state holds this bridge, and a cycle
+        # would leave the whole run (state, transcript, guard) to the collector's oldest pass
+        self._tokens: tuple[CancelToken, ...] = () if state is None else state.tokens
         self.waits: list[str] | None = None
         """This turn's governor waits, as the turn record's warnings (the viewer's timeline)."""
 
@@ -80,8 +84,9 @@ class ClientEventBridge:
 
     def check_cancel(self) -> None:
         """A cancellation checkpoint (raises ``Cancelled``)."""
-        if self._state is not None:
-            self._state.check_cancel()
+        for token in self._tokens:
+            if token.cancelled:
+                raise Cancelled()
 
     def on_retry(self, error: BaseException, attempt: int, wait_seconds: float) -> None:
         """A request is retried."""
