@@ -429,6 +429,7 @@ class SQLStore(Closing):
         """
         if limit < 1:
             raise InvalidInput(f"limit must be at least 1, got {limit}")
+        status = checked(status)
         with self._open("listing runs", write=False) as tx:
             return runs_page(
                 tx,
@@ -438,7 +439,7 @@ class SQLStore(Closing):
                 before=before,
                 keep=keep,
                 scan=scan,
-                status=checked(status),
+                status=status,
             )
 
     def runs_during(self, run_id: str) -> list[Found]:

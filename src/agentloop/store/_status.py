@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any
+
+from agentloop._util.statuses import STATUSES, RunStatus
 
 if TYPE_CHECKING:
     from agentloop.run import Run
@@ -40,9 +42,6 @@ __all__ = [
     "upgrade",
 ]
 
-RunStatus: TypeAlias = Literal["running", "waiting", "paused", "completed", "failed"]
-STATUSES: tuple[RunStatus, ...] = ("running", "waiting", "paused", "completed", "failed")
-"""A stored run's statuses (SPEC 9), in the order a run can reach them."""
 
 STATUS_COLUMNS = (
     ("status", "TEXT NOT NULL DEFAULT 'running'"),
