@@ -13,7 +13,7 @@ import importlib.util
 import json
 import sqlite3
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ _spec.loader.exec_module(_contract)
 postgres_dsn = _contract.postgres_dsn  # the same throwaway PostgreSQL server
 make_run = _contract.make_run
 
-Execute = Callable[[str, Sequence[Any]], None]
+Execute = Callable[..., object]
 
 
 def schema_2(seq: str, real: str) -> list[str]:
