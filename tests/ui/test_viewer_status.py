@@ -51,7 +51,7 @@ def test_the_status_filter_is_one_query_on_the_status_column(tmp_path: Path) -> 
     with TestClient(app, base_url=LOCAL) as client:
         page = client.get("/?status=waiting").text
         assert f'data-run="{waiting.id}"' in page and "done0000" not in page
-        assert "1 of 1 run" in page
+        assert "1 of 1 waiting run" in page
         assert '<option value="waiting" selected>' in page
         shown = client.get(f"/runs/{waiting.id}").text
         assert 'id="run-status">waiting</span>' in shown
