@@ -33,6 +33,7 @@ assert _spec is not None and _spec.loader is not None
 _contract = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_contract)
 postgres_dsn = _contract.postgres_dsn  # the same throwaway PostgreSQL server
+open_store = _contract.open_store
 make_run = _contract.make_run
 
 Execute = Callable[..., object]
@@ -187,3 +188,21 @@ def test_a_schema_2_postgres_store_is_upgraded_in_place(fresh_database: str) -> 
 
 def test_the_statuses_are_the_five_of_spec_9() -> None:
     assert STATUSES == ("running", "waiting", "paused", "completed", "failed")
+
+
+def test_each_commit_point_writes_the_status_it_leaves(open_store: Any) -> None:
+    store = open_store()
+    run = make_run("r1")
+    run.output, run.stop_reason = None, None
+    store.begin_run("s", run)
+    assert [s.status for s in store.load_runs(status="running")] == ["running"]
+    run.waiting = WAIT
+    store.finish_runs("s", [run], keep=0, append=[])
+    (waiting,) = store.load_runs(status="waiting")
+    assert waiting.run.waiting == WAIT and store.page_runs(status="running").total == 0
+    store.reopen_run("s", run, keep=0, at=5.0)  # continue_run picks it up again
+    assert [s.run.id for s in store.load_runs(status="running")] == ["r1"]
+    run.waiting, run.output = None, "done"
+    store.finish_runs("s", [run], keep=0, append=[])
+    assert [s.status for s in store.load_runs("s")] == ["completed"]
+    assert store.load_runs(status="waiting") == []
