@@ -11,7 +11,8 @@ batch per client and model per pass).
 **At most once.** A result is claimed in the store before it is applied: the poller takes the
 session's lease, reads the run again (another poller may have continued it), and journals the
 result as the turn's reply before continuing; the tools are journaled as in any stored run. Two
-pollers racing apply it once; one killed mid-apply leaves it to the next.
+pollers racing apply it once; one killed mid-apply leaves it to the next (the run's stored
+status stays ``waiting`` until its continuation records its end, so the next pass finds it).
 
 **Failures.** An errored request is the error its status and body would be synchronously; a
 429 is submitted again in the next batch, as is an expired request (``ProviderTimeout``) up to
@@ -105,7 +106,7 @@ async def poll(agent: Agent[Any], *, deps: Any = None) -> PollReport:
 
     store = _check(agent)
     client = batch_client(agent.client)
-    waiting = [s for s in store.load_runs() if s.finished and s.run.waiting is not None]
+    waiting = [s for s in _waiting_runs(store) if s.finished and s.run.waiting is not None]
     report = PollReport()
     results: dict[str, dict[str, Outcome] | None] = {}
     for stored in waiting:
@@ -122,6 +123,18 @@ async def poll(agent: Agent[Any], *, deps: Any = None) -> PollReport:
         COLLECTOR.reset(tokens[0])
         ORDERS.reset(tokens[1])
     return report
+
+
+def _waiting_runs(store: Any) -> list[Any]:
+    """The store's waiting runs: one query on the status column (schema 3, ``agentloop.store``).
+
+    A store of another make is read whole, as before the column existed.
+    """
+    from agentloop.store._sql import SQLStore
+
+    if isinstance(store, SQLStore):
+        return store.load_runs(status="waiting")
+    return list(store.load_runs())
 
 
 async def _apply(

@@ -167,7 +167,7 @@ def test_an_older_store_opens_and_is_upgraded(tmp_path: Path) -> None:
     assert store.load_safety("s") is None
     store.close()
     with sqlite3.connect(db) as conn:
-        assert conn.execute("SELECT value FROM agentloop_meta").fetchall() == [("2",)]
+        assert conn.execute("SELECT value FROM agentloop_meta").fetchall() == [("3",)]
 
 
 def test_a_newer_store_is_refused(tmp_path: Path) -> None:

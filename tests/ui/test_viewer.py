@@ -708,4 +708,4 @@ def test_the_runs_page_shows_a_page_and_links_to_the_older_runs(
     assert 'class="older"' not in second and '<a class="newest" href="/?">' in second
     assert f"/events?before={older.group(1)}&amp;seen=" in second  # the live table is that page
     failed = client.get("/?status=failed&before=junk").text  # a bad cursor: the newest page
-    assert listed(failed) == [runs.failed] and "1 of 3 runs" in failed
+    assert listed(failed) == [runs.failed] and "1 of 1 failed run" in failed

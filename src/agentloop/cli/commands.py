@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentloop._util.extras import MissingExtra, require_extra
+from agentloop._util.statuses import STATUSES
 from agentloop.cli import evals, fake
 from agentloop.cli.advice import Target, failure_paragraph
 from agentloop.cli.batch import add_batch_parser, batch_command
@@ -356,6 +357,7 @@ def _parser() -> argparse.ArgumentParser:
     runs.add_argument(
         "--limit", type=int, default=50, help="list the newest N runs (default 50; 0: all)"
     )
+    runs.add_argument("--status", choices=STATUSES, help="only runs of this status")
     show_sub = runs.add_subparsers(dest="runs_command")
     show = show_sub.add_parser("show", help="one run with its error's class and attributes")
     show.add_argument("run_id", metavar="ID", help="a run id or a unique prefix of one")
@@ -398,7 +400,9 @@ def _demo(args: argparse.Namespace) -> int:
 def _runs(args: argparse.Namespace) -> int:
     from agentloop.cli.runs import runs
 
-    return runs(_console(), args.store, getattr(args, "run_id", None), args.session, args.limit)
+    run_id = getattr(args, "run_id", None)
+    status = getattr(args, "status", None)
+    return runs(_console(), args.store, run_id, args.session, args.limit, status=status)
 
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {

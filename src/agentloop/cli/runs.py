@@ -50,16 +50,23 @@ def _open_store(location: str) -> SQLiteStore | PostgresStore:
 
 
 def runs(
-    console: Console, location: str, run_id: str | None, session: str | None, limit: int = LIMIT
+    console: Console,
+    location: str,
+    run_id: str | None,
+    session: str | None,
+    limit: int = LIMIT,
+    *,
+    status: str | None = None,
 ) -> int:
     """``runs`` and ``runs show``: 0, or 1 when a stored record could not be read.
 
-    The list is the newest ``limit`` runs (0: all of them), oldest of those first.
+    The list is the newest ``limit`` runs (0: all of them) of ``status`` (None: any), oldest of
+    those first; the status is chosen in SQL (the store's ``status`` column).
     """
     store = _open_store(location)
     try:
         if run_id is None:
-            return _list_runs(console, *_newest(store, session, limit))
+            return _list_runs(console, *_newest(store, session, limit, status))
         stored = store.load_run(run_id)
         if stored is None and (of_session := _newest(store, run_id, limit))[0]:
             console.print(f"session {_escape(run_id)}: its runs ('runs show ID' prints one)")
@@ -75,16 +82,16 @@ def runs(
 
 
 def _newest(
-    store: SQLiteStore | PostgresStore, session: str | None, limit: int
+    store: SQLiteStore | PostgresStore, session: str | None, limit: int, status: str | None = None
 ) -> tuple[list[tuple[str, StoredRun | MemoryBackendError]], int]:
     """The newest ``limit`` runs (all when 0) in the order they started, and how many there are.
 
     One page of the store (``page_runs``): a store of 100,000 runs lists as fast as one of 50.
     """
     if limit < 1:
-        scanned = store.scan_runs(session)
+        scanned = store.scan_runs(session, status=status)
         return scanned, len(scanned)
-    page = store.page_runs(session, limit=limit)
+    page = store.page_runs(session, limit=limit, status=status)
     return page.runs[::-1], page.total
 
 
@@ -260,6 +267,7 @@ def _show_run(console: Console, stored: StoredRun, location: str) -> None:
     fields = Table("field", "value", show_header=False, title=f"run {run.id}")
     for name, value in (
         ("session", _escape(stored.session_id)),
+        ("status", _status(stored)),
         ("input", _escape(input_text(run.input))),
         ("output", _escape(_plain_text(run.output))),
         ("outcome", _outcome(stored)),
@@ -282,6 +290,13 @@ def _show_run(console: Console, stored: StoredRun, location: str) -> None:
     _show_decisions(console, run)
     if run.paused:
         _show_pending(console, stored, location)
+
+
+def _status(stored: StoredRun) -> str:
+    """``waiting (batch msgbatch_01…)``: the stored status, a waiting run's batch id with it."""
+    wait = stored.run.waiting
+    said = f" (batch {_escape(wait.batch_id)})" if stored.status == "waiting" and wait else ""
+    return stored.status + said
 
 
 def _counts(run: Run) -> str:

@@ -21,7 +21,7 @@ agentloop knows is refused, nothing changed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentloop.errors import MemoryBackendError
@@ -46,10 +46,13 @@ def ensure_schema(
     statements: Sequence[str],
     postgres: bool,
     what: str,
+    upgrade: Callable[[Any], None] | None = None,
 ) -> None:
     """Create ``statements``' tables unless ``key`` already records ``version`` (module).
 
     ``store`` is an ``SQLStore`` (typed loosely: ``_sql`` calls this, so this cannot import it).
+    ``upgrade(tx)`` runs after the statements, in their transaction (data an older layout
+    needs rewritten: the store's status columns, ``_status.backfill``).
 
     Raises:
         MemoryBackendError: The database holds a newer version, or cannot be read or written.
@@ -64,6 +67,8 @@ def ensure_schema(
             return
         for statement in statements:
             tx.run(statement)
+        if upgrade is not None:
+            upgrade(tx)
         tx.run(_WRITE, (key, str(version)))
 
 

@@ -6,10 +6,11 @@ seq DESC LIMIT n``, or the ``(session_id, seq)`` index for one session), then on
 for the page's turns in flight and its resumptions (``run_id IN (...)``), never one per run;
 only the page's records are parsed. ``RunPage.next`` is the cursor of the older page.
 
-A filter (``keep``) is applied to parsed runs (status, model and error class live inside the
-record), so a filtered page reads chunks of ``CHUNK`` rows until it is full, the store is
-exhausted, or it has read ``scan`` rows (then ``next`` goes on from there): a page of a filter
-that matches nothing costs ``scan`` records, not the whole store.
+A status is a column (``status``, indexed with ``seq``): a page of one status is the same
+keyset query on that index. Another filter (``keep``) is applied to parsed runs (a model and an
+error class live inside the record), so such a page reads chunks of ``CHUNK`` rows until it is
+full, the store is exhausted, or it has read ``scan`` rows (then ``next`` goes on from there): a
+page of a filter that matches nothing costs ``scan`` records, not the whole store.
 """
 
 from __future__ import annotations
@@ -25,7 +26,16 @@ from agentloop.store._tables import RUN_COLUMNS
 if TYPE_CHECKING:
     from agentloop.store._transaction import Row, Transaction
 
-__all__ = ["CHUNK", "Found", "RunPage", "read_runs", "runs_during", "runs_page", "runs_starting"]
+__all__ = [
+    "CHUNK",
+    "Found",
+    "RunPage",
+    "read_runs",
+    "runs_during",
+    "runs_page",
+    "runs_starting",
+    "where_runs",
+]
 
 CHUNK = 200
 """Rows a filtered page reads at a time."""
@@ -62,12 +72,14 @@ def runs_page(
     before: int | None,
     keep: Callable[[StoredRun | MemoryBackendError], bool] | None,
     scan: int | None,
+    status: str | None = None,
 ) -> RunPage:
-    """The newest ``limit`` runs older than cursor ``before`` that ``keep`` lets through.
+    """The newest ``limit`` runs of ``status`` (all when None) older than cursor ``before``.
 
-    ``scan`` bounds the rows a filtered page reads: the page ends there, ``next`` going on.
+    Those ``keep`` lets through; ``scan`` bounds the rows a ``keep``-filtered page reads: the
+    page ends there, ``next`` going on.
     """
-    where, params = _where(session_id, None)
+    where, params = where_runs(session_id, None, status)
     total = int(tx.rows(f"SELECT COUNT(*) FROM agentloop_runs {where}", params)[0][0])
     found: list[Found] = []
     cursor, read = before, 0
@@ -77,7 +89,7 @@ def runs_page(
         want = limit - len(found) if keep is None else CHUNK
         want = want if scan is None else min(want, scan - read)
         read += want
-        where, params = _where(session_id, cursor)
+        where, params = where_runs(session_id, cursor, status)
         rows = tx.rows(
             f"SELECT seq, {RUN_COLUMNS} FROM agentloop_runs {where} ORDER BY seq DESC LIMIT ?",
             (*params, want + 1),
@@ -133,12 +145,18 @@ def runs_starting(
     return read_runs(tx, rows, damaged)
 
 
-def _where(session_id: str | None, before: int | None) -> tuple[str, tuple[Any, ...]]:
+def where_runs(
+    session_id: str | None, before: int | None, status: str | None = None
+) -> tuple[str, tuple[Any, ...]]:
+    """The ``WHERE`` clause (and its parameters) of runs of a session, status, before a cursor."""
     tests: list[str] = []
     params: list[Any] = []
     if session_id is not None:
         tests.append("session_id = ?")
         params.append(session_id)
+    if status is not None:
+        tests.append("status = ?")
+        params.append(status)
     if before is not None:
         tests.append("seq < ?")
         params.append(before)

@@ -19,6 +19,7 @@ from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Message
 from agentloop.run import Run, Turn, message_from_dict
 from agentloop.safety.output import storable
+from agentloop.store._status import RunStatus, status_of
 
 __all__ = [
     "text_column",
@@ -53,6 +54,14 @@ class StoredRun:
     finished: bool
     absorbed: int = 0
     resumptions: tuple[tuple[float, int], ...] = ()
+
+    @property
+    def status(self) -> RunStatus:
+        """``running``, ``waiting``, ``paused``, ``completed`` or ``failed`` (SPEC 9).
+
+        What the store's ``status`` column says of it (both follow the record, ``_status``).
+        """
+        return status_of(self.run, self.finished)
 
 
 def to_json(value: Any) -> str:

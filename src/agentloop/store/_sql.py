@@ -32,6 +32,7 @@ from agentloop.store._listing import (
     runs_during,
     runs_page,
     runs_starting,
+    where_runs,
 )
 from agentloop.store._rows import (
     StoredRun,
@@ -41,10 +42,14 @@ from agentloop.store._rows import (
     text_column,
     to_json,
 )
+from agentloop.store._status import checked, columns, upgrade
 from agentloop.store._tables import RUN_COLUMNS, SCHEMA_VERSION
 from agentloop.store._transaction import Row, Transaction
+from agentloop.store._writes import release_lease, write_history, write_safety
 
 __all__ = ["Row", "SQLStore", "StoredRun", "Transaction"]
+
+_STATUS = "status, batch_id, request_id"
 
 
 class SQLStore(Closing):
@@ -105,6 +110,8 @@ class SQLStore(Closing):
         An open of a store whose version is current runs no DDL (nothing waits behind the
         transactions of the processes already using it).
         """
+        from functools import partial
+
         from agentloop.store._ddl import ensure_schema
 
         ensure_schema(
@@ -114,10 +121,15 @@ class SQLStore(Closing):
             statements=self.schema,
             postgres=self.postgres,
             what="the store",
+            upgrade=partial(upgrade, postgres=self.postgres),
         )
 
     def _check_schema(self) -> None:
-        """A read-only open: the database must hold our runs table; nothing is created or set."""
+        """A read-only open: the database must hold our runs table; nothing is created or set.
+
+        A store of an older layout (no ``status`` column) is refused, naming the writing open
+        that upgrades it in place.
+        """
         try:
             with self._open("reading the store's tables", write=False) as tx:
                 tx.rows("SELECT run_id FROM agentloop_runs WHERE 1 = 0")
@@ -125,6 +137,15 @@ class SQLStore(Closing):
             raise MemoryBackendError(
                 f"{self.name}: not an agentloop store (no agentloop_runs table), or not "
                 f"readable: {exc.message}"
+            ) from exc
+        try:
+            with self._open("reading the store's layout", write=False) as tx:
+                tx.rows("SELECT status FROM agentloop_runs WHERE 1 = 0")
+        except MemoryBackendError as exc:
+            raise MemoryBackendError(
+                f"{self.name}: the store was written by an older agentloop (before schema "
+                f"{SCHEMA_VERSION}); open it once for writing ({self.name}(...) without "
+                "read_only, e.g. by any agent run or 'agentloop batch poll') to upgrade it in place"
             ) from exc
 
     def close(self) -> None:
@@ -149,7 +170,7 @@ class SQLStore(Closing):
                 (run.id, session_id, text_column(input_text(run.input)), run.started_at),
             )
             tx.run("DELETE FROM agentloop_steps WHERE session_id = ?", (session_id,))
-            _write_safety(tx, session_id, safety)
+            write_safety(tx, session_id, safety)
 
     def save_turn(
         self,
@@ -175,7 +196,7 @@ class SQLStore(Closing):
                 )
             tx.run("INSERT INTO agentloop_turns VALUES (?, ?, ?, ?)", row)
             if session_id is not None:
-                _write_safety(tx, session_id, safety)
+                write_safety(tx, session_id, safety)
 
     def commit_compaction(
         self,
@@ -188,9 +209,9 @@ class SQLStore(Closing):
     ) -> None:
         """Make ``history`` the stored history; ``absorbed`` run messages are now part of it."""
         with self._open(f"saving the compaction of run {run_id}", write=True) as tx:
-            _write_history(tx, session_id, 0, history)
+            write_history(tx, session_id, 0, history)
             tx.run("UPDATE agentloop_runs SET absorbed = ? WHERE run_id = ?", (absorbed, run_id))
-            _write_safety(tx, session_id, safety)
+            write_safety(tx, session_id, safety)
 
     def finish_runs(
         self,
@@ -216,21 +237,25 @@ class SQLStore(Closing):
                 run.ended_at,
                 0,
                 to_json(run.to_dict()),
+                *columns(run),
             )
             for run in runs
         ]
         with self._open(f"saving the end of run {runs[-1].id if runs else '-'}", write=True) as tx:
-            _write_history(tx, session_id, keep, append)
+            write_history(tx, session_id, keep, append)
             tx.many(
-                f"INSERT INTO agentloop_runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                f"INSERT INTO agentloop_runs ({RUN_COLUMNS}, {_STATUS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (run_id) DO UPDATE SET started_at = excluded.started_at, "
-                "ended_at = excluded.ended_at, record = excluded.record",
+                "ended_at = excluded.ended_at, record = excluded.record, "
+                "status = excluded.status, batch_id = excluded.batch_id, "
+                "request_id = excluded.request_id",
                 records,
             )
             tx.many("DELETE FROM agentloop_turns WHERE run_id = ?", [(r[0],) for r in records])
-            _write_safety(tx, session_id, safety)
+            write_safety(tx, session_id, safety)
             if release is not None:
-                _release(tx, session_id, release)
+                release_lease(tx, session_id, release)
 
     # -- durability: safety state, step journal, leases -------------------------------------
 
@@ -293,7 +318,7 @@ class SQLStore(Closing):
     def release(self, session_id: str, owner: str) -> None:
         """End ``owner``'s lease of the session (nothing when another process holds it)."""
         with self._open(f"releasing session {session_id}", write=True) as tx:
-            _release(tx, session_id, owner)
+            release_lease(tx, session_id, owner)
 
     def reopen_run(self, session_id: str, run: Run, *, keep: int, at: float) -> None:
         """Undo a resume's closure of crashed ``run`` so it can go on (``continue_run``).
@@ -303,9 +328,10 @@ class SQLStore(Closing):
         (what the closure added goes), and the resumption is noted.
         """
         with self._open(f"reopening run {run.id}", write=True) as tx:
-            _write_history(tx, session_id, keep, [])
+            write_history(tx, session_id, keep, [])
             tx.run(
-                "UPDATE agentloop_runs SET record = NULL, ended_at = NULL WHERE run_id = ?",
+                "UPDATE agentloop_runs SET record = NULL, ended_at = NULL, status = 'running', "
+                "batch_id = NULL, request_id = NULL WHERE run_id = ?",
                 (run.id,),
             )
             tx.run("DELETE FROM agentloop_turns WHERE run_id = ?", (run.id,))
@@ -353,26 +379,30 @@ class SQLStore(Closing):
         except InvalidInput as exc:
             raise self._damaged(f"the history of session {session_id}", exc) from exc
 
-    def load_runs(self, session_id: str | None = None) -> list[StoredRun]:
+    def load_runs(
+        self, session_id: str | None = None, *, status: str | None = None
+    ) -> list[StoredRun]:
         """Stored runs in the order they started; all sessions when ``session_id`` is None.
 
-        Raises ``MemoryBackendError`` naming the run and the field when a record is damaged.
+        ``status``: only the runs of that status (one of ``STATUSES``), found by the indexed
+        ``status`` column. Raises ``MemoryBackendError`` naming the run and the field when a
+        record is damaged.
         """
         runs = []
-        for _, stored in self.scan_runs(session_id):
+        for _, stored in self.scan_runs(session_id, status=status):
             if isinstance(stored, MemoryBackendError):
                 raise stored
             runs.append(stored)
         return runs
 
     def scan_runs(
-        self, session_id: str | None = None
+        self, session_id: str | None = None, *, status: str | None = None
     ) -> list[tuple[str, StoredRun | MemoryBackendError]]:
         """Each stored run's id with the run, or the error naming what is damaged in its record.
 
         ``load_runs`` for a reader that must not lose the readable runs to one damaged record.
         """
-        where, params = ("WHERE session_id = ?", (session_id,)) if session_id else ("", ())
+        where, params = where_runs(session_id or None, None, checked(status))
         with self._open("loading runs", write=False) as tx:
             rows = tx.rows(f"SELECT {RUN_COLUMNS} FROM agentloop_runs {where} ORDER BY seq", params)
             return read_runs(tx, rows, self._damaged)
@@ -385,8 +415,12 @@ class SQLStore(Closing):
         before: int | None = None,
         keep: Callable[[StoredRun | MemoryBackendError], bool] | None = None,
         scan: int | None = None,
+        status: str | None = None,
     ) -> RunPage:
         """The newest ``limit`` runs (of ``session_id``, or all), newest first: one page.
+
+        ``status``: only runs of that status (``STATUSES``), chosen in SQL by the indexed column
+        (``total`` counts those).
 
         ``before`` is the ``next`` of the previous page (None: the newest runs); ``keep``
         filters the runs read (a damaged record is passed to it as its error), reading at most
@@ -395,6 +429,7 @@ class SQLStore(Closing):
         """
         if limit < 1:
             raise InvalidInput(f"limit must be at least 1, got {limit}")
+        status = checked(status)
         with self._open("listing runs", write=False) as tx:
             return runs_page(
                 tx,
@@ -404,6 +439,7 @@ class SQLStore(Closing):
                 before=before,
                 keep=keep,
                 scan=scan,
+                status=status,
             )
 
     def runs_during(self, run_id: str) -> list[Found]:
@@ -434,40 +470,3 @@ class SQLStore(Closing):
 
     def _damaged(self, what: str, exc: InvalidInput) -> MemoryBackendError:
         return MemoryBackendError(f"{self.name}: {what} is damaged: {exc.message}")
-
-
-def _write_history(tx: Transaction, session_id: str, keep: int, append: Sequence[Message]) -> None:
-    if keep:
-        stored = tx.rows(
-            "SELECT COUNT(*) FROM agentloop_history WHERE session_id = ? AND seq < ?",
-            (session_id, keep),
-        )[0][0]
-        if stored != keep:
-            raise MemoryBackendError(
-                f"the stored history of session {session_id} has {stored} messages, "
-                f"expected at least {keep}"
-            )
-    tx.run("DELETE FROM agentloop_history WHERE session_id = ? AND seq >= ?", (session_id, keep))
-    if append:
-        tx.many(
-            "INSERT INTO agentloop_history VALUES (?, ?, ?)",
-            [(session_id, keep + i, to_json(m.to_dict())) for i, m in enumerate(append)],
-        )
-
-
-def _write_safety(tx: Transaction, session_id: str, safety: Mapping[str, Any] | None) -> None:
-    if safety is None:
-        return
-    tx.run(
-        "INSERT INTO agentloop_sessions (session_id, safety) VALUES (?, ?) "
-        "ON CONFLICT (session_id) DO UPDATE SET safety = excluded.safety",
-        (session_id, to_json(safety)),
-    )
-
-
-def _release(tx: Transaction, session_id: str, owner: str) -> None:
-    tx.run(
-        "UPDATE agentloop_sessions SET lease_owner = NULL, lease_until = NULL "
-        "WHERE session_id = ? AND lease_owner = ?",
-        (session_id, owner),
-    )

@@ -20,13 +20,29 @@ is upgraded in place; a store whose recorded version is newer is refused):
   model reply and each tool call's output, keyed by what asked for it), so a continued run
   repeats none of them; a session's next run start deletes its older runs' steps.
 - ``agentloop_resumptions(run_id, at, from_turn)``: each time ``continue_run`` picked a run up.
+
+Schema 3 adds three columns to ``agentloop_runs`` (``_status``; a schema-2 or schema-1 store is
+upgraded in place, the columns back-filled from the stored records in the same transaction):
+
+- ``status``: ``running`` (no recorded end), ``waiting`` (a batch run's turn in a provider
+  batch), ``paused`` (pending calls), ``completed`` or ``failed`` (a ``stop_reason``; a
+  cancelled run is ``failed`` with ``Cancelled``), written by the statements that already write
+  the run (run start, finalize, a reopen); indexed with ``seq`` so a status page is one keyset
+  query and ``agentloop batch poll`` finds the waiting runs in one.
+- ``batch_id``, ``request_id``: a waiting run's ``BatchWait`` ids (NULL otherwise).
+
+Everything else SPEC 9's schema 3 names is part of the run record (``Run.to_dict``) and read
+only with its run: loaded tools (``loaded_tools``), the active agent (``last_agent``, and each
+turn's ``agent``: the handoffs), memory (``memory``: the namespace, staged and committed writes);
+the claim of a batch result is the session's lease (``agentloop_sessions``) and the result
+journaled as the turn's reply (``agentloop_steps``) before it is applied.
 """
 
 from __future__ import annotations
 
 __all__ = ["RUN_COLUMNS", "SCHEMA_VERSION", "schema"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The store layout this agentloop writes; a store recorded with a newer one is refused."""
 
 RUN_COLUMNS = "run_id, session_id, input, started_at, ended_at, absorbed, record"

@@ -108,7 +108,8 @@ def runs_table(page: Page, chosen: RunFilter) -> str:
     """The page's live part: the counts, the table of the page's runs, the link to older ones."""
     rows = [_unreadable_row(f) if isinstance(f, Unreadable) else _row(f) for f in page.runs]
     damaged = sum(isinstance(found, Unreadable) for found in page.runs)
-    total = f"{page.total} run{'s' * (page.total != 1)}"
+    kind = f"{chosen.status} " if chosen.status else ""  # the store counts that status's runs
+    total = f"{page.total} {kind}run{'s' * (page.total != 1)}"
     whole = page.next is None and page.before is None
     counts = f"{len(page.runs)} {'of' if whole else 'shown of'} {total}"
     if damaged:

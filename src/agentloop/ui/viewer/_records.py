@@ -17,9 +17,10 @@ import threading
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from agentloop._util.slots import record
+from agentloop._util.statuses import STATUSES, RunStatus
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Usage
 from agentloop.pricing import estimate_cost, sum_costs
@@ -52,8 +53,8 @@ __all__ = [
     "turns_of",
 ]
 
-Status: TypeAlias = Literal["completed", "failed", "paused", "running"]
-STATUSES: tuple[Status, ...] = ("completed", "failed", "paused", "running")
+Status: TypeAlias = RunStatus
+"""A stored run's status (SPEC 9): the store's ``status`` column, which the filter queries."""
 
 PAGE = 100
 """Runs on one page of the runs table (the newest first; the page links to older ones)."""
@@ -132,7 +133,9 @@ class StoreReader:
     def page(self, chosen: RunFilter, before: int | None = None) -> Page:
         """The newest ``PAGE`` runs ``chosen`` keeps, older than cursor ``before``.
 
-        One page of the store (``page_runs``), however many runs it holds.
+        One page of the store (``page_runs``), however many runs it holds. The status is
+        chosen in SQL (the indexed ``status`` column): no record of another status is read; a
+        model or an error class is checked on the records read (at most ``SCAN`` a page).
         """
 
         def keep(found: StoredRun | MemoryBackendError) -> bool:
@@ -141,7 +144,11 @@ class StoreReader:
         with self._lock:
             try:
                 page = self._connected().page_runs(
-                    limit=PAGE, before=before, keep=keep if chosen.active else None, scan=SCAN
+                    limit=PAGE,
+                    before=before,
+                    keep=keep if chosen.model or chosen.error else None,
+                    scan=SCAN,
+                    status=chosen.status or None,
                 )
             except MemoryBackendError:
                 self._drop()
@@ -198,13 +205,8 @@ class Page:
 
 
 def status_of(stored: StoredRun) -> Status:
-    """``running`` until the run's end is recorded; then paused, failed or completed."""
-    run = stored.run
-    if not stored.finished:
-        return "running"
-    if run.paused:
-        return "paused"
-    return "failed" if run.stop_reason is not None else "completed"
+    """``running`` until the run's end is recorded; then waiting, paused, failed or completed."""
+    return stored.status
 
 
 def paused_turn_of(run: Run) -> Turn | None:

@@ -48,8 +48,10 @@ def _facts(stored: StoredRun) -> str:
     )
     cached = usage.cache_read_tokens + usage.cache_write_tokens
     parent = parent_of(run)
+    wait = run.waiting if status == "waiting" else None
+    batch = f' <span id="run-batch">batch {text(wait.batch_id)}</span>' if wait else ""
     rows = [
-        ("status", f'<span class="badge status-{status}" id="run-status">{status}</span>'),
+        ("status", f'<span class="badge status-{status}" id="run-status">{status}</span>{batch}'),
         ("session", text(stored.session_id)),
         ("started", when(run.started_at)),
         ("ended", when(run.ended_at)),
