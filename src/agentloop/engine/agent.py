@@ -14,7 +14,7 @@ import asyncio
 import logging
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack, cast, overload
+from typing import TYPE_CHECKING, Any, Unpack, cast, overload
 
 from agentloop._util.aio import AsyncClosing, Closing
 from agentloop._util.peers import hinting
@@ -23,6 +23,7 @@ from agentloop.clock import SYSTEM_CLOCK, Clock
 from agentloop.config import RunConfig, resolve_client
 from agentloop.engine import peers
 from agentloop.engine import setup as _setup
+from agentloop.engine.agent_options import AgentOptions
 from agentloop.engine.definition import Definition
 from agentloop.engine.habits import Habits
 from agentloop.engine.instructions import Instructions, checked_system
@@ -55,24 +56,6 @@ if TYPE_CHECKING:  # the guardrails load only for an agent that has some, a run'
 __all__ = ["Agent"]
 
 logger = logging.getLogger("agentloop")
-
-
-class AgentOptions(TypedDict, total=False):
-    """The keyword arguments ``Agent.resume`` passes on to ``Agent``."""
-
-    tools: Iterable[Tool | Toolset | ProviderTool | Callable[..., Any]] | ToolRegistry
-    system: Instructions | None
-    instructions: Instructions | None
-    config: RunConfig | None
-    hooks: Sequence[Hook]
-    observers: Sequence[Observer]
-    approver: Approver | None
-    guardrails: Sequence[Guardrail]
-    memory: Memory | None
-    toolsets: Sequence[AbstractToolset]
-    clock: Clock
-    provider_tools: Sequence[ProviderTool]
-    governor: RateGovernor | None
 
 
 class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
@@ -445,6 +428,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         *,
         decisions: Mapping[str, Decision] | None = None,
         deps: Any = None,
+        toolsets: Sequence[AbstractToolset] | None = None,
         cancel: CancelToken | None = None,
     ) -> Run[OutputT]:
         """Continue a paused run with ``decisions``, or the run a crash cut off; raise as ``run()``.
@@ -453,30 +437,40 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         keyed by call id: ``Approve()``, ``Edit(arguments)``, ``Deny(message)``,
         ``Answer(content)``. It is the same ``Run``; a decided call runs at most once. Without a
         paused run, the run a crash cut off is continued from its last completed turn: completed
-        tool calls are never run again (a store's journal). ``deps``: a value or ``(run) -> deps``.
+        tool calls are never run again (a store's journal). ``deps``: a value or ``(run) -> deps``;
+        ``toolsets``: the run's ``run(toolsets=...)``, passed again (another process, after
+        ``Agent.resume``), offered by the continued run.
 
         Raises:
             InvalidInput: Decisions that do not answer the pending calls exactly, or approve a
                 tool this agent lacks (nothing recorded); no paused run, or nothing to continue.
             MemoryBackendError: Another live process is running (or deciding) the session.
         """
-        return await self._default.continue_run(decisions=decisions, deps=deps, cancel=cancel)
+        session = self._default
+        return await session.continue_run(
+            decisions=decisions, deps=deps, toolsets=toolsets, cancel=cancel
+        )
 
     def continue_run_sync(
         self,
         *,
         decisions: Mapping[str, Decision] | None = None,
         deps: Any = None,
+        toolsets: Sequence[AbstractToolset] | None = None,
         cancel: CancelToken | None = None,
     ) -> Run[OutputT]:
         """``continue_run()`` on the private event loop ``run_sync`` keeps."""
-        return self._default.continue_run_sync(decisions=decisions, deps=deps, cancel=cancel)
+        session = self._default
+        return session.continue_run_sync(
+            decisions=decisions, deps=deps, toolsets=toolsets, cancel=cancel
+        )
 
     def continue_stream(
         self,
         *,
         decisions: Mapping[str, Decision] | None = None,
         deps: Any = None,
+        toolsets: Sequence[AbstractToolset] | None = None,
         cancel: CancelToken | None = None,
     ) -> RunStream[OutputT]:
         """``continue_run()`` as a stream of the continued run's events.
@@ -484,4 +478,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         ``async with agent.continue_stream(decisions=...) as events`` yields them as
         ``stream()`` does (``RunStarted`` again first, ``RunFinished`` last).
         """
-        return self._default.continue_stream(decisions=decisions, deps=deps, cancel=cancel)
+        session = self._default
+        return session.continue_stream(
+            decisions=decisions, deps=deps, toolsets=toolsets, cancel=cancel
+        )

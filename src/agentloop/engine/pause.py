@@ -171,8 +171,9 @@ def _decisions(
 ) -> dict[str, Decision]:
     """The decisions to apply: the given ones (checked), or those recorded before a crash.
 
-    ``per_call``: the run has toolsets of its own (``run(toolsets=...)``, kept by its session),
-    which resolve per call: the continued run judges its tools, as for an agent's toolsets.
+    ``per_call``: the run has toolsets of its own (``run(toolsets=...)``, kept by its session,
+    or ``continue_run(toolsets=...)``), which resolve per call: the continued run judges its
+    tools, as for an agent's toolsets.
     """
     if not run.pending:
         raise InvalidInput(
@@ -256,11 +257,14 @@ async def _list_tools(agent: Any) -> None:
         await agent._toolsets.refresh(starting=True)
 
 
-async def ready_to_continue(session: Any, decisions: object, deps: Any) -> Any:
+async def ready_to_continue(
+    session: Any, decisions: object, deps: Any, toolsets: tuple[Any, ...] = ()
+) -> Any:
     """Before continuing ``session`` (a ``Session``): tools listed, decisions checked, deps made.
 
     Raises ``InvalidInput`` (nothing recorded) as ``reopen_paused`` would, before a deps
     factory is called; returns the deps to run with (a callable's result, awaited if need be).
+    ``toolsets``: ``continue_run(toolsets=...)``, judged per call as the run's own toolsets are.
     """
     last = session._runs[-1] if session._runs else None
     if last is None:
@@ -271,7 +275,8 @@ async def ready_to_continue(session: Any, decisions: object, deps: Any) -> Any:
         if decisions is not None:
             if _recorded(last):  # decided elsewhere: reopen_paused says so (the lease first)
                 return deps
-            _decisions(agent, last, decisions, last.id in session._run_toolsets)
+            per_call = bool(toolsets) or last.id in session._run_toolsets
+            _decisions(agent, last, decisions, per_call)
     if callable(deps):
         deps = deps(last)
         if inspect.isawaitable(deps):
