@@ -258,6 +258,12 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         """An unsaved session for one stateless run (``history=``) or one child call."""
         return _setup.new_session(self, self.clock.new_id(), None, history)
 
+    def _stateless(self, history: Sequence[Message]) -> Session[OutputT]:
+        """A stateless run's session: the agent keeps it while a run of it is paused (SPEC 20)."""
+        from agentloop.engine.stateless import kept_while_paused
+
+        return cast("Session[OutputT]", kept_while_paused(self, self._fresh(history)))
+
     @property
     def default_session(self) -> Session[OutputT]:
         """The session ``run()``, ``history`` and ``runs`` act on."""
@@ -393,7 +399,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         ``Budget``) replace the config's ``model_settings`` and ``budget`` for this run only;
         ``toolsets`` are added to the agent's for this run (``agentloop.toolsets``).
         """
-        session = self._default if history is None else self._fresh(history)
+        session = self._default if history is None else self._stateless(history)
         options: PerRun = {"model_settings": model_settings, "usage_limits": usage_limits}
         return await session.run(input, deps=deps, cancel=cancel, toolsets=toolsets, **options)
 
@@ -419,7 +425,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         """
         if self.config.batch:  # SPEC 25: a batch turn's reply arrives whole, hours later
             raise ConfigurationError("stream() on a batch agent (RunConfig(batch=True)): use run()")
-        session = self._default if history is None else self._fresh(history)
+        session = self._default if history is None else self._stateless(history)
         options: PerRun = {"model_settings": model_settings, "usage_limits": usage_limits}
         return session.stream(input, deps=deps, cancel=cancel, toolsets=toolsets, **options)
 
