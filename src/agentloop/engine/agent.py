@@ -312,17 +312,21 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         self._default.cancel()
 
     @hinting(peers.AS_TOOL)
-    def as_tool(self, *, name: str, description: str) -> Tool:
+    def as_tool(self, *, name: str, description: str, timeout: float | None = None) -> Tool:
         """This agent as a tool of another agent: one parameter, ``input``, the child's prompt.
 
         Each call runs a fresh, unsaved session of this agent; its output (typed output as
         JSON) is the result, its hard error the parent's soft error
         ``agent '<name>' stopped: <ErrorClass>: <message>``. The child's client is its own
         (``Agent("openai:gpt-5-mini").as_tool(...)`` builds it once, for every call).
+        ``timeout``: None, no tool timeout (the child's own ``RunConfig`` limits govern, not the
+        parent's ``tool_timeout``); seconds, the tool's own timeout (``Tool '<name>' timed out``).
         """
         from agentloop.engine.agent_tool import AgentTool
 
-        return AgentTool(self._fresh, name=name, description=description, agent=self)
+        return AgentTool(
+            self._fresh, name=name, description=description, agent=self, timeout=timeout
+        )
 
     def fork(self) -> Agent[OutputT]:
         """A fresh agent with this one's definition (memory included): no history, runs, store.
