@@ -139,3 +139,20 @@ async def test_bad_continue_run_toolsets_change_nothing() -> None:
     assert session.current_run is run and run.paused and not run.decisions
     done = await session.continue_run(decisions=decisions)  # still its run(toolsets=...)'s
     assert done.output == "done"
+
+
+async def test_continue_run_toolsets_without_the_approved_tool_are_refused(tmp_path: Path) -> None:
+    @tool
+    def other() -> str:
+        """Another tool."""
+        return "x"
+
+    db = tmp_path / "s.db"
+    agent = Agent(ScriptedModel([call("wipe", {"path": "a"})]), store=SQLiteStore(db))
+    run = await agent.run("go", toolsets=toolsets())
+    elsewhere = Agent.resume(agent.session_id, store=SQLiteStore(db), client=ScriptedModel([]))
+    wrong = [FunctionToolset([other], name="misc")]
+    with pytest.raises(InvalidInput, match=r"would run tool 'wipe'.*continue_run\(toolsets="):
+        await elsewhere.continue_run(decisions={run.pending[0].id: Approve()}, toolsets=wrong)
+    stored = SQLiteStore(db).load_run(run.id)
+    assert stored is not None and stored.run.pending and not stored.run.decisions
