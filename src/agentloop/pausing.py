@@ -286,7 +286,7 @@ def check_tools(
             f"{type(decision).__name__} for {waiting.call.id!r} would run tool "
             f"'{waiting.call.name}', which {agent} continuing the run does not have: nothing "
             "was recorded and the run stays paused; continue it with an agent built with "
-            "that tool, Agent(tools=...) or Agent(toolsets=...) (toolsets given to "
-            "run(toolsets=...) stay with the session that ran it, in its process), or Deny "
-            "the call"
+            "that tool, Agent(tools=...) or Agent(toolsets=...), or pass the toolsets that "
+            "have it again, continue_run(toolsets=...) (those given to run(toolsets=...) stay "
+            "with the session that ran it, in its process), or Deny the call"
         )

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack, cast, overload
+from typing import TYPE_CHECKING, Any, Unpack, cast, overload
 
 from agentloop._util.aio import AsyncClosing, Closing
 from agentloop._util.peers import hinting
@@ -23,6 +23,7 @@ from agentloop.clock import SYSTEM_CLOCK, Clock
 from agentloop.config import RunConfig, resolve_client
 from agentloop.engine import peers
 from agentloop.engine import setup as _setup
+from agentloop.engine.agent_options import AgentOptions
 from agentloop.engine.definition import Definition
 from agentloop.engine.habits import Habits
 from agentloop.engine.instructions import Instructions, checked_system
@@ -55,24 +56,6 @@ if TYPE_CHECKING:  # the guardrails load only for an agent that has some, a run'
 __all__ = ["Agent"]
 
 logger = logging.getLogger("agentloop")
-
-
-class AgentOptions(TypedDict, total=False):
-    """The keyword arguments ``Agent.resume`` passes on to ``Agent``."""
-
-    tools: Iterable[Tool | Toolset | ProviderTool | Callable[..., Any]] | ToolRegistry
-    system: Instructions | None
-    instructions: Instructions | None
-    config: RunConfig | None
-    hooks: Sequence[Hook]
-    observers: Sequence[Observer]
-    approver: Approver | None
-    guardrails: Sequence[Guardrail]
-    memory: Memory | None
-    toolsets: Sequence[AbstractToolset]
-    clock: Clock
-    provider_tools: Sequence[ProviderTool]
-    governor: RateGovernor | None
 
 
 class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
@@ -275,6 +258,12 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         """An unsaved session for one stateless run (``history=``) or one child call."""
         return _setup.new_session(self, self.clock.new_id(), None, history)
 
+    def _stateless(self, history: Sequence[Message]) -> Session[OutputT]:
+        """A stateless run's session: the agent keeps it while a run of it is paused (SPEC 20)."""
+        from agentloop.engine.stateless import kept_while_paused
+
+        return cast("Session[OutputT]", kept_while_paused(self, self._fresh(history)))
+
     @property
     def default_session(self) -> Session[OutputT]:
         """The session ``run()``, ``history`` and ``runs`` act on."""
@@ -323,17 +312,21 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         self._default.cancel()
 
     @hinting(peers.AS_TOOL)
-    def as_tool(self, *, name: str, description: str) -> Tool:
+    def as_tool(self, *, name: str, description: str, timeout: float | None = None) -> Tool:
         """This agent as a tool of another agent: one parameter, ``input``, the child's prompt.
 
         Each call runs a fresh, unsaved session of this agent; its output (typed output as
         JSON) is the result, its hard error the parent's soft error
         ``agent '<name>' stopped: <ErrorClass>: <message>``. The child's client is its own
         (``Agent("openai:gpt-5-mini").as_tool(...)`` builds it once, for every call).
+        ``timeout``: None, no tool timeout (the child's own ``RunConfig`` limits govern, not the
+        parent's ``tool_timeout``); seconds, the tool's own timeout (``Tool '<name>' timed out``).
         """
         from agentloop.engine.agent_tool import AgentTool
 
-        return AgentTool(self._fresh, name=name, description=description, agent=self)
+        return AgentTool(
+            self._fresh, name=name, description=description, agent=self, timeout=timeout
+        )
 
     def fork(self) -> Agent[OutputT]:
         """A fresh agent with this one's definition (memory included): no history, runs, store.
@@ -410,7 +403,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         ``Budget``) replace the config's ``model_settings`` and ``budget`` for this run only;
         ``toolsets`` are added to the agent's for this run (``agentloop.toolsets``).
         """
-        session = self._default if history is None else self._fresh(history)
+        session = self._default if history is None else self._stateless(history)
         options: PerRun = {"model_settings": model_settings, "usage_limits": usage_limits}
         return await session.run(input, deps=deps, cancel=cancel, toolsets=toolsets, **options)
 
@@ -436,7 +429,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         """
         if self.config.batch:  # SPEC 25: a batch turn's reply arrives whole, hours later
             raise ConfigurationError("stream() on a batch agent (RunConfig(batch=True)): use run()")
-        session = self._default if history is None else self._fresh(history)
+        session = self._default if history is None else self._stateless(history)
         options: PerRun = {"model_settings": model_settings, "usage_limits": usage_limits}
         return session.stream(input, deps=deps, cancel=cancel, toolsets=toolsets, **options)
 
@@ -445,6 +438,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         *,
         decisions: Mapping[str, Decision] | None = None,
         deps: Any = None,
+        toolsets: Sequence[AbstractToolset] | None = None,
         cancel: CancelToken | None = None,
     ) -> Run[OutputT]:
         """Continue a paused run with ``decisions``, or the run a crash cut off; raise as ``run()``.
@@ -453,30 +447,40 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         keyed by call id: ``Approve()``, ``Edit(arguments)``, ``Deny(message)``,
         ``Answer(content)``. It is the same ``Run``; a decided call runs at most once. Without a
         paused run, the run a crash cut off is continued from its last completed turn: completed
-        tool calls are never run again (a store's journal). ``deps``: a value or ``(run) -> deps``.
+        tool calls are never run again (a store's journal). ``deps``: a value or ``(run) -> deps``;
+        ``toolsets``: the run's ``run(toolsets=...)``, passed again (another process, after
+        ``Agent.resume``), offered by the continued run.
 
         Raises:
             InvalidInput: Decisions that do not answer the pending calls exactly, or approve a
                 tool this agent lacks (nothing recorded); no paused run, or nothing to continue.
             MemoryBackendError: Another live process is running (or deciding) the session.
         """
-        return await self._default.continue_run(decisions=decisions, deps=deps, cancel=cancel)
+        session = self._default
+        return await session.continue_run(
+            decisions=decisions, deps=deps, toolsets=toolsets, cancel=cancel
+        )
 
     def continue_run_sync(
         self,
         *,
         decisions: Mapping[str, Decision] | None = None,
         deps: Any = None,
+        toolsets: Sequence[AbstractToolset] | None = None,
         cancel: CancelToken | None = None,
     ) -> Run[OutputT]:
         """``continue_run()`` on the private event loop ``run_sync`` keeps."""
-        return self._default.continue_run_sync(decisions=decisions, deps=deps, cancel=cancel)
+        session = self._default
+        return session.continue_run_sync(
+            decisions=decisions, deps=deps, toolsets=toolsets, cancel=cancel
+        )
 
     def continue_stream(
         self,
         *,
         decisions: Mapping[str, Decision] | None = None,
         deps: Any = None,
+        toolsets: Sequence[AbstractToolset] | None = None,
         cancel: CancelToken | None = None,
     ) -> RunStream[OutputT]:
         """``continue_run()`` as a stream of the continued run's events.
@@ -484,4 +488,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         ``async with agent.continue_stream(decisions=...) as events`` yields them as
         ``stream()`` does (``RunStarted`` again first, ``RunFinished`` last).
         """
-        return self._default.continue_stream(decisions=decisions, deps=deps, cancel=cancel)
+        session = self._default
+        return session.continue_stream(
+            decisions=decisions, deps=deps, toolsets=toolsets, cancel=cancel
+        )

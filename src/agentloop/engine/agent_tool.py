@@ -35,6 +35,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from agentloop._util.numbers import is_finite
 from agentloop.engine.session import Session
 from agentloop.errors import AgentLoopError, Cancelled, ConfigurationError, ToolError
 from agentloop.events import Event
@@ -50,6 +51,29 @@ the soft ``agent '<name>' not run: delegation deeper than 8``. An agent that is 
 A→B→A, would otherwise delegate forever: its turns never complete, so no budget counts them."""
 
 
+def _own_timeout(name: str, timeout: object) -> float:
+    """``as_tool(timeout=)`` as the tool's own: None is no tool timeout (0, as ``@tool``'s 0).
+
+    A child agent's run is bounded by its own ``RunConfig`` limits, so the parent's
+    ``RunConfig.tool_timeout`` does not cut it (SPEC 13); a number is the tool's timeout, whose
+    expiry cancels the child and reads ``Tool '<name>' timed out after Ns`` (SPEC 3).
+    """
+    if timeout is None:
+        return 0.0
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not is_finite(timeout):
+        raise ConfigurationError(
+            f"as_tool(name={name!r}): timeout must be a number of seconds or None (no tool "
+            f"timeout), got {timeout!r}",
+            field="timeout",
+        )
+    if timeout < 0:
+        raise ConfigurationError(
+            f"as_tool(name={name!r}): timeout must be >= 0 (None or 0: no tool timeout)",
+            field="timeout",
+        )
+    return float(timeout)
+
+
 class AgentTool(Tool):
     """A ``Tool`` whose one parameter, ``input``, is the child agent's prompt."""
 
@@ -60,6 +84,7 @@ class AgentTool(Tool):
         name: str,
         description: str,
         agent: Any = None,
+        timeout: float | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ConfigurationError("as_tool() needs a non-empty name", field="name")
@@ -78,7 +103,7 @@ class AgentTool(Tool):
             "properties": {"input": {"type": "string", "description": f"The request for {name}."}},
             "required": ["input"],
         }
-        self.timeout = None
+        self.timeout = _own_timeout(name, timeout)
 
     def validate(self, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
         """``input`` must be a string."""

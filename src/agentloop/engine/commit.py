@@ -58,3 +58,5 @@ def commit_run(
         run.unfinished_input = run.input
     else:
         session._history.extend(state.completed)
+    if session._keeper is not None:  # a stateless session: kept while paused (engine.stateless)
+        session._keeper(session)

@@ -43,6 +43,9 @@ __all__ = ["Conversation"]
 class Conversation(Generic[OutputT]):
     """The state of one conversation on an agent's definition."""
 
+    _keeper: Callable[[Conversation[Any]], None] | None = None
+    """A stateless session's: told at each run's end (``agentloop.engine.stateless``)."""
+
     def __init__(
         self,
         agent: Definition[OutputT],

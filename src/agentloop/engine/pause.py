@@ -132,7 +132,7 @@ def reopen_paused(
             if stored is not None:
                 run = _adopted(session, run, stored.run)
         agent = active_agent(session.agent, run.last_agent)
-        checked = _decisions(agent, run, decisions, run.id in session._run_toolsets)
+        checked = _decisions(agent, run, decisions, session._run_toolsets.get(run.id, ()))
         at = session.agent.clock.time()
         if not _recorded(run):
             run.decisions.append(
@@ -167,12 +167,14 @@ def _recorded(run: Run[Any]) -> bool:
 
 
 def _decisions(
-    agent: Any, run: Run[Any], decisions: object, per_call: bool = False
+    agent: Any, run: Run[Any], decisions: object, own: tuple[Any, ...] = ()
 ) -> dict[str, Decision]:
     """The decisions to apply: the given ones (checked), or those recorded before a crash.
 
-    ``per_call``: the run has toolsets of its own (``run(toolsets=...)``, kept by its session),
-    which resolve per call: the continued run judges its tools, as for an agent's toolsets.
+    ``own``: the run's own toolsets (``run(toolsets=...)``, kept by its session, or
+    ``continue_run(toolsets=...)``): their static tool names count as the agent's; one whose
+    tools are known only per call (listed, dynamic) leaves the continued run to judge, as for an
+    agent's toolsets.
     """
     if not run.pending:
         raise InvalidInput(
@@ -188,8 +190,7 @@ def _decisions(
             )
         recorded = run.decisions[-1]["decisions"]
         again = {p.id: decision_from_dict(recorded[p.id]) for p in run.pending}
-        if not per_call:
-            check_agent_tools(agent, run.pending, again)  # recorded, but not spent on nothing
+        _check_tools(agent, run.pending, again, own)  # recorded, but not spent on nothing
         return again
     if decisions is None:
         ids = ", ".join(repr(p.id) for p in run.pending)
@@ -198,8 +199,7 @@ def _decisions(
             "continue_run(decisions={call_id: Approve() | Deny() | Edit(...) | Answer(...)})"
         )
     checked = check_decisions(run.pending, decisions)
-    if not per_call:
-        check_agent_tools(agent, run.pending, checked)
+    _check_tools(agent, run.pending, checked, own)
     return checked
 
 
@@ -235,6 +235,38 @@ def _registry(agent: Any, swap_of: Any) -> ToolRegistry:
     return swap.registry if swap is not None and swap.registry is not None else registry
 
 
+def _check_tools(
+    agent: Any,
+    pending: tuple[PendingCall, ...],
+    decisions: Mapping[str, Decision],
+    own: tuple[Any, ...],
+) -> None:
+    """``check_agent_tools``, the run's own toolsets' static names counting as the agent's."""
+    extra: set[str] = set()
+    for toolset in own:
+        static = toolset.static_names()
+        if static is None:
+            return  # known per call only: the continued run judges
+        extra.update(static)
+    tools = agent_tools(agent)
+
+    def names(path: tuple[str, ...]) -> Container[str] | None:
+        found = tools(path)
+        return found if path or found is None or not extra else _Either(found, extra)
+
+    check_tools(pending, decisions, names)
+
+
+class _Either(Container[str]):
+    """The names in either of two containers (a registry and a run's own toolsets' names)."""
+
+    def __init__(self, first: Container[str], second: Container[str]) -> None:
+        self.first, self.second = first, second
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.first or name in self.second
+
+
 def check_agent_tools(
     agent: Any, pending: tuple[PendingCall, ...], decisions: Mapping[str, Decision]
 ) -> None:
@@ -256,11 +288,14 @@ async def _list_tools(agent: Any) -> None:
         await agent._toolsets.refresh(starting=True)
 
 
-async def ready_to_continue(session: Any, decisions: object, deps: Any) -> Any:
+async def ready_to_continue(
+    session: Any, decisions: object, deps: Any, toolsets: tuple[Any, ...] = ()
+) -> Any:
     """Before continuing ``session`` (a ``Session``): tools listed, decisions checked, deps made.
 
     Raises ``InvalidInput`` (nothing recorded) as ``reopen_paused`` would, before a deps
     factory is called; returns the deps to run with (a callable's result, awaited if need be).
+    ``toolsets``: ``continue_run(toolsets=...)``, judged per call as the run's own toolsets are.
     """
     last = session._runs[-1] if session._runs else None
     if last is None:
@@ -271,7 +306,8 @@ async def ready_to_continue(session: Any, decisions: object, deps: Any) -> Any:
         if decisions is not None:
             if _recorded(last):  # decided elsewhere: reopen_paused says so (the lease first)
                 return deps
-            _decisions(agent, last, decisions, last.id in session._run_toolsets)
+            own = toolsets or session._run_toolsets.get(last.id, ())
+            _decisions(agent, last, decisions, own)
     if callable(deps):
         deps = deps(last)
         if inspect.isawaitable(deps):

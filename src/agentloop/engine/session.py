@@ -16,7 +16,7 @@ from agentloop.cancel import CancelToken
 from agentloop.engine import peers
 from agentloop.engine.conversation import Conversation
 from agentloop.engine.state import RunOptions, RunState
-from agentloop.errors import InvalidInput
+from agentloop.errors import ConfigurationError, InvalidInput
 from agentloop.messages import Message, UserInput
 from agentloop.model import ModelSettings
 from agentloop.pausing import Decision
@@ -110,13 +110,16 @@ class Session(Conversation[OutputT]):
         *,
         decisions: Mapping[str, Decision] | None = None,
         deps: Any = None,
+        toolsets: Sequence[AbstractToolset] | None = None,
         cancel: CancelToken | None = None,
     ) -> Run[OutputT]:
         """Continue a paused run with ``decisions``, or the run a crash cut off (as the agent's)."""
         from agentloop.engine.pause import ready_to_continue
 
-        deps = await ready_to_continue(self, decisions, deps)
-        state = self._continued(decisions, deps, () if cancel is None else (cancel,))
+        extra = self._continue_toolsets(toolsets)
+        deps = await ready_to_continue(self, decisions, deps, extra)
+        cancels = () if cancel is None else (cancel,)
+        state = self._continued(decisions, deps, cancels, toolsets=extra)
         return await self._drive(state)
 
     def continue_run_sync(
@@ -124,24 +127,41 @@ class Session(Conversation[OutputT]):
         *,
         decisions: Mapping[str, Decision] | None = None,
         deps: Any = None,
+        toolsets: Sequence[AbstractToolset] | None = None,
         cancel: CancelToken | None = None,
     ) -> Run[OutputT]:
         """``continue_run()`` on the agent's private event loop."""
-        return self.agent._run_sync(
-            self.continue_run(decisions=decisions, deps=deps, cancel=cancel)
-        )
+        self._continue_toolsets(toolsets)  # InvalidInput before the loop starts
+        work = self.continue_run(decisions=decisions, deps=deps, toolsets=toolsets, cancel=cancel)
+        return self.agent._run_sync(work)
 
     def continue_stream(
         self,
         *,
         decisions: Mapping[str, Decision] | None = None,
         deps: Any = None,
+        toolsets: Sequence[AbstractToolset] | None = None,
         cancel: CancelToken | None = None,
     ) -> RunStream[OutputT]:
         """``continue_run()`` as a stream of its events (see ``Agent.continue_stream``)."""
         from agentloop.engine.stream import RunStream
 
-        return RunStream(self, None, deps, cancel, None, decisions=decisions, resume=True)
+        options = RunOptions(toolsets=self._continue_toolsets(toolsets))
+        return RunStream(self, None, deps, cancel, options, decisions=decisions, resume=True)
+
+    def _continue_toolsets(self, toolsets: object) -> tuple[Any, ...]:
+        """``continue_run(toolsets=...)``, checked: the run's own toolsets, passed again."""
+        options = RunOptions.checked(None, None, toolsets)
+        if options is None or not options.toolsets:
+            return ()
+        if self.agent.config.batch:
+            raise ConfigurationError(
+                "continue_run(toolsets=...) on a batch agent: its turns continue in "
+                "agentloop.batch.poll, which has the agent's own toolsets only; give them to "
+                "the agent, Agent(..., toolsets=[...])",
+                field="toolsets",
+            )
+        return options.toolsets
 
     def _continued(
         self,
@@ -149,9 +169,33 @@ class Session(Conversation[OutputT]):
         deps: Any,
         cancels: tuple[CancelToken, ...],
         listener: Callable[[Event], None] | None = None,
+        *,
+        toolsets: tuple[Any, ...] = (),
     ) -> RunState:
-        """The state of the run to continue: a paused one, or one a crash cut off."""
+        """The state of the run to continue: a paused one, or one a crash cut off.
+
+        ``toolsets``: ``continue_run(toolsets=...)``, offered by the continued run instead of
+        those its ``run(toolsets=...)`` left with this session (kept only if it starts).
+        """
         last = self._runs[-1] if self._runs else None
+        kept = self._run_toolsets
+        if toolsets and last is not None:
+            self._run_toolsets = {last.id: toolsets}
+        try:
+            return self._reopened(last, decisions, deps, cancels, listener)
+        except BaseException:
+            self._run_toolsets = kept
+            raise
+
+    def _reopened(
+        self,
+        last: Run[OutputT] | None,
+        decisions: Mapping[str, Decision] | None,
+        deps: Any,
+        cancels: tuple[CancelToken, ...],
+        listener: Callable[[Event], None] | None,
+    ) -> RunState:
+        """The state of ``last`` reopened: a batch run's result, a paused run or a crashed one."""
         if last is not None and last.waiting is not None and decisions is None:
             from agentloop.engine.batching import reopen_waiting  # a batch run's result (SPEC 25)
 

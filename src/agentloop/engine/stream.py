@@ -59,6 +59,8 @@ class Starts(Protocol[OutputT]):
         deps: Any,
         cancels: tuple[CancelToken, ...],
         listener: Callable[[Event], None] | None = ...,
+        *,
+        toolsets: tuple[Any, ...] = ...,
     ) -> RunState: ...
 
 
@@ -106,8 +108,11 @@ class RunStream(Generic[OutputT]):
         if self._resume:  # continue_stream(): a paused run's decisions, or a crashed run
             from agentloop.engine.pause import ready_to_continue
 
-            deps = await ready_to_continue(self._session, self._decisions, self._deps)
-            state = self._session._continued(self._decisions, deps, cancels, self._push)
+            extra = () if self._options is None else self._options.toolsets
+            deps = await ready_to_continue(self._session, self._decisions, self._deps, extra)
+            state = self._session._continued(
+                self._decisions, deps, cancels, self._push, toolsets=extra
+            )
         else:
             assert self._input is not None
             state = self._session._begin(
