@@ -79,6 +79,14 @@ def _status(workflow_id: str) -> str | None:
     return None if status is None else status.status
 
 
+def _ended(workflow_id: str) -> None:
+    """Wait (60 s at most) for ``workflow_id``'s workflow to succeed: a paused run's ends."""
+    deadline = time.monotonic() + 60
+    while (status := _status(workflow_id)) != "SUCCESS":
+        assert time.monotonic() < deadline, f"the paused run's workflow is still {status}"
+        time.sleep(0.05)
+
+
 async def test_a_paused_run_ends_its_workflow_and_decide_continues_it(
     durable: DBOSAgent[str | None],
 ) -> None:
@@ -219,7 +227,7 @@ def test_a_paused_run_holds_no_slot_of_its_workers_limit(database: Callable[[str
         queued = [durable.enqueue("refunds", workflow_id=f"slot-{n}") for n in range(3)]
         for n in range(3):  # each pauses while the earlier ones wait: none holds the one slot
             asyncio.run(_paused(f"slot-{n}"))
-            assert _status(f"slot-{n}") == "SUCCESS"
+            _ended(f"slot-{n}")  # its workflow returns right after it publishes the pause
         for n in range(2):
             DBOSAgent.decide(f"slot-{n}", {"r1": Approve()})
         for n in range(2):  # each continuation pauses on its second call
