@@ -472,6 +472,14 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         """``continue_run()`` on the private event loop ``run_sync`` keeps."""
         return self._default.continue_run_sync(decisions=decisions, deps=deps, cancel=cancel)
 
+    async def cancel_run(self) -> Run[OutputT]:
+        """End the paused or waiting run (SPEC 17, 25) as ``Cancelled`` (else ``InvalidInput``)."""
+        return await self._default.cancel_run()
+
+    def cancel_run_sync(self) -> Run[OutputT]:
+        """``cancel_run()`` on the private event loop ``run_sync`` keeps."""
+        return self._default.cancel_run_sync()
+
     def continue_stream(
         self,
         *,
