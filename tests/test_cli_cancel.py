@@ -11,14 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from agentloop import Agent, tool
 from agentloop.errors import Cancelled
 from agentloop.store import SQLiteStore
 from agentloop.testing import ScriptedModel, call, reply
 from agentloop.transcript import validate_transcript
-
 
 REFUNDS: list[str] = []
 

@@ -66,7 +66,9 @@ def pausing_steps() -> list[Any]:
 def agent_of(steps: list[Any], **kwargs: Any) -> tuple[Agent[Any], ScriptedModel, Seen]:
     seen = Seen()
     model = ScriptedModel(steps)
-    agent = Agent(model, tools=[refund, lookup], observers=[seen], hooks=[Ends(seen.ended)], **kwargs)
+    agent = Agent(
+        model, tools=[refund, lookup], observers=[seen], hooks=[Ends(seen.ended)], **kwargs
+    )
     return agent, model, seen
 
 

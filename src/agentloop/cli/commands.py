@@ -353,7 +353,8 @@ def _parser() -> argparse.ArgumentParser:
         go_on.add_argument(flag, action="append", default=[], metavar=meta, help=what)
     go_on.add_argument("--deps", metavar="MODULE:CALLABLE", help=_DEPS_HELP)
     runs = sub.add_parser(
-        "runs", help="list the runs in a store; 'runs show ID' prints one, 'runs cancel ID' ends one"
+        "runs",
+        help="list the runs in a store; 'runs show ID' prints one, 'runs cancel ID' ends one",
     )
     runs.add_argument("--store", default="agentloop.db", help="SQLite file or postgresql:// DSN")
     runs.add_argument("--session", help="only this session's runs")
