@@ -333,6 +333,7 @@ class _ChunkStream:
         self, stream: RunStream[Any], chunks: Chunks, view: ClientView, session: Session[Any]
     ) -> None:
         self._session = session
+        self._complete = False
         self._stream = stream
         self._chunks = chunks
         self._view = view
@@ -342,9 +343,9 @@ class _ChunkStream:
             headers = [(k.encode(), v.encode()) for k, v in HEADERS.items()]
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             pump = asyncio.ensure_future(self._pump(send))
-            gone = asyncio.ensure_future(_disconnected(receive))
+            gone = asyncio.ensure_future(self._aborted(receive))
             await asyncio.wait((pump, gone), return_when=asyncio.FIRST_COMPLETED)
-            left = gone.done() and not gone.cancelled() and gone.exception() is None
+            left = gone.done() and not gone.cancelled() and gone.result()
             for task in (pump, gone):
                 task.cancel()
             await asyncio.gather(pump, gone, return_exceptions=True)
@@ -352,6 +353,11 @@ class _ChunkStream:
             await self._stream.__aexit__(None, None, None)
         if left:  # the client aborted: a run that paused meanwhile is ended too (SPEC 17)
             await cancel_abandoned(self._session, self._stream.run)
+
+    async def _aborted(self, receive: Receive) -> bool:
+        """Wait for the client to go; True when it went before the response was complete."""
+        await _disconnected(receive)
+        return not self._complete
 
     async def _pump(self, send: Send) -> None:
         feed, shown = self._chunks.feed, self._view.shown
@@ -372,6 +378,7 @@ class _ChunkStream:
             log.exception("VercelAIApp: the stream failed")
             failed = [{"type": "error", "errorText": "the server failed while streaming"}]
             await send(_body(encode(failed)))
+        self._complete = True  # a disconnect from here on is the response's normal end
         await send(_body(_DONE, more=False))
 
 
