@@ -49,6 +49,8 @@ async def test_runs_cancel_ends_a_paused_run_once(tmp_path: Path) -> None:
     )
     run = await agent.run("refund A1")
     assert run.paused
+    shown = agentloop(tmp_path, "runs", "show", run.id).stdout
+    assert f"agentloop runs cancel {run.id[:12]} --store agentloop.db" in shown
     done = agentloop(tmp_path, "runs", "cancel", run.id[:8])  # a unique prefix will do
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip() == f"cancelled run {run.id} (session {agent.session_id})"
