@@ -8,7 +8,7 @@ import pytest
 
 from agentloop import Agent, RunConfig, tool
 from agentloop.batch import poll
-from agentloop.engine.cancelling import cancel_stored
+from agentloop.engine.stored_cancel import cancel_stored
 from agentloop.errors import Cancelled, InvalidInput
 from agentloop.providers.openai import OpenAIClient
 from agentloop.store.sqlite import SQLiteStore

@@ -10,7 +10,7 @@ import pytest
 
 from agentloop import Agent, Approve, tool
 from agentloop import events as ev
-from agentloop.engine.cancelling import cancel_stored
+from agentloop.engine.stored_cancel import cancel_stored
 from agentloop.errors import Cancelled, InvalidInput
 from agentloop.hooks import Hook
 from agentloop.observers import Observer

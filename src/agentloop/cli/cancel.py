@@ -1,7 +1,7 @@
 """``agentloop runs cancel ID [--store PATH]``: end a stored paused or waiting run (SPEC 11, 17).
 
 The run is found by its id or a unique prefix of one, then cancelled as ``cancel_run`` would in
-the process that paused it (``agentloop.engine.cancelling.cancel_stored``): its session is
+the process that paused it (``agentloop.engine.stored_cancel``): its session is
 restored from the store, the run finalized as ``Cancelled`` (the paused turn dropped, its pending
 calls never run; a waiting batch run's result never applied), and the end written with the
 session's lease, so a process deciding or polling that run at the same moment gets a clear error
@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentloop.cli.terminal import visible
+
+if TYPE_CHECKING:
+    from agentloop.store import PostgresStore, SQLiteStore
 
 __all__ = ["add_cancel_parser", "cancel_command"]
 
@@ -27,13 +30,11 @@ def add_cancel_parser(runs_commands: Any) -> None:
     cancel.add_argument("--store", default=argparse.SUPPRESS, help="as for 'runs'")
 
 
-def cancel_command(args: argparse.Namespace) -> int:
-    """Run ``agentloop runs cancel``: 0 once the run is cancelled (errors raise: exit 2)."""
-    from agentloop.cli.commands import _run_store
+def cancel_command(args: argparse.Namespace, store: SQLiteStore | PostgresStore) -> int:
+    """Run ``agentloop runs cancel`` on ``store`` (closed after): 0 once the run is cancelled."""
     from agentloop.cli.runs import find_run
-    from agentloop.engine.cancelling import cancel_stored
+    from agentloop.engine.stored_cancel import cancel_stored
 
-    store = _run_store(args.store, existing=True)
     try:
         stored = find_run(store, args.run_id)
         run = asyncio.run(cancel_stored(store, stored.run.id))

@@ -405,7 +405,7 @@ def _runs(args: argparse.Namespace) -> int:
     from agentloop.cli.runs import runs
 
     if getattr(args, "runs_command", None) == "cancel":
-        return cancel_command(args)
+        return cancel_command(args, _run_store(args.store, existing=True))
 
     return runs(_console(), args.store, getattr(args, "run_id", None), args.session, args.limit)
 

@@ -17,16 +17,13 @@ a batch poller that reads the run afterwards finds it ``cancelled``, not ``waiti
 applies its result. The provider batch itself is left alone: one batch can carry other runs'
 requests (``agentloop.batch.start_many``), and its result for this run is simply never claimed.
 
-**From another process** (``agentloop runs cancel ID``, ``cancel_stored``): the session is
-restored from the store on an agent with no model client of use (``_NoModel``: a cancel never
-asks a model), then cancelled as above. The application's hooks and observers are not there;
-the run record, the history and the lease are the same as an in-process cancel's.
+**From another process** (``agentloop runs cancel ID``): ``agentloop.engine.stored_cancel``
+restores the session from the store and cancels it as above.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from agentloop.errors import Cancelled, InvalidInput
 from agentloop.messages import Message
@@ -34,11 +31,9 @@ from agentloop.messages import Message
 if TYPE_CHECKING:
     from agentloop.engine.conversation import Conversation
     from agentloop.engine.state import RunState
-    from agentloop.model import ModelRequest, ModelResponse, StreamEvent
     from agentloop.run import Run
-    from agentloop.store import Store
 
-__all__ = ["cancel_paused", "cancel_stored"]
+__all__ = ["cancel_paused"]
 
 
 def _no_run(session_id: str) -> InvalidInput:
@@ -121,59 +116,3 @@ async def _cancel_children(session: Conversation[Any], state: RunState) -> None:
         last = child._runs[-1] if child._runs else None
         if last is not None and last.pending and child._active is None:
             await cancel_paused(child)
-
-
-class _NoModel:
-    """The client of an agent that only cancels stored runs: it is never asked anything."""
-
-    def __init__(self, model: str) -> None:
-        self.provider, self.model = "none", model
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        """Never called: cancelling asks no model."""
-        _refuse()
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """Never called: cancelling asks no model."""
-        _refuse()
-        yield  # an async generator, as the protocol has it
-
-    async def aclose(self) -> None:
-        """Nothing to release."""
-
-
-def _refuse() -> NoReturn:
-    raise InvalidInput("this agent only cancels stored runs: it has no model client")
-
-
-async def cancel_stored(store: Store, run_id: str) -> Run[Any]:
-    """Cancel the stored paused or waiting run ``run_id`` from any process (the CLI's path).
-
-    Raises:
-        InvalidInput: No such run, or it is not paused or waiting (its status says why).
-        MemoryBackendError: Another live process is running or deciding its session.
-    """
-    from agentloop.engine.agent import Agent
-
-    stored = store.load_run(run_id)
-    if stored is None:
-        raise InvalidInput(f"no stored run {run_id!r}")
-    run = stored.run
-    if not (run.pending or run.waiting is not None):
-        raise InvalidInput(
-            f"run {run.id} is not paused or waiting (it ended {_ending(run)}): "
-            "runs cancel ends a paused or waiting run"
-        )
-    agent: Agent[Any] = Agent(_NoModel(run.turns[-1].model if run.turns else "none"), store=store)
-    session = agent.session(stored.session_id)
-    try:
-        if session.current_run is None or session.current_run.id != run.id:
-            raise InvalidInput(f"run {run.id} is not its session's last run: nothing to cancel")
-        return await session.cancel_run()
-    finally:
-        await agent.aclose()
-
-
-def _ending(run: Run[Any]) -> str:
-    error = run.stop_reason
-    return "completed" if error is None else f"with {type(error).__name__}"
