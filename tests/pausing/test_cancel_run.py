@@ -189,3 +189,26 @@ async def test_a_stale_copy_does_not_cancel_a_run_decided_elsewhere(tmp_path: Pa
     assert run.stop_reason is None
     with pytest.raises(InvalidInput, match="no stored run"):
         await cancel_stored(SQLiteStore(path), "nope")
+
+
+async def test_a_paused_child_agent_is_cancelled_with_its_parent() -> None:
+    wired: list[int] = []
+
+    @tool(requires_approval=True)
+    def wire(amount: int) -> str:
+        """Wire money."""
+        wired.append(amount)
+        return f"wired {amount}"
+
+    child = Agent(ScriptedModel([call("wire", {"amount": 5}, id="w1")]), tools=[wire])
+    banker = child.as_tool(name="banker", description="Moves money.")
+    parent = Agent(ScriptedModel([call("banker", {"input": "pay"}, id="p1")]), tools=[banker])
+    run = await parent.run("pay the bill")
+    assert [p.path for p in run.pending] == [("banker",)]
+    children = parent.default_session._children
+    assert children is not None
+    [kept] = children.values()
+    assert kept.current_run.paused
+    await parent.cancel_run()
+    assert isinstance(kept.current_run.stop_reason, Cancelled) and not kept.current_run.paused
+    assert parent.default_session._children is None and wired == []
