@@ -212,3 +212,39 @@ async def test_a_paused_child_agent_is_cancelled_with_its_parent() -> None:
     await parent.cancel_run()
     assert isinstance(kept.current_run.stop_reason, Cancelled) and not kept.current_run.paused
     assert parent.default_session._children is None and wired == []
+
+
+@pytest.mark.parametrize("where", ["here", "stored"])
+async def test_the_paused_turns_staged_memory_writes_are_dropped(
+    tmp_path: Path, where: str
+) -> None:
+    from agentloop.memory import Memory, SQLiteMemoryStore
+
+    namespace = ("user", "ada")
+    memory_store = SQLiteMemoryStore(tmp_path / "memory.db")
+    memory = Memory(memory_store, namespace=lambda ctx: namespace)
+    steps = [
+        call("remember", {"text": "turn zero"}),
+        [call("remember", {"text": "paused fact"}), call("refund", {"order": "A"}, id="c1")],
+        call("remember", {"text": "after"}),
+        reply("ok"),
+    ]
+    store = SQLiteStore(tmp_path / "runs.db")
+    agent = Agent(ScriptedModel(steps), tools=[refund], memory=memory, store=store)
+    assert (await agent.run("go")).paused
+    if where == "here":
+        await agent.cancel_run()
+    else:
+        await cancel_stored(SQLiteStore(tmp_path / "runs.db"), agent.current_run.id)  # type: ignore[union-attr]
+        agent = Agent.resume(
+            agent.session_id,
+            store=SQLiteStore(tmp_path / "runs.db"),
+            client=ScriptedModel(steps[2:]),
+            tools=[refund],
+            memory=memory,
+        )
+    assert {i.text for i in await memory_store.search(namespace, "")} == {"turn zero"}
+    assert (await agent.run("again")).output == "ok"
+    texts = {i.text for i in await memory_store.search(namespace, "")}
+    await memory_store.aclose()
+    assert texts == {"turn zero", "after"}  # the paused turn's write never lands
