@@ -45,8 +45,8 @@ from starlette.exceptions import HTTPException
 from agentloop.engine.agent import Agent
 from agentloop.engine.pause import check_continuable
 from agentloop.engine.session import Session
-from agentloop.errors import AgentLoopError, InvalidInput
-from agentloop.pausing import Deny, check_decisions
+from agentloop.errors import InvalidInput
+from agentloop.pausing import check_decisions
 from agentloop.safety.redact import redact_secrets
 from agentloop.ui._sessions import AppFailed, call_app, refusal
 
@@ -197,9 +197,14 @@ class AgentHandler(RequestHandler):
         if record.state in wire.TERMINAL:
             state = wire.state_name(record.state)
             raise TaskNotCancelableError(message=f"task {record.id} is {state}")
-        if record.waiting:
+        if record.parked:  # paused, or waiting in a provider batch: no driver runs it
             record.busy = True
-            await _cancel_paused(record.session)
+            try:
+                await record.session.cancel_run()  # SPEC 17: finalized as Cancelled
+            except BaseException:
+                record.busy = False  # decided or polled elsewhere meanwhile: as it is now
+                record.refresh()
+                raise
             record.cancelled()
         else:
             record.cancel.cancel()
@@ -267,25 +272,3 @@ class AgentHandler(RequestHandler):
         """Not served: -32601."""
         raise MethodNotFoundError
         yield  # an async generator, as the dispatcher expects
-
-
-async def _cancel_paused(session: Session[Any]) -> None:
-    """End a paused run as ``Cancelled`` (SPEC 17's ``cancel_run``).
-
-    Until the engine has ``cancel_run``, the run is continued with every call denied and its
-    cancel fired: no tool runs and no model is asked; it ends ``Cancelled``.
-    """
-    cancel_run = getattr(session, "cancel_run", None)
-    if cancel_run is not None:
-        await cancel_run()
-        return
-    from agentloop.cancel import CancelToken
-
-    run = session.current_run
-    pending = () if run is None else run.pending
-    fired = CancelToken()
-    fired.cancel()
-    try:
-        await session.continue_run(decisions={p.id: Deny() for p in pending}, cancel=fired)
-    except AgentLoopError:
-        pass  # Cancelled: what was asked

@@ -91,6 +91,14 @@ class TaskRecord:
         """Whether the task waits for decisions (INPUT_REQUIRED, no follow-up in flight)."""
         return self.state == pb.TASK_STATE_INPUT_REQUIRED and not self.busy
 
+    @property
+    def parked(self) -> bool:
+        """Whether no driver runs the task's run: paused (17) or waiting in a batch (25)."""
+        if self.busy or self.state not in (pb.TASK_STATE_INPUT_REQUIRED, pb.TASK_STATE_WORKING):
+            return False
+        run = self.session.current_run
+        return run is not None and run.id == self.id and (run.paused or run.waiting is not None)
+
     # -- driving its run ----------------------------------------------------------------------
 
     async def start(self, opener: Opener) -> None:

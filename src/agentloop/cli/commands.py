@@ -6,7 +6,8 @@ local fault-injecting servers it starts (no key, no network beyond 127.0.0.1).
 with read-only tools.
 ``agentloop runs`` lists the runs in a store and ``agentloop runs show ID`` prints one of them,
 with its error's class, message and attributes; a damaged record is one error line on standard
-error (exit 1), and the readable runs are still listed.
+error (exit 1), and the readable runs are still listed. ``agentloop runs cancel ID`` ends a
+paused or waiting run as ``Cancelled``.
 A run whose tool needs approval asks on a terminal (y/n/edit) and goes on; elsewhere it stops
 paused (exit status 4) and ``agentloop continue ID --approve CALL ...`` decides it later.
 ``agentloop ui`` serves the run viewer, a local web page over a store (the ``ui`` extra).
@@ -28,6 +29,7 @@ from agentloop._util.statuses import STATUSES
 from agentloop.cli import evals, fake
 from agentloop.cli.advice import Target, failure_paragraph
 from agentloop.cli.batch import add_batch_parser, batch_command
+from agentloop.cli.cancel import add_cancel_parser, cancel_command
 from agentloop.cli.memory import add_memory_parser, memory_command
 from agentloop.errors import AgentLoopError, InvalidInput, ModelRefused
 
@@ -351,7 +353,10 @@ def _parser() -> argparse.ArgumentParser:
     ):
         go_on.add_argument(flag, action="append", default=[], metavar=meta, help=what)
     go_on.add_argument("--deps", metavar="MODULE:CALLABLE", help=_DEPS_HELP)
-    runs = sub.add_parser("runs", help="list the runs in a store; 'runs show ID' prints one")
+    runs = sub.add_parser(
+        "runs",
+        help="list the runs in a store; 'runs show ID' prints one, 'runs cancel ID' ends one",
+    )
     runs.add_argument("--store", default="agentloop.db", help="SQLite file or postgresql:// DSN")
     runs.add_argument("--session", help="only this session's runs")
     runs.add_argument(
@@ -363,6 +368,7 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("run_id", metavar="ID", help="a run id or a unique prefix of one")
     show.add_argument("--store", default=argparse.SUPPRESS, help="as for 'runs'")
     evals.add_commands(sub, show_sub)  # eval, runs export
+    add_cancel_parser(show_sub)  # runs cancel
     view = sub.add_parser("ui", help="the run viewer: a local web page over a store")
     view.add_argument("--store", default="agentloop.db", help="SQLite file or postgresql:// URL")
     view.add_argument("--port", type=int, default=8765, help="the port (default 8765)")
@@ -399,6 +405,9 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _runs(args: argparse.Namespace) -> int:
     from agentloop.cli.runs import runs
+
+    if getattr(args, "runs_command", None) == "cancel":
+        return cancel_command(args, _run_store(args.store, existing=True))
 
     run_id = getattr(args, "run_id", None)
     status = getattr(args, "status", None)

@@ -136,7 +136,16 @@ def continue_lines(
         Text("  " + visible(" ".join(argv))),
         Text("or in Python:", "dim"),
         Text("  " + visible(python)),
+        Text("or abandon it (finalized as Cancelled):", "dim"),
+        Text("  " + visible(" ".join(["agentloop runs cancel", argv[2], *_store_flag(command)]))),
     ]
+
+
+def _store_flag(command: Iterable[str]) -> list[str]:
+    """``--store X`` when the command names a store (``runs cancel`` needs nothing else)."""
+    flags = list(command)
+    at = flags.index("--store") if "--store" in flags else -1
+    return flags[at : at + 2] if at >= 0 else []
 
 
 def continue_flags(args: argparse.Namespace, default_store: str) -> list[str]:

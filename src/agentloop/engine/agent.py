@@ -475,6 +475,14 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
             decisions=decisions, deps=deps, toolsets=toolsets, cancel=cancel
         )
 
+    async def cancel_run(self) -> Run[OutputT]:
+        """End the paused or waiting run (SPEC 17, 25) as ``Cancelled`` (else ``InvalidInput``)."""
+        return await self._default.cancel_run()
+
+    def cancel_run_sync(self) -> Run[OutputT]:
+        """``cancel_run()`` on the private event loop ``run_sync`` keeps."""
+        return self._default.cancel_run_sync()
+
     def continue_stream(
         self,
         *,

@@ -279,7 +279,8 @@ class Conversation(Generic[OutputT]):
         if self._runs and self._runs[-1].waiting is not None:
             raise InvalidInput(
                 f"session {self.id!r} has a batch run ({self._runs[-1].id}) waiting on its "
-                "provider batch: agentloop.batch.poll(agent) continues it when its result arrives"
+                "provider batch: agentloop.batch.poll(agent) continues it when its result arrives "
+                "(cancel_run() abandons it)"
             )
         if self._runs and self._runs[-1].pending:
             paused = self._runs[-1]
@@ -287,7 +288,7 @@ class Conversation(Generic[OutputT]):
                 f"session {self.id!r} has a paused run ({paused.id}) waiting on "
                 f"{len(paused.pending)} pending call(s): answer them with "
                 "continue_run(decisions={call_id: Approve() | Deny() | Edit(...) | Answer(...)}) "
-                "before starting a new run"
+                "before starting a new run, or abandon it with cancel_run()"
             )
 
     def _new_state(

@@ -34,7 +34,8 @@ __all__ = ["Session"]
 class Session(Conversation[OutputT]):
     """One conversation of an agent: its own history and runs on the agent's definition.
 
-    ``run``, ``run_sync``, ``stream`` and ``continue_run`` behave as the agent's own do;
+    ``run``, ``run_sync``, ``stream``, ``continue_run`` and ``cancel_run`` behave as the agent's
+    own do;
     ``history`` and ``runs`` are this conversation's. Make one with ``agent.session()``.
     """
 
@@ -134,6 +135,16 @@ class Session(Conversation[OutputT]):
         self._continue_toolsets(toolsets)  # InvalidInput before the loop starts
         work = self.continue_run(decisions=decisions, deps=deps, toolsets=toolsets, cancel=cancel)
         return self.agent._run_sync(work)
+
+    async def cancel_run(self) -> Run[OutputT]:
+        """End this conversation's paused or waiting run as ``Cancelled`` (as the agent's)."""
+        from agentloop.engine.cancelling import cancel_paused
+
+        return await cancel_paused(self)
+
+    def cancel_run_sync(self) -> Run[OutputT]:
+        """``cancel_run()`` on the agent's private event loop."""
+        return self.agent._run_sync(self.cancel_run())
 
     def continue_stream(
         self,

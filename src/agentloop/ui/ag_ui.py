@@ -21,7 +21,8 @@ One request, in order::
 Nothing runs before the request passed every check above: a forged interrupt id, a missing
 answer or a new message on a thread that waits for answers is a RUN_ERROR (``code``
 ``InvalidInput``), as the AG-UI interrupt rules ask, and no tool runs. A client that
-disconnects fires the run's cancel token: the run is finalized as ``Cancelled``.
+disconnects (an abort) fires the run's cancel token: the run is finalized as ``Cancelled``; when
+its run has already paused, the paused run is ended with ``cancel_run`` (``_abort``).
 
 The default session picker keeps one in-memory session per thread id (``ThreadSessions``),
 seeded from the request's ``messages`` (all but the last) when the thread is new; after that
@@ -53,6 +54,7 @@ from agentloop.cancel import CancelToken
 from agentloop.errors import AgentLoopError, InvalidInput
 from agentloop.ui import _ag_ui_input as read
 from agentloop.ui import _json_body as json_body
+from agentloop.ui._abort import cancel_abandoned
 from agentloop.ui._ag_ui_events import AGUIEvents
 from agentloop.ui._ag_ui_frames import error_event
 from agentloop.ui._asgi import lifespan
@@ -195,6 +197,8 @@ class AGUIApp:
             async with contextlib.aclosing(stream.chunks()) as chunks:
                 async for chunk in chunks:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            if stream.cancel.cancelled:  # the client left (an abort): a paused run ends too (17)
+                await cancel_abandoned(stream.session, stream.run)
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             watcher.cancel()
@@ -219,6 +223,7 @@ class _RunStream:
         self.deps = deps
         self.view = view
         self.cancel = CancelToken()
+        self.run: Run[Any] | None = None
 
     def _open(self) -> Any:
         """The run's event stream: a continued run for ``resume``, else a new one."""
@@ -250,6 +255,7 @@ class _RunStream:
         feed, finished_kind, shown = out.feed, ev.RunFinished, self.view.shown
         try:
             async with self._open() as events:  # the answers were checked: now the snapshot
+                self.run = events.run
                 if run_input.resume:  # the interrupted calls, known again before their results
                     snapshot = core.MessagesSnapshotEvent(messages=run_input.messages)
                     yield self.encoder.encode(snapshot).encode()

@@ -31,7 +31,8 @@ path)::
 - **What the client sees** is the app's choice (``_client_view``): a withheld answer never,
   the guardrails' verdicts (``data-agentloop``) and a ``GuardrailTripped``'s name and reason
   only with ``expose_guardrails=True``, a hard error's class and its redacted message.
-- **A client that goes away** cancels the run (it is finalized as ``Cancelled``).
+- **A client that goes away** (``stop()``, an abort) cancels the run (it is finalized as
+  ``Cancelled``); a run that had already paused is ended with ``cancel_run`` (``_abort``).
 
 How each event becomes chunks is in ``agentloop.ui._vercel_chunks``; a soft error is a
 ``tool-output-error`` part, the protocol's own mark for a tool that failed while the model goes
@@ -54,6 +55,7 @@ from agentloop.errors import AgentLoopError, InvalidInput
 from agentloop.events import RunFinished
 from agentloop.pausing import Decision, Deny, check_decisions
 from agentloop.ui import _json_body as json_body
+from agentloop.ui._abort import cancel_abandoned
 from agentloop.ui._asgi import lifespan
 from agentloop.ui._client_view import WATCHED, ClientView
 from agentloop.ui._sessions import (
@@ -154,9 +156,8 @@ class VercelAIApp:
             session = await self._session(request, chat)
             deps = await self._deps_for(request, body)
             run, chunks = self._prepare(session, chat, deps)
-            stream = await _started(
-                run, chunks, ClientView(expose_guardrails=self.expose_guardrails)
-            )
+            view = ClientView(expose_guardrails=self.expose_guardrails)
+            stream = await _started(run, chunks, view, session)
         except _Refused as refused:
             return _refusal(refused)
         except (BadChat, InvalidInput) as exc:  # a media part or a run's input that does not fit
@@ -234,13 +235,15 @@ def _decisions(session: Session[Any], chat: ChatRequest) -> dict[str, Decision]:
         raise _Refused(400, "InvalidInput", str(exc)) from exc
 
 
-async def _started(stream: RunStream[Any], chunks: Chunks, view: ClientView) -> _ChunkStream:
+async def _started(
+    stream: RunStream[Any], chunks: Chunks, view: ClientView, session: Session[Any]
+) -> _ChunkStream:
     """Enter the run's stream before any byte is sent, so a busy session is still a 409."""
     try:
         await stream.__aenter__()
     except InvalidInput as exc:
         raise _Refused(409, "Conflict", str(exc)) from exc
-    return _ChunkStream(stream, chunks, view)
+    return _ChunkStream(stream, chunks, view, session)
 
 
 async def _read_json(request: Request, limit: int) -> Any:
@@ -326,7 +329,11 @@ def encode(chunks: list[Chunk]) -> bytes:
 class _ChunkStream:
     """The SSE response of one run: chunks as events arrive; the client leaving cancels it."""
 
-    def __init__(self, stream: RunStream[Any], chunks: Chunks, view: ClientView) -> None:
+    def __init__(
+        self, stream: RunStream[Any], chunks: Chunks, view: ClientView, session: Session[Any]
+    ) -> None:
+        self._session = session
+        self._complete = False
         self._stream = stream
         self._chunks = chunks
         self._view = view
@@ -336,13 +343,21 @@ class _ChunkStream:
             headers = [(k.encode(), v.encode()) for k, v in HEADERS.items()]
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             pump = asyncio.ensure_future(self._pump(send))
-            gone = asyncio.ensure_future(_disconnected(receive))
+            gone = asyncio.ensure_future(self._aborted(receive))
             await asyncio.wait((pump, gone), return_when=asyncio.FIRST_COMPLETED)
+            left = gone.done() and not gone.cancelled() and gone.result()
             for task in (pump, gone):
                 task.cancel()
             await asyncio.gather(pump, gone, return_exceptions=True)
         finally:  # leaving the block cancels a run still going (finalized as Cancelled)
             await self._stream.__aexit__(None, None, None)
+        if left:  # the client aborted: a run that paused meanwhile is ended too (SPEC 17)
+            await cancel_abandoned(self._session, self._stream.run)
+
+    async def _aborted(self, receive: Receive) -> bool:
+        """Wait for the client to go; True when it went before the response was complete."""
+        await _disconnected(receive)
+        return not self._complete
 
     async def _pump(self, send: Send) -> None:
         feed, shown = self._chunks.feed, self._view.shown
@@ -363,6 +378,7 @@ class _ChunkStream:
             log.exception("VercelAIApp: the stream failed")
             failed = [{"type": "error", "errorText": "the server failed while streaming"}]
             await send(_body(encode(failed)))
+        self._complete = True  # a disconnect from here on is the response's normal end
         await send(_body(_DONE, more=False))
 
 

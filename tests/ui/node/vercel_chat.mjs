@@ -10,6 +10,7 @@
 // Steps, in order, each waiting until the chat is idle again:
 //   {"send": "text"}                       a user message
 //   {"send": "text", "stopOn": "text"}     ... and chat.stop() once a text part streams in
+//   {"send": "text", "stopOn": "tool"}     ... and chat.stop() once a tool part streams in
 //   {"approve": true, "reason": "..."}     answer every approval-requested tool part
 //   {"output": value} / {"errorText": "."} addToolOutput for every input-available tool part
 //   {"resend": true}                       sendMessage() with no message (continue)
@@ -70,22 +71,23 @@ function toolParts(state) {
   return chat.seen.messages.flatMap(m => m.parts).filter(p => isToolUIPart(p) && p.state === state);
 }
 
-async function stopOnText() {
+async function stopOn(kind) {
+  const seen = kind === 'tool' ? isToolUIPart : p => p.type === 'text' && p.text;
   for (let i = 0; i < 3000; i++) {
     const last = chat.seen.messages.at(-1);
-    if (last?.role === 'assistant' && last.parts.some(p => p.type === 'text' && p.text)) {
+    if (last?.role === 'assistant' && last.parts.some(seen)) {
       await chat.stop();
       return;
     }
     await sleep(5);
   }
-  throw new Error('no text streamed in 15 s');
+  throw new Error(`no ${kind} part streamed in 15 s`);
 }
 
 for (const step of scenario.steps) {
   if ('send' in step) {
     const sent = chat.sendMessage({ text: step.send });
-    if (step.stopOn === 'text') await stopOnText();
+    if (step.stopOn) await stopOn(step.stopOn);
     await sent;
   } else if ('approve' in step) {
     for (const part of toolParts('approval-requested')) {
