@@ -470,10 +470,8 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         cancel: CancelToken | None = None,
     ) -> Run[OutputT]:
         """``continue_run()`` on the private event loop ``run_sync`` keeps."""
-        session = self._default
-        return session.continue_run_sync(
-            decisions=decisions, deps=deps, toolsets=toolsets, cancel=cancel
-        )
+        go_on = self._default.continue_run_sync
+        return go_on(decisions=decisions, deps=deps, toolsets=toolsets, cancel=cancel)
 
     async def cancel_run(self) -> Run[OutputT]:
         """End the paused or waiting run (SPEC 17, 25) as ``Cancelled`` (else ``InvalidInput``)."""
