@@ -16,7 +16,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from agentloop.errors import AgentLoopError, ConfigurationError
+from agentloop.errors import AgentLoopError, ConfigurationError, RemoteAuthError
 from agentloop.tools import Tool, ToolRegistry, Toolset
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ class Toolsets:
                 version = toolset.version
                 try:
                     tools = list(await toolset.list_tools())
-                except (ConfigurationError, asyncio.CancelledError):
+                except (ConfigurationError, RemoteAuthError, asyncio.CancelledError):
                     raise
                 except Exception as exc:
                     if starting:

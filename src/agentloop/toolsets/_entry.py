@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from agentloop._util.slots import record
-from agentloop.errors import AgentLoopError, ConfigurationError, ToolError
+from agentloop.errors import AgentLoopError, ConfigurationError, RemoteAuthError, ToolError
 from agentloop.model import ToolSpec
 from agentloop.run import RunContext
 from agentloop.tools import Tool, ToolContext
@@ -127,8 +127,8 @@ class Scope:
             return known[1]
         try:
             tools = list(await source.list_tools())
-        except ConfigurationError:
-            raise
+        except (ConfigurationError, RemoteAuthError):
+            raise  # a server refusing our credentials is hard, whenever (SPEC 13)
         except Exception as exc:
             if self.starting or known is None:
                 why = exc.message if isinstance(exc, AgentLoopError) else f"{type(exc).__name__}"
