@@ -281,6 +281,8 @@ class ToolPlan:
     def find(self, query: str, limit: int) -> str:
         """``search_tools``: the best matches among deferred tools, loaded from the next step.
 
+        No match is the soft error ``no tool matches '<query>'`` (a ``ToolError``).
+
         The index covers every deferred tool, loaded or not, so loading does not rebuild it.
         """
         names = tuple(e.spec.name for e in self._searchable)
@@ -288,6 +290,8 @@ class ToolPlan:
             self._index = index_of([e.spec for e in self._searchable])
             self._indexed = names
         found = self._index.search(query, limit)
+        if not found:  # SPEC 22: `no tool matches '<query>'` is a soft error (SPEC 3)
+            raise ToolError(found_text(query, found))
         self.load([s.name for s in found], "search")
         return found_text(query, found)
 
