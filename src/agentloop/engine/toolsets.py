@@ -16,6 +16,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from agentloop._util.toolname import tool_name_problem
 from agentloop.errors import AgentLoopError, ConfigurationError, RemoteAuthError
 from agentloop.tools import Tool, ToolRegistry, Toolset
 
@@ -78,6 +79,12 @@ class Toolsets:
             self.registry.unregister(name)
         listed: list[str] = []
         for item in tools:
+            problem = tool_name_problem(item.name, f"tool source {toolset.name!r} lists a tool;")
+            if problem is not None:  # SPEC 22: no provider takes it
+                if starting:
+                    raise ConfigurationError(problem, field="tools")
+                logger.warning("%s; the source's tool is skipped", problem)
+                continue
             if item.name in self.registry:
                 taken = (
                     f"tool source {toolset.name!r} lists a tool named {item.name!r}, a name "
