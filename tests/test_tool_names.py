@@ -117,3 +117,26 @@ async def test_a_bad_name_listed_mid_run_is_skipped_with_a_warning(
     source.version = 2
     with pytest.raises(ConfigurationError, match="'bad name'"):
         await Toolsets([source], ToolRegistry()).refresh(starting=True)
+
+
+async def test_a_bad_name_a_toolset_lists_mid_run_is_skipped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """As an MCP server's ``tools/list_changed`` can bring: the newcomer is skipped (WARNING)."""
+    from agentloop.testing import call
+    from agentloop.toolsets import AbstractToolset, Entry, Scope
+
+    class Growing(AbstractToolset):
+        name = "growing"
+
+        async def entries(self, scope: Scope) -> list[Entry]:
+            later = [_Named("bad name")] if scope.ctx.turn > 0 else []
+            return [Entry.of(t, self.name) for t in [tool(name="first")(f), *later]]
+
+    model = ScriptedModel([call("first", {}), reply("ok")])
+    agent = Agent(model, toolsets=[Growing()])
+    with caplog.at_level(logging.WARNING, logger="agentloop"):
+        run = await agent.run("go")
+    assert run.output == "ok"
+    assert [[s.name for s in r.tools] for r in model.requests] == [["first"], ["first"]]
+    assert "'bad name' must be 1-64" in caplog.text and "newcomer is skipped" in caplog.text
