@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentloop.errors import TranscriptError
-from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from agentloop.messages import Message, TextPart, ToolCallPart, ToolChangePart, ToolResultPart
 from agentloop.transcript import (
     INTERRUPTED_TEXT,
     TranscriptChecker,
@@ -119,10 +119,46 @@ def test_an_empty_transcript_is_not_sendable() -> None:
     assert rejected([], allow_pending=True).index is None
 
 
-def test_a_system_message_is_rejected_anywhere() -> None:
-    error = rejected([user(), Message.system("be nice"), reply()])
-    assert error.index == 1
-    assert "message 1 (system)" in str(error)
+def test_a_system_message_is_valid_outside_a_tool_call_and_its_results() -> None:
+    """SPEC 12 (amended): a ``system`` message elsewhere is valid (SPEC 28 sends it)."""
+    validate_transcript([user(), Message.system("be nice"), reply()])
+    validate_transcript([Message.system("be nice"), user(), reply(), Message.system("later")])
+    validate_transcript([user(), calls("a"), results("a"), Message.system("x"), reply()])
+    change = Message("system", (TextPart("x"), ToolChangePart(removed=("grep",))))
+    validate_transcript([user(), change, reply()])
+
+
+def test_a_system_message_between_a_tool_call_and_its_results_is_rejected() -> None:
+    error = rejected([user(), calls("a"), Message.system("be nice"), results("a")])
+    assert error.index == 2
+    assert str(error) == (
+        "message 2 (system): a system message cannot come between tool call 'a' (read_file) of "
+        "message 1 and its results"
+    )
+    assert rejected([user(), calls("a"), Message.system("x")], allow_pending=True).index == 2
+
+
+def test_a_tool_change_outside_a_system_message_is_rejected() -> None:
+    for role in ("user", "assistant"):
+        bad = Message(role, (TextPart("x"), ToolChangePart(removed=("grep",))))
+        messages = [user(), bad] if role == "assistant" else [user(), reply(), bad]
+        error = rejected(messages)
+        assert error.index == len(messages) - 1
+        assert f"a {role} message cannot carry a ToolChangePart" in str(error)
+    alone = Message("user", (ToolChangePart(),))
+    assert "cannot carry a ToolChangePart" in str(rejected([alone]))
+
+
+def test_a_system_message_carries_text_and_tool_changes_only() -> None:
+    bad = Message("system", (ToolCallPart("a", "read_file", {}),))
+    error = rejected([user(), bad])
+    assert error.index == 1 and "a system message cannot carry a tool call ('a')" in str(error)
+    assert "empty" in str(rejected([user(), Message.system("")]))
+
+
+def test_the_first_message_after_leading_system_messages_is_a_user_message() -> None:
+    error = rejected([Message.system("x"), Message.system("y"), reply()])
+    assert error.index == 2 and "the first message must be a user message" in str(error)
 
 
 def test_a_message_without_parts_is_empty() -> None:
@@ -218,7 +254,7 @@ def test_text_inside_a_tool_message_is_rejected() -> None:
 
 
 def test_transcript_error_is_an_agentloop_error_with_an_index() -> None:
-    error = rejected([user(), Message.system("x")])
+    error = rejected([user(), Message("assistant", ())])
     assert isinstance(error, TranscriptError)
     assert error.index == 1
 
@@ -230,7 +266,7 @@ def test_the_checker_reports_the_index_in_the_whole_transcript() -> None:
     checker = TranscriptChecker()
     checker.extend([user(), calls("a"), results("a")])
     with pytest.raises(TranscriptError) as info:
-        checker.extend([reply(), Message.system("late")])
+        checker.extend([reply(), Message("assistant", ())])
     assert info.value.index == 4
     assert len(checker) == 4  # the valid prefix stays absorbed
 
@@ -468,3 +504,25 @@ def test_a_transcript_cut_mid_tool_is_valid_once_closed(
     if keep_some and len(messages[end + 1].parts) > 1:
         cut.append(Message("tool", messages[end + 1].parts[:1]))
     validate_transcript(close_interrupted(cut))
+
+
+# --------------------------------------------------------------------------- seeded history
+
+
+def test_agent_history_follows_spec_12_at_construction() -> None:
+    from agentloop import Agent
+    from agentloop.testing import ScriptedModel
+
+    model = ScriptedModel([])
+    Agent(model, history=[user(), Message.system("be nice"), reply()])
+    between = [user(), calls("a"), Message.system("be nice"), results("a")]
+    with pytest.raises(TranscriptError, match=r"message 2 \(system\): a system message cannot"):
+        Agent(model, history=between)
+    stray = Message("user", (TextPart("x"), ToolChangePart(removed=("grep",))))
+    with pytest.raises(TranscriptError, match=r"message 1 \(user\): .* ToolChangePart") as info:
+        Agent(model, history=[user(), stray])
+    assert info.value.index == 1
+    with pytest.raises(TranscriptError, match="has no result"):
+        Agent(model, history=[user(), calls("a")])
+    with pytest.raises(TranscriptError, match=r"has no matching call|must follow"):
+        Agent(model, history=[user(), reply(), results("a")])

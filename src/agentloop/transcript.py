@@ -6,14 +6,15 @@ the offending message (``TranscriptError.index``), its role and the call id.
 
 The rules, in the order a message is checked:
 
-1. no ``system`` message (the system prompt travels separately, in ``ModelRequest.system``),
-   except in an append-only conversation (SPEC 28): a transcript that opens with its base (a
-   ``system`` message holding a ``ToolChangePart``) may carry ``system`` entries later on, each
-   text or tool changes only;
+1. a ``system`` message (an append-only conversation's base or entry, SPEC 28, or an
+   application's own instructions mid-history, SPEC 12) may stand anywhere except between a
+   tool call and its results, and carries text and ``ToolChangePart`` only; each provider
+   adapter sends it as SPEC 28 says (in place, or joined to the top-level system prompt);
 2. no empty message (no parts, or only empty text);
-3. the first message (after an append-only conversation's base) is a ``user`` message;
-4. tool calls appear only in ``assistant`` messages, results only in ``tool`` messages, and a
-   ``tool`` message carries nothing but results;
+3. the first message other than ``system`` is a ``user`` message;
+4. tool calls appear only in ``assistant`` messages, results only in ``tool`` messages, a
+   ``ToolChangePart`` only in ``system`` messages, and a ``tool`` message carries nothing but
+   results;
 5. a ``tool`` message comes directly after an ``assistant`` message with calls and answers every
    one of them exactly once (pairing is per occurrence: the results answer the calls just before);
 6. call ids are unique in the transcript (``unique_ids=False`` relaxes this to unique per turn, for
@@ -72,7 +73,7 @@ class TranscriptChecker:
             within one turn.
     """
 
-    __slots__ = ("_count", "_entries", "_ids", "_pending", "_pending_index", "unique_ids")
+    __slots__ = ("_count", "_ids", "_pending", "_pending_index", "_started", "unique_ids")
 
     def __init__(self, *, unique_ids: bool = True) -> None:
         self.unique_ids = unique_ids
@@ -80,7 +81,7 @@ class TranscriptChecker:
         self._ids: set[str] = set() if unique_ids else _NO_IDS  # kept only when unique
         self._pending: tuple[ToolCallPart, ...] = ()
         self._pending_index = -1
-        self._entries = False  # an append-only conversation's base came first (SPEC 28)
+        self._started = False  # a message other than system was absorbed (rule 3 is behind us)
 
     def __len__(self) -> int:
         return self._count
@@ -95,7 +96,7 @@ class TranscriptChecker:
         self._count = 0
         self._pending = ()
         self._pending_index = -1
-        self._entries = False
+        self._started = False
         if self.unique_ids:
             self._ids.clear()
         self.extend(messages)
@@ -104,18 +105,18 @@ class TranscriptChecker:
         """What ``resume`` needs to go on from here (with ``unique_ids=False`` only)."""
         if self.unique_ids:
             raise ValueError("a checker of unique ids keeps every id: it cannot be resumed")
-        return self._count, self._pending, self._pending_index, self._entries
+        return self._count, self._pending, self._pending_index, self._started
 
     def resume(
         self,
         count: int,
         pending: tuple[ToolCallPart, ...],
         pending_index: int,
-        entries: bool = False,
+        started: bool = False,
     ) -> None:
         """Go on from a ``state()``: as if the same messages had been absorbed again."""
         self._count, self._pending, self._pending_index = count, pending, pending_index
-        self._entries = entries
+        self._started = started
 
     def extend(self, messages: Iterable[Message]) -> None:
         """Check and absorb new messages appended to the transcript.
@@ -130,7 +131,8 @@ class TranscriptChecker:
     def append(self, message: Message) -> None:
         """Check and absorb one appended message (see ``extend``)."""
         index = self._count
-        if message.role == "system" and self._entry(index, message):
+        if message.role == "system":
+            self._check_system(index, message)
             self._count += 1
             return
         self._check_shape(index, message)
@@ -141,6 +143,7 @@ class TranscriptChecker:
             self._check_answered()
             self._pending = self._check_calls(index, message)
             self._pending_index = index
+        self._started = True
         self._count += 1
 
     def check_sendable(self) -> None:
@@ -155,7 +158,7 @@ class TranscriptChecker:
 
     def _check_shape(self, index: int, message: Message) -> None:
         parts = message.parts
-        if index > self._entries and len(parts) == 1:  # the common message: one part its role takes
+        if self._started and len(parts) == 1:  # the common message: one part its role takes
             part, role = parts[0], message.role
             kind = type(part)
             if (
@@ -164,24 +167,29 @@ class TranscriptChecker:
                 or (kind is TextPart and role in _TEXT_ROLES and part.text)  # type: ignore[union-attr]
             ):
                 return
-        if message.role == "system":
-            raise _fail(index, message, "system messages are not allowed; pass the system prompt")
         if _is_empty(message):
             raise _fail(index, message, "the message is empty")
-        if index == int(self._entries) and message.role != "user":  # after a base: at 1
+        if not self._started and message.role != "user":  # system messages may come before
             raise _fail(index, message, "the first message must be a user message")
         for part in message.parts:
             if not _part_allowed(message.role, part):
                 raise _fail(index, message, f"a {message.role} message cannot carry {_kind(part)}")
 
-    def _entry(self, index: int, message: Message) -> bool:
-        """Whether ``message`` is an append-only conversation's base or one of its entries."""
-        if index == 0:
-            self._entries = any(isinstance(p, ToolChangePart) for p in message.parts)
-            return self._entries
-        if not self._entries or self._pending:
-            return False
-        return all(isinstance(p, TextPart | ToolChangePart) for p in message.parts)
+    def _check_system(self, index: int, message: Message) -> None:
+        """Rule 1: anywhere but between a tool call and its results; text and tool changes."""
+        if self._pending:
+            call = self._pending[0]
+            raise _fail(
+                index,
+                message,
+                f"a system message cannot come between tool call {call.id!r} ({call.name}) of "
+                f"message {self._pending_index} and its results",
+            )
+        if _is_empty(message):
+            raise _fail(index, message, "the message is empty")
+        for part in message.parts:
+            if not isinstance(part, TextPart | ToolChangePart):
+                raise _fail(index, message, f"a system message cannot carry {_kind(part)}")
 
     def _check_answered(self) -> None:
         if self._pending:
@@ -232,6 +240,8 @@ _TEXT_ROLES = ("user", "assistant")
 
 
 def _part_allowed(role: str, part: Part) -> bool:
+    if isinstance(part, ToolChangePart):
+        return role == "system"
     if isinstance(part, ToolCallPart):
         return role == "assistant"
     if isinstance(part, ToolResultPart):
@@ -244,7 +254,11 @@ def _kind(part: Part) -> str:
         return f"a tool call ({part.id!r})"
     if isinstance(part, ToolResultPart):
         return f"a tool result ({part.call_id!r})"
-    return "text"
+    if isinstance(part, ToolChangePart):
+        return "a ToolChangePart (tool changes travel in system messages)"
+    if isinstance(part, TextPart):
+        return "text"
+    return type(part).__name__
 
 
 def _unmatched(result: ToolResultPart, calls: Sequence[ToolCallPart]) -> str:

@@ -12,7 +12,7 @@ import os
 import sys
 
 TOOL = {
-    "name": "number",
+    "name": os.environ.get("RAW_TOOL_NAME", "number"),
     "description": "Answers with a bare result.",
     "inputSchema": {"type": "object"},
 }

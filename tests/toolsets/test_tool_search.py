@@ -97,7 +97,9 @@ async def test_a_search_loads_what_it_finds_for_the_next_step() -> None:
 async def test_no_match_is_soft_text() -> None:
     model = ScriptedModel([call("search_tools", {"query": "zzzz"}), reply("ok")])
     run = await Agent(model, toolsets=[catalogue()]).run("go")
-    assert results(run) == ["no tool matches 'zzzz'"]
+    [result] = [p for m in run.messages for p in m.tool_results_parts]
+    assert (result.content, result.is_error) == ("no tool matches 'zzzz'", True)
+    assert run.output == "ok" and run.loaded_tools == []
 
 
 @pytest.mark.parametrize("limit", [0, 21, "5"])

@@ -6,20 +6,40 @@ What it wraps, and the decision sets that reach a paused run's workflow from out
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from agentloop.engine.agent import Agent
 from agentloop.errors import ConfigurationError, InvalidInput
 from agentloop.pausing import Decision, PendingCall, check_decisions, decision_from_dict
 
-__all__ = ["accepted_decisions", "checked_wrap", "decision_message"]
+__all__ = ["accepted_decisions", "checked_wrap", "decision_message", "refuse_batch"]
 
 
 def checked_wrap(kind: str, agent: object, name: object) -> None:
-    """Refuse a ``name`` that is not a non-empty str and an ``agent`` that is not an ``Agent``."""
+    """Refuse a ``name`` that is not a non-empty str and an ``agent`` that is not an ``Agent``.
+
+    A batch agent is refused too (``refuse_batch``).
+    """
     if not isinstance(name, str) or not name:
         raise ConfigurationError(f"{kind} needs a name (a non-empty str)", field="name")
     if not isinstance(agent, Agent):
         raise ConfigurationError(f"{kind} wraps an agentloop Agent", field="agent")
+    refuse_batch(kind, agent)
+
+
+def refuse_batch(kind: str, agent: Agent[Any]) -> None:
+    """``ConfigurationError`` for an agent with ``RunConfig(batch=True)`` (SPEC 14).
+
+    A batch run waits hours on a provider batch between turns, which the durable engines'
+    steps and activities cannot hold; checked when wrapping and again when a run starts (the
+    agent's config may have been replaced since).
+    """
+    if agent.config.batch:
+        raise ConfigurationError(
+            f"{kind} runs each model call as a step and cannot wait on provider batches: wrap "
+            "an agent without RunConfig(batch=True) (agentloop.batch runs batch agents)",
+            field="batch",
+        )
 
 
 def decision_message(pause: int, decisions: Mapping[str, Decision]) -> dict[str, object]:

@@ -50,7 +50,7 @@ from agentloop.durable._dbos_pause import (
     send_decisions,
 )
 from agentloop.durable._dbos_steps import PAUSED_CHILD_TEXT, Flow, StepClient, StepTools
-from agentloop.durable._wrap import checked_wrap
+from agentloop.durable._wrap import checked_wrap, refuse_batch
 from agentloop.engine.agent import Agent
 from agentloop.errors import (
     AgentLoopError,
@@ -267,6 +267,7 @@ class DBOSAgent(Generic[OutputT]):
         self, input: str, *, deps: Any = None, workflow_id: str | None = None
     ) -> DBOSRun[OutputT]:
         """Start ``input`` as a DBOS workflow in this process; its ``DBOSRun`` at once."""
+        refuse_batch("DBOSAgent", self.agent)
         workflow_id = workflow_id or str(uuid.uuid4())  # the run's id, in every continuation
         try:
             with SetWorkflowID(workflow_id):
@@ -289,6 +290,7 @@ class DBOSAgent(Generic[OutputT]):
         its executor id to come back when it exits); a process that must only enqueue (a web
         server) calls ``DBOSAgent.enqueue_only()`` before ``DBOS.launch()``.
         """
+        refuse_batch("DBOSAgent", self.agent)
         try:
             enqueued = _off_loop(lambda: self._enqueue(input, deps, workflow_id))
         except AgentLoopError:

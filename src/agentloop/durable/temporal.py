@@ -65,7 +65,12 @@ from agentloop.durable._temporal_activities import (
     restored,
     tool_call,
 )
-from agentloop.durable._wrap import accepted_decisions, checked_wrap, decision_message
+from agentloop.durable._wrap import (
+    accepted_decisions,
+    checked_wrap,
+    decision_message,
+    refuse_batch,
+)
 from agentloop.engine.agent import Agent
 from agentloop.engine.pause import check_continuable
 from agentloop.errors import AgentLoopError, ConfigurationError, InvalidInput, MemoryBackendError
@@ -272,6 +277,7 @@ class TemporalAgent(Generic[OutputT]):
         self, input: str, *, client: Client, deps: Any = None, workflow_id: str | None = None
     ) -> TemporalRun[OutputT]:
         """Start ``input`` as a workflow; its ``TemporalRun`` at once. ``deps`` must pickle."""
+        refuse_batch("TemporalAgent", self.agent)
         workflow_id = workflow_id or f"agentloop-{self.name}-{uuid.uuid4().hex}"
         try:
             handle: WorkflowHandle[Any, bytes] = await client.start_workflow(

@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agentloop._util.numbers import is_finite
+from agentloop._util.toolname import check_tool_name
 from agentloop.engine.session import Session
 from agentloop.errors import AgentLoopError, Cancelled, ConfigurationError, ToolError
 from agentloop.events import Event
@@ -88,6 +89,7 @@ class AgentTool(Tool):
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ConfigurationError("as_tool() needs a non-empty name", field="name")
+        check_tool_name(name, "as_tool()", field="name")  # SPEC 22, before any request
         if not isinstance(description, str) or not description.strip():
             raise ConfigurationError(
                 f"as_tool(name={name!r}) needs a description the parent model can read",

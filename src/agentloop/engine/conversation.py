@@ -22,7 +22,7 @@ from agentloop.engine.guards import SafetyState
 from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import Measured, RunOptions, RunState
 from agentloop.errors import ConfigurationError, InvalidInput, MemoryBackendError
-from agentloop.messages import Message, UserInput
+from agentloop.messages import Message, ToolChangePart, UserInput
 from agentloop.model import ModelClient, is_append_only
 from agentloop.observers import EventBus
 from agentloop.run import OutputT, Run, Turn
@@ -345,13 +345,19 @@ class Conversation(Generic[OutputT]):
 def _appends_only(agent: Any, client: ModelClient, transcript: Sequence[Message]) -> bool:
     """Whether a run is on an append-only conversation (SPEC 28).
 
-    Its client may call an append-only model, its history opens with a base, or an agent its
-    handoffs reach calls such a model (SPEC 26).
+    Its client may call an append-only model, its history opens with a base (a system message
+    with a ``ToolChangePart``; any other system message is the application's own, SPEC 12), or
+    an agent its handoffs reach calls such a model (SPEC 26).
     """
-    if is_append_only(client) or bool(transcript and transcript[0].role == "system"):
+    if is_append_only(client) or bool(transcript and _opens_with_base(transcript[0])):
         return True
     if not getattr(agent, "_handoffs", None):
         return False
     from agentloop.engine.handoffs import all_receivers
 
     return any(is_append_only(a.client) for a in all_receivers(agent))
+
+
+def _opens_with_base(first: Message) -> bool:
+    """Whether ``first`` is an append-only conversation's base (``appendonly.is_base``)."""
+    return first.role == "system" and any(type(p) is ToolChangePart for p in first.parts)

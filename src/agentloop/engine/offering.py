@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from agentloop._util.toolname import tool_name_problem
 from agentloop.engine.native_search import Deferred, found, native_mode
 from agentloop.errors import ConfigurationError, ToolError
 from agentloop.messages import Message
@@ -221,6 +222,8 @@ class ToolPlan:
                 name = entry.spec.name
                 prior = seen.get(name)
                 if prior is None:
+                    if not scope.starting and name not in self._offered and _misnamed(name):
+                        continue  # a newcomer mid-run no provider takes (at start: the error)
                     seen[name] = entry
                     continue
                 text = (
@@ -281,6 +284,8 @@ class ToolPlan:
     def find(self, query: str, limit: int) -> str:
         """``search_tools``: the best matches among deferred tools, loaded from the next step.
 
+        No match is the soft error ``no tool matches '<query>'`` (a ``ToolError``).
+
         The index covers every deferred tool, loaded or not, so loading does not rebuild it.
         """
         names = tuple(e.spec.name for e in self._searchable)
@@ -288,6 +293,8 @@ class ToolPlan:
             self._index = index_of([e.spec for e in self._searchable])
             self._indexed = names
         found = self._index.search(query, limit)
+        if not found:  # SPEC 22: `no tool matches '<query>'` is a soft error (SPEC 3)
+            raise ToolError(found_text(query, found))
         self.load([s.name for s in found], "search")
         return found_text(query, found)
 
@@ -353,3 +360,11 @@ def plan_for(
     if not toolsets and not base.deferring:
         return None
     return ToolPlan(agent, toolsets, base, loaded)
+
+
+def _misnamed(name: str) -> bool:
+    """Whether a tool newly listed mid-run has a name no provider takes (WARNING, SPEC 22)."""
+    problem = tool_name_problem(name)
+    if problem is not None:
+        logger.warning("%s; the newcomer is skipped", problem)
+    return problem is not None

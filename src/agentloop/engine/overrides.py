@@ -21,6 +21,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from agentloop._util.slots import record
+from agentloop._util.toolname import check_tool_name
 from agentloop.config import resolve_client
 from agentloop.engine.output import FINAL_RESULT
 from agentloop.errors import ConfigurationError
@@ -95,6 +96,8 @@ def _registry(tools: Iterable[Tool | Any] | ToolRegistry, *, typed: bool) -> Too
         )
     else:
         registry = ToolRegistry(tools)
+    for item in registry:
+        check_tool_name(item.name)  # SPEC 22, as the agent's own tools
     if typed and FINAL_RESULT in registry:
         raise ConfigurationError(
             f"a tool is named '{FINAL_RESULT}', the name typed output answers with; rename it",

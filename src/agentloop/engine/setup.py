@@ -15,6 +15,7 @@ import inspect
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
+from agentloop._util.toolname import check_tool_name
 from agentloop.config import RunConfig
 from agentloop.engine.output import FINAL_RESULT, OutputType
 from agentloop.errors import ConfigurationError, InvalidInput, TranscriptError
@@ -152,7 +153,7 @@ _TYPING_MODULES = frozenset({"typing", "types", "typing_extensions", "annotated_
 def registry(tools: object) -> tuple[ToolRegistry, list[Toolset]]:
     """The agent's registry and tool sources; a single tool or a string is a clear error."""
     if isinstance(tools, ToolRegistry):
-        return tools, []
+        return _named(tools), []
     if isinstance(tools, str | bytes | Tool) or callable(tools) or _is_toolset(tools):
         raise ConfigurationError(
             f"Agent tools must be a list of tools, got {tools!r}; write tools=[...]",
@@ -173,7 +174,14 @@ def registry(tools: object) -> tuple[ToolRegistry, list[Toolset]]:
                 field="tools",
             )
     sources = [t for t in items if _is_toolset(t)]
-    return ToolRegistry(t for t in items if not _is_toolset(t)), sources
+    return _named(ToolRegistry(t for t in items if not _is_toolset(t))), sources
+
+
+def _named(registry: ToolRegistry) -> ToolRegistry:
+    """``registry`` once every tool's name is one a provider takes (SPEC 22), else the error."""
+    for item in registry:
+        check_tool_name(item.name)
+    return registry
 
 
 def add_tool(registry: ToolRegistry, item: Tool, *, typed: bool) -> Tool:
@@ -183,6 +191,7 @@ def add_tool(registry: ToolRegistry, item: Tool, *, typed: bool) -> Tool:
             f"a tool is named '{FINAL_RESULT}', the name typed output answers with; rename it",
             field="tools",
         )
+    check_tool_name(item.name)
     return registry.register(item)
 
 

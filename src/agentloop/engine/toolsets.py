@@ -16,7 +16,8 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from agentloop.errors import AgentLoopError, ConfigurationError
+from agentloop._util.toolname import tool_name_problem
+from agentloop.errors import AgentLoopError, ConfigurationError, RemoteAuthError
 from agentloop.tools import Tool, ToolRegistry, Toolset
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ class Toolsets:
                 version = toolset.version
                 try:
                     tools = list(await toolset.list_tools())
-                except (ConfigurationError, asyncio.CancelledError):
+                except (ConfigurationError, RemoteAuthError, asyncio.CancelledError):
                     raise
                 except Exception as exc:
                     if starting:
@@ -78,6 +79,12 @@ class Toolsets:
             self.registry.unregister(name)
         listed: list[str] = []
         for item in tools:
+            problem = tool_name_problem(item.name, f"tool source {toolset.name!r} lists a tool;")
+            if problem is not None:  # SPEC 22: no provider takes it
+                if starting:
+                    raise ConfigurationError(problem, field="tools")
+                logger.warning("%s; the source's tool is skipped", problem)
+                continue
             if item.name in self.registry:
                 taken = (
                     f"tool source {toolset.name!r} lists a tool named {item.name!r}, a name "

@@ -92,23 +92,43 @@ class Stdio:
         """The values the user gave in ``env``: never quoted from the server's stderr."""
         return list((self.env or {}).values())
 
+    def refused(self) -> int | None:
+        """Never: credentials are an HTTP matter."""
+        return None
+
     def errlog(self) -> IO[str] | None:
         """Where the server's stderr goes (a temporary file for stdio)."""
         return tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
 
 
 class Http:
-    """How to reach a streamable HTTP server."""
+    """How to reach a streamable HTTP server.
+
+    The SDK turns a 401/403 answer into a plain JSON-RPC error (or a failed start) and drops
+    the status, so a response hook keeps it: ``refused()`` is how the caller learns that the
+    server refused our credentials (SPEC 13: the hard ``RemoteAuthError``).
+    """
 
     def __init__(self, url: str, headers: dict[str, str]) -> None:
         self.url, self.headers = url, headers
+        self._refused: int | None = None
+
+    def refused(self) -> int | None:
+        """The 401/403 a request was answered with since the last look (then forgotten)."""
+        status, self._refused = self._refused, None
+        return status
+
+    async def _saw(self, response: httpx2.Response) -> None:
+        if response.status_code in (401, 403) and response.request.method == "POST":
+            self._refused = response.status_code
 
     @contextlib.asynccontextmanager
     async def open(self, errlog: IO[str] | None) -> AsyncIterator[Any]:
         """The transport's read and write streams, open for the block."""
         timeout = httpx2.Timeout(30.0, read=300.0)
+        hooks = {"response": [self._saw]}
         async with (
-            httpx2.AsyncClient(headers=self.headers, timeout=timeout) as client,
+            httpx2.AsyncClient(headers=self.headers, timeout=timeout, event_hooks=hooks) as client,
             streamable_http_client(self.url, http_client=client) as streams,
         ):
             yield streams

@@ -20,6 +20,8 @@
                                            call restarts or reconnects, with backoff
     a call past its timeout                the engine's timeout text; the SDK sends the
                                            server notifications/cancelled
+    an HTTP server answers 401 / 403       hard: RemoteAuthError(<name>, status), at start
+      (at start, on a listing or a call)   and mid-run alike (SPEC 3, 13)
 
 Each connection is owned by a task of its own (``_mcp_connection``), because the SDK's
 transports are task-scoped context managers while calls come from many tasks. ``aclose`` stops
@@ -45,7 +47,7 @@ from pydantic import ValidationError
 
 from agentloop._util.backoff import exponential_backoff
 from agentloop._util.numbers import is_finite
-from agentloop.errors import ConfigurationError, ToolError
+from agentloop.errors import ConfigurationError, RemoteAuthError, ToolError
 from agentloop.mcp.connection import (
     INVALID_RESULT,
     Connection,
@@ -225,6 +227,7 @@ class MCPServer(AbstractToolset):
         try:
             conn = await self._connect()
         except StartFailed as failed:
+            self._hard_if_refused()
             text = f"tool server '{self.name}' could not start: {failed.why}"
             if fresh:
                 raise ConfigurationError(text, field="tools") from None
@@ -233,7 +236,11 @@ class MCPServer(AbstractToolset):
         cursor: str | None = None
         while True:
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await conn.session().list_tools(params=params)
+            try:
+                page = await conn.session().list_tools(params=params)
+            except MCPError:
+                self._hard_if_refused()
+                raise
             listed.extend(page.tools)
             cursor = page.next_cursor
             if not cursor:
@@ -258,11 +265,13 @@ class MCPServer(AbstractToolset):
         try:
             conn = await self._connect()
         except StartFailed as failed:
+            self._hard_if_refused()
             raise ToolError(self._unavailable(failed.why), sick=True) from None
         try:
             with conn.elicitor.during_call():
                 result = await cancellable(conn.session().call_tool(remote, dict(arguments)))
         except MCPError as exc:
+            self._hard_if_refused()
             if exc.data == INVALID_RESULT:
                 text = f"tool server '{self.name}' sent an invalid result: {exc.message}"
                 raise ToolError(text, sick=True) from None
@@ -277,6 +286,12 @@ class MCPServer(AbstractToolset):
             raise ToolError(text, sick=True)
         self._failures = 0
         return result
+
+    def _hard_if_refused(self) -> None:
+        """An HTTP server that answered 401/403 refused our credentials: hard (SPEC 3, 13)."""
+        status = self._launch.refused()
+        if status is not None:
+            raise RemoteAuthError(self.name, status) from None
 
     def _unavailable(self, why: str) -> str:
         return f"tool server '{self.name}' is unavailable: {why}"

@@ -11,11 +11,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from agentloop._util.toolname import TOOL_NAME
 from agentloop.errors import ConfigurationError
 from agentloop.model import ToolSpec
 from agentloop.tools import Tool
 from agentloop.toolsets._entry import (
-    NAME,
     ApprovalCheck,
     Entry,
     Scope,
@@ -153,7 +153,7 @@ class PrefixedToolset(WrapperToolset):
 
     def __init__(self, wrapped: AbstractToolset, prefix: str) -> None:
         super().__init__(wrapped)
-        if not isinstance(prefix, str) or NAME.fullmatch(prefix) is None:
+        if not isinstance(prefix, str) or TOOL_NAME.fullmatch(prefix) is None:
             raise ConfigurationError(
                 f"toolset {wrapped.name!r}: prefix {prefix!r} must be a non-empty string of "
                 "A-Z, a-z, 0-9, '_' and '-'",

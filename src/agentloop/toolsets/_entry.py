@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import inspect
 import logging
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
 from agentloop._util.slots import record
-from agentloop.errors import AgentLoopError, ConfigurationError, ToolError
+from agentloop._util.toolname import check_tool_name
+from agentloop.errors import AgentLoopError, ConfigurationError, RemoteAuthError, ToolError
 from agentloop.model import ToolSpec
 from agentloop.run import RunContext
 from agentloop.tools import Tool, ToolContext
@@ -27,20 +27,13 @@ __all__ = ["Entry", "Scope", "call_fn", "check_name", "failed", "renamed_tool"]
 
 logger = logging.getLogger("agentloop")
 
-NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
 ApprovalCheck = Callable[..., Any]
 """``fn(ctx, spec, arguments) -> bool`` (sync or async): whether this call needs approval."""
 
 
 def check_name(name: str, what: str = "tool") -> str:
     """``name`` when a provider accepts it as a tool name, else a ``ConfigurationError``."""
-    if not isinstance(name, str) or NAME.fullmatch(name) is None:
-        raise ConfigurationError(
-            f"{what} name {name!r} must be 1-64 characters of A-Z, a-z, 0-9, '_' and '-'",
-            field="toolsets",
-        )
-    return name
+    return check_tool_name(name, what, field="toolsets")
 
 
 @record
@@ -127,8 +120,8 @@ class Scope:
             return known[1]
         try:
             tools = list(await source.list_tools())
-        except ConfigurationError:
-            raise
+        except (ConfigurationError, RemoteAuthError):
+            raise  # a server refusing our credentials is hard, whenever (SPEC 13)
         except Exception as exc:
             if self.starting or known is None:
                 why = exc.message if isinstance(exc, AgentLoopError) else f"{type(exc).__name__}"
