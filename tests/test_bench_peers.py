@@ -70,6 +70,17 @@ def test_the_table_says_what_a_framework_could_not_do() -> None:
     assert "- agentloop: sse: ValueError: no SSE" in table
 
 
+def test_a_driver_whose_conversation_differs_is_named() -> None:
+    report = _report()
+    json_ = {"calls": 4, "requests": 4, "stream": [False], "tools": [1], "roles": ["user"]}
+    sse = {**json_, "stream": [True]}
+    wire = {"raw aiohttp": {"json": json_, "sse": sse}, "agentloop": {"json": json_, "sse": sse}}
+    assert report.wire_differences(wire) == {}
+    wire["agentloop"] = {"json": json_, "sse": json_}  # asked for no stream in SSE mode
+    assert list(report.wire_differences(wire)) == ["agentloop"]
+    assert report.wire_differences(wire)["agentloop"].startswith("sse: sent")
+
+
 def test_splice_replaces_only_the_marked_part() -> None:
     report = _report()
     text = f"before\n{report.BEGIN}\nold\n{report.END}\nafter\n"

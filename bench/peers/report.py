@@ -29,6 +29,18 @@ END = "<!-- peers:end -->"
 BASE = "raw aiohttp"
 
 
+def wire_differences(wire: dict[str, Any]) -> dict[str, str]:
+    """Per framework, how its conversation differs from the raw loop's (``wire.py``); {} if none."""
+    found: dict[str, str] = {}
+    for framework, modes in wire.items():
+        for mode, seen in modes.items():
+            expected = {**wire[BASE][mode], "stream": [mode == "sse"]}
+            if seen != expected:
+                found[framework] = f"{mode}: sent {seen}, expected {expected}"
+                break
+    return found
+
+
 def _per_turn(cell: dict[str, Any]) -> tuple[float, float]:
     """(wall less server CPU, client CPU) ms per model call of one sample."""
     turns = cell["turns"]
@@ -61,7 +73,7 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
             rows = [
                 s for s in results["samples"] if (s["framework"], s["mode"]) == (framework, mode)
             ]
-            errors = [f"{mode}: {s['error']}" for s in rows if "error" in s]
+            errors = list(dict.fromkeys(f"{mode}: {s['error']}" for s in rows if "error" in s))
             entry["errors"] += errors
             entry["failed"] += [mode] * bool(errors)
             good = [s["samples"] for s in rows if "samples" in s]
@@ -184,8 +196,21 @@ def render_meta(results: dict[str, Any]) -> str:
         f"{min(during):.1f}-{max(during):.1f} during, {load['after'][0]:.1f} after; "
         f"K = {meta['turns']} tool turns and the answer a conversation; {meta['rounds']} "
         f"interleaved rounds (median), N = {meta['many']} in {meta['many_rounds']} of them; "
-        f"{'QUICK run, not for quoting; ' * meta['quick']}versions: {versions}.\n"
+        f"{'QUICK run, not for quoting; ' * meta['quick']}versions: {versions}.{_wire(results)}\n"
     )
+
+
+def _wire(results: dict[str, Any]) -> str:
+    """A sentence on the wire check, when the results have one."""
+    if "wire" not in results:
+        return ""
+    differ = wire_differences(results["wire"])
+    if not differ:
+        return (
+            " Every driver sent the same requests (`wire.py`: the same count, stream flag, tool "
+            "and roles in both modes)."
+        )
+    return f" Not timed, their requests differ from the raw loop's: {', '.join(differ)}."
 
 
 def block(results: dict[str, Any], chart: str) -> str:

@@ -113,6 +113,12 @@ def rounds(args: argparse.Namespace, url: str, pid: int, load: list[float]) -> l
         )
         for mode in args.modes:
             for framework in order:
+                if framework in args.skip:
+                    why = (
+                        f"not timed: its conversation differs on the wire ({args.skip[framework]})"
+                    )
+                    samples.append({"framework": framework, "mode": mode, "error": why})
+                    continue
                 many = (
                     args.many
                     if number < args.many_rounds and (mode == "json" or args.many_sse)
@@ -198,9 +204,34 @@ def publish(results: dict[str, Any], args: argparse.Namespace) -> None:
     print(f"wrote {args.chart} and the tables into {args.doc}")
 
 
+def check_wire(args: argparse.Namespace) -> dict[str, Any]:
+    """``wire.py``'s report; frameworks whose conversation differs are dropped from the timing."""
+    done = subprocess.run(
+        [sys.executable, os.path.join(HERE, "wire.py")], capture_output=True, text=True, check=True
+    )
+    wire: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    args.skip = report.wire_differences(wire)
+    for framework, why in args.skip.items():
+        print(f"{framework}: not timed, its conversation differs on the wire: {why}")
+    return wire
+
+
+def wait_for_quiet(args: argparse.Namespace) -> float:
+    """Wait (up to ``--wait-max`` s) for the 1-minute load to fall below ``--wait-quiet``."""
+    started = time.monotonic()
+    while args.wait_quiet and os.getloadavg()[0] >= args.wait_quiet:
+        if time.monotonic() - started > args.wait_max:
+            print(f"load still {os.getloadavg()[0]:.1f} after {args.wait_max} s: measuring anyway")
+            break
+        time.sleep(15)
+    return time.monotonic() - started
+
+
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    """Start the server, run the rounds and the start-up timings, return the results."""
+    """Check the wire, start the server, run the rounds and the start-up timings."""
     meta = machine()
+    wire = check_wire(args)
+    meta["waited_s"] = wait_for_quiet(args)
     load: list[float] = []
     before = list(os.getloadavg())
     process, url = start_server(args.turns)
@@ -220,6 +251,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "meta": meta,
         "frameworks": args.frameworks,
+        "wire": wire,
         "samples": samples,
         "imports": imports,
         "clis": clis,
@@ -243,6 +275,8 @@ def main() -> None:
     parser.add_argument("--out", default=os.path.join(HERE, "results.json"))
     parser.add_argument("--chart", default=os.path.join(ROOT, "docs", "img", "peers.png"))
     parser.add_argument("--doc", default=os.path.join(ROOT, "docs", "benchmarks.md"))
+    parser.add_argument("--wait-quiet", type=float, help="first wait for a 1-min load below this")
+    parser.add_argument("--wait-max", type=float, default=900, help="seconds --wait-quiet waits")
     parser.add_argument("--report-only", action="store_true", help="tables and chart from --out")
     args = parser.parse_args()
     if args.quick:
