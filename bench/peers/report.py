@@ -74,9 +74,22 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
                 s for s in results["samples"] if (s["framework"], s["mode"]) == (framework, mode)
             ]
             errors = list(dict.fromkeys(f"{mode}: {s['error']}" for s in rows if "error" in s))
-            entry["errors"] += errors
             entry["failed"] += [mode] * bool(errors)
-            good = [s["samples"] for s in rows if "samples" in s]
+            good = [
+                {n: c for n, c in s["samples"].items() if "error" not in c}
+                for s in rows
+                if "samples" in s
+            ]
+            cells = [(n, c) for s in rows for n, c in s.get("samples", {}).items() if "error" in c]
+            meta = results.get("meta", {})
+            label = {
+                "n1": "N = 1",
+                "mid": f"N = {meta.get('mid')}",
+                "many": f"N = {meta.get('many')}",
+            }
+            errors += list(dict.fromkeys(f"{mode}, {label[n]}: {c['error']}" for n, c in cells))
+            entry["errors"] += [e for e in errors if e not in entry["errors"]]
+            entry["failed"] += [f"{mode}:{n}" for n, _ in cells]
             entry["modes"][mode] = {
                 n: _figures([g[n] for g in good if n in g])
                 for n in ("n1", "mid", "many")
@@ -109,15 +122,16 @@ def _ratio(value: float | None, base: float | None) -> str:
     return f" ({value / base:.1f}x)" if value is not None and base else ""
 
 
-def _missing(entry: dict[str, Any], mode: str) -> str:
-    """Why a cell is empty: the framework failed in that mode, or it was not asked for."""
-    return "failed" if mode in entry["failed"] else "not measured"
+def _missing(entry: dict[str, Any], mode: str, n: str) -> str:
+    """Why a cell is empty: the framework failed there (in that mode), or it was not asked for."""
+    failed = mode in entry["failed"] or f"{mode}:{n}" in entry["failed"]
+    return "failed" if failed else "not measured"
 
 
 def _turn_cell(entry: dict[str, Any], base: dict[str, Any], mode: str, n: str) -> str:
     cell = entry["modes"].get(mode, {}).get(n)
     if cell is None:
-        return _missing(entry, mode)
+        return _missing(entry, mode, n)
     ref = base["modes"].get(mode, {}).get(n, {}).get("overhead_ms")
     return f"{cell['overhead_ms']:.2f} / {cell['cpu_ms']:.2f}{_ratio(cell['overhead_ms'], ref)}"
 
@@ -125,7 +139,7 @@ def _turn_cell(entry: dict[str, Any], base: dict[str, Any], mode: str, n: str) -
 def _rate_cell(entry: dict[str, Any], base: dict[str, Any], mode: str, n: str) -> str:
     cell = entry["modes"].get(mode, {}).get(n)
     if cell is None:
-        return _missing(entry, mode)
+        return _missing(entry, mode, n)
     ref = base["modes"].get(mode, {}).get(n, {}).get("runs_per_s")
     share = f" ({cell['runs_per_s'] / ref:.0%})" if ref and n == "many" else ""
     return f"{cell['runs_per_s']:.{0 if cell['runs_per_s'] >= 10 else 1}f}{share}"
@@ -171,7 +185,7 @@ def render(results: dict[str, Any]) -> str:
         if sse_many:
             cells.append(_rate_cell(entry, base, "sse", "many"))
         kib = entry["modes"].get("json", {}).get("many", {}).get("kib_per_run")
-        cells.append(_missing(entry, "json") if kib is None else f"{kib:.0f}")
+        cells.append(_missing(entry, "json", "many") if kib is None else f"{kib:.0f}")
         imp = entry["import_ms"]
         cells.append("not measured" if imp is None else f"{imp:.0f}")
         cli = entry["cli"]

@@ -232,6 +232,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     meta = machine()
     wire = check_wire(args)
     meta["waited_s"] = wait_for_quiet(args)
+    meta["date"] = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     load: list[float] = []
     before = list(os.getloadavg())
     process, url = start_server(args.turns)

@@ -73,29 +73,44 @@ async def sample(driver: Any, stream: bool, runs: int, at_once: int, pid: int) -
     }
 
 
+async def _many(driver: Any, stream: bool, args: argparse.Namespace) -> dict[str, Any]:
+    """The N = ``--many`` batch with its memory: resident set before, the peak during it."""
+    gc.collect()
+    before = rss_kib()
+    many = await sample(driver, stream, args.many, args.many, args.server_pid)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {**many, "rss_before_kib": before, "rss_peak_kib": float(peak)}
+
+
+async def _cell(work: Any, expected: int) -> dict[str, Any]:
+    """One sample, or the error that ended it (a framework's failure is a cell of the table)."""
+    try:
+        cell: dict[str, Any] = await work
+    except Exception as error:
+        traceback.print_exc()
+        return {"error": f"{type(error).__name__}: {error}"}
+    if cell["turns"] != cell["runs"] * expected:
+        return {
+            "error": f"{cell['turns']} model calls in {cell['runs']} runs, not {expected} a run"
+        }
+    return cell
+
+
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     """The samples of one round for one framework and mode."""
-    stream = args.mode == "sse"
+    stream, expected, pid = args.mode == "sse", args.turns + 1, args.server_pid
     driver = DRIVERS[args.framework](args.url)
     found: dict[str, Any] = {}
     try:
         await driver.run(stream)  # untimed: lazy imports, the first connection
-        found["n1"] = await sample(driver, stream, args.conversations, 1, args.server_pid)
+        found["n1"] = await _cell(sample(driver, stream, args.conversations, 1, pid), expected)
         if args.many:
-            gc.collect()
-            before = rss_kib()
-            many = await sample(driver, stream, args.many, args.many, args.server_pid)
-            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-            found["many"] = {**many, "rss_before_kib": before, "rss_peak_kib": float(peak)}
-        else:
-            await sample(driver, stream, args.mid, args.mid, args.server_pid)  # opens the pool
-        found["mid"] = await sample(driver, stream, args.mid, args.mid, args.server_pid)
+            found["many"] = await _cell(_many(driver, stream, args), expected)
+        if "error" in found.get("many", {"error": "not run"}):
+            await _cell(sample(driver, stream, args.mid, args.mid, pid), expected)  # opens the pool
+        found["mid"] = await _cell(sample(driver, stream, args.mid, args.mid, pid), expected)
     finally:
         await driver.aclose()
-    expected = args.turns + 1
-    for name, cell in found.items():
-        if cell["turns"] != cell["runs"] * expected:
-            raise AssertionError(f"{name}: {cell['turns']} model calls, not {expected} a run")
     return found
 
 
