@@ -15,7 +15,7 @@ versions; agentloop itself from this tree) and runs this script in it. The scrip
 4. writes the results file (``--out``), the chart (``--chart``) and the tables, with the
    machine, its load and the versions, into ``docs/benchmarks.md`` between the peers' markers.
 
-    bench/peers/.venv/bin/python bench/peers/run.py --quick       # a minute or two: development
+    bench/peers/.venv/bin/python bench/peers/run.py --quick       # 3 minutes or so: development
     bench/peers/.venv/bin/python bench/peers/run.py               # the published run
     bench/peers/.venv/bin/python bench/peers/run.py --report-only # tables and chart from --out
 
