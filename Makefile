@@ -10,7 +10,7 @@ DEMO_STAMP := $(VENV)/.demo-installed
 FS_SERVER := @modelcontextprotocol/server-filesystem@2026.8.31
 FS_INSTALLED := .ci/node/node_modules/@modelcontextprotocol/server-filesystem/package.json
 
-.PHONY: demo test check lint docs bench bench-guard bench-baseline clean mcp-server ui-deps
+.PHONY: demo test check lint docs bench bench-guard bench-baseline bench-peers clean mcp-server ui-deps
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -87,6 +87,23 @@ bench-guard: $(STAMP)
 
 bench-baseline: $(STAMP)
 	$(BIN)/python bench/instruction_guard.py --update
+
+# agentloop against raw aiohttp, the openai SDK, pydantic-ai, openai-agents and LangGraph on one
+# fake server (docs/benchmarks.md). The peers live in their own venv, from exact pins, never in
+# .venv; this tree's agentloop is reinstalled there on every run. `make bench-peers
+# PEERS_ARGS=--quick` for a short run that leaves the docs alone.
+PEERS_VENV := bench/peers/.venv
+PEERS_STAMP := $(PEERS_VENV)/.installed
+PEERS_ARGS ?=
+$(PEERS_STAMP): bench/peers/requirements.txt
+	$(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/pip install -q --upgrade pip
+	$(PEERS_VENV)/bin/pip install -q -r bench/peers/requirements.txt '.[cli]'
+	touch $(PEERS_STAMP)
+
+bench-peers: $(PEERS_STAMP)
+	$(PEERS_VENV)/bin/pip install -q --no-deps --force-reinstall .
+	$(PEERS_VENV)/bin/python bench/peers/run.py $(PEERS_ARGS)
 
 clean:
 	rm -rf $(VENV)
