@@ -6,38 +6,20 @@ Every case runs a real uvicorn server on 127.0.0.1 and a real HTTP client (aioht
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import io
 import json
-import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import pytest
-import uvicorn
 
 from agentloop import Agent, ToolContext, tool
 from agentloop.model import ModelRequest
 from agentloop.testing import ScriptedModel, call
 from agentloop.ui.ag_ui import MAX_BODY_BYTES, AGUIApp
 
-
-@contextlib.asynccontextmanager
-async def serving(app: Any) -> AsyncIterator[str]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False)
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/agent"
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
+from ._serve import serving
 
 
 async def send(url: str, body: Any, *, raw: bytes | None = None) -> tuple[int, Any]:

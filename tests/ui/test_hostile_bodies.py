@@ -14,38 +14,26 @@ import asyncio
 import contextlib
 import io
 import logging
-import socket
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import pytest
-import uvicorn
 
 from agentloop import Agent
 from agentloop.testing import ScriptedModel
 from agentloop.ui.ag_ui import AGUIApp
 from agentloop.ui.vercel import VercelAIApp
 
+from ._serve import serving as _serving
+
 KEY = "sk-proj-4f9Qx2LmZ7pT1vW8yB3nR6kD"
 APPS = [AGUIApp, VercelAIApp]
 IDS = ["ag-ui", "vercel"]
 
 
-@contextlib.asynccontextmanager
-async def serving(app: Any) -> AsyncIterator[str]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False)
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/"
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
+def serving(app: Any) -> contextlib.AbstractAsyncContextManager[str]:
+    """``app`` on a real uvicorn server on 127.0.0.1; yields its ``/`` URL."""
+    return _serving(app, "/")
 
 
 def good_body(kind: Any) -> dict[str, Any]:

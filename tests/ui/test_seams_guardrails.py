@@ -17,13 +17,11 @@ import asyncio
 import contextlib
 import json
 import shutil
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
 from agentloop import Agent
 from agentloop.guardrails import GuardrailContext, OutputGuardrail
@@ -31,6 +29,8 @@ from agentloop.providers import OpenAIClient
 from agentloop.testing import FakeProviderServer, FakeReply
 from agentloop.ui.ag_ui import AGUIApp
 from agentloop.ui.vercel import VercelAIApp
+
+from ._serve import serving as _serving
 
 NODE_DIR = Path(__file__).parent / "node"
 CARD = "4111 1111 1111 1111"
@@ -67,21 +67,9 @@ class Tap:
         await self.app(scope, receive, tapped)
 
 
-@contextlib.asynccontextmanager
-async def serving(app: Any) -> AsyncIterator[str]:
-    """``app`` on a real uvicorn server on a free port of 127.0.0.1; yields its URL."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False)
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/"
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
+def serving(app: Any) -> contextlib.AbstractAsyncContextManager[str]:
+    """``app`` on a real uvicorn server on 127.0.0.1; yields its ``/`` URL."""
+    return _serving(app, "/")
 
 
 @contextlib.asynccontextmanager

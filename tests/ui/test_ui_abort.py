@@ -11,9 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +18,6 @@ import pytest
 
 pytest.importorskip("starlette", reason="the ui extra is not installed")
 import aiohttp
-import uvicorn
 
 from agentloop import Agent, Session, tool
 from agentloop import events as ev
@@ -32,6 +28,8 @@ from agentloop.run import Run
 from agentloop.testing import ScriptedModel, call, reply
 from agentloop.ui.ag_ui import AGUIApp
 from agentloop.ui.vercel import VercelAIApp
+
+from ._serve import serving
 
 SCRIPT = Path(__file__).parent / "node" / "vercel_chat.mjs"
 RAN: list[str] = []
@@ -87,22 +85,6 @@ class Ended(Observer):
 def agent_for(spy: Spy, ended: Ended) -> Agent[Any]:
     model = ScriptedModel([call("delete", {"path": "a"}, id="c1"), reply("fresh start")])
     return Agent(model, tools=[delete], hooks=[HoldPause(spy)], observers=[ended])
-
-
-@asynccontextmanager
-async def serving(app: Any) -> AsyncIterator[str]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False)
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/agent"
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
 
 
 def ag_ui_request(text: str, run: str) -> dict[str, Any]:

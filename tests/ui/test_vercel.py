@@ -11,9 +11,9 @@ reasoning, faults). Skipped, with the reason, only when node or the npm packages
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
-import socket
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,13 +22,14 @@ from typing import Any
 import pytest
 
 pytest.importorskip("starlette", reason="the ui extra is not installed")
-import uvicorn
 
 from agentloop import Agent, Session, ToolContext, tool
 from agentloop.errors import Cancelled
 from agentloop.providers import OpenAIClient
 from agentloop.testing import FakeProviderServer, FakeReply, FakeToolCall, Fault, Step
 from agentloop.ui.vercel import VercelAIApp
+
+from ._serve import serving as _serving
 
 NODE_DIR = Path(__file__).parent / "node"
 SCRIPT = NODE_DIR / "vercel_chat.mjs"
@@ -39,20 +40,9 @@ if not (NODE_DIR / "node_modules" / "ai" / "package.json").exists():
     pytest.skip("tests/ui/node/node_modules/ai is missing (make ui-deps)", allow_module_level=True)
 
 
-@asynccontextmanager
-async def serving(app: Any) -> AsyncIterator[str]:
-    """``app`` on a real uvicorn server on 127.0.0.1 (a free port); yields the chat URL."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)  # a client may connect before the server task first runs
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/api/chat"
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
+def serving(app: Any) -> contextlib.AbstractAsyncContextManager[str]:
+    """``app`` on a real uvicorn server on 127.0.0.1; yields its ``/api/chat`` URL."""
+    return _serving(app, "/api/chat")
 
 
 async def chat(url: str, steps: Sequence[dict[str, Any]], **extra: Any) -> dict[str, Any]:

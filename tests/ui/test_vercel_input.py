@@ -8,18 +8,16 @@ traceback, never a model request and never a tool run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
-import socket
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 
 pytest.importorskip("starlette", reason="the ui extra is not installed")
 import aiohttp
-import uvicorn
 
 from agentloop import Agent, Session, tool
 from agentloop.events import (
@@ -34,6 +32,8 @@ from agentloop.testing import ScriptedModel, call, reply
 from agentloop.ui._vercel_chunks import Chunks
 from agentloop.ui.vercel import VercelAIApp, encode
 
+from ._serve import serving as _serving
+
 ran: list[str] = []
 
 
@@ -44,19 +44,9 @@ def delete_file(path: str) -> str:
     return f"deleted {path}"
 
 
-@asynccontextmanager
-async def serving(app: Any) -> AsyncIterator[str]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/api/chat"
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
+def serving(app: Any) -> contextlib.AbstractAsyncContextManager[str]:
+    """``app`` on a real uvicorn server on 127.0.0.1; yields its ``/api/chat`` URL."""
+    return _serving(app, "/api/chat")
 
 
 def user(text: str, id: str = "u1") -> dict[str, Any]:
