@@ -1,13 +1,13 @@
 """Abandoning a paused or waiting run (SPEC 17's ``cancel_run``): finalized as ``Cancelled``.
 
-A run paused on pending calls (SPEC 17) or waiting on a provider batch (SPEC 25) holds no task:
-it is a record. ``cancel_run`` ends it through the run's own finalize (``RunLoop.finalize``), so
-it ends as every hard ending does: ``stop_reason`` ``Cancelled``, the run record and the history
-written in one store transaction (status ``cancelled``), the hooks' ``on_run_end``, then
-``RunFinished``. What commits is SPEC 5's cancel case: the completed turns (committed already at
-the pause) stay; the paused turn is dropped from the history, its pending calls never run (the
-run's messages close them with the interrupted text, as a cancel mid-dispatch does), and the
-paused turn's staged memory writes are discarded (SPEC 27).
+A run paused on pending calls (SPEC 17) or waiting on a provider batch (SPEC 25) holds no task: it
+is a record. ``cancel_run`` ends it through the run's own finalize (``RunLoop.finalize``), so it
+ends as every hard ending does: ``stop_reason`` ``Cancelled``, the run record and the history
+written in one store transaction (status ``failed``, its error ``Cancelled``), the hooks'
+``on_run_end``, then ``RunFinished``. What commits is SPEC 5's cancel case: the completed turns
+(committed already at the pause) stay; the paused turn is dropped from the history, its pending
+calls never run (the run's messages close them with the interrupted text, as a cancel mid-dispatch
+does), and the paused turn's staged memory writes are discarded (SPEC 27).
 
 **Reopening** follows the continue paths, without decisions: the session's lease is taken (a
 store's run can be decided or polled by another process), the stored record is read again, and a
