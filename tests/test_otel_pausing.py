@@ -258,3 +258,64 @@ async def test_a_sub_agents_pause_is_on_both_run_spans_and_its_decision_too() ->
     (decision,) = events(child_continued, "agentloop.decision")
     assert attrs(decision)["gen_ai.tool.name"] == "refund"  # the child's turn holds its call
     assert not any(SECRET_ARG in text for text in texts(exporter.get_finished_spans()))
+
+
+async def test_a_cancelled_paused_run_is_a_run_span_of_its_own_marked_cancelled() -> None:
+    observer, exporter = traced()
+    agent = Agent(
+        ScriptedModel([two_calls(), reply("done")]),
+        tools=[refund, ask_customer],
+        observers=[observer],
+    )
+    assert (await agent.run("refund it")).paused
+    run = await agent.cancel_run()
+
+    paused, cancelled = named(exporter, "invoke_agent agentloop")
+    assert attrs(paused)["agentloop.run.paused"] is True
+    assert attrs(cancelled)["agentloop.run_id"] == run.id == attrs(paused)["agentloop.run_id"]
+    assert attrs(cancelled)["agentloop.run.cancelled"] is True
+    assert attrs(cancelled)["agentloop.run.continued"] is True
+    assert attrs(cancelled)["error.type"] == "Cancelled"
+    assert cancelled.status.status_code is StatusCode.ERROR
+    assert not any(SECRET_ARG in text for text in texts(exporter.get_finished_spans()))
+
+
+async def test_a_cancelled_sub_agent_gets_one_span_however_often_its_end_arrives() -> None:
+    observer, exporter = traced()
+    child = Agent(
+        ScriptedModel([call("refund", {"order": SECRET_ARG}, id="k1"), reply("child done")]),
+        tools=[refund],
+        observers=[observer],  # its events arrive directly and through its parent
+    )
+    helper = child.as_tool(name="helper", description="Refunds things.")
+    parent = Agent(
+        ScriptedModel([call("helper", {"input": "go"}, id="p1"), reply("done")]),
+        tools=[helper],
+        observers=[observer],
+    )
+    assert (await parent.run("x")).paused
+    await parent.cancel_run()
+
+    assert len(named(exporter, "invoke_agent agentloop")) == 2  # the pause, the cancel
+    cancelled = [
+        s
+        for s in exporter.get_finished_spans()
+        if attrs(s).get("agentloop.run.cancelled") and s.name.startswith("invoke_agent")
+    ]
+    assert len({attrs(s)["agentloop.run_id"] for s in cancelled}) == len(cancelled) == 2
+    assert sorted(s.name for s in cancelled) == ["invoke_agent agentloop", "invoke_agent helper"]
+    assert all(attrs(s)["error.type"] == "Cancelled" for s in cancelled)
+
+
+async def test_a_finished_run_delivered_twice_opens_no_second_span() -> None:
+    observer, exporter = traced()
+    child = Agent(ScriptedModel([reply("child done")]), observers=[observer])
+    helper = child.as_tool(name="helper", description="Helps.")
+    parent = Agent(
+        ScriptedModel([call("helper", {"input": "go"}, id="p1"), reply("done")]),
+        tools=[helper],
+        observers=[observer],
+    )
+    await parent.run("x")
+    assert len(named(exporter, "invoke_agent agentloop")) == 1
+    assert len([s for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent")]) == 2

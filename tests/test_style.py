@@ -207,6 +207,7 @@ LAYERS = {
     "builtin_tools": 7,
     "mcp": 7,
     "otel": 7,
+    "_otel_events": 7,
     "testing": 7,
     "durable": 7,
     "cassettes": 7,  # hangs on the HTTP layer's hook (providers._tape)

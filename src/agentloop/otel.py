@@ -24,7 +24,9 @@ Pausing (SPEC 17): ``RunPaused`` is the run span's event ``agentloop.run.paused`
 call ids, tools and kinds) and marks the span ``agentloop.run.paused``; the pending calls' open
 ``execute_tool`` spans carry ``agentloop.tool.pending``. The continued run is a new run span with
 the same ``agentloop.run_id`` (``agentloop.run.continued``), an ``agentloop.decision`` event per
-decided call (its id, tool and the decision's kind) and the paused turn reopened under it.
+decided call (its id, tool and the decision's kind) and the paused turn reopened under it. A paused
+or waiting run ended by ``cancel_run`` is a run span of its own with the same ``agentloop.run_id``
+(``agentloop.run.continued`` and ``agentloop.run.cancelled``), marked with ``Cancelled``.
 
 Privacy: no message text, tool argument, tool result, error message, guardrail reason or loop
 pattern (it quotes arguments) reaches a span unless ``capture_content=True``; with it, the GenAI
@@ -44,7 +46,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import pydantic_core
 
 from agentloop import events as ev
-from agentloop.errors import ProviderError
+from agentloop._otel_events import ERROR_TYPE, SPAN_EVENTS, error_attributes
+from agentloop.errors import Cancelled
 from agentloop.messages import Message, TextPart, ToolCallPart, Usage, input_text
 from agentloop.observers import Observer
 from agentloop.safety.redact import redact_secrets
@@ -65,7 +68,6 @@ if TYPE_CHECKING:
 __all__ = ["OtelObserver"]
 
 Attributes: TypeAlias = "dict[str, AttributeValue]"
-_Described: TypeAlias = "tuple[str, Attributes]"
 
 OPERATION = "gen_ai.operation.name"
 PROVIDER = "gen_ai.provider.name"
@@ -78,9 +80,10 @@ CACHE_READ_TOKENS = "gen_ai.usage.cache_read.input_tokens"
 CACHE_WRITE_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
 REASONING_TOKENS = "gen_ai.usage.reasoning.output_tokens"
 """Output tokens spent reasoning (part of ``gen_ai.usage.output_tokens``; no text kept)."""
-ERROR_TYPE = "error.type"
 CHANNEL = "agentloop.error.channel"
 ROOT_AGENT = "agentloop"
+_STOPPED_KEPT = 4096
+"""How many paused or waiting runs (their paths) are remembered for a later ``cancel_run``."""
 SOFT_ERROR_TYPE = "tool_error"
 """``error.type`` of a soft tool error: the result carries no class, only the text."""
 
@@ -99,6 +102,7 @@ class _RunSpans:
     adopted: set[str] = field(default_factory=set)
     """Call ids whose span already parents a sub-agent run."""
     waited: float = 0.0  # the chat span's agentloop.rate_limit.wait_seconds (SPEC 25)
+    stopped: bool = False  # paused or waiting (RunPaused, RunWaiting): the run is not over
 
     def current(self) -> Span:
         """The innermost open span that is not a tool's (span events go here)."""
@@ -119,6 +123,7 @@ class OtelObserver(Observer):
         self.tracer = tracer if tracer is not None else trace.get_tracer("agentloop")
         self.capture_content = capture_content
         self._runs: dict[str, _RunSpans] = {}
+        self._stopped: dict[str, tuple[str, ...]] = {}  # paused/waiting runs' paths, oldest first
 
     def on_event(self, event: ev.Event) -> None:
         """Open, annotate or close the spans ``event`` concerns."""
@@ -126,6 +131,9 @@ class OtelObserver(Observer):
             self._run_started(event)
             return
         spans = self._runs.get(event.run_id)
+        if spans is None and type(event) is ev.RunFinished:
+            self._ended_unstarted(event)
+            return
         # A different path is the same run delivered twice: this observer sits on a sub-agent
         # too, which reports its events directly and through its parent (with the path).
         if spans is None or spans.path != event.path:
@@ -150,14 +158,8 @@ class OtelObserver(Observer):
     def _run_started(self, event: ev.RunStarted) -> None:
         if event.run_id in self._runs:
             return
-        name = event.path[-1] if event.path else ROOT_AGENT
-        attributes: Attributes = {
-            OPERATION: "invoke_agent",
-            "gen_ai.agent.name": name,
-            "agentloop.run_id": event.run_id,
-        }
-        if event.path:
-            attributes["agentloop.agent.path"] = list(event.path)
+        self._stopped.pop(event.run_id, None)  # continued: no cancel_run ends it from the pause
+        attributes: Attributes = {}
         if self.capture_content:
             attributes[INPUT_MESSAGES] = self._content(
                 [_message("user", [_text(input_text(event.run.input))])]
@@ -165,11 +167,41 @@ class OtelObserver(Observer):
         continued = _continued(event.run)
         if continued:
             attributes["agentloop.run.continued"] = True
-        parent = self._adopting_tool(event.path)
-        root = self._start(f"invoke_agent {name}", parent, attributes, SpanKind.INTERNAL)
-        spans = self._runs[event.run_id] = _RunSpans(root, event.path)
+        spans = self._open_run(event.run_id, event.path, attributes)
         if continued:
             self._decided(event.run, spans)
+
+    def _open_run(self, run_id: str, path: tuple[str, ...], attributes: Attributes) -> _RunSpans:
+        """The run span (``invoke_agent``) of the run at ``path``, under its adopting tool's."""
+        name = path[-1] if path else ROOT_AGENT
+        attributes = {
+            OPERATION: "invoke_agent",
+            "gen_ai.agent.name": name,
+            "agentloop.run_id": run_id,
+            **attributes,
+        }
+        if path:
+            attributes["agentloop.agent.path"] = list(path)
+        parent = self._adopting_tool(path)
+        root = self._start(f"invoke_agent {name}", parent, attributes, SpanKind.INTERNAL)
+        spans = self._runs[run_id] = _RunSpans(root, path)
+        return spans
+
+    def _ended_unstarted(self, event: ev.RunFinished) -> None:
+        """A run that ends without starting here: a paused or waiting run's ``cancel_run``.
+
+        Its earlier span ended at the pause; the cancel gets a run span of its own (marked
+        ``agentloop.run.continued`` and ``agentloop.run.cancelled``) that carries the error,
+        on the path its paused span had (a sub-agent's cancel arrives directly, its parent
+        already ended), once. Any other end of a run not open here opens nothing.
+        """
+        if not isinstance(event.run.stop_reason, Cancelled):  # a pause's end, delivered again
+            return
+        path = self._stopped.pop(event.run_id, None)
+        if path is None:
+            return
+        marks: Attributes = {"agentloop.run.continued": True, "agentloop.run.cancelled": True}
+        self._run_finished(event, self._open_run(event.run_id, path, marks))
 
     def _decided(self, run: Run[Any], spans: _RunSpans) -> None:
         """A continued run: one event per decision just applied, and the paused turn reopened.
@@ -308,6 +340,7 @@ class OtelObserver(Observer):
 
     def _run_paused(self, event: ev.RunPaused, spans: _RunSpans) -> None:
         """The run waits on its pending calls: ids, tools and kinds, never their arguments."""
+        spans.stopped = True
         pending = event.pending
         for waiting in pending:  # the pending call's span, opened when it was about to run
             entry = spans.tools.get(waiting.id)
@@ -323,6 +356,10 @@ class OtelObserver(Observer):
             },
         )
 
+    def _run_waiting(self, event: ev.RunWaiting, spans: _RunSpans) -> None:
+        """The run waits on a provider batch: a ``cancel_run`` may end it later."""
+        spans.stopped = True
+
     def _turn_finished(self, event: ev.TurnFinished, spans: _RunSpans) -> None:
         if spans.turn is not None:
             spans.turn.set_attribute("agentloop.turn.tool_calls", len(event.turn.tool_calls))
@@ -333,6 +370,10 @@ class OtelObserver(Observer):
         del self._runs[event.run_id]
         run = event.run
         error = run.stop_reason
+        if spans.stopped:  # paused or waiting: a cancel_run may end it later (_ended_unstarted)
+            self._stopped[event.run_id] = spans.path
+            if len(self._stopped) > _STOPPED_KEPT:
+                del self._stopped[next(iter(self._stopped))]
         left_open = [span for _, span in spans.tools.values()] + [spans.chat, spans.turn]
         for span in left_open:
             if span is not None:
@@ -349,12 +390,12 @@ class OtelObserver(Observer):
         root.end()
 
     def _record_error(self, span: Span, error: BaseException) -> None:
-        span.set_attributes({**_error_attributes(error), CHANNEL: "hard"})
+        span.set_attributes({**error_attributes(error), CHANNEL: "hard"})
         description = self._content(str(error)) if self.capture_content else type(error).__name__
         span.set_status(Status(StatusCode.ERROR, description))
 
     def _span_event(self, event: ev.Event, spans: _RunSpans) -> None:
-        describe = _SPAN_EVENTS.get(type(event))
+        describe = SPAN_EVENTS.get(type(event))
         if describe is not None:
             spans.current().add_event(*describe(event, self.capture_content))
 
@@ -370,85 +411,9 @@ _HANDLERS: dict[type[ev.Event], _Handler] = {
     ev.GuardrailChecked: OtelObserver._guardrail_checked,
     ev.TurnFinished: OtelObserver._turn_finished,
     ev.RunPaused: OtelObserver._run_paused,
+    ev.RunWaiting: OtelObserver._run_waiting,
     ev.RunFinished: OtelObserver._run_finished,
 }
-
-
-def _retry(event: ev.RetryScheduled, capture: bool) -> _Described:
-    retry: Attributes = {
-        "agentloop.retry.attempt": event.attempt,
-        "agentloop.retry.wait_seconds": event.wait_seconds,
-    }
-    return "agentloop.retry", {**_error_attributes(event.error), **retry}
-
-
-def _models(event: ev.FellBack | ev.ModelSwitched) -> Attributes:
-    return {"agentloop.from_model": event.from_model, "agentloop.to_model": event.to_model}
-
-
-def _fallback(event: ev.FellBack, capture: bool) -> _Described:
-    return "agentloop.fallback", {**_error_attributes(event.error), **_models(event)}
-
-
-def _loop(event: ev.LoopWarning, capture: bool) -> _Described:
-    loop: Attributes = {"agentloop.loop.repetitions": event.repetitions}
-    if capture:  # the pattern quotes the repeated call's arguments
-        loop["agentloop.loop.pattern"] = redact_secrets(event.pattern)
-    return "agentloop.loop_warning", loop
-
-
-def _converged(event: ev.ConvergenceWarning, capture: bool) -> _Described:
-    attributes: Attributes = {}
-    for name in ("streak", "similarity", "action"):
-        value = getattr(event.status, name, None)
-        if isinstance(value, int | float | str):
-            attributes[f"agentloop.convergence.{name}"] = value
-    return "agentloop.convergence_warning", attributes
-
-
-def _compacted(event: ev.Compacted, capture: bool) -> _Described:
-    return "agentloop.compaction", {
-        "agentloop.tokens.before": event.before,
-        "agentloop.tokens.after": event.after,
-    }
-
-
-def _budget(event: ev.BudgetWarning, capture: bool) -> _Described:
-    return "agentloop.budget_warning", {
-        "agentloop.budget.dimension": event.dimension,
-        "agentloop.budget.spent": event.spent,
-        "agentloop.budget.limit": event.limit,
-    }
-
-
-_SPAN_EVENTS: dict[type[ev.Event], Callable[[Any, bool], _Described]] = {
-    ev.RetryScheduled: _retry,
-    ev.FellBack: _fallback,
-    ev.ModelSwitched: lambda event, capture: ("agentloop.model_switched", _models(event)),
-    ev.AttemptReset: lambda event, capture: ("agentloop.attempt_reset", {}),
-    ev.LoopWarning: _loop,
-    ev.ConvergenceWarning: _converged,
-    ev.Compacted: _compacted,
-    ev.CompactionFailed: lambda event, capture: (
-        "agentloop.compaction_failed",
-        _error_attributes(event.error),
-    ),
-    ev.BudgetWarning: _budget,
-}
-"""Events reported as span events on the innermost open span (stream fragments are not)."""
-
-
-def _error_attributes(error: BaseException) -> Attributes:
-    """The class of ``error`` and, for a provider failure, its phase and HTTP status."""
-    attributes: Attributes = {ERROR_TYPE: type(error).__name__}
-    if isinstance(error, ProviderError):
-        if error.phase is not None:
-            attributes["agentloop.error.phase"] = error.phase.value
-        if error.status_code is not None:
-            attributes["http.response.status_code"] = error.status_code
-        if error.provider:
-            attributes["agentloop.error.provider"] = error.provider
-    return attributes
 
 
 def _continued(run: Run[Any]) -> bool:
