@@ -180,6 +180,10 @@ class Conversation(Generic[OutputT]):
         if not isinstance(input, str):
             input = tuple(input)  # the run keeps what was given
         self._check_idle()
+        if self._recorder is not None and not self._recorder.fresh():
+            from agentloop.engine.resume import refreshed  # another process ran it since
+
+            refreshed(self)
         clock = self.agent.clock
         run: Run[Any] = Run(
             id=clock.new_id(), input=input, started_at=clock.time(), session_id=self.id

@@ -9,7 +9,7 @@ drives it like any run, the journal answering for what already happened
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from agentloop.cancel import CancelToken
 from agentloop.engine.conversation import Conversation
@@ -21,7 +21,25 @@ from agentloop.run import Run
 from agentloop.store import Store
 from agentloop.store._session import SessionRecorder, continuable, load_safety, restore
 
-__all__ = ["reopen", "restore_safety"]
+__all__ = ["refreshed", "reopen", "restore_safety"]
+
+
+def refreshed(session: Conversation[Any]) -> None:
+    """Reload ``session`` from its store: another process (or agent) ran it since.
+
+    A web app's workers share the store and each keeps its live ``Session``: the run about to
+    start must send, and its end append to, what the store holds, not the cached history. The
+    history, the runs and the session's own safety state come back as ``agent.session(id)``
+    restores them (the agent's shared breakers and model health stay as they are).
+    """
+    recorder = session._recorder
+    assert recorder is not None
+    history, runs = restore(recorder.store, session.id, owner=recorder.owner)
+    session._history, session._runs = history, cast(Any, runs)
+    session._measured = None
+    session._drop_block = any(r.thinking_prefix_mismatch for r in runs)
+    recorder.reloaded(len(history))
+    restore_safety(session, recorder.store, continuing=None, shared=False)
 
 
 def restore_safety(
@@ -78,13 +96,13 @@ def _reopen(
     cancels: tuple[CancelToken, ...],
 ) -> RunState:
     store = recorder.store
+    history, runs = restore(store, session.id, owner=recorder.owner)  # the lease is ours now
     stored = continuable(store, session.id)
     if stored is None:
         raise InvalidInput(
             f"session {session.id!r} has no run to continue: its last run ended "
             "(only a run its process never finalized can be continued)"
         )
-    history, runs = restore(store, session.id)
     run = runs[-1]
     keep = len(history) - (len(run.messages) - stored.absorbed)
     session._history, session._runs = history[:keep], runs

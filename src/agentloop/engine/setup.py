@@ -337,6 +337,7 @@ def restored(agent: Any, session_id: str, store: Store, *, shared: bool) -> Sess
 
     history, runs = restore(store, checked_session_id(session_id))  # for resume()
     found = SessionRecorder(store, session_id, synced=len(history))
+    found.marked()  # what a later run compares with: did another process run it meanwhile?
     session: Session[Any] = Session(
         agent, session_id, recorder=found, history=history, runs=cast(Any, runs)
     )

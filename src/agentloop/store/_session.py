@@ -28,6 +28,7 @@ renewal; renewed as turns complete) or when its holder is a process of this host
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import socket
@@ -38,7 +39,8 @@ from typing import Any
 from agentloop.errors import InternalError, MemoryBackendError
 from agentloop.messages import Message
 from agentloop.run import Run
-from agentloop.store import DurableStore, Store, StoredRun
+from agentloop.store import DurableStore, Store, StoredRun, _freshness
+from agentloop.store._status import columns
 
 __all__ = [
     "CRASHED_TEXT",
@@ -64,9 +66,17 @@ def process_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def _owner() -> str:
+    """One recorder as a lease owner: ``host:pid/n`` (two agents of a process are two owners)."""
+    return f"{process_owner()}/{next(_RECORDERS)}"
+
+
+_RECORDERS = itertools.count(1)
+
+
 def _gone(owner: str) -> bool:
     """Whether ``owner`` is a process of this host that no longer runs."""
-    host, _, pid = owner.rpartition(":")
+    host, _, pid = owner.partition("/")[0].rpartition(":")
     if host != socket.gethostname() or not pid.isdigit():
         return False
     try:
@@ -86,13 +96,16 @@ class SessionRecorder:
         self.session_id = session_id
         self.durable: DurableStore | None = store if isinstance(store, DurableStore) else None
         self.snapshot: Callable[[], Mapping[str, Any]] | None = None
-        self.owner = process_owner()
+        self.owner = _owner()
         self._renew_at = 0.0
         self._continuing: str | None = None
         self._synced: int | None = synced
         self._saved: dict[str, int] = {}
         self._unsaved: list[Run] = []
         self._replacing: set[str] = set()
+        self._mark: _freshness.Mark | None = _freshness.EMPTY if not synced else None
+        """The store's mark of the session as of this recorder's last commit (None: unknown)."""
+        self._refused: str | None = None  # a run whose start the store refused: never written
 
     def rewrite_history(self) -> None:
         """The history changed before its end (an append-only base, SPEC 28): rewrite it whole."""
@@ -120,6 +133,26 @@ class SessionRecorder:
             )
         self._renew_at = now + LEASE_SECONDS / 3
 
+    def marked(self, mark: _freshness.Mark | None = None) -> None:
+        """The session is as the store holds it now (``mark``, else read from the store)."""
+        self._mark = _freshness.mark(self.store, self.session_id) if mark is None else mark
+
+    def reloaded(self, synced: int) -> None:
+        """The session was just restored from the store: ``synced`` messages, its mark now."""
+        self._synced = synced
+        self._unsaved = []
+        self.marked()
+
+    def fresh(self) -> bool:
+        """Whether the store holds the session as this recorder last left it.
+
+        True when it cannot tell (another ``Store``, or a failed write left this process ahead
+        of the store: the next commit rewrites it).
+        """
+        if self._mark is None:
+            return True
+        return _freshness.mark(self.store, self.session_id) in (None, self._mark)
+
     def release(self) -> None:
         """Give the lease back (logged, never raised: the lease expires anyway)."""
         if self.durable is not None:
@@ -134,11 +167,19 @@ class SessionRecorder:
             self.durable.save_step(self.session_id, run_id, key, value)
 
     def begin(self, run: Run) -> None:
-        """Run start; raises ``MemoryBackendError``."""
+        """Run start; raises ``MemoryBackendError`` (and then writes nothing at its end)."""
         if run.id == self._continuing:  # reopened already, lease held
             self._continuing = None
             return
+        self._refused = run.id
         self.claim()
+        if not self.fresh():  # another process ran it between this run's start and its lease
+            self.release()
+            raise MemoryBackendError(
+                f"session {self.session_id!r} changed in another process as this run started; "
+                "nothing was written: run it again"
+            )
+        self._refused = None
         if self.durable is not None:
             self.durable.begin_run(self.session_id, run, safety=self._safety())
         else:
@@ -168,6 +209,7 @@ class SessionRecorder:
         else:
             self.store.finish_runs(self.session_id, [run], keep=keep, append=())
         self._synced = keep
+        self._mark = (run.id, columns(run)[0], keep)
 
     def continuing(self, run: Run, saved: int) -> None:
         """A paused run goes on: ``saved`` of its messages are stored; its lease is held.
@@ -211,9 +253,16 @@ class SessionRecorder:
             self._finish([], history)
 
     def finished(self, run: Run, history: Sequence[Message]) -> MemoryBackendError | None:
-        """Finalize: save ``run`` and the committed ``history``; return (not raise) a failure."""
+        """Finalize: save ``run`` and the committed ``history``; return (not raise) a failure.
+
+        A run whose start the store refused (another process holds the session, or changed
+        it) writes nothing: what the store holds is the other process's.
+        """
         self._saved.pop(run.id, None)
         self._replacing.discard(run.id)
+        if run.id == self._refused:
+            self._refused = None
+            return None
         return self._finish([run], history)
 
     def _finish(self, runs: list[Run], history: Sequence[Message]) -> MemoryBackendError | None:
@@ -225,10 +274,14 @@ class SessionRecorder:
         except MemoryBackendError as error:
             logger.warning("could not persist run %s: %s", runs[-1].id, error, exc_info=error)
             self._unsaved = runs
-            self._synced = None
+            self._synced = self._mark = None
+            if runs:  # the end was not written: the lease still goes (the run is over here)
+                self.release()
             return error
         self._unsaved = []
         self._synced = len(history)
+        if runs:
+            self._mark = (runs[-1].id, columns(runs[-1])[0], len(history))
         return None
 
     def _write_end(self, runs: list[Run], keep: int, append: Sequence[Message]) -> None:
@@ -246,16 +299,30 @@ class SessionRecorder:
         )
 
 
-def restore(store: Store, session_id: str) -> tuple[list[Message], list[Run]]:
-    """A session's history and runs; runs without a recorded end are closed and saved."""
+def restore(
+    store: Store, session_id: str, *, owner: str | None = None
+) -> tuple[list[Message], list[Run]]:
+    """A session's history and runs; runs without a recorded end are closed and saved.
+
+    Unless a live process other than ``owner`` holds the session's lease: its run is in flight,
+    not crashed, and stays as stored (no end yet).
+    """
     history = store.load_history(session_id)
     stored = store.load_runs(session_id)
     orphans = [s for s in stored if not s.finished]
-    if orphans:
+    if orphans and not _running_elsewhere(store, session_id, owner):
         added = [m for s in orphans for m in _close(s)]
         store.finish_runs(session_id, [s.run for s in orphans], keep=len(history), append=added)
         history.extend(added)
     return history, [s.run for s in stored]
+
+
+def _running_elsewhere(store: Store, session_id: str, owner: str | None) -> bool:
+    """Whether a live process other than ``owner`` holds the session's lease (not expired)."""
+    held = _freshness.lease(store, session_id)
+    if held is None or held[0] == owner:
+        return False
+    return held[1] > time.time() and not _gone(held[0])
 
 
 def _close(stored: StoredRun) -> list[Message]:
