@@ -11,10 +11,12 @@ needs to stop in the middle of a run.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +24,14 @@ from agentloop import Agent, Message, tool
 from agentloop.errors import MemoryBackendError
 from agentloop.store import SQLiteStore
 from agentloop.testing import ScriptedModel, reply
+
+_CONTRACT = Path(__file__).with_name("test_store_contract.py")
+_spec = importlib.util.spec_from_file_location("_across_store_contract", _CONTRACT)
+assert _spec is not None and _spec.loader is not None
+_contract = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_contract)
+postgres_dsn = _contract.postgres_dsn  # the same throwaway PostgreSQL server
+both = _contract.open_store  # SQLite and PostgreSQL, one connection per call
 
 WORKER = """
 import asyncio, json, sys
@@ -108,8 +118,9 @@ async def test_workers_taking_turns_lose_no_message(
 
 
 async def test_opening_a_session_another_process_is_running_does_not_close_its_run(
-    stores: Callable[[], SQLiteStore],
+    both: Callable[[], Any],
 ) -> None:
+    stores = both
     entered, leave = asyncio.Event(), asyncio.Event()
 
     @tool
@@ -142,8 +153,9 @@ async def test_opening_a_session_another_process_is_running_does_not_close_its_r
 
 
 async def test_a_refused_start_writes_nothing_over_the_other_workers_history(
-    stores: Callable[[], SQLiteStore],
+    both: Callable[[], Any],
 ) -> None:
+    stores = both
     stale = Agent(ScriptedModel([reply("x")]), store=stores()).session("t1")
     await stale.run("q1")
     entered, leave = asyncio.Event(), asyncio.Event()
@@ -171,3 +183,16 @@ async def test_a_refused_start_writes_nothing_over_the_other_workers_history(
     assert texts(stored.history)[:4] == ["q1", "x", "q2", "a2"]
     assert texts(stored.history)[-1] == "a3"
     assert "refused" not in [r.input for r in stored.runs]
+
+
+async def test_two_agents_taking_turns_on_one_session_lose_nothing_on_either_backend(
+    both: Callable[[], Any],
+) -> None:
+    one = Agent(ScriptedModel([reply("a1"), reply("a3")]), store=both()).session("t1")
+    two = Agent(ScriptedModel([reply("b2")]), store=both()).session("t1")
+    await one.run("q1")
+    await two.run("q2")
+    await one.run("q3")
+    assert texts(one.history) == ["q1", "a1", "q2", "b2", "q3", "a3"]
+    stored = Agent(ScriptedModel([]), store=both()).session("t1")
+    assert texts(stored.history) == texts(one.history)
