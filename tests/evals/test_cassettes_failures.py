@@ -80,3 +80,41 @@ async def test_a_block_that_asked_for_fewer_is_not_all_played(tmp_path: Path) ->
             await agent_at(DEAD).run("add 1 and 2")
             await agent_at(DEAD).run("add 1 and 2")
     assert cassette.all_played and cassette.play_count == 2
+
+
+def _bedrock(url: str) -> Agent[Any]:
+    from botocore.credentials import Credentials
+
+    from agentloop.providers.settings import Settings, build_client
+
+    creds = Credentials("AKIDREFUSALEXAMPLE77", "refusal/secret/key/0123456789", None)
+    settings = Settings(
+        provider="bedrock",
+        region="us-east-1",
+        credentials=creds,
+        model="us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        base_url=url,
+        max_retries=0,
+    )
+    return Agent(build_client(settings))
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["converse", "converse-stream"])
+async def test_a_refused_bedrock_request_replays_as_the_same_aws_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stream: bool
+) -> None:
+    path = tmp_path / "bedrock-refused.yaml"
+    refusal = Fault.http(
+        400,
+        {"message": "The model returned an invalid tool schema"},
+        headers={"x-amzn-ErrorType": "ValidationException:http://internal.amazon.com/coral/"},
+    )
+    async with FakeProviderServer([refusal]) as server:
+        async with use_cassette(path, mode="once"):
+            live = await failure(_bedrock(server.root_url), stream=stream)
+    assert "invalid tool schema" in live
+    assert "status: 400" in path.read_text() and "refusal/secret" not in path.read_text()
+    forbid_sockets(monkeypatch)
+    async with use_cassette(path) as cassette:
+        assert await failure(_bedrock(DEAD.removesuffix("/v1")), stream=stream) == live
+    assert cassette.all_played

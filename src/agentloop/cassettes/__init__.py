@@ -356,12 +356,27 @@ def _keep_refusal(
     if error.status_code is None or error.phase is not FailurePhase.STATUS:
         return
     headers = {} if error.retry_after is None else {"retry-after": f"{error.retry_after:g}"}
+    aws = _aws_type(error)
+    if aws is not None:  # a stream's refusal keeps no headers: its AWS type is in its message
+        headers["x-amzn-errortype"] = aws
     text = scrub_known(error.body or "", secrets)
     try:
         body: Any = json.loads(text)
     except ValueError:
         body = text
     cassette._keep(request, {"status": error.status_code, "headers": headers, "body": body})
+
+
+def _aws_type(error: ProviderError) -> str | None:
+    """The AWS error type a refusal's message names (``bedrock HTTP 400: ValidationException:``)."""
+    from agentloop.providers._aws_errors import AWS_ERROR_TYPES
+
+    head = f"{error.provider} HTTP {error.status_code}: "
+    text = str(error)
+    if not text.startswith(head):
+        return None
+    name = text[len(head) :].split(": ", 1)[0]
+    return name if name in AWS_ERROR_TYPES else None
 
 
 def _raise_refusal(

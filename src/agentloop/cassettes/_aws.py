@@ -5,6 +5,8 @@ two answers. Recording passes the real stream's messages through and keeps each 
 ``{headers, payload}`` (the payload parsed JSON, or ``payload_text`` when it is not JSON; known
 secrets replaced), under the exchange's ``events:``. Replaying opens no socket and hands back
 the same messages in the same order, so the adapter decodes the same events in the same pieces.
+A stream refused at its status is kept as the refusal (status and body) and replays as the same
+hard error, as a refused JSON request does.
 The request (path and body) is stored as every other one: no header, so no SigV4 signature,
 credential scope or session token, ever.
 """
@@ -16,6 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentloop.cassettes._format import kept_headers, scrub_known
+from agentloop.errors import ProviderError
 from agentloop.providers._bytestream import EventMessage, EventStream
 from agentloop.providers._classify import read_request_id
 
@@ -57,8 +60,14 @@ class RecordingEvents(EventStream):
         self._items: list[dict[str, Any]] = []
 
     async def __aenter__(self) -> EventStream:
-        await super().__aenter__()
         secrets = self._cassette._secrets(self._transport)
+        try:
+            await super().__aenter__()
+        except ProviderError as error:  # refused at its status: kept, replayed as this error
+            from agentloop.cassettes import _keep_refusal
+
+            _keep_refusal(self._cassette, self._request, error, secrets)
+            raise
         kept = {
             "status": self.status,
             "headers": kept_headers(self.headers, secrets),
@@ -86,6 +95,12 @@ class ReplayEvents(EventStream):
         response = self._cassette._take(self._request)["response"]
         self.status = int(response.get("status", 200))
         self.headers = {str(k): str(v) for k, v in (response.get("headers") or {}).items()}
+        if self.status >= 400:
+            from agentloop.cassettes import _raise_refusal
+
+            body = response.get("body")
+            text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
+            _raise_refusal(self.status, self.headers, text, self._transport, self._body._request[0])
         self.request_id = read_request_id(self.headers, self._transport.secrets)
         self._queue = [_message(item) for item in reversed(response.get("events") or [])]
         return self
