@@ -6,7 +6,7 @@ tables ``_tables`` declares (one row per message of history, per run, per turn i
 safety state, step journal and lease of each session).
 
 Foreign exceptions (the driver's, and a stored record that no longer parses) become
-``MemoryBackendError`` in ``_guard``, the one boundary, with ``raise ... from exc``. Reads check
+``MemoryBackendError`` at the one boundary (``_boundary``), with ``raise ... from exc``. Reads check
 every row they rebuild: a damaged one (a record that is not a run, a malformed ``usage``, a
 history row that is not a message, a column of the wrong type) is a ``MemoryBackendError`` that
 names the run (or session) and the field. ``scan_runs`` reads each run on its own, so one
@@ -25,6 +25,8 @@ from agentloop._util.aio import Closing
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Message, input_text
 from agentloop.run import Run, Turn, message_from_dict
+from agentloop.store._boundary import Opened, failure
+from agentloop.store._encoded import RunTexts, message_texts, record_json
 from agentloop.store._listing import (
     Found,
     RunPage,
@@ -36,7 +38,6 @@ from agentloop.store._listing import (
 )
 from agentloop.store._rows import (
     StoredRun,
-    describe,
     json_column,
     messages_json,
     text_column,
@@ -64,6 +65,10 @@ class SQLStore(Closing):
         self._driver_errors = driver_errors
         self._lock = threading.Lock()
         self._closed = False
+        self._texts: dict[str, RunTexts] = {}
+        """The JSON of each run in flight's turn rows, for its finalize (``_encoded``)."""
+        self._in_flight: dict[str, str] = {}
+        """The run each session started last and has not finalized."""
 
     # -- what a backend provides -----------------------------------------------------------
 
@@ -75,11 +80,9 @@ class SQLStore(Closing):
 
     # -- plumbing --------------------------------------------------------------------------
 
-    @contextmanager
-    def _open(self, what: str, *, write: bool) -> Iterator[Transaction]:
-        """One transaction under the lock, behind the one error boundary."""
-        with self._lock, self._guard(what), self._transaction(write=write) as tx:
-            yield tx
+    def _open(self, what: str, *, write: bool) -> AbstractContextManager[Transaction]:
+        """One transaction under the lock, behind the one error boundary (``_boundary``)."""
+        return Opened(self, what, write)
 
     def transaction(self, what: str) -> AbstractContextManager[Transaction]:
         """One write transaction on this store's connection, for a neighbour's own tables.
@@ -95,14 +98,11 @@ class SQLStore(Closing):
             raise MemoryBackendError(f"{self.name}: {what}: the store is closed")
         try:
             yield
-        except MemoryBackendError:
-            raise
-        except self._driver_errors as exc:
-            raise MemoryBackendError(f"{self.name}: {what} failed: {describe(exc)}") from exc
-        except (ValueError, KeyError, TypeError) as exc:
-            raise MemoryBackendError(
-                f"{self.name}: {what}: a stored record is unreadable: {describe(exc)}"
-            ) from exc
+        except BaseException as exc:
+            found = failure(self, what, exc)
+            if found is None:
+                raise
+            raise found from exc
 
     def _create_schema(self) -> None:
         """Create missing tables; upgrade an older layout; refuse a newer one (``_ddl``).
@@ -150,6 +150,8 @@ class SQLStore(Closing):
 
     def close(self) -> None:
         """Release the connection (idempotent)."""
+        self._texts.clear()
+        self._in_flight.clear()
         with self._lock:
             if not self._closed:
                 self._closed = True
@@ -171,6 +173,11 @@ class SQLStore(Closing):
             )
             tx.run("DELETE FROM agentloop_steps WHERE session_id = ?", (session_id,))
             write_safety(tx, session_id, safety)
+        self._texts[run.id] = RunTexts(session_id)
+        ended = self._in_flight.get(session_id)  # a run of the session that never finalized
+        self._in_flight[session_id] = run.id
+        if ended is not None and ended != run.id:
+            self._texts.pop(ended, None)
 
     def save_turn(
         self,
@@ -188,7 +195,11 @@ class SQLStore(Closing):
         ``replace``: a turn ``number`` already stored goes first (a paused run continued again
         after a crash mid-continue saves its turns again).
         """
-        row = (run_id, number, to_json(turn.to_dict()), messages_json(messages))
+        texts = self._texts.get(run_id)
+        if texts is None:
+            texts = self._texts[run_id] = RunTexts(session_id)
+        added = ",".join(texts.message(m) for m in messages)
+        row = (run_id, number, texts.turn(turn), f"[{added}]")
         with self._open(f"saving turn {number} of run {run_id}", write=True) as tx:
             if replace:
                 tx.run(
@@ -208,8 +219,10 @@ class SQLStore(Closing):
         safety: Mapping[str, Any] | None = None,
     ) -> None:
         """Make ``history`` the stored history; ``absorbed`` run messages are now part of it."""
+        texts = self._texts.get(run_id)
+        rows = message_texts(history, [texts] if texts is not None else [])
         with self._open(f"saving the compaction of run {run_id}", write=True) as tx:
-            write_history(tx, session_id, 0, history)
+            write_history(tx, session_id, 0, rows)
             tx.run("UPDATE agentloop_runs SET absorbed = ? WHERE run_id = ?", (absorbed, run_id))
             write_safety(tx, session_id, safety)
 
@@ -228,6 +241,9 @@ class SQLStore(Closing):
         ``release`` names a lease owner whose lease ends with this write. Raises
         ``MemoryBackendError`` when fewer than ``keep`` messages are stored.
         """
+        texts = [self._texts.pop(run.id, None) for run in runs]
+        if runs and self._in_flight.get(session_id) == runs[-1].id:
+            self._in_flight.pop(session_id, None)
         records = [
             (
                 run.id,
@@ -236,13 +252,14 @@ class SQLStore(Closing):
                 run.started_at,
                 run.ended_at,
                 0,
-                to_json(run.to_dict()),
+                record_json(run, encoded),
                 *columns(run),
             )
-            for run in runs
+            for run, encoded in zip(runs, texts, strict=True)
         ]
+        rows = message_texts(append, [t for t in texts if t is not None])
         with self._open(f"saving the end of run {runs[-1].id if runs else '-'}", write=True) as tx:
-            write_history(tx, session_id, keep, append)
+            write_history(tx, session_id, keep, rows)
             tx.many(
                 f"INSERT INTO agentloop_runs ({RUN_COLUMNS}, {_STATUS}) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
