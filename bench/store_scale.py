@@ -212,14 +212,19 @@ def list_bench(runs: int, repeats: int, postgres: str | None) -> None:
 # -- write -------------------------------------------------------------------------------------
 
 
-async def per_turn(k: int, store_dir: str | None, index: int) -> tuple[float, float]:
-    """CPU and wall microseconds per turn of one run of ``k`` tool turns and the answer."""
+def one_run(k: int, store_dir: str | None, index: int) -> tuple[Any, Any]:
+    """A session for one run of ``k`` tool turns and the answer, and its store (or None)."""
     from agentloop.store import SQLiteStore
 
     steps = [call("lookup", {"key": f"k{i}"}) for i in range(k)] + [reply("done")]
     store = SQLiteStore(Path(store_dir) / f"w{index}.db") if store_dir else None
     agent = Agent(ScriptedModel(steps), tools=[lookup])
-    session = agent.session(store=store) if store is not None else agent.session()
+    return (agent.session(store=store) if store is not None else agent.session()), store
+
+
+async def per_turn(k: int, store_dir: str | None, index: int) -> tuple[float, float]:
+    """CPU and wall microseconds per turn of one run of ``k`` tool turns and the answer."""
+    session, store = one_run(k, store_dir, index)
     cpu, wall = time.process_time(), time.perf_counter()
     await session.run("go")
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
@@ -263,12 +268,16 @@ def counted(label, work):  # callgrind counts inside functools.reduce only, one 
 loop = asyncio.new_event_loop()
 tmp = tempfile.mkdtemp()
 runs = [0]
-def run(store):
+def run(store, label=None):  # only the run is counted: not the store's opening nor closing
     runs[0] += 1
-    return loop.run_until_complete(ss.per_turn({k}, tmp if store else None, runs[0]))
+    session, opened = ss.one_run({k}, tmp if store else None, runs[0])
+    work = lambda: loop.run_until_complete(session.run("go"))
+    counted(label, work) if label else work()
+    if opened is not None:
+        opened.close()
 for store in (False, True):
     run(store), run(store)
-    counted("run, no store" if not store else "run, SQLiteStore", lambda: run(store))
+    run(store, "run, no store" if not store else "run, SQLiteStore")
 from agentloop.engine.conversation import Conversation
 from agentloop.store._sql import SQLStore
 def wrap(owner, name, label):

@@ -13,6 +13,7 @@ import importlib.util
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -126,3 +127,38 @@ def test_an_interrupt_passes_through_the_boundary_as_it_is(tmp_path: Path) -> No
     with pytest.raises(MemoryBackendError, match="reading: the store is closed"):
         with store.transaction("reading"):
             pass
+
+
+def test_a_journaled_reply_is_encoded_once_and_reads_back_as_plain_data(store: Backend) -> None:
+    run = make_run("r7")
+    store.begin_run("s", run)
+    reply = run.messages[1]
+    value = {"message": reply, "usage": {"input_tokens": 3}, "model": "m", "stop_reason": None}
+    store.save_step("s", run.id, "t0/reply", value)
+    assert store.load_steps(run.id)["t0/reply"] == {**value, "message": reply.to_dict()}
+    texts = store._texts[run.id]
+    assert texts.messages[id(reply)][0] is reply  # the turn's row reuses it
+    store.save_step("s", run.id, "t0/only", {"message": reply})
+    assert store.load_steps(run.id)["t0/only"] == {"message": reply.to_dict()}
+
+
+def test_a_store_of_its_own_gets_a_journaled_reply_as_plain_data(tmp_path: Path) -> None:
+    from agentloop.store._session import SessionRecorder
+
+    steps: list[object] = []
+
+    class OwnStore:  # a DurableStore of its own: an SQLiteStore's calls, the steps recorded
+        def __init__(self, inner: SQLiteStore) -> None:
+            self.inner = inner
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.inner, name)
+
+        def save_step(self, session_id: str, run_id: str, key: str, value: Any) -> None:
+            steps.append(json.loads(json.dumps(value)))  # plain JSON data, or it raises
+
+    recorder = SessionRecorder(OwnStore(SQLiteStore(tmp_path / "o.db")), "s")
+    assert recorder.durable is not None
+    message = Message.user("hi")
+    recorder.step("r", "t0/reply", {"message": message, "model": "m"})
+    assert steps == [{"message": message.to_dict(), "model": "m"}]

@@ -9,6 +9,9 @@ keeps the text each turn row was written with and the finalize reuses it:
 - a turn by its identity and its ``to_dict()`` (a ``Turn`` may still change after its row, e.g.
   a budget warning noted on it: its text is reused only when its data is still the same).
 
+A journaled model reply (``t<turn>/reply``) holds the ``Message`` itself: its text is made
+here once, for the step and for the turn's row after it.
+
 The record is then the run's other fields encoded, with the turns and messages spliced in: the
 same JSON value as ``to_json(run.to_dict())`` (its keys in another order). The texts of a run
 live from its first turn row to its finalize (or the session's next run start).
@@ -17,14 +20,14 @@ live from its first turn row to its finalize (or the session's next run start).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentloop.messages import Message
 from agentloop.run import Run, Turn
 from agentloop.store._rows import to_json
 
-__all__ = ["RunTexts", "message_texts", "record_json"]
+__all__ = ["RunTexts", "message_texts", "record_json", "step_json"]
 
 
 class RunTexts:
@@ -84,3 +87,13 @@ def record_json(run: Run[Any], texts: RunTexts | None) -> str:
     messages = ",".join(texts.message(m) for m in run.messages)
     comma = "," if data else ""
     return f'{head}{comma}"turns":[{turns}],"messages":[{messages}]}}'
+
+
+def step_json(value: Mapping[str, Any], texts: RunTexts | None) -> str:
+    """A journal step's value as JSON; a reply's ``Message`` by the run's text of it."""
+    message = value.get("message")
+    if not isinstance(message, Message):
+        return to_json(value)
+    text = texts.message(message) if texts is not None else _json(message)
+    rest = {k: v for k, v in value.items() if k != "message"}
+    return f'{{"message":{text},{to_json(rest)[1:]}' if rest else f'{{"message":{text}}}'

@@ -26,7 +26,7 @@ from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Message, input_text
 from agentloop.run import Run, Turn, message_from_dict
 from agentloop.store._boundary import Opened, failure
-from agentloop.store._encoded import RunTexts, message_texts, record_json
+from agentloop.store._encoded import RunTexts, message_texts, record_json, step_json
 from agentloop.store._listing import (
     Found,
     RunPage,
@@ -291,7 +291,7 @@ class SQLStore(Closing):
 
     def save_step(self, session_id: str, run_id: str, key: str, value: Mapping[str, Any]) -> None:
         """Journal one step of a run in flight (a model reply, a tool call's output)."""
-        row = (session_id, run_id, text_column(key), to_json(value))
+        row = (session_id, run_id, text_column(key), step_json(value, self._texts.get(run_id)))
         with self._open(f"journaling step {key} of run {run_id}", write=True) as tx:
             tx.run(
                 "INSERT INTO agentloop_steps VALUES (?, ?, ?, ?) ON CONFLICT (run_id, key) "
