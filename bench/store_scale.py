@@ -10,8 +10,12 @@
 - ``write``: a turn's store write against a tool turn's engine overhead: K = 10 tool turns on
   ``ScriptedModel`` (``engine_turns.py``'s engine-only turn), without a store and with a
   ``SQLiteStore`` in a temporary directory; CPU and wall per turn, median of ``--repeats``.
+  With ``--instructions``: the same in instructions (valgrind's callgrind, which the machine's
+  load does not move), per turn and per store call (each call's Python and SQLite work; the
+  kernel's part of a write is not counted).
 
     python bench/store_scale.py                 # all three
+    python bench/store_scale.py write --instructions
     python bench/store_scale.py list --runs 100000 --postgres postgresql://postgres@127.0.0.1:5432/postgres
 
 A benchmark, not a test; nothing leaves 127.0.0.1.
@@ -208,14 +212,19 @@ def list_bench(runs: int, repeats: int, postgres: str | None) -> None:
 # -- write -------------------------------------------------------------------------------------
 
 
-async def per_turn(k: int, store_dir: str | None, index: int) -> tuple[float, float]:
-    """CPU and wall microseconds per turn of one run of ``k`` tool turns and the answer."""
+def one_run(k: int, store_dir: str | None, index: int) -> tuple[Any, Any]:
+    """A session for one run of ``k`` tool turns and the answer, and its store (or None)."""
     from agentloop.store import SQLiteStore
 
     steps = [call("lookup", {"key": f"k{i}"}) for i in range(k)] + [reply("done")]
     store = SQLiteStore(Path(store_dir) / f"w{index}.db") if store_dir else None
     agent = Agent(ScriptedModel(steps), tools=[lookup])
-    session = agent.session(store=store) if store is not None else agent.session()
+    return (agent.session(store=store) if store is not None else agent.session()), store
+
+
+async def per_turn(k: int, store_dir: str | None, index: int) -> tuple[float, float]:
+    """CPU and wall microseconds per turn of one run of ``k`` tool turns and the answer."""
+    session, store = one_run(k, store_dir, index)
     cpu, wall = time.process_time(), time.perf_counter()
     await session.run("go")
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
@@ -247,6 +256,75 @@ def write_bench(k: int, repeats: int) -> None:
     print(f"the write / the engine's turn: {cpu / bare[0]:.0%} CPU, {wall / bare[1]:.0%} wall")
 
 
+COUNTING = """
+import asyncio, functools, gc, json, sys, tempfile
+gc.disable()  # a collection falls where it falls: it would move the count
+sys.path.insert(0, {bench!r})
+import store_scale as ss
+labels = []
+def counted(label, work):  # callgrind counts inside functools.reduce only, one dump per call
+    labels.append(label)
+    return functools.reduce(lambda _, __: work(), [0], None)
+loop = asyncio.new_event_loop()
+tmp = tempfile.mkdtemp()
+runs = [0]
+def run(store, label=None):  # only the run is counted: not the store's opening nor closing
+    runs[0] += 1
+    session, opened = ss.one_run({k}, tmp if store else None, runs[0])
+    work = lambda: loop.run_until_complete(session.run("go"))
+    counted(label, work) if label else work()
+    if opened is not None:
+        opened.close()
+for store in (False, True):
+    run(store), run(store)
+    run(store, "run, no store" if not store else "run, SQLiteStore")
+from agentloop.engine.conversation import Conversation
+from agentloop.store._sql import SQLStore
+def wrap(owner, name, label):
+    inner = getattr(owner, name)
+    setattr(owner, name, lambda *a, **k: counted(label, lambda: inner(*a, **k)))
+for name in ("claim", "begin_run", "save_step", "save_turn", "finish_runs"):
+    wrap(SQLStore, name, name)
+wrap(Conversation, "_snapshot", "the safety snapshot")
+run(True)
+print(json.dumps(labels))
+"""
+
+
+def write_instructions(k: int) -> None:
+    """Print a turn's instructions without and with the store, and each store call's."""
+    import re
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind")
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPYCACHEPREFIX": tmp}
+        argv = [sys.executable, "-c", COUNTING.format(bench=str(Path(__file__).parent), k=k)]
+        subprocess.run(argv, env=env, check=True, capture_output=True)  # bytecode cached
+        out = Path(tmp) / "cg.out"
+        valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
+        valgrind += ["--collect-atstart=no", "--toggle-collect=functools_reduce"]
+        valgrind += ["--dump-after=functools_reduce"]
+        done = subprocess.run([*valgrind, *argv], env=env, check=True, capture_output=True)
+        labels = json.loads(done.stdout.decode().strip().splitlines()[-1])
+        counts: dict[str, list[int]] = {}
+        for n, label in enumerate(labels, 1):
+            text = Path(f"{out}.{n}").read_text()
+            found = re.search(r"^(?:totals|summary): (\d+)", text, re.MULTILINE)
+            assert found is not None, f"callgrind wrote no count in {out}.{n}"
+            counts.setdefault(label, []).append(int(found.group(1)))
+    bare, stored = counts.pop("run, no store")[0], counts.pop("run, SQLiteStore")[0]
+    turns = k + 1
+    print(f"{'instructions, K = ' + str(k):<28}{'per turn':>12}{'per call':>12}{'calls':>7}")
+    print(f"{'no store':<28}{bare // turns:>12,}")
+    print(f"{'SQLiteStore (durable)':<28}{stored // turns:>12,}")
+    share = (stored - bare) // turns
+    print(f"{'the store, per turn':<28}{share:>12,}   ({share / (bare // turns):.0%} of the turn)")
+    for label, each in counts.items():
+        print(f"  {label:<26}{sum(each) // turns:>12,}{sum(each) // len(each):>12,}{len(each):>7}")
+
+
 def main() -> None:
     """Run the parts asked for."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -256,11 +334,16 @@ def main() -> None:
     parser.add_argument("-k", type=int, default=10, help="tool turns a run (write)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--where", action="store_true", help="memory: the top allocation sites")
+    parser.add_argument(
+        "--instructions", action="store_true", help="write: count instructions (valgrind)"
+    )
     parser.add_argument("--postgres", help="a PostgreSQL DSN to fill too (list; truncated!)")
     args = parser.parse_args()
     if args.part in (None, "memory"):
         memory(args.n, args.where)
-    if args.part in (None, "write"):
+    if args.part in (None, "write") and args.instructions:
+        write_instructions(args.k)
+    elif args.part in (None, "write"):
         write_bench(args.k, max(args.repeats, 15))
     if args.part in (None, "list"):
         list_bench(args.runs, args.repeats, args.postgres)

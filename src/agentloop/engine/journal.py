@@ -43,7 +43,10 @@ __all__ = [
 ]
 
 Writer = Callable[[str, str, Mapping[str, Any]], None]
-"""``write(run_id, key, value)``: persist one journal entry (raises ``MemoryBackendError``)."""
+"""``write(run_id, key, value)``: persist one journal entry (raises ``MemoryBackendError``).
+
+A reply's ``value["message"]`` is the ``Message`` itself (``SessionRecorder.step`` gives a store
+other than ``SQLStore`` its ``to_dict()``)."""
 
 
 @dataclass(eq=False)
@@ -93,7 +96,7 @@ class Journal:
         self.record(
             key,
             {
-                "message": message.to_dict(),
+                "message": message,  # the store encodes it once for this and the turn's row
                 "usage": turn.usage.to_dict(),
                 "model": turn.model,
                 "stop_reason": turn.stop_reason,
@@ -105,8 +108,9 @@ class Journal:
         data = self.entries.get(f"t{turn}/reply")
         if data is None:
             return None
+        message = data["message"]  # as stored, or the message itself (this process wrote it)
         return ModelResponse(
-            message=Message.from_dict(data["message"]),
+            message=message if isinstance(message, Message) else Message.from_dict(message),
             usage=Usage.from_dict(data.get("usage", {})),
             model=str(data.get("model", "")),
             stop_reason=data.get("stop_reason"),

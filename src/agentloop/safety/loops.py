@@ -105,6 +105,25 @@ def _pattern(signature: _Signature) -> str:
     return f"{signature[0]}({signature[1]})"
 
 
+def _index(value: Any) -> int:
+    """An index into a snapshot's ``sigs`` (an int, never a bool or negative)."""
+    if type(value) is not int or value < 0:
+        raise ValueError(f"not a signature index: {value!r}")
+    return value
+
+
+def _positive(value: Any) -> int:
+    count = int(value)
+    if count < 1:
+        raise ValueError(f"not a count: {value!r}")
+    return count
+
+
+def _stored(item: Any, sigs: list[_Signature] | None) -> _Signature:
+    """A signature of a snapshot: its index into ``sigs``, or itself (the older form)."""
+    return _signature(item) if sigs is None else sigs[_index(item)]
+
+
 class _Alternation:
     """The failing A-B-A-B tail of the operation stream (two different calls alternating)."""
 
@@ -140,19 +159,22 @@ class _Alternation:
             self.warned = False
         self.before_previous, self.previous = previous, signature
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self, index: dict[_Signature, int]) -> dict[str, Any]:
+        """The tail, its two signatures by their place in ``index`` (added when missing)."""
+        previous, before = self.previous, self.before_previous
         return {
             "length": self.length,
-            "previous": self.previous,
-            "before_previous": self.before_previous,
+            "previous": None if previous is None else index.setdefault(previous, len(index)),
+            "before_previous": None if before is None else index.setdefault(before, len(index)),
             "warned": self.warned,
         }
 
-    def restore(self, data: Mapping[str, Any]) -> None:
+    def restore(self, data: Mapping[str, Any], sigs: list[_Signature] | None = None) -> None:
+        """Put back a ``snapshot``: signatures by index into ``sigs``, or whole (the old form)."""
         previous, before = data["previous"], data["before_previous"]
         self.length = int(data["length"])
-        self.previous = None if previous is None else _signature(previous)
-        self.before_previous = None if before is None else _signature(before)
+        self.previous = None if previous is None else _stored(previous, sigs)
+        self.before_previous = None if before is None else _stored(before, sigs)
         self.warned = bool(data["warned"])
 
     def description(self) -> str:
@@ -222,33 +244,70 @@ class LoopDetector:
         self._clear()
 
     def snapshot(self) -> dict[str, Any]:
-        """The window and its bookkeeping as plain JSON data (for ``restore``)."""
+        """The window and its bookkeeping as plain JSON data (for ``restore``).
+
+        Compact: each signature once (``sigs``), everything else by its index there; the
+        counts and the live results are not written, ``restore`` derives them from the window
+        and its tombstones (``dead``).
+        """
+        index: dict[_Signature, int] = {}
+        window = [index.setdefault(s, len(index)) for s in self._window]
         return {
-            "window": [list(s) for s in self._window],
-            "counts": [[*s, n] for s, n in self._counts.items()],
-            "live": [[*key, digest] for key, digest in self._live_hash.items()],
-            "dead": [[*s, n] for s, n in self._dead.items()],
-            "warned": [list(s) for s in self._warned],
-            "at_stop": [list(s) for s in self._at_stop],
-            "alternation": self._alternation.snapshot(),
+            "window": window,
+            "dead": [[index.setdefault(s, len(index)), n] for s, n in self._dead.items()],
+            "warned": sorted(index.setdefault(s, len(index)) for s in self._warned),
+            "at_stop": sorted(index.setdefault(s, len(index)) for s in self._at_stop),
+            "alternation": self._alternation.snapshot(index),
+            "sigs": [list(s) for s in index],
         }
 
     def restore(self, data: Mapping[str, Any]) -> None:
-        """Replace the state with a ``snapshot()``; raises ``ValueError`` on malformed data."""
+        """Replace the state with a ``snapshot()``; raises ``ValueError`` on malformed data.
+
+        Reads the compact form and the one before it (``window``, ``counts`` and ``live``
+        written out in full), which stores of an older agentloop hold.
+        """
         try:
             self._clear()
-            self._window = [_signature(s) for s in data["window"]]
-            self._counts = {_signature(s[:3]): int(s[3]) for s in data["counts"]}
-            self._live_hash = {
-                (str(t), str(a)): None if d is None else int(d) for t, a, d in data["live"]
-            }
-            self._dead = {_signature(s[:3]): int(s[3]) for s in data["dead"]}
-            self._warned = {_signature(s) for s in data["warned"]}
-            self._at_stop = {_signature(s) for s in data["at_stop"]}
-            self._alternation.restore(data["alternation"])
+            if "sigs" in data:
+                self._restore_compact(data)
+            else:
+                self._restore_full(data)
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             self._clear()
             raise ValueError(f"not a LoopDetector snapshot: {exc!r}") from exc
+
+    def _restore_compact(self, data: Mapping[str, Any]) -> None:
+        sigs = [_signature(s) for s in data["sigs"]]
+        self._window = [sigs[_index(i)] for i in data["window"]]
+        self._dead = {sigs[_index(i)]: _positive(n) for i, n in data["dead"]}
+        counts: dict[_Signature, int] = {}
+        for signature in self._window:
+            counts[signature] = counts.get(signature, 0) + 1
+        for signature, dead in self._dead.items():  # tombstoned entries are still in the window
+            left = counts.get(signature, 0) - dead
+            if left < 0:
+                raise ValueError(f"{dead} dead entries of {_pattern(signature)} in the window")
+            if left:
+                counts[signature] = left
+            else:
+                del counts[signature]
+        self._counts = counts
+        self._live_hash = {(t, a): d for t, a, d in counts}  # one live result a call
+        self._warned = {sigs[_index(i)] for i in data["warned"]} or _EMPTY
+        self._at_stop = {sigs[_index(i)] for i in data["at_stop"]} or _EMPTY
+        self._alternation.restore(data["alternation"], sigs)
+
+    def _restore_full(self, data: Mapping[str, Any]) -> None:
+        self._window = [_signature(s) for s in data["window"]]
+        self._counts = {_signature(s[:3]): int(s[3]) for s in data["counts"]}
+        self._live_hash = {
+            (str(t), str(a)): None if d is None else int(d) for t, a, d in data["live"]
+        }
+        self._dead = {_signature(s[:3]): int(s[3]) for s in data["dead"]}
+        self._warned = {_signature(s) for s in data["warned"]}
+        self._at_stop = {_signature(s) for s in data["at_stop"]}
+        self._alternation.restore(data["alternation"])
 
     def record(
         self,

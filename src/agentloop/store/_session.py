@@ -95,6 +95,10 @@ class SessionRecorder:
         self.store = store
         self.session_id = session_id
         self.durable: DurableStore | None = store if isinstance(store, DurableStore) else None
+        from agentloop.store._sql import SQLStore
+
+        self._encodes = isinstance(store, SQLStore)
+        """The store takes a reply's ``Message`` in a journal step (``step``)."""
         self.snapshot: Callable[[], Mapping[str, Any]] | None = None
         self.owner = _owner()
         self._renew_at = 0.0
@@ -162,9 +166,17 @@ class SessionRecorder:
                 logger.warning("could not release session %s: %s", self.session_id, error)
 
     def step(self, run_id: str, key: str, value: Mapping[str, Any]) -> None:
-        """Journal one step of the run in flight (a no-op for a plain store)."""
-        if self.durable is not None:
-            self.durable.save_step(self.session_id, run_id, key, value)
+        """Journal one step of the run in flight (a no-op for a plain store).
+
+        A reply's ``message`` may be the ``Message``: ``SQLStore`` reuses its JSON for the turn's
+        row (``_encoded``); any other store gets plain data.
+        """
+        if self.durable is None:
+            return
+        message = value.get("message")
+        if isinstance(message, Message) and not self._encodes:
+            value = {**value, "message": message.to_dict()}
+        self.durable.save_step(self.session_id, run_id, key, value)
 
     def begin(self, run: Run) -> None:
         """Run start; raises ``MemoryBackendError`` (and then writes nothing at its end)."""

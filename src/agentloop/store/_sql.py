@@ -6,7 +6,7 @@ tables ``_tables`` declares (one row per message of history, per run, per turn i
 safety state, step journal and lease of each session).
 
 Foreign exceptions (the driver's, and a stored record that no longer parses) become
-``MemoryBackendError`` in ``_guard``, the one boundary, with ``raise ... from exc``. Reads check
+``MemoryBackendError`` at the one boundary (``_boundary``), with ``raise ... from exc``. Reads check
 every row they rebuild: a damaged one (a record that is not a run, a malformed ``usage``, a
 history row that is not a message, a column of the wrong type) is a ``MemoryBackendError`` that
 names the run (or session) and the field. ``scan_runs`` reads each run on its own, so one
@@ -15,7 +15,6 @@ damaged record does not hide the readable ones (``agentloop runs`` lists those).
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -25,6 +24,9 @@ from agentloop._util.aio import Closing
 from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import Message, input_text
 from agentloop.run import Run, Turn, message_from_dict
+from agentloop.store._boundary import Opened, failure
+from agentloop.store._durable import DurableSQL
+from agentloop.store._encoded import RunTexts, message_texts, record_json
 from agentloop.store._listing import (
     Found,
     RunPage,
@@ -36,11 +38,8 @@ from agentloop.store._listing import (
 )
 from agentloop.store._rows import (
     StoredRun,
-    describe,
     json_column,
-    messages_json,
     text_column,
-    to_json,
 )
 from agentloop.store._status import checked, columns, upgrade
 from agentloop.store._tables import RUN_COLUMNS, SCHEMA_VERSION
@@ -52,7 +51,7 @@ __all__ = ["Row", "SQLStore", "StoredRun", "Transaction"]
 _STATUS = "status, batch_id, request_id"
 
 
-class SQLStore(Closing):
+class SQLStore(DurableSQL, Closing):
     """``Store`` over SQL; a subclass supplies the connection, the DDL and ``_transaction``."""
 
     name: ClassVar[str] = "store"
@@ -64,6 +63,10 @@ class SQLStore(Closing):
         self._driver_errors = driver_errors
         self._lock = threading.Lock()
         self._closed = False
+        self._texts: dict[str, RunTexts] = {}
+        """The JSON of each run in flight's turn rows, for its finalize (``_encoded``)."""
+        self._in_flight: dict[str, str] = {}
+        """The run each session started last and has not finalized."""
 
     # -- what a backend provides -----------------------------------------------------------
 
@@ -75,11 +78,9 @@ class SQLStore(Closing):
 
     # -- plumbing --------------------------------------------------------------------------
 
-    @contextmanager
-    def _open(self, what: str, *, write: bool) -> Iterator[Transaction]:
-        """One transaction under the lock, behind the one error boundary."""
-        with self._lock, self._guard(what), self._transaction(write=write) as tx:
-            yield tx
+    def _open(self, what: str, *, write: bool) -> AbstractContextManager[Transaction]:
+        """One transaction under the lock, behind the one error boundary (``_boundary``)."""
+        return Opened(self, what, write)
 
     def transaction(self, what: str) -> AbstractContextManager[Transaction]:
         """One write transaction on this store's connection, for a neighbour's own tables.
@@ -95,14 +96,11 @@ class SQLStore(Closing):
             raise MemoryBackendError(f"{self.name}: {what}: the store is closed")
         try:
             yield
-        except MemoryBackendError:
-            raise
-        except self._driver_errors as exc:
-            raise MemoryBackendError(f"{self.name}: {what} failed: {describe(exc)}") from exc
-        except (ValueError, KeyError, TypeError) as exc:
-            raise MemoryBackendError(
-                f"{self.name}: {what}: a stored record is unreadable: {describe(exc)}"
-            ) from exc
+        except BaseException as exc:
+            found = failure(self, what, exc)
+            if found is None:
+                raise
+            raise found from exc
 
     def _create_schema(self) -> None:
         """Create missing tables; upgrade an older layout; refuse a newer one (``_ddl``).
@@ -150,6 +148,8 @@ class SQLStore(Closing):
 
     def close(self) -> None:
         """Release the connection (idempotent)."""
+        self._texts.clear()
+        self._in_flight.clear()
         with self._lock:
             if not self._closed:
                 self._closed = True
@@ -165,12 +165,26 @@ class SQLStore(Closing):
         The session's older runs' step journals are deleted (their runs have ended).
         """
         with self._open(f"saving the start of run {run.id}", write=True) as tx:
-            tx.run(
-                f"INSERT INTO agentloop_runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, NULL, 0, NULL)",
-                (run.id, session_id, text_column(input_text(run.input)), run.started_at),
-            )
-            tx.run("DELETE FROM agentloop_steps WHERE session_id = ?", (session_id,))
-            write_safety(tx, session_id, safety)
+            self._insert_run(tx, session_id, run, safety)
+        self._started(session_id, run)
+
+    def _insert_run(
+        self, tx: Transaction, session_id: str, run: Run, safety: Mapping[str, Any] | None
+    ) -> None:
+        tx.run(
+            f"INSERT INTO agentloop_runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, NULL, 0, NULL)",
+            (run.id, session_id, text_column(input_text(run.input)), run.started_at),
+        )
+        tx.run("DELETE FROM agentloop_steps WHERE session_id = ?", (session_id,))
+        write_safety(tx, session_id, safety)
+
+    def _started(self, session_id: str, run: Run) -> None:
+        """``run`` is the session's run in flight: its texts start (``_encoded``)."""
+        self._texts[run.id] = RunTexts(session_id)
+        ended = self._in_flight.get(session_id)  # a run of the session that never finalized
+        self._in_flight[session_id] = run.id
+        if ended is not None and ended != run.id:
+            self._texts.pop(ended, None)
 
     def save_turn(
         self,
@@ -188,7 +202,11 @@ class SQLStore(Closing):
         ``replace``: a turn ``number`` already stored goes first (a paused run continued again
         after a crash mid-continue saves its turns again).
         """
-        row = (run_id, number, to_json(turn.to_dict()), messages_json(messages))
+        texts = self._texts.get(run_id)
+        if texts is None:
+            texts = self._texts[run_id] = RunTexts(session_id)
+        added = ",".join(texts.message(m) for m in messages)
+        row = (run_id, number, texts.turn(turn), f"[{added}]")
         with self._open(f"saving turn {number} of run {run_id}", write=True) as tx:
             if replace:
                 tx.run(
@@ -208,8 +226,10 @@ class SQLStore(Closing):
         safety: Mapping[str, Any] | None = None,
     ) -> None:
         """Make ``history`` the stored history; ``absorbed`` run messages are now part of it."""
+        texts = self._texts.get(run_id)
+        rows = message_texts(history, [texts] if texts is not None else [])
         with self._open(f"saving the compaction of run {run_id}", write=True) as tx:
-            write_history(tx, session_id, 0, history)
+            write_history(tx, session_id, 0, rows)
             tx.run("UPDATE agentloop_runs SET absorbed = ? WHERE run_id = ?", (absorbed, run_id))
             write_safety(tx, session_id, safety)
 
@@ -228,6 +248,9 @@ class SQLStore(Closing):
         ``release`` names a lease owner whose lease ends with this write. Raises
         ``MemoryBackendError`` when fewer than ``keep`` messages are stored.
         """
+        texts = [self._texts.pop(run.id, None) for run in runs]
+        if runs and self._in_flight.get(session_id) == runs[-1].id:
+            self._in_flight.pop(session_id, None)
         records = [
             (
                 run.id,
@@ -236,13 +259,14 @@ class SQLStore(Closing):
                 run.started_at,
                 run.ended_at,
                 0,
-                to_json(run.to_dict()),
+                record_json(run, encoded),
                 *columns(run),
             )
-            for run in runs
+            for run, encoded in zip(runs, texts, strict=True)
         ]
+        rows = message_texts(append, [t for t in texts if t is not None])
         with self._open(f"saving the end of run {runs[-1].id if runs else '-'}", write=True) as tx:
-            write_history(tx, session_id, keep, append)
+            write_history(tx, session_id, keep, rows)
             tx.many(
                 f"INSERT INTO agentloop_runs ({RUN_COLUMNS}, {_STATUS}) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -256,101 +280,6 @@ class SQLStore(Closing):
             write_safety(tx, session_id, safety)
             if release is not None:
                 release_lease(tx, session_id, release)
-
-    # -- durability: safety state, step journal, leases -------------------------------------
-
-    def load_safety(self, session_id: str) -> dict[str, Any] | None:
-        """The safety state stored at the session's last commit point, or None."""
-        with self._open(f"loading the safety state of session {session_id}", write=False) as tx:
-            rows = tx.rows(
-                "SELECT safety FROM agentloop_sessions WHERE session_id = ?", (session_id,)
-            )
-            if not rows or rows[0][0] is None:
-                return None
-            data = json.loads(rows[0][0])
-            if not isinstance(data, dict):
-                raise ValueError("the safety state is not a JSON object")
-            return data
-
-    def save_step(self, session_id: str, run_id: str, key: str, value: Mapping[str, Any]) -> None:
-        """Journal one step of a run in flight (a model reply, a tool call's output)."""
-        row = (session_id, run_id, text_column(key), to_json(value))
-        with self._open(f"journaling step {key} of run {run_id}", write=True) as tx:
-            tx.run(
-                "INSERT INTO agentloop_steps VALUES (?, ?, ?, ?) ON CONFLICT (run_id, key) "
-                "DO UPDATE SET value = excluded.value",
-                row,
-            )
-
-    def load_steps(self, run_id: str) -> dict[str, Any]:
-        """Every journaled step of ``run_id`` by key."""
-        with self._open(f"loading the steps of run {run_id}", write=False) as tx:
-            rows = tx.rows("SELECT key, value FROM agentloop_steps WHERE run_id = ?", (run_id,))
-        try:
-            return {str(key): json_column(value, f"step {key}") for key, value in rows}
-        except InvalidInput as exc:
-            raise self._damaged(f"the step journal of run {run_id}", exc) from exc
-
-    def claim(
-        self, session_id: str, owner: str, until: float, *, now: float, replace: str | None = None
-    ) -> str | None:
-        """Take the session's lease for ``owner`` until ``until`` (wall-clock seconds).
-
-        Succeeds (returns None) when the lease is free, expired at ``now``, already ``owner``'s,
-        or held by ``replace``; otherwise returns the current holder and changes nothing.
-        """
-        with self._open(f"claiming session {session_id}", write=True) as tx:
-            rows = tx.rows(
-                "SELECT lease_owner, lease_until FROM agentloop_sessions WHERE session_id = ?",
-                (session_id,),
-            )
-            holder = rows[0][0] if rows else None
-            if holder is not None and holder not in (owner, replace) and rows[0][1] > now:
-                return str(holder)
-            tx.run(
-                "INSERT INTO agentloop_sessions (session_id, lease_owner, lease_until) "
-                "VALUES (?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
-                "lease_owner = excluded.lease_owner, lease_until = excluded.lease_until",
-                (session_id, owner, until),
-            )
-            return None
-
-    def release(self, session_id: str, owner: str) -> None:
-        """End ``owner``'s lease of the session (nothing when another process holds it)."""
-        with self._open(f"releasing session {session_id}", write=True) as tx:
-            release_lease(tx, session_id, owner)
-
-    def reopen_run(self, session_id: str, run: Run, *, keep: int, at: float) -> None:
-        """Undo a resume's closure of crashed ``run`` so it can go on (``continue_run``).
-
-        In one transaction: the run has no recorded end again, its completed turns are stored
-        as turns of a run in flight, the history is cut back to its first ``keep`` messages
-        (what the closure added goes), and the resumption is noted.
-        """
-        with self._open(f"reopening run {run.id}", write=True) as tx:
-            write_history(tx, session_id, keep, [])
-            tx.run(
-                "UPDATE agentloop_runs SET record = NULL, ended_at = NULL, status = 'running', "
-                "batch_id = NULL, request_id = NULL WHERE run_id = ?",
-                (run.id,),
-            )
-            tx.run("DELETE FROM agentloop_turns WHERE run_id = ?", (run.id,))
-            last = len(run.turns) - 1
-            tx.many(
-                "INSERT INTO agentloop_turns VALUES (?, ?, ?, ?)",
-                [
-                    (
-                        run.id,
-                        i,
-                        to_json(t.to_dict()),
-                        messages_json(run.messages if i == last else []),
-                    )
-                    for i, t in enumerate(run.turns)
-                ],
-            )
-            tx.run(
-                "INSERT INTO agentloop_resumptions VALUES (?, ?, ?)", (run.id, at, len(run.turns))
-            )
 
     # -- reads -----------------------------------------------------------------------------
 

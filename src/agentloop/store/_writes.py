@@ -13,14 +13,16 @@ from agentloop.errors import MemoryBackendError
 from agentloop.store._rows import to_json
 
 if TYPE_CHECKING:
-    from agentloop.messages import Message
     from agentloop.store._transaction import Transaction
 
 __all__ = ["release_lease", "write_history", "write_safety"]
 
 
-def write_history(tx: Transaction, session_id: str, keep: int, append: Sequence[Message]) -> None:
-    """Keep the session's first ``keep`` history rows (they must be there) and append ``append``."""
+def write_history(tx: Transaction, session_id: str, keep: int, append: Sequence[str]) -> None:
+    """Keep the session's first ``keep`` history rows (they must be there) and append ``append``.
+
+    ``append``: the messages as JSON (``_encoded.message_texts``).
+    """
     if keep:
         stored = tx.rows(
             "SELECT COUNT(*) FROM agentloop_history WHERE session_id = ? AND seq < ?",
@@ -35,7 +37,7 @@ def write_history(tx: Transaction, session_id: str, keep: int, append: Sequence[
     if append:
         tx.many(
             "INSERT INTO agentloop_history VALUES (?, ?, ?)",
-            [(session_id, keep + i, to_json(m.to_dict())) for i, m in enumerate(append)],
+            [(session_id, keep + i, text) for i, text in enumerate(append)],
         )
 
 

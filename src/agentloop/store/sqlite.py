@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, suppress
 from pathlib import Path
+from types import TracebackType
 from typing import Any, ClassVar
 
 from agentloop.errors import ConfigurationError, MemoryBackendError
@@ -41,6 +42,42 @@ class _SQLiteTransaction:
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         return self._conn.execute(sql, params).fetchall()
+
+
+class _Begun:
+    """One transaction: ``begin`` on entry, ``COMMIT`` on a clean exit, else ``ROLLBACK``."""
+
+    __slots__ = ("_begin", "_conn", "_tx")
+
+    def __init__(self, conn: sqlite3.Connection, tx: _SQLiteTransaction, begin: str) -> None:
+        self._conn = conn
+        self._tx = tx
+        self._begin = begin
+
+    def __enter__(self) -> Transaction:
+        self._conn.execute(self._begin)
+        return self._tx
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if kind is None:
+            try:
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+            return
+        self._rollback()
+
+    def _rollback(self) -> None:
+        conn = self._conn
+        if conn.in_transaction:
+            with suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
 
 
 class SQLiteStore(SQLStore):
@@ -84,7 +121,9 @@ class SQLiteStore(SQLStore):
             )
         except sqlite3.Error as exc:
             raise MemoryBackendError(f"SQLiteStore: cannot open {self.path}: {exc}") from exc
-        self._tx = _SQLiteTransaction(self._conn)
+        tx = _SQLiteTransaction(self._conn)
+        self._write = _Begun(self._conn, tx, "BEGIN IMMEDIATE")  # one at a time: under the lock
+        self._read = _Begun(self._conn, tx, "BEGIN")
         try:
             if read_only:  # a file that is not ours stays exactly as it was
                 self._check_schema()
@@ -100,18 +139,8 @@ class SQLiteStore(SQLStore):
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
 
-    @contextmanager
-    def _transaction(self, *, write: bool) -> Iterator[Transaction]:
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-        try:
-            yield self._tx
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                with suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-            raise
+    def _transaction(self, *, write: bool) -> AbstractContextManager[Transaction]:
+        return self._write if write else self._read
 
     def _close_connection(self) -> None:
         self._conn.close()
