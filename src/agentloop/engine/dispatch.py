@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentloop._util.lazy import lazy_module
 from agentloop.clock import Clock
@@ -22,7 +22,7 @@ from agentloop.config import RunConfig
 from agentloop.engine.call import CallPipeline, PausedChild
 from agentloop.engine.gates import Gates
 from agentloop.engine.guards import SafetyState
-from agentloop.engine.invoke import Outcome, invoke
+from agentloop.engine.invoke import Outcome
 from agentloop.engine.state import RunState
 from agentloop.errors import AgentLoopError
 from agentloop.hooks import Approver, Hook
@@ -30,7 +30,7 @@ from agentloop.messages import ToolCallPart, ToolResultPart
 from agentloop.observers import EventBus
 from agentloop.pausing import Decision, PendingCall
 from agentloop.safety.recovery import ExponentialBackoffRecovery, NoopReflector
-from agentloop.tools import ToolContext, ToolRegistry
+from agentloop.tools import ToolRegistry
 
 if TYPE_CHECKING:
     from agentloop.engine.journal import Journal
@@ -157,20 +157,6 @@ class Dispatcher:
             else ToolResultPart(p.call.id, p.call.name, "dispatch produced no result", True)
             for r, p in zip(results, pipelines, strict=True)
         ]
-
-    async def invoke(
-        self,
-        ctx: ToolContext,
-        name: str,
-        arguments: Mapping[str, Any],
-        registry: ToolRegistry | None = None,
-    ) -> tuple[str, Outcome]:
-        """Run tool ``name`` once (``agentloop.engine.invoke``) from the current registry.
-
-        ``registry``: the run's own (``agent.override(tools=...)``) instead of the session's.
-        """
-        tools = self.registry if registry is None else registry
-        return await invoke(tools, self.config, ctx, name, arguments)
 
     async def _run_parallel(
         self,
