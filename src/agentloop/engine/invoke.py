@@ -162,13 +162,21 @@ def _timed_out(
     return f"Tool '{name}' timed out after {_seconds(seconds)}s", "sick"
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+"""Types a decoded argument usually has, never a container (an exact type check is cheap)."""
+_CONTAINERS = (Mapping, list)
+
+
 def _private_copy(arguments: Mapping[str, Any]) -> dict[str, Any] | None:
     """A copy the tool may mutate without rewriting the recorded call; None when too deep.
 
     Containers are copied (iteratively, so depth never costs the interpreter's stack); scalars
     are immutable and shared. Only JSON shapes (dict, list) occur in decoded arguments.
     """
-    if not any(isinstance(v, Mapping | list) for v in arguments.values()):
+    for value in arguments.values():
+        if type(value) not in _SCALARS and isinstance(value, _CONTAINERS):
+            break
+    else:
         return dict(arguments)  # flat: a shallow copy is a private copy
     top: dict[str, Any] = {}
     stack: list[tuple[Any, Any, int]] = [(arguments, top, 1)]
@@ -176,7 +184,7 @@ def _private_copy(arguments: Mapping[str, Any]) -> dict[str, Any] | None:
         source, target, depth = stack.pop()
         items = source.items() if isinstance(source, Mapping) else enumerate(source)
         for key, value in items:
-            if isinstance(value, Mapping | list):
+            if isinstance(value, _CONTAINERS):
                 if depth >= MAX_ARGUMENT_DEPTH:
                     return None
                 copy: Any = {} if isinstance(value, Mapping) else [None] * len(value)
