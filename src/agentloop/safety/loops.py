@@ -193,6 +193,8 @@ class LoopDetector:
 
     def check(self) -> LoopDetected | None:
         """The stop-level pattern in the window, if any. Pure: never changes state."""
+        if not self._at_stop and not 0 < self._alternation_stop <= self._alternation.length // 2:
+            return None  # nothing at the stop line (checked before every call)
         found = self._stop_signature()
         if found is not None:
             return LoopDetected(f"{_pattern(found)} repeated {self._counts[found]} times")
@@ -272,7 +274,8 @@ class LoopDetector:
         Returns:
             A ``LoopWarning`` the first time a pattern reaches ``warn_threshold`` (below the stop).
         """
-        if self.config.window == 0:
+        config = self.config
+        if config.window == 0:
             return None
         if available:
             args = canonical_arguments(arguments)
@@ -280,19 +283,26 @@ class LoopDetector:
         else:
             args, digest = UNAVAILABLE_ARGUMENTS, None
         signature: _Signature = (tool, args, digest)
-        self._flush_progress((tool, args), digest)
-        if len(self._window) >= self.config.window:
+        key = (tool, args)
+        self._flush_progress(key, digest)
+        if len(self._window) >= config.window:
             self._evict(self._window.pop(0))
         self._window.append(signature)
         count = self._counts.get(signature, 0) + 1
         self._counts[signature] = count
-        self._live_hash[(tool, args)] = digest
-        if self._is_stop(count):
+        self._live_hash[key] = digest
+        if 0 < config.stop_threshold <= count:
             if self._at_stop is _EMPTY:
                 self._at_stop = set()
             self._at_stop.add(signature)
         self._alternation.push(signature, is_error)
-        return self._repetition_warning(signature, count) or self._alternation_warning()
+        warn = config.warn_threshold
+        if not warn:  # below the warn line nothing warns (the checks below, not called)
+            return None
+        found = self._repetition_warning(signature, count) if count >= warn else None
+        if found is None and self._alternation.length // 2 >= warn:
+            return self._alternation_warning()
+        return found
 
     def _is_stop(self, count: int) -> bool:
         return 0 < self.config.stop_threshold <= count
