@@ -338,9 +338,10 @@ def test_a_success_while_closed_never_reads_the_clock() -> None:
         return 1000.0
 
     breakers = ToolBreakers(ToolBreaker(), clock=clock)
-    for outcome in ("sick", "success", "neutral", "sick"):
+    outcomes: list[Outcome] = ["sick", "success", "neutral", "sick"]
+    for outcome in outcomes:
         admission = breakers.admit("t")
         assert admission is not None
-        breakers.record(admission, cast(Outcome, outcome))
+        breakers.record(admission, outcome)
     assert reads == 2  # the two sick results only: a closed breaker may open on them
     assert breakers.health("t").consecutive_failures == 1
