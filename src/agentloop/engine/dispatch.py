@@ -106,14 +106,16 @@ class Dispatcher:
         cancel or a hard error finishes the calls it cut or never reached (``interrupted``).
         """
         bus = self.observers
-        tools = [c for c in calls if c.id not in quiet] if quiet else calls
         if bus.active:
-            for call in tools:
+            for call in [c for c in calls if c.id not in quiet] if quiet else calls:
                 bus.emit(ev.ToolCallRequested(state.run.id, state.turn_index, call))
         pipelines = [
             CallPipeline(self, state, c, decisions.get(c.id) if decisions else None) for c in calls
         ]
         try:
+            lone = self._lone(state, pipelines, answered, quiet)
+            if lone is not None:
+                return [await lone.run()]
             return await self._dispatch(state, pipelines, answered, quiet)
         except BaseException:
             if bus.active:
@@ -121,6 +123,26 @@ class Dispatcher:
                     if pipeline.call.id not in quiet:
                         pipeline.interrupted()
             raise
+
+    def _lone(
+        self,
+        state: RunState,
+        pipelines: list[CallPipeline],
+        answered: Mapping[str, str],
+        quiet: Mapping[str, str],
+    ) -> CallPipeline | None:
+        """A turn's one call when it runs (admitted, the cancel checked), as ``_dispatch`` would.
+
+        The common turn, one call to an offered tool, then skips ``_dispatch``'s bookkeeping.
+        """
+        if len(pipelines) != 1 or answered or quiet:
+            return None
+        pipeline = pipelines[0]
+        if pipeline.name not in state.offer.names:
+            return None
+        self.safety.limits.admit_tools(1)
+        state.check_cancel()
+        return pipeline
 
     async def _dispatch(
         self,
