@@ -15,7 +15,7 @@ Result texts are hashed with a stable digest (not ``hash()``, which differs per 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from agentloop._util.slots import record
@@ -62,21 +62,36 @@ class LoopWarning:
 
 
 def _first_canonical(value: Any) -> str:
-    """Builds ``_CANONICAL`` (and imports ``json``) on the first call, not at import."""
-    global _CANONICAL
+    """Builds the encoders (and imports ``json``) on the first call, not at import."""
+    global _CANONICAL, _UNCHECKED
     import json
+    from json import encoder
 
     _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=repr).encode
-    return _CANONICAL(value)
+    make = getattr(encoder, "c_make_encoder", None)  # the C accelerator (not in typeshed)
+    if make is not None:  # what encode() builds per call, built once
+        _UNCHECKED = make(
+            None, repr, encoder.encode_basestring_ascii, None, ":", ",", True, False, True
+        )
+    return canonical_arguments(value)
 
 
 _CANONICAL: Callable[[Any], str] = _first_canonical
 """One encoder for every call (``json.dumps`` with options builds a new one each time)."""
+_UNCHECKED: Callable[[Any, int], Sequence[str]] | None = None
+"""``_CANONICAL``'s C encoder without its circular-reference check (no ``markers``): the same
+text, without the encoder ``encode()`` makes per call. A circular value recurses until
+``RecursionError``, and then ``_CANONICAL`` says what it is."""
 
 
 def canonical_arguments(arguments: Mapping[str, Any]) -> str:
     """Compact JSON of ``arguments`` with sorted keys (``repr`` for values JSON cannot hold)."""
     try:
+        if _UNCHECKED is not None:
+            try:
+                return "".join(_UNCHECKED(arguments, 0))
+            except RecursionError:
+                pass  # circular (or deeper than the stack): the checking encoder decides
         return _CANONICAL(arguments)
     except (TypeError, ValueError):  # e.g. keys of mixed types, circular structures
         if isinstance(arguments, Mapping):
