@@ -115,6 +115,8 @@ def split_output(value: Any) -> tuple[str, tuple[MediaPart, ...]]:
     rendered as ``render_content`` renders it, joined by newlines), gives its media; anything
     else is text only (a list of plain values stays JSON, as before).
     """
+    if type(value) is str:  # the common return value, at once
+        return value, ()
     if isinstance(value, MEDIA_TYPES):
         return "", (value,)
     if isinstance(value, list | tuple) and any(isinstance(v, MEDIA_TYPES) for v in value):

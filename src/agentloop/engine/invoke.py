@@ -199,6 +199,9 @@ def _rendered(name: str, output: Any, ctx: ToolContext) -> tuple[str, Outcome]:
 
     A value that cannot be rendered is a panic.
     """
+    if type(output) is str:  # the common value: its text, no media
+        ctx.media = ()
+        return output, "ok"
     try:
         if isinstance(output, ToolOutput):
             text, ctx.media = split_output(output.content)
