@@ -36,13 +36,8 @@ class _Watch:
         """The loop time the timer fires at (``inf``: no live timer)."""
         self.handle: asyncio.TimerHandle | None = None
 
-    def add(self, deadline: Deadline) -> None:
-        """Watch ``deadline``; the timer moves only when it comes before the one armed."""
-        self.pending.add(deadline)
-        if deadline.when < self.armed:
-            self._arm(deadline.when)
-
-    def _arm(self, when: float) -> None:
+    def arm(self, when: float) -> None:
+        """Move the timer to ``when`` (a deadline earlier than the one it is armed for)."""
         if self.handle is not None:
             self.handle.cancel()
         self.armed = when
@@ -61,7 +56,7 @@ class _Watch:
             elif deadline.when < following:
                 following = deadline.when
         if following < math.inf:
-            self._arm(following)
+            self.arm(following)
 
 
 _WATCHES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Watch] = weakref.WeakKeyDictionary()
@@ -97,9 +92,14 @@ class Deadline:
         self.cancelling = task.cancelling()
         self.expired = False
         """The deadline passed and the task was cancelled for it."""
-        self.when = loop.time() + seconds
-        self.watch = _watch(loop)
-        self.watch.add(self)
+        self.when = when = loop.time() + seconds
+        watch = _last
+        if watch is None or watch.loop is not loop:
+            watch = _watch(loop)
+        self.watch = watch
+        watch.pending.add(self)  # the timer moves only for a deadline before the one armed
+        if when < watch.armed:
+            watch.arm(when)
 
     def finish(self, error: BaseException | None) -> bool:
         """Stop watching; whether ``error`` (what the call raised, if anything) is the timeout.
