@@ -299,7 +299,9 @@ class LoopDetector:
             args, digest = UNAVAILABLE_ARGUMENTS, None
         signature: _Signature = (tool, args, digest)
         key = (tool, args)
-        self._flush_progress(key, digest)
+        live = self._live_hash
+        if key in live and live[key] != digest:  # a changed result is progress: older ones drop
+            self._drop((tool, args, live[key]))
         if len(self._window) >= config.window:
             self._evict(self._window.pop(0))
         self._window.append(signature)
@@ -310,12 +312,14 @@ class LoopDetector:
             if self._at_stop is _EMPTY:
                 self._at_stop = set()
             self._at_stop.add(signature)
-        self._alternation.push(signature, is_error)
+        alternation = self._alternation
+        if is_error or alternation.length or alternation.previous is not None:
+            alternation.push(signature, is_error)  # (a success on an empty tail: nothing to reset)
         warn = config.warn_threshold
         if not warn:  # below the warn line nothing warns (the checks below, not called)
             return None
         found = self._repetition_warning(signature, count) if count >= warn else None
-        if found is None and self._alternation.length // 2 >= warn:
+        if found is None and alternation.length // 2 >= warn:
             return self._alternation_warning()
         return found
 
@@ -347,11 +351,6 @@ class LoopDetector:
             return None
         alternation.warned = True
         return LoopWarning(f"{alternation.description()} alternating", alternation.cycles)
-
-    def _flush_progress(self, key: _Key, digest: int | None) -> None:
-        """A call whose result changed made progress: its older results stop counting."""
-        if key in self._live_hash and self._live_hash[key] != digest:
-            self._drop((key[0], key[1], self._live_hash[key]))
 
     def _drop(self, signature: _Signature) -> None:
         """Stop counting every window entry of ``signature`` (they are evicted later)."""
