@@ -38,7 +38,7 @@ from agentloop.clock import Clock
 from agentloop.config import RunConfig
 from agentloop.engine.gates import Asked, Gates
 from agentloop.engine.guards import BREAKER_TEXT, SafetyState
-from agentloop.engine.invoke import Outcome, invoke, suggestion
+from agentloop.engine.invoke import Outcome, invoke, suggestion, tool_context
 from agentloop.engine.state import RunState
 from agentloop.errors import ToolError, ToolRecoveryExhausted
 from agentloop.messages import MediaPart, ToolCallPart, ToolResultPart
@@ -269,7 +269,11 @@ class CallPipeline:
     ) -> tuple[ToolResultPart, Outcome]:
         """Make the attempt's result: build it, record it for loop detection, announce it."""
         call, state, d = self.call, self.state, self.dispatcher
-        result = ToolResultPart(call.id, call.name, text, outcome != "ok", media=media)
+        result = (  # positional when there is no media: a keyword costs the call a dict
+            ToolResultPart(call.id, call.name, text, outcome != "ok", media=media)
+            if media
+            else ToolResultPart(call.id, call.name, text, outcome != "ok")
+        )
         if duration:
             turn = state.run.turns[-1]
             if turn.durations is None:
@@ -323,18 +327,18 @@ class CallPipeline:
 
     def _context(self) -> ToolContext:
         d, state = self.dispatcher, self.state
-        ctx = ToolContext(
-            run_id=state.run.id,
-            turn=state.turn_index,
-            call_id=self.call.id,
-            tool_name=self.name,
-            cancel=state.tokens[-1],
-            session_id=d.session_id,
-            deps=state.deps,
-            agent=state.run.last_agent,
+        run = state.run
+        return tool_context(
+            run.id,
+            state.turn_index,
+            self.call.id,
+            self.name,
+            state.tokens[-1],
+            d.session_id,
+            state.deps,
+            run.last_agent,
+            (state, d),
         )
-        ctx._link = (state, d)
-        return ctx
 
     async def _gated(
         self, ctx: ToolContext, tool: Tool | None

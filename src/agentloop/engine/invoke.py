@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias
 
 from agentloop._util.suggest import suggest
+from agentloop.cancel import CancelToken
 from agentloop.config import RunConfig
 from agentloop.engine.deadlines import Deadline
 from agentloop.errors import RemoteAuthError, ToolError, ToolNotFound
@@ -24,7 +25,7 @@ from agentloop.safety.output import cut_to_fit, limit_output, storable
 from agentloop.safety.redact import redact_secrets
 from agentloop.tools import FunctionTool, Tool, ToolContext, ToolOutput, ToolRegistry, split_output
 
-__all__ = ["MAX_ARGUMENT_DEPTH", "Outcome", "invoke", "said", "suggestion"]
+__all__ = ["MAX_ARGUMENT_DEPTH", "Outcome", "invoke", "said", "suggestion", "tool_context"]
 
 logger = logging.getLogger("agentloop")
 
@@ -41,6 +42,38 @@ def suggestion(config: RunConfig, name: str, candidates: frozenset[str] | list[s
     if not config.suggest_tools:
         return None
     return suggest(name, sorted(candidates))
+
+
+def tool_context(
+    run_id: str,
+    turn: int,
+    call_id: str,
+    tool_name: str,
+    cancel: CancelToken,
+    session_id: str,
+    deps: Any,
+    agent: str | None,
+    link: Any,
+) -> ToolContext[Any]:
+    """The ``ToolContext`` the engine makes for each attempt, without a keyword call.
+
+    Calling a class with keywords builds a dict for them (about half of what making a context
+    cost); this sets the same slots as ``ToolContext.__init__`` (with no scratch callable) and
+    the engine's ``_link``.
+    """
+    ctx: ToolContext[Any] = object.__new__(ToolContext)
+    ctx.deps = deps
+    ctx.agent = agent
+    ctx.run_id = run_id
+    ctx.turn = turn
+    ctx.call_id = call_id
+    ctx.tool_name = tool_name
+    ctx.media = ()
+    ctx.cancel = cancel
+    ctx.session_id = session_id
+    ctx._scratch = None
+    ctx._link = link
+    return ctx
 
 
 async def invoke(
