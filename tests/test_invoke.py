@@ -130,3 +130,20 @@ def test_a_tool_call_whose_arguments_contain_themselves_is_left_to_the_encoders(
     looped["again"] = looped
     part = ToolCallPart("c", "t", {"d": looped})
     assert part.arguments["d"] is looped  # a cycle is not depth (the store reports it)
+
+
+def test_the_engines_context_is_a_tool_context_with_every_slot_set() -> None:
+    from agentloop.cancel import CancelToken
+    from agentloop.engine.invoke import tool_context
+    from agentloop.tools import ToolContext
+
+    cancel = CancelToken()
+    made = tool_context("r", 2, "c", "n", cancel, "s", {"d": 1}, "a", ("state", "d"))
+    plain = ToolContext(
+        run_id="r", turn=2, call_id="c", tool_name="n", cancel=cancel, session_id="s",
+        deps={"d": 1}, agent="a",
+    )  # fmt: skip
+    plain._link = ("state", "d")
+    slots = {n for k in type(plain).__mro__ for n in getattr(k, "__slots__", ())}
+    assert slots and type(made) is ToolContext
+    assert {n: getattr(made, n) for n in slots} == {n: getattr(plain, n) for n in slots}

@@ -115,6 +115,8 @@ def split_output(value: Any) -> tuple[str, tuple[MediaPart, ...]]:
     rendered as ``render_content`` renders it, joined by newlines), gives its media; anything
     else is text only (a list of plain values stays JSON, as before).
     """
+    if type(value) is str:  # the common return value, at once
+        return value, ()
     if isinstance(value, MEDIA_TYPES):
         return "", (value,)
     if isinstance(value, list | tuple) and any(isinstance(v, MEDIA_TYPES) for v in value):
@@ -242,7 +244,12 @@ class FunctionTool(Tool):
                 field="description",
             )
         self.is_async = inspect.iscoroutinefunction(func)
-        self._fields = tuple(model.model_fields)
+        validator = model.__pydantic_validator__  # built once: the model is complete here
+        self._validate: Callable[[Any], BaseModel] = (
+            validator.validate_python
+            if isinstance(validator, pydantic_core.SchemaValidator)
+            else model.model_validate
+        )
         self._spec = ToolSpec(self.name, self.description, schema)
         self.__doc__ = func.__doc__
 
@@ -251,12 +258,16 @@ class FunctionTool(Tool):
         return self._spec
 
     def validate(self, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
-        """Validate with the pydantic model; the text names each field and problem."""
+        """Validate with the pydantic model; the text names each field and problem.
+
+        The arguments are the model's fields by name (its ``__dict__``: ``extra="forbid"``
+        keeps anything else out), in the order the function declares them.
+        """
         try:
-            parsed = self.model.model_validate(arguments)
+            parsed = self._validate(arguments)
         except ValidationError as exc:
             raise ToolError(format_validation_error(self.name, exc)) from None
-        return {field: getattr(parsed, field) for field in self._fields}
+        return dict(parsed.__dict__)
 
     async def call(self, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
         """Await async functions; run sync ones in a worker thread."""

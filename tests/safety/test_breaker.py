@@ -312,3 +312,36 @@ def test_never_two_live_probes_and_the_oracle_agrees(
             if a.probe and (probe_timeout == 0 or clock.now < at + probe_timeout)
         ]
         assert len(live) <= 1
+
+
+def test_a_closed_breaker_admits_with_one_shared_admission_per_generation() -> None:
+    breakers, clock = make()
+    first, second = breakers.admit("t"), breakers.admit("t")
+    assert first is second and first == Admission("t", False, 0)
+    fail(breakers, 3)  # open (a new generation) ...
+    clock.now += 30
+    probe = breakers.admit("t")
+    assert probe is not None and probe.probe
+    breakers.record(probe, "success")  # ... and closed again: another generation
+    closed = breakers.admit("t")
+    assert closed is not None and not closed.probe and closed.generation > first.generation
+    breakers.record(first, "sick")  # a stale failure from a closed generation counts nothing
+    assert breakers.health("t").consecutive_failures == 0
+
+
+def test_a_success_while_closed_never_reads_the_clock() -> None:
+    reads = 0
+
+    def clock() -> float:
+        nonlocal reads
+        reads += 1
+        return 1000.0
+
+    breakers = ToolBreakers(ToolBreaker(), clock=clock)
+    outcomes: list[Outcome] = ["sick", "success", "neutral", "sick"]
+    for outcome in outcomes:
+        admission = breakers.admit("t")
+        assert admission is not None
+        breakers.record(admission, outcome)
+    assert reads == 2  # the two sick results only: a closed breaker may open on them
+    assert breakers.health("t").consecutive_failures == 1

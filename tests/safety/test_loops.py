@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -237,6 +239,27 @@ def test_window_zero_with_a_threshold_is_rejected() -> None:
 def test_canonical_arguments_is_compact_and_sorted() -> None:
     assert canonical_arguments({"b": [1, 2], "a": "é"}) == '{"a":"\\u00e9","b":[1,2]}'
     assert canonical_arguments({"x": object}).startswith('{"x":"<class')
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(max_size=4), _JSON, max_size=4))
+def test_canonical_arguments_is_json_dumps_sorted_and_compact(arguments: dict[str, object]) -> None:
+    expected = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=repr)
+    assert canonical_arguments(arguments) == expected
+
+
+def test_circular_or_mixed_key_arguments_are_their_sorted_repr() -> None:
+    looped: dict[str, object] = {}
+    looped["self"] = looped
+    assert canonical_arguments(looped) == "[('self', {'self': {...}})]"
+    assert canonical_arguments({1: "a", "b": 2}) == "[(1, 'a'), ('b', 2)]"  # type: ignore[dict-item]
 
 
 # Alternation of failing calls -------------------------------------------------------------

@@ -38,7 +38,7 @@ from agentloop.clock import Clock
 from agentloop.config import RunConfig
 from agentloop.engine.gates import Asked, Gates
 from agentloop.engine.guards import BREAKER_TEXT, SafetyState
-from agentloop.engine.invoke import Outcome, suggestion
+from agentloop.engine.invoke import Outcome, invoke, suggestion, tool_context
 from agentloop.engine.state import RunState
 from agentloop.errors import ToolError, ToolRecoveryExhausted
 from agentloop.messages import MediaPart, ToolCallPart, ToolResultPart
@@ -130,16 +130,6 @@ class PipelineServices(Protocol):
     default_recovery: bool
     journal: Journal | None
 
-    async def invoke(
-        self,
-        ctx: ToolContext,
-        name: str,
-        arguments: Mapping[str, Any],
-        registry: ToolRegistry | None = None,
-    ) -> tuple[str, Outcome]:
-        """Run tool ``name`` once (from ``registry`` when a run has its own)."""
-        ...
-
 
 class CallPipeline:
     """One tool call through the pipeline, with recovery."""
@@ -171,35 +161,48 @@ class CallPipeline:
         """The result the model reads, after any retries recovery asks for.
 
         Or the call is pending: a person or another service answers it (SPEC 17). An attempt an
-        exception cuts (a cancel, a hard error) still ends in its ``ToolCallFinished``.
+        exception cuts (a cancel, a hard error) still ends in its ``ToolCallFinished``. A call
+        no gate looks at (no pre-tool hook, a tool declared neither ``requires_approval`` nor
+        ``external``) goes straight from the loop pre-check to the tool.
         """
         try:
             if self.decision is not None:
                 return await self._decided(self.decision)
-            return await self._attempts()
+            while True:  # each attempt recovery asks for
+                ctx = self._context()
+                self._started()
+                tool = self._declared()
+                if tool is not None or self.dispatcher.gates.pre_hooks:
+                    attempted = await self._gated(ctx, tool)
+                else:
+                    self._refuse_if_looping()
+                    attempted = await self._run_tool(ctx)
+                if not isinstance(attempted, tuple):
+                    return attempted
+                result, outcome = attempted
+                if outcome in _FINAL or not await self._retrying(result):
+                    return result
         except BaseException:
-            if self.open:
-                self.interrupted()
+            self._cut()
             raise
 
-    async def _attempts(self) -> ToolResultPart | PendingCall | PausedChild:
-        """The attempts recovery asks for, until a result (or the call is pending)."""
-        while True:
-            attempted = await self._attempt()
-            if not isinstance(attempted, tuple):
-                return attempted
-            result, outcome = attempted
-            if outcome in _FINAL:
-                return result
-            action, correction = await self._decide(result)
-            if not isinstance(action, Retry):
-                return result
-            self.attempt += 1
-            if self.attempt > MAX_RECOVERY_ATTEMPTS:
-                raise ToolRecoveryExhausted(self.call.name, self.attempt)
-            if action.delay > 0:
-                await self.dispatcher.clock.sleep(action.delay)
-            self._apply(correction)
+    async def _retrying(self, result: ToolResultPart) -> bool:
+        """Whether recovery retries a failed attempt (after its delay, with its correction)."""
+        action, correction = await self._decide(result)
+        if not isinstance(action, Retry):
+            return False
+        self.attempt += 1
+        if self.attempt > MAX_RECOVERY_ATTEMPTS:
+            raise ToolRecoveryExhausted(self.call.name, self.attempt)
+        if action.delay > 0:
+            await self.dispatcher.clock.sleep(action.delay)
+        self._apply(correction)
+        return True
+
+    def _cut(self) -> None:
+        """An exception cut the call: its open attempt ends (``interrupted``)."""
+        if self.open:
+            self.interrupted()
 
     def unavailable(self) -> ToolResultPart:
         """A call to a name the model was never offered: soft, counted, nothing run."""
@@ -266,7 +269,11 @@ class CallPipeline:
     ) -> tuple[ToolResultPart, Outcome]:
         """Make the attempt's result: build it, record it for loop detection, announce it."""
         call, state, d = self.call, self.state, self.dispatcher
-        result = ToolResultPart(call.id, call.name, text, outcome != "ok", media=media)
+        result = (  # positional when there is no media: a keyword costs the call a dict
+            ToolResultPart(call.id, call.name, text, outcome != "ok", media=media)
+            if media
+            else ToolResultPart(call.id, call.name, text, outcome != "ok")
+        )
         if duration:
             turn = state.run.turns[-1]
             if turn.durations is None:
@@ -320,28 +327,26 @@ class CallPipeline:
 
     def _context(self) -> ToolContext:
         d, state = self.dispatcher, self.state
-        ctx = ToolContext(
-            run_id=state.run.id,
-            turn=state.turn_index,
-            call_id=self.call.id,
-            tool_name=self.name,
-            cancel=state.tokens[-1],
-            session_id=d.session_id,
-            deps=state.deps,
-            agent=state.run.last_agent,
+        run = state.run
+        return tool_context(
+            run.id,
+            state.turn_index,
+            self.call.id,
+            self.name,
+            state.tokens[-1],
+            d.session_id,
+            state.deps,
+            run.last_agent,
+            (state, d),
         )
-        ctx._link = (state, d)
-        return ctx
 
-    async def _attempt(self) -> tuple[ToolResultPart, Outcome] | PendingCall | PausedChild:
+    async def _gated(
+        self, ctx: ToolContext, tool: Tool | None
+    ) -> tuple[ToolResultPart, Outcome] | PendingCall | PausedChild:
+        """An attempt past the gates: pre-tool hooks, the approver, a tool's declarations."""
         d, state, call = self.dispatcher, self.state, self.call
-        ctx = self._context()
-        self._started()
-        veto = None
-        tool = self._declared()
-        if d.gates.pre_hooks or tool is not None:
-            veto = await d.gates.veto(call, ctx, tool)
-            state.check_cancel()  # cancelled while a blocking approver was open: nothing runs
+        veto = await d.gates.veto(call, ctx, tool)
+        state.check_cancel()  # cancelled while a blocking approver was open: nothing runs
         if type(veto) is Asked:
             return PendingCall(call, veto.kind, veto.message)
         self._refuse_if_looping()
@@ -369,8 +374,9 @@ class CallPipeline:
             return self.finish(BREAKER_TEXT, "refused")
         clock = d.clock
         started = clock.monotonic()
+        registry = d.registry if state.registry is None else state.registry
         try:
-            text, outcome = await d.invoke(ctx, self.name, self.arguments, state.registry)
+            text, outcome = await invoke(registry, d.config, ctx, self.name, self.arguments)
         except BaseException:
             d.safety.settle(admission, None)
             raise
@@ -382,6 +388,9 @@ class CallPipeline:
         if media:
             text, outcome, media = _takeable(self.name, state.client, text, outcome, media)
         result = self.finish(text, outcome, clock.monotonic() - started, media)
+        if not d.gates.post_hooks:
+            d.safety.settle(admission, _BREAKER[outcome])
+            return result
         try:
             await d.gates.after(call, result[0], ctx)
         finally:  # the tool ran: a failing or cancelled post hook must not leave a probe hanging

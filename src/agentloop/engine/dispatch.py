@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentloop._util.lazy import lazy_module
 from agentloop.clock import Clock
@@ -22,7 +22,7 @@ from agentloop.config import RunConfig
 from agentloop.engine.call import CallPipeline, PausedChild
 from agentloop.engine.gates import Gates
 from agentloop.engine.guards import SafetyState
-from agentloop.engine.invoke import Outcome, invoke
+from agentloop.engine.invoke import Outcome
 from agentloop.engine.state import RunState
 from agentloop.errors import AgentLoopError
 from agentloop.hooks import Approver, Hook
@@ -30,7 +30,7 @@ from agentloop.messages import ToolCallPart, ToolResultPart
 from agentloop.observers import EventBus
 from agentloop.pausing import Decision, PendingCall
 from agentloop.safety.recovery import ExponentialBackoffRecovery, NoopReflector
-from agentloop.tools import ToolContext, ToolRegistry
+from agentloop.tools import ToolRegistry
 
 if TYPE_CHECKING:
     from agentloop.engine.journal import Journal
@@ -106,14 +106,16 @@ class Dispatcher:
         cancel or a hard error finishes the calls it cut or never reached (``interrupted``).
         """
         bus = self.observers
-        tools = [c for c in calls if c.id not in quiet] if quiet else calls
         if bus.active:
-            for call in tools:
+            for call in [c for c in calls if c.id not in quiet] if quiet else calls:
                 bus.emit(ev.ToolCallRequested(state.run.id, state.turn_index, call))
         pipelines = [
             CallPipeline(self, state, c, decisions.get(c.id) if decisions else None) for c in calls
         ]
         try:
+            lone = self._lone(state, pipelines, answered, quiet)
+            if lone is not None:
+                return [await lone.run()]
             return await self._dispatch(state, pipelines, answered, quiet)
         except BaseException:
             if bus.active:
@@ -121,6 +123,26 @@ class Dispatcher:
                     if pipeline.call.id not in quiet:
                         pipeline.interrupted()
             raise
+
+    def _lone(
+        self,
+        state: RunState,
+        pipelines: list[CallPipeline],
+        answered: Mapping[str, str],
+        quiet: Mapping[str, str],
+    ) -> CallPipeline | None:
+        """A turn's one call when it runs (admitted, the cancel checked), as ``_dispatch`` would.
+
+        The common turn, one call to an offered tool, then skips ``_dispatch``'s bookkeeping.
+        """
+        if len(pipelines) != 1 or answered or quiet:
+            return None
+        pipeline = pipelines[0]
+        if pipeline.name not in state.offer.names:
+            return None
+        self.safety.limits.admit_tools(1)
+        state.check_cancel()
+        return pipeline
 
     async def _dispatch(
         self,
@@ -157,20 +179,6 @@ class Dispatcher:
             else ToolResultPart(p.call.id, p.call.name, "dispatch produced no result", True)
             for r, p in zip(results, pipelines, strict=True)
         ]
-
-    async def invoke(
-        self,
-        ctx: ToolContext,
-        name: str,
-        arguments: Mapping[str, Any],
-        registry: ToolRegistry | None = None,
-    ) -> tuple[str, Outcome]:
-        """Run tool ``name`` once (``agentloop.engine.invoke``) from the current registry.
-
-        ``registry``: the run's own (``agent.override(tools=...)``) instead of the session's.
-        """
-        tools = self.registry if registry is None else registry
-        return await invoke(tools, self.config, ctx, name, arguments)
 
     async def _run_parallel(
         self,

@@ -15,15 +15,17 @@ from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias
 
 from agentloop._util.suggest import suggest
+from agentloop.cancel import CancelToken
 from agentloop.config import RunConfig
+from agentloop.engine.deadlines import Deadline
 from agentloop.errors import RemoteAuthError, ToolError, ToolNotFound
 from agentloop.messages import MAX_ARGUMENT_DEPTH
 from agentloop.model import INVALID_JSON_KEY
 from agentloop.safety.output import cut_to_fit, limit_output, storable
 from agentloop.safety.redact import redact_secrets
-from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, split_output
+from agentloop.tools import FunctionTool, Tool, ToolContext, ToolOutput, ToolRegistry, split_output
 
-__all__ = ["MAX_ARGUMENT_DEPTH", "Outcome", "invoke", "said", "suggestion"]
+__all__ = ["MAX_ARGUMENT_DEPTH", "Outcome", "invoke", "said", "suggestion", "tool_context"]
 
 logger = logging.getLogger("agentloop")
 
@@ -42,6 +44,38 @@ def suggestion(config: RunConfig, name: str, candidates: frozenset[str] | list[s
     return suggest(name, sorted(candidates))
 
 
+def tool_context(
+    run_id: str,
+    turn: int,
+    call_id: str,
+    tool_name: str,
+    cancel: CancelToken,
+    session_id: str,
+    deps: Any,
+    agent: str | None,
+    link: Any,
+) -> ToolContext[Any]:
+    """The ``ToolContext`` the engine makes for each attempt, without a keyword call.
+
+    Calling a class with keywords builds a dict for them (about half of what making a context
+    cost); this sets the same slots as ``ToolContext.__init__`` (with no scratch callable) and
+    the engine's ``_link``.
+    """
+    ctx: ToolContext[Any] = object.__new__(ToolContext)
+    ctx.deps = deps
+    ctx.agent = agent
+    ctx.run_id = run_id
+    ctx.turn = turn
+    ctx.call_id = call_id
+    ctx.tool_name = tool_name
+    ctx.media = ()
+    ctx.cancel = cancel
+    ctx.session_id = session_id
+    ctx._scratch = None
+    ctx._link = link
+    return ctx
+
+
 async def invoke(
     registry: ToolRegistry,
     config: RunConfig,
@@ -49,77 +83,121 @@ async def invoke(
     name: str,
     arguments: Mapping[str, Any],
 ) -> tuple[str, Outcome]:
-    """Run tool ``name`` once; its text (cut to the configured size) and outcome."""
+    """Run tool ``name`` once; its text (cut to the configured size) and outcome.
+
+    One coroutine from the lookup to the result: the tool's deadline is a ``Deadline``
+    (``asyncio.timeout``'s rules on one timer per loop) and an async ``@tool`` function is
+    awaited directly, without ``FunctionTool.call`` around it.
+    """
     tool = registry.get(name)
     if tool is None:
         names = registry.names()
         text = str(ToolNotFound(name, names))
         hint = suggestion(config, name, names)
         return (f"{text}. Did you mean '{hint}'?" if hint else text), "missing"
+    problem, valid = _checked(tool, name, arguments)
+    if problem is not None:
+        return problem, "invalid"
+    seconds = tool.timeout if tool.timeout is not None else config.tool_timeout
+    deadline = None
+    try:
+        if seconds:
+            deadline = Deadline(seconds)
+        if type(tool) is FunctionTool and tool.is_async:
+            output = await (tool.func(ctx, **valid) if tool.takes_context else tool.func(**valid))
+        else:
+            output = await tool.call(valid, ctx)
+    except BaseException as exc:
+        failed = _failed(tool, ctx, seconds, deadline, exc)
+        if failed is None:
+            raise  # a cancel, an interpreter exit, a remote agent refusing our credentials
+        content, outcome = failed
+    else:
+        if deadline is not None:
+            deadline.finish(None)
+        content, outcome = _rendered(tool.name, output, ctx)
+    return _fitted(config, storable(content)), outcome
+
+
+def _checked(
+    tool: Tool, name: str, arguments: Mapping[str, Any]
+) -> tuple[str | None, Mapping[str, Any]]:
+    """The problem with ``arguments`` (None when valid), and what the tool is called with."""
     if INVALID_JSON_KEY in arguments and len(arguments) == 1:
         return (
             f"Invalid arguments for tool '{name}': arguments: not valid JSON: "
             f"{arguments[INVALID_JSON_KEY]!s:.200}"
-        ), "invalid"
+        ), arguments
     private = _private_copy(arguments)
     if private is None:
         return (
             f"Invalid arguments for tool '{name}': arguments: nested more than "
             f"{MAX_ARGUMENT_DEPTH} levels deep"
-        ), "invalid"
+        ), arguments
     try:
-        valid = tool.validate(private)
+        return None, tool.validate(private)
     except ToolError as exc:
-        return exc.message, "invalid"
+        return exc.message, arguments
     except RecursionError:
-        return f"Invalid arguments for tool '{name}': arguments: nested too deeply", "invalid"
-    timeout = tool.timeout if tool.timeout is not None else config.tool_timeout
-    content, outcome = await _run_tool(tool, valid, ctx, timeout)
-    content = storable(content)
+        return f"Invalid arguments for tool '{name}': arguments: nested too deeply", arguments
+
+
+def _fitted(config: RunConfig, content: str) -> str:
+    """The result cut to ``max_tool_output_chars``, or to the context window's share."""
     limit = config.max_tool_output_chars
     if limit:
-        return limit_output(content, limit), outcome
+        return limit_output(content, limit)
     window = config.context_window
     if window and len(content) > window:  # ~a quarter of the window at ~4 chars per token
-        return cut_to_fit(content, window), outcome
-    return content, outcome
+        return cut_to_fit(content, window)
+    return content
 
 
-async def _run_tool(
-    tool: Tool, arguments: Mapping[str, Any], ctx: ToolContext, seconds: float | None
-) -> tuple[str, Outcome]:
-    try:
-        if seconds:
-            async with asyncio.timeout(seconds) as scope:
-                try:
-                    output = await tool.call(arguments, ctx)
-                except TimeoutError as raised:
-                    if scope.expired():
-                        raise
-                    raise _ToolRaisedTimeout() from raised
-        else:
-            output = await tool.call(arguments, ctx)
-    except ToolError as exc:  # sick=True: the tool's own failure, counted by the breaker
+def _failed(
+    tool: Tool,
+    ctx: ToolContext,
+    seconds: float | None,
+    deadline: Deadline | None,
+    exc: BaseException,
+) -> tuple[str, Outcome] | None:
+    """What the model reads for a call that raised ``exc``; None: it is raised on.
+
+    The deadline's expiry is a timeout; a ``TimeoutError`` the tool raised itself before its
+    deadline is a panic (one raised with no deadline reads as a timeout, as it always did).
+    """
+    if deadline is not None and deadline.finish(exc):
+        timeout = TimeoutError()
+        timeout.__cause__ = exc
+        return _timed_out(tool.name, ctx, seconds, timeout)
+    if isinstance(exc, ToolError):  # sick=True: the tool's own failure, counted by the breaker
         return exc.message, "sick" if exc.sick else "tool_error"
-    except _ToolRaisedTimeout as exc:
-        cause = exc.__cause__ or TimeoutError()
-        _log_panic(tool.name, ctx.call_id, cause)
-        return _panic_text(tool.name, cause), "sick"
-    except TimeoutError as exc:
-        logger.warning(
-            "tool '%s' (call %s) timed out after %ss",
-            tool.name,
-            ctx.call_id,
-            _seconds(seconds),
-            exc_info=exc,
-        )
-        return f"Tool '{tool.name}' timed out after {_seconds(seconds)}s", "sick"
-    except (KeyboardInterrupt, SystemExit, asyncio.CancelledError, RemoteAuthError):
-        raise  # a remote agent refusing our credentials is hard (SPEC 3, 26)
-    except BaseException as exc:  # GeneratorExit, a custom BaseException: still a panic
-        _log_panic(tool.name, ctx.call_id, exc)
-        return _panic_text(tool.name, exc), "sick"
-    return _rendered(tool.name, output, ctx)
+    if isinstance(exc, TimeoutError):
+        if deadline is not None and not deadline.expired:
+            _log_panic(tool.name, ctx.call_id, exc)
+            return _panic_text(tool.name, exc), "sick"
+        return _timed_out(tool.name, ctx, seconds, exc)
+    if isinstance(exc, (KeyboardInterrupt, SystemExit, asyncio.CancelledError, RemoteAuthError)):
+        return None  # a remote agent refusing our credentials is hard (SPEC 3, 26)
+    _log_panic(tool.name, ctx.call_id, exc)  # GeneratorExit, a custom BaseException: a panic
+    return _panic_text(tool.name, exc), "sick"
+
+
+def _timed_out(
+    name: str, ctx: ToolContext, seconds: float | None, exc: BaseException
+) -> tuple[str, Outcome]:
+    logger.warning(
+        "tool '%s' (call %s) timed out after %ss",
+        name,
+        ctx.call_id,
+        _seconds(seconds),
+        exc_info=exc,
+    )
+    return f"Tool '{name}' timed out after {_seconds(seconds)}s", "sick"
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+"""Types a decoded argument usually has, never a container (an exact type check is cheap)."""
+_CONTAINERS = (Mapping, list)
 
 
 def _private_copy(arguments: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -128,7 +206,10 @@ def _private_copy(arguments: Mapping[str, Any]) -> dict[str, Any] | None:
     Containers are copied (iteratively, so depth never costs the interpreter's stack); scalars
     are immutable and shared. Only JSON shapes (dict, list) occur in decoded arguments.
     """
-    if not any(isinstance(v, Mapping | list) for v in arguments.values()):
+    for value in arguments.values():
+        if type(value) not in _SCALARS and isinstance(value, _CONTAINERS):
+            break
+    else:
         return dict(arguments)  # flat: a shallow copy is a private copy
     top: dict[str, Any] = {}
     stack: list[tuple[Any, Any, int]] = [(arguments, top, 1)]
@@ -136,7 +217,7 @@ def _private_copy(arguments: Mapping[str, Any]) -> dict[str, Any] | None:
         source, target, depth = stack.pop()
         items = source.items() if isinstance(source, Mapping) else enumerate(source)
         for key, value in items:
-            if isinstance(value, Mapping | list):
+            if isinstance(value, _CONTAINERS):
                 if depth >= MAX_ARGUMENT_DEPTH:
                     return None
                 copy: Any = {} if isinstance(value, Mapping) else [None] * len(value)
@@ -151,6 +232,9 @@ def _rendered(name: str, output: Any, ctx: ToolContext) -> tuple[str, Outcome]:
 
     A value that cannot be rendered is a panic.
     """
+    if type(output) is str:  # the common value: its text, no media
+        ctx.media = ()
+        return output, "ok"
     try:
         if isinstance(output, ToolOutput):
             text, ctx.media = split_output(output.content)
@@ -167,10 +251,6 @@ def _log_panic(name: str, call_id: str, exc: BaseException) -> None:
     logger.warning(
         "tool '%s' (call %s) panicked: %s", name, call_id, type(exc).__name__, exc_info=exc
     )
-
-
-class _ToolRaisedTimeout(Exception):
-    """A tool raised TimeoutError itself (a panic, not our deadline)."""
 
 
 def _seconds(timeout: float | None) -> str:

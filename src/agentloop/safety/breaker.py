@@ -262,10 +262,12 @@ def health_status(score: float) -> HealthStatus:
 class _ToolCircuit(Circuit):
     """A tool's circuit and its health statistics."""
 
-    __slots__ = ("ewma", "failures", "neutral", "successes")
+    __slots__ = ("ewma", "failures", "neutral", "ordinary", "successes")
 
     def __init__(self) -> None:
         super().__init__()
+        self.ordinary: Admission | None = None
+        """The admission of an ordinary call in the current generation (``admit``)."""
         self.successes = 0
         self.failures = 0
         self.neutral = 0
@@ -332,7 +334,10 @@ class ToolBreakers:
         if circuit is None:
             circuit = self._circuits[tool] = _ToolCircuit()
         if circuit.state == "closed":  # the common case, without reading the clock
-            return Admission(tool, False, circuit.generation)
+            admission = circuit.ordinary
+            if admission is None or admission.generation != circuit.generation:
+                admission = circuit.ordinary = Admission(tool, False, circuit.generation)
+            return admission  # one immutable admission per closed generation, shared
         probe = circuit.admit(self._rule, self._clock())
         return None if probe is None else Admission(tool, probe, circuit.generation)
 
@@ -358,6 +363,13 @@ class ToolBreakers:
         if circuit is None:
             circuit = self._circuits[admission.tool] = _ToolCircuit()
         circuit.count(outcome)
+        if (
+            outcome != "sick"
+            and circuit.state == "closed"
+            and admission.generation == circuit.generation
+        ):  # what record() does for a success while closed: no clock, nothing to expire
+            circuit.consecutive_failures = 0
+            return
         circuit.record(
             self._rule,
             self._clock(),

@@ -15,7 +15,7 @@ Result texts are hashed with a stable digest (not ``hash()``, which differs per 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from agentloop._util.slots import record
@@ -62,21 +62,36 @@ class LoopWarning:
 
 
 def _first_canonical(value: Any) -> str:
-    """Builds ``_CANONICAL`` (and imports ``json``) on the first call, not at import."""
-    global _CANONICAL
+    """Builds the encoders (and imports ``json``) on the first call, not at import."""
+    global _CANONICAL, _UNCHECKED
     import json
+    from json import encoder
 
     _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=repr).encode
-    return _CANONICAL(value)
+    make = getattr(encoder, "c_make_encoder", None)  # the C accelerator (not in typeshed)
+    if make is not None:  # what encode() builds per call, built once
+        _UNCHECKED = make(
+            None, repr, encoder.encode_basestring_ascii, None, ":", ",", True, False, True
+        )
+    return canonical_arguments(value)
 
 
 _CANONICAL: Callable[[Any], str] = _first_canonical
 """One encoder for every call (``json.dumps`` with options builds a new one each time)."""
+_UNCHECKED: Callable[[Any, int], Sequence[str]] | None = None
+"""``_CANONICAL``'s C encoder without its circular-reference check (no ``markers``): the same
+text, without the encoder ``encode()`` makes per call. A circular value recurses until
+``RecursionError``, and then ``_CANONICAL`` says what it is."""
 
 
 def canonical_arguments(arguments: Mapping[str, Any]) -> str:
     """Compact JSON of ``arguments`` with sorted keys (``repr`` for values JSON cannot hold)."""
     try:
+        if _UNCHECKED is not None:
+            try:
+                return "".join(_UNCHECKED(arguments, 0))
+            except RecursionError:
+                pass  # circular (or deeper than the stack): the checking encoder decides
         return _CANONICAL(arguments)
     except (TypeError, ValueError):  # e.g. keys of mixed types, circular structures
         if isinstance(arguments, Mapping):
@@ -215,6 +230,8 @@ class LoopDetector:
 
     def check(self) -> LoopDetected | None:
         """The stop-level pattern in the window, if any. Pure: never changes state."""
+        if not self._at_stop and not 0 < self._alternation_stop <= self._alternation.length // 2:
+            return None  # nothing at the stop line (checked before every call)
         found = self._stop_signature()
         if found is not None:
             return LoopDetected(f"{_pattern(found)} repeated {self._counts[found]} times")
@@ -331,7 +348,8 @@ class LoopDetector:
         Returns:
             A ``LoopWarning`` the first time a pattern reaches ``warn_threshold`` (below the stop).
         """
-        if self.config.window == 0:
+        config = self.config
+        if config.window == 0:
             return None
         if available:
             args = canonical_arguments(arguments)
@@ -339,19 +357,30 @@ class LoopDetector:
         else:
             args, digest = UNAVAILABLE_ARGUMENTS, None
         signature: _Signature = (tool, args, digest)
-        self._flush_progress((tool, args), digest)
-        if len(self._window) >= self.config.window:
+        key = (tool, args)
+        live = self._live_hash
+        if key in live and live[key] != digest:  # a changed result is progress: older ones drop
+            self._drop((tool, args, live[key]))
+        if len(self._window) >= config.window:
             self._evict(self._window.pop(0))
         self._window.append(signature)
         count = self._counts.get(signature, 0) + 1
         self._counts[signature] = count
-        self._live_hash[(tool, args)] = digest
-        if self._is_stop(count):
+        self._live_hash[key] = digest
+        if 0 < config.stop_threshold <= count:
             if self._at_stop is _EMPTY:
                 self._at_stop = set()
             self._at_stop.add(signature)
-        self._alternation.push(signature, is_error)
-        return self._repetition_warning(signature, count) or self._alternation_warning()
+        alternation = self._alternation
+        if is_error or alternation.length or alternation.previous is not None:
+            alternation.push(signature, is_error)  # (a success on an empty tail: nothing to reset)
+        warn = config.warn_threshold
+        if not warn:  # below the warn line nothing warns (the checks below, not called)
+            return None
+        found = self._repetition_warning(signature, count) if count >= warn else None
+        if found is None and alternation.length // 2 >= warn:
+            return self._alternation_warning()
+        return found
 
     def _is_stop(self, count: int) -> bool:
         return 0 < self.config.stop_threshold <= count
@@ -381,11 +410,6 @@ class LoopDetector:
             return None
         alternation.warned = True
         return LoopWarning(f"{alternation.description()} alternating", alternation.cycles)
-
-    def _flush_progress(self, key: _Key, digest: int | None) -> None:
-        """A call whose result changed made progress: its older results stop counting."""
-        if key in self._live_hash and self._live_hash[key] != digest:
-            self._drop((key[0], key[1], self._live_hash[key]))
 
     def _drop(self, signature: _Signature) -> None:
         """Stop counting every window entry of ``signature`` (they are evicted later)."""
