@@ -17,7 +17,6 @@ from typing import Any, Literal, TypeAlias
 from agentloop._util.suggest import suggest
 from agentloop.cancel import CancelToken
 from agentloop.config import RunConfig
-from agentloop.engine.deadlines import Deadline
 from agentloop.errors import RemoteAuthError, ToolError, ToolNotFound
 from agentloop.messages import MAX_ARGUMENT_DEPTH
 from agentloop.model import INVALID_JSON_KEY
@@ -85,9 +84,8 @@ async def invoke(
 ) -> tuple[str, Outcome]:
     """Run tool ``name`` once; its text (cut to the configured size) and outcome.
 
-    One coroutine from the lookup to the result: the tool's deadline is a ``Deadline``
-    (``asyncio.timeout``'s rules on one timer per loop) and an async ``@tool`` function is
-    awaited directly, without ``FunctionTool.call`` around it.
+    One coroutine from the lookup to the result: the tool's deadline is ``asyncio.timeout``
+    and an async ``@tool`` function is awaited directly, without ``FunctionTool.call`` around it.
     """
     tool = registry.get(name)
     if tool is None:
@@ -99,22 +97,23 @@ async def invoke(
     if problem is not None:
         return problem, "invalid"
     seconds = tool.timeout if tool.timeout is not None else config.tool_timeout
-    deadline = None
     try:
         if seconds:
-            deadline = Deadline(seconds)
-        if type(tool) is FunctionTool and tool.is_async:
-            output = await (tool.func(ctx, **valid) if tool.takes_context else tool.func(**valid))
+            async with asyncio.timeout(seconds) as scope:
+                try:
+                    output = await _called(tool, valid, ctx)
+                except TimeoutError as raised:
+                    if scope.expired():
+                        raise
+                    raise _ToolRaisedTimeout() from raised
         else:
-            output = await tool.call(valid, ctx)
+            output = await _called(tool, valid, ctx)
     except BaseException as exc:
-        failed = _failed(tool, ctx, seconds, deadline, exc)
+        failed = _failed(tool, ctx, seconds, exc)
         if failed is None:
             raise  # a cancel, an interpreter exit, a remote agent refusing our credentials
         content, outcome = failed
     else:
-        if deadline is not None:
-            deadline.finish(None)
         content, outcome = _rendered(tool.name, output, ctx)
     return _fitted(config, storable(content)), outcome
 
@@ -153,28 +152,32 @@ def _fitted(config: RunConfig, content: str) -> str:
     return content
 
 
+def _called(tool: Tool, valid: Mapping[str, Any], ctx: ToolContext) -> Any:
+    """The awaitable of one call: an async ``@tool`` function's own coroutine, else ``call``."""
+    if type(tool) is FunctionTool and tool.is_async:
+        return tool.func(ctx, **valid) if tool.takes_context else tool.func(**valid)
+    return tool.call(valid, ctx)
+
+
+class _ToolRaisedTimeout(Exception):
+    """A tool raised TimeoutError itself (a panic, not our deadline)."""
+
+
 def _failed(
-    tool: Tool,
-    ctx: ToolContext,
-    seconds: float | None,
-    deadline: Deadline | None,
-    exc: BaseException,
+    tool: Tool, ctx: ToolContext, seconds: float | None, exc: BaseException
 ) -> tuple[str, Outcome] | None:
     """What the model reads for a call that raised ``exc``; None: it is raised on.
 
     The deadline's expiry is a timeout; a ``TimeoutError`` the tool raised itself before its
     deadline is a panic (one raised with no deadline reads as a timeout, as it always did).
     """
-    if deadline is not None and deadline.finish(exc):
-        timeout = TimeoutError()
-        timeout.__cause__ = exc
-        return _timed_out(tool.name, ctx, seconds, timeout)
     if isinstance(exc, ToolError):  # sick=True: the tool's own failure, counted by the breaker
         return exc.message, "sick" if exc.sick else "tool_error"
+    if isinstance(exc, _ToolRaisedTimeout):
+        cause = exc.__cause__ or TimeoutError()
+        _log_panic(tool.name, ctx.call_id, cause)
+        return _panic_text(tool.name, cause), "sick"
     if isinstance(exc, TimeoutError):
-        if deadline is not None and not deadline.expired:
-            _log_panic(tool.name, ctx.call_id, exc)
-            return _panic_text(tool.name, exc), "sick"
         return _timed_out(tool.name, ctx, seconds, exc)
     if isinstance(exc, (KeyboardInterrupt, SystemExit, asyncio.CancelledError, RemoteAuthError)):
         return None  # a remote agent refusing our credentials is hard (SPEC 3, 26)
