@@ -279,22 +279,25 @@ class RunLoop:
         events, waits = state.events, None
         if type(events) is ClientEventBridge and events.waits:  # a governor waited (SPEC 25)
             waits = governor_waits(events)
+        message, usage = response.message, response.usage
+        calls, text = message.tool_calls, message.text
         turn = Turn(
             index=state.turn_index,
             model=response.model or state.client.model,
-            tool_calls=list(response.tool_calls),
-            usage=response.usage,
+            tool_calls=list(calls),
+            usage=usage,
             stop_reason=response.stop_reason,
-            text=response.text,
-            thinking=_thinking_text(response.message),
+            text=text,
+            thinking=_thinking_text(message),
             latency_seconds=self.latency,
             warnings=waits,
             batch=self.agent.config.batch,
         )
-        state.run.turns.append(turn)
-        state.run.usage = state.run.usage + response.usage
-        if response.message.parts and (response.tool_calls or response.text or continued(response)):
-            state.append(response.message)
+        run = state.run
+        run.turns.append(turn)
+        run.usage = run.usage + usage
+        if message.parts and (calls or text or continued(response)):
+            state.append(message)
         return turn
 
     async def _text_turn(self, turn: Turn, response: ModelResponse) -> bool:
@@ -486,7 +489,10 @@ class RunLoop:
 
 def _thinking_text(message: Message) -> str:
     """The readable reasoning of a reply ("" without any)."""
-    return "".join(p.text for p in message.parts if type(p) is ThinkingPart)
+    parts = message.parts
+    if len(parts) == 1 and type(parts[0]) is not ThinkingPart:  # the common reply: no generator
+        return ""
+    return "".join(p.text for p in parts if type(p) is ThinkingPart)
 
 
 def _internal(exc: Exception) -> InternalError:

@@ -324,10 +324,12 @@ def _checked(response: object, client: ModelClient, seen: set[str], clock: Clock
         )
     response = _usage_checked(response, client)
     calls = response.message.tool_calls
-    ids = {c.id for c in calls}
-    if calls and ("" in ids or len(ids) != len(calls) or not ids.isdisjoint(seen)):
-        response = replace(response, message=_restamped(response.message, seen, clock))
-    seen.update(c.id for c in response.message.tool_calls)
+    if calls:
+        ids = {c.id for c in calls}
+        if "" in ids or len(ids) != len(calls) or not ids.isdisjoint(seen):
+            response = replace(response, message=_restamped(response.message, seen, clock))
+            ids = {c.id for c in response.message.tool_calls}
+        seen.update(ids)
     return response
 
 
