@@ -264,7 +264,9 @@ class HttpTransport:
         if headers:
             merged = {**merged, **headers}
         try:
-            session = await self._sessions.get()
+            session = self._sessions.ready()
+            if session is None:  # the first request on this loop, or its session was closed
+                session = await self._sessions.get()
             response = await session.post(
                 url if "%" not in url else as_sent(url),  # a Bedrock model id keeps its escapes
                 data=body,
