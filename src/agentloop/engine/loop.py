@@ -253,8 +253,8 @@ class RunLoop:
         clock = agent.clock
         started = clock.monotonic()
         try:
-            streamed = agent.config.stream or state.stream
-            response = await call_model(client, request, state, bus, streamed, clock, output)
+            stream = agent.config.stream or state.stream
+            response = await call_model(client, request, state, bus, stream, clock, output, started)
         except ContextLengthExceeded as error:
             state.guard.salvage(state, error)
             return None
@@ -293,9 +293,8 @@ class RunLoop:
             warnings=waits,
             batch=self.agent.config.batch,
         )
-        run = state.run
-        run.turns.append(turn)
-        run.usage = run.usage + usage
+        state.run.turns.append(turn)
+        state.run.usage = state.run.usage + usage
         if message.parts and (calls or text or continued(response)):
             state.append(message)
         return turn
@@ -489,10 +488,7 @@ class RunLoop:
 
 def _thinking_text(message: Message) -> str:
     """The readable reasoning of a reply ("" without any)."""
-    parts = message.parts
-    if len(parts) == 1 and type(parts[0]) is not ThinkingPart:  # the common reply: no generator
-        return ""
-    return "".join(p.text for p in parts if type(p) is ThinkingPart)
+    return "".join(p.text for p in message.parts if type(p) is ThinkingPart)
 
 
 def _internal(exc: Exception) -> InternalError:

@@ -152,13 +152,16 @@ async def call_model(
     stream: bool,
     clock: Clock,
     output: OutputType[Any] | None = None,
+    started: float | None = None,
 ) -> ModelResponse:
     """One model call; every failure leaves as an ``AgentLoopError``.
 
     ``output``: the agent's typed output, whose answer streams as ``PartialOutput`` events.
+    ``started``: ``clock.monotonic()`` as the caller read it just before (one read fewer).
     """
     state.check_cancel()
-    started = clock.monotonic()
+    if started is None:
+        started = clock.monotonic()
     partials = _partials(output, state, observers) if stream and output is not None else None
     try:
         if stream:
