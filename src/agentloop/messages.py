@@ -51,6 +51,7 @@ __all__ = [
 
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 _ROLES = ("system", "user", "assistant", "tool")
+_SCALARS = frozenset({str, int, float, bool, type(None)})  # argument values that hold nothing
 
 
 @record
@@ -85,8 +86,11 @@ class ToolCallPart:
     arguments: Mapping[str, Any]
 
     def __post_init__(self) -> None:
-        if _too_deep(self.arguments):
-            object.__setattr__(self, "arguments", _cut(self.arguments))
+        for value in self.arguments.values():
+            if type(value) not in _SCALARS:  # not isinstance(Mapping), an ABC: a container's depth
+                if _too_deep(self.arguments):
+                    object.__setattr__(self, "arguments", _cut(self.arguments))
+                return
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form."""

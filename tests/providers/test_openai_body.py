@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from agentloop.media import ImagePart
-from agentloop.messages import Message, ToolCallPart, ToolResultPart
+from agentloop.messages import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
 from agentloop.model import INVALID_JSON_KEY, ModelRequest, ModelSettings, OutputSpec, ToolSpec
-from agentloop.providers.openai import OpenAIClient
+from agentloop.providers.openai import OpenAIClient, _chat_request
 from agentloop.providers.openai._chat_request import encode_body, encode_request
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 16
@@ -108,3 +108,23 @@ def test_the_client_encodes_its_options_again_when_they_change() -> None:
             media=frozenset({"image", "document"}),
         )
         assert body == json.dumps(expected).encode()
+
+
+TURNS = [
+    Message.assistant(
+        'said "so" \\ \u2028 \ud800', [ToolCallPart("c\n1", "look\u00e9", {"k": [1.5]})]
+    ),
+    Message("assistant", (ThinkingPart("why"), TextPart("a"), TextPart("b"))),
+    Message.assistant("", [ToolCallPart("c1", "f", {}), ToolCallPart("c2", "g", {"x": None})]),
+    Message.tool_results(
+        [ToolResultPart("c1", "f", "\x00 \ud83d\ude00"), ToolResultPart("c2", "g", "")]
+    ),
+    Message.tool_results([]),
+]
+
+
+@pytest.mark.parametrize("index", range(len(TURNS)))
+def test_a_turns_messages_are_written_as_json_dumps_writes_them(index: int) -> None:
+    message = TURNS[index]
+    wire, _ = _chat_request._encode_message(message)
+    assert _chat_request._turn_json(message) == ", ".join(json.dumps(w) for w in wire)

@@ -253,8 +253,8 @@ class RunLoop:
         clock = agent.clock
         started = clock.monotonic()
         try:
-            streamed = agent.config.stream or state.stream
-            response = await call_model(client, request, state, bus, streamed, clock, output)
+            stream = agent.config.stream or state.stream
+            response = await call_model(client, request, state, bus, stream, clock, output, started)
         except ContextLengthExceeded as error:
             state.guard.salvage(state, error)
             return None
@@ -279,22 +279,24 @@ class RunLoop:
         events, waits = state.events, None
         if type(events) is ClientEventBridge and events.waits:  # a governor waited (SPEC 25)
             waits = governor_waits(events)
+        message, usage = response.message, response.usage
+        calls, text = message.tool_calls, message.text
         turn = Turn(
             index=state.turn_index,
             model=response.model or state.client.model,
-            tool_calls=list(response.tool_calls),
-            usage=response.usage,
+            tool_calls=list(calls),
+            usage=usage,
             stop_reason=response.stop_reason,
-            text=response.text,
-            thinking=_thinking_text(response.message),
+            text=text,
+            thinking=_thinking_text(message),
             latency_seconds=self.latency,
             warnings=waits,
             batch=self.agent.config.batch,
         )
         state.run.turns.append(turn)
-        state.run.usage = state.run.usage + response.usage
-        if response.message.parts and (response.tool_calls or response.text or continued(response)):
-            state.append(response.message)
+        state.run.usage = state.run.usage + usage
+        if message.parts and (calls or text or continued(response)):
+            state.append(message)
         return turn
 
     async def _text_turn(self, turn: Turn, response: ModelResponse) -> bool:

@@ -152,13 +152,16 @@ async def call_model(
     stream: bool,
     clock: Clock,
     output: OutputType[Any] | None = None,
+    started: float | None = None,
 ) -> ModelResponse:
     """One model call; every failure leaves as an ``AgentLoopError``.
 
     ``output``: the agent's typed output, whose answer streams as ``PartialOutput`` events.
+    ``started``: ``clock.monotonic()`` as the caller read it just before (one read fewer).
     """
     state.check_cancel()
-    started = clock.monotonic()
+    if started is None:
+        started = clock.monotonic()
     partials = _partials(output, state, observers) if stream and output is not None else None
     try:
         if stream:
@@ -324,10 +327,12 @@ def _checked(response: object, client: ModelClient, seen: set[str], clock: Clock
         )
     response = _usage_checked(response, client)
     calls = response.message.tool_calls
-    ids = {c.id for c in calls}
-    if calls and ("" in ids or len(ids) != len(calls) or not ids.isdisjoint(seen)):
-        response = replace(response, message=_restamped(response.message, seen, clock))
-    seen.update(c.id for c in response.message.tool_calls)
+    if calls:
+        ids = {c.id for c in calls}
+        if "" in ids or len(ids) != len(calls) or not ids.isdisjoint(seen):
+            response = replace(response, message=_restamped(response.message, seen, clock))
+            ids = {c.id for c in response.message.tool_calls}
+        seen.update(ids)
     return response
 
 

@@ -264,7 +264,9 @@ class HttpTransport:
         if headers:
             merged = {**merged, **headers}
         try:
-            session = await self._sessions.get()
+            session = self._sessions.ready()
+            if session is None:  # the first request on this loop, or its session was closed
+                session = await self._sessions.get()
             response = await session.post(
                 url if "%" not in url else as_sent(url),  # a Bedrock model id keeps its escapes
                 data=body,
@@ -285,10 +287,19 @@ class HttpTransport:
         return response
 
     def _sent_headers(self, accept: str) -> Mapping[str, str]:
-        """The headers of every request accepting ``accept``, merged once (aiohttp copies them)."""
+        """The headers of every request accepting ``accept``, merged once (aiohttp copies them).
+
+        A ``CIMultiDict``, the type aiohttp turns a dict into on every request.
+        """
         merged = self._merged.get(accept)
         if merged is None:
-            merged = {"Content-Type": "application/json", "Accept": accept, **self._headers}
+            from multidict import CIMultiDict  # aiohttp's own dependency
+
+            merged = CIMultiDict()
+            for key, value in {"Content-Type": "application/json", "Accept": accept}.items():
+                merged[key] = value
+            for key, value in self._headers.items():
+                merged[key] = value  # as aiohttp merges: a later name replaces, whatever its case
             self._merged[accept] = merged
         return merged
 

@@ -90,6 +90,16 @@ class PerLoop(Generic[R]):
         self._factory = factory
         self._by_loop: dict[asyncio.AbstractEventLoop, _Guarded[R]] = {}
 
+    def ready(self) -> R | None:
+        """The running loop's resource when it is open and the only one, else None (``get``).
+
+        The common case without a coroutine to create and await.
+        """
+        current = self._by_loop.get(asyncio.get_running_loop())
+        if current is not None and len(self._by_loop) == 1 and not current.resource.closed:
+            return current.resource
+        return None
+
     async def get(self) -> R:
         """The running loop's resource, made (again, if it was closed) when needed."""
         loop = asyncio.get_running_loop()

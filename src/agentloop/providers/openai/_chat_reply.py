@@ -66,7 +66,37 @@ def decode_arguments(raw: str) -> dict[str, Any]:
 
 
 def _usage(value: object) -> Usage:
-    """Token counts; reasoning tokens are a part of ``completion_tokens`` (capped at it)."""
+    """Token counts; reasoning tokens are a part of ``completion_tokens`` (capped at it).
+
+    The common reply (an object of plain counts, details absent or objects of counts) is read
+    without a call per field; anything else goes through the typed reads, which raise.
+    """
+    if type(value) is dict:
+        prompt, output = value.get("prompt_tokens"), value.get("completion_tokens")
+        details = value.get("prompt_tokens_details")
+        more = value.get("completion_tokens_details")
+        details = _NO_DETAILS if details is None else details
+        more = _NO_DETAILS if more is None else more
+        if type(details) is dict and type(more) is dict:
+            cached, written = details.get("cached_tokens", 0), details.get("cache_write_tokens", 0)
+            thought = more.get("reasoning_tokens", 0)
+            counts = (prompt, output, cached, written, thought)
+            if (
+                type(prompt) is type(output) is type(cached) is type(written) is int
+                and type(thought) is int
+                and 0 <= min(counts)
+                and max(counts) < _MAX_COUNT
+            ):
+                return Usage(prompt, output, cached, written, min(output, thought))
+    return _typed_usage(value)
+
+
+_NO_DETAILS: dict[str, Any] = {}
+_MAX_COUNT = 2**63
+
+
+def _typed_usage(value: object) -> Usage:
+    """``_usage`` field by field through the typed reads (a wrong shape raises ``WireError``)."""
     usage = opt_object(value, "usage")
     details = opt_object(usage.get("prompt_tokens_details"), "usage.prompt_tokens_details")
     output = as_count(usage.get("completion_tokens"), "usage.completion_tokens")
@@ -111,6 +141,18 @@ def _argument_text(value: object, path: str) -> str:
 
 
 def _parse_call(value: object, index: int, cut: bool) -> ToolCallPart:
+    if type(value) is dict:  # the common call, read without a call per field
+        function = value.get("function")
+        if type(function) is dict:
+            name, raw, call_id = function.get("name"), function.get("arguments"), value.get("id")
+            if type(name) is str and name and type(raw) is str:
+                if call_id is None or type(call_id) is str:
+                    return ToolCallPart(call_id or f"call_{index}", name, _arguments(raw, cut))
+    return _typed_call(value, index, cut)
+
+
+def _typed_call(value: object, index: int, cut: bool) -> ToolCallPart:
+    """``_parse_call`` through the typed reads (a wrong shape raises ``WireError``)."""
     path = f"choices[0].message.tool_calls[{index}]"
     call = as_object(value, path)
     function = as_object(call.get("function"), f"{path}.function")
@@ -134,38 +176,60 @@ def _reasoning(value: Mapping[str, Any], path: str) -> str | None:
 
 
 def _parse_message(value: object, finish: str | None, provider: str | None = None) -> Message:
-    message = as_object(value, "choices[0].message")
-    content = opt_str(message.get("content"), "choices[0].message.content")
-    refusal = opt_str(message.get("refusal"), "choices[0].message.refusal")
-    _refuse(refusal, finish, content or "")
+    message = value if type(value) is dict else as_object(value, "choices[0].message")
+    content = message.get("content")
+    if content is not None and type(content) is not str:
+        content = opt_str(content, "choices[0].message.content")
+    refusal = message.get("refusal")
+    if refusal is not None and type(refusal) is not str:
+        refusal = opt_str(refusal, "choices[0].message.refusal")
+    if refusal or finish == _FILTERED:
+        _refuse(refusal, finish, content or "")
     parts: list[Part] = [TextPart(content)] if content else []
-    thought = _reasoning(message, "choices[0].message")
-    if thought is not None:
-        parts.insert(0, ThinkingPart(thought, provider=provider))
-    calls = as_list(message.get("tool_calls"), "choices[0].message.tool_calls")
-    last = len(calls) - 1
-    parts.extend(
-        _parse_call(call, index, finish == _CUT and index == last)
-        for index, call in enumerate(calls)
-    )
+    if message.get("reasoning_content") is not None or message.get("reasoning") is not None:
+        thought = _reasoning(message, "choices[0].message")
+        if thought is not None:
+            parts.insert(0, ThinkingPart(thought, provider=provider))
+    calls = message.get("tool_calls")
+    if calls is not None and type(calls) is not list:
+        calls = as_list(calls, "choices[0].message.tool_calls")
+    if calls:
+        last, cut = len(calls) - 1, finish == _CUT
+        for index, call in enumerate(calls):
+            parts.append(_parse_call(call, index, cut and index == last))
     return Message("assistant", tuple(parts))
 
 
 def _completion(
     data: object, model: str, request_id: str | None, provider: str | None = None
 ) -> ModelResponse:
-    """The typed read of a chat completion body; a wrong shape raises ``WireError``."""
-    body = as_object(data, "body")
-    choices = as_list(body.get("choices"), "choices")
+    """The typed read of a chat completion body; a wrong shape raises ``WireError``.
+
+    Each field is checked inline and read through its typed read only when it is not what a
+    well-formed reply holds (which then raises, or takes it as the read would).
+    """
+    body = data if type(data) is dict else as_object(data, "body")
+    choices = body.get("choices")
+    if type(choices) is not list:
+        choices = as_list(choices, "choices")
     if not choices:
         raise WireError("choices", "expected at least one choice")
-    choice = as_object(choices[0], "choices[0]")
-    finish = opt_str(choice.get("finish_reason"), "choices[0].finish_reason") or None
+    choice = choices[0]
+    if type(choice) is not dict:
+        choice = as_object(choice, "choices[0]")
+    finish = choice.get("finish_reason")
+    if finish is not None and type(finish) is not str:
+        finish = opt_str(finish, "choices[0].finish_reason")
+    finish = finish or None
     message = _parse_message(choice.get("message"), finish, provider)
+    usage = _usage(body.get("usage"))
+    name = body.get("model")
+    if name is not None and type(name) is not str:
+        name = opt_str(name, "model")
     return ModelResponse(
         message=message,
-        usage=_usage(body.get("usage")),
-        model=opt_str(body.get("model"), "model") or model,
+        usage=usage,
+        model=name or model,
         stop_reason=finish,
         request_id=request_id,
     )
@@ -255,50 +319,89 @@ class ChatStreamAccumulator:
             raise self._bad(f"malformed stream chunk ({exc})", data) from exc
 
     def _chunk(self, value: object, data: str) -> list[StreamEvent]:
-        chunk = as_object(value, "stream chunk")
+        chunk = value if type(value) is dict else as_object(value, "stream chunk")
         if chunk.get("error"):
             body = redact_secrets(data, self.secrets)
             raise embedded_error(
                 chunk["error"], body, provider=self.provider, request_id=self.request_id
             )
-        self.model = opt_str(chunk.get("model"), "model") or self.model
+        model = chunk.get("model")
+        if model is not None and type(model) is not str:
+            model = opt_str(model, "model")
+        self.model = model or self.model
         usage = chunk.get("usage")
         if usage is not None and usage != {}:
             self._usage = _usage(usage)
-        return self._choices(as_list(chunk.get("choices"), "choices"))
+        choices = chunk.get("choices")
+        if type(choices) is not list:
+            choices = as_list(choices, "choices")
+        return self._choices(choices) if choices else []
 
     def _choices(self, choices: Iterable[Any]) -> list[StreamEvent]:
+        """The deltas of choice 0; each field checked inline, through its typed read if odd."""
         events: list[StreamEvent] = []
         for value in choices:
-            choice = as_object(value, "choices[]")
-            if as_index(choice.get("index"), "choices[].index"):
+            choice = value if type(value) is dict else as_object(value, "choices[]")
+            index = choice.get("index")
+            if index is not None and (type(index) is not int or index < 0):
+                index = as_index(index, "choices[].index")
+            if index:
                 continue  # only choice 0 (a missing index means 0)
-            finish = opt_str(choice.get("finish_reason"), "choices[].finish_reason")
+            finish = choice.get("finish_reason")
+            if finish is not None and type(finish) is not str:
+                finish = opt_str(finish, "choices[].finish_reason")
             self._finish = finish or self._finish
-            delta = opt_object(choice.get("delta"), "choices[].delta")
-            content = opt_str(delta.get("content"), "choices[].delta.content")
-            refusal = opt_str(delta.get("refusal"), "choices[].delta.refusal")
-            if refusal:
-                self._refusal.append(refusal)  # never a text_delta: a refusal is no answer
-            thought = _reasoning(delta, "choices[].delta")
-            if thought is not None:
-                self._thought.append(thought)
-                events.append(StreamEvent("thinking_delta", text=thought))
-            if content:
-                self._text.append(content)
-                events.append(StreamEvent("text_delta", text=content))
-            for call in as_list(delta.get("tool_calls"), "choices[].delta.tool_calls"):
-                events.append(self._tool_delta(as_object(call, _CALL)))
+            delta = choice.get("delta")
+            if type(delta) is not dict:
+                delta = opt_object(delta, "choices[].delta")
+            self._delta(delta, events)
             if finish:
                 _refuse("".join(self._refusal), finish, "".join(self._text))
         return events
 
+    def _delta(self, delta: Mapping[str, Any], events: list[StreamEvent]) -> None:
+        """Fold one ``delta`` of choice 0, its events added to ``events``."""
+        content, refusal = delta.get("content"), delta.get("refusal")
+        if content is not None and type(content) is not str:
+            content = opt_str(content, "choices[].delta.content")
+        if refusal is not None and type(refusal) is not str:
+            refusal = opt_str(refusal, "choices[].delta.refusal")
+        if refusal:
+            self._refusal.append(refusal)  # never a text_delta: a refusal is no answer
+        if delta.get("reasoning_content") is not None or delta.get("reasoning") is not None:
+            thought = _reasoning(delta, "choices[].delta")
+            if thought is not None:
+                self._thought.append(thought)
+                events.append(StreamEvent("thinking_delta", text=thought))
+        if content:
+            self._text.append(content)
+            events.append(StreamEvent("text_delta", text=content))
+        calls = delta.get("tool_calls")
+        if calls is not None and type(calls) is not list:
+            calls = as_list(calls, "choices[].delta.tool_calls")
+        if calls:
+            for call in calls:
+                read = call if type(call) is dict else as_object(call, _CALL)
+                events.append(self._tool_delta(read))
+
     def _tool_delta(self, call: Mapping[str, Any]) -> StreamEvent:
-        call_id = opt_str(call.get("id"), _CALL_ID) or None
-        function = opt_object(call.get("function"), _CALL_FUNCTION)
-        name = opt_str(function.get("name"), _CALL_NAME)
-        fragment = _argument_text(function.get("arguments"), _CALL_ARGUMENTS)
-        lane = self._lane(as_index(call.get("index"), _CALL_INDEX), call_id)
+        call_id = call.get("id")
+        if call_id is not None and type(call_id) is not str:
+            call_id = opt_str(call_id, _CALL_ID)
+        call_id = call_id or None
+        function = call.get("function")
+        if type(function) is not dict:
+            function = opt_object(function, _CALL_FUNCTION)
+        name = function.get("name")
+        if name is not None and type(name) is not str:
+            name = opt_str(name, _CALL_NAME)
+        fragment = function.get("arguments")
+        if type(fragment) is not str:
+            fragment = _argument_text(fragment, _CALL_ARGUMENTS)
+        index = call.get("index")
+        if index is not None and (type(index) is not int or index < 0):
+            index = as_index(index, _CALL_INDEX)
+        lane = self._lane(index, call_id)
         state = self._calls[lane]
         state.id = state.id or call_id or ""
         state.name = state.name or name or ""

@@ -100,6 +100,7 @@ from agentloop.providers.openai._chat_request import (
     encode_body,
     encode_request,
     encode_tools,
+    head_json,
     options_json,
     prompt_cache_key,
 )
@@ -178,6 +179,7 @@ class OpenAIClient(HttpClient):
         self._media = None if media is None else media_override(media)
         self._tools: tuple[Sequence[ToolSpec], bool, str] | None = None
         self._options: tuple[ModelSettings, OutputSpec | None, tuple[Any, ...], str] | None = None
+        self._head: tuple[str, str | None, str] | None = None
         self._configure_bearer(
             model,
             provider or self.default_provider,
@@ -232,8 +234,18 @@ class OpenAIClient(HttpClient):
             strict=strict,
             media=profile.media if self._media is None else self._media,
             options=self._options_json(request, stream, max_field, strict),
+            head=self._head_json(request.model or self._model, request.system),
         )
         return body, strict
+
+    def _head_json(self, name: str, system: str | None) -> str:
+        """``head_json``, encoded again only when the model or the system prompt change."""
+        cached = self._head
+        if cached is not None and cached[0] == name and cached[1] == system:
+            return cached[2]  # one run's system prompt: the same string every turn
+        text = head_json(name, system)
+        self._head = (name, system, text)
+        return text
 
     def _options_json(
         self, request: ModelRequest, stream: bool, max_field: str, strict: bool
