@@ -25,7 +25,7 @@ from agentloop.errors import ConfigurationError, InvalidInput, MemoryBackendErro
 from agentloop.messages import Message, ToolChangePart, UserInput
 from agentloop.model import ModelClient, is_append_only
 from agentloop.observers import EventBus
-from agentloop.run import OutputT, Run, Turn
+from agentloop.run import OutputT, Run, Turn, started_run
 from agentloop.tokens import MEDIA_PROVIDER
 
 if TYPE_CHECKING:  # the store loads only for a session given one
@@ -181,9 +181,7 @@ class Conversation(Generic[OutputT]):
             input = tuple(input)  # the run keeps what was given
         self._check_idle()
         clock = self.agent.clock
-        run: Run[Any] = Run(
-            id=clock.new_id(), input=input, started_at=clock.time(), session_id=self.id
-        )
+        run = started_run(clock.new_id(), input, clock.time(), self.id)
         self._runs.append(run)
         if (sink := RUN_SINK.get()) is not None:  # agentloop.evals: the runs of a case
             sink.append(run)
