@@ -82,7 +82,7 @@ class Conversation(Generic[OutputT]):
             clock=agent.clock,
         )
         self._journal: Journal | None = None
-        self._drop_block = any(r.thinking_prefix_mismatch for r in self._runs)
+        self._drop_block = bool(runs) and any(r.thinking_prefix_mismatch for r in self._runs)
         """A run asked for ``thinking_prefix_mismatch="drop_block"``: every later run sends it
         (a resumed session knows it from its stored runs)."""
         self._measured: Measured | None = None
