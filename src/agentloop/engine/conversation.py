@@ -28,8 +28,10 @@ from agentloop.observers import EventBus
 from agentloop.run import OutputT, Run, Turn, started_run
 from agentloop.tokens import MEDIA_PROVIDER
 
-if TYPE_CHECKING:  # the store loads only for a session given one
+if TYPE_CHECKING:  # the store loads only for a session given one, a run's rooms with a run
+    from agentloop.engine.compaction import ContextGuard
     from agentloop.engine.journal import Journal
+    from agentloop.engine.turn import ClientEventBridge
     from agentloop.store._session import SessionRecorder
 
 if TYPE_CHECKING:
@@ -175,14 +177,16 @@ class Conversation(Generic[OutputT]):
         ``stream``: ask the provider for streamed replies (``stream()`` does); ``options``:
         this run's model settings and budget instead of the config's.
         """
-        toolsets = self._own_toolsets(options)
+        toolsets = None if options is None else self._own_toolsets(options)
         message = Message.from_input(input)  # InvalidInput says what fits
         if not isinstance(input, str):
             input = tuple(input)  # the run keeps what was given
-        self._check_idle()
+        runs = self._runs
+        if self._active is not None or (runs and (runs[-1].waiting or runs[-1].pending)):
+            self._check_idle()  # says why the session cannot start a run
         clock = self.agent.clock
         run = started_run(clock.new_id(), input, clock.time(), self.id)
-        self._runs.append(run)
+        runs.append(run)
         if (sink := RUN_SINK.get()) is not None:  # agentloop.evals: the runs of a case
             sink.append(run)
         history = self._history
@@ -201,7 +205,8 @@ class Conversation(Generic[OutputT]):
             if options.model_settings is not None:
                 state.settings = options.model_settings
             state.budget = options.usage_limits
-        self._keep_drop_block(state)
+        if self._drop_block or state.settings.thinking_prefix_mismatch:
+            self._keep_drop_block(state)
         if listener is not None:
             state.listener = listener
             self._bus.attach(listener)
@@ -256,10 +261,8 @@ class Conversation(Generic[OutputT]):
         """SPEC 28's ``drop_block``: on from the run that asks for it, for every later run."""
         if state.settings.thinking_prefix_mismatch:
             self._drop_block = True
-        elif self._drop_block:
-            state.settings = replace(state.settings, thinking_prefix_mismatch="drop_block")
         else:
-            return
+            state.settings = replace(state.settings, thinking_prefix_mismatch="drop_block")
         state.run.thinking_prefix_mismatch = state.settings.thinking_prefix_mismatch
 
     def _batched(self, state: RunState) -> None:
@@ -307,10 +310,10 @@ class Conversation(Generic[OutputT]):
             client = swap.client or client
             registry = swap.registry
         system = agent._system()
-        MEDIA_PROVIDER.set(client.provider)  # media cost by its formula (the run's task's too)
-        from agentloop.engine.compaction import ContextGuard  # a run's rooms load with a run
-        from agentloop.engine.turn import ClientEventBridge
-
+        provider = client.provider
+        if MEDIA_PROVIDER.get() != provider:  # a set makes a new context mapping: only if new
+            MEDIA_PROVIDER.set(provider)  # media cost by its formula (the run's task's too)
+        ContextGuard, ClientEventBridge = _rooms or _load_rooms()
         guard = ContextGuard(agent.config, system=system, observers=self._bus, hooks=agent._hooks)
         state = RunState(
             run=run,
@@ -338,6 +341,19 @@ class Conversation(Generic[OutputT]):
         self._bus.run = run
         self._bus.agent = None  # every run starts with the session's own agent
         return state
+
+
+_rooms: tuple[type[ContextGuard], type[ClientEventBridge]] | None = None
+"""The run's rooms (``ContextGuard``, ``ClientEventBridge``), loaded with the first run."""
+
+
+def _load_rooms() -> tuple[type[ContextGuard], type[ClientEventBridge]]:
+    """Import the run's rooms once (an import statement per run costs a lookup chain)."""
+    global _rooms
+    from agentloop.engine import compaction, turn
+
+    _rooms = (compaction.ContextGuard, turn.ClientEventBridge)
+    return _rooms
 
 
 def _appends_only(agent: Any, client: ModelClient, transcript: Sequence[Message]) -> bool:
