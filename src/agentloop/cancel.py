@@ -16,15 +16,18 @@ from agentloop.errors import Cancelled
 
 __all__ = ["CancelToken"]
 
+_LOCK = threading.Lock()
+"""What every token's flag and watchers change under: each holds it for a few instructions,
+and a lock per token was one more object per session for the collector to scan."""
+
 
 class CancelToken:
     """A one-shot cancel signal; ``reset()`` re-arms it."""
 
-    __slots__ = ("_fired", "_lock", "_watchers")
+    __slots__ = ("_fired", "_watchers")
 
     def __init__(self) -> None:
         self._fired = False
-        self._lock = threading.Lock()
         self._watchers: dict[int, tuple[asyncio.AbstractEventLoop, Callable[[], None]]] = {}
 
     @property
@@ -38,7 +41,7 @@ class CancelToken:
 
     def cancel(self) -> None:
         """Fire the signal (idempotent); wakes every run watching this token."""
-        with self._lock:
+        with _LOCK:
             if self._fired:
                 return
             self._fired = True
@@ -49,7 +52,7 @@ class CancelToken:
 
     def reset(self) -> None:
         """Re-arm the signal so the next run is not cancelled."""
-        with self._lock:
+        with _LOCK:
             self._fired = False
 
     def raise_if_cancelled(self) -> None:
@@ -60,14 +63,14 @@ class CancelToken:
     def watch(self, callback: Callable[[], None]) -> int:
         """Call ``callback`` on the running loop when the signal fires; returns a handle."""
         loop = asyncio.get_running_loop()
-        with self._lock:
+        with _LOCK:
             handle = id(callback)
             self._watchers[handle] = (loop, callback)
         return handle
 
     def unwatch(self, handle: int) -> None:
         """Stop calling a callback registered with ``watch``."""
-        with self._lock:
+        with _LOCK:
             self._watchers.pop(handle, None)
             if not self._watchers:  # an emptied dict keeps its table: an idle session's 160 B
                 self._watchers = {}

@@ -168,7 +168,7 @@ class EventBus:
         self.agent: str | None = None
         """The active agent's handoff name while a run handed off (SPEC 26): stamped on events."""
         self._observers = tuple((o, _legacy_handlers(o)) for o in observers if _listens(o))
-        self._listeners: list[Callable[[Event], None]] = []
+        self._listeners: tuple[Callable[[Event], None], ...] = ()  # a list: one object more
         self.run: Run[Any] | None = None
         self.turn = 0
         self.active = bool(self._observers)
@@ -183,12 +183,14 @@ class EventBus:
 
     def attach(self, listener: Callable[[Event], None]) -> None:
         """Deliver every event to ``listener`` too (until ``detach``)."""
-        self._listeners.append(listener)
+        self._listeners = (*self._listeners, listener)
         self.active = True
 
     def detach(self, listener: Callable[[Event], None]) -> None:
         """Stop delivering to ``listener``."""
-        self._listeners.remove(listener)
+        listeners = list(self._listeners)
+        listeners.remove(listener)
+        self._listeners = tuple(listeners)
         self.active = bool(self._observers or self._listeners)
 
     def emit(self, event: Event) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import field
-from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeAlias
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias
 
 import pydantic_core
 from typing_extensions import TypeVar
@@ -48,6 +48,9 @@ __all__ = [
     "error_to_dict",
     "message_from_dict",
 ]
+
+_NO_USAGE = Usage()
+"""The usage of a turn or run that reported none (frozen: one shared by all)."""
 
 OutputT = TypeVar("OutputT", default=str | None)
 """The type of ``Run.output``: the agent's ``output_type``, or ``str | None`` without one."""
@@ -105,7 +108,7 @@ class Turn:
     model: str
     tool_calls: list[ToolCallPart] = field(default_factory=list)
     tool_results: list[ToolResultPart] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = _NO_USAGE
     stop_reason: str | None = None
     text: str = ""
     thinking: str = ""
@@ -171,7 +174,7 @@ class Run(Generic[OutputT]):
     stop_reason: AgentLoopError | None = None
     turns: list[Turn] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = _NO_USAGE
     unfinished_input: RunInput | None = None
     started_at: float | None = None
     ended_at: float | None = None
@@ -205,8 +208,17 @@ class Run(Generic[OutputT]):
 
     if not TYPE_CHECKING:  # for mypy a misspelt attribute stays an error it reports
 
-        def __getattr__(self, name: str) -> NoReturn:
-            """A peer library's word for a result's field names ours (SPEC 21)."""
+        def __getattr__(self, name: str) -> Any:
+            """A started run's list made at its first read; a peer library's word names ours.
+
+            A run the engine starts (``started_run``) leaves ``_LATE`` unset: most runs never
+            read them before their end replaces them, and an empty list less is one object less
+            for the collector per run in flight. A peer's word is SPEC 21's hint.
+            """
+            if name in _LATE:
+                made: list[Any] = []
+                object.__setattr__(self, name, made)
+                return made
             public = [n for n in dir(type(self)) if not n.startswith("_")]
             raise no_attribute(self, name, public, RUN_WORDS)
 
@@ -324,6 +336,37 @@ class Run(Generic[OutputT]):
         return self.to_dict() == other.to_dict()
 
     __hash__ = None  # type: ignore[assignment]
+
+
+_LATE = frozenset({"messages", "conversation", "decisions", "loaded_tools", "skills_read"})
+"""The lists of a started run made at their first read (``Run.__getattr__``)."""
+
+
+def started_run(run_id: str, input: RunInput, started_at: float, session_id: str) -> Run[Any]:
+    """The record of a run starting now, as ``Run(...)`` builds it, its ``_LATE`` lists unset.
+
+    Every other field is set here, one statement each (a loop over the fields costs more than
+    the lists it saves); ``tests/test_run_started.py`` checks that no field is forgotten.
+    """
+    run: Run[Any] = object.__new__(Run)
+    run.id = run_id
+    run.input = input
+    run.output = None
+    run.stop_reason = None
+    run.turns = []
+    run.usage = _NO_USAGE
+    run.unfinished_input = None
+    run.started_at = started_at
+    run.ended_at = None
+    run.session_id = session_id
+    run.pending = ()
+    run.parent = None
+    run.paused_turn = None
+    run.memory = None
+    run.last_agent = None
+    run.thinking_prefix_mismatch = None
+    run.waiting = None
+    return run
 
 
 RunInput: TypeAlias = "str | tuple[str | MediaPart, ...]"

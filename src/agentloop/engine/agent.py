@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Unpack, cast, overload
 
@@ -27,6 +26,7 @@ from agentloop.engine.agent_options import AgentOptions
 from agentloop.engine.definition import Definition
 from agentloop.engine.habits import Habits
 from agentloop.engine.instructions import Instructions, checked_system
+from agentloop.engine.live import LiveSessions
 from agentloop.engine.provider_tools import agent_provider_tools, split_tools
 from agentloop.engine.toolsets import Toolsets
 from agentloop.errors import ConfigurationError, InvalidInput, MemoryBackendError
@@ -165,7 +165,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         _setup.batch_checked(self)  # SPEC 25: a batch agent's client, stream and handoffs
         self._runner = self._closer = self._sync_thread = None
         # the live sessions by id, made on the first agent.session() (else no map at all)
-        self._sessions: weakref.WeakValueDictionary[str, Session[OutputT]] | None = None
+        self._sessions: LiveSessions[Session[OutputT]] | None = None
         self._default_id = _setup.checked_session_id(session_id, new=clock.new_id)
         self._default_session: Session[OutputT] | None = None
         if store is not None or history is not None:  # checked (and recorded) at construction
@@ -184,8 +184,8 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
 
     def _adopt(self, session: Session[OutputT]) -> Session[OutputT]:
         if self._sessions is None:
-            self._sessions = weakref.WeakValueDictionary()
-        self._sessions[session.id] = session
+            self._sessions = LiveSessions()
+        self._sessions.add(session.id, session)
         return session
 
     def _live(self, session_id: str) -> Session[OutputT] | None:

@@ -25,11 +25,13 @@ from agentloop.errors import ConfigurationError, InvalidInput, MemoryBackendErro
 from agentloop.messages import Message, ToolChangePart, UserInput
 from agentloop.model import ModelClient, is_append_only
 from agentloop.observers import EventBus
-from agentloop.run import OutputT, Run, Turn
+from agentloop.run import OutputT, Run, Turn, started_run
 from agentloop.tokens import MEDIA_PROVIDER
 
-if TYPE_CHECKING:  # the store loads only for a session given one
+if TYPE_CHECKING:  # the store loads only for a session given one, a run's rooms with a run
+    from agentloop.engine.compaction import ContextGuard
     from agentloop.engine.journal import Journal
+    from agentloop.engine.turn import ClientEventBridge
     from agentloop.store._session import SessionRecorder
 
 if TYPE_CHECKING:
@@ -82,7 +84,7 @@ class Conversation(Generic[OutputT]):
             clock=agent.clock,
         )
         self._journal: Journal | None = None
-        self._drop_block = any(r.thinking_prefix_mismatch for r in self._runs)
+        self._drop_block = bool(runs) and any(r.thinking_prefix_mismatch for r in self._runs)
         """A run asked for ``thinking_prefix_mismatch="drop_block"``: every later run sends it
         (a resumed session knows it from its stored runs)."""
         self._measured: Measured | None = None
@@ -160,6 +162,23 @@ class Conversation(Generic[OutputT]):
 
             take_over(self, state)
 
+    def _ready(self) -> list[Run[OutputT]]:
+        """The runs, once the session may start one (else ``InvalidInput`` says why).
+
+        A session another process (or agent) ran since this one's last commit is reloaded
+        from its store first (``agentloop.engine.resume.refreshed``).
+        """
+        runs = self._runs
+        if self._active is not None or (runs and (runs[-1].waiting or runs[-1].pending)):
+            self._check_idle()  # says why the session cannot start a run
+        if self._recorder is not None and not self._recorder.fresh():
+            from agentloop.engine.resume import refreshed  # another process ran it since
+
+            refreshed(self)
+            self._check_idle()  # it may have left the session paused or waiting
+            runs = self._runs
+        return runs
+
     def _begin(
         self,
         input: UserInput,
@@ -175,20 +194,14 @@ class Conversation(Generic[OutputT]):
         ``stream``: ask the provider for streamed replies (``stream()`` does); ``options``:
         this run's model settings and budget instead of the config's.
         """
-        toolsets = self._own_toolsets(options)
+        toolsets = None if options is None else self._own_toolsets(options)
         message = Message.from_input(input)  # InvalidInput says what fits
         if not isinstance(input, str):
             input = tuple(input)  # the run keeps what was given
-        self._check_idle()
-        if self._recorder is not None and not self._recorder.fresh():
-            from agentloop.engine.resume import refreshed  # another process ran it since
-
-            refreshed(self)
+        runs = self._ready()
         clock = self.agent.clock
-        run: Run[Any] = Run(
-            id=clock.new_id(), input=input, started_at=clock.time(), session_id=self.id
-        )
-        self._runs.append(run)
+        run = started_run(clock.new_id(), input, clock.time(), self.id)
+        runs.append(run)
         if (sink := RUN_SINK.get()) is not None:  # agentloop.evals: the runs of a case
             sink.append(run)
         history = self._history
@@ -207,7 +220,8 @@ class Conversation(Generic[OutputT]):
             if options.model_settings is not None:
                 state.settings = options.model_settings
             state.budget = options.usage_limits
-        self._keep_drop_block(state)
+        if self._drop_block or state.settings.thinking_prefix_mismatch:
+            self._keep_drop_block(state)
         if listener is not None:
             state.listener = listener
             self._bus.attach(listener)
@@ -262,10 +276,8 @@ class Conversation(Generic[OutputT]):
         """SPEC 28's ``drop_block``: on from the run that asks for it, for every later run."""
         if state.settings.thinking_prefix_mismatch:
             self._drop_block = True
-        elif self._drop_block:
-            state.settings = replace(state.settings, thinking_prefix_mismatch="drop_block")
         else:
-            return
+            state.settings = replace(state.settings, thinking_prefix_mismatch="drop_block")
         state.run.thinking_prefix_mismatch = state.settings.thinking_prefix_mismatch
 
     def _batched(self, state: RunState) -> None:
@@ -313,10 +325,10 @@ class Conversation(Generic[OutputT]):
             client = swap.client or client
             registry = swap.registry
         system = agent._system()
-        MEDIA_PROVIDER.set(client.provider)  # media cost by its formula (the run's task's too)
-        from agentloop.engine.compaction import ContextGuard  # a run's rooms load with a run
-        from agentloop.engine.turn import ClientEventBridge
-
+        provider = client.provider
+        if MEDIA_PROVIDER.get() != provider:  # a set makes a new context mapping: only if new
+            MEDIA_PROVIDER.set(provider)  # media cost by its formula (the run's task's too)
+        ContextGuard, ClientEventBridge = _rooms or _load_rooms()
         guard = ContextGuard(agent.config, system=system, observers=self._bus, hooks=agent._hooks)
         state = RunState(
             run=run,
@@ -344,6 +356,19 @@ class Conversation(Generic[OutputT]):
         self._bus.run = run
         self._bus.agent = None  # every run starts with the session's own agent
         return state
+
+
+_rooms: tuple[type[ContextGuard], type[ClientEventBridge]] | None = None
+"""The run's rooms (``ContextGuard``, ``ClientEventBridge``), loaded with the first run."""
+
+
+def _load_rooms() -> tuple[type[ContextGuard], type[ClientEventBridge]]:
+    """Import the run's rooms once (an import statement per run costs a lookup chain)."""
+    global _rooms
+    from agentloop.engine import compaction, turn
+
+    _rooms = (compaction.ContextGuard, turn.ClientEventBridge)
+    return _rooms
 
 
 def _appends_only(agent: Any, client: ModelClient, transcript: Sequence[Message]) -> bool:

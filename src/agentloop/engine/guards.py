@@ -14,7 +14,8 @@ commit point and ``restore()`` puts it back on ``Agent.resume`` and ``continue_r
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from agentloop._util.lazy import lazy_module
@@ -87,7 +88,7 @@ class SafetyState:
         self.breakers = (
             ToolBreakers(config.tool_breaker, clock.monotonic) if breakers is None else breakers
         )
-        self.limits = Limits(config, bus, clock.monotonic)
+        self.limits = Limits(config, bus, _monotonic(clock))
         self.detection_on = True
 
     def snapshot(self, client: object = None) -> dict[str, Any]:
@@ -222,6 +223,14 @@ class SafetyState:
                 self.loops.end_run()
             except Exception as exc:
                 self._poisoned("the loop detector", exc)
+
+
+def _monotonic(clock: Clock) -> Callable[[], float]:
+    """``clock.monotonic``: the system's function itself for the system's clock.
+
+    The same readings, without a bound method made (and scanned by the collector) per session.
+    """
+    return time.monotonic if type(clock).monotonic is Clock.monotonic else clock.monotonic
 
 
 def _note(run: Run, warning: str) -> None:

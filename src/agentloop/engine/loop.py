@@ -101,8 +101,7 @@ class RunLoop:
         """
         state = self.state
         self.task = asyncio.current_task()
-        on_cancel = self._on_cancel
-        self.watches = tuple([t.watch(on_cancel) for t in state.tokens])
+        self.watches = state.watch(self._on_cancel)
         try:
             await self._start()
             await self._each_turn()  # awaited here: one coroutine frame fewer per wake-up

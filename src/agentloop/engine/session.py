@@ -24,6 +24,7 @@ from agentloop.run import OutputT, Run
 from agentloop.safety.budget import Budget
 
 if TYPE_CHECKING:  # the run's own rooms load with the first run, not with the import
+    from agentloop.engine.loop import RunLoop
     from agentloop.engine.stream import RunStream
     from agentloop.events import Event
     from agentloop.toolsets import AbstractToolset
@@ -236,6 +237,16 @@ class Session(Conversation[OutputT]):
 
     def _drive(self, state: RunState) -> Coroutine[Any, Any, Run[OutputT]]:
         """The run's steps over ``state``, to await (no coroutine frame of its own)."""
-        from agentloop.engine.loop import RunLoop  # cached after the first run: a dict lookup
+        return (_RunLoop or _load_loop())(self, state).drive()
 
-        return RunLoop(self, state).drive()
+
+_RunLoop: type[RunLoop] | None = None
+"""``agentloop.engine.loop.RunLoop``, imported with the first run (not with the session)."""
+
+
+def _load_loop() -> type[RunLoop]:
+    global _RunLoop
+    from agentloop.engine.loop import RunLoop as loop
+
+    _RunLoop = loop
+    return loop

@@ -294,10 +294,22 @@ def new_session(
     new: bool = False,
 ) -> Session[Any]:
     """A session of ``agent``, recorded on ``store`` (``new``: an id it must not hold yet)."""
-    from agentloop.engine.session import Session
+    found = None if store is None else recorder(store, session_id, existing_ok=not new)
+    history = [] if history is None else checked_history(history)
+    return (_Session or _load_session())(agent, session_id, recorder=found, history=history)
 
-    found = recorder(store, session_id, existing_ok=not new)
-    return Session(agent, session_id, recorder=found, history=checked_history(history))
+
+_Session: type[Session[Any]] | None = None
+"""``agentloop.engine.session.Session``, imported with the first session (an import statement
+per ``agent.session()`` cost about as much as the session's event bus)."""
+
+
+def _load_session() -> type[Session[Any]]:
+    global _Session
+    from agentloop.engine.session import Session as session
+
+    _Session = session
+    return session
 
 
 def with_memory(agent: Definition[Any], memory: object) -> None:

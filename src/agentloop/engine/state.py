@@ -243,6 +243,16 @@ class RunState:
         """Whether any watched token fired."""
         return any(t.cancelled for t in self.tokens)
 
+    def watch(self, callback: Callable[[], None]) -> tuple[int, ...]:
+        """Watch every token with ``callback``; the handles, in order (for ``unwatch``).
+
+        A loop, not a comprehension: the caller's frame keeps no cell for ``callback``.
+        """
+        handles = []
+        for token in self.tokens:
+            handles.append(token.watch(callback))
+        return tuple(handles)
+
     def check_cancel(self) -> None:
         """A cancellation checkpoint."""
         for token in self.tokens:
