@@ -172,7 +172,7 @@ class Conversation(Generic[OutputT]):
         if self._active is not None or (runs and (runs[-1].waiting or runs[-1].pending)):
             self._check_idle()  # says why the session cannot start a run
         if self._recorder is not None and not self._recorder.fresh():
-            from agentloop.engine.resume import refreshed  # another process ran it since
+            from agentloop.engine.refresh import refreshed  # another process ran it since
 
             refreshed(self)
             self._check_idle()  # it may have left the session paused or waiting

@@ -1,73 +1,26 @@
-"""Picking a stored session back up: its safety state, and the run a crash cut off.
+"""Picking a stored session back up: the run a crash cut off.
 
-``restore_safety`` puts back what ``SafetyState.snapshot`` stored at the last commit point
-(``Agent.resume`` and ``continue_run``). ``reopen`` rebuilds the state of the run its process
-never finalized, from its last completed turn, with the session's lease taken: the engine then
-drives it like any run, the journal answering for what already happened
+``restore_safety`` (``agentloop.engine.refresh``) puts back what ``SafetyState.snapshot`` stored
+at the last commit point (``Agent.resume`` and ``continue_run``). ``reopen`` rebuilds the state
+of the run its process never finalized, from its last completed turn, with the session's lease
+taken: the engine then drives it like any run, the journal answering for what already happened
 (``agentloop.engine.journal``).
 """
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from agentloop.cancel import CancelToken
 from agentloop.engine.conversation import Conversation
 from agentloop.engine.journal import Journal
+from agentloop.engine.refresh import restore_safety
 from agentloop.engine.state import RunState
-from agentloop.errors import InvalidInput, MemoryBackendError
+from agentloop.errors import InvalidInput
 from agentloop.messages import Message
-from agentloop.run import Run
-from agentloop.store import Store
-from agentloop.store._session import SessionRecorder, continuable, load_safety, restore
+from agentloop.store._session import SessionRecorder, continuable, restore
 
-__all__ = ["refreshed", "reopen", "restore_safety"]
-
-
-def refreshed(session: Conversation[Any]) -> None:
-    """Reload ``session`` from its store: another process (or agent) ran it since.
-
-    A web app's workers share the store and each keeps its live ``Session``: the run about to
-    start must send, and its end append to, what the store holds, not the cached history. The
-    history, the runs and the session's own safety state come back as ``agent.session(id)``
-    restores them (the agent's shared breakers and model health stay as they are).
-    """
-    recorder = session._recorder
-    assert recorder is not None
-    history, runs = restore(recorder.store, session.id, owner=recorder.owner)
-    session._history, session._runs = history, cast(Any, runs)
-    session._measured = None
-    session._drop_block = any(r.thinking_prefix_mismatch for r in runs)
-    recorder.reloaded(len(history))
-    restore_safety(session, recorder.store, continuing=None, shared=False)
-
-
-def restore_safety(
-    session: Conversation[Any],
-    store: Store,
-    *,
-    continuing: Run[Any] | None,
-    shared: bool = True,
-) -> None:
-    """Put back the stored safety state; a resumed session drops unfired stop patterns.
-
-    ``shared=False`` (a session restored on a live agent) leaves the agent's tool breakers and
-    model health as its other sessions made them.
-    """
-    data = load_safety(store, session.id)
-    if data is None:
-        return
-    try:
-        session.safety.restore(data, session.agent.client, continuing=continuing, shared=shared)
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise MemoryBackendError(
-            f"session {session.id!r}: the stored safety state is unreadable: "
-            f"{type(exc).__name__}: {exc}"
-        ) from exc
-    if data.get("drop_block") is True:  # SPEC 28's escape hatch, stored with the session
-        session._drop_block = True
-    if continuing is None:
-        session.safety.end_run()
+__all__ = ["reopen", "restore_safety"]
 
 
 def reopen(session: Conversation[Any], deps: Any, cancels: tuple[CancelToken, ...]) -> RunState:

@@ -353,7 +353,7 @@ def restored(agent: Any, session_id: str, store: Store, *, shared: bool) -> Sess
     session: Session[Any] = Session(
         agent, session_id, recorder=found, history=history, runs=cast(Any, runs)
     )
-    from agentloop.engine.resume import restore_safety
+    from agentloop.engine.refresh import restore_safety
 
     restore_safety(session, store, continuing=None, shared=shared)
     return session
