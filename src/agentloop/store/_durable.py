@@ -18,20 +18,27 @@ from agentloop.store._rows import json_column, messages_json, text_column, to_js
 from agentloop.store._transaction import Transaction
 from agentloop.store._writes import release_lease, write_history
 
-__all__ = ["DurableSQL", "claim_lease"]
+__all__ = ["DurableSQL", "claim_lease", "read_lease"]
+
+
+def read_lease(tx: Transaction, session_id: str) -> tuple[str, float] | None:
+    """Who holds the session's lease and until when; None when nobody does."""
+    rows = tx.rows(
+        "SELECT lease_owner, lease_until FROM agentloop_sessions WHERE session_id = ?",
+        (session_id,),
+    )
+    if not rows or rows[0][0] is None:
+        return None
+    return str(rows[0][0]), float(rows[0][1])
 
 
 def claim_lease(
     tx: Transaction, session_id: str, owner: str, until: float, *, now: float, replace: str | None
 ) -> str | None:
     """``DurableSQL.claim`` inside the caller's transaction."""
-    rows = tx.rows(
-        "SELECT lease_owner, lease_until FROM agentloop_sessions WHERE session_id = ?",
-        (session_id,),
-    )
-    holder = rows[0][0] if rows else None
-    if holder is not None and holder not in (owner, replace) and rows[0][1] > now:
-        return str(holder)
+    held = read_lease(tx, session_id)
+    if held is not None and held[0] not in (owner, replace) and held[1] > now:
+        return held[0]
     tx.run(
         "INSERT INTO agentloop_sessions (session_id, lease_owner, lease_until) "
         "VALUES (?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "

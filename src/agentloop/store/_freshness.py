@@ -53,11 +53,7 @@ def lease(store: Any, session_id: str) -> tuple[str, float] | None:
 
     if not isinstance(store, SQLStore):
         return None
+    from agentloop.store._durable import read_lease
+
     with store._open(f"checking session {session_id}", write=False) as tx:
-        rows = tx.rows(
-            "SELECT lease_owner, lease_until FROM agentloop_sessions WHERE session_id = ?",
-            (session_id,),
-        )
-    if not rows or rows[0][0] is None:
-        return None
-    return str(rows[0][0]), float(rows[0][1])
+        return read_lease(tx, session_id)
