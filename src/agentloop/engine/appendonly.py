@@ -78,7 +78,9 @@ class AppendOnly:
     this object, so this module imports neither (no import circle).
     """
 
-    __slots__ = ("base_text", "base_tools", "compact_at", "recall", "sub", "text", "tools")
+    __slots__ = (
+        "base_text", "base_tools", "compact_at", "opening", "recall", "sub", "text", "tools"
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self.compact_at: int | None = None
@@ -88,9 +90,12 @@ class AppendOnly:
         self.text: str | None = None
         self.tools: tuple[ToolSpec, ...] = ()
         self.recall: str | None = None
+        """This run's memory recall block (SPEC 27), joined to the instructions after the base."""
         self.sub: tuple[str | None, Sequence[ToolSpec]] | None = None
         """A continued run's filtered handoff (SPEC 26): its conversation's base text and tools."""
-        """This run's memory recall block (SPEC 27), joined to the instructions after the base."""
+        self.opening = False
+        """A filtered handoff opened a conversation whose first request has not been built yet:
+        its base takes the tools that request offers (``record``)."""
 
     def open(self, session: Any, state: Any) -> None:
         """Continue the conversation the history opens with, or open a new one (run start).
@@ -125,13 +130,23 @@ class AppendOnly:
         self._read(state.transcript)
         state.guard.start(state.transcript, ())
 
-    def rebase(self, text: str | None, tools: Sequence[ToolSpec]) -> None:
+    def rebase(self, text: str | None, tools: Sequence[ToolSpec], *, opening: bool = False) -> None:
         """A new conversation from here (a filtered handoff, SPEC 26): ``text``/``tools`` its base.
 
         Its requests send them as ``system``/``tools``; later changes are entries against them.
+        ``opening``: ``tools`` are what the receiver's registry holds at the handoff; its first
+        request's offer (its toolsets' tools, picked per call, SPEC 22) replaces them in the
+        base, since tools known when a conversation starts belong to its base (``record``).
         """
         self.base_text = self.text = text
         self.base_tools = self.tools = tuple(tools)
+        self.opening = opening
+
+    def measure(self, state: Any) -> None:
+        """The run's context guard measures what is sent anew, over this conversation's base."""
+        system, specs = self.base_text, self.base_tools
+        base = base_message(system, specs)  # checked first, so the view's entries are entries
+        state.guard.restart(state.sent(), system, specs, (base,))
 
     def attach(self, state: Any, config: Any) -> None:
         """Set the run's context guard up for this conversation (when the run's state is made).
@@ -175,7 +190,15 @@ class AppendOnly:
         self.text, self.tools = text, apply_changes((), changes)
 
     def record(self, state: Any) -> None:
-        """The per-call step: append what changed since the last call as system entries."""
+        """The per-call step: append what changed since the last call as system entries.
+
+        The first request of a conversation a filtered handoff opened builds its base's tools
+        from what it offers (not an entry): only later changes are appended.
+        """
+        if self.opening:
+            self.opening = False
+            self.base_tools = self.tools = tuple(state.offer.specs)
+            self.measure(state)
         for entry in self.changes(state.system, state.offer.specs):
             state.append(entry)
 

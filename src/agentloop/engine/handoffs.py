@@ -29,6 +29,7 @@ from agentloop.engine.views import View, measure, restored, stored
 from agentloop.errors import ConfigurationError, HandoffLimitExceeded, ToolError
 from agentloop.handoffs import Handoff, handoff_name
 from agentloop.messages import Message, ThinkingPart
+from agentloop.model import ToolSpec
 from agentloop.run import RunContext
 from agentloop.tools import Tool, ToolContext
 from agentloop.transcript import validate_transcript
@@ -143,8 +144,8 @@ class HandoffTool(Tool):
             going = state.handoff.handoff.name
             raise ToolError(f"handoff refused: already transferring to '{going}'")
         shown = None
-        if handoff.input_filter is not None:
-            shown = _filtered(handoff, state.transcript[:-1])
+        if handoff.input_filter is not None:  # over what this agent saw (a view's, if filtered)
+            shown = _filtered(handoff, state.sent()[:-1])
         receiver = handoff.agent
         if receiver._toolsets.toolsets:  # its tool sources (MCP servers), listed before it rules
             await receiver._toolsets.refresh(starting=True)
@@ -198,9 +199,9 @@ def take_over(session: Any, state: RunState) -> None:
         shown = transfer.shown
         if state.appendonly is not None:  # a new conversation (SPEC 26, 28): the receiver's base
             shown = [m for m in shown if m.role != "system"]
-            state.appendonly.rebase(own, state.offer.specs)
-        at = len(state.transcript)
-        state.shown = View(shown, at, at)
+            state.appendonly.rebase(own, state.offer.specs, opening=True)  # tools: first call's
+        at, before = len(state.transcript), state.shown
+        state.shown = View(shown, at, at, at if before is None else before.first)
         measure(state)  # the view is what is sent: the guard measures it (engine.views)
     bus = session._bus
     bus.agent = handoff.name
@@ -297,6 +298,7 @@ def paused_view(state: RunState) -> dict[str, Any]:
         kept.update(stored(view))
         if state.appendonly is not None:  # the receiver's own conversation (SPEC 28)
             kept["shown_base"] = state.appendonly.base_text
+            kept["shown_tools"] = [spec.to_dict() for spec in state.appendonly.base_tools]
     return kept
 
 
@@ -313,7 +315,9 @@ def resume_in(session: Any, state: RunState, paused: Mapping[str, Any]) -> None:
     state.shown = view = restored(paused)
     if view is not None:
         if state.appendonly is not None:  # read again when the run opens (AppendOnly.open)
-            state.appendonly.sub = (paused.get("shown_base"), state.offer.specs)
+            tools = paused.get("shown_tools")  # (a pause stored before it: the registry's)
+            specs = state.offer.specs if tools is None else [ToolSpec.from_dict(t) for t in tools]
+            state.appendonly.sub = (paused.get("shown_base"), specs)
 
 
 def view_ended(session: Any, state: RunState) -> None:
@@ -327,7 +331,7 @@ def view_ended(session: Any, state: RunState) -> None:
 
     history, view = session._history, state.shown
     assert view is not None
-    at = view.since  # from the handoff on, whatever a compaction of the view did since
+    at = view.first  # from the first filtered handoff on, whatever a compaction did since
     after = history[at:]
     kept = [m for m in map(without_thinking, after) if m is not None]
     if len(kept) == len(after) and all(a is b for a, b in zip(kept, after, strict=True)):

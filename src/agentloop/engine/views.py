@@ -34,6 +34,10 @@ class View:
     """Where the transcript goes on after ``head`` (the handoff, or the last compaction)."""
     since: int
     """Where the receiver's own messages start in the transcript (the handoff)."""
+    first: int
+    """Where the run's first filtered view started (``since`` unless a receiver with a view
+    handed off again with a filter): from there the transcript's messages were sent in other
+    conversations than the session's."""
 
     def messages(self, transcript: list[Message]) -> list[Message]:
         """The view's messages over ``transcript``: what a request sends."""
@@ -49,12 +53,8 @@ def measure(state: Any) -> None:
     conversation = state.appendonly
     if conversation is None:
         state.guard.restart(state.sent(), state.guard.system, state.offer.specs)
-        return
-    from agentloop.engine.appendonly import base_message
-
-    system, specs = conversation.base_text, conversation.base_tools
-    base = base_message(system, specs)  # checked first, so the view's entries are entries
-    state.guard.restart(state.sent(), system, specs, (base,))
+    else:
+        conversation.measure(state)
 
 
 def compacted(state: Any, messages: list[Message], commit: Callable[[list[Message]], None]) -> None:
@@ -62,7 +62,7 @@ def compacted(state: Any, messages: list[Message], commit: Callable[[list[Messag
     view = state.shown
     assert view is not None
     commit(list(state.transcript))
-    state.shown = View(list(messages), len(state.transcript), view.since)
+    state.shown = View(list(messages), len(state.transcript), view.since, view.first)
 
 
 def stored(view: View) -> dict[str, Any]:
@@ -71,6 +71,7 @@ def stored(view: View) -> dict[str, Any]:
         "shown": [m.to_dict() for m in view.head],
         "shown_at": view.at,
         "shown_since": view.since,
+        "shown_first": view.first,
     }
 
 
@@ -80,5 +81,8 @@ def restored(paused: Mapping[str, Any]) -> View | None:
     if head is None:
         return None
     at = int(paused["shown_at"])
-    since = paused.get("shown_since")  # kept since views are compacted; before, the handoff's
-    return View([Message.from_dict(m) for m in head], at, at if since is None else int(since))
+    kept = paused.get("shown_since")  # kept since views are compacted; before, the handoff's
+    since = at if kept is None else int(kept)
+    kept = paused.get("shown_first")  # kept since a view's receiver may hand off with a filter
+    first = since if kept is None else int(kept)
+    return View([Message.from_dict(m) for m in head], at, since, first)
