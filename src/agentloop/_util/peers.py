@@ -63,6 +63,9 @@ def hinting(advice: Mapping[str, str]) -> Callable[[F], F]:
                     if message is not None:
                         raise TypeError(message) from None
                 raise
+            except BaseException:
+                del args, kwargs  # what is raised keeps this frame, not what it was called with
+                raise
 
         if inspect.iscoroutinefunction(func) and hasattr(inspect, "markcoroutinefunction"):
             inspect.markcoroutinefunction(call)  # Python 3.12+: still reads as ``async def``

@@ -405,7 +405,9 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         """
         session = self._default if history is None else self._stateless(history)
         options: PerRun = {"model_settings": model_settings, "usage_limits": usage_limits}
-        return await session.run(input, deps=deps, cancel=cancel, toolsets=toolsets, **options)
+        work = session.run(input, deps=deps, cancel=cancel, toolsets=toolsets, **options)
+        del self, session  # a failed run's traceback keeps this frame (engine.frames)
+        return await work
 
     @hinting(peers.RUN)
     def stream(
@@ -494,7 +496,5 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         ``async with agent.continue_stream(decisions=...) as events`` yields them as
         ``stream()`` does (``RunStarted`` again first, ``RunFinished`` last).
         """
-        session = self._default
-        return session.continue_stream(
-            decisions=decisions, deps=deps, toolsets=toolsets, cancel=cancel
-        )
+        go_on = self._default.continue_stream
+        return go_on(decisions=decisions, deps=deps, toolsets=toolsets, cancel=cancel)

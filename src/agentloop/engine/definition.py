@@ -173,6 +173,11 @@ class Definition(Generic[OutputT]):
         except (KeyboardInterrupt, SystemExit):
             self._close_runner()  # interrupted mid-step: the next call gets a fresh loop
             raise
+        except BaseException as error:  # the loop's frames it left hold the run's task: let go
+            from agentloop.engine.frames import released
+
+            released(error)
+            raise
         finally:
             self._sync_thread = None
 

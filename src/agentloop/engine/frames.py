@@ -11,16 +11,36 @@ with the error's other attributes and shown by ``agentloop ui`` and ``agentloop 
 Bounded and redacted: at most ``MAX_FRAMES`` frames, each text at most ``MAX_TEXT`` characters
 (a long path keeps its end), every text through the package's one redactor; no locals, no
 argument values, nothing of the frames' state but the source line the file already holds.
+
+**A raised error holds nothing of its run** (``released``). The error that ends a run is raised
+to the caller and kept on the record (``run.stop_reason``), and its ``__traceback__`` holds the
+frames it came through, each with its locals: the run's state, the run loop, the session, the
+error itself. Kept so, every failed run's working state lived as long as its record, and a
+cycle (error → frame → state → record → error) waited for the collector's full pass. When the
+run is finalized the engine lets go of the locals of every frame the error (and its cause and
+context) has left, as ``traceback.clear_frames`` does; each frame of the engine it still passes
+on its way to the caller drops its own references before the error goes through it. The
+traceback itself stays whole: every file, line, function and source line, as printed.
 """
 
 from __future__ import annotations
 
 import traceback
+from typing import TypeVar
 
 from agentloop.errors import AgentLoopError, InternalError
 from agentloop.safety.redact import redact_secrets
 
-__all__ = ["MAX_FRAMES", "MAX_TEXT", "innermost_frames", "keep_frames"]
+__all__ = [
+    "MAX_FRAMES",
+    "MAX_TEXT",
+    "innermost_frames",
+    "internal_error",
+    "keep_frames",
+    "released",
+]
+
+E = TypeVar("E", bound=BaseException)
 
 MAX_FRAMES = 6
 """How many of the innermost frames a record keeps."""
@@ -49,6 +69,15 @@ def innermost_frames(exc: BaseException) -> list[dict[str, str | int]]:
     ]
 
 
+def internal_error(exc: Exception) -> InternalError:
+    """The ``InternalError`` an unexpected exception ends a run with (``exc`` its cause)."""
+    error = InternalError(
+        f"unexpected {type(exc).__name__} in the engine: {redact_secrets(str(exc))}"
+    )
+    error.__cause__ = exc
+    return error
+
+
 def keep_frames(error: AgentLoopError) -> None:
     """Give an unexpected exception's ``InternalError`` its ``traceback`` attribute (once)."""
     if not isinstance(error, InternalError) or "traceback" in error.__dict__:
@@ -58,3 +87,22 @@ def keep_frames(error: AgentLoopError) -> None:
     frames = innermost_frames(source)
     if frames:
         error.traceback = frames  # type: ignore[attr-defined]  # data, like every attribute
+
+
+def released(error: E) -> E:
+    """``error``, its finished frames' locals let go (also its cause's and context's; see above).
+
+    A frame still running (the caller's, the one that raises) is left as it is.
+    """
+    seen: set[int] = set()
+    todo: list[BaseException] = [error]
+    while todo:
+        exc = todo.pop()
+        if id(exc) in seen:
+            continue
+        seen.add(id(exc))
+        traceback.clear_frames(exc.__traceback__)
+        todo.extend(e for e in (exc.__cause__, exc.__context__) if e is not None)
+        if isinstance(exc, BaseExceptionGroup):
+            todo.extend(exc.exceptions)
+    return error

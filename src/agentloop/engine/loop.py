@@ -26,7 +26,7 @@ from agentloop.engine.call import pending_of
 from agentloop.engine.commit import commit_run
 from agentloop.engine.conversation import Conversation
 from agentloop.engine.estimate import estimated_usage
-from agentloop.engine.frames import keep_frames
+from agentloop.engine.frames import internal_error, keep_frames, released
 from agentloop.engine.output import (
     ACCEPTED_TEXT,
     CALL_FINAL_RESULT_TEXT,
@@ -47,7 +47,6 @@ from agentloop.errors import (
     CompactionStalled,
     ContextExceeded,
     ContextLengthExceeded,
-    InternalError,
     OutputValidationFailed,
 )
 from agentloop.hooks import Hook, overrides
@@ -55,7 +54,6 @@ from agentloop.messages import Message, ThinkingPart, ToolCallPart, ToolResultPa
 from agentloop.model import ModelResponse
 from agentloop.pausing import PendingCall
 from agentloop.run import TRUNCATION_REASONS, Run, Turn
-from agentloop.safety.redact import redact_secrets
 
 handoffs = lazy_module("agentloop.engine.handoffs")  # loaded by a run that hands off
 guarding_of = lazy_module("agentloop.engine.guarding")  # loaded by a run with guardrails
@@ -110,24 +108,29 @@ class RunLoop:
         except asyncio.CancelledError:
             if not state.cancelled:
                 await self.finalize(Cancelled())
+                del self, state  # what is raised keeps this frame: nothing of the run in it
                 raise
-            current = asyncio.current_task()
-            if current is not None:
-                current.uncancel()
+            if self.task is not None:
+                self.task.uncancel()
             await self.finalize(Cancelled())
         except AgentLoopError as error:
             await self.finalize(error)
         except Exception as exc:
-            await self.finalize(_internal(exc))
+            await self.finalize(internal_error(exc))
         except BaseException:  # KeyboardInterrupt / SystemExit: record the run, then let go
             await self.finalize(Cancelled())
+            del self, state
             raise
         else:
             await self.finalize(None)
         stop = state.run.stop_reason
-        if stop is not None:
-            raise stop
-        return state.run
+        if stop is None:
+            return state.run
+        del self, state  # the error's traceback keeps this frame: nothing of the run stays in it
+        try:
+            raise released(stop)  # nor in the frames it left (engine.frames)
+        finally:
+            del stop
 
     def _ruling(self) -> Any:
         """The agent that rules the run now: a handoff's receiver (SPEC 26), else its own."""
@@ -488,11 +491,3 @@ class RunLoop:
 def _thinking_text(message: Message) -> str:
     """The readable reasoning of a reply ("" without any)."""
     return "".join(p.text for p in message.parts if type(p) is ThinkingPart)
-
-
-def _internal(exc: Exception) -> InternalError:
-    error = InternalError(
-        f"unexpected {type(exc).__name__} in the engine: {redact_secrets(str(exc))}"
-    )
-    error.__cause__ = exc
-    return error

@@ -15,7 +15,7 @@ from agentloop._util.peers import hinting
 from agentloop.cancel import CancelToken
 from agentloop.engine import peers
 from agentloop.engine.conversation import Conversation
-from agentloop.engine.state import RunOptions, RunState
+from agentloop.engine.state import PerRun, RunOptions, RunState
 from agentloop.errors import ConfigurationError, InvalidInput
 from agentloop.messages import Message, UserInput
 from agentloop.model import ModelSettings
@@ -61,8 +61,9 @@ class Session(Conversation[OutputT]):
         """
         options = RunOptions.checked(model_settings, usage_limits, toolsets)
         cancels = () if cancel is None else (cancel,)
-        state = self._begin(input, deps, cancels, None, options=options)
-        return await self._drive(state)
+        work = self._drive(self._begin(input, deps, cancels, None, options=options))
+        del self  # a failed run's traceback keeps this frame: nothing of the run in it (frames)
+        return await work
 
     @hinting(peers.RUN)
     def run_sync(
@@ -78,16 +79,11 @@ class Session(Conversation[OutputT]):
         """``run()`` on the agent's private event loop (see ``Agent.run_sync``)."""
         Message.from_input(input)  # InvalidInput before the loop starts
         RunOptions.checked(model_settings, usage_limits, toolsets)
-        return self.agent._run_sync(
-            self.run(
-                input,
-                deps=deps,
-                cancel=cancel,
-                toolsets=toolsets,
-                model_settings=model_settings,
-                usage_limits=usage_limits,
-            )
-        )
+        options: PerRun = {"model_settings": model_settings, "usage_limits": usage_limits}
+        work = self.run(input, deps=deps, cancel=cancel, toolsets=toolsets, **options)
+        run_sync = self.agent._run_sync
+        del self  # a failed run's traceback keeps this frame: nothing of the session in it
+        return run_sync(work)
 
     @hinting(peers.RUN)
     def stream(
@@ -121,8 +117,9 @@ class Session(Conversation[OutputT]):
         extra = self._continue_toolsets(toolsets)
         deps = await ready_to_continue(self, decisions, deps, extra)
         cancels = () if cancel is None else (cancel,)
-        state = self._continued(decisions, deps, cancels, toolsets=extra)
-        return await self._drive(state)
+        work = self._drive(self._continued(decisions, deps, cancels, toolsets=extra))
+        del self  # as in run()
+        return await work
 
     def continue_run_sync(
         self,
@@ -135,7 +132,9 @@ class Session(Conversation[OutputT]):
         """``continue_run()`` on the agent's private event loop."""
         self._continue_toolsets(toolsets)  # InvalidInput before the loop starts
         work = self.continue_run(decisions=decisions, deps=deps, toolsets=toolsets, cancel=cancel)
-        return self.agent._run_sync(work)
+        run_sync = self.agent._run_sync
+        del self  # as in run_sync()
+        return run_sync(work)
 
     async def cancel_run(self) -> Run[OutputT]:
         """End this conversation's paused or waiting run as ``Cancelled`` (as the agent's)."""

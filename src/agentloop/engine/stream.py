@@ -157,8 +157,12 @@ class RunStream(Generic[OutputT]):
         task = self._task
         assert task is not None  # _END is pushed by the task's own done callback
         error = None if task.cancelled() else task.exception()
+        del self, buffer, task  # a failed run's traceback keeps this frame (engine.frames)
         if error is not None:
-            raise error
+            try:
+                raise error
+            finally:
+                del error
         raise StopAsyncIteration
 
     async def _wait(self) -> None:
@@ -181,7 +185,10 @@ class RunStream(Generic[OutputT]):
             return
         if not task.done():
             self._stop.cancel()  # left early: the run is finalized as Cancelled
+        del self, exc_info  # the run's error, raised here too, keeps this frame (engine.frames)
         try:
             await task  # a cancel of this block is passed on to the run, which then finalizes
         except AgentLoopError:
             pass  # delivered by iteration, or the block left before reading it
+        finally:
+            del task
