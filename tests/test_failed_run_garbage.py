@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from agentloop import Agent, RunConfig, tool
+from agentloop.engine.frames import released
 from agentloop.engine.state import RunState
 from agentloop.errors import AgentLoopError, InternalError, MaxTurnsExceeded, ProviderUnavailable
 from agentloop.model import ModelRequest
@@ -186,3 +187,24 @@ def test_a_failed_run_sync_leaves_no_cycle(collector_off: None) -> None:
         del session, error
         assert gone() is None
         assert unreachable() == 0
+
+
+async def test_a_suspended_coroutine_in_the_traceback_is_left_running() -> None:
+    """An error caught and kept by a task that goes on: clearing that frame would close it."""
+    kept: list[BaseException] = []
+    go = asyncio.Event()
+
+    async def keeper() -> str:
+        try:
+            raise ValueError("kept")
+        except ValueError as error:
+            kept.append(error)
+        await go.wait()  # suspended here, its frame in the kept error's traceback
+        return "still running"
+
+    task = asyncio.ensure_future(keeper())
+    await asyncio.sleep(0)
+    assert released(kept[0]) is kept[0]
+    go.set()
+    assert await asyncio.wait_for(task, 5) == "still running"
+    assert where(kept[0]) == ["keeper"]

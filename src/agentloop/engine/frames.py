@@ -18,14 +18,19 @@ frames it came through, each with its locals: the run's state, the run loop, the
 error itself. Kept so, every failed run's working state lived as long as its record, and a
 cycle (error → frame → state → record → error) waited for the collector's full pass. When the
 run is finalized the engine lets go of the locals of every frame the error (and its cause and
-context) has left, as ``traceback.clear_frames`` does; each frame of the engine it still passes
-on its way to the caller drops its own references before the error goes through it. The
-traceback itself stays whole: every file, line, function and source line, as printed.
+context) has left, as ``traceback.clear_frames`` does, but never a frame that may belong to a
+coroutine or generator still waiting (clearing it would close it, on 3.11 and 3.12): of those,
+only the engine's own (``_clear``). Each frame of the engine the error still passes on its way
+to the caller drops its own references before the error goes through it. The traceback itself
+stays whole: every file, line, function and source line, as printed.
 """
 
 from __future__ import annotations
 
+import inspect
+import os
 import traceback
+from types import TracebackType
 from typing import TypeVar
 
 from agentloop.errors import AgentLoopError, InternalError
@@ -101,8 +106,38 @@ def released(error: E) -> E:
         if id(exc) in seen:
             continue
         seen.add(id(exc))
-        traceback.clear_frames(exc.__traceback__)
+        _clear(exc.__traceback__)
         todo.extend(e for e in (exc.__cause__, exc.__context__) if e is not None)
         if isinstance(exc, BaseExceptionGroup):
             todo.extend(exc.exceptions)
     return error
+
+
+def _clear(tb: TracebackType | None) -> None:
+    """Clear the locals of every frame of ``tb`` that has finished and may safely be cleared.
+
+    A plain function's frame is cleared unless it still runs (it refuses: ``RuntimeError``). A
+    coroutine's or generator's frame may belong to one that caught the error, kept it and waits
+    on (a batch flush, a connection's reader): clearing it would close that coroutine, so only
+    the engine's own are cleared, since the engine's coroutines that catch an error end before
+    the run that gets it finishes (``released`` runs after ``finalize``).
+    """
+    while tb is not None:
+        frame = tb.tb_frame
+        code = frame.f_code
+        if not code.co_flags & _RESUMABLE or code.co_filename.startswith(_ENGINE):
+            try:
+                frame.clear()
+            except RuntimeError:  # still running: its locals are in use
+                pass
+        tb = tb.tb_next
+
+
+_RESUMABLE = (
+    inspect.CO_COROUTINE
+    | inspect.CO_GENERATOR
+    | inspect.CO_ASYNC_GENERATOR
+    | inspect.CO_ITERABLE_COROUTINE
+)
+_ENGINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "")
+"""This package's folder: the engine's own frames."""
