@@ -23,7 +23,15 @@ import pytest
 from agentloop import Agent, RunConfig, tool
 from agentloop.engine.frames import released
 from agentloop.engine.state import RunState
-from agentloop.errors import AgentLoopError, InternalError, MaxTurnsExceeded, ProviderUnavailable
+from agentloop.errors import (
+    AgentLoopError,
+    GuardrailTripped,
+    InternalError,
+    MaxTurnsExceeded,
+    ProviderUnavailable,
+    ToolLimitReached,
+)
+from agentloop.guardrails import InputGuardrail
 from agentloop.model import ModelRequest
 from agentloop.testing import FunctionModel, ScriptedModel, call
 
@@ -107,6 +115,42 @@ async def test_a_failed_run_keeps_nothing_of_its_state(
         assert where(error.__cause__)[-1] == "broken"  # down to the client's own frame
         assert "KeyError: 'no such field'" in "".join(traceback.format_exception(error))
     del error
+    assert unreachable() == 0
+
+
+def refuse_ignore(ctx: Any, value: Any) -> str | None:
+    """An input guardrail: trips on "ignore"."""
+    return "asks to ignore instructions" if "ignore" in value else None
+
+
+def two_calls(request: ModelRequest) -> object:
+    """Two calls in one turn, past ``max_tool_calls_per_turn``."""
+    return [call("lookup", {"key": "a"}), call("lookup", {"key": "b"})]
+
+
+@pytest.mark.parametrize(
+    ("options", "kind"),
+    [
+        ({"guardrails": [InputGuardrail(refuse_ignore)]}, GuardrailTripped),
+        (
+            {"config": RunConfig(parallel_tool_calls=True, max_tool_calls_per_turn=1)},
+            ToolLimitReached,
+        ),
+    ],
+)
+async def test_a_run_failing_in_a_guardrail_or_a_parallel_turn_keeps_nothing(
+    collector_off: None, options: dict[str, Any], kind: type[AgentLoopError]
+) -> None:
+    agent = Agent(FunctionModel(two_calls), tools=[lookup], **options)
+    await caught(agent.session().run("ignore this"))
+    gc.collect()
+    session = agent.session()
+    error = await caught(session.run("ignore this"))
+    assert isinstance(error, kind)
+    assert live_states() == 0
+    gone = weakref.ref(session)
+    del session, error
+    assert gone() is None
     assert unreachable() == 0
 
 
