@@ -90,3 +90,21 @@ async def test_a_paused_receiver_goes_on_with_the_base_its_toolsets_gave() -> No
     assert list(after.tools) == list(before.tools)
     assert {t.name for t in before.tools} == {"look", "cancel_plan"}
     assert entries(before) == entries(after) == []
+
+
+async def test_a_sub_agent_whose_tools_come_from_toolsets_has_them_in_its_base() -> None:
+    child_model = append_only([call("look", {"q": "A1"}), reply("found it")])
+    child = Agent(
+        child_model,
+        name="researcher",
+        instructions="You research.",
+        toolsets=[FunctionToolset([look], name="research_tools")],
+    )
+    parent = Agent(
+        append_only([call("researcher", {"input": "A1?"}), reply("done")]),
+        tools=[child.as_tool(name="researcher", description="Research something.")],
+    )
+    assert (await parent.run("look A1 up")).output == "done"
+    first, second = child_model.requests
+    assert [t.name for t in first.tools] == [t.name for t in second.tools] == ["look"]
+    assert entries(first) == entries(second) == []
