@@ -51,7 +51,8 @@ def always_calls(request: ModelRequest) -> object:
 
 def broken(request: ModelRequest) -> object:
     """A model client with a bug: the run ends with ``InternalError``."""
-    raise KeyError("no such field")
+    field = "no such field"  # a local a debugger reads after the run (never cleared: ours)
+    raise KeyError(field)
 
 
 @pytest.fixture
@@ -113,6 +114,11 @@ async def test_a_failed_run_keeps_nothing_of_its_state(
     if kind is InternalError:
         assert error.__cause__ is not None
         assert where(error.__cause__)[-1] == "broken"  # down to the client's own frame
+        innermost = error.__cause__.__traceback__
+        while innermost is not None and innermost.tb_next is not None:
+            innermost = innermost.tb_next
+        assert innermost is not None  # the application's frame keeps its locals (pdb.pm())
+        assert innermost.tb_frame.f_locals.get("field") == "no such field"
         assert "KeyError: 'no such field'" in "".join(traceback.format_exception(error))
     del error
     assert unreachable() == 0

@@ -17,10 +17,11 @@ to the caller and kept on the record (``run.stop_reason``), and its ``__tracebac
 frames it came through, each with its locals: the run's state, the run loop, the session, the
 error itself. Kept so, every failed run's working state lived as long as its record, and a
 cycle (error → frame → state → record → error) waited for the collector's full pass. When the
-run is finalized the engine lets go of the locals of every frame the error (and its cause and
-context) has left, as ``traceback.clear_frames`` does, but never a frame that may belong to a
-coroutine or generator still waiting (clearing it would close it, on 3.11 and 3.12): of those,
-only the engine's own (``_clear``). Each frame of the engine the error still passes on its way
+run is finalized the engine lets go of the locals of agentloop's own frames the error (and its
+cause and context) has left, as ``traceback.clear_frames`` does, but never a frame that may
+belong to a coroutine or generator still waiting (clearing it would close it, on 3.11 and
+3.12): of those, only the engine's own (``_clear``). An application's frames keep their locals
+(a post-mortem debugger reads them). Each frame of the engine the error still passes on its way
 to the caller drops its own references before the error goes through it. The traceback itself
 stays whole: every file, line, function and source line, as printed.
 """
@@ -116,16 +117,21 @@ def released(error: E) -> E:
 def _clear(tb: TracebackType | None) -> None:
     """Clear the locals of every frame of ``tb`` that has finished and may safely be cleared.
 
-    A plain function's frame is cleared unless it still runs (it refuses: ``RuntimeError``). A
-    coroutine's or generator's frame may belong to one that caught the error, kept it and waits
-    on (a batch flush, a connection's reader): clearing it would close that coroutine, so only
-    the engine's own are cleared, since the engine's coroutines that catch an error end before
-    the run that gets it finishes (``released`` runs after ``finalize``).
+    Only agentloop's own frames: an application's (its hook, its model client, its tool) keep
+    their locals for a post-mortem debugger (``pdb.pm()``). Of agentloop's, a plain function's
+    frame is cleared unless it still runs (it refuses: ``RuntimeError``). A coroutine's or
+    generator's frame may belong to one that caught the error, kept it and waits on (a batch
+    flush, a connection's reader): clearing it would close that coroutine, so only the engine's
+    own are cleared, since the engine's coroutines that catch an error end before the run that
+    gets it finishes (``released`` runs after ``finalize``).
     """
     while tb is not None:
         frame = tb.tb_frame
         code = frame.f_code
-        if not code.co_flags & _RESUMABLE or code.co_filename.startswith(_ENGINE):
+        name = code.co_filename
+        if name.startswith(_ENGINE) or (
+            name.startswith(_PACKAGE) and not code.co_flags & _RESUMABLE
+        ):
             try:
                 frame.clear()
             except RuntimeError:  # still running: its locals are in use
@@ -141,3 +147,5 @@ _RESUMABLE = (
 )
 _ENGINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "")
 """This package's folder: the engine's own frames."""
+_PACKAGE = os.path.join(os.path.dirname(os.path.dirname(_ENGINE)), "")
+"""agentloop's folder: its own frames (an application's are never cleared)."""
