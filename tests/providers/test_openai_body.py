@@ -120,6 +120,10 @@ TURNS = [
         [ToolResultPart("c1", "f", "\x00 \ud83d\ude00"), ToolResultPart("c2", "g", "")]
     ),
     Message.tool_results([]),
+    Message.user('naïve "q" \u2603 \ud83d\ude00 \x00'),
+    Message("user", (TextPart("a"), TextPart("b"))),
+    Message.assistant("", [ToolCallPart("c3", "h", {"s": "é\n", "n": 2, "t": True, "f": False})]),
+    Message.assistant("", [ToolCallPart("c4", "h", {"big": 10**40, "x": 1.0, "l": [None]})]),
 ]
 
 
@@ -128,3 +132,8 @@ def test_a_turns_messages_are_written_as_json_dumps_writes_them(index: int) -> N
     message = TURNS[index]
     wire, _ = _chat_request._encode_message(message)
     assert _chat_request._turn_json(message) == ", ".join(json.dumps(w) for w in wire)
+
+
+def test_a_user_message_with_media_takes_the_generic_path() -> None:
+    message = Message.from_input(["look", ImagePart(PNG)])
+    assert _chat_request._turn_json(message) is None
