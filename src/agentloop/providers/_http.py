@@ -123,9 +123,12 @@ _CREDENTIAL_HEADERS = frozenset(
 )
 
 
-@record
+@record(frozen=False)
 class HttpResponse:
-    """A successful JSON reply: status, lower-cased headers, parsed ``data`` and raw ``text``."""
+    """A successful JSON reply: status, lower-cased headers, parsed ``data`` and raw ``text``.
+
+    Not frozen: a frozen record costs a call per field to build, on every reply.
+    """
 
     status: int
     headers: Mapping[str, str]
