@@ -38,12 +38,15 @@ from agentloop.providers.profiles import merge_body
 
 __all__ = [
     "CACHE_KEY_HOSTS",
+    "body_tail",
     "encode_body",
     "encode_request",
     "encode_tools",
     "head_json",
     "options_json",
     "prompt_cache_key",
+    "splice_body",
+    "spliced",
 ]
 
 _WIRE_KEY = "openai-chat"
@@ -318,8 +321,7 @@ def encode_body(
     (the client keeps both while they stay the same). An ``extra_body`` that sets ``model``,
     ``messages`` or ``tools`` takes the plain path.
     """
-    extra = request.settings.extra_body
-    if extra and not _SPLICED.isdisjoint(extra):
+    if not spliced(request):
         payload = encode_request(
             request,
             model,
@@ -330,24 +332,39 @@ def encode_body(
             media=media,
         )
         return json.dumps(payload).encode()
-    name = request.model or model
-    texts = []
-    for message in request.messages:
-        text, carried = message.encoded(_JSON_KEY, _message_json)
-        if carried:
-            refuse_media(carried, media, name)
-        if text:
-            texts.append(text)
     if head is None:
-        head = head_json(name, request.system)
-    joined = ", ".join(texts)
-    if joined and head[-1] == "}":  # after the system message
-        joined = ", " + joined
-    head += joined + "]"
-    if request.tools:
-        head += f', "tools": {tools}'
+        head = head_json(request.model or model, request.system)
     if options is None:
         options = options_json(
             request, stream=stream, max_field=max_field, cache_key=cache_key, strict=strict
         )
-    return (head + options).encode()
+    tail = body_tail(tools if request.tools else "", options)
+    return splice_body(request, model, head, tail, media)
+
+
+def spliced(request: ModelRequest) -> bool:
+    """Whether ``encode_body`` splices the messages' JSON (else its ``extra_body`` sets them)."""
+    extra = request.settings.extra_body
+    return not extra or _SPLICED.isdisjoint(extra)
+
+
+def body_tail(tools: str, options: str) -> str:
+    """What follows the messages in the body: the tools' JSON (none: "") and ``options_json``."""
+    return f', "tools": {tools}{options}' if tools else options
+
+
+def splice_body(
+    request: ModelRequest, model: str, head: str, tail: str, media: frozenset[str]
+) -> bytes:
+    """``head``, each message's JSON (made once, ``Message.encoded``), then ``tail``."""
+    texts = []
+    for message in request.messages:
+        text, carried = message.encoded(_JSON_KEY, _message_json)
+        if carried:
+            refuse_media(carried, media, request.model or model)
+        if text:
+            texts.append(text)
+    joined = ", ".join(texts)
+    if joined and head[-1] == "}":  # after the system message
+        joined = ", " + joined
+    return f"{head}{joined}]{tail}".encode()

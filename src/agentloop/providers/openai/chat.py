@@ -97,12 +97,15 @@ from agentloop.providers.openai._chat_reply import (
 )
 from agentloop.providers.openai._chat_request import (
     CACHE_KEY_HOSTS,
+    body_tail,
     encode_body,
     encode_request,
     encode_tools,
     head_json,
     options_json,
     prompt_cache_key,
+    splice_body,
+    spliced,
 )
 from agentloop.providers.openai._chat_restore import restore_optional
 from agentloop.providers.openai._chat_rules import ChatRules, name_the_fix
@@ -180,6 +183,7 @@ class OpenAIClient(HttpClient):
         self._tools: tuple[Sequence[ToolSpec], bool, str] | None = None
         self._options: tuple[ModelSettings, OutputSpec | None, tuple[Any, ...], str] | None = None
         self._head: tuple[str, str | None, str] | None = None
+        self._shape: tuple[Any, ...] | None = None  # the last request's checked parts
         self._configure_bearer(
             model,
             provider or self.default_provider,
@@ -219,23 +223,47 @@ class OpenAIClient(HttpClient):
         return self.url
 
     def _payload(self, request: ModelRequest, model: str, stream: bool) -> tuple[bytes, bool]:
-        """The checked body, and whether the reply may need ``restore_optional``."""
+        """The checked body, and whether the reply may need ``restore_optional``.
+
+        A request shaped as the last one (the same model, settings and output objects, tools,
+        system prompt, session and mode: every turn of a run) was checked then, and its body
+        differs only by its messages: it is spliced from the parts kept then.
+        """
         request = with_tool_changes(request)  # SPEC 28: an entry's tool change joins tools
+        key = (model, request.model, request.system, request.session_id, stream)
+        shape = self._shape
+        if (
+            shape is not None
+            and shape[0] is request.settings
+            and shape[1] is request.output
+            and shape[3] == key
+            and shape[2] == request.tools
+            and not request.provider_tools
+        ):
+            return splice_body(request, model, shape[4], shape[5], shape[6]), shape[7]
         profile = self._rules.check(model, request)
         strict = profile.strict_schema
         max_field = self._rules.max_field(model)
+        media = profile.media if self._media is None else self._media
+        tools = self._tools_json(request.tools, strict)
+        options = self._options_json(request, stream, max_field, strict)
+        head = self._head_json(request.model or self._model, request.system)
         body = encode_body(
             request,
             self._model,
-            self._tools_json(request.tools, strict),
+            tools,
             stream=stream,
             max_field=max_field,
             cache_key=self._cache_key,
             strict=strict,
-            media=profile.media if self._media is None else self._media,
-            options=self._options_json(request, stream, max_field, strict),
-            head=self._head_json(request.model or self._model, request.system),
+            media=media,
+            options=options,
+            head=head,
         )
+        if spliced(request) and not request.provider_tools:
+            tail = body_tail(tools, options)
+            self._shape = (request.settings, request.output, request.tools, key, head, tail)
+            self._shape += (media, strict)
         return body, strict
 
     def _head_json(self, name: str, system: str | None) -> str:
