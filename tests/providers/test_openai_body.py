@@ -97,7 +97,8 @@ def test_the_client_encodes_its_options_again_when_they_change() -> None:
         request = ModelRequest(
             messages=[Message.user("q")], settings=settings, output=out, session_id=session
         )
-        body, strict = client._payload(request, "gpt-4o", stream)
+        body, _ = client._payload(request, "gpt-4o", stream)
+        strict = client._rules.profile("gpt-4o").strict_schema
         expected = encode_request(
             request,
             "gpt-4o",
@@ -157,7 +158,8 @@ def test_a_request_shaped_as_the_last_one_is_spliced_and_any_change_is_seen() ->
         for stream in (False, True):
             history.append(Message.assistant("a"))
             request = ModelRequest(messages=tuple(history), **{"settings": settings, **options})
-            body, strict = client._payload(request, request.model or "gpt-4o", stream)
+            body, _ = client._payload(request, request.model or "gpt-4o", stream)
+            strict = client._rules.profile(request.model or "gpt-4o").strict_schema
             expected = encode_request(
                 request,
                 "gpt-4o",

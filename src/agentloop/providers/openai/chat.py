@@ -107,7 +107,7 @@ from agentloop.providers.openai._chat_request import (
     splice_body,
     spliced,
 )
-from agentloop.providers.openai._chat_restore import restore_optional
+from agentloop.providers.openai._chat_restore import may_restore, restore_optional
 from agentloop.providers.openai._chat_rules import ChatRules, name_the_fix
 
 if TYPE_CHECKING:
@@ -225,6 +225,8 @@ class OpenAIClient(HttpClient):
     def _payload(self, request: ModelRequest, model: str, stream: bool) -> tuple[bytes, bool]:
         """The checked body, and whether the reply may need ``restore_optional``.
 
+        It may when strict mode made a property of a tool's or the output's schema nullable.
+
         A request shaped as the last one (the same model, settings and output objects, tools,
         system prompt, session and mode: every turn of a run) was checked then, and its body
         differs only by its messages: it is spliced from the parts kept then.
@@ -248,6 +250,7 @@ class OpenAIClient(HttpClient):
         tools = self._tools_json(request.tools, strict)
         options = self._options_json(request, stream, max_field, strict)
         head = self._head_json(request.model or self._model, request.system)
+        restores = strict and may_restore(request)
         body = encode_body(
             request,
             self._model,
@@ -263,8 +266,8 @@ class OpenAIClient(HttpClient):
         if spliced(request) and not request.provider_tools:
             tail = body_tail(tools, options)
             self._shape = (request.settings, request.output, request.tools, key, head, tail)
-            self._shape += (media, strict)
-        return body, strict
+            self._shape += (media, restores)
+        return body, restores
 
     def _head_json(self, name: str, system: str | None) -> str:
         """``head_json``, encoded again only when the model or the system prompt change."""
@@ -314,7 +317,7 @@ class OpenAIClient(HttpClient):
             ModelRefused: The model refused, or the reply was filtered.
         """
         model = request.model or self._model
-        payload, strict = self._payload(request, model, stream=False)
+        payload, restores = self._payload(request, model, stream=False)
         try:
             reply = await self._transport.post_json(self._url_for(model), payload)
         except ModelNotFound as error:
@@ -328,7 +331,7 @@ class OpenAIClient(HttpClient):
             request_id=reply.request_id,
             redactor=self._transport.redact,
         )
-        return restore_optional(response, request) if strict else response
+        return restore_optional(response, request) if restores else response
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream ``request``: text and tool-call deltas, then ``done`` with the full reply.
@@ -337,7 +340,7 @@ class OpenAIClient(HttpClient):
         mid-stream when the model refuses or the reply is filtered.
         """
         model = request.model or self._model
-        payload, strict = self._payload(request, model, stream=True)
+        payload, restores = self._payload(request, model, stream=True)
         accumulator = ChatStreamAccumulator(
             provider=self._provider, model=model, secrets=self._transport.secrets
         )
@@ -354,7 +357,7 @@ class OpenAIClient(HttpClient):
             raise
         response = accumulator.response()
         yield StreamEvent(
-            "done", response=restore_optional(response, request) if strict else response
+            "done", response=restore_optional(response, request) if restores else response
         )
 
 
