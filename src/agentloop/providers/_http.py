@@ -263,7 +263,7 @@ class HttpTransport:
     ) -> aiohttp.ClientResponse:
         """Send the POST and return a 2xx response; anything else raises an agentloop error."""
         body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        merged = self._sent_headers(accept)
+        merged = self._merged.get(accept) or self._sent_headers(accept)
         if headers:
             merged = {**merged, **headers}
         try:

@@ -43,8 +43,11 @@ _EOL = re.compile(rb"\r\n|\r|\n")
 
 @record(frozen=False)
 class SSEEvent:
-    """One dispatched SSE event (not frozen: a frozen record costs a call per field to build,
-    and a stream makes one per chunk; nothing keeps or changes it past the adapter's read)."""
+    """One dispatched SSE event.
+
+    Not frozen: a frozen record costs a call per field to build, and a stream makes one per
+    chunk; nothing keeps or changes it past the adapter's read.
+    """
 
     event: str = "message"
     data: str = ""
