@@ -14,11 +14,19 @@ piece of work executes do not (within about 1 %). Each figure runs a program twi
   loop, no ``Agent``) and ``agentloop``, JSON and SSE: the ratio the runs/s of
   ``concurrency.py`` would have if time followed instructions;
 - ``stream``: goal 4, instructions per turn of ``stream_overhead.py``'s engine-only ``run()``
-  and ``stream()`` (K = 100, 10 runs), and the ratio.
+  and ``stream()`` (K = 100, 10 runs), and the ratio;
+- ``client``: the provider client's own cost, instructions per model call of
+  ``provider_overhead.py``'s ``agentloop client`` loop (``OpenAIClient`` in a hand loop, no
+  ``Agent``) against ``raw aiohttp``, JSON and SSE, N = 1, K = 1 (100 conversations of two calls
+  after 2 warm-up ones; at K = 10 the raw loop re-encodes its whole history every call while
+  the client encodes each message once, which hides the client's cost per call). One program
+  per tree under callgrind counting only inside ``functools.reduce`` (as ``instruction_guard.py``
+  does): nothing is subtracted. ``many`` has the client alone at N = 1000.
 
     python bench/instructions.py                        # all three, this tree
     python bench/instructions.py turn --before /tmp/old/src
     python bench/instructions.py many
+    python bench/instructions.py client --before /tmp/old/src
 
 Needs ``valgrind`` (``apt install valgrind``). A benchmark, not a test; only 127.0.0.1 is used.
 Slow: each figure is a program run under valgrind (about 50x slower), all of them 10-20 minutes.
@@ -71,6 +79,31 @@ async def main():
         await split_run(how)
 asyncio.run(main())
 """
+
+
+CLIENT_PROGRAM = """
+import asyncio, functools, gc, os, sys
+gc.disable()
+def counted(work):  # callgrind counts inside functools.reduce only, one dump per call
+    return functools.reduce(lambda _, __: work(), [0], None)
+sys.path.insert(0, {bench!r})
+import provider_overhead as po
+loop = asyncio.new_event_loop()
+async def conversations(bench, stream, n):
+    for _ in range(n):
+        await bench.run(stream)
+async def make(cls):  # aiohttp's session wants a running loop
+    return cls(os.environ["BENCH_URL"])
+for cls in (po.AiohttpLoop, po.ClientLoop):
+    bench = loop.run_until_complete(make(cls))
+    for stream in (False, True):
+        loop.run_until_complete(conversations(bench, stream, 2))
+        counted(lambda: loop.run_until_complete(conversations(bench, stream, {runs})))
+    loop.run_until_complete(bench.aclose())
+loop.close()
+"""
+CLIENT_RUNS = 100
+CLIENT_TURNS = 2  # K = 1 tool turn and the answer
 
 
 def instructions(argv: list[str], env: dict[str, str]) -> int:
@@ -151,6 +184,35 @@ def many_figures(trees: list[Path], cache: str) -> None:
                 print(f"| {mode} | {who} | {tree} | {count:,} | {count / raw:.2f}x |")
 
 
+def client_figures(trees: list[Path], cache: str) -> None:
+    """The provider client alone against raw aiohttp: instructions a model call, N = 1, K = 1."""
+    program = CLIENT_PROGRAM.format(bench=str(HERE), runs=CLIENT_RUNS)
+    with fake_server(1) as url, tempfile.TemporaryDirectory() as out:
+        print("| mode | tree | raw aiohttp | agentloop client | ratio |")
+        print("|---|---|---:|---:|---:|")
+        for tree in trees:
+            env = {**environment(tree, cache), "BENCH_URL": url}
+            argv = [sys.executable, "-c", program]
+            subprocess.run(argv, env=env, check=True, capture_output=True)  # bytecode cached
+            base = Path(out) / "cg.out"
+            valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={base}"]
+            valgrind += ["--collect-atstart=no", "--toggle-collect=functools_reduce"]
+            valgrind += ["--dump-after=functools_reduce"]
+            subprocess.run([*valgrind, *argv], env=env, check=True, capture_output=True)
+            calls = CLIENT_RUNS * CLIENT_TURNS
+            counts = [_dumped(Path(f"{base}.{n}")) // calls for n in (1, 2, 3, 4)]
+            for mode, raw, client in (("json", *counts[::2]), ("sse", *counts[1::2])):
+                print(f"| {mode} | {tree} | {raw:,} | {client:,} | {client / raw:.2f}x |")
+
+
+def _dumped(path: Path) -> int:
+    match = re.search(r"^(?:totals|summary): (\d+)", path.read_text(), re.MULTILINE)
+    if match is None:
+        raise SystemExit(f"callgrind wrote no count in {path}")
+    path.unlink()
+    return int(match.group(1))
+
+
 def import_figures(trees: list[Path], cache: str) -> None:
     """Goal 3: the agent program's instructions above the baseline program's."""
     sys.path.insert(0, str(HERE))
@@ -184,7 +246,7 @@ def stream_figures(trees: list[Path], cache: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", nargs="*", help="turn, many, import, stream (default: all)")
+    parser.add_argument("what", nargs="*", help="turn, many, import, stream, client (default: all)")
     parser.add_argument("--before", type=Path, help="also count another tree's src")
     args = parser.parse_args()
     figures = {
@@ -192,6 +254,7 @@ def main() -> None:
         "many": many_figures,
         "import": import_figures,
         "stream": stream_figures,
+        "client": client_figures,
     }
     unknown = set(args.what) - set(figures)
     if unknown:

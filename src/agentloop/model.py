@@ -199,7 +199,9 @@ class ModelRequest:
     messages: Sequence[Message]
     tools: Sequence[ToolSpec] = ()
     system: str | None = None
-    settings: ModelSettings = field(default_factory=ModelSettings)
+    settings: ModelSettings = _DEFAULT_SETTINGS
+    """The options (one shared default instance: a record cannot change, and an adapter keeps the
+    JSON of the options it last sent while they stay the same object)."""
     model: str | None = None
     """A per-request model override (set by ``FallbackClient``); None = the client's own."""
     events: ClientEvents | None = None

@@ -97,7 +97,8 @@ def test_the_client_encodes_its_options_again_when_they_change() -> None:
         request = ModelRequest(
             messages=[Message.user("q")], settings=settings, output=out, session_id=session
         )
-        body, strict = client._payload(request, "gpt-4o", stream)
+        body, _ = client._payload(request, "gpt-4o", stream)
+        strict = client._rules.profile("gpt-4o").strict_schema
         expected = encode_request(
             request,
             "gpt-4o",
@@ -120,6 +121,10 @@ TURNS = [
         [ToolResultPart("c1", "f", "\x00 \ud83d\ude00"), ToolResultPart("c2", "g", "")]
     ),
     Message.tool_results([]),
+    Message.user('naïve "q" \u2603 \ud83d\ude00 \x00'),
+    Message("user", (TextPart("a"), TextPart("b"))),
+    Message.assistant("", [ToolCallPart("c3", "h", {"s": "é\n", "n": 2, "t": True, "f": False})]),
+    Message.assistant("", [ToolCallPart("c4", "h", {"big": 10**40, "x": 1.0, "l": [None]})]),
 ]
 
 
@@ -128,3 +133,54 @@ def test_a_turns_messages_are_written_as_json_dumps_writes_them(index: int) -> N
     message = TURNS[index]
     wire, _ = _chat_request._encode_message(message)
     assert _chat_request._turn_json(message) == ", ".join(json.dumps(w) for w in wire)
+
+
+def test_a_user_message_with_media_takes_the_generic_path() -> None:
+    message = Message.from_input(["look", ImagePart(PNG)])
+    assert _chat_request._turn_json(message) is None
+
+
+def test_a_request_shaped_as_the_last_one_is_spliced_and_any_change_is_seen() -> None:
+    client = OpenAIClient("gpt-4o", api_key="k", base_url="https://api.openai.com/v1")
+    settings = ModelSettings(temperature=0.5)
+    history: list[Message] = [Message.user("q")]
+    variants: list[dict[str, Any]] = [
+        {},
+        {},  # the same shape: spliced
+        {"system": "Be brief."},
+        {"system": "Be brief.", "session_id": "s-1"},
+        {"system": "Be brief.", "tools": (LOOKUP,)},
+        {"system": "Be brief.", "output": OutputSpec("answer", {"type": "object"})},
+        {"system": "Be brief.", "model": "gpt-4.1"},
+        {"system": "Be brief.", "settings": ModelSettings(temperature=0.1)},
+    ]
+    for options in variants:
+        for stream in (False, True):
+            history.append(Message.assistant("a"))
+            request = ModelRequest(messages=tuple(history), **{"settings": settings, **options})
+            body, _ = client._payload(request, request.model or "gpt-4o", stream)
+            strict = client._rules.profile(request.model or "gpt-4o").strict_schema
+            expected = encode_request(
+                request,
+                "gpt-4o",
+                stream=stream,
+                max_field="max_completion_tokens",
+                cache_key=True,
+                strict=strict,
+                media=frozenset({"image", "document"}),
+            )
+            assert body == json.dumps(expected).encode()
+
+
+def test_a_refused_setting_is_refused_on_every_request() -> None:
+    from agentloop.errors import ConfigurationError
+
+    client = OpenAIClient("o3", api_key="k")
+    refused = ModelSettings(temperature=0.5)
+    for _ in range(2):
+        request = ModelRequest(messages=(Message.user("q"),), settings=refused)
+        with pytest.raises(ConfigurationError, match="temperature"):
+            client._payload(request, "o3", False)
+    client._payload(ModelRequest(messages=(Message.user("q"),)), "o3", False)
+    with pytest.raises(ConfigurationError, match="temperature"):
+        client._payload(ModelRequest(messages=(Message.user("q"),), settings=refused), "o3", False)

@@ -123,9 +123,12 @@ _CREDENTIAL_HEADERS = frozenset(
 )
 
 
-@record
+@record(frozen=False)
 class HttpResponse:
-    """A successful JSON reply: status, lower-cased headers, parsed ``data`` and raw ``text``."""
+    """A successful JSON reply: status, lower-cased headers, parsed ``data`` and raw ``text``.
+
+    Not frozen: a frozen record costs a call per field to build, on every reply.
+    """
 
     status: int
     headers: Mapping[str, str]
@@ -260,7 +263,7 @@ class HttpTransport:
     ) -> aiohttp.ClientResponse:
         """Send the POST and return a 2xx response; anything else raises an agentloop error."""
         body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        merged = self._sent_headers(accept)
+        merged = self._merged.get(accept) or self._sent_headers(accept)
         if headers:
             merged = {**merged, **headers}
         try:
@@ -279,6 +282,8 @@ class HttpTransport:
             # (``_exception_kind`` maps those to the connect phase); anything else happened
             # after connecting, while sending or waiting for the status line.
             raise self._translate(exc, "send") from exc
+        if 200 <= response.status < 300:
+            return response  # the common case, without a coroutine to create and await
         try:
             await self._check_status(response, url)
         except BaseException:
@@ -363,7 +368,14 @@ class HttpTransport:
             return await tape.post_json(self, url, payload, headers)  # type: ignore[no-any-return]
         response = await self._open(url, payload, headers, "application/json")
         try:
-            raw = await self._read(response, limit=self.max_body)
+            length = response.content_length
+            if length is not None and length <= self.max_body:  # announced and within the limit
+                try:  # one read, as _read would do it, without a coroutine of its own
+                    raw = await response.read()
+                except _foreign_errors() as exc:
+                    raise self._translate(exc, "read") from exc
+            else:
+                raw = await self._read(response, limit=self.max_body)
         finally:
             response.release()
         resp_headers = _lower_headers(response)

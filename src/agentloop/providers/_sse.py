@@ -41,9 +41,13 @@ MAX_SSE_LINE = 1024 * 1024
 _EOL = re.compile(rb"\r\n|\r|\n")
 
 
-@record
+@record(frozen=False)
 class SSEEvent:
-    """One dispatched SSE event."""
+    """One dispatched SSE event.
+
+    Not frozen: a frozen record costs a call per field to build, and a stream makes one per
+    chunk; nothing keeps or changes it past the adapter's read.
+    """
 
     event: str = "message"
     data: str = ""

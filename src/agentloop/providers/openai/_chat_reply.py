@@ -226,13 +226,7 @@ def _completion(
     name = body.get("model")
     if name is not None and type(name) is not str:
         name = opt_str(name, "model")
-    return ModelResponse(
-        message=message,
-        usage=usage,
-        model=name or model,
-        stop_reason=finish,
-        request_id=request_id,
-    )
+    return ModelResponse(message, usage, name or model, finish, request_id)  # by position: cheaper
 
 
 def parse_completion(

@@ -26,7 +26,7 @@ from agentloop.messages import Message, Part, TextPart, ToolCallPart
 from agentloop.model import ModelRequest, ModelResponse
 from agentloop.providers.openai._chat_strict import Rewriter, StrictSchema, strict_schema
 
-__all__ = ["drop_filled_nulls", "restore", "restore_optional"]
+__all__ = ["drop_filled_nulls", "may_restore", "restore", "restore_optional"]
 
 _MAX_VALUE_DEPTH = 64
 
@@ -132,6 +132,18 @@ class _Restorer:
 
 def _mapping_or_empty(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
+
+
+def may_restore(request: ModelRequest) -> bool:
+    """Whether ``restore_optional`` may find work in a reply to ``request`` sent strict.
+
+    Only where the strict rewrite of a tool's or the output's schema made a property nullable
+    (``StrictSchema.fills``); the client asks once per shape of request, not per reply.
+    """
+    output = request.output
+    if output is not None and strict_schema(output.schema).fills:
+        return True
+    return any(strict_schema(spec.parameters).fills for spec in request.tools)
 
 
 def restore_optional(response: ModelResponse, request: ModelRequest) -> ModelResponse:

@@ -97,14 +97,17 @@ from agentloop.providers.openai._chat_reply import (
 )
 from agentloop.providers.openai._chat_request import (
     CACHE_KEY_HOSTS,
+    body_tail,
     encode_body,
     encode_request,
     encode_tools,
     head_json,
     options_json,
     prompt_cache_key,
+    splice_body,
+    spliced,
 )
-from agentloop.providers.openai._chat_restore import restore_optional
+from agentloop.providers.openai._chat_restore import may_restore, restore_optional
 from agentloop.providers.openai._chat_rules import ChatRules, name_the_fix
 
 if TYPE_CHECKING:
@@ -180,6 +183,7 @@ class OpenAIClient(HttpClient):
         self._tools: tuple[Sequence[ToolSpec], bool, str] | None = None
         self._options: tuple[ModelSettings, OutputSpec | None, tuple[Any, ...], str] | None = None
         self._head: tuple[str, str | None, str] | None = None
+        self._shape: tuple[Any, ...] | None = None  # the last request's checked parts
         self._configure_bearer(
             model,
             provider or self.default_provider,
@@ -219,24 +223,51 @@ class OpenAIClient(HttpClient):
         return self.url
 
     def _payload(self, request: ModelRequest, model: str, stream: bool) -> tuple[bytes, bool]:
-        """The checked body, and whether the reply may need ``restore_optional``."""
+        """The checked body, and whether the reply may need ``restore_optional``.
+
+        It may when strict mode made a property of a tool's or the output's schema nullable.
+
+        A request shaped as the last one (the same model, settings and output objects, tools,
+        system prompt, session and mode: every turn of a run) was checked then, and its body
+        differs only by its messages: it is spliced from the parts kept then.
+        """
         request = with_tool_changes(request)  # SPEC 28: an entry's tool change joins tools
+        key = (model, request.model, request.system, request.session_id, stream)
+        shape = self._shape
+        if (
+            shape is not None
+            and shape[0] is request.settings
+            and shape[1] is request.output
+            and shape[3] == key
+            and shape[2] == request.tools
+            and not request.provider_tools
+        ):
+            return splice_body(request, model, shape[4], shape[5], shape[6]), shape[7]
         profile = self._rules.check(model, request)
         strict = profile.strict_schema
         max_field = self._rules.max_field(model)
+        media = profile.media if self._media is None else self._media
+        tools = self._tools_json(request.tools, strict)
+        options = self._options_json(request, stream, max_field, strict)
+        head = self._head_json(request.model or self._model, request.system)
+        restores = strict and may_restore(request)
         body = encode_body(
             request,
             self._model,
-            self._tools_json(request.tools, strict),
+            tools,
             stream=stream,
             max_field=max_field,
             cache_key=self._cache_key,
             strict=strict,
-            media=profile.media if self._media is None else self._media,
-            options=self._options_json(request, stream, max_field, strict),
-            head=self._head_json(request.model or self._model, request.system),
+            media=media,
+            options=options,
+            head=head,
         )
-        return body, strict
+        if spliced(request) and not request.provider_tools:
+            tail = body_tail(tools, options)
+            self._shape = (request.settings, request.output, request.tools, key, head, tail)
+            self._shape += (media, restores)
+        return body, restores
 
     def _head_json(self, name: str, system: str | None) -> str:
         """``head_json``, encoded again only when the model or the system prompt change."""
@@ -286,7 +317,7 @@ class OpenAIClient(HttpClient):
             ModelRefused: The model refused, or the reply was filtered.
         """
         model = request.model or self._model
-        payload, strict = self._payload(request, model, stream=False)
+        payload, restores = self._payload(request, model, stream=False)
         try:
             reply = await self._transport.post_json(self._url_for(model), payload)
         except ModelNotFound as error:
@@ -300,7 +331,7 @@ class OpenAIClient(HttpClient):
             request_id=reply.request_id,
             redactor=self._transport.redact,
         )
-        return restore_optional(response, request) if strict else response
+        return restore_optional(response, request) if restores else response
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream ``request``: text and tool-call deltas, then ``done`` with the full reply.
@@ -309,7 +340,7 @@ class OpenAIClient(HttpClient):
         mid-stream when the model refuses or the reply is filtered.
         """
         model = request.model or self._model
-        payload, strict = self._payload(request, model, stream=True)
+        payload, restores = self._payload(request, model, stream=True)
         accumulator = ChatStreamAccumulator(
             provider=self._provider, model=model, secrets=self._transport.secrets
         )
@@ -326,7 +357,7 @@ class OpenAIClient(HttpClient):
             raise
         response = accumulator.response()
         yield StreamEvent(
-            "done", response=restore_optional(response, request) if strict else response
+            "done", response=restore_optional(response, request) if restores else response
         )
 
 
