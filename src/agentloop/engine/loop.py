@@ -278,22 +278,25 @@ class RunLoop:
         events, waits = state.events, None
         if type(events) is ClientEventBridge and events.waits:  # a governor waited (SPEC 25)
             waits = governor_waits(events)
-        message, usage = response.message, response.usage
+        message, usage, run = response.message, response.usage, state.run
         calls, text = message.tool_calls, message.text
-        turn = Turn(
-            index=state.turn_index,
-            model=response.model or state.client.model,
-            tool_calls=list(calls),
-            usage=usage,
-            stop_reason=response.stop_reason,
-            text=text,
-            thinking=_thinking_text(message),
-            latency_seconds=self.latency,
-            warnings=waits,
-            batch=self.agent.config.batch,
+        turn = Turn(  # positional: 13 keywords cost the call about 0.7 us to match
+            state.turn_index,  # index
+            response.model or state.client.model,  # model
+            list(calls),  # tool_calls
+            [],  # tool_results
+            usage,
+            response.stop_reason,
+            text,
+            _thinking_text(message),  # thinking
+            self.latency,  # latency_seconds
+            None,  # durations
+            waits,  # warnings
+            None,  # agent (set when the turn is done)
+            self.agent.config.batch,  # batch
         )
-        state.run.turns.append(turn)
-        state.run.usage = state.run.usage + usage
+        run.turns.append(turn)
+        run.usage = run.usage + usage
         if message.parts and (calls or text or continued(response)):
             state.append(message)
         return turn
@@ -486,8 +489,12 @@ class RunLoop:
 
 
 def _thinking_text(message: Message) -> str:
-    """The readable reasoning of a reply ("" without any)."""
-    return "".join(p.text for p in message.parts if type(p) is ThinkingPart)
+    """The readable reasoning of a reply ("" without any: no generator for a reply without)."""
+    parts = message.parts
+    for part in parts:
+        if type(part) is ThinkingPart:
+            return "".join(p.text for p in parts if type(p) is ThinkingPart)
+    return ""
 
 
 def _internal(exc: Exception) -> InternalError:
