@@ -33,9 +33,11 @@ from agentloop.errors import ConfigurationError
 from agentloop.media import AudioPart, DocumentPart, ImagePart, media_tokens
 from agentloop.messages import (
     Message,
+    ProviderPart,
     ProviderToolCallPart,
     ProviderToolResultPart,
     TextPart,
+    ThinkingPart,
     ToolCallPart,
     ToolChangePart,
     ToolResultPart,
@@ -164,14 +166,28 @@ def media_cost(message: Message, provider: str | None = None) -> int:
 def counted_media(message: Message) -> int:
     """A message's media cost for the current ``MEDIA_PROVIDER``, cached per message.
 
-    A message without media costs one cached lookup; one with media is counted once per
-    provider (a fallback to another provider counts it by that provider's formula).
+    A message whose parts cannot hold media costs one look at their types; one with media is
+    counted once per provider (a fallback to another provider counts it by that provider's
+    formula).
     """
+    for part in message.parts:
+        kind = type(part)
+        if kind not in _NO_MEDIA and (kind is not ToolResultPart or part.media):  # type: ignore[union-attr]
+            break
+    else:
+        return 0
     if not message.encoded(":has_media", _has_media):
         return 0
     provider = MEDIA_PROVIDER.get()
     cost: int = message.encoded(f":media:{provider}", lambda m: media_cost(m, provider))
     return cost
+
+
+_NO_MEDIA = frozenset(
+    {TextPart, ThinkingPart, ToolCallPart, ToolChangePart, ProviderToolCallPart,
+     ProviderToolResultPart, ProviderPart}
+)  # fmt: skip
+"""Part types that never hold media (exact types: a subclass takes the cached path)."""
 
 
 def _has_media(message: Message) -> bool:
