@@ -413,11 +413,12 @@ class RunLoop:
         if guarding is not None:
             guarding.release()  # not the answer: what the reply streamed goes out now
         answers = await dispatcher.dispatch_turn(state, calls, answered=answered, quiet=finals)
-        results = [r for r in answers if isinstance(r, ToolResultPart)]
-        if len(results) < len(answers):
-            state.paused = pending_of(answers)
-            turn.tool_results = results
-            raise Paused
+        for answer in answers:
+            if not isinstance(answer, ToolResultPart):  # a call left pending (SPEC 17)
+                state.paused = pending_of(answers)
+                turn.tool_results = [r for r in answers if isinstance(r, ToolResultPart)]
+                raise Paused
+        results: list[ToolResultPart] = answers  # type: ignore[assignment]  # all results
         if guarding is not None and guarding.guardrails.screens:
             await guarding.screen(calls, results, skip=answered.keys() | finals.keys())
         turn.tool_results = results

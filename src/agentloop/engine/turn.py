@@ -328,6 +328,11 @@ def _checked(response: object, client: ModelClient, seen: set[str], clock: Clock
         )
     response = _usage_checked(response, client)
     calls = response.message.tool_calls
+    if len(calls) == 1:  # the common reply: one call, no set to build
+        call_id = calls[0].id
+        if call_id and call_id not in seen:
+            seen.add(call_id)
+            return response
     if calls:
         ids = {c.id for c in calls}
         if "" in ids or len(ids) != len(calls) or not ids.isdisjoint(seen):
