@@ -24,6 +24,7 @@ from agentloop.tokens import (
     RatioTokenCounter,
     TiktokenCounter,
     TokenCounter,
+    arguments_chars,
     arguments_json,
     estimate_request,
     request_overhead,
@@ -105,6 +106,16 @@ _JSON_VALUES = st.recursive(
 def test_arguments_json_is_json_dumps_compact(arguments: dict[str, Any]) -> None:
     expected = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), default=str)
     assert arguments_json(arguments) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(st.text(), st.text(), max_size=4)
+    | st.dictionaries(st.text(), _JSON_VALUES, max_size=4)
+)
+def test_arguments_chars_is_the_length_of_arguments_json(arguments: dict[str, Any]) -> None:
+    arguments_json({})  # the encoders are built: the flat path is taken
+    assert arguments_chars(arguments) == len(arguments_json(arguments))
 
 
 def test_arguments_json_of_a_circular_value_fails_as_json_dumps_does() -> None:

@@ -70,13 +70,14 @@ class TokenCounter(Protocol):
 
 def _first_compact(value: Any) -> str:
     """Builds the encoders (and imports ``json``) on the first call, not at import."""
-    global _COMPACT, _UNCHECKED
+    global _COMPACT, _QUOTE, _UNCHECKED
     _COMPACT = encoder(ensure_ascii=False, separators=(",", ":"), default=str)
     from json import encoder as stdlib
 
     make = getattr(stdlib, "c_make_encoder", None)  # the C accelerator (not in typeshed)
     if make is not None:  # what _COMPACT builds per call, built once, without markers
         _UNCHECKED = make(None, str, stdlib.encode_basestring, None, ":", ",", False, False, True)
+    _QUOTE = stdlib.encode_basestring
     return _COMPACT(value)
 
 
@@ -87,6 +88,29 @@ _UNCHECKED: Callable[[Any, int], Sequence[str]] | None = None
 """``_COMPACT``'s C encoder made once, without the circular-reference check (no ``markers``):
 the same text, without the encoder object ``_COMPACT`` makes per call (about half its cost). A
 circular value recurses until ``RecursionError``, and then ``_COMPACT`` says what it is."""
+
+
+_QUOTE: Callable[[str], str] | None = None
+"""How ``_COMPACT`` writes a string (``json.encoder.encode_basestring``), once it is built."""
+
+
+def arguments_chars(arguments: Mapping[str, Any]) -> int:
+    """``len(arguments_json(arguments))``; a flat dict of strings is measured, not written.
+
+    Its text is ``{``, each ``"key":"value"`` (each string as the encoder writes it) with commas
+    between them, and ``}``: two brackets, a colon a pair and a comma between pairs, and the
+    strings as written. Any other value takes the encoder.
+    """
+    quote = _QUOTE
+    if type(arguments) is dict and quote is not None:
+        chars = 2 * len(arguments) + 1 if arguments else 2
+        for key, value in arguments.items():
+            if type(key) is not str or type(value) is not str:
+                break
+            chars += len(quote(key)) + len(quote(value))
+        else:
+            return chars
+    return len(arguments_json(arguments))
 
 
 def arguments_json(arguments: Mapping[str, Any]) -> str:
@@ -134,7 +158,7 @@ def message_chars(message: Message) -> int:
         if isinstance(part, TextPart):
             chars += len(part.text)
         elif isinstance(part, ToolCallPart):
-            chars += len(part.id) + len(part.name) + len(arguments_json(part.arguments))
+            chars += len(part.id) + len(part.name) + arguments_chars(part.arguments)
         elif isinstance(part, ToolResultPart):
             chars += len(part.call_id) + len(part.name) + len(part.content)
         elif isinstance(part, ToolChangePart):
@@ -195,6 +219,9 @@ def _has_media(message: Message) -> bool:
         if isinstance(part, MEDIA_PARTS) or (isinstance(part, ToolResultPart) and part.media):
             return True
     return False
+
+
+_ceil = math.ceil
 
 
 def _valid_ratio(chars_per_token: object) -> float:
@@ -271,11 +298,14 @@ class RatioTokenCounter:
 
     def count_message(self, message: Message) -> int:
         """Characters of every wire string over the ratio, plus framing; cached per message."""
-        count: int = message.encoded(self._key, self._count)
+        cache = message._wire  # Message.encoded's cache, read without its call (every message)
+        count: int | None = cache.get(self._key)
+        if count is None:
+            count = cache[self._key] = self._count(message)
         return count + counted_media(message)
 
     def _count(self, message: Message) -> int:
-        return math.ceil(message_chars(message) / self.chars_per_token) + self.per_message
+        return _ceil(message_chars(message) / self.chars_per_token) + self.per_message
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.chars_per_token!r}, {self.per_message!r})"
