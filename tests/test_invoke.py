@@ -7,6 +7,7 @@ they enter (``ToolCallPart``) and answered with a soft invalid-arguments result,
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -147,3 +148,92 @@ def test_the_engines_context_is_a_tool_context_with_every_slot_set() -> None:
     slots = {n for k in type(plain).__mro__ for n in getattr(k, "__slots__", ())}
     assert slots and type(made) is ToolContext
     assert {n: getattr(made, n) for n in slots} == {n: getattr(plain, n) for n in slots}
+
+
+# ----------------------------------------------------------------------------- the deadline
+# A tool runs up to its first wait without a timer; what is left of it runs under the deadline.
+
+
+@pytest.mark.looptime
+async def test_a_tool_that_waits_several_times_within_its_deadline_gives_its_value() -> None:
+    @tool(timeout=10)
+    async def waits() -> str:
+        """Wait three times."""
+        await asyncio.sleep(0)
+        await asyncio.sleep(1)
+        future = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_later(2, future.set_result, "done")
+        return str(await future)
+
+    model = ScriptedModel([call("waits"), reply("ok")])
+    run = await Agent(model, tools=[waits]).run("go")
+    assert run.output == "ok"
+    assert result_of(model.requests[1]) == ("done", False)
+
+
+@pytest.mark.looptime
+async def test_the_deadline_counts_every_wait_of_a_tool() -> None:
+    @tool(timeout=3)
+    async def slow() -> str:
+        """Two waits of 2 s: past 3 s in all."""
+        await asyncio.sleep(2)
+        await asyncio.sleep(2)
+        return "late"
+
+    model = ScriptedModel([call("slow"), reply("ok")])
+    await Agent(model, tools=[slow]).run("go")
+    assert result_of(model.requests[1]) == ("Tool 'slow' timed out after 3s", True)
+
+
+@pytest.mark.looptime
+async def test_a_timeout_a_tool_raises_after_a_wait_is_a_panic() -> None:
+    @tool(timeout=10)
+    async def raises() -> str:
+        """Raise TimeoutError itself, after a wait, well within the deadline."""
+        await asyncio.sleep(1)
+        raise TimeoutError("socket")
+
+    model = ScriptedModel([call("raises"), reply("ok")])
+    await Agent(model, tools=[raises]).run("go")
+    assert result_of(model.requests[1]) == ('Tool "raises" panicked: TimeoutError: socket', True)
+
+
+@pytest.mark.looptime
+async def test_a_tool_that_catches_its_deadline_gives_what_it_returns() -> None:
+    @tool(timeout=1)
+    async def stubborn() -> str:
+        """Catch the cancel the deadline sends, and answer."""
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            return "caught"
+        return "late"
+
+    model = ScriptedModel([call("stubborn"), reply("ok")])
+    await Agent(model, tools=[stubborn]).run("go")
+    assert result_of(model.requests[1]) == ("caught", False)
+
+
+async def test_a_run_cancelled_while_a_tool_waits_reaches_the_tool() -> None:
+    from agentloop import CancelToken
+    from agentloop.errors import Cancelled
+
+    token, seen = CancelToken(), []
+
+    @tool(timeout=10)
+    async def waits() -> str:
+        """Wait until cancelled."""
+        try:
+            token.cancel()
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+        finally:
+            seen.append("closed")
+        return "never"
+
+    model = ScriptedModel([call("waits"), reply("ok")])
+    with pytest.raises(Cancelled):
+        await Agent(model, tools=[waits]).run("go", cancel=token)
+    assert seen == ["cancelled", "closed"]

@@ -179,6 +179,7 @@ LAYERS = {
     "transcript": 2,
     "pausing": 2,
     "batching": 2,  # what a batch run waits on (SPEC 25): BatchWait, the Waiting signal
+    "_wire_text": 2,  # the text a message puts on the wire, measured (tokens re-exports it)
     # 3. public records and extension points built from those words
     "run": 3,
     "handoffs": 3,  # the public words of handoffs (the engine's side is engine/handoffs.py)

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import gc
 import importlib
+import json
 import math
 import weakref
 from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentloop.errors import ConfigurationError
 from agentloop.messages import Message, ToolCallPart, ToolResultPart
@@ -20,6 +24,8 @@ from agentloop.tokens import (
     RatioTokenCounter,
     TiktokenCounter,
     TokenCounter,
+    arguments_chars,
+    arguments_json,
     estimate_request,
     request_overhead,
 )
@@ -86,6 +92,38 @@ def test_arguments_that_json_cannot_encode_are_still_counted() -> None:
     counter = RatioTokenCounter(1.0, 0)
     call = ToolCallPart("c", "t", {"value": object()})
     assert counter.count_message(Message.assistant(calls=[call])) > 10
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(), _JSON_VALUES, max_size=5))
+def test_arguments_json_is_json_dumps_compact(arguments: dict[str, Any]) -> None:
+    expected = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), default=str)
+    assert arguments_json(arguments) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(st.text(), st.text(), max_size=4)
+    | st.dictionaries(st.text(), _JSON_VALUES, max_size=4)
+)
+def test_arguments_chars_is_the_length_of_arguments_json(arguments: dict[str, Any]) -> None:
+    arguments_json({})  # the encoders are built: the flat path is taken
+    assert arguments_chars(arguments) == len(arguments_json(arguments))
+
+
+def test_arguments_json_of_a_circular_value_fails_as_json_dumps_does() -> None:
+    looped: dict[str, Any] = {}
+    looped["again"] = looped
+    with pytest.raises(ValueError, match="Circular reference"):
+        arguments_json({"d": looped})
+    assert arguments_json({"d": object}) == json.dumps({"d": str(object)}, separators=(",", ":"))
 
 
 def test_tool_results_count_their_content_name_and_id() -> None:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from agentloop.errors import TranscriptError
 from agentloop.messages import Message, TextPart, ToolCallPart, ToolChangePart, ToolResultPart
 from agentloop.transcript import (
+    _NO_IDS,
     INTERRUPTED_TEXT,
     TranscriptChecker,
     close_interrupted,
@@ -526,3 +527,57 @@ def test_agent_history_follows_spec_12_at_construction() -> None:
         Agent(model, history=[user(), calls("a")])
     with pytest.raises(TranscriptError, match=r"has no matching call|must follow"):
         Agent(model, history=[user(), reply(), results("a")])
+
+
+# --------------------------------------------------------------------------- the one-part path
+# ``append`` takes the common turn's messages (one call, one result) in one step: any sequence,
+# valid or not, must leave the checker as the general rules would, and fail the same way.
+
+
+class _GeneralOnly(TranscriptChecker):
+    """The checker without its one-part path."""
+
+    __slots__ = ()
+
+    def _one_part(self, index: int, role: str, part: object) -> bool:
+        return False
+
+
+_IDS = st.sampled_from(["a", "b", "c"])
+_PARTS = st.one_of(
+    st.builds(TextPart, st.sampled_from(["", "hi"])),
+    st.builds(ToolCallPart, _IDS, st.just("t"), st.just({})),
+    st.builds(ToolResultPart, _IDS, st.just("t"), st.just("r")),
+)
+_MESSAGES = st.builds(
+    Message,
+    st.sampled_from(["system", "user", "assistant", "tool"]),
+    st.lists(_PARTS, min_size=1, max_size=3).map(tuple),
+)
+_TURN_MESSAGES = st.one_of(  # mostly the common turn's messages, with any id of the three
+    st.builds(lambda i: Message("assistant", (ToolCallPart(i, "t", {}),)), _IDS),
+    st.builds(lambda i: Message.tool_results([ToolResultPart(i, "t", "r")]), _IDS),
+    st.just(Message.user("go")),
+    _MESSAGES,
+)
+
+
+def _outcome(checker: TranscriptChecker, message: Message) -> tuple[object, ...]:
+    try:
+        checker.append(message)
+        error: tuple[object, ...] = ()
+    except TranscriptError as exc:
+        error = (str(exc), exc.index)
+    ids = None if checker._ids is _NO_IDS else set(checker._ids)
+    kept = (checker._count, checker._pending, checker._pending_index, checker._started, ids)
+    return (error, kept)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_TURN_MESSAGES, max_size=12), st.booleans())
+def test_the_one_part_path_concludes_what_the_general_rules_do(
+    messages: list[Message], unique_ids: bool
+) -> None:
+    fast, general = TranscriptChecker(unique_ids=unique_ids), _GeneralOnly(unique_ids=unique_ids)
+    for message in [Message.user("go"), *messages]:
+        assert _outcome(fast, message) == _outcome(general, message)

@@ -26,16 +26,20 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from agentloop._tool_parts import spec_key
-from agentloop._util.jsontext import encoder
 from agentloop._util.numbers import is_finite
+from agentloop._wire_text import arguments_chars as arguments_chars  # re-exported
+from agentloop._wire_text import arguments_json as arguments_json  # re-exported
+from agentloop._wire_text import compact_json, message_text_pieces
+from agentloop._wire_text import message_chars as message_chars  # re-exported
 from agentloop.errors import ConfigurationError
 from agentloop.media import AudioPart, DocumentPart, ImagePart, media_tokens
 from agentloop.messages import (
     Message,
+    ProviderPart,
     ProviderToolCallPart,
     ProviderToolResultPart,
     TextPart,
+    ThinkingPart,
     ToolCallPart,
     ToolChangePart,
     ToolResultPart,
@@ -66,67 +70,6 @@ class TokenCounter(Protocol):
         ...
 
 
-def _first_compact(value: Any) -> str:
-    """Builds ``_COMPACT`` (and imports ``json``) on the first call, not at import."""
-    global _COMPACT
-    _COMPACT = encoder(ensure_ascii=False, separators=(",", ":"), default=str)
-    return _COMPACT(value)
-
-
-_COMPACT: Callable[[Any], str] = _first_compact
-"""``json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)``, one encoder
-built once and called without ``json.dumps``' set-up (``_util.jsontext``)."""
-
-
-def arguments_json(arguments: Mapping[str, Any]) -> str:
-    """The JSON a provider sends for tool-call arguments (compact, non-ASCII kept)."""
-    return _COMPACT(arguments if type(arguments) is dict else dict(arguments))
-
-
-def message_text_pieces(message: Message) -> Iterable[str]:
-    """Every string of a message that travels on the wire (texts, names, ids, argument JSON)."""
-    for part in message.parts:
-        if isinstance(part, TextPart):
-            yield part.text
-        elif isinstance(part, ToolCallPart):
-            yield part.id
-            yield part.name
-            yield arguments_json(part.arguments)
-        elif isinstance(part, ToolResultPart):
-            yield part.call_id
-            yield part.name
-            yield part.content
-        elif isinstance(part, ToolChangePart):  # an append-only conversation's tools (SPEC 28)
-            yield from map(spec_key, part.added)
-            yield from part.removed
-        elif isinstance(part, ProviderToolCallPart | ProviderToolResultPart):
-            yield _provider_json(part)
-
-
-def _provider_json(part: ProviderToolCallPart | ProviderToolResultPart) -> str:
-    """What a provider tool part sends back (its raw block; SPEC 24), as JSON text."""
-    if part.raw is not None:
-        return _COMPACT(dict(part.raw))
-    return _COMPACT({"content": part.content} if isinstance(part, ProviderToolResultPart) else {})
-
-
-def message_chars(message: Message) -> int:
-    """The characters of ``message_text_pieces`` (one loop, no generator)."""
-    chars = 0
-    for part in message.parts:
-        if isinstance(part, TextPart):
-            chars += len(part.text)
-        elif isinstance(part, ToolCallPart):
-            chars += len(part.id) + len(part.name) + len(arguments_json(part.arguments))
-        elif isinstance(part, ToolResultPart):
-            chars += len(part.call_id) + len(part.name) + len(part.content)
-        elif isinstance(part, ToolChangePart):
-            chars += sum(len(spec_key(s)) for s in part.added) + sum(map(len, part.removed))
-        elif isinstance(part, ProviderToolCallPart | ProviderToolResultPart):
-            chars += len(_provider_json(part))
-    return chars
-
-
 MEDIA_PARTS = (ImagePart, DocumentPart, AudioPart)
 
 
@@ -149,9 +92,16 @@ def media_cost(message: Message, provider: str | None = None) -> int:
 def counted_media(message: Message) -> int:
     """A message's media cost for the current ``MEDIA_PROVIDER``, cached per message.
 
-    A message without media costs one cached lookup; one with media is counted once per
-    provider (a fallback to another provider counts it by that provider's formula).
+    A message whose parts cannot hold media costs one look at their types; one with media is
+    counted once per provider (a fallback to another provider counts it by that provider's
+    formula).
     """
+    for part in message.parts:
+        kind = type(part)
+        if kind not in _NO_MEDIA and (kind is not ToolResultPart or part.media):  # type: ignore[union-attr]
+            break
+    else:
+        return 0
     if not message.encoded(":has_media", _has_media):
         return 0
     provider = MEDIA_PROVIDER.get()
@@ -159,11 +109,21 @@ def counted_media(message: Message) -> int:
     return cost
 
 
+_NO_MEDIA = frozenset(
+    {TextPart, ThinkingPart, ToolCallPart, ToolChangePart, ProviderToolCallPart,
+     ProviderToolResultPart, ProviderPart}
+)  # fmt: skip
+"""Part types that never hold media (exact types: a subclass takes the cached path)."""
+
+
 def _has_media(message: Message) -> bool:
     for part in message.parts:  # a loop, not any() over a generator: two calls fewer a message
         if isinstance(part, MEDIA_PARTS) or (isinstance(part, ToolResultPart) and part.media):
             return True
     return False
+
+
+_ceil = math.ceil
 
 
 def _valid_ratio(chars_per_token: object) -> float:
@@ -240,11 +200,14 @@ class RatioTokenCounter:
 
     def count_message(self, message: Message) -> int:
         """Characters of every wire string over the ratio, plus framing; cached per message."""
-        count: int = message.encoded(self._key, self._count)
+        cache = message._wire  # Message.encoded's cache, read without its call (every message)
+        count: int | None = cache.get(self._key)
+        if count is None:
+            count = cache[self._key] = self._count(message)
         return count + counted_media(message)
 
     def _count(self, message: Message) -> int:
-        return math.ceil(message_chars(message) / self.chars_per_token) + self.per_message
+        return _ceil(message_chars(message) / self.chars_per_token) + self.per_message
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.chars_per_token!r}, {self.per_message!r})"
@@ -325,7 +288,7 @@ class TiktokenCounter:
 
 def _tool_schema_json(spec: ToolSpec) -> str:
     schema = {"name": spec.name, "description": spec.description, "parameters": spec.parameters}
-    return _COMPACT(schema)
+    return compact_json(schema)
 
 
 def _measure_overhead(system: str | None, tools: Sequence[ToolSpec], counter: TokenCounter) -> int:

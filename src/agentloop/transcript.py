@@ -131,6 +131,9 @@ class TranscriptChecker:
     def append(self, message: Message) -> None:
         """Check and absorb one appended message (see ``extend``)."""
         index = self._count
+        parts = message.parts
+        if len(parts) == 1 and self._started and self._one_part(index, message.role, parts[0]):
+            return
         if message.role == "system":
             self._check_system(index, message)
             self._count += 1
@@ -145,6 +148,32 @@ class TranscriptChecker:
             self._pending_index = index
         self._started = True
         self._count += 1
+
+    def _one_part(self, index: int, role: str, part: Part) -> bool:
+        """The common turn's messages, checked and absorbed at once: False for any other.
+
+        A reply with one call while no call waits (its id new where ids must be unique), or one
+        result answering the one call just before; what ``append`` would conclude, in one call.
+        """
+        if type(part) is ToolResultPart and role == "tool":
+            pending = self._pending
+            if len(pending) != 1 or self._pending_index != index - 1:
+                return False
+            if pending[0].id != part.call_id:
+                return False
+            self._pending = ()
+        elif type(part) is ToolCallPart and role == "assistant" and not self._pending:
+            if self.unique_ids:
+                ids = self._ids
+                if ids is _NO_IDS or part.id in ids:
+                    return False
+                ids.add(part.id)
+            self._pending = (part,)
+            self._pending_index = index
+        else:
+            return False
+        self._count = index + 1
+        return True
 
     def check_sendable(self) -> None:
         """Raise unless the transcript absorbed so far can be sent as a request.

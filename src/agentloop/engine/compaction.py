@@ -156,9 +156,12 @@ class ContextGuard:
 
         The common turn's whole context step, with no coroutine; False: ``before_call`` next.
         """
-        if self._force or (not self.server_side and self.policy.need(self.meter.total)):
+        total, policy = self.meter.total, self.policy
+        if self._force or (not self.server_side and policy.need(total)):
             return False
-        self._sendable()
+        if not policy.fits(total):  # what _sendable checks, with the total read once
+            raise ContextExceeded(total, self.config.context_window)
+        self.checker.check_sendable()
         return True
 
     async def before_call(self, state: RunState, commit: Commit) -> None:

@@ -109,9 +109,10 @@ class Dispatcher:
         if bus.active:
             for call in [c for c in calls if c.id not in quiet] if quiet else calls:
                 bus.emit(ev.ToolCallRequested(state.run.id, state.turn_index, call))
-        pipelines = [
-            CallPipeline(self, state, c, decisions.get(c.id) if decisions else None) for c in calls
-        ]
+        if len(calls) == 1:  # the common turn: no list comprehension to make one pipeline
+            pipelines = [CallPipeline(self, state, calls[0], decisions.get(calls[0].id))]
+        else:
+            pipelines = [CallPipeline(self, state, c, decisions.get(c.id)) for c in calls]
         try:
             lone = self._lone(state, pipelines, answered, quiet)
             if lone is not None:

@@ -28,32 +28,26 @@ from agentloop.engine.conversation import Conversation
 from agentloop.engine.estimate import estimated_usage
 from agentloop.engine.frames import internal_error, keep_frames, released
 from agentloop.engine.output import (
-    ACCEPTED_TEXT,
-    CALL_FINAL_RESULT_TEXT,
     CUT_CALL_TEXT,
-    FINAL_RESULT,
-    NOT_EXECUTED_TEXT,
-    TRUNCATED_TEXT,
-    InvalidOutput,
     cut_calls,
 )
 from agentloop.engine.provider_tools import PAUSE_TURN, continued, emit_provider_events
 from agentloop.engine.starting import run_instructions
 from agentloop.engine.state import Paused, RunState
 from agentloop.engine.turn import ClientEventBridge, build_request, call_model, governor_waits
+from agentloop.engine.typed_turn import typed_turn
 from agentloop.errors import (
     AgentLoopError,
     Cancelled,
     CompactionStalled,
     ContextExceeded,
     ContextLengthExceeded,
-    OutputValidationFailed,
 )
 from agentloop.hooks import Hook, overrides
 from agentloop.messages import Message, ThinkingPart, ToolCallPart, ToolResultPart
 from agentloop.model import ModelResponse
 from agentloop.pausing import PendingCall
-from agentloop.run import TRUNCATION_REASONS, Run, Turn
+from agentloop.run import Run, Turn
 
 handoffs = lazy_module("agentloop.engine.handoffs")  # loaded by a run that hands off
 guarding_of = lazy_module("agentloop.engine.guarding")  # loaded by a run with guardrails
@@ -229,7 +223,7 @@ class RunLoop:
             return False
         if self.agent.output is None:
             return await self._text_turn(turn, response)
-        return await self._typed_turn(turn, response)
+        return await typed_turn(self, turn, response)
 
     async def _model_step(self) -> ModelResponse | None:
         """One model call; None when a context rejection sends the turn back for compaction."""
@@ -281,29 +275,25 @@ class RunLoop:
         events, waits = state.events, None
         if type(events) is ClientEventBridge and events.waits:  # a governor waited (SPEC 25)
             waits = governor_waits(events)
-        message, usage = response.message, response.usage
+        message, usage, run = response.message, response.usage, state.run
         calls, text = message.tool_calls, message.text
-        turn = Turn(
-            index=state.turn_index,
-            model=response.model or state.client.model,
-            tool_calls=list(calls),
-            usage=usage,
-            stop_reason=response.stop_reason,
-            text=text,
-            thinking=_thinking_text(message),
-            latency_seconds=self.latency,
-            warnings=waits,
-            batch=self.agent.config.batch,
-        )
-        state.run.turns.append(turn)
-        state.run.usage = state.run.usage + usage
+        turn = Turn(  # positional, as keywords cost ~0.7 us to match: index, model, tool_calls,
+            # tool_results, usage, stop_reason, text, thinking, latency_seconds, durations,
+            # warnings, agent (set when the turn is done), batch
+            state.turn_index, response.model or state.client.model, list(calls), [], usage,
+            response.stop_reason, text, _thinking_text(message), self.latency, None, waits, None,
+            self.agent.config.batch,
+        )  # fmt: skip
+        run.turns.append(turn)
+        run.usage = run.usage + usage
         if message.parts and (calls or text or continued(response)):
             state.append(message)
         return turn
 
     async def _text_turn(self, turn: Turn, response: ModelResponse) -> bool:
         """An untyped turn: dispatch the calls, or the reply is the output. True when done."""
-        if not response.tool_calls:
+        calls = response.message.tool_calls
+        if not calls:
             stop = self.session.safety.converge(self.state.run, response.text)
             if stop is not None:
                 raise stop
@@ -313,75 +303,8 @@ class RunLoop:
                 return False
             self.state.run.output = response.text
             return True
-        await self._dispatch(turn, response.tool_calls, answered=cut_calls(response))
+        await self._dispatch(turn, calls, answered=cut_calls(response))
         return False
-
-    async def _typed_turn(self, turn: Turn, response: ModelResponse) -> bool:
-        """A typed turn: a valid answer ends the run; an invalid one is soft feedback."""
-        calls = response.tool_calls
-        offered = FINAL_RESULT in self.state.offer.names
-        finals = [c for c in calls if c.name == FINAL_RESULT and offered]
-        if finals:
-            return await self._final_call(turn, response, finals)
-        if calls:
-            await self._dispatch(turn, calls, answered=cut_calls(response))
-            return False
-        return await self._text_answer(turn, response, offered)
-
-    async def _final_call(
-        self, turn: Turn, response: ModelResponse, finals: Sequence[ToolCallPart]
-    ) -> bool:
-        """An answer by ``final_result``: valid and past the output guardrails, it is the output."""
-        state, output = self.state, self.agent.output
-        assert output is not None
-        try:
-            if response.stop_reason in TRUNCATION_REASONS:
-                raise InvalidOutput(TRUNCATED_TEXT)
-            value = output.from_arguments(finals[0].arguments)
-        except InvalidOutput as invalid:
-            self._invalid_output(invalid.text)
-            return await self._answer_again(turn, response, finals, invalid.text)
-        rejected = await self._guard_output(turn, response, value)
-        if rejected is not None:
-            return await self._answer_again(turn, response, finals, rejected)
-        accepted = finals[0]
-        turn.tool_results = [
-            ToolResultPart(c.id, c.name, ACCEPTED_TEXT if c is accepted else NOT_EXECUTED_TEXT)
-            for c in response.tool_calls
-        ]
-        state.append(Message.tool_results(turn.tool_results))
-        state.run.output = value
-        return True
-
-    async def _answer_again(
-        self, turn: Turn, response: ModelResponse, finals: Sequence[ToolCallPart], text: str
-    ) -> bool:
-        """The ``final_result`` calls get ``text`` (soft); the turn's other calls run."""
-        answers = {c.id: text for c in finals}
-        answered = {c: t for c, t in cut_calls(response).items() if c not in answers}
-        await self._dispatch(turn, response.tool_calls, answered=answered, finals=answers)
-        return False
-
-    async def _text_answer(self, turn: Turn, response: ModelResponse, offered: bool) -> bool:
-        """A typed answer in the reply's text (``"native"``/``"text"`` mode, or a missed tool)."""
-        state, output = self.state, self.agent.output
-        assert output is not None
-        try:
-            if offered:
-                raise InvalidOutput(CALL_FINAL_RESULT_TEXT)
-            if response.stop_reason in TRUNCATION_REASONS:
-                raise InvalidOutput(TRUNCATED_TEXT)
-            value = output.from_text(response.text)
-        except InvalidOutput as invalid:
-            self._invalid_output(invalid.text)
-            state.append(Message.user(invalid.text))
-            return False
-        rejected = await self._guard_output(turn, response, value)
-        if rejected is not None:
-            state.append(Message.user(rejected))
-            return False
-        state.run.output = value
-        return True
 
     async def _guard_output(self, turn: Turn, response: ModelResponse, value: Any) -> str | None:
         """The output guardrails on an answer: None to accept it, else the soft rejection."""
@@ -389,13 +312,6 @@ class RunLoop:
         if guarding is None or not guarding.guardrails.output:
             return None
         return await guarding.check_output(turn, response, value)
-
-    def _invalid_output(self, text: str) -> None:
-        """Count an invalid answer; past ``output_retries`` more tries the run ends."""
-        state = self.state
-        state.invalid_outputs += 1
-        if state.invalid_outputs > self.agent.config.output_retries:
-            raise OutputValidationFailed(state.invalid_outputs, text)
 
     async def _dispatch(
         self,
@@ -413,15 +329,16 @@ class RunLoop:
         if guarding is not None:
             guarding.release()  # not the answer: what the reply streamed goes out now
         answers = await dispatcher.dispatch_turn(state, calls, answered=answered, quiet=finals)
-        results = [r for r in answers if isinstance(r, ToolResultPart)]
-        if len(results) < len(answers):
-            state.paused = pending_of(answers)
-            turn.tool_results = results
-            raise Paused
+        for answer in answers:
+            if not isinstance(answer, ToolResultPart):  # a call left pending (SPEC 17)
+                state.paused = pending_of(answers)
+                turn.tool_results = [r for r in answers if isinstance(r, ToolResultPart)]
+                raise Paused
+        results: list[ToolResultPart] = answers  # type: ignore[assignment]  # all results
         if guarding is not None and guarding.guardrails.screens:
             await guarding.screen(calls, results, skip=answered.keys() | finals.keys())
         turn.tool_results = results
-        state.append(Message.tool_results(results))
+        state.append(Message("tool", tuple(results)))  # Message.tool_results, one call fewer
 
     def _commit_compacted(self, messages: list[Message]) -> None:
         """Compaction is a commit point: its result becomes the history."""
@@ -489,5 +406,9 @@ class RunLoop:
 
 
 def _thinking_text(message: Message) -> str:
-    """The readable reasoning of a reply ("" without any)."""
-    return "".join(p.text for p in message.parts if type(p) is ThinkingPart)
+    """The readable reasoning of a reply ("" without any: no generator for a reply without)."""
+    parts = message.parts
+    for part in parts:
+        if type(part) is ThinkingPart:
+            return "".join(p.text for p in parts if type(p) is ThinkingPart)
+    return ""

@@ -131,16 +131,17 @@ def build_request(
         if state.shown is None:  # a filtered handoff's view is a new conversation, without a base
             messages = messages[1:]
         compact_at = conversation.compact_at
-    return ModelRequest(
-        messages=tuple(messages),
-        tools=tools,
-        system=system,
-        settings=settings,
-        events=state.events,
-        output=output,
-        session_id=session_id,
-        compact_at=compact_at,
-        provider_tools=state.offer.provider_tools,
+    return ModelRequest(  # positional: ten keywords cost the call about 0.5 us to match
+        tuple(messages),  # messages
+        tools,
+        system,
+        settings,
+        None,  # model
+        state.events,  # events
+        output,
+        session_id,
+        compact_at,
+        state.offer.provider_tools,  # provider_tools
     )
 
 
@@ -327,6 +328,11 @@ def _checked(response: object, client: ModelClient, seen: set[str], clock: Clock
         )
     response = _usage_checked(response, client)
     calls = response.message.tool_calls
+    if len(calls) == 1:  # the common reply: one call, no set to build
+        call_id = calls[0].id
+        if call_id and call_id not in seen:
+            seen.add(call_id)
+            return response
     if calls:
         ids = {c.id for c in calls}
         if "" in ids or len(ids) != len(calls) or not ids.isdisjoint(seen):
