@@ -329,10 +329,11 @@ class Conversation(Generic[OutputT]):
         if MEDIA_PROVIDER.get() != provider:  # a set makes a new context mapping: only if new
             MEDIA_PROVIDER.set(provider)  # media cost by its formula (the run's task's too)
         ContextGuard, ClientEventBridge = _rooms or _load_rooms()
-        guard = ContextGuard(agent.config, system=system, observers=self._bus, hooks=agent._hooks)
+        config, bus = agent.config, self._bus  # an agent's read is slow (its __getattr__): once
+        guard = ContextGuard(config, system=system, observers=bus, hooks=agent._hooks)
         state = RunState(
             run=run,
-            tokens=(self._cancel, *cancels),
+            tokens=(self._cancel, *cancels) if cancels else (self._cancel,),
             transcript=transcript,
             base=base,
             offer=agent._offer(client, registry),
@@ -340,21 +341,26 @@ class Conversation(Generic[OutputT]):
             client=client,
             deps=deps,
             system=system,
-            settings=agent.config.model_settings,
+            settings=config.model_settings,
             registry=registry,
             measured=known,
         )
-        state.events = ClientEventBridge(run, self._bus, self.safety.limits, state)
-        extra = self._run_toolsets.get(run.id, ())  # run(toolsets=...), its continuations too
-        if agent._sets or (registry or agent.registry).deferring or swap is not None or extra:
+        state.events = ClientEventBridge(run, bus, self.safety.limits, state)
+        extra = self._run_toolsets.get(run.id, ()) if self._run_toolsets else ()  # run(toolsets=)
+        if (
+            agent._toolsets.sets  # Agent(toolsets=...): ``agent._sets``, without its property
+            or (registry or agent.registry).deferring
+            or swap is not None
+            or extra
+        ):
             self._plan(state, swap, extra)
         if _appends_only(agent, client, transcript):
             self._append_only(state)  # SPEC 28 (a base opens the history: append-only it stays)
-        if agent.config.batch:  # each model turn through the provider's batch API (SPEC 25)
+        if config.batch:  # each model turn through the provider's batch API (SPEC 25)
             self._batched(state)
         self._active = state
-        self._bus.run = run
-        self._bus.agent = None  # every run starts with the session's own agent
+        bus.run = run
+        bus.agent = None  # every run starts with the session's own agent
         return state
 
 
