@@ -71,17 +71,18 @@ class Conversation(Generic[OutputT]):
         self._run_toolsets: dict[str, tuple[Any, ...]] = {}
         """``run(toolsets=...)``'s, by run id: its continuations here keep them (this process)."""
         """Paused child sessions (``as_tool``) by the parent's call id, while this process lives."""
-        self._bus = EventBus(agent._observers, session_id)
-        self.safety = SafetyState(agent.config, self._bus, agent.clock, breakers=agent.breakers)
+        config, clock = agent.config, agent.clock  # an agent's read is slow (its __getattr__)
+        self._bus = bus = EventBus(agent._observers, session_id)
+        self.safety = SafetyState(config, bus, clock, breakers=agent.breakers)
         self._dispatcher = Dispatcher(
             safety=self.safety,
             registry=agent.registry,
-            config=agent.config,
+            config=config,
             hooks=agent._hooks,
-            observers=self._bus,
+            observers=bus,
             approver=agent._approver,
             session_id=session_id,
-            clock=agent.clock,
+            clock=clock,
         )
         self._journal: Journal | None = None
         self._drop_block = bool(runs) and any(r.thinking_prefix_mismatch for r in self._runs)
