@@ -261,6 +261,8 @@ class LoopDetector:
 
     def end_run(self) -> None:
         """Drop every stop-level pattern the run never fired, so the next run is not refused."""
+        if not self._at_stop and self._alternation is _NO_ALTERNATION:
+            return  # nothing at the stop line (the end of most runs)
         while self.consume_stop() is not None:
             pass
 
