@@ -68,7 +68,7 @@ class Conversation(Generic[OutputT]):
         self._children: dict[str, Any] | None = None
         self._paused_options: dict[str, Any] | None = None
         """A paused run's own settings and budget (``run(model_settings=, usage_limits=)``)."""
-        self._run_toolsets: dict[str, tuple[Any, ...]] = {}
+        self._run_toolsets: dict[str, tuple[Any, ...]] = _NO_RUN_TOOLSETS  # replaced, never changed
         """``run(toolsets=...)``'s, by run id: its continuations here keep them (this process)."""
         """Paused child sessions (``as_tool``) by the parent's call id, while this process lives."""
         config, clock = agent.config, agent.clock  # an agent's read is slow (its __getattr__)
@@ -213,7 +213,7 @@ class Conversation(Generic[OutputT]):
         if known is not None and not known.holds(history):
             known = self._measured = None
         if toolsets or self._run_toolsets:  # run(toolsets=...): this run's, kept to continue
-            self._run_toolsets = {run.id: toolsets} if toolsets else {}
+            self._run_toolsets = {run.id: toolsets} if toolsets else _NO_RUN_TOOLSETS
         state = self._new_state(run, transcript, base, deps, cancels, known)
         self._bus.turn = 0
         state.stream = stream
@@ -348,12 +348,7 @@ class Conversation(Generic[OutputT]):
         )
         state.events = ClientEventBridge(run, bus, self.safety.limits, state)
         extra = self._run_toolsets.get(run.id, ()) if self._run_toolsets else ()  # run(toolsets=)
-        if (
-            agent._toolsets.sets  # Agent(toolsets=...): ``agent._sets``, without its property
-            or (registry or agent.registry).deferring
-            or swap is not None
-            or extra
-        ):
+        if agent._toolsets.sets or (registry or agent.registry).deferring or swap or extra:
             self._plan(state, swap, extra)
         if _appends_only(agent, client, transcript):
             self._append_only(state)  # SPEC 28 (a base opens the history: append-only it stays)
@@ -364,6 +359,9 @@ class Conversation(Generic[OutputT]):
         bus.agent = None  # every run starts with the session's own agent
         return state
 
+
+_NO_RUN_TOOLSETS: dict[str, tuple[Any, ...]] = {}
+"""A session's ``run(toolsets=...)`` while it has none (never written to: sessions replace it)."""
 
 _rooms: tuple[type[ContextGuard], type[ClientEventBridge]] | None = None
 """The run's rooms (``ContextGuard``, ``ClientEventBridge``), loaded with the first run."""

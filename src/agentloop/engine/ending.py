@@ -3,6 +3,7 @@
 ``finalize`` stops the guardrail check, then ``committed`` (the record, the history, SPEC 5's
 four cases), the memory writes, ``closed`` (the conversation, the store, the safety state),
 the run-end hooks, and ``told`` (the end events, the listener, the session's cancel signal).
+Each step takes the ``RunLoop`` (untyped here: the loop imports this module).
 A run with no guardrails, memory or hooks has nothing to await at its end: ``RunLoop`` then
 calls the three steps in a row, without a coroutine per step.
 """
@@ -10,7 +11,7 @@ calls the three steps in a row, without a coroutine per step.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
 from agentloop._util.lazy import lazy_module
@@ -21,7 +22,6 @@ from agentloop.hooks import Hook, overrides
 from agentloop.safety.redact import redact_secrets
 
 if TYPE_CHECKING:
-    from agentloop.engine.loop import RunLoop
     from agentloop.pausing import PendingCall
 
 handoffs = lazy_module("agentloop.engine.handoffs")  # loaded by a run that hands off
@@ -31,7 +31,7 @@ __all__ = ["closed", "committed", "internal", "run_end_hooks", "told"]
 logger = logging.getLogger("agentloop")
 
 
-def committed(loop: RunLoop, error: AgentLoopError | None) -> tuple[PendingCall, ...]:
+def committed(loop: Any, error: AgentLoopError | None) -> tuple[PendingCall, ...]:
     """The watches stopped, the record's end, the history committed; the calls it paused on."""
     session, state = loop.session, loop.state
     for token, handle in zip(state.tokens, loop.watches, strict=False):
@@ -50,7 +50,7 @@ def committed(loop: RunLoop, error: AgentLoopError | None) -> tuple[PendingCall,
     return paused
 
 
-def closed(loop: RunLoop, error: AgentLoopError | None) -> None:
+def closed(loop: Any, error: AgentLoopError | None) -> None:
     """The run's conversation, its store record, the safety state's end, the error's summary."""
     session, run = loop.session, loop.state.run
     history = session._history
@@ -62,7 +62,7 @@ def closed(loop: RunLoop, error: AgentLoopError | None) -> None:
         error.summary = run.summary()
 
 
-def told(loop: RunLoop, paused: tuple[PendingCall, ...]) -> None:
+def told(loop: Any, paused: tuple[PendingCall, ...]) -> None:
     """``RunPaused``/``RunWaiting`` and ``RunFinished``; the listener goes; the signal re-arms."""
     session, state = loop.session, loop.state
     bus = session._bus
@@ -79,7 +79,7 @@ def told(loop: RunLoop, paused: tuple[PendingCall, ...]) -> None:
         session._cancel.reset()
 
 
-async def run_end_hooks(loop: RunLoop) -> None:
+async def run_end_hooks(loop: Any) -> None:
     """Each hook's ``on_run_end``; one that raises is logged and ignored."""
     run = loop.state.run
     for hook in loop.agent._hooks:
