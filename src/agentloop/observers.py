@@ -167,7 +167,9 @@ class EventBus:
         self.session_id = session_id
         self.agent: str | None = None
         """The active agent's handoff name while a run handed off (SPEC 26): stamped on events."""
-        self._observers = tuple((o, _legacy_handlers(o)) for o in observers if _listens(o))
+        self._observers = (  # none: no generator made (a session per conversation builds one)
+            tuple((o, _legacy_handlers(o)) for o in observers if _listens(o)) if observers else ()
+        )
         self._listeners: tuple[Callable[[Event], None], ...] = ()  # a list: one object more
         self.run: Run[Any] | None = None
         self.turn = 0

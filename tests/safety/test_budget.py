@@ -247,3 +247,15 @@ def test_the_soft_line_never_exceeds_the_hard_one(limit: int, fraction: float) -
 )
 def test_the_soft_line_never_exceeds_the_hard_one_for_floats(limit: float, fraction: float) -> None:
     assert soft_line(limit, fraction) <= limit
+
+
+def test_each_gate_keeps_its_own_spend_and_unpriced_models() -> None:
+    """Gates start from shared empty values (issue 39): what one gate counts stays its own."""
+    first, _ = gate(cost_usd=1.0, prices={"big": Price(1.0, 1.0)})
+    second, _ = gate(cost_usd=1.0, prices={"big": Price(1.0, 1.0)})
+    first.record_usage(Usage(10, 10), "unknown-model")
+    first.record_turn()
+    assert isinstance(first.pre_request()[1], ConfigurationError)
+    assert second.pre_request() == ([], None)
+    assert second.snapshot()["unpriced"] == [] and second.spent("tokens") == 0
+    assert second.spent("turns") == 0 and BudgetGate(Budget()).spent("turns") == 0

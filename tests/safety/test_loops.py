@@ -373,3 +373,17 @@ def test_counts_always_match_a_naive_recount(ops: list[tuple[int, int, bool]], w
         assert all(count > 0 for count in detector._counts.values())
         stopping = {s for s, n in detector._counts.items() if n >= stop}
         assert stopping == detector._at_stop
+
+
+def test_each_detector_keeps_its_own_failing_tail_and_tombstones() -> None:
+    """Detectors start from shared empty values (issue 39): one's tail never reaches another."""
+    first, second = LoopDetector(), LoopDetector()
+    alternate(first, 9)
+    first.record("c", {}, "ok", is_error=False)  # a success ends the tail
+    alternate(first, 3)
+    assert first.snapshot()["alternation"]["length"] == 3
+    assert second.check() is None
+    assert second.snapshot()["alternation"] == LoopDetector().snapshot()["alternation"]
+    assert second.snapshot()["dead"] == [] and second.snapshot()["window"] == []
+    alternate(second, 9)
+    assert second.check() is None and first.check() is None

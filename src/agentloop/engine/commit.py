@@ -37,7 +37,8 @@ def commit_run(
 ) -> None:
     """The run's messages, and what of them the history commits (SPEC 5's four cases)."""
     run = state.run
-    run.messages = list(state.audit) if error is None else close_interrupted(state.audit)
+    # the state's own list (nothing appends to it once the run ends): no copy
+    run.messages = state.audit if error is None else close_interrupted(state.audit)
     session._measured = None  # unless the whole transcript is committed (below)
     if state.waiting is not None:  # a batch run's turn waits in a provider batch (SPEC 25)
         from agentloop.engine.batching import waiting_record

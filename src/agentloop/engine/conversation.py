@@ -68,20 +68,21 @@ class Conversation(Generic[OutputT]):
         self._children: dict[str, Any] | None = None
         self._paused_options: dict[str, Any] | None = None
         """A paused run's own settings and budget (``run(model_settings=, usage_limits=)``)."""
-        self._run_toolsets: dict[str, tuple[Any, ...]] = {}
+        self._run_toolsets: dict[str, tuple[Any, ...]] = _NO_RUN_TOOLSETS  # replaced, never changed
         """``run(toolsets=...)``'s, by run id: its continuations here keep them (this process)."""
         """Paused child sessions (``as_tool``) by the parent's call id, while this process lives."""
-        self._bus = EventBus(agent._observers, session_id)
-        self.safety = SafetyState(agent.config, self._bus, agent.clock, breakers=agent.breakers)
+        config, clock = agent.config, agent.clock  # an agent's read is slow (its __getattr__)
+        self._bus = bus = EventBus(agent._observers, session_id)
+        self.safety = SafetyState(config, bus, clock, breakers=agent.breakers)
         self._dispatcher = Dispatcher(
             safety=self.safety,
             registry=agent.registry,
-            config=agent.config,
+            config=config,
             hooks=agent._hooks,
-            observers=self._bus,
+            observers=bus,
             approver=agent._approver,
             session_id=session_id,
-            clock=agent.clock,
+            clock=clock,
         )
         self._journal: Journal | None = None
         self._drop_block = bool(runs) and any(r.thinking_prefix_mismatch for r in self._runs)
@@ -212,7 +213,7 @@ class Conversation(Generic[OutputT]):
         if known is not None and not known.holds(history):
             known = self._measured = None
         if toolsets or self._run_toolsets:  # run(toolsets=...): this run's, kept to continue
-            self._run_toolsets = {run.id: toolsets} if toolsets else {}
+            self._run_toolsets = {run.id: toolsets} if toolsets else _NO_RUN_TOOLSETS
         state = self._new_state(run, transcript, base, deps, cancels, known)
         self._bus.turn = 0
         state.stream = stream
@@ -329,10 +330,11 @@ class Conversation(Generic[OutputT]):
         if MEDIA_PROVIDER.get() != provider:  # a set makes a new context mapping: only if new
             MEDIA_PROVIDER.set(provider)  # media cost by its formula (the run's task's too)
         ContextGuard, ClientEventBridge = _rooms or _load_rooms()
-        guard = ContextGuard(agent.config, system=system, observers=self._bus, hooks=agent._hooks)
+        config, bus = agent.config, self._bus  # an agent's read is slow (its __getattr__): once
+        guard = ContextGuard(config, system=system, observers=bus, hooks=agent._hooks)
         state = RunState(
             run=run,
-            tokens=(self._cancel, *cancels),
+            tokens=(self._cancel, *cancels) if cancels else (self._cancel,),
             transcript=transcript,
             base=base,
             offer=agent._offer(client, registry),
@@ -340,23 +342,26 @@ class Conversation(Generic[OutputT]):
             client=client,
             deps=deps,
             system=system,
-            settings=agent.config.model_settings,
+            settings=config.model_settings,
             registry=registry,
             measured=known,
         )
-        state.events = ClientEventBridge(run, self._bus, self.safety.limits, state)
-        extra = self._run_toolsets.get(run.id, ())  # run(toolsets=...), its continuations too
-        if agent._sets or (registry or agent.registry).deferring or swap is not None or extra:
+        state.events = ClientEventBridge(run, bus, self.safety.limits, state)
+        extra = self._run_toolsets.get(run.id, ()) if self._run_toolsets else ()  # run(toolsets=)
+        if agent._toolsets.sets or (registry or agent.registry).deferring or swap or extra:
             self._plan(state, swap, extra)
         if _appends_only(agent, client, transcript):
             self._append_only(state)  # SPEC 28 (a base opens the history: append-only it stays)
-        if agent.config.batch:  # each model turn through the provider's batch API (SPEC 25)
+        if config.batch:  # each model turn through the provider's batch API (SPEC 25)
             self._batched(state)
         self._active = state
-        self._bus.run = run
-        self._bus.agent = None  # every run starts with the session's own agent
+        bus.run = run
+        bus.agent = None  # every run starts with the session's own agent
         return state
 
+
+_NO_RUN_TOOLSETS: dict[str, tuple[Any, ...]] = {}
+"""A session's ``run(toolsets=...)`` while it has none (never written to: sessions replace it)."""
 
 _rooms: tuple[type[ContextGuard], type[ClientEventBridge]] | None = None
 """The run's rooms (``ContextGuard``, ``ClientEventBridge``), loaded with the first run."""

@@ -111,13 +111,9 @@ class Definition(Generic[OutputT]):
                 specs = tuple(s for s in specs if s.name != FINAL_RESULT)
             specs = (*specs, output.tool_spec)
         last: Offer | None = self.__dict__.get("_last_offer")
-        if (
-            last is not None
-            and last.native_output == native
-            and len(last.specs) == len(specs)
-            and all(a is b for a, b in zip(last.specs, specs, strict=True))
-        ):
-            return last  # the same specs as the last run's (one per tool, built once)
+        if last is not None and last.native_output == native and last.specs == specs:
+            return last  # the same specs as the last run's (one per tool, built once: a tuple
+            # compares its items by identity first, so this is one C loop, no generator)
         from agentloop.engine.state import Offer  # a run's state loads with the first run
 
         offer = self._last_offer = Offer(specs, native, self._provider_tools)

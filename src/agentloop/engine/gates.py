@@ -56,8 +56,11 @@ class Gates:
     def __init__(
         self, hooks: Sequence[Hook], approver: Approver | None, *, headless: bool = True
     ) -> None:
-        self.pre_hooks = tuple(h for h in hooks if overrides(h, Hook, "pre_tool"))
-        self.post_hooks = tuple(h for h in hooks if overrides(h, Hook, "post_tool"))
+        self.pre_hooks: tuple[Hook, ...] = ()  # no hooks: no generators made (one per session)
+        self.post_hooks: tuple[Hook, ...] = ()
+        if hooks:
+            self.pre_hooks = tuple(h for h in hooks if overrides(h, Hook, "pre_tool"))
+            self.post_hooks = tuple(h for h in hooks if overrides(h, Hook, "post_tool"))
         self.approver = approver
         self.headless = headless
 

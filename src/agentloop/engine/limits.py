@@ -20,7 +20,7 @@ that run; ``end_run`` gives the session's gate back.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from agentloop._util.lazy import lazy_module
 from agentloop.config import RunConfig
@@ -36,8 +36,6 @@ else:  # the event classes load when somebody first listens
     ev = lazy_module("agentloop.events")
 
 __all__ = ["Limits"]
-
-_T = TypeVar("_T")
 
 
 class Limits:
@@ -76,10 +74,13 @@ class Limits:
         calls, self._continued_calls = self._continued_calls, None
         self.tool_calls = calls or 0
         self.budget_on = True
-        if budget is None:
-            self._budget(self.budget.begin)
-        else:
-            self._budget(lambda: self.budget.restore(budget))
+        try:
+            if budget is None:
+                self.budget.begin()
+            else:
+                self.budget.restore(budget)
+        except Exception as exc:
+            raise self._poisoned() from exc
 
     def end_run(self) -> None:
         """Run end: a run that had a budget of its own gives the session's gate back."""
@@ -103,7 +104,12 @@ class Limits:
         """Refuse the next request past a line; warn once per budget dimension nearing one."""
         if turn >= self.max_turns:
             raise MaxTurnsExceeded(self.max_turns)
-        warnings, stop = self._budget(self.budget.pre_request)
+        if not self.budget_on:
+            raise LockPoisoned("budget")
+        try:
+            warnings, stop = self.budget.pre_request()
+        except Exception as exc:
+            raise self._poisoned() from exc
         for warning in warnings:
             self._bus.emit(
                 ev.BudgetWarning(run.id, turn, warning.dimension, warning.spent, warning.limit)
@@ -125,22 +131,36 @@ class Limits:
                 f"({self.tool_calls} made, {count} more requested)"
             )
         self.tool_calls += count
-        self._budget(self.budget.record_tool_calls, count)
-
-    def spent(self, usage: Usage, model: str) -> None:
-        """Account a reply's usage (tokens, cost)."""
-        self._budget(self.budget.record_usage, usage, model)
-
-    def turn_done(self) -> None:
-        """Account a completed turn."""
-        self._budget(self.budget.record_turn)
-
-    def _budget(self, step: Callable[..., _T], *args: Any) -> _T:
-        """One step of the gate; a gate that raises is poisoned and the run ends (fail closed)."""
         if not self.budget_on:
             raise LockPoisoned("budget")
         try:
-            return step(*args)
+            self.budget.record_tool_calls(count)
         except Exception as exc:
-            self.budget_on = False
-            raise LockPoisoned("budget") from exc
+            raise self._poisoned() from exc
+
+    def spent(self, usage: Usage, model: str) -> None:
+        """Account a reply's usage (tokens, cost)."""
+        if not self.budget_on:
+            raise LockPoisoned("budget")
+        try:
+            self.budget.record_usage(usage, model)
+        except Exception as exc:
+            raise self._poisoned() from exc
+
+    def turn_done(self) -> None:
+        """Account a completed turn."""
+        if not self.budget_on:
+            raise LockPoisoned("budget")
+        try:
+            self.budget.record_turn()
+        except Exception as exc:
+            raise self._poisoned() from exc
+
+    def _poisoned(self) -> LockPoisoned:
+        """The gate raised: poisoned until the next ``begin``, the run ends (fail closed).
+
+        Each step calls the gate in a ``try`` of its own, not through a helper taking the
+        step: a bound method and an argument tuple fewer per step (eight steps a run).
+        """
+        self.budget_on = False
+        return LockPoisoned("budget")

@@ -21,12 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
 from agentloop._util.lazy import lazy_module
-from agentloop.engine import remembering
+from agentloop.engine import ending, remembering
 from agentloop.engine.call import pending_of
-from agentloop.engine.commit import commit_run
 from agentloop.engine.conversation import Conversation
 from agentloop.engine.estimate import estimated_usage
-from agentloop.engine.frames import internal_error, keep_frames, released
+from agentloop.engine.frames import internal_error, released
 from agentloop.engine.output import (
     CUT_CALL_TEXT,
     cut_calls,
@@ -46,7 +45,6 @@ from agentloop.errors import (
 from agentloop.hooks import Hook, overrides
 from agentloop.messages import Message, ThinkingPart, ToolCallPart, ToolResultPart
 from agentloop.model import ModelResponse
-from agentloop.pausing import PendingCall
 from agentloop.run import Run, Turn
 
 handoffs = lazy_module("agentloop.engine.handoffs")  # loaded by a run that hands off
@@ -93,34 +91,41 @@ class RunLoop:
         """
         state = self.state
         self.task = asyncio.current_task()
-        self.watches = state.watch(self._on_cancel)
+        self.watches = state.watch(self)  # the loop is the callback: no bound method kept
+        error: AgentLoopError | None = None
         try:
-            await self._start()
+            if self._awaits_start():
+                await self._start()
+            else:
+                self._opened()
             await self._each_turn()  # awaited here: one coroutine frame fewer per wake-up
         except Paused:  # a dispatch left calls pending (SPEC 17): the run pauses, unfailed
-            await self.finalize(None)
+            pass
         except asyncio.CancelledError:
             if not state.cancelled:
                 await self.finalize(Cancelled())
                 del self, state  # what is raised keeps this frame: nothing of the run in it
                 raise
-            if self.task is not None:
-                self.task.uncancel()
-            await self.finalize(Cancelled())
-        except AgentLoopError as error:
-            await self.finalize(error)
+            error = _taken_back()
+        except AgentLoopError as failed:
+            error = failed
         except Exception as exc:
-            await self.finalize(internal_error(exc))
+            error = internal_error(exc)
         except BaseException:  # KeyboardInterrupt / SystemExit: record the run, then let go
             await self.finalize(Cancelled())
             del self, state
             raise
-        else:
-            await self.finalize(None)
+        if self._awaits_end():
+            await self.finalize(error)
+        else:  # nothing to await at the end: its steps in a row (``finalize`` without awaits)
+            self.finalizing = True
+            paused = ending.committed(self, error)
+            ending.closed(self, error)
+            ending.told(self, paused)
         stop = state.run.stop_reason
         if stop is None:
             return state.run
-        del self, state  # the error's traceback keeps this frame: nothing of the run stays in it
+        del self, state, error  # the error's traceback keeps this frame: nothing of the run in it
         try:
             raise released(stop)  # nor in the frames it left (engine.frames)
         finally:
@@ -131,32 +136,66 @@ class RunLoop:
         name = self.state.run.last_agent
         return self.agent if name is None else handoffs.active_agent(self.agent, name)
 
-    def _on_cancel(self) -> None:
+    def __call__(self) -> None:
         """A watched token fired: interrupt what the run awaits, unless it is finalizing."""
         if not self.finalizing and self.task is not None:
             self.task.cancel()
+
+    def _awaits_start(self) -> bool:
+        """Whether the run's start awaits anything: tool sources, hooks, instructions, checks."""
+        agent, state = self.agent, self.state
+        return bool(
+            agent._toolsets.toolsets
+            or agent._hooks
+            or agent._prompt is not None
+            or agent.memory is not None
+            or state.plan is not None
+            or state.run.last_agent is not None
+            or self.guarding is not None
+        )
 
     async def _start(self) -> None:
         agent, session, state = self.agent, self.session, self.state
         state.check_cancel()
         if agent._toolsets.toolsets:  # MCP servers and other tool sources
             await agent._refresh_tools(state, starting=True)
-        if session._recorder is not None:
-            session._recorder.begin(state.run)
-        session.safety.limits.begin(state.budget)
-        if session._bus.active:
-            session._bus.emit(ev.RunStarted(state.run.id, 0, state.run))
+        self._begun()
         for hook in agent._hooks:
             if overrides(hook, Hook, "on_run_start"):
                 await hook.on_run_start(state.run)
         await run_instructions(session, state)
-        state.guard.start(state.transcript, state.offer.specs, state.measured)
-        if state.appendonly is not None:  # SPEC 28: the conversation's base, built once
-            state.appendonly.open(session, state)
-        if state.shown is not None:  # a paused filtered handoff's view is what is sent (26)
-            handoffs.measure(state)
+        self._measured()
         if self.guarding is not None and state.resuming is None:  # a continued run was checked
             await self.guarding.start()
+
+    def _awaits_end(self) -> bool:
+        """Whether the run's end awaits anything: a guardrail check, memory writes, hooks."""
+        agent = self.agent
+        return bool(self.guarding is not None or agent.memory is not None or agent._hooks)
+
+    def _opened(self) -> None:
+        """``_start`` for a run whose start awaits nothing (``_awaits_start``)."""
+        self.state.check_cancel()
+        self._begun()
+        self._measured()
+
+    def _begun(self) -> None:
+        """The record begun, the limits zeroed, ``RunStarted``."""
+        session, run = self.session, self.state.run
+        if session._recorder is not None:
+            session._recorder.begin(run)
+        session.safety.limits.begin(self.state.budget)
+        if session._bus.active:
+            session._bus.emit(ev.RunStarted(run.id, 0, run))
+
+    def _measured(self) -> None:
+        """The starting transcript measured; an append-only base, a handoff's view (26, 28)."""
+        state = self.state
+        state.guard.start(state.transcript, state.offer.specs, state.measured)
+        if state.appendonly is not None:  # SPEC 28: the conversation's base, built once
+            state.appendonly.open(self.session, state)
+        if state.shown is not None:  # a paused filtered handoff's view is what is sent (26)
+            handoffs.measure(state)
 
     def _offering(self) -> bool:
         """Whether this call has an offer step (a run with none of them pays four reads)."""
@@ -350,59 +389,16 @@ class RunLoop:
 
     async def finalize(self, error: AgentLoopError | None) -> None:
         """Record how the run ended, commit its history, tell hooks and observers."""
-        agent, session, state = self.agent, self.session, self.state
         self.finalizing = True
-        await self._stop_watching()
-        session._active = None
-        run = state.run
-        run.ended_at = agent.clock.time()
-        run.stop_reason = error
-        if error is not None:
-            run.output = None
-            keep_frames(error)  # an unexpected exception's innermost frames, for the record
-        paused = state.paused if error is None else ()
-        commit_run(self.session, state, error, paused)
-        if state.shown is not None and state.appendonly is not None and not paused:
-            handoffs.view_ended(session, state)  # a filtered handoff's own conversation (26)
-        if agent.memory is not None:  # the committed turns' memory writes, applied
-            error = await remembering.finish(session, state, error, bool(paused))
-        run.conversation = list(session._history)
-        if session._recorder is not None:
-            session.persistence_error = session._recorder.finished(run, session._history)
-        session.safety.end_run()
-        if error is not None and error.summary is None:
-            error.summary = run.summary()
-        await self._run_end_hooks()
-        if session._bus.active:
-            self._announce_end(paused)
-        if state.listener is not None:
-            session._bus.detach(state.listener)
-        if session._cancel.cancelled:
-            session._cancel.reset()
-
-    def _announce_end(self, paused: tuple[PendingCall, ...]) -> None:
-        """``RunPaused`` or ``RunWaiting`` when the run stopped so, then ``RunFinished``."""
-        bus, state, run = self.session._bus, self.state, self.state.run
-        if paused:
-            bus.emit(ev.RunPaused(run.id, state.turn_index, paused))
-        if run.waiting is not None:
-            bus.emit(ev.RunWaiting(run.id, state.turn_index, run.waiting))
-        bus.emit(ev.RunFinished(run.id, state.turn_index, run))
-
-    async def _stop_watching(self) -> None:
-        """Stop a pending guardrail check (nothing it held goes out) and the cancel watches."""
-        if self.guarding is not None:
+        if self.guarding is not None:  # a pending check stops: nothing it held goes out
             await self.guarding.close()
-        for token, handle in zip(self.state.tokens, self.watches, strict=False):
-            token.unwatch(handle)
-
-    async def _run_end_hooks(self) -> None:
-        for hook in self.agent._hooks:
-            if overrides(hook, Hook, "on_run_end"):
-                try:
-                    await hook.on_run_end(self.state.run)
-                except Exception:
-                    logger.exception("hook %r raised in on_run_end; ignored", hook)
+        paused = ending.committed(self, error)
+        if self.agent.memory is not None:  # the committed turns' memory writes, applied
+            error = await remembering.finish(self.session, self.state, error, bool(paused))
+        ending.closed(self, error)
+        if self.agent._hooks:
+            await ending.run_end_hooks(self)
+        ending.told(self, paused)
 
 
 def _thinking_text(message: Message) -> str:
@@ -412,3 +408,11 @@ def _thinking_text(message: Message) -> str:
         if type(part) is ThinkingPart:
             return "".join(p.text for p in parts if type(p) is ThinkingPart)
     return ""
+
+
+def _taken_back() -> Cancelled:
+    """The run's own cancellation of its task, taken back (``uncancel``): it ends ``Cancelled``."""
+    current = asyncio.current_task()
+    if current is not None:
+        current.uncancel()
+    return Cancelled()

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import field
 from fractions import Fraction
+from types import MappingProxyType
 from typing import Any
 
 from agentloop._util.peers import hint_init
@@ -124,6 +125,10 @@ class BudgetWarning:
 
 _TOKEN_LINES = frozenset({"tokens", "output_tokens", "cost_usd"})
 _NONE_WARNED: set[str] = set()  # never added to: a gate holds it until its first warning
+_NONE_UNPRICED: list[str] = []  # never appended to: a gate holds it until a model is unpriced
+_NO_PRICES: Mapping[str, Price] = MappingProxyType({})
+_NOTHING_SPENT: dict[str, float] = {**dict.fromkeys(DIMENSIONS, 0), "cost_usd": 0.0}
+"""A run's spend at its start, copied per run (never changed itself)."""
 _NO_WARNINGS: list[BudgetWarning] = []  # never appended to: a gate without lines returns it
 
 
@@ -166,8 +171,9 @@ class BudgetGate:
         self.budget = budget = budget or _default_budget()
         self._clock = clock
         self._lines = _lines_of(budget)
-        self._prices = dict(budget.prices) if budget.prices else {}
-        self._unpriced: list[str] = []  # models no one could price: the gate refuses (kept)
+        self._prices: Mapping[str, Price] = dict(budget.prices) if budget.prices else _NO_PRICES
+        self._unpriced: list[str] = _NONE_UNPRICED
+        """Models no one could price: the gate refuses (kept); a list of its own at the first."""
         self.begin()
 
     def __repr__(self) -> str:
@@ -176,8 +182,7 @@ class BudgetGate:
     def begin(self) -> None:
         """Start a run: zero every counter and re-arm every warning."""
         self._started = self._clock()
-        self._spent: dict[str, float] = dict.fromkeys(DIMENSIONS, 0)
-        self._spent["cost_usd"] = 0.0
+        self._spent: dict[str, float] = _NOTHING_SPENT.copy()
         self._warned: set[str] = _NONE_WARNED  # a set of its own at the first warning
 
     def snapshot(self) -> dict[str, Any]:
@@ -201,7 +206,8 @@ class BudgetGate:
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a BudgetGate snapshot: {exc!r}") from exc
         self._spent, self._warned, self._started = spent, warned, started
-        self._unpriced.extend(m for m in unpriced if m not in self._unpriced)
+        for model in unpriced:
+            self._note_unpriced(model)
 
     def spent(self, dimension: str) -> float:
         """What this run has spent on ``dimension`` so far (wall clock in seconds)."""
@@ -271,9 +277,15 @@ class BudgetGate:
         cost = estimate_cost(usage, model, prices=self._prices)
         if cost is not None:
             return cost
-        if model not in self._unpriced:
-            self._unpriced.append(model)
+        self._note_unpriced(model)
         return 0.0  # not free: ``_unpriced_error`` refuses the next request
+
+    def _note_unpriced(self, model: str) -> None:
+        """Keep ``model`` among those no one could price (once)."""
+        if model not in self._unpriced:
+            if self._unpriced is _NONE_UNPRICED:
+                self._unpriced = []
+            self._unpriced.append(model)
 
     def _unpriced_error(self) -> ConfigurationError | None:
         if not self._unpriced or not self.budget.cost_usd:

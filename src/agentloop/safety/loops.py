@@ -111,6 +111,10 @@ _EMPTY: set[Any] = set()
 """The empty set a detector holds until it has something to keep (never added to)."""
 
 
+_NO_DEAD: dict[Any, int] = {}
+"""The tombstones a detector holds until its first drop (never written to)."""
+
+
 def _signature(item: Any) -> _Signature:
     tool, args, digest = item
     return (str(tool), str(args), None if digest is None else int(digest))
@@ -203,6 +207,10 @@ class _Alternation:
         return f"{_pattern(first)} and {_pattern(second)}"
 
 
+_NO_ALTERNATION = _Alternation()
+"""The empty tail a detector holds until its first failing operation (never pushed to)."""
+
+
 class LoopDetector:
     """Counts identical operations in a sliding window and says when the model is stuck.
 
@@ -220,10 +228,10 @@ class LoopDetector:
         self._window: list[_Signature] = []  # a list: 50 entries pop from the front cheaply
         self._counts: dict[_Signature, int] = {}
         self._live_hash: dict[_Key, int | None] = {}
-        self._dead: dict[_Signature, int] = {}
+        self._dead: dict[_Signature, int] = _NO_DEAD  # a dict of its own at the first drop
         self._warned: set[_Signature] = _EMPTY  # a set of its own at the first add
         self._at_stop: set[_Signature] = _EMPTY
-        self._alternation = _Alternation()
+        self._alternation = _NO_ALTERNATION  # one of its own at the first failing operation
 
     def __repr__(self) -> str:
         return f"LoopDetector({self.config!r})"
@@ -253,6 +261,8 @@ class LoopDetector:
 
     def end_run(self) -> None:
         """Drop every stop-level pattern the run never fired, so the next run is not refused."""
+        if not self._at_stop and self._alternation is _NO_ALTERNATION:
+            return  # nothing at the stop line (the end of most runs)
         while self.consume_stop() is not None:
             pass
 
@@ -313,6 +323,7 @@ class LoopDetector:
         self._live_hash = {(t, a): d for t, a, d in counts}  # one live result a call
         self._warned = {sigs[_index(i)] for i in data["warned"]} or _EMPTY
         self._at_stop = {sigs[_index(i)] for i in data["at_stop"]} or _EMPTY
+        self._alternation = _Alternation()
         self._alternation.restore(data["alternation"], sigs)
 
     def _restore_full(self, data: Mapping[str, Any]) -> None:
@@ -324,6 +335,7 @@ class LoopDetector:
         self._dead = {_signature(s[:3]): int(s[3]) for s in data["dead"]}
         self._warned = {_signature(s) for s in data["warned"]}
         self._at_stop = {_signature(s) for s in data["at_stop"]}
+        self._alternation = _Alternation()
         self._alternation.restore(data["alternation"])
 
     def record(
@@ -372,8 +384,8 @@ class LoopDetector:
                 self._at_stop = set()
             self._at_stop.add(signature)
         alternation = self._alternation
-        if is_error or alternation.length or alternation.previous is not None:
-            alternation.push(signature, is_error)  # (a success on an empty tail: nothing to reset)
+        if is_error or alternation is not _NO_ALTERNATION:  # (a success without a tail: none)
+            alternation = self._tail(signature, is_error)
         warn = config.warn_threshold
         if not warn:  # below the warn line nothing warns (the checks below, not called)
             return None
@@ -381,6 +393,17 @@ class LoopDetector:
         if found is None and alternation.length // 2 >= warn:
             return self._alternation_warning()
         return found
+
+    def _tail(self, signature: _Signature, is_error: bool) -> _Alternation:
+        """The failing tail after one more operation: a failure extends it, a success ends it."""
+        if not is_error:
+            self._alternation = _NO_ALTERNATION
+        elif self._alternation is _NO_ALTERNATION:  # the first failing operation: a tail of its own
+            self._alternation = _Alternation()
+            self._alternation.push(signature, is_error)
+        else:
+            self._alternation.push(signature, is_error)
+        return self._alternation
 
     def _is_stop(self, count: int) -> bool:
         return 0 < self.config.stop_threshold <= count
@@ -415,6 +438,8 @@ class LoopDetector:
         """Stop counting every window entry of ``signature`` (they are evicted later)."""
         count = self._counts.pop(signature, 0)
         if count:
+            if self._dead is _NO_DEAD:
+                self._dead = {}
             self._dead[signature] = self._dead.get(signature, 0) + count
         self._forget(signature)
 
@@ -423,7 +448,7 @@ class LoopDetector:
         for signature in (alternation.previous, alternation.before_previous):
             if signature is not None:
                 self._drop(signature)
-        alternation.reset()
+        self._alternation = _NO_ALTERNATION  # an empty tail again
 
     def _evict(self, signature: _Signature) -> None:
         dead = self._dead.get(signature, 0)
