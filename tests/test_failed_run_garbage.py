@@ -55,20 +55,27 @@ def broken(request: ModelRequest) -> object:
     raise KeyError(field)
 
 
+EARLIER: list[RunState] = []
+"""States alive before the test (other tests' in this worker), held so their ids stay theirs."""
+
+
 @pytest.fixture
 def collector_off() -> Iterator[None]:
     """The collector off while runs run: only reference counting frees anything."""
     gc.collect()
+    EARLIER[:] = [o for o in gc.get_objects() if type(o) is RunState]
     gc.disable()
     try:
         yield
     finally:
         gc.enable()
+        EARLIER.clear()
 
 
 def live_states() -> int:
-    """``RunState`` objects still alive (the collector tracks them; nothing is collected)."""
-    return sum(type(o) is RunState for o in gc.get_objects())
+    """The test's ``RunState`` objects still alive (the collector tracks them; none collected)."""
+    earlier = {id(state) for state in EARLIER}
+    return sum(type(o) is RunState and id(o) not in earlier for o in gc.get_objects())
 
 
 def unreachable() -> int:
