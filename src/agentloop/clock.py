@@ -77,9 +77,13 @@ _BATCH = 256
 
 def _fresh_batch() -> str:
     raw = bytearray(os.urandom(16 * _BATCH))
-    raw[6::16] = bytes((b & 0x0F) | 0x40 for b in raw[6::16])  # version 4
-    raw[8::16] = bytes((b & 0x3F) | 0x80 for b in raw[8::16])  # the RFC 4122 variant
+    raw[6::16] = raw[6::16].translate(_VERSION_4)
+    raw[8::16] = raw[8::16].translate(_VARIANT)
     return raw.hex()
+
+
+_VERSION_4 = bytes(range(0x40, 0x50)) * 16  # byte b -> (b & 0x0F) | 0x40
+_VARIANT = bytes(range(0x80, 0xC0)) * 4  # byte b -> (b & 0x3F) | 0x80, RFC 4122's
 
 
 _POOL = _Pool()
