@@ -244,3 +244,29 @@ def test_render_content() -> None:
 
 def test_decorated_function_stays_callable() -> None:
     assert search("q").startswith("q:10:fast")
+
+
+def test_registry_specs_follow_the_tools_and_a_hand_written_spec() -> None:
+    @tool
+    async def first(x: int) -> int:
+        """One."""
+        return x
+
+    @tool
+    async def second(x: int) -> int:
+        """Two."""
+        return x
+
+    class Moving(Tool):
+        name, description, parameters = "moving", "before", {"type": "object"}
+
+    registry = ToolRegistry([first])
+    assert registry.specs() is registry.specs()  # built once while the tools stay
+    registry.register(second)
+    assert [s.name for s in registry.specs()] == ["first", "second"]
+    registry.unregister("first")
+    assert [s.name for s in registry.specs()] == ["second"]
+    moving = Moving()
+    registry.register(moving)
+    moving.description = "after"  # a hand-written tool's spec follows its attributes
+    assert registry.specs()[-1].description == "after"

@@ -339,6 +339,11 @@ def is_append_only(client: object) -> bool:
     profile; a test double may set it); a wrapper answers for what it wraps (``inner``), a
     ``FallbackClient`` for any of its ``clients``.
     """
+    if getattr(client, "append_only", False) is True:
+        return True
+    inner, clients = getattr(client, "inner", None), getattr(client, "clients", None)
+    if inner is None and not isinstance(clients, _SEQUENCES):
+        return False  # the common case, a plain client: three looks and no list
     stack, seen = [client], 0
     while stack and seen < 32:
         found = stack.pop()
@@ -349,9 +354,13 @@ def is_append_only(client: object) -> bool:
         if inner is not None:
             stack.append(inner)
         clients = getattr(found, "clients", None)
-        if isinstance(clients, list | tuple):
+        if isinstance(clients, _SEQUENCES):
             stack.extend(clients)
     return False
+
+
+_SEQUENCES = (list, tuple)
+"""What a ``clients`` attribute may be (a constant: ``list | tuple`` builds a union each time)."""
 
 
 def compacts_on_server(client: object) -> bool:
@@ -366,7 +375,7 @@ def compacts_on_server(client: object) -> bool:
         if isinstance(said, bool):
             return said
         clients = getattr(client, "clients", None)
-        if isinstance(clients, list | tuple) and clients:
+        if isinstance(clients, _SEQUENCES) and clients:
             return all(compacts_on_server(c) for c in clients)
         client = getattr(client, "inner", None)
         if client is None:

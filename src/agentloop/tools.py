@@ -395,6 +395,8 @@ class Toolset(Protocol):
         ...
 
 
+_BUILT_ONCE = FunctionTool.spec  # a spec built once: ``ToolRegistry.specs`` keeps those
+
 _DICT_TOOL = (
     "a dict is not a tool ({item!r:.80}): write the function and decorate it with @tool (its "
     "signature becomes the schema), or subclass Tool with name, description, parameters (the "
@@ -407,6 +409,7 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self._specs: tuple[ToolSpec, ...] | None = None  # see ``specs``
         self.deferring = False
         """Whether a tool is ``defer_loading`` (the run then computes its offer per call)."""
         for item in tools:
@@ -427,6 +430,7 @@ class ToolRegistry:
                 f"two tools are named '{item.name}'; tool names must be unique", field="tools"
             )
         self._tools[item.name] = item
+        self._specs = None
         if item.defer_loading:
             self.deferring = True
         return item
@@ -434,6 +438,7 @@ class ToolRegistry:
     def unregister(self, name: str) -> None:
         """Remove a tool (a run that advertised it answers later calls with a registry miss)."""
         self._tools.pop(name, None)
+        self._specs = None
 
     def get(self, name: str) -> Tool | None:
         """The tool called ``name``, or None."""
@@ -444,8 +449,17 @@ class ToolRegistry:
         return sorted(self._tools)
 
     def specs(self) -> tuple[ToolSpec, ...]:
-        """Every tool as advertised to the model, in registration order."""
-        return tuple(t.spec() for t in self._tools.values())
+        """Every tool as advertised to the model, in registration order.
+
+        Kept until the tools change if each is a ``FunctionTool`` (its spec is built once).
+        """
+        specs = self._specs
+        if specs is None:
+            tools = self._tools.values()
+            specs = tuple([t.spec() for t in tools])
+            if all(type(t).spec is _BUILT_ONCE for t in tools):
+                self._specs = specs
+        return specs
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools

@@ -57,6 +57,12 @@ _POLICIES: dict[int, tuple[RunConfig, WindowPolicy]] = {}
 class ContextGuard:
     """Window policy, compaction passes, overflow salvage and transcript checks for one run."""
 
+    # one per run: slots are set faster than a dict's keys
+    __slots__ = (
+        "_force", "_salvaged_turn", "checker", "config", "hooks", "in_transcript", "lead",
+        "meter", "observers", "policy", "server_side", "system",
+    )  # fmt: skip
+
     def __init__(
         self,
         config: RunConfig,
