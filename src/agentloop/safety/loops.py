@@ -99,16 +99,6 @@ def canonical_arguments(arguments: Mapping[str, Any]) -> str:
         return repr(arguments)
 
 
-def _fast_canonical(arguments: Mapping[str, Any]) -> str:
-    """``canonical_arguments``: the C encoder called here, the function only when it raises."""
-    if _UNCHECKED is not None:
-        try:
-            return "".join(_UNCHECKED(arguments, 0))
-        except Exception:  # canonical_arguments decides (or raises the same)
-            pass
-    return canonical_arguments(arguments)
-
-
 _crc32, _adler32 = zlib.crc32, zlib.adler32
 _ABSENT: Any = object()
 """No live result for a call (``None`` is one: the empty text's)."""
@@ -381,7 +371,10 @@ class LoopDetector:
         if not available:
             args, digest = UNAVAILABLE_ARGUMENTS, None
         else:  # canonical_arguments and result_digest, inlined: the same values, two calls fewer
-            args = _fast_canonical(arguments)
+            try:  # canonical_arguments' C encoder, called here; the function when it raises
+                args = "".join(_UNCHECKED(arguments, 0)) if _UNCHECKED else _CANONICAL(arguments)
+            except Exception:  # (or raises the same)
+                args = canonical_arguments(arguments)
             data = result_text.encode("utf-8", "surrogatepass")
             digest = (_crc32(data) << 32) | _adler32(data) if data else None
         signature: _Signature = (tool, args, digest)
@@ -399,9 +392,7 @@ class LoopDetector:
         counts[signature] = count
         live[key] = digest
         if 0 < config.stop_threshold <= count:
-            if self._at_stop is _EMPTY:
-                self._at_stop = set()
-            self._at_stop.add(signature)
+            self._arm(signature)
         alternation = self._alternation
         if is_error or alternation is not _NO_ALTERNATION:  # (a success without a tail: none)
             alternation = self._tail(signature, is_error)
@@ -412,6 +403,12 @@ class LoopDetector:
         if found is None and alternation.length // 2 >= warn:
             return self._alternation_warning()
         return found
+
+    def _arm(self, signature: _Signature) -> None:
+        """``signature`` reached the stop line: ``check()`` reports it before the next call."""
+        if self._at_stop is _EMPTY:
+            self._at_stop = set()
+        self._at_stop.add(signature)
 
     def _tail(self, signature: _Signature, is_error: bool) -> _Alternation:
         """The failing tail after one more operation: a failure extends it, a success ends it."""
