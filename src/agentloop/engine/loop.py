@@ -65,13 +65,18 @@ class RunLoop:
     """The steps of one run of ``session`` over ``state`` (``agent``: its definition)."""
 
     __slots__ = (
-        "agent", "finalizing", "guarding", "latency", "session", "state", "task", "watches"
+        "agent", "clock", "config", "finalizing", "guarding", "latency", "output", "session",
+        "state", "task", "watches",
     )  # fmt: skip
 
     def __init__(self, session: Conversation[Any], state: RunState) -> None:
         self.session = session
-        self.agent = session.agent
+        self.agent = agent = session.agent
         self.state = state
+        self.config, self.clock, self.output = agent.config, agent.clock, agent.output
+        """The agent's, read once a run: each read of an ``Agent`` pays its ``__getattr__``
+        (SPEC 21), and ``_model_step`` reads them at every call. The run's own agent: a handoff
+        changes the one that rules (``_ruling``), never these."""
         self.finalizing = False
         self.latency: float | None = None
         self.task: asyncio.Task[Any] | None = None
@@ -266,7 +271,7 @@ class RunLoop:
 
     async def _model_step(self) -> ModelResponse | None:
         """One model call; None when a context rejection sends the turn back for compaction."""
-        agent, state = self.agent, self.state
+        state, output, config = self.state, self.output, self.config
         bus, client = self.session._bus, state.client
         bus.turn = state.turn_index
         if bus.active:
@@ -277,7 +282,6 @@ class RunLoop:
             )
         if self.guarding is not None:
             self.guarding.hold()
-        output = agent.output
         request = build_request(
             state,
             state.system,
@@ -285,10 +289,10 @@ class RunLoop:
             output.spec if state.offer.native_output and output is not None else None,
             self.session.id,
         )
-        clock = agent.clock
+        clock = self.clock
         started = clock.monotonic()
         try:
-            stream = agent.config.stream or state.stream
+            stream = config.stream or state.stream
             response = await call_model(client, request, state, bus, stream, clock, output, started)
         except ContextLengthExceeded as error:
             state.guard.salvage(state, error)
@@ -297,7 +301,7 @@ class RunLoop:
         usage = response.usage
         limits = self.session.safety.limits
         if not (usage.input_tokens or usage.output_tokens) and limits.budget.counts_tokens():
-            usage = estimated_usage(self.agent.config.token_counter, self.state, request, response)
+            usage = estimated_usage(config.token_counter, state, request, response)
         limits.spent(usage, response.model or client.model)
         if state.plan is not None and state.plan.native:  # what the provider's search loaded
             state.plan.searched(response.message)

@@ -53,6 +53,8 @@ HealthStatus: TypeAlias = Literal["healthy", "degraded", "unhealthy"]
 Outcome: TypeAlias = Literal["success", "sick", "neutral"]
 
 _EWMA_KEEP = 0.7
+_EWMA_GAIN = 1.0 - _EWMA_KEEP
+"""A success's share of the EWMA: ``(1.0 - _EWMA_KEEP) * 1.0``, the same float."""
 _HEALTHY_SCORE = 0.8
 _DEGRADED_SCORE = 0.5
 
@@ -362,6 +364,15 @@ class ToolBreakers:
         circuit = self._circuits.get(admission.tool)
         if circuit is None:
             circuit = self._circuits[admission.tool] = _ToolCircuit()
+        if (
+            outcome == "success"
+            and circuit.state == "closed"
+            and admission.generation == circuit.generation
+        ):  # the common case: count() and the closed success below, without their calls
+            circuit.successes += 1
+            circuit.ewma = _EWMA_KEEP * circuit.ewma + _EWMA_GAIN  # count()'s, sample 1.0
+            circuit.consecutive_failures = 0
+            return
         circuit.count(outcome)
         if (
             outcome != "sick"

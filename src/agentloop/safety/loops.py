@@ -99,12 +99,17 @@ def canonical_arguments(arguments: Mapping[str, Any]) -> str:
         return repr(arguments)
 
 
+_crc32, _adler32 = zlib.crc32, zlib.adler32
+_ABSENT: Any = object()
+"""No live result for a call (``None`` is one: the empty text's)."""
+
+
 def result_digest(text: str) -> int | None:
     """A stable 64-bit digest of a result text (None for an empty text)."""
     if not text:
         return None
     data = text.encode("utf-8", "surrogatepass")
-    return (zlib.crc32(data) << 32) | zlib.adler32(data)  # stable across processes, C speed
+    return (_crc32(data) << 32) | _adler32(data)  # stable across processes, C speed
 
 
 _EMPTY: set[Any] = set()
@@ -363,26 +368,31 @@ class LoopDetector:
         config = self.config
         if config.window == 0:
             return None
-        if available:
-            args = canonical_arguments(arguments)
-            digest = result_digest(result_text)
-        else:
+        if not available:
             args, digest = UNAVAILABLE_ARGUMENTS, None
+        else:  # canonical_arguments and result_digest, inlined: the same values, two calls fewer
+            try:  # canonical_arguments' C encoder, called here; the function when it raises
+                args = "".join(_UNCHECKED(arguments, 0)) if _UNCHECKED else _CANONICAL(arguments)
+            except Exception:  # (or raises the same)
+                args = canonical_arguments(arguments)
+            data = result_text.encode("utf-8", "surrogatepass")
+            digest = (_crc32(data) << 32) | _adler32(data) if data else None
         signature: _Signature = (tool, args, digest)
         key = (tool, args)
         live = self._live_hash
-        if key in live and live[key] != digest:  # a changed result is progress: older ones drop
-            self._drop((tool, args, live[key]))
-        if len(self._window) >= config.window:
-            self._evict(self._window.pop(0))
-        self._window.append(signature)
-        count = self._counts.get(signature, 0) + 1
-        self._counts[signature] = count
-        self._live_hash[key] = digest
+        last = live.get(key, _ABSENT)  # one lookup (a live result may be None: an empty text)
+        if last is not _ABSENT and last != digest:  # a changed result is progress: older ones drop
+            self._drop((tool, args, last))
+        window = self._window
+        if len(window) >= config.window:
+            self._evict(window.pop(0))
+        window.append(signature)
+        counts = self._counts
+        count = counts.get(signature, 0) + 1
+        counts[signature] = count
+        live[key] = digest
         if 0 < config.stop_threshold <= count:
-            if self._at_stop is _EMPTY:
-                self._at_stop = set()
-            self._at_stop.add(signature)
+            self._arm(signature)
         alternation = self._alternation
         if is_error or alternation is not _NO_ALTERNATION:  # (a success without a tail: none)
             alternation = self._tail(signature, is_error)
@@ -393,6 +403,12 @@ class LoopDetector:
         if found is None and alternation.length // 2 >= warn:
             return self._alternation_warning()
         return found
+
+    def _arm(self, signature: _Signature) -> None:
+        """``signature`` reached the stop line: ``check()`` reports it before the next call."""
+        if self._at_stop is _EMPTY:
+            self._at_stop = set()
+        self._at_stop.add(signature)
 
     def _tail(self, signature: _Signature, is_error: bool) -> _Alternation:
         """The failing tail after one more operation: a failure extends it, a success ends it."""
