@@ -265,7 +265,7 @@ class RunLoop:
         """The reply's step; True when the run has its answer (a provider's pause: ask again)."""
         if response.stop_reason == PAUSE_TURN and continued(response):  # SPEC 24
             return False
-        if self.agent.output is None:
+        if self.output is None:
             return await self._text_turn(turn, response)
         return await typed_turn(self, turn, response)
 
@@ -325,7 +325,7 @@ class RunLoop:
             # warnings, agent (set when the turn is done), batch
             state.turn_index, response.model or state.client.model, list(calls), [], usage,
             response.stop_reason, text, _thinking_text(message), self.latency, None, waits, None,
-            self.agent.config.batch,
+            self.config.batch,
         )  # fmt: skip
         run.turns.append(turn)
         run.usage = run.usage + usage
