@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from agentloop._tool_parts import spec_key
-from agentloop._util.jsontext import encoder
+from agentloop._util.jsontext import encoder, unchecked
 from agentloop.messages import (
     Message,
     ProviderToolCallPart,
@@ -39,11 +39,9 @@ def _first_compact(value: Any) -> str:
     """Builds the encoders (and imports ``json``) on the first call, not at import."""
     global _COMPACT, _QUOTE, _UNCHECKED
     _COMPACT = encoder(ensure_ascii=False, separators=(",", ":"), default=str)
+    _UNCHECKED = unchecked(ensure_ascii=False, sort_keys=False, default=str)
     from json import encoder as stdlib
 
-    make = getattr(stdlib, "c_make_encoder", None)  # the C accelerator (not in typeshed)
-    if make is not None:  # what _COMPACT builds per call, built once, without markers
-        _UNCHECKED = make(None, str, stdlib.encode_basestring, None, ":", ",", False, False, True)
     _QUOTE = stdlib.encode_basestring
     return _COMPACT(value)
 

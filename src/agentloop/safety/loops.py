@@ -18,6 +18,7 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
+from agentloop._util.jsontext import unchecked
 from agentloop._util.slots import record
 from agentloop.errors import ConfigurationError, LoopDetected
 from agentloop.safety._config import require_non_negative_fields
@@ -65,14 +66,9 @@ def _first_canonical(value: Any) -> str:
     """Builds the encoders (and imports ``json``) on the first call, not at import."""
     global _CANONICAL, _UNCHECKED
     import json
-    from json import encoder
 
     _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=repr).encode
-    make = getattr(encoder, "c_make_encoder", None)  # the C accelerator (not in typeshed)
-    if make is not None:  # what encode() builds per call, built once
-        _UNCHECKED = make(
-            None, repr, encoder.encode_basestring_ascii, None, ":", ",", True, False, True
-        )
+    _UNCHECKED = unchecked(ensure_ascii=True, sort_keys=True, default=repr)
     return canonical_arguments(value)
 
 
