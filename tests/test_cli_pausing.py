@@ -482,3 +482,22 @@ def test_continue_without_the_tool_exits_2_naming_tools_and_the_run_stays_paused
         assert result.startswith("charged A-7 through orders-db/")
         assert "Charged A-7." in continued.stdout
     assert (project / "charges.log").read_text() == "A-7\n"
+
+
+def test_a_typed_line_is_read_without_its_newline_and_ctrl_d_ends_the_input() -> None:
+    """The prompt's line reader: one line per read on a terminal, EOFError at Ctrl-D."""
+    from agentloop.cli.pending import _TypedLine
+
+    leader, follower = os.openpty()
+    try:
+        with os.fdopen(follower, "r", encoding="utf-8", closefd=False) as stdin:
+            typed = _TypedLine.on(stdin)
+            assert typed is not None
+            os.write(leader, "édit\n".encode())
+            assert typed.readline() == "édit"
+            os.write(leader, b"\x04")  # Ctrl-D at the start of a line: end of input
+            with pytest.raises(EOFError):
+                typed.readline()
+    finally:
+        os.close(leader)
+        os.close(follower)

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import select
 import shlex
 import signal
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from rich.text import Text
 
@@ -179,7 +181,8 @@ def reader(console: Console) -> Read:
 
     Ctrl-C at a prompt raises ``KeyboardInterrupt`` there (exit 130, the run stays paused):
     inside ``asyncio.run`` the first Ctrl-C only cancels the main task, which a blocking read
-    never notices, so the default handler is put back while a person types.
+    never notices, so the default handler is put back while a person types, and the line is
+    waited for in slices (``_TypedLine``).
     """
 
     def read(prompt: Text) -> str:
@@ -187,11 +190,46 @@ def reader(console: Console) -> Read:
             return console.input(prompt)
         previous = signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
-            return console.input(prompt)
+            typed = cast("TextIO | None", _TypedLine.on(sys.stdin))  # rich calls readline()
+            return console.input(prompt, stream=typed)
         finally:
             signal.signal(signal.SIGINT, previous)
 
     return read
+
+
+class _TypedLine:
+    """A terminal's next line, waited for in slices so that a Ctrl-C is never lost.
+
+    ``input()`` blocks in C: a Ctrl-C whose signal lands after Python's last check and before
+    the read starts is only noted, and the read waits for a line nobody types (seen under
+    load). Waiting in ``select`` slices of 0.1 s lets Python act on a noted signal. A terminal
+    in canonical mode hands one line per read, as ``input()`` gets it; end of input (Ctrl-D)
+    raises ``EOFError``, as ``input()`` does. Where ``select`` cannot wait on a terminal
+    (Windows), ``input()`` is used.
+    """
+
+    def __init__(self, fd: int, encoding: str) -> None:
+        self.fd, self.encoding = fd, encoding
+
+    @classmethod
+    def on(cls, stdin: Any) -> _TypedLine | None:
+        """The typed line on ``stdin``; None (rich calls ``input()``) without a usable fd."""
+        if sys.platform == "win32":
+            return None
+        try:
+            return cls(stdin.fileno(), stdin.encoding or "utf-8")
+        except (AttributeError, OSError, ValueError):
+            return None
+
+    def readline(self) -> str:
+        """The line typed, without its newline; ``EOFError`` at end of input."""
+        while not select.select([self.fd], [], [], 0.1)[0]:
+            pass
+        data = os.read(self.fd, 65536)
+        if not data:
+            raise EOFError
+        return data.decode(self.encoding, errors="replace").removesuffix("\n")
 
 
 def ask_decisions(pending: Sequence[PendingCall], read: Read) -> dict[str, Decision] | None:
