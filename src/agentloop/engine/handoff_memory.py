@@ -1,0 +1,101 @@
+"""A handoff's receiver keeps the run's memory tools (SPEC 26, 27): memory is the starting agent's.
+
+From the turn after a handoff the receiver's tools rule (``engine.handoffs``), but the memory of
+the run (its namespace, its staged writes, its tools) stays the starting agent's: a receiver's
+model that remembers something must reach the same store, under the same key, through the same
+finalize. ``with_memory`` gives the receiver's registry a live view (``MemoryJoined``: a tool
+source's list change still shows) with the starting agent's memory tools beside its own, made
+for the receiver's client (Anthropic's memory tool on Claude, the three tools elsewhere).
+
+``check_receivers`` refuses at construction what cannot work: a receiver tool that takes a
+memory tool's name, or ``Memory(anthropic_tool=True)`` with a receiver that is not Claude.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from agentloop.errors import ConfigurationError
+from agentloop.model import ToolSpec
+from agentloop.tools import Tool, ToolRegistry
+
+__all__ = ["MemoryJoined", "check_receivers", "with_memory"]
+
+
+class MemoryJoined(ToolRegistry):
+    """``inner`` (read live) with ``extra`` tools beside it; ``extra`` wins a name."""
+
+    def __init__(self, inner: ToolRegistry, extra: list[Tool]) -> None:
+        super().__init__()
+        self.inner = inner
+        self.extra = {t.name: t for t in extra}
+
+    @property
+    def deferring(self) -> bool:
+        """The inner registry's (the memory tools are never deferred)."""
+        return bool(getattr(self, "inner", None) is not None and self.inner.deferring)
+
+    @deferring.setter
+    def deferring(self, value: bool) -> None:
+        """``ToolRegistry.__init__`` sets it; the inner registry's answers."""
+
+    def register(self, item: Any) -> Tool:
+        """Register in the inner registry (the receiver's own)."""
+        return self.inner.register(item)
+
+    def unregister(self, name: str) -> None:
+        """Remove from the inner registry (the memory tools stay)."""
+        self.inner.unregister(name)
+
+    def get(self, name: str) -> Tool | None:
+        """A memory tool, else the receiver's."""
+        found = self.extra.get(name)
+        return found if found is not None else self.inner.get(name)
+
+    def names(self) -> list[str]:
+        """Every name, sorted."""
+        return sorted({*self.inner.names(), *self.extra})
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """The receiver's specs, then the memory tools'."""
+        own = tuple(s for s in self.inner.specs() if s.name not in self.extra)
+        return (*own, *(t.spec() for t in self.extra.values()))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.extra or name in self.inner
+
+    def __len__(self) -> int:
+        return len(self.names())
+
+    def __iter__(self) -> Iterator[Tool]:
+        yield from (t for t in self.inner if t.name not in self.extra)
+        yield from self.extra.values()
+
+
+def with_memory(start: Any, receiver: Any) -> ToolRegistry:
+    """The registry a receiver rules with: its own, plus ``start``'s memory tools if any."""
+    memory = getattr(start, "memory", None)
+    if memory is None or receiver is start:
+        return receiver.registry  # type: ignore[no-any-return]
+    return MemoryJoined(receiver.registry, memory.tools(receiver.client))
+
+
+def check_receivers(start: Any, receivers: list[Any]) -> None:
+    """``ConfigurationError`` for a receiver that cannot carry ``start``'s memory (see module)."""
+    memory = getattr(start, "memory", None)
+    if memory is None:
+        return
+    from agentloop.memory._capability import TOOL_NAMES, Memory
+
+    for receiver in receivers:
+        taken = [n for n in TOOL_NAMES if n in receiver.registry]
+        if taken and getattr(receiver, "memory", None) is None:
+            raise ConfigurationError(
+                f"the handoff receiver {receiver.name!r} has a tool named '{taken[0]}', a name "
+                f"the starting agent's memory= gives the model after a handoff "
+                f"({', '.join(TOOL_NAMES)}): rename that tool",
+                field="handoffs",
+            )
+        assert isinstance(memory, Memory)
+        memory.native(receiver.client)  # anthropic_tool=True with another client: refused
