@@ -1,4 +1,4 @@
-"""An agent served over MCP ends every run it starts (SPEC 17, 26): the seam of serving x pausing.
+"""An agent served over MCP ends every run it starts, and exposes no run-only tool (SPEC 17, 26).
 
 Each MCP call runs on a fresh session nobody else holds, so a run the call cannot decide is
 abandoned (``cancel_run``: finalized ``Cancelled``, stored as such) rather than left paused for
@@ -114,3 +114,20 @@ async def test_a_call_cancelled_while_asking_ends_the_run_cancelled(tmp_path: Pa
         [stored] = store.load_runs()
     assert stored.finished and not stored.run.paused
     assert stored.run.stop_reason is not None and stored.run.stop_reason.is_cancelled()
+
+
+async def test_expose_tools_leaves_out_the_tools_that_work_only_inside_a_run() -> None:
+    from agentloop.memory import InMemoryMemoryStore, Memory
+
+    ops = Agent(FunctionModel(answer), name="ops")
+    memory = Memory(InMemoryMemoryStore(), namespace=lambda ctx: ("user", "ann"))
+    agent = Agent(FunctionModel(answer), tools=[look, book], handoffs=[ops], memory=memory)
+    async with over_http(MCPApp(agent, name="travel", expose_tools=True)) as session:
+        names = [t.name for t in (await session.list_tools()).tools]
+        moved = await session.call_tool("transfer_to_ops", {})
+        recalled = await session.call_tool("recall", {"query": "plans"})
+        looked = await session.call_tool("look", {"city": "Oslo"})
+    assert names == ["travel", "look"]  # book needs a decision; handoffs and memory need a run
+    assert moved.is_error and text(moved) == "tool 'transfer_to_ops' is not available"
+    assert recalled.is_error and text(recalled) == "tool 'recall' is not available"
+    assert text(looked) == "Oslo is far"

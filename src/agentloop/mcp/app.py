@@ -2,7 +2,8 @@
 
 Built on the official SDK's low-level ``mcp.server.lowlevel.Server``. The server lists one
 tool, ``name``, whose input is ``{"input": string}``; ``expose_tools=True`` adds the agent's
-own tools but those that need a decision (``requires_approval``/``external``). One call::
+own tools but those that need a decision (``requires_approval``/``external``) and the engine's
+that only work inside a run (a handoff's ``transfer_to_<name>``, memory's). One call::
 
     arguments     ``input`` a string, else isError with SPEC 3's validation text
     session       a fresh session of the agent (``deps(ctx)`` gives the run's deps)
@@ -156,10 +157,14 @@ class _AgentCalls:
     def _exposed(self) -> dict[str, Any]:
         if not self.expose:
             return {}
+        inside = _run_only(self.agent)
         return {
             t.name: t
             for t in self.agent.registry
-            if not t.requires_approval and not t.external and t.name != self.name
+            if not t.requires_approval
+            and not t.external
+            and t.name != self.name
+            and t.name not in inside
         }
 
     async def list_tools(
@@ -218,6 +223,21 @@ class _AgentCalls:
             raise _DepsFailed(
                 f"the application's deps= callable failed ({type(exc).__name__})"
             ) from exc
+
+
+def _run_only(agent: Agent[Any]) -> set[str]:
+    """The engine's tools that work only inside a run: never exposed (SPEC 26, 27).
+
+    A handoff's ``transfer_to_<name>`` moves a run to another agent, and memory's tools read the
+    run's namespace: called alone they would fail with an internal error, or need a key the
+    caller does not have.
+    """
+    names = {h.tool_name for h in getattr(agent, "_handoffs", ())}
+    if getattr(agent, "memory", None) is not None:
+        from agentloop.memory._capability import TOOL_NAMES
+
+        names.update(TOOL_NAMES)
+    return names
 
 
 class _DepsFailed(Exception):
