@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
-from agentloop.engine.handoff_memory import check_receivers, with_memory
+from agentloop.engine.handoff_carry import carried_client, check_receivers, with_memory
 from agentloop.engine.instructions import evaluate
 from agentloop.engine.views import View, measure, restored, stored
 from agentloop.errors import ConfigurationError, HandoffLimitExceeded, ToolError
@@ -219,7 +219,7 @@ def _rule(
 
     Returns the receiver's own instruction text (without the run's memory recall block).
     """
-    state.client = receiver.client
+    state.client = carried_client(session, state, receiver)  # governed, batched (SPEC 25)
     state.registry = registry = with_memory(session.agent, receiver)  # memory stays (SPEC 27)
     state.offer = receiver._offer(receiver.client, registry)
     state.system = state.guard.system = system

@@ -1,11 +1,19 @@
-"""A handoff's receiver keeps the run's memory tools (SPEC 26, 27): memory is the starting agent's.
+"""What a run carries across a handoff (SPEC 26): the starting agent's memory, governor, batch.
 
-From the turn after a handoff the receiver's tools rule (``engine.handoffs``), but the memory of
-the run (its namespace, its staged writes, its tools) stays the starting agent's: a receiver's
-model that remembers something must reach the same store, under the same key, through the same
-finalize. ``with_memory`` gives the receiver's registry a live view (``MemoryJoined``: a tool
-source's list change still shows) with the starting agent's memory tools beside its own, made
-for the receiver's client (Anthropic's memory tool on Claude, the three tools elsewhere).
+From the turn after a handoff the receiver's client and tools rule (``engine.handoffs``), but
+the run's memory (its namespace, its staged writes, its tools) and its rate governor stay the
+starting agent's:
+
+- ``with_memory``: a receiver's model that remembers something must reach the same store, under
+  the same key, through the same finalize. The receiver's registry gets a live view
+  (``MemoryJoined``: a tool source's list change still shows) with the starting agent's memory
+  tools beside its own, made for the receiver's client (Anthropic's memory tool on Claude, the
+  three tools elsewhere).
+- ``carried_client``: the receiver's requests pass the starting agent's governor (SPEC 25: every
+  HTTP request waits for it), unless the receiver's client is governed already (its own
+  ``Agent(governor=...)``, which then rules its requests); and a batch run's (the starting
+  agent's ``RunConfig(batch=True)`` governs the run) go through the provider's batch API as its
+  first turns did, never synchronously at full price while ``Turn.batch`` says half.
 
 ``check_receivers`` refuses at construction what cannot work: a receiver tool that takes a
 memory tool's name, or ``Memory(anthropic_tool=True)`` with a receiver that is not Claude.
@@ -17,10 +25,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from agentloop.errors import ConfigurationError
-from agentloop.model import ToolSpec
+from agentloop.model import ModelClient, ToolSpec
 from agentloop.tools import Tool, ToolRegistry
 
-__all__ = ["MemoryJoined", "check_receivers", "with_memory"]
+__all__ = ["MemoryJoined", "carried_client", "check_receivers", "governed", "with_memory"]
 
 
 class MemoryJoined(ToolRegistry):
@@ -79,6 +87,39 @@ def with_memory(start: Any, receiver: Any) -> ToolRegistry:
     if memory is None or receiver is start:
         return receiver.registry  # type: ignore[no-any-return]
     return MemoryJoined(receiver.registry, memory.tools(receiver.client))
+
+
+def carried_client(session: Any, state: Any, receiver: Any) -> ModelClient:
+    """The client the receiver's turns use: its own, governed and batched as the run's are."""
+    client = governed(session.agent, receiver.client)
+    if session.agent.config.batch:
+        from agentloop.fleet._batch_client import BatchClient
+
+        client = BatchClient(client, state, session._recorder)
+    return client
+
+
+def governed(start: Any, client: ModelClient) -> ModelClient:
+    """``client`` under ``start``'s governor, if it has one and ``client`` has none of its own."""
+    governor = getattr(start, "governor", None)
+    if governor is None or _has_governor(client):
+        return client
+    from agentloop.fleet import govern
+
+    return govern(client, governor, start.config.token_counter)
+
+
+def _has_governor(client: object) -> bool:
+    """Whether a ``GovernedClient`` is anywhere in ``client``'s wrappers or chain."""
+    from agentloop.fleet import GovernedClient
+
+    if isinstance(client, GovernedClient):
+        return True
+    inner = getattr(client, "inner", None)
+    if inner is not None and _has_governor(inner):
+        return True
+    chain = getattr(client, "clients", None)
+    return isinstance(chain, tuple) and any(_has_governor(c) for c in chain)
 
 
 def check_receivers(start: Any, receivers: list[Any]) -> None:
