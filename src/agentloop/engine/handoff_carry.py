@@ -1,8 +1,8 @@
 """What a run carries across a handoff (SPEC 26): the starting agent's memory, governor, batch.
 
-From the turn after a handoff the receiver's client and tools rule (``engine.handoffs``), but
-the run's memory (its namespace, its staged writes, its tools) and its rate governor stay the
-starting agent's:
+``ruling`` gives what the receiver rules with: its client, tools and toolsets (those of a
+``receiver.override(...)`` block, SPEC 21, when one is open: a test that scripts the receiver
+never reaches its real model), with what the run carries:
 
 - ``with_memory``: a receiver's model that remembers something must reach the same store, under
   the same key, through the same finalize. The receiver's registry gets a live view
@@ -24,11 +24,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from agentloop.engine.overrides import swap_of
 from agentloop.errors import ConfigurationError
 from agentloop.model import ModelClient, ToolSpec
 from agentloop.tools import Tool, ToolRegistry
 
-__all__ = ["MemoryJoined", "carried_client", "check_receivers", "governed", "with_memory"]
+__all__ = [
+    "MemoryJoined",
+    "carried_client",
+    "check_receivers",
+    "governed",
+    "ruling",
+    "with_memory",
+]
 
 
 class MemoryJoined(ToolRegistry):
@@ -81,17 +89,36 @@ class MemoryJoined(ToolRegistry):
         yield from self.extra.values()
 
 
-def with_memory(start: Any, receiver: Any) -> ToolRegistry:
-    """The registry a receiver rules with: its own, plus ``start``'s memory tools if any."""
+def ruling(
+    session: Any, state: Any, receiver: Any
+) -> tuple[ModelClient, ModelClient, ToolRegistry, tuple[Any, ...]]:
+    """What a receiver rules the run with (see the module).
+
+    Returns the client its turns call (governed, batched), its own client, its registry (with
+    the starting agent's memory tools) and its toolsets; ``receiver.override(...)`` (SPEC 21)
+    replaces its own client, tools and toolsets, as it does for a run the receiver starts.
+    """
+    swap = swap_of(receiver)
+    own = receiver.client if swap is None or swap.client is None else swap.client
+    tools = receiver.registry if swap is None or swap.registry is None else swap.registry
+    sets = receiver._sets if swap is None or swap.toolsets is None else swap.toolsets
+    registry = with_memory(session.agent, receiver, tools, own)
+    return carried_client(session, state, own), own, registry, tuple(sets)
+
+
+def with_memory(
+    start: Any, receiver: Any, registry: ToolRegistry, client: ModelClient
+) -> ToolRegistry:
+    """``registry`` with ``start``'s memory tools (made for ``client``) beside it, if any."""
     memory = getattr(start, "memory", None)
     if memory is None or receiver is start:
-        return receiver.registry  # type: ignore[no-any-return]
-    return MemoryJoined(receiver.registry, memory.tools(receiver.client))
+        return registry
+    return MemoryJoined(registry, memory.tools(client))
 
 
-def carried_client(session: Any, state: Any, receiver: Any) -> ModelClient:
-    """The client the receiver's turns use: its own, governed and batched as the run's are."""
-    client = governed(session.agent, receiver.client)
+def carried_client(session: Any, state: Any, client: ModelClient) -> ModelClient:
+    """``client`` governed and batched as the run's first turns are."""
+    client = governed(session.agent, client)
     if session.agent.config.batch:
         from agentloop.fleet._batch_client import BatchClient
 
