@@ -17,6 +17,12 @@ never reaches its real model), with what the run carries:
 
 ``check_receivers`` refuses at construction what cannot work: a receiver tool that takes a
 memory tool's name, or ``Memory(anthropic_tool=True)`` with a receiver that is not Claude.
+
+``turn_agent`` is the agent a paused turn's decisions are checked against (SPEC 17: the agent
+of its turn), by the engine and by every face that checks before it continues (A2A, the viewer,
+the CLI): the receiver the run paused in, so its call can be approved; a receiver the continuing
+agent's handoffs no longer reach (a deploy that renamed or dropped it) has no tools, so an
+approval of its call is refused, never spent on a tool of the same name that another agent has.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ __all__ = [
     "check_receivers",
     "governed",
     "ruling",
+    "turn_agent",
     "with_memory",
 ]
 
@@ -167,3 +174,35 @@ def check_receivers(start: Any, receivers: list[Any]) -> None:
             )
         assert isinstance(memory, Memory)
         memory.native(receiver.client)  # anthropic_tool=True with another client: refused
+
+
+class _Absent:
+    """The agent of a paused turn that is not reachable here: it has no tools (``turn_agent``)."""
+
+    def __init__(self, name: str) -> None:
+        from agentloop.engine.toolsets import Toolsets
+
+        self.name = name
+        self.registry = ToolRegistry()
+        self._toolsets = Toolsets((), self.registry)
+
+
+def turn_agent(start: Any, name: str | None) -> Any:
+    """The agent of a paused turn run by ``name`` (None: ``start``), or one with no tools.
+
+    A continuing agent without handoffs (``agentloop continue``'s, a worker built with the
+    tools alone) is judged itself, as ever; one whose handoffs do not reach ``name`` (renamed
+    or dropped since the pause) judges the call with no tools.
+    """
+    handoffs = getattr(start, "_handoffs", ())
+    if name is None or not handoffs:
+        return start
+    queue, seen = list(handoffs), set()
+    while queue:
+        item = queue.pop()
+        if item.name == name:
+            return item.agent
+        if id(item.agent) not in seen:
+            seen.add(id(item.agent))
+            queue.extend(getattr(item.agent, "_handoffs", ()))
+    return _Absent(name)
