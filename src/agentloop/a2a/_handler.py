@@ -168,7 +168,8 @@ class AgentHandler(RequestHandler):
             run = record.session.current_run
             pending = () if run is None else run.pending
             decisions = check_decisions(pending, wire.decisions(message, pending))
-            await check_continuable(self.agent, pending, decisions)
+            last = None if run is None else run.last_agent  # a receiver's call (SPEC 26)
+            await check_continuable(self.agent, pending, decisions, last)
             deps = await self._app_deps(request, message)
         except BaseException:
             record.busy = False

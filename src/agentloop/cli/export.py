@@ -6,9 +6,11 @@ kept); with ``--agent MODULE:NAME`` the test runs that agent, its real tools, th
 step after the first compares the newest tool results with the recorded ones and names a call
 whose result changed; the test then asserts the trajectory (tool names, arguments, order) and
 the output. Decisions recorded for a paused run (section 17) are replayed with
-``continue_run``. Every text goes through the package's redactor, and nothing in the file
-names a store or an absolute path. An unknown id, or a run with parts this export cannot replay
-(provider-native tool parts, section 24), is exit 2.
+``continue_run``. A run that handed off (section 26) scripts every agent it reached with the
+same ``ScriptedModel`` (each receiver overridden too, found by name in the agent's module), so
+no receiver's real model answers the replay. Every text goes through the package's redactor,
+and nothing in the file names a store or an absolute path. An unknown id, or a run with parts
+this export cannot replay (provider-native tool parts, section 24), is exit 2.
 """
 
 from __future__ import annotations
@@ -147,11 +149,12 @@ def test_{test}() -> None:
 _WITH_AGENT = """
 
 from {module} import {name} as agent_under_test  # noqa: E402
-
+{receivers}
 
 def test_{test}() -> None:
     changed: list[str] = []
-    with agent_under_test.override(model=ScriptedModel(script(changed))):
+    model = ScriptedModel(script(changed))  # one script: the replies in the order they came
+    with {overrides}:
         run = asyncio.run(replay(agent_under_test))
     assert changed == [], "tool results changed:\\n" + "\\n".join(changed)
     assert trajectory(run) == TRAJECTORY
@@ -265,11 +268,50 @@ def render(run: Run[Any], agent: str | None) -> str:
     text = _HEAD.format(run_id=run.id) + _BODY.format(**fields)
     if agent is not None:
         module, _, name = agent.partition(":")
-        return text + _WITH_AGENT.format(module=module, name=name, test=test)
+        overrides, imports = ["agent_under_test.override(model=model)"], []
+        for index, (where, attribute) in enumerate(_receivers(run, agent), 1):
+            overrides.append(f"receiver_{index}.override(model=model)")
+            imports.append(f"from {where} import {attribute} as receiver_{index}  # noqa: E402")
+        receivers = "\n".join(imports) + "\n" if imports else ""
+        return text + _WITH_AGENT.format(
+            module=module, name=name, test=test, receivers=receivers, overrides=", ".join(overrides)
+        )
     typed = any(c.name == _FINAL for t in run.turns for c in t.tool_calls)
     check = "assert json.loads(run.output) == OUTPUT" if typed else "assert run.output == OUTPUT"
     tools = _literal(_tools(run))
     return text + _RECORDED_TOOLS.format(tools=tools, test=test, output_check=check)
+
+
+def _receivers(run: Run[Any], agent: str) -> list[tuple[str, str]]:
+    """``(module, name)`` of each agent ``run`` handed off to (SPEC 26), found beside ``agent``.
+
+    The test scripts them too (one ``ScriptedModel`` for every agent of the run, in the order
+    the replies came), else a receiver's real model would answer the replayed run. A receiver
+    that is not a module-level name of the agent's module is ``InvalidInput`` (exit 2).
+    """
+    handed = list(dict.fromkeys(t.agent for t in run.turns if t.agent is not None))
+    if not handed:
+        return []
+    import sys
+
+    from agentloop.cli.named import named_object
+    from agentloop.engine.handoffs import active_agent
+
+    start = named_object(agent, "--agent")
+    module = sys.modules[agent.partition(":")[0]]
+    found: list[tuple[str, str]] = []
+    for handoff in handed:
+        receiver = active_agent(start, handoff)
+        names = [k for k, v in vars(module).items() if v is receiver and receiver is not start]
+        if not names:
+            raise InvalidInput(
+                f"run {run.id} handed off to {handoff!r}, and the agent it reaches is not a "
+                f"name of module {module.__name__}: the exported test must script it too; name "
+                "it there (ops = Agent(...)), or export without --agent (tools then return "
+                "their recorded results)"
+            )
+        found.append((module.__name__, names[0]))
+    return found
 
 
 def _tools(run: Run[Any]) -> list[tuple[str, bool, bool]]:

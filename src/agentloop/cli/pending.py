@@ -329,7 +329,7 @@ async def check_tools(agent: Agent, run: Run, decisions: Mapping[str, Decision])
     from agentloop.engine.pause import check_continuable
 
     try:
-        await check_continuable(agent, run.pending, decisions)
+        await check_continuable(agent, run.pending, decisions, run.last_agent)
     except InvalidInput as error:
         raise InvalidInput(
             f"{error.message}. Give agentloop continue the tool: --tools MODULE:NAME (the "

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
+from agentloop.engine.handoff_carry import check_receivers, ruling
 from agentloop.engine.instructions import evaluate
 from agentloop.engine.views import View, measure, restored, stored
 from agentloop.errors import ConfigurationError, HandoffLimitExceeded, ToolError
@@ -80,6 +81,8 @@ def checked(agent: Any, items: object) -> tuple[Handoff, ...]:
             )
         made.append(item)
     _check_graph(agent, made)
+    reached = [r for h in made for r in (h.agent, *all_receivers(h.agent)) if r is not agent]
+    check_receivers(agent, reached)  # the starting agent's memory goes with the run (SPEC 27)
     for item in made:
         agent.registry.register(HandoffTool(item))
     return tuple(made)
@@ -216,12 +219,12 @@ def _rule(
 
     Returns the receiver's own instruction text (without the run's memory recall block).
     """
-    state.client = receiver.client
-    state.registry = receiver.registry
-    state.offer = receiver._offer(receiver.client, receiver.registry)
+    state.client, own, registry, sets = ruling(session, state, receiver)  # SPEC 21, 25, 27
+    state.registry = registry
+    state.offer = receiver._offer(own, registry)
     state.system = state.guard.system = system
     state.run.last_agent = name
-    state.plan = plan = _plan(session, receiver)
+    state.plan = plan = _plan(session, receiver, registry, sets)
     extra = None if plan is None else plan.instructions()
     if extra and not stored:  # the receiver's toolsets' instructions (a skills list) join its own
         system = state.system = state.guard.system = _joined(system, extra)
@@ -235,13 +238,13 @@ def _joined(text: str | None, extra: str) -> str:
     return f"{text}\n\n{extra}" if text else extra
 
 
-def _plan(session: Any, receiver: Any) -> Any:
+def _plan(session: Any, receiver: Any, registry: Any, sets: tuple[Any, ...]) -> Any:
     """The receiver's own per-call tool plan (its toolsets, deferred tools; SPEC 22), or None."""
-    if not receiver._sets and not receiver.registry.deferring:
+    if not sets and not registry.deferring:
         return None
     from agentloop.engine.offering import plan_for
 
-    plan = plan_for(receiver, receiver.registry, receiver._sets, session.loaded_tools)
+    plan = plan_for(receiver, registry, sets, session.loaded_tools)
     if plan is not None:
         plan.emit = session._loaded
         view = session._dispatcher.registry

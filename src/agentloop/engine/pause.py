@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentloop.cancel import CancelToken
-from agentloop.engine.handoffs import active_agent, paused_view, resume_in
+from agentloop.engine.handoff_carry import turn_agent
+from agentloop.engine.handoffs import paused_view, resume_in
 from agentloop.engine.state import Paused
 from agentloop.errors import InvalidInput
 from agentloop.messages import Message, ToolResultPart
@@ -131,7 +132,7 @@ def reopen_paused(
             stored = durable.load_run(run.id)
             if stored is not None:
                 run = _adopted(session, run, stored.run)
-        agent = active_agent(session.agent, run.last_agent)
+        agent = turn_agent(session.agent, run.last_agent)  # a receiver gone: no tools (26)
         checked = _decisions(agent, run, decisions, session._run_toolsets.get(run.id, ()))
         at = session.agent.clock.time()
         if not _recorded(run):
@@ -275,9 +276,16 @@ def check_agent_tools(
 
 
 async def check_continuable(
-    agent: Any, pending: tuple[PendingCall, ...], decisions: Mapping[str, Decision]
+    agent: Any,
+    pending: tuple[PendingCall, ...],
+    decisions: Mapping[str, Decision],
+    last_agent: str | None = None,
 ) -> None:
-    """A face's check before it continues: tool sources listed, then ``check_agent_tools``."""
+    """A face's check before it continues: tool sources listed, then ``check_agent_tools``.
+
+    ``last_agent``: the run's (``run.last_agent``): a handoff receiver's call is judged by it.
+    """
+    agent = turn_agent(agent, last_agent)
     await _list_tools(agent)
     check_agent_tools(agent, pending, decisions)
 
@@ -300,7 +308,7 @@ async def ready_to_continue(
     last = session._runs[-1] if session._runs else None
     if last is None:
         return deps
-    agent = active_agent(session.agent, last.last_agent)  # the agent of the paused turn
+    agent = turn_agent(session.agent, last.last_agent)  # the agent of the paused turn
     if last.pending:
         await _list_tools(agent)
         if decisions is not None:

@@ -8,6 +8,8 @@ evaluator that raises or outlives ``evaluator_timeout`` is an ``evaluator_failur
 An ``Agent`` task runs as ``agent.run(inputs, history=[])`` (a fresh conversation per case;
 the agent's ``memory``, if any, is shared by every case); a batch agent's (SPEC 25) in a fresh
 session of its own, since its run waits in the store: the case fails with ``RunWaiting``. A
+paused or waiting run is then ended ``Cancelled`` (``cancel_run``): the case has failed, and
+nobody is left to decide or poll it. A
 callable task may be sync (run in a worker thread, so it may call ``run_sync``) or async. The
 runs started inside a case's task (``_util.run_sink``) are the case's runs: its usage, cost, run
 ids and trajectory.
@@ -17,13 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import math
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentloop._util.run_sink import RUN_SINK
-from agentloop.errors import ConfigurationError
+from agentloop.errors import AgentLoopError, ConfigurationError
 from agentloop.evals._evaluators import EvaluationReason, EvaluationResult, EvaluatorContext
 from agentloop.evals._judge import JudgeReplyError
 from agentloop.evals._report import EvaluationReport, ReportCase
@@ -38,6 +41,8 @@ Dataset = Any
 Case = Any
 
 __all__ = ["check", "evaluate"]
+
+_log = logging.getLogger("agentloop")
 
 
 class RunPaused(Exception):
@@ -152,9 +157,11 @@ async def _run_task(task: Any, inputs: Any) -> Any:
         else:
             run = await task.run(inputs, history=[])
         if run.paused:
+            await _abandon(task, run)
             raise RunPaused(f"the run paused for {len(run.pending)} pending call(s)")
         # section 25's waiting runs (asked on the class: a Run's __getattr__ suggests names)
         if hasattr(type(run), "waiting") and getattr(run, "waiting"):  # noqa: B009
+            await _abandon(task, run)
             raise RunWaiting("the run is waiting")
         return run.output
     if inspect.iscoroutinefunction(task) or inspect.iscoroutinefunction(
@@ -163,6 +170,20 @@ async def _run_task(task: Any, inputs: Any) -> Any:
         return await task(inputs)
     result = await asyncio.to_thread(task, inputs)
     return await result if inspect.isawaitable(result) else result
+
+
+async def _abandon(agent: Any, run: Run[Any]) -> None:
+    """End a case's paused or waiting run ``Cancelled`` (SPEC 17's ``cancel_run``).
+
+    The case has failed and nobody will decide or poll it: left as it is, the agent would keep
+    its session alive and its store would hold it paused or waiting, where a later approval or
+    ``agentloop batch poll`` would run its tools for a case already reported. A failure to
+    cancel is logged; the case still fails with the pause.
+    """
+    try:
+        await agent.session(run.session_id).cancel_run()
+    except AgentLoopError as error:
+        _log.warning("could not cancel the paused run %s of a case: %r", run.id, error)
 
 
 def _account(report: ReportCase, runs: list[Run[Any]]) -> None:

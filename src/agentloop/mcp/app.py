@@ -2,7 +2,8 @@
 
 Built on the official SDK's low-level ``mcp.server.lowlevel.Server``. The server lists one
 tool, ``name``, whose input is ``{"input": string}``; ``expose_tools=True`` adds the agent's
-own tools but those that need a decision (``requires_approval``/``external``). One call::
+own tools but those that need a decision (``requires_approval``/``external``) and the engine's
+that only work inside a run (a handoff's ``transfer_to_<name>``, memory's). One call::
 
     arguments     ``input`` a string, else isError with SPEC 3's validation text
     session       a fresh session of the agent (``deps(ctx)`` gives the run's deps)
@@ -13,11 +14,12 @@ own tools but those that need a decision (``requires_approval``/``external``). O
                   (approval: ``{decision: "approve"|"deny", message?}``; external:
                   ``{answer}``; a decline means Deny), then the same run continues; without
                   elicitation: isError ``agent '<name>' paused: '<tool>' needs a decision this
-                  client cannot give``
+                  client cannot give``, and the run is ended ``Cancelled`` (``cancel_run``:
+                  nobody else holds the call's session, so it is never left paused)
     result        the output (typed: JSON text and ``structuredContent``)
     hard error    isError ``agent '<name>' stopped: <ErrorClass>: <message>`` (redacted)
     cancelled     ``notifications/cancelled`` cancels the run (``Cancelled``; tools see their
-                  cancel token)
+                  cancel token), while it asks for a decision too
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import traceback
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import mcp_types as types
 import pydantic_core
 from mcp.server.lowlevel import Server
@@ -154,10 +157,14 @@ class _AgentCalls:
     def _exposed(self) -> dict[str, Any]:
         if not self.expose:
             return {}
+        inside = _run_only(self.agent)
         return {
             t.name: t
             for t in self.agent.registry
-            if not t.requires_approval and not t.external and t.name != self.name
+            if not t.requires_approval
+            and not t.external
+            and t.name != self.name
+            and t.name not in inside
         }
 
     async def list_tools(
@@ -218,6 +225,21 @@ class _AgentCalls:
             ) from exc
 
 
+def _run_only(agent: Agent[Any]) -> set[str]:
+    """The engine's tools that work only inside a run: never exposed (SPEC 26, 27).
+
+    A handoff's ``transfer_to_<name>`` moves a run to another agent, and memory's tools read the
+    run's namespace: called alone they would fail with an internal error, or need a key the
+    caller does not have.
+    """
+    names = {h.tool_name for h in getattr(agent, "_handoffs", ())}
+    if getattr(agent, "memory", None) is not None:
+        from agentloop.memory._capability import TOOL_NAMES
+
+        names.update(TOOL_NAMES)
+    return names
+
+
 class _DepsFailed(Exception):
     """The app's ``deps=`` raised (already logged)."""
 
@@ -246,15 +268,32 @@ class _Call:
                     return _output(run.output)
                 decisions = await self._ask(run.pending)
                 if isinstance(decisions, types.CallToolResult):
+                    await self._abandon()
                     return decisions
                 stream = self.session.continue_stream(
                     decisions=decisions, deps=self.deps, cancel=self.cancel
                 )
         except AgentLoopError as error:
+            await self._abandon()
             return self._stopped(error)
-        except BaseException:  # cancelled by the client: the run ends Cancelled
+        except BaseException:  # cancelled by the client (asking included): the run ends Cancelled
             self.cancel.cancel()
+            await self._abandon()
             raise
+
+    async def _abandon(self) -> None:
+        """End a run this call leaves paused: its session is this call's alone (SPEC 17).
+
+        Nobody can decide it once the call has returned, and a run left paused in the store
+        would wait for ever, or run its approved tool for an operator while no caller reads
+        the result: ``cancel_run`` finalizes it ``Cancelled`` (completed turns commit). Shielded,
+        so a call the client cancelled still records the end.
+        """
+        current = self.session.current_run
+        if current is None or not current.paused:
+            return
+        with anyio.CancelScope(shield=True):
+            await self.session.cancel_run()
 
     async def _drain(self, stream: Any) -> Any:
         async with stream as events:

@@ -245,7 +245,9 @@ class ViewerApp:
             return self._refused(f"run {run_id} is not waiting on any call", 409)
         try:
             decisions = decisions_from_form(found.run.pending, fields)
-            await refuse_unrunnable(self.continuer, found.run.pending, decisions)
+            await refuse_unrunnable(
+                self.continuer, found.run.pending, decisions, found.run.last_agent
+            )
         except InvalidInput as error:
             return self._refused(error.message, 400)
         task = asyncio.create_task(self._continue(found.session_id, run_id, decisions))

@@ -52,9 +52,20 @@ def decisions_from_form(
 
 
 async def refuse_unrunnable(
-    continuer: object, pending: Sequence[PendingCall], decisions: Mapping[str, Decision]
+    continuer: object,
+    pending: Sequence[PendingCall],
+    decisions: Mapping[str, Decision],
+    last_agent: str | None = None,
 ) -> None:
-    """``InvalidInput`` when the continuer's agent lacks an approved call's tool (when known)."""
+    """``InvalidInput`` when the continuer's agent lacks an approved call's tool (when known).
+
+    ``last_agent``: the run's; a handoff receiver's call is judged by the receiver (SPEC 26).
+    """
+    from agentloop.ui.viewer._serve import AgentContinuer
+
+    if isinstance(continuer, AgentContinuer):
+        await continuer.check(tuple(pending), decisions, last_agent)
+        return
     check = getattr(continuer, "check", None)
     if check is not None:
         await check(tuple(pending), decisions)

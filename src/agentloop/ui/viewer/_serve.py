@@ -48,12 +48,15 @@ class AgentContinuer:
         return await session.continue_run(decisions=decisions, deps=self.deps)
 
     async def check(
-        self, pending: tuple[PendingCall, ...], decisions: Mapping[str, Decision]
+        self,
+        pending: tuple[PendingCall, ...],
+        decisions: Mapping[str, Decision],
+        last_agent: str | None = None,
     ) -> None:
-        """``InvalidInput`` naming the tool when the agent cannot run an approved call."""
+        """``InvalidInput`` naming the tool when the agent of the turn cannot run a call."""
         from agentloop.engine.pause import check_continuable
 
-        await check_continuable(self.agent, pending, decisions)
+        await check_continuable(self.agent, pending, decisions, last_agent)
 
     def with_deps(self, deps: Any) -> AgentContinuer:
         """The same continuer with these deps."""
