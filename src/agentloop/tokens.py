@@ -204,6 +204,11 @@ class RatioTokenCounter:
         count: int | None = cache.get(self._key)
         if count is None:
             count = cache[self._key] = self._count(message)
+        parts = message.parts
+        if len(parts) == 1:  # the common message: one part; its media cost without a call
+            kind = type(parts[0])
+            if kind in _NO_MEDIA or (kind is ToolResultPart and not parts[0].media):  # type: ignore[union-attr]
+                return count
         return count + counted_media(message)
 
     def _count(self, message: Message) -> int:

@@ -54,13 +54,31 @@ def _policy_of(config: RunConfig) -> WindowPolicy:
 _POLICIES: dict[int, tuple[RunConfig, WindowPolicy]] = {}
 
 
+def quiet_line(policy: WindowPolicy) -> int:
+    """The largest estimate ``policy`` neither compacts at nor refuses (``ready``'s fast path).
+
+    At or below it, ``policy.need`` is None and ``policy.fits`` is True, whatever else holds:
+    two comparisons a turn instead of four calls. A disabled window has no line.
+    """
+    if not policy.enabled:
+        return _NO_LINE
+    quiet = min(policy.emergency_tokens - 1, policy.window)
+    if policy.auto_compact and policy.threshold > 0:
+        quiet = min(quiet, policy.threshold_tokens)
+    return quiet
+
+
+_NO_LINE = 2**62
+"""No estimate comes near it (an estimate above it takes the exact path all the same)."""
+
+
 class ContextGuard:
     """Window policy, compaction passes, overflow salvage and transcript checks for one run."""
 
     # one per run: slots are set faster than a dict's keys
     __slots__ = (
-        "_force", "_salvaged_turn", "checker", "config", "hooks", "in_transcript", "lead",
-        "meter", "observers", "policy", "server_side", "system",
+        "_force", "_quiet", "_salvaged_turn", "checker", "config", "hooks", "in_transcript",
+        "lead", "meter", "observers", "policy", "server_side", "system",
     )  # fmt: skip
 
     def __init__(
@@ -75,7 +93,8 @@ class ContextGuard:
         self.system = system
         self.observers = observers
         self.hooks = tuple(h for h in hooks if overrides(h, Hook, "pre_compact")) if hooks else ()
-        self.policy = _policy_of(config)
+        self.policy = policy = _policy_of(config)
+        self._quiet = quiet_line(policy)
         self.meter = ContextMeter(config.token_counter)
         self.checker = TranscriptChecker(unique_ids=False)
         self._salvaged_turn: int | None = None
@@ -162,7 +181,11 @@ class ContextGuard:
 
         The common turn's whole context step, with no coroutine; False: ``before_call`` next.
         """
-        total, policy = self.meter.total, self.policy
+        total = self.meter.total
+        if total <= self._quiet and not self._force:  # below every line: nothing to decide
+            self.checker.check_sendable()
+            return True
+        policy = self.policy
         if self._force or (not self.server_side and policy.need(total)):
             return False
         if not policy.fits(total):  # what _sendable checks, with the total read once
