@@ -33,7 +33,14 @@ from agentloop.engine.output import (
 from agentloop.engine.provider_tools import PAUSE_TURN, continued, emit_provider_events
 from agentloop.engine.starting import run_instructions
 from agentloop.engine.state import Paused, RunState
-from agentloop.engine.turn import ClientEventBridge, build_request, call_model, governor_waits
+from agentloop.engine.turn import (
+    ClientEventBridge,
+    build_request,
+    call_model,
+    governor_waits,
+    model_failed,
+    replied,
+)
 from agentloop.engine.typed_turn import typed_turn
 from agentloop.errors import (
     AgentLoopError,
@@ -44,7 +51,7 @@ from agentloop.errors import (
 )
 from agentloop.hooks import Hook, overrides
 from agentloop.messages import Message, ThinkingPart, ToolCallPart, ToolResultPart
-from agentloop.model import ModelResponse
+from agentloop.model import ModelRequest, ModelResponse
 from agentloop.run import Run, Turn
 
 handoffs = lazy_module("agentloop.engine.handoffs")  # loaded by a run that hands off
@@ -262,38 +269,48 @@ class RunLoop:
             state.turn_index += 1
 
     async def _answer(self, turn: Turn, response: ModelResponse) -> bool:
-        """The reply's step; True when the run has its answer (a provider's pause: ask again)."""
+        """The reply's step; True when the run has its answer (a provider's pause: ask again).
+
+        An untyped reply: its calls dispatched, or its text is the output, past the output
+        guardrails (a rejection is soft: the model reads it and answers again).
+        """
         if response.stop_reason == PAUSE_TURN and continued(response):  # SPEC 24
             return False
-        if self.output is None:
-            return await self._text_turn(turn, response)
-        return await typed_turn(self, turn, response)
+        if self.output is not None:
+            return await typed_turn(self, turn, response)
+        calls = response.message.tool_calls
+        if calls:
+            await self._dispatch(turn, calls, answered=cut_calls(response))
+            return False
+        text = response.text
+        stop = self.session.safety.converge(self.state.run, text)
+        if stop is not None:
+            raise stop
+        if self.guarding is not None and self.guarding.guardrails.output:
+            rejected = await self.guarding.check_output(turn, response, text)
+            if rejected is not None:
+                self.state.append(Message.user(rejected))
+                return False
+        self.state.run.output = text
+        return True
 
     async def _model_step(self) -> ModelResponse | None:
         """One model call; None when a context rejection sends the turn back for compaction."""
-        state, output, config = self.state, self.output, self.config
-        bus, client = self.session._bus, state.client
-        bus.turn = state.turn_index
-        if bus.active:
-            bus.emit(
-                ev.TurnStarted(
-                    state.run.id, state.turn_index, model=client.model, provider=client.provider
-                )
-            )
-        if self.guarding is not None:
-            self.guarding.hold()
-        request = build_request(
-            state,
-            state.system,
-            state.settings,
-            output.spec if state.offer.native_output and output is not None else None,
-            self.session.id,
-        )
-        clock = self.clock
+        state, config, clock = self.state, self.config, self.clock
+        bus, client, request = self.session._bus, state.client, self._request()
         started = clock.monotonic()
         try:
-            stream = config.stream or state.stream
-            response = await call_model(client, request, state, bus, stream, clock, output, started)
+            if config.stream or state.stream:
+                response = await call_model(
+                    client, request, state, bus, True, clock, self.output, started
+                )
+            else:  # ``call_model`` written out: one coroutine fewer a model call
+                state.check_cancel()
+                try:
+                    reply = await client.complete(request)
+                except Exception as exc:
+                    model_failed(exc, client, state, clock, started)
+                response = replied(reply, client, state, clock, bus)
         except ContextLengthExceeded as error:
             state.guard.salvage(state, error)
             return None
@@ -312,6 +329,27 @@ class RunLoop:
                 emit_provider_events(bus.emit, state.run.id, state.turn_index, response.message)
             bus.emit(ev.ModelResponded(state.run.id, state.turn_index, response))
         return response
+
+    def _request(self) -> ModelRequest:
+        """The next model call's request, its ``TurnStarted`` told (what a guardrail holds)."""
+        state, output = self.state, self.output
+        bus, client = self.session._bus, state.client
+        bus.turn = state.turn_index
+        if bus.active:
+            bus.emit(
+                ev.TurnStarted(
+                    state.run.id, state.turn_index, model=client.model, provider=client.provider
+                )
+            )
+        if self.guarding is not None:
+            self.guarding.hold()
+        return build_request(
+            state,
+            state.system,
+            state.settings,
+            output.spec if state.offer.native_output and output is not None else None,
+            self.session.id,
+        )
 
     def _record(self, response: ModelResponse) -> Turn:
         state = self.state
@@ -332,22 +370,6 @@ class RunLoop:
         if message.parts and (calls or text or continued(response)):
             state.append(message)
         return turn
-
-    async def _text_turn(self, turn: Turn, response: ModelResponse) -> bool:
-        """An untyped turn: dispatch the calls, or the reply is the output. True when done."""
-        calls = response.message.tool_calls
-        if not calls:
-            stop = self.session.safety.converge(self.state.run, response.text)
-            if stop is not None:
-                raise stop
-            rejected = await self._guard_output(turn, response, response.text)
-            if rejected is not None:
-                self.state.append(Message.user(rejected))
-                return False
-            self.state.run.output = response.text
-            return True
-        await self._dispatch(turn, calls, answered=cut_calls(response))
-        return False
 
     async def _guard_output(self, turn: Turn, response: ModelResponse, value: Any) -> str | None:
         """The output guardrails on an answer: None to accept it, else the soft rejection."""

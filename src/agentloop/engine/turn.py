@@ -45,7 +45,15 @@ if TYPE_CHECKING:
     from agentloop.engine.limits import Limits
     from agentloop.engine.state import RunState
 
-__all__ = ["ClientEventBridge", "build_request", "call_model", "collect_stream", "governor_waits"]
+__all__ = [
+    "ClientEventBridge",
+    "build_request",
+    "call_model",
+    "collect_stream",
+    "governor_waits",
+    "model_failed",
+    "replied",
+]
 
 
 class ClientEventBridge:
@@ -169,18 +177,41 @@ async def call_model(
             response = await _consume_stream(client, request, state, observers, partials)
         else:
             response = await client.complete(request)
-    except ProviderError as error:
-        _ensure_attempt_log(error, clock.monotonic() - started)
-        raise
-    except Waiting as waiting:  # a batch run's turn went to a provider batch (SPEC 25)
-        state.waiting = waiting.wait
-        raise Paused from None
-    except AgentLoopError:
-        raise
     except Exception as exc:
-        raise InternalError(
-            f"model client raised {type(exc).__name__}: {redact_secrets(str(exc))}"
-        ) from exc
+        model_failed(exc, client, state, clock, started)
+    return replied(response, client, state, clock, observers, partials)
+
+
+def model_failed(
+    exc: Exception, client: ModelClient, state: RunState, clock: Clock, started: float
+) -> NoReturn:
+    """Raise what a model call that raised ``exc`` ends in: always an ``AgentLoopError``.
+
+    A provider's error gets its attempt log, a batch run's wait pauses the run (SPEC 25),
+    anything else not ours is an ``InternalError``. Call it from the ``except`` that caught it.
+    """
+    if isinstance(exc, ProviderError):
+        _ensure_attempt_log(exc, clock.monotonic() - started)
+        raise exc
+    if isinstance(exc, Waiting):  # a batch run's turn went to a provider batch (SPEC 25)
+        state.waiting = exc.wait
+        raise Paused from None
+    if isinstance(exc, AgentLoopError):
+        raise exc
+    raise InternalError(
+        f"model client raised {type(exc).__name__}: {redact_secrets(str(exc))}"
+    ) from exc
+
+
+def replied(
+    response: object,
+    client: ModelClient,
+    state: RunState,
+    clock: Clock,
+    observers: EventBus,
+    partials: Partials | None = None,
+) -> ModelResponse:
+    """A model call's reply, checked (``_checked``); its partial output, dropped thinking told."""
     response = _checked(response, client, state.call_ids, clock)
     if partials is not None:
         partials.finish(response)
