@@ -38,7 +38,7 @@ from agentloop.clock import Clock
 from agentloop.config import RunConfig
 from agentloop.engine.gates import Asked, Gates
 from agentloop.engine.guards import BREAKER_TEXT, SafetyState
-from agentloop.engine.invoke import Outcome, invoke, suggestion, tool_context
+from agentloop.engine.invoke import Outcome, begin, suggestion, tool_context
 from agentloop.engine.state import RunState
 from agentloop.errors import ToolError, ToolRecoveryExhausted
 from agentloop.messages import MediaPart, ToolCallPart, ToolResultPart
@@ -376,7 +376,8 @@ class CallPipeline:
         started = clock.monotonic()
         registry = d.registry if state.registry is None else state.registry
         try:
-            text, outcome = await invoke(registry, d.config, ctx, self.name, self.arguments)
+            begun = begin(registry, d.config, ctx, self.name, self.arguments)
+            text, outcome = begun if isinstance(begun, tuple) else await begun  # waited: the rest
         except BaseException:
             d.safety.settle(admission, None)
             raise

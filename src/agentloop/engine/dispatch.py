@@ -125,6 +125,29 @@ class Dispatcher:
                         pipeline.interrupted()
             raise
 
+    def lone(
+        self,
+        state: RunState,
+        calls: Sequence[ToolCallPart],
+        answered: Mapping[str, str],
+        quiet: Mapping[str, str],
+    ) -> CallPipeline | None:
+        """The turn's one call, admitted and ready to run, when nobody listens; else None.
+
+        What ``dispatch_turn`` does before its one call runs, without its coroutine: with no
+        listener it emits nothing and finishes nothing when an exception cuts the call, so the
+        caller awaits ``run()`` itself and wraps its one answer (``[await lone.run()]``).
+        """
+        if len(calls) != 1 or answered or quiet or self.observers.active:
+            return None
+        call = calls[0]
+        if call.name not in state.offer.names:
+            return None
+        pipeline = CallPipeline(self, state, call)
+        self.safety.limits.admit_tools(1)
+        state.check_cancel()
+        return pipeline
+
     def _lone(
         self,
         state: RunState,

@@ -58,7 +58,9 @@ handoffs = lazy_module("agentloop.engine.handoffs")  # loaded by a run that hand
 guarding_of = lazy_module("agentloop.engine.guarding")  # loaded by a run with guardrails
 
 if TYPE_CHECKING:  # loaded only by an agent with guardrails
+    from agentloop.engine.call import PausedChild
     from agentloop.engine.guarding import RunGuard
+    from agentloop.pausing import PendingCall
 
 __all__ = ["CUT_CALL_TEXT", "RunLoop"]
 
@@ -393,7 +395,11 @@ class RunLoop:
         dispatcher, state, guarding = self.session._dispatcher, self.state, self.guarding
         if guarding is not None:
             guarding.release()  # not the answer: what the reply streamed goes out now
-        answers = await dispatcher.dispatch_turn(state, calls, answered=answered, quiet=finals)
+        lone = dispatcher.lone(state, calls, answered, finals)  # the common turn: one call
+        if lone is not None:
+            answers: list[ToolResultPart | PendingCall | PausedChild] = [await lone.run()]
+        else:
+            answers = await dispatcher.dispatch_turn(state, calls, answered=answered, quiet=finals)
         for answer in answers:
             if not isinstance(answer, ToolResultPart):  # a call left pending (SPEC 17)
                 state.paused = pending_of(answers)
