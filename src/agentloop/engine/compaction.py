@@ -39,19 +39,19 @@ __all__ = ["ContextGuard"]
 Commit = Callable[[list[Message]], None]
 
 
-def _policy_of(config: RunConfig) -> WindowPolicy:
-    """The config's window policy; cached, as every run asks (``WindowPolicy`` is frozen)."""
+def _policy_of(config: RunConfig) -> tuple[RunConfig, WindowPolicy, int]:
+    """The config's window policy and its quiet line; cached, as every run asks (frozen both)."""
     found = _POLICIES.get(id(config))
     if found is not None and found[0] is config:
-        return found[1]
+        return found
     policy = WindowPolicy(config.context_window, config.compact_threshold, config.auto_compact)
     if len(_POLICIES) >= 64:
         _POLICIES.clear()
-    _POLICIES[id(config)] = (config, policy)  # holds the config: its id stays its own
-    return policy
+    made = _POLICIES[id(config)] = (config, policy, quiet_line(policy))  # holds the config:
+    return made  # its id stays its own
 
 
-_POLICIES: dict[int, tuple[RunConfig, WindowPolicy]] = {}
+_POLICIES: dict[int, tuple[RunConfig, WindowPolicy, int]] = {}
 
 
 def quiet_line(policy: WindowPolicy) -> int:
@@ -93,8 +93,7 @@ class ContextGuard:
         self.system = system
         self.observers = observers
         self.hooks = tuple(h for h in hooks if overrides(h, Hook, "pre_compact")) if hooks else ()
-        self.policy = policy = _policy_of(config)
-        self._quiet = quiet_line(policy)
+        _, self.policy, self._quiet = _policy_of(config)
         self.meter = ContextMeter(config.token_counter)
         self.checker = TranscriptChecker(unique_ids=False)
         self._salvaged_turn: int | None = None

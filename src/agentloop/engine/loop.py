@@ -280,7 +280,7 @@ class RunLoop:
             return False
         if self.output is not None:
             return await typed_turn(self, turn, response)
-        calls = response.message.tool_calls
+        calls = turn.tool_calls  # the reply's, as ``_record`` kept them (one property read fewer)
         if calls:
             await self._dispatch(turn, calls, answered=cut_calls(response))
             return False
@@ -359,12 +359,16 @@ class RunLoop:
         if type(events) is ClientEventBridge and events.waits:  # a governor waited (SPEC 25)
             waits = governor_waits(events)
         message, usage, run = response.message, response.usage, state.run
-        calls, text = message.tool_calls, message.text
+        calls, text, thinking = message.tool_calls, message.text, ""
+        for part in message.parts:  # ``_thinking_text``'s look, without its call for a reply
+            if type(part) is ThinkingPart:  # without reasoning
+                thinking = _thinking_text(message)
+                break
         turn = Turn(  # positional, as keywords cost ~0.7 us to match: index, model, tool_calls,
             # tool_results, usage, stop_reason, text, thinking, latency_seconds, durations,
             # warnings, agent (set when the turn is done), batch
             state.turn_index, response.model or state.client.model, list(calls), [], usage,
-            response.stop_reason, text, _thinking_text(message), self.latency, None, waits, None,
+            response.stop_reason, text, thinking, self.latency, None, waits, None,
             self.config.batch,
         )  # fmt: skip
         run.turns.append(turn)
@@ -434,12 +438,8 @@ class RunLoop:
 
 
 def _thinking_text(message: Message) -> str:
-    """The readable reasoning of a reply ("" without any: no generator for a reply without)."""
-    parts = message.parts
-    for part in parts:
-        if type(part) is ThinkingPart:
-            return "".join(p.text for p in parts if type(p) is ThinkingPart)
-    return ""
+    """The readable reasoning of a reply that has some."""
+    return "".join(p.text for p in message.parts if type(p) is ThinkingPart)
 
 
 def _taken_back() -> Cancelled:

@@ -212,7 +212,7 @@ def replied(
     partials: Partials | None = None,
 ) -> ModelResponse:
     """A model call's reply, checked (``_checked``); its partial output, dropped thinking told."""
-    response = _checked(response, client, state.call_ids, clock)
+    response = _checked(response, client, state.call_ids, clock)  # one call: usage, ids
     if partials is not None:
         partials.finish(response)
     if response.thinking_dropped and observers.active:  # SPEC 28's drop_block at work
@@ -357,7 +357,20 @@ def _checked(response: object, client: ModelClient, seen: set[str], clock: Clock
             request_sent=True,
             body=repr(response)[:8192],
         )
-    response = _usage_checked(response, client)
+    usage, whole = response.usage, False
+    if type(usage) is Usage:  # the common reply: five ints in range, as ``_usage_checked`` sees
+        a, b, c, d, e = (
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+            usage.reasoning_tokens,
+        )
+        whole = type(a) is type(b) is type(c) is type(d) is type(e) is int and (
+            0 <= min(a, b, c, d, e) and max(a, b, c, d, e) <= MAX_TOKEN_COUNT
+        )
+    if not whole:
+        response = _usage_checked(response, client)
     calls = response.message.tool_calls
     if len(calls) == 1:  # the common reply: one call, no set to build
         call_id = calls[0].id
@@ -389,17 +402,6 @@ def _usage_checked(response: ModelResponse, client: ModelClient) -> ModelRespons
     usage = response.usage
     if not isinstance(usage, Usage):
         _bad_usage(client, f"usage is {type(usage).__name__}, not a Usage")
-    a, b, c, d, e = (
-        usage.input_tokens,
-        usage.output_tokens,
-        usage.cache_read_tokens,
-        usage.cache_write_tokens,
-        usage.reasoning_tokens,
-    )
-    if type(a) is type(b) is type(c) is type(d) is type(e) is int and (
-        0 <= min(a, b, c, d, e) and max(a, b, c, d, e) <= MAX_TOKEN_COUNT
-    ):
-        return response  # the common reply: five ints in range
     fixed: dict[str, Any] = {}
     for name in (*_COUNTS, "reasoning_tokens"):
         value = getattr(usage, name)
