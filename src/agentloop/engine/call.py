@@ -38,7 +38,7 @@ from agentloop.clock import Clock
 from agentloop.config import RunConfig
 from agentloop.engine.gates import Asked, Gates
 from agentloop.engine.guards import BREAKER_TEXT, SafetyState
-from agentloop.engine.invoke import Outcome, begin, suggestion, tool_context
+from agentloop.engine.invoke import Outcome, begin, suggestion
 from agentloop.engine.state import RunState
 from agentloop.errors import ToolError, ToolRecoveryExhausted
 from agentloop.messages import MediaPart, ToolCallPart, ToolResultPart
@@ -326,19 +326,22 @@ class CallPipeline:
         return result
 
     def _context(self) -> ToolContext:
+        """The attempt's ``ToolContext``: ``invoke.tool_context``, written out (one call fewer)."""
         d, state = self.dispatcher, self.state
         run = state.run
-        return tool_context(
-            run.id,
-            state.turn_index,
-            self.call.id,
-            self.name,
-            state.tokens[-1],
-            d.session_id,
-            state.deps,
-            run.last_agent,
-            (state, d),
-        )
+        ctx: ToolContext[Any] = object.__new__(ToolContext)
+        ctx.deps = state.deps
+        ctx.agent = run.last_agent
+        ctx.run_id = run.id
+        ctx.turn = state.turn_index
+        ctx.call_id = self.call.id
+        ctx.tool_name = self.name
+        ctx.media = ()
+        ctx.cancel = state.tokens[-1]
+        ctx.session_id = d.session_id
+        ctx._scratch = None
+        ctx._link = (state, d)
+        return ctx
 
     async def _gated(
         self, ctx: ToolContext, tool: Tool | None

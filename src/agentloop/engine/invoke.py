@@ -128,11 +128,18 @@ def begin(
         return _untimed(config, tool, ctx, valid, seconds)
     deadline = asyncio.get_running_loop().time() + seconds
     try:
-        output = _first_step(_called(tool, valid, ctx))
+        if type(tool) is FunctionTool and tool.is_async:  # ``_called``, written out
+            called = tool.func(ctx, **valid) if tool.takes_context else tool.func(**valid)
+        else:
+            called = tool.call(valid, ctx)
+        output = _first_step(called)
     except BaseException as exc:
         return _ended(config, tool, ctx, seconds, exc)
     if type(output) is _Waits:  # it waits for something: the rest runs under the deadline
         return _timed_rest(config, tool, ctx, seconds, output, deadline)
+    if type(output) is str and output.isascii():  # the common value: ``_rendered``, ``storable``
+        ctx.media = ()  # agree, without their calls
+        return _fitted(config, output), "ok"
     content, outcome = _rendered(tool.name, output, ctx)
     return _fitted(config, storable(content)), outcome
 
