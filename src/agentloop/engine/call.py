@@ -127,6 +127,7 @@ class PipelineServices(Protocol):
     session_id: str
     safety: SafetyState
     clock: Clock
+    monotonic: Callable[[], float]
     default_recovery: bool
     journal: Journal | None
 
@@ -375,8 +376,8 @@ class CallPipeline:
         admission = d.safety.admit(self.name)
         if admission is None:
             return self.finish(BREAKER_TEXT, "refused")
-        clock = d.clock
-        started = clock.monotonic()
+        monotonic = d.monotonic
+        started = monotonic()
         registry = d.registry if state.registry is None else state.registry
         try:
             begun = begin(registry, d.config, ctx, self.name, self.arguments)
@@ -391,7 +392,7 @@ class CallPipeline:
         media = ctx.media
         if media:
             text, outcome, media = _takeable(self.name, state.client, text, outcome, media)
-        result = self.finish(text, outcome, clock.monotonic() - started, media)
+        result = self.finish(text, outcome, monotonic() - started, media)
         if not d.gates.post_hooks:
             d.safety.settle(admission, _BREAKER[outcome])
             return result

@@ -13,7 +13,8 @@ that never finishes (SPEC 12).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from agentloop._util.lazy import lazy_module
@@ -51,8 +52,8 @@ class Dispatcher:
     """Runs a turn's tool calls through the pipeline."""
 
     __slots__ = (
-        "clock", "config", "default_recovery", "gates", "journal", "observers", "registry",
-        "safety", "session_id", "store",
+        "clock", "config", "default_recovery", "gates", "journal", "monotonic", "observers",
+        "registry", "safety", "session_id", "store",
     )  # fmt: skip
 
     def __init__(
@@ -77,6 +78,11 @@ class Dispatcher:
         """The session's store, where a child agent's runs are recorded too (SPEC 18)."""
         self.session_id = session_id
         self.clock = clock
+        self.monotonic: Callable[[], float] = (
+            time.monotonic if type(clock).monotonic is Clock.monotonic else clock.monotonic
+        )
+        """``clock.monotonic``; the system's function itself for the system's clock (no call of
+        ours per reading: the engine reads it twice a model call and twice a tool call)."""
         # the stock pair always fails at once; exact types, so a subclass's override still runs
         self.default_recovery = (
             type(config.reflector) is NoopReflector

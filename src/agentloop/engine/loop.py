@@ -37,9 +37,10 @@ from agentloop.engine.turn import (
     ClientEventBridge,
     build_request,
     call_model,
+    checked_reply,
+    dropped,
     governor_waits,
     model_failed,
-    replied,
 )
 from agentloop.engine.typed_turn import typed_turn
 from agentloop.errors import (
@@ -300,7 +301,8 @@ class RunLoop:
         """One model call; None when a context rejection sends the turn back for compaction."""
         state, config, clock = self.state, self.config, self.clock
         bus, client, request = self.session._bus, state.client, self._request()
-        started = clock.monotonic()
+        monotonic = self.session._dispatcher.monotonic  # ``clock.monotonic``, without its call
+        started = monotonic()
         try:
             if config.stream or state.stream:
                 response = await call_model(
@@ -312,11 +314,13 @@ class RunLoop:
                     reply = await client.complete(request)
                 except Exception as exc:
                     model_failed(exc, client, state, clock, started)
-                response = replied(reply, client, state, clock, bus)
+                response = checked_reply(reply, client, state.call_ids, clock)  # ``replied``'s
+                if response.thinking_dropped and bus.active:  # steps, without its call
+                    bus.emit(dropped(response, state))
         except ContextLengthExceeded as error:
             state.guard.salvage(state, error)
             return None
-        self.latency = clock.monotonic() - started
+        self.latency = monotonic() - started
         usage = response.usage
         limits = self.session.safety.limits
         if not (usage.input_tokens or usage.output_tokens) and limits.budget.counts_tokens():
@@ -345,13 +349,14 @@ class RunLoop:
             )
         if self.guarding is not None:
             self.guarding.hold()
-        return build_request(
-            state,
-            state.system,
-            state.settings,
-            output.spec if state.offer.native_output and output is not None else None,
-            self.session.id,
-        )
+        spec = output.spec if state.offer.native_output and output is not None else None
+        offer = state.offer
+        if state.appendonly is None and state.shown is None:  # ``build_request``, written out
+            return ModelRequest(  # for the common request: the transcript, the tools offered
+                tuple(state.transcript), offer.specs, state.system, state.settings, None,
+                state.events, spec, self.session.id, None, offer.provider_tools,
+            )  # fmt: skip
+        return build_request(state, state.system, state.settings, spec, self.session.id)
 
     def _record(self, response: ModelResponse) -> Turn:
         state = self.state

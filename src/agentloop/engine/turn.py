@@ -49,7 +49,9 @@ __all__ = [
     "ClientEventBridge",
     "build_request",
     "call_model",
+    "checked_reply",
     "collect_stream",
+    "dropped",
     "governor_waits",
     "model_failed",
     "replied",
@@ -211,15 +213,18 @@ def replied(
     observers: EventBus,
     partials: Partials | None = None,
 ) -> ModelResponse:
-    """A model call's reply, checked (``_checked``); its partial output, dropped thinking told."""
-    response = _checked(response, client, state.call_ids, clock)  # one call: usage, ids
+    """A model call's reply, checked (``checked_reply``); partial output, dropped thinking told."""
+    response = checked_reply(response, client, state.call_ids, clock)  # one call: usage, ids
     if partials is not None:
         partials.finish(response)
     if response.thinking_dropped and observers.active:  # SPEC 28's drop_block at work
-        observers.emit(
-            ev.ThinkingDropped(state.run.id, state.turn_index, response.thinking_dropped)
-        )
+        observers.emit(dropped(response, state))
     return response
+
+
+def dropped(response: ModelResponse, state: RunState) -> ev.ThinkingDropped:
+    """The event of the thinking blocks a provider dropped from the request (SPEC 28)."""
+    return ev.ThinkingDropped(state.run.id, state.turn_index, response.thinking_dropped)
 
 
 def _partials(output: OutputType[Any], state: RunState, bus: EventBus) -> Partials | None:
@@ -273,7 +278,7 @@ def _replay_parts(response: ModelResponse, bus: EventBus, run_id: str, turn: int
 
     Reasoning then the text it precedes, as the reply holds them (SPEC 12), so a UI draws them
     in order; tool calls come whole with ``ModelResponded``. Not a reply (checked next, by
-    ``_checked``): nothing.
+    ``checked_reply``): nothing.
     """
     if not isinstance(response, ModelResponse) or not isinstance(response.message, Message):
         return
@@ -347,7 +352,9 @@ def _ensure_attempt_log(error: ProviderError, duration: float) -> None:
     )
 
 
-def _checked(response: object, client: ModelClient, seen: set[str], clock: Clock) -> ModelResponse:
+def checked_reply(
+    response: object, client: ModelClient, seen: set[str], clock: Clock
+) -> ModelResponse:
     """Reject a reply that is not an assistant message; give every tool call a unique id."""
     if not isinstance(response, ModelResponse) or response.message.role != "assistant":
         raise ResponseInvalid(
