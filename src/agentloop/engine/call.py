@@ -171,7 +171,9 @@ class CallPipeline:
                 return await self._decided(self.decision)
             while True:  # each attempt recovery asks for
                 ctx = self._context()
-                self._started()
+                self.open = True  # ``_started``: its event only while somebody listens
+                if self.dispatcher.observers.active:
+                    self._started()
                 tool = self._declared()
                 if tool is not None or self.dispatcher.gates.pre_hooks:
                     attempted = await self._gated(ctx, tool)
@@ -289,7 +291,9 @@ class CallPipeline:
                 is_error=result.is_error,
                 available=outcome not in _UNAVAILABLE,
             )
-        self._finished(result, duration)
+        self.open, self.ended = False, True  # ``_finished``: its event only when listened to
+        if d.observers.active:
+            self._finished(result, duration)
         return result, outcome
 
     async def _decided(self, decision: Decision | ContinueChild) -> ToolResultPart | PausedChild:

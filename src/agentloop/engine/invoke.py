@@ -194,7 +194,12 @@ def _checked(
             f"Invalid arguments for tool '{name}': arguments: not valid JSON: "
             f"{arguments[INVALID_JSON_KEY]!s:.200}"
         ), arguments
-    private = _private_copy(arguments)
+    for value in arguments.values():  # ``_private_copy``'s look, written out: flat arguments
+        if type(value) not in _SCALARS and isinstance(value, _CONTAINERS):  # are copied here
+            private = _private_copy(arguments)
+            break
+    else:
+        private = dict(arguments)
     if private is None:
         return (
             f"Invalid arguments for tool '{name}': arguments: nested more than "
