@@ -127,3 +127,18 @@ def test_a_message_counts_its_text_and_its_media(counter: RatioTokenCounter) -> 
         assert counter.count_message(message) == expected  # cached: the same
 
     check()
+
+
+def test_the_overhead_asked_again_with_the_same_tools_is_the_same_as_measured_afresh() -> None:
+    from agentloop.model import ToolSpec
+    from agentloop.tokens import _measure_overhead, request_overhead
+
+    tools = (ToolSpec("lookup", "Look a key up.", {"type": "object", "properties": {}}),)
+    first, second = HeuristicTokenCounter(), RatioTokenCounter(3.6, 5)
+    for system in ("You help.", None, "You help."):
+        for counter in (first, second, first):
+            expected = _measure_overhead(system, tools, counter)
+            assert request_overhead(system, tools, counter) == expected
+            assert request_overhead(system, tools, counter) == expected  # the fast answer
+            assert request_overhead(system, list(tools), counter) == expected
+            assert request_overhead(system, (), counter) == _measure_overhead(system, (), counter)
