@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -253,14 +253,13 @@ class RunLoop:
                 await self._offer()
             if not state.guard.ready():
                 await state.guard.before_call(state, self._commit_compacted)
-            if guarding is None:
-                response = await self._model_step()
-            else:  # the reply waits for a pending input check's verdict
-                response = await guarding.race(self._model_step())
+            step = self._model_step()  # with guardrails, the reply waits for a pending input
+            response = await (step if guarding is None else guarding.race(step))  # check's verdict
             if response is None:
                 continue
             turn = self._record(response)
-            done = await self._answer(turn, response)
+            answer = self._answer(turn, response)
+            done = answer if type(answer) is bool else await answer  # it awaits: a dispatch...
             if guarding is not None:
                 guarding.release()
             handing = state.handoff is not None
@@ -271,29 +270,36 @@ class RunLoop:
                 return
             state.turn_index += 1
 
-    async def _answer(self, turn: Turn, response: ModelResponse) -> bool:
-        """The reply's step; True when the run has its answer (a provider's pause: ask again).
+    def _answer(self, turn: Turn, response: ModelResponse) -> bool | Awaitable[bool | None]:
+        """The reply's step; true when the run has its answer (a provider's pause: ask again).
 
         An untyped reply: its calls dispatched, or its text is the output, past the output
-        guardrails (a rejection is soft: the model reads it and answers again).
+        guardrails (a rejection is soft: the model reads it and answers again). What awaits
+        comes back to await (a dispatch, a typed turn, a guardrail): an answer that awaits
+        nothing is decided without a coroutine.
         """
         if response.stop_reason == PAUSE_TURN and continued(response):  # SPEC 24
             return False
         if self.output is not None:
-            return await typed_turn(self, turn, response)
+            return typed_turn(self, turn, response)
         calls = turn.tool_calls  # the reply's, as ``_record`` kept them (one property read fewer)
         if calls:
-            await self._dispatch(turn, calls, answered=cut_calls(response))
-            return False
+            return self._dispatch(turn, calls, answered=cut_calls(response))  # None: not done
         text = response.text
         stop = self.session.safety.converge(self.state.run, text)
         if stop is not None:
             raise stop
         if self.guarding is not None and self.guarding.guardrails.output:
-            rejected = await self.guarding.check_output(turn, response, text)
-            if rejected is not None:
-                self.state.append(Message.user(rejected))
-                return False
+            return self._guarded_answer(turn, response, text)
+        self.state.run.output = text
+        return True
+
+    async def _guarded_answer(self, turn: Turn, response: ModelResponse, text: str) -> bool:
+        """An untyped answer past the output guardrails: the output, or a soft rejection."""
+        rejected = await self._guard_output(turn, response, text)
+        if rejected is not None:
+            self.state.append(Message.user(rejected))
+            return False
         self.state.run.output = text
         return True
 
