@@ -253,13 +253,15 @@ class RunLoop:
                 await self._offer()
             if not state.guard.ready():
                 await state.guard.before_call(state, self._commit_compacted)
-            step = self._model_step()  # with guardrails, the reply waits for a pending input
-            response = await (step if guarding is None else guarding.race(step))  # check's verdict
+            response = await (  # with guardrails, the reply waits for an input check's verdict
+                self._model_step() if guarding is None else guarding.race(self._model_step())
+            )
             if response is None:
                 continue
             turn = self._record(response)
             answer = self._answer(turn, response)
             done = answer if type(answer) is bool else await answer  # it awaits: a dispatch...
+            del answer  # nothing of what it awaited kept for the rest of the run
             if guarding is not None:
                 guarding.release()
             handing = state.handoff is not None
