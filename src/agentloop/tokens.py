@@ -408,7 +408,7 @@ class ContextMeter:
     ) -> None:
         """Measure a whole request afresh (O(n) once, cheap when messages are cached)."""
         self._overhead = request_overhead(system, tools, self.counter)
-        self._messages_tokens = sum(self.counter.count_message(m) for m in messages)
+        self._messages_tokens = _summed(self.counter, messages)
 
     def add(self, message: Message) -> int:
         """Count one appended message; returns its tokens."""
@@ -427,7 +427,7 @@ class ContextMeter:
 
     def replace(self, messages: Iterable[Message]) -> None:
         """Re-measure the messages (after compaction); the overhead is kept."""
-        self._messages_tokens = sum(self.counter.count_message(m) for m in messages)
+        self._messages_tokens = _summed(self.counter, messages)
 
     @property
     def overhead(self) -> int:
@@ -446,3 +446,11 @@ class ContextMeter:
 
     def __repr__(self) -> str:
         return f"ContextMeter(total={self.total}, overhead={self._overhead})"
+
+
+def _summed(counter: TokenCounter, messages: Iterable[Message]) -> int:
+    """The tokens of ``messages`` (a loop, not ``sum`` over a generator: every run starts here)."""
+    count, total = counter.count_message, 0
+    for message in messages:
+        total += count(message)
+    return total
