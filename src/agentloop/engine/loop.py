@@ -287,7 +287,7 @@ class RunLoop:
         calls = turn.tool_calls  # the reply's, as ``_record`` kept them (one property read fewer)
         if calls:
             return self._dispatch(turn, calls, answered=cut_calls(response))  # None: not done
-        text = response.text
+        text = turn.text  # the reply's, as ``_record`` kept it
         stop = self.session.safety.converge(self.state.run, text)
         if stop is not None:
             raise stop
