@@ -204,6 +204,11 @@ class RatioTokenCounter:
         count: int | None = cache.get(self._key)
         if count is None:
             count = cache[self._key] = self._count(message)
+        parts = message.parts
+        if len(parts) == 1:  # the common message: one part; its media cost without a call
+            kind = type(parts[0])
+            if kind in _NO_MEDIA or (kind is ToolResultPart and not parts[0].media):  # type: ignore[union-attr]
+                return count
         return count + counted_media(message)
 
     def _count(self, message: Message) -> int:
@@ -322,18 +327,28 @@ class _OverheadCache:
         ]
         self._entries = OrderedDict()
         self._lock = threading.Lock()
+        self._last: tuple[Callable[[], object], str | None, tuple[ToolSpec, ...], int] | None
+        self._last = None
+        """The last answer: asked again with the same tuple of tools (an agent's offer, every
+        run), it is the answer without a key, a lock or the LRU (held as an entry holds it)."""
 
     def get(self, system: str | None, tools: Sequence[ToolSpec], counter: TokenCounter) -> int:
-        specs = tuple(tools)
+        last = self._last
+        if last is not None and last[2] is tools and last[1] == system and last[0]() is counter:
+            return last[3]  # the same tuple (its tools cannot change), text and counter
+        specs = tuple(tools)  # a tuple is itself: the next ask with it is the fast one
         key = (id(counter), system, tuple(id(s) for s in specs))
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None and entry[0]() is counter:
                 self._entries.move_to_end(key)
+                self._last = (entry[0], system, specs, entry[2])
                 return entry[2]
         value = _measure_overhead(system, specs, counter)
+        reference = _reference(counter)
+        self._last = (reference, system, specs, value)
         with self._lock:
-            self._entries[key] = (_reference(counter), specs, value)
+            self._entries[key] = (reference, specs, value)
             self._entries.move_to_end(key)
             while len(self._entries) > self._size:
                 self._entries.popitem(last=False)
@@ -393,7 +408,7 @@ class ContextMeter:
     ) -> None:
         """Measure a whole request afresh (O(n) once, cheap when messages are cached)."""
         self._overhead = request_overhead(system, tools, self.counter)
-        self._messages_tokens = sum(self.counter.count_message(m) for m in messages)
+        self._messages_tokens = _summed(self.counter, messages)
 
     def add(self, message: Message) -> int:
         """Count one appended message; returns its tokens."""
@@ -412,7 +427,7 @@ class ContextMeter:
 
     def replace(self, messages: Iterable[Message]) -> None:
         """Re-measure the messages (after compaction); the overhead is kept."""
-        self._messages_tokens = sum(self.counter.count_message(m) for m in messages)
+        self._messages_tokens = _summed(self.counter, messages)
 
     @property
     def overhead(self) -> int:
@@ -431,3 +446,11 @@ class ContextMeter:
 
     def __repr__(self) -> str:
         return f"ContextMeter(total={self.total}, overhead={self._overhead})"
+
+
+def _summed(counter: TokenCounter, messages: Iterable[Message]) -> int:
+    """The tokens of ``messages`` (a loop, not ``sum`` over a generator: every run starts here)."""
+    count, total = counter.count_message, 0
+    for message in messages:
+        total += count(message)
+    return total

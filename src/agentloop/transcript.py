@@ -132,7 +132,7 @@ class TranscriptChecker:
         """Check and absorb one appended message (see ``extend``)."""
         index = self._count
         parts = message.parts
-        if len(parts) == 1 and self._started and self._one_part(index, message.role, parts[0]):
+        if len(parts) == 1 and self._one_part(index, message.role, parts[0]):
             return
         if message.role == "system":
             self._check_system(index, message)
@@ -152,10 +152,19 @@ class TranscriptChecker:
     def _one_part(self, index: int, role: str, part: Part) -> bool:
         """The common turn's messages, checked and absorbed at once: False for any other.
 
-        A reply with one call while no call waits (its id new where ids must be unique), or one
-        result answering the one call just before; what ``append`` would conclude, in one call.
+        A reply with one call while no call waits (its id new where ids must be unique), one
+        result answering the one call just before, or a user's or a reply's one non-empty text
+        while no call waits (a user's may open the transcript); what ``append`` would conclude,
+        in one call.
         """
-        if type(part) is ToolResultPart and role == "tool":
+        if type(part) is TextPart and role in _TEXT_ROLES:
+            if self._pending or not part.text or not (self._started or role == "user"):
+                return False
+            self._pending_index = index
+            self._started = True
+        elif not self._started:
+            return False
+        elif type(part) is ToolResultPart and role == "tool":
             pending = self._pending
             if len(pending) != 1 or self._pending_index != index - 1:
                 return False
@@ -183,7 +192,8 @@ class TranscriptChecker:
         """
         if self._count == 0:
             raise TranscriptError("the transcript is empty", index=None)
-        self._check_answered()
+        if self._pending:
+            self._check_answered()
 
     def _check_shape(self, index: int, message: Message) -> None:
         parts = message.parts

@@ -38,7 +38,7 @@ from agentloop.clock import Clock
 from agentloop.config import RunConfig
 from agentloop.engine.gates import Asked, Gates
 from agentloop.engine.guards import BREAKER_TEXT, SafetyState
-from agentloop.engine.invoke import Outcome, invoke, suggestion, tool_context
+from agentloop.engine.invoke import Outcome, begin, suggestion
 from agentloop.engine.state import RunState
 from agentloop.errors import ToolError, ToolRecoveryExhausted
 from agentloop.messages import MediaPart, ToolCallPart, ToolResultPart
@@ -127,6 +127,7 @@ class PipelineServices(Protocol):
     session_id: str
     safety: SafetyState
     clock: Clock
+    monotonic: Callable[[], float]
     default_recovery: bool
     journal: Journal | None
 
@@ -170,7 +171,9 @@ class CallPipeline:
                 return await self._decided(self.decision)
             while True:  # each attempt recovery asks for
                 ctx = self._context()
-                self._started()
+                self.open = True  # ``_started``: its event only while somebody listens
+                if self.dispatcher.observers.active:
+                    self._started()
                 tool = self._declared()
                 if tool is not None or self.dispatcher.gates.pre_hooks:
                     attempted = await self._gated(ctx, tool)
@@ -288,7 +291,9 @@ class CallPipeline:
                 is_error=result.is_error,
                 available=outcome not in _UNAVAILABLE,
             )
-        self._finished(result, duration)
+        self.open, self.ended = False, True  # ``_finished``: its event only when listened to
+        if d.observers.active:
+            self._finished(result, duration)
         return result, outcome
 
     async def _decided(self, decision: Decision | ContinueChild) -> ToolResultPart | PausedChild:
@@ -326,19 +331,22 @@ class CallPipeline:
         return result
 
     def _context(self) -> ToolContext:
+        """The attempt's ``ToolContext``: ``invoke.tool_context``, written out (one call fewer)."""
         d, state = self.dispatcher, self.state
         run = state.run
-        return tool_context(
-            run.id,
-            state.turn_index,
-            self.call.id,
-            self.name,
-            state.tokens[-1],
-            d.session_id,
-            state.deps,
-            run.last_agent,
-            (state, d),
-        )
+        ctx: ToolContext[Any] = object.__new__(ToolContext)
+        ctx.deps = state.deps
+        ctx.agent = run.last_agent
+        ctx.run_id = run.id
+        ctx.turn = state.turn_index
+        ctx.call_id = self.call.id
+        ctx.tool_name = self.name
+        ctx.media = ()
+        ctx.cancel = state.tokens[-1]
+        ctx.session_id = d.session_id
+        ctx._scratch = None
+        ctx._link = (state, d)
+        return ctx
 
     async def _gated(
         self, ctx: ToolContext, tool: Tool | None
@@ -372,11 +380,12 @@ class CallPipeline:
         admission = d.safety.admit(self.name)
         if admission is None:
             return self.finish(BREAKER_TEXT, "refused")
-        clock = d.clock
-        started = clock.monotonic()
+        monotonic = d.monotonic
+        started = monotonic()
         registry = d.registry if state.registry is None else state.registry
         try:
-            text, outcome = await invoke(registry, d.config, ctx, self.name, self.arguments)
+            begun = begin(registry, d.config, ctx, self.name, self.arguments)
+            text, outcome = begun if isinstance(begun, tuple) else await begun  # waited: the rest
         except BaseException:
             d.safety.settle(admission, None)
             raise
@@ -387,7 +396,7 @@ class CallPipeline:
         media = ctx.media
         if media:
             text, outcome, media = _takeable(self.name, state.client, text, outcome, media)
-        result = self.finish(text, outcome, clock.monotonic() - started, media)
+        result = self.finish(text, outcome, monotonic() - started, media)
         if not d.gates.post_hooks:
             d.safety.settle(admission, _BREAKER[outcome])
             return result

@@ -39,19 +39,37 @@ __all__ = ["ContextGuard"]
 Commit = Callable[[list[Message]], None]
 
 
-def _policy_of(config: RunConfig) -> WindowPolicy:
-    """The config's window policy; cached, as every run asks (``WindowPolicy`` is frozen)."""
+def _policy_of(config: RunConfig) -> tuple[RunConfig, WindowPolicy, int]:
+    """The config's window policy and its quiet line; cached, as every run asks (frozen both)."""
     found = _POLICIES.get(id(config))
     if found is not None and found[0] is config:
-        return found[1]
+        return found
     policy = WindowPolicy(config.context_window, config.compact_threshold, config.auto_compact)
     if len(_POLICIES) >= 64:
         _POLICIES.clear()
-    _POLICIES[id(config)] = (config, policy)  # holds the config: its id stays its own
-    return policy
+    made = _POLICIES[id(config)] = (config, policy, quiet_line(policy))  # holds the config:
+    return made  # its id stays its own
 
 
-_POLICIES: dict[int, tuple[RunConfig, WindowPolicy]] = {}
+_POLICIES: dict[int, tuple[RunConfig, WindowPolicy, int]] = {}
+
+
+def quiet_line(policy: WindowPolicy) -> int:
+    """The largest estimate ``policy`` neither compacts at nor refuses (``ready``'s fast path).
+
+    At or below it, ``policy.need`` is None and ``policy.fits`` is True, whatever else holds:
+    two comparisons a turn instead of four calls. A disabled window has no line.
+    """
+    if not policy.enabled:
+        return _NO_LINE
+    quiet = min(policy.emergency_tokens - 1, policy.window)
+    if policy.auto_compact and policy.threshold > 0:
+        quiet = min(quiet, policy.threshold_tokens)
+    return quiet
+
+
+_NO_LINE = 2**62
+"""No estimate comes near it (an estimate above it takes the exact path all the same)."""
 
 
 class ContextGuard:
@@ -59,8 +77,8 @@ class ContextGuard:
 
     # one per run: slots are set faster than a dict's keys
     __slots__ = (
-        "_force", "_salvaged_turn", "checker", "config", "hooks", "in_transcript", "lead",
-        "meter", "observers", "policy", "server_side", "system",
+        "_force", "_quiet", "_salvaged_turn", "checker", "config", "hooks", "in_transcript",
+        "lead", "meter", "observers", "policy", "server_side", "system",
     )  # fmt: skip
 
     def __init__(
@@ -75,7 +93,7 @@ class ContextGuard:
         self.system = system
         self.observers = observers
         self.hooks = tuple(h for h in hooks if overrides(h, Hook, "pre_compact")) if hooks else ()
-        self.policy = _policy_of(config)
+        _, self.policy, self._quiet = _policy_of(config)
         self.meter = ContextMeter(config.token_counter)
         self.checker = TranscriptChecker(unique_ids=False)
         self._salvaged_turn: int | None = None
@@ -162,7 +180,11 @@ class ContextGuard:
 
         The common turn's whole context step, with no coroutine; False: ``before_call`` next.
         """
-        total, policy = self.meter.total, self.policy
+        total = self.meter.total
+        if total <= self._quiet and not self._force:  # below every line: nothing to decide
+            self.checker.check_sendable()
+            return True
+        policy = self.policy
         if self._force or (not self.server_side and policy.need(total)):
             return False
         if not policy.fits(total):  # what _sendable checks, with the total read once

@@ -13,7 +13,8 @@ that never finishes (SPEC 12).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from agentloop._util.lazy import lazy_module
@@ -51,8 +52,8 @@ class Dispatcher:
     """Runs a turn's tool calls through the pipeline."""
 
     __slots__ = (
-        "clock", "config", "default_recovery", "gates", "journal", "observers", "registry",
-        "safety", "session_id", "store",
+        "clock", "config", "default_recovery", "gates", "journal", "monotonic", "observers",
+        "registry", "safety", "session_id", "store",
     )  # fmt: skip
 
     def __init__(
@@ -77,6 +78,11 @@ class Dispatcher:
         """The session's store, where a child agent's runs are recorded too (SPEC 18)."""
         self.session_id = session_id
         self.clock = clock
+        self.monotonic: Callable[[], float] = (
+            time.monotonic if type(clock).monotonic is Clock.monotonic else clock.monotonic
+        )
+        """``clock.monotonic``; the system's function itself for the system's clock (no call of
+        ours per reading: the engine reads it twice a model call and twice a tool call)."""
         # the stock pair always fails at once; exact types, so a subclass's override still runs
         self.default_recovery = (
             type(config.reflector) is NoopReflector
@@ -124,6 +130,29 @@ class Dispatcher:
                     if pipeline.call.id not in quiet:
                         pipeline.interrupted()
             raise
+
+    def lone(
+        self,
+        state: RunState,
+        calls: Sequence[ToolCallPart],
+        answered: Mapping[str, str],
+        quiet: Mapping[str, str],
+    ) -> CallPipeline | None:
+        """The turn's one call, admitted and ready to run, when nobody listens; else None.
+
+        What ``dispatch_turn`` does before its one call runs, without its coroutine: with no
+        listener it emits nothing and finishes nothing when an exception cuts the call, so the
+        caller awaits ``run()`` itself and wraps its one answer (``[await lone.run()]``).
+        """
+        if len(calls) != 1 or answered or quiet or self.observers.active:
+            return None
+        call = calls[0]
+        if call.name not in state.offer.names:
+            return None
+        pipeline = CallPipeline(self, state, call)
+        self.safety.limits.admit_tools(1)
+        state.check_cancel()
+        return pipeline
 
     def _lone(
         self,

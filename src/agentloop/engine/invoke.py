@@ -26,7 +26,15 @@ from agentloop.safety.output import cut_to_fit, limit_output, storable
 from agentloop.safety.redact import redact_secrets
 from agentloop.tools import FunctionTool, Tool, ToolContext, ToolOutput, ToolRegistry, split_output
 
-__all__ = ["MAX_ARGUMENT_DEPTH", "Outcome", "invoke", "said", "suggestion", "tool_context"]
+__all__ = [
+    "MAX_ARGUMENT_DEPTH",
+    "Outcome",
+    "begin",
+    "invoke",
+    "said",
+    "suggestion",
+    "tool_context",
+]
 
 logger = logging.getLogger("agentloop")
 
@@ -86,10 +94,25 @@ async def invoke(
 ) -> tuple[str, Outcome]:
     """Run tool ``name`` once; its text (cut to the configured size) and outcome.
 
-    One coroutine from the lookup to the result: an async ``@tool`` function is awaited
-    directly, without ``FunctionTool.call`` around it, and runs up to its first wait without a
-    timer (``_first_step``); what is left runs under ``asyncio.timeout_at``, the deadline taken
-    before the tool started.
+    ``begin``, awaited to the end when the tool waits.
+    """
+    begun = begin(registry, config, ctx, name, arguments)
+    return begun if isinstance(begun, tuple) else await begun
+
+
+def begin(
+    registry: ToolRegistry,
+    config: RunConfig,
+    ctx: ToolContext,
+    name: str,
+    arguments: Mapping[str, Any],
+) -> tuple[str, Outcome] | Coroutine[Any, Any, tuple[str, Outcome]]:
+    """Run tool ``name`` up to its first wait: its text and outcome, or the rest to await.
+
+    No coroutine for a tool that answers without waiting (a lookup, a computation): an async
+    ``@tool`` function is run directly, without ``FunctionTool.call`` around it, up to its
+    first wait without a timer (``_first_step``); what is left runs under
+    ``asyncio.timeout_at``, the deadline taken before the tool started (``_timed_rest``).
     """
     tool = registry.get(name)
     if tool is None:
@@ -101,27 +124,64 @@ async def invoke(
     if problem is not None:
         return problem, "invalid"
     seconds = tool.timeout if tool.timeout is not None else config.tool_timeout
+    if not seconds:
+        return _untimed(config, tool, ctx, valid, seconds)
+    deadline = asyncio.get_running_loop().time() + seconds
     try:
-        if seconds:
-            deadline = asyncio.get_running_loop().time() + seconds
-            output = _first_step(_called(tool, valid, ctx))
-            if type(output) is _Waits:  # it waits for something: the rest runs under the deadline
-                async with asyncio.timeout_at(deadline) as scope:
-                    try:
-                        output = await output.rest
-                    except TimeoutError as raised:
-                        if scope.expired():
-                            raise
-                        raise _ToolRaisedTimeout() from raised
+        if type(tool) is FunctionTool and tool.is_async:  # ``_called``, written out
+            called = tool.func(ctx, **valid) if tool.takes_context else tool.func(**valid)
         else:
-            output = await _called(tool, valid, ctx)
+            called = tool.call(valid, ctx)
+        output = _first_step(called)
     except BaseException as exc:
-        failed = _failed(tool, ctx, seconds, exc)
-        if failed is None:
-            raise  # a cancel, an interpreter exit, a remote agent refusing our credentials
-        content, outcome = failed
-    else:
-        content, outcome = _rendered(tool.name, output, ctx)
+        return _ended(config, tool, ctx, seconds, exc)
+    if type(output) is _Waits:  # it waits for something: the rest runs under the deadline
+        return _timed_rest(config, tool, ctx, seconds, output, deadline)
+    if type(output) is str and output.isascii():  # the common value: ``_rendered``, ``storable``
+        ctx.media = ()  # agree, without their calls
+        return _fitted(config, output), "ok"
+    content, outcome = _rendered(tool.name, output, ctx)
+    return _fitted(config, storable(content)), outcome
+
+
+async def _untimed(
+    config: RunConfig, tool: Tool, ctx: ToolContext, valid: Mapping[str, Any], seconds: float | None
+) -> tuple[str, Outcome]:
+    """A tool without a timeout, awaited whole."""
+    try:
+        output = await _called(tool, valid, ctx)
+    except BaseException as exc:
+        return _ended(config, tool, ctx, seconds, exc)
+    content, outcome = _rendered(tool.name, output, ctx)
+    return _fitted(config, storable(content)), outcome
+
+
+async def _timed_rest(
+    config: RunConfig, tool: Tool, ctx: ToolContext, seconds: float, waits: _Waits, deadline: float
+) -> tuple[str, Outcome]:
+    """What is left of a tool that waited, under its deadline."""
+    try:
+        async with asyncio.timeout_at(deadline) as scope:
+            try:
+                output = await waits.rest
+            except TimeoutError as raised:
+                if scope.expired():
+                    raise
+                raise _ToolRaisedTimeout() from raised
+    except BaseException as exc:
+        return _ended(config, tool, ctx, seconds, exc)
+    content, outcome = _rendered(tool.name, output, ctx)
+    return _fitted(config, storable(content)), outcome
+
+
+def _ended(
+    config: RunConfig, tool: Tool, ctx: ToolContext, seconds: float | None, exc: BaseException
+) -> tuple[str, Outcome]:
+    """What the model reads of a call that raised ``exc``; ``exc`` raised on when it is hard."""
+    failed = _failed(tool, ctx, seconds, exc)
+    if failed is None:
+        raise exc  # a cancel, an interpreter exit, a remote agent refusing our credentials
+    content, outcome = failed
     return _fitted(config, storable(content)), outcome
 
 
@@ -134,7 +194,12 @@ def _checked(
             f"Invalid arguments for tool '{name}': arguments: not valid JSON: "
             f"{arguments[INVALID_JSON_KEY]!s:.200}"
         ), arguments
-    private = _private_copy(arguments)
+    for value in arguments.values():  # ``_private_copy``'s look, written out: flat arguments
+        if type(value) not in _SCALARS and isinstance(value, _CONTAINERS):  # are copied here
+            private = _private_copy(arguments)
+            break
+    else:
+        private = dict(arguments)
     if private is None:
         return (
             f"Invalid arguments for tool '{name}': arguments: nested more than "

@@ -106,6 +106,9 @@ class Limits:
             raise MaxTurnsExceeded(self.max_turns)
         if not self.budget_on:
             raise LockPoisoned("budget")
+        gate = self.budget  # no line to check (the default budget): no call; a subclass (a
+        if type(gate) is BudgetGate and not gate.checks:  # child's shared gate) always checks
+            return
         try:
             warnings, stop = self.budget.pre_request()
         except Exception as exc:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,15 @@ from agentloop.engine.output import (
 from agentloop.engine.provider_tools import PAUSE_TURN, continued, emit_provider_events
 from agentloop.engine.starting import run_instructions
 from agentloop.engine.state import Paused, RunState
-from agentloop.engine.turn import ClientEventBridge, build_request, call_model, governor_waits
+from agentloop.engine.turn import (
+    ClientEventBridge,
+    build_request,
+    call_model,
+    checked_reply,
+    dropped,
+    governor_waits,
+    model_failed,
+)
 from agentloop.engine.typed_turn import typed_turn
 from agentloop.errors import (
     AgentLoopError,
@@ -44,14 +52,16 @@ from agentloop.errors import (
 )
 from agentloop.hooks import Hook, overrides
 from agentloop.messages import Message, ThinkingPart, ToolCallPart, ToolResultPart
-from agentloop.model import ModelResponse
+from agentloop.model import ModelRequest, ModelResponse
 from agentloop.run import Run, Turn
 
 handoffs = lazy_module("agentloop.engine.handoffs")  # loaded by a run that hands off
 guarding_of = lazy_module("agentloop.engine.guarding")  # loaded by a run with guardrails
 
 if TYPE_CHECKING:  # loaded only by an agent with guardrails
+    from agentloop.engine.call import PausedChild
     from agentloop.engine.guarding import RunGuard
+    from agentloop.pausing import PendingCall
 
 __all__ = ["CUT_CALL_TEXT", "RunLoop"]
 
@@ -243,14 +253,15 @@ class RunLoop:
                 await self._offer()
             if not state.guard.ready():
                 await state.guard.before_call(state, self._commit_compacted)
-            if guarding is None:
-                response = await self._model_step()
-            else:  # the reply waits for a pending input check's verdict
-                response = await guarding.race(self._model_step())
+            response = await (  # with guardrails, the reply waits for an input check's verdict
+                self._model_step() if guarding is None else guarding.race(self._model_step())
+            )
             if response is None:
                 continue
             turn = self._record(response)
-            done = await self._answer(turn, response)
+            answer = self._answer(turn, response)
+            done = answer if type(answer) is bool else await answer  # it awaits: a dispatch...
+            del answer  # nothing of what it awaited kept for the rest of the run
             if guarding is not None:
                 guarding.release()
             handing = state.handoff is not None
@@ -261,43 +272,63 @@ class RunLoop:
                 return
             state.turn_index += 1
 
-    async def _answer(self, turn: Turn, response: ModelResponse) -> bool:
-        """The reply's step; True when the run has its answer (a provider's pause: ask again)."""
+    def _answer(self, turn: Turn, response: ModelResponse) -> bool | Awaitable[bool | None]:
+        """The reply's step; true when the run has its answer (a provider's pause: ask again).
+
+        An untyped reply: its calls dispatched, or its text is the output, past the output
+        guardrails (a rejection is soft: the model reads it and answers again). What awaits
+        comes back to await (a dispatch, a typed turn, a guardrail): an answer that awaits
+        nothing is decided without a coroutine.
+        """
         if response.stop_reason == PAUSE_TURN and continued(response):  # SPEC 24
             return False
-        if self.output is None:
-            return await self._text_turn(turn, response)
-        return await typed_turn(self, turn, response)
+        if self.output is not None:
+            return typed_turn(self, turn, response)
+        calls = turn.tool_calls  # the reply's, as ``_record`` kept them (one property read fewer)
+        if calls:
+            return self._dispatch(turn, calls, answered=cut_calls(response))  # None: not done
+        text = turn.text  # the reply's, as ``_record`` kept it
+        stop = self.session.safety.converge(self.state.run, text)
+        if stop is not None:
+            raise stop
+        if self.guarding is not None and self.guarding.guardrails.output:
+            return self._guarded_answer(turn, response, text)
+        self.state.run.output = text
+        return True
+
+    async def _guarded_answer(self, turn: Turn, response: ModelResponse, text: str) -> bool:
+        """An untyped answer past the output guardrails: the output, or a soft rejection."""
+        rejected = await self._guard_output(turn, response, text)
+        if rejected is not None:
+            self.state.append(Message.user(rejected))
+            return False
+        self.state.run.output = text
+        return True
 
     async def _model_step(self) -> ModelResponse | None:
         """One model call; None when a context rejection sends the turn back for compaction."""
-        state, output, config = self.state, self.output, self.config
-        bus, client = self.session._bus, state.client
-        bus.turn = state.turn_index
-        if bus.active:
-            bus.emit(
-                ev.TurnStarted(
-                    state.run.id, state.turn_index, model=client.model, provider=client.provider
-                )
-            )
-        if self.guarding is not None:
-            self.guarding.hold()
-        request = build_request(
-            state,
-            state.system,
-            state.settings,
-            output.spec if state.offer.native_output and output is not None else None,
-            self.session.id,
-        )
-        clock = self.clock
-        started = clock.monotonic()
+        state, config, clock = self.state, self.config, self.clock
+        bus, client, request = self.session._bus, state.client, self._request()
+        monotonic = self.session._dispatcher.monotonic  # ``clock.monotonic``, without its call
+        started = monotonic()
         try:
-            stream = config.stream or state.stream
-            response = await call_model(client, request, state, bus, stream, clock, output, started)
+            if config.stream or state.stream:
+                response = await call_model(
+                    client, request, state, bus, True, clock, self.output, started
+                )
+            else:  # ``call_model`` written out: one coroutine fewer a model call
+                state.check_cancel()
+                try:
+                    reply = await client.complete(request)
+                except Exception as exc:
+                    model_failed(exc, client, state, clock, started)
+                response = checked_reply(reply, client, state.call_ids, clock)  # ``replied``'s
+                if response.thinking_dropped and bus.active:  # steps, without its call
+                    bus.emit(dropped(response, state))
         except ContextLengthExceeded as error:
             state.guard.salvage(state, error)
             return None
-        self.latency = clock.monotonic() - started
+        self.latency = monotonic() - started
         usage = response.usage
         limits = self.session.safety.limits
         if not (usage.input_tokens or usage.output_tokens) and limits.budget.counts_tokens():
@@ -313,18 +344,44 @@ class RunLoop:
             bus.emit(ev.ModelResponded(state.run.id, state.turn_index, response))
         return response
 
+    def _request(self) -> ModelRequest:
+        """The next model call's request, its ``TurnStarted`` told (what a guardrail holds)."""
+        state, output = self.state, self.output
+        bus, client = self.session._bus, state.client
+        bus.turn = state.turn_index
+        if bus.active:
+            bus.emit(
+                ev.TurnStarted(
+                    state.run.id, state.turn_index, model=client.model, provider=client.provider
+                )
+            )
+        if self.guarding is not None:
+            self.guarding.hold()
+        spec = output.spec if state.offer.native_output and output is not None else None
+        offer = state.offer
+        if state.appendonly is None and state.shown is None:  # ``build_request``, written out
+            return ModelRequest(  # for the common request: the transcript, the tools offered
+                tuple(state.transcript), offer.specs, state.system, state.settings, None,
+                state.events, spec, self.session.id, None, offer.provider_tools,
+            )  # fmt: skip
+        return build_request(state, state.system, state.settings, spec, self.session.id)
+
     def _record(self, response: ModelResponse) -> Turn:
         state = self.state
         events, waits = state.events, None
         if type(events) is ClientEventBridge and events.waits:  # a governor waited (SPEC 25)
             waits = governor_waits(events)
         message, usage, run = response.message, response.usage, state.run
-        calls, text = message.tool_calls, message.text
+        calls, text, thinking = message.tool_calls, message.text, ""
+        for part in message.parts:  # ``_thinking_text``'s look, without its call for a reply
+            if type(part) is ThinkingPart:  # without reasoning
+                thinking = _thinking_text(message)
+                break
         turn = Turn(  # positional, as keywords cost ~0.7 us to match: index, model, tool_calls,
             # tool_results, usage, stop_reason, text, thinking, latency_seconds, durations,
             # warnings, agent (set when the turn is done), batch
             state.turn_index, response.model or state.client.model, list(calls), [], usage,
-            response.stop_reason, text, _thinking_text(message), self.latency, None, waits, None,
+            response.stop_reason, text, thinking, self.latency, None, waits, None,
             self.config.batch,
         )  # fmt: skip
         run.turns.append(turn)
@@ -332,22 +389,6 @@ class RunLoop:
         if message.parts and (calls or text or continued(response)):
             state.append(message)
         return turn
-
-    async def _text_turn(self, turn: Turn, response: ModelResponse) -> bool:
-        """An untyped turn: dispatch the calls, or the reply is the output. True when done."""
-        calls = response.message.tool_calls
-        if not calls:
-            stop = self.session.safety.converge(self.state.run, response.text)
-            if stop is not None:
-                raise stop
-            rejected = await self._guard_output(turn, response, response.text)
-            if rejected is not None:
-                self.state.append(Message.user(rejected))
-                return False
-            self.state.run.output = response.text
-            return True
-        await self._dispatch(turn, calls, answered=cut_calls(response))
-        return False
 
     async def _guard_output(self, turn: Turn, response: ModelResponse, value: Any) -> str | None:
         """The output guardrails on an answer: None to accept it, else the soft rejection."""
@@ -371,7 +412,11 @@ class RunLoop:
         dispatcher, state, guarding = self.session._dispatcher, self.state, self.guarding
         if guarding is not None:
             guarding.release()  # not the answer: what the reply streamed goes out now
-        answers = await dispatcher.dispatch_turn(state, calls, answered=answered, quiet=finals)
+        lone = dispatcher.lone(state, calls, answered, finals)  # the common turn: one call
+        if lone is not None:
+            answers: list[ToolResultPart | PendingCall | PausedChild] = [await lone.run()]
+        else:
+            answers = await dispatcher.dispatch_turn(state, calls, answered=answered, quiet=finals)
         for answer in answers:
             if not isinstance(answer, ToolResultPart):  # a call left pending (SPEC 17)
                 state.paused = pending_of(answers)
@@ -406,12 +451,8 @@ class RunLoop:
 
 
 def _thinking_text(message: Message) -> str:
-    """The readable reasoning of a reply ("" without any: no generator for a reply without)."""
-    parts = message.parts
-    for part in parts:
-        if type(part) is ThinkingPart:
-            return "".join(p.text for p in parts if type(p) is ThinkingPart)
-    return ""
+    """The readable reasoning of a reply that has some."""
+    return "".join(p.text for p in message.parts if type(p) is ThinkingPart)
 
 
 def _taken_back() -> Cancelled:

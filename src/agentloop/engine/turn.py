@@ -45,7 +45,17 @@ if TYPE_CHECKING:
     from agentloop.engine.limits import Limits
     from agentloop.engine.state import RunState
 
-__all__ = ["ClientEventBridge", "build_request", "call_model", "collect_stream", "governor_waits"]
+__all__ = [
+    "ClientEventBridge",
+    "build_request",
+    "call_model",
+    "checked_reply",
+    "collect_stream",
+    "dropped",
+    "governor_waits",
+    "model_failed",
+    "replied",
+]
 
 
 class ClientEventBridge:
@@ -169,26 +179,52 @@ async def call_model(
             response = await _consume_stream(client, request, state, observers, partials)
         else:
             response = await client.complete(request)
-    except ProviderError as error:
-        _ensure_attempt_log(error, clock.monotonic() - started)
-        raise
-    except Waiting as waiting:  # a batch run's turn went to a provider batch (SPEC 25)
-        state.waiting = waiting.wait
-        raise Paused from None
-    except AgentLoopError:
-        raise
     except Exception as exc:
-        raise InternalError(
-            f"model client raised {type(exc).__name__}: {redact_secrets(str(exc))}"
-        ) from exc
-    response = _checked(response, client, state.call_ids, clock)
+        model_failed(exc, client, state, clock, started)
+    return replied(response, client, state, clock, observers, partials)
+
+
+def model_failed(
+    exc: Exception, client: ModelClient, state: RunState, clock: Clock, started: float
+) -> NoReturn:
+    """Raise what a model call that raised ``exc`` ends in: always an ``AgentLoopError``.
+
+    A provider's error gets its attempt log, a batch run's wait pauses the run (SPEC 25),
+    anything else not ours is an ``InternalError``. Call it from the ``except`` that caught it.
+    """
+    if isinstance(exc, ProviderError):
+        _ensure_attempt_log(exc, clock.monotonic() - started)
+        raise exc
+    if isinstance(exc, Waiting):  # a batch run's turn went to a provider batch (SPEC 25)
+        state.waiting = exc.wait
+        raise Paused from None
+    if isinstance(exc, AgentLoopError):
+        raise exc
+    raise InternalError(
+        f"model client raised {type(exc).__name__}: {redact_secrets(str(exc))}"
+    ) from exc
+
+
+def replied(
+    response: object,
+    client: ModelClient,
+    state: RunState,
+    clock: Clock,
+    observers: EventBus,
+    partials: Partials | None = None,
+) -> ModelResponse:
+    """A model call's reply, checked (``checked_reply``); partial output, dropped thinking told."""
+    response = checked_reply(response, client, state.call_ids, clock)  # one call: usage, ids
     if partials is not None:
         partials.finish(response)
     if response.thinking_dropped and observers.active:  # SPEC 28's drop_block at work
-        observers.emit(
-            ev.ThinkingDropped(state.run.id, state.turn_index, response.thinking_dropped)
-        )
+        observers.emit(dropped(response, state))
     return response
+
+
+def dropped(response: ModelResponse, state: RunState) -> ev.ThinkingDropped:
+    """The event of the thinking blocks a provider dropped from the request (SPEC 28)."""
+    return ev.ThinkingDropped(state.run.id, state.turn_index, response.thinking_dropped)
 
 
 def _partials(output: OutputType[Any], state: RunState, bus: EventBus) -> Partials | None:
@@ -242,7 +278,7 @@ def _replay_parts(response: ModelResponse, bus: EventBus, run_id: str, turn: int
 
     Reasoning then the text it precedes, as the reply holds them (SPEC 12), so a UI draws them
     in order; tool calls come whole with ``ModelResponded``. Not a reply (checked next, by
-    ``_checked``): nothing.
+    ``checked_reply``): nothing.
     """
     if not isinstance(response, ModelResponse) or not isinstance(response.message, Message):
         return
@@ -316,7 +352,9 @@ def _ensure_attempt_log(error: ProviderError, duration: float) -> None:
     )
 
 
-def _checked(response: object, client: ModelClient, seen: set[str], clock: Clock) -> ModelResponse:
+def checked_reply(
+    response: object, client: ModelClient, seen: set[str], clock: Clock
+) -> ModelResponse:
     """Reject a reply that is not an assistant message; give every tool call a unique id."""
     if not isinstance(response, ModelResponse) or response.message.role != "assistant":
         raise ResponseInvalid(
@@ -326,7 +364,20 @@ def _checked(response: object, client: ModelClient, seen: set[str], clock: Clock
             request_sent=True,
             body=repr(response)[:8192],
         )
-    response = _usage_checked(response, client)
+    usage, whole = response.usage, False
+    if type(usage) is Usage:  # the common reply: five ints in range, as ``_usage_checked`` sees
+        a, b, c, d, e = (
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+            usage.reasoning_tokens,
+        )
+        whole = type(a) is type(b) is type(c) is type(d) is type(e) is int and (
+            0 <= min(a, b, c, d, e) and max(a, b, c, d, e) <= MAX_TOKEN_COUNT
+        )
+    if not whole:
+        response = _usage_checked(response, client)
     calls = response.message.tool_calls
     if len(calls) == 1:  # the common reply: one call, no set to build
         call_id = calls[0].id
@@ -358,17 +409,6 @@ def _usage_checked(response: ModelResponse, client: ModelClient) -> ModelRespons
     usage = response.usage
     if not isinstance(usage, Usage):
         _bad_usage(client, f"usage is {type(usage).__name__}, not a Usage")
-    a, b, c, d, e = (
-        usage.input_tokens,
-        usage.output_tokens,
-        usage.cache_read_tokens,
-        usage.cache_write_tokens,
-        usage.reasoning_tokens,
-    )
-    if type(a) is type(b) is type(c) is type(d) is type(e) is int and (
-        0 <= min(a, b, c, d, e) and max(a, b, c, d, e) <= MAX_TOKEN_COUNT
-    ):
-        return response  # the common reply: five ints in range
     fixed: dict[str, Any] = {}
     for name in (*_COUNTS, "reasoning_tokens"):
         value = getattr(usage, name)

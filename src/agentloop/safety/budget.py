@@ -173,6 +173,8 @@ class BudgetGate:
         self._lines = _lines_of(budget)
         self._prices: Mapping[str, Price] = dict(budget.prices) if budget.prices else _NO_PRICES
         self._unpriced: list[str] = _NONE_UNPRICED
+        self.checks = bool(self._lines)
+        """Whether ``pre_request`` has anything to check: a line, or a model it cannot price."""
         """Models no one could price: the gate refuses (kept); a list of its own at the first."""
         self.begin()
 
@@ -286,6 +288,7 @@ class BudgetGate:
             if self._unpriced is _NONE_UNPRICED:
                 self._unpriced = []
             self._unpriced.append(model)
+            self.checks = True
 
     def _unpriced_error(self) -> ConfigurationError | None:
         if not self._unpriced or not self.budget.cost_usd:

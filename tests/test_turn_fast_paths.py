@@ -1,0 +1,144 @@
+"""The per-turn fast paths decide exactly what the general computation they skip decides.
+
+Each fast path of the engine's turn (issue 39) is a shortcut for a common case; these properties
+hold it to the general path over arbitrary inputs: the context guard's quiet line, the transcript
+checker's one-part messages, and a message's token count.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentloop.context import WindowPolicy
+from agentloop.engine.compaction import quiet_line
+from agentloop.errors import TranscriptError
+from agentloop.media import ImagePart
+from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from agentloop.tokens import HeuristicTokenCounter, RatioTokenCounter, counted_media
+from agentloop.transcript import TranscriptChecker
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 24
+
+policies = st.builds(
+    WindowPolicy,
+    window=st.integers(0, 2_000_000),
+    threshold=st.floats(0.0, 1.0),
+    auto_compact=st.booleans(),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(policies, st.integers(0, 2_500_000))
+def test_at_or_below_the_quiet_line_nothing_compacts_and_everything_fits(
+    policy: WindowPolicy, total: int
+) -> None:
+    quiet = quiet_line(policy)
+    if total <= quiet:
+        assert policy.need(total) is None
+        assert policy.fits(total)
+
+
+@settings(max_examples=300, deadline=None)
+@given(policies)
+def test_the_quiet_line_is_the_last_such_estimate(policy: WindowPolicy) -> None:
+    quiet = quiet_line(policy)
+    if policy.enabled:
+        assert policy.need(quiet + 1) is not None or not policy.fits(quiet + 1)
+
+
+class _General(TranscriptChecker):
+    """A checker that never takes the one-part path: the general rules decide every message."""
+
+    __slots__ = ()
+
+    def _one_part(self, index: int, role: str, part: object) -> bool:
+        return False
+
+
+_IDS = ("a", "b")
+parts = st.one_of(
+    st.builds(TextPart, st.sampled_from(("", "hi"))),
+    st.builds(ToolCallPart, st.sampled_from(_IDS), st.just("t"), st.just({})),
+    st.builds(ToolResultPart, st.sampled_from(_IDS), st.just("t"), st.just("r")),
+)
+messages = st.builds(
+    Message,
+    st.sampled_from(("user", "assistant", "tool", "system")),
+    st.lists(parts, min_size=1, max_size=2).map(tuple),
+)
+
+
+def _absorb(checker: TranscriptChecker, message: Message) -> str | None:
+    try:
+        checker.append(message)
+    except TranscriptError as error:
+        return str(error)
+    return None
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(messages, max_size=8), st.booleans())
+def test_one_part_messages_are_checked_as_the_general_rules_check_them(
+    transcript: list[Message], unique: bool
+) -> None:
+    fast, general = TranscriptChecker(unique_ids=unique), _General(unique_ids=unique)
+    for message in transcript:
+        failed = _absorb(fast, message)
+        assert failed == _absorb(general, message)
+        if failed is not None:
+            return
+        assert len(fast) == len(general)
+        assert fast.pending_calls == general.pending_calls
+        if not unique:
+            assert fast.state() == general.state()
+    assert _sendable(fast) == _sendable(general)
+
+
+def _sendable(checker: TranscriptChecker) -> str | None:
+    try:
+        checker.check_sendable()
+    except TranscriptError as error:
+        return str(error)
+    return None
+
+
+counted = st.one_of(
+    st.builds(TextPart, st.text(max_size=20)),
+    st.builds(ToolCallPart, st.text(min_size=1, max_size=5), st.just("t"), st.just({"k": "v"})),
+    st.builds(ToolResultPart, st.just("c"), st.just("t"), st.text(max_size=20)),
+    st.just(ToolResultPart("c", "t", "r", media=(ImagePart(PNG),))),
+    st.just(ImagePart(PNG)),
+)
+
+
+_ROLES = ("user", "assistant", "tool")
+
+
+@pytest.mark.parametrize("counter", [HeuristicTokenCounter(), RatioTokenCounter(3.6, 5)])
+def test_a_message_counts_its_text_and_its_media(counter: RatioTokenCounter) -> None:
+    @settings(max_examples=200, deadline=None)
+    @given(st.sampled_from(_ROLES), st.lists(counted, min_size=1, max_size=3))
+    def check(role: str, message_parts: list[object]) -> None:
+        message = Message(role, tuple(message_parts))  # type: ignore[arg-type]
+        expected = counter._count(message) + counted_media(message)
+        assert counter.count_message(message) == expected
+        assert counter.count_message(message) == expected  # cached: the same
+
+    check()
+
+
+def test_the_overhead_asked_again_with_the_same_tools_is_the_same_as_measured_afresh() -> None:
+    from agentloop.model import ToolSpec
+    from agentloop.tokens import _measure_overhead, request_overhead
+
+    tools = (ToolSpec("lookup", "Look a key up.", {"type": "object", "properties": {}}),)
+    first, second = HeuristicTokenCounter(), RatioTokenCounter(3.6, 5)
+    for system in ("You help.", None, "You help."):
+        for counter in (first, second, first):
+            expected = _measure_overhead(system, tools, counter)
+            assert request_overhead(system, tools, counter) == expected
+            assert request_overhead(system, tools, counter) == expected  # the fast answer
+            assert request_overhead(system, list(tools), counter) == expected
+            assert request_overhead(system, (), counter) == _measure_overhead(system, (), counter)
