@@ -12,7 +12,8 @@ AG-UI 1.0 events each becomes (the official ``ag_ui.core`` models); ``finish(run
                                  a call's fragments wait until the provider has named its id
     ModelResponded               closes what streamed (..._END); what did not stream (a client
                                  that answered whole) is sent whole here, in the same order
-    AttemptReset                 closes what streamed; the retry streams as a new message
+    AttemptReset                 closes what streamed and withdraws it (below); the retry
+                                 streams as a new message
     ToolCallFinished             TOOL_CALL_RESULT; a soft error carries
                                  ``metadata = {"agentloop": {"error": true}}``
     PartialOutput and the rest   CUSTOM ``agentloop:<event>`` with the event's plain fields
@@ -30,6 +31,13 @@ most of a run's events) is put into its message's frame, encoded once around a m
 events of every message, call and turn (starts, ends, results) are quoted into a template of
 their shape (``_ag_ui_frames``). The JSON is the encoder's, as ``json.dumps`` quotes strings
 (non-ASCII as escapes); ``bench/ui_protocols.py`` has what it saves.
+
+**A reply withdrawn.** A reply that streamed and then failed (a retry replaced it, a hard error
+or a cancel cut it) is not the run's: the engine drops it from the history, and the client must
+not keep it either (a half answer beside the retry's, a tool call that never ends). AG-UI has no
+event that removes a message, so the withdrawal is a MESSAGES_SNAPSHOT of what the client holds
+without it: the request's ``messages`` (``history``, set by the app) and the messages this run
+completed (``_kept``, one small tuple a reply or result, made into models only for a snapshot).
 
 Events of a child agent (``event.path`` not empty, an agent run as a tool) are not streamed:
 the child's work reaches the client as its tool call's result. Before ``RUN_FINISHED`` every
@@ -49,6 +57,7 @@ from ag_ui import core
 from ag_ui.encoder import EventEncoder
 
 from agentloop import events as ev
+from agentloop.messages import ToolCallPart
 from agentloop.run import Run
 from agentloop.ui import _ag_ui_frames as frame
 from agentloop.ui._ag_ui_frames import error_event, interrupt_of, plain, quoted
@@ -86,6 +95,9 @@ class AGUIEvents:
         self._calls: dict[int, _Call] = {}
         self._arg_frames: dict[str, tuple[str, str]] = {}
         self._thought = self._said = False  # whether the reply streamed reasoning, text
+        self._thought_id: str | None = None  # the reply's reasoning message
+        self.history: list[core.Message] = []  # the client's messages before this run
+        self._kept: list[tuple[Any, ...]] = []  # what this run completed, as the client has it
         self._handlers: dict[type[ev.Event], Callable[[Any], None]] = {
             ev.TextDelta: self._on_text,
             ev.ThinkingDelta: self._on_thinking,
@@ -137,6 +149,7 @@ class AGUIEvents:
         error = run.stop_reason
         if error is not None and not error.is_cancelled():
             return self.fail(error)
+        self._withdraw()  # a cancel that cut a reply: the client drops it, as the history does
         self._close_all()
         if run.paused:
             interrupts = [interrupt_of(p) for p in run.pending]
@@ -158,7 +171,14 @@ class AGUIEvents:
 
     def fail(self, error: BaseException) -> str:
         """RUN_ERROR for a hard error (or one that ended the run without its ``RunFinished``)."""
-        return self.encoder.encode(error_event(error))
+        return self.withdrawn() + self.encoder.encode(error_event(error))
+
+    def withdrawn(self) -> str:
+        """The frames that withdraw a reply cut mid-stream ("" when none is in flight)."""
+        self.out = []
+        self._withdraw()
+        self._close_all()
+        return "".join(self.out)
 
     def _new_id(self) -> str:
         """A message id: unique in the thread (a random prefix per run, then a count)."""
@@ -226,16 +246,38 @@ class AGUIEvents:
                 call.id = part.id
                 self._start_call(part.id, part.name)
                 self._args(part.id, json.dumps(plain(part.arguments)))
+        thought = "".join(p.text for p in message.thinking) if self._thought else None
+        self._keep(thought, message.text if self._said else None, message.tool_calls)
         self._close_reply()
 
+    def _keep(
+        self, thinking: str | None, text: str | None, calls: tuple[ToolCallPart, ...]
+    ) -> None:
+        """Remember the reply being closed as the client holds it (for a later withdrawal)."""
+        if thinking is not None and self._thought_id is not None:
+            self._kept.append(("reasoning", self._thought_id, thinking))
+        if text is not None or calls:
+            self._kept.append(("assistant", self._reply, text, calls))
+
     def _on_reset(self, event: ev.AttemptReset) -> None:
+        self._withdraw()
         self._close_reply()
+
+    def _withdraw(self) -> None:
+        """Close a reply in flight and send the client's messages without it (a snapshot)."""
+        if not (self._said or self._thought or any(c.id for c in self._calls.values())):
+            return
+        self._close_reply()
+        messages = [*self.history, *map(_message, self._kept)]
+        self._emit(core.MessagesSnapshotEvent(messages=messages))
 
     def _on_result(self, event: ev.ToolCallFinished) -> None:
         result = event.result
+        message_id = self._new_id()
+        self._kept.append(("tool", message_id, result.call_id, result.content, result.is_error))
         self.out.append(
             (frame.TOOL_ERROR if result.is_error else frame.TOOL_RESULT)(
-                self._new_id(), result.call_id, result.content
+                message_id, result.call_id, result.content
             )
         )
 
@@ -254,6 +296,7 @@ class AGUIEvents:
     def _open_reasoning(self) -> None:
         span, message_id = self._new_id(), self._new_id()
         self._reasoning = (span, message_id)
+        self._thought_id = message_id
         self.out.append(frame.REASONING_START(span))
         self.out.append(frame.REASONING_MESSAGE_START(message_id))
         self._thinking_frame = frame.REASONING_CONTENT.around(message_id)
@@ -297,6 +340,7 @@ class AGUIEvents:
         self._calls = {}
         self._arg_frames = {}
         self._thought = self._said = False
+        self._thought_id = None
         self._reply = self._new_id()
 
     def _end_step(self) -> None:
@@ -307,6 +351,29 @@ class AGUIEvents:
     def _close_all(self) -> None:
         self._close_reply()
         self._end_step()
+
+
+def _message(kept: tuple[Any, ...]) -> core.Message:
+    """A message this run completed, as the client's ``messages`` holds it."""
+    role, message_id, *rest = kept
+    if role == "reasoning":
+        return core.ReasoningMessage(id=message_id, content=rest[0])
+    if role == "tool":
+        call_id, content, is_error = rest
+        metadata = {"agentloop": {"error": True}} if is_error else None
+        return core.ToolMessage(
+            id=message_id, tool_call_id=call_id, content=content, metadata=metadata
+        )
+    text, calls = rest
+    tool_calls = [
+        core.ToolCall(
+            id=c.id,
+            type="function",
+            function=core.FunctionCall(name=c.name, arguments=json.dumps(plain(c.arguments))),
+        )
+        for c in calls
+    ]
+    return core.AssistantMessage(id=message_id, content=text, tool_calls=tool_calls or None)
 
 
 def _ignore(event: ev.Event) -> None:

@@ -24,7 +24,9 @@ RunPaused              ``tool-approval-request`` per approval call (``approvalId
 TurnFinished           ``finish-step``
 RunFinished            a hard error: ``data-error`` (class, message, phase, ``request_sent``,
                        recoverable) then ``error``; ``Cancelled``: ``abort``; then ``finish``
-                       (``stop``, ``length``, ``tool-calls`` when paused, ``error``)
+                       (``stop``, ``length``, ``tool-calls`` when paused, ``error``); a
+                       reply the error or cancel cut mid-stream is first ``reset-step``: the
+                       client drops its half text and half call, as the history does
 any other              ``data-agentloop`` (transient): the event's kind and plain fields
 =====================  ==========================================================================
 
@@ -111,6 +113,7 @@ class Chunks:
         self._streamed_text = False
         self._streamed_thinking = False
         self._calls: dict[int, _Call] = {}
+        self._replied = False  # the step's reply arrived whole (ModelResponded)
 
     def feed(self, event: Event) -> list[Chunk]:
         """The chunks ``event`` makes (often none, or one)."""
@@ -219,6 +222,7 @@ class Chunks:
         return out
 
     def _responded(self, event: ModelResponded) -> list[Chunk]:
+        self._replied = True
         out = self._close()
         message = event.response.message
         if not self._streamed_thinking:
@@ -264,8 +268,12 @@ class Chunks:
         return [*self._close(), {"type": "finish-step"}]
 
     def _run_finished(self, event: RunFinished) -> list[Chunk]:
-        out = self._close()
         run, error = event.run, event.run.stop_reason
+        cut = not self._replied and (self._streamed_text or self._streamed_thinking or self._calls)
+        out = self._close()
+        if error is not None and cut:  # the reply the run dropped: its parts go from the client
+            self._new_step()
+            out = [{"type": "reset-step"}]
         if isinstance(error, Cancelled):
             return [*out, {"type": "abort", "reason": str(error)}]
         if error is not None:

@@ -250,6 +250,7 @@ class _RunStream:
         """RUN_STARTED, the run's events, and one terminal event; never a traceback."""
         run_input = self.run_input
         out = AGUIEvents(run_input.thread_id, run_input.run_id, self.encoder)
+        out.history = run_input.messages  # what the client holds: a withdrawal's snapshot keeps it
         yield self.encoder.encode(_started(run_input, self.session)).encode()
         finished = False
         feed, finished_kind, shown = out.feed, ev.RunFinished, self.view.shown
@@ -270,17 +271,17 @@ class _RunStream:
                         yield text.encode()
         except AgentLoopError as error:  # after RunFinished: already told; before: RUN_ERROR
             if not finished:
-                yield self._fail(error).encode()
+                yield (out.withdrawn() + self._fail(error)).encode()
         except Exception as error:
             _log.exception("AG-UI run on thread %r failed", run_input.thread_id)
             if not finished:
-                yield self._fail(error).encode()
+                yield (out.withdrawn() + self._fail(error)).encode()
 
     def _finish(self, out: AGUIEvents, run: Run[Any]) -> str:
         """RUN_FINISHED, or RUN_ERROR worded for the client when the run ended in a hard error."""
         error = run.stop_reason
         if error is not None and not error.is_cancelled():
-            return self._fail(error)
+            return out.withdrawn() + self._fail(error)  # a reply cut mid-stream: withdrawn first
         return out.finish(run)
 
     def _fail(self, error: BaseException) -> str:
