@@ -1,0 +1,50 @@
+"""A stream's caller cancels (``stream(cancel=token)``): the tool running sees it on ``ctx.cancel``.
+
+A UI app fires its request's token when the client goes away; a tool that watches its own
+``ctx.cancel`` (a thread polling it, a subprocess it passes it to) must see that cancel, not a
+token only the stream's own early exit fires.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from agentloop import Agent, CancelToken, ToolContext, tool
+from agentloop.errors import Cancelled
+from agentloop.testing import ScriptedModel, call, reply
+
+
+async def test_the_callers_cancel_reaches_the_tools_token() -> None:
+    started, tokens = asyncio.Event(), []
+
+    @tool
+    async def wait(ctx: ToolContext[Any]) -> str:
+        """Wait until cancelled."""
+        tokens.append(ctx.cancel)
+        started.set()
+        await asyncio.Event().wait()
+        return "unreachable"
+
+    agent = Agent(ScriptedModel([call("wait", {}), reply("done")]), tools=[wait])
+    token = CancelToken()
+    with pytest.raises(Cancelled):
+        async with agent.stream("go", cancel=token) as events:
+            async for event in events:
+                if type(event).__name__ == "ToolCallStarted":
+                    await started.wait()
+                    token.cancel()
+    assert isinstance(events.run.stop_reason, Cancelled)
+    [seen] = tokens
+    assert seen.cancelled
+
+
+async def test_a_stream_that_ends_leaves_no_watch_on_the_callers_token() -> None:
+    agent = Agent(ScriptedModel([reply("hi")]))
+    token = CancelToken()
+    async with agent.stream("go", cancel=token) as events:
+        async for _ in events:
+            pass
+    assert token._watchers == {}
