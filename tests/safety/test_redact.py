@@ -49,6 +49,22 @@ def test_secret_assignments_keep_the_key(text: str, expected: str) -> None:
     assert redact_secrets(text) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "could not connect to postgresql://app:hunter2@db.internal:5432/prod",
+            f"could not connect to postgresql://app:{REDACTED}@db.internal:5432/prod",
+        ),
+        ("redis://:s3cret@cache:6379/0", f"redis://:{REDACTED}@cache:6379/0"),
+        ("https://example.com:443/a@b", "https://example.com:443/a@b"),  # a port, no password
+        ("see https://user@host/x", "see https://user@host/x"),
+    ],
+)
+def test_a_urls_password_is_redacted_and_its_user_and_host_kept(text: str, expected: str) -> None:
+    assert redact_secrets(text) == expected
+
+
 def test_high_entropy_tokens_are_redacted_at_32_characters_not_31() -> None:
     assert shannon_entropy(RANDOM_32) >= 4.5
     assert redact_secrets(f"id {RANDOM_32}.") == f"id {REDACTED}."

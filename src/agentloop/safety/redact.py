@@ -7,7 +7,9 @@ client's own credentials as explicit ``secrets``.
 ``redact_secrets`` replaces what looks like a credential with ``[REDACTED]``: the known secret
 values it is given, provider API keys by their well-known prefixes, ``Bearer``/``Basic``
 credentials, ``key=value`` pairs whose key names a secret (``?key=`` in a URL query included),
-and long high-entropy tokens (>= 32 characters, >= 4.5 bits of Shannon entropy per character).
+the password of a URL's user info (``postgresql://app:[REDACTED]@db``: a DSN in a database
+driver's error), and long high-entropy tokens (>= 32 characters, >= 4.5 bits of Shannon
+entropy per character).
 Hex digests (at most 4 bits per character), UUIDs, paths and prose are left alone. Every
 pattern is compiled once; text without a candidate costs one regex scan per pattern.
 """
@@ -62,6 +64,11 @@ _SECRET_ASSIGNMENT = re.compile(
     ([^\s"',;&}]+)
     """,
     re.VERBOSE,
+)
+
+# scheme://user:password@host: the user and the host stay (they say which server failed).
+_URL_PASSWORD = re.compile(
+    r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)([^/\s@]+)(@)"
 )
 
 _SECRET_ASSIGNMENT_ANY_CASE = re.compile(_SECRET_ASSIGNMENT.pattern, re.VERBOSE | re.IGNORECASE)
@@ -136,6 +143,8 @@ def redact_secrets(text: str, secrets: Iterable[str] = ()) -> str:
         if len(secret) >= MIN_SECRET_LENGTH:
             text = text.replace(secret, REDACTED)
     text = _PREFIXED_KEYS.sub(_redact_prefixed, text)
+    if "://" in text:
+        text = _URL_PASSWORD.sub(rf"\1{REDACTED}\3", text)
     lowered = text.lower()
     if "bearer" in lowered or "basic" in lowered:
         text = _BEARER.sub(rf"\1\2{REDACTED}", text)

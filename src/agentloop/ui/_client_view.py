@@ -12,8 +12,10 @@ events, and word a hard error for the client with it:
   guardrail's name, a policy's reason) reaches the client only with ``expose_guardrails=True``.
 - **A hard error** keeps its class; its message goes through the package's redactor
   (``redact_secrets``). A ``GuardrailTripped`` reads ``GUARDRAIL_MESSAGE`` (no name, no
-  reason) unless guardrails are exposed; an exception that is no ``AgentLoopError`` (a bug)
-  reads ``INTERNAL_MESSAGE``, its text is for the log only.
+  reason) unless guardrails are exposed; an exception that is no ``AgentLoopError`` (a bug),
+  and the ``InternalError`` the engine ends a run with for one (a hook, an instructions
+  function or a model client that raised), reads ``INTERNAL_MESSAGE``: its text (which names
+  the app's internals: a host, a query, a path) is for the log, the store and the viewer only.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import dataclasses
 from agentloop import events as ev
 from agentloop.engine.holdback import WithheldResponse
 from agentloop.engine.output import FINAL_RESULT
-from agentloop.errors import AgentLoopError, GuardrailTripped
+from agentloop.errors import AgentLoopError, GuardrailTripped, InternalError
 from agentloop.messages import Message, Part, TextPart, ToolCallPart
 from agentloop.safety.redact import redact_secrets
 
@@ -81,8 +83,8 @@ class ClientView:
         """A hard error's message for the client: redacted, the guardrail's only when exposed."""
         if isinstance(error, GuardrailTripped) and not self.expose_guardrails:
             return GUARDRAIL_MESSAGE
-        if not isinstance(error, AgentLoopError):
-            return INTERNAL_MESSAGE
+        if not isinstance(error, AgentLoopError) or isinstance(error, InternalError):
+            return INTERNAL_MESSAGE  # a bug's text names the app's internals: the log's only
         return redact_secrets(str(error)) or type(error).__name__
 
     def facts(self, error: BaseException) -> dict[str, str]:
