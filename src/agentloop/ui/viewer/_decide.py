@@ -10,17 +10,25 @@ anything runs: a forged or missing call id, or a decision that does not fit its 
 agent has each approved call's tool, before the run continues in the background: an approval is
 never spent on nothing (SPEC 17), the page shows the refusal and the run stays paused.
 ``with_deps`` gives ``ViewerApp(deps=...)`` to that continuer.
+
+``refuse_taken``: another face (the CLI, an API worker, a second click) may have decided the run
+a moment ago and be running its calls now. The viewer's continuation runs after the redirect,
+where a refusal would be seen by nobody, so the page refuses first, naming what happened: the
+run's pending calls already have a recorded decision set, or a live process holds the session's
+lease. (Two faces that pass this check at the same instant still meet at the lease: one runs,
+the other's continuation is refused and logged.)
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentloop.errors import ConfigurationError, InvalidInput
 from agentloop.pausing import Answer, Approve, Decision, Deny, PendingCall, check_decisions
 
-__all__ = ["decisions_from_form", "refuse_unrunnable", "with_deps"]
+__all__ = ["decisions_from_form", "refuse_taken", "refuse_unrunnable", "with_deps"]
 
 
 def _one(fields: Mapping[str, Sequence[str]], name: str) -> str:
@@ -69,6 +77,24 @@ async def refuse_unrunnable(
     check = getattr(continuer, "check", None)
     if check is not None:
         await check(tuple(pending), decisions)
+
+
+def refuse_taken(run: Any, lease: tuple[str, float] | None) -> None:
+    """``InvalidInput`` when another face decided ``run`` already or is continuing it now."""
+    from agentloop.store._session import _gone
+
+    last = run.decisions[-1].get("decisions", {}) if run.decisions else {}
+    if run.pending and all(p.id in last for p in run.pending):
+        raise InvalidInput(
+            f"run {run.id} is being continued elsewhere: its pending calls were already decided "
+            "(by another page, the CLI or the API); this decision changes nothing. If that "
+            f"continue crashed, `agentloop continue {run.id}` without decisions finishes it"
+        )
+    if lease is not None and lease[1] > time.time() and not _gone(lease[0]):
+        raise InvalidInput(
+            f"run {run.id} is being continued elsewhere (by {lease[0]}): this decision changes "
+            "nothing; the page shows the run as it goes on"
+        )
 
 
 def with_deps(continuer: Any, deps: Any) -> Any:

@@ -166,6 +166,17 @@ class StoreReader:
                 raise
         return [_scanned(one_id, one) for one_id, one in found]
 
+    def lease(self, session_id: str) -> tuple[str, float] | None:
+        """Who runs the session now and until when (a process continuing it); None when free."""
+        from agentloop.store._freshness import lease
+
+        with self._lock:
+            try:
+                return lease(self._connected(), session_id)
+            except MemoryBackendError:
+                self._drop()
+                raise
+
     def load(self, run_id: str) -> Scanned | None:
         """One run by its exact id; None when there is no such run."""
         with self._lock:
