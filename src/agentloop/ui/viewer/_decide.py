@@ -69,12 +69,10 @@ async def refuse_unrunnable(
 
     ``last_agent``: the run's; a handoff receiver's call is judged by the receiver (SPEC 26).
     """
-    from agentloop.ui.viewer._serve import AgentContinuer
-
-    if isinstance(continuer, AgentContinuer):
-        await continuer.check(tuple(pending), decisions, last_agent)
-        return
     check = getattr(continuer, "check", None)
+    if getattr(continuer, "judges_receivers", False):  # agent_continuer's (no import: a circle)
+        await check(tuple(pending), decisions, last_agent)  # type: ignore[misc]
+        return
     if check is not None:
         await check(tuple(pending), decisions)
 

@@ -36,6 +36,9 @@ class AgentContinuer:
     ``deps`` is a value or a factory ``(run) -> deps``, given to ``continue_run(deps=...)``.
     """
 
+    judges_receivers = True
+    """Its ``check`` takes the run's ``last_agent`` (a handoff receiver's calls, SPEC 26)."""
+
     def __init__(self, agent: Agent[Any], *, deps: Any = None) -> None:
         self.agent = agent
         self.deps = deps
