@@ -16,6 +16,8 @@ events, and word a hard error for the client with it:
   and the ``InternalError`` the engine ends a run with for one (a hook, an instructions
   function or a model client that raised), reads ``INTERNAL_MESSAGE``: its text (which names
   the app's internals: a host, a query, a path) is for the log, the store and the viewer only.
+  A ``MemoryBackendError`` (the app's store failed, or another worker runs the conversation
+  now: its text names a file, a host and a process id) reads ``STORE_MESSAGE``.
 """
 
 from __future__ import annotations
@@ -25,16 +27,21 @@ import dataclasses
 from agentloop import events as ev
 from agentloop.engine.holdback import WithheldResponse
 from agentloop.engine.output import FINAL_RESULT
-from agentloop.errors import AgentLoopError, GuardrailTripped, InternalError
+from agentloop.errors import AgentLoopError, GuardrailTripped, InternalError, MemoryBackendError
 from agentloop.messages import Message, Part, TextPart, ToolCallPart
 from agentloop.safety.redact import redact_secrets
 
-__all__ = ["GUARDRAIL_MESSAGE", "INTERNAL_MESSAGE", "WATCHED", "ClientView"]
+__all__ = ["GUARDRAIL_MESSAGE", "INTERNAL_MESSAGE", "STORE_MESSAGE", "WATCHED", "ClientView"]
 
 GUARDRAIL_MESSAGE = "The application's guardrails stopped this run."
 """A ``GuardrailTripped``'s message for a client, unless the app exposes guardrails."""
 INTERNAL_MESSAGE = "The server failed while running the agent."
 """The message of an unexpected exception (not an ``AgentLoopError``) for a client."""
+STORE_MESSAGE = (
+    "The server could not record this conversation now (another request may be running it); "
+    "try again."
+)
+"""A ``MemoryBackendError``'s message for a client: its own names the server's file or host."""
 
 WATCHED: frozenset[type[ev.Event]] = frozenset(
     {ev.ModelResponded, ev.GuardrailChecked, ev.ToolCallFinished}
@@ -85,6 +92,8 @@ class ClientView:
             return GUARDRAIL_MESSAGE
         if not isinstance(error, AgentLoopError) or isinstance(error, InternalError):
             return INTERNAL_MESSAGE  # a bug's text names the app's internals: the log's only
+        if isinstance(error, MemoryBackendError):
+            return STORE_MESSAGE
         return redact_secrets(str(error)) or type(error).__name__
 
     def facts(self, error: BaseException) -> dict[str, str]:
