@@ -37,6 +37,7 @@ import provider_overhead as po
 
 from agentloop import Agent, RunConfig, tool
 from agentloop.testing import ScriptedModel, call
+from agentloop.ui._client_view import ClientView
 from agentloop.ui.ag_ui import _RunStream
 
 TEXT = "The quick brown fox jumps over the lazy dog. " * 8  # 45 deltas of 8 characters
@@ -83,7 +84,7 @@ async def ag_ui() -> int:
     run_input = core.RunAgentInput(
         thread_id="t", run_id="r", messages=[core.UserMessage(id="u", content="go")]
     )
-    stream = _RunStream(EventEncoder(), run_input, agent.session(), None)
+    stream = _RunStream(EventEncoder(), run_input, agent.session(), None, ClientView())
     size = 0
     async for chunk in stream.chunks():
         size += len(chunk)

@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from ui_protocols import MAKE, main
 
 from agentloop.events import Event
+from agentloop.ui._client_view import ClientView
 from agentloop.ui._vercel_chunks import Chunks
 from agentloop.ui.vercel import _started, encode
 
@@ -40,7 +41,7 @@ from agentloop.ui.vercel import _started, encode
 async def vercel() -> int:
     """One run as a request after its checks: entered, streamed into an ASGI ``send``."""
     session = MAKE[-1]().session()
-    response = await _started(session.stream("go"), Chunks("m"))
+    response = await _started(session.stream("go"), Chunks("m"), ClientView(), session)
     size = 0
 
     async def receive() -> dict[str, Any]:
