@@ -33,7 +33,8 @@ logger = logging.getLogger("agentloop")
 def committed(loop: Any, error: AgentLoopError | None) -> tuple[PendingCall, ...]:
     """The watches stopped, the record's end, the history committed; the calls it paused on."""
     session, state = loop.session, loop.state
-    for token, handle in zip(state.tokens, loop.watches, strict=False):
+    handle = id(loop)  # the run loop watched each token itself (``RunState.watch``)
+    for token in state.tokens:
         token.unwatch(handle)
     session._active = None
     run = state.run

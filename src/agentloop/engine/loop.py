@@ -66,7 +66,7 @@ class RunLoop:
 
     __slots__ = (
         "agent", "clock", "config", "finalizing", "guarding", "latency", "output", "session",
-        "state", "task", "watches",
+        "state", "task",
     )  # fmt: skip
 
     def __init__(self, session: Conversation[Any], state: RunState) -> None:
@@ -80,8 +80,6 @@ class RunLoop:
         self.finalizing = False
         self.latency: float | None = None
         self.task: asyncio.Task[Any] | None = None
-        self.watches: tuple[int, ...] = ()
-        """The handle of each of ``state.tokens``' watches, in order (ints: nothing to scan)."""
         self.guarding: RunGuard | None = None  # nothing to pay for a run without guardrails
         if self.agent._guardrails is not None or state.run.last_agent is not None:
             self.guarding = guarding_of.run_guard(session, state, self._ruling())
@@ -96,7 +94,7 @@ class RunLoop:
         """
         state = self.state
         self.task = asyncio.current_task()
-        self.watches = state.watch(self)  # the loop is the callback: no bound method kept
+        state.watch(self)  # the loop is the callback: no bound method kept (its handle: its id)
         error: AgentLoopError | None = None
         try:
             if self._awaits_start():

@@ -243,15 +243,13 @@ class RunState:
         """Whether any watched token fired."""
         return any(t.cancelled for t in self.tokens)
 
-    def watch(self, callback: Callable[[], None]) -> tuple[int, ...]:
-        """Watch every token with ``callback``; the handles, in order (for ``unwatch``).
+    def watch(self, callback: Callable[[], None]) -> None:
+        """Watch every token with ``callback`` (each watch's handle is ``id(callback)``).
 
         A loop, not a comprehension: the caller's frame keeps no cell for ``callback``.
         """
-        handles = []
         for token in self.tokens:
-            handles.append(token.watch(callback))
-        return tuple(handles)
+            token.watch(callback)
 
     def check_cancel(self) -> None:
         """A cancellation checkpoint."""
