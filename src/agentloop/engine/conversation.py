@@ -20,7 +20,7 @@ from agentloop.engine.definition import Definition
 from agentloop.engine.dispatch import Dispatcher
 from agentloop.engine.guards import SafetyState
 from agentloop.engine.overrides import swap_of
-from agentloop.engine.state import Measured, RunOptions, RunState
+from agentloop.engine.state import Measured, RunOptions, RunState, started_state
 from agentloop.errors import ConfigurationError, InvalidInput, MemoryBackendError
 from agentloop.messages import Message, ToolChangePart, UserInput
 from agentloop.model import ModelClient, is_append_only
@@ -332,19 +332,19 @@ class Conversation(Generic[OutputT]):
         ContextGuard, ClientEventBridge = _rooms or _load_rooms()
         config, bus = agent.config, self._bus  # an agent's read is slow (its __getattr__): once
         guard = ContextGuard(config, system=system, observers=bus, hooks=agent._hooks)
-        state = RunState(
-            run=run,
-            tokens=(self._cancel, *cancels) if cancels else (self._cancel,),
-            transcript=transcript,
-            base=base,
-            offer=agent._offer(client, registry),
-            guard=guard,
-            client=client,
-            deps=deps,
-            system=system,
-            settings=config.model_settings,
-            registry=registry,
-            measured=known,
+        state = started_state(  # RunState(...) with every field, no keywords to match
+            run,
+            (self._cancel, *cancels) if cancels else (self._cancel,),
+            transcript,
+            base,
+            agent._offer(client, registry),
+            guard,
+            client,
+            deps,
+            system,
+            config.model_settings,
+            registry,
+            known,
         )
         state.events = ClientEventBridge(run, bus, self.safety.limits, state)
         extra = self._run_toolsets.get(run.id, ()) if self._run_toolsets else ()  # run(toolsets=)
