@@ -38,7 +38,7 @@ def committed(loop: Any, error: AgentLoopError | None) -> tuple[PendingCall, ...
         token.unwatch(handle)
     session._active = None
     run = state.run
-    run.ended_at = loop.agent.clock.time()
+    run.ended_at = loop.clock.time()  # the agent's, kept by the loop (an agent read is slow)
     run.stop_reason = error
     if error is not None:
         run.output = None

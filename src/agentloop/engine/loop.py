@@ -73,7 +73,8 @@ class RunLoop:
         self.session = session
         self.agent = agent = session.agent
         self.state = state
-        self.config, self.clock, self.output = agent.config, agent.clock, agent.output
+        own = vars(agent)  # its attributes at C speed (``Definition``: own attributes)
+        self.config, self.clock, self.output = own["config"], own["clock"], own["output"]
         """The agent's, read once a run: each read of an ``Agent`` pays its ``__getattr__``
         (SPEC 21), and ``_model_step`` reads them at every call. The run's own agent: a handoff
         changes the one that rules (``_ruling``), never these."""
@@ -81,7 +82,7 @@ class RunLoop:
         self.latency: float | None = None
         self.task: asyncio.Task[Any] | None = None
         self.guarding: RunGuard | None = None  # nothing to pay for a run without guardrails
-        if self.agent._guardrails is not None or state.run.last_agent is not None:
+        if own["_guardrails"] is not None or state.run.last_agent is not None:
             self.guarding = guarding_of.run_guard(session, state, self._ruling())
 
     async def drive(self) -> Run[Any]:
