@@ -75,7 +75,7 @@ def told(loop: Any, paused: tuple[PendingCall, ...]) -> None:
         bus.emit(ev.RunFinished(run.id, state.turn_index, run))
     if state.listener is not None:
         bus.detach(state.listener)
-    if session._cancel.cancelled:
+    if session._cancel._fired:  # the flag itself: ``cancelled`` is a property, a call
         session._cancel.reset()
 
 

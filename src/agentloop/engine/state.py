@@ -247,9 +247,12 @@ class RunState:
             token.watch(callback)
 
     def check_cancel(self) -> None:
-        """A cancellation checkpoint."""
+        """A cancellation checkpoint (a run passes a few per turn).
+
+        Reads each token's flag itself: ``CancelToken.cancelled`` is a property, a call each.
+        """
         for token in self.tokens:
-            if token.cancelled:
+            if token._fired:
                 raise Cancelled()
 
     def append(self, message: Message) -> None:
