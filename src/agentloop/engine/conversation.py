@@ -334,20 +334,11 @@ class Conversation(Generic[OutputT]):
         ContextGuard, ClientEventBridge = _rooms or _load_rooms()
         config, bus = own["config"], self._bus
         guard = ContextGuard(config, system=system, observers=bus, hooks=own["_hooks"])
+        tokens = (self._cancel, *cancels) if cancels else (self._cancel,)
         state = started_state(  # RunState(...) with every field, no keywords to match
-            run,
-            (self._cancel, *cancels) if cancels else (self._cancel,),
-            transcript,
-            base,
-            agent._offer(client, registry),
-            guard,
-            client,
-            deps,
-            system,
-            config.model_settings,
-            registry,
-            known,
-        )
+            run, tokens, transcript, base, agent._offer(client, registry), guard, client, deps,
+            system, config.model_settings, registry, known,
+        )  # fmt: skip
         state.events = ClientEventBridge(run, bus, self.safety.limits, state)
         extra = self._run_toolsets.get(run.id, ()) if self._run_toolsets else ()  # run(toolsets=)
         if own["_toolsets"].sets or (registry or own["registry"]).deferring or swap or extra:
