@@ -20,15 +20,23 @@ _LOCK = threading.Lock()
 """What every token's flag and watchers change under: each holds it for a few instructions,
 and a lock per token was one more object per session for the collector to scan."""
 
+_NONE: dict[int, tuple[asyncio.AbstractEventLoop, Callable[[], None]]] = {}
+"""A token's further watchers while it has none (never written to: a token makes its own)."""
+
 
 class CancelToken:
     """A one-shot cancel signal; ``reset()`` re-arms it."""
 
-    __slots__ = ("_fired", "_watchers")
+    __slots__ = ("_callback", "_fired", "_loop", "_watchers")
 
     def __init__(self) -> None:
         self._fired = False
-        self._watchers: dict[int, tuple[asyncio.AbstractEventLoop, Callable[[], None]]] = {}
+        # the first watcher (a session's run, most of the time) in two slots: a run that
+        # watches its session's token makes no table and no pair for the collector to scan
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._callback: Callable[[], None] | None = None
+        self._watchers: dict[int, tuple[asyncio.AbstractEventLoop, Callable[[], None]]] = _NONE
+        """The others, by handle (a dict of its own once there is one)."""
 
     @property
     def cancelled(self) -> bool:
@@ -46,6 +54,8 @@ class CancelToken:
                 return
             self._fired = True
             watchers = list(self._watchers.values())
+            if self._loop is not None and self._callback is not None:
+                watchers.insert(0, (self._loop, self._callback))
         for loop, callback in watchers:
             if not loop.is_closed():
                 loop.call_soon_threadsafe(callback)
@@ -63,17 +73,27 @@ class CancelToken:
     def watch(self, callback: Callable[[], None]) -> int:
         """Call ``callback`` on the running loop when the signal fires; returns a handle."""
         loop = asyncio.get_running_loop()
+        handle = id(callback)
         with _LOCK:
-            handle = id(callback)
-            self._watchers[handle] = (loop, callback)
+            first = self._callback
+            if (first is None or id(first) == handle) and handle not in self._watchers:
+                self._loop, self._callback = loop, callback
+            else:
+                if not self._watchers:
+                    self._watchers = {}
+                self._watchers[handle] = (loop, callback)
         return handle
 
     def unwatch(self, handle: int) -> None:
         """Stop calling a callback registered with ``watch``."""
         with _LOCK:
-            self._watchers.pop(handle, None)
-            if not self._watchers:  # an emptied dict keeps its table: an idle session's 160 B
-                self._watchers = {}
+            first = self._callback
+            if first is not None and id(first) == handle:
+                self._loop = self._callback = None
+            elif self._watchers:
+                self._watchers.pop(handle, None)
+                if not self._watchers:  # an emptied dict keeps its table: an idle session's 160 B
+                    self._watchers = _NONE
 
     async def wait(self) -> None:
         """Return once the signal fires."""

@@ -20,7 +20,7 @@ from agentloop.engine.definition import Definition
 from agentloop.engine.dispatch import Dispatcher
 from agentloop.engine.guards import SafetyState
 from agentloop.engine.overrides import swap_of
-from agentloop.engine.state import Measured, RunOptions, RunState
+from agentloop.engine.state import Measured, RunOptions, RunState, started_state
 from agentloop.errors import ConfigurationError, InvalidInput, MemoryBackendError
 from agentloop.messages import Message, ToolChangePart, UserInput
 from agentloop.model import ModelClient, is_append_only
@@ -71,16 +71,17 @@ class Conversation(Generic[OutputT]):
         self._run_toolsets: dict[str, tuple[Any, ...]] = _NO_RUN_TOOLSETS  # replaced, never changed
         """``run(toolsets=...)``'s, by run id: its continuations here keep them (this process)."""
         """Paused child sessions (``as_tool``) by the parent's call id, while this process lives."""
-        config, clock = agent.config, agent.clock  # an agent's read is slow (its __getattr__)
-        self._bus = bus = EventBus(agent._observers, session_id)
-        self.safety = SafetyState(config, bus, clock, breakers=agent.breakers)
+        own = vars(agent)  # its attributes at C speed (``Definition``: own attributes)
+        config, clock = own["config"], own["clock"]
+        self._bus = bus = EventBus(own["_observers"], session_id)
+        self.safety = SafetyState(config, bus, clock, breakers=own["breakers"])
         self._dispatcher = Dispatcher(
             safety=self.safety,
-            registry=agent.registry,
+            registry=own["registry"],
             config=config,
-            hooks=agent._hooks,
+            hooks=own["_hooks"],
             observers=bus,
-            approver=agent._approver,
+            approver=own["_approver"],
             session_id=session_id,
             clock=clock,
         )
@@ -319,7 +320,8 @@ class Conversation(Generic[OutputT]):
     ) -> RunState:
         """A run's state over ``transcript`` from ``base``; ``known``: its history's measure."""
         agent = self.agent
-        client: ModelClient = agent.client
+        own = vars(agent)  # its attributes at C speed (``Definition``: own attributes)
+        client: ModelClient = own["client"]
         swap = swap_of(agent)  # agent.override(): this run's client and tools instead
         registry = None
         if swap is not None:
@@ -330,25 +332,16 @@ class Conversation(Generic[OutputT]):
         if MEDIA_PROVIDER.get() != provider:  # a set makes a new context mapping: only if new
             MEDIA_PROVIDER.set(provider)  # media cost by its formula (the run's task's too)
         ContextGuard, ClientEventBridge = _rooms or _load_rooms()
-        config, bus = agent.config, self._bus  # an agent's read is slow (its __getattr__): once
-        guard = ContextGuard(config, system=system, observers=bus, hooks=agent._hooks)
-        state = RunState(
-            run=run,
-            tokens=(self._cancel, *cancels) if cancels else (self._cancel,),
-            transcript=transcript,
-            base=base,
-            offer=agent._offer(client, registry),
-            guard=guard,
-            client=client,
-            deps=deps,
-            system=system,
-            settings=config.model_settings,
-            registry=registry,
-            measured=known,
-        )
+        config, bus = own["config"], self._bus
+        guard = ContextGuard(config, system=system, observers=bus, hooks=own["_hooks"])
+        tokens = (self._cancel, *cancels) if cancels else (self._cancel,)
+        state = started_state(  # RunState(...) with every field, no keywords to match
+            run, tokens, transcript, base, agent._offer(client, registry), guard, client, deps,
+            system, config.model_settings, registry, known,
+        )  # fmt: skip
         state.events = ClientEventBridge(run, bus, self.safety.limits, state)
         extra = self._run_toolsets.get(run.id, ()) if self._run_toolsets else ()  # run(toolsets=)
-        if agent._toolsets.sets or (registry or agent.registry).deferring or swap or extra:
+        if own["_toolsets"].sets or (registry or own["registry"]).deferring or swap or extra:
             self._plan(state, swap, extra)
         if _appends_only(agent, client, transcript):
             self._append_only(state)  # SPEC 28 (a base opens the history: append-only it stays)

@@ -33,11 +33,12 @@ logger = logging.getLogger("agentloop")
 def committed(loop: Any, error: AgentLoopError | None) -> tuple[PendingCall, ...]:
     """The watches stopped, the record's end, the history committed; the calls it paused on."""
     session, state = loop.session, loop.state
-    for token, handle in zip(state.tokens, loop.watches, strict=False):
+    handle = id(loop)  # the run loop watched each token itself (``RunState.watch``)
+    for token in state.tokens:
         token.unwatch(handle)
     session._active = None
     run = state.run
-    run.ended_at = loop.agent.clock.time()
+    run.ended_at = loop.clock.time()  # the agent's, kept by the loop (an agent read is slow)
     run.stop_reason = error
     if error is not None:
         run.output = None
@@ -74,7 +75,7 @@ def told(loop: Any, paused: tuple[PendingCall, ...]) -> None:
         bus.emit(ev.RunFinished(run.id, state.turn_index, run))
     if state.listener is not None:
         bus.detach(state.listener)
-    if session._cancel.cancelled:
+    if session._cancel._fired:  # the flag itself: ``cancelled`` is a property, a call
         session._cancel.reset()
 
 

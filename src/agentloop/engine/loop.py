@@ -76,24 +76,23 @@ class RunLoop:
 
     __slots__ = (
         "agent", "clock", "config", "finalizing", "guarding", "latency", "output", "session",
-        "state", "task", "watches",
+        "state", "task",
     )  # fmt: skip
 
     def __init__(self, session: Conversation[Any], state: RunState) -> None:
         self.session = session
         self.agent = agent = session.agent
         self.state = state
-        self.config, self.clock, self.output = agent.config, agent.clock, agent.output
+        own = vars(agent)  # its attributes at C speed (``Definition``: own attributes)
+        self.config, self.clock, self.output = own["config"], own["clock"], own["output"]
         """The agent's, read once a run: each read of an ``Agent`` pays its ``__getattr__``
         (SPEC 21), and ``_model_step`` reads them at every call. The run's own agent: a handoff
         changes the one that rules (``_ruling``), never these."""
         self.finalizing = False
         self.latency: float | None = None
         self.task: asyncio.Task[Any] | None = None
-        self.watches: tuple[int, ...] = ()
-        """The handle of each of ``state.tokens``' watches, in order (ints: nothing to scan)."""
         self.guarding: RunGuard | None = None  # nothing to pay for a run without guardrails
-        if self.agent._guardrails is not None or state.run.last_agent is not None:
+        if own["_guardrails"] is not None or state.run.last_agent is not None:
             self.guarding = guarding_of.run_guard(session, state, self._ruling())
 
     async def drive(self) -> Run[Any]:
@@ -106,7 +105,7 @@ class RunLoop:
         """
         state = self.state
         self.task = asyncio.current_task()
-        self.watches = state.watch(self)  # the loop is the callback: no bound method kept
+        state.watch(self)  # the loop is the callback: no bound method kept (its handle: its id)
         error: AgentLoopError | None = None
         try:
             if self._awaits_start():

@@ -37,7 +37,9 @@ if TYPE_CHECKING:
 else:  # the event classes load when somebody first listens
     ev = lazy_module("agentloop.events")
 
-__all__ = ["Guard", "Measured", "Offer", "Paused", "PerRun", "RunOptions", "RunState"]
+__all__ = [
+    "Guard", "Measured", "Offer", "Paused", "PerRun", "RunOptions", "RunState", "started_state"
+]  # fmt: skip
 
 _NO_SETTINGS = ModelSettings()
 
@@ -229,34 +231,28 @@ class RunState:
     def __post_init__(self) -> None:
         self.boundary = self.base
         self.audit = self.transcript[self.base :]
-        known = self.measured
-        if known is None:
-            self.call_ids = {c.id for m in self.transcript for c in m.tool_calls}
-        else:
-            self.call_ids = set(known.call_ids)
-            self.call_ids.update(
-                c.id for m in self.transcript[known.length :] for c in m.tool_calls
-            )
+        self.call_ids = _call_ids(self.transcript, self.measured)
 
     @property
     def cancelled(self) -> bool:
         """Whether any watched token fired."""
         return any(t.cancelled for t in self.tokens)
 
-    def watch(self, callback: Callable[[], None]) -> tuple[int, ...]:
-        """Watch every token with ``callback``; the handles, in order (for ``unwatch``).
+    def watch(self, callback: Callable[[], None]) -> None:
+        """Watch every token with ``callback`` (each watch's handle is ``id(callback)``).
 
         A loop, not a comprehension: the caller's frame keeps no cell for ``callback``.
         """
-        handles = []
         for token in self.tokens:
-            handles.append(token.watch(callback))
-        return tuple(handles)
+            token.watch(callback)
 
     def check_cancel(self) -> None:
-        """A cancellation checkpoint."""
+        """A cancellation checkpoint (a run passes a few per turn).
+
+        Reads each token's flag itself: ``CancelToken.cancelled`` is a property, a call each.
+        """
         for token in self.tokens:
-            if token.cancelled:
+            if token._fired:
                 raise Cancelled()
 
     def append(self, message: Message) -> None:
@@ -293,3 +289,58 @@ class RunState:
     def completed(self) -> list[Message]:
         """This run's messages up to the last complete turn (what a salvage commits)."""
         return self.transcript[self.base : self.boundary]
+
+
+def _call_ids(transcript: list[Message], known: Measured | None) -> set[str]:
+    """Every tool-call id in ``transcript`` (``known``: its history's, then only the rest's)."""
+    ids = set() if known is None else set(known.call_ids)
+    for message in transcript if known is None else transcript[known.length :]:
+        for call in message.tool_calls:
+            ids.add(call.id)
+    return ids
+
+
+def started_state(
+    run: Run[Any],
+    tokens: tuple[CancelToken, ...],
+    transcript: list[Message],
+    base: int,
+    offer: Offer,
+    guard: Guard,
+    client: ModelClient,
+    deps: Any,
+    system: str | None,
+    settings: ModelSettings,
+    registry: ToolRegistry | None,
+    measured: Measured | None,
+) -> RunState:
+    """The state of a run starting now, as ``RunState(...)`` builds it from these fields.
+
+    Each slot set here, one statement each: ``RunState(...)`` matches a dozen keywords against
+    its 36 parameters at every run. ``tests/test_run_state.py`` holds this to ``RunState(...)``
+    field by field (a field added and forgotten here fails there).
+    """
+    state: RunState = _new(RunState)
+    state.run = run
+    state.tokens = tokens
+    state.transcript = transcript
+    state.base = state.boundary = base
+    state.offer = offer
+    state.guard = guard
+    state.client = client
+    state.deps = deps
+    state.audit = transcript[base:]
+    state.turn_index = state.invalid_outputs = state.depth = state.handoffs = 0
+    state.call_ids = _call_ids(transcript, measured)
+    state.events = state.listener = state.budget = state.resuming = state.children = None
+    state.stream = state.usage_estimated = False
+    state.system = system
+    state.settings = settings
+    state.registry = registry
+    state.paused = ()
+    state.waiting = state.plan = state.appendonly = state.handoff = state.shown = None
+    state.measured = measured
+    return state
+
+
+_new = object.__new__
