@@ -48,3 +48,29 @@ async def test_a_stream_that_ends_leaves_no_watch_on_the_callers_token() -> None
         async for _ in events:
             pass
     assert token._watchers == {}
+
+
+async def test_a_runs_tools_see_the_agents_cancel_when_the_caller_gave_a_token() -> None:
+    """``run(cancel=token)``, then ``agent.cancel()``: ``ctx.cancel`` fires, not the caller's."""
+    started, tokens = asyncio.Event(), []
+
+    @tool
+    async def wait(ctx: ToolContext[Any]) -> str:
+        """Wait until cancelled."""
+        tokens.append(ctx.cancel)
+        started.set()
+        await asyncio.Event().wait()
+        return "unreachable"
+
+    agent = Agent(ScriptedModel([call("wait", {}), reply("done")]), tools=[wait])
+    token = CancelToken()
+    running = asyncio.ensure_future(agent.run("go", cancel=token))
+    await started.wait()
+    agent.cancel()
+    with pytest.raises(Cancelled):
+        await running
+    [seen] = tokens
+    assert seen.cancelled and seen is not token
+    assert not token.cancelled  # the caller's token may be shared: the run never fires it
+    assert token._callback is None and token._watchers == {}  # no watch left behind
+    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]

@@ -334,7 +334,8 @@ class Conversation(Generic[OutputT]):
         ContextGuard, ClientEventBridge = _rooms or _load_rooms()
         config, bus = own["config"], self._bus
         guard = ContextGuard(config, system=system, observers=bus, hooks=own["_hooks"])
-        tokens = (self._cancel, *cancels) if cancels else (self._cancel,)
+        # with a caller's token, the tools' own (``ctx.cancel``: the last) shows every token's fire
+        tokens = (self._cancel, *cancels, CancelToken()) if cancels else (self._cancel,)
         state = started_state(  # RunState(...) with every field, no keywords to match
             run, tokens, transcript, base, agent._offer(client, registry), guard, client, deps,
             system, config.model_settings, registry, known,

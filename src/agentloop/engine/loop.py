@@ -151,9 +151,20 @@ class RunLoop:
         return self.agent if name is None else handoffs.active_agent(self.agent, name)
 
     def __call__(self) -> None:
-        """A watched token fired: interrupt what the run awaits, unless it is finalizing."""
-        if not self.finalizing and self.task is not None:
-            self.task.cancel()
+        """A watched token fired: interrupt what the run awaits once, unless it is finalizing.
+
+        Once: a second cancel of the caller's task would outlive the run (it takes one back).
+        The last token is the one tools read (``ctx.cancel``): with a caller's token it is the
+        run's own, fired here, so a tool sees the session's cancel as well as the caller's.
+        """
+        task = self.task
+        if self.finalizing or task is None:
+            return
+        self.task = None
+        tokens = self.state.tokens
+        if len(tokens) > 1:
+            tokens[-1].cancel()
+        task.cancel()
 
     def _awaits_start(self) -> bool:
         """Whether the run's start awaits anything: tool sources, hooks, instructions, checks."""

@@ -86,7 +86,6 @@ class RunStream(Generic[OutputT]):
         self._deps = deps
         self._cancel = cancel
         self._stop = CancelToken()
-        self._link: int | None = None  # the watch that fires _stop when ``cancel`` fires
         self._buffer: deque[Any] = deque()
         self._waiter: asyncio.Future[None] | None = None
         self._task: asyncio.Task[Run[OutputT]] | None = None
@@ -121,8 +120,6 @@ class RunStream(Generic[OutputT]):
             )
         state.stream = True
         self._run = state.run
-        if self._cancel is not None:  # tools read the last token (ctx.cancel): the caller's
-            self._link = self._cancel.watch(self._stop.cancel)  # cancel must show there too
         self._task = asyncio.get_running_loop().create_task(self._session._drive(state))
         self._task.add_done_callback(lambda _: self._push(_END))
         return self
@@ -186,8 +183,6 @@ class RunStream(Generic[OutputT]):
         task = self._task
         if task is None:
             return
-        if self._link is not None and self._cancel is not None:
-            self._cancel.unwatch(self._link)
         if not task.done():
             self._stop.cancel()  # left early: the run is finalized as Cancelled
         del self, exc_info  # the run's error, raised here too, keeps this frame (engine.frames)
