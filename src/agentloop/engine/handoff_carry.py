@@ -42,6 +42,7 @@ __all__ = [
     "governed",
     "ruling",
     "turn_agent",
+    "viewed",
     "with_memory",
 ]
 
@@ -110,7 +111,22 @@ def ruling(
     tools = receiver.registry if swap is None or swap.registry is None else swap.registry
     sets = receiver._sets if swap is None or swap.toolsets is None else swap.toolsets
     registry = with_memory(session.agent, receiver, tools, own)
-    return carried_client(session, state, own), own, registry, tuple(sets)
+    durable = getattr(session.agent.client, "for_receiver", None)  # a step/activity client
+    turns = own if durable is None else durable(receiver, own)
+    return carried_client(session, state, turns), own, registry, tuple(sets)
+
+
+def viewed(session: Any, receiver: Any, registry: Any, sets: tuple[Any, ...]) -> Any:
+    """What a receiver's calls look its tools up in: the run's view over them, if it has one.
+
+    A durable run's tools are steps or activities, a stored run's journaled (SPEC 14): a
+    receiver's are too. With toolsets or deferred tools its plan applies the view per call.
+    """
+    view = session._dispatcher.registry
+    if sets or registry.deferring or not hasattr(view, "over"):
+        return registry
+    durable = getattr(view, "for_receiver", None)
+    return view.over(registry) if durable is None else durable(receiver, registry)
 
 
 def with_memory(
