@@ -30,7 +30,12 @@ from agentloop.engine.output import (
     CUT_CALL_TEXT,
     cut_calls,
 )
-from agentloop.engine.provider_tools import PAUSE_TURN, continued, emit_provider_events
+from agentloop.engine.provider_tools import (
+    PAUSE_TURN,
+    answer_text,
+    continued,
+    emit_provider_events,
+)
 from agentloop.engine.starting import run_instructions
 from agentloop.engine.state import Paused, RunState
 from agentloop.engine.turn import ClientEventBridge, build_request, call_model, governor_waits
@@ -337,14 +342,17 @@ class RunLoop:
         """An untyped turn: dispatch the calls, or the reply is the output. True when done."""
         calls = response.message.tool_calls
         if not calls:
-            stop = self.session.safety.converge(self.state.run, response.text)
+            text, turns = response.text, self.state.run.turns
+            if len(turns) > 1 and turns[-2].stop_reason == PAUSE_TURN:  # one answer (SPEC 24)
+                text = answer_text(turns, text)
+            stop = self.session.safety.converge(self.state.run, text)
             if stop is not None:
                 raise stop
-            rejected = await self._guard_output(turn, response, response.text)
+            rejected = await self._guard_output(turn, response, text)
             if rejected is not None:
                 self.state.append(Message.user(rejected))
                 return False
-            self.state.run.output = response.text
+            self.state.run.output = text
             return True
         await self._dispatch(turn, calls, answered=cut_calls(response))
         return False
