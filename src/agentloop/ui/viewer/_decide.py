@@ -61,12 +61,11 @@ async def refuse_unrunnable(
 
     ``last_agent``: the run's; a handoff receiver's call is judged by the receiver (SPEC 26).
     """
-    from agentloop.ui.viewer._serve import AgentContinuer
-
-    if isinstance(continuer, AgentContinuer):
-        await continuer.check(tuple(pending), decisions, last_agent)
-        return
     check = getattr(continuer, "check", None)
+    if getattr(continuer, "judges_turn_agent", False):  # AgentContinuer (no import circle)
+        assert check is not None
+        await check(tuple(pending), decisions, last_agent)
+        return
     if check is not None:
         await check(tuple(pending), decisions)
 

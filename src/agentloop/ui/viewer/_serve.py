@@ -36,6 +36,8 @@ class AgentContinuer:
     ``deps`` is a value or a factory ``(run) -> deps``, given to ``continue_run(deps=...)``.
     """
 
+    judges_turn_agent = True  # check(..., last_agent): a receiver judges its call
+
     def __init__(self, agent: Agent[Any], *, deps: Any = None) -> None:
         self.agent = agent
         self.deps = deps
