@@ -38,7 +38,12 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from agentloop.errors import AgentLoopError, ConfigurationError, InvalidInput, MemoryBackendError
-from agentloop.ui.viewer._decide import decisions_from_form, refuse_unrunnable, with_deps
+from agentloop.ui.viewer._decide import (
+    already_decided,
+    decisions_from_form,
+    refuse_unrunnable,
+    with_deps,
+)
 from agentloop.ui.viewer._hosts import allowed_names, host_name
 from agentloop.ui.viewer._html import live, page, text
 from agentloop.ui.viewer._list_page import filters_form, runs_table, store_problem
@@ -243,6 +248,12 @@ class ViewerApp:
         found = await run_in_threadpool(self.reader.load, run_id)
         if found is None or isinstance(found, Unreadable) or not found.run.paused:
             return self._refused(f"run {run_id} is not waiting on any call", 409)
+        if already_decided(found.run):  # recorded by a process continuing it: not taken, said
+            why = (
+                f"the pending calls of run {run_id} are already decided (another process is "
+                "continuing it, or its continue stopped); nothing was sent"
+            )
+            return self._refused(why, 409)
         try:
             decisions = decisions_from_form(found.run.pending, fields)
             await refuse_unrunnable(

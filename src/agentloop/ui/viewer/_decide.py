@@ -20,7 +20,7 @@ from typing import Any
 from agentloop.errors import ConfigurationError, InvalidInput
 from agentloop.pausing import Answer, Approve, Decision, Deny, PendingCall, check_decisions
 
-__all__ = ["decisions_from_form", "refuse_unrunnable", "with_deps"]
+__all__ = ["already_decided", "decisions_from_form", "refuse_unrunnable", "with_deps"]
 
 
 def _one(fields: Mapping[str, Sequence[str]], name: str) -> str:
@@ -49,6 +49,20 @@ def decisions_from_form(
         raise InvalidInput(f"no pending call {forged[0][9:]!r} in this run")
     check_decisions(tuple(pending), decisions)
     return decisions
+
+
+def already_decided(run: Any) -> bool:
+    """Whether the run's last recorded decision set answers its pending calls.
+
+    A process continuing it recorded them before running any call (the store still says
+    paused until it ends), or a continue that stopped did: the page asks nothing, ``decide``
+    refuses, so a person's decision is never taken and then dropped.
+    """
+    if not run.decisions or not run.pending:
+        return False
+    last = run.decisions[-1]
+    recorded = last.get("decisions", {}) if isinstance(last, Mapping) else {}
+    return all(p.id in recorded for p in run.pending)
 
 
 async def refuse_unrunnable(
