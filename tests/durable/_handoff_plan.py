@@ -37,9 +37,18 @@ def billing(request: ModelRequest) -> Any:
     return f"billing: {done[0].content}"
 
 
-def agents() -> Agent[str | None]:
-    """A fresh front desk (the starting agent, without the tool) and its billing receiver."""
+def agents(toolset: bool = False) -> Agent[str | None]:
+    """A fresh front desk (the starting agent, without the tool) and its billing receiver.
+
+    ``toolset``: the receiver has the tool through ``Agent(toolsets=...)`` (SPEC 22).
+    """
+    from agentloop.toolsets import FunctionToolset
+
     refunds.clear()
     seen.update(front=0, billing=0)
-    receiver = Agent(FunctionModel(billing), tools=[refund], name="billing")
+    if toolset:
+        given: dict[str, Any] = {"toolsets": [FunctionToolset([refund], name="billing_tools")]}
+    else:
+        given = {"tools": [refund]}
+    receiver = Agent(FunctionModel(billing), name="billing", **given)
     return Agent(FunctionModel(front), handoffs=[receiver])

@@ -1,10 +1,11 @@
 """Durable runs that hand off (SPEC 14, 17, 26): a receiver's calls are steps and activities.
 
-On DBOS (SQLite) and a Temporal dev server: the receiver's model calls are the run's model
-steps/activities and its tools the tool steps/activities (a replay never calls them again), the
-transfer runs in the workflow (a replay hands off again; the model never sees a second
-transfer), and a pause in the receiver is decided against the receiver's tools: the starting
-agent lacks the tool, and the approval used to be refused; approved, the call runs once.
+On DBOS (SQLite) and a Temporal dev server, the receiver's tool in its ``tools=`` or its
+``toolsets=``: the receiver's model calls are the run's model steps/activities and its tools the
+tool steps/activities (a replay never calls them again), the transfer runs in the workflow (a
+replay hands off again; the model never sees a second transfer), and a pause in the receiver is
+decided against the receiver's tools: the starting agent lacks the tool, and the approval used
+to be refused; approved, the call runs once.
 """
 
 from __future__ import annotations
@@ -26,14 +27,14 @@ sys.path.insert(0, str(HERE))
 from _handoff_plan import agents, refunds, seen  # noqa: E402
 
 
-@pytest.fixture
-def dbos_db(tmp_path: Path) -> Iterator[Any]:
+@pytest.fixture(params=[False, True], ids=["tools", "toolsets"])
+def dbos_db(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
     pytest.importorskip("dbos", reason="DBOSAgent tests need the dbos extra")
     from dbos import DBOS
 
     from agentloop.durable.dbos import DBOSAgent
 
-    durable = DBOSAgent(agents(), name="front")
+    durable = DBOSAgent(agents(request.param), name="front")
     DBOS(
         config={
             "name": "agentloop-tests",
@@ -66,21 +67,23 @@ async def test_a_dbos_run_paused_in_a_receiver_is_decided_by_the_receiver(dbos_d
     assert names.count("front.model") == 3 and names.count("front.tool.refund") == 1
 
 
+@pytest.mark.parametrize("toolset", [False, True])
 async def test_a_temporal_run_paused_in_a_receiver_is_decided_by_the_receiver(
-    client: Any,
+    client: Any, toolset: bool
 ) -> None:
     pytest.importorskip("temporalio", reason="TemporalAgent tests need the temporal extra")
     from agentloop.durable.temporal import TemporalAgent
 
-    durable = TemporalAgent(agents(), name="t-handoff")
+    name = f"t-handoff-{toolset}"
+    durable = TemporalAgent(agents(toolset), name=name)
     async with durable.worker(client):
-        started = await durable.start("refund A1", client=client, workflow_id="t-handoff")
+        started = await durable.start("refund A1", client=client, workflow_id=name)
         deadline = time.monotonic() + 120
-        while not (pending := await durable.pending("t-handoff", client=client)):
+        while not (pending := await durable.pending(name, client=client)):
             assert time.monotonic() < deadline, "the run never paused"
             await asyncio.sleep(0.1)
         assert [p.call.name for p in pending] == ["refund"]
-        await durable.decide("t-handoff", {"c1": Approve()}, client=client)
+        await durable.decide(name, {"c1": Approve()}, client=client)
         run = await asyncio.wait_for(started.result(), 120)
     assert run.output == "billing: refunded A1" and run.last_agent == "billing"
     assert refunds == ["A1"] and seen == {"front": 1, "billing": 2}  # each model call once
@@ -90,5 +93,5 @@ async def test_a_temporal_run_paused_in_a_receiver_is_decided_by_the_receiver(
         for e in events
         if e.HasField("activity_task_scheduled_event_attributes")
     ]
-    assert kinds.count("agentloop.t-handoff.model") == 3
-    assert kinds.count("agentloop.t-handoff.tool") == 1  # the refund; the transfer is inline
+    assert kinds.count(f"agentloop.{name}.model") == 3
+    assert kinds.count(f"agentloop.{name}.tool") == 1  # the refund; the transfer is inline

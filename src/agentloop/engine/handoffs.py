@@ -250,6 +250,8 @@ def _plan(session: Any, receiver: Any, registry: Any, sets: tuple[Any, ...]) -> 
     if plan is not None:
         plan.emit = session._loaded
         view = session._dispatcher.registry
+        durable = getattr(view, "for_receiver", None)  # a Temporal run's: the receiver's tools
+        view = view if durable is None else durable(receiver, registry)
         plan.view = view if hasattr(view, "over") else None
     return plan
 
