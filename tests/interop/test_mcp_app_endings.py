@@ -155,3 +155,18 @@ async def test_expose_tools_lists_tool_sources_from_the_first_list_never_toolset
     assert names == ["front", "atlas", "look"]  # the source's, through its MCP server
     assert text(looked) == "Oslo is far"
     assert weighed.is_error and text(weighed) == "tool 'weigh' is not available"
+
+
+async def test_expose_tools_with_a_source_down_still_lists_the_agent(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from agentloop.mcp import MCPServer
+
+    dead = MCPServer.http("http://127.0.0.1:9/mcp", name="atlas")  # nothing listens
+    front = Agent(FunctionModel(answer), tools=[dead])
+    async with over_http(MCPApp(front, name="front", expose_tools=True)) as session:
+        names = [t.name for t in (await session.list_tools()).tools]
+        looked = await session.call_tool("look", {"city": "Oslo"})
+    await front.aclose()
+    assert names == ["front"] and "expose_tools" in caplog.text
+    assert looked.is_error and "atlas" in text(looked)  # the source named, nothing run

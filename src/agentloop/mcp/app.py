@@ -179,7 +179,10 @@ class _AgentCalls:
             types.Tool(name=self.name, description=self.description, input_schema=_INPUT_SCHEMA)
         ]
         if self.expose and self.agent._toolsets.toolsets:  # its tool sources' tools listed too
-            await self.agent._toolsets.refresh(starting=True)
+            try:
+                await self.agent._toolsets.refresh(starting=True)
+            except AgentLoopError as exc:  # a source down: the agent's own tool stays listed
+                _log.warning("expose_tools: %s", redact_secrets(exc.message))
         for tool in self._exposed().values():
             schema = dict(tool.parameters)
             tools.append(
