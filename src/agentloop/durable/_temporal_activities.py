@@ -277,13 +277,27 @@ def receiver_key(receivers: Sequence[Any], receiver: Any) -> int:
     )
 
 
+def _owner(agent: Any, receivers: Sequence[Any], key: int | None) -> Any:
+    """The agent whose model or tool an activity runs: ``agent``, or its receiver ``key``."""
+    if key is None:
+        return agent
+    if not 0 <= key < len(receivers):  # a worker built with other handoffs: never retried
+        error = ConfigurationError(
+            f"the worker's agent has no handoff receiver #{key}: build every worker's "
+            "TemporalAgent with the same handoffs",
+            field="handoffs",
+        )
+        raise failure(error)
+    return receivers[key]
+
+
 async def model_call(agent: Any, receivers: Sequence[Any], payload: bytes) -> bytes:
     """The model activity's body: the reply, pickled; an exception as a Temporal failure.
 
     The client is the agent's, or that of the handoff receiver the payload names.
     """
     request, stream, key = pickle.loads(payload)
-    client: ModelClient = agent.client if key is None else receivers[key].client
+    client: ModelClient = _owner(agent, receivers, key).client
     try:
         response = await (collect_stream(client, request) if stream else client.complete(request))
     except Exception as exc:
@@ -298,7 +312,7 @@ async def tool_call(agent: Any, receivers: Sequence[Any], payload: bytes) -> byt
     registry lacks is looked up in its toolsets (SPEC 22), resolved for the run's context.
     """
     name, arguments, (run_id, turn, call_id, session_id), deps, key = pickle.loads(payload)
-    owner = agent if key is None else receivers[key]
+    owner = _owner(agent, receivers, key)
     registry, toolsets = owner.registry, owner._sets
     tool = registry.get(name)
     if tool is None and toolsets:
