@@ -39,6 +39,7 @@ __all__ = [
     "MemoryJoined",
     "carried_client",
     "check_receivers",
+    "crashed_in",
     "governed",
     "ruling",
     "turn_agent",
@@ -222,3 +223,23 @@ def turn_agent(start: Any, name: str | None) -> Any:
             seen.add(id(item.agent))
             queue.extend(getattr(item.agent, "_handoffs", ()))
     return _Absent(name)
+
+
+def crashed_in(start: Any, run: Any) -> tuple[str | None, bool]:
+    """The agent a crashed run was in (its handoff name; None: ``start``), from its turns.
+
+    A turn's successful ``transfer_to_<name>`` call moved the run to that receiver (the stored
+    ``last_agent`` is the one of the last commit, before the handoff took over). The flag: a
+    handoff with an ``input_filter`` led there, whose view (the receiver's transcript) is kept
+    with a pause only, never for a crash.
+    """
+    name: str | None = None
+    filtered = False
+    for turn in run.turns:
+        handoffs = getattr(turn_agent(start, turn.agent), "_handoffs", ())
+        done = {r.call_id for r in turn.tool_results if not r.is_error}
+        for call in turn.tool_calls:
+            for item in handoffs:
+                if call.name == item.tool_name and call.id in done:
+                    name, filtered = item.name, filtered or item.input_filter is not None
+    return name, filtered
