@@ -118,10 +118,38 @@ def _mid_commit_store() -> type[KillingStore]:
 
 def build(db: str, *, resume: bool) -> Agent[Any]:
     store = _mid_commit_store()(db)
+    if os.environ.get("HANDOFF"):
+        return _handing_off(store, resume=resume)
     model = FunctionModel(plan_step)
     if resume:
         return Agent.resume("crash", store=store, client=model, tools=[work])
     return Agent(model, tools=[work], store=store, session_id="crash")
+
+
+def _handing_off(store: SQLiteStore, *, resume: bool) -> Agent[Any]:
+    """``HANDOFF``: a front desk hands off at once; its receiver ``worker`` runs the plan."""
+
+    def front(request: ModelRequest) -> Any:
+        return [call("transfer_to_worker", {})]
+
+    def receiver(request: ModelRequest) -> Any:  # the plan, after the transfer's result
+        shown = [m for m in request.messages if not _transfer_result(m)]
+        return plan_step(ModelRequest(messages=shown))
+
+    worker: Any = Agent(FunctionModel(receiver), tools=[work], name="worker")
+    if os.environ["HANDOFF"] == "filtered":
+        from agentloop import handoff
+
+        worker = handoff(worker, input_filter=list)
+    if resume:
+        return Agent.resume("crash", store=store, client=FunctionModel(front), handoffs=[worker])
+    return Agent(FunctionModel(front), handoffs=[worker], store=store, session_id="crash")
+
+
+def _transfer_result(message: Message) -> bool:
+    return message.role == "tool" and all(
+        getattr(p, "name", "") == "transfer_to_worker" for p in message.parts
+    )
 
 
 def first_user(messages: list[Message]) -> str:

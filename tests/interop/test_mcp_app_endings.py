@@ -25,6 +25,7 @@ from agentloop.pausing import Approve
 from agentloop.store.sqlite import SQLiteStore
 from agentloop.testing import FunctionModel, call, reply
 
+from ._serve import serving
 from .test_mcp_app import over_http, text
 
 BOOKED: list[str] = []
@@ -131,3 +132,41 @@ async def test_expose_tools_leaves_out_the_tools_that_work_only_inside_a_run() -
     assert moved.is_error and text(moved) == "tool 'transfer_to_ops' is not available"
     assert recalled.is_error and text(recalled) == "tool 'recall' is not available"
     assert text(looked) == "Oslo is far"
+
+
+async def test_expose_tools_lists_tool_sources_from_the_first_list_never_toolsets() -> None:
+    from agentloop.mcp import MCPServer
+    from agentloop.toolsets import FunctionToolset
+
+    @tool
+    def weigh(city: str) -> str:
+        """Weigh a city (a toolset's: resolved per run, never exposed)."""
+        return f"{city} is heavy"
+
+    source = Agent(FunctionModel(answer), tools=[look])
+    async with serving(MCPApp(source, name="atlas", expose_tools=True), lifespan=True) as url:
+        mcp = MCPServer.http(url + "/mcp", name="atlas")
+        front = Agent(FunctionModel(answer), tools=[mcp], toolsets=[FunctionToolset([weigh])])
+        async with over_http(MCPApp(front, name="front", expose_tools=True)) as session:
+            names = [t.name for t in (await session.list_tools()).tools]  # before any run
+            looked = await session.call_tool("look", {"city": "Oslo"})
+            weighed = await session.call_tool("weigh", {"city": "Oslo"})
+        await front.aclose()
+    assert names == ["front", "atlas", "look"]  # the source's, through its MCP server
+    assert text(looked) == "Oslo is far"
+    assert weighed.is_error and text(weighed) == "tool 'weigh' is not available"
+
+
+async def test_expose_tools_with_a_source_down_still_lists_the_agent(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from agentloop.mcp import MCPServer
+
+    dead = MCPServer.http("http://127.0.0.1:9/mcp", name="atlas")  # nothing listens
+    front = Agent(FunctionModel(answer), tools=[dead])
+    async with over_http(MCPApp(front, name="front", expose_tools=True)) as session:
+        names = [t.name for t in (await session.list_tools()).tools]
+        looked = await session.call_tool("look", {"city": "Oslo"})
+    await front.aclose()
+    assert names == ["front"] and "expose_tools" in caplog.text
+    assert looked.is_error and "atlas" in text(looked)  # the source named, nothing run

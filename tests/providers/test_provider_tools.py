@@ -354,7 +354,9 @@ async def test_pause_turn_is_continued_without_provider_tools_too() -> None:
         [TwinReply([twin.text("Part one")], "pause_turn"), TwinReply([twin.text(" and two.")])]
     ) as server:
         run = await Agent(anthropic(server.url)).run("go")
-    assert run.output == " and two." and len(server.requests) == 2 and server.rejected == []
+    assert len(server.requests) == 2 and server.rejected == []
+    assert run.output == "Part one and two."  # one answer: the turn it continues, then its own
+    assert [t.text for t in run.turns] == ["Part one", " and two."]
     last = server.requests[1]["messages"][-1]
     assert last["role"] == "assistant" and last["content"][0]["text"] == "Part one"
 

@@ -34,8 +34,10 @@ SCRIPT = {
 }
 
 
-async def run_through(face: str, tmp_path: Path) -> dict[str, Any]:
-    async with FakeProviderServer.from_script(SCRIPT) as server:
+async def run_through(
+    face: str, tmp_path: Path, script: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    async with FakeProviderServer.from_script(script or SCRIPT) as server:
         client = AnthropicClient(
             "claude-sonnet-4-5", api_key="sk-ant-demo", base_url=server.root_url
         )
@@ -68,3 +70,19 @@ async def test_vercel_a_server_search_and_a_paused_turn_leave_no_call_open(tmp_p
     ]
     texts = [p["text"] for p in seen["parts"] if p["type"] == "text"]
     assert texts == ["Let me look.", "It is 21C in Oslo."]
+
+
+ANSWER_AFTER_A_PAUSE = {
+    "steps": [
+        {"text": "Searched. ", "web_search": ["oslo weather"], "finish_reason": "pause_turn"},
+        {"text": "It is 21C in Oslo."},
+    ]
+}
+
+
+async def test_ag_ui_the_result_after_a_paused_turn_is_the_text_it_showed(tmp_path: Path) -> None:
+    seen = await run_through("ag_ui", tmp_path, ANSWER_AFTER_A_PAUSE)
+    assert seen["error"] is None and seen["outcome"] == "success"
+    said = [m["content"] for m in seen["messages"] if m["role"] == "assistant" and m.get("content")]
+    assert said == ["Searched. ", "It is 21C in Oslo."]
+    assert seen["result"] == "".join(said)  # run.output: the whole answer (SPEC 24)

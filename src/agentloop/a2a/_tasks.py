@@ -7,7 +7,10 @@ protocol's update events::
 
     start / continue    the task is WORKING (the stream's first item is the Task itself)
     TextDelta           artifact update ``output``, ``append=true``, one per delta
-    RunFinished         a typed output's artifact (a data part), then the final status:
+    RunFinished         a typed output's artifact (a data part), or a text output that is not
+                        what the deltas made (text before a tool call is streamed too, but is
+                        not the answer) as a replacing update (``append=false``), so what a
+                        streaming client assembled is the task's artifact; then the final status:
                         COMPLETED, INPUT_REQUIRED (the pending calls), CANCELED, REJECTED
                         (an input guardrail) or FAILED (``<ErrorClass>: <message>``, redacted)
 
@@ -64,6 +67,7 @@ class TaskRecord:
         self.cancel = CancelToken()
         self._inputs = inputs  # the names of the agent's input guardrails: a trip is REJECTED
         self._driver: asyncio.Task[None] | None = None
+        self._streamed: list[str] = []  # the deltas this run's stream published
 
     # -- what a client reads ------------------------------------------------------------------
 
@@ -112,6 +116,7 @@ class TaskRecord:
         self.cancel = CancelToken()
         self.busy = True
         self.settled.clear()
+        self._streamed = []
         self._driver = loop.create_task(self._drive(opener(self.cancel), opened))
         try:
             await opened
@@ -149,6 +154,7 @@ class TaskRecord:
                 self._settle()
 
     def _delta(self, text: str) -> None:
+        self._streamed.append(text)
         part = pb.Part(text=text)
         artifact = pb.Artifact(artifact_id=wire.OUTPUT, name=wire.OUTPUT, parts=[part])
         self._publish(
@@ -167,7 +173,8 @@ class TaskRecord:
             self._status(pb.TASK_STATE_INPUT_REQUIRED, message)
         elif error is None:
             self.artifact = wire.output_artifact(run.output)
-            if not isinstance(run.output, str):
+            streamed = isinstance(run.output, str) and "".join(self._streamed) == run.output
+            if not streamed:  # typed, or text before a tool call was streamed: the artifact
                 self._publish(
                     pb.TaskArtifactUpdateEvent(
                         task_id=self.id,

@@ -3,8 +3,10 @@
 A paused run holds no worker. Its workflow ends: it draws a step ID ``S`` (``DBOS.reserve_step``),
 runs there the step ``<name>.decided``, which reads the decision recorded for this pause (none
 yet), publishes its pending calls as the DBOS event ``agentloop.pending`` (``{"pause": n,
-"pending": [PendingCall.to_dict(), ...], "step": S, "agent": name}``, ``n`` counting the run's
-pauses) and returns the paused ``Run``, which frees its ``worker_concurrency`` slot.
+"pending": [PendingCall.to_dict(), ...], "step": S, "agent": name, "turn_agent": last}``, ``n``
+counting the run's pauses, ``last`` the ``run.last_agent`` of a pause in a handoff receiver, whose
+calls ``decide`` judges by that receiver, SPEC 26) and returns the paused ``Run``, which frees its
+``worker_concurrency`` slot.
 
 A decision is a workflow: ``decide`` starts ``agentloop.<name>.decide`` with the ID
 ``<run id>/decided/<n>`` (``decided_id``) under DBOS's ``reject`` reuse policy, its input the
@@ -34,6 +36,7 @@ from dbos import DBOS, SetWorkflowID, StepOptions
 from dbos import error as dbos_error
 
 from agentloop.durable._wrap import accepted_decisions, decision_message
+from agentloop.engine.handoff_carry import turn_agent
 from agentloop.engine.pause import check_agent_tools
 from agentloop.errors import Cancelled, ConfigurationError, InvalidInput
 from agentloop.pausing import Decision, PendingCall, check_decisions
@@ -83,6 +86,7 @@ async def record_pause(
     if message is None:
         pending = [p.to_dict() for p in run.pending]
         published = {"pause": pause, "pending": pending, "step": reservation.step_id, "agent": name}
+        published["turn_agent"] = run.last_agent  # a receiver's call is judged by it (SPEC 26)
         await DBOS.set_event_async(PENDING_EVENT, published)
         return None
     decisions = accepted_decisions(message, run.pending, pause)
@@ -113,6 +117,7 @@ class Paused(NamedTuple):
     step: int = 0
     agent: str = ""
     pending: tuple[PendingCall, ...] = ()
+    last_agent: str | None = None
 
 
 def paused_at(run_id: str) -> Paused:
@@ -125,7 +130,9 @@ def paused_at(run_id: str) -> Paused:
         pause = int(event["pause"])
         if DBOS.get_workflow_status(decided_id(run_id, pause)) is None:
             pending = tuple(PendingCall.from_dict(p) for p in event["pending"])
-            return Paused(workflow, pause, int(event["step"]), str(event["agent"]), pending)
+            last = event.get("turn_agent")
+            agent = str(event["agent"])
+            return Paused(workflow, pause, int(event["step"]), agent, pending, last)
         workflow, after = continued_id(run_id, pause), pause
 
 
@@ -138,7 +145,8 @@ def send_decisions(run_id: str, decisions: object) -> None:
             "run's pending calls (DBOSAgent.pending)"
         )
     checked = check_decisions(paused.pending, decisions)
-    check_agent_tools(_decider(run_id, paused)[1], paused.pending, checked)
+    agent = turn_agent(_decider(run_id, paused)[1], paused.last_agent)  # the paused turn's
+    check_agent_tools(agent, paused.pending, checked)
     _start_decision(run_id, paused, decision_message(paused.pause, checked))
 
 

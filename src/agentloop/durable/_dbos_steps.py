@@ -105,6 +105,10 @@ class StepClient(WrappedClient):
         super().__init__(inner)
         self._flow = flow
 
+    def for_receiver(self, receiver: Any, client: ModelClient) -> StepClient:
+        """A handoff receiver's client (SPEC 26): its calls are the run's model steps too."""
+        return StepClient(client, self._flow)
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """The inner client's reply, recorded (or, on replay, the recorded reply)."""
         response: ModelResponse = await self._flow.step("model", self.inner.complete, request)

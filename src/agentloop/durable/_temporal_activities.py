@@ -12,8 +12,9 @@ Payloads are pickled both ways.
 from __future__ import annotations
 
 import asyncio
+import copy
 import pickle
-from collections.abc import AsyncIterator, Coroutine, Mapping
+from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -149,12 +150,25 @@ class ActivityClient(WrappedClient):
     Wrapping clients' events (retries, failovers) are not reported to the run's observers.
     """
 
-    def __init__(self, inner: ModelClient, activities: Activities) -> None:
+    def __init__(
+        self,
+        inner: ModelClient,
+        activities: Activities,
+        receivers: Sequence[Any] = (),
+        key: int | None = None,
+    ) -> None:
         super().__init__(inner)
         self._activities = activities
+        self._receivers = tuple(receivers)
+        self._key = key  # a handoff receiver's place in ``receivers`` (None: the agent's)
+
+    def for_receiver(self, receiver: Any, client: ModelClient) -> ActivityClient:
+        """A handoff receiver's client (SPEC 26): its calls are the model activity too."""
+        key = receiver_key(self._receivers, receiver)
+        return ActivityClient(client, self._activities, self._receivers, key)
 
     async def _call(self, request: ModelRequest, stream: bool) -> ModelResponse:
-        payload = pickle.dumps((replace(request, events=None), stream))
+        payload = pickle.dumps((replace(request, events=None), stream, self._key))
         response: ModelResponse = await self._activities.execute(self._activities.model, payload)
         return response
 
@@ -180,7 +194,7 @@ class ActivityTool(WrappedTool):
     async def call(self, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
         """The output of the tool as the activity ran it; its exceptions raised here."""
         where = (ctx.run_id, ctx.turn, ctx.call_id, ctx.session_id)
-        payload = pickle.dumps((self.name, dict(arguments), where, ctx.deps))
+        payload = pickle.dumps((self.name, dict(arguments), where, ctx.deps, self._view.key))
         activities = self._view.activities
         once = ctx.call_id in self._view.decided
         kind, value = await activities.execute(activities.tool, payload, once=once)
@@ -196,6 +210,14 @@ class ActivityTools(ToolsView):
         super().__init__(inner)
         self.activities = activities
         self.decided: frozenset[str] = frozenset()  # calls a person approved: one attempt each
+        self.receivers: tuple[Any, ...] = ()  # the agent's handoff receivers (``all_receivers``)
+        self.key: int | None = None  # the receiver whose tools this view holds (None: agent's)
+
+    def for_receiver(self, receiver: Any, registry: ToolRegistry) -> ActivityTools:
+        """This view over a handoff receiver's tools (SPEC 26): their calls are activities."""
+        view = copy.copy(self)
+        view.inner, view.key = registry, receiver_key(self.receivers, receiver)
+        return view
 
     def wrap(self, tool: Tool) -> Tool:
         """The tool as an activity; a memory tool runs in the workflow instead.
@@ -244,9 +266,38 @@ async def heartbeating(work: Coroutine[Any, Any, bytes], every: float) -> bytes:
             await asyncio.wait({task})
 
 
-async def model_call(client: ModelClient, payload: bytes) -> bytes:
-    """The model activity's body: the reply, pickled; an exception as a Temporal failure."""
-    request, stream = pickle.loads(payload)
+def receiver_key(receivers: Sequence[Any], receiver: Any) -> int:
+    """``receiver``'s place among the agent's ``all_receivers``: what an activity looks up."""
+    for key, known in enumerate(receivers):
+        if known is receiver:
+            return key
+    raise ConfigurationError(  # never a receiver's call run on the starting agent's parts
+        "a handoff receiver this TemporalAgent was not built with cannot run as activities",
+        field="handoffs",
+    )
+
+
+def _owner(agent: Any, receivers: Sequence[Any], key: int | None) -> Any:
+    """The agent whose model or tool an activity runs: ``agent``, or its receiver ``key``."""
+    if key is None:
+        return agent
+    if not 0 <= key < len(receivers):  # a worker built with other handoffs: never retried
+        error = ConfigurationError(
+            f"the worker's agent has no handoff receiver #{key}: build every worker's "
+            "TemporalAgent with the same handoffs",
+            field="handoffs",
+        )
+        raise failure(error)
+    return receivers[key]
+
+
+async def model_call(agent: Any, receivers: Sequence[Any], payload: bytes) -> bytes:
+    """The model activity's body: the reply, pickled; an exception as a Temporal failure.
+
+    The client is the agent's, or that of the handoff receiver the payload names.
+    """
+    request, stream, key = pickle.loads(payload)
+    client: ModelClient = _owner(agent, receivers, key).client
     try:
         response = await (collect_stream(client, request) if stream else client.complete(request))
     except Exception as exc:
@@ -254,15 +305,15 @@ async def model_call(client: ModelClient, payload: bytes) -> bytes:
     return pickle.dumps(response)
 
 
-async def tool_call(
-    registry: ToolRegistry, payload: bytes, toolsets: tuple[Any, ...] = ()
-) -> bytes:
+async def tool_call(agent: Any, receivers: Sequence[Any], payload: bytes) -> bytes:
     """The tool activity's body: ``("output", value)`` or ``("tool_error", error)``, pickled.
 
-    A tool the registry lacks is looked up in the agent's toolsets (SPEC 22), resolved for
-    the calling run's context.
+    The tool is the agent's (or that of the handoff receiver the payload names); one its
+    registry lacks is looked up in its toolsets (SPEC 22), resolved for the run's context.
     """
-    name, arguments, (run_id, turn, call_id, session_id), deps = pickle.loads(payload)
+    name, arguments, (run_id, turn, call_id, session_id), deps, key = pickle.loads(payload)
+    owner = _owner(agent, receivers, key)
+    registry, toolsets = owner.registry, owner._sets
     tool = registry.get(name)
     if tool is None and toolsets:
         tool = await _toolset_tool(toolsets, name, RunContext(

@@ -72,6 +72,7 @@ from agentloop.durable._wrap import (
     refuse_batch,
 )
 from agentloop.engine.agent import Agent
+from agentloop.engine.handoffs import all_receivers
 from agentloop.engine.pause import check_continuable
 from agentloop.errors import AgentLoopError, ConfigurationError, InvalidInput, MemoryBackendError
 from agentloop.pausing import Approve, Decision, Edit, PendingCall, check_decisions
@@ -124,6 +125,7 @@ class AgentLoopWorkflow:
         self._pause = 0
         self._pending: tuple[PendingCall, ...] = ()
         self._decisions: dict[str, Decision] | None = None
+        self._last: str | None = None  # the paused turn's agent: a handoff receiver's name
 
     @workflow.run
     async def run(self, name: str, input: str, deps: bytes) -> bytes:
@@ -140,7 +142,8 @@ class AgentLoopWorkflow:
     @workflow.query(name=PENDING_QUERY)
     def pending(self) -> dict[str, Any]:
         """The pause number and the pending calls (plain data; none when not paused)."""
-        return {"pause": self._pause, "pending": [p.to_dict() for p in self._pending]}
+        pending = [p.to_dict() for p in self._pending]
+        return {"pause": self._pause, "pending": pending, "turn_agent": self._last}
 
     @workflow.signal(name=DECIDE_SIGNAL)
     def decide(self, message: dict[str, Any]) -> None:
@@ -151,7 +154,7 @@ class AgentLoopWorkflow:
     async def wait_for_decisions(self, run: Run[Any]) -> dict[str, Decision]:
         """Publish ``run``'s pending calls, then wait (no worker busy) for their decisions."""
         self._pause += 1
-        self._pending, self._decisions = run.pending, None
+        self._pending, self._decisions, self._last = run.pending, None, run.last_agent
         await workflow.wait_condition(lambda: self._decisions is not None)
         decisions, self._pending = self._decisions, ()
         assert decisions is not None
@@ -238,20 +241,22 @@ class TemporalAgent(Generic[OutputT]):
             retry_policy or RetryPolicy(maximum_attempts=3),
             heartbeat_timeout,
         )
+        self._receivers = tuple(all_receivers(agent))  # each one's place: its activities' key
         self.workflow: type = AgentLoopWorkflow
         self.activities: Sequence[Any] = self._define_activities()
 
     def _define_activities(self) -> list[Any]:
         agent = self.agent
+        receivers = self._receivers
         every = self._activities.heartbeat.total_seconds() / 3
 
         @activity.defn(name=self._activities.model)
         async def model(payload: bytes) -> bytes:
-            return await heartbeating(model_call(agent.client, payload), every)
+            return await heartbeating(model_call(agent, receivers, payload), every)
 
         @activity.defn(name=self._activities.tool)
         async def tool(payload: bytes) -> bytes:
-            work = tool_call(agent.registry, payload, agent._sets)
+            work = tool_call(agent, receivers, payload)
             return await heartbeating(work, every)
 
         return [model, tool]
@@ -322,14 +327,14 @@ class TemporalAgent(Generic[OutputT]):
                 nothing is sent.
             MemoryBackendError: The Temporal service failed, or knows no such workflow.
         """
-        pause, pending = await self._published(workflow_id, client)
+        pause, pending, last = await self._published(workflow_id, client)
         if not pending:
             raise InvalidInput(
                 f"Temporal workflow {workflow_id} is not paused (no pending calls): decisions "
                 "answer a paused run's pending calls (TemporalAgent.pending)"
             )
         checked = check_decisions(pending, decisions)
-        await check_continuable(self.agent, pending, checked)  # never spent on nothing
+        await check_continuable(self.agent, pending, checked, last)  # never spent on nothing
         message = decision_message(pause, checked)
         try:
             await client.get_workflow_handle(workflow_id).signal(DECIDE_SIGNAL, message)
@@ -338,7 +343,7 @@ class TemporalAgent(Generic[OutputT]):
 
     async def _published(
         self, workflow_id: str, client: Client
-    ) -> tuple[int, tuple[PendingCall, ...]]:
+    ) -> tuple[int, tuple[PendingCall, ...], str | None]:
         try:
             data = await client.get_workflow_handle(workflow_id).query(PENDING_QUERY)
         except RPCError as exc:
@@ -348,7 +353,8 @@ class TemporalAgent(Generic[OutputT]):
             raise MemoryBackendError(f"Temporal workflow {workflow_id}: {exc}{hint}") from exc
         except WorkflowQueryFailedError as exc:
             raise MemoryBackendError(f"Temporal workflow {workflow_id}: {exc}") from exc
-        return int(data["pause"]), tuple(PendingCall.from_dict(p) for p in data["pending"])
+        pending = tuple(PendingCall.from_dict(p) for p in data["pending"])
+        return int(data["pause"]), pending, data.get("turn_agent")
 
     async def _execute(self, input: str, deps: Any, flow: AgentLoopWorkflow) -> bytes:
         """The workflow's body: a fresh conversation whose model and tool calls are activities.
@@ -357,8 +363,9 @@ class TemporalAgent(Generic[OutputT]):
         a call a person approved gets one attempt (see ``Activities.execute``).
         """
         twin = self.agent.fork()
-        twin.client = ActivityClient(self.agent.client, self._activities)
+        twin.client = ActivityClient(self.agent.client, self._activities, self._receivers)
         tools = ActivityTools(twin.registry, self._activities)
+        tools.receivers = self._receivers  # a receiver's calls are activities too (SPEC 26)
         twin._dispatcher.registry = tools
         twin.safety.breakers = ToolBreakers(twin.config.tool_breaker, clock=workflow.time)
         twin.safety.limits.budget = BudgetGate(twin.config.budget, clock=workflow.time)

@@ -40,3 +40,5 @@ class AgentOptions(TypedDict, total=False):
     clock: Clock
     provider_tools: Sequence[ProviderTool]
     governor: RateGovernor | None
+    name: str | None
+    handoffs: Sequence[Any]  # an agent that hands off resumes with its receivers (SPEC 26)

@@ -39,9 +39,11 @@ __all__ = [
     "MemoryJoined",
     "carried_client",
     "check_receivers",
+    "crashed_in",
     "governed",
     "ruling",
     "turn_agent",
+    "viewed",
     "with_memory",
 ]
 
@@ -110,7 +112,22 @@ def ruling(
     tools = receiver.registry if swap is None or swap.registry is None else swap.registry
     sets = receiver._sets if swap is None or swap.toolsets is None else swap.toolsets
     registry = with_memory(session.agent, receiver, tools, own)
-    return carried_client(session, state, own), own, registry, tuple(sets)
+    durable = getattr(session.agent.client, "for_receiver", None)  # a step/activity client
+    turns = own if durable is None else durable(receiver, own)
+    return carried_client(session, state, turns), own, registry, tuple(sets)
+
+
+def viewed(session: Any, receiver: Any, registry: Any, sets: tuple[Any, ...]) -> Any:
+    """What a receiver's calls look its tools up in: the run's view over them, if it has one.
+
+    A durable run's tools are steps or activities, a stored run's journaled (SPEC 14): a
+    receiver's are too. With toolsets or deferred tools its plan applies the view per call.
+    """
+    view = session._dispatcher.registry
+    if sets or registry.deferring or not hasattr(view, "over"):
+        return registry
+    durable = getattr(view, "for_receiver", None)
+    return view.over(registry) if durable is None else durable(receiver, registry)
 
 
 def with_memory(
@@ -206,3 +223,23 @@ def turn_agent(start: Any, name: str | None) -> Any:
             seen.add(id(item.agent))
             queue.extend(getattr(item.agent, "_handoffs", ()))
     return _Absent(name)
+
+
+def crashed_in(start: Any, run: Any) -> tuple[str | None, bool]:
+    """The agent a crashed run was in (its handoff name; None: ``start``), from its turns.
+
+    A turn's successful ``transfer_to_<name>`` call moved the run to that receiver (the stored
+    ``last_agent`` is the one of the last commit, before the handoff took over). The flag: a
+    handoff with an ``input_filter`` led there, whose view (the receiver's transcript) is kept
+    with a pause only, never for a crash.
+    """
+    name: str | None = None
+    filtered = False
+    for turn in run.turns:
+        handoffs = getattr(turn_agent(start, turn.agent), "_handoffs", ())
+        done = {r.call_id for r in turn.tool_results if not r.is_error}
+        for call in turn.tool_calls:
+            for item in handoffs:
+                if call.name == item.tool_name and call.id in done:
+                    name, filtered = item.name, filtered or item.input_filter is not None
+    return name, filtered

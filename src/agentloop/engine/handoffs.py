@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
-from agentloop.engine.handoff_carry import check_receivers, ruling
+from agentloop.engine.handoff_carry import check_receivers, ruling, viewed
 from agentloop.engine.instructions import evaluate
 from agentloop.engine.views import View, measure, restored, stored
 from agentloop.errors import ConfigurationError, HandoffLimitExceeded, ToolError
@@ -133,6 +133,8 @@ class Transfer:
 class HandoffTool(Tool):
     """``transfer_to_<name>``: decides the handoff (see the module); no arguments."""
 
+    runs_inline = True  # it sets the run's state: never a journaled call, a step, an activity
+
     def __init__(self, handoff: Handoff) -> None:
         self.handoff = handoff
         self.name = handoff.tool_name
@@ -220,7 +222,7 @@ def _rule(
     Returns the receiver's own instruction text (without the run's memory recall block).
     """
     state.client, own, registry, sets = ruling(session, state, receiver)  # SPEC 21, 25, 27
-    state.registry = registry
+    state.registry = viewed(session, receiver, registry, sets)  # steps, journal (SPEC 14)
     state.offer = receiver._offer(own, registry)
     state.system = state.guard.system = system
     state.run.last_agent = name
@@ -248,6 +250,8 @@ def _plan(session: Any, receiver: Any, registry: Any, sets: tuple[Any, ...]) -> 
     if plan is not None:
         plan.emit = session._loaded
         view = session._dispatcher.registry
+        durable = getattr(view, "for_receiver", None)  # a Temporal run's: the receiver's tools
+        view = view if durable is None else durable(receiver, registry)
         plan.view = view if hasattr(view, "over") else None
     return plan
 

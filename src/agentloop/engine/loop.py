@@ -30,7 +30,12 @@ from agentloop.engine.output import (
     CUT_CALL_TEXT,
     cut_calls,
 )
-from agentloop.engine.provider_tools import PAUSE_TURN, continued, emit_provider_events
+from agentloop.engine.provider_tools import (
+    PAUSE_TURN,
+    answer_text,
+    continued,
+    emit_provider_events,
+)
 from agentloop.engine.starting import run_instructions
 from agentloop.engine.state import Paused, RunState
 from agentloop.engine.turn import (
@@ -298,6 +303,9 @@ class RunLoop:
         if calls:
             return self._dispatch(turn, calls, answered=cut_calls(response))  # None: not done
         text = turn.text  # the reply's, as ``_record`` kept it
+        turns = self.state.run.turns
+        if len(turns) > 1 and turns[-2].stop_reason == PAUSE_TURN:  # one answer (SPEC 24)
+            text = answer_text(turns, text)
         stop = self.session.safety.converge(self.state.run, text)
         if stop is not None:
             raise stop

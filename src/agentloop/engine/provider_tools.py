@@ -10,7 +10,10 @@
   reply's order, before its ``ModelResponded``; only for an agent that declared some.
 - ``continued``: ``stop_reason="pause_turn"`` (a long server-tool turn the provider paused) is no
   answer: the content goes back unchanged as the last assistant message and the engine asks again
-  (a continued turn, never a pause: ``run.paused`` stays False).
+  (a continued turn, never a pause: ``run.paused`` stays False). ``answer_text``: the reply
+  that answers continues the same assistant turn, so the run's output is the text of the turns
+  it continues and its own, as a UI streamed them (an A2A artifact, an MCP result, an eval read
+  ``run.output``: they do not lose what came before the pause).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ else:  # the event classes load when somebody first listens
 __all__ = [
     "PAUSE_TURN",
     "agent_provider_tools",
+    "answer_text",
     "continued",
     "emit_provider_events",
     "split_tools",
@@ -89,3 +93,12 @@ def emit_provider_events(emit: Callable[[ev.Event], None], run_id: str, turn: in
 def continued(response: ModelResponse) -> bool:
     """A reply the provider paused mid-turn: ask again with it as the last assistant message."""
     return response.stop_reason == PAUSE_TURN and not response.tool_calls
+
+
+def answer_text(turns: list[Any], text: str) -> str:
+    """``text`` (the answer's) after that of the provider-paused turns just before it."""
+    parts, index = [text], len(turns) - 2
+    while index >= 0 and turns[index].stop_reason == PAUSE_TURN:
+        parts.append(turns[index].text or "")
+        index -= 1
+    return "".join(reversed(parts))

@@ -57,6 +57,7 @@ def _reopen(
             "(only a run its process never finalized can be continued)"
         )
     run = runs[-1]
+    inside = _receiver(session, run)  # a crash inside a handoff receiver goes on in it (26)
     keep = len(history) - (len(run.messages) - stored.absorbed)
     session._history, session._runs = history[:keep], runs
     run.stop_reason, run.output, run.ended_at = None, None, None
@@ -70,6 +71,28 @@ def _reopen(
     state.turn_index = len(run.turns)
     if state.turn_index and state.settings.tool_choice_once:
         state.release_tool_choice()  # the run's first turn is behind it: no forcing again
+    if inside is not None:
+        from agentloop.engine.handoffs import resume_in
+
+        run.last_agent = inside
+        resume_in(session, state, {})
     state.complete_turn()
     session._bus.turn = state.turn_index
     return state
+
+
+def _receiver(session: Conversation[Any], run: Any) -> str | None:
+    """The handoff receiver the crashed run was in (None: the session's agent)."""
+    if not getattr(session.agent, "_handoffs", ()):
+        return None
+    from agentloop.engine.handoff_carry import crashed_in
+
+    name, filtered = crashed_in(session.agent, run)
+    if filtered:
+        raise InvalidInput(
+            f"run {run.id} crashed inside handoff receiver '{name}', reached through a handoff "
+            "with an input_filter: the receiver's filtered transcript is kept with a pause, "
+            "not a crash, and continuing would show it what the filter hid; it stays closed "
+            "as resuming closed it (its completed turns committed): run the request again"
+        )
+    return name

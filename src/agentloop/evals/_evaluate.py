@@ -78,6 +78,8 @@ async def evaluate(
 ) -> EvaluationReport:
     """``Dataset.evaluate``: every case ``repeat`` times, at most ``max_concurrency`` at once."""
     _check_options(task, max_concurrency, repeat)
+    if max_concurrency > 1 and len(dataset.cases) * repeat > 1:
+        _refuse_ordered_cassette(max_concurrency)
     gate = asyncio.Semaphore(max_concurrency)
     started = time.perf_counter()
 
@@ -89,6 +91,25 @@ async def evaluate(
     cases = list(await asyncio.gather(*work))
     title = name or dataset.name or _task_name(task)
     return EvaluationReport(title, cases, time.perf_counter() - started)
+
+
+def _refuse_ordered_cassette(max_concurrency: int) -> None:
+    """``ConfigurationError`` when an ordered cassette is around cases that run at once.
+
+    ``match="ordered"`` gives each request the next recorded exchange whatever case sent it:
+    cases running together would take each other's replies (and record them interleaved).
+    """
+    from agentloop.providers._tape import TAPE
+
+    cassette = getattr(TAPE.get(), "cassette", None)
+    if getattr(cassette, "match", None) == "ordered":
+        raise ConfigurationError(
+            f"a cassette with match='ordered' gives each request the next recorded exchange, "
+            f"so cases run {max_concurrency} at once would take each other's replies: "
+            "evaluate(..., max_concurrency=1) under it, or use match='strict' (each request "
+            "takes the exchange equal to it)",
+            field="max_concurrency",
+        )
 
 
 async def check(dataset: Dataset, task: Any, case: Case, **options: Any) -> ReportCase:

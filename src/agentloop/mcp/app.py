@@ -3,7 +3,11 @@
 Built on the official SDK's low-level ``mcp.server.lowlevel.Server``. The server lists one
 tool, ``name``, whose input is ``{"input": string}``; ``expose_tools=True`` adds the agent's
 own tools but those that need a decision (``requires_approval``/``external``) and the engine's
-that only work inside a run (a handoff's ``transfer_to_<name>``, memory's). One call::
+that only work inside a run (a handoff's ``transfer_to_<name>``, memory's). Its tool sources
+(MCP servers in ``tools=``) are listed before the tools are, so theirs are there from the first
+``tools/list``, not only after a first run. ``Agent(toolsets=...)`` (SPEC 22) is never exposed: a
+toolset resolves per run, by the run's context and deps, which a direct call has none of. One
+call::
 
     arguments     ``input`` a string, else isError with SPEC 3's validation text
     session       a fresh session of the agent (``deps(ctx)`` gives the run's deps)
@@ -174,6 +178,11 @@ class _AgentCalls:
         tools = [
             types.Tool(name=self.name, description=self.description, input_schema=_INPUT_SCHEMA)
         ]
+        if self.expose and self.agent._toolsets.toolsets:  # its tool sources' tools listed too
+            try:
+                await self.agent._toolsets.refresh(starting=True)
+            except AgentLoopError as exc:  # a source down: the agent's own tool stays listed
+                _log.warning("expose_tools: %s", redact_secrets(exc.message))
         for tool in self._exposed().values():
             schema = dict(tool.parameters)
             tools.append(
@@ -201,6 +210,11 @@ class _AgentCalls:
         return await _Call(self, ctx, self.agent.session(), deps).run(text)
 
     async def _tool(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        if self.expose and self.agent._toolsets.toolsets:
+            try:
+                await self.agent._toolsets.refresh(starting=True)
+            except AgentLoopError as exc:
+                return _error(redact_secrets(exc.message))
         tool = self._exposed().get(name)
         if tool is None:
             return _error(f"tool '{name}' is not available")

@@ -14,6 +14,7 @@ agent.addMessage({ id: "user-1", role: "user", content: text });
 const types = [];
 const calls = {};
 let outcome = null;
+let result = null;
 let error = null;
 try {
   await agent.runAgent(
@@ -36,6 +37,7 @@ try {
       },
       onRunFinishedEvent(params) {
         outcome = params.outcome ?? null;
+        result = params.result ?? params.event?.result ?? null;
       },
       onRunErrorEvent({ event }) {
         error = { message: event.message, code: event.code ?? null };
@@ -58,6 +60,7 @@ process.stdout.write(
     unfinished,
     reasoningFirst: reasoning.length > 0 && firstText >= 0 && Math.max(...reasoning) < firstText,
     outcome,
+    result,
     error,
     messages: agent.messages,
   }),

@@ -28,7 +28,13 @@ from typing import Any
 from agentloop.errors import ConfigurationError, InvalidInput
 from agentloop.pausing import Answer, Approve, Decision, Deny, PendingCall, check_decisions
 
-__all__ = ["decisions_from_form", "refuse_taken", "refuse_unrunnable", "with_deps"]
+__all__ = [
+    "already_decided",
+    "decisions_from_form",
+    "refuse_taken",
+    "refuse_unrunnable",
+    "with_deps",
+]
 
 
 def _one(fields: Mapping[str, Sequence[str]], name: str) -> str:
@@ -59,6 +65,20 @@ def decisions_from_form(
     return decisions
 
 
+def already_decided(run: Any) -> bool:
+    """Whether the run's last recorded decision set answers its pending calls.
+
+    A process continuing it recorded them before running any call (the store still says
+    paused until it ends), or a continue that stopped did: the page asks nothing, ``decide``
+    refuses, so a person's decision is never taken and then dropped.
+    """
+    if not run.decisions or not run.pending:
+        return False
+    last = run.decisions[-1]
+    recorded = last.get("decisions", {}) if isinstance(last, Mapping) else {}
+    return all(p.id in recorded for p in run.pending)
+
+
 async def refuse_unrunnable(
     continuer: object,
     pending: Sequence[PendingCall],
@@ -70,7 +90,7 @@ async def refuse_unrunnable(
     ``last_agent``: the run's; a handoff receiver's call is judged by the receiver (SPEC 26).
     """
     check = getattr(continuer, "check", None)
-    if getattr(continuer, "judges_receivers", False):  # agent_continuer's (no import: a circle)
+    if getattr(continuer, "judges_turn_agent", False):  # agent_continuer's (no import: a circle)
         await check(tuple(pending), decisions, last_agent)  # type: ignore[misc]
         return
     if check is not None:
@@ -81,8 +101,7 @@ def refuse_taken(run: Any, lease: tuple[str, float] | None) -> None:
     """``InvalidInput`` when another face decided ``run`` already or is continuing it now."""
     from agentloop.store._session import _gone
 
-    last = run.decisions[-1].get("decisions", {}) if run.decisions else {}
-    if run.pending and all(p.id in last for p in run.pending):
+    if already_decided(run):
         raise InvalidInput(
             f"run {run.id} is being continued elsewhere: its pending calls were already decided "
             "(by another page, the CLI or the API); this decision changes nothing. If that "

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentloop.run import error_to_dict
 from agentloop.ui.viewer._chart import TurnPoint, chart
+from agentloop.ui.viewer._decide import already_decided
 from agentloop.ui.viewer._html import attr, json_text, run_cost, seconds, text, tokens, when
 from agentloop.ui.viewer._records import (
     Unreadable,
@@ -195,6 +196,8 @@ def _decision_fields(pending: PendingCall) -> str:
 def _pending_html(run: Run, allow_decisions: bool) -> str:
     if not run.pending:
         return ""
+    decided = already_decided(run)
+    allow_decisions = allow_decisions and not decided
     items = []
     for pending in run.pending:
         asked = f'<p class="ask">{text(pending.message)}</p>' if pending.message else ""
@@ -212,6 +215,12 @@ def _pending_html(run: Run, allow_decisions: bool) -> str:
         listing = (
             f'<form method="post" action="/runs/{attr(run.id)}/decide" id="decisions">'
             f'{listing}<button type="submit">Send decisions</button></form>'
+        )
+    elif decided:
+        listing += (
+            '<p class="note" id="decided-elsewhere">decided (see decisions): a process is '
+            "continuing the run, or its continue stopped (<code>agentloop continue "
+            f"{text(run.id)}</code> finishes it with these decisions)</p>"
         )
     else:
         listing += '<p class="note">read-only: start with --allow-decisions to decide here</p>'

@@ -36,7 +36,7 @@ class AgentContinuer:
     ``deps`` is a value or a factory ``(run) -> deps``, given to ``continue_run(deps=...)``.
     """
 
-    judges_receivers = True
+    judges_turn_agent = True
     """Its ``check`` takes the run's ``last_agent`` (a handoff receiver's calls, SPEC 26)."""
 
     def __init__(self, agent: Agent[Any], *, deps: Any = None) -> None:
