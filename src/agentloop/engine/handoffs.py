@@ -325,7 +325,10 @@ def view_ended(session: Any, state: RunState) -> None:
 
     The receiver's messages stay in the session's history, but their thinking, bound to that
     other conversation, is left out: the session's later requests send them after another
-    prefix, where the provider would refuse it. The store rewrites the history.
+    prefix, where the provider would refuse it. The store rewrites the history. That
+    conversation's entries were its view's (``View.entries``), never the history's; a system
+    entry found there all the same (a pause stored before they were) goes too: it changed
+    another base than the session's.
     """
     from agentloop.engine.appendonly import without_thinking
 
@@ -333,7 +336,7 @@ def view_ended(session: Any, state: RunState) -> None:
     assert view is not None
     at = view.first  # from the first filtered handoff on, whatever a compaction did since
     after = history[at:]
-    kept = [m for m in map(without_thinking, after) if m is not None]
+    kept = [m for m in map(without_thinking, after) if m is not None and m.role != "system"]
     if len(kept) == len(after) and all(a is b for a, b in zip(kept, after, strict=True)):
         return
     history[at:] = kept
