@@ -19,6 +19,7 @@ import pydantic_core
 from typing_extensions import TypeVar
 
 from agentloop._error_records import error_from_dict, error_to_dict, message_from_dict, stored_error
+from agentloop._util.chain import Link, items
 from agentloop._util.peers import RUN_WORDS, no_attribute
 from agentloop._util.records import as_object as _object
 from agentloop._util.records import at_path as _at
@@ -159,8 +160,20 @@ class Turn:
         return _turn(data, "")
 
 
+class _Kept:
+    """A run's one slot that is no field: its conversation's link (``agentloop._util.chain``).
+
+    A run's end keeps the session's history there as a link shared with the runs before it
+    (``agentloop.engine.kept``) and leaves ``conversation`` unset: its first read makes the list.
+    """
+
+    __slots__ = ("_link",)
+
+    _link: Link | None
+
+
 @record(frozen=False, eq=False)
-class Run(Generic[OutputT]):
+class Run(_Kept, Generic[OutputT]):
     """One call of ``agent.run()``: its input, output, turns, messages and how it ended.
 
     ``output`` is the final answer: an instance of the agent's ``output_type`` for a typed agent,
@@ -182,7 +195,9 @@ class Run(Generic[OutputT]):
     """The session (conversation) the run belongs to."""
     conversation: list[Message] = field(default_factory=list, repr=False)
     """The committed, compacted transcript after the run (seed history included): what to pass
-    as ``history=`` next time. Kept in memory only; ``messages`` is the stored audit trail."""
+    as ``history=`` next time. Kept in memory only; ``messages`` is the stored audit trail.
+    Later runs and edits of the session's history leave it as it was; a session's runs share
+    what their conversations have in common, made a list at its first read."""
     pending: tuple[PendingCall, ...] = ()
     """The calls a paused run waits on (SPEC 17); empty for a run that is not paused."""
     decisions: list[dict[str, Any]] = field(default_factory=list, repr=False)
@@ -213,12 +228,17 @@ class Run(Generic[OutputT]):
 
             A run the engine starts (``started_run``) leaves ``_LATE`` unset: most runs never
             read them before their end replaces them, and an empty list less is one object less
-            for the collector per run in flight. A peer's word is SPEC 21's hint.
+            for the collector per run in flight; its end leaves ``conversation`` unset too, and
+            its link (``_Kept``) makes it at the first read. A peer's word is SPEC 21's hint.
             """
             if name in _LATE:
                 made: list[Any] = []
+                if name == "conversation" and (link := self._link) is not None:
+                    made = items(link)  # the history at the run's end, a list of its own
                 object.__setattr__(self, name, made)
                 return made
+            if name == "_link":  # a run built by hand keeps its conversation as given
+                return None
             public = [n for n in dir(type(self)) if not n.startswith("_")]
             raise no_attribute(self, name, public, RUN_WORDS)
 
@@ -359,6 +379,7 @@ def started_run(run_id: str, input: RunInput, started_at: float, session_id: str
     run.started_at = started_at
     run.ended_at = None
     run.session_id = session_id
+    run._link = None
     run.pending = ()
     run.parent = None
     run.paused_turn = None

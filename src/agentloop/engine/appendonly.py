@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentloop._tool_parts import apply_changes, spec_key
+from agentloop.engine.kept import edited
 from agentloop.messages import Message, TextPart, ThinkingPart, ToolChangePart
 from agentloop.model import ToolSpec, compacts_on_server
 
@@ -122,6 +123,7 @@ class AppendOnly:
         base = base_message(state.system, state.offer.specs)
         kept = [m for m in map(without_thinking, history) if m is not None]
         history[:] = [base, *kept]
+        edited(session, 0)  # earlier runs' conversations stay as they were (engine.kept)
         state.transcript = [*history, *state.transcript[state.base :]]
         state.base = state.boundary = len(history)
         session._measured = state.measured = None

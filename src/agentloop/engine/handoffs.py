@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
 from agentloop.engine.instructions import evaluate
+from agentloop.engine.kept import edited
 from agentloop.engine.views import View, measure, restored, stored
 from agentloop.errors import ConfigurationError, HandoffLimitExceeded, ToolError
 from agentloop.handoffs import Handoff, handoff_name
@@ -340,5 +341,6 @@ def view_ended(session: Any, state: RunState) -> None:
     if len(kept) == len(after) and all(a is b for a, b in zip(kept, after, strict=True)):
         return
     history[at:] = kept
+    edited(session, at)  # a paused run's conversation kept before stays as it was (engine.kept)
     if session._recorder is not None:
         session._recorder.rewrite_history()
