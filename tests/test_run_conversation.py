@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import pickle
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
@@ -26,6 +27,7 @@ from agentloop.handoffs import remove_tool_calls
 from agentloop.messages import Message, TextPart, ThinkingPart, ToolCallPart
 from agentloop.model import ModelResponse
 from agentloop.run import Run, started_run
+from agentloop.store import SQLiteStore
 from agentloop.testing import ScriptedModel, call, reply
 
 
@@ -256,3 +258,15 @@ async def test_a_paused_run_read_at_its_pause_reads_its_end_after_it_goes_on() -
     done = await session.continue_run(decisions={"e1": Approve()})
     assert done is paused
     assert done.conversation == session.history and len(done.conversation) == 4
+
+
+async def test_a_run_continued_from_the_store_reads_its_end(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "runs.db")
+    steps = [call("erase", {"q": "a"}, id="e1"), reply("erased")]
+    first = Agent(ScriptedModel(steps[:1]), tools=[erase], store=store, session_id="s1")
+    paused = await first.run("erase a")
+    assert paused.paused
+    later = Agent(ScriptedModel(steps[1:]), tools=[erase], store=store).session("s1")
+    done = await later.continue_run(decisions={"e1": Approve()})  # a run rebuilt from its record
+    assert done.output == "erased"
+    assert done.conversation == later.history and len(done.conversation) == 4

@@ -237,8 +237,8 @@ class Run(_Kept, Generic[OutputT]):
                     made = items(link)  # the history at the run's end, a list of its own
                 object.__setattr__(self, name, made)
                 return made
-            if name == "_link":  # a run built by hand keeps its conversation as given
-                return None
+            if name == "_link":  # a run built by hand: its conversation is a field it was given
+                return ()  # (not None: a run's end replaces that field with its link)
             public = [n for n in dir(type(self)) if not n.startswith("_")]
             raise no_attribute(self, name, public, RUN_WORDS)
 

@@ -62,8 +62,8 @@ def closed(loop: Any, error: AgentLoopError | None) -> None:
         link = tuple(history)  # a chain's first link: its messages alone (_util.chain)
         session._linked = history
     session._link = link
-    if run._link is not None:  # it ended before (a pause): a list made since is stale
-        reread(run)
+    if run._link is not None:  # it ended before (a pause), or was built from a record
+        reread(run)  # (Run.from_dict): the list it holds is not this end's
     run._link = link  # the list is made at the first read of run.conversation
     if session._recorder is not None:
         session.persistence_error = session._recorder.finished(run, history)

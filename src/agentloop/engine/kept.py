@@ -28,7 +28,7 @@ __all__ = ["edited", "reread"]
 
 
 def reread(run: Any) -> None:
-    """A run that ended before (a pause) ends again: what its conversation was made of goes."""
+    """A run that ended before (a pause) or came from a record ends: its old list goes."""
     try:
         del run.conversation
     except AttributeError:  # never read since
