@@ -164,12 +164,13 @@ class _Kept:
     """A run's one slot that is no field: its conversation's link (``agentloop._util.chain``).
 
     A run's end keeps the session's history there as a link shared with the runs before it
-    (``agentloop.engine.kept``) and leaves ``conversation`` unset: its first read makes the list.
+    (``agentloop.engine.kept``); ``conversation`` is never set on such a run: its first read
+    makes the list and keeps it here, in the link's place.
     """
 
     __slots__ = ("_link",)
 
-    _link: Link | None
+    _link: Link | list[Message] | None
 
 
 @record(frozen=False, eq=False)
@@ -228,17 +229,21 @@ class Run(_Kept, Generic[OutputT]):
 
             A run the engine starts (``started_run``) leaves ``_LATE`` unset: most runs never
             read them before their end replaces them, and an empty list less is one object less
-            for the collector per run in flight; its end leaves ``conversation`` unset too, and
-            its link (``_Kept``) makes it at the first read. A peer's word is SPEC 21's hint.
+            for the collector per run in flight. ``conversation`` stays unset: the run's end
+            keeps a link (``_Kept``), made a list at the first read and kept in its place, so a
+            later end (a paused run's) replaces it. A peer's word is SPEC 21's hint.
             """
+            if name == "conversation":  # kept by the run's end as a link: a list made once
+                link = self._link
+                if type(link) is not list:
+                    link = self._link = [] if link is None else items(link)
+                return link
             if name in _LATE:
                 made: list[Any] = []
-                if name == "conversation" and (link := self._link) is not None:
-                    made = items(link)  # the history at the run's end, a list of its own
                 object.__setattr__(self, name, made)
                 return made
-            if name == "_link":  # a run built by hand: its conversation is a field it was given
-                return ()  # (not None: a run's end replaces that field with its link)
+            if name == "_link":  # no end kept a link yet (a run started or read from a record)
+                return None
             public = [n for n in dir(type(self)) if not n.startswith("_")]
             raise no_attribute(self, name, public, RUN_WORDS)
 
@@ -324,7 +329,7 @@ class Run(_Kept, Generic[OutputT]):
         """
         data = _object(data, "")
         stop = _field(data, "stop_reason", "", "object", default=None)
-        return Run(
+        run = Run(
             id=_field(data, "id", "", "str"),
             input=_input(data.get("input"), "input"),
             output=data.get("output"),  # the JSON form of a typed output: any JSON value
@@ -349,6 +354,8 @@ class Run(_Kept, Generic[OutputT]):
             ),
             waiting=BatchWait.from_dict(data["waiting"]) if data.get("waiting") else None,
         )
+        del run.conversation  # not stored: [] until a run's end here keeps its link (_Kept)
+        return run
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Run):
@@ -379,7 +386,6 @@ def started_run(run_id: str, input: RunInput, started_at: float, session_id: str
     run.started_at = started_at
     run.ended_at = None
     run.session_id = session_id
-    run._link = None
     run.pending = ()
     run.parent = None
     run.paused_turn = None

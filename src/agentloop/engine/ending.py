@@ -18,7 +18,6 @@ from agentloop._util.chain import grown
 from agentloop._util.lazy import lazy_module
 from agentloop.engine.commit import commit_run
 from agentloop.engine.frames import keep_frames
-from agentloop.engine.kept import reread
 from agentloop.errors import AgentLoopError
 from agentloop.hooks import Hook, overrides
 
@@ -61,10 +60,7 @@ def closed(loop: Any, error: AgentLoopError | None) -> None:
     else:  # a new chain: the session's first run end, or another list
         link = tuple(history)  # a chain's first link: its messages alone (_util.chain)
         session._linked = history
-    session._link = link
-    if run._link is not None:  # it ended before (a pause), or was built from a record
-        reread(run)  # (Run.from_dict): the list it holds is not this end's
-    run._link = link  # the list is made at the first read of run.conversation
+    session._link = run._link = link  # run.conversation: a list made at its first read
     if session._recorder is not None:
         session.persistence_error = session._recorder.finished(run, history)
     session.safety.end_run()

@@ -5,9 +5,10 @@ a session of N runs hold N growing lists (7.9 MiB of lists after 1,000 runs of t
 each). Each run's end (``engine.ending.closed``) now keeps a link (``agentloop._util.chain``):
 the messages committed since the session's previous link, and that link. The session holds its
 latest link (``_link``) and the history list it was taken of (``_linked``); the run holds the
-link (``Run._link``) and leaves ``conversation`` unset until its first read, which makes the
-list. So a run's end costs what it committed, and every past run still reads as its own
-conversation, whatever the history became since.
+link (``Run._link``) and its ``conversation`` stays unset: its first read makes the list and
+keeps it in the link's place (a paused run's later end replaces it). So a run's end costs what
+it committed, and every past run still reads as its own conversation, whatever the history
+became since.
 
 That rests on one rule: **the session's history list only grows at its end.** A step that
 changes what it holds otherwise either makes it a new list (compaction, a store reload, a
@@ -24,15 +25,7 @@ from typing import Any
 
 from agentloop._util.chain import back_to
 
-__all__ = ["edited", "reread"]
-
-
-def reread(run: Any) -> None:
-    """A run that ended before (a pause) or came from a record ends: its old list goes."""
-    try:
-        del run.conversation
-    except AttributeError:  # never read since
-        pass
+__all__ = ["edited"]
 
 
 def edited(session: Any, index: int) -> None:
