@@ -19,6 +19,7 @@ import pydantic_core
 from typing_extensions import TypeVar
 
 from agentloop._error_records import error_from_dict, error_to_dict, message_from_dict, stored_error
+from agentloop._util.chain import Link, items
 from agentloop._util.peers import RUN_WORDS, no_attribute
 from agentloop._util.records import as_object as _object
 from agentloop._util.records import at_path as _at
@@ -159,8 +160,21 @@ class Turn:
         return _turn(data, "")
 
 
+class _Kept:
+    """A run's one slot that is no field: its conversation's link (``agentloop._util.chain``).
+
+    A run's end keeps the session's history there as a link shared with the runs before it
+    (``agentloop.engine.kept``); ``conversation`` is never set on such a run: its first read
+    makes the list and keeps it here, in the link's place.
+    """
+
+    __slots__ = ("_link",)
+
+    _link: Link | list[Message] | None
+
+
 @record(frozen=False, eq=False)
-class Run(Generic[OutputT]):
+class Run(_Kept, Generic[OutputT]):
     """One call of ``agent.run()``: its input, output, turns, messages and how it ended.
 
     ``output`` is the final answer: an instance of the agent's ``output_type`` for a typed agent,
@@ -182,7 +196,9 @@ class Run(Generic[OutputT]):
     """The session (conversation) the run belongs to."""
     conversation: list[Message] = field(default_factory=list, repr=False)
     """The committed, compacted transcript after the run (seed history included): what to pass
-    as ``history=`` next time. Kept in memory only; ``messages`` is the stored audit trail."""
+    as ``history=`` next time. Kept in memory only; ``messages`` is the stored audit trail.
+    Later runs and edits of the session's history leave it as it was; a session's runs share
+    what their conversations have in common, made a list at its first read."""
     pending: tuple[PendingCall, ...] = ()
     """The calls a paused run waits on (SPEC 17); empty for a run that is not paused."""
     decisions: list[dict[str, Any]] = field(default_factory=list, repr=False)
@@ -213,12 +229,21 @@ class Run(Generic[OutputT]):
 
             A run the engine starts (``started_run``) leaves ``_LATE`` unset: most runs never
             read them before their end replaces them, and an empty list less is one object less
-            for the collector per run in flight. A peer's word is SPEC 21's hint.
+            for the collector per run in flight. ``conversation`` stays unset: the run's end
+            keeps a link (``_Kept``), made a list at the first read and kept in its place, so a
+            later end (a paused run's) replaces it. A peer's word is SPEC 21's hint.
             """
+            if name == "conversation":  # kept by the run's end as a link: a list made once
+                link = self._link
+                if type(link) is not list:
+                    link = self._link = [] if link is None else items(link)
+                return link
             if name in _LATE:
                 made: list[Any] = []
                 object.__setattr__(self, name, made)
                 return made
+            if name == "_link":  # no end kept a link yet (a run started or read from a record)
+                return None
             public = [n for n in dir(type(self)) if not n.startswith("_")]
             raise no_attribute(self, name, public, RUN_WORDS)
 
@@ -304,7 +329,7 @@ class Run(Generic[OutputT]):
         """
         data = _object(data, "")
         stop = _field(data, "stop_reason", "", "object", default=None)
-        return Run(
+        run = Run(
             id=_field(data, "id", "", "str"),
             input=_input(data.get("input"), "input"),
             output=data.get("output"),  # the JSON form of a typed output: any JSON value
@@ -329,6 +354,8 @@ class Run(Generic[OutputT]):
             ),
             waiting=BatchWait.from_dict(data["waiting"]) if data.get("waiting") else None,
         )
+        del run.conversation  # not stored: [] until a run's end here keeps its link (_Kept)
+        return run
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Run):

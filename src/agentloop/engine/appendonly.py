@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentloop._tool_parts import apply_changes, spec_key
+from agentloop.engine.kept import edited
 from agentloop.messages import Message, TextPart, ThinkingPart, ToolChangePart
 from agentloop.model import ToolSpec, compacts_on_server
 
@@ -109,7 +110,7 @@ class AppendOnly:
         if history and is_base(history[0]):
             self._read(state.transcript)  # a continued run's own entries count too
             if self.sub is not None:  # a paused filtered handoff's own conversation goes on
-                self._go_on(*self.sub, state.transcript[state.shown.since :])
+                self._go_on(*self.sub, state.sent())  # its entries are the view's (engine.views)
         else:
             self._new(session, state)
         if self.recall:  # SPEC 27: this run's recall joins the instructions after the base
@@ -122,6 +123,7 @@ class AppendOnly:
         base = base_message(state.system, state.offer.specs)
         kept = [m for m in map(without_thinking, history) if m is not None]
         history[:] = [base, *kept]
+        edited(session, 0)  # earlier runs' conversations stay as they were (engine.kept)
         state.transcript = [*history, *state.transcript[state.base :]]
         state.base = state.boundary = len(history)
         session._measured = state.measured = None
@@ -193,14 +195,20 @@ class AppendOnly:
         """The per-call step: append what changed since the last call as system entries.
 
         The first request of a conversation a filtered handoff opened builds its base's tools
-        from what it offers (not an entry): only later changes are appended.
+        from what it offers (not an entry): only later changes are appended, and to its view
+        (``View.record``), never to the transcript: they are changes against the view's base,
+        not the session's, so the session's history must not hold them (SPEC 26, 28).
         """
         if self.opening:
             self.opening = False
             self.base_tools = self.tools = tuple(state.offer.specs)
             self.measure(state)
+        view = state.shown
         for entry in self.changes(state.system, state.offer.specs):
-            state.append(entry)
+            if view is None:
+                state.append(entry)
+            else:
+                view.record(state, entry)
 
     def changes(self, text: str | None, tools: Sequence[ToolSpec]) -> list[Message]:
         """The entries that take the conversation from what is in effect to ``text``/``tools``.

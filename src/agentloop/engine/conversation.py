@@ -91,6 +91,10 @@ class Conversation(Generic[OutputT]):
         (a resumed session knows it from its stored runs)."""
         self._measured: Measured | None = None
         """What the last run that committed everything measured of the history (``Measured``)."""
+        self._link: tuple[Any, ...] | None = None
+        """The history's link at the last run's end, which ``run.conversation`` shares, and the
+        list it was taken of (``agentloop.engine.kept``)."""
+        self._linked: list[Message] | None = None
         self._wire_recorder()
 
     def __repr__(self) -> str:

@@ -14,6 +14,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
+from agentloop._util.chain import grown
 from agentloop._util.lazy import lazy_module
 from agentloop.engine.commit import commit_run
 from agentloop.engine.frames import keep_frames
@@ -54,7 +55,13 @@ def closed(loop: Any, error: AgentLoopError | None) -> None:
     """The run's conversation, its store record, the safety state's end, the error's summary."""
     session, run = loop.session, loop.state.run
     history = session._history
-    run.conversation = list(history)
+    link = session._link  # the conversation, shared with the runs before it (engine.kept)
+    if link is not None and session._linked is history:
+        link = grown(link, history)
+    else:  # a new chain: the session's first run end, or another list
+        link = tuple(history)  # a chain's first link: its messages alone (_util.chain)
+        session._linked = history
+    session._link = run._link = link  # run.conversation: a list made at its first read
     if session._recorder is not None:
         session.persistence_error = session._recorder.finished(run, history)
     session.safety.end_run()

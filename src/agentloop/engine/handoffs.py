@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from agentloop import events as ev
 from agentloop.engine.handoff_carry import check_receivers, ruling, viewed
 from agentloop.engine.instructions import evaluate
+from agentloop.engine.kept import edited
 from agentloop.engine.views import View, measure, restored, stored
 from agentloop.errors import ConfigurationError, HandoffLimitExceeded, ToolError
 from agentloop.handoffs import Handoff, handoff_name
@@ -332,7 +333,10 @@ def view_ended(session: Any, state: RunState) -> None:
 
     The receiver's messages stay in the session's history, but their thinking, bound to that
     other conversation, is left out: the session's later requests send them after another
-    prefix, where the provider would refuse it. The store rewrites the history.
+    prefix, where the provider would refuse it. The store rewrites the history. That
+    conversation's entries were its view's (``View.entries``), never the history's; a system
+    entry found there all the same (a pause stored before they were) goes too: it changed
+    another base than the session's.
     """
     from agentloop.engine.appendonly import without_thinking
 
@@ -340,9 +344,10 @@ def view_ended(session: Any, state: RunState) -> None:
     assert view is not None
     at = view.first  # from the first filtered handoff on, whatever a compaction did since
     after = history[at:]
-    kept = [m for m in map(without_thinking, after) if m is not None]
+    kept = [m for m in map(without_thinking, after) if m is not None and m.role != "system"]
     if len(kept) == len(after) and all(a is b for a, b in zip(kept, after, strict=True)):
         return
     history[at:] = kept
+    edited(session, at)  # a paused run's conversation kept before stays as it was (engine.kept)
     if session._recorder is not None:
         session._recorder.rewrite_history()
