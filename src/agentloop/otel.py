@@ -39,16 +39,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-import pydantic_core
-
 from agentloop import events as ev
 from agentloop._otel_events import ERROR_TYPE, SPAN_EVENTS, error_attributes
+from agentloop._otel_shapes import jsonable, message, message_of, text, usage_attributes
 from agentloop.errors import Cancelled
-from agentloop.messages import Message, TextPart, ToolCallPart, Usage, input_text
+from agentloop.messages import input_text
 from agentloop.observers import Observer
 from agentloop.safety.redact import redact_secrets
 from agentloop.transcript import INTERRUPTED_TEXT
@@ -74,12 +73,6 @@ PROVIDER = "gen_ai.provider.name"
 REQUEST_MODEL = "gen_ai.request.model"
 INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
-INPUT_TOKENS = "gen_ai.usage.input_tokens"
-OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
-CACHE_READ_TOKENS = "gen_ai.usage.cache_read.input_tokens"
-CACHE_WRITE_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
-REASONING_TOKENS = "gen_ai.usage.reasoning.output_tokens"
-"""Output tokens spent reasoning (part of ``gen_ai.usage.output_tokens``; no text kept)."""
 CHANNEL = "agentloop.error.channel"
 ROOT_AGENT = "agentloop"
 _STOPPED_KEPT = 4096
@@ -152,8 +145,8 @@ class OtelObserver(Observer):
 
     def _content(self, value: Any) -> str:
         """``value`` as redacted text (JSON unless it is a string)."""
-        text = value if isinstance(value, str) else json.dumps(value, default=_jsonable)
-        return redact_secrets(text)
+        shown = value if isinstance(value, str) else json.dumps(value, default=jsonable)
+        return redact_secrets(shown)
 
     def _run_started(self, event: ev.RunStarted) -> None:
         if event.run_id in self._runs:
@@ -162,7 +155,7 @@ class OtelObserver(Observer):
         attributes: Attributes = {}
         if self.capture_content:
             attributes[INPUT_MESSAGES] = self._content(
-                [_message("user", [_text(input_text(event.run.input))])]
+                [message("user", [text(input_text(event.run.input))])]
             )
         continued = _continued(event.run)
         if continued:
@@ -266,13 +259,13 @@ class OtelObserver(Observer):
         if span is None:
             return
         response = event.response
-        attributes = _usage(response.usage)
+        attributes = usage_attributes(response.usage)
         if response.model:
             attributes["gen_ai.response.model"] = response.model
         if response.stop_reason:
             attributes["gen_ai.response.finish_reasons"] = [response.stop_reason]
         if self.capture_content:
-            output = _message_of(response.message, response.stop_reason)
+            output = message_of(response.message, response.stop_reason)
             attributes[OUTPUT_MESSAGES] = self._content([output])
         span.set_attributes(attributes)
         span.end()
@@ -381,11 +374,11 @@ class OtelObserver(Observer):
                     self._record_error(span, error)
                 span.end()
         root = spans.root
-        root.set_attributes({**_usage(run.usage), "agentloop.turns": len(run.turns)})
+        root.set_attributes({**usage_attributes(run.usage), "agentloop.turns": len(run.turns)})
         if error is not None:
             self._record_error(root, error)
         elif self.capture_content and run.output is not None:
-            output = _message("assistant", [_text(self._content(run.output))])
+            output = message("assistant", [text(self._content(run.output))])
             root.set_attribute(OUTPUT_MESSAGES, self._content([output]))
         root.end()
 
@@ -424,42 +417,3 @@ def _continued(run: Run[Any]) -> bool:
 def _end(span: Span | None) -> None:
     if span is not None:
         span.end()
-
-
-def _text(content: str) -> dict[str, Any]:
-    return {"type": "text", "content": content}
-
-
-def _usage(usage: Usage) -> Attributes:
-    """Token counts by the GenAI conventions (input includes the cached counts, sent if any)."""
-    attributes: Attributes = {INPUT_TOKENS: usage.input_tokens, OUTPUT_TOKENS: usage.output_tokens}
-    if usage.cache_read_tokens:
-        attributes[CACHE_READ_TOKENS] = usage.cache_read_tokens
-    if usage.cache_write_tokens:
-        attributes[CACHE_WRITE_TOKENS] = usage.cache_write_tokens
-    if usage.reasoning_tokens:
-        attributes[REASONING_TOKENS] = usage.reasoning_tokens
-    return attributes
-
-
-def _message(role: str, parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    return {"role": role, "parts": list(parts)}
-
-
-def _message_of(message: Message, finish_reason: str | None) -> dict[str, Any]:
-    """A reply in the GenAI conventions' message shape (text and tool-call parts)."""
-    parts: list[dict[str, Any]] = []
-    for part in message.parts:
-        if isinstance(part, TextPart):
-            parts.append(_text(part.text))
-        elif isinstance(part, ToolCallPart):
-            call = {"id": part.id, "name": part.name, "arguments": dict(part.arguments)}
-            parts.append({"type": "tool_call", **call})
-    shaped = _message(message.role, parts)
-    if finish_reason:
-        shaped["finish_reason"] = finish_reason
-    return shaped
-
-
-def _jsonable(value: Any) -> Any:
-    return pydantic_core.to_jsonable_python(value, fallback=str)
