@@ -27,6 +27,10 @@ the same ``agentloop.run_id`` (``agentloop.run.continued``), an ``agentloop.deci
 decided call (its id, tool and the decision's kind) and the paused turn reopened under it. A paused
 or waiting run ended by ``cancel_run`` is a run span of its own with the same ``agentloop.run_id``
 (``agentloop.run.continued`` and ``agentloop.run.cancelled``), marked with ``Cancelled``.
+A batch run's wait marks its span ``agentloop.run.waiting`` (the batch ids); each poll is a new
+run span, continued. A continuation this observer saw stop links to the span that stopped; every
+run span carries ``gen_ai.conversation.id`` (the session). A handoff's receiver names itself
+(``gen_ai.agent.name``) on the turn, chat and tool spans it rules.
 
 Privacy: no message text, tool argument, tool result, error message, guardrail reason or loop
 pattern (it quotes arguments) reaches a span unless ``capture_content=True``; with it, the GenAI
@@ -59,7 +63,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("agentloop.otel needs OpenTelemetry: pip install 'agentloop[otel]'") from exc
 
 if TYPE_CHECKING:
-    from opentelemetry.trace import Span, Tracer
+    from opentelemetry.trace import Span, SpanContext, Tracer
     from opentelemetry.util.types import AttributeValue
 
     from agentloop.run import Run
@@ -74,11 +78,21 @@ REQUEST_MODEL = "gen_ai.request.model"
 INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
 CHANNEL = "agentloop.error.channel"
+AGENT = "gen_ai.agent.name"
+CONVERSATION = "gen_ai.conversation.id"
 ROOT_AGENT = "agentloop"
 _STOPPED_KEPT = 4096
 """How many paused or waiting runs (their paths) are remembered for a later ``cancel_run``."""
 SOFT_ERROR_TYPE = "tool_error"
 """``error.type`` of a soft tool error: the result carries no class, only the text."""
+
+
+@dataclass(slots=True, frozen=True)
+class _Stopped:
+    """A paused or waiting run this observer saw end: where its span was, and the span."""
+
+    path: tuple[str, ...]
+    span: SpanContext
 
 
 @dataclass(slots=True, eq=False)
@@ -116,7 +130,7 @@ class OtelObserver(Observer):
         self.tracer = tracer if tracer is not None else trace.get_tracer("agentloop")
         self.capture_content = capture_content
         self._runs: dict[str, _RunSpans] = {}
-        self._stopped: dict[str, tuple[str, ...]] = {}  # paused/waiting runs' paths, oldest first
+        self._stopped: dict[str, _Stopped] = {}  # paused/waiting runs, oldest first
 
     def on_event(self, event: ev.Event) -> None:
         """Open, annotate or close the spans ``event`` concerns."""
@@ -151,32 +165,43 @@ class OtelObserver(Observer):
     def _run_started(self, event: ev.RunStarted) -> None:
         if event.run_id in self._runs:
             return
-        self._stopped.pop(event.run_id, None)  # continued: no cancel_run ends it from the pause
+        stopped = self._stopped.pop(event.run_id, None)  # continued: no cancel_run ends it now
         attributes: Attributes = {}
         if self.capture_content:
             attributes[INPUT_MESSAGES] = self._content(
                 [message("user", [text(input_text(event.run.input))])]
             )
-        continued = _continued(event.run)
-        if continued:
+        if event.session_id:
+            attributes[CONVERSATION] = event.session_id
+        decided = _continued(event.run)
+        if decided or stopped is not None:  # a decision's or a batch poll's continuation
             attributes["agentloop.run.continued"] = True
-        spans = self._open_run(event.run_id, event.path, attributes)
-        if continued:
+        spans = self._open_run(event.run_id, event.path, attributes, stopped)
+        if decided:
             self._decided(event.run, spans)
 
-    def _open_run(self, run_id: str, path: tuple[str, ...], attributes: Attributes) -> _RunSpans:
-        """The run span (``invoke_agent``) of the run at ``path``, under its adopting tool's."""
+    def _open_run(
+        self, run_id: str, path: tuple[str, ...], attributes: Attributes, stopped: _Stopped | None
+    ) -> _RunSpans:
+        """The run span (``invoke_agent``) of the run at ``path``, under its adopting tool's.
+
+        A run this observer saw pause or wait links to the span that ended there (``stopped``).
+        """
         name = path[-1] if path else ROOT_AGENT
         attributes = {
             OPERATION: "invoke_agent",
-            "gen_ai.agent.name": name,
+            AGENT: name,
             "agentloop.run_id": run_id,
             **attributes,
         }
         if path:
             attributes["agentloop.agent.path"] = list(path)
         parent = self._adopting_tool(path)
-        root = self._start(f"invoke_agent {name}", parent, attributes, SpanKind.INTERNAL)
+        context = trace.set_span_in_context(parent) if parent is not None else None
+        links = [trace.Link(stopped.span)] if stopped is not None else None
+        root = self.tracer.start_span(
+            f"invoke_agent {name}", context, SpanKind.INTERNAL, attributes, links
+        )
         spans = self._runs[run_id] = _RunSpans(root, path)
         return spans
 
@@ -190,11 +215,14 @@ class OtelObserver(Observer):
         """
         if not isinstance(event.run.stop_reason, Cancelled):  # a pause's end, delivered again
             return
-        path = self._stopped.pop(event.run_id, None)
-        if path is None:
+        stopped = self._stopped.pop(event.run_id, None)
+        if stopped is None:
             return
         marks: Attributes = {"agentloop.run.continued": True, "agentloop.run.cancelled": True}
-        self._run_finished(event, self._open_run(event.run_id, path, marks))
+        if event.session_id:
+            marks[CONVERSATION] = event.session_id
+        spans = self._open_run(event.run_id, stopped.path, marks, stopped)
+        self._run_finished(event, spans)
 
     def _decided(self, run: Run[Any], spans: _RunSpans) -> None:
         """A continued run: one event per decision just applied, and the paused turn reopened.
@@ -213,6 +241,8 @@ class OtelObserver(Observer):
                 attributes["gen_ai.tool.name"] = names[call_id]
             spans.root.add_event("agentloop.decision", attributes)
         index: Attributes = {"agentloop.turn.index": turn.index, "agentloop.turn.continued": True}
+        if turn.agent is not None:  # paused inside a handoff's receiver (SPEC 26)
+            index[AGENT] = turn.agent
         spans.turn = self._start("agentloop.turn", spans.root, index, SpanKind.INTERNAL)
         spans.turn_index = turn.index
 
@@ -243,6 +273,8 @@ class OtelObserver(Observer):
         if spans.turn is None or spans.turn_index != event.turn:
             _end(spans.turn)
             attributes: Attributes = {"agentloop.turn.index": event.turn}
+            if event.agent is not None:  # a handoff's receiver rules this turn (SPEC 26)
+                attributes[AGENT] = event.agent
             spans.turn = self._start("agentloop.turn", spans.root, attributes, SpanKind.INTERNAL)
             spans.turn_index = event.turn
         model: Attributes = {}
@@ -252,6 +284,8 @@ class OtelObserver(Observer):
             model[PROVIDER] = event.provider
         spans.root.set_attributes(model)
         name, spans.waited = (f"chat {event.model}" if event.model else "chat"), 0.0
+        if event.agent is not None:
+            model[AGENT] = event.agent
         spans.chat = self._start(name, spans.turn, {OPERATION: "chat", **model}, SpanKind.CLIENT)
 
     def _model_responded(self, event: ev.ModelResponded, spans: _RunSpans) -> None:
@@ -283,6 +317,8 @@ class OtelObserver(Observer):
             "gen_ai.tool.type": "function",
             "agentloop.tool.attempt": event.attempt,
         }
+        if event.agent is not None:
+            attributes[AGENT] = event.agent
         if self.capture_content:
             attributes["gen_ai.tool.call.arguments"] = self._content(dict(call.arguments))
         parent = spans.turn or spans.root
@@ -350,8 +386,18 @@ class OtelObserver(Observer):
         )
 
     def _run_waiting(self, event: ev.RunWaiting, spans: _RunSpans) -> None:
-        """The run waits on a provider batch: a ``cancel_run`` may end it later."""
+        """The run waits on a provider batch: a poll or a ``cancel_run`` goes on later."""
         spans.stopped = True
+        waiting = event.waiting
+        batch: Attributes = {
+            "agentloop.batch.provider": waiting.provider,
+            "agentloop.batch.id": waiting.batch_id,
+            "agentloop.batch.request_id": waiting.request_id,
+        }
+        if spans.chat is not None:  # the submitted model call: its reply comes with a poll
+            spans.chat.set_attributes(batch)
+        spans.root.set_attribute("agentloop.run.waiting", True)
+        spans.root.add_event("agentloop.run.waiting", batch)
 
     def _turn_finished(self, event: ev.TurnFinished, spans: _RunSpans) -> None:
         if spans.turn is not None:
@@ -364,7 +410,7 @@ class OtelObserver(Observer):
         run = event.run
         error = run.stop_reason
         if spans.stopped:  # paused or waiting: a cancel_run may end it later (_ended_unstarted)
-            self._stopped[event.run_id] = spans.path
+            self._stopped[event.run_id] = _Stopped(spans.path, spans.root.get_span_context())
             if len(self._stopped) > _STOPPED_KEPT:
                 del self._stopped[next(iter(self._stopped))]
         left_open = [span for _, span in spans.tools.values()] + [spans.chat, spans.turn]
