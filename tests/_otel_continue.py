@@ -2,12 +2,15 @@
 
 Usage: ``_otel_continue.py DB SESSION_ID``. It approves call ``c1``, then prints one JSON line
 per finished span (name, attributes, trace id, links) and the count of spans left open.
+``_otel_continue.py DB SESSION_ID crash``: run a task whose second tool call kills the process
+(exit 3) after the first turn committed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from typing import Any
 
@@ -24,6 +27,23 @@ from agentloop.testing import ScriptedModel, reply
 def refund(order: str) -> str:
     """Refund an order."""
     return f"refunded {order}"
+
+
+@tool
+def step(n: int) -> str:
+    """A step of work; the second one dies with the process."""
+    if n == 2:
+        os._exit(3)
+    return f"step {n} done"
+
+
+async def crash(db: str, session_id: str) -> None:
+    """Run two tool turns on ``session_id``; the process dies in the second."""
+    from agentloop.testing import call
+
+    model = ScriptedModel([call("step", {"n": 1}), call("step", {"n": 2})])
+    agent = Agent(model, tools=[step], store=SQLiteStore(db), session_id=session_id)
+    await agent.run("two steps")
 
 
 class Tally(SpanProcessor):
@@ -75,4 +95,7 @@ async def main(db: str, session_id: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    if sys.argv[3:] == ["crash"]:
+        asyncio.run(crash(sys.argv[1], sys.argv[2]))
+    else:
+        asyncio.run(main(sys.argv[1], sys.argv[2]))

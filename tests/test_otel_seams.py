@@ -76,6 +76,12 @@ def lookup(city: str) -> str:
     return f"{city}: sunny"
 
 
+@tool
+def step(n: int) -> str:
+    """A step of work."""
+    return f"step {n} done"
+
+
 @tool(requires_approval=True)
 def refund(order: str) -> str:
     """Refund an order."""
@@ -208,3 +214,30 @@ async def test_a_batch_run_waits_marked_and_each_poll_links_to_the_last_wait(
         attrs(c) for c in tally.named("chat gpt-test") if "gen_ai.usage.input_tokens" in attrs(c)
     ]
     assert len(answered) == 2
+
+
+async def test_a_crashed_run_continued_here_is_marked_continued(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    died = subprocess.run(
+        [sys.executable, str(CHILD), str(db), "crashed", "crash"],
+        capture_output=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert died.returncode == 3, died.stderr
+    observer, tally = traced()
+    agent = Agent.resume(
+        "crashed",
+        store=SQLiteStore(db),
+        client=ScriptedModel([call("step", {"n": 3}), reply("done")]),
+        tools=[step],
+        observers=[observer],
+    )
+    run = await agent.continue_run()
+    assert run.output == "done" and not tally.open
+    (root,) = tally.named("invoke_agent agentloop")
+    assert attrs(root)["agentloop.run.continued"] is True
+    assert attrs(root)["gen_ai.conversation.id"] == "crashed"
+    assert [attrs(s)["gen_ai.tool.call.id"] for s in tally.named("execute_tool step")]

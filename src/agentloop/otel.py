@@ -174,7 +174,7 @@ class OtelObserver(Observer):
         if event.session_id:
             attributes[CONVERSATION] = event.session_id
         decided = _continued(event.run)
-        if decided or stopped is not None:  # a decision's or a batch poll's continuation
+        if decided or stopped is not None or event.run.turns:  # a decision's, a poll's, a crash's
             attributes["agentloop.run.continued"] = True
         spans = self._open_run(event.run_id, event.path, attributes, stopped)
         if decided:
