@@ -216,17 +216,22 @@ async def test_a_batch_run_waits_marked_and_each_poll_links_to_the_last_wait(
     assert len(answered) == 2
 
 
-async def test_a_crashed_run_continued_here_is_marked_continued(tmp_path: Path) -> None:
-    db = tmp_path / "runs.db"
+def crash_in(db: Path, session_id: str) -> None:
+    """A second process runs on ``session_id`` and dies in its second turn."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     died = subprocess.run(
-        [sys.executable, str(CHILD), str(db), "crashed", "crash"],
+        [sys.executable, str(CHILD), str(db), session_id, "crash"],
         capture_output=True,
         timeout=120,
         env=env,
         check=False,
     )
     assert died.returncode == 3, died.stderr
+
+
+async def test_a_crashed_run_continued_here_is_marked_continued(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    crash_in(db, "crashed")
     observer, tally = traced()
     agent = Agent.resume(
         "crashed",
