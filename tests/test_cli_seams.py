@@ -8,17 +8,29 @@ shown, never obeyed.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from agentloop import Agent, tool
+from agentloop import Agent, RunConfig, tool
+from agentloop.batch import poll
 from agentloop.errors import ProviderUnavailable
+from agentloop.providers.openai import OpenAIClient
 from agentloop.store import SQLiteStore
-from agentloop.testing import ScriptedModel, call, reply
+from agentloop.testing import (
+    FakeProviderServer,
+    FakeReply,
+    FakeToolCall,
+    ScriptedModel,
+    call,
+    reply,
+)
 
 KEY = "sk-proj-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
 
@@ -35,8 +47,10 @@ def refund(order: str) -> str:
     return f"refunded {order}"
 
 
-def agentloop(*args: str) -> str:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "COLUMNS": "100"}
+def agentloop(*args: str, env: dict[str, str] | None = None) -> str:
+    extra = dict(env or {})
+    paths = [extra.pop("PYTHONPATH", ""), *sys.path]
+    env = {**os.environ, **extra, "PYTHONPATH": os.pathsep.join(paths), "COLUMNS": "100"}
     done = subprocess.run(
         [sys.executable, "-m", "agentloop", *args],
         capture_output=True,
@@ -97,3 +111,67 @@ def test_what_the_terminal_shows_of_stored_runs(store: tuple[str, dict[str, str]
     assert "turn 1 (scripted, agent billing): 1 tool call (paused: waits on a decision)" in paused
     assert "c1  refund  approval" in paused and "--approve c1" in paused
     assert "token=[REDACTED]" in failed
+
+
+@pytest.fixture
+def batch_server() -> Iterator[FakeProviderServer]:
+    """The fake provider in a thread (the CLI is another process): a tool call, then an answer."""
+    steps = [FakeReply(tool_calls=[FakeToolCall("refund", {"order": "o-9"})]), FakeReply("done")]
+    loop = asyncio.new_event_loop()
+    server = FakeProviderServer(steps)
+    ready = threading.Event()
+
+    def serve() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(server.start())
+        ready.set()
+        loop.run_forever()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    assert ready.wait(30)
+    try:
+        yield server
+    finally:
+        asyncio.run_coroutine_threadsafe(server.aclose(), loop).result(30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(30)
+        loop.close()
+
+
+def batch_agent(url: str, path: Path) -> Agent[str | None]:
+    client = OpenAIClient("gpt-test", api_key="sk-test", base_url=url)
+    return Agent(client, tools=[refund], store=SQLiteStore(path), config=RunConfig(batch=True))
+
+
+def test_continue_of_a_paused_batch_run_submits_its_next_turn(
+    batch_server: FakeProviderServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "runs.db"
+    agent = batch_agent(batch_server.base_url, path)
+    run = asyncio.run(agent.run("refund o-9"))
+    asyncio.run(poll(agent))  # the reply asks for refund: the run pauses on it
+    assert agent.store is not None
+    stored = agent.store.load_run(run.id)
+    assert stored is not None and stored.run.paused
+    (pending,) = stored.run.pending
+    sent = len(batch_server.requests)
+
+    shown = agentloop(
+        "continue", run.id[:12], "--store", str(path), "--provider", "openai",
+        "--base-url", batch_server.base_url, "--model", "gpt-test",
+        "--tools", "test_cli_seams:refund", "--approve", pending.id,
+        env={"OPENAI_API_KEY": "sk-test", "PYTHONPATH": str(Path(__file__).parent)},
+    )  # fmt: skip
+    assert "waiting on batch" in shown and "agentloop batch poll" in shown
+    waiting = SQLiteStore(path).load_run(run.id)
+    assert waiting is not None and waiting.status == "waiting"
+    assert waiting.run.turns[-1].tool_results[0].content == "refunded o-9"
+    assert not any("messages" in body for body in batch_server.requests[sent:])  # no sync call
+
+    later = batch_agent(batch_server.base_url, path)
+    report = asyncio.run(poll(later))
+    assert report.continued == [run.id]
+    done = SQLiteStore(path).load_run(run.id)
+    assert done is not None and done.run.output == "done"
+    assert all(turn.batch for turn in done.run.turns)
