@@ -175,3 +175,43 @@ def test_continue_of_a_paused_batch_run_submits_its_next_turn(
     done = SQLiteStore(path).load_run(run.id)
     assert done is not None and done.run.output == "done"
     assert all(turn.batch for turn in done.run.turns)
+
+
+@tool
+def note(text: str) -> str:
+    """Write a note (runs beside the pending call)."""
+    return f"noted {text}"
+
+
+def test_a_paused_run_exports_as_a_test_that_pauses_there_again(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    db = SQLiteStore(str(path))
+    receiver = Agent(
+        ScriptedModel(
+            [[call("note", {"text": "n-1"}, id="n1"), call("refund", {"order": "o-1"}, id="c1")]]
+        ),
+        name="billing",
+        tools=[note, refund],
+    )
+    start = Agent(ScriptedModel([call("transfer_to_billing", {})]), handoffs=[receiver], store=db)
+    in_receiver = start.run_sync("refund o-1")
+    plain = Agent(
+        ScriptedModel([call("refund", {"order": "o-2"}, id="c2")]), tools=[refund], store=db
+    ).run_sync("refund o-2")
+    db.close()
+    for run, pending in ((in_receiver, "('c1', 'refund', {'order': 'o-1'})"), (plain, "('c2'")):
+        assert run.paused
+        test = tmp_path / f"test_exported_{run.id[:8]}.py"
+        shown = agentloop("runs", "--store", str(path), "export", run.id, "--as-test", str(test))
+        assert f"wrote {test}" in shown
+        assert f"PENDING: list[tuple[str, str, dict[str, Any]]] = [{pending}" in test.read_text()
+        replayed = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+            check=False,
+        )
+        assert replayed.returncode == 0, replayed.stdout + replayed.stderr
