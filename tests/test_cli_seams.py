@@ -215,3 +215,22 @@ def test_a_paused_run_exports_as_a_test_that_pauses_there_again(tmp_path: Path) 
             check=False,
         )
         assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+
+
+def test_a_cancelled_paused_calls_are_shown_ending(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    receiver = Agent(
+        ScriptedModel([call("refund", {"order": "o-3"}, id="c3")]), name="billing", tools=[refund]
+    )
+    starter = ScriptedModel([call("transfer_to_billing", {})])
+    db = SQLiteStore(str(path))
+    paused = Agent(starter, handoffs=[receiver], store=db).run_sync("refund o-3")
+    db.close()
+    assert "cancelled run" in agentloop("runs", "--store", str(path), "cancel", paused.id)
+    shown = agentloop("runs", "--store", str(path), "show", paused.id)
+    assert "stop_reason: Cancelled" in shown
+    assert "(no result recorded)" not in shown
+    refund_line = shown.index('call refund {"order": "o-3"}')
+    assert shown[refund_line:].splitlines()[1].strip() == (
+        "soft error: The tool call was interrupted before a result was produced."
+    )

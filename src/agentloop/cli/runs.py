@@ -287,8 +287,9 @@ def _show_run(console: Console, stored: StoredRun, location: str) -> None:
         from agentloop.cli.stopped import show_error
 
         show_error(console, run.stop_reason)
+    closed = _closed(run)
     for turn in _turns_of(run):
-        _show_turn(console, turn, paused=turn.index >= len(run.turns))
+        _show_turn(console, turn, paused=turn.index >= len(run.turns), closed=closed)
     _show_provider_tools(console, run)
     _show_decisions(console, run)
     if run.paused:
@@ -365,7 +366,13 @@ def _tokens(run: Run) -> str:
     return "not reported by the server"
 
 
-def _show_turn(console: Console, turn: Turn, *, paused: bool = False) -> None:
+def _show_turn(
+    console: Console,
+    turn: Turn,
+    *,
+    paused: bool = False,
+    closed: dict[str, ToolResultPart] | None = None,
+) -> None:
     """One turn: its text, each tool call with its arguments, and what each call returned.
 
     Everything stored is user or model text: it goes out as ``rich.text.Text``, never as
@@ -382,7 +389,7 @@ def _show_turn(console: Console, turn: Turn, *, paused: bool = False) -> None:
         _indented(console, 2, Text.assemble(("thinks: ", "dim italic"), (thinking, "dim")))
     if turn.text:
         _indented(console, 2, Text.assemble(("says: ", "dim"), _said(turn.text)))
-    for call, result in _pairs(turn):
+    for call, result in _pairs(turn, closed or {}):
         if call is not None:
             name, args = visible(call.name), _arguments(call)
             _indented(console, 2, Text.assemble(("call ", "dim"), (name, "cyan"), " ", args))
@@ -425,11 +432,29 @@ def _indented(console: Console, indent: int, text: Text) -> None:
         console.print(Text(" " * indent) + line, soft_wrap=True)
 
 
-def _pairs(turn: Turn) -> list[tuple[ToolCallPart | None, ToolResultPart | None]]:
-    """Each call with its result (by id), then any result that answers no call."""
+def _closed(run: Run) -> dict[str, ToolResultPart]:
+    """The results the run's messages hold by call id: a call an ending cut off is closed there.
+
+    A cancelled paused turn (``cancel_run``) or a turn a hard error cut mid-dispatch keeps its
+    calls without results in ``turn.tool_results``; its messages answer each with the
+    interrupted text, which is what the call ended with.
+    """
+    return {
+        part.call_id: part
+        for message in run.messages
+        if message.role == "tool"
+        for part in message.parts
+        if isinstance(part, ToolResultPart)
+    }
+
+
+def _pairs(
+    turn: Turn, closed: dict[str, ToolResultPart]
+) -> list[tuple[ToolCallPart | None, ToolResultPart | None]]:
+    """Each call with its result (by id, else as the messages closed it), then the rest."""
     results = {r.call_id: r for r in turn.tool_results}
     pairs: list[tuple[ToolCallPart | None, ToolResultPart | None]] = [
-        (call, results.pop(call.id, None)) for call in turn.tool_calls
+        (call, results.pop(call.id, None) or closed.get(call.id)) for call in turn.tool_calls
     ]
     return pairs + [(None, result) for result in results.values()]
 
