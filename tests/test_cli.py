@@ -187,7 +187,7 @@ def test_runs_list_fits_80_columns(
 
 
 def test_attempt_log_waits_are_rounded() -> None:
-    from agentloop.cli.runs import _attempt
+    from agentloop.cli.stopped import _attempt
     from agentloop.errors import AttemptRecord
 
     record = AttemptRecord(2, "RateLimited", 429, None, True, 0.123456, 1.23456)

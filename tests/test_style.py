@@ -209,6 +209,7 @@ LAYERS = {
     "mcp": 7,
     "otel": 7,
     "_otel_events": 7,
+    "_otel_shapes": 7,
     "testing": 7,
     "durable": 7,
     "cassettes": 7,  # hangs on the HTTP layer's hook (providers._tape)

@@ -64,6 +64,14 @@ def _compacted(event: ev.Compacted, capture: bool) -> _Described:
     }
 
 
+def _handoff(event: ev.HandoffOccurred, capture: bool) -> _Described:
+    """A handoff (SPEC 26): the receiver rules from the next turn; None names the starter."""
+    names: Attributes = {"agentloop.handoff.to_agent": event.to_agent or ""}
+    if event.from_agent is not None:
+        names["agentloop.handoff.from_agent"] = event.from_agent
+    return "agentloop.handoff", names
+
+
 def _budget(event: ev.BudgetWarning, capture: bool) -> _Described:
     return "agentloop.budget_warning", {
         "agentloop.budget.dimension": event.dimension,
@@ -85,6 +93,7 @@ SPAN_EVENTS: dict[type[ev.Event], Callable[[Any, bool], _Described]] = {
         error_attributes(event.error),
     ),
     ev.BudgetWarning: _budget,
+    ev.HandoffOccurred: _handoff,
 }
 """Events reported as span events on the innermost open span (stream fragments are not)."""
 

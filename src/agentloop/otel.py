@@ -27,6 +27,10 @@ the same ``agentloop.run_id`` (``agentloop.run.continued``), an ``agentloop.deci
 decided call (its id, tool and the decision's kind) and the paused turn reopened under it. A paused
 or waiting run ended by ``cancel_run`` is a run span of its own with the same ``agentloop.run_id``
 (``agentloop.run.continued`` and ``agentloop.run.cancelled``), marked with ``Cancelled``.
+A batch run's wait marks its span ``agentloop.run.waiting`` (the batch ids); each poll is a new
+run span, continued. A continuation this observer saw stop links to the span that stopped; every
+run span carries ``gen_ai.conversation.id`` (the session). A handoff's receiver names itself
+(``gen_ai.agent.name``) on the turn, chat and tool spans it rules.
 
 Privacy: no message text, tool argument, tool result, error message, guardrail reason or loop
 pattern (it quotes arguments) reaches a span unless ``capture_content=True``; with it, the GenAI
@@ -39,16 +43,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-import pydantic_core
-
 from agentloop import events as ev
 from agentloop._otel_events import ERROR_TYPE, SPAN_EVENTS, error_attributes
+from agentloop._otel_shapes import jsonable, message, message_of, text, usage_attributes
 from agentloop.errors import Cancelled
-from agentloop.messages import Message, TextPart, ToolCallPart, Usage, input_text
+from agentloop.messages import input_text
 from agentloop.observers import Observer
 from agentloop.safety.redact import redact_secrets
 from agentloop.transcript import INTERRUPTED_TEXT
@@ -60,7 +63,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("agentloop.otel needs OpenTelemetry: pip install 'agentloop[otel]'") from exc
 
 if TYPE_CHECKING:
-    from opentelemetry.trace import Span, Tracer
+    from opentelemetry.trace import Span, SpanContext, Tracer
     from opentelemetry.util.types import AttributeValue
 
     from agentloop.run import Run
@@ -74,18 +77,22 @@ PROVIDER = "gen_ai.provider.name"
 REQUEST_MODEL = "gen_ai.request.model"
 INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
-INPUT_TOKENS = "gen_ai.usage.input_tokens"
-OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
-CACHE_READ_TOKENS = "gen_ai.usage.cache_read.input_tokens"
-CACHE_WRITE_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
-REASONING_TOKENS = "gen_ai.usage.reasoning.output_tokens"
-"""Output tokens spent reasoning (part of ``gen_ai.usage.output_tokens``; no text kept)."""
 CHANNEL = "agentloop.error.channel"
+AGENT = "gen_ai.agent.name"
+CONVERSATION = "gen_ai.conversation.id"
 ROOT_AGENT = "agentloop"
 _STOPPED_KEPT = 4096
 """How many paused or waiting runs (their paths) are remembered for a later ``cancel_run``."""
 SOFT_ERROR_TYPE = "tool_error"
 """``error.type`` of a soft tool error: the result carries no class, only the text."""
+
+
+@dataclass(slots=True, frozen=True)
+class _Stopped:
+    """A paused or waiting run this observer saw end: where its span was, and the span."""
+
+    path: tuple[str, ...]
+    span: SpanContext
 
 
 @dataclass(slots=True, eq=False)
@@ -123,7 +130,7 @@ class OtelObserver(Observer):
         self.tracer = tracer if tracer is not None else trace.get_tracer("agentloop")
         self.capture_content = capture_content
         self._runs: dict[str, _RunSpans] = {}
-        self._stopped: dict[str, tuple[str, ...]] = {}  # paused/waiting runs' paths, oldest first
+        self._stopped: dict[str, _Stopped] = {}  # paused/waiting runs, oldest first
 
     def on_event(self, event: ev.Event) -> None:
         """Open, annotate or close the spans ``event`` concerns."""
@@ -152,38 +159,49 @@ class OtelObserver(Observer):
 
     def _content(self, value: Any) -> str:
         """``value`` as redacted text (JSON unless it is a string)."""
-        text = value if isinstance(value, str) else json.dumps(value, default=_jsonable)
-        return redact_secrets(text)
+        shown = value if isinstance(value, str) else json.dumps(value, default=jsonable)
+        return redact_secrets(shown)
 
     def _run_started(self, event: ev.RunStarted) -> None:
         if event.run_id in self._runs:
             return
-        self._stopped.pop(event.run_id, None)  # continued: no cancel_run ends it from the pause
+        stopped = self._stopped.pop(event.run_id, None)  # continued: no cancel_run ends it now
         attributes: Attributes = {}
         if self.capture_content:
             attributes[INPUT_MESSAGES] = self._content(
-                [_message("user", [_text(input_text(event.run.input))])]
+                [message("user", [text(input_text(event.run.input))])]
             )
-        continued = _continued(event.run)
-        if continued:
+        if event.session_id:
+            attributes[CONVERSATION] = event.session_id
+        decided = _continued(event.run)
+        if decided or stopped is not None or event.run.turns:  # a decision's, a poll's, a crash's
             attributes["agentloop.run.continued"] = True
-        spans = self._open_run(event.run_id, event.path, attributes)
-        if continued:
+        spans = self._open_run(event.run_id, event.path, attributes, stopped)
+        if decided:
             self._decided(event.run, spans)
 
-    def _open_run(self, run_id: str, path: tuple[str, ...], attributes: Attributes) -> _RunSpans:
-        """The run span (``invoke_agent``) of the run at ``path``, under its adopting tool's."""
+    def _open_run(
+        self, run_id: str, path: tuple[str, ...], attributes: Attributes, stopped: _Stopped | None
+    ) -> _RunSpans:
+        """The run span (``invoke_agent``) of the run at ``path``, under its adopting tool's.
+
+        A run this observer saw pause or wait links to the span that ended there (``stopped``).
+        """
         name = path[-1] if path else ROOT_AGENT
         attributes = {
             OPERATION: "invoke_agent",
-            "gen_ai.agent.name": name,
+            AGENT: name,
             "agentloop.run_id": run_id,
             **attributes,
         }
         if path:
             attributes["agentloop.agent.path"] = list(path)
         parent = self._adopting_tool(path)
-        root = self._start(f"invoke_agent {name}", parent, attributes, SpanKind.INTERNAL)
+        context = trace.set_span_in_context(parent) if parent is not None else None
+        links = [trace.Link(stopped.span)] if stopped is not None else None
+        root = self.tracer.start_span(
+            f"invoke_agent {name}", context, SpanKind.INTERNAL, attributes, links
+        )
         spans = self._runs[run_id] = _RunSpans(root, path)
         return spans
 
@@ -197,11 +215,14 @@ class OtelObserver(Observer):
         """
         if not isinstance(event.run.stop_reason, Cancelled):  # a pause's end, delivered again
             return
-        path = self._stopped.pop(event.run_id, None)
-        if path is None:
+        stopped = self._stopped.pop(event.run_id, None)
+        if stopped is None:
             return
         marks: Attributes = {"agentloop.run.continued": True, "agentloop.run.cancelled": True}
-        self._run_finished(event, self._open_run(event.run_id, path, marks))
+        if event.session_id:
+            marks[CONVERSATION] = event.session_id
+        spans = self._open_run(event.run_id, stopped.path, marks, stopped)
+        self._run_finished(event, spans)
 
     def _decided(self, run: Run[Any], spans: _RunSpans) -> None:
         """A continued run: one event per decision just applied, and the paused turn reopened.
@@ -220,6 +241,8 @@ class OtelObserver(Observer):
                 attributes["gen_ai.tool.name"] = names[call_id]
             spans.root.add_event("agentloop.decision", attributes)
         index: Attributes = {"agentloop.turn.index": turn.index, "agentloop.turn.continued": True}
+        if turn.agent is not None:  # paused inside a handoff's receiver (SPEC 26)
+            index[AGENT] = turn.agent
         spans.turn = self._start("agentloop.turn", spans.root, index, SpanKind.INTERNAL)
         spans.turn_index = turn.index
 
@@ -250,6 +273,8 @@ class OtelObserver(Observer):
         if spans.turn is None or spans.turn_index != event.turn:
             _end(spans.turn)
             attributes: Attributes = {"agentloop.turn.index": event.turn}
+            if event.agent is not None:  # a handoff's receiver rules this turn (SPEC 26)
+                attributes[AGENT] = event.agent
             spans.turn = self._start("agentloop.turn", spans.root, attributes, SpanKind.INTERNAL)
             spans.turn_index = event.turn
         model: Attributes = {}
@@ -259,6 +284,8 @@ class OtelObserver(Observer):
             model[PROVIDER] = event.provider
         spans.root.set_attributes(model)
         name, spans.waited = (f"chat {event.model}" if event.model else "chat"), 0.0
+        if event.agent is not None:
+            model[AGENT] = event.agent
         spans.chat = self._start(name, spans.turn, {OPERATION: "chat", **model}, SpanKind.CLIENT)
 
     def _model_responded(self, event: ev.ModelResponded, spans: _RunSpans) -> None:
@@ -266,13 +293,13 @@ class OtelObserver(Observer):
         if span is None:
             return
         response = event.response
-        attributes = _usage(response.usage)
+        attributes = usage_attributes(response.usage)
         if response.model:
             attributes["gen_ai.response.model"] = response.model
         if response.stop_reason:
             attributes["gen_ai.response.finish_reasons"] = [response.stop_reason]
         if self.capture_content:
-            output = _message_of(response.message, response.stop_reason)
+            output = message_of(response.message, response.stop_reason)
             attributes[OUTPUT_MESSAGES] = self._content([output])
         span.set_attributes(attributes)
         span.end()
@@ -290,6 +317,8 @@ class OtelObserver(Observer):
             "gen_ai.tool.type": "function",
             "agentloop.tool.attempt": event.attempt,
         }
+        if event.agent is not None:
+            attributes[AGENT] = event.agent
         if self.capture_content:
             attributes["gen_ai.tool.call.arguments"] = self._content(dict(call.arguments))
         parent = spans.turn or spans.root
@@ -357,8 +386,18 @@ class OtelObserver(Observer):
         )
 
     def _run_waiting(self, event: ev.RunWaiting, spans: _RunSpans) -> None:
-        """The run waits on a provider batch: a ``cancel_run`` may end it later."""
+        """The run waits on a provider batch: a poll or a ``cancel_run`` goes on later."""
         spans.stopped = True
+        waiting = event.waiting
+        batch: Attributes = {
+            "agentloop.batch.provider": waiting.provider,
+            "agentloop.batch.id": waiting.batch_id,
+            "agentloop.batch.request_id": waiting.request_id,
+        }
+        if spans.chat is not None:  # the submitted model call: its reply comes with a poll
+            spans.chat.set_attributes(batch)
+        spans.root.set_attribute("agentloop.run.waiting", True)
+        spans.root.add_event("agentloop.run.waiting", batch)
 
     def _turn_finished(self, event: ev.TurnFinished, spans: _RunSpans) -> None:
         if spans.turn is not None:
@@ -371,7 +410,7 @@ class OtelObserver(Observer):
         run = event.run
         error = run.stop_reason
         if spans.stopped:  # paused or waiting: a cancel_run may end it later (_ended_unstarted)
-            self._stopped[event.run_id] = spans.path
+            self._stopped[event.run_id] = _Stopped(spans.path, spans.root.get_span_context())
             if len(self._stopped) > _STOPPED_KEPT:
                 del self._stopped[next(iter(self._stopped))]
         left_open = [span for _, span in spans.tools.values()] + [spans.chat, spans.turn]
@@ -381,11 +420,11 @@ class OtelObserver(Observer):
                     self._record_error(span, error)
                 span.end()
         root = spans.root
-        root.set_attributes({**_usage(run.usage), "agentloop.turns": len(run.turns)})
+        root.set_attributes({**usage_attributes(run.usage), "agentloop.turns": len(run.turns)})
         if error is not None:
             self._record_error(root, error)
         elif self.capture_content and run.output is not None:
-            output = _message("assistant", [_text(self._content(run.output))])
+            output = message("assistant", [text(self._content(run.output))])
             root.set_attribute(OUTPUT_MESSAGES, self._content([output]))
         root.end()
 
@@ -424,42 +463,3 @@ def _continued(run: Run[Any]) -> bool:
 def _end(span: Span | None) -> None:
     if span is not None:
         span.end()
-
-
-def _text(content: str) -> dict[str, Any]:
-    return {"type": "text", "content": content}
-
-
-def _usage(usage: Usage) -> Attributes:
-    """Token counts by the GenAI conventions (input includes the cached counts, sent if any)."""
-    attributes: Attributes = {INPUT_TOKENS: usage.input_tokens, OUTPUT_TOKENS: usage.output_tokens}
-    if usage.cache_read_tokens:
-        attributes[CACHE_READ_TOKENS] = usage.cache_read_tokens
-    if usage.cache_write_tokens:
-        attributes[CACHE_WRITE_TOKENS] = usage.cache_write_tokens
-    if usage.reasoning_tokens:
-        attributes[REASONING_TOKENS] = usage.reasoning_tokens
-    return attributes
-
-
-def _message(role: str, parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    return {"role": role, "parts": list(parts)}
-
-
-def _message_of(message: Message, finish_reason: str | None) -> dict[str, Any]:
-    """A reply in the GenAI conventions' message shape (text and tool-call parts)."""
-    parts: list[dict[str, Any]] = []
-    for part in message.parts:
-        if isinstance(part, TextPart):
-            parts.append(_text(part.text))
-        elif isinstance(part, ToolCallPart):
-            call = {"id": part.id, "name": part.name, "arguments": dict(part.arguments)}
-            parts.append({"type": "tool_call", **call})
-    shaped = _message(message.role, parts)
-    if finish_reason:
-        shaped["finish_reason"] = finish_reason
-    return shaped
-
-
-def _jsonable(value: Any) -> Any:
-    return pydantic_core.to_jsonable_python(value, fallback=str)

@@ -28,7 +28,7 @@ from agentloop._util.extras import MissingExtra, require_extra
 from agentloop._util.statuses import STATUSES
 from agentloop.cli import evals, fake
 from agentloop.cli.advice import Target, failure_paragraph
-from agentloop.cli.batch import add_batch_parser, batch_command
+from agentloop.cli.batch import add_batch_parser, batch_command, continue_batch, is_batch_run
 from agentloop.cli.cancel import add_cancel_parser, cancel_command
 from agentloop.cli.memory import add_memory_parser, memory_command
 from agentloop.errors import AgentLoopError, InvalidInput, ModelRefused
@@ -127,21 +127,33 @@ async def _continue(args: argparse.Namespace) -> int:
                     console.print(*pending_lines(run.pending), sep="\n")
                     return _left_paused(run, args, console)
                 decisions = asked
+            batched = is_batch_run(run)  # SPEC 25: its next turn goes to the batch API too
             agent = Agent.resume(
                 stored.session_id,
                 store=store,
                 client=client,
                 tools=tools,
-                config=RunConfig(stream=True),
+                config=RunConfig(batch=True) if batched else RunConfig(stream=True),
             )
             if decisions is not None:  # a tool not given: exit 2, nothing recorded
                 await check_tools(agent, run, decisions)
+            if batched:
+                ended = await continue_batch(agent, decisions, deps, console, args.store)
+                return ended if ended is not None else _failed(agent, args, target)
             opening = partial(agent.continue_stream, decisions=decisions, deps=deps)
             return await _drive(agent, opening, args, console, target, deps=deps)
         finally:
             await client.aclose()
     finally:
         store.close()
+
+
+def _failed(agent: Agent, args: argparse.Namespace, target: Target) -> int:
+    """A batch continuation's hard error (the run's ``stop_reason``) on stderr: exit 1."""
+    error = agent.runs[-1].stop_reason
+    assert error is not None
+    _report(error, target, debug=args.debug)
+    return 130 if error.is_cancelled() else 1
 
 
 def _client(args: argparse.Namespace) -> tuple[ModelClient, Target]:

@@ -138,10 +138,12 @@ def usage_summary(usage: Usage, cost: float | None) -> str:
 
 
 def _result_line(result: ToolResultPart, call: ToolCallPart | None = None) -> Text:
-    """A soft error whole (it is what the model read); a success as its first line."""
+    """A soft error whole (it is what the model read); a success as its first line (redacted)."""
     if result.is_error:
-        return Text.assemble("    ", ("soft error", "yellow"), ": ", visible(result.content))
-    body = visible(binary_placeholder(result.content, call) or result.content.strip())
+        said = visible(redact_secrets(result.content))
+        return Text.assemble("    ", ("soft error", "yellow"), ": ", said)
+    body = binary_placeholder(result.content, call) or redact_secrets(result.content.strip())
+    body = visible(body)
     if result.media:  # a placeholder: type, size, sha256, never the bytes
         body = " ".join([body, *(m.describe() for m in result.media)]).strip()
     first = body.splitlines()[0] if body else "(empty)"

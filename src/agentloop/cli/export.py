@@ -6,10 +6,12 @@ kept); with ``--agent MODULE:NAME`` the test runs that agent, its real tools, th
 step after the first compares the newest tool results with the recorded ones and names a call
 whose result changed; the test then asserts the trajectory (tool names, arguments, order) and
 the output. Decisions recorded for a paused run (section 17) are replayed with
-``continue_run``. A run that handed off (section 26) scripts every agent it reached with the
-same ``ScriptedModel`` (each receiver overridden too, found by name in the agent's module), so
-no receiver's real model answers the replay. Every text goes through the package's redactor,
-and nothing in the file names a store or an absolute path. An unknown id, or a run with parts
+``continue_run``; a run still paused is exported with its paused turn, and the test asserts it
+pauses there again on the same pending calls (ids, tools, arguments). A run that handed off
+(section 26) scripts every agent it reached with the same ``ScriptedModel`` (each receiver
+overridden too, found by name in the agent's module), so no receiver's real model answers the
+replay. Every text goes through the package's redactor, and nothing in the file names a store
+or an absolute path. An unknown id, or a run with parts
 this export cannot replay (provider-native tool parts, section 24), is exit 2.
 """
 
@@ -28,7 +30,7 @@ from agentloop.messages import TextPart, ThinkingPart, ToolCallPart, ToolResultP
 from agentloop.safety.redact import redact_secrets
 
 if TYPE_CHECKING:
-    from agentloop import Run
+    from agentloop import Run, Turn
 
 __all__ = ["add_export", "export"]
 
@@ -67,6 +69,7 @@ STEP_CALLS: list[list[str]] = {step_calls}
 DECISIONS: list[dict[str, dict[str, Any]]] = {decisions}
 TRAJECTORY: list[tuple[str, dict[str, Any]]] = {trajectory}
 OUTPUT: Any = {output}
+PENDING: list[tuple[str, str, dict[str, Any]]] = {pending}
 
 
 def script(changed: list[str]) -> list[Any]:
@@ -102,6 +105,10 @@ def decision(data: dict[str, Any]) -> Any:
 def trajectory(run: Any) -> list[tuple[str, dict[str, Any]]]:
     return [(c.name, dict(c.arguments)) for t in run.turns for c in t.tool_calls
             if c.name != "final_result"]
+
+
+def pending(run: Any) -> list[tuple[str, str, dict[str, Any]]]:
+    return [(p.id, p.call.name, dict(p.call.arguments)) for p in run.pending]
 
 
 async def replay(agent: Any) -> Any:
@@ -143,6 +150,7 @@ def test_{test}() -> None:
     run = asyncio.run(replay(agent))
     assert changed == [], "tool results changed:\\n" + "\\n".join(changed)
     assert trajectory(run) == TRAJECTORY
+    assert pending(run) == PENDING
     {output_check}
 '''
 
@@ -158,6 +166,7 @@ def test_{test}() -> None:
         run = asyncio.run(replay(agent_under_test))
     assert changed == [], "tool results changed:\\n" + "\\n".join(changed)
     assert trajectory(run) == TRAJECTORY
+    assert pending(run) == PENDING
     assert pydantic_core.to_jsonable_python(run.output, fallback=str) == OUTPUT
 """
 
@@ -185,7 +194,7 @@ def export(args: argparse.Namespace) -> int:
     _check(run)
     text = render(run, args.agent)
     Path(args.as_test).write_text(text, encoding="utf-8")
-    print(f"wrote {args.as_test}: run {run.id} as a test ({len(run.turns)} turns)")
+    print(f"wrote {args.as_test}: run {run.id} as a test ({len(_turns(run))} turns)")
     return 0
 
 
@@ -197,8 +206,25 @@ def _check(run: Run[Any]) -> None:
                     f"run {run.id} has a {type(part).__name__} part, which an exported test "
                     "cannot replay (provider-native tools run at the provider)"
                 )
-    if not run.turns:
+    if not _turns(run):
         raise InvalidInput(f"run {run.id} has no completed turn to replay")
+
+
+def _turns(run: Run[Any]) -> list[Turn]:
+    """The run's turns, a paused run's paused turn last (with the results of calls that ran)."""
+    from agentloop import Message, Turn
+
+    paused = run.paused_turn if run.paused else None
+    if not paused or not isinstance(paused.get("turn"), dict):
+        return list(run.turns)
+    try:
+        turn = Turn.from_dict(paused["turn"])
+        ran = paused.get("results")
+        if ran is not None:
+            turn.tool_results = list(Message.from_dict(ran).tool_results_parts)
+    except (KeyError, TypeError, ValueError, InvalidInput) as exc:
+        raise InvalidInput(f"run {run.id}: its paused turn is unreadable: {exc}") from exc
+    return [*run.turns, turn]
 
 
 def _clean(value: Any) -> Any:
@@ -227,7 +253,7 @@ def _script(run: Run[Any], output: Any, typed: bool) -> _Script:
     replies: list[Any] = []
     step_calls: list[list[str]] = []
     results: dict[str, tuple[str, str, bool]] = {}
-    for turn in run.turns:
+    for turn in _turns(run):
         items: list[Any] = [_clean(turn.text)] if turn.text else []
         for c in turn.tool_calls:
             if typed or c.name != _FINAL:
@@ -251,7 +277,7 @@ def render(run: Run[Any], agent: str | None) -> str:
     decisions = [_clean(d.get("decisions", {})) for d in run.decisions]
     trajectory = [
         (c.name, _clean(dict(c.arguments)))
-        for t in run.turns
+        for t in run.turns  # a paused turn's calls: PENDING (and the calls that ran, RESULTS)
         for c in t.tool_calls
         if c.name != _FINAL
     ]
@@ -263,6 +289,9 @@ def render(run: Run[Any], agent: str | None) -> str:
         "decisions": _literal(decisions),
         "trajectory": _literal(trajectory),
         "output": _literal(output),
+        "pending": _literal(
+            [(p.id, p.call.name, _clean(dict(p.call.arguments))) for p in run.pending]
+        ),
     }
     test = "run_" + re.sub(r"\W", "_", run.id[:12])
     text = _HEAD.format(run_id=run.id) + _BODY.format(**fields)
@@ -289,7 +318,7 @@ def _receivers(run: Run[Any], agent: str) -> list[tuple[str, str]]:
     the replies came), else a receiver's real model would answer the replayed run. A receiver
     that is not a module-level name of the agent's module is ``InvalidInput`` (exit 2).
     """
-    handed = list(dict.fromkeys(t.agent for t in run.turns if t.agent is not None))
+    handed = list(dict.fromkeys(t.agent for t in _turns(run) if t.agent is not None))
     if not handed:
         return []
     import sys
@@ -315,12 +344,12 @@ def _receivers(run: Run[Any], agent: str) -> list[tuple[str, str]]:
 
 
 def _tools(run: Run[Any]) -> list[tuple[str, bool, bool]]:
-    kinds: dict[str, str] = {}
+    kinds: dict[str, str] = {p.id: p.kind for p in run.pending}
     for decided in run.decisions:
         for call_id, data in (decided.get("decisions") or {}).items():
             kinds[call_id] = "external" if data.get("kind") == "answer" else "approval"
     found: dict[str, tuple[str, bool, bool]] = {}
-    for turn in run.turns:
+    for turn in _turns(run):
         for call in turn.tool_calls:
             if call.name == _FINAL:
                 continue

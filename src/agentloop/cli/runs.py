@@ -16,8 +16,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agentloop.cli.stopped import escape_said as _escape
 from agentloop.cli.terminal import visible
-from agentloop.errors import AgentLoopError, AttemptRecord, InvalidInput, MemoryBackendError
+from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.messages import ToolCallPart, ToolResultPart, input_text
 from agentloop.model import INVALID_JSON_KEY
 from agentloop.safety.redact import redact_secrets
@@ -138,7 +139,7 @@ def _outcome_cell(stored: StoredRun) -> Text | _TwoLines:
 
     run = stored.run
     if not run.paused and stored.finished and run.stop_reason is not None:
-        said = visible(_first_line(str(run.stop_reason), 200))
+        said = _said(_first_line(str(run.stop_reason), 200))
         return _TwoLines(Text.assemble((type(run.stop_reason).__name__, "red"), ": ", said))
     return Text.from_markup(_outcome(stored))
 
@@ -283,9 +284,12 @@ def _show_run(console: Console, stored: StoredRun, location: str) -> None:
             fields.add_row(name, _escape(", ".join(names)))
     console.print(fields)
     if run.stop_reason is not None:
-        _show_error(console, run.stop_reason)
+        from agentloop.cli.stopped import show_error
+
+        show_error(console, run.stop_reason)
+    closed = _closed(run)
     for turn in _turns_of(run):
-        _show_turn(console, turn, paused=turn.index >= len(run.turns))
+        _show_turn(console, turn, paused=turn.index >= len(run.turns), closed=closed)
     _show_provider_tools(console, run)
     _show_decisions(console, run)
     if run.paused:
@@ -351,7 +355,7 @@ def _show_decisions(console: Console, run: Run) -> None:
                 what += " " + shown_arguments(dict(decision.get("arguments") or {}))
             elif decision.get("message") or what == "answer":
                 said = decision.get("message") if what == "deny" else decision.get("content")
-                what += ": " + visible(redact_secrets(_plain_text(said)))
+                what += ": " + _said(_plain_text(said))
             _indented(console, 2, Text.assemble((visible(call_id), "bold"), " ", what))
 
 
@@ -362,7 +366,13 @@ def _tokens(run: Run) -> str:
     return "not reported by the server"
 
 
-def _show_turn(console: Console, turn: Turn, *, paused: bool = False) -> None:
+def _show_turn(
+    console: Console,
+    turn: Turn,
+    *,
+    paused: bool = False,
+    closed: dict[str, ToolResultPart] | None = None,
+) -> None:
     """One turn: its text, each tool call with its arguments, and what each call returned.
 
     Everything stored is user or model text: it goes out as ``rich.text.Text``, never as
@@ -372,19 +382,14 @@ def _show_turn(console: Console, turn: Turn, *, paused: bool = False) -> None:
 
     from agentloop.cli.console import binary_placeholder  # rich's Markdown: `runs show` only
 
-    soft = sum(r.is_error for r in turn.tool_results)
-    counts = [f"{len(turn.tool_calls)} tool call{'s' * (len(turn.tool_calls) != 1)}"]
-    if soft:
-        counts.append(f"{soft} soft error{'s' * (soft != 1)}")
-    model = visible(turn.model)
-    head = Text.assemble((f"turn {turn.index}", "bold"), f" ({model}): {', '.join(counts)}")
+    head = _turn_head(turn)
     console.print(head + Text(" (paused: waits on a decision)" if paused else ""))
     if turn.thinking:
-        thinking = visible(turn.thinking)
+        thinking = _said(turn.thinking)
         _indented(console, 2, Text.assemble(("thinks: ", "dim italic"), (thinking, "dim")))
     if turn.text:
-        _indented(console, 2, Text.assemble(("says: ", "dim"), visible(turn.text)))
-    for call, result in _pairs(turn):
+        _indented(console, 2, Text.assemble(("says: ", "dim"), _said(turn.text)))
+    for call, result in _pairs(turn, closed or {}):
         if call is not None:
             name, args = visible(call.name), _arguments(call)
             _indented(console, 2, Text.assemble(("call ", "dim"), (name, "cyan"), " ", args))
@@ -392,14 +397,30 @@ def _show_turn(console: Console, turn: Turn, *, paused: bool = False) -> None:
             missing = "(pending: waits on a decision)" if paused else "(no result recorded)"
             _indented(console, 4, Text(missing, style="dim"))
         elif result.is_error:
-            said = visible(result.content)
+            said = _said(result.content)
             _indented(console, 4, Text.assemble(("soft error", "yellow"), ": ", said))
         else:
             body = binary_placeholder(result.content, call) or _preview(result.content)
-            _indented(console, 4, Text.assemble(("ok", "green"), ": ", visible(body)))
+            _indented(console, 4, Text.assemble(("ok", "green"), ": ", _said(body)))
         if result is not None and result.media:  # a placeholder: type, size, sha256, never bytes
             notes = " ".join(m.describe() for m in result.media)
             _indented(console, 4, Text.assemble(("media", "cyan"), ": ", notes))
+
+
+def _turn_head(turn: Turn) -> Text:
+    """``turn 1 (gpt-5, agent billing, batch): 2 tool calls, 1 soft error``."""
+    from rich.text import Text
+
+    soft = sum(r.is_error for r in turn.tool_results)
+    counts = [f"{len(turn.tool_calls)} tool call{'s' * (len(turn.tool_calls) != 1)}"]
+    if soft:
+        counts.append(f"{soft} soft error{'s' * (soft != 1)}")
+    model = visible(turn.model)
+    if turn.agent is not None:  # a handoff's receiver ruled the turn (SPEC 26)
+        model += f", agent {visible(turn.agent)}"
+    if turn.batch:  # its model call went through the provider's batch API (SPEC 25)
+        model += ", batch"
+    return Text.assemble((f"turn {turn.index}", "bold"), f" ({model}): {', '.join(counts)}")
 
 
 def _indented(console: Console, indent: int, text: Text) -> None:
@@ -411,11 +432,29 @@ def _indented(console: Console, indent: int, text: Text) -> None:
         console.print(Text(" " * indent) + line, soft_wrap=True)
 
 
-def _pairs(turn: Turn) -> list[tuple[ToolCallPart | None, ToolResultPart | None]]:
-    """Each call with its result (by id), then any result that answers no call."""
+def _closed(run: Run) -> dict[str, ToolResultPart]:
+    """The results the run's messages hold by call id: a call an ending cut off is closed there.
+
+    A cancelled paused turn (``cancel_run``) or a turn a hard error cut mid-dispatch keeps its
+    calls without results in ``turn.tool_results``; its messages answer each with the
+    interrupted text, which is what the call ended with.
+    """
+    return {
+        part.call_id: part
+        for message in run.messages
+        if message.role == "tool"
+        for part in message.parts
+        if isinstance(part, ToolResultPart)
+    }
+
+
+def _pairs(
+    turn: Turn, closed: dict[str, ToolResultPart]
+) -> list[tuple[ToolCallPart | None, ToolResultPart | None]]:
+    """Each call with its result (by id, else as the messages closed it), then the rest."""
     results = {r.call_id: r for r in turn.tool_results}
     pairs: list[tuple[ToolCallPart | None, ToolResultPart | None]] = [
-        (call, results.pop(call.id, None)) for call in turn.tool_calls
+        (call, results.pop(call.id, None) or closed.get(call.id)) for call in turn.tool_calls
     ]
     return pairs + [(None, result) for result in results.values()]
 
@@ -439,55 +478,6 @@ def _preview(text: str, limit: int = 120) -> str:
     return first[:limit] + (" …" if more else "")
 
 
-def _show_error(console: Console, error: AgentLoopError) -> None:
-    from rich.table import Table
-
-    table = Table("attribute", "value", title=f"stop_reason: {type(error).__name__}")
-    table.add_row("class", type(error).__name__)
-    table.add_row("message", _escape(str(error)))
-    table.add_row("recoverability", error.recoverability)
-    for name, value in sorted(error.attributes().items()):
-        if name == "attempt_log":
-            value = "\n".join(_attempt(record) for record in value) or "()"
-        elif name == "traceback" and isinstance(value, list):
-            value = _frames(value)
-        elif isinstance(value, float):
-            value = _seconds(value) if name.endswith(("_seconds", "_after")) else f"{value:g}"
-        table.add_row(_escape(name), _escape(str(value)))
-    console.print(table)
-
-
-def _frames(frames: list[object]) -> str:
-    """An unexpected exception's stored innermost frames, innermost last, one line each."""
-    lines = [
-        f"{frame.get('file', '?')}:{frame.get('line', '?')} in {frame.get('function', '?')}: "
-        f"{frame.get('code', '')}"
-        for frame in frames
-        if isinstance(frame, dict)
-    ]
-    return redact_secrets("\n".join(lines)) or "()"
-
-
-def _attempt(record: AttemptRecord) -> str:
-    phase = "-" if record.phase is None else str(record.phase)
-    wait = f", then waited {_seconds(record.wait_seconds)}" if record.wait_seconds > 0 else ""
-    return (
-        f"#{record.attempt} {record.error_type} status={record.status_code} phase={phase} "
-        f"sent={record.request_sent} took {_seconds(record.duration_seconds)}{wait}"
-    )
-
-
-def _seconds(value: float) -> str:
-    """Seconds rounded for reading: 0.25s, 3.1s, 42s."""
-    if value >= 10:
-        return f"{value:.0f}s"
-    if value >= 1:
-        return f"{value:.1f}s"
-    return f"{value:.2f}s"
-
-
-def _escape(text: str) -> str:
-    """Stored text for a markup string: rich markup escaped, control characters shown."""
-    from rich.markup import escape
-
-    return escape(visible(text))
+def _said(text: str) -> str:
+    """Stored text for a person: secrets redacted, control characters shown (as the viewer)."""
+    return visible(redact_secrets(text))
