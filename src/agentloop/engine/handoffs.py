@@ -31,8 +31,9 @@ from agentloop.engine.views import View, measure, restored, stored
 from agentloop.errors import ConfigurationError, HandoffLimitExceeded, ToolError
 from agentloop.handoffs import Handoff, handoff_name
 from agentloop.messages import Message, ThinkingPart
-from agentloop.model import ToolSpec
+from agentloop.model import ToolSpec, media_provider
 from agentloop.run import RunContext
+from agentloop.tokens import MEDIA_PROVIDER
 from agentloop.tools import Tool, ToolContext
 from agentloop.transcript import validate_transcript
 
@@ -210,6 +211,10 @@ def take_over(session: Any, state: RunState) -> None:
         at, before = len(state.transcript), state.shown
         state.shown = View(shown, at, at, at if before is None else before.first)
         measure(state)  # the view is what is sent: the guard measures it (engine.views)
+    elif state.shown is not None or state.appendonly is None:  # its system, tools, formula
+        measure(state)  # what its requests send, media by its provider's formula (SPEC 7, 16)
+    else:  # the base and entries travel in the transcript: only the media formula changed
+        state.guard.start(state.transcript, state.offer.specs)  # counted in the transcript
     bus = session._bus
     bus.agent = handoff.name
     if bus.active:
@@ -224,6 +229,9 @@ def _rule(
     Returns the receiver's own instruction text (without the run's memory recall block).
     """
     state.client, own, registry, sets = ruling(session, state, receiver)  # SPEC 21, 25, 27
+    provider = media_provider(state.client)  # its requests' media by its formula (SPEC 16)
+    if MEDIA_PROVIDER.get() != provider:
+        MEDIA_PROVIDER.set(provider)
     state.registry = viewed(session, receiver, registry, sets)  # steps, journal (SPEC 14)
     state.offer = receiver._offer(own, registry)
     state.system = state.guard.system = system
