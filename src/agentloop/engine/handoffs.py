@@ -188,7 +188,8 @@ def _unreasoned(message: Message) -> Message:
         isinstance(p, ThinkingPart) for p in message.parts
     ):
         return message
-    return Message(message.role, tuple(p for p in message.parts if not isinstance(p, ThinkingPart)))
+    parts = tuple(p for p in message.parts if not isinstance(p, ThinkingPart))
+    return Message(message.role, parts, phase=message.phase)  # its phase goes back (SPEC 16)
 
 
 def take_over(session: Any, state: RunState) -> None:
