@@ -1,7 +1,7 @@
 """A conversation's media outgrowing Anthropic's 32 MiB request limit (SPEC 16 x 7, Anthropic 5).
 
 Every request re-sends every earlier turn's media. A screenshot agent on Claude (3 MB a step)
-passes the API's 32 MiB request limit at its eleventh screenshot while its window is nearly
+passes the API's 32 MiB request limit at its eighth screenshot while its window is nearly
 empty (about 1,600 tokens an image), so the token count never asks for a compaction. The API
 answers such a request 413 ``request_too_large`` (a ``ContextLengthExceeded``): the adapter says
 so before sending, and the run's overflow salvage compacts (old media go first) and goes on.
