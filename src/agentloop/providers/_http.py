@@ -111,10 +111,7 @@ __all__ = [
 
 
 _CHUNK = 64 * 1024
-
-_RAW_BODY = 1 << 20
-"""A body larger (media) goes as a stream: aiohttp warns of raw bytes past 1 MiB
-(``ResourceWarning``, an error where warnings are, and then a run's ``InternalError``)."""
+_RAW_BODY = 1 << 20  # a larger body streams: raw bytes past it are aiohttp's ResourceWarning
 
 DEFAULT_MAX_CONNECTIONS = 100
 """Open connections per client and event loop at most (aiohttp's ``TCPConnector(limit=...)``).
