@@ -87,6 +87,8 @@ def remove_tool_calls(messages: Sequence[Message]) -> list[Message]:
         parts = tuple(p for p in message.parts if not isinstance(p, ToolCallPart | ToolResultPart))
         if parts:
             kept.append(
-                message if len(parts) == len(message.parts) else Message(message.role, parts)
+                message
+                if len(parts) == len(message.parts)
+                else Message(message.role, parts, phase=message.phase)
             )
     return kept

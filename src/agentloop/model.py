@@ -40,6 +40,7 @@ __all__ = [
     "compacts_on_server",
     "is_append_only",
     "media_kinds",
+    "media_provider",
     "with_tool_changes",
 ]
 
@@ -361,6 +362,40 @@ def is_append_only(client: object) -> bool:
 
 _SEQUENCES = (list, tuple)
 """What a ``clients`` attribute may be (a constant: ``list | tuple`` builds a union each time)."""
+
+
+def media_provider(client: object) -> str | None:
+    """The provider whose formula counts media on ``client``'s requests (SPEC 16, 7).
+
+    Its ``provider``; None (``agentloop.media.media_tokens``: the largest of the formulas, so
+    a request is never sent over the window) when they may reach more than one provider: a
+    ``FallbackClient`` over models of several, also inside a wrapper (``inner``). The last
+    client's answer is kept: every run of an agent asks about the same client.
+    """
+    global _last_media
+    last = _last_media
+    if last[0] is client:
+        return last[1]
+    provider = _media_provider(client)
+    _last_media = (client, provider)
+    return provider
+
+
+_last_media: tuple[object, str | None] = (None, None)
+
+
+def _media_provider(client: object) -> str | None:
+    found: object = client
+    for _ in range(8):
+        clients = getattr(found, "clients", None)
+        if isinstance(clients, _SEQUENCES):
+            providers = {_media_provider(c) for c in clients}
+            return providers.pop() if len(providers) == 1 else None
+        found = getattr(found, "inner", None)
+        if found is None:
+            break
+    provider = getattr(client, "provider", None)
+    return provider if isinstance(provider, str) else None
 
 
 def compacts_on_server(client: object) -> bool:

@@ -250,3 +250,25 @@ def test_old_reasoning_parts_without_an_origin_still_go_back() -> None:
 def test_openai_rows_of_2026(model: str, efforts: set[str]) -> None:
     found = profile_for("openai", model)
     assert found.efforts == efforts and not found.sampling and found.thinks_by_default
+
+
+async def test_a_filtered_handoff_sends_each_message_with_its_phase() -> None:
+    """The filter's messages lose their calls and reasoning (SPEC 26), never their phase (16)."""
+    from agentloop import handoff
+    from agentloop.handoffs import remove_tool_calls
+
+    replies = (
+        Reply(text="Let me look.", calls=[("look", {"q": "x"})]),
+        Reply(text="Handing over.", calls=[("transfer_to_helper", {})]),
+        Reply(text="Helped."),
+    )
+    async with responses(*replies) as twin:
+        model = client(twin, "gpt-5.6-terra")
+        helper = Agent(model, name="helper", instructions="You help.")
+        filtered = handoff(helper, input_filter=remove_tool_calls)
+        front = Agent(model, tools=[look], handoffs=[filtered])
+        run = await front.run("x?")
+    assert run.output == "Helped." and run.last_agent == "helper"
+    assert twin.unphased == [] and [r.status for r in twin.received] == [200, 200, 200]
+    sent = [i for i in twin.accepted[2]["input"] if i.get("role") == "assistant"]
+    assert [i["phase"] for i in sent] == ["commentary"]  # the turn before the transfer

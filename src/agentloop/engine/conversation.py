@@ -23,7 +23,7 @@ from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import Measured, RunOptions, RunState, started_state
 from agentloop.errors import ConfigurationError, InvalidInput, MemoryBackendError
 from agentloop.messages import Message, ToolChangePart, UserInput
-from agentloop.model import ModelClient, is_append_only
+from agentloop.model import ModelClient, is_append_only, media_provider
 from agentloop.observers import EventBus
 from agentloop.run import OutputT, Run, Turn, started_run
 from agentloop.tokens import MEDIA_PROVIDER
@@ -332,7 +332,7 @@ class Conversation(Generic[OutputT]):
             client = swap.client or client
             registry = swap.registry
         system = agent._system()
-        provider = client.provider
+        provider = media_provider(client)  # None: a fallback over several (the largest)
         if MEDIA_PROVIDER.get() != provider:  # a set makes a new context mapping: only if new
             MEDIA_PROVIDER.set(provider)  # media cost by its formula (the run's task's too)
         ContextGuard, ClientEventBridge = _rooms or _load_rooms()

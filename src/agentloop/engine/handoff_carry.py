@@ -40,6 +40,7 @@ __all__ = [
     "carried_client",
     "check_receivers",
     "crashed_in",
+    "filtered_transfer",
     "governed",
     "ruling",
     "turn_agent",
@@ -235,11 +236,22 @@ def crashed_in(start: Any, run: Any) -> tuple[str | None, bool]:
     """
     name: str | None = None
     filtered = False
+    for item, _ in _transfers(start, run):
+        name, filtered = item.name, filtered or item.input_filter is not None
+    return name, filtered
+
+
+def filtered_transfer(start: Any, run: Any) -> str | None:
+    """The call id of a run's first handoff through an ``input_filter`` (None: it made none)."""
+    return next((i for item, i in _transfers(start, run) if item.input_filter is not None), None)
+
+
+def _transfers(start: Any, run: Any) -> Iterator[tuple[Any, str]]:
+    """Each handoff a run's turns made (its ``Handoff`` and the call's id), in order."""
     for turn in run.turns:
         handoffs = getattr(turn_agent(start, turn.agent), "_handoffs", ())
         done = {r.call_id for r in turn.tool_results if not r.is_error}
         for call in turn.tool_calls:
             for item in handoffs:
                 if call.name == item.tool_name and call.id in done:
-                    name, filtered = item.name, filtered or item.input_filter is not None
-    return name, filtered
+                    yield item, call.id

@@ -24,15 +24,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
-from agentloop.engine.handoff_carry import check_receivers, ruling, viewed
+from agentloop.engine.handoff_carry import check_receivers, filtered_transfer, ruling, viewed
 from agentloop.engine.instructions import evaluate
 from agentloop.engine.kept import edited
 from agentloop.engine.views import View, measure, restored, stored
 from agentloop.errors import ConfigurationError, HandoffLimitExceeded, ToolError
 from agentloop.handoffs import Handoff, handoff_name
 from agentloop.messages import Message, ThinkingPart
-from agentloop.model import ToolSpec
+from agentloop.model import ToolSpec, media_provider
 from agentloop.run import RunContext
+from agentloop.tokens import MEDIA_PROVIDER
 from agentloop.tools import Tool, ToolContext
 from agentloop.transcript import validate_transcript
 
@@ -46,9 +47,10 @@ __all__ = [
     "checked",
     "close_receivers",
     "paused_view",
-    "view_ended",
     "resume_in",
     "take_over",
+    "view_ended",
+    "views_closed",
 ]
 
 TRANSFERRED = "Transferred to '{name}'."
@@ -186,7 +188,8 @@ def _unreasoned(message: Message) -> Message:
         isinstance(p, ThinkingPart) for p in message.parts
     ):
         return message
-    return Message(message.role, tuple(p for p in message.parts if not isinstance(p, ThinkingPart)))
+    parts = tuple(p for p in message.parts if not isinstance(p, ThinkingPart))
+    return Message(message.role, parts, phase=message.phase)  # its phase goes back (SPEC 16)
 
 
 def take_over(session: Any, state: RunState) -> None:
@@ -209,6 +212,10 @@ def take_over(session: Any, state: RunState) -> None:
         at, before = len(state.transcript), state.shown
         state.shown = View(shown, at, at, at if before is None else before.first)
         measure(state)  # the view is what is sent: the guard measures it (engine.views)
+    elif state.shown is not None or state.appendonly is None:  # its system, tools, formula
+        measure(state)  # what its requests send, media by its provider's formula (SPEC 7, 16)
+    else:  # the base and entries travel in the transcript: only the media formula changed
+        state.guard.start(state.transcript, state.offer.specs)  # counted in the transcript
     bus = session._bus
     bus.agent = handoff.name
     if bus.active:
@@ -223,6 +230,9 @@ def _rule(
     Returns the receiver's own instruction text (without the run's memory recall block).
     """
     state.client, own, registry, sets = ruling(session, state, receiver)  # SPEC 21, 25, 27
+    provider = media_provider(state.client)  # its requests' media by its formula (SPEC 16)
+    if MEDIA_PROVIDER.get() != provider:
+        MEDIA_PROVIDER.set(provider)
     state.registry = viewed(session, receiver, registry, sets)  # steps, journal (SPEC 14)
     state.offer = receiver._offer(own, registry)
     state.system = state.guard.system = system
@@ -338,16 +348,59 @@ def view_ended(session: Any, state: RunState) -> None:
     entry found there all the same (a pause stored before they were) goes too: it changed
     another base than the session's.
     """
-    from agentloop.engine.appendonly import without_thinking
-
     history, view = session._history, state.shown
     assert view is not None
     at = view.first  # from the first filtered handoff on, whatever a compaction did since
-    after = history[at:]
-    kept = [m for m in map(without_thinking, after) if m is not None and m.role != "system"]
-    if len(kept) == len(after) and all(a is b for a, b in zip(kept, after, strict=True)):
+    kept = _left_out(history[at:])
+    if kept is None:
         return
     history[at:] = kept
     edited(session, at)  # a paused run's conversation kept before stays as it was (engine.kept)
     if session._recorder is not None:
         session._recorder.rewrite_history()
+
+
+def views_closed(start: Any, history: list[Message], runs: Sequence[Any]) -> list[Message] | None:
+    """``view_ended`` for runs a crash ended, closed by a restore (``store._session.restore``).
+
+    A run killed inside a filtered handoff's receiver never finalized, so its view never ended:
+    its completed turns join the history with the receiver's thinking, bound to the view's
+    conversation, and every later request of the session would be refused. From the first
+    filtered handoff's results on, that thinking (and any system entry) is left out here as a
+    finalize would have. Only on an append-only conversation (the history opens with its base);
+    None when nothing changes.
+    """
+    from agentloop.engine.appendonly import is_base
+
+    if not history or not is_base(history[0]):
+        return None
+    for run in runs:
+        call_id = filtered_transfer(start, run)
+        at = None if call_id is None else _results_of(history, call_id)
+        if at is None:
+            continue
+        kept = _left_out(history[at:])
+        if kept is not None:
+            return [*history[:at], *kept]
+    return None
+
+
+def _results_of(history: Sequence[Message], call_id: str) -> int | None:
+    """Where the ``tool`` message with ``call_id``'s result is, from the end (None: not there)."""
+    for index in range(len(history) - 1, -1, -1):
+        message = history[index]
+        if message.role == "tool" and any(
+            getattr(p, "call_id", None) == call_id for p in message.parts
+        ):
+            return index
+    return None
+
+
+def _left_out(after: Sequence[Message]) -> list[Message] | None:
+    """``after`` without thinking and system entries (None: it has neither)."""
+    from agentloop.engine.appendonly import without_thinking
+
+    kept = [m for m in map(without_thinking, after) if m is not None and m.role != "system"]
+    if len(kept) == len(after) and all(a is b for a, b in zip(kept, after, strict=True)):
+        return None
+    return kept

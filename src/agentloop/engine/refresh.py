@@ -11,14 +11,15 @@ it before a run starts without an import circle: the session is typed loosely he
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from agentloop.errors import MemoryBackendError
 from agentloop.run import Run
 from agentloop.store import Store
-from agentloop.store._session import load_safety, restore
+from agentloop.store._session import Closing, load_safety, restore
 
-__all__ = ["refreshed", "restore_safety"]
+__all__ = ["closing", "refreshed", "restore_safety"]
 
 
 def refreshed(session: Any) -> None:
@@ -30,12 +31,22 @@ def refreshed(session: Any) -> None:
     restores them (the agent's shared breakers and model health stay as they are).
     """
     recorder = session._recorder
-    history, runs = restore(recorder.store, session.id, owner=recorder.owner)
+    store, agent = recorder.store, session.agent
+    history, runs = restore(store, session.id, owner=recorder.owner, closing=closing(agent))
     session._history, session._runs = history, runs
     session._measured = None
     session._drop_block = any(r.thinking_prefix_mismatch for r in runs)
     recorder.reloaded(len(history))
     restore_safety(session, recorder.store, continuing=None, shared=False)
+
+
+def closing(agent: Any) -> Closing | None:
+    """How a restore closes a crashed run of ``agent``'s: its filtered handoff's view ends."""
+    if not getattr(agent, "_handoffs", None):
+        return None
+    from agentloop.engine.handoffs import views_closed
+
+    return partial(views_closed, agent)
 
 
 def restore_safety(

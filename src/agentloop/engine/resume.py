@@ -14,7 +14,7 @@ from typing import Any
 from agentloop.cancel import CancelToken
 from agentloop.engine.conversation import Conversation
 from agentloop.engine.journal import Journal
-from agentloop.engine.refresh import restore_safety
+from agentloop.engine.refresh import closing, restore_safety
 from agentloop.engine.state import RunState
 from agentloop.errors import InvalidInput
 from agentloop.messages import Message
@@ -49,7 +49,8 @@ def _reopen(
     cancels: tuple[CancelToken, ...],
 ) -> RunState:
     store = recorder.store
-    history, runs = restore(store, session.id, owner=recorder.owner)  # the lease is ours now
+    closes = closing(session.agent)  # a filtered receiver's view ends (engine.handoffs)
+    history, runs = restore(store, session.id, owner=recorder.owner, closing=closes)  # ours now
     stored = continuable(store, session.id)
     if stored is None:
         raise InvalidInput(

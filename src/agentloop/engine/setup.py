@@ -344,17 +344,16 @@ def with_memory(agent: Definition[Any], memory: object) -> None:
 
 def restored(agent: Any, session_id: str, store: Store, *, shared: bool) -> Session[Any]:
     """A session of ``agent`` rebuilt from ``store`` (``shared``: its breakers and health too)."""
+    from agentloop.engine.refresh import closing, restore_safety
     from agentloop.engine.session import Session
     from agentloop.store._session import SessionRecorder, restore
 
-    history, runs = restore(store, checked_session_id(session_id))  # for resume()
+    history, runs = restore(store, checked_session_id(session_id), closing=closing(agent))
     found = SessionRecorder(store, session_id, synced=len(history))
     found.marked()  # what a later run compares with: did another process run it meanwhile?
     session: Session[Any] = Session(
         agent, session_id, recorder=found, history=history, runs=cast(Any, runs)
     )
-    from agentloop.engine.refresh import restore_safety
-
     restore_safety(session, store, continuing=None, shared=shared)
     return session
 

@@ -50,6 +50,7 @@ lazily by the first request on that loop and closed before that loop ends (``_Lo
 
 from __future__ import annotations
 
+import io
 import json
 import ssl
 from collections.abc import Iterable, Mapping
@@ -110,6 +111,7 @@ __all__ = [
 
 
 _CHUNK = 64 * 1024
+_RAW_BODY = 1 << 20  # a larger body streams: raw bytes past it are aiohttp's ResourceWarning
 
 DEFAULT_MAX_CONNECTIONS = 100
 """Open connections per client and event loop at most (aiohttp's ``TCPConnector(limit=...)``).
@@ -272,7 +274,7 @@ class HttpTransport:
                 session = await self._sessions.get()
             response = await session.post(
                 url if "%" not in url else as_sent(url),  # a Bedrock model id keeps its escapes
-                data=body,
+                data=body if len(body) <= _RAW_BODY else io.BytesIO(body),
                 headers=merged,
                 allow_redirects=False,
                 proxy=self._proxy,

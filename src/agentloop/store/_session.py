@@ -311,21 +311,33 @@ class SessionRecorder:
         )
 
 
+Closing = Callable[[list[Message], list[Run]], "list[Message] | None"]
+"""What the engine makes of a history once crashed runs' turns joined it (None: nothing)."""
+
+
 def restore(
-    store: Store, session_id: str, *, owner: str | None = None
+    store: Store, session_id: str, *, owner: str | None = None, closing: Closing | None = None
 ) -> tuple[list[Message], list[Run]]:
     """A session's history and runs; runs without a recorded end are closed and saved.
 
     Unless a live process other than ``owner`` holds the session's lease: its run is in flight,
-    not crashed, and stays as stored (no end yet).
+    not crashed, and stays as stored (no end yet). ``closing`` edits the history the closed
+    runs made, as their finalize would have (``agentloop.engine.handoffs.views_closed``); the
+    edit is written in the closure's own transaction.
     """
     history = store.load_history(session_id)
     stored = store.load_runs(session_id)
     orphans = [s for s in stored if not s.finished]
     if orphans and not _running_elsewhere(store, session_id, owner):
-        added = [m for s in orphans for m in _close(s)]
-        store.finish_runs(session_id, [s.run for s in orphans], keep=len(history), append=added)
-        history.extend(added)
+        closed = [s.run for s in orphans]
+        keep, whole = len(history), [*history, *(m for s in orphans for m in _close(s))]
+        edited = None if closing is None else closing(whole, closed)
+        if edited is not None:  # rewritten from its first changed message on
+            same = zip(whole, edited, strict=False)
+            changed = next((i for i, (a, b) in enumerate(same) if a is not b), keep)
+            keep, whole = min(keep, changed), edited
+        store.finish_runs(session_id, closed, keep=keep, append=whole[keep:])
+        history = whole
     return history, [s.run for s in stored]
 
 

@@ -19,8 +19,10 @@ on the message) and refused per request, naming the part and the model, before a
 sent (``check``): audio (there is no audio block); an image type other than the four the API
 lists; an image whose base64 passes 5 MiB (the API measures the base64 text); a plain-text
 document by URL (the API has no such source) or one that is not UTF-8; media in an assistant
-message; any kind the model's profile does not list (``accepts``); and the part that takes the
-request's inline media past the API's 32 MiB request limit. Bytes are base64-encoded
+message; any kind the model's profile does not list (``accepts``); and the part of one message that
+takes the request's inline media past the API's 32 MiB request limit (a message whose media
+cross it only with earlier messages' is the API's 413, a ``ContextLengthExceeded`` the engine's
+overflow salvage compacts). Bytes are base64-encoded
 once per message, however many times a part appears in it, and never shown: errors carry
 ``describe()``.
 """
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentloop.errors import ConfigurationError
+from agentloop.errors import ConfigurationError, ContextLengthExceeded
 from agentloop.media import AudioPart, DocumentPart, ImagePart, MediaPart
 from agentloop.messages import ToolResultPart
 from agentloop.providers.anthropic._settings import profile
@@ -88,12 +90,16 @@ def check(found: Found, model: str | None, total: int = 0) -> int:
     ``MAX_REQUEST_BYTES``, every earlier turn's media included).
     """
     allowed = WIRE_KINDS if model is None else accepts(model)
+    own = sum(_base64_length(part.size) for part, _ in found)  # this message's alone
+    shared = total > 0 and own <= MAX_REQUEST_BYTES
     for part, why in found:
         if why is None and part.kind not in allowed:
             takes = " and ".join(sorted(allowed)) or "no media"
             why = f"its profile takes {takes}"
         total += _base64_length(part.size)
         if why is None and total > MAX_REQUEST_BYTES:
+            if shared:  # it fits alone, not after earlier messages': compaction's to fix (413)
+                raise _too_large(total)
             why = (
                 f"with it the request carries {total:,} bytes of inline media, over Anthropic's "
                 f"{MAX_REQUEST_BYTES:,}-byte request limit; send fewer or pass url="
@@ -103,6 +109,23 @@ def check(found: Found, model: str | None, total: int = 0) -> int:
                 f"{model or 'Anthropic'} cannot take {part.describe()}: {why}", field="messages"
             )
     return total
+
+
+def _too_large(total: int) -> ContextLengthExceeded:
+    """The conversation's media outgrew the request limit: a context too large, not a config.
+
+    The API answers such a request 413 ``request_too_large``, which is a
+    ``ContextLengthExceeded``; raised before sending, the run's overflow salvage (SPEC 7)
+    compacts (old media go first, SPEC 16) and sends the turn again. A screenshot agent on
+    Claude no longer stops at its eighth 3 MB screenshot while its window is nearly empty.
+    """
+    return ContextLengthExceeded(
+        f"the conversation carries {total:,} bytes of inline media, over Anthropic's "
+        f"{MAX_REQUEST_BYTES:,}-byte request limit (earlier turns' media included)",
+        provider="anthropic",
+        status_code=413,
+        request_sent=False,
+    )
 
 
 def _base64_length(size: int) -> int:
