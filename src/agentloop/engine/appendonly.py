@@ -244,17 +244,14 @@ def kept_after_compaction(before: Sequence[Message], after: Sequence[Message]) -
     """A compactor's result held to SPEC 28: every system entry kept, no stale thinking sent.
 
     A base or entry the compactor left out goes back before the first kept message that
-    followed it (or at the end); the base is first. A text entry a later one replaces in full
-    (``_effect``) stays out: it no longer says anything, and kept it would make every run of
-    a changing prompt or memory recall (SPEC 27) grow the conversation past any compaction.
-    Every message after the first position where the result differs from ``before`` loses its
-    thinking: its prefix changed, so the provider would refuse it (an adaptive-thinking turn
-    without thinking is valid).
+    followed it (or at the end); the base is first. Every message after the first position
+    where the result differs from ``before`` loses its thinking: its prefix changed, so the
+    provider would refuse it (an adaptive-thinking turn without thinking is valid).
     """
     kept = {id(m) for m in after}
     result = list(after)
     for index, message in enumerate(before):
-        if message.role != "system" or id(message) in kept or _superseded(before, index):
+        if message.role != "system" or id(message) in kept:
             continue
         follower = next((m for m in before[index + 1 :] if id(m) in kept), None)
         at = next((i for i, m in enumerate(result) if m is follower), len(result))
@@ -265,16 +262,3 @@ def kept_after_compaction(before: Sequence[Message], after: Sequence[Message]) -
     )
     tail = [m for m in map(without_thinking, result[changed:]) if m is not None]
     return [*result[:changed], *tail]
-
-
-def _superseded(messages: Sequence[Message], index: int) -> bool:
-    """Whether the entry at ``index`` is instruction text a later entry replaces in full."""
-    message = messages[index]
-    if is_base(message) or not _is_text_entry(message):
-        return False
-    return any(_is_text_entry(m) for m in messages[index + 1 :])
-
-
-def _is_text_entry(message: Message) -> bool:
-    """A system entry that sets the instruction text (``_effect`` reads its text)."""
-    return message.role == "system" and any(type(p) is TextPart for p in message.parts)
