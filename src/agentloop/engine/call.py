@@ -30,8 +30,9 @@ it back.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from types import CoroutineType
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from agentloop._util.lazy import lazy_module
 from agentloop.clock import Clock
@@ -40,11 +41,12 @@ from agentloop.engine.gates import Asked, Gates
 from agentloop.engine.guards import BREAKER_TEXT, SafetyState
 from agentloop.engine.invoke import Outcome, begin, suggestion
 from agentloop.engine.state import RunState
-from agentloop.errors import ToolError, ToolRecoveryExhausted
+from agentloop.errors import LockPoisoned, ToolError, ToolRecoveryExhausted
 from agentloop.messages import MediaPart, ToolCallPart, ToolResultPart
 from agentloop.model import ModelClient, media_kinds
 from agentloop.observers import EventBus
 from agentloop.pausing import LOST_TEXT, Answer, Decision, Deny, Edit, PendingCall
+from agentloop.safety.breaker import Admission
 from agentloop.safety.breaker import Outcome as BreakerOutcome
 from agentloop.safety.recovery import (
     MAX_RECOVERY_ATTEMPTS,
@@ -95,6 +97,11 @@ class PausedChild:
         self.id = call_id
         """The parent's call to the child agent."""
         self.pending = pending
+
+
+_Ran: TypeAlias = "tuple[ToolResultPart, Outcome] | PausedChild"
+_Attempted: TypeAlias = "_Ran | Coroutine[Any, Any, _Ran]"
+"""An attempt's result, or (when the tool or a post-tool hook waits) the coroutine for it."""
 
 
 class ContinueChild:
@@ -175,11 +182,14 @@ class CallPipeline:
                 if self.dispatcher.observers.active:
                     self._started()
                 tool = self._declared()
-                if tool is not None or self.dispatcher.gates.pre_hooks:
-                    attempted = await self._gated(ctx, tool)
-                else:
-                    self._refuse_if_looping()
-                    attempted = await self._run_tool(ctx)
+                gated = (  # a tool that never waits: its result without a coroutine
+                    self._gated(ctx, tool)
+                    if tool is not None or self.dispatcher.gates.pre_hooks
+                    else self._ungated(ctx)
+                )
+                attempted: _Ran | PendingCall = (
+                    await gated if type(gated) is CoroutineType else gated  # type: ignore[assignment]
+                )
                 if not isinstance(attempted, tuple):
                     return attempted
                 result, outcome = attempted
@@ -282,15 +292,18 @@ class CallPipeline:
             if turn.durations is None:
                 turn.durations = {}
             turn.durations[call.id] = duration
-        if outcome not in _NOT_RECORDED:
-            d.safety.loop_record(
-                state.run,
-                self.name,
-                self.arguments,
-                text,
-                is_error=result.is_error,
-                available=outcome not in _UNAVAILABLE,
-            )
+        safety = d.safety
+        if safety.detection_on and outcome not in _NOT_RECORDED:  # ``loop_record``, written out
+            try:
+                warning = safety.loops.record(
+                    self.name, self.arguments, text, is_error=result.is_error,
+                    available=outcome not in _UNAVAILABLE,
+                )  # fmt: skip
+            except Exception as exc:
+                safety.poisoned("the loop detector", exc)
+            else:
+                if warning is not None:
+                    safety.warned(state.run, warning)
         self.open, self.ended = False, True  # ``_finished``: its event only when listened to
         if d.observers.active:
             self._finished(result, duration)
@@ -376,19 +389,77 @@ class CallPipeline:
 
         A child agent whose run paused answers ``PausedChild`` instead of a result.
         """
-        d, state, call = self.dispatcher, self.state, self.call
-        admission = d.safety.admit(self.name)
+        attempted = self._attempt(ctx)
+        if type(attempted) is CoroutineType:
+            return await attempted  # type: ignore[no-any-return]
+        return attempted  # type: ignore[return-value]
+
+    def _ungated(self, ctx: ToolContext) -> _Attempted:
+        """An attempt no gate looks at: the loop pre-check, then the tool (``_attempt``)."""
+        self._refuse_if_looping()
+        return self._attempt(ctx)
+
+    def _attempt(self, ctx: ToolContext) -> _Attempted:
+        """``_run_tool``: its result, or a coroutine for the rest when the tool or a hook waits.
+
+        A tool that never waits (and no post-tool hook) ends here, without a coroutine.
+        """
+        d = self.dispatcher
+        breakers = d.safety.breakers
+        try:  # ``SafetyState.admit``, written out: a raising breaker fails closed
+            admission = breakers.admit(self.name)
+        except Exception as exc:
+            raise LockPoisoned("tool_breaker") from exc
         if admission is None:
             return self.finish(BREAKER_TEXT, "refused")
-        monotonic = d.monotonic
-        started = monotonic()
+        started = d.monotonic()
+        state = self.state
         registry = d.registry if state.registry is None else state.registry
         try:
             begun = begin(registry, d.config, ctx, self.name, self.arguments)
-            text, outcome = begun if isinstance(begun, tuple) else await begun  # waited: the rest
         except BaseException:
             d.safety.settle(admission, None)
             raise
+        if type(begun) is not tuple or d.gates.post_hooks:
+            return self._waited(admission, ctx, started, begun)
+        return self._ran(admission, ctx, started, begun, True)
+
+    async def _waited(
+        self,
+        admission: Admission,
+        ctx: ToolContext,
+        started: float,
+        begun: tuple[str, Outcome] | Awaitable[tuple[str, Outcome]],
+    ) -> tuple[ToolResultPart, Outcome] | PausedChild:
+        """The rest of an attempt that waits: the tool's own awaits, the post-tool hooks."""
+        d = self.dispatcher
+        try:
+            text_outcome = begun if type(begun) is tuple else await begun  # type: ignore[misc]
+        except BaseException:
+            d.safety.settle(admission, None)
+            raise
+        hooks = bool(d.gates.post_hooks)
+        result = self._ran(admission, ctx, started, text_outcome, not hooks)
+        if not hooks or type(result) is not tuple:
+            return result
+        outcome = result[1]
+        try:
+            await d.gates.after(self.call, result[0], ctx)
+        finally:  # the tool ran: a failing or cancelled post hook must not leave a probe hanging
+            d.safety.settle(admission, _BREAKER[outcome])
+        return result
+
+    def _ran(
+        self,
+        admission: Admission,
+        ctx: ToolContext,
+        started: float,
+        begun: tuple[str, Outcome],
+        settle: bool,
+    ) -> tuple[ToolResultPart, Outcome] | PausedChild:
+        """The tool's result made (a paused child's calls instead); ``settle``: recorded."""
+        d, state, call = self.dispatcher, self.state, self.call
+        text, outcome = begun
         children = state.children
         if children is not None and call.id in children and children[call.id][0] == "paused":
             d.safety.settle(admission, None)
@@ -396,19 +467,23 @@ class CallPipeline:
         media = ctx.media
         if media:
             text, outcome, media = _takeable(self.name, state.client, text, outcome, media)
-        result = self.finish(text, outcome, monotonic() - started, media)
-        if not d.gates.post_hooks:
-            d.safety.settle(admission, _BREAKER[outcome])
-            return result
-        try:
-            await d.gates.after(call, result[0], ctx)
-        finally:  # the tool ran: a failing or cancelled post hook must not leave a probe hanging
+        result = self.finish(text, outcome, d.monotonic() - started, media)
+        if settle:
             d.safety.settle(admission, _BREAKER[outcome])
         return result
 
     def _refuse_if_looping(self) -> None:
         """The loop pre-check: at the stop threshold the call is refused and the run ends."""
-        stop = self.dispatcher.safety.loop_stop()
+        safety = self.dispatcher.safety
+        if not safety.detection_on:
+            return
+        try:  # ``SafetyState.loop_stop``, written out: a raising detector switches detection off
+            stop = safety.loops.check()
+            if stop is not None:
+                safety.loops.consume_stop()
+        except Exception as exc:
+            safety.poisoned("the loop detector", exc)
+            return
         if stop is not None:
             self.finish(f"dispatch refused before execution: {stop}", "looping")
             raise stop

@@ -306,9 +306,17 @@ class RunLoop:
         turns = self.state.run.turns
         if len(turns) > 1 and turns[-2].stop_reason == PAUSE_TURN:  # one answer (SPEC 24)
             text = answer_text(turns, text)
-        stop = self.session.safety.converge(self.state.run, text)
-        if stop is not None:
-            raise stop
+        safety = self.session.safety
+        if safety.detection_on:  # ``converge``: a raising detector switches detection off
+            try:
+                status = safety.convergence.record(text)
+            except Exception as exc:
+                safety.poisoned("the convergence detector", exc)
+                status = None
+            if status is not None:
+                stop = safety.converged(self.state.run, status)
+                if stop is not None:
+                    raise stop
         if self.guarding is not None and self.guarding.guardrails.output:
             return self._guarded_answer(turn, response, text)
         self.state.run.output = text
