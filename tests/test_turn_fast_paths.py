@@ -2,7 +2,7 @@
 
 Each fast path of the engine's turn (issue 39) is a shortcut for a common case; these properties
 hold it to the general path over arbitrary inputs: the context guard's quiet line, the transcript
-checker's one-part messages, and a message's token count.
+checker's one-part messages, a message's token count and a usage sum.
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentloop._provider_parts import NO_CALLS, counted_calls
 from agentloop.context import WindowPolicy
 from agentloop.engine.compaction import quiet_line
 from agentloop.errors import TranscriptError
 from agentloop.media import ImagePart
-from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart, Usage
 from agentloop.tokens import HeuristicTokenCounter, RatioTokenCounter, counted_media
 from agentloop.transcript import TranscriptChecker
 
@@ -142,3 +143,35 @@ def test_the_overhead_asked_again_with_the_same_tools_is_the_same_as_measured_af
             assert request_overhead(system, tools, counter) == expected  # the fast answer
             assert request_overhead(system, list(tools), counter) == expected
             assert request_overhead(system, (), counter) == _measure_overhead(system, (), counter)
+
+
+counts = st.integers(0, 10**9)
+provider_calls = st.one_of(
+    st.just(NO_CALLS),
+    st.dictionaries(st.sampled_from(["web_search", "code", "x"]), st.integers(0, 9), max_size=3),
+)
+usages = st.builds(
+    Usage, counts, counts, counts, counts, counts, provider_tool_calls=provider_calls
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(usages, usages)
+def test_usage_sums_as_the_keyword_construction_does(first: Usage, second: Usage) -> None:
+    """``Usage.__add__`` builds positionally and sets the provider calls itself: the same sum."""
+    mine, theirs = first.provider_tool_calls, second.provider_tool_calls
+    calls = mine if theirs is NO_CALLS or not theirs else counted_calls(mine, theirs, 1)
+    expected = Usage(
+        first.input_tokens + second.input_tokens,
+        first.output_tokens + second.output_tokens,
+        first.cache_read_tokens + second.cache_read_tokens,
+        first.cache_write_tokens + second.cache_write_tokens,
+        first.reasoning_tokens + second.reasoning_tokens,
+        provider_tool_calls=calls,
+    )
+    total = first + second
+    assert total == expected
+    assert dict(total.provider_tool_calls) == dict(expected.provider_tool_calls)
+    assert (total.provider_tool_calls is NO_CALLS) == (expected.provider_tool_calls is NO_CALLS)
+    same = first + first  # the one mapping on both sides counts twice
+    assert dict(same.provider_tool_calls) == dict(counted_calls(mine, mine, 1) if mine else mine)
