@@ -30,24 +30,18 @@ it back.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import CoroutineType
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 from agentloop._util.lazy import lazy_module
-from agentloop.clock import Clock
-from agentloop.config import RunConfig
-from agentloop.engine.gates import Asked, Gates
-from agentloop.engine.guards import BREAKER_TEXT, SafetyState
-from agentloop.engine.invoke import Outcome, begin, suggestion
+from agentloop.engine.attempt import Attempt, PausedChild, PipelineServices
+from agentloop.engine.gates import Asked
+from agentloop.engine.invoke import Outcome, suggestion
 from agentloop.engine.state import RunState
-from agentloop.errors import LockPoisoned, ToolError, ToolRecoveryExhausted
+from agentloop.errors import ToolError, ToolRecoveryExhausted
 from agentloop.messages import MediaPart, ToolCallPart, ToolResultPart
-from agentloop.model import ModelClient, media_kinds
-from agentloop.observers import EventBus
 from agentloop.pausing import LOST_TEXT, Answer, Decision, Deny, Edit, PendingCall
-from agentloop.safety.breaker import Admission
-from agentloop.safety.breaker import Outcome as BreakerOutcome
 from agentloop.safety.recovery import (
     MAX_RECOVERY_ATTEMPTS,
     Correction,
@@ -55,11 +49,11 @@ from agentloop.safety.recovery import (
     Retry,
     ToolFailure,
 )
-from agentloop.tools import Tool, ToolContext, ToolRegistry, render_content
+from agentloop.tools import Tool, ToolContext, render_content
 from agentloop.transcript import INTERRUPTED_TEXT
 
 if TYPE_CHECKING:
-    from agentloop.engine.journal import Journal
+    from agentloop.engine.attempt import _Ran
 
 if TYPE_CHECKING:
     from agentloop import events as ev
@@ -73,35 +67,10 @@ logger = logging.getLogger("agentloop")
 _FINAL: frozenset[Outcome] = frozenset({"ok", "vetoed", "refused"})
 """Outcomes no recovery follows."""
 
-_BREAKER: dict[Outcome, BreakerOutcome | None] = {
-    "ok": "success",
-    "sick": "sick",
-    "tool_error": "neutral",
-    "invalid": "neutral",
-    "missing": None,
-}
-"""What the tool breaker records for an attempt that reached the tool."""
-
 _UNAVAILABLE: frozenset[Outcome] = frozenset({"missing", "unavailable"})
 """Results the loop detector records as calls to a tool that is not there."""
 
 _NOT_RECORDED: frozenset[Outcome] = frozenset({"looping"})
-
-
-class PausedChild:
-    """A call to a child agent (``as_tool``) whose run paused: its pending calls (SPEC 17)."""
-
-    __slots__ = ("id", "pending")
-
-    def __init__(self, call_id: str, pending: tuple[PendingCall, ...]) -> None:
-        self.id = call_id
-        """The parent's call to the child agent."""
-        self.pending = pending
-
-
-_Ran: TypeAlias = "tuple[ToolResultPart, Outcome] | PausedChild"
-_Attempted: TypeAlias = "_Ran | Coroutine[Any, Any, _Ran]"
-"""An attempt's result, or (when the tool or a post-tool hook waits) the coroutine for it."""
 
 
 class ContinueChild:
@@ -124,22 +93,7 @@ def pending_of(answers: Sequence[object]) -> tuple[PendingCall, ...]:
     return tuple(pending)
 
 
-class PipelineServices(Protocol):
-    """What a call's pipeline uses of the dispatcher that runs it (``engine.dispatch``)."""
-
-    registry: ToolRegistry
-    config: RunConfig
-    observers: EventBus
-    gates: Gates
-    session_id: str
-    safety: SafetyState
-    clock: Clock
-    monotonic: Callable[[], float]
-    default_recovery: bool
-    journal: Journal | None
-
-
-class CallPipeline:
+class CallPipeline(Attempt):
     """One tool call through the pipeline, with recovery."""
 
     __slots__ = (
@@ -384,110 +338,6 @@ class CallPipeline:
             return tool
         return None
 
-    async def _run_tool(self, ctx: ToolContext) -> tuple[ToolResultPart, Outcome] | PausedChild:
-        """The breaker gate, the tool, its result, the post-tool hooks and the breaker record.
-
-        A child agent whose run paused answers ``PausedChild`` instead of a result.
-        """
-        attempted = self._attempt(ctx)
-        if type(attempted) is CoroutineType:
-            return await attempted  # type: ignore[no-any-return]
-        return attempted  # type: ignore[return-value]
-
-    def _ungated(self, ctx: ToolContext) -> _Attempted:
-        """An attempt no gate looks at: the loop pre-check, then the tool (``_attempt``)."""
-        self._refuse_if_looping()
-        return self._attempt(ctx)
-
-    def _attempt(self, ctx: ToolContext) -> _Attempted:
-        """``_run_tool``: its result, or a coroutine for the rest when the tool or a hook waits.
-
-        A tool that never waits (and no post-tool hook) ends here, without a coroutine.
-        """
-        d = self.dispatcher
-        breakers = d.safety.breakers
-        try:  # ``SafetyState.admit``, written out: a raising breaker fails closed
-            admission = breakers.admit(self.name)
-        except Exception as exc:
-            raise LockPoisoned("tool_breaker") from exc
-        if admission is None:
-            return self.finish(BREAKER_TEXT, "refused")
-        started = d.monotonic()
-        state = self.state
-        registry = d.registry if state.registry is None else state.registry
-        try:
-            begun = begin(registry, d.config, ctx, self.name, self.arguments)
-        except BaseException:
-            d.safety.settle(admission, None)
-            raise
-        if type(begun) is not tuple or d.gates.post_hooks:
-            return self._waited(admission, ctx, started, begun)
-        return self._ran(admission, ctx, started, begun, True)
-
-    async def _waited(
-        self,
-        admission: Admission,
-        ctx: ToolContext,
-        started: float,
-        begun: tuple[str, Outcome] | Awaitable[tuple[str, Outcome]],
-    ) -> tuple[ToolResultPart, Outcome] | PausedChild:
-        """The rest of an attempt that waits: the tool's own awaits, the post-tool hooks."""
-        d = self.dispatcher
-        try:
-            text_outcome = begun if type(begun) is tuple else await begun  # type: ignore[misc]
-        except BaseException:
-            d.safety.settle(admission, None)
-            raise
-        hooks = bool(d.gates.post_hooks)
-        result = self._ran(admission, ctx, started, text_outcome, not hooks)
-        if not hooks or type(result) is not tuple:
-            return result
-        outcome = result[1]
-        try:
-            await d.gates.after(self.call, result[0], ctx)
-        finally:  # the tool ran: a failing or cancelled post hook must not leave a probe hanging
-            d.safety.settle(admission, _BREAKER[outcome])
-        return result
-
-    def _ran(
-        self,
-        admission: Admission,
-        ctx: ToolContext,
-        started: float,
-        begun: tuple[str, Outcome],
-        settle: bool,
-    ) -> tuple[ToolResultPart, Outcome] | PausedChild:
-        """The tool's result made (a paused child's calls instead); ``settle``: recorded."""
-        d, state, call = self.dispatcher, self.state, self.call
-        text, outcome = begun
-        children = state.children
-        if children is not None and call.id in children and children[call.id][0] == "paused":
-            d.safety.settle(admission, None)
-            return PausedChild(call.id, children[call.id][2])
-        media = ctx.media
-        if media:
-            text, outcome, media = _takeable(self.name, state.client, text, outcome, media)
-        result = self.finish(text, outcome, d.monotonic() - started, media)
-        if settle:
-            d.safety.settle(admission, _BREAKER[outcome])
-        return result
-
-    def _refuse_if_looping(self) -> None:
-        """The loop pre-check: at the stop threshold the call is refused and the run ends."""
-        safety = self.dispatcher.safety
-        if not safety.detection_on:
-            return
-        try:  # ``SafetyState.loop_stop``, written out: a raising detector switches detection off
-            stop = safety.loops.check()
-            if stop is not None:
-                safety.loops.consume_stop()
-        except Exception as exc:
-            safety.poisoned("the loop detector", exc)
-            return
-        if stop is not None:
-            self.finish(f"dispatch refused before execution: {stop}", "looping")
-            raise stop
-
     async def _decide(
         self, result: ToolResultPart
     ) -> tuple[RecoveryAction | None, Correction | None]:
@@ -550,18 +400,3 @@ def _validator(tool: Tool | None) -> Callable[[Mapping[str, Any]], str | None] |
         return None
 
     return check
-
-
-def _takeable(
-    name: str, client: ModelClient, text: str, outcome: Outcome, media: tuple[MediaPart, ...]
-) -> tuple[str, Outcome, tuple[MediaPart, ...]]:
-    """A tool's media, or the soft error the model reads when its provider cannot take one."""
-    accepted = media_kinds(client)
-    for part in media:
-        if part.kind not in accepted:
-            return (
-                f"tool '{name}' returned {part.kind}, which {client.provider} cannot take",
-                "tool_error",
-                (),
-            )
-    return text, outcome, media
