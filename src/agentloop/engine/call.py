@@ -30,9 +30,9 @@ it back.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from types import CoroutineType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from agentloop._util.lazy import lazy_module
 from agentloop.engine.attempt import Attempt, PausedChild, PipelineServices
@@ -53,7 +53,7 @@ from agentloop.tools import Tool, ToolContext, render_content
 from agentloop.transcript import INTERRUPTED_TEXT
 
 if TYPE_CHECKING:
-    from agentloop.engine.attempt import _Ran
+    from agentloop.engine.attempt import _Attempted, _Ran
 
 if TYPE_CHECKING:
     from agentloop import events as ev
@@ -71,6 +71,10 @@ _UNAVAILABLE: frozenset[Outcome] = frozenset({"missing", "unavailable"})
 """Results the loop detector records as calls to a tool that is not there."""
 
 _NOT_RECORDED: frozenset[Outcome] = frozenset({"looping"})
+
+
+_Answered: TypeAlias = "ToolResultPart | PendingCall | PausedChild"
+"""A call's answer: its result, or it is pending (SPEC 17)."""
 
 
 class ContinueChild:
@@ -152,6 +156,43 @@ class CallPipeline(Attempt):
         except BaseException:
             self._cut()
             raise
+
+    def now(self) -> _Answered | Coroutine[Any, Any, _Answered]:
+        """``run``, without its coroutine for the common call; else the coroutine to await.
+
+        A call no gate looks at, nobody listening, whose first attempt ends without waiting
+        and needs no recovery ends here; any other goes on in ``run`` (or ``_went_on``).
+        """
+        d = self.dispatcher
+        if self.decision is not None or d.observers.active or d.gates.pre_hooks:
+            return self.run()
+        if self._declared() is not None:
+            return self.run()
+        try:
+            self.open = True  # ``run``'s attempt: an exception cuts it (``_cut``)
+            attempted = self._ungated(self._context())
+        except BaseException:
+            self._cut()
+            raise
+        if type(attempted) is tuple and attempted[1] in _FINAL:
+            return attempted[0]
+        if type(attempted) is PausedChild:
+            return attempted
+        return self._went_on(attempted)
+
+    async def _went_on(self, attempted: _Attempted) -> _Answered:
+        """``now``'s attempt that waits or fails: awaited, recovered, retried as ``run`` does."""
+        try:
+            ran: _Ran = await attempted if type(attempted) is CoroutineType else attempted  # type: ignore[assignment]
+            if not isinstance(ran, tuple):
+                return ran
+            result, outcome = ran
+            if outcome in _FINAL or not await self._retrying(result):
+                return result
+        except BaseException:
+            self._cut()
+            raise
+        return await self.run()  # the next attempt, as ``run``'s loop takes it
 
     async def _retrying(self, result: ToolResultPart) -> bool:
         """Whether recovery retries a failed attempt (after its delay, with its correction)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Mapping, Sequence
-from types import MappingProxyType
+from types import CoroutineType, MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
@@ -371,7 +371,10 @@ class RunLoop(ModelStep):
             guarding.release()  # not the answer: what the reply streamed goes out now
         lone = dispatcher.lone(state, calls, answered, finals)  # the common turn: one call
         if lone is not None:
-            answers: list[ToolResultPart | PendingCall | PausedChild] = [await lone.run()]
+            ran = lone.now()  # a tool that never waits: its answer without a coroutine
+            answers: list[ToolResultPart | PendingCall | PausedChild] = [
+                await ran if type(ran) is CoroutineType else ran  # type: ignore[list-item]
+            ]
         else:
             answers = await dispatcher.dispatch_turn(state, calls, answered=answered, quiet=finals)
         for answer in answers:
