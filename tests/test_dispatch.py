@@ -466,7 +466,8 @@ async def test_parallel_first_hard_error_in_model_order_wins() -> None:
     model = ScriptedModel([[call("flaky"), call("late")], reply("never")])
     config = RunConfig(parallel_tool_calls=True, reflector=Recoverable(), recovery=Strategy())
     agent = Agent(model, tools=[counter.make(), late], config=config)
-    agent.safety.admit = _poison_for("late", agent.safety.admit)  # type: ignore[method-assign]
+    breakers = agent.safety.breakers
+    breakers.admit = _poison_for("late", breakers.admit)  # type: ignore[method-assign]
     # "late" fails first in time (a poisoned breaker), "flaky" first in the model's order
     with pytest.raises(ToolRecoveryExhausted):
         await agent.run("go")

@@ -2,20 +2,26 @@
 
 Each fast path of the engine's turn (issue 39) is a shortcut for a common case; these properties
 hold it to the general path over arbitrary inputs: the context guard's quiet line, the transcript
-checker's one-part messages, and a message's token count.
+checker's one-part messages, a message's token count, a usage sum and a lone tool call.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentloop import Agent, Observer, ToolError, tool
+from agentloop._provider_parts import NO_CALLS, counted_calls
 from agentloop.context import WindowPolicy
 from agentloop.engine.compaction import quiet_line
 from agentloop.errors import TranscriptError
+from agentloop.events import Event
 from agentloop.media import ImagePart
-from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart, Usage
+from agentloop.testing import ScriptedModel, call, reply
 from agentloop.tokens import HeuristicTokenCounter, RatioTokenCounter, counted_media
 from agentloop.transcript import TranscriptChecker
 
@@ -142,3 +148,81 @@ def test_the_overhead_asked_again_with_the_same_tools_is_the_same_as_measured_af
             assert request_overhead(system, tools, counter) == expected  # the fast answer
             assert request_overhead(system, list(tools), counter) == expected
             assert request_overhead(system, (), counter) == _measure_overhead(system, (), counter)
+
+
+counts = st.integers(0, 10**9)
+provider_calls = st.one_of(
+    st.just(NO_CALLS),
+    st.dictionaries(st.sampled_from(["web_search", "code", "x"]), st.integers(0, 9), max_size=3),
+)
+usages = st.builds(
+    Usage, counts, counts, counts, counts, counts, provider_tool_calls=provider_calls
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(usages, usages)
+def test_usage_sums_as_the_keyword_construction_does(first: Usage, second: Usage) -> None:
+    """``Usage.__add__`` builds positionally and sets the provider calls itself: the same sum."""
+    mine, theirs = first.provider_tool_calls, second.provider_tool_calls
+    calls = mine if theirs is NO_CALLS or not theirs else counted_calls(mine, theirs, 1)
+    expected = Usage(
+        first.input_tokens + second.input_tokens,
+        first.output_tokens + second.output_tokens,
+        first.cache_read_tokens + second.cache_read_tokens,
+        first.cache_write_tokens + second.cache_write_tokens,
+        first.reasoning_tokens + second.reasoning_tokens,
+        provider_tool_calls=calls,
+    )
+    total = first + second
+    assert total == expected
+    assert dict(total.provider_tool_calls) == dict(expected.provider_tool_calls)
+    assert (total.provider_tool_calls is NO_CALLS) == (expected.provider_tool_calls is NO_CALLS)
+    same = first + first  # the one mapping on both sides counts twice
+    assert dict(same.provider_tool_calls) == dict(counted_calls(mine, mine, 1) if mine else mine)
+
+
+class _Listener(Observer):
+    """Somebody listening: the lone call goes the general way (``CallPipeline.run``)."""
+
+    def on_event(self, event: Event) -> None:
+        """Nothing to do: being there is enough."""
+
+
+async def _ok(key: str) -> str:
+    """Awaits."""
+    return f"async {key}"
+
+
+def _sync_ok(key: str) -> str:
+    """Never waits."""
+    return f"sync {key}"
+
+
+def _soft(key: str) -> str:
+    """A soft error."""
+    raise ToolError(f"no {key}")
+
+
+def _sick(key: str) -> str:
+    """A broken tool."""
+    raise RuntimeError(f"broken {key}")
+
+
+_TOOLS = {"a": _ok, "s": _sync_ok, "e": _soft, "x": _sick}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([*_TOOLS, "missing"]), min_size=1, max_size=6))
+def test_a_lone_call_answers_as_the_general_pipeline_does(names: list[str]) -> None:
+    """``CallPipeline.now`` (nobody listening) gives the model what ``run`` gives it."""
+
+    def transcript(listening: bool) -> tuple[list[Message], str | None]:
+        script = [call(name, {"key": str(i)}) for i, name in enumerate(names)] + [reply("end")]
+        model = ScriptedModel(script)
+        tools = [tool(name=name)(function) for name, function in _TOOLS.items()]
+        agent = Agent(model, tools=tools, observers=[_Listener()] if listening else [])
+        run = asyncio.run(agent.run("go"))
+        return list(model.requests[-1].messages), run.output
+
+    assert transcript(False) == transcript(True)

@@ -444,18 +444,18 @@ class Usage:
 
     def __add__(self, other: Usage) -> Usage:
         calls = other.provider_tool_calls  # the shared empty one is told by identity (no call)
-        if calls is NO_CALLS or not calls:
-            calls = self.provider_tool_calls
-        else:
-            calls = counted_calls(self.provider_tool_calls, calls, 1)
-        return Usage(
+        mine = self.provider_tool_calls
+        calls = mine if calls is NO_CALLS or not calls else counted_calls(mine, calls, 1)
+        total = Usage(  # positional: a keyword would cost the call a dict (set below instead)
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
             self.reasoning_tokens + other.reasoning_tokens,
-            provider_tool_calls=calls,
         )
+        if calls is not NO_CALLS:  # what ``provider_tool_calls=calls`` sets, without its dict
+            object.__setattr__(total, "provider_tool_calls", calls)
+        return total
 
     def __sub__(self, other: Usage) -> Usage:
         return Usage(

@@ -202,8 +202,13 @@ class RatioTokenCounter:
         """Characters of every wire string over the ratio, plus framing; cached per message."""
         cache = message._wire  # Message.encoded's cache, read without its call (every message)
         count: int | None = cache.get(self._key)
-        if count is None:
-            count = cache[self._key] = self._count(message)
+        if count is None:  # ``_count``, written out for this module's own counters
+            own = type(self)
+            count = cache[self._key] = (
+                _ceil(message_chars(message) / self.chars_per_token) + self.per_message
+                if own is HeuristicTokenCounter or own is RatioTokenCounter
+                else self._count(message)
+            )
         parts = message.parts
         if len(parts) == 1:  # the common message: one part; its media cost without a call
             kind = type(parts[0])

@@ -30,22 +30,18 @@ it back.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from types import CoroutineType
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from agentloop._util.lazy import lazy_module
-from agentloop.clock import Clock
-from agentloop.config import RunConfig
-from agentloop.engine.gates import Asked, Gates
-from agentloop.engine.guards import BREAKER_TEXT, SafetyState
-from agentloop.engine.invoke import Outcome, begin, suggestion
+from agentloop.engine.attempt import Attempt, PausedChild, PipelineServices
+from agentloop.engine.gates import Asked
+from agentloop.engine.invoke import Outcome, suggestion
 from agentloop.engine.state import RunState
 from agentloop.errors import ToolError, ToolRecoveryExhausted
 from agentloop.messages import MediaPart, ToolCallPart, ToolResultPart
-from agentloop.model import ModelClient, media_kinds
-from agentloop.observers import EventBus
 from agentloop.pausing import LOST_TEXT, Answer, Decision, Deny, Edit, PendingCall
-from agentloop.safety.breaker import Outcome as BreakerOutcome
 from agentloop.safety.recovery import (
     MAX_RECOVERY_ATTEMPTS,
     Correction,
@@ -53,11 +49,11 @@ from agentloop.safety.recovery import (
     Retry,
     ToolFailure,
 )
-from agentloop.tools import Tool, ToolContext, ToolRegistry, render_content
+from agentloop.tools import Tool, ToolContext, render_content
 from agentloop.transcript import INTERRUPTED_TEXT
 
 if TYPE_CHECKING:
-    from agentloop.engine.journal import Journal
+    from agentloop.engine.attempt import _Attempted, _Ran
 
 if TYPE_CHECKING:
     from agentloop import events as ev
@@ -71,30 +67,14 @@ logger = logging.getLogger("agentloop")
 _FINAL: frozenset[Outcome] = frozenset({"ok", "vetoed", "refused"})
 """Outcomes no recovery follows."""
 
-_BREAKER: dict[Outcome, BreakerOutcome | None] = {
-    "ok": "success",
-    "sick": "sick",
-    "tool_error": "neutral",
-    "invalid": "neutral",
-    "missing": None,
-}
-"""What the tool breaker records for an attempt that reached the tool."""
-
 _UNAVAILABLE: frozenset[Outcome] = frozenset({"missing", "unavailable"})
 """Results the loop detector records as calls to a tool that is not there."""
 
 _NOT_RECORDED: frozenset[Outcome] = frozenset({"looping"})
 
 
-class PausedChild:
-    """A call to a child agent (``as_tool``) whose run paused: its pending calls (SPEC 17)."""
-
-    __slots__ = ("id", "pending")
-
-    def __init__(self, call_id: str, pending: tuple[PendingCall, ...]) -> None:
-        self.id = call_id
-        """The parent's call to the child agent."""
-        self.pending = pending
+_Answered: TypeAlias = "ToolResultPart | PendingCall | PausedChild"
+"""A call's answer: its result, or it is pending (SPEC 17)."""
 
 
 class ContinueChild:
@@ -117,22 +97,7 @@ def pending_of(answers: Sequence[object]) -> tuple[PendingCall, ...]:
     return tuple(pending)
 
 
-class PipelineServices(Protocol):
-    """What a call's pipeline uses of the dispatcher that runs it (``engine.dispatch``)."""
-
-    registry: ToolRegistry
-    config: RunConfig
-    observers: EventBus
-    gates: Gates
-    session_id: str
-    safety: SafetyState
-    clock: Clock
-    monotonic: Callable[[], float]
-    default_recovery: bool
-    journal: Journal | None
-
-
-class CallPipeline:
+class CallPipeline(Attempt):
     """One tool call through the pipeline, with recovery."""
 
     __slots__ = (
@@ -175,11 +140,14 @@ class CallPipeline:
                 if self.dispatcher.observers.active:
                     self._started()
                 tool = self._declared()
-                if tool is not None or self.dispatcher.gates.pre_hooks:
-                    attempted = await self._gated(ctx, tool)
-                else:
-                    self._refuse_if_looping()
-                    attempted = await self._run_tool(ctx)
+                gated = (  # a tool that never waits: its result without a coroutine
+                    self._gated(ctx, tool)
+                    if tool is not None or self.dispatcher.gates.pre_hooks
+                    else self._ungated(ctx)
+                )
+                attempted: _Ran | PendingCall = (
+                    await gated if type(gated) is CoroutineType else gated  # type: ignore[assignment]
+                )
                 if not isinstance(attempted, tuple):
                     return attempted
                 result, outcome = attempted
@@ -188,6 +156,43 @@ class CallPipeline:
         except BaseException:
             self._cut()
             raise
+
+    def now(self) -> _Answered | Coroutine[Any, Any, _Answered]:
+        """``run``, without its coroutine for the common call; else the coroutine to await.
+
+        A call no gate looks at, nobody listening, whose first attempt ends without waiting
+        and needs no recovery ends here; any other goes on in ``run`` (or ``_went_on``).
+        """
+        d = self.dispatcher
+        if self.decision is not None or d.observers.active or d.gates.pre_hooks:
+            return self.run()
+        if self._declared() is not None:
+            return self.run()
+        try:
+            self.open = True  # ``run``'s attempt: an exception cuts it (``_cut``)
+            attempted = self._ungated(self._context())
+        except BaseException:
+            self._cut()
+            raise
+        if type(attempted) is tuple and attempted[1] in _FINAL:
+            return attempted[0]
+        if type(attempted) is PausedChild:
+            return attempted
+        return self._went_on(attempted)
+
+    async def _went_on(self, attempted: _Attempted) -> _Answered:
+        """``now``'s attempt that waits or fails: awaited, recovered, retried as ``run`` does."""
+        try:
+            ran: _Ran = await attempted if type(attempted) is CoroutineType else attempted  # type: ignore[assignment]
+            if not isinstance(ran, tuple):
+                return ran
+            result, outcome = ran
+            if outcome in _FINAL or not await self._retrying(result):
+                return result
+        except BaseException:
+            self._cut()
+            raise
+        return await self.run()  # the next attempt, as ``run``'s loop takes it
 
     async def _retrying(self, result: ToolResultPart) -> bool:
         """Whether recovery retries a failed attempt (after its delay, with its correction)."""
@@ -282,15 +287,18 @@ class CallPipeline:
             if turn.durations is None:
                 turn.durations = {}
             turn.durations[call.id] = duration
-        if outcome not in _NOT_RECORDED:
-            d.safety.loop_record(
-                state.run,
-                self.name,
-                self.arguments,
-                text,
-                is_error=result.is_error,
-                available=outcome not in _UNAVAILABLE,
-            )
+        safety = d.safety
+        if safety.detection_on and outcome not in _NOT_RECORDED:  # ``loop_record``, written out
+            try:
+                warning = safety.loops.record(
+                    self.name, self.arguments, text, is_error=result.is_error,
+                    available=outcome not in _UNAVAILABLE,
+                )  # fmt: skip
+            except Exception as exc:
+                safety.poisoned("the loop detector", exc)
+            else:
+                if warning is not None:
+                    safety.warned(state.run, warning)
         self.open, self.ended = False, True  # ``_finished``: its event only when listened to
         if d.observers.active:
             self._finished(result, duration)
@@ -371,48 +379,6 @@ class CallPipeline:
             return tool
         return None
 
-    async def _run_tool(self, ctx: ToolContext) -> tuple[ToolResultPart, Outcome] | PausedChild:
-        """The breaker gate, the tool, its result, the post-tool hooks and the breaker record.
-
-        A child agent whose run paused answers ``PausedChild`` instead of a result.
-        """
-        d, state, call = self.dispatcher, self.state, self.call
-        admission = d.safety.admit(self.name)
-        if admission is None:
-            return self.finish(BREAKER_TEXT, "refused")
-        monotonic = d.monotonic
-        started = monotonic()
-        registry = d.registry if state.registry is None else state.registry
-        try:
-            begun = begin(registry, d.config, ctx, self.name, self.arguments)
-            text, outcome = begun if isinstance(begun, tuple) else await begun  # waited: the rest
-        except BaseException:
-            d.safety.settle(admission, None)
-            raise
-        children = state.children
-        if children is not None and call.id in children and children[call.id][0] == "paused":
-            d.safety.settle(admission, None)
-            return PausedChild(call.id, children[call.id][2])
-        media = ctx.media
-        if media:
-            text, outcome, media = _takeable(self.name, state.client, text, outcome, media)
-        result = self.finish(text, outcome, monotonic() - started, media)
-        if not d.gates.post_hooks:
-            d.safety.settle(admission, _BREAKER[outcome])
-            return result
-        try:
-            await d.gates.after(call, result[0], ctx)
-        finally:  # the tool ran: a failing or cancelled post hook must not leave a probe hanging
-            d.safety.settle(admission, _BREAKER[outcome])
-        return result
-
-    def _refuse_if_looping(self) -> None:
-        """The loop pre-check: at the stop threshold the call is refused and the run ends."""
-        stop = self.dispatcher.safety.loop_stop()
-        if stop is not None:
-            self.finish(f"dispatch refused before execution: {stop}", "looping")
-            raise stop
-
     async def _decide(
         self, result: ToolResultPart
     ) -> tuple[RecoveryAction | None, Correction | None]:
@@ -475,18 +441,3 @@ def _validator(tool: Tool | None) -> Callable[[Mapping[str, Any]], str | None] |
         return None
 
     return check
-
-
-def _takeable(
-    name: str, client: ModelClient, text: str, outcome: Outcome, media: tuple[MediaPart, ...]
-) -> tuple[str, Outcome, tuple[MediaPart, ...]]:
-    """A tool's media, or the soft error the model reads when its provider cannot take one."""
-    accepted = media_kinds(client)
-    for part in media:
-        if part.kind not in accepted:
-            return (
-                f"tool '{name}' returned {part.kind}, which {client.provider} cannot take",
-                "tool_error",
-                (),
-            )
-    return text, outcome, media

@@ -22,13 +22,17 @@ from agentloop._util.lazy import lazy_module
 from agentloop.clock import Clock
 from agentloop.config import RunConfig
 from agentloop.engine.limits import Limits
-from agentloop.errors import AgentLoopError, LockPoisoned, LoopDetected
+from agentloop.errors import AgentLoopError, LockPoisoned
 from agentloop.observers import EventBus
 from agentloop.run import Run
 from agentloop.safety.breaker import Admission, ToolBreakers
 from agentloop.safety.breaker import Outcome as BreakerOutcome
-from agentloop.safety.convergence import ConvergenceDetector, convergence_error
-from agentloop.safety.loops import LoopDetector
+from agentloop.safety.convergence import (
+    ConvergenceDetector,
+    ConvergenceStatus,
+    convergence_error,
+)
+from agentloop.safety.loops import LoopDetector, LoopWarning
 
 if TYPE_CHECKING:
     from agentloop import events as ev
@@ -137,73 +141,30 @@ class SafetyState:
         if health is not None and "models" in data:
             health.restore(data["models"])
 
-    def _poisoned(self, what: str, exc: Exception) -> None:
+    def poisoned(self, what: str, exc: Exception) -> None:
+        """``what`` raised: detection switches itself off for the session, with one warning.
+
+        The engine's calls into the detectors (the loop pre-check and record in
+        ``engine.call``, convergence in ``engine.loop``) are written out where they are made, a
+        call fewer each per turn; each keeps its ``try`` and ends here when a detector raises.
+        """
         self.detection_on = False
         logger.warning("%s raised (%r); detection is off for the rest of this session", what, exc)
 
-    def loop_stop(self) -> LoopDetected | None:
-        """The stop-level pattern that refuses the next dispatch, if any (consumed)."""
-        if not self.detection_on:
-            return None
-        try:
-            stop = self.loops.check()
-            if stop is not None:
-                self.loops.consume_stop()
-        except Exception as exc:
-            self._poisoned("the loop detector", exc)
-            return None
-        return stop
-
-    def loop_record(
-        self,
-        run: Run,
-        tool: str,
-        arguments: Mapping[str, Any],
-        text: str,
-        *,
-        is_error: bool,
-        available: bool = True,
-    ) -> None:
-        """Record one attempt's result; warn observers once per pattern."""
-        if not self.detection_on:
-            return
-        try:
-            warning = self.loops.record(
-                tool, arguments, text, is_error=is_error, available=available
-            )
-        except Exception as exc:
-            self._poisoned("the loop detector", exc)
-            return
-        if warning is None:
-            return
+    def warned(self, run: Run, warning: LoopWarning) -> None:
+        """A loop pattern reached its warning threshold: noted on the turn, told once."""
         _note(run, f"loop: {warning.pattern} ({warning.repetitions} repetitions)")
         if self.bus.active:
             self.bus.emit(
                 ev.LoopWarning(run.id, self.bus.turn, warning.pattern, warning.repetitions)
             )
 
-    def converge(self, run: Run, text: str) -> AgentLoopError | None:
-        """Feed a terminal reply; the hard error its configured action asks for, if any."""
-        if not self.detection_on:
-            return None
-        try:
-            status = self.convergence.record(text)
-        except Exception as exc:
-            self._poisoned("the convergence detector", exc)
-            return None
-        if status is None:
-            return None
+    def converged(self, run: Run, status: ConvergenceStatus) -> AgentLoopError | None:
+        """A terminal reply reached the convergence streak: noted, told, the action's error."""
         _note(run, f"convergence: {status}")
         if self.bus.active:
             self.bus.emit(ev.ConvergenceWarning(run.id, self.bus.turn, status))
         return convergence_error(status.action)
-
-    def admit(self, tool: str) -> Admission | None:
-        """The breaker's verdict for one attempt (None = refused)."""
-        try:
-            return self.breakers.admit(tool)
-        except Exception as exc:
-            raise LockPoisoned("tool_breaker") from exc
 
     def settle(self, admission: Admission, outcome: BreakerOutcome | None) -> None:
         """Record an attempt's outcome (None releases an attempt that produced no result)."""
@@ -222,7 +183,7 @@ class SafetyState:
             try:
                 self.loops.end_run()
             except Exception as exc:
-                self._poisoned("the loop detector", exc)
+                self.poisoned("the loop detector", exc)
 
 
 def _monotonic(clock: Clock) -> Callable[[], float]:

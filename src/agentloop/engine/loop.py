@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Mapping, Sequence
-from types import MappingProxyType
+from types import CoroutineType, MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
@@ -24,8 +24,8 @@ from agentloop._util.lazy import lazy_module
 from agentloop.engine import ending, remembering
 from agentloop.engine.call import pending_of
 from agentloop.engine.conversation import Conversation
-from agentloop.engine.estimate import estimated_usage
 from agentloop.engine.frames import internal_error, released
+from agentloop.engine.model_step import ModelStep
 from agentloop.engine.output import (
     CUT_CALL_TEXT,
     cut_calls,
@@ -34,19 +34,9 @@ from agentloop.engine.provider_tools import (
     PAUSE_TURN,
     answer_text,
     continued,
-    emit_provider_events,
 )
 from agentloop.engine.starting import run_instructions
 from agentloop.engine.state import Paused, RunState
-from agentloop.engine.turn import (
-    ClientEventBridge,
-    build_request,
-    call_model,
-    checked_reply,
-    dropped,
-    governor_waits,
-    model_failed,
-)
 from agentloop.engine.typed_turn import typed_turn
 from agentloop.errors import (
     AgentLoopError,
@@ -56,8 +46,8 @@ from agentloop.errors import (
     ContextLengthExceeded,
 )
 from agentloop.hooks import Hook, overrides
-from agentloop.messages import Message, ThinkingPart, ToolCallPart, ToolResultPart
-from agentloop.model import ModelRequest, ModelResponse
+from agentloop.messages import Message, ToolCallPart, ToolResultPart
+from agentloop.model import ModelResponse
 from agentloop.run import Run, Turn
 
 handoffs = lazy_module("agentloop.engine.handoffs")  # loaded by a run that hands off
@@ -76,12 +66,12 @@ _CANNOT_FIT = (ContextExceeded, CompactionStalled, ContextLengthExceeded)
 _NONE: Mapping[str, str] = MappingProxyType({})
 
 
-class RunLoop:
+class RunLoop(ModelStep):
     """The steps of one run of ``session`` over ``state`` (``agent``: its definition)."""
 
     __slots__ = (
-        "agent", "clock", "config", "finalizing", "guarding", "latency", "output", "session",
-        "state", "task",
+        "agent", "clock", "config", "finalizing", "guarding", "output", "session", "state",
+        "task",
     )  # fmt: skip
 
     def __init__(self, session: Conversation[Any], state: RunState) -> None:
@@ -254,9 +244,11 @@ class RunLoop:
     async def _each_turn(self) -> None:
         """The turns until an answer; ``Paused`` when a dispatch leaves calls pending.
 
-        A continued paused run first completes its paused turn.
+        A continued paused run first completes its paused turn. The common model call (no
+        guardrails, not streamed) is awaited here, ``_model_step`` written out: one coroutine
+        fewer a turn.
         """
-        session, state, guarding = self.session, self.state, self.guarding
+        session, state = self.session, self.state
         if state.resuming is not None:
             from agentloop.engine.pause import complete_paused_turn
 
@@ -264,28 +256,52 @@ class RunLoop:
         while True:
             state.check_cancel()
             session.safety.limits.before_request(state.run, state.turn_index)
-            if self._offering():
-                await self._offer()
-            if not state.guard.ready():
-                await state.guard.before_call(state, self._commit_compacted)
-            response = await (  # with guardrails, the reply waits for an input check's verdict
-                self._model_step() if guarding is None else guarding.race(self._model_step())
-            )
+            if self._offering() or not state.guard.ready():
+                await self._prepared()
+            if self.guarding is not None:  # the reply waits for an input check's verdict
+                response = await self.guarding.race(self._model_step())
+            elif self.config.stream or state.stream:
+                response = await self._model_step()
+            else:
+                request = self._request()
+                started = self.session._dispatcher.monotonic()
+                state.check_cancel()
+                try:
+                    reply = await state.client.complete(request)
+                except Exception as exc:
+                    self._failed(exc, started)  # raised, or a context rejection salvaged
+                    continue
+                response = self._responded(request, reply, started)
             if response is None:
                 continue
             turn = self._record(response)
             answer = self._answer(turn, response)
             done = answer if type(answer) is bool else await answer  # it awaits: a dispatch...
             del answer  # nothing of what it awaited kept for the rest of the run
-            if guarding is not None:
-                guarding.release()
-            handing = state.handoff is not None
-            session._turn_done(state, turn)
-            if handing:  # the receiver's output guardrails rule from the next turn (SPEC 26)
-                guarding = self.guarding = guarding_of.run_guard(session, state, self._ruling())
-            if done:
+            if self._turn_closed(turn, done):
                 return
-            state.turn_index += 1
+
+    async def _prepared(self) -> None:
+        """Before a model call: the offer step, then compaction when the context needs it."""
+        state = self.state
+        if self._offering():
+            await self._offer()
+        if not state.guard.ready():
+            await state.guard.before_call(state, self._commit_compacted)
+
+    def _turn_closed(self, turn: Turn, done: bool | None) -> bool:
+        """The turn recorded as done; true when the run has its answer."""
+        session, state, guarding = self.session, self.state, self.guarding
+        if guarding is not None:
+            guarding.release()
+        handing = state.handoff is not None
+        session._turn_done(state, turn)
+        if handing:  # the receiver's output guardrails rule from the next turn (SPEC 26)
+            self.guarding = guarding_of.run_guard(session, state, self._ruling())
+        if done:
+            return True
+        state.turn_index += 1
+        return False
 
     def _answer(self, turn: Turn, response: ModelResponse) -> bool | Awaitable[bool | None]:
         """The reply's step; true when the run has its answer (a provider's pause: ask again).
@@ -306,9 +322,17 @@ class RunLoop:
         turns = self.state.run.turns
         if len(turns) > 1 and turns[-2].stop_reason == PAUSE_TURN:  # one answer (SPEC 24)
             text = answer_text(turns, text)
-        stop = self.session.safety.converge(self.state.run, text)
-        if stop is not None:
-            raise stop
+        safety = self.session.safety
+        if safety.detection_on:  # ``converge``: a raising detector switches detection off
+            try:
+                status = safety.convergence.record(text)
+            except Exception as exc:
+                safety.poisoned("the convergence detector", exc)
+                status = None
+            if status is not None:
+                stop = safety.converged(self.state.run, status)
+                if stop is not None:
+                    raise stop
         if self.guarding is not None and self.guarding.guardrails.output:
             return self._guarded_answer(turn, response, text)
         self.state.run.output = text
@@ -322,91 +346,6 @@ class RunLoop:
             return False
         self.state.run.output = text
         return True
-
-    async def _model_step(self) -> ModelResponse | None:
-        """One model call; None when a context rejection sends the turn back for compaction."""
-        state, config, clock = self.state, self.config, self.clock
-        bus, client, request = self.session._bus, state.client, self._request()
-        monotonic = self.session._dispatcher.monotonic  # ``clock.monotonic``, without its call
-        started = monotonic()
-        try:
-            if config.stream or state.stream:
-                response = await call_model(
-                    client, request, state, bus, True, clock, self.output, started
-                )
-            else:  # ``call_model`` written out: one coroutine fewer a model call
-                state.check_cancel()
-                try:
-                    reply = await client.complete(request)
-                except Exception as exc:
-                    model_failed(exc, client, state, clock, started)
-                response = checked_reply(reply, client, state.call_ids, clock)  # ``replied``'s
-                if response.thinking_dropped and bus.active:  # steps, without its call
-                    bus.emit(dropped(response, state))
-        except ContextLengthExceeded as error:
-            state.guard.salvage(state, error)
-            return None
-        self.latency = monotonic() - started
-        usage = response.usage
-        limits = self.session.safety.limits
-        if not (usage.input_tokens or usage.output_tokens) and limits.budget.counts_tokens():
-            usage = estimated_usage(config.token_counter, state, request, response)
-        limits.spent(usage, response.model or client.model)
-        if state.plan is not None and state.plan.native:  # what the provider's search loaded
-            state.plan.searched(response.message)
-        if state.settings.tool_choice_once:
-            state.release_tool_choice()
-        if bus.active:
-            if state.offer.provider_tools:
-                emit_provider_events(bus.emit, state.run.id, state.turn_index, response.message)
-            bus.emit(ev.ModelResponded(state.run.id, state.turn_index, response))
-        return response
-
-    def _request(self) -> ModelRequest:
-        """The next model call's request, its ``TurnStarted`` told (what a guardrail holds)."""
-        state, output = self.state, self.output
-        bus, client = self.session._bus, state.client
-        bus.turn = state.turn_index
-        if bus.active:
-            bus.emit(
-                ev.TurnStarted(
-                    state.run.id, state.turn_index, model=client.model, provider=client.provider
-                )
-            )
-        if self.guarding is not None:
-            self.guarding.hold()
-        spec = output.spec if state.offer.native_output and output is not None else None
-        offer = state.offer
-        if state.appendonly is None and state.shown is None:  # ``build_request``, written out
-            return ModelRequest(  # for the common request: the transcript, the tools offered
-                tuple(state.transcript), offer.specs, state.system, state.settings, None,
-                state.events, spec, self.session.id, None, offer.provider_tools,
-            )  # fmt: skip
-        return build_request(state, state.system, state.settings, spec, self.session.id)
-
-    def _record(self, response: ModelResponse) -> Turn:
-        state = self.state
-        events, waits = state.events, None
-        if type(events) is ClientEventBridge and events.waits:  # a governor waited (SPEC 25)
-            waits = governor_waits(events)
-        message, usage, run = response.message, response.usage, state.run
-        calls, text, thinking = message.tool_calls, message.text, ""
-        for part in message.parts:  # ``_thinking_text``'s look, without its call for a reply
-            if type(part) is ThinkingPart:  # without reasoning
-                thinking = _thinking_text(message)
-                break
-        turn = Turn(  # positional, as keywords cost ~0.7 us to match: index, model, tool_calls,
-            # tool_results, usage, stop_reason, text, thinking, latency_seconds, durations,
-            # warnings, agent (set when the turn is done), batch
-            state.turn_index, response.model or state.client.model, list(calls), [], usage,
-            response.stop_reason, text, thinking, self.latency, None, waits, None,
-            self.config.batch,
-        )  # fmt: skip
-        run.turns.append(turn)
-        run.usage = run.usage + usage
-        if message.parts and (calls or text or continued(response)):
-            state.append(message)
-        return turn
 
     async def _guard_output(self, turn: Turn, response: ModelResponse, value: Any) -> str | None:
         """The output guardrails on an answer: None to accept it, else the soft rejection."""
@@ -432,7 +371,10 @@ class RunLoop:
             guarding.release()  # not the answer: what the reply streamed goes out now
         lone = dispatcher.lone(state, calls, answered, finals)  # the common turn: one call
         if lone is not None:
-            answers: list[ToolResultPart | PendingCall | PausedChild] = [await lone.run()]
+            ran = lone.now()  # a tool that never waits: its answer without a coroutine
+            answers: list[ToolResultPart | PendingCall | PausedChild] = [
+                await ran if type(ran) is CoroutineType else ran  # type: ignore[list-item]
+            ]
         else:
             answers = await dispatcher.dispatch_turn(state, calls, answered=answered, quiet=finals)
         for answer in answers:
@@ -466,11 +408,6 @@ class RunLoop:
         if self.agent._hooks:
             await ending.run_end_hooks(self)
         ending.told(self, paused)
-
-
-def _thinking_text(message: Message) -> str:
-    """The readable reasoning of a reply that has some."""
-    return "".join(p.text for p in message.parts if type(p) is ThinkingPart)
 
 
 def _taken_back() -> Cancelled:

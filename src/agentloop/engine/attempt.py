@@ -1,0 +1,219 @@
+"""One attempt of a tool call: the breaker's gate, the tool, its result, the breaker's record.
+
+``CallPipeline`` (``agentloop.engine.call``) takes these steps from ``Attempt``, a mixin of no
+state of its own. A tool that never waits (and no post-tool hook) is attempted without a
+coroutine (``_attempt``); one that waits goes on in ``_waited``. The loop pre-check
+(``_refuse_if_looping``) and the breaker's admission are the safety stack's calls written out
+where they are made (``agentloop.engine.guards``), each inside its own ``try``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from types import CoroutineType
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+
+from agentloop.engine.guards import BREAKER_TEXT
+from agentloop.engine.invoke import Outcome, begin
+from agentloop.errors import LockPoisoned
+from agentloop.messages import MediaPart, ToolCallPart, ToolResultPart
+from agentloop.model import ModelClient, media_kinds
+from agentloop.pausing import PendingCall
+from agentloop.safety.breaker import Admission
+from agentloop.safety.breaker import Outcome as BreakerOutcome
+from agentloop.tools import ToolContext
+
+if TYPE_CHECKING:
+    from agentloop.clock import Clock
+    from agentloop.config import RunConfig
+    from agentloop.engine.gates import Gates
+    from agentloop.engine.guards import SafetyState
+    from agentloop.engine.journal import Journal
+    from agentloop.engine.state import RunState
+    from agentloop.observers import EventBus
+    from agentloop.tools import ToolRegistry
+
+__all__ = ["Attempt", "PausedChild", "PipelineServices"]
+
+_BREAKER: dict[Outcome, BreakerOutcome | None] = {
+    "ok": "success",
+    "sick": "sick",
+    "tool_error": "neutral",
+    "invalid": "neutral",
+    "missing": None,
+}
+"""What the tool breaker records for an attempt that reached the tool."""
+
+
+class PausedChild:
+    """A call to a child agent (``as_tool``) whose run paused: its pending calls (SPEC 17)."""
+
+    __slots__ = ("id", "pending")
+
+    def __init__(self, call_id: str, pending: tuple[PendingCall, ...]) -> None:
+        self.id = call_id
+        """The parent's call to the child agent."""
+        self.pending = pending
+
+
+_Ran: TypeAlias = "tuple[ToolResultPart, Outcome] | PausedChild"
+_Attempted: TypeAlias = "_Ran | Coroutine[Any, Any, _Ran]"
+"""An attempt's result, or (when the tool or a post-tool hook waits) the coroutine for it."""
+
+
+class PipelineServices(Protocol):
+    """What a call's pipeline uses of the dispatcher that runs it (``engine.dispatch``)."""
+
+    registry: ToolRegistry
+    config: RunConfig
+    observers: EventBus
+    gates: Gates
+    session_id: str
+    safety: SafetyState
+    clock: Clock
+    monotonic: Callable[[], float]
+    default_recovery: bool
+    journal: Journal | None
+
+
+class Attempt:
+    """The attempt steps of ``CallPipeline``: what they read of the pipeline, and the steps."""
+
+    __slots__ = ()
+
+    dispatcher: PipelineServices
+    state: RunState
+    call: ToolCallPart
+    name: str
+    arguments: Mapping[str, Any]
+
+    if TYPE_CHECKING:
+
+        def finish(
+            self,
+            text: str,
+            outcome: Outcome,
+            duration: float = 0.0,
+            media: tuple[MediaPart, ...] = (),
+        ) -> tuple[ToolResultPart, Outcome]:
+            """The attempt's result made, recorded and told (``CallPipeline.finish``)."""
+            ...
+
+    async def _run_tool(self, ctx: ToolContext) -> tuple[ToolResultPart, Outcome] | PausedChild:
+        """The breaker gate, the tool, its result, the post-tool hooks and the breaker record.
+
+        A child agent whose run paused answers ``PausedChild`` instead of a result.
+        """
+        attempted = self._attempt(ctx)
+        if type(attempted) is CoroutineType:
+            return await attempted  # type: ignore[no-any-return]
+        return attempted  # type: ignore[return-value]
+
+    def _ungated(self, ctx: ToolContext) -> _Attempted:
+        """An attempt no gate looks at: the loop pre-check, then the tool (``_attempt``)."""
+        self._refuse_if_looping()
+        return self._attempt(ctx)
+
+    def _attempt(self, ctx: ToolContext) -> _Attempted:
+        """``_run_tool``: its result, or a coroutine for the rest when the tool or a hook waits.
+
+        A tool that never waits (and no post-tool hook) ends here, without a coroutine.
+        """
+        d = self.dispatcher
+        breakers = d.safety.breakers
+        try:  # ``SafetyState.admit``, written out: a raising breaker fails closed
+            admission = breakers.admit(self.name)
+        except Exception as exc:
+            raise LockPoisoned("tool_breaker") from exc
+        if admission is None:
+            return self.finish(BREAKER_TEXT, "refused")
+        started = d.monotonic()
+        state = self.state
+        registry = d.registry if state.registry is None else state.registry
+        try:
+            begun = begin(registry, d.config, ctx, self.name, self.arguments)
+        except BaseException:
+            d.safety.settle(admission, None)
+            raise
+        if type(begun) is not tuple or d.gates.post_hooks:
+            return self._waited(admission, ctx, started, begun)
+        return self._ran(admission, ctx, started, begun, True)
+
+    async def _waited(
+        self,
+        admission: Admission,
+        ctx: ToolContext,
+        started: float,
+        begun: tuple[str, Outcome] | Awaitable[tuple[str, Outcome]],
+    ) -> tuple[ToolResultPart, Outcome] | PausedChild:
+        """The rest of an attempt that waits: the tool's own awaits, the post-tool hooks."""
+        d = self.dispatcher
+        try:
+            text_outcome = begun if type(begun) is tuple else await begun  # type: ignore[misc]
+        except BaseException:
+            d.safety.settle(admission, None)
+            raise
+        hooks = bool(d.gates.post_hooks)
+        result = self._ran(admission, ctx, started, text_outcome, not hooks)
+        if not hooks or type(result) is not tuple:
+            return result
+        outcome = result[1]
+        try:
+            await d.gates.after(self.call, result[0], ctx)
+        finally:  # the tool ran: a failing or cancelled post hook must not leave a probe hanging
+            d.safety.settle(admission, _BREAKER[outcome])
+        return result
+
+    def _ran(
+        self,
+        admission: Admission,
+        ctx: ToolContext,
+        started: float,
+        begun: tuple[str, Outcome],
+        settle: bool,
+    ) -> tuple[ToolResultPart, Outcome] | PausedChild:
+        """The tool's result made (a paused child's calls instead); ``settle``: recorded."""
+        d, state, call = self.dispatcher, self.state, self.call
+        text, outcome = begun
+        children = state.children
+        if children is not None and call.id in children and children[call.id][0] == "paused":
+            d.safety.settle(admission, None)
+            return PausedChild(call.id, children[call.id][2])
+        media = ctx.media
+        if media:
+            text, outcome, media = _takeable(self.name, state.client, text, outcome, media)
+        result = self.finish(text, outcome, d.monotonic() - started, media)
+        if settle:
+            d.safety.settle(admission, _BREAKER[outcome])
+        return result
+
+    def _refuse_if_looping(self) -> None:
+        """The loop pre-check: at the stop threshold the call is refused and the run ends."""
+        safety = self.dispatcher.safety
+        if not safety.detection_on:
+            return
+        try:  # ``SafetyState.loop_stop``, written out: a raising detector switches detection off
+            stop = safety.loops.check()
+            if stop is not None:
+                safety.loops.consume_stop()
+        except Exception as exc:
+            safety.poisoned("the loop detector", exc)
+            return
+        if stop is not None:
+            self.finish(f"dispatch refused before execution: {stop}", "looping")
+            raise stop
+
+
+def _takeable(
+    name: str, client: ModelClient, text: str, outcome: Outcome, media: tuple[MediaPart, ...]
+) -> tuple[str, Outcome, tuple[MediaPart, ...]]:
+    """A tool's media, or the soft error the model reads when its provider cannot take one."""
+    accepted = media_kinds(client)
+    for part in media:
+        if part.kind not in accepted:
+            return (
+                f"tool '{name}' returned {part.kind}, which {client.provider} cannot take",
+                "tool_error",
+                (),
+            )
+    return text, outcome, media

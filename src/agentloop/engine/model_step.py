@@ -1,0 +1,167 @@
+"""A run's model step: the request, the call, the reply checked and recorded as a turn.
+
+``RunLoop`` (``agentloop.engine.loop``) takes these steps from ``ModelStep``, a mixin of no
+state of its own: the loop awaits the common model call itself (no guardrails, not streamed),
+one coroutine fewer a turn, and ``_model_step`` for the others (a guardrail's race, a stream).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agentloop import events as ev
+from agentloop.engine.estimate import estimated_usage
+from agentloop.engine.provider_tools import continued, emit_provider_events
+from agentloop.engine.turn import (
+    ClientEventBridge,
+    build_request,
+    call_model,
+    checked_reply,
+    dropped,
+    governor_waits,
+    model_failed,
+)
+from agentloop.errors import ContextLengthExceeded
+from agentloop.messages import Message, ThinkingPart
+from agentloop.model import ModelRequest, ModelResponse
+from agentloop.run import Turn
+
+if TYPE_CHECKING:
+    from agentloop.clock import Clock
+    from agentloop.config import RunConfig
+    from agentloop.engine.conversation import Conversation
+    from agentloop.engine.guarding import RunGuard
+    from agentloop.engine.state import RunState
+
+__all__ = ["ModelStep"]
+
+
+class ModelStep:
+    """The model step of ``RunLoop``: what it reads of the loop, and the step's methods.
+
+    ``latency``: the last model call's, in seconds (its turn's ``latency_seconds``).
+    """
+
+    __slots__ = ("latency",)
+
+    session: Conversation[Any]
+    state: RunState
+    config: RunConfig
+    clock: Clock
+    output: Any
+    guarding: RunGuard | None
+
+    async def _model_step(self) -> ModelResponse | None:
+        """One model call; None when a context rejection sends the turn back for compaction."""
+        state, config = self.state, self.config
+        client, request = state.client, self._request()
+        started = self.session._dispatcher.monotonic()  # ``clock.monotonic``, without its call
+        if not (config.stream or state.stream):  # guarded: ``race`` awaits this coroutine
+            state.check_cancel()
+            try:
+                reply = await client.complete(request)
+            except Exception as exc:
+                self._failed(exc, started)
+                return None
+            return self._responded(request, reply, started)
+        try:
+            response = await call_model(
+                client, request, state, self.session._bus, True, self.clock, self.output, started
+            )
+        except ContextLengthExceeded as error:
+            state.guard.salvage(state, error)
+            return None
+        return self._responded(request, response, started, True)
+
+    def _failed(self, exc: Exception, started: float) -> None:
+        """A model call raised ``exc``: what it ends in is raised (``model_failed``).
+
+        A context rejection is salvaged instead: the turn goes back for compaction.
+        """
+        state = self.state
+        try:
+            model_failed(exc, state.client, state, self.clock, started)
+        except ContextLengthExceeded as error:
+            state.guard.salvage(state, error)
+
+    def _responded(
+        self, request: ModelRequest, reply: object, started: float, checked: bool = False
+    ) -> ModelResponse:
+        """A reply checked (unless ``checked``), its latency, spend and events.
+
+        What every model call does after it; ``replied``'s steps written out, without its call.
+        """
+        state, config = self.state, self.config
+        bus = self.session._bus
+        self.latency = self.session._dispatcher.monotonic() - started
+        if checked:  # a streamed reply, checked as it was collected (``call_model``)
+            response: ModelResponse = reply  # type: ignore[assignment]
+        else:
+            response = checked_reply(reply, state.client, state.call_ids, self.clock)
+            if response.thinking_dropped and bus.active:
+                bus.emit(dropped(response, state))
+        usage = response.usage
+        limits = self.session.safety.limits
+        if not (usage.input_tokens or usage.output_tokens) and limits.budget.counts_tokens():
+            usage = estimated_usage(config.token_counter, state, request, response)
+        limits.spent(usage, response.model or state.client.model)
+        if state.plan is not None and state.plan.native:  # what the provider's search loaded
+            state.plan.searched(response.message)
+        if state.settings.tool_choice_once:
+            state.release_tool_choice()
+        if bus.active:
+            if state.offer.provider_tools:
+                emit_provider_events(bus.emit, state.run.id, state.turn_index, response.message)
+            bus.emit(ev.ModelResponded(state.run.id, state.turn_index, response))
+        return response
+
+    def _request(self) -> ModelRequest:
+        """The next model call's request, its ``TurnStarted`` told (what a guardrail holds)."""
+        state, output = self.state, self.output
+        bus, client = self.session._bus, state.client
+        bus.turn = state.turn_index
+        if bus.active:
+            bus.emit(
+                ev.TurnStarted(
+                    state.run.id, state.turn_index, model=client.model, provider=client.provider
+                )
+            )
+        if self.guarding is not None:
+            self.guarding.hold()
+        spec = output.spec if state.offer.native_output and output is not None else None
+        offer = state.offer
+        if state.appendonly is None and state.shown is None:  # ``build_request``, written out
+            return ModelRequest(  # for the common request: the transcript, the tools offered
+                tuple(state.transcript), offer.specs, state.system, state.settings, None,
+                state.events, spec, self.session.id, None, offer.provider_tools,
+            )  # fmt: skip
+        return build_request(state, state.system, state.settings, spec, self.session.id)
+
+    def _record(self, response: ModelResponse) -> Turn:
+        state = self.state
+        events, waits = state.events, None
+        if type(events) is ClientEventBridge and events.waits:  # a governor waited (SPEC 25)
+            waits = governor_waits(events)
+        message, usage, run = response.message, response.usage, state.run
+        calls, text, thinking = message.tool_calls, message.text, ""
+        for part in message.parts:  # ``_thinking_text``'s look, without its call for a reply
+            if type(part) is ThinkingPart:  # without reasoning
+                thinking = _thinking_text(message)
+                break
+        turn = Turn(  # positional, as keywords cost ~0.7 us to match: index, model, tool_calls,
+            # tool_results, usage, stop_reason, text, thinking, latency_seconds, durations,
+            # warnings, agent (set when the turn is done), batch
+            state.turn_index, response.model or state.client.model, list(calls), [], usage,
+            response.stop_reason, text, thinking, self.latency, None, waits, None,
+            self.config.batch,
+        )  # fmt: skip
+        run.turns.append(turn)
+        run.usage = run.usage + usage
+        if message.parts and (calls or text or continued(response)):
+            state.append(message)
+        return turn
+
+
+def _thinking_text(message: Message) -> str:
+    """The readable reasoning of a reply that has some."""
+    return "".join(p.text for p in message.parts if type(p) is ThinkingPart)
