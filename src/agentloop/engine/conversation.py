@@ -18,6 +18,7 @@ from agentloop._util.run_sink import RUN_SINK
 from agentloop.cancel import CancelToken
 from agentloop.engine.definition import Definition
 from agentloop.engine.dispatch import Dispatcher
+from agentloop.engine.gates import shared_gates
 from agentloop.engine.guards import SafetyState
 from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import Measured, RunOptions, RunState, started_state
@@ -79,9 +80,8 @@ class Conversation(Generic[OutputT]):
             safety=self.safety,
             registry=own["registry"],
             config=config,
-            hooks=own["_hooks"],
+            gates=shared_gates(own),
             observers=bus,
-            approver=own["_approver"],
             session_id=session_id,
             clock=clock,
         )

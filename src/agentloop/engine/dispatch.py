@@ -26,7 +26,7 @@ from agentloop.engine.guards import SafetyState
 from agentloop.engine.invoke import Outcome
 from agentloop.engine.state import RunState
 from agentloop.errors import AgentLoopError
-from agentloop.hooks import Approver, Hook
+from agentloop.hooks import Approver
 from agentloop.messages import ToolCallPart, ToolResultPart
 from agentloop.observers import EventBus
 from agentloop.pausing import Decision, PendingCall
@@ -61,9 +61,8 @@ class Dispatcher:
         *,
         registry: ToolRegistry,
         config: RunConfig,
-        hooks: Sequence[Hook],
+        gates: Gates,
         observers: EventBus,
-        approver: Approver | None,
         session_id: str,
         safety: SafetyState,
         clock: Clock,
@@ -72,7 +71,8 @@ class Dispatcher:
         self.registry = registry
         self.config = config
         self.observers = observers
-        self.gates = Gates(hooks, approver, headless=config.headless)
+        self.gates = gates
+        """The agent's (``shared_gates``): hooks and approver, nothing of a session's."""
         self.journal: Journal | None = None
         self.store: Store | None = None
         """The session's store, where a child agent's runs are recorded too (SPEC 18)."""
