@@ -173,12 +173,12 @@ class RunLoop:
 
     def _awaits_start(self) -> bool:
         """Whether the run's start awaits anything: tool sources, hooks, instructions, checks."""
-        own, state = vars(self.agent), self.state  # own attributes: no ``__getattr__`` hook
+        agent, state = self.agent, self.state
         return bool(
-            own["_toolsets"].toolsets
-            or own["_hooks"]
-            or own["_prompt"] is not None
-            or _memory(own, self.agent) is not None
+            agent._toolsets.toolsets
+            or agent._hooks
+            or agent._prompt is not None
+            or agent.memory is not None
             or state.plan is not None
             or state.run.last_agent is not None
             or self.guarding is not None
@@ -200,10 +200,8 @@ class RunLoop:
 
     def _awaits_end(self) -> bool:
         """Whether the run's end awaits anything: a guardrail check, memory writes, hooks."""
-        own = vars(self.agent)
-        return bool(
-            self.guarding is not None or own["_hooks"] or _memory(own, self.agent) is not None
-        )
+        agent = self.agent
+        return bool(self.guarding is not None or agent.memory is not None or agent._hooks)
 
     def _opened(self) -> None:
         """``_start`` for a run whose start awaits nothing (``_awaits_start``)."""
@@ -233,7 +231,7 @@ class RunLoop:
         """Whether this call has an offer step (a run with none of them pays four reads)."""
         state = self.state
         return bool(
-            vars(self.agent)["_toolsets"].toolsets
+            self.agent._toolsets.toolsets
             or state.plan is not None
             or state.appendonly is not None
             or state.run.last_agent is not None  # a receiver's own tool sources (SPEC 26)
@@ -481,8 +479,3 @@ def _taken_back() -> Cancelled:
     if current is not None:
         current.uncancel()
     return Cancelled()
-
-
-def _memory(own: dict[str, Any], agent: Any) -> Any:
-    """The agent's memory from its own attributes, else its class's default (no hook)."""
-    return own["memory"] if "memory" in own else type(agent).memory
