@@ -18,7 +18,6 @@ from agentloop._util.run_sink import RUN_SINK
 from agentloop.cancel import CancelToken
 from agentloop.engine.definition import Definition
 from agentloop.engine.dispatch import Dispatcher
-from agentloop.engine.gates import shared_gates
 from agentloop.engine.guards import SafetyState
 from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import Measured, RunOptions, RunState, started_state
@@ -80,15 +79,7 @@ class Conversation(Generic[OutputT]):
         config, clock = own["config"], own["clock"]
         self._bus = bus = EventBus(own["_observers"], session_id)
         self.safety = SafetyState(config, bus, clock, breakers=own["breakers"])
-        self._dispatcher = Dispatcher(
-            safety=self.safety,
-            registry=own["registry"],
-            config=config,
-            gates=shared_gates(own),
-            observers=bus,
-            session_id=session_id,
-            clock=clock,
-        )
+        self._dispatcher = Dispatcher(own, self.safety, bus, session_id)
         self._journal: Journal | None = None
         self._drop_block = bool(runs) and any(r.thinking_prefix_mismatch for r in self._runs)
         """A run asked for ``thinking_prefix_mismatch="drop_block"``: every later run sends it

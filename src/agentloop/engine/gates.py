@@ -21,7 +21,6 @@ import copy
 import inspect
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from agentloop._util.slots import record
 from agentloop._util.threads import in_daemon_thread
@@ -32,7 +31,7 @@ from agentloop.messages import ToolCallPart, ToolResultPart
 from agentloop.pausing import PendingKind
 from agentloop.tools import Tool, ToolContext
 
-__all__ = ["Asked", "Gates", "shared_gates"]
+__all__ = ["Asked", "Gates"]
 
 logger = logging.getLogger("agentloop")
 
@@ -52,13 +51,11 @@ APPROVAL_TEXT = "tool '{name}' requires approval"
 class Gates:
     """An agent's pre- and post-tool hooks and its approver."""
 
-    __slots__ = ("approver", "headless", "hooks", "post_hooks", "pre_hooks")
+    __slots__ = ("approver", "headless", "post_hooks", "pre_hooks")
 
     def __init__(
         self, hooks: Sequence[Hook], approver: Approver | None, *, headless: bool = True
     ) -> None:
-        self.hooks = hooks
-        """What they were made of (``shared_gates`` compares it by identity)."""
         self.pre_hooks: tuple[Hook, ...] = ()  # no hooks: no generators made (one per session)
         self.post_hooks: tuple[Hook, ...] = ()
         if hooks:
@@ -160,25 +157,6 @@ class Gates:
                 call.id,
             )
         return "User denied permission"
-
-
-def shared_gates(own: dict[str, Any]) -> Gates:
-    """An agent's gates (``own``: its attributes), made once for all its sessions.
-
-    They hold nothing of a session or a run (only what the agent was built with), so every
-    session shares them; they are made again when the hooks, approver or ``headless`` they were
-    made of are no longer the agent's.
-    """
-    gates: Gates | None = own.get("_gates")
-    hooks, approver, headless = own["_hooks"], own["_approver"], own["config"].headless
-    if (
-        gates is None
-        or gates.hooks is not hooks
-        or gates.approver is not approver
-        or gates.headless != headless
-    ):
-        gates = own["_gates"] = Gates(hooks, approver, headless=headless)
-    return gates
 
 
 def _is_async(approver: object) -> bool:
