@@ -117,3 +117,16 @@ async def test_what_sessions_share_follows_a_change_of_the_agent() -> None:
     assert later._dispatcher.config is agent.config
     await later.run("go")
     assert hook.calls == ["lookup", "lookup"]
+
+
+def test_a_detector_makes_its_window_at_its_first_operation_and_shares_none() -> None:
+    from agentloop.safety.loops import LoopDetector
+
+    first, second = LoopDetector(), LoopDetector()
+    assert first._window is second._window  # neither has seen an operation: nothing made
+    first.record("lookup", {"key": "k"}, "v", is_error=False)
+    assert first._window is not second._window
+    assert len(first.snapshot()["window"]) == 1 and second.snapshot()["window"] == []
+    first.reset()
+    second.record("lookup", {"key": "k"}, "v", is_error=False)
+    assert first.snapshot()["window"] == [] and len(second.snapshot()["window"]) == 1
