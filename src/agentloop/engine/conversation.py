@@ -71,20 +71,15 @@ class Conversation(Generic[OutputT]):
         self._run_toolsets: dict[str, tuple[Any, ...]] = _NO_RUN_TOOLSETS  # replaced, never changed
         """``run(toolsets=...)``'s, by run id: its continuations here keep them (this process)."""
         """Paused child sessions (``as_tool``) by the parent's call id, while this process lives."""
-        own = vars(agent)  # its attributes at C speed (``Definition``: own attributes)
+        self._own: dict[str, Any] = vars(agent)
+        """The agent's attributes (its own dict, so always current): a run reads them here at
+        C speed, where each read of an ``Agent`` pays its ``__getattr__`` hook on 3.11 (about
+        300 instructions more) and ``vars(agent)`` pays it too (about 1,000)."""
+        own = self._own
         config, clock = own["config"], own["clock"]
         self._bus = bus = EventBus(own["_observers"], session_id)
         self.safety = SafetyState(config, bus, clock, breakers=own["breakers"])
-        self._dispatcher = Dispatcher(
-            safety=self.safety,
-            registry=own["registry"],
-            config=config,
-            hooks=own["_hooks"],
-            observers=bus,
-            approver=own["_approver"],
-            session_id=session_id,
-            clock=clock,
-        )
+        self._dispatcher = Dispatcher(own, self.safety, bus, session_id)
         self._journal: Journal | None = None
         self._drop_block = bool(runs) and any(r.thinking_prefix_mismatch for r in self._runs)
         """A run asked for ``thinking_prefix_mismatch="drop_block"``: every later run sends it
@@ -205,7 +200,7 @@ class Conversation(Generic[OutputT]):
         if not isinstance(input, str):
             input = tuple(input)  # the run keeps what was given
         runs = self._ready()
-        clock = self.agent.clock
+        clock = self._own["clock"]
         run = started_run(clock.new_id(), input, clock.time(), self.id)
         runs.append(run)
         if (sink := RUN_SINK.get()) is not None:  # agentloop.evals: the runs of a case
@@ -323,15 +318,15 @@ class Conversation(Generic[OutputT]):
         known: Measured | None = None,
     ) -> RunState:
         """A run's state over ``transcript`` from ``base``; ``known``: its history's measure."""
-        agent = self.agent
-        own = vars(agent)  # its attributes at C speed (``Definition``: own attributes)
+        agent, own = self.agent, self._own
         client: ModelClient = own["client"]
         swap = swap_of(agent)  # agent.override(): this run's client and tools instead
         registry = None
         if swap is not None:
             client = swap.client or client
             registry = swap.registry
-        system = agent._system()
+        kind = type(agent)  # its methods read on the class: no ``__getattr__`` hook
+        system = kind._system(agent)
         provider = media_provider(client)  # None: a fallback over several (the largest)
         if MEDIA_PROVIDER.get() != provider:  # a set makes a new context mapping: only if new
             MEDIA_PROVIDER.set(provider)  # media cost by its formula (the run's task's too)
@@ -340,15 +335,16 @@ class Conversation(Generic[OutputT]):
         guard = ContextGuard(config, system=system, observers=bus, hooks=own["_hooks"])
         # with a caller's token, the tools' own (``ctx.cancel``: the last) shows every token's fire
         tokens = (self._cancel, *cancels, CancelToken()) if cancels else (self._cancel,)
+        offer = kind._offer(agent, client, registry)
         state = started_state(  # RunState(...) with every field, no keywords to match
-            run, tokens, transcript, base, agent._offer(client, registry), guard, client, deps,
-            system, config.model_settings, registry, known,
+            run, tokens, transcript, base, offer, guard, client, deps, system,
+            config.model_settings, registry, known,
         )  # fmt: skip
         state.events = ClientEventBridge(run, bus, self.safety.limits, state)
         extra = self._run_toolsets.get(run.id, ()) if self._run_toolsets else ()  # run(toolsets=)
         if own["_toolsets"].sets or (registry or own["registry"]).deferring or swap or extra:
             self._plan(state, swap, extra)
-        if _appends_only(agent, client, transcript):
+        if _appends_only(agent, own, client, transcript):
             self._append_only(state)  # SPEC 28 (a base opens the history: append-only it stays)
         if config.batch:  # each model turn through the provider's batch API (SPEC 25)
             self._batched(state)
@@ -374,7 +370,9 @@ def _load_rooms() -> tuple[type[ContextGuard], type[ClientEventBridge]]:
     return _rooms
 
 
-def _appends_only(agent: Any, client: ModelClient, transcript: Sequence[Message]) -> bool:
+def _appends_only(
+    agent: Any, own: dict[str, Any], client: ModelClient, transcript: Sequence[Message]
+) -> bool:
     """Whether a run is on an append-only conversation (SPEC 28).
 
     Its client may call an append-only model, its history opens with a base (a system message
@@ -383,7 +381,7 @@ def _appends_only(agent: Any, client: ModelClient, transcript: Sequence[Message]
     """
     if is_append_only(client) or bool(transcript and _opens_with_base(transcript[0])):
         return True
-    if not getattr(agent, "_handoffs", None):
+    if not own.get("_handoffs"):  # (``own``: the agent's attributes)
         return False
     from agentloop.engine.handoffs import all_receivers
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentloop._util.lazy import lazy_module
 from agentloop.clock import Clock
@@ -57,37 +57,33 @@ class Dispatcher:
     )  # fmt: skip
 
     def __init__(
-        self,
-        *,
-        registry: ToolRegistry,
-        config: RunConfig,
-        hooks: Sequence[Hook],
-        observers: EventBus,
-        approver: Approver | None,
-        session_id: str,
-        safety: SafetyState,
-        clock: Clock,
+        self, own: dict[str, Any], safety: SafetyState, observers: EventBus, session_id: str
     ) -> None:
+        """One session's dispatcher; ``own``: its agent's attributes (``vars(agent)``)."""
         self.safety = safety
-        self.registry = registry
-        self.config = config
+        self.registry: ToolRegistry = own["registry"]
         self.observers = observers
-        self.gates = Gates(hooks, approver, headless=config.headless)
         self.journal: Journal | None = None
         self.store: Store | None = None
         """The session's store, where a child agent's runs are recorded too (SPEC 18)."""
         self.session_id = session_id
-        self.clock = clock
-        self.monotonic: Callable[[], float] = (
-            time.monotonic if type(clock).monotonic is Clock.monotonic else clock.monotonic
+        fixed: _Fixed | None = own.get("_dispatching")
+        config, clock, hooks, approver = (
+            own["config"],
+            own["clock"],
+            own["_hooks"],
+            own["_approver"],
         )
-        """``clock.monotonic``; the system's function itself for the system's clock (no call of
-        ours per reading: the engine reads it twice a model call and twice a tool call)."""
-        # the stock pair always fails at once; exact types, so a subclass's override still runs
-        self.default_recovery = (
-            type(config.reflector) is NoopReflector
-            and type(config.recovery) is ExponentialBackoffRecovery
-        )
+        if (
+            fixed is None
+            or fixed[0] is not config
+            or fixed[1] is not clock
+            or fixed[2] is not hooks
+            or fixed[3] is not approver
+        ):  # the agent's, made again if what it was made of changed (by identity)
+            fixed = own["_dispatching"] = _fixed(config, clock, hooks, approver)
+        _, _, _, _, self.gates, self.monotonic, self.default_recovery = fixed
+        self.config, self.clock = config, clock
 
     @property
     def approver(self) -> Approver | None:
@@ -243,3 +239,28 @@ def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
         if not isinstance(error, asyncio.CancelledError):
             return error
     return group.exceptions[0]
+
+
+_Fixed = tuple[
+    RunConfig, Clock, tuple[Hook, ...], "Approver | None", Gates, Callable[[], float], bool
+]
+
+
+def _fixed(config: RunConfig, clock: Clock, hooks: tuple[Hook, ...], approver: Any) -> _Fixed:
+    """What every session's dispatcher of an agent shares, kept in the agent's attributes.
+
+    Made again when the config, clock, hooks or approver it was made of are no longer the
+    agent's (compared by identity: a config is frozen). None of it is a session's or a run's:
+    the gates hold the hooks and the approver only.
+    """
+    monotonic: Callable[[], float] = (
+        time.monotonic if type(clock).monotonic is Clock.monotonic else clock.monotonic
+    )  # the system's function itself for the system's clock (no call of ours per reading:
+    # the engine reads it twice a model call and twice a tool call)
+    # the stock pair always fails at once; exact types, so a subclass's override still runs
+    default_recovery = (
+        type(config.reflector) is NoopReflector
+        and type(config.recovery) is ExponentialBackoffRecovery
+    )
+    gates = Gates(hooks, approver, headless=config.headless)
+    return (config, clock, hooks, approver, gates, monotonic, default_recovery)

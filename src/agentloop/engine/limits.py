@@ -50,7 +50,7 @@ class Limits:
         self.max_turns = config.max_turns
         self.max_tool_calls = config.max_tool_calls
         self.per_turn = config.max_tool_calls_per_turn
-        self.budget = BudgetGate(config.budget, clock)
+        self.budget = BudgetGate._unbegun(config.budget, clock)  # its first run begins it
         self._clock = clock
         self._kept: BudgetGate | None = None
         """The session's gate while a run with a budget of its own runs."""

@@ -70,15 +70,15 @@ class RunLoop(ModelStep):
     """The steps of one run of ``session`` over ``state`` (``agent``: its definition)."""
 
     __slots__ = (
-        "agent", "clock", "config", "finalizing", "guarding", "output", "session", "state",
-        "task",
+        "agent", "clock", "config", "finalizing", "guarding", "output", "own", "session",
+        "state", "task",
     )  # fmt: skip
 
     def __init__(self, session: Conversation[Any], state: RunState) -> None:
         self.session = session
-        self.agent = agent = session.agent
+        self.agent = session.agent
         self.state = state
-        own = vars(agent)  # its attributes at C speed (``Definition``: own attributes)
+        self.own = own = session._own  # the agent's attributes, read at C speed (no hook)
         self.config, self.clock, self.output = own["config"], own["clock"], own["output"]
         """The agent's, read once a run: each read of an ``Agent`` pays its ``__getattr__``
         (SPEC 21), and ``_model_step`` reads them at every call. The run's own agent: a handoff
@@ -163,12 +163,12 @@ class RunLoop(ModelStep):
 
     def _awaits_start(self) -> bool:
         """Whether the run's start awaits anything: tool sources, hooks, instructions, checks."""
-        agent, state = self.agent, self.state
+        own, state = self.own, self.state
         return bool(
-            agent._toolsets.toolsets
-            or agent._hooks
-            or agent._prompt is not None
-            or agent.memory is not None
+            own["_toolsets"].toolsets
+            or own["_hooks"]
+            or own["_prompt"] is not None
+            or (own["memory"] if "memory" in own else type(self.agent).memory) is not None
             or state.plan is not None
             or state.run.last_agent is not None
             or self.guarding is not None
@@ -190,8 +190,9 @@ class RunLoop(ModelStep):
 
     def _awaits_end(self) -> bool:
         """Whether the run's end awaits anything: a guardrail check, memory writes, hooks."""
-        agent = self.agent
-        return bool(self.guarding is not None or agent.memory is not None or agent._hooks)
+        own = self.own
+        memory = own["memory"] if "memory" in own else type(self.agent).memory
+        return bool(self.guarding is not None or memory is not None or own["_hooks"])
 
     def _opened(self) -> None:
         """``_start`` for a run whose start awaits nothing (``_awaits_start``)."""
@@ -221,7 +222,7 @@ class RunLoop(ModelStep):
         """Whether this call has an offer step (a run with none of them pays four reads)."""
         state = self.state
         return bool(
-            self.agent._toolsets.toolsets
+            self.own["_toolsets"].toolsets
             or state.plan is not None
             or state.appendonly is not None
             or state.run.last_agent is not None  # a receiver's own tool sources (SPEC 26)

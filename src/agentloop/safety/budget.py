@@ -129,6 +129,8 @@ _NONE_UNPRICED: list[str] = []  # never appended to: a gate holds it until a mod
 _NO_PRICES: Mapping[str, Price] = MappingProxyType({})
 _NOTHING_SPENT: dict[str, float] = {**dict.fromkeys(DIMENSIONS, 0), "cost_usd": 0.0}
 """A run's spend at its start, copied per run (never changed itself)."""
+_UNBEGUN: Mapping[str, float] = MappingProxyType(_NOTHING_SPENT)
+"""An unbegun gate's spend (``BudgetGate._unbegun``): read-only, so nothing counts into it."""
 _NO_WARNINGS: list[BudgetWarning] = []  # never appended to: a gate without lines returns it
 
 
@@ -168,6 +170,10 @@ class BudgetGate:
     def __init__(
         self, budget: Budget | None = None, clock: Callable[[], float] = time.monotonic
     ) -> None:
+        self._arm(budget, clock)
+        self.begin()
+
+    def _arm(self, budget: Budget | None, clock: Callable[[], float]) -> None:
         self.budget = budget = budget or _default_budget()
         self._clock = clock
         self._lines = _lines_of(budget)
@@ -176,7 +182,20 @@ class BudgetGate:
         self.checks = bool(self._lines)
         """Whether ``pre_request`` has anything to check: a line, or a model it cannot price."""
         """Models no one could price: the gate refuses (kept); a list of its own at the first."""
-        self.begin()
+
+    @classmethod
+    def _unbegun(cls, budget: Budget | None, clock: Callable[[], float]) -> BudgetGate:
+        """A gate whose first ``begin`` is its first run's (``Limits`` begins every run).
+
+        Until then its spend is nothing, read from a shared read-only mapping (no dict of its
+        own per session): counting before ``begin`` raises, it never counts into the mapping.
+        """
+        gate = cls.__new__(cls)
+        gate._arm(budget, clock)
+        gate._started = clock()
+        gate._spent = _UNBEGUN  # type: ignore[assignment]
+        gate._warned = _NONE_WARNED
+        return gate
 
     def __repr__(self) -> str:
         return f"BudgetGate({self.budget!r})"

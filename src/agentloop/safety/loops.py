@@ -115,6 +115,11 @@ _EMPTY: set[Any] = set()
 _NO_DEAD: dict[Any, int] = {}
 """The tombstones a detector holds until its first drop (never written to)."""
 
+_NO_WINDOW: list[Any] = []
+_NO_COUNTS: dict[Any, int] = {}
+_NO_LIVE: dict[Any, int | None] = {}
+"""A detector's until its first operation (never written to): a session with no call makes none."""
+
 
 def _signature(item: Any) -> _Signature:
     tool, args, digest = item
@@ -226,13 +231,18 @@ class LoopDetector:
         self._clear()
 
     def _clear(self) -> None:
-        self._window: list[_Signature] = []  # a list: 50 entries pop from the front cheaply
-        self._counts: dict[_Signature, int] = {}
-        self._live_hash: dict[_Key, int | None] = {}
+        self._window: list[_Signature] = _NO_WINDOW  # its own list at the first operation
+        self._counts: dict[_Signature, int] = _NO_COUNTS  # (a list: 50 entries pop from the
+        self._live_hash: dict[_Key, int | None] = _NO_LIVE  # front cheaply)
         self._dead: dict[_Signature, int] = _NO_DEAD  # a dict of its own at the first drop
         self._warned: set[_Signature] = _EMPTY  # a set of its own at the first add
         self._at_stop: set[_Signature] = _EMPTY
         self._alternation = _NO_ALTERNATION  # one of its own at the first failing operation
+
+    def _own(self) -> dict[_Key, int | None]:
+        """A window, counts and live results of its own (the first operation); the live ones."""
+        self._window, self._counts, self._live_hash = [], {}, {}
+        return self._live_hash
 
     def __repr__(self) -> str:
         return f"LoopDetector({self.config!r})"
@@ -376,6 +386,7 @@ class LoopDetector:
         signature: _Signature = (tool, args, digest)
         key = (tool, args)
         live = self._live_hash
+        live = live if live is not _NO_LIVE else self._own()  # (the first operation)
         last = live.get(key, _ABSENT)  # one lookup (a live result may be None: an empty text)
         if last is not _ABSENT and last != digest:  # a changed result is progress: older ones drop
             self._drop((tool, args, last))
