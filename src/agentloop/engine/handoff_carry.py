@@ -42,6 +42,7 @@ __all__ = [
     "crashed_in",
     "filtered_transfer",
     "governed",
+    "reached",
     "ruling",
     "turn_agent",
     "viewed",
@@ -212,10 +213,16 @@ def turn_agent(start: Any, name: str | None) -> Any:
     tools alone) is judged itself, as ever; one whose handoffs do not reach ``name`` (renamed
     or dropped since the pause) judges the call with no tools.
     """
-    handoffs = getattr(start, "_handoffs", ())
-    if name is None or not handoffs:
+    if name is None or not getattr(start, "_handoffs", ()):
         return start
-    queue, seen = list(handoffs), set()
+    found = reached(start, name)
+    return _Absent(name) if found is None else found
+
+
+def reached(start: Any, name: str) -> Any:
+    """The agent a handoff named ``name`` reaches from ``start``'s graph; None if none does."""
+    queue: list[Any] = list(getattr(start, "_handoffs", ()))
+    seen: set[int] = set()
     while queue:
         item = queue.pop()
         if item.name == name:
@@ -223,7 +230,7 @@ def turn_agent(start: Any, name: str | None) -> Any:
         if id(item.agent) not in seen:
             seen.add(id(item.agent))
             queue.extend(getattr(item.agent, "_handoffs", ()))
-    return _Absent(name)
+    return None
 
 
 def crashed_in(start: Any, run: Any) -> tuple[str | None, bool]:

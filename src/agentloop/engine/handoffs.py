@@ -24,7 +24,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
-from agentloop.engine.handoff_carry import check_receivers, filtered_transfer, ruling, viewed
+from agentloop.engine.handoff_carry import (
+    check_receivers,
+    filtered_transfer,
+    reached,
+    ruling,
+    viewed,
+)
 from agentloop.engine.instructions import evaluate
 from agentloop.engine.kept import edited
 from agentloop.engine.views import View, measure, restored, stored
@@ -296,16 +302,8 @@ def active_agent(agent: Any, name: str | None) -> Any:
     """The agent a handoff name reaches from ``agent`` (``agent`` itself for None)."""
     if name is None:
         return agent
-    queue = list(getattr(agent, "_handoffs", ()))
-    seen: set[int] = set()
-    while queue:
-        item = queue.pop()
-        if item.name == name:
-            return item.agent
-        if id(item.agent) not in seen:
-            seen.add(id(item.agent))
-            queue.extend(getattr(item.agent, "_handoffs", ()))
-    return agent
+    found = reached(agent, name)
+    return agent if found is None else found
 
 
 def paused_view(state: RunState) -> dict[str, Any]:
