@@ -56,10 +56,11 @@ class Definition(Generic[OutputT]):
     """The shared half of an agent (``Agent`` is one): read by every session's runs.
 
     Own attributes: what ``Agent.__init__`` sets is in the instance's dict, and the run's fixed
-    path reads it there (``vars(agent)["config"]``). An attribute read of an ``Agent`` goes
-    through its ``__getattr__`` hook (SPEC 21's hints for a peer's name): on Python 3.11 about
-    300 instructions where a dict lookup costs 30, and a run reads some twenty. Class-level
-    defaults (``memory``, ``_provider_tools``) and methods are read as attributes.
+    path reads it there through the dict its session took once (``vars(agent)`` itself pays the
+    hook below, about 1,000 instructions). An attribute read of an ``Agent`` goes through its
+    ``__getattr__`` hook (SPEC 21's hints for a peer's name): on Python 3.11 about 300
+    instructions where a dict lookup costs 30. Class-level defaults (``memory``,
+    ``_provider_tools``) and methods are read as attributes, or on the class.
     """
 
     client: ModelClient
