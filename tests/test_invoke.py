@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agentloop import Agent, RunConfig, tool
+from agentloop import Agent, RunConfig, ToolContext, tool
 from agentloop.messages import MAX_ARGUMENT_DEPTH, Message, ToolCallPart
 from agentloop.model import ModelRequest
 from agentloop.store import SQLiteStore
@@ -133,18 +133,24 @@ def test_a_tool_call_whose_arguments_contain_themselves_is_left_to_the_encoders(
     assert part.arguments["d"] is looped  # a cycle is not depth (the store reports it)
 
 
-def test_the_engines_context_is_a_tool_context_with_every_slot_set() -> None:
-    from agentloop.cancel import CancelToken
-    from agentloop.engine.invoke import tool_context
-    from agentloop.tools import ToolContext
+async def test_the_engines_context_is_a_tool_context_with_every_slot_set() -> None:
 
-    cancel = CancelToken()
-    made = tool_context("r", 2, "c", "n", cancel, "s", {"d": 1}, "a", ("state", "d"))
+    seen: list[ToolContext[Any]] = []
+
+    @tool
+    def probe(ctx: ToolContext[Any]) -> str:
+        """Keep the context."""
+        seen.append(ctx)
+        return "ok"
+
+    agent = Agent(ScriptedModel([call("probe", {}, id="c"), reply("done")]), tools=[probe])
+    run = await agent.run("go", deps={"d": 1})
+    [made] = seen
     plain = ToolContext(
-        run_id="r", turn=2, call_id="c", tool_name="n", cancel=cancel, session_id="s",
-        deps={"d": 1}, agent="a",
+        run_id=run.id, turn=0, call_id="c", tool_name="probe", cancel=made.cancel,
+        session_id=run.session_id, deps={"d": 1}, agent=None,
     )  # fmt: skip
-    plain._link = ("state", "d")
+    plain._link = made._link
     slots = {n for k in type(plain).__mro__ for n in getattr(k, "__slots__", ())}
     assert slots and type(made) is ToolContext
     assert {n: getattr(made, n) for n in slots} == {n: getattr(plain, n) for n in slots}

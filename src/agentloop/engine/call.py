@@ -339,7 +339,7 @@ class CallPipeline(Attempt):
         return result
 
     def _context(self) -> ToolContext:
-        """The attempt's ``ToolContext``: ``invoke.tool_context``, written out (one call fewer)."""
+        """The attempt's ``ToolContext``, its slots set without ``__init__``'s keywords."""
         d, state = self.dispatcher, self.state
         run = state.run
         ctx: ToolContext[Any] = object.__new__(ToolContext)

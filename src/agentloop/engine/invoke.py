@@ -17,7 +17,6 @@ from types import CoroutineType
 from typing import Any, Literal, TypeAlias
 
 from agentloop._util.suggest import suggest
-from agentloop.cancel import CancelToken
 from agentloop.config import RunConfig
 from agentloop.errors import RemoteAuthError, ToolError, ToolNotFound
 from agentloop.messages import MAX_ARGUMENT_DEPTH
@@ -33,7 +32,6 @@ __all__ = [
     "invoke",
     "said",
     "suggestion",
-    "tool_context",
 ]
 
 logger = logging.getLogger("agentloop")
@@ -51,38 +49,6 @@ def suggestion(config: RunConfig, name: str, candidates: frozenset[str] | list[s
     if not config.suggest_tools:
         return None
     return suggest(name, sorted(candidates))
-
-
-def tool_context(
-    run_id: str,
-    turn: int,
-    call_id: str,
-    tool_name: str,
-    cancel: CancelToken,
-    session_id: str,
-    deps: Any,
-    agent: str | None,
-    link: Any,
-) -> ToolContext[Any]:
-    """The ``ToolContext`` the engine makes for each attempt, without a keyword call.
-
-    Calling a class with keywords builds a dict for them (about half of what making a context
-    cost); this sets the same slots as ``ToolContext.__init__`` (with no scratch callable) and
-    the engine's ``_link``.
-    """
-    ctx: ToolContext[Any] = object.__new__(ToolContext)
-    ctx.deps = deps
-    ctx.agent = agent
-    ctx.run_id = run_id
-    ctx.turn = turn
-    ctx.call_id = call_id
-    ctx.tool_name = tool_name
-    ctx.media = ()
-    ctx.cancel = cancel
-    ctx.session_id = session_id
-    ctx._scratch = None
-    ctx._link = link
-    return ctx
 
 
 async def invoke(
