@@ -28,20 +28,20 @@ factory builds the deps a decided tool reads.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Container, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentloop.cancel import CancelToken
 from agentloop.engine.handoff_carry import turn_agent
 from agentloop.engine.handoffs import paused_view, resume_in
+from agentloop.engine.pause_tools import agent_tools, check_offered, check_own_tools
 from agentloop.engine.state import Paused
 from agentloop.errors import InvalidInput
 from agentloop.messages import Message, ToolResultPart
 from agentloop.pausing import (
     Decision,
     PendingCall,
-    ToolNames,
     check_decisions,
     check_tools,
     decision_from_dict,
@@ -51,7 +51,6 @@ from agentloop.run import Run, Turn
 if TYPE_CHECKING:
     from agentloop.engine.conversation import Conversation
     from agentloop.engine.state import RunState
-    from agentloop.tools import ToolRegistry
 
 __all__ = [
     "Resuming",
@@ -191,7 +190,7 @@ def _decisions(
             )
         recorded = run.decisions[-1]["decisions"]
         again = {p.id: decision_from_dict(recorded[p.id]) for p in run.pending}
-        _check_tools(agent, run.pending, again, own)  # recorded, but not spent on nothing
+        check_own_tools(agent, run.pending, again, own)  # recorded, but not spent on nothing
         return again
     if decisions is None:
         ids = ", ".join(repr(p.id) for p in run.pending)
@@ -200,72 +199,8 @@ def _decisions(
             "continue_run(decisions={call_id: Approve() | Deny() | Edit(...) | Answer(...)})"
         )
     checked = check_decisions(run.pending, decisions)
-    _check_tools(agent, run.pending, checked, own)
+    check_own_tools(agent, run.pending, checked, own)
     return checked
-
-
-def agent_tools(agent: Any) -> ToolNames:
-    """The tool names of the agent at a pending call's path, starting at ``agent`` (SPEC 17).
-
-    The tools a continuation runs: ``agent.override(tools=...)``'s when one is in force, else
-    the agent's registry; a path walks down the ``as_tool()`` agents that paused. None (not
-    checked) for an agent whose tool sources were not listed yet, or a child not known here.
-    """
-    from agentloop.engine.overrides import swap_of
-
-    def names(path: tuple[str, ...]) -> Container[str] | None:
-        current = agent
-        for name in path:
-            tool = _registry(current, swap_of).get(name)
-            if tool is None:
-                return frozenset()  # the child agent's tool is gone: it runs nothing here
-            current = getattr(getattr(tool, "inner", tool), "agent", None)
-            if current is None:
-                return None
-        toolsets = getattr(current, "_toolsets", None)
-        if toolsets is not None and (toolsets.stale() or toolsets.sets):
-            return None  # toolsets (SPEC 22) resolve per call: the continued run judges
-        return _registry(current, swap_of)
-
-    return names
-
-
-def _registry(agent: Any, swap_of: Any) -> ToolRegistry:
-    swap = swap_of(agent)
-    registry: ToolRegistry = agent.registry
-    return swap.registry if swap is not None and swap.registry is not None else registry
-
-
-def _check_tools(
-    agent: Any,
-    pending: tuple[PendingCall, ...],
-    decisions: Mapping[str, Decision],
-    own: tuple[Any, ...],
-) -> None:
-    """``check_agent_tools``, the run's own toolsets' static names counting as the agent's."""
-    extra: set[str] = set()
-    for toolset in own:
-        static = toolset.static_names()
-        if static is None:
-            return  # known per call only: the continued run judges
-        extra.update(static)
-    tools = agent_tools(agent)
-
-    def names(path: tuple[str, ...]) -> Container[str] | None:
-        found = tools(path)
-        return found if path or found is None or not extra else _Either(found, extra)
-
-    check_tools(pending, decisions, names)
-
-
-class _Either(Container[str]):
-    """The names in either of two containers (a registry and a run's own toolsets' names)."""
-
-    def __init__(self, first: Container[str], second: Container[str]) -> None:
-        self.first, self.second = first, second
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.first or name in self.second
 
 
 def check_agent_tools(
@@ -309,17 +244,21 @@ async def ready_to_continue(
     if last is None:
         return deps
     agent = turn_agent(session.agent, last.last_agent)  # the agent of the paused turn
+    checked: dict[str, Decision] = {}
+    own: tuple[Any, ...] = ()
     if last.pending:
         await _list_tools(agent)
         if decisions is not None:
             if _recorded(last):  # decided elsewhere: reopen_paused says so (the lease first)
                 return deps
             own = toolsets or session._run_toolsets.get(last.id, ())
-            _decisions(agent, last, decisions, own)
+            checked = _decisions(agent, last, decisions, own)
     if callable(deps):
         deps = deps(last)
         if inspect.isawaitable(deps):
             deps = await deps
+    if checked:  # the toolsets as the continuation resolves them: never spent on nothing
+        await check_offered(agent, last, checked, deps, own)
     return deps
 
 

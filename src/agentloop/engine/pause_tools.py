@@ -1,0 +1,148 @@
+"""Which tools a continuation of a paused run will have: an approval never spent on nothing.
+
+SPEC 17: an ``Approve`` or ``Edit`` for a call whose tool the agent of its turn does not have is
+``InvalidInput`` naming the tool, before anything is recorded. With toolsets (SPEC 22) the
+tools are the agent's registry plus what its toolsets offer, and those may differ from the
+paused run's: another process or face built with other toolsets, a filter or a dynamic toolset
+that no longer offers the tool. Two checks, both before the decisions are recorded:
+
+- ``agent_tools`` (sync; every face's first check): the registry plus the toolsets' static
+  names (a toolset that knows its names without running: ``FunctionToolset`` and its
+  prefixed/renamed forms); None (not judged here) when a toolset's names are known per call.
+- ``check_offered`` (async; ``continue_run`` and ``continue_stream`` once the deps are made):
+  the toolsets resolved as the continued run's first offer resolves them (filters, dynamic
+  functions, the deps), so a call the continuation would answer ``Tool not found`` is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Mapping
+from typing import Any
+
+from agentloop.pausing import Approve, Decision, Edit, PendingCall, ToolNames, check_tools
+from agentloop.tools import ToolRegistry
+
+__all__ = ["agent_tools", "check_offered", "check_own_tools"]
+
+
+def agent_tools(agent: Any) -> ToolNames:
+    """The tool names of the agent at a pending call's path, starting at ``agent`` (SPEC 17).
+
+    The tools a continuation runs: ``agent.override(tools=...)``'s when one is in force, else
+    the agent's registry, plus its toolsets' static names; a path walks down the ``as_tool()``
+    agents that paused. None (not checked) for an agent whose tool sources were not listed yet,
+    whose toolsets name their tools per call only, or a child not known here.
+    """
+    from agentloop.engine.overrides import swap_of
+
+    def names(path: tuple[str, ...]) -> Container[str] | None:
+        current = agent
+        for name in path:
+            tool = _registry(current, swap_of).get(name)
+            if tool is None:
+                return frozenset()  # the child agent's tool is gone: it runs nothing here
+            current = getattr(getattr(tool, "inner", tool), "agent", None)
+            if current is None:
+                return None
+        toolsets = getattr(current, "_toolsets", None)
+        if toolsets is not None and toolsets.stale():
+            return None  # tool sources not listed yet: the continued run lists them
+        registry = _registry(current, swap_of)
+        sets = _sets(current, swap_of)
+        if not sets:
+            return registry
+        static = _static(sets)
+        return None if static is None else _Either(registry, static)
+
+    return names
+
+
+def _registry(agent: Any, swap_of: Any) -> ToolRegistry:
+    swap = swap_of(agent)
+    registry: ToolRegistry = agent.registry
+    return swap.registry if swap is not None and swap.registry is not None else registry
+
+
+def _sets(agent: Any, swap_of: Any) -> tuple[Any, ...]:
+    """The toolsets a run of ``agent`` resolves: ``override(toolsets=...)``'s, else its own."""
+    swap = swap_of(agent)
+    if swap is not None and swap.toolsets is not None:
+        return tuple(swap.toolsets)
+    toolsets = getattr(agent, "_toolsets", None)
+    return tuple(toolsets.sets) if toolsets is not None else ()
+
+
+def _static(sets: tuple[Any, ...]) -> frozenset[str] | None:
+    """Every name ``sets`` may offer, or None when one knows its names per call only."""
+    found: set[str] = set()
+    for toolset in sets:
+        static = toolset.static_names()
+        if static is None:
+            return None
+        found.update(static)
+    return frozenset(found)
+
+
+def check_own_tools(
+    agent: Any,
+    pending: tuple[PendingCall, ...],
+    decisions: Mapping[str, Decision],
+    own: tuple[Any, ...],
+) -> None:
+    """``agent_tools``' check, the run's own toolsets' static names counting as the agent's."""
+    extra: set[str] = set()
+    for toolset in own:
+        static = toolset.static_names()
+        if static is None:
+            return  # known per call only: ``check_offered`` judges
+        extra.update(static)
+    tools = agent_tools(agent)
+
+    def names(path: tuple[str, ...]) -> Container[str] | None:
+        found = tools(path)
+        return found if path or found is None or not extra else _Either(found, extra)
+
+    check_tools(pending, decisions, names)
+
+
+async def check_offered(
+    agent: Any,
+    run: Any,
+    decisions: Mapping[str, Decision],
+    deps: Any,
+    own: tuple[Any, ...],
+) -> None:
+    """``InvalidInput`` naming the tool when the continued run's toolsets do not offer it.
+
+    The agent's toolsets (or its override's) and the run's own resolve as the continuation's
+    first offer does: a ``RunContext`` of the run at its paused turn, with ``deps``. Only the
+    calls of the top agent (no ``path``) whose decision runs them are judged, and only when
+    the agent has toolsets.
+    """
+    from agentloop.engine.overrides import swap_of
+
+    sets = (*_sets(agent, swap_of), *own)
+    runs = any(
+        isinstance(decisions.get(p.call.id), Approve | Edit) and not p.path for p in run.pending
+    )
+    if not sets or not runs:
+        return
+    from agentloop.run import RunContext
+    from agentloop.toolsets import Scope
+
+    turn = run.paused_turn.get("turn", {}).get("index", 0) if run.paused_turn else 0
+    scope = Scope(RunContext(run_id=run.id, session_id=run.session_id, deps=deps, turn=turn))
+    offered: set[str] = set(_registry(agent, swap_of).names())
+    for toolset in sets:
+        offered.update(entry.spec.name for entry in await toolset.entries(scope))
+    check_tools(run.pending, decisions, lambda path: None if path else offered)
+
+
+class _Either(Container[str]):
+    """The names in either of two containers (a registry and a run's own toolsets' names)."""
+
+    def __init__(self, first: Container[str], second: Container[str]) -> None:
+        self.first, self.second = first, second
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.first or name in self.second
