@@ -13,15 +13,18 @@ run in batches.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from agentloop.batching import BatchWait, Waiting
 from agentloop.errors import AgentLoopError, ConfigurationError
 from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent, WrappedClient
 
-__all__ = ["COLLECTOR", "ORDERS", "BatchClient", "Collector", "check_agent"]
+__all__ = ["COLLECTOR", "ORDERS", "BatchClient", "Collector", "check_agent", "governed_submit"]
+
+_T = TypeVar("_T")
 
 ORDERS: ContextVar[dict[str, AgentLoopError | int] | None] = ContextVar(
     "agentloop_batch_orders", default=None
@@ -39,11 +42,20 @@ class Collector:
     def __init__(self, expected: int) -> None:
         self.outstanding = expected
         self.items: list[tuple[Any, str, ModelRequest, asyncio.Future[BatchWait]]] = []
+        self.governed: dict[int, Any] = {}
 
-    async def add(self, client: Any, custom_id: str, request: ModelRequest) -> BatchWait:
-        """Queue one request; its ``BatchWait`` once the pass's batches are submitted."""
+    async def add(
+        self, client: Any, custom_id: str, request: ModelRequest, governed: Any = None
+    ) -> BatchWait:
+        """Queue one request; its ``BatchWait`` once the pass's batches are submitted.
+
+        ``governed``: the run's ``GovernedClient`` (or None): a batch passes it once, when it
+        is submitted, never while a run waits for the others of its pass.
+        """
         future: asyncio.Future[BatchWait] = asyncio.get_running_loop().create_future()
         self.items.append((client, custom_id, request, future))
+        if governed is not None:
+            self.governed.setdefault(id(client), governed)
         self.outstanding -= 1
         if self.outstanding <= 0:
             await self._flush()
@@ -63,8 +75,11 @@ class Collector:
         for item in items:
             groups.setdefault((id(item[0]), item[2].model or item[0].model), []).append(item)
         for group in groups.values():
+            client, first = group[0][0], group[0][2]
+            batch = [(c, r) for _, c, r, _ in group]
             try:
-                sent = await submit(group[0][0], [(c, r) for _, c, r, _ in group])
+                governed = self.governed.get(id(client))
+                sent = await governed_submit(governed, first, partial(submit, client, batch))
             except BaseException as error:
                 for *_, future in group:
                     future.set_exception(error)
@@ -102,31 +117,40 @@ class BatchClient(WrappedClient):
         client = batch_client(self.inner)
         custom_id = f"{state.run.id}_{state.turn_index}_{order}"
         governed = _governed(self.inner)  # a batch submission waits for the governor too
-        lease = await governed._acquire(request) if governed is not None else None
-        try:
-            wait = await self._submit(client, custom_id, request)
-        except BaseException as error:
-            if lease is not None and governed is not None:
-                await governed._failed(lease, error)
-            raise
-        if lease is not None:
-            await lease.settle()
-        raise Waiting(wait)
+        raise Waiting(await self._submit(client, custom_id, request, governed))
 
     @staticmethod
-    async def _submit(client: Any, custom_id: str, request: ModelRequest) -> BatchWait:
+    async def _submit(client: Any, custom_id: str, request: ModelRequest, governed: Any
+                      ) -> BatchWait:  # fmt: skip
         from agentloop.fleet._batch_wire import submit
 
         collector = COLLECTOR.get()
-        if collector is not None:
-            return await collector.add(client, custom_id, request)
-        sent = await submit(client, [(custom_id, request)])
+        if collector is not None:  # the pass's batch passes the governor when it is sent
+            return await collector.add(client, custom_id, request, governed)
+        items = [(custom_id, request)]
+        sent = await governed_submit(governed, request, partial(submit, client, items))
         return BatchWait(sent.provider, sent.batch_id, custom_id, sent.submitted_at)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """As ``complete``: a batch reply arrives whole (a face that streams gets no deltas)."""
         await self.complete(request)
         yield StreamEvent("done")  # pragma: no cover (complete raised)
+
+
+async def governed_submit(
+    governed: Any, request: ModelRequest, submitting: Callable[[], Awaitable[_T]]
+) -> _T:
+    """``submitting()`` once ``governed`` (a ``GovernedClient``, or None) admits ``request``."""
+    lease = await governed._acquire(request) if governed is not None else None
+    try:
+        result = await submitting()
+    except BaseException as error:
+        if lease is not None:
+            await governed._failed(lease, error)
+        raise
+    if lease is not None:
+        await lease.settle()
+    return result
 
 
 def check_agent(agent: Any) -> None:
