@@ -177,7 +177,7 @@ class RateGovernor:
             while True:
                 if run is not None:
                     run.check_cancel()
-                verdict = await self._call(self.backend.admit, asks, waiter, lease, lease_seconds)
+                verdict = await self._admit(asks, waiter, lease, lease_seconds)
                 if verdict.lease is not None:
                     admitted = True
                     return Lease(self, verdict.lease, asks)
@@ -191,6 +191,27 @@ class RateGovernor:
         finally:
             if not admitted:
                 await self._leave(waiter)
+
+    async def _admit(self, asks: Sequence[Ask], waiter: str, lease: str, lease_seconds: float
+                     ) -> Verdict:  # fmt: skip
+        """One look at the backend (``admit``).
+
+        Cancelled while a shared backend's thread admits, it waits for that thread and frees
+        what it admitted: a request never sent holds no slot.
+        """
+        if not self.backend.remote:
+            return await self._call(self.backend.admit, asks, waiter, lease, lease_seconds)
+        looking = asyncio.ensure_future(
+            self._call(self.backend.admit, asks, waiter, lease, lease_seconds)
+        )
+        try:
+            return await asyncio.shield(looking)
+        except asyncio.CancelledError:
+            await asyncio.wait((looking,))
+            if not looking.cancelled() and looking.exception() is None:
+                if looking.result().lease is not None:
+                    await self._call(self.backend.settle, lease, 0)  # sent nothing
+            raise
 
     def _nap(self, wait: float) -> float:
         """One sleep of a wait: a shared backend's queue ticket must be refreshed in time."""
