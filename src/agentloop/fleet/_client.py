@@ -6,6 +6,7 @@ request passes the governor: first attempts, retries and each fallback model's r
 closes the request's keys for every process sharing the governor (for its ``Retry-After``, else
 the ``RetryingClient``'s ``rate_limit_default_delay``); the ``RetryingClient`` above sees
 ``waits_for_rate_limits`` and does not sleep beside it: its next attempt waits in the governor.
+A cassette's replay (SPEC 23) sends nothing, so it neither waits nor asks the backend.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 from agentloop.errors import RateLimited, RateLimitEscalation
 from agentloop.fleet._governor import DEFAULT_LEASE_SECONDS
 from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent, WrappedClient
+from agentloop.providers._tape import TAPE
 from agentloop.tokens import HeuristicTokenCounter, TokenCounter
 
 if TYPE_CHECKING:
@@ -75,6 +77,8 @@ class GovernedClient(WrappedClient):
         return f"GovernedClient({self.inner!r}, {self.governor!r})"
 
     async def _acquire(self, request: ModelRequest) -> Lease | None:
+        if _replaying():  # a cassette answers: nothing reaches the provider (SPEC 23)
+            return None
         warm = getattr(self.inner, "warm", None)
         if callable(warm):  # an HTTP adapter: its pool opens now, not between admission and send
             await warm()
@@ -157,6 +161,12 @@ def govern(
         rate_limit_default_delay=delays[0],
         rate_limit_max_delay=delays[1],
     )
+
+
+def _replaying() -> bool:
+    """Whether a cassette replays this block's requests (no socket opens, nothing is counted)."""
+    tape = TAPE.get()
+    return tape is not None and getattr(getattr(tape, "cassette", None), "recording", True) is False
 
 
 def _lease_seconds(client: ModelClient) -> float | None:
