@@ -5,7 +5,8 @@ adapter (below ``RetryingClient`` and ``FallbackClient``, copied, never mutated)
 request passes the governor: first attempts, retries and each fallback model's requests. A 429
 closes the request's keys for every process sharing the governor (for its ``Retry-After``, else
 the ``RetryingClient``'s ``rate_limit_default_delay``); the ``RetryingClient`` above sees
-``waits_for_rate_limits`` and does not sleep beside it: its next attempt waits in the governor.
+``waits_for_rate_limits`` and does not sleep beside it: its next attempt waits in the governor
+(for a model a limit counts; another model's 429 is waited out by the ``RetryingClient``).
 A cassette's replay (SPEC 23) sends nothing, so it neither waits nor asks the backend.
 """
 
@@ -53,8 +54,14 @@ class GovernedClient(WrappedClient):
         rate_limit_max_delay: The cap of that closing.
     """
 
-    waits_for_rate_limits = True
-    """``RetryingClient`` reads this: a rate limit's wait happens here, not in its sleep."""
+    @property
+    def waits_for_rate_limits(self) -> bool:
+        """``RetryingClient`` reads this: a rate limit's wait happens here, not in its sleep.
+
+        Only for a model a limit counts: a 429 of another model closes no key here, so its
+        retry must wait in ``RetryingClient`` as without a governor.
+        """
+        return bool(self.governor.matching(self.inner.provider, self.inner.model))
 
     def __init__(
         self,
