@@ -17,7 +17,9 @@ events, and word a hard error for the client with it:
   function or a model client that raised), reads ``INTERNAL_MESSAGE``: its text (which names
   the app's internals: a host, a query, a path) is for the log, the store and the viewer only.
   A ``MemoryBackendError`` (the app's store failed, or another worker runs the conversation
-  now: its text names a file, a host and a process id) reads ``STORE_MESSAGE``.
+  now: its text names a file, a host and a process id) reads ``STORE_MESSAGE``; a
+  ``GovernorUnavailable`` (the rate governor's database: a path, a user, a host) reads
+  ``GOVERNOR_MESSAGE``.
 """
 
 from __future__ import annotations
@@ -27,11 +29,24 @@ import dataclasses
 from agentloop import events as ev
 from agentloop.engine.holdback import WithheldResponse
 from agentloop.engine.output import FINAL_RESULT
-from agentloop.errors import AgentLoopError, GuardrailTripped, InternalError, MemoryBackendError
+from agentloop.errors import (
+    AgentLoopError,
+    GovernorUnavailable,
+    GuardrailTripped,
+    InternalError,
+    MemoryBackendError,
+)
 from agentloop.messages import Message, Part, TextPart, ToolCallPart
 from agentloop.safety.redact import redact_secrets
 
-__all__ = ["GUARDRAIL_MESSAGE", "INTERNAL_MESSAGE", "STORE_MESSAGE", "WATCHED", "ClientView"]
+__all__ = [
+    "GOVERNOR_MESSAGE",
+    "GUARDRAIL_MESSAGE",
+    "INTERNAL_MESSAGE",
+    "STORE_MESSAGE",
+    "WATCHED",
+    "ClientView",
+]
 
 GUARDRAIL_MESSAGE = "The application's guardrails stopped this run."
 """A ``GuardrailTripped``'s message for a client, unless the app exposes guardrails."""
@@ -42,6 +57,8 @@ STORE_MESSAGE = (
     "try again."
 )
 """A ``MemoryBackendError``'s message for a client: its own names the server's file or host."""
+GOVERNOR_MESSAGE = "The server could not check its rate limits now; nothing was sent. Try again."
+"""A ``GovernorUnavailable``'s message for a client: its own names the governor's database."""
 
 WATCHED: frozenset[type[ev.Event]] = frozenset(
     {ev.ModelResponded, ev.GuardrailChecked, ev.ToolCallFinished}
@@ -94,6 +111,8 @@ class ClientView:
             return INTERNAL_MESSAGE  # a bug's text names the app's internals: the log's only
         if isinstance(error, MemoryBackendError):
             return STORE_MESSAGE
+        if isinstance(error, GovernorUnavailable):
+            return GOVERNOR_MESSAGE
         return redact_secrets(str(error)) or type(error).__name__
 
     def facts(self, error: BaseException) -> dict[str, str]:
