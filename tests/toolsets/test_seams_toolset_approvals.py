@@ -17,7 +17,7 @@ import pytest
 
 from agentloop import Agent, Approve, Deny, tool
 from agentloop.engine.pause import check_continuable
-from agentloop.errors import InvalidInput
+from agentloop.errors import InternalError, InvalidInput
 from agentloop.store.sqlite import SQLiteStore
 from agentloop.testing import ScriptedModel, call, reply
 from agentloop.toolsets import AbstractToolset, DynamicToolset, FunctionToolset
@@ -102,3 +102,24 @@ async def test_a_face_s_check_refuses_a_static_toolset_without_the_tool(tmp_path
         await check_continuable(face, run.run.pending, {call_id: Approve()})
     await check_continuable(Agent(ScriptedModel([]), toolsets=[admin()]), run.run.pending,
                             {call_id: Approve()})  # fmt: skip
+
+
+class Breaking(AbstractToolset):
+    """The admin toolset until ``broken``; then its own bug raises."""
+
+    def __init__(self) -> None:
+        self.inner, self.broken, self.name = admin(), False, "breaking"
+
+    async def entries(self, scope: Any) -> Any:
+        if self.broken:
+            raise RuntimeError("boom")
+        return await self.inner.entries(scope)
+
+
+async def test_a_toolset_s_own_bug_while_checking_ends_typed() -> None:
+    toolset = Breaking()
+    agent = Agent(ScriptedModel([call("wipe", {"path": "a"}), reply("done")]), toolsets=[toolset])
+    run = await agent.run("go")
+    toolset.broken = True
+    with pytest.raises(InternalError, match="RuntimeError"):
+        await agent.continue_run(decisions={run.pending[0].id: Approve()})

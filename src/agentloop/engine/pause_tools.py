@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Container, Mapping
 from typing import Any
 
+from agentloop.errors import AgentLoopError
 from agentloop.pausing import Approve, Decision, Edit, PendingCall, ToolNames, check_tools
 from agentloop.tools import ToolRegistry
 
@@ -133,8 +134,13 @@ async def check_offered(
     turn = run.paused_turn.get("turn", {}).get("index", 0) if run.paused_turn else 0
     scope = Scope(RunContext(run_id=run.id, session_id=run.session_id, deps=deps, turn=turn))
     offered: set[str] = set(_registry(agent, swap_of).names())
-    for toolset in sets:
-        offered.update(entry.spec.name for entry in await toolset.entries(scope))
+    try:
+        for toolset in sets:
+            offered.update(entry.spec.name for entry in await toolset.entries(scope))
+    except AgentLoopError:
+        raise  # a source that cannot list its tools: typed, as at a run's start
+    except Exception:  # a toolset's own bug: the continued run ends typed (InternalError)
+        return
     check_tools(run.pending, decisions, lambda path: None if path else offered)
 
 
