@@ -9,10 +9,11 @@ options). The run returns; no task, thread or process is kept.
 
 **Continuing** (``reopen_waiting``, from ``continue_run`` when the last run waits): the
 session's lease is taken, the stored run read again (a run another poller continued is not
-waiting any more: ``InvalidInput``), and the state rebuilt from the record alone, at the
-waiting turn. The poller (``agentloop.batch.poll``) has put the batch result in the journal as
-that turn's reply (``t<turn>/reply``) while holding the lease, so the journal's
-``ReplayClient`` answers the model call with it and the journaled tools never run twice: a
+waiting any more: ``InvalidInput``; one whose result the poller has not brought is
+``InvalidInput`` naming ``agentloop.batch.poll``, nothing sent), and the state rebuilt from the
+record alone, at the waiting turn. The poller (``agentloop.batch.poll``) has put the batch
+result in the journal as that turn's reply (``t<turn>/reply``) while holding the lease, so the
+journal's ``ReplayClient`` answers the model call with it and the journaled tools never run twice: a
 poller killed mid-apply leaves the run waiting with its reply journaled, and the next one
 finishes it as ``continue_run`` would.
 """
@@ -52,9 +53,18 @@ def waiting_record(session: Conversation[Any], state: RunState) -> None:
 
 
 def reopen_waiting(
-    session: Conversation[Any], run: Run[Any], deps: Any, cancels: tuple[CancelToken, ...]
+    session: Conversation[Any],
+    run: Run[Any],
+    deps: Any,
+    cancels: tuple[CancelToken, ...],
+    *,
+    applying: bool = True,
 ) -> RunState:
-    """The waiting run's state at its waiting turn, the session's lease held."""
+    """The waiting run's state at its waiting turn, the session's lease held.
+
+    ``applying``: to continue it with the outcome the poller brought (``InvalidInput`` without
+    one); ``cancel_run`` reopens it to end it and applies nothing.
+    """
     if session._active is not None:
         raise InvalidInput(f"session {session.id!r} is already running")
     recorder = session._recorder
@@ -69,10 +79,34 @@ def reopen_waiting(
             run = _adopted(session, run, stored.run)
         if run.waiting is None:
             raise InvalidInput(f"run {run.id} is not waiting on a batch (continued already)")
+        if applying:
+            _check_arrived(run, recorder.durable.load_steps(run.id))
         return _state(session, run, deps, cancels)
     except BaseException:
         recorder.release()
         raise
+
+
+def _check_arrived(run: Run[Any], steps: Any) -> None:
+    """``InvalidInput`` unless the poller brought the waiting turn's outcome (SPEC 25).
+
+    Its reply journaled (``t<turn>/reply``), or an order for the run (an error to raise, a
+    resubmission). Else nothing answers the turn but its batch: continuing would submit it
+    again, or answer it synchronously, while the batch still runs.
+    """
+    from agentloop.fleet._batch_client import ORDERS
+
+    orders = ORDERS.get()
+    turn = int((run.paused_turn or {}).get("turn", 0))
+    if (orders is not None and run.id in orders) or f"t{turn}/reply" in steps:
+        return
+    wait = run.waiting
+    batch = wait.batch_id if wait is not None else "?"
+    raise InvalidInput(
+        f"run {run.id} is waiting on provider batch {batch}: agentloop.batch.poll(agent) "
+        "(or 'agentloop batch poll') continues it when its result arrives; continue_run "
+        "would send its turn again. Nothing was sent; cancel_run() abandons it"
+    )
 
 
 def _state(

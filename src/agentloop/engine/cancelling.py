@@ -71,7 +71,7 @@ def _reopened(session: Conversation[Any], run: Run[Any]) -> RunState:
     if run.waiting is not None:
         from agentloop.engine.batching import reopen_waiting
 
-        return reopen_waiting(session, run, None, ())
+        return reopen_waiting(session, run, None, (), applying=False)
     recorder = session._recorder
     durable = recorder.durable if recorder is not None else None
     if recorder is not None:
