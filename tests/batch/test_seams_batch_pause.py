@@ -34,11 +34,14 @@ async def test_a_paused_batch_run_decided_elsewhere_submits_its_next_turn(tmp_pa
     WIPED.clear()
     db = tmp_path / "s.db"
     steps = [FakeReply(tool_calls=[FakeToolCall("wipe", {"path": "a"})]), FakeReply("done")]
+    built_agents: list[Agent[str | None]] = []
     async with FakeProviderServer(steps) as server:
 
         def built() -> Agent[str | None]:
             client = OpenAIClient("gpt-test", api_key="sk-test", base_url=server.base_url)
-            return Agent(client, tools=[wipe], store=SQLiteStore(db), config=RunConfig(batch=True))
+            agent = Agent(client, tools=[wipe], store=SQLiteStore(db), config=RunConfig(batch=True))
+            built_agents.append(agent)
+            return agent
 
         agent = built()
         run = await agent.run("wipe a")
@@ -52,6 +55,8 @@ async def test_a_paused_batch_run_decided_elsewhere_submits_its_next_turn(tmp_pa
         assert continued.waiting.request_id == f"{run.id}_1_0"
         report = await poll(built())
         assert report.continued == [run.id] and not report.failed
+        for built_agent in built_agents:
+            await built_agent.aclose()
     stored = SQLiteStore(db).load_run(run.id)
     assert stored is not None and stored.run.output == "done" and WIPED == ["a"]
     assert [t.batch for t in stored.run.turns] == [True, True]
