@@ -15,6 +15,9 @@ the child, whose output then becomes the call's result. Recording (SPEC 18): whe
 session has a store, each call runs a session of the child agent stored there, its run linked to
 the parent's tool call (``Run.parent``), so a paused child also survives its process.
 
+A batch agent (``RunConfig(batch=True)``) is no tool: its run waits on a provider batch while
+the parent waits for the call, so ``as_tool()`` refuses it (``ConfigurationError``).
+
 Depth: a chain of delegations is at most ``MAX_DELEGATION_DEPTH`` (8) agents deep; a call
 past it never starts the child and reads ``agent '<name>' not run: delegation deeper than 8``.
 
@@ -94,6 +97,13 @@ class AgentTool(Tool):
             raise ConfigurationError(
                 f"as_tool(name={name!r}) needs a description the parent model can read",
                 field="description",
+            )
+        if getattr(getattr(agent, "config", None), "batch", False):  # SPEC 25
+            raise ConfigurationError(
+                f"as_tool(name={name!r}): a tool answers while its parent waits, and an agent "
+                "with RunConfig(batch=True) waits on provider batches; make the tool of an "
+                "agent without batch=True",
+                field="batch",
             )
         self.new_session = new_session
         self.agent = agent
