@@ -149,7 +149,7 @@ async def governed_submit(
             await governed._failed(lease, error)
         raise
     if lease is not None:
-        await lease.settle()
+        await governed._settle(lease, None)
     return result
 
 

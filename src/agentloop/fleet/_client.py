@@ -7,18 +7,22 @@ closes the request's keys for every process sharing the governor (for its ``Retr
 the ``RetryingClient``'s ``rate_limit_default_delay``); the ``RetryingClient`` above sees
 ``waits_for_rate_limits`` and does not sleep beside it: its next attempt waits in the governor
 (for a model a limit counts; another model's 429 is waited out by the ``RetryingClient``).
-A cassette's replay (SPEC 23) sends nothing, so it neither waits nor asks the backend.
+A cassette's replay (SPEC 23) sends nothing, so it neither waits nor asks the backend. A
+backend lost while a request was at the provider fails nothing that was sent: the reply (or the
+request's own error) is what the run reads, and the lease expires by itself (WARNING).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, cast
 
-from agentloop.errors import RateLimited, RateLimitEscalation
+from agentloop.errors import GovernorUnavailable, RateLimited, RateLimitEscalation
 from agentloop.fleet._governor import DEFAULT_LEASE_SECONDS
+from agentloop.messages import Usage
 from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent, WrappedClient
 from agentloop.providers._tape import TAPE
 from agentloop.tokens import HeuristicTokenCounter, TokenCounter
@@ -27,6 +31,8 @@ if TYPE_CHECKING:
     from agentloop.fleet._governor import GovernedRun, Lease, RateGovernor
 
 __all__ = ["GovernedClient", "estimate_tokens", "govern"]
+
+logger = logging.getLogger("agentloop")
 
 _DEFAULT_DELAY = 5.0
 _MAX_DELAY = 60.0
@@ -99,11 +105,22 @@ class GovernedClient(WrappedClient):
         )
 
     async def _failed(self, lease: Lease, error: BaseException) -> None:
-        if isinstance(error, RateLimited) and not isinstance(error, RateLimitEscalation):
-            wait = error.retry_after if error.retry_after is not None else self.default_delay
-            await lease.rate_limited(min(max(wait, 0.0), self.max_delay))
-        else:
-            await lease.settle()
+        try:
+            if isinstance(error, RateLimited) and not isinstance(error, RateLimitEscalation):
+                wait = error.retry_after if error.retry_after is not None else self.default_delay
+                await lease.rate_limited(min(max(wait, 0.0), self.max_delay))
+            else:
+                await lease.settle()
+        except GovernorUnavailable as lost:  # the request's own error is what the run reads
+            _unrecorded(lost)
+
+    @staticmethod
+    async def _settle(lease: Lease, usage: Usage | None) -> None:
+        """End a sent request's lease; a backend lost meanwhile never costs the reply."""
+        try:
+            await lease.settle(usage)
+        except GovernorUnavailable as lost:
+            _unrecorded(lost)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Wait for the governor, send, then settle the lease with the reported usage."""
@@ -115,7 +132,7 @@ class GovernedClient(WrappedClient):
         except BaseException as error:
             await self._failed(lease, error)
             raise
-        await lease.settle(response.usage)
+        await self._settle(lease, response.usage)
         return response
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
@@ -135,7 +152,7 @@ class GovernedClient(WrappedClient):
         except BaseException as error:
             await self._failed(lease, error)
             raise
-        await lease.settle(usage)
+        await self._settle(lease, usage)
 
 
 def govern(
@@ -167,6 +184,15 @@ def govern(
         token_counter=counter,
         rate_limit_default_delay=delays[0],
         rate_limit_max_delay=delays[1],
+    )
+
+
+def _unrecorded(error: GovernorUnavailable) -> None:
+    """A sent request's end could not be recorded: logged; its lease expires by itself."""
+    logger.warning(
+        "the rate governor could not record the end of a sent request (%s); its in-flight "
+        "slot frees when its lease expires",
+        error,
     )
 
 
