@@ -15,6 +15,7 @@ Each wait is announced to the run (``RateLimitWait``) before it starts.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import os
 import weakref
@@ -210,7 +211,8 @@ class RateGovernor:
             await asyncio.wait((looking,))
             if not looking.cancelled() and looking.exception() is None:
                 if looking.result().lease is not None:
-                    await self._call(self.backend.settle, lease, 0)  # sent nothing
+                    with contextlib.suppress(GovernorUnavailable):  # then its lease expires
+                        await self._call(self.backend.settle, lease, 0)  # sent nothing
             raise
 
     def _nap(self, wait: float) -> float:
