@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
+from dataclasses import replace
 from functools import partial
 from typing import Any, TypeVar
 
@@ -75,7 +76,8 @@ class Collector:
         for item in items:
             groups.setdefault((id(item[0]), item[2].model or item[0].model), []).append(item)
         for group in groups.values():
-            client, first = group[0][0], group[0][2]
+            # the pass's one submission: no run's own wall clock, cancel or events decide it
+            client, first = group[0][0], replace(group[0][2], events=None)
             batch = [(c, r) for _, c, r, _ in group]
             try:
                 governed = self.governed.get(id(client))
