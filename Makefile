@@ -69,13 +69,15 @@ test: lint docs mcp-server ui-deps
 # The inner loop, under 2 minutes here: lint, types, and the suite without its slow parts, which
 # `make test` runs: the durable workers (DBOS, Temporal), MCP servers started as processes, every
 # docs example and example script in a fresh interpreter, the secret scans, mypy over the typing
-# cases, the CLI's pausing and crash tests and the evals' CLI tests in subprocesses, and the
-# browsers. It installs nothing from npm or apt: the tests that need node skip, saying why.
+# cases, the CLI's pausing and crash tests and the evals' CLI tests in subprocesses, the
+# benchmarks' smoke runs, and the browsers. It installs nothing from npm or apt: the tests that
+# need node skip, saying why.
 CHECK_SKIP := --ignore=tests/durable --ignore=tests/test_docs.py --ignore-glob='tests/test_mcp*.py' \
 	--ignore=tests/test_secrets.py --ignore=tests/test_typing.py --ignore=tests/test_cli_pausing.py \
 	--ignore=tests/test_examples.py --ignore=tests/pausing/test_pause_crash.py \
 	--ignore=tests/ui/test_viewer_browser.py --ignore=tests/evals/test_report_browser.py \
-	--ignore=tests/evals/test_cli_evals.py --ignore=tests/evals/test_cassettes_durable.py
+	--ignore=tests/evals/test_cli_evals.py --ignore=tests/evals/test_cassettes_durable.py \
+	--ignore=tests/test_bench_smoke.py --ignore=tests/fleet/test_bench_fleet_smoke.py
 check: lint
 	$(BIN)/python -m pytest -q -rs -n auto $(CHECK_SKIP)
 

@@ -10,6 +10,7 @@ first. A benchmark, not a test: ``python bench/a2a_roundtrip.py [N]``. No networ
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import socket
@@ -64,7 +65,9 @@ async def measure(url: str, rounds: int) -> list[float]:
 
 
 def main() -> None:
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 300
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("rounds", type=int, nargs="?", default=300, help="timed round trips")
+    rounds = parser.parse_args().rounds
     port = free_port()
     server = subprocess.Popen([sys.executable, "-c", SERVER, str(port)], env=os.environ.copy())
     try:

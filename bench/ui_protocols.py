@@ -14,7 +14,8 @@ fast fake server of ``bench/provider_overhead.py`` in its own process (client CP
 
 Samples are CPU time (the machine is shared), alternating; the fastest and the median are
 printed. The figure is the adapter's time per engine event and its share of the stream's own.
-A benchmark, not a test: ``python bench/ui_protocols.py``. No network at all.
+A benchmark, not a test: ``python bench/ui_protocols.py [--quick]`` (``--quick``: 3 samples
+each, a smoke run). No network at all.
 """
 
 from __future__ import annotations
@@ -165,19 +166,20 @@ def adapters() -> list[tuple[str, Callable[[], Awaitable[int]], Translate]]:
 
 
 async def main(only: str | None = None) -> None:
-    """Both settings for every adapter (``only``: one adapter by name)."""
+    """Both settings for every adapter (``only``: one adapter by name; ``--quick``: 3 samples)."""
+    quick = "--quick" in sys.argv[1:]
     chosen = [a for a in adapters() if only is None or a[0] == only]
     MAKE.append(scripted_agent)
     print(f"engine only (ScriptedModel, {TURNS} tool turns + 1):")
     for name, adapter, translate in chosen:
-        await compare(name, adapter, 41, translate)
+        await compare(name, adapter, 3 if quick else 41, translate)
     server, url = po.start_server(TURNS)
     loop = po.AgentloopLoop(url)
     MAKE.append(http_agent(loop))
     try:
         print("over HTTP (OpenAI adapter, SSE, the fake server of provider_overhead.py):")
         for name, adapter, translate in chosen:
-            await compare(name, adapter, 21, translate)
+            await compare(name, adapter, 3 if quick else 21, translate)
     finally:
         await loop.aclose()
         assert server.stdin is not None

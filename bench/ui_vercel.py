@@ -15,7 +15,7 @@ Two settings: the engine alone over ``ScriptedModel`` (the adapter's worst case:
 the engine least there), and over real HTTP, the real OpenAI adapter streaming from the fast
 fake server of ``bench/provider_overhead.py`` in its own process (client CPU only).
 
-A benchmark, not a test: ``python bench/ui_vercel.py`` (the Vercel half of
+A benchmark, not a test: ``python bench/ui_vercel.py [--quick]`` (the Vercel half of
 ``python bench/ui_protocols.py``, whose harness it uses). No network beyond 127.0.0.1.
 """
 
