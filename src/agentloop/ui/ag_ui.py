@@ -51,6 +51,7 @@ from starlette.types import Receive, Scope, Send
 from agentloop import events as ev
 from agentloop.batching import refuse_batch
 from agentloop.cancel import CancelToken
+from agentloop.engine.refresh import synced
 from agentloop.errors import AgentLoopError, InvalidInput
 from agentloop.ui import _ag_ui_input as read
 from agentloop.ui import _json_body as json_body
@@ -228,6 +229,7 @@ class _RunStream:
     def _open(self) -> Any:
         """The run's event stream: a continued run for ``resume``, else a new one."""
         session, run_input = self.session, self.run_input
+        synced(session)  # the CLI, the viewer or another worker may have moved the thread on
         current = session.current_run
         paused = current is not None and current.paused
         if run_input.resume:
