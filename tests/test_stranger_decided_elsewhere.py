@@ -180,3 +180,66 @@ def test_a_live_session_runs_after_another_process_decided_its_paused_run(tmp_pa
     except InvalidInput as error:  # today: "has a paused run ... waiting on 1 pending call(s)"
         pytest.fail(str(error))
     assert run.output == "Welcome." and REFUNDS == ["A-1"]
+
+
+async def wait_paused(db: Path, thread: str) -> None:
+    """Until the store holds the thread's run as paused (the page shows its interrupt)."""
+    for _ in range(600):
+        store = SQLiteStore(db)
+        try:
+            runs = store.load_runs(thread) if store.has_session(thread) else []
+        finally:
+            store.close()
+        if runs and runs[-1].run.paused:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the run never paused")
+
+
+async def test_the_ag_ui_client_is_not_stuck_on_an_interrupt_decided_elsewhere(
+    tmp_path: Path,
+) -> None:
+    """``@ag-ui/client`` refuses a new message while it holds interrupts: the answer clears them.
+
+    The customer's page answers (denies) after the operator approved elsewhere: it reads what
+    happened (the approval's result, the run's answer), its own answer is not applied, its
+    interrupts are gone, and its next message runs.
+    """
+    from tests.ui.test_ag_ui import NODE_DIR, node_or_skip
+
+    node = node_or_skip()
+    REFUNDS.clear()
+    db, go = tmp_path / "shop.db", tmp_path / "operator-done"
+    plan = {
+        "threadId": "shop",
+        "steps": [
+            {"say": "refund A-1"},
+            {"wait": str(go)},
+            {"resume": {"approved": False, "message": "no"}},
+            {"say": "thanks"},
+        ],
+    }
+    async with worker(db, PAUSE_THEN_ANSWER, AGUIApp, "/agent") as url:
+        client = await asyncio.create_subprocess_exec(
+            node,
+            str(NODE_DIR / "agui_run.mjs"),
+            url,
+            json.dumps(plan),
+            cwd=NODE_DIR,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        await wait_paused(db, "shop")
+        await asyncio.to_thread(approve_elsewhere, db, "shop")
+        go.touch()
+        out, err = await asyncio.wait_for(client.communicate(), 60)
+    assert client.returncode == 0, err.decode()
+    paused, answered, after = json.loads(out)["runs"]
+    assert paused["outcome"] == "interrupt"
+    assert answered["error"] is None and answered["outcome"] == "success", answered
+    assert [(r["toolCallId"], r["content"]) for r in answered["results"]] == [
+        ("call_r1", "refunded A-1")  # the operator's approval ran, the page's denial did not
+    ]
+    assert "CUSTOM" in answered["events"] and answered["interrupts"] == []
+    assert after["error"] is None and after["outcome"] == "success", after
+    assert REFUNDS == ["A-1"]
