@@ -243,3 +243,28 @@ async def test_the_ag_ui_client_is_not_stuck_on_an_interrupt_decided_elsewhere(
     assert "CUSTOM" in answered["events"] and answered["interrupts"] == []
     assert after["error"] is None and after["outcome"] == "success", after
     assert REFUNDS == ["A-1"]
+
+
+async def test_agui_resume_after_the_operator_cancelled_elsewhere(tmp_path: Path) -> None:
+    """``agentloop runs cancel``: the page's answer reads the run's end, cancelled; nothing runs."""
+    REFUNDS.clear()
+    db = tmp_path / "shop.db"
+
+    def cancel_elsewhere() -> None:
+        store = SQLiteStore(db)
+        try:
+            other = Agent.resume("shop", store=store, client=ScriptedModel([]), tools=[refund])
+            other.cancel_run_sync()
+        finally:
+            store.close()
+
+    async with worker(db, PAUSE_THEN_ANSWER, AGUIApp, "/agent") as url:
+        _, paused, _ = await post(url, ask("refund A-1", "r1"))
+        assert paused[-1]["outcome"]["type"] == "interrupt"
+        await asyncio.to_thread(cancel_elsewhere)
+        resume = [{"interruptId": "call_r1", "status": "resolved", "payload": {"approved": True}}]
+        body = {"threadId": "shop", "runId": "r2", "messages": [], "resume": resume}
+        _, answered, _ = await post(url, body)
+    assert answered[-1]["type"] == "RUN_FINISHED", answered[-1]
+    assert answered[-1]["outcome"] == {"type": "cancelled"}
+    assert REFUNDS == []
