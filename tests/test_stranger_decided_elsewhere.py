@@ -268,3 +268,33 @@ async def test_agui_resume_after_the_operator_cancelled_elsewhere(tmp_path: Path
     assert answered[-1]["type"] == "RUN_FINISHED", answered[-1]
     assert answered[-1]["outcome"] == {"type": "cancelled"}
     assert REFUNDS == []
+
+
+async def test_agui_resume_after_the_operator_decided_and_the_run_paused_again(
+    tmp_path: Path,
+) -> None:
+    """The operator approved; the model asked for another refund: the page gets that interrupt."""
+    REFUNDS.clear()
+    db = tmp_path / "shop.db"
+
+    def approve_then_pause_again() -> None:
+        store = SQLiteStore(db)
+        try:
+            again = ScriptedModel([call("refund", {"order": "B-2"}, id="call_r2")])
+            other = Agent.resume("shop", store=store, client=again, tools=[refund])
+            assert other.continue_run_sync(decisions={"call_r1": Approve()}).paused
+        finally:
+            store.close()
+
+    async with worker(db, PAUSE_THEN_ANSWER, AGUIApp, "/agent") as url:
+        _, paused, _ = await post(url, ask("refund A-1", "r1"))
+        assert paused[-1]["outcome"]["type"] == "interrupt"
+        await asyncio.to_thread(approve_then_pause_again)
+        resume = [{"interruptId": "call_r1", "status": "resolved", "payload": {"approved": False}}]
+        body = {"threadId": "shop", "runId": "r2", "messages": [], "resume": resume}
+        _, answered, _ = await post(url, body)
+    finished = answered[-1]
+    assert finished["type"] == "RUN_FINISHED", finished
+    assert [i["id"] for i in finished["outcome"]["interrupts"]] == ["call_r2"]
+    results = [e["content"] for e in answered if e["type"] == "TOOL_CALL_RESULT"]
+    assert results == ["refunded A-1"] and REFUNDS == ["A-1"]

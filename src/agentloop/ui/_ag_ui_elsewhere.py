@@ -34,11 +34,21 @@ __all__ = ["settled_run", "settled_frames"]
 
 
 def settled_run(run: Run[Any] | None, resume: Sequence[core.ResumeEntry]) -> Run[Any] | None:
-    """``run`` when it is no longer paused and every call ``resume`` answers is one of its own."""
-    if run is None or run.paused or not resume:
+    """``run`` when the calls ``resume`` answers are its own and no longer wait.
+
+    Its own: calls of a run that ended (decided and gone on, or cancelled), or calls another
+    process decided before the run paused again on others. A run whose calls still wait (or
+    whose continuation elsewhere has not ended yet: the store says paused until it does) is
+    not settled: the answers go to ``continue_stream``, which refuses them there.
+    """
+    if run is None or not resume:
         return None
-    calls = {c.id for m in run.messages for c in m.tool_calls}
     asked = {entry.interrupt_id for entry in resume}
+    if run.paused:
+        decided = {k for record in run.decisions for k in record.get("decisions") or {}}
+        waiting = {p.id for p in run.pending}
+        return run if asked <= decided and not asked & waiting else None
+    calls = {c.id for m in run.messages for c in m.tool_calls}
     return run if asked <= calls else None
 
 
