@@ -25,44 +25,21 @@ from typing import TYPE_CHECKING, Any
 from ag_ui import core
 
 from agentloop.ui import _ag_ui_frames as frame
+from agentloop.ui._settled import decision_kinds, results_of
 
 if TYPE_CHECKING:
     from agentloop.run import Run
     from agentloop.ui._ag_ui_events import AGUIEvents
 
-__all__ = ["settled_run", "settled_frames"]
-
-
-def settled_run(run: Run[Any] | None, resume: Sequence[core.ResumeEntry]) -> Run[Any] | None:
-    """``run`` when the calls ``resume`` answers are its own and no longer wait.
-
-    Its own: calls of a run that ended (decided and gone on, or cancelled), or calls another
-    process decided before the run paused again on others. A run whose calls still wait (or
-    whose continuation elsewhere has not ended yet: the store says paused until it does) is
-    not settled: the answers go to ``continue_stream``, which refuses them there.
-    """
-    if run is None or not resume:
-        return None
-    asked = {entry.interrupt_id for entry in resume}
-    if run.paused:
-        decided = {k for record in run.decisions for k in record.get("decisions") or {}}
-        waiting = {p.id for p in run.pending}
-        return run if asked <= decided and not asked & waiting else None
-    calls = {c.id for m in run.messages for c in m.tool_calls}
-    return run if asked <= calls else None
+__all__ = ["settled_frames"]
 
 
 def settled_frames(out: AGUIEvents, run: Run[Any], resume: Sequence[core.ResumeEntry]) -> str:
     """The frames before the run's end: the decisions taken elsewhere, the results, the answer."""
     asked = [entry.interrupt_id for entry in resume]
-    decided: dict[str, str] = {}
-    for record in run.decisions:
-        for call_id, decision in (record.get("decisions") or {}).items():
-            if call_id in asked and isinstance(decision, dict):
-                decided[call_id] = str(decision.get("kind"))
-    value = {"calls": asked, "decisions": decided}
+    value = {"calls": asked, "decisions": decision_kinds(run, asked)}
     text = out.encoder.encode(core.CustomEvent(name="agentloop:DecidedElsewhere", value=value))
-    results = {p.call_id: p for m in run.messages for p in m.tool_results_parts}
+    results = results_of(run)
     for call_id in asked:
         part = results.get(call_id)
         if part is not None:

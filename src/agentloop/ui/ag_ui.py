@@ -56,7 +56,7 @@ from agentloop.errors import AgentLoopError, InvalidInput
 from agentloop.ui import _ag_ui_input as read
 from agentloop.ui import _json_body as json_body
 from agentloop.ui._abort import cancel_abandoned
-from agentloop.ui._ag_ui_elsewhere import settled_frames, settled_run
+from agentloop.ui._ag_ui_elsewhere import settled_frames
 from agentloop.ui._ag_ui_events import AGUIEvents
 from agentloop.ui._ag_ui_frames import error_event
 from agentloop.ui._asgi import lifespan
@@ -69,6 +69,7 @@ from agentloop.ui._sessions import (
     pick_session,
     refusal,
 )
+from agentloop.ui._settled import settled_run
 
 if TYPE_CHECKING:
     from agentloop.engine.agent import Agent
@@ -240,7 +241,7 @@ class _RunStream:
             synced(self.session)  # the CLI, the viewer or another worker may have moved it on
         except AgentLoopError as error:  # the store failed: said as any run's failure is
             return (out.withdrawn() + self._fail(error)).encode()
-        settled = settled_run(self.session.current_run, resume)
+        settled = settled_run(self.session.current_run, {e.interrupt_id for e in resume})
         if settled is None:
             return None
         known = self.encoder.encode(core.MessagesSnapshotEvent(messages=self.run_input.messages))
