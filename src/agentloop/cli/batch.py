@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
-    from agentloop import Agent, Run
+    from agentloop import Agent, Run, Session
     from agentloop.pausing import Decision
 
 __all__ = ["add_batch_parser", "batch_command", "continue_batch", "is_batch_run"]
@@ -92,7 +92,11 @@ def is_batch_run(run: Run) -> bool:
 
 
 async def continue_batch(
-    agent: Agent, decisions: Mapping[str, Decision] | None, deps: Any, console: Console, store: str
+    agent: Agent | Session,
+    decisions: Mapping[str, Decision] | None,
+    deps: Any,
+    console: Console,
+    store: str,
 ) -> int | None:
     """Continue a paused batch run: its calls run, its next turn is submitted; None on an error.
 

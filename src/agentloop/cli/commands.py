@@ -28,6 +28,7 @@ from agentloop._util.extras import MissingExtra, require_extra
 from agentloop._util.statuses import STATUSES
 from agentloop.cli import evals, fake
 from agentloop.cli.advice import Target, failure_paragraph
+from agentloop.cli.app_agent import app_session, check_agent_flags
 from agentloop.cli.batch import add_batch_parser, batch_command, continue_batch, is_batch_run
 from agentloop.cli.cancel import add_cancel_parser, cancel_command
 from agentloop.cli.memory import add_memory_parser, memory_command
@@ -36,7 +37,7 @@ from agentloop.errors import AgentLoopError, InvalidInput, ModelRefused
 if TYPE_CHECKING:  # the engine, its tools and rich load in the commands that use them
     from rich.console import Console
 
-    from agentloop import Agent, Run
+    from agentloop import Agent, Run, Session
     from agentloop.cli.console import RunView
     from agentloop.engine.stream import RunStream
     from agentloop.errors import MemoryBackendError
@@ -92,8 +93,7 @@ async def _run(args: argparse.Namespace) -> int:
 
 async def _continue(args: argparse.Namespace) -> int:
     """``agentloop continue ID``: decide a stored paused run, then stream the rest of it."""
-    from agentloop import Agent, RunConfig
-    from agentloop.cli.named import deps_factory, tools_named
+    from agentloop.cli.named import deps_factory
     from agentloop.cli.pending import (
         ask_decisions,
         asking,
@@ -106,6 +106,7 @@ async def _continue(args: argparse.Namespace) -> int:
     from agentloop.cli.runs import find_run
     from agentloop.pausing import check_decisions
 
+    check_agent_flags(args)
     given = decisions_from_flags(args.approve, args.deny, args.edit, args.answer)
     store = _run_store(args.store, existing=True)
     try:
@@ -115,9 +116,9 @@ async def _continue(args: argparse.Namespace) -> int:
             raise InvalidInput(f"run {run.id} is not paused: it waits on no decision")
         if given:  # a bad set is a usage mistake: exit 2, nothing sent, nothing recorded
             check_decisions(run.pending, given)
-        tools = tools_named(args.tools)
         deps = deps_factory(args.deps) if args.deps else None
-        client, target = _client(args)
+        batched = is_batch_run(run)  # SPEC 25: its next turn goes to the batch API too
+        agent, runner, client, target = await _continuer(args, stored.session_id, store, batched)
         console = _run_console(args)
         try:
             decisions: Mapping[str, Decision] | None = given or None
@@ -127,28 +128,45 @@ async def _continue(args: argparse.Namespace) -> int:
                     console.print(*pending_lines(run.pending), sep="\n")
                     return _left_paused(run, args, console)
                 decisions = asked
-            batched = is_batch_run(run)  # SPEC 25: its next turn goes to the batch API too
-            agent = Agent.resume(
-                stored.session_id,
-                store=store,
-                client=client,
-                tools=tools,
-                config=RunConfig(batch=True) if batched else RunConfig(stream=True),
-            )
             if decisions is not None:  # a tool not given: exit 2, nothing recorded
                 await check_tools(agent, run, decisions)
             if batched:
-                ended = await continue_batch(agent, decisions, deps, console, args.store)
-                return ended if ended is not None else _failed(agent, args, target)
-            opening = partial(agent.continue_stream, decisions=decisions, deps=deps)
-            return await _drive(agent, opening, args, console, target, deps=deps)
+                ended = await continue_batch(runner, decisions, deps, console, args.store)
+                return ended if ended is not None else _failed(runner, args, target)
+            opening = partial(runner.continue_stream, decisions=decisions, deps=deps)
+            return await _drive(runner, opening, args, console, target, deps=deps)
         finally:
             await client.aclose()
     finally:
         store.close()
 
 
-def _failed(agent: Agent, args: argparse.Namespace, target: Target) -> int:
+async def _continuer(
+    args: argparse.Namespace, session_id: str, store: SQLiteStore | PostgresStore, batched: bool
+) -> tuple[Agent, Agent | Session, ModelClient, Target]:
+    """The agent a continue checks decisions against, what continues, its client, its target.
+
+    ``--agent``: the application's own Agent and its session (``agentloop.cli.app_agent``);
+    else the command line's agent rebuilt from ``--provider``, ``--tools``... as ``run`` built it.
+    """
+    if args.agent:
+        agent, session, target = app_session(args.agent, session_id, store)
+        return agent, session, agent.client, target
+    from agentloop import Agent, RunConfig
+    from agentloop.cli.named import tools_named
+
+    tools = tools_named(args.tools)
+    client, target = _client(args)
+    config = RunConfig(batch=True) if batched else RunConfig(stream=True)
+    try:
+        own = Agent.resume(session_id, store=store, client=client, tools=tools, config=config)
+    except BaseException:
+        await client.aclose()
+        raise
+    return own, own, client, target
+
+
+def _failed(agent: Agent | Session, args: argparse.Namespace, target: Target) -> int:
     """A batch continuation's hard error (the run's ``stop_reason``) on stderr: exit 1."""
     error = agent.runs[-1].stop_reason
     assert error is not None
@@ -173,7 +191,7 @@ def _run_console(args: argparse.Namespace) -> Console:
 
 
 async def _drive(
-    agent: Agent,
+    agent: Agent | Session,
     opening: Callable[[], RunStream[Any]],
     args: argparse.Namespace,
     console: Console,
@@ -220,7 +238,10 @@ async def _segment(
 
 
 def _left_paused(
-    run: Run, args: argparse.Namespace, console: Console, agent: Agent | None = None
+    run: Run,
+    args: argparse.Namespace,
+    console: Console,
+    agent: Agent | Session | None = None,
 ) -> int:
     """The run stays paused: its summary (after a stream), how to continue; ``PAUSED_EXIT``."""
     from agentloop.cli.pending import PAUSED_EXIT, continue_flags, continue_lines
@@ -311,9 +332,9 @@ def _name_list(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
-def _agent_flags(command: argparse.ArgumentParser) -> None:
-    """The flags that build ``run``'s agent (``continue`` rebuilds the same one)."""
-    command.add_argument("--provider", required=True, help="openai, openrouter, ollama, ...")
+def _agent_flags(command: argparse.ArgumentParser, *, provider: bool = True) -> None:
+    """The flags that build ``run``'s agent (``continue`` rebuilds the same one, or --agent)."""
+    command.add_argument("--provider", required=provider, help="openai, openrouter, ollama, ...")
     command.add_argument("--model", help="the model name (default: the provider's small model)")
     command.add_argument(
         "--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1"
@@ -356,7 +377,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     go_on = sub.add_parser("continue", help="decide a stored paused run's calls and go on")
     go_on.add_argument("run_id", metavar="ID", help="a paused run's id or a unique prefix of one")
-    _agent_flags(go_on)
+    _agent_flags(go_on, provider=False)
+    go_on.add_argument(
+        "--agent",
+        metavar="MODULE:NAME",
+        help="the application's Agent that paused the run (instead of --provider and --tools)",
+    )
     for flag, meta, what in (
         ("--approve", "ID", "run the call as the model asked"),
         ("--deny", "ID[=REASON]", "refuse the call (the model reads the reason)"),

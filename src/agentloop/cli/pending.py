@@ -152,7 +152,10 @@ def _store_flag(command: Iterable[str]) -> list[str]:
 
 def continue_flags(args: argparse.Namespace, default_store: str) -> list[str]:
     """The flags ``agentloop continue`` needs to rebuild this agent (all but the decisions)."""
-    flags = ["--provider", args.provider]
+    if getattr(args, "agent", None):  # the application's own agent: nothing else builds it
+        flags = ["--agent", args.agent]
+    else:
+        flags = ["--provider", args.provider]
     for name in ("model", "base_url"):
         if getattr(args, name):
             flags += [f"--{name.replace('_', '-')}", getattr(args, name)]

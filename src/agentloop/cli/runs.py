@@ -323,8 +323,16 @@ def _show_provider_tools(console: Console, run: Run) -> None:
             console.print(line, soft_wrap=True)
 
 
+_APP_AGENT = (
+    "a run an application paused goes on with its own Agent (its instructions, tools and "
+    "guardrails): --agent MODULE:NAME instead of --provider ... --tools"
+)
+
+
 def _show_pending(console: Console, stored: StoredRun, location: str) -> None:
     """The calls the run waits on, with their arguments, and how to continue it."""
+    from rich.text import Text
+
     from agentloop.cli.pending import continue_lines, pending_lines
 
     run = stored.run
@@ -335,6 +343,7 @@ def _show_pending(console: Console, stored: StoredRun, location: str) -> None:
     flags += [*(("--model", shlex.quote(model)) if model else ()), "--tools", "MODULE:NAME"]
     lines = pending_lines(run.pending)
     lines += continue_lines(run.pending, run.id, stored.session_id, flags, stored=True)
+    lines.append(Text(_APP_AGENT, "dim"))
     for line in lines:
         console.print(line, soft_wrap=True)
 

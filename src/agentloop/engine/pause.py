@@ -73,6 +73,8 @@ class Resuming:
     decisions: Mapping[str, Decision]
     children: Mapping[str, Any]
     """Paused child agents by the parent's call id: ``{"session_id", "ids"}``."""
+    system: str | None = None
+    """The instructions the run was paused with (SPEC 17: reused, never computed again)."""
 
 
 def paused_record(
@@ -105,7 +107,7 @@ def paused_record(
         "message": reply.to_dict(),
         "results": Message.tool_results(turn.tool_results).to_dict() if turn.tool_results else None,
         "budget": dict(budget) if budget is not None else None,
-        **(paused_view(state) if run.last_agent else {}),  # a receiver paused
+        **(paused_view(state) if run.last_agent else _instructions(state)),  # a receiver paused
     }
     run.pending = pending
     run.messages = list(state.audit[:-1])
@@ -300,7 +302,12 @@ def _state(
     if state.turn_index and state.settings.tool_choice_once:
         state.release_tool_choice()
     children = paused.get("children") or {}
-    state.resuming = Resuming(turn, {r.call_id: r for r in results}, decisions, children)
+    system = paused.get("agent_system") if run.last_agent is None else None
+    if isinstance(system, str):  # the evaluated instructions, stored at the pause (SPEC 17)
+        state.system = state.guard.system = system
+    else:
+        system = None
+    state.resuming = Resuming(turn, {r.call_id: r for r in results}, decisions, children, system)
     session._bus.turn = state.turn_index
     return state
 
@@ -363,6 +370,11 @@ def _continue_child(
     if state.children is None:
         state.children = {}
     state.children[call_id] = ("resume", live, mine)
+
+
+def _instructions(state: RunState) -> dict[str, Any]:
+    """The evaluated instructions a continuation reuses (SPEC 17), wherever it runs."""
+    return {} if state.system is None else {"agent_system": state.system}
 
 
 def _options_record(session: Conversation[Any], state: RunState) -> dict[str, Any] | None:

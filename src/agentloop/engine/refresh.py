@@ -4,6 +4,8 @@
 (``Agent.resume``, ``agent.session(id)`` and ``continue_run``). ``refreshed`` reloads a live
 session whose store another process (or another ``Agent`` of this one) changed since this
 process's last commit (``agentloop.store._freshness``): a web app's workers share one store.
+``synced`` is that check for a face that reads a live session's state before it starts or
+continues a run (the UI apps read ``current_run`` to tell a new message from an answer).
 
 Apart from ``agentloop.engine.resume`` (which rebuilds a crashed run) so that the session can call
 it before a run starts without an import circle: the session is typed loosely here.
@@ -19,7 +21,7 @@ from agentloop.run import Run
 from agentloop.store import Store
 from agentloop.store._session import Closing, load_safety, restore
 
-__all__ = ["closing", "refreshed", "restore_safety"]
+__all__ = ["closing", "refreshed", "restore_safety", "synced"]
 
 
 def refreshed(session: Any) -> None:
@@ -38,6 +40,22 @@ def refreshed(session: Any) -> None:
     session._drop_block = any(r.thinking_prefix_mismatch for r in runs)
     recorder.reloaded(len(history))
     restore_safety(session, recorder.store, continuing=None, shared=False)
+
+
+def synced(session: Any) -> None:
+    """Reload an idle live ``session`` whose store another process has moved on since.
+
+    A UI app keeps one live session per thread and reads its ``current_run`` to tell a new
+    message from an answer to its pending calls; when the CLI, the run viewer or another worker
+    decided, cancelled, paused or ran the thread meanwhile, that cached run is stale and would
+    refuse the client wrongly ("waits for answers", "no run waits"). One indexed read of the
+    store (the check every run start makes anyway); a running session, a session without a
+    store, or a store that cannot tell is left as it is.
+    """
+    recorder = getattr(session, "_recorder", None)
+    if recorder is None or session._active is not None or recorder.fresh():
+        return
+    refreshed(session)
 
 
 def closing(agent: Any) -> Closing | None:

@@ -20,12 +20,14 @@ async def run_instructions(session: Any, state: Any) -> None:
     """A run's instructions at its start: the prompt function's text, a recall (27), skills (22).
 
     ``session`` is the ``Conversation``, ``state`` its ``RunState`` (untyped: they import this
-    module). A continued run whose handoff receiver paused keeps the instructions stored at the
-    pause (the receiver's, with the recall and skills lines they held); memory and the tool plan
-    still start (the namespace, this call's tools).
+    module). A continued run keeps the instructions stored at its pause (SPEC 17: a handoff
+    receiver's, with the recall and skills lines they held; else the agent's evaluated text),
+    also in another process whose agent has other instructions or none; memory and the tool
+    plan still start (the namespace, this call's tools).
     """
     agent = session.agent
-    kept = state.system if state.run.last_agent is not None else None
+    resumed = state.resuming.system if state.resuming is not None else None
+    kept = state.system if state.run.last_agent is not None else resumed
     if agent._prompt is not None and kept is None:  # a function: this run's text
         context = RunContext(run_id=state.run.id, session_id=session.id, deps=state.deps)
         text = await evaluate(agent._prompt, context)

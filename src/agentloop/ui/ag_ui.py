@@ -51,10 +51,12 @@ from starlette.types import Receive, Scope, Send
 from agentloop import events as ev
 from agentloop.batching import refuse_batch
 from agentloop.cancel import CancelToken
+from agentloop.engine.refresh import synced
 from agentloop.errors import AgentLoopError, InvalidInput
 from agentloop.ui import _ag_ui_input as read
 from agentloop.ui import _json_body as json_body
 from agentloop.ui._abort import cancel_abandoned
+from agentloop.ui._ag_ui_elsewhere import settled_frames
 from agentloop.ui._ag_ui_events import AGUIEvents
 from agentloop.ui._ag_ui_frames import error_event
 from agentloop.ui._asgi import lifespan
@@ -67,6 +69,7 @@ from agentloop.ui._sessions import (
     pick_session,
     refusal,
 )
+from agentloop.ui._settled import settled_run
 
 if TYPE_CHECKING:
     from agentloop.engine.agent import Agent
@@ -225,9 +228,29 @@ class _RunStream:
         self.cancel = CancelToken()
         self.run: Run[Any] | None = None
 
+    def _elsewhere(self, out: AGUIEvents) -> bytes | None:
+        """What happened to the calls ``resume`` answers when another process settled them.
+
+        None when the thread's run still waits on them (or they are no calls of its latest
+        run): the answers are then checked and continue the run as usual.
+        """
+        resume = self.run_input.resume
+        if not resume:
+            return None
+        try:
+            synced(self.session)  # the CLI, the viewer or another worker may have moved it on
+        except AgentLoopError as error:  # the store failed: said as any run's failure is
+            return (out.withdrawn() + self._fail(error)).encode()
+        settled = settled_run(self.session.current_run, {e.interrupt_id for e in resume})
+        if settled is None:
+            return None
+        known = self.encoder.encode(core.MessagesSnapshotEvent(messages=self.run_input.messages))
+        return (known + settled_frames(out, settled, resume) + self._finish(out, settled)).encode()
+
     def _open(self) -> Any:
         """The run's event stream: a continued run for ``resume``, else a new one."""
         session, run_input = self.session, self.run_input
+        synced(session)  # the CLI, the viewer or another worker may have moved the thread on
         current = session.current_run
         paused = current is not None and current.paused
         if run_input.resume:
@@ -252,6 +275,17 @@ class _RunStream:
         out = AGUIEvents(run_input.thread_id, run_input.run_id, self.encoder)
         out.history = run_input.messages  # what the client holds: a withdrawal's snapshot keeps it
         yield self.encoder.encode(_started(run_input, self.session)).encode()
+        ended = self._elsewhere(out)
+        if ended is not None:  # decided (or cancelled) elsewhere: what happened there, its end
+            yield ended
+            return
+        async with contextlib.aclosing(self._streamed(out)) as rest:
+            async for chunk in rest:
+                yield chunk
+
+    async def _streamed(self, out: AGUIEvents) -> AsyncGenerator[bytes]:
+        """The run's events and its one terminal event (RUN_STARTED is out already)."""
+        run_input = self.run_input
         finished = False
         feed, finished_kind, shown = out.feed, ev.RunFinished, self.view.shown
         try:

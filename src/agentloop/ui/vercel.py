@@ -51,13 +51,14 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from agentloop.batching import refuse_batch
-from agentloop.errors import AgentLoopError, InvalidInput
+from agentloop.engine.refresh import synced
+from agentloop.errors import AgentLoopError, InvalidInput, MemoryBackendError
 from agentloop.events import RunFinished
 from agentloop.pausing import Decision, Deny, check_decisions
 from agentloop.ui import _json_body as json_body
 from agentloop.ui._abort import cancel_abandoned
 from agentloop.ui._asgi import lifespan
-from agentloop.ui._client_view import WATCHED, ClientView
+from agentloop.ui._client_view import STORE_MESSAGE, WATCHED, ClientView
 from agentloop.ui._sessions import (
     AppFailed,
     SessionPicker,
@@ -190,6 +191,10 @@ class VercelAIApp:
         self, session: Session[Any], chat: ChatRequest, deps: Any
     ) -> tuple[RunStream[Any], Chunks]:
         """The run's stream (not entered yet) and the chunk writer of its response."""
+        try:
+            synced(session)  # the CLI, the viewer or another worker may have moved it on
+        except MemoryBackendError as exc:
+            raise _Refused(503, "MemoryBackendError", STORE_MESSAGE) from exc
         if chat.last.role == "user":
             _not_paused(session)
             stream = session.stream(run_input(chat.last), deps=deps)

@@ -4,8 +4,10 @@
 //
 // The plan is {"threadId": "...", "steps": [...]}; a step is {"say": "text"} (add a user message
 // and run) or {"resume": {"approved": true, ...}} (run again answering every pending interrupt
-// with that payload; {"cancel": true} answers with status "cancelled"). One JSON object goes to
+// with that payload; {"cancel": true} answers with status "cancelled"); {"wait": "/a/file"} waits
+// until that file exists (another process acts meanwhile, as an operator would). One JSON object goes to
 // stdout: each run's event types, outcome, interrupts and error, and the agent's final messages.
+import { existsSync } from "node:fs";
 import { HttpAgent } from "@ag-ui/client";
 
 const [url, planText] = process.argv.slice(2);
@@ -15,6 +17,10 @@ const runs = [];
 let counter = 0;
 
 for (const step of plan.steps) {
+  if (step.wait !== undefined) {
+    while (!existsSync(step.wait)) await new Promise((resolve) => setTimeout(resolve, 20));
+    continue;
+  }
   const seen = { events: [], outcome: null, interrupts: [], error: null, results: [] };
   const parameters = {};
   if (step.say !== undefined) {

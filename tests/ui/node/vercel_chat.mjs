@@ -14,8 +14,10 @@
 //   {"approve": true, "reason": "..."}     answer every approval-requested tool part
 //   {"output": value} / {"errorText": "."} addToolOutput for every input-available tool part
 //   {"resend": true}                       sendMessage() with no message (continue)
+//   {"wait": "/a/file"}                    wait until that file exists (another process acts)
 // Prints {"messages", "status", "errors", "data", "statuses"} as JSON.
 
+import { existsSync } from 'node:fs';
 import { AbstractChat, DefaultChatTransport, isToolUIPart } from 'ai';
 
 class State {
@@ -85,6 +87,10 @@ async function stopOn(kind) {
 }
 
 for (const step of scenario.steps) {
+  if ('wait' in step) {
+    while (!existsSync(step.wait)) await sleep(20);
+    continue;
+  }
   if ('send' in step) {
     const sent = chat.sendMessage({ text: step.send });
     if (step.stopOn) await stopOn(step.stopOn);
