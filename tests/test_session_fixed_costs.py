@@ -119,13 +119,17 @@ async def test_what_sessions_share_follows_a_change_of_the_agent() -> None:
     assert hook.calls == ["lookup", "lookup"]
 
 
-def test_a_detector_makes_its_window_at_its_first_operation_and_shares_none() -> None:
+def test_a_detector_makes_its_window_at_its_second_operation_and_shares_none() -> None:
     from agentloop.safety.loops import LoopDetector
 
     first, second = LoopDetector(), LoopDetector()
     assert first._window is second._window  # neither has seen an operation: nothing made
     first.record("lookup", {"key": "k"}, "v", is_error=False)
-    assert first._window is not second._window
+    assert first._window is second._window  # one operation is kept as given: nothing made
+    first.record("lookup", {"key": "k"}, "v", is_error=False)
+    assert first._window is not second._window and len(first._window) == 2
+    first.reset()
+    first.record("lookup", {"key": "k"}, "v", is_error=False)
     assert len(first.snapshot()["window"]) == 1 and second.snapshot()["window"] == []
     first.reset()
     second.record("lookup", {"key": "k"}, "v", is_error=False)
