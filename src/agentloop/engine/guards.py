@@ -1,10 +1,12 @@
 """The engine's view of the safety stack, with the poisoning policy applied in one place.
 
-One ``SafetyState`` per session: the detectors' windows and the budget gate are the session's;
-the tool breakers are the agent's, shared by all its sessions (a sick tool is sick for
-everyone). Detection is advisory: if a detector's own update raises, detection switches
-itself off for the session with one warning and the run goes on. A breaker whose update
-raises fails closed (``LockPoisoned``). The budget gate: see ``agentloop.engine.limits``.
+One ``SafetyState`` per session: the detectors' windows and the budget gate are the session's
+(each detector made when first asked for: no loop detector before a tool call, no convergence
+detector before an answer); the tool breakers are the agent's, shared by all its sessions (a
+sick tool is sick for everyone). Detection is advisory: if a detector's own update raises,
+detection switches itself off for the session with one warning and the run goes on. A breaker
+whose update raises fails closed (``LockPoisoned``). The budget gate: see
+``agentloop.engine.limits``.
 
 ``snapshot()`` gathers every component's state (and the model health of a ``FallbackClient``,
 found through wrapping clients' ``inner``) as plain JSON data; the engine stores it at each
@@ -87,13 +89,30 @@ class SafetyState:
         breakers: ToolBreakers | None = None,
     ) -> None:
         self.bus = bus
-        self.loops = LoopDetector(config.loop_detection)
-        self.convergence = ConvergenceDetector(config.convergence)
+        self._config = config
+        self._loops: LoopDetector | None = None
+        self._convergence: ConvergenceDetector | None = None
         self.breakers = (
             ToolBreakers(config.tool_breaker, clock.monotonic) if breakers is None else breakers
         )
         self.limits = Limits(config, bus, _monotonic(clock))
         self.detection_on = True
+
+    @property
+    def loops(self) -> LoopDetector:
+        """The session's loop detector (made when first asked for: at its first tool call)."""
+        loops = self._loops
+        if loops is None:
+            loops = self._loops = LoopDetector(self._config.loop_detection)
+        return loops
+
+    @property
+    def convergence(self) -> ConvergenceDetector:
+        """The session's convergence detector (made when first asked for: at its first answer)."""
+        convergence = self._convergence
+        if convergence is None:
+            convergence = self._convergence = ConvergenceDetector(self._config.convergence)
+        return convergence
 
     def snapshot(self, client: object = None) -> dict[str, Any]:
         """Every component's state as plain JSON data (``client``: the agent's model client)."""
@@ -179,9 +198,9 @@ class SafetyState:
     def end_run(self) -> None:
         """Drop a stop-level pattern the run never fired; a run's own budget gate goes."""
         self.limits.end_run()
-        if self.detection_on:
+        if self.detection_on and self._loops is not None:  # (none: no tool call yet)
             try:
-                self.loops.end_run()
+                self._loops.end_run()
             except Exception as exc:
                 self.poisoned("the loop detector", exc)
 
