@@ -24,7 +24,6 @@ from agentloop.engine.state import Measured, RunOptions, RunState, started_state
 from agentloop.errors import ConfigurationError, InvalidInput, MemoryBackendError
 from agentloop.messages import Message, ToolChangePart, UserInput
 from agentloop.model import ModelClient, is_append_only, media_provider
-from agentloop.observers import EventBus
 from agentloop.run import OutputT, Run, Turn, started_run
 from agentloop.tokens import MEDIA_PROVIDER
 
@@ -77,9 +76,11 @@ class Conversation(Generic[OutputT]):
         300 instructions more) and ``vars(agent)`` pays it too (about 1,000)."""
         own = self._own
         config, clock = own["config"], own["clock"]
-        self._bus = bus = EventBus(own["_observers"], session_id)
-        self.safety = SafetyState(config, bus, clock, breakers=own["breakers"])
-        self._dispatcher = Dispatcher(own, self.safety, bus, session_id)
+        # the session's event channel is its safety state (one object, not two: ``SafetyState``)
+        self._bus = self.safety = bus = SafetyState(
+            config, own["_observers"], session_id, clock, breakers=own["breakers"]
+        )
+        self._dispatcher = Dispatcher(own, bus, bus, session_id)
         self._journal: Journal | None = None
         self._drop_block = bool(runs) and any(r.thinking_prefix_mismatch for r in self._runs)
         """A run asked for ``thinking_prefix_mismatch="drop_block"``: every later run sends it

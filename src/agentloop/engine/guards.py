@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from agentloop._util.lazy import lazy_module
@@ -25,7 +25,7 @@ from agentloop.clock import Clock
 from agentloop.config import RunConfig
 from agentloop.engine.limits import Limits
 from agentloop.errors import AgentLoopError, LockPoisoned
-from agentloop.observers import EventBus
+from agentloop.observers import EventBus, Observer
 from agentloop.run import Run
 from agentloop.safety.breaker import Admission, ToolBreakers
 from agentloop.safety.breaker import Outcome as BreakerOutcome
@@ -74,29 +74,40 @@ def _health_client(client: object) -> _HealthSnapshots | None:
     return None
 
 
-class SafetyState:
+class SafetyState(EventBus):
     """Loop and convergence detection, tool breakers and the limits gate of one session.
 
+    It is the session's event channel too (an ``EventBus`` of ``observers``, stamping events
+    with ``session_id``): the two always come together, one per session, so they are one
+    object for the collector to track, not two. ``bus`` is this state itself.
     ``breakers``: the agent's, shared by its sessions (a private set when not given).
     """
+
+    __slots__ = ("_config", "_convergence", "_loops", "breakers", "detection_on", "limits")
 
     def __init__(
         self,
         config: RunConfig,
-        bus: EventBus,
+        observers: Sequence[Observer],
+        session_id: str,
         clock: Clock,
         *,
         breakers: ToolBreakers | None = None,
     ) -> None:
-        self.bus = bus
+        EventBus.__init__(self, observers, session_id)
         self._config = config
         self._loops: LoopDetector | None = None
         self._convergence: ConvergenceDetector | None = None
         self.breakers = (
             ToolBreakers(config.tool_breaker, clock.monotonic) if breakers is None else breakers
         )
-        self.limits = Limits(config, bus, _monotonic(clock))
+        self.limits = Limits(config, self, _monotonic(clock))
         self.detection_on = True
+
+    @property
+    def bus(self) -> EventBus:
+        """The session's event channel: this state itself."""
+        return self
 
     @property
     def loops(self) -> LoopDetector:
@@ -173,16 +184,14 @@ class SafetyState:
     def warned(self, run: Run, warning: LoopWarning) -> None:
         """A loop pattern reached its warning threshold: noted on the turn, told once."""
         _note(run, f"loop: {warning.pattern} ({warning.repetitions} repetitions)")
-        if self.bus.active:
-            self.bus.emit(
-                ev.LoopWarning(run.id, self.bus.turn, warning.pattern, warning.repetitions)
-            )
+        if self.active:
+            self.emit(ev.LoopWarning(run.id, self.turn, warning.pattern, warning.repetitions))
 
     def converged(self, run: Run, status: ConvergenceStatus) -> AgentLoopError | None:
         """A terminal reply reached the convergence streak: noted, told, the action's error."""
         _note(run, f"convergence: {status}")
-        if self.bus.active:
-            self.bus.emit(ev.ConvergenceWarning(run.id, self.bus.turn, status))
+        if self.active:
+            self.emit(ev.ConvergenceWarning(run.id, self.turn, status))
         return convergence_error(status.action)
 
     def settle(self, admission: Admission, outcome: BreakerOutcome | None) -> None:
