@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from agentloop import RunConfig
 from agentloop.engine.limits import Limits
 from agentloop.messages import ToolCallPart, Usage
-from agentloop.observers import EventBus
 from agentloop.run import Run, Turn
 from agentloop.safety.budget import Budget
 from agentloop.testing import FakeClock
@@ -90,9 +89,9 @@ def test_limits_without_a_gate_count_as_the_gate_would(
     clocks = (FakeClock(), FakeClock())
     made = []
     for seen, clock in zip(told, clocks, strict=True):
-        bus = EventBus(())
-        bus.attach(seen.append)
-        made.append(Limits(config, bus, clock.monotonic))
+        limits = Limits(config, (), "s", clock.monotonic)
+        limits.attach(seen.append)
+        made.append(limits)
     lazy, eager = made
     assert eager.budget is not None  # the gate made at once: what every session did before
     saved: dict[str, Any] = {}
@@ -107,7 +106,7 @@ def test_limits_without_a_gate_count_as_the_gate_would(
 
 
 def test_a_budget_without_lines_makes_no_gate_until_asked() -> None:
-    limits = Limits(RunConfig(), EventBus(()), FakeClock().monotonic)
+    limits = Limits(RunConfig(), (), "s", FakeClock().monotonic)
     limits.begin()
     limits.spent(Usage(10, 5), "m")
     limits.admit_tools(2)
@@ -117,5 +116,5 @@ def test_a_budget_without_lines_makes_no_gate_until_asked() -> None:
     assert limits._gate is gate and gate.spent("tokens") == 15 and gate.spent("tool_calls") == 2
     limits.turn_done()
     assert gate.spent("turns") == 2
-    drawn = Limits(RunConfig(budget=Budget(turns=3)), EventBus(()), FakeClock().monotonic)
+    drawn = Limits(RunConfig(budget=Budget(turns=3)), (), "s", FakeClock().monotonic)
     assert drawn._gate is not None

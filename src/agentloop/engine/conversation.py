@@ -76,11 +76,11 @@ class Conversation(Generic[OutputT]):
         300 instructions more) and ``vars(agent)`` pays it too (about 1,000)."""
         own = self._own
         config, clock = own["config"], own["clock"]
-        # the session's event channel is its safety state (one object, not two: ``SafetyState``)
-        self._bus = self.safety = bus = SafetyState(
+        self.safety = SafetyState(
             config, own["_observers"], session_id, clock, breakers=own["breakers"]
         )
-        self._dispatcher = Dispatcher(own, bus, bus, session_id)
+        self._bus = bus = self.safety.bus  # its limits gate (one object, not two: ``Limits``)
+        self._dispatcher = Dispatcher(own, self.safety, bus, session_id)
         self._journal: Journal | None = None
         self._drop_block = bool(runs) and any(r.thinking_prefix_mismatch for r in self._runs)
         """A run asked for ``thinking_prefix_mismatch="drop_block"``: every later run sends it

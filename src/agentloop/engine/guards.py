@@ -25,7 +25,7 @@ from agentloop.clock import Clock
 from agentloop.config import RunConfig
 from agentloop.engine.limits import Limits
 from agentloop.errors import AgentLoopError, LockPoisoned
-from agentloop.observers import EventBus, Observer
+from agentloop.observers import Observer
 from agentloop.run import Run
 from agentloop.safety.breaker import Admission, ToolBreakers
 from agentloop.safety.breaker import Outcome as BreakerOutcome
@@ -74,16 +74,15 @@ def _health_client(client: object) -> _HealthSnapshots | None:
     return None
 
 
-class SafetyState(EventBus):
+class SafetyState:
     """Loop and convergence detection, tool breakers and the limits gate of one session.
 
-    It is the session's event channel too (an ``EventBus`` of ``observers``, stamping events
-    with ``session_id``): the two always come together, one per session, so they are one
-    object for the collector to track, not two. ``bus`` is this state itself.
+    The limits gate is the session's event channel too (``Limits`` is an ``EventBus`` of
+    ``observers``, stamping events with ``session_id``): ``bus`` is ``limits``.
     ``breakers``: the agent's, shared by its sessions (a private set when not given).
     """
 
-    __slots__ = ("_config", "_convergence", "_loops", "breakers", "detection_on", "limits")
+    __slots__ = ("_config", "_convergence", "_loops", "breakers", "bus", "detection_on", "limits")
 
     def __init__(
         self,
@@ -94,20 +93,14 @@ class SafetyState(EventBus):
         *,
         breakers: ToolBreakers | None = None,
     ) -> None:
-        EventBus.__init__(self, observers, session_id)
         self._config = config
         self._loops: LoopDetector | None = None
         self._convergence: ConvergenceDetector | None = None
         self.breakers = (
             ToolBreakers(config.tool_breaker, clock.monotonic) if breakers is None else breakers
         )
-        self.limits = Limits(config, self, _monotonic(clock))
+        self.limits = self.bus = Limits(config, observers, session_id, _monotonic(clock))
         self.detection_on = True
-
-    @property
-    def bus(self) -> EventBus:
-        """The session's event channel: this state itself."""
-        return self
 
     @property
     def loops(self) -> LoopDetector:
@@ -184,14 +177,16 @@ class SafetyState(EventBus):
     def warned(self, run: Run, warning: LoopWarning) -> None:
         """A loop pattern reached its warning threshold: noted on the turn, told once."""
         _note(run, f"loop: {warning.pattern} ({warning.repetitions} repetitions)")
-        if self.active:
-            self.emit(ev.LoopWarning(run.id, self.turn, warning.pattern, warning.repetitions))
+        bus = self.bus
+        if bus.active:
+            bus.emit(ev.LoopWarning(run.id, bus.turn, warning.pattern, warning.repetitions))
 
     def converged(self, run: Run, status: ConvergenceStatus) -> AgentLoopError | None:
         """A terminal reply reached the convergence streak: noted, told, the action's error."""
         _note(run, f"convergence: {status}")
-        if self.active:
-            self.emit(ev.ConvergenceWarning(run.id, self.turn, status))
+        bus = self.bus
+        if bus.active:
+            bus.emit(ev.ConvergenceWarning(run.id, bus.turn, status))
         return convergence_error(status.action)
 
     def settle(self, admission: Admission, outcome: BreakerOutcome | None) -> None:

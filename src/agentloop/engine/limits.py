@@ -21,14 +21,14 @@ no gate: its spend is counted here, in a few numbers, until somebody asks for th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentloop._util.lazy import lazy_module
 from agentloop.config import RunConfig
 from agentloop.errors import LockPoisoned, MaxTurnsExceeded, ToolLimitReached
 from agentloop.messages import Usage
-from agentloop.observers import EventBus
+from agentloop.observers import EventBus, Observer
 from agentloop.run import Run
 from agentloop.safety.budget import Budget, BudgetGate
 
@@ -40,16 +40,28 @@ else:  # the event classes load when somebody first listens
 __all__ = ["Limits"]
 
 
-class Limits:
-    """Turns, tool calls, tokens, cost and wall clock of one agent's runs."""
+class Limits(EventBus):
+    """Turns, tool calls, tokens, cost and wall clock of one agent's runs; its event channel.
+
+    A session's limits gate and its event channel always come together, one of each per
+    session: one object (an ``EventBus`` of ``observers``, stamping events with ``session_id``)
+    for the collector to track, not two. Nothing it holds refers back to it.
+    """
 
     __slots__ = (
-        "_begun", "_bus", "_calls", "_clock", "_continued_budget", "_continued_calls", "_gate",
+        "_begun", "_calls", "_clock", "_continued_budget", "_continued_calls", "_gate",
         "_kept", "_lines", "_output_tokens", "_started", "_tokens", "_turns", "budget_on",
         "max_tool_calls", "max_turns", "per_turn", "tool_calls",
     )  # fmt: skip
 
-    def __init__(self, config: RunConfig, bus: EventBus, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        config: RunConfig,
+        observers: Sequence[Observer],
+        session_id: str,
+        clock: Callable[[], float],
+    ) -> None:
+        EventBus.__init__(self, observers, session_id)
         self.max_turns = config.max_turns
         self.max_tool_calls = config.max_tool_calls
         self.per_turn = config.max_tool_calls_per_turn
@@ -73,7 +85,6 @@ class Limits:
         """False once the gate raised this run: it is poisoned until the next ``begin``."""
         self.tool_calls = 0
         """Tool calls this run has asked for (what ``max_tool_calls`` caps)."""
-        self._bus = bus
         self._continued_budget: dict[str, Any] | None = None
         self._continued_calls: int | None = None
 
@@ -154,7 +165,7 @@ class Limits:
         except Exception as exc:
             raise self._poisoned() from exc
         for warning in warnings:
-            self._bus.emit(
+            self.emit(
                 ev.BudgetWarning(run.id, turn, warning.dimension, warning.spent, warning.limit)
             )
         if stop is not None:
