@@ -1,8 +1,9 @@
 """A conversation's state: what one session owns (SPEC 20).
 
-A conversation owns its history, its runs, its event channel, its loop and convergence windows
-and budget gate (``SafetyState``, over the agent's shared tool breakers), its tool dispatcher,
-its store recorder and journal, its cancel signal and the run in flight. It reads everything
+A conversation owns its history, its runs, its tool dispatcher, which is its safety state too
+(``SafetyState``: loop and convergence windows and the limits gate, over the agent's shared tool
+breakers; the limits gate is its event channel: one object where there were three), its store
+recorder and journal, its cancel signal and the run in flight. It reads everything
 else from the agent's definition (``agentloop.engine.definition``). ``Session`` adds the ways to
 run on it; the run loop, the stream and the resume step work on this state, below ``Session``.
 """
@@ -18,7 +19,6 @@ from agentloop._util.run_sink import RUN_SINK
 from agentloop.cancel import CancelToken
 from agentloop.engine.definition import Definition
 from agentloop.engine.dispatch import Dispatcher
-from agentloop.engine.guards import SafetyState
 from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import Measured, RunOptions, RunState, started_state
 from agentloop.errors import ConfigurationError, InvalidInput, MemoryBackendError
@@ -75,12 +75,9 @@ class Conversation(Generic[OutputT]):
         C speed, where each read of an ``Agent`` pays its ``__getattr__`` hook on 3.11 (about
         300 instructions more) and ``vars(agent)`` pays it too (about 1,000)."""
         own = self._own
-        config, clock = own["config"], own["clock"]
-        self.safety = SafetyState(
-            config, own["_observers"], session_id, clock, breakers=own["breakers"]
-        )
-        self._bus = bus = self.safety.bus  # its limits gate (one object, not two: ``Limits``)
-        self._dispatcher = Dispatcher(own, self.safety, bus, session_id)
+        # its dispatcher is its safety state, whose limits gate is its event channel (``Limits``)
+        self.safety = self._dispatcher = dispatcher = Dispatcher(own, session_id)
+        self._bus = dispatcher.bus
         self._journal: Journal | None = None
         self._drop_block = bool(runs) and any(r.thinking_prefix_mismatch for r in self._runs)
         """A run asked for ``thinking_prefix_mismatch="drop_block"``: every later run sends it
