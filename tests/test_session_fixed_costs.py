@@ -134,3 +134,18 @@ def test_a_detector_makes_its_window_at_its_second_operation_and_shares_none() -
     first.reset()
     second.record("lookup", {"key": "k"}, "v", is_error=False)
     assert first.snapshot()["window"] == [] and len(second.snapshot()["window"]) == 1
+
+
+async def test_a_session_makes_what_a_plain_run_never_needs_only_when_needed() -> None:
+    agent = Agent(cast(Any, OneCall("a")), tools=[lookup])
+    session = agent.session()
+    safety = session.safety
+    assert safety is session._dispatcher and session._bus is safety.limits is safety.bus
+    assert safety._loops is None and safety._convergence is None  # nothing made yet
+    assert safety.limits._gate is None  # the default budget draws no line: no gate
+    await session.run("go")
+    assert safety._loops is not None and safety._loops._first_tool == "lookup"  # one call kept
+    assert safety._convergence is not None and safety._convergence._first == "a"
+    assert safety.limits._gate is None
+    assert safety.limits.budget.spent("tool_calls") == 1  # asked for: made, holding the spend
+    assert safety.loops.snapshot()["window"] and safety.convergence.streak == 1
