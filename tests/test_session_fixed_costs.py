@@ -2,8 +2,10 @@
 
 A session's dispatcher takes its gates, monotonic clock and recovery check from one tuple kept
 per agent; a run reads the agent's attributes through the session (the agent's own dict); a
-session's budget gate is begun by its first run. These tests hold the sharing to its promise:
-two concurrent sessions, two runs in a row, an ``override()`` block, an agent changed later.
+session's budget gate is begun by its first run (and made only when its budget draws a line or
+somebody asks for it, as its detectors are made when first needed). These tests hold the sharing
+to its promise: two concurrent sessions, two runs in a row, an ``override()`` block, an agent
+changed later.
 """
 
 from __future__ import annotations
