@@ -11,7 +11,6 @@ from agentloop import events as ev
 from agentloop.engine.limits import Limits
 from agentloop.errors import BudgetExhausted, LockPoisoned, MaxTurnsExceeded, ToolLimitReached
 from agentloop.messages import ToolCallPart, Usage
-from agentloop.observers import EventBus
 from agentloop.run import Run, Turn
 from agentloop.safety.budget import Budget
 from agentloop.testing import FakeClock, ScriptedModel, call, reply
@@ -19,9 +18,8 @@ from agentloop.testing import FakeClock, ScriptedModel, call, reply
 
 def gate(clock: FakeClock | None = None, **config: Any) -> tuple[Limits, list[ev.Event]]:
     seen: list[ev.Event] = []
-    bus = EventBus(())
-    bus.attach(seen.append)
-    limits = Limits(RunConfig(**config), bus, (clock or FakeClock()).monotonic)
+    limits = Limits(RunConfig(**config), (), "", (clock or FakeClock()).monotonic)
+    limits.attach(seen.append)  # the limits gate is the session's event channel too
     limits.begin()
     return limits, seen
 

@@ -2,8 +2,10 @@
 
 A session's dispatcher takes its gates, monotonic clock and recovery check from one tuple kept
 per agent; a run reads the agent's attributes through the session (the agent's own dict); a
-session's budget gate is begun by its first run. These tests hold the sharing to its promise:
-two concurrent sessions, two runs in a row, an ``override()`` block, an agent changed later.
+session's budget gate is begun by its first run (and made only when its budget draws a line or
+somebody asks for it, as its detectors are made when first needed). These tests hold the sharing
+to its promise: two concurrent sessions, two runs in a row, an ``override()`` block, an agent
+changed later.
 """
 
 from __future__ import annotations
@@ -119,14 +121,33 @@ async def test_what_sessions_share_follows_a_change_of_the_agent() -> None:
     assert hook.calls == ["lookup", "lookup"]
 
 
-def test_a_detector_makes_its_window_at_its_first_operation_and_shares_none() -> None:
+def test_a_detector_makes_its_window_at_its_second_operation_and_shares_none() -> None:
     from agentloop.safety.loops import LoopDetector
 
     first, second = LoopDetector(), LoopDetector()
     assert first._window is second._window  # neither has seen an operation: nothing made
     first.record("lookup", {"key": "k"}, "v", is_error=False)
-    assert first._window is not second._window
+    assert first._window is second._window  # one operation is kept as given: nothing made
+    first.record("lookup", {"key": "k"}, "v", is_error=False)
+    assert first._window is not second._window and len(first._window) == 2
+    first.reset()
+    first.record("lookup", {"key": "k"}, "v", is_error=False)
     assert len(first.snapshot()["window"]) == 1 and second.snapshot()["window"] == []
     first.reset()
     second.record("lookup", {"key": "k"}, "v", is_error=False)
     assert first.snapshot()["window"] == [] and len(second.snapshot()["window"]) == 1
+
+
+async def test_a_session_makes_what_a_plain_run_never_needs_only_when_needed() -> None:
+    agent = Agent(cast(Any, OneCall("a")), tools=[lookup])
+    session = agent.session()
+    safety = session.safety
+    assert safety is session._dispatcher and session._bus is safety.limits is safety.bus
+    assert safety._loops is None and safety._convergence is None  # nothing made yet
+    assert safety.limits._gate is None  # the default budget draws no line: no gate
+    await session.run("go")
+    assert safety._loops is not None and safety._loops._first_tool == "lookup"  # one call kept
+    assert safety._convergence is not None and safety._convergence._first == "a"
+    assert safety.limits._gate is None
+    assert safety.limits.budget.spent("tool_calls") == 1  # asked for: made, holding the spend
+    assert safety.loops.snapshot()["window"] and safety.convergence.streak == 1

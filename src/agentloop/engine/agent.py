@@ -248,7 +248,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
                 assert store is not None
                 return self._adopt(self._restored(session_id, store, shared=False))
         sid = session_id or self.clock.new_id()
-        return self._adopt(_setup.new_session(self, sid, store, history))
+        return type(self)._adopt(self, _setup.new_session(self, sid, store, history))  # no hook
 
     def _restored(self, session_id: str, store: Store, *, shared: bool) -> Session[OutputT]:
         """A session rebuilt from ``store`` (``shared``: the agent's breakers and health too)."""

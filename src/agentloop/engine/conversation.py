@@ -1,8 +1,9 @@
 """A conversation's state: what one session owns (SPEC 20).
 
-A conversation owns its history, its runs, its event channel, its loop and convergence windows
-and budget gate (``SafetyState``, over the agent's shared tool breakers), its tool dispatcher,
-its store recorder and journal, its cancel signal and the run in flight. It reads everything
+A conversation owns its history, its runs, its tool dispatcher, which is its safety state too
+(``SafetyState``: loop and convergence windows and the limits gate, over the agent's shared tool
+breakers; the limits gate is its event channel: one object where there were three), its store
+recorder and journal, its cancel signal and the run in flight. It reads everything
 else from the agent's definition (``agentloop.engine.definition``). ``Session`` adds the ways to
 run on it; the run loop, the stream and the resume step work on this state, below ``Session``.
 """
@@ -18,13 +19,11 @@ from agentloop._util.run_sink import RUN_SINK
 from agentloop.cancel import CancelToken
 from agentloop.engine.definition import Definition
 from agentloop.engine.dispatch import Dispatcher
-from agentloop.engine.guards import SafetyState
 from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import Measured, RunOptions, RunState, started_state
 from agentloop.errors import ConfigurationError, InvalidInput, MemoryBackendError
 from agentloop.messages import Message, ToolChangePart, UserInput
 from agentloop.model import ModelClient, is_append_only, media_provider
-from agentloop.observers import EventBus
 from agentloop.run import OutputT, Run, Turn, started_run
 from agentloop.tokens import MEDIA_PROVIDER
 
@@ -71,15 +70,14 @@ class Conversation(Generic[OutputT]):
         self._run_toolsets: dict[str, tuple[Any, ...]] = _NO_RUN_TOOLSETS  # replaced, never changed
         """``run(toolsets=...)``'s, by run id: its continuations here keep them (this process)."""
         """Paused child sessions (``as_tool``) by the parent's call id, while this process lives."""
-        self._own: dict[str, Any] = vars(agent)
+        self._own: dict[str, Any] = agent.__dict__  # (``vars(agent)``: twice the time)
         """The agent's attributes (its own dict, so always current): a run reads them here at
         C speed, where each read of an ``Agent`` pays its ``__getattr__`` hook on 3.11 (about
         300 instructions more) and ``vars(agent)`` pays it too (about 1,000)."""
         own = self._own
-        config, clock = own["config"], own["clock"]
-        self._bus = bus = EventBus(own["_observers"], session_id)
-        self.safety = SafetyState(config, bus, clock, breakers=own["breakers"])
-        self._dispatcher = Dispatcher(own, self.safety, bus, session_id)
+        # its dispatcher is its safety state, whose limits gate is its event channel (``Limits``)
+        self.safety = self._dispatcher = dispatcher = Dispatcher(own, session_id)
+        self._bus = dispatcher.bus
         self._journal: Journal | None = None
         self._drop_block = bool(runs) and any(r.thinking_prefix_mismatch for r in self._runs)
         """A run asked for ``thinking_prefix_mismatch="drop_block"``: every later run sends it
@@ -90,7 +88,8 @@ class Conversation(Generic[OutputT]):
         """The history's link at the last run's end, which ``run.conversation`` shares, and the
         list it was taken of (``agentloop.engine.kept``)."""
         self._linked: list[Message] | None = None
-        self._wire_recorder()
+        if recorder is not None:  # (a call fewer for a session without a store)
+            self._wire_recorder()
 
     def __repr__(self) -> str:
         return f"<Session {self.id!r}: {len(self._runs)} runs>"

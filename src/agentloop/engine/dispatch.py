@@ -48,32 +48,36 @@ _NO_DECISIONS: Mapping[str, Decision] = {}
 _NO_ANSWERS: Mapping[str, str] = {}
 
 
-class Dispatcher:
-    """Runs a turn's tool calls through the pipeline."""
+class Dispatcher(SafetyState):
+    """Runs a turn's tool calls through the pipeline; the session's safety state too.
+
+    A session's dispatcher and its safety state always come together, one of each per session:
+    one object for the collector to track, not two (``safety`` is the dispatcher itself).
+    """
 
     __slots__ = (
         "clock", "config", "default_recovery", "gates", "journal", "monotonic", "observers",
-        "registry", "safety", "session_id", "store",
+        "registry", "session_id", "store",
     )  # fmt: skip
 
-    def __init__(
-        self, own: dict[str, Any], safety: SafetyState, observers: EventBus, session_id: str
-    ) -> None:
+    def __init__(self, own: dict[str, Any], session_id: str) -> None:
         """One session's dispatcher; ``own``: its agent's attributes (``vars(agent)``)."""
-        self.safety = safety
-        self.registry: ToolRegistry = own["registry"]
-        self.observers = observers
-        self.journal: Journal | None = None
-        self.store: Store | None = None
-        """The session's store, where a child agent's runs are recorded too (SPEC 18)."""
-        self.session_id = session_id
-        fixed: _Fixed | None = own.get("_dispatching")
         config, clock, hooks, approver = (
             own["config"],
             own["clock"],
             own["_hooks"],
             own["_approver"],
         )
+        SafetyState.__init__(
+            self, config, own["_observers"], session_id, clock, breakers=own["breakers"]
+        )
+        self.registry: ToolRegistry = own["registry"]
+        self.observers: EventBus = self.bus
+        self.journal: Journal | None = None
+        self.store: Store | None = None
+        """The session's store, where a child agent's runs are recorded too (SPEC 18)."""
+        self.session_id = session_id
+        fixed: _Fixed | None = own.get("_dispatching")
         if (
             fixed is None
             or fixed[0] is not config
@@ -84,6 +88,16 @@ class Dispatcher:
             fixed = own["_dispatching"] = _fixed(config, clock, hooks, approver)
         _, _, _, _, self.gates, self.monotonic, self.default_recovery = fixed
         self.config, self.clock = config, clock
+
+    @property
+    def safety(self) -> SafetyState:
+        """The session's safety state: this dispatcher itself."""
+        return self
+
+    @safety.setter
+    def safety(self, state: SafetyState) -> None:
+        if state is not self:  # (settable for ``PipelineServices``, which reads it)
+            raise AttributeError("a dispatcher is its session's safety state; it has no other")
 
     @property
     def approver(self) -> Approver | None:
@@ -146,7 +160,7 @@ class Dispatcher:
         if call.name not in state.offer.names:
             return None
         pipeline = CallPipeline(self, state, call)
-        self.safety.limits.admit_tools(1)
+        self.limits.admit_tools(1)
         state.check_cancel()
         return pipeline
 
@@ -166,7 +180,7 @@ class Dispatcher:
         pipeline = pipelines[0]
         if pipeline.name not in state.offer.names:
             return None
-        self.safety.limits.admit_tools(1)
+        self.limits.admit_tools(1)
         state.check_cancel()
         return pipeline
 
@@ -179,7 +193,7 @@ class Dispatcher:
     ) -> list[ToolResultPart | PendingCall | PausedChild]:
         count = len(pipelines) - len(answered) - len(quiet)  # the calls that may run
         if count:
-            self.safety.limits.admit_tools(count)
+            self.limits.admit_tools(count)
         results: list[ToolResultPart | PendingCall | PausedChild | None] = [None] * len(pipelines)
         runnable: list[int] = []
         offered = state.offer.names

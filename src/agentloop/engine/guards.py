@@ -1,10 +1,12 @@
 """The engine's view of the safety stack, with the poisoning policy applied in one place.
 
-One ``SafetyState`` per session: the detectors' windows and the budget gate are the session's;
-the tool breakers are the agent's, shared by all its sessions (a sick tool is sick for
-everyone). Detection is advisory: if a detector's own update raises, detection switches
-itself off for the session with one warning and the run goes on. A breaker whose update
-raises fails closed (``LockPoisoned``). The budget gate: see ``agentloop.engine.limits``.
+One ``SafetyState`` per session: the detectors' windows and the budget gate are the session's
+(each detector made when first asked for: no loop detector before a tool call, no convergence
+detector before an answer); the tool breakers are the agent's, shared by all its sessions (a
+sick tool is sick for everyone). Detection is advisory: if a detector's own update raises,
+detection switches itself off for the session with one warning and the run goes on. A breaker
+whose update raises fails closed (``LockPoisoned``). The budget gate: see
+``agentloop.engine.limits``.
 
 ``snapshot()`` gathers every component's state (and the model health of a ``FallbackClient``,
 found through wrapping clients' ``inner``) as plain JSON data; the engine stores it at each
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from agentloop._util.lazy import lazy_module
@@ -23,7 +25,7 @@ from agentloop.clock import Clock
 from agentloop.config import RunConfig
 from agentloop.engine.limits import Limits
 from agentloop.errors import AgentLoopError, LockPoisoned
-from agentloop.observers import EventBus
+from agentloop.observers import Observer
 from agentloop.run import Run
 from agentloop.safety.breaker import Admission, ToolBreakers
 from agentloop.safety.breaker import Outcome as BreakerOutcome
@@ -75,25 +77,46 @@ def _health_client(client: object) -> _HealthSnapshots | None:
 class SafetyState:
     """Loop and convergence detection, tool breakers and the limits gate of one session.
 
+    The limits gate is the session's event channel too (``Limits`` is an ``EventBus`` of
+    ``observers``, stamping events with ``session_id``): ``bus`` is ``limits``.
     ``breakers``: the agent's, shared by its sessions (a private set when not given).
     """
+
+    __slots__ = ("_config", "_convergence", "_loops", "breakers", "bus", "detection_on", "limits")
 
     def __init__(
         self,
         config: RunConfig,
-        bus: EventBus,
+        observers: Sequence[Observer],
+        session_id: str,
         clock: Clock,
         *,
         breakers: ToolBreakers | None = None,
     ) -> None:
-        self.bus = bus
-        self.loops = LoopDetector(config.loop_detection)
-        self.convergence = ConvergenceDetector(config.convergence)
+        self._config = config
+        self._loops: LoopDetector | None = None
+        self._convergence: ConvergenceDetector | None = None
         self.breakers = (
             ToolBreakers(config.tool_breaker, clock.monotonic) if breakers is None else breakers
         )
-        self.limits = Limits(config, bus, _monotonic(clock))
+        self.limits = self.bus = Limits(config, observers, session_id, _monotonic(clock))
         self.detection_on = True
+
+    @property
+    def loops(self) -> LoopDetector:
+        """The session's loop detector (made when first asked for: at its first tool call)."""
+        loops = self._loops
+        if loops is None:
+            loops = self._loops = LoopDetector(self._config.loop_detection)
+        return loops
+
+    @property
+    def convergence(self) -> ConvergenceDetector:
+        """The session's convergence detector (made when first asked for: at its first answer)."""
+        convergence = self._convergence
+        if convergence is None:
+            convergence = self._convergence = ConvergenceDetector(self._config.convergence)
+        return convergence
 
     def snapshot(self, client: object = None) -> dict[str, Any]:
         """Every component's state as plain JSON data (``client``: the agent's model client)."""
@@ -154,16 +177,16 @@ class SafetyState:
     def warned(self, run: Run, warning: LoopWarning) -> None:
         """A loop pattern reached its warning threshold: noted on the turn, told once."""
         _note(run, f"loop: {warning.pattern} ({warning.repetitions} repetitions)")
-        if self.bus.active:
-            self.bus.emit(
-                ev.LoopWarning(run.id, self.bus.turn, warning.pattern, warning.repetitions)
-            )
+        bus = self.bus
+        if bus.active:
+            bus.emit(ev.LoopWarning(run.id, bus.turn, warning.pattern, warning.repetitions))
 
     def converged(self, run: Run, status: ConvergenceStatus) -> AgentLoopError | None:
         """A terminal reply reached the convergence streak: noted, told, the action's error."""
         _note(run, f"convergence: {status}")
-        if self.bus.active:
-            self.bus.emit(ev.ConvergenceWarning(run.id, self.bus.turn, status))
+        bus = self.bus
+        if bus.active:
+            bus.emit(ev.ConvergenceWarning(run.id, bus.turn, status))
         return convergence_error(status.action)
 
     def settle(self, admission: Admission, outcome: BreakerOutcome | None) -> None:
@@ -179,9 +202,9 @@ class SafetyState:
     def end_run(self) -> None:
         """Drop a stop-level pattern the run never fired; a run's own budget gate goes."""
         self.limits.end_run()
-        if self.detection_on:
+        if self.detection_on and self._loops is not None:  # (none: no tool call yet)
             try:
-                self.loops.end_run()
+                self._loops.end_run()
             except Exception as exc:
                 self.poisoned("the loop detector", exc)
 

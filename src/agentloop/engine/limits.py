@@ -14,19 +14,21 @@ longer be trusted, and a gate that cannot count must not let requests through un
 next run's ``begin`` rebuilds the per-run counts, so it trusts the gate again.
 
 A run given its own budget (``run(..., usage_limits=Budget(...))``) gets a gate of its own for
-that run; ``end_run`` gives the session's gate back.
+that run; ``end_run`` gives the session's gate back. A budget with no line (the default) makes
+no gate: its spend is counted here, in a few numbers, until somebody asks for the gate
+(``budget``), which is then made holding what was counted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentloop._util.lazy import lazy_module
 from agentloop.config import RunConfig
 from agentloop.errors import LockPoisoned, MaxTurnsExceeded, ToolLimitReached
 from agentloop.messages import Usage
-from agentloop.observers import EventBus
+from agentloop.observers import EventBus, Observer
 from agentloop.run import Run
 from agentloop.safety.budget import Budget, BudgetGate
 
@@ -38,29 +40,74 @@ else:  # the event classes load when somebody first listens
 __all__ = ["Limits"]
 
 
-class Limits:
-    """Turns, tool calls, tokens, cost and wall clock of one agent's runs."""
+class Limits(EventBus):
+    """Turns, tool calls, tokens, cost and wall clock of one agent's runs; its event channel.
+
+    A session's limits gate and its event channel always come together, one of each per
+    session: one object (an ``EventBus`` of ``observers``, stamping events with ``session_id``)
+    for the collector to track, not two. Nothing it holds refers back to it.
+    """
 
     __slots__ = (
-        "_bus", "_clock", "_continued_budget", "_continued_calls", "_kept", "budget",
-        "budget_on", "max_tool_calls", "max_turns", "per_turn", "tool_calls",
+        "_begun", "_calls", "_clock", "_continued_budget", "_continued_calls", "_gate",
+        "_kept", "_lines", "_output_tokens", "_started", "_tokens", "_turns", "budget_on",
+        "max_tool_calls", "max_turns", "per_turn", "tool_calls",
     )  # fmt: skip
 
-    def __init__(self, config: RunConfig, bus: EventBus, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        config: RunConfig,
+        observers: Sequence[Observer],
+        session_id: str,
+        clock: Callable[[], float],
+    ) -> None:
+        EventBus.__init__(self, observers, session_id)
         self.max_turns = config.max_turns
         self.max_tool_calls = config.max_tool_calls
         self.per_turn = config.max_tool_calls_per_turn
-        self.budget = BudgetGate._unbegun(config.budget, clock)  # its first run begins it
+        self._lines = config.budget
+        self._gate: BudgetGate | None = (  # its first run begins it
+            None
+            if not BudgetGate._draws(config.budget)
+            else BudgetGate._unbegun(config.budget, clock)
+        )
+        """The gate counting the runs; None while the budget has no line: counted here."""
+        self._started = clock()
+        """When the run began, while counted here (before the first run: when this was made)."""
+        self._begun = False
+        """Whether a run began while counted here (else counting refuses, as an unbegun gate)."""
+        self._tokens = self._output_tokens = self._turns = self._calls = 0
+        """A run's spend, while counted here (what the gate's ``spent`` would say)."""
         self._clock = clock
-        self._kept: BudgetGate | None = None
+        self._kept: tuple[BudgetGate | None] | None = None
         """The session's gate while a run with a budget of its own runs."""
         self.budget_on = True
         """False once the gate raised this run: it is poisoned until the next ``begin``."""
         self.tool_calls = 0
         """Tool calls this run has asked for (what ``max_tool_calls`` caps)."""
-        self._bus = bus
         self._continued_budget: dict[str, Any] | None = None
         self._continued_calls: int | None = None
+
+    @property
+    def budget(self) -> BudgetGate:
+        """The gate counting the runs' spend (the config's budget, or a run's own).
+
+        A budget with no line is counted here, without a gate, until somebody asks for it:
+        then a gate is made that holds what was counted, and counts from then on.
+        """
+        gate = self._gate
+        if gate is None:
+            gate = self._gate = BudgetGate._unbegun(self._lines, self._clock)
+            if self._begun:  # what the run spent so far
+                spent = (self._tokens, self._output_tokens, self._turns, self._calls)
+                gate._counted(self._started, *spent)
+            else:  # no run began: nothing spent, read-only (as the session's gate was)
+                gate._counted(self._started)
+        return gate
+
+    @budget.setter
+    def budget(self, gate: BudgetGate) -> None:
+        self._gate = gate
 
     def begin(self, lines: Budget | None = None) -> None:
         """Run start: zero the counters (a continued run keeps what it had spent).
@@ -68,12 +115,16 @@ class Limits:
         ``lines``: this run's budget instead of the config's (``run(..., usage_limits=...)``).
         """
         if lines is not None:
-            self._kept = self.budget if self._kept is None else self._kept
-            self.budget = BudgetGate(lines, self._clock)
+            self._kept = (self._gate,) if self._kept is None else self._kept
+            self._gate = BudgetGate(lines, self._clock)
         budget, self._continued_budget = self._continued_budget, None
         calls, self._continued_calls = self._continued_calls, None
         self.tool_calls = calls or 0
         self.budget_on = True
+        if self._gate is None and budget is None:  # no line: counted here
+            self._started, self._begun = self._clock(), True
+            self._tokens = self._output_tokens = self._turns = self._calls = 0
+            return
         try:
             if budget is None:
                 self.budget.begin()
@@ -85,7 +136,7 @@ class Limits:
     def end_run(self) -> None:
         """Run end: a run that had a budget of its own gives the session's gate back."""
         if self._kept is not None:
-            self.budget, self._kept = self._kept, None
+            self._gate, self._kept = self._kept[0], None
 
     def continue_run(self, run: Run[Any], budget: Mapping[str, Any] | None = None) -> None:
         """``continue_run``: the next ``begin`` keeps ``run``'s spend instead of zeroing it.
@@ -106,15 +157,15 @@ class Limits:
             raise MaxTurnsExceeded(self.max_turns)
         if not self.budget_on:
             raise LockPoisoned("budget")
-        gate = self.budget  # no line to check (the default budget): no call; a subclass (a
-        if type(gate) is BudgetGate and not gate.checks:  # child's shared gate) always checks
-            return
+        gate = self._gate  # no line to check (the default budget): no call; a subclass (a
+        if gate is None or (type(gate) is BudgetGate and not gate.checks):  # child's shared
+            return  # gate) always checks
         try:
-            warnings, stop = self.budget.pre_request()
+            warnings, stop = gate.pre_request()
         except Exception as exc:
             raise self._poisoned() from exc
         for warning in warnings:
-            self._bus.emit(
+            self.emit(
                 ev.BudgetWarning(run.id, turn, warning.dimension, warning.spent, warning.limit)
             )
         if stop is not None:
@@ -136,8 +187,14 @@ class Limits:
         self.tool_calls += count
         if not self.budget_on:
             raise LockPoisoned("budget")
+        gate = self._gate
+        if gate is None:
+            if self._begun:
+                self._calls += count
+                return
+            gate = self.budget  # no run began: the unbegun gate refuses to count
         try:
-            self.budget.record_tool_calls(count)
+            gate.record_tool_calls(count)
         except Exception as exc:
             raise self._poisoned() from exc
 
@@ -145,8 +202,16 @@ class Limits:
         """Account a reply's usage (tokens, cost)."""
         if not self.budget_on:
             raise LockPoisoned("budget")
+        gate = self._gate
+        if gate is None:  # no line (no cost line either: nothing to price)
+            if self._begun:
+                output = usage.output_tokens
+                self._tokens += usage.input_tokens + output
+                self._output_tokens += output
+                return
+            gate = self.budget  # no run began: the unbegun gate refuses to count
         try:
-            self.budget.record_usage(usage, model)
+            gate.record_usage(usage, model)
         except Exception as exc:
             raise self._poisoned() from exc
 
@@ -154,8 +219,14 @@ class Limits:
         """Account a completed turn."""
         if not self.budget_on:
             raise LockPoisoned("budget")
+        gate = self._gate
+        if gate is None:
+            if self._begun:
+                self._turns += 1
+                return
+            gate = self.budget  # no run began: the unbegun gate refuses to count
         try:
-            self.budget.record_turn()
+            gate.record_turn()
         except Exception as exc:
             raise self._poisoned() from exc
 

@@ -197,6 +197,11 @@ class BudgetGate:
         gate._warned = _NONE_WARNED
         return gate
 
+    @staticmethod
+    def _draws(budget: Budget | None) -> bool:
+        """Whether ``budget`` draws a line (a gate with none never refuses nor warns)."""
+        return budget is not None and bool(_lines_of(budget))
+
     def __repr__(self) -> str:
         return f"BudgetGate({self.budget!r})"
 
@@ -205,6 +210,19 @@ class BudgetGate:
         self._started = self._clock()
         self._spent: dict[str, float] = _NOTHING_SPENT.copy()
         self._warned: set[str] = _NONE_WARNED  # a set of its own at the first warning
+
+    def _counted(self, started: float, *spent: int) -> None:
+        """The gate ``Limits`` counted for (``spent``: tokens, output tokens, turns, tool calls).
+
+        Begun at ``started`` with that spend; with none, unbegun (made at ``started``).
+        """
+        self._started = started
+        if spent:
+            tokens, output_tokens, turns, tool_calls = spent
+            self._spent = _NOTHING_SPENT.copy()
+            self._spent.update(
+                tokens=tokens, output_tokens=output_tokens, turns=turns, tool_calls=tool_calls
+            )
 
     def snapshot(self) -> dict[str, Any]:
         """This run's spend, warnings sent and elapsed seconds, as plain JSON data."""

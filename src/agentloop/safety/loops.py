@@ -8,6 +8,8 @@ same operation keeps producing the same result (warn at ``warn_threshold``, stop
 The engine calls ``check()`` before every dispatch (a pure read) and ``record()`` once after
 every attempt. Every call costs O(1) amortized whatever the window: counts live in a dict
 beside the window list, and entries made stale by progress are tombstoned, not searched for.
+A detector's first operation is kept as given until a second one (or a snapshot) needs it: one
+operation can neither warn nor stop, so a session with one tool call never encodes it.
 Result texts are hashed with a stable digest (not ``hash()``, which differs per process), so
 ``snapshot()`` / ``restore()`` carry the window into another process (``Agent.resume``).
 """
@@ -16,12 +18,22 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any
 
 from agentloop._util.jsontext import unchecked
 from agentloop._util.slots import record
 from agentloop.errors import ConfigurationError, LoopDetected
 from agentloop.safety._config import require_non_negative_fields
+from agentloop.safety._loop_parts import (
+    _NO_ALTERNATION,
+    _Alternation,
+    _index,
+    _Key,
+    _pattern,
+    _positive,
+    _Signature,
+    _signature,
+)
 
 __all__ = [
     "LoopDetection",
@@ -33,11 +45,6 @@ __all__ = [
 
 UNAVAILABLE_ARGUMENTS = "*"
 """The arguments shown for a name that is not available: one pattern per name."""
-
-_Key: TypeAlias = tuple[str, str]
-"""(tool name, canonical JSON of the arguments)."""
-_Signature: TypeAlias = tuple[str, str, int | None]
-"""(tool name, canonical JSON of the arguments, hash of the result text or None if empty)."""
 
 
 @record
@@ -119,102 +126,8 @@ _NO_WINDOW: list[Any] = []
 _NO_COUNTS: dict[Any, int] = {}
 _NO_LIVE: dict[Any, int | None] = {}
 """A detector's until its first operation (never written to): a session with no call makes none."""
-
-
-def _signature(item: Any) -> _Signature:
-    tool, args, digest = item
-    return (str(tool), str(args), None if digest is None else int(digest))
-
-
-def _pattern(signature: _Signature) -> str:
-    return f"{signature[0]}({signature[1]})"
-
-
-def _index(value: Any) -> int:
-    """An index into a snapshot's ``sigs`` (an int, never a bool or negative)."""
-    if type(value) is not int or value < 0:
-        raise ValueError(f"not a signature index: {value!r}")
-    return value
-
-
-def _positive(value: Any) -> int:
-    count = int(value)
-    if count < 1:
-        raise ValueError(f"not a count: {value!r}")
-    return count
-
-
-def _stored(item: Any, sigs: list[_Signature] | None) -> _Signature:
-    """A signature of a snapshot: its index into ``sigs``, or itself (the older form)."""
-    return _signature(item) if sigs is None else sigs[_index(item)]
-
-
-class _Alternation:
-    """The failing A-B-A-B tail of the operation stream (two different calls alternating)."""
-
-    __slots__ = ("before_previous", "length", "previous", "warned")
-
-    def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        self.length = 0
-        self.previous: _Signature | None = None
-        self.before_previous: _Signature | None = None
-        self.warned = False
-
-    @property
-    def cycles(self) -> int:
-        """Completed A-B pairs in the tail."""
-        return self.length // 2
-
-    def push(self, signature: _Signature, is_error: bool) -> None:
-        """Extend or restart the tail with one recorded operation."""
-        if not is_error:
-            self.reset()
-            return
-        previous = self.previous
-        if previous is None or previous[:2] == signature[:2]:
-            self.length = 1
-            self.warned = False
-        elif self.length >= 2 and signature == self.before_previous:
-            self.length += 1
-        else:
-            self.length = 2
-            self.warned = False
-        self.before_previous, self.previous = previous, signature
-
-    def snapshot(self, index: dict[_Signature, int]) -> dict[str, Any]:
-        """The tail, its two signatures by their place in ``index`` (added when missing)."""
-        previous, before = self.previous, self.before_previous
-        return {
-            "length": self.length,
-            "previous": None if previous is None else index.setdefault(previous, len(index)),
-            "before_previous": None if before is None else index.setdefault(before, len(index)),
-            "warned": self.warned,
-        }
-
-    def restore(self, data: Mapping[str, Any], sigs: list[_Signature] | None = None) -> None:
-        """Put back a ``snapshot``: signatures by index into ``sigs``, or whole (the old form)."""
-        previous, before = data["previous"], data["before_previous"]
-        self.length = int(data["length"])
-        self.previous = None if previous is None else _stored(previous, sigs)
-        self.before_previous = None if before is None else _stored(before, sigs)
-        self.warned = bool(data["warned"])
-
-    def description(self) -> str:
-        """``<A> and <B>``, A being the call that started the alternation."""
-        assert self.previous is not None and self.before_previous is not None
-        first, second = (
-            (self.before_previous, self.previous)
-            if self.length % 2 == 0
-            else (self.previous, self.before_previous)
-        )
-        return f"{_pattern(first)} and {_pattern(second)}"
-
-
-_NO_ALTERNATION = _Alternation()
-"""The empty tail a detector holds until its first failing operation (never pushed to)."""
+_NO_ARGUMENTS: Mapping[str, Any] = {}
+"""A detector's kept first operation's arguments while it keeps none (never written to)."""
 
 
 class LoopDetector:
@@ -238,6 +151,54 @@ class LoopDetector:
         self._warned: set[_Signature] = _EMPTY  # a set of its own at the first add
         self._at_stop: set[_Signature] = _EMPTY
         self._alternation = _NO_ALTERNATION  # one of its own at the first failing operation
+        self._first_tool: str | None = None  # the first operation, kept as given (``_settle``)
+        self._first_args: Mapping[str, Any] = _NO_ARGUMENTS
+        self._first_text = ""
+        self._first_error = self._first_available = False
+
+    def _settle(self) -> None:
+        """Record the kept first operation now (what ``record`` did not do yet).
+
+        A detector's first operation can neither warn nor reach the stop line unless a
+        threshold is 1, so ``record`` keeps it as given (no encoding, no window, no counts) until
+        a second operation or a ``snapshot`` needs it: a session with one tool call (most) never
+        pays for it. ``check``, ``consume_stop`` and ``end_run`` answer the same either way.
+        """
+        tool = self._first_tool
+        if tool is not None:
+            self._first_tool = None
+            arguments, self._first_args = self._first_args, _NO_ARGUMENTS
+            text, self._first_text = self._first_text, ""
+            self._own()  # (so ``record`` records it: the base's, which kept it)
+            LoopDetector.record(
+                self, tool, arguments, text, is_error=self._first_error,
+                available=self._first_available,
+            )  # fmt: skip
+
+    def _kept(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        text: str,
+        is_error: bool,
+        available: bool,
+    ) -> bool:
+        """Keep a first operation as given (True), or record the kept one first (False).
+
+        A threshold of 1 warns or stops at the first operation: then it is recorded at once.
+        Without a window (``window=0``) nothing is recorded: True, nothing kept.
+        """
+        config = self.config
+        if not config.window:
+            return True
+        if self._first_tool is not None:
+            self._settle()
+            return False
+        if config.warn_threshold == 1 or config.stop_threshold == 1:
+            return False
+        self._first_tool, self._first_args, self._first_text = tool, arguments, text
+        self._first_error, self._first_available = is_error, available
+        return True
 
     def _own(self) -> dict[_Key, int | None]:
         """A window, counts and live results of its own (the first operation); the live ones."""
@@ -288,6 +249,7 @@ class LoopDetector:
         counts and the live results are not written, ``restore`` derives them from the window
         and its tombstones (``dead``).
         """
+        self._settle()
         index: dict[_Signature, int] = {}
         window = [index.setdefault(s, len(index)) for s in self._window]
         return {
@@ -372,7 +334,9 @@ class LoopDetector:
             A ``LoopWarning`` the first time a pattern reaches ``warn_threshold`` (below the stop).
         """
         config = self.config
-        if config.window == 0:
+        if (self._live_hash is _NO_LIVE or not config.window) and self._kept(
+            tool, arguments, result_text, is_error, available
+        ):  # no window, or nothing recorded yet: one operation cannot warn or stop, kept
             return None
         if not available:
             args, digest = UNAVAILABLE_ARGUMENTS, None
