@@ -155,15 +155,6 @@ async def test_vercel_new_message_after_the_cli_approved_elsewhere(tmp_path: Pat
     assert REFUNDS == ["A-1"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "engine/conversation.py Conversation._ready calls _check_idle() on the cached paused run "
-        "before it asks self._recorder.fresh(): a live session whose paused run another process "
-        "decided refuses the next run (docs/persistence.md promises a reload). Fix: check "
-        "_active first, then refresh when not fresh, then check the (reloaded) last run."
-    ),
-)
 def test_a_live_session_runs_after_another_process_decided_its_paused_run(tmp_path: Path) -> None:
     REFUNDS.clear()
     db = tmp_path / "shop.db"

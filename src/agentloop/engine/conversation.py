@@ -168,15 +168,15 @@ class Conversation(Generic[OutputT]):
         A session another process (or agent) ran since this one's last commit is reloaded
         from its store first (``agentloop.engine.resume.refreshed``).
         """
-        runs = self._runs
-        if self._active is not None or (runs and (runs[-1].waiting or runs[-1].pending)):
-            self._check_idle()  # says why the session cannot start a run
+        if self._active is not None:
+            self._check_idle()  # says it is running
         if self._recorder is not None and not self._recorder.fresh():
             from agentloop.engine.refresh import refreshed  # another process ran it since
 
-            refreshed(self)
-            self._check_idle()  # it may have left the session paused or waiting
-            runs = self._runs
+            refreshed(self)  # before the paused check: another process may have decided it
+        runs = self._runs
+        if runs and (runs[-1].waiting or runs[-1].pending):
+            self._check_idle()  # says why the session cannot start a run
         return runs
 
     def _begin(

@@ -2,9 +2,10 @@
 
 A web app's page answers a paused run's calls (an AG-UI ``resume``, a ``useChat`` approval);
 meanwhile an operator may have decided or cancelled that run from elsewhere (``agentloop
-continue --agent``, the run viewer, another worker). Both UI apps then tell the page what
-happened there instead of refusing it (``_ag_ui_elsewhere.py``, ``Chunks.settled``): these are
-the facts they read from the thread's latest run, as the store holds it.
+continue --agent``, the run viewer, another worker). ``AGUIApp`` then tells the page what
+happened there instead of refusing it (``_ag_ui_elsewhere.py``); ``VercelAIApp`` still answers
+409, as it does to an approval sent twice (docs/ui.md). These are the facts read from the
+thread's latest run, as the store holds it.
 """
 
 from __future__ import annotations
