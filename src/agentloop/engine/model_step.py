@@ -14,12 +14,14 @@ from agentloop.engine.estimate import estimated_usage
 from agentloop.engine.provider_tools import continued, emit_provider_events
 from agentloop.engine.turn import (
     ClientEventBridge,
+    bridge,
     build_request,
     call_model,
     checked_reply,
     dropped,
     governor_waits,
     model_failed,
+    reports,
 )
 from agentloop.errors import ContextLengthExceeded
 from agentloop.messages import Message, ThinkingPart
@@ -120,6 +122,9 @@ class ModelStep:
         state, output = self.state, self.output
         bus, client = self.session._bus, state.client
         bus.turn = state.turn_index
+        events = state.events
+        if events is None and (bus.active or reports(client)):  # else nobody reads it
+            events = bridge(state, bus, self.session.safety.limits)
         if bus.active:
             bus.emit(
                 ev.TurnStarted(
@@ -133,7 +138,7 @@ class ModelStep:
         if state.appendonly is None and state.shown is None:  # ``build_request``, written out
             return ModelRequest(  # for the common request: the transcript, the tools offered
                 tuple(state.transcript), offer.specs, state.system, state.settings, None,
-                state.events, spec, self.session.id, None, offer.provider_tools,
+                events, spec, self.session.id, None, offer.provider_tools,
             )  # fmt: skip
         return build_request(state, state.system, state.settings, spec, self.session.id)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from sys import modules as _modules
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from agentloop import events as ev
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ClientEventBridge",
+    "bridge",
     "build_request",
     "call_model",
     "checked_reply",
@@ -55,6 +57,7 @@ __all__ = [
     "governor_waits",
     "model_failed",
     "replied",
+    "reports",
 ]
 
 
@@ -114,6 +117,26 @@ class ClientEventBridge:
         """The serving model changed."""
         if self._bus.active:
             self._bus.emit(ev.ModelSwitched(self._run.id, self._bus.turn, from_model, to_model))
+
+
+def reports(client: ModelClient) -> bool:
+    """Whether ``client`` may report through ``request.events``: any but an HTTP adapter's.
+
+    agentloop's HTTP adapters (``agentloop.providers._client.HttpClient``) never read it
+    (``tests/test_client_events.py`` holds them to that); a wrapper (retrying, fallback, a rate
+    governor, a durable step) or a client of your own may. A run gives its requests an
+    ``events`` bridge when its client may report or somebody listens, and only then: a plain
+    run holds one object fewer across each model call. The adapter's module is loaded once one
+    of them exists, so this never imports it.
+    """
+    http = _modules.get("agentloop.providers._client")
+    return http is None or not isinstance(client, http.HttpClient)
+
+
+def bridge(state: RunState, bus: EventBus, limits: Limits) -> ClientEventBridge:
+    """The run's client-event bridge, made at its first request that needs one (``reports``)."""
+    events = state.events = ClientEventBridge(state.run, bus, limits, state)
+    return events
 
 
 def governor_waits(events: ClientEventBridge) -> list[str] | None:
