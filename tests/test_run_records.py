@@ -178,3 +178,31 @@ def _reads_events(path: Path) -> bool:
 def test_the_http_adapters_never_read_request_events(module: str) -> None:
     """``engine.turn.reports`` gives an HTTP adapter no bridge: none of them may read one."""
     assert not _reads_events(PROVIDERS / module)
+
+
+# -- the run's audit: the transcript's tail until the two part --------------------------------
+
+
+async def test_the_audit_is_the_transcripts_tail_until_a_compaction_parts_them() -> None:
+    session = Agent(FunctionModel(lambda r: reply("done"))).session()
+    state = session._begin("go", None, (), None)
+    state.guard.start(state.transcript, state.offer.specs)
+    answer = Message.assistant("done")
+    state.append(answer)
+    assert state.kept is None  # a plain run holds no second list
+    assert state.audit == state.transcript[state.base :] == [state.transcript[0], answer]
+    assert state.audit is state.kept  # made once, at its first read, and kept
+    more = Message.user("more")
+    state.append(more)
+    assert state.audit[-1] is more and state.transcript[-1] is more
+    state.replace([Message.user("summary")])
+    assert [m.text for m in state.audit] == ["go", "done", "more"]  # the run's, not the summary
+    session._active = None
+
+
+async def test_a_compaction_before_any_read_keeps_the_runs_messages() -> None:
+    session = Agent(FunctionModel(lambda r: reply("done"))).session()
+    state = session._begin("go", None, (), None)
+    state.replace([Message.user("summary")])
+    assert [m.text for m in state.audit] == ["go"] and state.transcript[0].text == "summary"
+    session._active = None

@@ -10,7 +10,8 @@ The messages, in one list and three positions:
   ``transcript[base:boundary]``);
 
 and ``audit``, every message of this run in order, compaction or not (the run record's
-``messages``).
+``messages``): ``transcript[base:]`` until the two part (a compaction, a resumed run), so a
+plain run holds no second list across its model calls (``kept`` holds it once made).
 """
 
 from __future__ import annotations
@@ -186,7 +187,8 @@ class RunState:
     """The client this run calls (the agent's, or a replaying wrapper around it)."""
     deps: Any = None
     boundary: int = 0
-    audit: list[Message] = field(default_factory=list)
+    kept: list[Message] | None = None
+    """``audit`` once it is its own list (None: ``transcript[base:]``, made at its first read)."""
     turn_index: int = 0
     invalid_outputs: int = 0
     call_ids: set[str] = field(default_factory=set)
@@ -230,8 +232,23 @@ class RunState:
 
     def __post_init__(self) -> None:
         self.boundary = self.base
-        self.audit = self.transcript[self.base :]
         self.call_ids = _call_ids(self.transcript, self.measured)
+
+    @property
+    def audit(self) -> list[Message]:
+        """Every message of this run in order, compaction or not (the run record's ``messages``).
+
+        ``transcript[base:]``, made its own list at its first read (a turn's record, the run's
+        commit) and kept from then on: ``append`` adds to both.
+        """
+        kept = self.kept
+        if kept is None:
+            kept = self.kept = self.transcript[self.base :]
+        return kept
+
+    @audit.setter
+    def audit(self, messages: list[Message]) -> None:
+        self.kept = messages
 
     @property
     def cancelled(self) -> bool:
@@ -258,7 +275,8 @@ class RunState:
     def append(self, message: Message) -> None:
         """Add a message of this run (the context guard measures and checks it)."""
         self.transcript.append(message)
-        self.audit.append(message)
+        if self.kept is not None:  # else ``audit`` is the transcript's tail, this message too
+            self.kept.append(message)
         self.guard.added(message)
 
     def sent(self) -> list[Message]:
@@ -268,6 +286,8 @@ class RunState:
 
     def replace(self, messages: list[Message]) -> None:
         """Compaction committed ``messages``: they are history now, nothing is pending."""
+        if self.kept is None:  # the run's messages so far, before the transcript forgets them
+            self.kept = self.transcript[self.base :]
         self.transcript = list(messages)
         self.base = self.boundary = len(self.transcript)
 
@@ -329,7 +349,7 @@ def started_state(
     state.guard = guard
     state.client = client
     state.deps = deps
-    state.audit = transcript[base:]
+    state.kept = None
     state.turn_index = state.invalid_outputs = state.depth = state.handoffs = 0
     state.call_ids = _call_ids(transcript, measured)
     state.events = state.listener = state.budget = state.resuming = state.children = None
