@@ -206,3 +206,19 @@ async def test_a_compaction_before_any_read_keeps_the_runs_messages() -> None:
     state.replace([Message.user("summary")])
     assert [m.text for m in state.audit] == ["go"] and state.transcript[0].text == "summary"
     session._active = None
+
+
+async def test_a_runs_call_ids_are_its_own_from_its_first_call() -> None:
+    from agentloop.engine.state import NO_CALL_IDS
+    from agentloop.testing import call
+
+    replies = iter([call("lookup", {"key": "k"}), call("lookup", {"key": "k"}), reply("done")])
+    agent = Agent(FunctionModel(lambda r: next(replies)), tools=[lookup])
+    session = agent.session()
+    run = await session.run("go")
+    first, second = (t.tool_calls[0].id for t in run.turns[:2])
+    assert first != second  # a reused id is re-stamped: the run's set saw the first
+    known = session._measured
+    assert known is not None and set(known.call_ids) == {first, second}
+    await Agent(FunctionModel(lambda r: reply("done"))).session().run("go")
+    assert NO_CALL_IDS == frozenset()  # never added to

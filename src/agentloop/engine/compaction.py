@@ -32,7 +32,7 @@ from agentloop.tokens import MEDIA_PROVIDER, count_messages, request_overhead
 from agentloop.transcript import TranscriptChecker
 
 if TYPE_CHECKING:
-    from agentloop.engine.state import Measured, RunState
+    from agentloop.engine.state import CallIds, Measured, RunState
 else:  # a run's rooms load together: the state module is already loaded with the first run
     from agentloop.engine.state import Measured
 
@@ -177,7 +177,7 @@ class ContextGuard(TranscriptChecker):
         """The estimate of the next request: messages plus overhead (``ContextMeter.total``)."""
         return self._tokens + self._overhead
 
-    def measured(self, history: list[Message], call_ids: set[str]) -> Measured:
+    def measured(self, history: list[Message], call_ids: CallIds) -> Measured:
         """What this run's transcript, committed whole as ``history``, measured at the end."""
         return Measured(
             history, self.state(), self._tokens, self.counter, MEDIA_PROVIDER.get(), call_ids

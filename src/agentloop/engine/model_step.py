@@ -99,7 +99,7 @@ class ModelStep:
         if checked:  # a streamed reply, checked as it was collected (``call_model``)
             response: ModelResponse = reply  # type: ignore[assignment]
         else:
-            response = checked_reply(reply, state.client, state.call_ids, self.clock)
+            response = checked_reply(reply, state.client, state, self.clock)
             if response.thinking_dropped and bus.active:
                 bus.emit(dropped(response, state))
         usage = response.usage

@@ -39,10 +39,17 @@ else:  # the event classes load when somebody first listens
     ev = lazy_module("agentloop.events")
 
 __all__ = [
-    "Guard", "Measured", "Offer", "Paused", "PerRun", "RunOptions", "RunState", "started_state"
+    "NO_CALL_IDS", "CallIds", "Guard", "Measured", "Offer", "Paused", "PerRun", "RunOptions",
+    "RunState", "started_state",
 ]  # fmt: skip
 
 _NO_SETTINGS = ModelSettings()
+
+NO_CALL_IDS: frozenset[str] = frozenset()
+"""A run's ``call_ids`` while its transcript has no tool call (shared: it cannot be added to)."""
+
+CallIds = set[str] | frozenset[str]
+"""A run's tool-call ids: its own set, or ``NO_CALL_IDS``."""
 
 
 class Guard(Protocol):
@@ -62,7 +69,7 @@ class Guard(Protocol):
     ) -> None:
         """Measure the run's starting transcript and tool offer (``known``: its history's)."""
 
-    def measured(self, history: list[Message], call_ids: set[str]) -> Measured | None:
+    def measured(self, history: list[Message], call_ids: CallIds) -> Measured | None:
         """What the run's transcript, now ``history``, measured at the end (None: unknown)."""
 
     def added(self, message: Message) -> None:
@@ -98,7 +105,7 @@ class Measured:
         tokens: int,
         counter: object,
         provider: str | None,
-        call_ids: set[str],
+        call_ids: CallIds,
     ) -> None:
         self.history = history
         self.length = len(history)
@@ -191,8 +198,9 @@ class RunState:
     """``audit`` once it is its own list (None: ``transcript[base:]``, made at its first read)."""
     turn_index: int = 0
     invalid_outputs: int = 0
-    call_ids: set[str] = field(default_factory=set)
-    """Every tool-call id in the transcript (a reply reusing one is re-stamped)."""
+    call_ids: CallIds = NO_CALL_IDS
+    """Every tool-call id in the transcript (a reply reusing one is re-stamped); while it has
+    none, ``NO_CALL_IDS`` (the run's own set is made with its first call)."""
     events: ClientEvents | None = None
     stream: bool = False
     """Ask for streamed replies whatever ``RunConfig.stream`` says (``agent.stream()``)."""
@@ -311,13 +319,18 @@ class RunState:
         return self.transcript[self.base : self.boundary]
 
 
-def _call_ids(transcript: list[Message], known: Measured | None) -> set[str]:
-    """Every tool-call id in ``transcript`` (``known``: its history's, then only the rest's)."""
-    ids = set() if known is None else set(known.call_ids)
+def _call_ids(transcript: list[Message], known: Measured | None) -> CallIds:
+    """Every tool-call id in ``transcript`` (``known``: its history's, then only the rest's).
+
+    ``NO_CALL_IDS`` when there is none: a run holds no set of its own until its first call.
+    """
+    ids: set[str] | None = None if known is None or not known.call_ids else set(known.call_ids)
     for message in transcript if known is None else transcript[known.length :]:
         for call in message.tool_calls:
+            if ids is None:
+                ids = set()
             ids.add(call.id)
-    return ids
+    return NO_CALL_IDS if ids is None else ids
 
 
 def started_state(

@@ -237,7 +237,7 @@ def replied(
     partials: Partials | None = None,
 ) -> ModelResponse:
     """A model call's reply, checked (``checked_reply``); partial output, dropped thinking told."""
-    response = checked_reply(response, client, state.call_ids, clock)  # one call: usage, ids
+    response = checked_reply(response, client, state, clock)  # one call: usage, ids
     if partials is not None:
         partials.finish(response)
     if response.thinking_dropped and observers.active:  # SPEC 28's drop_block at work
@@ -376,9 +376,12 @@ def _ensure_attempt_log(error: ProviderError, duration: float) -> None:
 
 
 def checked_reply(
-    response: object, client: ModelClient, seen: set[str], clock: Clock
+    response: object, client: ModelClient, state: RunState, clock: Clock
 ) -> ModelResponse:
-    """Reject a reply that is not an assistant message; give every tool call a unique id."""
+    """Reject a reply that is not an assistant message; give every tool call a unique id.
+
+    The ids are unique among ``state.call_ids``, which takes the reply's.
+    """
     if not isinstance(response, ModelResponse) or response.message.role != "assistant":
         raise ResponseInvalid(
             f"the model client returned {type(response).__name__}, not an assistant reply",
@@ -402,17 +405,29 @@ def checked_reply(
     if not whole:
         response = _usage_checked(response, client)
     calls = response.message.tool_calls
+    return _stamped(response, calls, state, clock) if calls else response
+
+
+def _stamped(
+    response: ModelResponse, calls: tuple[ToolCallPart, ...], state: RunState, clock: Clock
+) -> ModelResponse:
+    """The reply with call ids unique in the run, each added to ``state.call_ids``.
+
+    The run's set of ids is made with its first call (``RunState.call_ids``).
+    """
+    seen = state.call_ids
+    if not isinstance(seen, set):  # ``NO_CALL_IDS``: the run's first call
+        seen = state.call_ids = set()
     if len(calls) == 1:  # the common reply: one call, no set to build
         call_id = calls[0].id
         if call_id and call_id not in seen:
             seen.add(call_id)
             return response
-    if calls:
-        ids = {c.id for c in calls}
-        if "" in ids or len(ids) != len(calls) or not ids.isdisjoint(seen):
-            response = replace(response, message=_restamped(response.message, seen, clock))
-            ids = {c.id for c in response.message.tool_calls}
-        seen.update(ids)
+    ids = {c.id for c in calls}
+    if "" in ids or len(ids) != len(calls) or not ids.isdisjoint(seen):
+        response = replace(response, message=_restamped(response.message, seen, clock))
+        ids = {c.id for c in response.message.tool_calls}
+    seen.update(ids)
     return response
 
 
