@@ -37,6 +37,7 @@ from agentloop.engine.provider_tools import (
 )
 from agentloop.engine.starting import run_instructions
 from agentloop.engine.state import Paused, RunState
+from agentloop.engine.turn import reports
 from agentloop.engine.typed_turn import typed_turn
 from agentloop.errors import (
     AgentLoopError,
@@ -70,8 +71,8 @@ class RunLoop(ModelStep):
     """The steps of one run of ``session`` over ``state`` (``agent``: its definition)."""
 
     __slots__ = (
-        "agent", "clock", "config", "finalizing", "guarding", "output", "own", "session",
-        "started", "state", "task",
+        "agent", "clock", "config", "finalizing", "guarding", "output", "own", "quiet",
+        "session", "started", "state", "task",
     )  # fmt: skip
 
     def __init__(self, session: Conversation[Any], state: RunState) -> None:
@@ -87,6 +88,7 @@ class RunLoop(ModelStep):
         self.latency: float | None = None
         self.started = 0.0
         """When the common model call was sent (``clock.monotonic``), for its latency."""
+        self.quiet = not reports(state.client)  # its requests' events: for a listener only
         self.task: asyncio.Task[Any] | None = None
         self.guarding: RunGuard | None = None  # nothing to pay for a run without guardrails
         if own["_guardrails"] is not None or state.run.last_agent is not None:
@@ -290,17 +292,27 @@ class RunLoop(ModelStep):
             or self._offering()
             or not state.guard.ready()
         ):
-            return None
+            return None  # (``_model_call``)
         request = self._request()
         self.started = self.session._dispatcher.monotonic()
         state.check_cancel()
         return request
 
-    async def _model_call(self) -> ModelResponse | None:
-        """Any other model call: the offer step and compaction first, a guardrail's race."""
+    def _model_call(self) -> Awaitable[ModelResponse | None]:
+        """Any other model call, to await: a guardrail's race, a stream, or its step prepared.
+
+        Not a coroutine itself: a streamed or guarded call is as deep as the common one.
+        """
         if self._offering() or not self.state.guard.ready():
-            await self._prepared()
+            return self._prepared_call()
         if self.guarding is not None:  # the reply waits for an input check's verdict
+            return self.guarding.race(self._model_step())
+        return self._model_step()
+
+    async def _prepared_call(self) -> ModelResponse | None:
+        """The offer step and compaction, then the model call."""
+        await self._prepared()
+        if self.guarding is not None:
             return await self.guarding.race(self._model_step())
         return await self._model_step()
 

@@ -21,7 +21,6 @@ from agentloop.engine.turn import (
     dropped,
     governor_waits,
     model_failed,
-    reports,
 )
 from agentloop.errors import ContextLengthExceeded
 from agentloop.messages import Message, ThinkingPart
@@ -52,6 +51,8 @@ class ModelStep:
     clock: Clock
     output: Any
     guarding: RunGuard | None
+    quiet: bool
+    """The run's client never reads ``request.events`` (``engine.turn.reports``)."""
 
     async def _model_step(self) -> ModelResponse | None:
         """One model call; None when a context rejection sends the turn back for compaction."""
@@ -123,7 +124,7 @@ class ModelStep:
         bus, client = self.session._bus, state.client
         bus.turn = state.turn_index
         events = state.events
-        if events is None and (bus.active or reports(client)):  # else nobody reads it
+        if events is None and (bus.active or not self.quiet):  # else nobody reads it
             events = bridge(state, bus, self.session.safety.limits)
         if bus.active:
             bus.emit(

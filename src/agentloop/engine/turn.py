@@ -405,7 +405,15 @@ def checked_reply(
     if not whole:
         response = _usage_checked(response, client)
     calls = response.message.tool_calls
-    return _stamped(response, calls, state, clock) if calls else response
+    if not calls:
+        return response
+    seen = state.call_ids
+    if len(calls) == 1 and type(seen) is set:  # the common reply: one call, no set to build
+        call_id = calls[0].id
+        if call_id and call_id not in seen:
+            seen.add(call_id)
+            return response
+    return _stamped(response, calls, state, clock)
 
 
 def _stamped(
@@ -418,11 +426,6 @@ def _stamped(
     seen = state.call_ids
     if not isinstance(seen, set):  # ``NO_CALL_IDS``: the run's first call
         seen = state.call_ids = set()
-    if len(calls) == 1:  # the common reply: one call, no set to build
-        call_id = calls[0].id
-        if call_id and call_id not in seen:
-            seen.add(call_id)
-            return response
     ids = {c.id for c in calls}
     if "" in ids or len(ids) != len(calls) or not ids.isdisjoint(seen):
         response = replace(response, message=_restamped(response.message, seen, clock))
