@@ -10,6 +10,8 @@ the run's client may report through ``request.events`` or somebody listens.
 from __future__ import annotations
 
 import ast
+import asyncio
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +21,21 @@ from hypothesis import strategies as st
 
 from agentloop import Agent, Observer, RunConfig, tool
 from agentloop.engine.compaction import ContextGuard
-from agentloop.errors import TranscriptError
+from agentloop.engine.state import NO_CALL_IDS
+from agentloop.errors import Cancelled, TranscriptError
 from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from agentloop.model import ModelRequest, ModelResponse
 from agentloop.observers import EventBus
 from agentloop.providers.openai import OpenAIClient
 from agentloop.providers.retrying import RetryingClient
-from agentloop.testing import FakeProviderServer, FakeReply, FakeToolCall, FunctionModel, reply
+from agentloop.testing import (
+    FakeProviderServer,
+    FakeReply,
+    FakeToolCall,
+    FunctionModel,
+    call,
+    reply,
+)
 from agentloop.tokens import ContextMeter, HeuristicTokenCounter, RatioTokenCounter
 from agentloop.transcript import TranscriptChecker
 
@@ -209,9 +219,6 @@ async def test_a_compaction_before_any_read_keeps_the_runs_messages() -> None:
 
 
 async def test_a_runs_call_ids_are_its_own_from_its_first_call() -> None:
-    from agentloop.engine.state import NO_CALL_IDS
-    from agentloop.testing import call
-
     replies = iter([call("lookup", {"key": "k"}), call("lookup", {"key": "k"}), reply("done")])
     agent = Agent(FunctionModel(lambda r: next(replies)), tools=[lookup])
     session = agent.session()
@@ -222,3 +229,35 @@ async def test_a_runs_call_ids_are_its_own_from_its_first_call() -> None:
     assert known is not None and set(known.call_ids) == {first, second}
     await Agent(FunctionModel(lambda r: reply("done"))).session().run("go")
     assert NO_CALL_IDS == frozenset()  # never added to
+
+
+# -- the turns loop in ``drive``: a cancel that is not the run's own goes on, and leaves no cycle
+
+
+async def test_a_callers_cancel_goes_on_and_leaves_no_cycle() -> None:
+    waiting = asyncio.Event()
+
+    async def slow(request: object) -> object:
+        waiting.set()
+        await asyncio.Event().wait()
+        return reply("never")
+
+    session = Agent(FunctionModel(slow)).session()
+    gc.collect()
+    gc.disable()
+    try:
+        task = asyncio.create_task(session.run("go"))
+        await waiting.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        del task
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        found = [type(o).__name__ for o in gc.garbage]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert isinstance(session.runs[-1].stop_reason, Cancelled)
+    assert "RunState" not in found and "RunLoop" not in found
