@@ -123,7 +123,7 @@ def reports(client: ModelClient) -> bool:
     """Whether ``client`` may report through ``request.events``: any but an HTTP adapter's.
 
     agentloop's HTTP adapters (``agentloop.providers._client.HttpClient``) never read it
-    (``tests/test_client_events.py`` holds them to that); a wrapper (retrying, fallback, a rate
+    (``tests/test_run_records.py`` holds them to that); a wrapper (retrying, fallback, a rate
     governor, a durable step) or a client of your own may. A run gives its requests an
     ``events`` bridge when its client may report or somebody listens, and only then: a plain
     run holds one object fewer across each model call. The adapter's module is loaded once one
