@@ -75,9 +75,9 @@ async def test_the_known_history_gives_the_same_totals_as_measuring_it_again() -
     )
     fresh.start(transcript, specs)
     resumed.start(transcript, specs, known)
-    assert resumed.meter.total == fresh.meter.total
-    assert resumed.checker.state() == fresh.checker.state()
-    assert len(resumed.checker) == len(fresh.checker) == len(transcript)
+    assert resumed.total == fresh.total
+    assert resumed.state() == fresh.state()
+    assert len(resumed) == len(fresh) == len(transcript)
 
 
 async def test_a_history_changed_since_is_measured_again() -> None:

@@ -11,7 +11,7 @@ import dataclasses
 
 from agentloop import Agent
 from agentloop.cancel import CancelToken
-from agentloop.engine.state import Measured, RunState, started_state
+from agentloop.engine.state import NO_CALL_IDS, Measured, RunState, started_state
 from agentloop.messages import Message, ToolCallPart, ToolResultPart
 from agentloop.model import ModelSettings
 from agentloop.run import started_run
@@ -68,8 +68,19 @@ def test_a_known_history_counts_its_call_ids_once() -> None:
 
 def test_two_states_share_no_mutable_part() -> None:
     first, second = started_state(**_fields(None)), started_state(**_fields(None))  # type: ignore[arg-type]
+    assert isinstance(first.call_ids, set)  # its transcript has a call: its own set
     first.call_ids.add("x")
     first.audit.append(Message.user("more"))
     assert second.call_ids == {"c1"}
     assert len(second.audit) == 1
     assert first.audit is not first.transcript
+
+
+def test_a_transcript_without_calls_shares_the_empty_ids_until_the_first_call() -> None:
+    values = _fields(None)
+    values["transcript"] = [Message.user("hi")]
+    values["base"] = 0
+    assert started_state(**values).call_ids is NO_CALL_IDS  # type: ignore[arg-type]
+    known = Measured(_HISTORY[:1], (1, (), 0, True), 7, None, None, NO_CALL_IDS)
+    values = {**_fields(known), "transcript": [*_HISTORY[:1], Message.user("again")], "base": 1}
+    assert started_state(**values).call_ids is NO_CALL_IDS  # type: ignore[arg-type]

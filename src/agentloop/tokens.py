@@ -413,7 +413,7 @@ class ContextMeter:
     ) -> None:
         """Measure a whole request afresh (O(n) once, cheap when messages are cached)."""
         self._overhead = request_overhead(system, tools, self.counter)
-        self._messages_tokens = _summed(self.counter, messages)
+        self._messages_tokens = count_messages(self.counter, messages)
 
     def add(self, message: Message) -> int:
         """Count one appended message; returns its tokens."""
@@ -432,7 +432,7 @@ class ContextMeter:
 
     def replace(self, messages: Iterable[Message]) -> None:
         """Re-measure the messages (after compaction); the overhead is kept."""
-        self._messages_tokens = _summed(self.counter, messages)
+        self._messages_tokens = count_messages(self.counter, messages)
 
     @property
     def overhead(self) -> int:
@@ -453,8 +453,11 @@ class ContextMeter:
         return f"ContextMeter(total={self.total}, overhead={self._overhead})"
 
 
-def _summed(counter: TokenCounter, messages: Iterable[Message]) -> int:
-    """The tokens of ``messages`` (a loop, not ``sum`` over a generator: every run starts here)."""
+def count_messages(counter: TokenCounter, messages: Iterable[Message]) -> int:
+    """The tokens of ``messages`` by ``counter`` (``ContextMeter``'s and the engine's guard's).
+
+    A loop, not ``sum`` over a generator: every run starts here.
+    """
     count, total = counter.count_message, 0
     for message in messages:
         total += count(message)

@@ -132,8 +132,11 @@ class TranscriptChecker:
         """Check and absorb one appended message (see ``extend``)."""
         index = self._count
         parts = message.parts
-        if len(parts) == 1 and self._one_part(index, message.role, parts[0]):
-            return
+        if len(parts) != 1 or not self._one_part(index, message.role, parts[0]):
+            self._absorb(index, message)
+
+    def _absorb(self, index: int, message: Message) -> None:
+        """``append`` for any message ``_one_part`` did not take."""
         if message.role == "system":
             self._check_system(index, message)
             self._count += 1

@@ -1,11 +1,13 @@
 """The engine's context step: keep every request inside the window and safe to send.
 
-Per run, ``ContextGuard`` keeps a running estimate (O(1) per appended message), decides before
-each model call whether a compaction pass is needed (``WindowPolicy``), runs it (pre-compact
-hooks may veto; the no-progress guard ends the run with ``CompactionStalled``; a raising
-compactor is ``CompactionFailed``; a result that still does not fit is ``ContextExceeded``),
-commits its result (compaction is a commit point), checks the transcript incrementally, and
-handles overflow salvage (a provider ``ContextLengthExceeded`` → compact once, retry the turn).
+Per run, ``ContextGuard`` keeps a running estimate (O(1) per appended message, as
+``ContextMeter`` does), checks the transcript incrementally (it is the run's
+``TranscriptChecker``: one record a run holds across its model calls, not three), decides
+before each model call whether a compaction pass is needed (``WindowPolicy``), runs it
+(pre-compact hooks may veto; the no-progress guard ends the run with ``CompactionStalled``; a
+raising compactor is ``CompactionFailed``; a result that still does not fit is
+``ContextExceeded``), commits its result (compaction is a commit point), and handles overflow
+salvage (a provider ``ContextLengthExceeded`` → compact once, retry the turn).
 """
 
 from __future__ import annotations
@@ -26,11 +28,11 @@ from agentloop.hooks import Hook, overrides
 from agentloop.messages import Message, ProviderPart
 from agentloop.model import ToolSpec
 from agentloop.observers import EventBus
-from agentloop.tokens import MEDIA_PROVIDER, ContextMeter
+from agentloop.tokens import MEDIA_PROVIDER, count_messages, request_overhead
 from agentloop.transcript import TranscriptChecker
 
 if TYPE_CHECKING:
-    from agentloop.engine.state import Measured, RunState
+    from agentloop.engine.state import CallIds, Measured, RunState
 else:  # a run's rooms load together: the state module is already loaded with the first run
     from agentloop.engine.state import Measured
 
@@ -72,13 +74,19 @@ _NO_LINE = 2**62
 """No estimate comes near it (an estimate above it takes the exact path all the same)."""
 
 
-class ContextGuard:
-    """Window policy, compaction passes, overflow salvage and transcript checks for one run."""
+class ContextGuard(TranscriptChecker):
+    """Window policy, compaction passes, overflow salvage and transcript checks for one run.
+
+    The run's transcript checker itself (``TranscriptChecker``, without unique ids), and its
+    meter: ``counter``, ``overhead`` and ``total`` are a ``ContextMeter``'s, kept in the
+    guard's own slots. Every run holds its guard across each model call, and each object it
+    holds there costs the collector at many runs in flight: one record, not three.
+    """
 
     # one per run: slots are set faster than a dict's keys
     __slots__ = (
-        "_force", "_quiet", "_salvaged_turn", "checker", "config", "hooks", "in_transcript",
-        "lead", "meter", "observers", "policy", "server_side", "system",
+        "_force", "_overhead", "_quiet", "_salvaged_turn", "_tokens", "config", "counter",
+        "hooks", "in_transcript", "lead", "observers", "policy", "server_side", "system",
     )  # fmt: skip
 
     def __init__(
@@ -94,8 +102,9 @@ class ContextGuard:
         self.observers = observers
         self.hooks = tuple(h for h in hooks if overrides(h, Hook, "pre_compact")) if hooks else ()
         _, self.policy, self._quiet = _policy_of(config)
-        self.meter = ContextMeter(config.token_counter)
-        self.checker = TranscriptChecker(unique_ids=False)
+        TranscriptChecker.__init__(self, unique_ids=False)
+        self.counter = config.token_counter
+        self._overhead = self._tokens = 0
         self._salvaged_turn: int | None = None
         self._force = False
         self.server_side = False
@@ -119,26 +128,25 @@ class ContextGuard:
         ``known``: what the session measured of the history the transcript starts with; then
         only the messages after it are measured and checked.
         """
-        meter, checker = self.meter, self.checker
-        system = self.system
+        system, counter = self.system, self.counter
         if self.in_transcript:
             system, specs = None, ()
+        self._overhead = request_overhead(system, specs, counter)
         if (
             known is None
-            or known.counter is not meter.counter
+            or known.counter is not counter
             or known.provider != MEDIA_PROVIDER.get()
             or self.server_side
         ):
-            meter.reset(transcript, system, specs)
-            checker.reset(transcript)
+            self._tokens = count_messages(counter, transcript)
+            self.reset(transcript)
             if self.server_side:
-                meter.replace(transcript[_last_compaction(transcript) :])
+                self._tokens = count_messages(counter, transcript[_last_compaction(transcript) :])
             return
-        meter.reset((), system, specs)
-        meter.extend(transcript[known.length :])
-        meter.add_counted(known.tokens)
-        checker.resume(*known.checker)
-        checker.extend(transcript[known.length :])
+        new = transcript[known.length :]
+        self._tokens = known.tokens + count_messages(counter, new)
+        self.resume(*known.checker)
+        self.extend(new)
 
     def restart(
         self,
@@ -152,49 +160,58 @@ class ContextGuard:
         ``lead``: what the checker reads first (see ``self.lead``).
         """
         self.lead = lead
-        self.meter.reset(messages, system, specs)
-        self.checker.reset([*lead, *messages])
+        counter = self.counter
+        self._overhead = request_overhead(system, specs, counter)
+        self._tokens = count_messages(counter, messages)
+        self.reset([*lead, *messages])
         if self.server_side:
-            self.meter.replace(messages[_last_compaction(messages) :])
+            self._tokens = count_messages(counter, messages[_last_compaction(messages) :])
 
-    def measured(self, history: list[Message], call_ids: set[str]) -> Measured:
+    @property
+    def overhead(self) -> int:
+        """Tokens of the system prompt and tool schemas (``ContextMeter.overhead``)."""
+        return self._overhead
+
+    @property
+    def total(self) -> int:
+        """The estimate of the next request: messages plus overhead (``ContextMeter.total``)."""
+        return self._tokens + self._overhead
+
+    def measured(self, history: list[Message], call_ids: CallIds) -> Measured:
         """What this run's transcript, committed whole as ``history``, measured at the end."""
         return Measured(
-            history,
-            self.checker.state(),
-            self.meter.messages_tokens,
-            self.meter.counter,
-            MEDIA_PROVIDER.get(),
-            call_ids,
+            history, self.state(), self._tokens, self.counter, MEDIA_PROVIDER.get(), call_ids
         )
 
     def added(self, message: Message) -> None:
-        """Account for one appended message."""
+        """Account for one appended message: counted, then checked (``append``)."""
         if self.server_side and _compacts(message):  # the provider dropped what came before
-            self.meter.replace(())
-        self.meter.add(message)
-        self.checker.append(message)
+            self._tokens = 0
+        self._tokens += self.counter.count_message(message)
+        index, parts = self._count, message.parts  # ``append``, written out
+        if len(parts) != 1 or not self._one_part(index, message.role, parts[0]):
+            self._absorb(index, message)
 
     def ready(self) -> bool:
         """True when the next request needs no compaction and can be sent (then checked).
 
         The common turn's whole context step, with no coroutine; False: ``before_call`` next.
         """
-        total = self.meter.total
+        total = self._tokens + self._overhead
         if total <= self._quiet and not self._force:  # below every line: nothing to decide
-            self.checker.check_sendable()
+            self.check_sendable()
             return True
         policy = self.policy
         if self._force or (not self.server_side and policy.need(total)):
             return False
         if not policy.fits(total):  # what _sendable checks, with the total read once
             raise ContextExceeded(total, self.config.context_window)
-        self.checker.check_sendable()
+        self.check_sendable()
         return True
 
     async def before_call(self, state: RunState, commit: Commit) -> None:
         """Compact when the policy says so; refuse anything that cannot be sent."""
-        reason = "emergency" if self._force else self.policy.need(self.meter.total)
+        reason = "emergency" if self._force else self.policy.need(self.total)
         if self.server_side and not self._force:
             reason = None  # the provider compacts past its trigger
         self._force = False
@@ -203,9 +220,9 @@ class ContextGuard:
         self._sendable()
 
     def _sendable(self) -> None:
-        if not self.policy.fits(self.meter.total):
-            raise ContextExceeded(self.meter.total, self.config.context_window)
-        self.checker.check_sendable()
+        if not self.policy.fits(self.total):
+            raise ContextExceeded(self.total, self.config.context_window)
+        self.check_sendable()
 
     def salvage(self, state: RunState, error: ContextLengthExceeded) -> None:
         """First provider rejection on a turn: compact before retrying it; second: give up."""
@@ -213,20 +230,20 @@ class ContextGuard:
         if not self.policy.enabled:
             raise error
         if self._salvaged_turn == state.turn_index:
-            raise ContextExceeded(max(self.meter.total, window + 1), window) from error
+            raise ContextExceeded(max(self.total, window + 1), window) from error
         self._salvaged_turn = state.turn_index
         self._force = len(state.sent()) > 1
 
     async def _compact(self, state: RunState, reason: str, commit: Commit) -> None:
         """One pass over what is sent: the transcript, or a filtered handoff's view (26)."""
         state.check_cancel()
-        before = self.meter.total
+        before = self.total
         messages = state.sent()
         if not await self._hooks_allow(messages, before):
             self._no_progress(reason, before, before)
             return
-        target = max(0, self.policy.target - self.meter.overhead)
-        counter = self.meter.counter
+        target = max(0, self.policy.target - self._overhead)
+        counter = self.counter
         try:
             compacted = without_old_media(messages)  # old media go before old text
             if compacted is None or sum(map(counter.count_message, compacted)) > target:
@@ -241,7 +258,7 @@ class ContextGuard:
             from agentloop.engine.appendonly import kept_after_compaction
 
             compacted = kept_after_compaction(messages, compacted)
-        after = self.meter.overhead + sum(self.meter.counter.count_message(m) for m in compacted)
+        after = self._overhead + sum(counter.count_message(m) for m in compacted)
         if after >= before or not compacted:
             self._no_progress(reason, after, before)
             return
@@ -255,8 +272,8 @@ class ContextGuard:
             from agentloop.engine.views import compacted as view_compacted
 
             view_compacted(state, compacted, commit)
-        self.meter.replace(compacted)
-        self.checker.reset([*self.lead, *compacted])
+        self._tokens = count_messages(counter, compacted)
+        self.reset([*self.lead, *compacted])
         self.observers.emit(ev.Compacted(state.run.id, state.turn_index, before, after))
 
     def _no_progress(self, reason: str, after: int, before: int) -> None:

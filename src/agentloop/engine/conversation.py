@@ -30,7 +30,6 @@ from agentloop.tokens import MEDIA_PROVIDER
 if TYPE_CHECKING:  # the store loads only for a session given one, a run's rooms with a run
     from agentloop.engine.compaction import ContextGuard
     from agentloop.engine.journal import Journal
-    from agentloop.engine.turn import ClientEventBridge
     from agentloop.store._session import SessionRecorder
 
 if TYPE_CHECKING:
@@ -329,7 +328,7 @@ class Conversation(Generic[OutputT]):
         provider = media_provider(client)  # None: a fallback over several (the largest)
         if MEDIA_PROVIDER.get() != provider:  # a set makes a new context mapping: only if new
             MEDIA_PROVIDER.set(provider)  # media cost by its formula (the run's task's too)
-        ContextGuard, ClientEventBridge = _rooms or _load_rooms()
+        ContextGuard = _guard or _load_guard()
         config, bus = own["config"], self._bus
         guard = ContextGuard(config, system=system, observers=bus, hooks=own["_hooks"])
         # with a caller's token, the tools' own (``ctx.cancel``: the last) shows every token's fire
@@ -339,7 +338,6 @@ class Conversation(Generic[OutputT]):
             run, tokens, transcript, base, offer, guard, client, deps, system,
             config.model_settings, registry, known,
         )  # fmt: skip
-        state.events = ClientEventBridge(run, bus, self.safety.limits, state)
         extra = self._run_toolsets.get(run.id, ()) if self._run_toolsets else ()  # run(toolsets=)
         if own["_toolsets"].sets or (registry or own["registry"]).deferring or swap or extra:
             self._plan(state, swap, extra)
@@ -356,17 +354,17 @@ class Conversation(Generic[OutputT]):
 _NO_RUN_TOOLSETS: dict[str, tuple[Any, ...]] = {}
 """A session's ``run(toolsets=...)`` while it has none (never written to: sessions replace it)."""
 
-_rooms: tuple[type[ContextGuard], type[ClientEventBridge]] | None = None
-"""The run's rooms (``ContextGuard``, ``ClientEventBridge``), loaded with the first run."""
+_guard: type[ContextGuard] | None = None
+"""The run's context guard (``ContextGuard``), loaded with the first run."""
 
 
-def _load_rooms() -> tuple[type[ContextGuard], type[ClientEventBridge]]:
-    """Import the run's rooms once (an import statement per run costs a lookup chain)."""
-    global _rooms
-    from agentloop.engine import compaction, turn
+def _load_guard() -> type[ContextGuard]:
+    """Import the run's guard once (an import statement per run costs a lookup chain)."""
+    global _guard
+    from agentloop.engine.compaction import ContextGuard
 
-    _rooms = (compaction.ContextGuard, turn.ClientEventBridge)
-    return _rooms
+    _guard = ContextGuard
+    return ContextGuard
 
 
 def _appends_only(

@@ -37,6 +37,7 @@ from agentloop.engine.provider_tools import (
 )
 from agentloop.engine.starting import run_instructions
 from agentloop.engine.state import Paused, RunState
+from agentloop.engine.turn import reports
 from agentloop.engine.typed_turn import typed_turn
 from agentloop.errors import (
     AgentLoopError,
@@ -47,7 +48,7 @@ from agentloop.errors import (
 )
 from agentloop.hooks import Hook, overrides
 from agentloop.messages import Message, ToolCallPart, ToolResultPart
-from agentloop.model import ModelResponse
+from agentloop.model import ModelRequest, ModelResponse
 from agentloop.run import Run, Turn
 
 handoffs = lazy_module("agentloop.engine.handoffs")  # loaded by a run that hands off
@@ -70,8 +71,8 @@ class RunLoop(ModelStep):
     """The steps of one run of ``session`` over ``state`` (``agent``: its definition)."""
 
     __slots__ = (
-        "agent", "clock", "config", "finalizing", "guarding", "output", "own", "session",
-        "state", "task",
+        "agent", "clock", "config", "finalizing", "guarding", "output", "own", "quiet",
+        "session", "started", "state", "task",
     )  # fmt: skip
 
     def __init__(self, session: Conversation[Any], state: RunState) -> None:
@@ -85,60 +86,88 @@ class RunLoop(ModelStep):
         changes the one that rules (``_ruling``), never these."""
         self.finalizing = False
         self.latency: float | None = None
+        self.started = 0.0
+        """When the common model call was sent (``clock.monotonic``), for its latency."""
+        self.quiet = not reports(state.client)  # its requests' events: for a listener only
         self.task: asyncio.Task[Any] | None = None
         self.guarding: RunGuard | None = None  # nothing to pay for a run without guardrails
         if own["_guardrails"] is not None or state.run.last_agent is not None:
             self.guarding = guarding_of.run_guard(session, state, self._ruling())
 
     async def drive(self) -> Run[Any]:
-        """Run to the end in the caller's task; a cancel token cancels that task's awaits.
+        """Run to the end in the caller's task: no task, no inner coroutine (the turns loop here).
 
-        No task of its own: the run is awaited where it was called (one task, one context and
-        one frame chain fewer per run). A token's callback cancels the caller's task only while
-        the run's steps run (``finalizing`` stops it); the steps take that cancellation
-        back (``uncancel``) and end the run with ``Cancelled``, so it never reaches the caller.
+        A token's callback cancels that task while the steps run; ``_caught`` takes it back.
         """
-        state = self.state
-        self.task = asyncio.current_task()
+        state, self.task = self.state, asyncio.current_task()
         state.watch(self)  # the loop is the callback: no bound method kept (its handle: its id)
-        error: AgentLoopError | None = None
+        error = let_go = None
+        reply: ModelResponse | None  # (each set to None before the end: see below)
+        response: ModelResponse | None
+        turn: Turn | None
+        answer: bool | Awaitable[bool | None] | None
         try:
             if self._awaits_start():
-                await self._start()
+                await self._start()  # a continued paused run completes its paused turn there
             else:
                 self._opened()
-            await self._each_turn()  # awaited here: one coroutine frame fewer per wake-up
-        except Paused:  # a dispatch left calls pending (SPEC 17): the run pauses, unfailed
-            pass
-        except asyncio.CancelledError:
-            if not state.cancelled:
-                await self.finalize(Cancelled())
-                del self, state  # what is raised keeps this frame: nothing of the run in it
-                raise
-            error = _taken_back()
-        except AgentLoopError as failed:
-            error = failed
-        except Exception as exc:
-            error = internal_error(exc)
-        except BaseException:  # KeyboardInterrupt / SystemExit: record the run, then let go
-            await self.finalize(Cancelled())
-            del self, state
-            raise
-        if self._awaits_end():
+            while True:  # the turns until an answer; ``Paused`` when calls are left pending
+                request = self._plain_request()
+                if request is None:  # it awaits something first, or it is not the common call
+                    response = await self._model_call()
+                else:
+                    try:
+                        reply = await state.client.complete(request)
+                    except Exception as exc:
+                        self._failed(exc, self.started)  # raised, or a rejection salvaged
+                        continue
+                    response = self._responded(request, reply, self.started)
+                if response is None:
+                    continue
+                turn = self._record(response)
+                answer = self._answer(turn, response)
+                done = answer if type(answer) is bool else await answer  # a dispatch awaits
+                if self._turn_closed(turn, done):
+                    break
+        except BaseException as exc:
+            error, let_go = self._caught(exc)
+        request = reply = response = turn = answer = None  # what is raised keeps this frame
+        if self._awaits_end() or let_go is not None:
             await self.finalize(error)
         else:  # nothing to await at the end: its steps in a row (``finalize`` without awaits)
-            self.finalizing = True
-            paused = ending.committed(self, error)
-            ending.closed(self, error)
-            ending.told(self, paused)
+            self._finalized(error)
         stop = state.run.stop_reason
         if stop is None:
             return state.run
         del self, state, error  # the error's traceback keeps this frame: nothing of the run in it
-        try:
-            raise released(stop)  # nor in the frames it left (engine.frames)
+        try:  # an interrupt or a cancel not the run's own goes on; else the error, released
+            raise let_go if let_go is not None else released(stop)  # (engine.frames)
         finally:
-            del stop
+            del stop, let_go
+
+    def _caught(self, exc: BaseException) -> tuple[AgentLoopError | None, BaseException | None]:
+        """What ended the run's steps, and what goes on to the caller after the run's end.
+
+        A pause (SPEC 17) ends it unfailed; the run's own cancellation of its task is taken
+        back (``uncancel``); a cancellation not its own, or an interrupt (``KeyboardInterrupt``,
+        ``SystemExit``), ends it ``Cancelled`` and is raised again.
+        """
+        if isinstance(exc, Paused):
+            return None, None
+        if isinstance(exc, AgentLoopError):
+            return exc, None
+        if isinstance(exc, asyncio.CancelledError) and self.state.cancelled:
+            return _taken_back(), None
+        if isinstance(exc, Exception):  # (a ``CancelledError`` is not one)
+            return internal_error(exc), None
+        return Cancelled(), exc
+
+    def _finalized(self, error: AgentLoopError | None) -> None:
+        """``finalize`` for a run whose end awaits nothing (``_awaits_end``)."""
+        self.finalizing = True
+        paused = ending.committed(self, error)
+        ending.closed(self, error)
+        ending.told(self, paused)
 
     def _ruling(self) -> Any:
         """The agent that rules the run now: a handoff's receiver (SPEC 26), else its own."""
@@ -172,6 +201,7 @@ class RunLoop(ModelStep):
             or state.plan is not None
             or state.run.last_agent is not None
             or self.guarding is not None
+            or state.resuming is not None
         )
 
     async def _start(self) -> None:
@@ -185,7 +215,11 @@ class RunLoop(ModelStep):
                 await hook.on_run_start(state.run)
         await run_instructions(session, state)
         self._measured()
-        if self.guarding is not None and state.resuming is None:  # a continued run was checked
+        if state.resuming is not None:  # a continued paused run: its paused turn first
+            from agentloop.engine.pause import complete_paused_turn
+
+            await complete_paused_turn(session, state)
+        elif self.guarding is not None:  # (a continued run was checked)
             await self.guarding.start()
 
     def _awaits_end(self) -> bool:
@@ -242,45 +276,45 @@ class RunLoop(ModelStep):
         if state.appendonly is not None:  # what changed since the last call, at the end
             state.appendonly.record(state)
 
-    async def _each_turn(self) -> None:
-        """The turns until an answer; ``Paused`` when a dispatch leaves calls pending.
+    def _plain_request(self) -> ModelRequest | None:
+        """A turn's checkpoints, then the common model call's request (None: ``_model_call``).
 
-        A continued paused run first completes its paused turn. The common model call (no
-        guardrails, not streamed) is awaited here, ``_model_step`` written out: one coroutine
-        fewer a turn.
+        The common call (nothing to offer, the context ready, no guardrails, not streamed) is
+        awaited by ``drive`` itself: one coroutine fewer between the caller and the provider.
         """
-        session, state = self.session, self.state
-        if state.resuming is not None:
-            from agentloop.engine.pause import complete_paused_turn
+        state = self.state
+        state.check_cancel()
+        self.session.safety.limits.before_request(state.run, state.turn_index)
+        if (
+            self.guarding is not None
+            or self.config.stream
+            or state.stream
+            or self._offering()
+            or not state.guard.ready()
+        ):
+            return None  # (``_model_call``)
+        request = self._request()
+        self.started = self.session._dispatcher.monotonic()
+        state.check_cancel()
+        return request
 
-            await complete_paused_turn(session, state)
-        while True:
-            state.check_cancel()
-            session.safety.limits.before_request(state.run, state.turn_index)
-            if self._offering() or not state.guard.ready():
-                await self._prepared()
-            if self.guarding is not None:  # the reply waits for an input check's verdict
-                response = await self.guarding.race(self._model_step())
-            elif self.config.stream or state.stream:
-                response = await self._model_step()
-            else:
-                request = self._request()
-                started = self.session._dispatcher.monotonic()
-                state.check_cancel()
-                try:
-                    reply = await state.client.complete(request)
-                except Exception as exc:
-                    self._failed(exc, started)  # raised, or a context rejection salvaged
-                    continue
-                response = self._responded(request, reply, started)
-            if response is None:
-                continue
-            turn = self._record(response)
-            answer = self._answer(turn, response)
-            done = answer if type(answer) is bool else await answer  # it awaits: a dispatch...
-            del answer  # nothing of what it awaited kept for the rest of the run
-            if self._turn_closed(turn, done):
-                return
+    def _model_call(self) -> Awaitable[ModelResponse | None]:
+        """Any other model call, to await: a guardrail's race, a stream, or its step prepared.
+
+        Not a coroutine itself: a streamed or guarded call is as deep as the common one.
+        """
+        if self._offering() or not self.state.guard.ready():
+            return self._prepared_call()
+        if self.guarding is not None:  # the reply waits for an input check's verdict
+            return self.guarding.race(self._model_step())
+        return self._model_step()
+
+    async def _prepared_call(self) -> ModelResponse | None:
+        """The offer step and compaction, then the model call."""
+        await self._prepared()
+        if self.guarding is not None:
+            return await self.guarding.race(self._model_step())
+        return await self._model_step()
 
     async def _prepared(self) -> None:
         """Before a model call: the offer step, then compaction when the context needs it."""

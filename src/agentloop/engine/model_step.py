@@ -14,6 +14,7 @@ from agentloop.engine.estimate import estimated_usage
 from agentloop.engine.provider_tools import continued, emit_provider_events
 from agentloop.engine.turn import (
     ClientEventBridge,
+    bridge,
     build_request,
     call_model,
     checked_reply,
@@ -50,6 +51,8 @@ class ModelStep:
     clock: Clock
     output: Any
     guarding: RunGuard | None
+    quiet: bool
+    """The run's client never reads ``request.events`` (``engine.turn.reports``)."""
 
     async def _model_step(self) -> ModelResponse | None:
         """One model call; None when a context rejection sends the turn back for compaction."""
@@ -97,7 +100,7 @@ class ModelStep:
         if checked:  # a streamed reply, checked as it was collected (``call_model``)
             response: ModelResponse = reply  # type: ignore[assignment]
         else:
-            response = checked_reply(reply, state.client, state.call_ids, self.clock)
+            response = checked_reply(reply, state.client, state, self.clock)
             if response.thinking_dropped and bus.active:
                 bus.emit(dropped(response, state))
         usage = response.usage
@@ -120,6 +123,9 @@ class ModelStep:
         state, output = self.state, self.output
         bus, client = self.session._bus, state.client
         bus.turn = state.turn_index
+        events = state.events
+        if events is None and (bus.active or not self.quiet):  # else nobody reads it
+            events = bridge(state, bus, self.session.safety.limits)
         if bus.active:
             bus.emit(
                 ev.TurnStarted(
@@ -133,7 +139,7 @@ class ModelStep:
         if state.appendonly is None and state.shown is None:  # ``build_request``, written out
             return ModelRequest(  # for the common request: the transcript, the tools offered
                 tuple(state.transcript), offer.specs, state.system, state.settings, None,
-                state.events, spec, self.session.id, None, offer.provider_tools,
+                events, spec, self.session.id, None, offer.provider_tools,
             )  # fmt: skip
         return build_request(state, state.system, state.settings, spec, self.session.id)
 

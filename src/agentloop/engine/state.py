@@ -10,7 +10,8 @@ The messages, in one list and three positions:
   ``transcript[base:boundary]``);
 
 and ``audit``, every message of this run in order, compaction or not (the run record's
-``messages``).
+``messages``): ``transcript[base:]`` until the two part (a compaction, a resumed run), so a
+plain run holds no second list across its model calls (``kept`` holds it once made).
 """
 
 from __future__ import annotations
@@ -38,10 +39,17 @@ else:  # the event classes load when somebody first listens
     ev = lazy_module("agentloop.events")
 
 __all__ = [
-    "Guard", "Measured", "Offer", "Paused", "PerRun", "RunOptions", "RunState", "started_state"
+    "NO_CALL_IDS", "CallIds", "Guard", "Measured", "Offer", "Paused", "PerRun", "RunOptions",
+    "RunState", "started_state",
 ]  # fmt: skip
 
 _NO_SETTINGS = ModelSettings()
+
+NO_CALL_IDS: frozenset[str] = frozenset()
+"""A run's ``call_ids`` while its transcript has no tool call (shared: it cannot be added to)."""
+
+CallIds = set[str] | frozenset[str]
+"""A run's tool-call ids: its own set, or ``NO_CALL_IDS``."""
 
 
 class Guard(Protocol):
@@ -61,7 +69,7 @@ class Guard(Protocol):
     ) -> None:
         """Measure the run's starting transcript and tool offer (``known``: its history's)."""
 
-    def measured(self, history: list[Message], call_ids: set[str]) -> Measured | None:
+    def measured(self, history: list[Message], call_ids: CallIds) -> Measured | None:
         """What the run's transcript, now ``history``, measured at the end (None: unknown)."""
 
     def added(self, message: Message) -> None:
@@ -97,7 +105,7 @@ class Measured:
         tokens: int,
         counter: object,
         provider: str | None,
-        call_ids: set[str],
+        call_ids: CallIds,
     ) -> None:
         self.history = history
         self.length = len(history)
@@ -186,11 +194,13 @@ class RunState:
     """The client this run calls (the agent's, or a replaying wrapper around it)."""
     deps: Any = None
     boundary: int = 0
-    audit: list[Message] = field(default_factory=list)
+    kept: list[Message] | None = None
+    """``audit`` once it is its own list (None: ``transcript[base:]``, made at its first read)."""
     turn_index: int = 0
     invalid_outputs: int = 0
-    call_ids: set[str] = field(default_factory=set)
-    """Every tool-call id in the transcript (a reply reusing one is re-stamped)."""
+    call_ids: CallIds = NO_CALL_IDS
+    """Every tool-call id in the transcript (a reply reusing one is re-stamped); while it has
+    none, ``NO_CALL_IDS`` (the run's own set is made with its first call)."""
     events: ClientEvents | None = None
     stream: bool = False
     """Ask for streamed replies whatever ``RunConfig.stream`` says (``agent.stream()``)."""
@@ -230,8 +240,23 @@ class RunState:
 
     def __post_init__(self) -> None:
         self.boundary = self.base
-        self.audit = self.transcript[self.base :]
         self.call_ids = _call_ids(self.transcript, self.measured)
+
+    @property
+    def audit(self) -> list[Message]:
+        """Every message of this run in order, compaction or not (the run record's ``messages``).
+
+        ``transcript[base:]``, made its own list at its first read (a turn's record, the run's
+        commit) and kept from then on: ``append`` adds to both.
+        """
+        kept = self.kept
+        if kept is None:
+            kept = self.kept = self.transcript[self.base :]
+        return kept
+
+    @audit.setter
+    def audit(self, messages: list[Message]) -> None:
+        self.kept = messages
 
     @property
     def cancelled(self) -> bool:
@@ -258,7 +283,8 @@ class RunState:
     def append(self, message: Message) -> None:
         """Add a message of this run (the context guard measures and checks it)."""
         self.transcript.append(message)
-        self.audit.append(message)
+        if self.kept is not None:  # else ``audit`` is the transcript's tail, this message too
+            self.kept.append(message)
         self.guard.added(message)
 
     def sent(self) -> list[Message]:
@@ -268,6 +294,8 @@ class RunState:
 
     def replace(self, messages: list[Message]) -> None:
         """Compaction committed ``messages``: they are history now, nothing is pending."""
+        if self.kept is None:  # the run's messages so far, before the transcript forgets them
+            self.kept = self.transcript[self.base :]
         self.transcript = list(messages)
         self.base = self.boundary = len(self.transcript)
 
@@ -291,13 +319,18 @@ class RunState:
         return self.transcript[self.base : self.boundary]
 
 
-def _call_ids(transcript: list[Message], known: Measured | None) -> set[str]:
-    """Every tool-call id in ``transcript`` (``known``: its history's, then only the rest's)."""
-    ids = set() if known is None else set(known.call_ids)
+def _call_ids(transcript: list[Message], known: Measured | None) -> CallIds:
+    """Every tool-call id in ``transcript`` (``known``: its history's, then only the rest's).
+
+    ``NO_CALL_IDS`` when there is none: a run holds no set of its own until its first call.
+    """
+    ids: set[str] | None = None if known is None or not known.call_ids else set(known.call_ids)
     for message in transcript if known is None else transcript[known.length :]:
         for call in message.tool_calls:
+            if ids is None:
+                ids = set()
             ids.add(call.id)
-    return ids
+    return NO_CALL_IDS if ids is None else ids
 
 
 def started_state(
@@ -329,7 +362,7 @@ def started_state(
     state.guard = guard
     state.client = client
     state.deps = deps
-    state.audit = transcript[base:]
+    state.kept = None
     state.turn_index = state.invalid_outputs = state.depth = state.handoffs = 0
     state.call_ids = _call_ids(transcript, measured)
     state.events = state.listener = state.budget = state.resuming = state.children = None

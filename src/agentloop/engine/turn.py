@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from sys import modules as _modules
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from agentloop import events as ev
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ClientEventBridge",
+    "bridge",
     "build_request",
     "call_model",
     "checked_reply",
@@ -55,6 +57,7 @@ __all__ = [
     "governor_waits",
     "model_failed",
     "replied",
+    "reports",
 ]
 
 
@@ -114,6 +117,26 @@ class ClientEventBridge:
         """The serving model changed."""
         if self._bus.active:
             self._bus.emit(ev.ModelSwitched(self._run.id, self._bus.turn, from_model, to_model))
+
+
+def reports(client: ModelClient) -> bool:
+    """Whether ``client`` may report through ``request.events``: any but an HTTP adapter's.
+
+    agentloop's HTTP adapters (``agentloop.providers._client.HttpClient``) never read it
+    (``tests/test_run_records.py`` holds them to that); a wrapper (retrying, fallback, a rate
+    governor, a durable step) or a client of your own may. A run gives its requests an
+    ``events`` bridge when its client may report or somebody listens, and only then: a plain
+    run holds one object fewer across each model call. The adapter's module is loaded once one
+    of them exists, so this never imports it.
+    """
+    http = _modules.get("agentloop.providers._client")
+    return http is None or not isinstance(client, http.HttpClient)
+
+
+def bridge(state: RunState, bus: EventBus, limits: Limits) -> ClientEventBridge:
+    """The run's client-event bridge, made at its first request that needs one (``reports``)."""
+    events = state.events = ClientEventBridge(state.run, bus, limits, state)
+    return events
 
 
 def governor_waits(events: ClientEventBridge) -> list[str] | None:
@@ -214,7 +237,7 @@ def replied(
     partials: Partials | None = None,
 ) -> ModelResponse:
     """A model call's reply, checked (``checked_reply``); partial output, dropped thinking told."""
-    response = checked_reply(response, client, state.call_ids, clock)  # one call: usage, ids
+    response = checked_reply(response, client, state, clock)  # one call: usage, ids
     if partials is not None:
         partials.finish(response)
     if response.thinking_dropped and observers.active:  # SPEC 28's drop_block at work
@@ -353,9 +376,12 @@ def _ensure_attempt_log(error: ProviderError, duration: float) -> None:
 
 
 def checked_reply(
-    response: object, client: ModelClient, seen: set[str], clock: Clock
+    response: object, client: ModelClient, state: RunState, clock: Clock
 ) -> ModelResponse:
-    """Reject a reply that is not an assistant message; give every tool call a unique id."""
+    """Reject a reply that is not an assistant message; give every tool call a unique id.
+
+    The ids are unique among ``state.call_ids``, which takes the reply's.
+    """
     if not isinstance(response, ModelResponse) or response.message.role != "assistant":
         raise ResponseInvalid(
             f"the model client returned {type(response).__name__}, not an assistant reply",
@@ -379,17 +405,32 @@ def checked_reply(
     if not whole:
         response = _usage_checked(response, client)
     calls = response.message.tool_calls
-    if len(calls) == 1:  # the common reply: one call, no set to build
+    if not calls:
+        return response
+    seen = state.call_ids
+    if len(calls) == 1 and type(seen) is set:  # the common reply: one call, no set to build
         call_id = calls[0].id
         if call_id and call_id not in seen:
             seen.add(call_id)
             return response
-    if calls:
-        ids = {c.id for c in calls}
-        if "" in ids or len(ids) != len(calls) or not ids.isdisjoint(seen):
-            response = replace(response, message=_restamped(response.message, seen, clock))
-            ids = {c.id for c in response.message.tool_calls}
-        seen.update(ids)
+    return _stamped(response, calls, state, clock)
+
+
+def _stamped(
+    response: ModelResponse, calls: tuple[ToolCallPart, ...], state: RunState, clock: Clock
+) -> ModelResponse:
+    """The reply with call ids unique in the run, each added to ``state.call_ids``.
+
+    The run's set of ids is made with its first call (``RunState.call_ids``).
+    """
+    seen = state.call_ids
+    if not isinstance(seen, set):  # ``NO_CALL_IDS``: the run's first call
+        seen = state.call_ids = set()
+    ids = {c.id for c in calls}
+    if "" in ids or len(ids) != len(calls) or not ids.isdisjoint(seen):
+        response = replace(response, message=_restamped(response.message, seen, clock))
+        ids = {c.id for c in response.message.tool_calls}
+    seen.update(ids)
     return response
 
 
