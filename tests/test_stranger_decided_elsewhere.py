@@ -291,18 +291,6 @@ async def test_agui_resume_after_the_operator_decided_and_the_run_paused_again(
     assert results == ["refunded A-1"] and REFUNDS == ["A-1"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "ui/vercel.py VercelAIApp._decisions answers an approval for a call another process "
-        "already decided with 409 'this chat has no run waiting for decisions': the useChat "
-        "page shows an error and never the decided call's output (it is not stuck: a new "
-        "message runs). A fix as AGUIApp's (ui/_settled.py settled_run, then the run's "
-        "results, answer and finish in the same message) changes the 409 that "
-        "tests/ui/test_vercel_input.py::test_a_decided_approval_sent_again_runs_nothing_twice "
-        "and docs/ui.md promise for a replayed approval: the lead's call."
-    ),
-)
 async def test_vercel_approval_after_the_operator_decided_elsewhere(tmp_path: Path) -> None:
     """The useChat page's approval reads what the operator's decision did, in its message."""
     from tests.ui.test_ag_ui import node_or_skip

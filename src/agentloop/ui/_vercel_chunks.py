@@ -160,7 +160,7 @@ class Chunks:
         out += ({"type": "reasoning-start", "id": self._reasoning}, delta)
         return out
 
-    def _whole(self, kind: str, text: str) -> list[Chunk]:
+    def whole(self, kind: str, text: str) -> list[Chunk]:
         """A part that was not streamed, sent whole: start, one delta, end."""
         part_id = f"{kind}-{next(self._ids)}"
         return [
@@ -228,9 +228,9 @@ class Chunks:
         if not self._streamed_thinking:
             for part in message.thinking:
                 if part.text:
-                    out += self._whole("reasoning", part.text)
+                    out += self.whole("reasoning", part.text)
         if not self._streamed_text and message.text:
-            out += self._whole("text", message.text)
+            out += self.whole("text", message.text)
         for call in message.tool_calls:
             out += self._available(call)
         return out

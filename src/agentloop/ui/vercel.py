@@ -67,6 +67,7 @@ from agentloop.ui._sessions import (
     pick_session,
     refusal,
 )
+from agentloop.ui._settled import settled_run
 from agentloop.ui._vercel_chunks import Chunk, Chunks
 from agentloop.ui._vercel_request import (
     BadChat,
@@ -76,6 +77,7 @@ from agentloop.ui._vercel_request import (
     run_input,
     seed,
 )
+from agentloop.ui._vercel_settled import settled_chunks
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -84,6 +86,7 @@ if TYPE_CHECKING:
     from agentloop.engine.agent import Agent
     from agentloop.engine.session import Session
     from agentloop.engine.stream import RunStream
+    from agentloop.run import Run
 
 __all__ = ["HEADERS", "MAX_BODY_BYTES", "DepsHook", "VercelAIApp"]
 
@@ -156,9 +159,11 @@ class VercelAIApp:
             chat = parse_chat(body)
             session = await self._session(request, chat)
             deps = await self._deps_for(request, body)
-            run, chunks = self._prepare(session, chat, deps)
+            prepared = self._prepare(session, chat, deps)
             view = ClientView(expose_guardrails=self.expose_guardrails)
-            stream = await _started(run, chunks, view, session)
+            if isinstance(prepared, _Settled):
+                return prepared.worded(view)
+            stream = await _started(*prepared, view, session)
         except _Refused as refused:
             return _refusal(refused)
         except (BadChat, InvalidInput) as exc:  # a media part or a run's input that does not fit
@@ -189,8 +194,12 @@ class VercelAIApp:
 
     def _prepare(
         self, session: Session[Any], chat: ChatRequest, deps: Any
-    ) -> tuple[RunStream[Any], Chunks]:
-        """The run's stream (not entered yet) and the chunk writer of its response."""
+    ) -> tuple[RunStream[Any], Chunks] | _Settled:
+        """The run's stream (not entered yet) and the chunk writer of its response.
+
+        An answer for calls that no longer wait (decided elsewhere, or sent twice) is told what
+        their run did instead (``_vercel_settled.py``): nothing runs.
+        """
         try:
             synced(session)  # the CLI, the viewer or another worker may have moved it on
         except MemoryBackendError as exc:
@@ -199,6 +208,12 @@ class VercelAIApp:
             _not_paused(session)
             stream = session.stream(run_input(chat.last), deps=deps)
             return stream, Chunks(f"msg-{secrets.token_hex(12)}")
+        approvals, outputs = answers(chat.last)
+        asked = set(approvals) or set(outputs)
+        settled = settled_run(session.current_run, asked)
+        if settled is not None:
+            chunks = Chunks(chat.last.id or f"msg-{secrets.token_hex(12)}")
+            return _Settled(settled, settled_chunks(chunks, settled, asked))
         decisions = _decisions(session, chat)
         run = session.current_run
         approvals = {p.id for p in run.pending if p.kind == "approval"} if run else set()
@@ -206,6 +221,24 @@ class VercelAIApp:
         stream = session.continue_stream(decisions=decisions, deps=deps)
         message_id = chat.last.id or f"msg-{secrets.token_hex(12)}"
         return stream, Chunks(message_id, answered=decisions, denied=denied)
+
+
+class _Settled:
+    """The response to an answer its run no longer waits for: the chunks of what it did."""
+
+    def __init__(self, run: Run[Any], chunks: list[Chunk]) -> None:
+        self._run, self._chunks = run, chunks
+
+    def worded(self, view: ClientView) -> _Settled:
+        """Itself, a hard error's chunks worded for the client (as a live run's are)."""
+        if self._run.stop_reason is not None:
+            _worded(self._chunks, self._run.stop_reason, view)
+        return self
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [(k.encode(), v.encode()) for k, v in HEADERS.items()]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send(_body(encode(self._chunks) + _DONE, more=False))
 
 
 def _not_paused(session: Session[Any]) -> None:
