@@ -208,8 +208,8 @@ class VercelAIApp:
             _not_paused(session)
             stream = session.stream(run_input(chat.last), deps=deps)
             return stream, Chunks(f"msg-{secrets.token_hex(12)}")
-        approvals, outputs = answers(chat.last)
-        asked = set(approvals) or set(outputs)
+        given, outputs = answers(chat.last)
+        asked = set(given) or set(outputs)
         settled = settled_run(session.current_run, asked)
         if settled is not None:
             chunks = Chunks(chat.last.id or f"msg-{secrets.token_hex(12)}")
