@@ -129,12 +129,15 @@ def _moderated(ctx: GuardrailContext[Any], value: Any) -> str | None:
     return None
 
 
+_Marked = ev.ModelResponded | ev.ToolCallFinished | ev.GuardrailChecked
+
+
 class _Events(Observer):
     def __init__(self) -> None:
-        self.events: list[ev.Event] = []
+        self.events: list[_Marked] = []
 
     def on_event(self, event: ev.Event) -> None:
-        if isinstance(event, ev.ModelResponded | ev.ToolCallFinished | ev.GuardrailChecked):
+        if isinstance(event, _Marked):
             self.events.append(event)
 
 

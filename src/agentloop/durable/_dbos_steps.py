@@ -147,8 +147,11 @@ async def _verdict_entry(
 ) -> tuple[str | None, list[tuple[Usage, str]]]:
     """The guardrail step: the verdict and the usage its check reported (what is recorded)."""
     reports: list[tuple[Usage, str]] = []
-    collected = replace(ctx, _report=None if ctx._report is None else _collector(reports))
-    return await live(collected, value), reports
+    client = ctx._client
+    if isinstance(client, StepClient):  # the check's model calls are this step's, not steps
+        client = client.inner
+    report = None if ctx._report is None else _collector(reports)
+    return await live(replace(ctx, _client=client, _report=report), value), reports
 
 
 def _collector(reports: list[tuple[Usage, str]]) -> Callable[[Usage, str], None]:
