@@ -7,9 +7,11 @@ marked ``replayed`` (events), ``agentloop.replayed`` (spans) with no token usage
 replayed chat spans. Its moderation check, which trips in the recovering process, is not asked
 again: the recorded verdict stands. In process: a replayed run (a fork of the finished
 workflow) takes its guardrails' verdicts from their steps, and the usage of a check's own model
-calls with them. Temporal, on the dev server: a worker that keeps no workflow in its cache
-replays the run's history at every workflow task; each call is seen live once, the rest marked,
-and a check whose verdict changes after its first answer is asked once.
+calls with them. Temporal, on the dev server: a worker process SIGKILLed in a tool call, and a
+second one that replays the workflow from its history and finishes it, see each call live once
+between them, the second one the rest marked, its moderation check not asked again; and a worker
+that keeps no workflow in its cache (it replays the history at every workflow task) asks a check
+whose verdict changes after its first answer once.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -192,6 +195,65 @@ async def test_dbos_a_replay_takes_every_verdict_and_its_usage_from_the_steps(
         assert len(replayed) == live and all(e.replayed for e in replayed)
     finally:
         DBOS.destroy(destroy_registry=True)
+
+
+def _write(path: str, text: str) -> None:
+    Path(path).write_text(text)
+
+
+def _temporal_worker(server: str, env: dict[str, str], name: str, **extra: str) -> Any:
+    ready = Path(env["EVENTS"]).with_name(f"ready-{name}")
+    argv = [sys.executable, str(HERE / "_temporal_child.py"), server]
+    environ = {**env, "AGENT": "replays", "READY": str(ready), "HEARTBEAT": "2", **extra}
+    worker = subprocess.Popen(argv, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not ready.exists():
+        assert worker.poll() is None, worker.communicate()
+        assert time.monotonic() < deadline, f"worker {name} did not start"
+        time.sleep(0.05)
+    return worker
+
+
+async def test_temporal_a_killed_workers_run_is_marked_where_it_is_replayed(
+    server: str, client: Any, tmp_path: Path
+) -> None:
+    pytest.importorskip("temporalio", reason="TemporalAgent tests need the temporal extra")
+    from agentloop.durable.temporal import TemporalAgent
+    from agentloop.testing import ScriptedModel
+
+    env = {**_env(tmp_path), "STOP": str(tmp_path / "stop")}
+    _write(env["VERDICT"], "pass")
+    first = _temporal_worker(server, env, "first", KILL="b")
+    starter = TemporalAgent(Agent(ScriptedModel([])), name="replays")  # starts; never works
+    await starter.start("go", client=client, workflow_id="replays-1")
+    first.communicate(timeout=120)
+    assert first.returncode == -9  # killed inside the tool call "b", in the second turn
+    _write(env["VERDICT"], "flagged by today's moderation model")
+    second = _temporal_worker(server, env, "second")
+    try:
+        run = await starter.get_run("replays-1", client=client).result()
+    finally:
+        _write(env["STOP"], "")
+        second.communicate(timeout=120)
+    assert run.output == "done" and run.usage.input_tokens == INPUT * 3
+    assert len(lines(Path(env["CHECKS"]))) == 1  # the moderation check ran once, in "first"
+
+    seen = lines(Path(env["EVENTS"]))
+    live = sorted((kind, key) for _, kind, key, replayed in seen if not replayed)
+    assert live == sorted(
+        [("model", "0"), ("model", "1"), ("model", "2"), ("tool", "a"), ("tool", "b"),
+         ("guardrail", "moderation:False")]
+    )  # fmt: skip
+    replayed = [(kind, key) for _, kind, key, replayed in seen if replayed]
+    assert replayed == [
+        ("guardrail", "moderation:False"), ("model", "0"), ("tool", "a"), ("model", "1")
+    ]  # fmt: skip
+    assert {pid for pid, *_, replayed in seen if replayed} == {second.pid}
+
+    chats = [a for _, name, a in lines(Path(env["SPANS"])) if name.startswith("chat")]
+    counted = [a["gen_ai.usage.input_tokens"] for a in chats if "gen_ai.usage.input_tokens" in a]
+    assert counted == [INPUT] * 3  # each model call's tokens once, across both workers
+    assert sum(1 for a in chats if a.get("agentloop.replayed")) == 2
 
 
 class _Changing:
