@@ -11,11 +11,13 @@ calls with them. Temporal, on the dev server: a worker process SIGKILLed in a to
 second one that replays the workflow from its history and finishes it, see each call live once
 between them, the second one the rest marked, its moderation check not asked again; and a worker
 that keeps no workflow in its cache (it replays the history at every workflow task) asks a check
-whose verdict changes after its first answer once.
+whose verdict changes after its first answer once. A paused DBOS run's continuation retraces the
+run to its pause: that stretch's events and run span are marked, and its usage not counted.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -307,3 +309,51 @@ async def test_temporal_a_replayed_workflow_marks_what_it_replayed(
     assert len(counted) == TURNS and not any(a.get("agentloop.replayed") for a in counted)
     marked = [a for a in attributes if a.get("agentloop.replayed")]
     assert marked and all("gen_ai.usage.input_tokens" not in a for a in marked)
+
+
+async def test_dbos_a_paused_runs_continuation_marks_what_it_retraced(tmp_path: Path) -> None:
+    pytest.importorskip("dbos", reason="DBOSAgent tests need the dbos extra")
+    from _pause_plan import ask_customer, plan, refund, refunds
+    from dbos import DBOS
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from agentloop import Answer, Approve
+    from agentloop.durable.dbos import DBOSAgent
+    from agentloop.otel import OtelObserver
+
+    refunds.clear()
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    seen = _Events()
+    agent = Agent(
+        _replay_plan.Priced(FunctionModel(plan)),
+        tools=[refund, ask_customer],
+        observers=[seen, OtelObserver(provider.get_tracer("test"))],
+    )
+    durable = DBOSAgent(agent, name="paused")
+    url = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    DBOS(config={"name": "agentloop-tests", "system_database_url": url, "log_level": "ERROR"})
+    DBOS.launch()
+    try:
+        started = await durable.start("refund A1", workflow_id="wf-paused")
+        deadline = time.monotonic() + 60
+        while not DBOSAgent.pending("wf-paused"):  # the paused workflow published its calls
+            assert time.monotonic() < deadline, "the run never paused"
+            await asyncio.sleep(0.05)
+        DBOSAgent.decide("wf-paused", {"c1": Approve(), "c2": Answer("too late")})
+        run = await asyncio.wait_for(started.result(poll_seconds=0.05), 60)
+    finally:
+        DBOS.destroy(destroy_registry=True)
+    assert run.output == "refund: refunded A1; ask_customer: too late" and refunds == ["A1"]
+    models = [(e.turn, e.replayed) for e in seen.events if isinstance(e, ev.ModelResponded)]
+    assert models == [(0, False), (0, True), (1, False)]  # the continuation retraced turn 0
+    roots = [dict(s.attributes or {}) for s in exporter.get_finished_spans()]
+    roots = [a for a in roots if a.get("gen_ai.operation.name") == "invoke_agent"]
+    paused, retraced, continued = roots
+    assert paused["gen_ai.usage.input_tokens"] == INPUT and "agentloop.replayed" not in paused
+    assert retraced["agentloop.replayed"] is True and "gen_ai.usage.input_tokens" not in retraced
+    assert continued["gen_ai.usage.input_tokens"] == 2 * INPUT  # the run's total, as ever
+    assert "agentloop.replayed" not in continued  # its one model call was made here
