@@ -140,9 +140,14 @@ class AttemptReset(Event):
 
 @record
 class ModelResponded(Event):
-    """The model's complete reply for this turn."""
+    """The model's complete reply for this turn.
+
+    ``replayed``: a durable run's recovery answered this call from its record (a DBOS step's
+    result, a Temporal history); the model was not asked again in this process.
+    """
 
     response: ModelResponse
+    replayed: bool = field(default=False, kw_only=True)
 
 
 @record
@@ -176,12 +181,17 @@ class ToolCallStarted(Event):
 
 @record
 class ToolCallFinished(Event):
-    """An attempt produced a result; ``result.is_error`` marks a soft error (vetoes included)."""
+    """An attempt produced a result; ``result.is_error`` marks a soft error (vetoes included).
+
+    ``replayed``: a durable run's recovery answered this call from its record; the tool did
+    not run again in this process.
+    """
 
     call: ToolCallPart
     result: ToolResultPart
     attempt: int
     duration: float
+    replayed: bool = field(default=False, kw_only=True)
 
 
 @record
@@ -288,7 +298,8 @@ class GuardrailChecked(Event):
     ``kind`` is what it checked: ``"input"`` (the run's input), ``"tool_result"`` (a tool's
     result, before the model reads it) or ``"output"`` (the final answer). ``reason`` says why
     it tripped (None when it passed); ``soft`` is True when a trip is a rejection the model
-    answers again (``OutputGuardrail(retry=True)``), not the end of the run.
+    answers again (``OutputGuardrail(retry=True)``), not the end of the run. ``replayed``: a
+    durable run's recovery took the recorded verdict; the check did not run again.
     """
 
     guardrail: str
@@ -297,6 +308,7 @@ class GuardrailChecked(Event):
     kind: str = field(default="input", kw_only=True)
     reason: str | None = field(default=None, kw_only=True)
     soft: bool = field(default=False, kw_only=True)
+    replayed: bool = field(default=False, kw_only=True)
 
 
 @record

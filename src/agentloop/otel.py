@@ -37,6 +37,11 @@ pattern (it quotes arguments) reaches a span unless ``capture_content=True``; wi
 content attributes (``gen_ai.input.messages``, ``gen_ai.output.messages``,
 ``gen_ai.tool.call.arguments``, ``gen_ai.tool.call.result``), error messages and
 ``agentloop.guardrail.reason`` are recorded through ``redact_secrets``.
+
+Durable runs (SPEC 14): a call a recovery answered from its record (``replayed`` on its event)
+marks its chat, tool or guardrail span ``agentloop.replayed``; a replayed chat span carries no
+``gen_ai.usage.*`` (the process that made the call counted it). The run span counts them
+(``agentloop.replayed_calls``); one whose model calls were all replayed is marked too, no usage.
 """
 
 from __future__ import annotations
@@ -83,6 +88,8 @@ CONVERSATION = "gen_ai.conversation.id"
 ROOT_AGENT = "agentloop"
 _STOPPED_KEPT = 4096
 """How many paused or waiting runs (their paths) are remembered for a later ``cancel_run``."""
+REPLAYED = "agentloop.replayed"
+"""Marks a span whose call a durable run's recovery answered from its record (no usage on it)."""
 SOFT_ERROR_TYPE = "tool_error"
 """``error.type`` of a soft tool error: the result carries no class, only the text."""
 
@@ -110,6 +117,7 @@ class _RunSpans:
     """Call ids whose span already parents a sub-agent run."""
     waited: float = 0.0  # the chat span's agentloop.rate_limit.wait_seconds (SPEC 25)
     stopped: bool = False  # paused or waiting (RunPaused, RunWaiting): the run is not over
+    calls: list[int] = field(default_factory=lambda: [0, 0])  # model calls: live, replayed
 
     def current(self) -> Span:
         """The innermost open span that is not a tool's (span events go here)."""
@@ -293,7 +301,9 @@ class OtelObserver(Observer):
         if span is None:
             return
         response = event.response
-        attributes = usage_attributes(response.usage)
+        spans.calls[event.replayed] += 1  # a durable run's recovery: no usage counted again
+        marked: Attributes = {REPLAYED: True}
+        attributes = marked if event.replayed else usage_attributes(response.usage)
         if response.model:
             attributes["gen_ai.response.model"] = response.model
         if response.stop_reason:
@@ -335,6 +345,8 @@ class OtelObserver(Observer):
             spans.tools[event.call.id] = entry  # cut by the run's end: it ends with the run error
             return
         span = entry[1]
+        if event.replayed:
+            span.set_attribute(REPLAYED, True)
         if event.result.is_error:
             span.set_attributes({ERROR_TYPE: SOFT_ERROR_TYPE, CHANNEL: "soft"})
             span.set_status(Status(StatusCode.ERROR))
@@ -349,6 +361,8 @@ class OtelObserver(Observer):
             "agentloop.guardrail.kind": event.kind,
             "agentloop.guardrail.tripped": event.tripped,
         }
+        if event.replayed:
+            attributes[REPLAYED] = True
         if event.tripped:
             channel = "soft" if event.soft else "hard"
             attributes.update({ERROR_TYPE: "GuardrailTripped", CHANNEL: channel})
@@ -420,7 +434,11 @@ class OtelObserver(Observer):
                     self._record_error(span, error)
                 span.end()
         root = spans.root
-        root.set_attributes({**usage_attributes(run.usage), "agentloop.turns": len(run.turns)})
+        live, replayed = spans.calls
+        if replayed:  # a recovery: a run span that only retraced its record counts no usage
+            root.set_attributes({"agentloop.replayed_calls": replayed, REPLAYED: not live})
+        usage = usage_attributes(run.usage) if live or not replayed else {}
+        root.set_attributes({**usage, "agentloop.turns": len(run.turns)})
         if error is not None:
             self._record_error(root, error)
         elif self.capture_content and run.output is not None:

@@ -2,6 +2,8 @@
 
 ``AGENT=approvals``: the ``approvals`` agent's instead, whose model asks for ``work("a")`` and
 ``refund("A1")`` (which needs approval) in one turn, then answers ``done: <what refund said>``.
+``AGENT=replays``: the ``replays`` agent's, the ``heartbeat`` plan with priced replies, a
+moderation check, an event log and a span file (``_replay_plan``).
 
 Its tool ``work`` appends ``start KEY`` to ``EFFECTS``, SIGKILLs the process when ``KILL`` names
 the key, then appends ``done KEY``. The worker touches ``READY`` once it polls. ``HEARTBEAT`` is
@@ -79,8 +81,31 @@ def build() -> TemporalAgent[str | None]:
     return TemporalAgent(agent, name="heartbeat", heartbeat_timeout=heartbeat)
 
 
+def build_replays() -> TemporalAgent[str | None]:
+    import _replay_plan
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from agentloop.guardrails import InputGuardrail
+    from agentloop.otel import OtelObserver
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(_replay_plan.SpanFile()))
+    heartbeat = timedelta(seconds=float(os.environ.get("HEARTBEAT", "30")))
+    agent = Agent(
+        _replay_plan.Priced(FunctionModel(plan)),
+        tools=[work],
+        guardrails=[InputGuardrail(_replay_plan.moderation)],
+        observers=[_replay_plan.Seen(), OtelObserver(provider.get_tracer("test"))],
+    )
+    return TemporalAgent(agent, name="replays", heartbeat_timeout=heartbeat)
+
+
+BUILDS = {"approvals": build_approvals, "replays": build_replays}
+
+
 async def main(address: str) -> None:
-    durable = build_approvals() if os.environ.get("AGENT") == "approvals" else build()
+    durable = BUILDS.get(os.environ.get("AGENT", ""), build)()
     client = await Client.connect(address)
     async with durable.worker(client):
         await asyncio.to_thread(_ready_until_stopped)

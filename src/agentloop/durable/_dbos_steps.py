@@ -16,11 +16,13 @@ import asyncio
 import pickle
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from dataclasses import replace
 from typing import Any, NoReturn
 
 from dbos import DBOS, StepOptions, StepReservation
 from dbos import error as dbos_error
 
+from agentloop.durable._replay import Replays, guard_key
 from agentloop.engine.journal import (
     ToolsView,
     WrappedClient,
@@ -30,6 +32,9 @@ from agentloop.engine.journal import (
 )
 from agentloop.engine.turn import collect_stream
 from agentloop.errors import InternalError, ToolError
+from agentloop.guardrails import Guardrail, GuardrailContext
+from agentloop.guardrails._base import Live
+from agentloop.messages import Usage
 from agentloop.model import ModelClient, ModelRequest, ModelResponse, StreamEvent
 from agentloop.pausing import LOST_TEXT
 from agentloop.tools import Tool, ToolContext, ToolOutput, ToolRegistry, render_content
@@ -46,6 +51,8 @@ class Flow:
         self.cancelled: BaseException | None = None
         self.token = uuid.uuid4().hex  # this execution's, to tell its marker steps from others'
         self.decided: frozenset[str] = frozenset()  # the calls a person approved (or edited)
+        self.replays = Replays()  # which calls this execution answered from the record
+        self.run_id = ""  # the run's id (its first workflow's), set once the run begins
         self._turn = -1
         self._reserved: dict[str, StepReservation] = {}
 
@@ -66,6 +73,52 @@ class Flow:
             self.cancelled = exc
             raise
 
+    async def recorded(
+        self,
+        name: str,
+        func: Callable[..., Coroutine[Any, Any, Any]],
+        *args: Any,
+        reservation: StepReservation | None = None,
+    ) -> tuple[Any, bool]:
+        """``step``'s result, and True when it came from the record (``func`` did not run)."""
+        ran = False
+
+        async def live(*given: Any) -> Any:
+            nonlocal ran
+            ran = True
+            return await func(*given)
+
+        result = await self.step(name, live, *args, reservation=reservation)
+        return result, not ran
+
+    async def verdict(
+        self,
+        guardrail: Guardrail,
+        ctx: GuardrailContext[Any],
+        value: Any,
+        live: Live,
+    ) -> str | None:
+        """A guardrail's verdict as the step ``<flow>.guardrail.<name>`` (recovery reuses it).
+
+        The step records the verdict and the usage of the check's own model calls
+        (``ctx.client``), which are counted in the run after the step, live or replayed alike.
+        A check of a child agent's run (inside a tool step) runs as it is.
+        """
+        if ctx.run_id != self.run_id:
+            return await live(ctx, value)
+        try:
+            (reason, reports), replayed = await self.recorded(
+                f"guardrail.{guardrail.name}", _verdict_entry, live, ctx, value
+            )
+        except dbos_error.DBOSWorkflowCancelledError as exc:
+            await self.stop(exc)
+        if ctx._report is not None:
+            for usage, model in reports:
+                ctx._report(usage, model)
+        self.replays.guarded(guard_key(guardrail.name, ctx.kind, ctx.turn), replayed)
+        reason_: str | None = reason
+        return reason_
+
     def reservation(
         self, ctx: ToolContext, stepped: Callable[[str], bool]
     ) -> StepReservation | None:
@@ -85,6 +138,24 @@ class Flow:
         self.cancel_run()
         await asyncio.sleep(0)
         raise asyncio.CancelledError
+
+
+async def _verdict_entry(
+    live: Live,
+    ctx: GuardrailContext[Any],
+    value: Any,
+) -> tuple[str | None, list[tuple[Usage, str]]]:
+    """The guardrail step: the verdict and the usage its check reported (what is recorded)."""
+    reports: list[tuple[Usage, str]] = []
+    client = ctx._client
+    if isinstance(client, StepClient):  # the check's model calls are this step's, not steps
+        client = client.inner
+    report = None if ctx._report is None else _collector(reports)
+    return await live(replace(ctx, _client=client, _report=report), value), reports
+
+
+def _collector(reports: list[tuple[Usage, str]]) -> Callable[[Usage, str], None]:
+    return lambda usage, model: reports.append((usage, model))
 
 
 def _calls(ctx: ToolContext) -> tuple[Any, ...]:
@@ -111,7 +182,9 @@ class StepClient(WrappedClient):
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """The inner client's reply, recorded (or, on replay, the recorded reply)."""
-        response: ModelResponse = await self._flow.step("model", self.inner.complete, request)
+        flow = self._flow
+        response: ModelResponse
+        response, flow.replays.model = await flow.recorded("model", self.inner.complete, request)
         return response
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
@@ -123,7 +196,7 @@ class StepClient(WrappedClient):
         events: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
         reservation = DBOS.reserve_step()
         task = asyncio.ensure_future(
-            self._flow.step(
+            self._flow.recorded(
                 "model", _streamed, self.inner, request, events.put_nowait, reservation=reservation
             )
         )
@@ -131,7 +204,8 @@ class StepClient(WrappedClient):
         try:
             while (event := await events.get()) is not None:
                 yield event
-            response: ModelResponse = await task
+            response: ModelResponse
+            response, self._flow.replays.model = await task
         finally:
             if not task.done():
                 task.cancel()
@@ -162,7 +236,7 @@ class StepTool(WrappedTool):
             if ctx.call_id in flow.decided:  # at most once: was it started by another execution?
                 started = await flow.step(f"tool.{self.name}.started", _echo, flow.token)
                 body = _tool_entry if started == flow.token else _lost_entry
-            entry = await flow.step(
+            entry, replayed = await flow.recorded(
                 f"tool.{self.name}",
                 body,
                 self.inner,
@@ -172,6 +246,8 @@ class StepTool(WrappedTool):
             )
         except dbos_error.DBOSWorkflowCancelledError as exc:
             await flow.stop(exc)
+        if replayed:
+            flow.replays.tools.add(ctx.call_id)
         return replayed_output(entry)
 
 

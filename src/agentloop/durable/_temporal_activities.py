@@ -111,6 +111,7 @@ class Activities:
     ) -> None:
         self.model = f"agentloop.{name}.model"
         self.tool = f"agentloop.{name}.tool"
+        self.guardrail = f"agentloop.{name}.guardrail"
         self.timeout = timeout
         self.retry = retry
         self.heartbeat = heartbeat

@@ -50,6 +50,7 @@ from agentloop.durable._dbos_pause import (
     send_decisions,
 )
 from agentloop.durable._dbos_steps import PAUSED_CHILD_TEXT, Flow, StepClient, StepTools
+from agentloop.durable._replay import listen
 from agentloop.durable._wrap import checked_wrap, refuse_batch
 from agentloop.engine.agent import Agent
 from agentloop.errors import (
@@ -60,6 +61,7 @@ from agentloop.errors import (
     InvalidInput,
     MemoryBackendError,
 )
+from agentloop.guardrails._base import RECORDER
 from agentloop.pausing import Approve, Decision, Edit, PendingCall
 from agentloop.run import OutputT, Run
 
@@ -379,8 +381,10 @@ class DBOSAgent(Generic[OutputT]):
         twin.client = StepClient(self.agent.client, flow)
         twin._dispatcher.registry = StepTools(twin.registry, flow, self.inline_tools)
         session = twin.default_session
+        listen(twin, flow.replays)
         state = session._begin(input, deps, (), None)
-        run_id = state.run.id = run_id or DBOS.workflow_id or state.run.id
+        run_id = flow.run_id = state.run.id = run_id or DBOS.workflow_id or state.run.id
+        recording = RECORDER.set(flow.verdict)  # each guardrail verdict is a step too
         try:
             run = await session._drive(state)
             pauses = 0
@@ -398,3 +402,5 @@ class DBOSAgent(Generic[OutputT]):
             if flow.cancelled is not None:  # DBOS cancelled it: let DBOS see its own signal
                 raise flow.cancelled from None
             raise
+        finally:
+            RECORDER.reset(recording)

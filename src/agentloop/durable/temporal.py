@@ -1,8 +1,9 @@
 """Runs as Temporal workflows: model calls and tool calls are activities, the loop is the workflow.
 
-``TemporalAgent(agent, name=...)`` defines two activities, ``agentloop.<name>.model`` and
-``agentloop.<name>.tool``; its runs are the workflow ``agentloop.run`` (one workflow class for
-every agent, the first argument names it: Temporal wants a workflow class defined at module
+``TemporalAgent(agent, name=...)`` defines three activities, ``agentloop.<name>.model``,
+``agentloop.<name>.tool`` and ``agentloop.<name>.guardrail`` (``_temporal_guards``); its runs
+are the workflow ``agentloop.run`` (one workflow class for every agent, the first argument names
+it: Temporal wants a workflow class defined at module
 level, and a process's agents are looked up by name). The workflow runs the
 engine's loop on a fresh conversation of the agent (``agent.fork()``) with the same two seams
 the DBOS integration swaps (``agentloop.durable.dbos``):
@@ -55,6 +56,7 @@ from temporalio.common import RetryPolicy
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 
+from agentloop.durable._replay import Replays, listen
 from agentloop.durable._temporal_activities import (
     Activities,
     ActivityClient,
@@ -65,6 +67,7 @@ from agentloop.durable._temporal_activities import (
     restored,
     tool_call,
 )
+from agentloop.durable._temporal_guards import Verdicts, guardrail_call
 from agentloop.durable._wrap import (
     accepted_decisions,
     checked_wrap,
@@ -75,6 +78,7 @@ from agentloop.engine.agent import Agent
 from agentloop.engine.handoffs import all_receivers
 from agentloop.engine.pause import check_continuable
 from agentloop.errors import AgentLoopError, ConfigurationError, InvalidInput, MemoryBackendError
+from agentloop.guardrails._base import RECORDER
 from agentloop.pausing import Approve, Decision, Edit, PendingCall, check_decisions
 from agentloop.run import OutputT, Run
 from agentloop.safety.breaker import ToolBreakers
@@ -259,7 +263,11 @@ class TemporalAgent(Generic[OutputT]):
             work = tool_call(agent, receivers, payload)
             return await heartbeating(work, every)
 
-        return [model, tool]
+        @activity.defn(name=self._activities.guardrail)
+        async def guardrail(payload: bytes) -> bytes:
+            return await heartbeating(guardrail_call(agent, receivers, payload), every)
+
+        return [model, tool, guardrail]
 
     def worker(self, client: Client, **options: Any) -> Worker:
         """A ``temporalio`` worker for this agent's task queue (``async with`` it to run it)."""
@@ -370,9 +378,11 @@ class TemporalAgent(Generic[OutputT]):
         twin.safety.breakers = ToolBreakers(twin.config.tool_breaker, clock=workflow.time)
         twin.safety.limits.budget = BudgetGate(twin.config.budget, clock=workflow.time)
         session = twin.default_session
+        listen(twin, Replays(workflow.unsafe.is_replaying))  # events of a replay say so
         state = session._begin(input, deps, (), None)
         state.run.id = workflow.info().workflow_id
         state.run.started_at = workflow.now().timestamp()
+        recording = RECORDER.set(Verdicts(self.agent, self._receivers, self._activities))
         try:
             run = await session._drive(state)
             while run.paused:
@@ -383,4 +393,6 @@ class TemporalAgent(Generic[OutputT]):
                 run = await session.continue_run(decisions=decisions, deps=deps)
         except AgentLoopError as exc:
             raise failure(exc) from None
+        finally:
+            RECORDER.reset(recording)
         return pickle.dumps(run)

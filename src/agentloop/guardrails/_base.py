@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import field
 from typing import Any, Generic, Literal, TypeAlias
 
@@ -47,6 +48,19 @@ Check: TypeAlias = Callable[["GuardrailContext[Any]", Any], "str | Awaitable[str
 """``check(ctx, value)``: None to pass, a ``str`` saying why it trips; sync or async."""
 
 Reporter: TypeAlias = Callable[[Usage, str], None]
+
+Live: TypeAlias = Callable[["GuardrailContext[Any]", Any], Awaitable["str | None"]]
+Recorder: TypeAlias = Callable[
+    ["Guardrail", "GuardrailContext[Any]", Any, Live], Awaitable["str | None"]
+]
+"""``recorder(guardrail, ctx, value, live)``: the verdict, from ``live(ctx, value)`` or a record."""
+
+RECORDER: ContextVar[Recorder | None] = ContextVar("agentloop_guardrail_recorder", default=None)
+"""Set by a durable run's workflow (SPEC 14): each verdict is recorded once, reused on replay.
+
+``agentloop.durable`` sets it in the workflow's context, so a recovered run takes the verdict
+its first execution reached instead of asking the check again (a moderation service may answer
+otherwise the second time, and the run would leave its recorded path). Unset: checks run."""
 
 
 @record
@@ -137,7 +151,17 @@ class Guardrail:
         self.timeout = timeout or None
 
     async def evaluate(self, ctx: GuardrailContext[Any], value: Any) -> str | None:
-        """The verdict on ``value``: None to pass, else why it trips (never raises for a check)."""
+        """The verdict on ``value``: None to pass, else why it trips (never raises for a check).
+
+        In a durable run's workflow (``RECORDER`` set) the verdict is recorded, or replayed.
+        """
+        recorder = RECORDER.get()
+        if recorder is not None:
+            return await recorder(self, ctx, value, self._evaluated)
+        return await self._evaluated(ctx, value)
+
+    async def _evaluated(self, ctx: GuardrailContext[Any], value: Any) -> str | None:
+        """The check's own verdict on ``value`` (what ``evaluate`` returns outside a workflow)."""
         try:
             answer = self.check(ctx, value)
             if inspect.isawaitable(answer):
