@@ -1,0 +1,66 @@
+"""An A2A task whose paused run another face decided or cancelled (SPEC 17 x SPEC 26).
+
+The app serves its sessions over A2A and also lets an operator decide from its own face (the
+API on the same ``Session``: the viewer, a CLI, a back office). Once the run is continued or
+cancelled there, the A2A client (the end user's software) must read the task's real end on
+``GetTask``, and a follow-up must be refused as for a terminal task. Before, the task stayed
+``INPUT_REQUIRED`` forever, with pending calls already decided: the client waited on nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from a2a.types import a2a_pb2 as pb
+from a2a.utils.errors import InvalidParamsError
+
+from agentloop import Agent, Approve, tool
+from agentloop.a2a import A2AApp
+from agentloop.testing import ScriptedModel, call, reply
+
+from ._serve import client, send, serving, user
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@tool(requires_approval=True)
+def refund(order: str) -> str:
+    """Refund an order."""
+    return f"refunded {order}"
+
+
+def _app(steps: list[Any]) -> tuple[A2AApp, dict[str, Any]]:
+    agent = Agent(ScriptedModel(steps), tools=[refund])
+    sessions: dict[str, Any] = {}
+
+    def pick(request: Any, context_id: str) -> Any:
+        return sessions.setdefault(context_id, agent.session(context_id))
+
+    return A2AApp(agent, name="shop", session=pick), sessions
+
+
+async def test_a_task_continued_by_another_face_reads_completed() -> None:
+    app, sessions = _app([call("refund", {"order": "A1"}, id="c1"), reply("Refunded A1.")])
+    async with serving(app) as url, client(url) as made:
+        [paused] = await send(made, user("refund A1"))
+        task = paused.task
+        assert task.status.state == pb.TASK_STATE_INPUT_REQUIRED
+        run = await sessions[task.context_id].continue_run(decisions={"c1": Approve()})
+        assert run.output == "Refunded A1." and run.id == task.id
+        seen = await made.get_task(pb.GetTaskRequest(id=task.id))
+        assert seen.status.state == pb.TASK_STATE_COMPLETED
+        assert seen.artifacts[0].parts[0].text == "Refunded A1."
+        ids = {"task_id": task.id, "context_id": task.context_id}
+        with pytest.raises(InvalidParamsError, match="completed"):
+            await send(made, user(**ids, data={"decisions": {"c1": "approve"}}))
+
+
+async def test_a_task_cancelled_by_another_face_reads_canceled() -> None:
+    app, sessions = _app([call("refund", {"order": "A2"}, id="c1")])
+    async with serving(app) as url, client(url) as made:
+        [paused] = await send(made, user("refund A2"))
+        task = paused.task
+        await sessions[task.context_id].cancel_run()
+        seen = await made.get_task(pb.GetTaskRequest(id=task.id))
+        assert seen.status.state == pb.TASK_STATE_CANCELED
