@@ -64,3 +64,25 @@ async def test_a_task_cancelled_by_another_face_reads_canceled() -> None:
         await sessions[task.context_id].cancel_run()
         seen = await made.get_task(pb.GetTaskRequest(id=task.id))
         assert seen.status.state == pb.TASK_STATE_CANCELED
+
+
+async def test_a_task_continued_from_the_store_elsewhere_reads_completed(tmp_path: Any) -> None:
+    from agentloop.store import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    agent = Agent(
+        ScriptedModel([call("refund", {"order": "A3"}, id="c1")]), tools=[refund], store=store
+    )
+    app = A2AApp(agent, name="shop", session=lambda request, cid: agent.session(cid))
+    async with serving(app) as url, client(url) as made:
+        [paused] = await send(made, user("refund A3"))
+        task = paused.task
+        assert task.status.state == pb.TASK_STATE_INPUT_REQUIRED
+        worker = Agent.resume(  # another process's agent on the same store (the CLI, a viewer)
+            task.context_id, store=store, client=ScriptedModel([reply("A3 done.")]), tools=[refund]
+        )
+        assert (await worker.continue_run(decisions={"c1": Approve()})).output == "A3 done."
+        seen = await made.get_task(pb.GetTaskRequest(id=task.id))
+        assert seen.status.state == pb.TASK_STATE_COMPLETED
+        assert seen.artifacts[0].parts[0].text == "A3 done."
+    store.close()
