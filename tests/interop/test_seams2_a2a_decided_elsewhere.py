@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import InvalidParamsError
+from google.protobuf import json_format
 
 from agentloop import Agent, Approve, tool
 from agentloop.a2a import A2AApp
@@ -86,3 +87,24 @@ async def test_a_task_continued_from_the_store_elsewhere_reads_completed(tmp_pat
         assert seen.status.state == pb.TASK_STATE_COMPLETED
         assert seen.artifacts[0].parts[0].text == "A3 done."
     store.close()
+
+
+async def test_a_task_paused_again_after_another_face_decided_shows_the_new_calls() -> None:
+    steps = [
+        call("refund", {"order": "A4"}, id="c1"),
+        call("refund", {"order": "A5"}, id="c2"),
+        reply("Both refunded."),
+    ]
+    app, sessions = _app(steps)
+    async with serving(app) as url, client(url) as made:
+        [paused] = await send(made, user("refund A4 and A5"))
+        task = paused.task
+        again = await sessions[task.context_id].continue_run(decisions={"c1": Approve()})
+        assert [p.id for p in again.pending] == ["c2"]
+        seen = await made.get_task(pb.GetTaskRequest(id=task.id))
+        assert seen.status.state == pb.TASK_STATE_INPUT_REQUIRED
+        waiting = json_format.MessageToDict(seen.status.message.parts[0].data)
+        assert [p["id"] for p in waiting["pending"]] == ["c2"]
+        ids = {"task_id": task.id, "context_id": task.context_id}
+        [done] = await send(made, user(**ids, data={"decisions": {"c2": "approve"}}))
+        assert done.task.status.state == pb.TASK_STATE_COMPLETED
