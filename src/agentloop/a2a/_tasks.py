@@ -73,6 +73,7 @@ class TaskRecord:
         self._inputs = inputs  # the names of the agent's input guardrails: a trip is REJECTED
         self._driver: asyncio.Task[None] | None = None
         self._streamed: list[str] = []  # the deltas this run's stream published
+        self._asked: tuple[str, ...] = ()  # the pending call ids INPUT_REQUIRED published
 
     # -- what a client reads ------------------------------------------------------------------
 
@@ -174,6 +175,7 @@ class TaskRecord:
         if run.waiting is not None:  # a batch run (SPEC 25): still working, in a provider batch
             self._status(pb.TASK_STATE_WORKING, None)
         elif run.paused:
+            self._asked = tuple(p.call.id for p in run.pending)
             message = wire.pending_message(self.id, self.context_id, run.pending)
             self._status(pb.TASK_STATE_INPUT_REQUIRED, message)
         elif error is None:
@@ -200,12 +202,12 @@ class TaskRecord:
         store, maybe in another process; a paused run (SPEC 17) may be continued or cancelled
         by another face of the app (the session's API, the viewer, the CLI) or process. Neither
         goes through this task, so the session's run, then the stored run, say whether it
-        finished (or paused again, after a poll) since.
+        finished, or paused again on other calls, since.
         """
         if self.busy or self.state not in (pb.TASK_STATE_WORKING, pb.TASK_STATE_INPUT_REQUIRED):
             return  # not parked: its driver publishes its end
         here = next((r for r in reversed(self.session.runs) if r.id == self.id), None)
-        if here is not None and _ended(here):  # decided or cancelled by another face here
+        if here is not None and (_ended(here) or self._asked_again(here)):  # another face here
             self._finish(here)
             return
         store = self.session.agent.store
@@ -214,6 +216,12 @@ class TaskRecord:
             return
         if self.state == pb.TASK_STATE_WORKING or _ended(stored.run):
             self._finish(stored.run)
+
+    def _asked_again(self, run: Run[Any]) -> bool:
+        """Whether ``run`` paused again on other calls than the ones this task published."""
+        if not run.paused or self.state != pb.TASK_STATE_INPUT_REQUIRED:
+            return False
+        return self._asked != tuple(p.call.id for p in run.pending)
 
     def _fail(self, error: BaseException) -> None:
         if isinstance(error, Cancelled):
