@@ -29,6 +29,7 @@ instead of running the tool again (``_dbos_steps``).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -55,6 +56,8 @@ __all__ = [
     "send_cancel",
     "send_decisions",
 ]
+
+logger = logging.getLogger("agentloop")
 
 PENDING_EVENT = "agentloop.pending"
 """The DBOS event a paused run's workflow publishes its pending calls in."""
@@ -171,8 +174,12 @@ async def _check_offered(
     """The toolsets resolved as the continuation will: the run's deps, its paused turn."""
 
     async def deps() -> Any:  # the run's first workflow's input: (input, deps, run id)
-        status = await DBOS.get_workflow_status_async(run_id)
-        args = status.input["args"] if status is not None and status.input else ()
+        try:
+            status = await DBOS.get_workflow_status_async(run_id)
+            args = status.input["args"] if status is not None and status.input else ()
+        except Exception as exc:  # deps this process cannot unpickle: judged by the worker
+            logger.warning("run %s: its deps cannot be read here (%s)", run_id, type(exc).__name__)
+            raise LookupError(run_id) from exc
         return args[1] if len(args) > 1 else None
 
     turn, session = paused.turn, paused.session

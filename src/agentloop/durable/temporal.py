@@ -178,8 +178,11 @@ async def _deps_of(client: Client, workflow_id: str) -> Any:
     except RPCError as exc:
         raise MemoryBackendError(f"Temporal workflow {workflow_id}: {exc}") from exc
     started = history.events[0].workflow_execution_started_event_attributes
-    (deps,) = await client.data_converter.decode([started.input.payloads[2]], [bytes])
-    return pickle.loads(deps)
+    try:
+        (deps,) = await client.data_converter.decode([started.input.payloads[2]], [bytes])
+        return pickle.loads(deps)
+    except Exception as exc:  # deps this process cannot unpickle: judged by the worker
+        raise LookupError(workflow_id) from exc
 
 
 class TemporalRun(Generic[OutputT]):

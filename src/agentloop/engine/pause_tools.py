@@ -177,11 +177,19 @@ async def check_published(
     turn: int,
     session_id: str | None = None,
 ) -> None:
-    """``check_offered`` for a durable run paused at ``turn``; ``deps()`` loads the run's deps."""
+    """``check_offered`` for a durable run paused at ``turn``; ``deps()`` loads the run's deps.
+
+    ``deps()`` raising ``LookupError`` means they cannot be read here (a class this process
+    cannot import): not judged here, as before the check (the static names were).
+    """
     if not _judged(agent, pending, decisions, ()):
         return
+    try:
+        loaded = await deps()
+    except LookupError:
+        return
     run = _Published(run_id, pending, {"turn": {"index": turn}}, session_id)
-    await check_offered(agent, run, decisions, await deps(), ())
+    await check_offered(agent, run, decisions, loaded, ())
 
 
 class _Either(Container[str]):
