@@ -9,6 +9,7 @@ cancelled there, the A2A client (the end user's software) must read the task's r
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -108,3 +109,34 @@ async def test_a_task_paused_again_after_another_face_decided_shows_the_new_call
         ids = {"task_id": task.id, "context_id": task.context_id}
         [done] = await send(made, user(**ids, data={"decisions": {"c2": "approve"}}))
         assert done.task.status.state == pb.TASK_STATE_COMPLETED
+
+
+async def test_a_task_being_continued_by_another_face_reads_working() -> None:
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    @tool(requires_approval=True)
+    async def wire(order: str) -> str:
+        """Wire a refund."""
+        entered.set()
+        await release.wait()
+        return f"wired {order}"
+
+    agent = Agent(
+        ScriptedModel([call("wire", {"order": "A6"}, id="c1"), reply("Wired.")]), tools=[wire]
+    )
+    app = A2AApp(agent, name="shop", session=lambda request, cid: agent.session(cid))
+    async with serving(app) as url, client(url) as made:
+        [paused] = await send(made, user("wire A6"))
+        task = paused.task
+        session = agent.session(task.context_id)
+        going = asyncio.create_task(session.continue_run(decisions={"c1": Approve()}))
+        await entered.wait()
+        seen = await made.get_task(pb.GetTaskRequest(id=task.id))
+        assert seen.status.state == pb.TASK_STATE_WORKING
+        ids = {"task_id": task.id, "context_id": task.context_id}
+        with pytest.raises(InvalidParamsError, match="working"):
+            await send(made, user(**ids, data={"decisions": {"c1": "approve"}}))
+        release.set()
+        assert (await going).output == "Wired."
+        seen = await made.get_task(pb.GetTaskRequest(id=task.id))
+        assert seen.status.state == pb.TASK_STATE_COMPLETED
