@@ -55,6 +55,11 @@ def _ended(run: Run[Any]) -> bool:
     return not run.paused and run.waiting is None and run.ended_at is not None
 
 
+def _running(run: Run[Any]) -> bool:
+    """Whether ``run`` is running now (continued by someone, not ended)."""
+    return not run.paused and run.waiting is None and run.ended_at is None
+
+
 class TaskRecord:
     """A task on the wire: its session and context, state, output and listeners (module)."""
 
@@ -209,6 +214,10 @@ class TaskRecord:
         here = next((r for r in reversed(self.session.runs) if r.id == self.id), None)
         if here is not None and (_ended(here) or self._asked_again(here)):  # another face here
             self._finish(here)
+            return
+        if here is not None and _running(here):  # being continued by another face here
+            if self.state != pb.TASK_STATE_WORKING:
+                self._status(pb.TASK_STATE_WORKING, None)
             return
         store = self.session.agent.store
         stored = None if store is None else store.load_run(self.id)
