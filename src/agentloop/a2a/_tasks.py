@@ -50,6 +50,16 @@ Opener: TypeAlias = Callable[[CancelToken], RunStream[Any]]
 """Opens the run's event stream with the task's cancel token: a new run or a continue."""
 
 
+def _ended(run: Run[Any]) -> bool:
+    """Whether ``run`` ended: neither paused, waiting in a batch, nor running."""
+    return not run.paused and run.waiting is None and run.ended_at is not None
+
+
+def _running(run: Run[Any]) -> bool:
+    """Whether ``run`` is running now (continued by someone, not ended)."""
+    return not run.paused and run.waiting is None and run.ended_at is None
+
+
 class TaskRecord:
     """A task on the wire: its session and context, state, output and listeners (module)."""
 
@@ -68,6 +78,7 @@ class TaskRecord:
         self._inputs = inputs  # the names of the agent's input guardrails: a trip is REJECTED
         self._driver: asyncio.Task[None] | None = None
         self._streamed: list[str] = []  # the deltas this run's stream published
+        self._asked: tuple[str, ...] = ()  # the pending call ids INPUT_REQUIRED published
 
     # -- what a client reads ------------------------------------------------------------------
 
@@ -169,6 +180,7 @@ class TaskRecord:
         if run.waiting is not None:  # a batch run (SPEC 25): still working, in a provider batch
             self._status(pb.TASK_STATE_WORKING, None)
         elif run.paused:
+            self._asked = tuple(p.call.id for p in run.pending)
             message = wire.pending_message(self.id, self.context_id, run.pending)
             self._status(pb.TASK_STATE_INPUT_REQUIRED, message)
         elif error is None:
@@ -189,17 +201,36 @@ class TaskRecord:
         self._settle()
 
     def refresh(self) -> None:
-        """A task whose run waits in a provider batch (SPEC 25): take what a poll made of it.
+        """A parked task (no driver): take what another face or process made of its run.
 
-        ``agentloop.batch.poll`` continues the run in the store (maybe in another process), not
-        through this task, so the stored run says whether it finished, paused or failed since.
+        ``agentloop.batch.poll`` continues a run waiting in a provider batch (SPEC 25) in the
+        store, maybe in another process; a paused run (SPEC 17) may be continued or cancelled
+        by another face of the app (the session's API, the viewer, the CLI) or process. Neither
+        goes through this task, so the session's run, then the stored run, say whether it
+        finished, or paused again on other calls, since.
         """
+        if self.busy or self.state not in (pb.TASK_STATE_WORKING, pb.TASK_STATE_INPUT_REQUIRED):
+            return  # not parked: its driver publishes its end
+        here = next((r for r in reversed(self.session.runs) if r.id == self.id), None)
+        if here is not None and (_ended(here) or self._asked_again(here)):  # another face here
+            self._finish(here)
+            return
+        if here is not None and _running(here):  # being continued by another face here
+            if self.state != pb.TASK_STATE_WORKING:
+                self._status(pb.TASK_STATE_WORKING, None)
+            return
         store = self.session.agent.store
-        if self.busy or self.state != pb.TASK_STATE_WORKING or store is None:
-            return  # WORKING, not busy: its driver ended on a run that waits in a batch
-        stored = store.load_run(self.id)
-        if stored is not None and stored.finished and stored.run.waiting is None:
+        stored = None if store is None else store.load_run(self.id)
+        if stored is None or not stored.finished or stored.run.waiting is not None:
+            return
+        if self.state == pb.TASK_STATE_WORKING or _ended(stored.run):
             self._finish(stored.run)
+
+    def _asked_again(self, run: Run[Any]) -> bool:
+        """Whether ``run`` paused again on other calls than the ones this task published."""
+        if not run.paused or self.state != pb.TASK_STATE_INPUT_REQUIRED:
+            return False
+        return self._asked != tuple(p.call.id for p in run.pending)
 
     def _fail(self, error: BaseException) -> None:
         if isinstance(error, Cancelled):

@@ -26,9 +26,9 @@ import pydantic_core
 from a2a.types import a2a_pb2 as pb
 from google.protobuf import json_format, struct_pb2
 
-from agentloop.errors import AgentLoopError, InvalidInput
+from agentloop.errors import InvalidInput
 from agentloop.pausing import Answer, Approve, Decision, Deny, Edit, PendingCall
-from agentloop.safety.redact import redact_secrets
+from agentloop.safety._client_text import served_message
 
 __all__ = [
     "OUTPUT",
@@ -55,8 +55,6 @@ TERMINAL = frozenset(
     }
 )
 """The states a task never leaves."""
-
-_INTERNAL = "The server failed while running the agent."
 
 
 def state_name(state: int) -> str:
@@ -106,9 +104,7 @@ def pending_message(task_id: str, context_id: str, pending: Sequence[PendingCall
 
 def error_text(error: BaseException) -> str:
     """A hard error's status text: ``<ErrorClass>: <message>``, redacted (no key, no path)."""
-    if not isinstance(error, AgentLoopError):
-        return f"{type(error).__name__}: {_INTERNAL}"
-    message = redact_secrets(str(error))
+    message = served_message(error)  # the app's internals (a store, a governor) read as words
     return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 

@@ -29,6 +29,7 @@ instead of running the tool again (``_dbos_steps``).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -38,6 +39,7 @@ from dbos import error as dbos_error
 from agentloop.durable._wrap import accepted_decisions, decision_message
 from agentloop.engine.handoff_carry import turn_agent
 from agentloop.engine.pause import check_agent_tools
+from agentloop.engine.pause_tools import check_published
 from agentloop.errors import Cancelled, ConfigurationError, InvalidInput
 from agentloop.pausing import Decision, PendingCall, check_decisions
 from agentloop.run import Run
@@ -54,6 +56,8 @@ __all__ = [
     "send_cancel",
     "send_decisions",
 ]
+
+logger = logging.getLogger("agentloop")
 
 PENDING_EVENT = "agentloop.pending"
 """The DBOS event a paused run's workflow publishes its pending calls in."""
@@ -87,6 +91,8 @@ async def record_pause(
         pending = [p.to_dict() for p in run.pending]
         published = {"pause": pause, "pending": pending, "step": reservation.step_id, "agent": name}
         published["turn_agent"] = run.last_agent  # a receiver's call is judged by it (SPEC 26)
+        published["turn"] = _paused_turn(run)  # decide resolves the toolsets as of this turn
+        published["session"] = run.session_id
         await DBOS.set_event_async(PENDING_EVENT, published)
         return None
     decisions = accepted_decisions(message, run.pending, pause)
@@ -96,6 +102,11 @@ async def record_pause(
             "pending calls; the run cannot go on"
         )
     return decisions
+
+
+def _paused_turn(run: Run[Any]) -> int:
+    turn = (run.paused_turn or {}).get("turn", {}).get("index", 0)
+    return turn if isinstance(turn, int) else 0
 
 
 async def _recorded(workflow_id: str) -> Any:
@@ -118,6 +129,8 @@ class Paused(NamedTuple):
     agent: str = ""
     pending: tuple[PendingCall, ...] = ()
     last_agent: str | None = None
+    turn: int = 0
+    session: str | None = None
 
 
 def paused_at(run_id: str) -> Paused:
@@ -130,9 +143,13 @@ def paused_at(run_id: str) -> Paused:
         pause = int(event["pause"])
         if DBOS.get_workflow_status(decided_id(run_id, pause)) is None:
             pending = tuple(PendingCall.from_dict(p) for p in event["pending"])
-            last = event.get("turn_agent")
+            last, turn, session = (
+                event.get("turn_agent"),
+                event.get("turn", 0),
+                event.get("session"),
+            )
             agent = str(event["agent"])
-            return Paused(workflow, pause, int(event["step"]), agent, pending, last)
+            return Paused(workflow, pause, int(event["step"]), agent, pending, last, turn, session)
         workflow, after = continued_id(run_id, pause), pause
 
 
@@ -147,7 +164,28 @@ def send_decisions(run_id: str, decisions: object) -> None:
     checked = check_decisions(paused.pending, decisions)
     agent = turn_agent(_decider(run_id, paused)[1], paused.last_agent)  # the paused turn's
     check_agent_tools(agent, paused.pending, checked)
+    asyncio.run(_check_offered(agent, run_id, paused, checked))  # this thread runs no loop
     _start_decision(run_id, paused, decision_message(paused.pause, checked))
+
+
+async def _check_offered(
+    agent: Any, run_id: str, paused: Paused, decisions: dict[str, Decision]
+) -> None:
+    """The toolsets resolved as the continuation will: the run's deps, its paused turn."""
+
+    async def deps() -> Any:  # the run's first workflow's input: (input, deps, run id)
+        try:
+            status = await DBOS.get_workflow_status_async(run_id)
+            args = status.input["args"] if status is not None and status.input else ()
+        except Exception as exc:  # deps this process cannot unpickle: judged by the worker
+            logger.warning("run %s: its deps cannot be read here (%s)", run_id, type(exc).__name__)
+            raise LookupError(run_id) from exc
+        return args[1] if len(args) > 1 else None
+
+    turn, session = paused.turn, paused.session
+    await check_published(
+        agent, paused.pending, decisions, deps, run_id=run_id, turn=turn, session_id=session
+    )
 
 
 def send_cancel(run_id: str) -> bool:

@@ -39,6 +39,7 @@ same way, and ``TemporalRun.result`` raises it again with every attribute.
 
 from __future__ import annotations
 
+import functools
 import pickle
 import uuid
 from collections.abc import Mapping, Sequence
@@ -75,8 +76,10 @@ from agentloop.durable._wrap import (
     refuse_batch,
 )
 from agentloop.engine.agent import Agent
+from agentloop.engine.handoff_carry import turn_agent
 from agentloop.engine.handoffs import all_receivers
 from agentloop.engine.pause import check_continuable
+from agentloop.engine.pause_tools import check_published
 from agentloop.errors import AgentLoopError, ConfigurationError, InvalidInput, MemoryBackendError
 from agentloop.guardrails._base import RECORDER
 from agentloop.pausing import Approve, Decision, Edit, PendingCall, check_decisions
@@ -130,6 +133,8 @@ class AgentLoopWorkflow:
         self._pending: tuple[PendingCall, ...] = ()
         self._decisions: dict[str, Decision] | None = None
         self._last: str | None = None  # the paused turn's agent: a handoff receiver's name
+        self._turn = 0  # the paused turn: decide resolves the toolsets at it
+        self._session: str | None = None
 
     @workflow.run
     async def run(self, name: str, input: str, deps: bytes) -> bytes:
@@ -147,7 +152,8 @@ class AgentLoopWorkflow:
     def pending(self) -> dict[str, Any]:
         """The pause number and the pending calls (plain data; none when not paused)."""
         pending = [p.to_dict() for p in self._pending]
-        return {"pause": self._pause, "pending": pending, "turn_agent": self._last}
+        published = {"pause": self._pause, "pending": pending, "turn_agent": self._last}
+        return {**published, "turn": self._turn, "session": self._session}
 
     @workflow.signal(name=DECIDE_SIGNAL)
     def decide(self, message: dict[str, Any]) -> None:
@@ -159,10 +165,28 @@ class AgentLoopWorkflow:
         """Publish ``run``'s pending calls, then wait (no worker busy) for their decisions."""
         self._pause += 1
         self._pending, self._decisions, self._last = run.pending, None, run.last_agent
+        self._turn, self._session = (
+            (run.paused_turn or {}).get("turn", {}).get("index", 0),
+            run.session_id,
+        )
         await workflow.wait_condition(lambda: self._decisions is not None)
         decisions, self._pending = self._decisions, ()
         assert decisions is not None
         return decisions
+
+
+async def _deps_of(client: Client, workflow_id: str) -> Any:
+    """The deps a run was started with: its workflow's third input, as the worker reads it."""
+    try:
+        history = await client.get_workflow_handle(workflow_id).fetch_history()
+    except RPCError as exc:
+        raise MemoryBackendError(f"Temporal workflow {workflow_id}: {exc}") from exc
+    started = history.events[0].workflow_execution_started_event_attributes
+    try:
+        (deps,) = await client.data_converter.decode([started.input.payloads[2]], [bytes])
+        return pickle.loads(deps)
+    except Exception as exc:  # deps this process cannot unpickle: judged by the worker
+        raise LookupError(workflow_id) from exc
 
 
 class TemporalRun(Generic[OutputT]):
@@ -335,7 +359,7 @@ class TemporalAgent(Generic[OutputT]):
                 nothing is sent.
             MemoryBackendError: The Temporal service failed, or knows no such workflow.
         """
-        pause, pending, last = await self._published(workflow_id, client)
+        pause, pending, last, at = await self._published(workflow_id, client)
         if not pending:
             raise InvalidInput(
                 f"Temporal workflow {workflow_id} is not paused (no pending calls): decisions "
@@ -343,6 +367,12 @@ class TemporalAgent(Generic[OutputT]):
             )
         checked = check_decisions(pending, decisions)
         await check_continuable(self.agent, pending, checked, last)  # never spent on nothing
+        turn, session = at
+        deps = functools.partial(_deps_of, client, workflow_id)  # the run's own, when needed
+        agent = turn_agent(self.agent, last)
+        await check_published(
+            agent, pending, checked, deps, run_id=workflow_id, turn=turn, session_id=session
+        )
         message = decision_message(pause, checked)
         try:
             await client.get_workflow_handle(workflow_id).signal(DECIDE_SIGNAL, message)
@@ -351,7 +381,7 @@ class TemporalAgent(Generic[OutputT]):
 
     async def _published(
         self, workflow_id: str, client: Client
-    ) -> tuple[int, tuple[PendingCall, ...], str | None]:
+    ) -> tuple[int, tuple[PendingCall, ...], str | None, tuple[int, str | None]]:
         try:
             data = await client.get_workflow_handle(workflow_id).query(PENDING_QUERY)
         except RPCError as exc:
@@ -362,7 +392,8 @@ class TemporalAgent(Generic[OutputT]):
         except WorkflowQueryFailedError as exc:
             raise MemoryBackendError(f"Temporal workflow {workflow_id}: {exc}") from exc
         pending = tuple(PendingCall.from_dict(p) for p in data["pending"])
-        return int(data["pause"]), pending, data.get("turn_agent")
+        at = (int(data.get("turn") or 0), data.get("session"))
+        return int(data["pause"]), pending, data.get("turn_agent"), at
 
     async def _execute(self, input: str, deps: Any, flow: AgentLoopWorkflow) -> bytes:
         """The workflow's body: a fresh conversation whose model and tool calls are activities.

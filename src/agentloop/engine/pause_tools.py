@@ -12,18 +12,22 @@ that no longer offers the tool. Two checks, both before the decisions are record
 - ``check_offered`` (async; ``continue_run`` and ``continue_stream`` once the deps are made):
   the toolsets resolved as the continued run's first offer resolves them (filters, dynamic
   functions, the deps), so a call the continuation would answer ``Tool not found`` is refused.
+  ``check_published`` is the same check for a durable run known by its published pause
+  (``DBOSAgent.decide``, ``TemporalAgent.decide``): its deps are the run's own (the workflow's
+  input), loaded only when a toolset must be resolved; without it the decision was accepted and
+  the worker's continuation failed with the run neither paused nor ended.
 """
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Container, Mapping
+from typing import Any, NamedTuple
 
 from agentloop.errors import AgentLoopError
 from agentloop.pausing import Approve, Decision, Edit, PendingCall, ToolNames, check_tools
 from agentloop.tools import ToolRegistry
 
-__all__ = ["agent_tools", "check_offered", "check_own_tools"]
+__all__ = ["agent_tools", "check_offered", "check_own_tools", "check_published"]
 
 
 def agent_tools(agent: Any) -> ToolNames:
@@ -122,12 +126,9 @@ async def check_offered(
     """
     from agentloop.engine.overrides import swap_of
 
-    sets = (*_sets(agent, swap_of), *own)
-    runs = any(
-        isinstance(decisions.get(p.call.id), Approve | Edit) and not p.path for p in run.pending
-    )
-    if not sets or not runs:
+    if not _judged(agent, run.pending, decisions, own):
         return
+    sets = (*_sets(agent, swap_of), *own)
     from agentloop.run import RunContext
     from agentloop.toolsets import Scope
 
@@ -142,6 +143,53 @@ async def check_offered(
     except Exception:  # a toolset's own bug: the continued run ends typed (InternalError)
         return
     check_tools(run.pending, decisions, lambda path: None if path else offered)
+
+
+def _judged(
+    agent: Any,
+    pending: tuple[PendingCall, ...],
+    decisions: Mapping[str, Decision],
+    own: tuple[Any, ...],
+) -> bool:
+    """Whether toolsets must be resolved: the agent has some, and a top call's decision runs it."""
+    from agentloop.engine.overrides import swap_of
+
+    runs = any(isinstance(decisions.get(p.call.id), Approve | Edit) and not p.path for p in pending)
+    return runs and bool(own or _sets(agent, swap_of))
+
+
+class _Published(NamedTuple):
+    """A paused durable run as ``check_offered`` reads it: what its workflow published."""
+
+    id: str
+    pending: tuple[PendingCall, ...]
+    paused_turn: dict[str, Any]
+    session_id: str | None = None
+
+
+async def check_published(
+    agent: Any,
+    pending: tuple[PendingCall, ...],
+    decisions: Mapping[str, Decision],
+    deps: Callable[[], Awaitable[Any]],
+    *,
+    run_id: str,
+    turn: int,
+    session_id: str | None = None,
+) -> None:
+    """``check_offered`` for a durable run paused at ``turn``; ``deps()`` loads the run's deps.
+
+    ``deps()`` raising ``LookupError`` means they cannot be read here (a class this process
+    cannot import): not judged here, as before the check (the static names were).
+    """
+    if not _judged(agent, pending, decisions, ()):
+        return
+    try:
+        loaded = await deps()
+    except LookupError:
+        return
+    run = _Published(run_id, pending, {"turn": {"index": turn}}, session_id)
+    await check_offered(agent, run, decisions, loaded, ())
 
 
 class _Either(Container[str]):

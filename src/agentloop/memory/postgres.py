@@ -16,6 +16,7 @@ lock, so the event loop never waits on the network.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -129,10 +130,11 @@ class PostgresMemoryStore(BaseMemoryStore):
             ) from exc
         self._errors: tuple[type[BaseException], ...] = (psycopg.Error,)
         self._lock = threading.Lock()
+        self._connect: Callable[[], Any] = functools.partial(
+            psycopg.connect, dsn, autocommit=True, connect_timeout=max(1, round(connect_timeout))
+        )
         try:
-            self._conn = psycopg.connect(
-                dsn, autocommit=True, connect_timeout=max(1, round(connect_timeout))
-            )
+            self._conn = self._connect()
         except psycopg.Error as exc:
             raise MemoryBackendError(f"PostgresMemoryStore: cannot connect: {exc}") from exc
         try:
@@ -160,6 +162,8 @@ class PostgresMemoryStore(BaseMemoryStore):
     def _transaction(self, what: str) -> Iterator[Any]:
         with self._lock:
             try:
+                if self._conn.broken:  # lost (a restart): the failed request told; reconnect
+                    self._conn = self._connect()
                 with self._conn.transaction(), self._conn.cursor() as cursor:
                     yield cursor
             except self._errors as exc:

@@ -77,15 +77,10 @@ class PostgresStore(SQLStore):
             ) from exc
         super().__init__(driver_errors=(psycopg.Error,))
         self.dsn = dsn
-        try:
-            self._conn = psycopg.connect(
-                dsn, autocommit=True, connect_timeout=max(1, round(connect_timeout))
-            )
-        except psycopg.Error as exc:
-            raise MemoryBackendError(f"PostgresStore: cannot connect: {exc}") from exc
+        self._timeout, self._read_only = connect_timeout, read_only
+        self._conn = self._connect()
         try:
             if read_only:  # every transaction READ ONLY; the tables must be there already
-                self._conn.read_only = True
                 self._check_schema()
             else:
                 self._create_schema()
@@ -96,8 +91,21 @@ class PostgresStore(SQLStore):
     def __repr__(self) -> str:
         return "PostgresStore(<dsn>)"
 
+    def _connect(self) -> Any:
+        psycopg = importlib.import_module("psycopg")
+        try:
+            conn = psycopg.connect(
+                self.dsn, autocommit=True, connect_timeout=max(1, round(self._timeout))
+            )
+        except psycopg.Error as exc:
+            raise MemoryBackendError(f"PostgresStore: cannot connect: {exc}") from exc
+        conn.read_only = self._read_only
+        return conn
+
     @contextmanager
     def _transaction(self, *, write: bool) -> Iterator[Transaction]:
+        if self._conn.broken:  # lost (a restart, a failover): the failed request told; reconnect
+            self._conn = self._connect()
         with self._conn.transaction(), self._conn.cursor() as cursor:
             yield _PostgresTransaction(cursor)
 

@@ -37,6 +37,7 @@ from agentloop.errors import (
     MemoryBackendError,
 )
 from agentloop.messages import Message, Part, TextPart, ToolCallPart
+from agentloop.safety._client_text import GOVERNOR_MESSAGE, INTERNAL_MESSAGE, STORE_MESSAGE
 from agentloop.safety.redact import redact_secrets
 
 __all__ = [
@@ -50,16 +51,6 @@ __all__ = [
 
 GUARDRAIL_MESSAGE = "The application's guardrails stopped this run."
 """A ``GuardrailTripped``'s message for a client, unless the app exposes guardrails."""
-INTERNAL_MESSAGE = "The server failed while running the agent."
-"""The message of an unexpected exception (not an ``AgentLoopError``) for a client."""
-STORE_MESSAGE = (
-    "The server could not record this conversation now (another request may be running it); "
-    "try again."
-)
-"""A ``MemoryBackendError``'s message for a client: its own names the server's file or host."""
-GOVERNOR_MESSAGE = "The server could not check its rate limits now; nothing was sent. Try again."
-"""A ``GovernorUnavailable``'s message for a client: its own names the governor's database."""
-
 WATCHED: frozenset[type[ev.Event]] = frozenset(
     {ev.ModelResponded, ev.GuardrailChecked, ev.ToolCallFinished}
 )
