@@ -280,35 +280,17 @@ class HttpTransport:
         payload: Mapping[str, Any] | bytes,
         headers: Mapping[str, str] | None,
         accept: str,
+        session: aiohttp.ClientSession | None = None,
     ) -> Awaitable[aiohttp.ClientResponse]:
         """What sends the POST when awaited (its failures are aiohttp's: ``_open`` maps them).
 
         aiohttp's request itself once this loop's session is open, so no coroutine of ours waits
         for the reply; else ``_first``, which opens the session first.
         """
-        session = self._sessions.ready()
-        if session is None:  # the first request on this loop, or its session was closed
-            return self._first(url, payload, headers, accept)
-        return self._post(session, url, payload, headers, accept)
-
-    async def _first(
-        self,
-        url: str,
-        payload: Mapping[str, Any] | bytes,
-        headers: Mapping[str, str] | None,
-        accept: str,
-    ) -> aiohttp.ClientResponse:
-        session = await self._sessions.get()
-        return await self._post(session, url, payload, headers, accept)
-
-    def _post(
-        self,
-        session: aiohttp.ClientSession,
-        url: str,
-        payload: Mapping[str, Any] | bytes,
-        headers: Mapping[str, str] | None,
-        accept: str,
-    ) -> Awaitable[aiohttp.ClientResponse]:
+        if session is None:
+            session = self._sessions.ready()
+            if session is None:  # the first request on this loop, or its session was closed
+                return self._first(url, payload, headers, accept)
         body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         merged = self._merged.get(accept) or self._sent_headers(accept)
         if headers:
@@ -320,6 +302,16 @@ class HttpTransport:
             allow_redirects=False,
             proxy=self._proxy,
         )
+
+    async def _first(
+        self,
+        url: str,
+        payload: Mapping[str, Any] | bytes,
+        headers: Mapping[str, str] | None,
+        accept: str,
+    ) -> aiohttp.ClientResponse:
+        session = await self._sessions.get()
+        return await self._sending(url, payload, headers, accept, session)
 
     def _sent_headers(self, accept: str) -> Mapping[str, str]:
         """The headers of every request accepting ``accept``, merged once (aiohttp copies them).

@@ -89,7 +89,10 @@ class Shapes:
     def find(self, request: ModelRequest, model: str, stream: bool) -> Shape | None:
         """The kept shape of ``request`` (sent to ``model``), or None: check and encode it."""
         settings, output = request.settings, request.output
-        shape = self._shapes.get(_key(request, model, stream))
+        shape = self._shapes.get(  # ``_key``, written out: this runs on every request
+            (id(settings), id(output), model, request.model, request.system, stream,
+             not request.session_id)
+        )  # fmt: skip
         if (
             shape is None
             or shape.settings is not settings
