@@ -65,8 +65,6 @@ class SSEStream:
         self._payload = payload
         self._extra = headers
         self._response: aiohttp.ClientResponse | None = None
-        self._decoder = SSEDecoder(max_line=transport.max_line)
-        self._pending: list[SSEEvent] = []
         self._eof = False
         self.headers: Mapping[str, str] = {}
         self.request_id: str | None = None
@@ -83,6 +81,8 @@ class SSEStream:
         if not 200 <= response.status < 300:
             await transport._refuse(response, url)
         self._response = response
+        self._decoder = SSEDecoder(max_line=transport.max_line)  # made once the reply has come
+        self._pending: list[SSEEvent] = []
         self.status = response.status
         self.headers = lower_headers(response)
         self.request_id = read_request_id(self.headers, transport.secrets)
@@ -99,11 +99,11 @@ class SSEStream:
         return self
 
     async def __anext__(self) -> SSEEvent:
+        if self._response is None:
+            raise RuntimeError("SSEStream must be entered with 'async with' before iterating")
         while not self._pending:
             if self._eof:
                 raise StopAsyncIteration
-            if self._response is None:
-                raise RuntimeError("SSEStream must be entered with 'async with' before iterating")
             try:
                 chunk = await self._response.content.readany()
             except foreign_errors() as exc:

@@ -336,11 +336,12 @@ class OpenAIClient(HttpClient):
         """
         model = request.model or self._model
         payload, restores = self._payload(request, model, stream=True)
-        accumulator = ChatStreamAccumulator(
-            provider=self._provider, model=model, secrets=self._transport.secrets
-        )
         try:
             async with self._transport.stream_sse(self._url_for(model), payload) as events:
+                # made once the reply has come: not held by a request waiting for a connection
+                accumulator = ChatStreamAccumulator(
+                    provider=self._provider, model=model, secrets=self._transport.secrets
+                )
                 accumulator.request_id = events.request_id
                 async for event in events:
                     for delta in accumulator.feed(event.data):
