@@ -392,6 +392,8 @@ def _raise_refusal(
 class _RecordingStream(SSEStream):
     """The real stream, each event kept as it passes (saved with the exchange on exit)."""
 
+    _transport: HttpTransport
+
     def __init__(self, cassette: Cassette, request: dict[str, Any], *args: Any) -> None:
         super().__init__(*args)
         self._cassette = cassette
@@ -426,6 +428,8 @@ class _RecordingStream(SSEStream):
 
 class _ReplayStream(SSEStream):
     """A recorded SSE reply, replayed event by event; no socket is opened."""
+
+    _transport: HttpTransport
 
     def __init__(self, cassette: Cassette, request: dict[str, Any], *args: Any) -> None:
         super().__init__(*args)

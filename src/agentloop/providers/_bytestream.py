@@ -20,7 +20,9 @@ from typing import Any
 from agentloop._util.slots import record
 from agentloop.errors import ProviderError
 from agentloop.providers._classify import read_request_id
-from agentloop.providers._http import HttpTransport, _foreign_errors, _lower_headers
+from agentloop.providers._http import HttpTransport
+from agentloop.providers._http_errors import foreign_errors as _foreign_errors
+from agentloop.providers._http_errors import lower_headers as _lower_headers
 from agentloop.providers._tape import TAPE
 
 __all__ = ["ByteStream", "EventMessage", "EventStream", "event_stream"]

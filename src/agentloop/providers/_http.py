@@ -53,8 +53,8 @@ from __future__ import annotations
 import io
 import json
 import ssl
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
 
 from agentloop._util.slots import record
@@ -78,10 +78,19 @@ from agentloop.providers._classify import (
     redirect_error,
     should_retry_hint,
 )
-from agentloop.providers._http_errors import classify_exception
+from agentloop.providers._http_errors import (
+    classify_exception,
+)
+from agentloop.providers._http_errors import (
+    foreign_errors as _foreign_errors,
+)
+from agentloop.providers._http_errors import (
+    lower_headers as _lower_headers,
+)
 from agentloop.providers._paths import as_sent
 from agentloop.providers._per_loop import PerLoop
-from agentloop.providers._sse import MAX_SSE_LINE, SSEDecoder, SSEEvent
+from agentloop.providers._sse import MAX_SSE_LINE
+from agentloop.providers._sse_stream import SSEStream
 from agentloop.providers._tape import TAPE
 from agentloop.providers._wire import decode_json
 from agentloop.safety.redact import redact_secrets as redact
@@ -137,19 +146,6 @@ class HttpResponse:
     data: Any
     text: str
     request_id: str | None
-
-
-def _lower_headers(response: aiohttp.ClientResponse) -> dict[str, str]:
-    return {key.lower(): value for key, value in response.headers.items()}
-
-
-_FOREIGN: tuple[type[BaseException], ...] = (OSError, TimeoutError)
-
-
-def _foreign_errors() -> tuple[type[BaseException], ...]:
-    import aiohttp
-
-    return (aiohttp.ClientError, *_FOREIGN)
 
 
 class HttpTransport:
@@ -263,35 +259,59 @@ class HttpTransport:
         headers: Mapping[str, str] | None,
         accept: str,
     ) -> aiohttp.ClientResponse:
-        """Send the POST and return a 2xx response; anything else raises an agentloop error."""
-        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        merged = self._merged.get(accept) or self._sent_headers(accept)
-        if headers:
-            merged = {**merged, **headers}
+        """Send the POST and return a 2xx response; anything else raises an agentloop error.
+
+        ``post_json`` and ``SSEStream`` write these lines out, a coroutine fewer per request.
+        """
         try:
-            session = self._sessions.ready()
-            if session is None:  # the first request on this loop, or its session was closed
-                session = await self._sessions.get()
-            response = await session.post(
-                url if "%" not in url else as_sent(url),  # a Bedrock model id keeps its escapes
-                data=body if len(body) <= _RAW_BODY else io.BytesIO(body),
-                headers=merged,
-                allow_redirects=False,
-                proxy=self._proxy,
-            )
+            response = await self._sending(url, payload, headers, accept)
         except _foreign_errors() as exc:
             # aiohttp wraps every failure before the connection exists in a connector error
             # (``_exception_kind`` maps those to the connect phase); anything else happened
             # after connecting, while sending or waiting for the status line.
             raise self._translate(exc, "send") from exc
-        if 200 <= response.status < 300:
-            return response  # the common case, without a coroutine to create and await
-        try:
-            await self._check_status(response, url)
-        except BaseException:
-            response.close()
-            raise
+        if not 200 <= response.status < 300:
+            await self._refuse(response, url)
         return response
+
+    def _sending(
+        self,
+        url: str,
+        payload: Mapping[str, Any] | bytes,
+        headers: Mapping[str, str] | None,
+        accept: str,
+        session: aiohttp.ClientSession | None = None,
+    ) -> Awaitable[aiohttp.ClientResponse]:
+        """What sends the POST when awaited (its failures are aiohttp's: ``_open`` maps them).
+
+        aiohttp's request itself once this loop's session is open, so no coroutine of ours waits
+        for the reply; else ``_first``, which opens the session first.
+        """
+        if session is None:
+            session = self._sessions.ready()
+            if session is None:  # the first request on this loop, or its session was closed
+                return self._first(url, payload, headers, accept)
+        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        merged = self._merged.get(accept) or self._sent_headers(accept)
+        if headers:
+            merged = {**merged, **headers}
+        return session.post(
+            url if "%" not in url else as_sent(url),  # a Bedrock model id keeps its escapes
+            data=body if len(body) <= _RAW_BODY else io.BytesIO(body),
+            headers=merged,
+            allow_redirects=False,
+            proxy=self._proxy,
+        )
+
+    async def _first(
+        self,
+        url: str,
+        payload: Mapping[str, Any] | bytes,
+        headers: Mapping[str, str] | None,
+        accept: str,
+    ) -> aiohttp.ClientResponse:
+        session = await self._sessions.get()
+        return await self._sending(url, payload, headers, accept, session)
 
     def _sent_headers(self, accept: str) -> Mapping[str, str]:
         """The headers of every request accepting ``accept``, merged once (aiohttp copies them).
@@ -313,18 +333,19 @@ class HttpTransport:
     def _translate(self, exc: BaseException, stage: str) -> AgentLoopError:
         return classify_exception(exc, stage=stage, provider=self.provider, secrets=self._secrets)
 
-    async def _check_status(self, response: aiohttp.ClientResponse, url: str) -> None:
-        status = response.status
-        if 200 <= status < 300:
-            return
-        headers = _lower_headers(response)
-        if 300 <= status < 400:
-            raise redirect_error(status, headers, url, self.provider, self._secrets)
-        raw = await self._read(response, limit=EXCERPT_READ, truncate=True)
-        text = raw.decode("utf-8", errors="replace")
-        raise error_for_status(
-            status, headers, text, provider=self.provider, secrets=self._secrets, url=url
-        )
+    async def _refuse(self, response: aiohttp.ClientResponse, url: str) -> NoReturn:
+        """Raise the error a reply that is not 2xx means; its connection is closed."""
+        try:
+            status, headers = response.status, _lower_headers(response)
+            if 300 <= status < 400:
+                raise redirect_error(status, headers, url, self.provider, self._secrets)
+            raw = await self._read(response, limit=EXCERPT_READ, truncate=True)
+            text = raw.decode("utf-8", errors="replace")
+            raise error_for_status(
+                status, headers, text, provider=self.provider, secrets=self._secrets, url=url
+            )
+        finally:
+            response.close()
 
     async def _read(
         self, response: aiohttp.ClientResponse, *, limit: int, truncate: bool = False
@@ -368,7 +389,12 @@ class HttpTransport:
         tape = TAPE.get()
         if tape is not None:  # agentloop.cassettes: replay, or send and record
             return await tape.post_json(self, url, payload, headers)  # type: ignore[no-any-return]
-        response = await self._open(url, payload, headers, "application/json")
+        try:  # ``_open``'s lines, without its coroutine
+            response = await self._sending(url, payload, headers, "application/json")
+        except _foreign_errors() as exc:
+            raise self._translate(exc, "send") from exc
+        if not 200 <= response.status < 300:
+            await self._refuse(response, url)
         try:
             length = response.content_length
             if length is not None and length <= self.max_body:  # announced and within the limit
@@ -424,76 +450,3 @@ def form_data(form: Mapping[str, str | tuple[str, bytes]]) -> aiohttp.FormData:
 
 def _bearer_tokens(values: Iterable[str]) -> list[str]:
     return [v.split(None, 1)[1] for v in values if v.lower().startswith("bearer ") and " " in v]
-
-
-class SSEStream:
-    """An open SSE response: ``async with`` it, then ``async for`` its ``SSEEvent``s.
-
-    Entering sends the request and checks the status (raising the classified error); leaving
-    releases the connection. ``request_id`` and ``headers`` are set once entered.
-    """
-
-    def __init__(
-        self,
-        transport: HttpTransport,
-        url: str,
-        payload: Mapping[str, Any] | bytes,
-        headers: Mapping[str, str] | None,
-    ) -> None:
-        self._transport = transport
-        self._url = url
-        self._payload = payload
-        self._extra = headers
-        self._response: aiohttp.ClientResponse | None = None
-        self._decoder = SSEDecoder(max_line=transport.max_line)
-        self._pending: list[SSEEvent] = []
-        self._eof = False
-        self.headers: Mapping[str, str] = {}
-        self.request_id: str | None = None
-        self.status: int | None = None
-
-    async def __aenter__(self) -> SSEStream:
-        response = await self._transport._open(
-            self._url, self._payload, self._extra, "text/event-stream"
-        )
-        self._response = response
-        self.status = response.status
-        self.headers = _lower_headers(response)
-        self.request_id = read_request_id(self.headers, self._transport.secrets)
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        if self._response is not None:
-            if exc_info[1] is None and (self._eof or self._response.content.is_eof()):
-                self._response.release()  # the body is complete: the connection is reusable
-            else:
-                self._response.close()
-
-    def __aiter__(self) -> SSEStream:
-        return self
-
-    async def __anext__(self) -> SSEEvent:
-        while not self._pending:
-            if self._eof:
-                raise StopAsyncIteration
-            chunk = await self._read_chunk()
-            try:
-                events = self._decoder.feed(chunk) if chunk else self._decoder.close()
-            except ResponseInvalid as error:
-                error.provider = self._transport.provider
-                error.request_id = self.request_id
-                raise
-            self._eof = not chunk
-            self._pending.extend(reversed(events))
-        return self._pending.pop()
-
-    async def _read_chunk(self) -> bytes:
-        if self._response is None:
-            raise RuntimeError("SSEStream must be entered with 'async with' before iterating")
-        try:
-            return await self._response.content.readany()
-        except _foreign_errors() as exc:
-            error = self._transport._translate(exc, "read")
-            if isinstance(error, ProviderError):
-                error.request_id = self.request_id
-            raise error from exc

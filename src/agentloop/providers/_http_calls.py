@@ -73,7 +73,9 @@ async def send(
     ``headers`` go beside the transport's own (a signed request's); a cassette that records a
     model request sends it this way, so a refused one is kept with its status and headers.
     """
-    from agentloop.providers._http import HttpResponse, _foreign_errors, _lower_headers, form_data
+    from agentloop.providers._http import HttpResponse, form_data
+    from agentloop.providers._http_errors import foreign_errors as _foreign_errors
+    from agentloop.providers._http_errors import lower_headers as _lower_headers
     from agentloop.providers._paths import as_sent
 
     sent = {**transport._sent_headers("application/json"), **(headers or {})}

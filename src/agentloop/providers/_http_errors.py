@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from agentloop.errors import (
     AgentLoopError,
@@ -21,7 +22,24 @@ from agentloop.errors import (
 )
 from agentloop.safety.redact import redact_secrets as redact
 
-__all__ = ["classify_exception"]
+if TYPE_CHECKING:
+    import aiohttp
+
+__all__ = ["classify_exception", "foreign_errors", "lower_headers"]
+
+_FOREIGN: tuple[type[BaseException], ...] = (OSError, TimeoutError)
+
+
+def foreign_errors() -> tuple[type[BaseException], ...]:
+    """What a transport call may raise that ``classify_exception`` maps (aiohttp's, OS's)."""
+    import aiohttp
+
+    return (aiohttp.ClientError, *_FOREIGN)
+
+
+def lower_headers(response: aiohttp.ClientResponse) -> dict[str, str]:
+    """A response's headers, their names lower-cased."""
+    return {key.lower(): value for key, value in response.headers.items()}
 
 
 def classify_exception(

@@ -94,9 +94,14 @@ class SSEDecoder:
         if end < start:
             return start
         checked = end - start <= self._max_line  # then no line in it can be too long
+        data = self._data
         for raw in bytes(self._buffer[start:end]).split(b"\n"):
             if not checked:
                 self._check_length(len(raw))
+            if raw[:6] == b"data: ":  # the common line, as _line takes it, without its call
+                data.append(raw[6:].decode("utf-8", errors="replace"))
+                self._seen = True
+                continue
             event = self._line(raw)
             if event is not None:
                 events.append(event)
@@ -173,14 +178,11 @@ class SSEDecoder:
     def _dispatch(self) -> SSEEvent | None:
         if not self._seen:
             return None
-        event = SSEEvent(
-            event=self._event or "message",
-            data="\n".join(self._data),
-            id=self._last_id,
-            retry=self._retry,
-        )
+        data = self._data
+        text = data[0] if len(data) == 1 else "\n".join(data)
+        event = SSEEvent(self._event or "message", text, self._last_id, self._retry)  # positional
+        data.clear()  # the list is never handed out: kept for the next event
         self._event = None
-        self._data = []
         self._retry = None
         self._seen = False
         return event

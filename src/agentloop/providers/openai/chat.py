@@ -109,6 +109,7 @@ from agentloop.providers.openai._chat_request import (
 )
 from agentloop.providers.openai._chat_restore import may_restore, restore_optional
 from agentloop.providers.openai._chat_rules import ChatRules, name_the_fix
+from agentloop.providers.openai._chat_shapes import Shape, Shapes
 
 if TYPE_CHECKING:
     from agentloop.provider_tools import ProviderTool
@@ -183,7 +184,7 @@ class OpenAIClient(HttpClient):
         self._tools: tuple[Sequence[ToolSpec], bool, str] | None = None
         self._options: tuple[ModelSettings, OutputSpec | None, tuple[Any, ...], str] | None = None
         self._head: tuple[str, str | None, str] | None = None
-        self._shape: tuple[Any, ...] | None = None  # the last request's checked parts
+        self._shapes = Shapes()  # the checked parts of each request shape seen (an agent's)
         self._configure_bearer(
             model,
             provider or self.default_provider,
@@ -227,22 +228,16 @@ class OpenAIClient(HttpClient):
 
         It may when strict mode made a property of a tool's or the output's schema nullable.
 
-        A request shaped as the last one (the same model, settings and output objects, tools,
-        system prompt, session and mode: every turn of a run) was checked then, and its body
-        differs only by its messages: it is spliced from the parts kept then.
+        A request of a shape seen before (the same model, settings and output objects, tools,
+        system prompt and mode: every turn of every run of an agent) was checked then, and its
+        body differs only by its messages (and session): it is spliced from the parts kept then
+        (``_chat_shapes``).
         """
         request = with_tool_changes(request)  # SPEC 28: an entry's tool change joins tools
-        key = (model, request.model, request.system, request.session_id, stream)
-        shape = self._shape
-        if (
-            shape is not None
-            and shape[0] is request.settings
-            and shape[1] is request.output
-            and shape[3] == key
-            and shape[2] == request.tools
-            and not request.provider_tools
-        ):
-            return splice_body(request, model, shape[4], shape[5], shape[6]), shape[7]
+        shape = self._shapes.find(request, model, stream)
+        if shape is not None:
+            tail = shape.tail(request.session_id)
+            return splice_body(request, model, shape.head, tail, shape.media), shape.restores
         profile = self._rules.check(model, request)
         strict = profile.strict_schema
         max_field = self._rules.max_field(model)
@@ -265,8 +260,8 @@ class OpenAIClient(HttpClient):
         )
         if spliced(request) and not request.provider_tools:
             tail = body_tail(tools, options)
-            self._shape = (request.settings, request.output, request.tools, key, head, tail)
-            self._shape += (media, restores)
+            shape = Shape(request, head, tail, media, restores, self._cache_key)
+            self._shapes.keep(request, model, stream, shape)
         return body, restores
 
     def _head_json(self, name: str, system: str | None) -> str:
@@ -341,11 +336,12 @@ class OpenAIClient(HttpClient):
         """
         model = request.model or self._model
         payload, restores = self._payload(request, model, stream=True)
-        accumulator = ChatStreamAccumulator(
-            provider=self._provider, model=model, secrets=self._transport.secrets
-        )
         try:
             async with self._transport.stream_sse(self._url_for(model), payload) as events:
+                # made once the reply has come: not held by a request waiting for a connection
+                accumulator = ChatStreamAccumulator(
+                    provider=self._provider, model=model, secrets=self._transport.secrets
+                )
                 accumulator.request_id = events.request_id
                 async for event in events:
                     for delta in accumulator.feed(event.data):

@@ -255,14 +255,14 @@ class OpenAIResponsesClient(HttpClient):
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream ``request``: text, reasoning and tool-call deltas, then ``done``."""
         payload = self._payload(request, True)
-        state = ResponsesStream(
-            provider=self._provider,
-            model=request.model or self._model,
-            secrets=self._transport.secrets,
-            origin=self._origin,
-        )
         with self._redacting():
             async with self._transport.stream_sse(self.url, payload) as events:
+                state = ResponsesStream(  # made once the reply has come (as OpenAIClient's)
+                    provider=self._provider,
+                    model=request.model or self._model,
+                    secrets=self._transport.secrets,
+                    origin=self._origin,
+                )
                 state.request_id = events.request_id
                 async for event in events:  # drained to the end so the connection is reused
                     if not state.finished:
