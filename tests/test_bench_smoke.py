@@ -28,6 +28,7 @@ SMOKE: dict[str, list[str]] = {
     "durable_pauses.py": ["--paused", "5", "--new", "2", "--work", "2"],
     "engine_turns.py": ["--repeats", "1"],
     "evals.py": [],
+    "gc_pressure.py": ["--runs", "50", "--batches", "1"],
     "import_time.py": ["--repeats", "1"],
     "mcp_overhead.py": ["--calls", "5", "--rounds", "1"],
     "memory_search.py": ["--items", "50"],
