@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("starlette", reason="the ui extra is not installed")
 import aiohttp
 
-from agentloop import Agent, Session, tool
+from agentloop import Agent, Deny, Session, tool
 from agentloop.events import (
     AttemptReset,
     LoopWarning,
@@ -376,3 +376,38 @@ async def test_a_second_request_while_the_chat_runs_is_a_409() -> None:
             release.set()
             rest = await first.text()
     assert answer["error"]["type"] == "Conflict" and "data: [DONE]" in rest
+
+
+def _chunks(text: str) -> list[dict[str, Any]]:
+    events = [e.removeprefix("data: ") for e in text.split("\n\n") if e.startswith("data: {")]
+    return [json.loads(e) for e in events]
+
+
+async def test_an_approval_after_a_denial_elsewhere_reads_the_denial_and_runs_nothing(
+    served: Served,
+) -> None:
+    session = await paused(served)
+    await session.continue_run(decisions={"c1": Deny("not today")})  # an operator, elsewhere
+    body = {"id": "t", "messages": [user("delete a.txt"), approval("c1")]}
+    status, text = await served.post(body)
+    assert status == 200 and ran == []
+    chunks = _chunks(text)
+    told = [c["data"] for c in chunks if c["type"] == "data-agentloop"]
+    assert told == [{"type": "DecidedElsewhere", "calls": ["c1"], "decisions": {"c1": "deny"}}]
+    assert {"type": "tool-output-denied", "toolCallId": "c1"} in chunks
+    assert chunks[-1] == {"type": "finish", "finishReason": "stop"}
+    assert len(served.model.requests) == 2  # the operator's continuation only
+
+
+async def test_an_approval_after_a_cancel_elsewhere_reads_the_abort_and_runs_nothing(
+    served: Served,
+) -> None:
+    session = await paused(served)
+    await session.cancel_run()
+    body = {"id": "t", "messages": [user("delete a.txt"), approval("c1")]}
+    status, text = await served.post(body)
+    assert status == 200 and ran == [] and len(served.model.requests) == 1
+    chunks = _chunks(text)
+    assert chunks[0]["type"] == "start" and chunks[-1]["type"] == "abort"
+    [closed] = [c for c in chunks if c["type"].startswith("tool-output")]  # as the run closed it
+    assert closed["type"] == "tool-output-error" and "interrupted" in closed["errorText"]

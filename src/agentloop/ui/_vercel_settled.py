@@ -57,11 +57,3 @@ def settled_chunks(chunks: Chunks, run: Run[Any], asked: Set[str]) -> list[Chunk
     if run.paused:
         out += chunks.feed(RunPaused(run.id, len(run.turns), run.pending))
     return out + chunks.feed(RunFinished(run.id, len(run.turns), run))
-
-
-def _output(call_id: str, content: str) -> Chunk:
-    return {"type": "tool-output-available", "toolCallId": call_id, "output": content}
-
-
-def _output_error(call_id: str, content: str) -> Chunk:
-    return {"type": "tool-output-error", "toolCallId": call_id, "errorText": content}
