@@ -1,14 +1,21 @@
 """The durable pause tests' agent: one approval tool, one external tool, and the model's plan.
 
-Shared by the DBOS and the Temporal pause tests (``refunds`` records each refund that ran).
+Shared by the DBOS and the Temporal pause tests (``refunds`` records each refund that ran), with
+the DBOS tests' launch and their wait for a pause.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from agentloop import tool
 from agentloop.model import ModelRequest
+from agentloop.pausing import PendingCall
 from agentloop.testing import call
 
 refunds: list[str] = []
@@ -35,3 +42,34 @@ def plan(request: ModelRequest) -> Any:
             call("ask_customer", {"question": "why?"}, id="c2"),
         ]
     return "; ".join(f"{p.name}: {p.content}" for p in results)
+
+
+@contextlib.contextmanager
+def dbos_launched(database: Path) -> Iterator[None]:
+    """DBOS on a SQLite system database at ``database``, launched, destroyed on the way out."""
+    from dbos import DBOS
+
+    DBOS(
+        config={
+            "name": "agentloop-tests",
+            "system_database_url": f"sqlite:///{database}",
+            "log_level": "ERROR",
+            "notification_listener_polling_interval_sec": 0.05,
+        }
+    )
+    DBOS.launch()
+    try:
+        yield
+    finally:
+        DBOS.destroy(destroy_registry=True)
+
+
+async def dbos_paused(workflow_id: str) -> tuple[PendingCall, ...]:
+    """The pending calls of a DBOS run, once it has paused (60 s at the most)."""
+    from agentloop.durable.dbos import DBOSAgent
+
+    deadline = time.monotonic() + 60
+    while not (pending := DBOSAgent.pending(workflow_id)):
+        assert time.monotonic() < deadline, "the run never paused"
+        await asyncio.sleep(0.05)
+    return pending

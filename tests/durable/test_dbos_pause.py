@@ -38,7 +38,7 @@ from agentloop.durable._dbos_pause import DECIDERS
 from agentloop.durable.dbos import PAUSED_CHILD_TEXT, DBOSAgent
 from agentloop.errors import Cancelled, InvalidInput
 from agentloop.model import ModelRequest
-from agentloop.pausing import LOST_TEXT, Decision, PendingCall
+from agentloop.pausing import LOST_TEXT, Decision
 from agentloop.testing import FunctionModel, call
 
 HERE = Path(__file__).parent
@@ -46,32 +46,15 @@ CHILD = HERE / "_dbos_pause_child.py"
 
 sys.path.insert(0, str(HERE))
 
-from _pause_plan import ask_customer, plan, refund, refunds  # noqa: E402
+from _pause_plan import ask_customer, dbos_launched, dbos_paused, plan, refund, refunds  # noqa: E402
 
 
 @pytest.fixture
 def durable(tmp_path: Path) -> Iterator[DBOSAgent[str | None]]:
     refunds.clear()
     agent = DBOSAgent(Agent(FunctionModel(plan), tools=[refund, ask_customer]), name="approvals")
-    DBOS(
-        config={
-            "name": "agentloop-tests",
-            "system_database_url": f"sqlite:///{tmp_path / 'dbos.sqlite'}",
-            "log_level": "ERROR",
-            "notification_listener_polling_interval_sec": 0.05,
-        }
-    )
-    DBOS.launch()
-    yield agent
-    DBOS.destroy(destroy_registry=True)
-
-
-async def _paused(workflow_id: str) -> tuple[PendingCall, ...]:
-    deadline = time.monotonic() + 60
-    while not (pending := DBOSAgent.pending(workflow_id)):
-        assert time.monotonic() < deadline, "the run never paused"
-        await asyncio.sleep(0.05)
-    return pending
+    with dbos_launched(tmp_path / "dbos.sqlite"):
+        yield agent
 
 
 def _status(workflow_id: str) -> str | None:
@@ -91,7 +74,7 @@ async def test_a_paused_run_ends_its_workflow_and_decide_continues_it(
     durable: DBOSAgent[str | None],
 ) -> None:
     running = asyncio.ensure_future(durable.run("refund A1", workflow_id="wf-pause"))
-    pending = await _paused("wf-pause")
+    pending = await dbos_paused("wf-pause")
     assert [(p.id, p.kind, p.call.name) for p in pending] == [
         ("c1", "approval", "refund"),
         ("c2", "external", "ask_customer"),
@@ -120,7 +103,7 @@ async def test_a_paused_run_ends_its_workflow_and_decide_continues_it(
 
 async def test_deny_and_edit(durable: DBOSAgent[str | None]) -> None:
     denied = await durable.start("refund A1", workflow_id="wf-deny")
-    await _paused("wf-deny")
+    await dbos_paused("wf-deny")
     durable.decide("wf-deny", {"c1": Deny("over the limit"), "c2": Deny()})
     run = await asyncio.wait_for(denied.result(poll_seconds=0.05), 60)
     assert run.output == (
@@ -128,7 +111,7 @@ async def test_deny_and_edit(durable: DBOSAgent[str | None]) -> None:
     )
     assert refunds == []
     edited = await durable.start("refund A1", workflow_id="wf-edit")
-    await _paused("wf-edit")
+    await dbos_paused("wf-edit")
     durable.decide("wf-edit", {"c1": Edit({"order": "A2"}), "c2": Answer("ok")})
     run = await asyncio.wait_for(edited.result(poll_seconds=0.05), 60)
     assert run.output == "refund: refunded A2; ask_customer: ok" and refunds == ["A2"]
@@ -138,7 +121,7 @@ async def test_bad_decisions_are_invalid_input_and_nothing_is_sent(
     durable: DBOSAgent[str | None],
 ) -> None:
     started = await durable.start("refund A1", workflow_id="wf-bad")
-    await _paused("wf-bad")
+    await dbos_paused("wf-bad")
     bad: list[tuple[object, str]] = [
         ({"c1": Approve(), "c2": Answer("x"), "c9": Approve()}, "not a pending call"),
         ({"c1": Approve()}, "no decision for pending call 'c2'"),
@@ -168,7 +151,7 @@ async def test_bad_decisions_are_invalid_input_and_nothing_is_sent(
 async def test_two_decision_sets_for_one_pause_apply_one(durable: DBOSAgent[str | None]) -> None:
     """Two deciders at once: one set is recorded, the other is ``InvalidInput``, never dropped."""
     started = await durable.start("refund A1", workflow_id="wf-twice")
-    await _paused("wf-twice")
+    await dbos_paused("wf-twice")
     sets: list[dict[str, Decision]] = [
         {"c1": Approve(), "c2": Answer("first")},
         {"c1": Deny(), "c2": Answer("second")},
@@ -226,12 +209,12 @@ def test_a_paused_run_holds_no_slot_of_its_workers_limit(database: Callable[[str
     try:
         queued = [durable.enqueue("refunds", workflow_id=f"slot-{n}") for n in range(3)]
         for n in range(3):  # each pauses while the earlier ones wait: none holds the one slot
-            asyncio.run(_paused(f"slot-{n}"))
+            asyncio.run(dbos_paused(f"slot-{n}"))
             _ended(f"slot-{n}")  # its workflow returns right after it publishes the pause
         for n in range(2):
             DBOSAgent.decide(f"slot-{n}", {"r1": Approve()})
         for n in range(2):  # each continuation pauses on its second call
-            while [p.id for p in asyncio.run(_paused(f"slot-{n}"))] != ["r2"]:
+            while [p.id for p in asyncio.run(dbos_paused(f"slot-{n}"))] != ["r2"]:
                 time.sleep(0.05)
             DBOSAgent.decide(f"slot-{n}", {"r2": Deny() if n else Approve()})
         asyncio.run(queued[2].cancel())

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,19 +21,18 @@ import pytest
 
 pytest.importorskip("dbos", reason="DBOSAgent tests need the dbos extra")
 
-from dbos import DBOS
 
 from agentloop import Agent, Answer, Approve, RunContext
 from agentloop.durable.dbos import DBOSAgent
 from agentloop.errors import InvalidInput
 from agentloop.model import ToolSpec
-from agentloop.pausing import Decision, PendingCall
+from agentloop.pausing import Decision
 from agentloop.testing import FunctionModel
 from agentloop.toolsets import FunctionToolset
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _pause_plan import ask_customer, plan, refund, refunds
+from _pause_plan import ask_customer, dbos_launched, dbos_paused, plan, refund, refunds
 
 ENABLED: set[str] = set()
 """The app's live settings: the tiers refunds are switched on for."""
@@ -50,25 +48,8 @@ def durable(tmp_path: Path) -> Iterator[DBOSAgent[str | None]]:
     ENABLED.clear()
     shop = FunctionToolset([refund, ask_customer], name="shop").filtered(offered)
     agent = DBOSAgent(Agent(FunctionModel(plan), toolsets=[shop]), name="seams2_filtered")
-    DBOS(
-        config={
-            "name": "agentloop-tests",
-            "system_database_url": f"sqlite:///{tmp_path / 'dbos.sqlite'}",
-            "log_level": "ERROR",
-            "notification_listener_polling_interval_sec": 0.05,
-        }
-    )
-    DBOS.launch()
-    yield agent
-    DBOS.destroy(destroy_registry=True)
-
-
-async def paused(workflow_id: str) -> tuple[PendingCall, ...]:
-    deadline = time.monotonic() + 60
-    while not (pending := DBOSAgent.pending(workflow_id)):
-        assert time.monotonic() < deadline, "the run never paused"
-        await asyncio.sleep(0.05)
-    return pending
+    with dbos_launched(tmp_path / "dbos.sqlite"):
+        yield agent
 
 
 async def test_a_decision_the_continuation_would_not_offer_is_refused(
@@ -76,7 +57,7 @@ async def test_a_decision_the_continuation_would_not_offer_is_refused(
 ) -> None:
     ENABLED.add("gold")
     started = await durable.start("refund A1", deps={"tier": "gold"}, workflow_id="wf-filtered")
-    pending = await paused("wf-filtered")
+    pending = await dbos_paused("wf-filtered")
     assert [p.call.name for p in pending] == ["refund", "ask_customer"]
     ENABLED.clear()  # refunds switched off while the run waited
     decisions: dict[str, Decision] = {"c1": Approve(), "c2": Answer("it arrived broken")}

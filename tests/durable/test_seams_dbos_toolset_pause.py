@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,19 +18,18 @@ import pytest
 
 pytest.importorskip("dbos", reason="DBOSAgent tests need the dbos extra")
 
-from dbos import DBOS
 
 from agentloop import Agent, Answer, Approve
 from agentloop.durable._dbos_pause import DECIDERS
 from agentloop.durable.dbos import DBOSAgent
 from agentloop.errors import InvalidInput
-from agentloop.pausing import Decision, PendingCall
+from agentloop.pausing import Decision
 from agentloop.testing import FunctionModel
 from agentloop.toolsets import FunctionToolset
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _pause_plan import ask_customer, plan, refund, refunds
+from _pause_plan import ask_customer, dbos_launched, dbos_paused, plan, refund, refunds
 
 
 @pytest.fixture
@@ -39,30 +37,13 @@ def durable(tmp_path: Path) -> Iterator[DBOSAgent[str | None]]:
     refunds.clear()
     shop = FunctionToolset([refund, ask_customer], name="shop")
     agent = DBOSAgent(Agent(FunctionModel(plan), toolsets=[shop]), name="toolset_approvals")
-    DBOS(
-        config={
-            "name": "agentloop-tests",
-            "system_database_url": f"sqlite:///{tmp_path / 'dbos.sqlite'}",
-            "log_level": "ERROR",
-            "notification_listener_polling_interval_sec": 0.05,
-        }
-    )
-    DBOS.launch()
-    yield agent
-    DBOS.destroy(destroy_registry=True)
-
-
-async def paused(workflow_id: str) -> tuple[PendingCall, ...]:
-    deadline = time.monotonic() + 60
-    while not (pending := DBOSAgent.pending(workflow_id)):
-        assert time.monotonic() < deadline, "the run never paused"
-        await asyncio.sleep(0.05)
-    return pending
+    with dbos_launched(tmp_path / "dbos.sqlite"):
+        yield agent
 
 
 async def test_a_toolset_tool_is_decided_and_run_once(durable: DBOSAgent[str | None]) -> None:
     started = await durable.start("refund A1", workflow_id="wf-shop")
-    pending = await paused("wf-shop")
+    pending = await dbos_paused("wf-shop")
     assert [p.call.name for p in pending] == ["refund", "ask_customer"]
     decisions: dict[str, Decision] = {"c1": Approve(), "c2": Answer("it arrived broken")}
     workflow, agent = DECIDERS["toolset_approvals"]
