@@ -266,13 +266,18 @@ ToolNames: TypeAlias = Callable[[tuple[str, ...]], Container[str] | None]
 
 
 def check_tools(
-    pending: tuple[PendingCall, ...], decisions: Mapping[str, Decision], tools: ToolNames
+    pending: tuple[PendingCall, ...],
+    decisions: Mapping[str, Decision],
+    tools: ToolNames,
+    *,
+    why: Callable[[str], str] | None = None,
 ) -> None:
     """``InvalidInput`` naming the tool when an approval would be spent on nothing (SPEC 17).
 
     An ``Approve`` or ``Edit`` runs the call's tool: when the agent of its turn (``tools`` of
     the call's ``path``) does not have it, the decision is refused before anything is recorded,
-    and the run stays paused. ``Deny`` and ``Answer`` need no tool.
+    and the run stays paused. ``Deny`` and ``Answer`` need no tool. ``why(tool)``: words put
+    after "does not have" (the toolsets' check says which deps decided).
     """
     for waiting in pending:
         decision = decisions.get(waiting.call.id)
@@ -282,10 +287,11 @@ def check_tools(
         if names is None or waiting.call.name in names:
             continue
         agent = f"agent '{waiting.path[-1]}'" if waiting.path else "the agent"
+        because = "" if why is None else why(waiting.call.name)
         raise InvalidInput(
             f"{type(decision).__name__} for {waiting.call.id!r} would run tool "
-            f"'{waiting.call.name}', which {agent} continuing the run does not have: nothing "
-            "was recorded and the run stays paused; continue it with an agent built with "
+            f"'{waiting.call.name}', which {agent} continuing the run does not have{because}: "
+            "nothing was recorded and the run stays paused; continue it with an agent built with "
             "that tool, Agent(tools=...) or Agent(toolsets=...), or pass the toolsets that "
             "have it again, continue_run(toolsets=...) (those given to run(toolsets=...) stay "
             "with the session that ran it, in its process), or Deny the call"

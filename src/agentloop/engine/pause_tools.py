@@ -142,7 +142,29 @@ async def check_offered(
         raise  # a source that cannot list its tools: typed, as at a run's start
     except Exception:  # a toolset's own bug: the continued run ends typed (InternalError)
         return
-    check_tools(run.pending, decisions, lambda path: None if path else offered)
+    check_tools(
+        run.pending, decisions, lambda path: None if path else offered, why=_by_deps(sets, deps)
+    )
+
+
+def _by_deps(sets: tuple[Any, ...], deps: Any) -> Callable[[str], str]:
+    """Words naming the deps when a toolset could have offered the tool with other deps."""
+    static = [toolset.static_names() for toolset in sets]
+    dynamic = any(names is None for names in static)
+    known = {name for names in static if names is not None for name in names}
+    given = "deps=None" if deps is None else f"deps of type {type(deps).__name__}"
+
+    def why(tool: str) -> str:
+        if not dynamic and tool not in known:
+            return ""  # no toolset has it, whatever the deps: the tool is gone
+        return (
+            f" (its toolsets, resolved for the paused turn with the continuation's {given}, do "
+            "not offer it: a filter or a dynamic toolset decides with the deps, and deps are "
+            "not stored with a run; if the run had other deps, pass them again, "
+            "continue_run(deps=...), a value or a factory (run) -> deps)"
+        )
+
+    return why
 
 
 def _judged(
