@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import field
+from inspect import isawaitable
 from typing import TYPE_CHECKING, Any
 
 from agentloop._util.slots import record
@@ -71,29 +72,40 @@ def _check(agent: Agent[Any]) -> Any:
     return agent.store
 
 
-async def start_many(agent: Agent[Any], inputs: Sequence[RunInput]) -> list[Run[Any]]:
+async def start_many(
+    agent: Agent[Any], inputs: Sequence[RunInput], *, deps: Any = None
+) -> list[Run[Any]]:
     """Start one run per input, each in its own session: one provider batch for all first turns.
 
+    ``deps``: what each run's tools, filters and dynamic toolsets read (``ctx.deps``) when its
+    first turn is built; a value, or ``(input) -> deps`` (sync or async) called once per input.
+    Give ``poll`` the same: deps are not stored, and the first turn's tools are resolved here.
     Each returned run waits (``run.waiting``), or ended before its first model call.
     """
     from agentloop.fleet._batch_client import COLLECTOR, Collector
 
     _check(agent)
+    each = [await _deps_of(deps, value) for value in inputs]  # a factory that fails sends nothing
     collector = Collector(len(inputs))
     token = COLLECTOR.set(collector)
     try:
 
-        async def one(value: RunInput) -> Run[Any]:
+        async def one(value: RunInput, its: Any) -> Run[Any]:
             session = agent.session()
             try:
-                return await session.run(value)
+                return await session.run(value, deps=its)
             finally:
                 if session.runs and session.runs[-1].waiting is None:
                     await collector.done()
 
-        return list(await asyncio.gather(*(one(v) for v in inputs)))
+        return list(await asyncio.gather(*(one(v, d) for v, d in zip(inputs, each, strict=True))))
     finally:
         COLLECTOR.reset(token)
+
+
+async def _deps_of(deps: Any, value: Any) -> Any:
+    made = deps(value) if callable(deps) else deps
+    return await made if isawaitable(made) else made
 
 
 async def poll(agent: Agent[Any], *, deps: Any = None) -> PollReport:
