@@ -12,7 +12,7 @@ import argparse
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentloop.errors import ConfigurationError
 
@@ -38,6 +38,15 @@ def add_commands(sub: Any, runs_commands: Any) -> None:
     command.add_argument("--json", metavar="PATH", help="write the report as JSON")
     command.add_argument("--html", metavar="PATH", help="write the report as an HTML page")
     command.add_argument("--baseline", metavar="PATH", help="a JSON report to compare with")
+    command.add_argument(
+        "--cassette", metavar="PATH", help="replay the provider's traffic from a cassette (CI)"
+    )
+    command.add_argument(
+        "--cassette-mode",
+        choices=("none", "once", "all"),
+        default="none",
+        help="none: replay only (default); once: record when the file is missing; all: record",
+    )
 
 
 def dispatch(args: argparse.Namespace, console: Callable[[], Console]) -> int | None:
@@ -69,7 +78,7 @@ def run_eval(args: argparse.Namespace, console: Console) -> int:
         )
     baseline = _baseline(args.baseline, EvaluationReport)
     options = {"max_concurrency": args.max_concurrency, "repeat": args.repeat}
-    report = asyncio.run(dataset.evaluate(agent, **options))
+    report = _evaluate(dataset, agent, options, args.cassette, args.cassette_mode)
     console.print(report.render(baseline))
     if baseline is not None:
         diff = report.diff(baseline)
@@ -85,6 +94,28 @@ def run_eval(args: argparse.Namespace, console: Console) -> int:
     verdict = "pass" if report.pass_rate >= args.threshold else "FAIL"
     console.print(f"{verdict}: pass rate {report.pass_rate:.2%}, threshold {args.threshold:.2%}")
     return 0 if report.pass_rate >= args.threshold else 1
+
+
+def _evaluate(
+    dataset: Any,
+    agent: Any,
+    options: dict[str, Any],
+    cassette: str | None,
+    mode: Literal["none", "once", "all"],
+) -> Any:
+    """The dataset's report, its provider traffic replayed from (or recorded to) ``cassette``."""
+    if cassette is None:
+        return asyncio.run(dataset.evaluate(agent, **options))
+    from agentloop.cassettes import use_cassette
+
+    if mode == "none" and not Path(cassette).is_file():
+        raise ConfigurationError(
+            f"--cassette {cassette}: no such file; record it once against the provider with "
+            "--cassette-mode once",
+            field="cassette",
+        )
+    with use_cassette(cassette, mode=mode):
+        return asyncio.run(dataset.evaluate(agent, **options))
 
 
 def _listed(names: list[str], what: str) -> str:
