@@ -55,7 +55,8 @@ class A2AApp:
     Args:
         agent: The agent every task runs on (each context on its own session).
         name: The card's ``name``.
-        description: The card's ``description``.
+        description: The card's ``description`` (and its skill's); empty: ``Ask the agent
+            '<name>'.``, as ``MCPApp``'s tool, since A2A 1.0 requires both.
         url: The interface's URL on the card; default: the base URL of the card's request.
         session: ``(request, context_id) -> Session`` (sync or async): authenticate and pick
             the conversation; ``PermissionError`` refuses the caller (HTTP 403),
@@ -79,7 +80,7 @@ class A2AApp:
     ) -> None:
         self.agent = agent
         self.name = name
-        self.description = description
+        self.description = description or f"Ask the agent '{name}'."
         self.url = url
         self.max_body_bytes = max_body_bytes
         self.handler = AgentHandler(agent, session, deps)
