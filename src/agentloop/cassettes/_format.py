@@ -4,7 +4,8 @@ Pure: no sockets, no event loop. A request is stored (and matched) as ``{method,
 where ``body`` is the parsed JSON (a non-JSON body as text, JSON Lines as a list), every string
 passed through the package's one redactor (``safety.redact``) with the client's key and the
 cassette's own ``redact`` strings, ``<redacted>`` for each, run and session ids (and the
-fields derived from them) as ``<run-id>``, and every base64 string over 1 KiB
+fields derived from them) as ``<run-id>``, the ids ``remember`` derives from a run's id
+(``m`` and 16 hex digits, SPEC 27) as ``<memory-id>``, and every base64 string over 1 KiB
 of decoded bytes replaced by ``<media sha256:HEX BYTES>`` (a data URL keeps its ``data:...,``
 head), so a 1 MiB image costs a line and two requests carrying the same image match.
 Responses are kept as they came (a heuristic redaction would change what the model said): only
@@ -29,6 +30,7 @@ from agentloop.safety.redact import REDACTED, redact_secrets
 __all__ = [
     "FORMAT_VERSION",
     "MEDIA_THRESHOLD",
+    "MEMORY_ID_MARK",
     "REDACTED_MARK",
     "RUN_ID_MARK",
     "first_difference",
@@ -72,7 +74,9 @@ def kept_headers(headers: Mapping[str, str], secrets: Iterable[str]) -> dict[str
 
 def _scrub(text: str, secrets: tuple[str, ...]) -> str:
     text = redact_secrets(scrub_known(text, secrets), secrets).replace(REDACTED, REDACTED_MARK)
-    return _RUN_ID.sub(RUN_ID_MARK, text) if len(text) >= 32 else text
+    if len(text) >= 32:
+        text = _RUN_ID.sub(RUN_ID_MARK, text)
+    return _MEMORY_ID.sub(MEMORY_ID_MARK, text) if len(text) >= 17 else text
 
 
 def _media(text: str) -> str | None:
@@ -102,6 +106,11 @@ _RUN_ID = re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{12}4[0-9a-f]{3}[89ab][0-9a-f]{15
 
 ``_`` may touch it: a batch request's ``custom_id`` is ``<run id>_<turn>_<attempt>`` (SPEC 25).
 """
+
+
+MEMORY_ID_MARK = "<memory-id>"
+_MEMORY_ID = re.compile(r"(?<![0-9A-Za-z])m[0-9a-f]{16}(?![0-9A-Za-z])")
+"""A memory item's id as ``remember`` makes it from the run's id and the call's: fresh per run."""
 
 
 def run_ids(text: str) -> list[str]:
