@@ -38,6 +38,7 @@ def add_commands(sub: Any, runs_commands: Any) -> None:
     command.add_argument("--json", metavar="PATH", help="write the report as JSON")
     command.add_argument("--html", metavar="PATH", help="write the report as an HTML page")
     command.add_argument("--baseline", metavar="PATH", help="a JSON report to compare with")
+    command.add_argument("--deps", metavar="MODULE:CALLABLE", help="(case) -> deps for its runs")
     command.add_argument(
         "--cassette", metavar="PATH", help="replay the provider's traffic from a cassette (CI)"
     )
@@ -63,7 +64,7 @@ def dispatch(args: argparse.Namespace, console: Callable[[], Console]) -> int | 
 def run_eval(args: argparse.Namespace, console: Console) -> int:
     """``agentloop eval``: 0 at or above the threshold, 1 below (errors raise: exit 2)."""
     from agentloop._util.extras import require_extra
-    from agentloop.cli.named import named_object
+    from agentloop.cli.named import deps_factory, named_object
     from agentloop.engine.agent import Agent
     from agentloop.evals import Dataset, EvaluationReport
 
@@ -78,6 +79,8 @@ def run_eval(args: argparse.Namespace, console: Console) -> int:
         )
     baseline = _baseline(args.baseline, EvaluationReport)
     options = {"max_concurrency": args.max_concurrency, "repeat": args.repeat}
+    if args.deps:
+        options["deps"] = deps_factory(args.deps)
     report = _evaluate(dataset, agent, options, args.cassette, args.cassette_mode)
     console.print(report.render(baseline))
     if baseline is not None:

@@ -151,8 +151,13 @@ class Dataset:
         task_timeout: float | None = None,
         evaluator_timeout: float = 30.0,
         name: str | None = None,
+        deps: Any = None,
     ) -> EvaluationReport:
-        """Run ``task`` (an ``Agent`` or a callable) on every case and evaluate the outputs."""
+        """Run ``task`` (an ``Agent`` or a callable) on every case and evaluate the outputs.
+
+        ``deps``: an Agent task's runs' ``ctx.deps``, a value or ``(case) -> deps`` (sync or
+        async), as its tools, toolset filters and memory namespace read them in production.
+        """
         from agentloop.evals._evaluate import evaluate
 
         return await evaluate(
@@ -163,6 +168,7 @@ class Dataset:
             task_timeout=task_timeout,
             evaluator_timeout=evaluator_timeout,
             name=name,
+            deps=deps,
         )
 
     def evaluate_sync(self, task: Task, **options: Any) -> EvaluationReport:

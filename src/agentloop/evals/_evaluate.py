@@ -9,7 +9,9 @@ An ``Agent`` task runs as ``agent.run(inputs, history=[])`` (a fresh conversatio
 the agent's ``memory``, if any, is shared by every case); a batch agent's (SPEC 25) in a fresh
 session of its own, since its run waits in the store: the case fails with ``RunWaiting``. A
 paused or waiting run is then ended ``Cancelled`` (``cancel_run``): the case has failed, and
-nobody is left to decide or poll it. A
+nobody is left to decide or poll it. ``deps`` (a value, or ``(case) -> deps``, sync or async)
+are an Agent task's runs' ``ctx.deps``. A callable task whose run paused or waits fails its case
+the same way (that run is the callable's to end: no agent is known here). A
 callable task may be sync (run in a worker thread, so it may call ``run_sync``) or async. The
 runs started inside a case's task (``_util.run_sink``) are the case's runs: its usage, cost, run
 ids and trajectory.
@@ -53,9 +55,15 @@ class RunWaiting(Exception):
     """A case's run is waiting (section 25): the case fails."""
 
 
-def _check_options(task: Any, max_concurrency: Any, repeat: Any) -> None:
+def _check_options(task: Any, max_concurrency: Any, repeat: Any, deps: Any = None) -> None:
     from agentloop.engine.agent import Agent
 
+    if deps is not None and not isinstance(task, Agent):
+        raise ConfigurationError(
+            "deps= are given to an Agent task's runs; a callable task passes its own "
+            "(agent.run(inputs, deps=...)): evaluate the Agent itself, or drop deps=",
+            field="deps",
+        )
     for name, value in (("max_concurrency", max_concurrency), ("repeat", repeat)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigurationError(f"{name} must be an integer >= 1, got {value!r}", field=name)
@@ -75,9 +83,10 @@ async def evaluate(
     task_timeout: float | None = None,
     evaluator_timeout: float = 30.0,
     name: str | None = None,
+    deps: Any = None,
 ) -> EvaluationReport:
     """``Dataset.evaluate``: every case ``repeat`` times, at most ``max_concurrency`` at once."""
-    _check_options(task, max_concurrency, repeat)
+    _check_options(task, max_concurrency, repeat, deps)
     if max_concurrency > 1 and len(dataset.cases) * repeat > 1:
         _refuse_ordered_cassette(max_concurrency)
     gate = asyncio.Semaphore(max_concurrency)
@@ -85,7 +94,7 @@ async def evaluate(
 
     async def one(case: Case, index: int) -> ReportCase:
         async with gate:
-            return await _case(dataset, task, case, index, task_timeout, evaluator_timeout)
+            return await _case(dataset, task, case, index, task_timeout, evaluator_timeout, deps)
 
     work = [one(case, i) for case in dataset.cases for i in range(1, repeat + 1)]
     cases = list(await asyncio.gather(*work))
@@ -114,10 +123,11 @@ def _refuse_ordered_cassette(max_concurrency: int) -> None:
 
 async def check(dataset: Dataset, task: Any, case: Case, **options: Any) -> ReportCase:
     """``Dataset.check``: one case; ``AssertionError`` naming each failure with its reason."""
-    _check_options(task, 1, 1)
+    deps = options.get("deps")
+    _check_options(task, 1, 1, deps)
     task_timeout = options.get("task_timeout")
     evaluator_timeout = options.get("evaluator_timeout", 30.0)
-    result = await _case(dataset, task, case, 1, task_timeout, evaluator_timeout)
+    result = await _case(dataset, task, case, 1, task_timeout, evaluator_timeout, deps)
     if not result.passed:
         lines = "\n".join(f"  - {line}" for line in result.failures())
         raise AssertionError(f"case {result.name!r} failed:\n{lines}")
@@ -135,6 +145,7 @@ async def _case(
     repeat: int,
     task_timeout: float | None,
     evaluator_timeout: float,
+    deps: Any = None,
 ) -> ReportCase:
     runs: list[Run[Any]] = []
     token = RUN_SINK.set(runs)
@@ -148,7 +159,7 @@ async def _case(
     started = time.perf_counter()
     try:
         async with asyncio.timeout(task_timeout):
-            report.output = await _run_task(task, case.inputs)
+            report.output = await _run_task(task, case, deps, runs)
     except TimeoutError:
         report.error, report.error_message = "TimeoutError", f"task timed out after {task_timeout}s"
     except (RunPaused, RunWaiting) as error:
@@ -169,14 +180,17 @@ async def _case(
     return report
 
 
-async def _run_task(task: Any, inputs: Any) -> Any:
+async def _run_task(task: Any, case: Case, deps: Any, runs: list[Run[Any]]) -> Any:
     from agentloop.engine.agent import Agent
 
+    inputs = case.inputs
     if isinstance(task, Agent):
+        made = deps(case) if callable(deps) else deps
+        made = await made if inspect.isawaitable(made) else made
         if task.config.batch:  # a batch run waits in the store: a fresh session of its own
-            run = await task.session().run(inputs)
+            run = await task.session().run(inputs, deps=made)
         else:
-            run = await task.run(inputs, history=[])
+            run = await task.run(inputs, history=[], deps=made)
         if run.paused:
             await _abandon(task, run)
             raise RunPaused(f"the run paused for {len(run.pending)} pending call(s)")
@@ -188,9 +202,24 @@ async def _run_task(task: Any, inputs: Any) -> Any:
     if inspect.iscoroutinefunction(task) or inspect.iscoroutinefunction(
         getattr(task, "__call__", None)  # noqa: B004  (an async callable object)
     ):
-        return await task(inputs)
-    result = await asyncio.to_thread(task, inputs)
-    return await result if inspect.isawaitable(result) else result
+        output = await task(inputs)
+    else:
+        result = await asyncio.to_thread(task, inputs)
+        output = await result if inspect.isawaitable(result) else result
+    _refuse_unfinished(runs)
+    return output
+
+
+def _refuse_unfinished(runs: list[Run[Any]]) -> None:
+    """A callable task's run left paused or waiting fails its case: never a pass on ``None``."""
+    for run in runs:
+        waiting = hasattr(type(run), "waiting") and getattr(run, "waiting")  # noqa: B009
+        if run.paused or waiting:
+            what = "paused for a decision" if run.paused else "is waiting on a provider batch"
+            raise (RunPaused if run.paused else RunWaiting)(
+                f"run {run.id} {what}; the task left it so (end it with cancel_run() on its "
+                "session, or evaluate the Agent itself, which ends it: evaluate(agent, deps=...))"
+            )
 
 
 async def _abandon(agent: Any, run: Run[Any]) -> None:
