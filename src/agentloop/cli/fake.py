@@ -65,7 +65,17 @@ async def _serve(server: FakeProviderServer, faults: Sequence[str], script: str 
         await asyncio.Event().wait()
     finally:
         await server.close()
+        print(_tally(server), flush=True)
     return 0
+
+
+def _tally(server: FakeProviderServer) -> str:
+    """What the server answered, printed when it stops (a fleet's run reads its 429s here)."""
+    said = f"received {len(server.requests)} requests"
+    if server.rate_limit is None:
+        return said
+    rpm, window = server.rate_limit
+    return f"{said}; answered {server.rate_limited} with a 429 (rate limit {rpm} per {window:g} s)"
 
 
 def serve(args: argparse.Namespace) -> int:
