@@ -80,11 +80,17 @@ async def start_many(
     ``deps``: what each run's tools, filters and dynamic toolsets read (``ctx.deps``) when its
     first turn is built; a value, or ``(input) -> deps`` (sync or async) called once per input.
     Give ``poll`` the same: deps are not stored, and the first turn's tools are resolved here.
-    Each returned run waits (``run.waiting``), or ended before its first model call.
+    Each returned run waits (``run.waiting``), or ended before its first model call: a hard
+    error there (an input guardrail, a budget) is that run's ``stop_reason``, never raised, so
+    one input's refusal neither stops nor strands the others. An input that is no run input is
+    ``InvalidInput`` before anything starts.
     """
     from agentloop.fleet._batch_client import COLLECTOR, Collector
+    from agentloop.messages import Message
 
     _check(agent)
+    for value in inputs:
+        Message.from_input(value)  # InvalidInput naming what fits, before any run starts
     each = [await _deps_of(deps, value) for value in inputs]  # a factory that fails sends nothing
     collector = Collector(len(inputs))
     token = COLLECTOR.set(collector)
@@ -94,13 +100,22 @@ async def start_many(
             session = agent.session()
             try:
                 return await session.run(value, deps=its)
+            except AgentLoopError:
+                if not session.runs:
+                    raise
+                return session.runs[-1]  # ended before its first model call: stop_reason says
             finally:
-                if session.runs and session.runs[-1].waiting is None:
+                if not session.runs or session.runs[-1].waiting is None:
                     await collector.done()
 
-        return list(await asyncio.gather(*(one(v, d) for v, d in zip(inputs, each, strict=True))))
+        starts = (one(v, d) for v, d in zip(inputs, each, strict=True))
+        started = await asyncio.gather(*starts, return_exceptions=True)
     finally:
         COLLECTOR.reset(token)
+    for outcome in started:  # every other run started (and waits in the store) before this
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return [run for run in started if not isinstance(run, BaseException)]
 
 
 async def _deps_of(deps: Any, value: Any) -> Any:
