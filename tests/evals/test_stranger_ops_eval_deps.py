@@ -113,3 +113,67 @@ async def test_a_callable_tasks_paused_run_fails_its_case(tmp_path: Path) -> Non
 def test_deps_with_a_callable_task_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="evaluate the Agent itself"):
         DATASET.evaluate_sync(str.upper, deps=Caller("oncall"))
+
+
+APP = """
+import os
+from dataclasses import dataclass
+
+from agentloop import Agent, RunContext, tool
+from agentloop.providers.openai import OpenAIClient
+
+
+@dataclass
+class Caller:
+    role: str
+
+
+@tool
+def whoami(ctx: RunContext[Caller]) -> str:
+    '''The caller's role.'''
+    return ctx.deps.role
+
+
+client = OpenAIClient("gpt-4o-mini", api_key="sk-test-0000", base_url=os.environ["OPS_URL"])
+agent = Agent(client, tools=[whoami])
+
+
+def for_case(case):
+    return Caller(case.metadata["role"])
+"""
+
+CASES = """\
+cases:
+- name: oncall
+  inputs: who am I
+  metadata: {role: oncall}
+  expected_output: "Done: oncall"
+evaluators: [EqualsExpected]
+"""
+
+
+def _whoami(body: Mapping[str, Any]) -> FakeReply:
+    last = body["messages"][-1]
+    if last["role"] == "tool":
+        return FakeReply(f"Done: {last['content']}")
+    return FakeReply(tool_calls=[FakeToolCall("whoami", {})])
+
+
+def test_agentloop_eval_deps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentloop.cli import main
+
+    from .conftest import serving
+
+    (tmp_path / "opsdeps.py").write_text(APP)
+    (tmp_path / "cases.yaml").write_text(CASES)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with serving([]) as server:
+        server.default = _whoami
+        monkeypatch.setenv("OPS_URL", server.base_url)
+        command = ["eval", "cases.yaml", "--agent", "opsdeps:agent"]
+        assert main([*command, "--deps", "opsdeps:for_case"]) == 0
+        assert main([*command, "--deps", "opsdeps"]) == 2
+    assert "a function (case) -> deps" in capsys.readouterr().err

@@ -80,7 +80,8 @@ def run_eval(args: argparse.Namespace, console: Console) -> int:
     baseline = _baseline(args.baseline, EvaluationReport)
     options = {"max_concurrency": args.max_concurrency, "repeat": args.repeat}
     if args.deps:
-        options["deps"] = deps_factory(args.deps)
+        form = "MODULE:CALLABLE, a function (case) -> deps such as myapp.deps:for_case"
+        options["deps"] = deps_factory(args.deps, form)
     report = _evaluate(dataset, agent, options, args.cassette, args.cassette_mode)
     console.print(report.render(baseline))
     if baseline is not None:

@@ -45,11 +45,15 @@ def tools_named(specs: Sequence[str] | None) -> list[Any]:
     return tools
 
 
-def deps_factory(spec: str) -> Callable[[Any], Any]:
-    """The deps factory ``--deps MODULE:CALLABLE`` names (``ConfigurationError`` naming the fix)."""
+def deps_factory(spec: str, form: str = "") -> Callable[[Any], Any]:
+    """The deps factory ``--deps MODULE:CALLABLE`` names (``ConfigurationError`` naming the fix).
+
+    ``form``: what the factory takes, for the errors (default: a run's, ``(run) -> deps``).
+    """
+    form = form or _DEPS_FORM
     module_name, _, name = spec.partition(":")
     if not module_name or not name:
-        raise ConfigurationError(f"--deps takes {_DEPS_FORM}; got {spec!r}", field="deps")
+        raise ConfigurationError(f"--deps takes {form}; got {spec!r}", field="deps")
     try:
         found = named_object(spec, "--deps")
     except ConfigurationError as exc:
@@ -57,7 +61,7 @@ def deps_factory(spec: str) -> Callable[[Any], Any]:
         raise ConfigurationError(f"{exc.message} ({hint})", field="deps") from exc
     if not callable(found):
         raise ConfigurationError(
-            f"--deps {spec} names a {type(found).__name__}, not a callable: give {_DEPS_FORM}",
+            f"--deps {spec} names a {type(found).__name__}, not a callable: give {form}",
             field="deps",
         )
     return found
