@@ -63,7 +63,9 @@ class A2AApp:
             ``LookupError`` says the context is not theirs (TaskNotFound, -32001). Default:
             one in-memory session per context id this app minted.
         deps: ``(request, message) -> deps`` (sync or async): the run's ``ctx.deps``
-            (``message`` is the A2A ``Message``).
+            (``message`` is the A2A ``Message``). A follow-up's too, its decisions in
+            ``message``: ``PermissionError`` refuses it (HTTP 403, nothing recorded), which is
+            how an app keeps approvals for its operators (docs/interop.md).
         max_body_bytes: The largest request body read (HTTP 413 above it).
     """
 
