@@ -126,3 +126,32 @@ def test_an_approved_call_whose_result_was_kept_is_marked_when_continued(tmp_pat
     result = json.loads(continued.stdout)
     assert result["read"] == ["refunded A1"]
     assert result["finished"] == [["refund", True]]  # answered from the journal: marked
+
+
+async def test_a_continuation_with_nothing_to_replay_listens_to_nothing(tmp_path: Path) -> None:
+    """The marks cost nothing to a continuation that answers nothing from its journal."""
+    from agentloop import Approve, tool
+    from agentloop.testing import ScriptedModel, call, reply
+
+    listening: list[bool] = []
+
+    @tool(requires_approval=True)
+    def refund(order: str) -> str:
+        """Refund an order."""
+        listening.append(agent.default_session._bus.active)
+        return f"refunded {order}"
+
+    @tool
+    def note(text: str) -> str:
+        """Note something (runs before the pause: its output is journaled)."""
+        return "noted"
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    steps = [call("note", {"text": "x"}, id="n1"), call("refund", {"order": "A1"}, id="c1")]
+    model = ScriptedModel([steps, reply("done")])
+    agent = Agent(model, tools=[refund, note], store=store, session_id="s")
+    assert (await agent.run("go")).paused
+    assert store.load_steps(agent.runs[-1].id)  # the paused turn journaled its reply and note
+    run = await agent.continue_run(decisions={"c1": Approve()})
+    assert run.output == "done" and listening == [False]  # no events built for nobody
+    store.close()

@@ -67,7 +67,7 @@ class Journal:
     answered_turns: set[int] = field(default_factory=set)
     """Turns whose announced reply the journal answered, until its event is marked."""
     marks: Any = None
-    """The listener marking those events (``replay_marks.ReplayMarks``) while one is attached."""
+    """The listener marking those events (``replay_marks.ReplayMarks``) for the run continued."""
 
     def start(self, run_id: str, entries: Mapping[str, Any] | None = None) -> None:
         """A run starts (or is continued with the ``entries`` its process journaled)."""
@@ -76,6 +76,11 @@ class Journal:
         self._seen = {}
         self.answered_calls.clear()
         self.answered_turns.clear()
+
+    def answered(self) -> None:
+        """An entry answered a call: its event is marked ``replayed`` when anybody listens."""
+        if self.marks is not None:
+            self.marks.attach()
 
     def tool_key(self, ctx: ToolContext, name: str, arguments: Mapping[str, Any]) -> str:
         """The key of this call: same turn, tool and arguments → the next occurrence."""
@@ -124,6 +129,7 @@ class Journal:
             return None
         if data.get("announced"):
             self.answered_turns.add(turn)
+            self.answered()
         message = data["message"]  # as stored, or the message itself (this process wrote it)
         return ModelResponse(
             message=message if isinstance(message, Message) else Message.from_dict(message),
@@ -175,6 +181,7 @@ class JournaledTool(WrappedTool):
         key = journal.tool_key(ctx, self.name, arguments)
         if key in journal.entries:
             journal.answered_calls.add(ctx.call_id)
+            journal.answered()
             return replayed_output(journal.entries[key])
         journal.note_reply(ctx)
         try:

@@ -10,12 +10,14 @@ OpenTelemetry observer then marks their spans ``agentloop.replayed`` and counts 
 them), so a dashboard counts each call once.
 
 ``ReplayMarks`` is a listener on the session's event bus (listeners see an event before any
-observer, a stream's queue included, as it is attached first). It is attached when a
-continuation starts from a journal with entries, and lets go at its run's ``RunFinished`` (or at
-the first event of another run). Not marked: a reply the batch poller journaled (its first
-application is the result's arrival), a ``Deny`` or ``Answer`` given again from the recorded
-decisions (decided, not replayed: nothing ran), and a child agent's events (``path``: the child's
-own session marks them).
+observer; a stream's queue holds the same event object, marked before it is read). It costs
+nothing to a continuation that answers nothing from the journal, or that nobody listens to: it
+is attached when the journal first answers a call while somebody listens (``Journal.answered``),
+or at once when a crash cut a continuation after an approved call's result was kept, and lets go
+at its run's ``RunFinished`` (or at the first event of another run). Not marked: a reply the
+batch poller journaled (its first application is the result's arrival), a ``Deny`` or
+``Answer`` given again from the recorded decisions (decided, not replayed: nothing ran), and a
+child agent's events (``path``: the child's own session marks them).
 """
 
 from __future__ import annotations
@@ -37,12 +39,21 @@ _RESULT = "/result"
 class ReplayMarks:
     """The listener marking the events of what ``journal`` answered, for one run."""
 
-    __slots__ = ("bus", "journal", "run_id")
+    __slots__ = ("attached", "bus", "journal", "run_id")
 
     def __init__(self, bus: Any, journal: Journal, run_id: str) -> None:
         self.bus = bus
         self.journal = journal
         self.run_id = run_id
+        self.attached = False
+
+    def attach(self, *, always: bool = False) -> None:
+        """Listen, once, while somebody listens to the bus (``always``: whoever comes later)."""
+        if self.attached or self.journal.run_id != self.run_id:
+            return
+        if always or self.bus.active:
+            self.attached = True
+            self.bus.attach(self)
 
     def __call__(self, event: ev.Event) -> None:
         """Mark ``event`` replayed when the journal answered its call; let go at the run's end."""
@@ -67,9 +78,11 @@ class ReplayMarks:
             self.detach()
 
     def detach(self) -> None:
-        """Stop listening (once)."""
+        """Stop listening (once); this run's marks are done."""
         if self.journal.marks is self:
             self.journal.marks = None
+        if self.attached:
+            self.attached = False
             self.bus.detach(self)
 
 
@@ -84,9 +97,9 @@ def mark_replays(session: Conversation[Any], journal: Journal, run_id: str) -> N
         journal.marks.detach()
     if not journal.entries:
         return
+    marks = journal.marks = ReplayMarks(session._bus, journal, run_id)
     for key in journal.entries:
         if key.startswith(_DECIDED) and key.endswith(_RESULT):
             journal.answered_calls.add(key[len(_DECIDED) : -len(_RESULT)])
-    marks = ReplayMarks(session._bus, journal, run_id)
-    journal.marks = marks
-    session._bus.attach(marks)
+    if journal.answered_calls:  # a crash cut the continuation: a stream may attach later
+        marks.attach(always=True)
