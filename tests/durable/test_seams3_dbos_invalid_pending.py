@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,24 +18,12 @@ pytest.importorskip("dbos", reason="DBOSAgent tests need the dbos extra")
 
 from agentloop import Agent, Approve
 from agentloop.durable.dbos import DBOSAgent
-from agentloop.model import ModelRequest
-from agentloop.testing import FunctionModel, call
+from agentloop.testing import FunctionModel
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
-from _pause_plan import dbos_launched, dbos_paused, refund, refunds  # noqa: E402
-
-
-def fixing(request: ModelRequest) -> Any:
-    """A model that first calls ``refund`` without its order, then fixes the call, then ends."""
-    results = [p for m in request.messages if m.role == "tool" for p in m.tool_results_parts]
-    if not results:
-        return [call("refund", {}, id="c1")]
-    if len(results) == 1:
-        assert results[0].is_error
-        return [call("refund", {"order": "A1"}, id="c2")]
-    return " | ".join(p.content for p in results)
+from _pause_plan import dbos_launched, dbos_paused, fixing, refund, refunds  # noqa: E402
 
 
 async def test_only_the_call_that_validates_is_published_and_decided(tmp_path: Path) -> None:
