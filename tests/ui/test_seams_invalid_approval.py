@@ -1,13 +1,17 @@
-"""A Vercel page is never asked to approve a call whose arguments do not validate (SPEC 17).
+"""A UI page is never asked to approve a call whose arguments do not validate (SPEC 17).
 
 The Vercel AI SDK has no ``Edit``: an approval request for ``delete_file(path=7)`` could only be
 approved into ``Invalid arguments for tool ...`` or denied. The engine now validates before a
 call becomes pending, so the page sees the soft error as the call's ``output-error`` and the
 model's corrected call as the approval request. Real parts: the ``ai`` package's chat in node,
-uvicorn on 127.0.0.1, the fake OpenAI-compatible server behind the real adapter.
+uvicorn on 127.0.0.1, the fake OpenAI-compatible server behind the real adapter; for AG-UI,
+the interrupt lists only the fixed call (the recorded stream passes ``ag-ui-validate``).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,3 +43,29 @@ async def test_the_page_sees_an_invalid_call_fail_and_approves_the_fixed_one() -
         {good["toolCallId"]: {"kind": "approve"}}
     ]
     assert len(fake.requests) == 3 and result["statuses"] == ["ready", "ready"]
+
+
+async def test_ag_ui_interrupts_only_for_the_call_that_validates(tmp_path: Path) -> None:
+    from agentloop.testing import ScriptedModel, call
+    from agentloop.ui.ag_ui import AGUIApp
+
+    from .test_ag_ui import approval_agent, post, run_input, serving, validate
+
+    done: list[dict[str, Any]] = []
+    steps = [
+        call("delete", {"path": ["a.txt"]}, id="c_bad"),
+        call("delete", {"path": "a.txt"}, id="c_good"),
+        "done",
+    ]
+    model = ScriptedModel(steps)
+    async with serving(AGUIApp(approval_agent(done, model))) as served:
+        _, first = await post(served.url, run_input("delete a.txt"))
+    [result] = [e for e in first if e["type"] == "TOOL_CALL_RESULT"]
+    assert result["toolCallId"] == "c_bad" and result["content"].startswith(
+        "Invalid arguments for tool 'delete': path"
+    )
+    finished = first[-1]
+    assert finished["outcome"]["type"] == "interrupt"
+    assert [i["id"] for i in finished["outcome"]["interrupts"]] == ["c_good"]
+    assert done == []
+    validate(served.tap.bodies[0], tmp_path, "invalid-approval")
