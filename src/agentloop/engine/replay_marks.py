@@ -14,7 +14,7 @@ observer; a stream's queue holds the same event object, marked before it is read
 nothing to a continuation that answers nothing from the journal, or that nobody listens to: it
 is attached when the journal first answers a call while somebody listens (``Journal.answered``),
 or at once when a crash cut a continuation after an approved call's result was kept, and lets go
-at its run's ``RunFinished`` (or at the first event of another run). Not marked: a reply the
+at its run's ``RunFinished`` (or when another run of the session starts). Not marked: a reply the
 batch poller journaled (its first application is the result's arrival), a ``Deny`` or
 ``Answer`` given again from the recorded decisions (decided, not replayed: nothing ran), and a
 child agent's events (``path``: the child's own session marks them).
@@ -58,7 +58,7 @@ class ReplayMarks:
     def __call__(self, event: ev.Event) -> None:
         """Mark ``event`` replayed when the journal answered its call; let go at the run's end."""
         if event.run_id != self.run_id:
-            if not event.path:
+            if type(event) is ev.RunStarted and not event.path:
                 self.detach()  # another run of the session: this one ended unseen
             return
         if event.path:
