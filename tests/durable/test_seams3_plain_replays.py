@@ -148,10 +148,12 @@ async def test_a_continuation_with_nothing_to_replay_listens_to_nothing(tmp_path
 
     store = SQLiteStore(tmp_path / "runs.db")
     steps = [call("note", {"text": "x"}, id="n1"), call("refund", {"order": "A1"}, id="c1")]
-    model = ScriptedModel([steps, reply("done")])
+    again = call("refund", {"order": "A2"}, id="c2")
+    model = ScriptedModel([steps, again, reply("done")])
     agent = Agent(model, tools=[refund, note], store=store, session_id="s")
     assert (await agent.run("go")).paused
     assert store.load_steps(agent.runs[-1].id)  # the paused turn journaled its reply and note
-    run = await agent.continue_run(decisions={"c1": Approve()})
-    assert run.output == "done" and listening == [False]  # no events built for nobody
+    assert (await agent.continue_run(decisions={"c1": Approve()})).paused  # c1's result kept
+    run = await agent.continue_run(decisions={"c2": Approve()})
+    assert run.output == "done" and listening == [False, False]  # no events built for nobody
     store.close()

@@ -294,7 +294,7 @@ def _state(
     journal = session._journal
     if journal is not None and recorder is not None and recorder.durable is not None:
         journal.start(run.id, recorder.durable.load_steps(run.id))
-        mark_replays(session, journal, run.id)  # a crash cut its continuation: told as replays
+        mark_replays(session, journal, run.id, decisions)  # a crash cut a continuation: replays
     state = session._new_state(run, transcript, len(history), deps, cancels)
     _restore_options(session, state, paused.get("options"))
     if run.last_agent is not None:  # a receiver of a handoff paused: it goes on

@@ -22,6 +22,7 @@ child agent's events (``path``: the child's own session marks them).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
@@ -86,20 +87,23 @@ class ReplayMarks:
             self.bus.detach(self)
 
 
-def mark_replays(session: Conversation[Any], journal: Journal, run_id: str) -> None:
+def mark_replays(
+    session: Conversation[Any], journal: Journal, run_id: str, decided: Iterable[str] = ()
+) -> None:
     """Before a continuation from ``journal`` runs: mark its replayed events (see the module).
 
-    Nothing is attached when the journal holds nothing to answer (a run pays nothing). The
-    decided calls whose result was kept (``decided/<id>/result``) are answered by the journal
-    too (``agentloop.engine.call``): they are noted here.
+    Nothing is attached when the journal holds nothing to answer (a run pays nothing).
+    ``decided``: the ids of the calls this continuation decides; those whose result was kept
+    (``decided/<id>/result``, a crash cut the continuation after it) are answered by the
+    journal too (``agentloop.engine.call``): they are noted here.
     """
     if journal.marks is not None:
         journal.marks.detach()
     if not journal.entries:
         return
     marks = journal.marks = ReplayMarks(session._bus, journal, run_id)
-    for key in journal.entries:
-        if key.startswith(_DECIDED) and key.endswith(_RESULT):
-            journal.answered_calls.add(key[len(_DECIDED) : -len(_RESULT)])
-    if journal.answered_calls:  # a crash cut the continuation: a stream may attach later
+    for call_id in decided:
+        if f"{_DECIDED}{call_id}{_RESULT}" in journal.entries:
+            journal.answered_calls.add(call_id)
+    if journal.answered_calls:  # a stream's listener is attached after this: listen now
         marks.attach(always=True)
