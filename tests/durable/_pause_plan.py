@@ -44,6 +44,17 @@ def plan(request: ModelRequest) -> Any:
     return "; ".join(f"{p.name}: {p.content}" for p in results)
 
 
+def fixing(request: ModelRequest) -> Any:
+    """A model that first calls ``refund`` without its order, then fixes the call, then ends."""
+    results = [p for m in request.messages if m.role == "tool" for p in m.tool_results_parts]
+    if not results:
+        return [call("refund", {}, id="c1")]
+    if len(results) == 1:
+        assert results[0].is_error
+        return [call("refund", {"order": "A1"}, id="c2")]
+    return " | ".join(p.content for p in results)
+
+
 @contextlib.contextmanager
 def dbos_launched(database: Path) -> Iterator[None]:
     """DBOS on a SQLite system database at ``database``, launched, destroyed on the way out."""

@@ -41,8 +41,14 @@ def refund(order: str) -> str:
     return f"refunded {order}"
 
 
+FINISHED: list[list[Any]] = []
+"""Each ``ToolCallFinished`` this process saw: [tool name, replayed]."""
+
+
 class Killer(Observer):
     def on_event(self, event: ev.Event) -> None:
+        if isinstance(event, ev.ToolCallFinished):
+            FINISHED.append([event.call.name, event.replayed])
         if KILL == "after_tool" and isinstance(event, ev.ToolCallFinished):
             die()
         if KILL == "after_turn" and isinstance(event, ev.TurnFinished):
@@ -68,7 +74,10 @@ async def main(db: str, mode: str) -> None:
     else:
         run = await resumed.continue_run()
     read = [r.content for t in run.turns for r in t.tool_results if r.call_id == "c1"]
-    print(json.dumps({"output": run.output, "read": read}))
+    said: dict[str, Any] = {"output": run.output, "read": read}
+    if mode == "continue":
+        said["finished"] = FINISHED
+    print(json.dumps(said))
 
 
 if __name__ == "__main__":

@@ -141,6 +141,7 @@ async def test_ag_ui_client_sees_the_guardrail_when_the_app_exposes_it() -> None
         ("no_card_numbers", True, REASON),
         ("no_card_numbers", False, None),
     ]
+    assert all("replayed" not in c for c in checks)  # a durable internal, said only when True
     said = [m["content"] for m in seen["messages"] if m["role"] == "assistant"]
     assert said == [ACCEPTED]
 
@@ -191,6 +192,7 @@ async def test_vercel_client_sees_the_guardrail_when_the_app_exposes_it() -> Non
         ("no_card_numbers", True, REASON, "output"),
         ("no_card_numbers", False, None, "output"),
     ]
+    assert all("replayed" not in c for c in checks)  # a durable internal, said only when True
     [message] = [m for m in seen["messages"] if m["role"] == "assistant"]
     assert [p["text"] for p in message["parts"] if p["type"] == "text"] == [ACCEPTED]
 

@@ -45,7 +45,7 @@ from starlette.exceptions import HTTPException
 from agentloop.engine.agent import Agent
 from agentloop.engine.pause import check_continuable
 from agentloop.engine.session import Session
-from agentloop.errors import InvalidInput
+from agentloop.errors import InvalidInput, MemoryBackendError
 from agentloop.pausing import check_decisions
 from agentloop.safety.redact import redact_secrets
 from agentloop.ui._sessions import AppFailed, call_app, refusal
@@ -77,6 +77,37 @@ def _guarded(method: _F) -> _F:
             raise HTTPException(403, refusal(exc)) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _not_ended(record: TaskRecord, *, cancelled: bool = False) -> None:
+    """-32002 for a task that ended (``cancelled``: but a task this cancel ended is answered)."""
+    if record.state not in wire.TERMINAL:
+        return
+    if cancelled and record.state == pb.TASK_STATE_CANCELED:
+        return
+    state = wire.state_name(record.state)
+    raise TaskNotCancelableError(message=f"task {record.id} is {state}")
+
+
+async def _cancel_parked(record: TaskRecord) -> None:
+    """End a parked task's run through ``cancel_run`` (SPEC 17): finalized as ``Cancelled``."""
+    record.busy = True
+    try:
+        await record.session.cancel_run()
+    except MemoryBackendError:  # another process holds the session: it continues the run now
+        record.busy = False
+        record.refresh()
+        _not_ended(record)
+        raise TaskNotCancelableError(
+            message=f"task {record.id} is being continued by another process of the "
+            "application; it cannot be cancelled from here"
+        ) from None
+    except BaseException:
+        record.busy = False  # decided or polled elsewhere meanwhile: as it is now
+        record.refresh()
+        _not_ended(record)
+        raise
+    record.cancelled()
 
 
 class AgentHandler(RequestHandler):
@@ -192,22 +223,21 @@ class AgentHandler(RequestHandler):
     async def on_cancel_task(
         self, params: pb.CancelTaskRequest, context: ServerCallContext
     ) -> pb.Task | None:
-        """End the task's run as ``Cancelled``; a task that ended is -32002."""
+        """End the task's run as ``Cancelled``; a task that ended is -32002.
+
+        Whoever runs it: A2A's own driver, another face of the app continuing it in this
+        process (``Session.cancel``), or nobody (paused or waiting: ``cancel_run``). A run that
+        another process continues cannot be cancelled from here: -32002 says so.
+        """
         record = await self._task(context.state.get("request"), params.id, "")
         record.refresh()
-        if record.state in wire.TERMINAL:
-            state = wire.state_name(record.state)
-            raise TaskNotCancelableError(message=f"task {record.id} is {state}")
+        _not_ended(record)
+        if not record.parked and await record.stop_elsewhere():  # another face's continuation
+            record.refresh()
+            _not_ended(record, cancelled=True)
         if record.parked:  # paused, or waiting in a provider batch: no driver runs it
-            record.busy = True
-            try:
-                await record.session.cancel_run()  # SPEC 17: finalized as Cancelled
-            except BaseException:
-                record.busy = False  # decided or polled elsewhere meanwhile: as it is now
-                record.refresh()
-                raise
-            record.cancelled()
-        else:
+            await _cancel_parked(record)
+        elif record.state not in wire.TERMINAL:
             record.cancel.cancel()
             await record.settled.wait()
         return record.task()

@@ -226,6 +226,35 @@ class TaskRecord:
         if self.state == pb.TASK_STATE_WORKING or _ended(stored.run):
             self._finish(stored.run)
 
+    async def stop_elsewhere(self) -> bool:
+        """Cancel the task's run when another face of this process runs it (``CancelTask``).
+
+        The app's own face (its API on the same ``Session``, a viewer) may continue a paused
+        task's run; no driver of the task runs it then, so its cancel token reaches nothing.
+        The session's does (``Session.cancel``). Returns whether there was such a run, once it
+        has ended (cancelled, or finished or paused before the cancel reached it).
+        """
+        if self.busy:
+            return False
+        here = next((r for r in reversed(self.session.runs) if r.id == self.id), None)
+        if here is None or not _running(here):
+            return False
+        loop = asyncio.get_running_loop()
+        ended = asyncio.Event()
+
+        def seen(event: ev.Event) -> None:  # the other face may drive it on another thread
+            if type(event) is ev.RunFinished and event.run_id == self.id and not event.path:
+                loop.call_soon_threadsafe(ended.set)
+
+        bus = self.session._bus
+        bus.attach(seen)
+        try:
+            self.session.cancel()
+            await ended.wait()
+        finally:
+            bus.detach(seen)
+        return True
+
     def _asked_again(self, run: Run[Any]) -> bool:
         """Whether ``run`` paused again on other calls than the ones this task published."""
         if not run.paused or self.state != pb.TASK_STATE_INPUT_REQUIRED:

@@ -129,6 +129,9 @@ def _state(
     assert recorder is not None and recorder.durable is not None and journal is not None
     recorder.continuing(run, saved)
     journal.start(run.id, recorder.durable.load_steps(run.id))
+    from agentloop.engine.replay_marks import mark_replays
+
+    mark_replays(session, journal, run.id)  # a poller killed mid-apply: its tools' outputs
     history = session._history
     state = session._new_state(run, list(history), len(history), deps, cancels)
     _restore_options(session, state, info.get("options"))

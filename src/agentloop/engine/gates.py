@@ -13,6 +13,13 @@ A call can also become **pending** (SPEC 17): a hook's ``Ask`` with no approver 
 not headless, a tool declared ``requires_approval`` with no approver, and every call of a tool
 declared ``external`` (after the hooks, which run first). ``veto`` then answers ``Asked``. A sync
 approver runs on a worker thread, as sync tools do: one waiting on ``input()`` freezes no other run.
+
+**Nobody is asked about a call that cannot run.** Before a call goes to the approver or becomes
+pending, its arguments are validated as the tool's own call would validate them (``_invalid``,
+the dispatch's check): arguments that do not validate are answered at once with the usual soft
+``Invalid arguments for tool ...`` text, in the same turn, so the model fixes them and no person
+spends an approval on an error. Only where a person would be asked: a hook's ``Block``, a
+headless ``Ask`` and a tool that asks nobody are as they were.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from collections.abc import Sequence
 
 from agentloop._util.slots import record
 from agentloop._util.threads import in_daemon_thread
-from agentloop.engine.invoke import said
+from agentloop.engine.invoke import _checked, said
 from agentloop.errors import InternalError
 from agentloop.hooks import Allow, Approver, Ask, Block, Hook, overrides
 from agentloop.messages import ToolCallPart, ToolResultPart
@@ -75,8 +82,11 @@ class Gates:
         if denial is not None or tool is None:
             return denial
         if tool.external:
-            return Asked("external")
+            return _invalid(call, ctx, tool) or Asked("external")
         if tool.requires_approval:
+            problem = _invalid(call, ctx, tool)  # before the check reads the arguments too
+            if problem is not None:
+                return problem
             check = getattr(tool, "approval_check", None)  # a toolset's approval_required(fn)
             if check is None:  # through a journal's or a durable step's wrapper
                 check = getattr(getattr(tool, "inner", None), "approval_check", None)
@@ -105,9 +115,12 @@ class Gates:
             if isinstance(decision, Block):
                 return decision.reason
             if isinstance(decision, Ask):
+                if self.approver is None and self.headless:
+                    return decision.message
+                problem = _invalid(call, ctx)  # a person is asked next
+                if problem is not None:
+                    return problem
                 if self.approver is None:
-                    if self.headless:
-                        return decision.message
                     return Asked("approval", decision.message)
                 denial = await self._approve(self.approver, call, decision.message)
                 if denial is None:
@@ -157,6 +170,24 @@ class Gates:
                 call.id,
             )
         return "User denied permission"
+
+
+def _invalid(call: ToolCallPart, ctx: ToolContext, tool: Tool | None = None) -> str | None:
+    """The soft text of ``call``'s invalid arguments (None when they validate), before asking.
+
+    ``tool``: the called tool when known; else the run's registry's (a hook's ``Ask`` about any
+    tool). A name the registry lacks is the dispatch's to answer (``Tool not found``).
+    """
+    if tool is None:
+        link = ctx._link
+        if link is None:
+            return None
+        state, dispatcher = link
+        registry = dispatcher.registry if state.registry is None else state.registry
+        tool = registry.get(call.name)
+        if tool is None:
+            return None
+    return _checked(tool, call.name, call.arguments)[0]
 
 
 def _is_async(approver: object) -> bool:

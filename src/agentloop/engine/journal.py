@@ -12,6 +12,11 @@ only what never finished runs again.
 Not journaled, and so run again on continuation: a tool that raised an unexpected exception (a
 panic), and a tool whose process died before its output was written. Keys use the call's name
 and arguments, never its id, so a restamped id cannot hide a finished call.
+
+What the journal answered is noted for the run's observers (``answered_calls``: call ids whose
+output came from an entry; ``answered_turns``: turns whose reply came from an entry the engine
+wrote after announcing it), so their events say ``replayed`` (``agentloop.engine.replay_marks``).
+A reply the batch poller journaled is the result's arrival, not a replay: it is not noted.
 """
 
 from __future__ import annotations
@@ -57,12 +62,25 @@ class Journal:
     run_id: str = ""
     entries: dict[str, Any] = field(default_factory=dict)
     _seen: dict[str, int] = field(default_factory=dict)
+    answered_calls: set[str] = field(default_factory=set)
+    """Call ids whose output the journal answered, until their event is marked."""
+    answered_turns: set[int] = field(default_factory=set)
+    """Turns whose announced reply the journal answered, until its event is marked."""
+    marks: Any = None
+    """The listener marking those events (``replay_marks.ReplayMarks``) for the run continued."""
 
     def start(self, run_id: str, entries: Mapping[str, Any] | None = None) -> None:
         """A run starts (or is continued with the ``entries`` its process journaled)."""
         self.run_id = run_id
         self.entries = dict(entries or {})
         self._seen = {}
+        self.answered_calls.clear()
+        self.answered_turns.clear()
+
+    def answered(self) -> None:
+        """An entry answered a call: its event is marked ``replayed`` when anybody listens."""
+        if self.marks is not None:
+            self.marks.attach()
 
     def tool_key(self, ctx: ToolContext, name: str, arguments: Mapping[str, Any]) -> str:
         """The key of this call: same turn, tool and arguments → the next occurrence."""
@@ -100,6 +118,7 @@ class Journal:
                 "usage": turn.usage.to_dict(),
                 "model": turn.model,
                 "stop_reason": turn.stop_reason,
+                "announced": True,  # its ModelResponded went out: a replay of it is marked
             },
         )
 
@@ -108,6 +127,9 @@ class Journal:
         data = self.entries.get(f"t{turn}/reply")
         if data is None:
             return None
+        if data.get("announced"):
+            self.answered_turns.add(turn)
+            self.answered()
         message = data["message"]  # as stored, or the message itself (this process wrote it)
         return ModelResponse(
             message=message if isinstance(message, Message) else Message.from_dict(message),
@@ -158,6 +180,8 @@ class JournaledTool(WrappedTool):
         journal = self.journal
         key = journal.tool_key(ctx, self.name, arguments)
         if key in journal.entries:
+            journal.answered_calls.add(ctx.call_id)
+            journal.answered()
             return replayed_output(journal.entries[key])
         journal.note_reply(ctx)
         try:

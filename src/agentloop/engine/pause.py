@@ -36,6 +36,7 @@ from agentloop.cancel import CancelToken
 from agentloop.engine.handoff_carry import turn_agent
 from agentloop.engine.handoffs import paused_view, resume_in
 from agentloop.engine.pause_tools import agent_tools, check_offered, check_own_tools
+from agentloop.engine.replay_marks import mark_replays
 from agentloop.engine.state import Paused
 from agentloop.errors import InvalidInput
 from agentloop.messages import Message, ToolResultPart
@@ -293,6 +294,7 @@ def _state(
     journal = session._journal
     if journal is not None and recorder is not None and recorder.durable is not None:
         journal.start(run.id, recorder.durable.load_steps(run.id))
+        mark_replays(session, journal, run.id, decisions)  # a crash cut a continuation: replays
     state = session._new_state(run, transcript, len(history), deps, cancels)
     _restore_options(session, state, paused.get("options"))
     if run.last_agent is not None:  # a receiver of a handoff paused: it goes on

@@ -15,6 +15,7 @@ from agentloop.cancel import CancelToken
 from agentloop.engine.conversation import Conversation
 from agentloop.engine.journal import Journal
 from agentloop.engine.refresh import closing, restore_safety
+from agentloop.engine.replay_marks import mark_replays
 from agentloop.engine.state import RunState
 from agentloop.errors import InvalidInput
 from agentloop.messages import Message
@@ -65,6 +66,7 @@ def _reopen(
     transcript = list(history) if run.turns else [*history, Message.from_input(run.input)]
     recorder.reopened(run, keep=keep)
     journal.start(run.id, recorder.durable.load_steps(run.id) if recorder.durable else {})
+    mark_replays(session, journal, run.id)  # what the journal answers is told as replayed
     restore_safety(session, store, continuing=run)
     session.safety.limits.continue_run(run)
     state = session._new_state(run, transcript, keep, deps, cancels)

@@ -288,6 +288,7 @@ class AGUIEvents:
             for f in dataclasses.fields(event)
             if f.name not in ("run_id", "path", "session_id")
             and (f.name != "agent" or event.agent is not None)  # said only after a handoff
+            and (f.name != "replayed" or getattr(event, "replayed", False))  # when it is True
         }
         self._emit(core.CustomEvent(name=f"agentloop:{name}", value=value))
 

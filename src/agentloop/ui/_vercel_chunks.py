@@ -322,6 +322,8 @@ def _plain_event(event: Event) -> dict[str, Any]:
         value = getattr(event, f.name)
         if f.name == "agent" and value is None:
             continue  # the starting agent (SPEC 26): said only after a handoff
+        if f.name == "replayed" and not value:
+            continue  # a durable run's internal: said only of a call answered from the record
         if isinstance(value, BaseException):
             value = f"{type(value).__name__}: {value}"
         elif not isinstance(value, str | int | float | bool | None):
