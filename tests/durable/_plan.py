@@ -37,10 +37,21 @@ def kill_point(point: str) -> None:
 
 
 def hold_point(point: str) -> None:
-    """Pause here (after touching ``HOLD_FILE``) when ``HOLD`` names ``point``."""
+    """Pause here (after touching ``HOLD_FILE``) when ``HOLD`` names ``point``.
+
+    With ``RELEASE_FILE`` it waits until the test creates that file (at most 60 s), so a slow
+    machine cannot end the hold before the test has done what it holds for; else it sleeps
+    ``HOLD_SECONDS`` (2).
+    """
     if os.environ.get("HOLD") == point:
         Path(os.environ["HOLD_FILE"]).touch()
-        time.sleep(float(os.environ.get("HOLD_SECONDS", "2")))
+        release = os.environ.get("RELEASE_FILE")
+        if release is None:
+            time.sleep(float(os.environ.get("HOLD_SECONDS", "2")))
+            return
+        deadline = time.monotonic() + 60
+        while not Path(release).exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
 
 
 def effects_file() -> Path:

@@ -147,15 +147,20 @@ def test_a_second_process_cannot_continue_a_session_being_continued(tmp_path: Pa
     crash = _spawn(tmp_path, "s", KILL="tool:c:1")
     crash.communicate(timeout=60)
     assert crash.returncode == -9
-    hold = tmp_path / "holding"
-    first = _spawn(tmp_path, "s", "continue", HOLD="tool:d", HOLD_FILE=str(hold))
+    hold, release = tmp_path / "holding", tmp_path / "release"
+    first = _spawn(
+        tmp_path, "s", "continue", HOLD="tool:d", HOLD_FILE=str(hold), RELEASE_FILE=str(release)
+    )
     deadline = time.monotonic() + 30
     while not hold.exists():
         assert first.poll() is None, first.communicate()
         assert time.monotonic() < deadline
         time.sleep(0.02)
     second = _spawn(tmp_path, "s", "continue")
-    out, err = second.communicate(timeout=60)
+    try:
+        out, err = second.communicate(timeout=60)
+    finally:
+        release.touch()  # the first process holds until the second has tried
     assert second.returncode == 1
     assert b"MemoryBackendError" in err and b"being run by another process" in err
     out, err = first.communicate(timeout=60)
