@@ -1,0 +1,87 @@
+"""The agent's other model requests wait for its governor too (SPEC 25 x 7 x 6), over real HTTP.
+
+``Agent(governor=...)`` governs "every HTTP request of the agent's client" (docs/fleet.md), but
+the agent governs a copy of its client: a ``SummarizingCompactor`` or an ``LLMReflector`` built
+with the same client (the usual way: one client per provider) still held the ungoverned one.
+Its summaries and analyses went to the provider around the fleet's limits: more requests in a
+window than ``rpm`` allows, and a 429 on them closed no key for the rest of the fleet (a long
+conversation's compaction then failed with ``CompactionFailed``). Now the agent's compactor and
+reflector take a governed copy of their client. A fake provider server on 127.0.0.1, the
+governor on a fake clock (each wait is recorded, nothing sleeps).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from agentloop import Agent, RunConfig, tool
+from agentloop.context import SummarizingCompactor
+from agentloop.errors import ToolError
+from agentloop.fleet import RateGovernor, RateLimit
+from agentloop.providers.openai import OpenAIClient
+from agentloop.safety import ExponentialBackoffRecovery, LLMReflector
+from agentloop.testing import FakeClock, FakeProviderServer, FakeReply, FakeToolCall
+
+pytestmark = pytest.mark.usefixtures("no_real_sleep")
+
+WAIT = 60.25  # rpm=1: the next request waits a window (and the governor's quarter second)
+
+
+@tool
+def page(n: int) -> str:
+    """Read a page of the manual."""
+    return f"page {n}: " + "lorem ipsum " * 70
+
+
+def openai(server: FakeProviderServer) -> OpenAIClient:
+    return OpenAIClient("gpt-test", api_key="sk-test", base_url=server.base_url, provider="openai")
+
+
+async def test_a_summarizing_compactor_on_the_agents_client_waits_for_the_governor() -> None:
+    clock = FakeClock()
+    governor = RateGovernor([RateLimit("openai", rpm=1)], clock=clock)
+    pages = [FakeReply(tool_calls=[FakeToolCall("page", {"n": n})]) for n in range(1, 5)]
+    steps = [*pages, FakeReply("the first pages are filler"), FakeReply("done")]  # a summary
+    async with FakeProviderServer(steps) as server:
+        client = openai(server)
+        compactor = SummarizingCompactor(
+            client, preserve_recent=2, min_messages=3, max_summary_tokens=50,
+            max_request_tokens=4_000,
+        )  # fmt: skip
+        config = RunConfig(context_window=1_000, compactor=compactor)
+        agent = Agent(client, tools=[page], governor=governor, clock=clock, config=config)
+        run = await agent.run("summarise the manual")
+        sent = len(server.received)
+    assert run.output == "done" and sent == 6
+    summary = [m for m in run.conversation if "Summary of earlier conversation" in m.text]
+    assert summary, "the compactor summarised"
+    assert clock.sleeps == pytest.approx([WAIT] * 5)  # every request after the first waited
+    assert agent.config.compactor is not compactor  # a governed copy; the user's is untouched
+    assert compactor.client is client
+
+
+@tool
+def flaky(path: str) -> str:
+    """Read a file."""
+    raise ToolError(f"no such file: {path}")
+
+
+async def test_an_llm_reflector_on_the_agents_client_waits_for_the_governor() -> None:
+    clock = FakeClock()
+    governor = RateGovernor([RateLimit("openai", rpm=1)], clock=clock)
+    analysis = '{"is_recoverable": false, "root_cause": "missing", "severity": "low"}'
+    steps = [
+        FakeReply(tool_calls=[FakeToolCall("flaky", {"path": "a"})]),
+        FakeReply(analysis),  # the reflector's analysis
+        FakeReply("gave up"),
+    ]
+    async with FakeProviderServer(steps) as server:
+        client = openai(server)
+        reflector = LLMReflector(client)
+        config = RunConfig(reflector=reflector, recovery=ExponentialBackoffRecovery(max_retries=1))
+        agent = Agent(client, tools=[flaky], governor=governor, clock=clock, config=config)
+        run = await agent.run("read a")
+        sent = len(server.received)
+    assert run.output == "gave up" and sent == 3
+    assert clock.sleeps == pytest.approx([WAIT] * 2)
+    assert reflector.client is client
