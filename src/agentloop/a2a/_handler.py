@@ -198,6 +198,8 @@ class AgentHandler(RequestHandler):
         if record.state in wire.TERMINAL:
             state = wire.state_name(record.state)
             raise TaskNotCancelableError(message=f"task {record.id} is {state}")
+        if await record.cancel_elsewhere() and not record.parked:
+            return record.task()  # another face here ran it: its end, cancelled or not
         if record.parked:  # paused, or waiting in a provider batch: no driver runs it
             record.busy = True
             try:

@@ -226,6 +226,35 @@ class TaskRecord:
         if self.state == pb.TASK_STATE_WORKING or _ended(stored.run):
             self._finish(stored.run)
 
+    async def cancel_elsewhere(self) -> bool:
+        """Cancel this task's run if another face of this process is running it; then refresh.
+
+        A paused run continued by the app's own face (the session's API) has no driver here,
+        so the task's token reaches nothing: the session's own signal does. It is fired only
+        while this very run is the session's active one (checked and fired with no await
+        between, and the run re-arms it as it ends), so it never reaches a later run. False
+        when another face is not running it here (this task's driver, or nobody, is).
+        """
+        session = self.session
+        active = session._active
+        if self.busy or active is None or active.run.id != self.id:
+            return False
+        ended = asyncio.Event()
+
+        def listen(event: ev.Event) -> None:
+            if type(event) is ev.RunFinished and event.run_id == self.id and not event.path:
+                ended.set()
+
+        bus = session._bus
+        bus.attach(listen)
+        try:
+            session.cancel()
+            await ended.wait()
+        finally:
+            bus.detach(listen)
+        self.refresh()
+        return True
+
     def _asked_again(self, run: Run[Any]) -> bool:
         """Whether ``run`` paused again on other calls than the ones this task published."""
         if not run.paused or self.state != pb.TASK_STATE_INPUT_REQUIRED:
