@@ -85,3 +85,52 @@ async def test_an_llm_reflector_on_the_agents_client_waits_for_the_governor() ->
     assert run.output == "gave up" and sent == 3
     assert clock.sleeps == pytest.approx([WAIT] * 2)
     assert reflector.client is client
+
+
+async def test_a_child_agent_run_as_a_tool_waits_for_its_parents_governor() -> None:
+    """An agent as a tool (SPEC 13) without a governor of its own is governed as its parent is.
+
+    A handoff's receiver already passes the starting agent's governor (SPEC 26); a child run by
+    ``as_tool()`` did not, so a delegating parent's children (the usual agents-as-tools fleet,
+    one client for all) sent around the limits. The grandchild too: it waits for the governor
+    its parent's requests wait for.
+    """
+    clock = FakeClock()
+    governor = RateGovernor([RateLimit("openai", rpm=1)], clock=clock)
+    steps = [
+        FakeReply(tool_calls=[FakeToolCall("researcher", {"input": "dig"})]),  # the parent
+        FakeReply(tool_calls=[FakeToolCall("archivist", {"input": "find"})]),  # the child
+        FakeReply("found it"),  # the grandchild
+        FakeReply("it is found"),  # the child
+        FakeReply("done"),  # the parent
+    ]
+    async with FakeProviderServer(steps) as server:
+        client = openai(server)
+        archivist = Agent(client, name="archivist")
+        helper = archivist.as_tool(name="archivist", description="Finds records.")
+        researcher = Agent(client, name="researcher", tools=[helper])
+        tool = researcher.as_tool(name="researcher", description="Researches.")
+        parent = Agent(client, tools=[tool], governor=governor, clock=clock)
+        run = await parent.run("research it")
+        sent = len(server.received)
+    assert run.output == "done" and sent == 5
+    assert clock.sleeps == pytest.approx([WAIT] * 4)
+    assert researcher.client is client and researcher.governor is None  # untouched
+
+
+async def test_a_child_with_its_own_governor_keeps_it() -> None:
+    clock = FakeClock()
+    parents = RateGovernor([RateLimit("openai", rpm=1)], clock=clock)
+    own = RateGovernor([RateLimit("openai", rpm=1_000)], clock=clock)
+    steps = [
+        FakeReply(tool_calls=[FakeToolCall("researcher", {"input": "dig"})]),
+        FakeReply("found"),
+        FakeReply("done"),
+    ]
+    async with FakeProviderServer(steps) as server:
+        client = openai(server)
+        researcher = Agent(client, name="researcher", governor=own, clock=clock)
+        tool = researcher.as_tool(name="researcher", description="Researches.")
+        parent = Agent(client, tools=[tool], governor=parents, clock=clock)
+        assert (await parent.run("research it")).output == "done"
+    assert clock.sleeps == pytest.approx([WAIT])  # the parent's second request only

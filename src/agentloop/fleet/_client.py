@@ -32,7 +32,7 @@ from agentloop.tokens import HeuristicTokenCounter, TokenCounter
 if TYPE_CHECKING:
     from agentloop.fleet._governor import GovernedRun, Lease, RateGovernor
 
-__all__ = ["GovernedClient", "estimate_tokens", "govern", "govern_helpers"]
+__all__ = ["GovernedClient", "estimate_tokens", "govern", "govern_helpers", "governor_of"]
 
 logger = logging.getLogger("agentloop")
 
@@ -237,3 +237,16 @@ def govern_helpers(config: RunConfig, governor: RateGovernor) -> RunConfig:
             continue
         changes[field] = twin
     return dataclasses.replace(config, **changes) if changes else config
+
+
+def governor_of(client: object) -> RateGovernor | None:
+    """The governor of the first ``GovernedClient`` in ``client``'s wrappers or chain, or None."""
+    if isinstance(client, GovernedClient):
+        return client.governor
+    inner = getattr(client, "inner", None)
+    if inner is not None and (found := governor_of(inner)) is not None:
+        return found
+    chain = getattr(client, "clients", None)
+    if isinstance(chain, tuple):
+        return next((g for c in chain if (g := governor_of(c)) is not None), None)
+    return None
