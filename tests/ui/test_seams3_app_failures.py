@@ -1,11 +1,13 @@
-"""A failure of the app's own code wrapped in an agentloop error never reaches the end user.
+"""A failure of the app's own parts wrapped in an agentloop error never reaches the end user.
 
 SPEC 18: a hard error reaches the client with its class and a redacted, user-safe message; the
 text of an exception the application's own code raised (a host, a user, a query) is for the
 log, the store and the viewer. Two errors carry such text inside them: a ``CompactionFailed``
 (SPEC 7) wraps what the compactor raised (here a custom compactor that keeps summaries in the
 app's database), and the ``ConfigurationError`` that ends a run whose memory namespace function
-raised (SPEC 27: cause chained; here it looks the user up). Both apps showed that text in the
+raised (SPEC 27: cause chained; here it looks the user up), and the one a run ends with when
+its MCP tool server cannot start (SPEC 13: the server's stderr tail, here the app's paths and
+a database URL). Both apps showed that text in the
 error event, and AG-UI's ``agentloop:CompactionFailed`` custom event showed it again; now
 the client reads the error's class and ``The server failed while running the agent.``, and the
 store keeps the whole text. Real clients: ``@ag-ui/client`` (``node/agui_events.mjs``) and the
@@ -15,6 +17,7 @@ store keeps the whole text. Real clients: ``@ag-ui/client`` (``node/agui_events.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,7 @@ import pytest
 
 from agentloop import Agent, RunConfig, RunContext, tool
 from agentloop.errors import CompactionFailed, ConfigurationError
+from agentloop.mcp import MCPServer
 from agentloop.memory import InMemoryMemoryStore, Memory
 from agentloop.messages import Message
 from agentloop.store import SQLiteStore
@@ -67,8 +71,18 @@ def remembering(store: SQLiteStore) -> Agent[Any]:
     return Agent(ScriptedModel([reply("never")]), memory=memory, store=store)
 
 
-CASES = [(compacting, CompactionFailed), (remembering, ConfigurationError)]
-IDS = ["compactor", "memory-namespace"]
+def serving_tools(store: SQLiteStore) -> Agent[Any]:
+    script = f"/srv/{HIDDEN}/tools/server.py"  # its stderr names it: no such file
+    tools = MCPServer.stdio(sys.executable, [script], name="crm")
+    return Agent(ScriptedModel([reply("never")]), tools=[tools], store=store)
+
+
+CASES = [
+    (compacting, CompactionFailed),
+    (remembering, ConfigurationError),
+    (serving_tools, ConfigurationError),
+]
+IDS = ["compactor", "memory-namespace", "tool-server"]
 
 
 def stored_error(store: SQLiteStore) -> str:

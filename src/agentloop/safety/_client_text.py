@@ -13,8 +13,9 @@ the app's internals by design and are replaced, whichever face shows them:
   ``GOVERNOR_MESSAGE``;
 - an error that wraps what the app's own code raised (``wraps_app_failure``: a
   ``CompactionFailed`` whose compactor raised, a ``ConfigurationError`` a memory namespace
-  function's exception ended the run with, SPEC 7, 27): ``INTERNAL_MESSAGE``, as for the bug
-  itself.
+  function's exception, a tool server that could not start (its stderr) or a remote agent's
+  unreadable card ended the run with, SPEC 7, 13, 26, 27): ``INTERNAL_MESSAGE``, as for the
+  bug itself.
 
 The whole text stays in the log, the store and the viewer.
 """
@@ -68,9 +69,10 @@ def wraps_app_failure(error: AgentLoopError) -> bool:
     """Whether ``error``'s text holds an exception the app's own code raised (a bug's text).
 
     A ``CompactionFailed`` names its compactor's exception (``cause``); a ``ConfigurationError``
-    raised during a run chains the exception of the app's function it called (a memory
-    namespace function). An agentloop error inside (a summariser's ``ProviderError``, a bad
-    namespace's ``InvalidInput``) is ours, worded for reading: not this.
+    raised during a run chains the exception of the app's part it called (a memory namespace
+    function, an MCP server's start, an A2A card's read). An agentloop error inside (a
+    summariser's ``ProviderError``, a bad namespace's ``InvalidInput``) is ours, worded for
+    reading: not this.
     """
     if isinstance(error, CompactionFailed):
         cause = error.cause
