@@ -16,10 +16,10 @@ import pytest
 
 from agentloop import Agent, RunConfig, tool
 from agentloop.context import SummarizingCompactor
-from agentloop.errors import ToolError
+from agentloop.errors import BudgetExhausted, ToolError
 from agentloop.fleet import RateGovernor, RateLimit
 from agentloop.providers.openai import OpenAIClient
-from agentloop.safety import ExponentialBackoffRecovery, LLMReflector
+from agentloop.safety import Budget, ExponentialBackoffRecovery, LLMReflector
 from agentloop.testing import FakeClock, FakeProviderServer, FakeReply, FakeToolCall
 
 pytestmark = pytest.mark.usefixtures("no_real_sleep")
@@ -134,3 +134,27 @@ async def test_a_child_with_its_own_governor_keeps_it() -> None:
         parent = Agent(client, tools=[tool], governor=parents, clock=clock)
         assert (await parent.run("research it")).output == "done"
     assert clock.sleeps == pytest.approx([WAIT])  # the parent's second request only
+
+
+async def test_a_childs_wait_past_its_parents_wall_clock_is_refused_at_once() -> None:
+    """SPEC 25: a wait that would outlast the run's remaining wall clock is ``BudgetExhausted``
+    at once, nothing sent. A child's line is its parent's too (SPEC 13), but the governor read
+    only the child's own budget: the child waited a whole window past the parent's line, sent
+    its request, and only the parent's next request was refused."""
+    clock = FakeClock()
+    governor = RateGovernor([RateLimit("openai", rpm=1)], clock=clock)
+    steps = [FakeReply(tool_calls=[FakeToolCall("researcher", {"input": "dig"})]), FakeReply("x")]
+    async with FakeProviderServer(steps) as server:
+        client = openai(server)
+        researcher = Agent(client, name="researcher", clock=clock)
+        tool = researcher.as_tool(name="researcher", description="Researches.")
+        config = RunConfig(budget=Budget(wall_clock=30.0))
+        parent = Agent(client, tools=[tool], governor=governor, clock=clock, config=config)
+        with pytest.raises(BudgetExhausted):
+            await parent.run("research it")
+        sent = len(server.received)
+    assert clock.sleeps == [] and sent == 1  # the child's request neither waited nor went
+    run = parent.current_run
+    assert run is not None
+    [result] = [p for m in run.messages for p in m.tool_results_parts]
+    assert result.content.startswith("agent 'researcher' stopped: BudgetExhausted: ")

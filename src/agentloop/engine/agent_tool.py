@@ -258,6 +258,13 @@ class SharedBudget(BudgetGate):
         super().record_tool_calls(n)
         self.parent.record_tool_calls(n)
 
+    def wall_clock_left(self) -> tuple[float, float] | None:
+        """The wall-clock line that ends first, the child's own or an ancestor's (SPEC 25)."""
+        lines = [
+            line for line in (super().wall_clock_left(), self.parent.wall_clock_left()) if line
+        ]
+        return min(lines, key=lambda line: line[1] - line[0], default=None)
+
     def counts_tokens(self) -> bool:
         """Whether this gate or an ancestor's is spent by tokens."""
         return super().counts_tokens() or self.parent.counts_tokens()
