@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentloop import Agent, RunConfig, tool
+from agentloop import Agent, RunConfig, handoff, tool
 from agentloop.context import SummarizingCompactor
 from agentloop.errors import BudgetExhausted, ToolError
 from agentloop.fleet import RateGovernor, RateLimit
@@ -158,3 +158,25 @@ async def test_a_childs_wait_past_its_parents_wall_clock_is_refused_at_once() ->
     assert run is not None
     [result] = [p for m in run.messages for p in m.tool_results_parts]
     assert result.content.startswith("agent 'researcher' stopped: BudgetExhausted: ")
+
+
+async def test_a_handoff_inside_a_governed_child_stays_governed() -> None:
+    """The child (governed as its parent is) hands off: its receiver's requests wait too."""
+    clock = FakeClock()
+    governor = RateGovernor([RateLimit("openai", rpm=1)], clock=clock)
+    steps = [
+        FakeReply(tool_calls=[FakeToolCall("desk", {"input": "refund A1"})]),  # the parent
+        FakeReply(tool_calls=[FakeToolCall("transfer_to_billing", {})]),  # the child
+        FakeReply("refunded"),  # the child's receiver
+        FakeReply("done"),  # the parent
+    ]
+    async with FakeProviderServer(steps) as server:
+        client = openai(server)
+        billing = Agent(client, name="billing")
+        desk = Agent(client, name="desk", handoffs=[handoff(billing)])
+        tool = desk.as_tool(name="desk", description="The front desk.")
+        parent = Agent(client, tools=[tool], governor=governor, clock=clock)
+        run = await parent.run("refund A1")
+        sent = len(server.received)
+    assert run.output == "done" and sent == 4
+    assert clock.sleeps == pytest.approx([WAIT] * 3)
