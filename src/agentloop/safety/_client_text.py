@@ -15,7 +15,9 @@ the app's internals by design and are replaced, whichever face shows them:
   ``CompactionFailed`` whose compactor raised, a ``ConfigurationError`` a memory namespace
   function's exception, a tool server that could not start (its stderr) or a remote agent's
   unreadable card ended the run with, SPEC 7, 13, 26, 27): ``INTERNAL_MESSAGE``, as for the
-  bug itself.
+  bug itself;
+- a ``GuardrailTripped`` whose check raised (SPEC 19: ``the check raised <ExcType>: <text>``):
+  its reason without the exception's text (``served_reason``), where a face shows reasons.
 
 The whole text stays in the log, the store and the viewer.
 """
@@ -27,6 +29,7 @@ from agentloop.errors import (
     CompactionFailed,
     ConfigurationError,
     GovernorUnavailable,
+    GuardrailTripped,
     InternalError,
     MemoryBackendError,
 )
@@ -38,6 +41,7 @@ __all__ = [
     "STORE_MESSAGE",
     "served_compaction_failure",
     "served_message",
+    "served_reason",
     "wraps_app_failure",
 ]
 
@@ -62,7 +66,23 @@ def served_message(error: BaseException) -> str:
         return GOVERNOR_MESSAGE
     if wraps_app_failure(error):
         return INTERNAL_MESSAGE
-    return redact_secrets(str(error))
+    text = str(error)
+    if isinstance(error, GuardrailTripped) and error.reason:
+        text = text.replace(error.reason, served_reason(error.reason))
+    return redact_secrets(text)
+
+
+_CRASHED = "the check raised "
+"""How a guardrail's reason starts when its check raised (``agentloop.guardrails``, SPEC 19)."""
+
+
+def served_reason(reason: str) -> str:
+    """A guardrail's reason for a client: a crashed check's without its exception's text.
+
+    ``the check raised ConnectionError: <host> refused`` is ``the check raised
+    ConnectionError``; a policy's own reason (anything else) is the reason.
+    """
+    return reason.split(":", 1)[0] if reason.startswith(_CRASHED) else reason
 
 
 def wraps_app_failure(error: AgentLoopError) -> bool:

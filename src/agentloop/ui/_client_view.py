@@ -39,6 +39,7 @@ from agentloop.safety._client_text import (
     STORE_MESSAGE,
     served_compaction_failure,
     served_message,
+    served_reason,
 )
 from agentloop.safety.redact import redact_secrets
 
@@ -71,8 +72,15 @@ class ClientView:
     def shown(self, event: ev.Event) -> ev.Event | None:
         """``event`` as the client may see it, or None when it sees nothing of it."""
         kind = type(event)
-        if kind is ev.GuardrailChecked:
-            return event if self.expose_guardrails else None
+        if isinstance(event, ev.GuardrailChecked):
+            if not self.expose_guardrails:
+                return None
+            reason = event.reason  # a crashed check's: without the exception's text
+            return (
+                event
+                if reason is None
+                else dataclasses.replace(event, reason=served_reason(reason))
+            )
         if isinstance(event, ev.CompactionFailed):  # its error names what the compactor raised
             return dataclasses.replace(event, error=served_compaction_failure(event.error))
         if kind is ev.ToolCallFinished:
@@ -107,5 +115,6 @@ class ClientView:
     def facts(self, error: BaseException) -> dict[str, str]:
         """What an exposed ``GuardrailTripped`` adds for the client: its name and reason."""
         if isinstance(error, GuardrailTripped) and self.expose_guardrails:
-            return {"guardrail": error.guardrail, "reason": redact_secrets(error.reason)}
+            reason = redact_secrets(served_reason(error.reason))  # a crash's text: the log's
+            return {"guardrail": error.guardrail, "reason": reason}
         return {}
