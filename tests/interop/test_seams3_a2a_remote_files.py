@@ -13,12 +13,10 @@ an ``AgentExecutor``) on uvicorn on 127.0.0.1, read by agentloop's official-clie
 from __future__ import annotations
 
 import contextlib
-import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import uvicorn
 from a2a.types import a2a_pb2 as pb
 
 from agentloop import Agent
@@ -27,31 +25,28 @@ from agentloop.messages import ImagePart, ToolResultPart
 from agentloop.testing import ScriptedModel, call, reply
 
 from ._image_agent import image_agent
+from ._serve import serving
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
 
 
+class _Later:
+    """An ASGI app whose inner app is made once the server's URL (the card's) is known."""
+
+    app: Any = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.app(scope, receive, send)
+
+
 @contextlib.asynccontextmanager
 async def remote(parts: list[pb.Part]) -> AsyncIterator[str]:
-    import asyncio
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    config = uvicorn.Config(image_agent(parts, url + "/"), lifespan="off", log_level="warning")
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        while not server.started:  # noqa: ASYNC110  (uvicorn has no event for it)
-            await asyncio.sleep(0.005)
+    later = _Later()
+    async with serving(later) as url:
+        later.app = image_agent(parts, url + "/")
         yield url
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
 
 
 async def result_of(parts: list[pb.Part]) -> ToolResultPart:
