@@ -155,6 +155,7 @@ class AgentHandler(RequestHandler):
     ) -> TaskRecord:
         message = params.message
         request = context.state.get("request")
+        wire.refuse_files(message)
         if message.task_id:
             record = await self._task(request, message.task_id, message.context_id)
             opener = await self._follow_up(record, request, message)

@@ -6,7 +6,8 @@ naming the url), and it lists one tool, ``input`` its one parameter, named by ``
 card. Each call is a fresh remote context, streamed when the card says it can be. How a call
 ends::
 
-    COMPLETED                        the output artifact's text (data parts as JSON)
+    COMPLETED                        the output artifact's text (data parts as JSON), and
+                                     its files as media parts (``_files``: else named)
     FAILED / REJECTED / CANCELED     soft: agent '<name>' stopped: <state>: <status text>
     INPUT_REQUIRED                   the remote task is cancelled, then the same soft text
     a JSON-RPC error                 soft: agent '<name>' stopped: error <code>: <message>
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import re
 import uuid
 from collections.abc import Mapping, Sequence
@@ -30,13 +30,13 @@ import httpx
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import JSON_RPC_ERROR_CODE_MAP, A2AError
-from google.protobuf import json_format
 
 from agentloop.errors import ConfigurationError, RemoteAuthError, ToolError
 from agentloop.safety.redact import redact_secrets
 from agentloop.tools import Tool, ToolContext
 
 from . import _wire as wire
+from ._files import answer
 
 __all__ = ["RemoteA2AAgent"]
 
@@ -113,7 +113,7 @@ class RemoteA2AAgent:
             await self._http.aclose()
         self._http = self._client = None
 
-    async def ask(self, text: str) -> str:
+    async def ask(self, text: str) -> str | list[Any]:
         """One call: a fresh context with ``text``; the output, or ``ToolError`` (module)."""
         client = self._client
         assert client is not None, "list_tools() reads the card first"
@@ -177,7 +177,7 @@ class _Call:
         self.task_id = ""
         self.state: pb.TaskState = pb.TASK_STATE_SUBMITTED
         self.status = ""
-        self.chunks: list[str] = []
+        self.chunks: list[pb.Part] = []
         self.final: list[pb.Part] | None = None
         self.known = asyncio.Event()
 
@@ -198,7 +198,7 @@ class _Call:
             update = response.artifact_update
             parts = list(update.artifact.parts)
             if update.append:
-                self.chunks += [_text(p) for p in parts]
+                self.chunks += parts
             else:
                 self.final = parts
         elif kind == "message":  # a remote that answers with a message, not a task
@@ -219,20 +219,13 @@ class _Call:
         self.state = status.state
         self.status = wire.text_of(status.message) if status.HasField("message") else ""
 
-    def result(self) -> str:
+    def result(self) -> str | list[Any]:
         if self.state == pb.TASK_STATE_COMPLETED:
             if self.final is not None:
-                return "\n".join(_text(p) for p in self.final)
-            return "".join(self.chunks)
+                return answer(self.final)  # a file as its media part (SPEC 16), or named
+            return answer(self.chunks, "")
         state = wire.state_name(self.state)
         raise ToolError(f"agent '{self.name}' stopped: {state}: {redact_secrets(self.status)}")
-
-
-def _text(part: pb.Part) -> str:
-    """A part as text: its text, or its data as JSON."""
-    if part.WhichOneof("content") == "data":
-        return json.dumps(json_format.MessageToDict(part.data), ensure_ascii=False)
-    return part.text
 
 
 def _new_id() -> str:

@@ -231,13 +231,14 @@ class TaskRecord:
 
         The app's own face (its API on the same ``Session``, a viewer) may continue a paused
         task's run; no driver of the task runs it then, so its cancel token reaches nothing.
-        The session's does (``Session.cancel``). Returns whether there was such a run, once it
-        has ended (cancelled, or finished or paused before the cancel reached it).
+        The session's does (``Session.cancel``). It is fired only while this very run is the
+        session's active one (checked and fired with no await between, and the run re-arms it
+        as it ends), so it never reaches a later run. Returns whether there was such a run,
+        once it has ended (cancelled, or finished or paused before the cancel reached it).
         """
-        if self.busy:
-            return False
-        here = next((r for r in reversed(self.session.runs) if r.id == self.id), None)
-        if here is None or not _running(here):
+        session = self.session
+        active = session._active
+        if self.busy or active is None or active.run.id != self.id:
             return False
         loop = asyncio.get_running_loop()
         ended = asyncio.Event()
@@ -246,11 +247,12 @@ class TaskRecord:
             if type(event) is ev.RunFinished and event.run_id == self.id and not event.path:
                 loop.call_soon_threadsafe(ended.set)
 
-        bus = self.session._bus
+        bus = session._bus
         bus.attach(seen)
         try:
-            self.session.cancel()
-            await ended.wait()
+            session.cancel()
+            if session._active is active:  # (on another thread it may have ended meanwhile)
+                await ended.wait()
         finally:
             bus.detach(seen)
         return True

@@ -24,6 +24,7 @@ from typing import Any
 
 import pydantic_core
 from a2a.types import a2a_pb2 as pb
+from a2a.utils.errors import ContentTypeNotSupportedError
 from google.protobuf import json_format, struct_pb2
 
 from agentloop.errors import InvalidInput
@@ -106,6 +107,20 @@ def error_text(error: BaseException) -> str:
     """A hard error's status text: ``<ErrorClass>: <message>``, redacted (no key, no path)."""
     message = served_message(error)  # the app's internals (a store, a governor) read as words
     return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+def refuse_files(message: pb.Message) -> None:
+    """``ContentTypeNotSupportedError`` (-32005) for a file part (``raw`` or ``url``).
+
+    The card's input mode is ``text/plain``: a file would otherwise be dropped unseen, and the
+    agent answer as if it had seen it (SPEC 16 x 26).
+    """
+    for part in message.parts:
+        if part.WhichOneof("content") in ("raw", "url"):
+            kind = part.media_type or "a file"
+            raise ContentTypeNotSupportedError(
+                message=f"this agent takes text parts (text/plain), not {kind}: send text"
+            )
 
 
 def text_of(message: pb.Message) -> str:

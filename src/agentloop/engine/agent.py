@@ -145,7 +145,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         handoffs: Sequence[Any] = (),
         governor: RateGovernor | None = None,
     ) -> None:
-        config = _setup.checked_setup(client, config, approver)
+        config = _setup.governed_config(_setup.checked_setup(client, config, approver), governor)
         self.client = _setup.governed_client(resolve_client(client), governor, config)
         self.governor = governor  # SPEC 25: every request of the client waits for it
         self.clock = clock

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -154,6 +155,8 @@ class AgentTool(Tool):
                     "tool": self.name,
                 }
         begun.depth = depth
+        if state is not None:
+            _governed_as_parent(begun, state, child.agent.config.token_counter)
         before = begun.run.usage  # a continued child's earlier usage was rolled up already
         try:
             run = await child._drive(begun)
@@ -204,6 +207,22 @@ class AgentTool(Tool):
         return self.new_session()
 
 
+def _governed_as_parent(child: Any, parent: Any, counter: Any) -> None:
+    """The child's requests wait for the governor its parent's wait for (SPEC 25 x 13).
+
+    Unless the child's client has a governor of its own (``Agent(governor=...)``), which then
+    rules, as for a handoff's receiver (SPEC 26). Nothing of the fleet is loaded when nothing
+    imported it: then no client anywhere is governed.
+    """
+    fleet = sys.modules.get("agentloop.fleet._client")
+    if fleet is None:
+        return
+    governor = fleet.governor_of(parent.client)
+    if governor is None or fleet.governor_of(child.client) is not None:
+        return
+    child.client = fleet.govern(child.client, governor, counter)
+
+
 def _roll_up(link: tuple[Any, Any], child: Session[Any], before: Usage) -> None:
     """Add the child's new usage to the parent run (its budget counted it as it was spent)."""
     state = link[0]
@@ -238,6 +257,13 @@ class SharedBudget(BudgetGate):
         """Count dispatched tool calls here and in the parent."""
         super().record_tool_calls(n)
         self.parent.record_tool_calls(n)
+
+    def wall_clock_left(self) -> tuple[float, float] | None:
+        """The wall-clock line that ends first, the child's own or an ancestor's (SPEC 25)."""
+        lines = [
+            line for line in (super().wall_clock_left(), self.parent.wall_clock_left()) if line
+        ]
+        return min(lines, key=lambda line: line[1] - line[0], default=None)
 
     def counts_tokens(self) -> bool:
         """Whether this gate or an ancestor's is spent by tokens."""

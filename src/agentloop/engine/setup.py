@@ -42,6 +42,7 @@ __all__ = [
     "fork",
     "handoffs",
     "governed_client",
+    "governed_config",
     "guardrails_of",
     "output_type",
     "recorder",
@@ -102,6 +103,19 @@ def governed_client(client: ModelClient, governor: object, config: RunConfig) ->
     from agentloop.fleet import govern
 
     return govern(client, cast("RateGovernor", governor), config.token_counter)
+
+
+def governed_config(config: RunConfig, governor: object) -> RunConfig:
+    """``config`` whose compactor and reflector requests also wait for ``governor`` (SPEC 25).
+
+    ``agentloop.fleet.govern_helpers``; without a governor, ``config`` and nothing imported (a
+    governor of the wrong type is ``governed_client``'s error).
+    """
+    if governor is None or not callable(getattr(governor, "acquire", None)):
+        return config
+    from agentloop.fleet._client import govern_helpers
+
+    return govern_helpers(config, cast("RateGovernor", governor))
 
 
 def guardrails_of(guardrails: Sequence[Guardrail] | None) -> Guardrails | None:

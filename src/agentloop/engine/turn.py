@@ -92,8 +92,7 @@ class ClientEventBridge:
     def wall_clock(self) -> tuple[float, float] | None:
         """The run's wall-clock ``(spent, limit)`` in seconds, or None without that line."""
         gate = self._limits.budget if self._limits is not None else None
-        limit = gate.budget.wall_clock if gate is not None else None
-        return None if gate is None or not limit else (gate.spent("wall_clock"), limit)
+        return None if gate is None else gate.wall_clock_left()  # a child's: its parent's too
 
     def check_cancel(self) -> None:
         """A cancellation checkpoint (raises ``Cancelled``)."""

@@ -15,11 +15,13 @@ request's own error) is what the run reads, and the lease expires by itself (WAR
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, cast
 
+from agentloop.config import RunConfig
 from agentloop.errors import GovernorUnavailable, RateLimited, RateLimitEscalation
 from agentloop.fleet._governor import DEFAULT_LEASE_SECONDS
 from agentloop.messages import Usage
@@ -30,7 +32,7 @@ from agentloop.tokens import HeuristicTokenCounter, TokenCounter
 if TYPE_CHECKING:
     from agentloop.fleet._governor import GovernedRun, Lease, RateGovernor
 
-__all__ = ["GovernedClient", "estimate_tokens", "govern"]
+__all__ = ["GovernedClient", "estimate_tokens", "govern", "govern_helpers", "governor_of"]
 
 logger = logging.getLogger("agentloop")
 
@@ -208,4 +210,43 @@ def _lease_seconds(client: ModelClient) -> float | None:
     read, connect = getattr(transport, "_timeout", None), getattr(transport, "_connect_timeout", 0)
     if isinstance(read, int | float) and isinstance(connect, int | float):
         return float(read + connect)
+    return None
+
+
+def govern_helpers(config: RunConfig, governor: RateGovernor) -> RunConfig:
+    """``config`` whose compactor and reflector send their model requests through ``governor``.
+
+    A ``SummarizingCompactor`` or ``LLMReflector`` (or any compactor or reflector with a
+    ``client``) is usually built with the agent's own client, which the agent governs as a
+    copy: without this its summaries and analyses would reach the provider around the
+    fleet's limits. Each gets a shallow copy holding the governed client (the application's
+    object is not mutated); the governor counts only the models its limits name, so a helper
+    on another provider is not held back. ``config`` itself when neither has a client.
+    """
+    counter = config.token_counter
+    changes: dict[str, Any] = {}
+    for field in ("compactor", "reflector"):
+        helper = getattr(config, field)
+        client = getattr(helper, "client", None)
+        if not isinstance(client, ModelClient) or isinstance(client, GovernedClient):
+            continue
+        twin = copy.copy(helper)
+        try:
+            object.__setattr__(twin, "client", govern(client, governor, counter))
+        except (AttributeError, TypeError):  # a client it does not let us set: left as it is
+            continue
+        changes[field] = twin
+    return dataclasses.replace(config, **changes) if changes else config
+
+
+def governor_of(client: object) -> RateGovernor | None:
+    """The governor of the first ``GovernedClient`` in ``client``'s wrappers or chain, or None."""
+    if isinstance(client, GovernedClient):
+        return client.governor
+    inner = getattr(client, "inner", None)
+    if inner is not None and (found := governor_of(inner)) is not None:
+        return found
+    chain = getattr(client, "clients", None)
+    if isinstance(chain, tuple):
+        return next((g for c in chain if (g := governor_of(c)) is not None), None)
     return None

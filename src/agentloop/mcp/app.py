@@ -17,8 +17,9 @@ call::
     pause         each pending call asked through elicitation when the client has it
                   (approval: ``{decision: "approve"|"deny", message?}``; external:
                   ``{answer}``; a decline means Deny), then the same run continues; without
-                  elicitation: isError ``agent '<name>' paused: '<tool>' needs a decision this
-                  client cannot give``, and the run is ended ``Cancelled`` (``cancel_run``:
+                  elicitation, or when the client's elicitation fails: isError ``agent
+                  '<name>' paused: '<tool>' needs a decision this client cannot give``, and
+                  the run is ended ``Cancelled`` (``cancel_run``:
                   nobody else holds the call's session, so it is never left paused)
     result        the output (typed: JSON text and ``structuredContent``)
     hard error    isError ``agent '<name>' stopped: <ErrorClass>: <message>`` (redacted)
@@ -39,6 +40,7 @@ import anyio
 import mcp_types as types
 import pydantic_core
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
 
 from agentloop import events as ev
 from agentloop.batching import refuse_batch
@@ -331,14 +333,20 @@ class _Call:
         """A decision for each pending call, through elicitation; or the isError result."""
         capabilities = self.ctx.session.client_capabilities
         if capabilities is None or capabilities.elicitation is None:
-            tool = pending[0].call.name
-            return _error(
-                f"agent '{self.name}' paused: '{tool}' needs a decision this client cannot give"
-            )
+            return self._undecided(pending[0])
         decisions: dict[str, Decision] = {}
         for waiting in pending:
-            decisions[waiting.id] = await self._elicit(waiting)
+            try:
+                decisions[waiting.id] = await self._elicit(waiting)
+            except MCPError:  # its elicitation failed: a client that cannot decide, no answer
+                return self._undecided(waiting)
         return decisions
+
+    def _undecided(self, waiting: PendingCall) -> types.CallToolResult:
+        tool = waiting.call.name
+        return _error(
+            f"agent '{self.name}' paused: '{tool}' needs a decision this client cannot give"
+        )
 
     async def _elicit(self, waiting: PendingCall) -> Decision:
         call = waiting.call

@@ -229,8 +229,8 @@ class MCPServer(AbstractToolset):
         except StartFailed as failed:
             self._hard_if_refused()
             text = f"tool server '{self.name}' could not start: {failed.why}"
-            if fresh:
-                raise ConfigurationError(text, field="tools") from None
+            if fresh:  # chained: a served run's client reads no stderr (safety._client_text)
+                raise ConfigurationError(text, field="tools") from failed
             raise ToolError(text, sick=True) from None
         listed: list[types.Tool] = []
         cursor: str | None = None

@@ -123,8 +123,8 @@ class AnthropicMemoryTool(MemoryTool):
         limit = self.memory.max_item_chars
         if len(text) > limit:
             raise ToolError(f"File {path} would be {len(text)} characters; the limit is {limit}")
-        if has_secret(text):
-            raise ToolError(SECRET_TEXT)
+        if has_secret(text, path) if new else has_secret(text):  # a new path: a new id, listed
+            raise ToolError(SECRET_TEXT)  # by every later view (the app's own ids are trusted)
         if new and await mem.count() >= self.memory.max_items:
             raise ToolError(f"memory is full: {self.memory.max_items} items; forget some first")
 
@@ -195,6 +195,8 @@ class AnthropicMemoryTool(MemoryTool):
         item = await self._file(old, mem)
         if new == ROOT or await _find(new, mem) is not None:
             raise ToolError(f"Error: The destination {new} already exists")
+        if has_secret(new):
+            raise ToolError(SECRET_TEXT)
         kept = item.created_at.timestamp()
         mem.stage(ctx.turn, Write(new, item.text, item.tags, kept))
         mem.stage(ctx.turn, Write(item.id))

@@ -10,17 +10,40 @@ the app's internals by design and are replaced, whichever face shows them:
 - a ``MemoryBackendError`` (the app's store failed, or another worker runs the conversation
   now: a file, a host, a process id): ``STORE_MESSAGE``;
 - a ``GovernorUnavailable`` (the rate governor's database: a path, a user, a host):
-  ``GOVERNOR_MESSAGE``.
+  ``GOVERNOR_MESSAGE``;
+- an error that wraps what the app's own code raised (``wraps_app_failure``: a
+  ``CompactionFailed`` whose compactor raised, a ``ConfigurationError`` a memory namespace
+  function's exception, a tool server that could not start (its stderr) or a remote agent's
+  unreadable card ended the run with, SPEC 7, 13, 26, 27): ``INTERNAL_MESSAGE``, as for the
+  bug itself;
+- a ``GuardrailTripped`` whose check raised (SPEC 19: ``the check raised <ExcType>: <text>``):
+  its reason without the exception's text (``served_reason``), where a face shows reasons.
 
 The whole text stays in the log, the store and the viewer.
 """
 
 from __future__ import annotations
 
-from agentloop.errors import AgentLoopError, GovernorUnavailable, InternalError, MemoryBackendError
+from agentloop.errors import (
+    AgentLoopError,
+    CompactionFailed,
+    ConfigurationError,
+    GovernorUnavailable,
+    GuardrailTripped,
+    InternalError,
+    MemoryBackendError,
+)
 from agentloop.safety.redact import redact_secrets
 
-__all__ = ["GOVERNOR_MESSAGE", "INTERNAL_MESSAGE", "STORE_MESSAGE", "served_message"]
+__all__ = [
+    "GOVERNOR_MESSAGE",
+    "INTERNAL_MESSAGE",
+    "STORE_MESSAGE",
+    "served_compaction_failure",
+    "served_message",
+    "served_reason",
+    "wraps_app_failure",
+]
 
 INTERNAL_MESSAGE = "The server failed while running the agent."
 """The message of an unexpected exception (not an ``AgentLoopError``) for a client."""
@@ -41,4 +64,60 @@ def served_message(error: BaseException) -> str:
         return STORE_MESSAGE
     if isinstance(error, GovernorUnavailable):
         return GOVERNOR_MESSAGE
-    return redact_secrets(str(error))
+    if wraps_app_failure(error):
+        return INTERNAL_MESSAGE
+    text = str(error)
+    if isinstance(error, GuardrailTripped) and error.reason:
+        text = text.replace(error.reason, served_reason(error.reason))
+    return redact_secrets(text)
+
+
+_CRASHED = "the check raised "
+"""How a guardrail's reason starts when its check raised (``agentloop.guardrails``, SPEC 19)."""
+
+
+def served_reason(reason: str) -> str:
+    """A guardrail's reason for a client: a crashed check's without its exception's text.
+
+    ``the check raised ConnectionError: <host> refused`` is ``the check raised
+    ConnectionError``; a policy's own reason (anything else) is the reason.
+    """
+    return reason.split(":", 1)[0] if reason.startswith(_CRASHED) else reason
+
+
+def wraps_app_failure(error: AgentLoopError) -> bool:
+    """Whether ``error``'s text holds an exception the app's own code raised (a bug's text).
+
+    A ``CompactionFailed`` names its compactor's exception (``cause``); a ``ConfigurationError``
+    raised during a run chains the exception of the app's part it called (a memory namespace
+    function, an MCP server's start, an A2A card's read). An agentloop error inside (a
+    summariser's ``ProviderError``, a bad namespace's ``InvalidInput``) is ours, worded for
+    reading: not this.
+    """
+    if isinstance(error, CompactionFailed):
+        cause = error.cause
+    elif isinstance(error, ConfigurationError):
+        cause = error.__cause__
+    else:
+        return False
+    if not isinstance(cause, BaseException):
+        return False
+    return not isinstance(cause, AgentLoopError) or isinstance(cause, InternalError)
+
+
+def served_compaction_failure(error: AgentLoopError) -> AgentLoopError:
+    """A ``CompactionFailed`` event's error as a client may read it.
+
+    Its sizes, and its cause as ``served_message`` words; any other error (``ContextExceeded``:
+    two sizes) as it is.
+    """
+    if not isinstance(error, CompactionFailed):
+        return error
+    cause = error.cause
+    if wraps_app_failure(error):
+        said = INTERNAL_MESSAGE
+    elif isinstance(cause, BaseException):
+        said = served_message(cause)
+    else:
+        said = redact_secrets(str(cause))
+    return CompactionFailed(error.used, error.limit, said)

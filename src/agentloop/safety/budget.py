@@ -254,6 +254,15 @@ class BudgetGate:
             return self._clock() - self._started
         return self._spent[dimension]
 
+    def wall_clock_left(self) -> tuple[float, float] | None:
+        """The wall-clock line's ``(spent, limit)`` in seconds, or None without that line.
+
+        What a rate governor's wait is measured against (SPEC 25); an agent run as a tool
+        answers with its parent's line when that one ends first (``SharedBudget``).
+        """
+        limit = self.budget.wall_clock
+        return None if not limit else (self.spent("wall_clock"), limit)
+
     def record_usage(self, usage: Usage, model: str) -> None:
         """Count a response's provider-reported usage (and its cost when priced)."""
         self._spent["tokens"] += usage.input_tokens + usage.output_tokens

@@ -19,7 +19,9 @@ events, and word a hard error for the client with it:
   A ``MemoryBackendError`` (the app's store failed, or another worker runs the conversation
   now: its text names a file, a host and a process id) reads ``STORE_MESSAGE``; a
   ``GovernorUnavailable`` (the rate governor's database: a path, a user, a host) reads
-  ``GOVERNOR_MESSAGE``.
+  ``GOVERNOR_MESSAGE``; an error wrapping what the app's own code raised (a compactor, a memory
+  namespace function) reads ``INTERNAL_MESSAGE``, and so does a ``CompactionFailed`` event's
+  error (``agentloop.safety._client_text``, the words every served face uses).
 """
 
 from __future__ import annotations
@@ -29,15 +31,16 @@ import dataclasses
 from agentloop import events as ev
 from agentloop.engine.holdback import WithheldResponse
 from agentloop.engine.output import FINAL_RESULT
-from agentloop.errors import (
-    AgentLoopError,
-    GovernorUnavailable,
-    GuardrailTripped,
-    InternalError,
-    MemoryBackendError,
-)
+from agentloop.errors import GuardrailTripped
 from agentloop.messages import Message, Part, TextPart, ToolCallPart
-from agentloop.safety._client_text import GOVERNOR_MESSAGE, INTERNAL_MESSAGE, STORE_MESSAGE
+from agentloop.safety._client_text import (
+    GOVERNOR_MESSAGE,
+    INTERNAL_MESSAGE,
+    STORE_MESSAGE,
+    served_compaction_failure,
+    served_message,
+    served_reason,
+)
 from agentloop.safety.redact import redact_secrets
 
 __all__ = [
@@ -52,7 +55,7 @@ __all__ = [
 GUARDRAIL_MESSAGE = "The application's guardrails stopped this run."
 """A ``GuardrailTripped``'s message for a client, unless the app exposes guardrails."""
 WATCHED: frozenset[type[ev.Event]] = frozenset(
-    {ev.ModelResponded, ev.GuardrailChecked, ev.ToolCallFinished}
+    {ev.ModelResponded, ev.GuardrailChecked, ev.ToolCallFinished, ev.CompactionFailed}
 )
 """The only event types ``ClientView.shown`` may change: every other one goes out as it is."""
 
@@ -69,8 +72,17 @@ class ClientView:
     def shown(self, event: ev.Event) -> ev.Event | None:
         """``event`` as the client may see it, or None when it sees nothing of it."""
         kind = type(event)
-        if kind is ev.GuardrailChecked:
-            return event if self.expose_guardrails else None
+        if isinstance(event, ev.GuardrailChecked):
+            if not self.expose_guardrails:
+                return None
+            reason = event.reason  # a crashed check's: without the exception's text
+            return (
+                event
+                if reason is None
+                else dataclasses.replace(event, reason=served_reason(reason))
+            )
+        if isinstance(event, ev.CompactionFailed):  # its error names what the compactor raised
+            return dataclasses.replace(event, error=served_compaction_failure(event.error))
         if kind is ev.ToolCallFinished:
             return None if event.call.id in self._hidden else event  # type: ignore[attr-defined]
         if kind is ev.ModelResponded and isinstance(
@@ -98,16 +110,11 @@ class ClientView:
         """A hard error's message for the client: redacted, the guardrail's only when exposed."""
         if isinstance(error, GuardrailTripped) and not self.expose_guardrails:
             return GUARDRAIL_MESSAGE
-        if not isinstance(error, AgentLoopError) or isinstance(error, InternalError):
-            return INTERNAL_MESSAGE  # a bug's text names the app's internals: the log's only
-        if isinstance(error, MemoryBackendError):
-            return STORE_MESSAGE
-        if isinstance(error, GovernorUnavailable):
-            return GOVERNOR_MESSAGE
-        return redact_secrets(str(error)) or type(error).__name__
+        return served_message(error) or type(error).__name__  # a bug's text: the log's only
 
     def facts(self, error: BaseException) -> dict[str, str]:
         """What an exposed ``GuardrailTripped`` adds for the client: its name and reason."""
         if isinstance(error, GuardrailTripped) and self.expose_guardrails:
-            return {"guardrail": error.guardrail, "reason": redact_secrets(error.reason)}
+            reason = redact_secrets(served_reason(error.reason))  # a crash's text: the log's
+            return {"guardrail": error.guardrail, "reason": reason}
         return {}
