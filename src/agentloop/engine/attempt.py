@@ -21,7 +21,7 @@ from agentloop.model import ModelClient, media_kinds
 from agentloop.pausing import PendingCall
 from agentloop.safety.breaker import Admission
 from agentloop.safety.breaker import Outcome as BreakerOutcome
-from agentloop.tools import ToolContext
+from agentloop.tools import Tool, ToolContext
 
 if TYPE_CHECKING:
     from agentloop.clock import Clock
@@ -104,20 +104,26 @@ class Attempt:
 
         A child agent whose run paused answers ``PausedChild`` instead of a result.
         """
-        attempted = self._attempt(ctx)
+        attempted = self._attempt(ctx, self._looked_up())
         if type(attempted) is CoroutineType:
             return await attempted  # type: ignore[no-any-return]
         return attempted  # type: ignore[return-value]
 
-    def _ungated(self, ctx: ToolContext) -> _Attempted:
-        """An attempt no gate looks at: the loop pre-check, then the tool (``_attempt``)."""
-        self._refuse_if_looping()
-        return self._attempt(ctx)
+    def _looked_up(self) -> Tool | None:
+        """The tool the attempt calls (by its name now: a correction may change it), or None."""
+        registry = self.state.registry
+        return (self.dispatcher.registry if registry is None else registry).get(self.name)
 
-    def _attempt(self, ctx: ToolContext) -> _Attempted:
+    def _ungated(self, ctx: ToolContext, tool: Tool | None) -> _Attempted:
+        """An attempt no gate looks at: the loop pre-check, then ``tool`` (``_attempt``)."""
+        self._refuse_if_looping()
+        return self._attempt(ctx, tool)
+
+    def _attempt(self, ctx: ToolContext, tool: Tool | None) -> _Attempted:
         """``_run_tool``: its result, or a coroutine for the rest when the tool or a hook waits.
 
-        A tool that never waits (and no post-tool hook) ends here, without a coroutine.
+        ``tool``: the one called ``self.name`` (``_looked_up``). A tool that never waits (and no
+        post-tool hook) ends here, without a coroutine.
         """
         d = self.dispatcher
         breakers = d.safety.breakers
@@ -131,7 +137,7 @@ class Attempt:
         state = self.state
         registry = d.registry if state.registry is None else state.registry
         try:
-            begun = begin(registry, d.config, ctx, self.name, self.arguments)
+            begun = begin(tool, registry, d.config, ctx, self.name, self.arguments)
         except BaseException:
             d.safety.settle(admission, None)
             raise
@@ -190,8 +196,8 @@ class Attempt:
     def _refuse_if_looping(self) -> None:
         """The loop pre-check: at the stop threshold the call is refused and the run ends."""
         safety = self.dispatcher.safety
-        if not safety.detection_on:
-            return
+        if not safety.detection_on or safety._loops is None:  # (none yet: nothing recorded,
+            return  # nothing at the stop line; its first call's ``finish`` makes it)
         try:  # ``SafetyState.loop_stop``, written out: a raising detector switches detection off
             stop = safety.loops.check()
             if stop is not None:
