@@ -20,7 +20,16 @@ from agentloop.engine.compaction import quiet_line
 from agentloop.errors import TranscriptError
 from agentloop.events import Event
 from agentloop.media import ImagePart
-from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart, Usage
+from agentloop.messages import (
+    Message,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
+from agentloop.model import ModelResponse
+from agentloop.run import _NO_USAGE
 from agentloop.testing import ScriptedModel, call, reply
 from agentloop.tokens import HeuristicTokenCounter, RatioTokenCounter, counted_media
 from agentloop.transcript import TranscriptChecker
@@ -226,3 +235,49 @@ def test_a_lone_call_answers_as_the_general_pipeline_does(names: list[str]) -> N
         return list(model.requests[-1].messages), run.output
 
     assert transcript(False) == transcript(True)
+
+
+class _TextLike(TextPart):
+    """A text part of a subclass: the general ``Message.text`` reads it."""
+
+    __slots__ = ()
+
+
+reply_parts = st.lists(
+    st.one_of(
+        st.builds(TextPart, st.text(max_size=8)),
+        st.builds(ThinkingPart, st.text(max_size=8)),
+        st.builds(_TextLike, st.text(max_size=8)),
+    ),
+    max_size=3,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(reply_parts, usages)
+def test_a_recorded_turn_reads_its_reply_as_the_message_reads(
+    parts_: list[TextPart], usage: Usage
+) -> None:
+    """``ModelStep._record``'s one-part reads: the turn's text and thinking, the run's usage."""
+    message = Message("assistant", (*parts_, TextPart("end")))
+    one = Message("assistant", tuple(parts_[:1]) or (TextPart("x"),))
+    runs = []
+    for answer in (message, one):
+        model = ScriptedModel([ModelResponse(answer, usage=usage)])
+        runs.append(asyncio.run(Agent(model).run("go")))
+        turn = runs[-1].turns[0]
+        assert turn.text == answer.text
+        assert turn.thinking == "".join(p.text for p in answer.parts if type(p) is ThinkingPart)
+        total = _NO_USAGE + usage  # a run's first usage: its sum
+        assert runs[-1].usage == total
+        assert dict(runs[-1].usage.provider_tool_calls) == dict(total.provider_tool_calls)
+
+
+def test_a_run_sums_its_turns_usage_and_its_first_call_gets_a_set_of_ids() -> None:
+    script = [call("s", {"key": "1"}, id="c1"), call("s", {"key": "2"}, id="c1"), reply("end")]
+    script[-1] = ModelResponse(Message.assistant("end"), usage=Usage(3, 4))
+    model = ScriptedModel(script)
+    run = asyncio.run(Agent(model, tools=[tool(name="s")(_sync_ok)]).run("go"))
+    assert run.usage == sum((t.usage for t in run.turns), Usage())
+    ids = [c.id for t in run.turns for c in t.tool_calls]
+    assert len(ids) == len(set(ids)) == 2 and ids[0] == "c1"  # the second "c1" restamped

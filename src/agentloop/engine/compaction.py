@@ -199,7 +199,8 @@ class ContextGuard(TranscriptChecker):
         """
         total = self._tokens + self._overhead
         if total <= self._quiet and not self._force:  # below every line: nothing to decide
-            self.check_sendable()
+            if not self._count or self._pending:  # ``check_sendable``, its call when it raises
+                self.check_sendable()
             return True
         policy = self.policy
         if self._force or (not self.server_side and policy.need(total)):

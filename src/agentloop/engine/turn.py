@@ -408,10 +408,14 @@ def checked_reply(
     if not calls:
         return response
     seen = state.call_ids
-    if len(calls) == 1 and type(seen) is set:  # the common reply: one call, no set to build
+    if len(calls) == 1:  # the common reply: one call
         call_id = calls[0].id
-        if call_id and call_id not in seen:
-            seen.add(call_id)
+        if type(seen) is set:
+            if call_id and call_id not in seen:
+                seen.add(call_id)
+                return response
+        elif call_id:  # ``NO_CALL_IDS``: the run's first call, its set made with it
+            state.call_ids = {call_id}
             return response
     return _stamped(response, calls, state, clock)
 
