@@ -8,6 +8,7 @@ checker's one-part messages, a message's token count, a usage sum and a lone too
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -17,8 +18,8 @@ from agentloop import Agent, Observer, ToolError, tool
 from agentloop._provider_parts import NO_CALLS, counted_calls
 from agentloop.context import WindowPolicy
 from agentloop.engine.compaction import quiet_line
-from agentloop.errors import TranscriptError
-from agentloop.events import Event
+from agentloop.errors import Cancelled, TranscriptError
+from agentloop.events import Event, TurnStarted
 from agentloop.media import ImagePart
 from agentloop.messages import (
     Message,
@@ -281,3 +282,34 @@ def test_a_run_sums_its_turns_usage_and_its_first_call_gets_a_set_of_ids() -> No
     assert run.usage == sum((t.usage for t in run.turns), Usage())
     ids = [c.id for t in run.turns for c in t.tool_calls]
     assert len(ids) == len(set(ids)) == 2 and ids[0] == "c1"  # the second "c1" restamped
+
+
+class _CancelAtTurn(Observer):
+    """Cancels the session when the second turn starts: that turn's model call never goes."""
+
+    def __init__(self) -> None:
+        self.session: Any = None
+
+    def on_event(self, event: Event) -> None:
+        if isinstance(event, TurnStarted) and event.turn == 1:
+            self.session.cancel()
+
+
+def test_a_listener_cancelling_at_turn_started_stops_the_call_it_announced() -> None:
+    """The checkpoint after ``TurnStarted`` stays where somebody listens (``_plain_request``)."""
+    model = ScriptedModel([call("s", {"key": "1"}), reply("never")])
+    listener = _CancelAtTurn()
+    agent = Agent(model, tools=[tool(name="s")(_sync_ok)], observers=[listener])
+    session = listener.session = agent.session()
+    with pytest.raises(Cancelled):
+        asyncio.run(session.run("go"))
+    assert len(model.requests) == 1
+
+
+def test_a_reply_of_one_call_reads_its_parts_as_its_calls() -> None:
+    one = ToolCallPart("c", "t", {})
+    message = Message("assistant", (one,))
+    assert message.tool_calls == (one,) and message.tool_calls is message.tool_calls
+    both = Message("assistant", (TextPart("x"), one, ToolCallPart("d", "t", {})))
+    assert [c.id for c in both.tool_calls] == ["c", "d"]
+    assert Message("assistant", (TextPart("x"),)).tool_calls == ()

@@ -171,7 +171,9 @@ class CallPipeline(Attempt):
             return self.run()
         try:
             self.open = True  # ``run``'s attempt: an exception cuts it (``_cut``)
-            attempted = self._ungated(self._context(), tool)
+            ctx = self._context()
+            self._refuse_if_looping()  # ``_ungated``, written out
+            attempted = self._attempt(ctx, tool)
         except BaseException:
             self._cut()
             raise

@@ -150,11 +150,13 @@ class ModelStep:
         if type(events) is ClientEventBridge and events.waits:  # a governor waited (SPEC 25)
             waits = governor_waits(events)
         message, usage, run = response.message, response.usage, state.run
-        calls, parts, thinking = message.tool_calls, message.parts, ""
+        parts, thinking = message.parts, ""
         kind = type(parts[0]) if len(parts) == 1 else None
-        if kind is TextPart:  # a reply of one part: ``Message.text`` without its call
+        if kind is TextPart:  # a reply of one text: ``Message.text`` and no call, unread
+            calls: tuple[ToolCallPart, ...] = ()
             text = parts[0].text  # type: ignore[union-attr]
         else:
+            calls = message.tool_calls
             text = "" if kind is ToolCallPart else message.text
             for part in parts:  # ``_thinking_text``'s look, without its call for a reply
                 if type(part) is ThinkingPart:  # without reasoning

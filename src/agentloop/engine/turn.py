@@ -404,6 +404,9 @@ def checked_reply(
         )
     if not whole:
         response = _usage_checked(response, client)
+    parts = response.message.parts
+    if len(parts) == 1 and type(parts[0]) is TextPart:  # one text: no call, nothing to read
+        return response
     calls = response.message.tool_calls
     if not calls:
         return response
