@@ -82,6 +82,8 @@ class Attempt:
     __slots__ = ()
 
     dispatcher: PipelineServices
+    safety: SafetyState
+    """The dispatcher's (``dispatcher.safety``), read once a call."""
     state: RunState
     call: ToolCallPart
     name: str
@@ -126,7 +128,7 @@ class Attempt:
         post-tool hook) ends here, without a coroutine.
         """
         d = self.dispatcher
-        breakers = d.safety.breakers
+        breakers = self.safety.breakers
         try:  # ``SafetyState.admit``, written out: a raising breaker fails closed
             admission = breakers.admit(self.name)
         except Exception as exc:
@@ -139,7 +141,7 @@ class Attempt:
         try:
             begun = begin(tool, registry, d.config, ctx, self.name, self.arguments)
         except BaseException:
-            d.safety.settle(admission, None)
+            self.safety.settle(admission, None)
             raise
         if type(begun) is not tuple or d.gates.post_hooks:
             return self._waited(admission, ctx, started, begun)
@@ -157,7 +159,7 @@ class Attempt:
         try:
             text_outcome = begun if type(begun) is tuple else await begun  # type: ignore[misc]
         except BaseException:
-            d.safety.settle(admission, None)
+            self.safety.settle(admission, None)
             raise
         hooks = bool(d.gates.post_hooks)
         result = self._ran(admission, ctx, started, text_outcome, not hooks)
@@ -167,7 +169,7 @@ class Attempt:
         try:
             await d.gates.after(self.call, result[0], ctx)
         finally:  # the tool ran: a failing or cancelled post hook must not leave a probe hanging
-            d.safety.settle(admission, _BREAKER[outcome])
+            self.safety.settle(admission, _BREAKER[outcome])
         return result
 
     def _ran(
@@ -183,19 +185,19 @@ class Attempt:
         text, outcome = begun
         children = state.children
         if children is not None and call.id in children and children[call.id][0] == "paused":
-            d.safety.settle(admission, None)
+            self.safety.settle(admission, None)
             return PausedChild(call.id, children[call.id][2])
         media = ctx.media
         if media:
             text, outcome, media = _takeable(self.name, state.client, text, outcome, media)
         result = self.finish(text, outcome, d.monotonic() - started, media)
         if settle:
-            d.safety.settle(admission, _BREAKER[outcome])
+            self.safety.settle(admission, _BREAKER[outcome])
         return result
 
     def _refuse_if_looping(self) -> None:
         """The loop pre-check: at the stop threshold the call is refused and the run ends."""
-        safety = self.dispatcher.safety
+        safety = self.safety
         if not safety.detection_on or safety._loops is None:  # (none yet: nothing recorded,
             return  # nothing at the stop line; its first call's ``finish`` makes it)
         try:  # ``SafetyState.loop_stop``, written out: a raising detector switches detection off

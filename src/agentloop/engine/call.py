@@ -101,7 +101,8 @@ class CallPipeline(Attempt):
     """One tool call through the pipeline, with recovery."""
 
     __slots__ = (
-        "arguments", "attempt", "call", "decision", "dispatcher", "ended", "name", "open", "state",
+        "arguments", "attempt", "call", "decision", "dispatcher", "ended", "name", "open",
+        "safety", "state",
     )  # fmt: skip
 
     def __init__(
@@ -112,6 +113,7 @@ class CallPipeline(Attempt):
         decision: Decision | None = None,
     ) -> None:
         self.dispatcher = dispatcher
+        self.safety = dispatcher.safety
         self.state = state
         self.call = call
         self.name = call.name
@@ -290,7 +292,7 @@ class CallPipeline(Attempt):
             if turn.durations is None:
                 turn.durations = {}
             turn.durations[call.id] = duration
-        safety = d.safety
+        safety = self.safety
         if safety.detection_on and outcome not in _NOT_RECORDED:  # ``loop_record``, written out
             try:
                 warning = safety.loops.record(
