@@ -313,3 +313,24 @@ def test_a_reply_of_one_call_reads_its_parts_as_its_calls() -> None:
     both = Message("assistant", (TextPart("x"), one, ToolCallPart("d", "t", {})))
     assert [c.id for c in both.tool_calls] == ["c", "d"]
     assert Message("assistant", (TextPart("x"),)).tool_calls == ()
+
+
+def test_a_client_reports_unless_it_is_an_http_adapter_as_isinstance_says() -> None:
+    """``reports`` reads the class's MRO: what ``isinstance(client, HttpClient)`` answers."""
+    from agentloop.engine.turn import reports
+    from agentloop.providers import AnthropicClient, OpenAIClient
+    from agentloop.providers._client import HttpClient
+    from agentloop.providers.retrying import RetryingClient
+
+    class Mine(OpenAIClient):
+        """An adapter of one's own, made from ours."""
+
+    clients: list[Any] = [
+        OpenAIClient("gpt-4o", api_key="sk-test"),
+        AnthropicClient("claude-sonnet-4-5", api_key="sk-test"),
+        Mine("gpt-4o", api_key="sk-test"),
+        ScriptedModel([]),
+    ]
+    clients.append(RetryingClient(clients[0]))
+    for client in clients:
+        assert reports(client) is not isinstance(client, HttpClient)

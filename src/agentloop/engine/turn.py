@@ -127,10 +127,12 @@ def reports(client: ModelClient) -> bool:
     governor, a durable step) or a client of your own may. A run gives its requests an
     ``events`` bridge when its client may report or somebody listens, and only then: a plain
     run holds one object fewer across each model call. The adapter's module is loaded once one
-    of them exists, so this never imports it.
+    of them exists, so this never imports it. ``isinstance``'s answer is read from the class:
+    ``HttpClient`` subclasses a protocol, so ``isinstance`` would ask ``typing``'s
+    ``__instancecheck__`` (about 1 us a run).
     """
     http = _modules.get("agentloop.providers._client")
-    return http is None or not isinstance(client, http.HttpClient)
+    return http is None or http.HttpClient not in type(client).__mro__
 
 
 def bridge(state: RunState, bus: EventBus, limits: Limits) -> ClientEventBridge:
