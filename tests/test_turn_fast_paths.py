@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from agentloop import Agent, Observer, ToolError, tool
 from agentloop._provider_parts import NO_CALLS, counted_calls
+from agentloop.config import RunConfig
 from agentloop.context import WindowPolicy
-from agentloop.engine.compaction import quiet_line
+from agentloop.engine.compaction import ContextGuard, quiet_line
 from agentloop.errors import Cancelled, TranscriptError
 from agentloop.events import Event, TurnStarted
 from agentloop.media import ImagePart
@@ -30,6 +31,7 @@ from agentloop.messages import (
     Usage,
 )
 from agentloop.model import ModelResponse
+from agentloop.observers import EventBus
 from agentloop.run import _NO_USAGE
 from agentloop.testing import ScriptedModel, call, reply
 from agentloop.tokens import HeuristicTokenCounter, RatioTokenCounter, counted_media
@@ -334,3 +336,48 @@ def test_a_client_reports_unless_it_is_an_http_adapter_as_isinstance_says() -> N
     clients.append(RetryingClient(clients[0]))
     for client in clients:
         assert reports(client) is not isinstance(client, HttpClient)
+
+
+class _GeneralGuard(ContextGuard):
+    """A guard that never measures a message itself: the counter (and its cache) decides."""
+
+    __slots__ = ()
+
+    def added(self, message: Message) -> None:
+        self._added(message)
+
+
+@pytest.mark.parametrize("counter", [HeuristicTokenCounter(), RatioTokenCounter(3.6, 5)])
+def test_an_appended_message_is_measured_and_checked_as_the_general_path_does(
+    counter: RatioTokenCounter,
+) -> None:
+    """``ContextGuard.added`` measures a one-part message as ``count_message`` counts it."""
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(st.tuples(st.sampled_from(_ROLES), st.lists(counted, min_size=1, max_size=2))))
+    def check(appended: list[tuple[str, list[object]]]) -> None:
+        config = RunConfig(token_counter=counter)
+        guards = [g(config, system=None, observers=EventBus(()), hooks=()) for g in _GUARDS]
+        for guard in guards:
+            guard.start([], ())
+        for role, message_parts in appended:
+            message = Message(role, tuple(message_parts))  # type: ignore[arg-type]
+            failed = [_absorbed(guard, message) for guard in guards]
+            assert failed[0] == failed[1]
+            assert guards[0].total == guards[1].total
+            if failed[0] is not None:
+                return
+            assert guards[0].state() == guards[1].state()
+
+    check()
+
+
+_GUARDS = (ContextGuard, _GeneralGuard)
+
+
+def _absorbed(guard: ContextGuard, message: Message) -> str | None:
+    try:
+        guard.added(message)
+    except TranscriptError as error:
+        return str(error)
+    return None
