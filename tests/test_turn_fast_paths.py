@@ -381,3 +381,34 @@ def _absorbed(guard: ContextGuard, message: Message) -> str | None:
     except TranscriptError as error:
         return str(error)
     return None
+
+
+token_counts = st.one_of(
+    st.integers(-5, 5),
+    st.integers(0, 2 * 10**12),
+    st.sampled_from([2**39 - 1, 2**39, 10**12, 10**12 + 1, -(2**40)]),
+    st.floats(-1.0, 2e12, allow_nan=False).map(float),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(token_counts, min_size=5, max_size=5))
+def test_a_replys_usage_is_accepted_exactly_as_the_full_check_accepts_it(
+    counts: list[int],
+) -> None:
+    """``checked_reply``'s quick bound decides what ``_usage_checked`` decides."""
+    from agentloop.engine.turn import _usage_checked, checked_reply
+    from agentloop.errors import ResponseInvalid
+
+    client = ScriptedModel([])
+    response = ModelResponse(Message.assistant("x"), usage=Usage(*counts))
+
+    def decided(check: Any) -> object:
+        try:
+            return check()
+        except ResponseInvalid as error:
+            return str(error)
+
+    quick = decided(lambda: checked_reply(response, client, None, None))  # type: ignore[arg-type]
+    full = decided(lambda: _usage_checked(response, client))
+    assert quick == full

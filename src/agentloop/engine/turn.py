@@ -401,8 +401,9 @@ def checked_reply(
             usage.cache_write_tokens,
             usage.reasoning_tokens,
         )
-        whole = type(a) is type(b) is type(c) is type(d) is type(e) is int and (
-            0 <= min(a, b, c, d, e) and max(a, b, c, d, e) <= MAX_TOKEN_COUNT
+        whole = (  # each in range when their bits are: no call to ``min`` and ``max``
+            type(a) is type(b) is type(c) is type(d) is type(e) is int
+            and 0 <= (a | b | c | d | e) < _QUICK_BOUND
         )
     if not whole:
         response = _usage_checked(response, client)
@@ -445,6 +446,9 @@ def _stamped(
 
 MAX_TOKEN_COUNT = 10**12
 """The largest token count a reply may report: no request comes near a trillion tokens."""
+_QUICK_BOUND = 2**39
+"""Below ``MAX_TOKEN_COUNT``: counts whose bits all fit under it are in range (a negative one
+sets the sign bit); any other goes to ``_usage_checked``, which decides exactly."""
 
 _COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
