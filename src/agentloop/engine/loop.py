@@ -289,7 +289,10 @@ class RunLoop(ModelStep):
             self.guarding is not None
             or self.config.stream
             or state.stream
-            or self._offering()
+            or self.own["_toolsets"].toolsets  # ``_offering``, written out (a call a turn)
+            or state.plan is not None
+            or state.appendonly is not None
+            or state.run.last_agent is not None
             or not state.guard.ready()
         ):
             return None  # (``_model_call``)
