@@ -305,7 +305,7 @@ class Message:
     def __post_init__(self) -> None:
         if self.role not in _ROLES:
             raise InvalidInput(f"message role must be one of {_ROLES}, got {self.role!r}")
-        if not isinstance(self.parts, tuple):
+        if type(self.parts) is not tuple and not isinstance(self.parts, tuple):  # (no call)
             object.__setattr__(self, "parts", tuple(self.parts))
 
     @classmethod

@@ -417,9 +417,9 @@ class RunLoop(ModelStep):
             ]
         else:
             answers = await dispatcher.dispatch_turn(state, calls, answered=answered, quiet=finals)
-        for answer in answers:
-            if not isinstance(answer, ToolResultPart):  # a call left pending (SPEC 17)
-                state.paused = pending_of(answers)
+        for answer in answers:  # (the exact type first: no call)
+            if type(answer) is not ToolResultPart and not isinstance(answer, ToolResultPart):
+                state.paused = pending_of(answers)  # a call left pending (SPEC 17)
                 turn.tool_results = [r for r in answers if isinstance(r, ToolResultPart)]
                 raise Paused
         results: list[ToolResultPart] = answers  # type: ignore[assignment]  # all results

@@ -384,7 +384,9 @@ def checked_reply(
 
     The ids are unique among ``state.call_ids``, which takes the reply's.
     """
-    if not isinstance(response, ModelResponse) or response.message.role != "assistant":
+    if (
+        type(response) is not ModelResponse and not isinstance(response, ModelResponse)
+    ) or response.message.role != "assistant":  # (the exact type first: no call)
         raise ResponseInvalid(
             f"the model client returned {type(response).__name__}, not an assistant reply",
             provider=client.provider,
