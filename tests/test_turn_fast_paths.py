@@ -412,3 +412,48 @@ def test_a_replys_usage_is_accepted_exactly_as_the_full_check_accepts_it(
     quick = decided(lambda: checked_reply(response, client, None, None))  # type: ignore[arg-type]
     full = decided(lambda: _usage_checked(response, client))
     assert quick == full
+
+
+class _OtherCounter(HeuristicTokenCounter):
+    """The default counter's numbers under another type: the guard's general start measures."""
+
+    __slots__ = ()
+
+
+def _started(guard: ContextGuard, transcript: list[Message], known: Any = None) -> str | None:
+    try:
+        guard.start(transcript, (), known)
+    except TranscriptError as error:
+        return str(error)
+    return None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(_ROLES), st.lists(counted, min_size=1, max_size=2))),
+    st.integers(0, 4),
+)
+def test_a_run_starts_measured_as_the_general_start_measures(
+    shapes: list[tuple[str, list[object]]], cut: int
+) -> None:
+    """``ContextGuard.start`` with the ratio counters: each message as ``added`` takes it."""
+    from agentloop.engine.state import NO_CALL_IDS
+
+    transcript = [Message(role, tuple(p)) for role, p in shapes]  # type: ignore[arg-type]
+    history = transcript[:cut]
+    guards, knowns = [], []
+    for counter in (HeuristicTokenCounter(), _OtherCounter()):
+        config = RunConfig(token_counter=counter)
+        first = ContextGuard(config, system=None, observers=EventBus(()), hooks=())
+        known = None
+        if _started(first, history) is None:
+            known = first.measured(history, NO_CALL_IDS)
+        guard = ContextGuard(config, system=None, observers=EventBus(()), hooks=())
+        guards.append((guard, _started(guard, transcript, known)))
+        knowns.append(known is None)
+    (fast, failed), (general, expected) = guards
+    assert knowns[0] == knowns[1]
+    assert failed == expected  # refused at the same message, in the same words
+    if failed is None:  # (a refused start ends the run: its total is never read, and
+        assert fast.total == general.total  # ``commit_run`` keeps no measure of a failed run)
+        assert fast.state() == general.state()

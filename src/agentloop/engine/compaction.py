@@ -150,15 +150,30 @@ class ContextGuard(TranscriptChecker):
             or known.provider != MEDIA_PROVIDER.get()
             or self.server_side
         ):
+            if type(counter) in _RATIOS and not self.server_side:  # each as ``added`` takes it
+                self._tokens = 0
+                self.reset()
+                self._took(transcript)
+                return
             self._tokens = count_messages(counter, transcript)
             self.reset(transcript)
             if self.server_side:
                 self._tokens = count_messages(counter, transcript[_last_compaction(transcript) :])
             return
         new = transcript[known.length :]
+        if type(counter) in _RATIOS:  # (never server-side here)
+            self._tokens = known.tokens
+            self.resume(*known.checker)
+            self._took(new)
+            return
         self._tokens = known.tokens + count_messages(counter, new)
         self.resume(*known.checker)
         self.extend(new)
+
+    def _took(self, messages: Sequence[Message]) -> None:
+        """Each message measured and checked as ``added`` takes it (this module's counters)."""
+        for message in messages:
+            self.added(message)
 
     def restart(
         self,
