@@ -186,6 +186,7 @@ LAYERS = {
     "events": 3,
     "tools": 3,
     "_schema": 3,
+    "_plain_args": 3,  # tool arguments pydantic need not see (issue 39), beside _schema
     "_error_records": 3,  # errors and messages as records keep them (run.py re-exports)
     "hooks": 3,
     "observers": 3,

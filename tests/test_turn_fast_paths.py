@@ -8,6 +8,7 @@ checker's one-part messages, a message's token count, a usage sum and a lone too
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -15,12 +16,23 @@ from hypothesis import strategies as st
 
 from agentloop import Agent, Observer, ToolError, tool
 from agentloop._provider_parts import NO_CALLS, counted_calls
+from agentloop.config import RunConfig
 from agentloop.context import WindowPolicy
-from agentloop.engine.compaction import quiet_line
-from agentloop.errors import TranscriptError
-from agentloop.events import Event
+from agentloop.engine.compaction import ContextGuard, quiet_line
+from agentloop.errors import Cancelled, TranscriptError
+from agentloop.events import Event, TurnStarted
 from agentloop.media import ImagePart
-from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart, Usage
+from agentloop.messages import (
+    Message,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
+from agentloop.model import ModelResponse
+from agentloop.observers import EventBus
+from agentloop.run import _NO_USAGE
 from agentloop.testing import ScriptedModel, call, reply
 from agentloop.tokens import HeuristicTokenCounter, RatioTokenCounter, counted_media
 from agentloop.transcript import TranscriptChecker
@@ -226,3 +238,222 @@ def test_a_lone_call_answers_as_the_general_pipeline_does(names: list[str]) -> N
         return list(model.requests[-1].messages), run.output
 
     assert transcript(False) == transcript(True)
+
+
+class _TextLike(TextPart):
+    """A text part of a subclass: the general ``Message.text`` reads it."""
+
+    __slots__ = ()
+
+
+reply_parts = st.lists(
+    st.one_of(
+        st.builds(TextPart, st.text(max_size=8)),
+        st.builds(ThinkingPart, st.text(max_size=8)),
+        st.builds(_TextLike, st.text(max_size=8)),
+    ),
+    max_size=3,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(reply_parts, usages)
+def test_a_recorded_turn_reads_its_reply_as_the_message_reads(
+    parts_: list[TextPart], usage: Usage
+) -> None:
+    """``ModelStep._record``'s one-part reads: the turn's text and thinking, the run's usage."""
+    message = Message("assistant", (*parts_, TextPart("end")))
+    one = Message("assistant", tuple(parts_[:1]) or (TextPart("x"),))
+    runs = []
+    for answer in (message, one):
+        model = ScriptedModel([ModelResponse(answer, usage=usage)])
+        runs.append(asyncio.run(Agent(model).run("go")))
+        turn = runs[-1].turns[0]
+        assert turn.text == answer.text
+        assert turn.thinking == "".join(p.text for p in answer.parts if type(p) is ThinkingPart)
+        total = _NO_USAGE + usage  # a run's first usage: its sum
+        assert runs[-1].usage == total
+        assert dict(runs[-1].usage.provider_tool_calls) == dict(total.provider_tool_calls)
+
+
+def test_a_run_sums_its_turns_usage_and_its_first_call_gets_a_set_of_ids() -> None:
+    script = [call("s", {"key": "1"}, id="c1"), call("s", {"key": "2"}, id="c1"), reply("end")]
+    script[-1] = ModelResponse(Message.assistant("end"), usage=Usage(3, 4))
+    model = ScriptedModel(script)
+    run = asyncio.run(Agent(model, tools=[tool(name="s")(_sync_ok)]).run("go"))
+    assert run.usage == sum((t.usage for t in run.turns), Usage())
+    ids = [c.id for t in run.turns for c in t.tool_calls]
+    assert len(ids) == len(set(ids)) == 2 and ids[0] == "c1"  # the second "c1" restamped
+
+
+class _CancelAtTurn(Observer):
+    """Cancels the session when the second turn starts: that turn's model call never goes."""
+
+    def __init__(self) -> None:
+        self.session: Any = None
+
+    def on_event(self, event: Event) -> None:
+        if isinstance(event, TurnStarted) and event.turn == 1:
+            self.session.cancel()
+
+
+def test_a_listener_cancelling_at_turn_started_stops_the_call_it_announced() -> None:
+    """The checkpoint after ``TurnStarted`` stays where somebody listens (``_plain_request``)."""
+    model = ScriptedModel([call("s", {"key": "1"}), reply("never")])
+    listener = _CancelAtTurn()
+    agent = Agent(model, tools=[tool(name="s")(_sync_ok)], observers=[listener])
+    session = listener.session = agent.session()
+    with pytest.raises(Cancelled):
+        asyncio.run(session.run("go"))
+    assert len(model.requests) == 1
+
+
+def test_a_reply_of_one_call_reads_its_parts_as_its_calls() -> None:
+    one = ToolCallPart("c", "t", {})
+    message = Message("assistant", (one,))
+    assert message.tool_calls == (one,) and message.tool_calls is message.tool_calls
+    both = Message("assistant", (TextPart("x"), one, ToolCallPart("d", "t", {})))
+    assert [c.id for c in both.tool_calls] == ["c", "d"]
+    assert Message("assistant", (TextPart("x"),)).tool_calls == ()
+
+
+def test_a_client_reports_unless_it_is_an_http_adapter_as_isinstance_says() -> None:
+    """``reports`` reads the class's MRO: what ``isinstance(client, HttpClient)`` answers."""
+    from agentloop.engine.turn import reports
+    from agentloop.providers import AnthropicClient, OpenAIClient
+    from agentloop.providers._client import HttpClient
+    from agentloop.providers.retrying import RetryingClient
+
+    class Mine(OpenAIClient):
+        """An adapter of one's own, made from ours."""
+
+    clients: list[Any] = [
+        OpenAIClient("gpt-4o", api_key="sk-test"),
+        AnthropicClient("claude-sonnet-4-5", api_key="sk-test"),
+        Mine("gpt-4o", api_key="sk-test"),
+        ScriptedModel([]),
+    ]
+    clients.append(RetryingClient(clients[0]))
+    for client in clients:
+        assert reports(client) is not isinstance(client, HttpClient)
+
+
+class _GeneralGuard(ContextGuard):
+    """A guard that never measures a message itself: the counter (and its cache) decides."""
+
+    __slots__ = ()
+
+    def added(self, message: Message) -> None:
+        self._added(message)
+
+
+@pytest.mark.parametrize("counter", [HeuristicTokenCounter(), RatioTokenCounter(3.6, 5)])
+def test_an_appended_message_is_measured_and_checked_as_the_general_path_does(
+    counter: RatioTokenCounter,
+) -> None:
+    """``ContextGuard.added`` measures a one-part message as ``count_message`` counts it."""
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(st.tuples(st.sampled_from(_ROLES), st.lists(counted, min_size=1, max_size=2))))
+    def check(appended: list[tuple[str, list[object]]]) -> None:
+        config = RunConfig(token_counter=counter)
+        guards = [g(config, system=None, observers=EventBus(()), hooks=()) for g in _GUARDS]
+        for guard in guards:
+            guard.start([], ())
+        for role, message_parts in appended:
+            message = Message(role, tuple(message_parts))  # type: ignore[arg-type]
+            failed = [_absorbed(guard, message) for guard in guards]
+            assert failed[0] == failed[1]
+            assert guards[0].total == guards[1].total
+            if failed[0] is not None:
+                return
+            assert guards[0].state() == guards[1].state()
+
+    check()
+
+
+_GUARDS = (ContextGuard, _GeneralGuard)
+
+
+def _absorbed(guard: ContextGuard, message: Message) -> str | None:
+    try:
+        guard.added(message)
+    except TranscriptError as error:
+        return str(error)
+    return None
+
+
+token_counts = st.one_of(
+    st.integers(-5, 5),
+    st.integers(0, 2 * 10**12),
+    st.sampled_from([2**39 - 1, 2**39, 10**12, 10**12 + 1, -(2**40)]),
+    st.floats(-1.0, 2e12, allow_nan=False).map(float),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(token_counts, min_size=5, max_size=5))
+def test_a_replys_usage_is_accepted_exactly_as_the_full_check_accepts_it(
+    counts: list[int],
+) -> None:
+    """``checked_reply``'s quick bound decides what ``_usage_checked`` decides."""
+    from agentloop.engine.turn import _usage_checked, checked_reply
+    from agentloop.errors import ResponseInvalid
+
+    client = ScriptedModel([])
+    response = ModelResponse(Message.assistant("x"), usage=Usage(*counts))
+
+    def decided(check: Any) -> object:
+        try:
+            return check()
+        except ResponseInvalid as error:
+            return str(error)
+
+    quick = decided(lambda: checked_reply(response, client, None, None))  # type: ignore[arg-type]
+    full = decided(lambda: _usage_checked(response, client))
+    assert quick == full
+
+
+class _OtherCounter(HeuristicTokenCounter):
+    """The default counter's numbers under another type: the guard's general start measures."""
+
+    __slots__ = ()
+
+
+def _started(guard: ContextGuard, transcript: list[Message], known: Any = None) -> str | None:
+    try:
+        guard.start(transcript, (), known)
+    except TranscriptError as error:
+        return str(error)
+    return None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(_ROLES), st.lists(counted, min_size=1, max_size=2))),
+    st.integers(0, 4),
+)
+def test_a_run_starts_measured_as_the_general_start_measures(
+    shapes: list[tuple[str, list[object]]], cut: int
+) -> None:
+    """``ContextGuard.start`` with the ratio counters: each message as ``added`` takes it."""
+    from agentloop.engine.state import NO_CALL_IDS
+
+    transcript = [Message(role, tuple(p)) for role, p in shapes]  # type: ignore[arg-type]
+    history = transcript[:cut]
+    guards, knowns = [], []
+    for counter in (HeuristicTokenCounter(), _OtherCounter()):
+        config = RunConfig(token_counter=counter)
+        first = ContextGuard(config, system=None, observers=EventBus(()), hooks=())
+        known = None
+        if _started(first, history) is None:
+            known = first.measured(history, NO_CALL_IDS)
+        guard = ContextGuard(config, system=None, observers=EventBus(()), hooks=())
+        guards.append((guard, _started(guard, transcript, known)))
+        knowns.append(known is None)
+    (fast, failed), (general, expected) = guards
+    assert knowns[0] == knowns[1]
+    assert failed == expected  # refused at the same message, in the same words
+    if failed is None:  # (a refused start ends the run: its total is never read, and
+        assert fast.total == general.total  # ``commit_run`` keeps no measure of a failed run)
+        assert fast.state() == general.state()

@@ -179,9 +179,8 @@ Part: TypeAlias = (
     TextPart | ThinkingPart | ToolCallPart | ToolResultPart | ImagePart | DocumentPart | AudioPart
     | ProviderToolCallPart | ProviderToolResultPart | ToolChangePart | ProviderPart
 )  # fmt: skip
-"""Every kind of message part: text, reasoning, tool calls and results, media (SPEC 16), the
-provider's own tool calls and results (SPEC 24), a system entry's tool change and a provider's
-own block (SPEC 28)."""
+"""Every kind of message part: text, reasoning, tool calls and results, media (SPEC 16), a
+provider's own calls, results and blocks (SPEC 24, 28) and a system entry's tool change."""
 
 
 def _media_list(items: Iterable[Any]) -> Iterable[MediaPart]:
@@ -306,7 +305,7 @@ class Message:
     def __post_init__(self) -> None:
         if self.role not in _ROLES:
             raise InvalidInput(f"message role must be one of {_ROLES}, got {self.role!r}")
-        if not isinstance(self.parts, tuple):
+        if type(self.parts) is not tuple and not isinstance(self.parts, tuple):  # (no call)
             object.__setattr__(self, "parts", tuple(self.parts))
 
     @classmethod
@@ -375,9 +374,10 @@ class Message:
         """The tool calls this message asks for; computed once."""
         calls: tuple[ToolCallPart, ...] | None = self._wire.get(":calls")
         if calls is None:
-            calls = self._wire[":calls"] = tuple(
-                p for p in self.parts if isinstance(p, ToolCallPart)
-            )
+            parts: Any = self.parts  # one call: its parts are its calls (no tuple made, kept)
+            if len(parts) != 1 or type(parts[0]) is not ToolCallPart:
+                parts = tuple(p for p in parts if isinstance(p, ToolCallPart))
+            calls = self._wire[":calls"] = parts
         return calls
 
     @property

@@ -202,14 +202,15 @@ class RatioTokenCounter:
         """Characters of every wire string over the ratio, plus framing; cached per message."""
         cache = message._wire  # Message.encoded's cache, read without its call (every message)
         count: int | None = cache.get(self._key)
+        parts = message.parts
         if count is None:  # ``_count``, written out for this module's own counters
             own = type(self)
-            count = cache[self._key] = (
-                _ceil(message_chars(message) / self.chars_per_token) + self.per_message
-                if own is HeuristicTokenCounter or own is RatioTokenCounter
-                else self._count(message)
-            )
-        parts = message.parts
+            if own is HeuristicTokenCounter or own is RatioTokenCounter:
+                text = parts[0] if len(parts) == 1 else None  # one text: its length, no call
+                chars = len(text.text) if type(text) is TextPart else message_chars(message)
+                count = cache[self._key] = _ceil(chars / self.chars_per_token) + self.per_message
+            else:
+                count = cache[self._key] = self._count(message)
         if len(parts) == 1:  # the common message: one part; its media cost without a call
             kind = type(parts[0])
             if kind in _NO_MEDIA or (kind is ToolResultPart and not parts[0].media):  # type: ignore[union-attr]

@@ -19,6 +19,7 @@ from typing import Any, Protocol, get_origin, get_type_hints, overload, runtime_
 import pydantic_core
 from pydantic import BaseModel, ValidationError
 
+from agentloop._plain_args import plain_fields
 from agentloop._schema import ArgumentModel, build_argument_model, format_validation_error
 from agentloop._util.numbers import is_finite
 from agentloop._util.peers import hinting
@@ -250,6 +251,7 @@ class FunctionTool(Tool):
             if isinstance(validator, pydantic_core.SchemaValidator)
             else model.model_validate
         )
+        self._plain = plain_fields(model)  # all plain ``str``: ``engine.invoke`` skips pydantic
         self._spec = ToolSpec(self.name, self.description, schema)
         self.__doc__ = func.__doc__
 

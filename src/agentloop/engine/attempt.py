@@ -21,7 +21,7 @@ from agentloop.model import ModelClient, media_kinds
 from agentloop.pausing import PendingCall
 from agentloop.safety.breaker import Admission
 from agentloop.safety.breaker import Outcome as BreakerOutcome
-from agentloop.tools import ToolContext
+from agentloop.tools import Tool, ToolContext
 
 if TYPE_CHECKING:
     from agentloop.clock import Clock
@@ -82,6 +82,8 @@ class Attempt:
     __slots__ = ()
 
     dispatcher: PipelineServices
+    safety: SafetyState
+    """The dispatcher's (``dispatcher.safety``), read once a call."""
     state: RunState
     call: ToolCallPart
     name: str
@@ -104,23 +106,29 @@ class Attempt:
 
         A child agent whose run paused answers ``PausedChild`` instead of a result.
         """
-        attempted = self._attempt(ctx)
+        attempted = self._attempt(ctx, self._looked_up())
         if type(attempted) is CoroutineType:
             return await attempted  # type: ignore[no-any-return]
         return attempted  # type: ignore[return-value]
 
-    def _ungated(self, ctx: ToolContext) -> _Attempted:
-        """An attempt no gate looks at: the loop pre-check, then the tool (``_attempt``)."""
-        self._refuse_if_looping()
-        return self._attempt(ctx)
+    def _looked_up(self) -> Tool | None:
+        """The tool the attempt calls (by its name now: a correction may change it), or None."""
+        registry = self.state.registry
+        return (self.dispatcher.registry if registry is None else registry).get(self.name)
 
-    def _attempt(self, ctx: ToolContext) -> _Attempted:
+    def _ungated(self, ctx: ToolContext, tool: Tool | None) -> _Attempted:
+        """An attempt no gate looks at: the loop pre-check, then ``tool`` (``_attempt``)."""
+        self._refuse_if_looping()
+        return self._attempt(ctx, tool)
+
+    def _attempt(self, ctx: ToolContext, tool: Tool | None) -> _Attempted:
         """``_run_tool``: its result, or a coroutine for the rest when the tool or a hook waits.
 
-        A tool that never waits (and no post-tool hook) ends here, without a coroutine.
+        ``tool``: the one called ``self.name`` (``_looked_up``). A tool that never waits (and no
+        post-tool hook) ends here, without a coroutine.
         """
         d = self.dispatcher
-        breakers = d.safety.breakers
+        breakers = self.safety.breakers
         try:  # ``SafetyState.admit``, written out: a raising breaker fails closed
             admission = breakers.admit(self.name)
         except Exception as exc:
@@ -131,9 +139,9 @@ class Attempt:
         state = self.state
         registry = d.registry if state.registry is None else state.registry
         try:
-            begun = begin(registry, d.config, ctx, self.name, self.arguments)
+            begun = begin(tool, registry, d.config, ctx, self.name, self.arguments)
         except BaseException:
-            d.safety.settle(admission, None)
+            self.safety.settle(admission, None)
             raise
         if type(begun) is not tuple or d.gates.post_hooks:
             return self._waited(admission, ctx, started, begun)
@@ -151,7 +159,7 @@ class Attempt:
         try:
             text_outcome = begun if type(begun) is tuple else await begun  # type: ignore[misc]
         except BaseException:
-            d.safety.settle(admission, None)
+            self.safety.settle(admission, None)
             raise
         hooks = bool(d.gates.post_hooks)
         result = self._ran(admission, ctx, started, text_outcome, not hooks)
@@ -161,7 +169,7 @@ class Attempt:
         try:
             await d.gates.after(self.call, result[0], ctx)
         finally:  # the tool ran: a failing or cancelled post hook must not leave a probe hanging
-            d.safety.settle(admission, _BREAKER[outcome])
+            self.safety.settle(admission, _BREAKER[outcome])
         return result
 
     def _ran(
@@ -177,21 +185,21 @@ class Attempt:
         text, outcome = begun
         children = state.children
         if children is not None and call.id in children and children[call.id][0] == "paused":
-            d.safety.settle(admission, None)
+            self.safety.settle(admission, None)
             return PausedChild(call.id, children[call.id][2])
         media = ctx.media
         if media:
             text, outcome, media = _takeable(self.name, state.client, text, outcome, media)
         result = self.finish(text, outcome, d.monotonic() - started, media)
         if settle:
-            d.safety.settle(admission, _BREAKER[outcome])
+            self.safety.settle(admission, _BREAKER[outcome])
         return result
 
     def _refuse_if_looping(self) -> None:
         """The loop pre-check: at the stop threshold the call is refused and the run ends."""
-        safety = self.dispatcher.safety
-        if not safety.detection_on:
-            return
+        safety = self.safety
+        if not safety.detection_on or safety._loops is None:  # (none yet: nothing recorded,
+            return  # nothing at the stop line; its first call's ``finish`` makes it)
         try:  # ``SafetyState.loop_stop``, written out: a raising detector switches detection off
             stop = safety.loops.check()
             if stop is not None:

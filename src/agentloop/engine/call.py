@@ -101,7 +101,8 @@ class CallPipeline(Attempt):
     """One tool call through the pipeline, with recovery."""
 
     __slots__ = (
-        "arguments", "attempt", "call", "decision", "dispatcher", "ended", "name", "open", "state",
+        "arguments", "attempt", "call", "decision", "dispatcher", "ended", "name", "open",
+        "safety", "state",
     )  # fmt: skip
 
     def __init__(
@@ -112,6 +113,7 @@ class CallPipeline(Attempt):
         decision: Decision | None = None,
     ) -> None:
         self.dispatcher = dispatcher
+        self.safety = dispatcher.safety
         self.state = state
         self.call = call
         self.name = call.name
@@ -139,11 +141,11 @@ class CallPipeline(Attempt):
                 self.open = True  # ``_started``: its event only while somebody listens
                 if self.dispatcher.observers.active:
                     self._started()
-                tool = self._declared()
+                tool = self._looked_up()
                 gated = (  # a tool that never waits: its result without a coroutine
-                    self._gated(ctx, tool)
-                    if tool is not None or self.dispatcher.gates.pre_hooks
-                    else self._ungated(ctx)
+                    self._gated(ctx, tool if _declared(tool) else None)
+                    if _declared(tool) or self.dispatcher.gates.pre_hooks
+                    else self._ungated(ctx, tool)
                 )
                 attempted: _Ran | PendingCall = (
                     await gated if type(gated) is CoroutineType else gated  # type: ignore[assignment]
@@ -166,11 +168,14 @@ class CallPipeline(Attempt):
         d = self.dispatcher
         if self.decision is not None or d.observers.active or d.gates.pre_hooks:
             return self.run()
-        if self._declared() is not None:
+        tool = self._looked_up()
+        if _declared(tool):
             return self.run()
         try:
             self.open = True  # ``run``'s attempt: an exception cuts it (``_cut``)
-            attempted = self._ungated(self._context())
+            ctx = self._context()
+            self._refuse_if_looping()  # ``_ungated``, written out
+            attempted = self._attempt(ctx, tool)
         except BaseException:
             self._cut()
             raise
@@ -287,7 +292,7 @@ class CallPipeline(Attempt):
             if turn.durations is None:
                 turn.durations = {}
             turn.durations[call.id] = duration
-        safety = d.safety
+        safety = self.safety
         if safety.detection_on and outcome not in _NOT_RECORDED:  # ``loop_record``, written out
             try:
                 warning = safety.loops.record(
@@ -370,15 +375,6 @@ class CallPipeline(Attempt):
             return self.finish(veto, "vetoed")  # type: ignore[arg-type]
         return await self._run_tool(ctx)
 
-    def _declared(self) -> Tool | None:
-        """The called tool when it is declared ``requires_approval`` or ``external``."""
-        d = self.dispatcher
-        registry = d.registry if self.state.registry is None else self.state.registry
-        tool = registry.get(self.name)
-        if tool is not None and (tool.requires_approval or tool.external):
-            return tool
-        return None
-
     async def _decide(
         self, result: ToolResultPart
     ) -> tuple[RecoveryAction | None, Correction | None]:
@@ -415,6 +411,11 @@ class CallPipeline(Attempt):
             self.arguments = dict(correction.arguments)
         elif correction.kind == "tool_change" and correction.tool:
             self.name = correction.tool
+
+
+def _declared(tool: Tool | None) -> bool:
+    """Whether the called tool is declared ``requires_approval`` or ``external`` (a gate's)."""
+    return tool is not None and (tool.requires_approval or tool.external)
 
 
 def _answer(content: Any) -> tuple[str, tuple[MediaPart, ...]]:

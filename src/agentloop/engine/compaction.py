@@ -12,8 +12,9 @@ salvage (a provider ``ContextLengthExceeded`` → compact once, retry the turn).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
 from agentloop.config import RunConfig
@@ -25,10 +26,17 @@ from agentloop.errors import (
     ContextLengthExceeded,
 )
 from agentloop.hooks import Hook, overrides
-from agentloop.messages import Message, ProviderPart
+from agentloop.messages import Message, ProviderPart, TextPart, ToolCallPart, ToolResultPart
 from agentloop.model import ToolSpec
 from agentloop.observers import EventBus
-from agentloop.tokens import MEDIA_PROVIDER, count_messages, request_overhead
+from agentloop.tokens import (
+    MEDIA_PROVIDER,
+    HeuristicTokenCounter,
+    RatioTokenCounter,
+    arguments_chars,
+    count_messages,
+    request_overhead,
+)
 from agentloop.transcript import TranscriptChecker
 
 if TYPE_CHECKING:
@@ -69,6 +77,10 @@ def quiet_line(policy: WindowPolicy) -> int:
         quiet = min(quiet, policy.threshold_tokens)
     return quiet
 
+
+_RATIOS = frozenset({HeuristicTokenCounter, RatioTokenCounter})
+"""This module's counters by exact type: ``added`` measures a one-part message as they do."""
+_ceil = math.ceil
 
 _NO_LINE = 2**62
 """No estimate comes near it (an estimate above it takes the exact path all the same)."""
@@ -138,15 +150,30 @@ class ContextGuard(TranscriptChecker):
             or known.provider != MEDIA_PROVIDER.get()
             or self.server_side
         ):
+            if type(counter) in _RATIOS and not self.server_side:  # each as ``added`` takes it
+                self._tokens = 0
+                self.reset()
+                self._took(transcript)
+                return
             self._tokens = count_messages(counter, transcript)
             self.reset(transcript)
             if self.server_side:
                 self._tokens = count_messages(counter, transcript[_last_compaction(transcript) :])
             return
         new = transcript[known.length :]
+        if type(counter) in _RATIOS:  # (never server-side here)
+            self._tokens = known.tokens
+            self.resume(*known.checker)
+            self._took(new)
+            return
         self._tokens = known.tokens + count_messages(counter, new)
         self.resume(*known.checker)
         self.extend(new)
+
+    def _took(self, messages: Sequence[Message]) -> None:
+        """Each message measured and checked as ``added`` takes it (this module's counters)."""
+        for message in messages:
+            self.added(message)
 
     def restart(
         self,
@@ -184,7 +211,33 @@ class ContextGuard(TranscriptChecker):
         )
 
     def added(self, message: Message) -> None:
-        """Account for one appended message: counted, then checked (``append``)."""
+        """Account for one appended message: counted, then checked (``append``).
+
+        A message of one text, call or result (no media) counted by this module's ratio
+        counters is measured here, as ``count_message`` measures it, without its call or its
+        cache (a run's message is counted once: ``Measured`` carries the sum to the next run).
+        """
+        parts, counter = message.parts, self.counter
+        one = len(parts) == 1 and type(counter) in _RATIOS and not self.server_side
+        part: Any = parts[0] if one else None
+        kind = type(part)
+        if kind is TextPart:
+            chars = len(part.text)
+        elif kind is ToolResultPart and not part.media:
+            chars = len(part.call_id) + len(part.name) + len(part.content)
+        elif kind is ToolCallPart:
+            chars = len(part.id) + len(part.name) + arguments_chars(part.arguments)
+        else:
+            self._added(message)
+            return
+        ratio, framing = counter.chars_per_token, counter.per_message  # type: ignore[attr-defined]
+        self._tokens += _ceil(chars / ratio) + framing
+        index = self._count  # ``append``, written out
+        if not self._one_part(index, message.role, part):
+            self._absorb(index, message)
+
+    def _added(self, message: Message) -> None:
+        """``added`` for any message: counted by the counter (and its cache), then checked."""
         if self.server_side and _compacts(message):  # the provider dropped what came before
             self._tokens = 0
         self._tokens += self.counter.count_message(message)
@@ -199,7 +252,8 @@ class ContextGuard(TranscriptChecker):
         """
         total = self._tokens + self._overhead
         if total <= self._quiet and not self._force:  # below every line: nothing to decide
-            self.check_sendable()
+            if not self._count or self._pending:  # ``check_sendable``, its call when it raises
+                self.check_sendable()
             return True
         policy = self.policy
         if self._force or (not self.server_side and policy.need(total)):

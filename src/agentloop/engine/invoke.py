@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Coroutine, Generator, Mapping
 from types import CoroutineType
 from typing import Any, Literal, TypeAlias
 
+from agentloop._plain_args import plain_arguments
 from agentloop._util.suggest import suggest
 from agentloop.config import RunConfig
 from agentloop.errors import RemoteAuthError, ToolError, ToolNotFound
@@ -62,11 +63,12 @@ async def invoke(
 
     ``begin``, awaited to the end when the tool waits.
     """
-    begun = begin(registry, config, ctx, name, arguments)
+    begun = begin(registry.get(name), registry, config, ctx, name, arguments)
     return begun if isinstance(begun, tuple) else await begun
 
 
 def begin(
+    tool: Tool | None,
     registry: ToolRegistry,
     config: RunConfig,
     ctx: ToolContext,
@@ -75,12 +77,13 @@ def begin(
 ) -> tuple[str, Outcome] | Coroutine[Any, Any, tuple[str, Outcome]]:
     """Run tool ``name`` up to its first wait: its text and outcome, or the rest to await.
 
+    ``tool``: ``registry.get(name)``, as the caller looked it up (None: missing).
+
     No coroutine for a tool that answers without waiting (a lookup, a computation): an async
     ``@tool`` function is run directly, without ``FunctionTool.call`` around it, up to its
     first wait without a timer (``_first_step``); what is left runs under
     ``asyncio.timeout_at``, the deadline taken before the tool started (``_timed_rest``).
     """
-    tool = registry.get(name)
     if tool is None:
         names = registry.names()
         text = str(ToolNotFound(name, names))
@@ -160,6 +163,11 @@ def _checked(
             f"Invalid arguments for tool '{name}': arguments: not valid JSON: "
             f"{arguments[INVALID_JSON_KEY]!s:.200}"
         ), arguments
+    plain = tool._plain if type(tool) is FunctionTool else None
+    if plain is not None:  # every parameter a plain ``str``: what the validator would answer
+        valid = plain_arguments(plain, arguments)
+        if valid is not None:
+            return None, valid
     for value in arguments.values():  # ``_private_copy``'s look, written out: flat arguments
         if type(value) not in _SCALARS and isinstance(value, _CONTAINERS):  # are copied here
             private = _private_copy(arguments)

@@ -49,7 +49,7 @@ from agentloop.errors import (
 from agentloop.hooks import Hook, overrides
 from agentloop.messages import Message, ToolCallPart, ToolResultPart
 from agentloop.model import ModelRequest, ModelResponse
-from agentloop.run import Run, Turn
+from agentloop.run import TRUNCATION_REASONS, Run, Turn
 
 handoffs = lazy_module("agentloop.engine.handoffs")  # loaded by a run that hands off
 guarding_of = lazy_module("agentloop.engine.guarding")  # loaded by a run with guardrails
@@ -289,13 +289,17 @@ class RunLoop(ModelStep):
             self.guarding is not None
             or self.config.stream
             or state.stream
-            or self._offering()
+            or self.own["_toolsets"].toolsets  # ``_offering``, written out (a call a turn)
+            or state.plan is not None
+            or state.appendonly is not None
+            or state.run.last_agent is not None
             or not state.guard.ready()
         ):
             return None  # (``_model_call``)
         request = self._request()
         self.started = self.session._dispatcher.monotonic()
-        state.check_cancel()
+        if self.session._bus.active:  # a listener told ``TurnStarted`` may have cancelled
+            state.check_cancel()
         return request
 
     def _model_call(self) -> Awaitable[ModelResponse | None]:
@@ -352,7 +356,8 @@ class RunLoop(ModelStep):
             return typed_turn(self, turn, response)
         calls = turn.tool_calls  # the reply's, as ``_record`` kept them (one property read fewer)
         if calls:
-            return self._dispatch(turn, calls, answered=cut_calls(response))  # None: not done
+            cut = _NONE if response.stop_reason not in TRUNCATION_REASONS else cut_calls(response)
+            return self._dispatch(turn, calls, answered=cut)  # None: not done
         text = turn.text  # the reply's, as ``_record`` kept it
         turns = self.state.run.turns
         if len(turns) > 1 and turns[-2].stop_reason == PAUSE_TURN:  # one answer (SPEC 24)
@@ -412,9 +417,9 @@ class RunLoop(ModelStep):
             ]
         else:
             answers = await dispatcher.dispatch_turn(state, calls, answered=answered, quiet=finals)
-        for answer in answers:
-            if not isinstance(answer, ToolResultPart):  # a call left pending (SPEC 17)
-                state.paused = pending_of(answers)
+        for answer in answers:  # (the exact type first: no call)
+            if type(answer) is not ToolResultPart and not isinstance(answer, ToolResultPart):
+                state.paused = pending_of(answers)  # a call left pending (SPEC 17)
                 turn.tool_results = [r for r in answers if isinstance(r, ToolResultPart)]
                 raise Paused
         results: list[ToolResultPart] = answers  # type: ignore[assignment]  # all results

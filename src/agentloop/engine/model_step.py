@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
+from agentloop._provider_parts import NO_CALLS
 from agentloop.engine.estimate import estimated_usage
 from agentloop.engine.provider_tools import continued, emit_provider_events
 from agentloop.engine.turn import (
@@ -23,9 +24,9 @@ from agentloop.engine.turn import (
     model_failed,
 )
 from agentloop.errors import ContextLengthExceeded
-from agentloop.messages import Message, ThinkingPart
+from agentloop.messages import Message, TextPart, ThinkingPart, ToolCallPart, Usage
 from agentloop.model import ModelRequest, ModelResponse
-from agentloop.run import Turn
+from agentloop.run import _NO_USAGE, Turn
 
 if TYPE_CHECKING:
     from agentloop.clock import Clock
@@ -149,11 +150,18 @@ class ModelStep:
         if type(events) is ClientEventBridge and events.waits:  # a governor waited (SPEC 25)
             waits = governor_waits(events)
         message, usage, run = response.message, response.usage, state.run
-        calls, text, thinking = message.tool_calls, message.text, ""
-        for part in message.parts:  # ``_thinking_text``'s look, without its call for a reply
-            if type(part) is ThinkingPart:  # without reasoning
-                thinking = _thinking_text(message)
-                break
+        parts, thinking = message.parts, ""
+        kind = type(parts[0]) if len(parts) == 1 else None
+        if kind is TextPart:  # a reply of one text: ``Message.text`` and no call, unread
+            calls: tuple[ToolCallPart, ...] = ()
+            text = parts[0].text  # type: ignore[union-attr]
+        else:
+            calls = message.tool_calls
+            text = "" if kind is ToolCallPart else message.text
+            for part in parts:  # ``_thinking_text``'s look, without its call for a reply
+                if type(part) is ThinkingPart:  # without reasoning
+                    thinking = _thinking_text(message)
+                    break
         turn = Turn(  # positional, as keywords cost ~0.7 us to match: index, model, tool_calls,
             # tool_results, usage, stop_reason, text, thinking, latency_seconds, durations,
             # warnings, agent (set when the turn is done), batch
@@ -162,7 +170,11 @@ class ModelStep:
             self.config.batch,
         )  # fmt: skip
         run.turns.append(turn)
-        run.usage = run.usage + usage
+        total = run.usage  # a run's first usage is its sum (``_NO_USAGE + usage``, unmade)
+        if total is _NO_USAGE and type(usage) is Usage and usage.provider_tool_calls is NO_CALLS:
+            run.usage = usage
+        else:
+            run.usage = total + usage
         if message.parts and (calls or text or continued(response)):
             state.append(message)
         return turn

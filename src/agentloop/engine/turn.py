@@ -126,10 +126,12 @@ def reports(client: ModelClient) -> bool:
     governor, a durable step) or a client of your own may. A run gives its requests an
     ``events`` bridge when its client may report or somebody listens, and only then: a plain
     run holds one object fewer across each model call. The adapter's module is loaded once one
-    of them exists, so this never imports it.
+    of them exists, so this never imports it. ``isinstance``'s answer is read from the class:
+    ``HttpClient`` subclasses a protocol, so ``isinstance`` would ask ``typing``'s
+    ``__instancecheck__`` (about 1 us a run).
     """
     http = _modules.get("agentloop.providers._client")
-    return http is None or not isinstance(client, http.HttpClient)
+    return http is None or http.HttpClient not in type(client).__mro__
 
 
 def bridge(state: RunState, bus: EventBus, limits: Limits) -> ClientEventBridge:
@@ -381,7 +383,9 @@ def checked_reply(
 
     The ids are unique among ``state.call_ids``, which takes the reply's.
     """
-    if not isinstance(response, ModelResponse) or response.message.role != "assistant":
+    if (
+        type(response) is not ModelResponse and not isinstance(response, ModelResponse)
+    ) or response.message.role != "assistant":  # (the exact type first: no call)
         raise ResponseInvalid(
             f"the model client returned {type(response).__name__}, not an assistant reply",
             provider=client.provider,
@@ -398,19 +402,27 @@ def checked_reply(
             usage.cache_write_tokens,
             usage.reasoning_tokens,
         )
-        whole = type(a) is type(b) is type(c) is type(d) is type(e) is int and (
-            0 <= min(a, b, c, d, e) and max(a, b, c, d, e) <= MAX_TOKEN_COUNT
+        whole = (  # each in range when their bits are: no call to ``min`` and ``max``
+            type(a) is type(b) is type(c) is type(d) is type(e) is int
+            and 0 <= (a | b | c | d | e) < _QUICK_BOUND
         )
     if not whole:
         response = _usage_checked(response, client)
+    parts = response.message.parts
+    if len(parts) == 1 and type(parts[0]) is TextPart:  # one text: no call, nothing to read
+        return response
     calls = response.message.tool_calls
     if not calls:
         return response
     seen = state.call_ids
-    if len(calls) == 1 and type(seen) is set:  # the common reply: one call, no set to build
+    if len(calls) == 1:  # the common reply: one call
         call_id = calls[0].id
-        if call_id and call_id not in seen:
-            seen.add(call_id)
+        if type(seen) is set:
+            if call_id and call_id not in seen:
+                seen.add(call_id)
+                return response
+        elif call_id:  # ``NO_CALL_IDS``: the run's first call, its set made with it
+            state.call_ids = {call_id}
             return response
     return _stamped(response, calls, state, clock)
 
@@ -435,6 +447,9 @@ def _stamped(
 
 MAX_TOKEN_COUNT = 10**12
 """The largest token count a reply may report: no request comes near a trillion tokens."""
+_QUICK_BOUND = 2**39
+"""Below ``MAX_TOKEN_COUNT``: counts whose bits all fit under it are in range (a negative one
+sets the sign bit); any other goes to ``_usage_checked``, which decides exactly."""
 
 _COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
