@@ -19,6 +19,7 @@ from agentloop._util.run_sink import RUN_SINK
 from agentloop.cancel import CancelToken
 from agentloop.engine.definition import Definition
 from agentloop.engine.dispatch import Dispatcher
+from agentloop.engine.no_history import own_history
 from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import Measured, RunOptions, RunState, started_state
 from agentloop.errors import ConfigurationError, InvalidInput, MemoryBackendError
@@ -268,6 +269,7 @@ class Conversation(Generic[OutputT]):
         """The run is on an append-only conversation (SPEC 28): its base and its compaction."""
         from agentloop.engine.appendonly import AppendOnly
 
+        own_history(self)  # its base is written into the history at the run's start
         state.appendonly = AppendOnly()
         state.appendonly.attach(state, self.agent.config)
 
