@@ -23,7 +23,7 @@ from agentloop.engine.no_history import own_history
 from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import Measured, RunOptions, RunState, started_state
 from agentloop.errors import ConfigurationError, InvalidInput, MemoryBackendError
-from agentloop.messages import Message, ToolChangePart, UserInput
+from agentloop.messages import Message, TextPart, ToolChangePart, UserInput
 from agentloop.model import ModelClient, is_append_only, media_provider
 from agentloop.run import OutputT, Run, Turn, started_run
 from agentloop.tokens import MEDIA_PROVIDER
@@ -195,9 +195,12 @@ class Conversation(Generic[OutputT]):
         this run's model settings and budget instead of the config's.
         """
         toolsets = None if options is None else self._own_toolsets(options)
-        message = Message.from_input(input)  # InvalidInput says what fits
-        if not isinstance(input, str):
-            input = tuple(input)  # the run keeps what was given
+        if type(input) is str:  # the common input: its message as ``from_input`` makes it
+            message = Message("user", (TextPart(input),))
+        else:
+            message = Message.from_input(input)  # InvalidInput says what fits
+            if not isinstance(input, str):
+                input = tuple(input)  # the run keeps what was given
         runs = self._ready()
         clock = self._own["clock"]
         run = started_run(clock.new_id(), input, clock.time(), self.id)

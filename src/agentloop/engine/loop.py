@@ -123,8 +123,9 @@ class RunLoop(ModelStep):
 
     def _watching(self, state: RunState) -> RunState:
         """The run's task, and ``state``'s tokens watched by the loop (``__call__``)."""
-        self.task = asyncio.current_task()
-        state.watch(self)  # the loop is the callback: no bound method kept (its handle: its id)
+        loop = asyncio.get_running_loop()  # read once, for the task and every token
+        self.task = asyncio.current_task(loop)
+        state.watch(self, loop)  # the loop is the callback: no bound method kept (handle: its id)
         return state
 
     async def drive(self, *start: Any) -> Run[Any]:
