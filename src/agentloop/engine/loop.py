@@ -54,7 +54,7 @@ from agentloop.run import Run, Turn
 handoffs = lazy_module("agentloop.engine.handoffs")  # loaded by a run that hands off
 guarding_of = lazy_module("agentloop.engine.guarding")  # loaded by a run with guardrails
 
-if TYPE_CHECKING:  # loaded only by an agent with guardrails
+if TYPE_CHECKING:  # annotations (the guardrails' module loads only for an agent with them)
     from agentloop.cancel import CancelToken
     from agentloop.engine.call import PausedChild
     from agentloop.engine.guarding import RunGuard
