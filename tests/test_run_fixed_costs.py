@@ -101,3 +101,15 @@ async def test_a_session_cancel_still_reaches_its_running_run() -> None:
     with pytest.raises(Cancelled):
         await work
     assert session.cancel_token._callback is None and not session.cancel_token.cancelled
+
+
+async def test_a_run_commits_its_messages_once_made_and_keeps_its_own_list() -> None:
+    model = ScriptedModel([reply("a"), reply("b")])
+    session = Agent(model).session()
+    first = await session.run("one")
+    second = await session.run("two")
+    assert session.history == [*first.messages, *second.messages]
+    assert [m.text for m in session.history] == ["one", "a", "two", "b"]
+    assert first.messages is not session._history and second.messages is not session._history
+    session._history.append(Message.user("later"))  # the history grows; the runs' lists do not
+    assert len(first.messages) == len(second.messages) == 2

@@ -38,6 +38,7 @@ def commit_run(
 ) -> None:
     """The run's messages, and what of them the history commits (SPEC 5's four cases)."""
     run, history = state.run, own_history(session)  # (a new session's: its own list from now)
+    tail = state.kept is None  # the audit is made now as the transcript's tail (``audit``)
     # the state's own list (nothing appends to it once the run ends): no copy
     run.messages = state.audit if error is None else close_interrupted(state.audit)
     session._measured = None  # unless the whole transcript is committed (below)
@@ -52,8 +53,8 @@ def commit_run(
         budget = limits.budget.snapshot() if limits.budget_on else None
         paused_record(session, state, paused, budget)
         history.extend(state.transcript[state.base : -1])  # all but the paused reply
-    elif error is None:
-        history.extend(state.pending)
+    elif error is None:  # the tail just made is ``pending``: no second slice of it
+        history.extend(run.messages if tail else state.pending)
         if state.shown is None:  # a filtered handoff's guard measured its view, not this
             session._measured = state.guard.measured(session._history, state.call_ids)
     elif isinstance(error, _CANNOT_FIT):
