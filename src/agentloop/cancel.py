@@ -72,9 +72,18 @@ class CancelToken:
 
     def watch(self, callback: Callable[[], None]) -> int:
         """Call ``callback`` on the running loop when the signal fires; returns a handle."""
-        loop = asyncio.get_running_loop()
+        self._watch_on(asyncio.get_running_loop(), callback)
+        return id(callback)
+
+    def _watch_on(self, loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:
+        """``watch`` on ``loop`` (the running one: a run reads it once for all its tokens).
+
+        The lock taken and released by hand: a ``with`` block costs twice as much, and nothing
+        between the two can raise but a ``MemoryError``, which ``finally`` still releases.
+        """
         handle = id(callback)
-        with _LOCK:
+        _LOCK.acquire()
+        try:
             first = self._callback
             if (first is None or id(first) == handle) and handle not in self._watchers:
                 self._loop, self._callback = loop, callback
@@ -82,11 +91,13 @@ class CancelToken:
                 if not self._watchers:
                     self._watchers = {}
                 self._watchers[handle] = (loop, callback)
-        return handle
+        finally:
+            _LOCK.release()
 
     def unwatch(self, handle: int) -> None:
         """Stop calling a callback registered with ``watch``."""
-        with _LOCK:
+        _LOCK.acquire()  # (by hand, as in ``_watch_on``)
+        try:
             first = self._callback
             if first is not None and id(first) == handle:
                 self._loop = self._callback = None
@@ -94,6 +105,8 @@ class CancelToken:
                 self._watchers.pop(handle, None)
                 if not self._watchers:  # an emptied dict keeps its table: an idle session's 160 B
                     self._watchers = _NONE
+        finally:
+            _LOCK.release()
 
     async def wait(self) -> None:
         """Return once the signal fires."""

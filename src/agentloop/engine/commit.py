@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agentloop.engine.no_history import own_history
 from agentloop.errors import (
     AgentLoopError,
     CompactionStalled,
@@ -36,7 +37,8 @@ def commit_run(
     paused: tuple[PendingCall, ...],
 ) -> None:
     """The run's messages, and what of them the history commits (SPEC 5's four cases)."""
-    run = state.run
+    run, history = state.run, own_history(session)  # (a new session's: its own list from now)
+    tail = state.kept is None  # the audit is made now as the transcript's tail (``audit``)
     # the state's own list (nothing appends to it once the run ends): no copy
     run.messages = state.audit if error is None else close_interrupted(state.audit)
     session._measured = None  # unless the whole transcript is committed (below)
@@ -50,14 +52,14 @@ def commit_run(
         limits = session.safety.limits
         budget = limits.budget.snapshot() if limits.budget_on else None
         paused_record(session, state, paused, budget)
-        session._history.extend(state.transcript[state.base : -1])  # all but the paused reply
-    elif error is None:
-        session._history.extend(state.pending)
+        history.extend(state.transcript[state.base : -1])  # all but the paused reply
+    elif error is None:  # the tail just made is ``pending``: no second slice of it
+        history.extend(run.messages if tail else state.pending)
         if state.shown is None:  # a filtered handoff's guard measured its view, not this
             session._measured = state.guard.measured(session._history, state.call_ids)
     elif isinstance(error, _CANNOT_FIT):
         run.unfinished_input = run.input
     else:
-        session._history.extend(state.completed)
+        history.extend(state.completed)
     if session._keeper is not None:  # a stateless session: kept while paused (engine.stateless)
         session._keeper(session)

@@ -19,10 +19,11 @@ from agentloop._util.run_sink import RUN_SINK
 from agentloop.cancel import CancelToken
 from agentloop.engine.definition import Definition
 from agentloop.engine.dispatch import Dispatcher
+from agentloop.engine.no_history import own_history
 from agentloop.engine.overrides import swap_of
 from agentloop.engine.state import Measured, RunOptions, RunState, started_state
 from agentloop.errors import ConfigurationError, InvalidInput, MemoryBackendError
-from agentloop.messages import Message, ToolChangePart, UserInput
+from agentloop.messages import Message, TextPart, ToolChangePart, UserInput
 from agentloop.model import ModelClient, is_append_only, media_provider
 from agentloop.run import OutputT, Run, Turn, started_run
 from agentloop.tokens import MEDIA_PROVIDER
@@ -149,7 +150,7 @@ class Conversation(Generic[OutputT]):
 
     def _turn_done(self, state: RunState, turn: Turn) -> None:
         """A turn is complete: a salvage point, saved, counted, announced (``TurnFinished``)."""
-        state.complete_turn()
+        state.boundary = len(state.transcript)  # a salvage point (``complete_turn``, inline)
         turn.agent = state.run.last_agent
         if self._recorder is not None:
             self._recorder.turn_completed(state.run, state.audit)
@@ -194,9 +195,12 @@ class Conversation(Generic[OutputT]):
         this run's model settings and budget instead of the config's.
         """
         toolsets = None if options is None else self._own_toolsets(options)
-        message = Message.from_input(input)  # InvalidInput says what fits
-        if not isinstance(input, str):
-            input = tuple(input)  # the run keeps what was given
+        if type(input) is str:  # the common input: its message as ``from_input`` makes it
+            message = Message("user", (TextPart(input),))
+        else:
+            message = Message.from_input(input)  # InvalidInput says what fits
+            if not isinstance(input, str):
+                input = tuple(input)  # the run keeps what was given
         runs = self._ready()
         clock = self._own["clock"]
         run = started_run(clock.new_id(), input, clock.time(), self.id)
@@ -268,6 +272,7 @@ class Conversation(Generic[OutputT]):
         """The run is on an append-only conversation (SPEC 28): its base and its compaction."""
         from agentloop.engine.appendonly import AppendOnly
 
+        own_history(self)  # its base is written into the history at the run's start
         state.appendonly = AppendOnly()
         state.appendonly.attach(state, self.agent.config)
 

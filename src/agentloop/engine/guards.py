@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from agentloop._util.lazy import lazy_module
@@ -99,7 +99,10 @@ class SafetyState:
         self.breakers = (
             ToolBreakers(config.tool_breaker, clock.monotonic) if breakers is None else breakers
         )
-        self.limits = self.bus = Limits(config, observers, session_id, _monotonic(clock))
+        # the system's function itself for the system's clock: the same readings, without a
+        # bound method made (and scanned by the collector) per session, nor a call to choose
+        monotonic = time.monotonic if type(clock).monotonic is Clock.monotonic else clock.monotonic
+        self.limits = self.bus = Limits(config, observers, session_id, monotonic)
         self.detection_on = True
 
     @property
@@ -207,14 +210,6 @@ class SafetyState:
                 self._loops.end_run()
             except Exception as exc:
                 self.poisoned("the loop detector", exc)
-
-
-def _monotonic(clock: Clock) -> Callable[[], float]:
-    """``clock.monotonic``: the system's function itself for the system's clock.
-
-    The same readings, without a bound method made (and scanned by the collector) per session.
-    """
-    return time.monotonic if type(clock).monotonic is Clock.monotonic else clock.monotonic
 
 
 def _note(run: Run, warning: str) -> None:

@@ -61,7 +61,12 @@ class Limits(EventBus):
         session_id: str,
         clock: Callable[[], float],
     ) -> None:
-        EventBus.__init__(self, observers, session_id)
+        if observers:
+            EventBus.__init__(self, observers, session_id)
+        else:  # ``EventBus.__init__`` with no observer, written out: a call fewer per session
+            self.session_id, self.agent, self.run, self.gate = session_id, None, None, None
+            self._observers = self._listeners = ()
+            self.turn, self.active = 0, False
         self.max_turns = config.max_turns
         self.max_tool_calls = config.max_tool_calls
         self.per_turn = config.max_tool_calls_per_turn

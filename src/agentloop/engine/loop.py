@@ -36,7 +36,7 @@ from agentloop.engine.provider_tools import (
     continued,
 )
 from agentloop.engine.starting import run_instructions
-from agentloop.engine.state import Paused, RunState
+from agentloop.engine.state import Paused, RunOptions, RunState
 from agentloop.engine.turn import reports
 from agentloop.engine.typed_turn import typed_turn
 from agentloop.errors import (
@@ -54,7 +54,8 @@ from agentloop.run import TRUNCATION_REASONS, Run, Turn
 handoffs = lazy_module("agentloop.engine.handoffs")  # loaded by a run that hands off
 guarding_of = lazy_module("agentloop.engine.guarding")  # loaded by a run with guardrails
 
-if TYPE_CHECKING:  # loaded only by an agent with guardrails
+if TYPE_CHECKING:  # annotations (the guardrails' module loads only for an agent with them)
+    from agentloop.cancel import CancelToken
     from agentloop.engine.call import PausedChild
     from agentloop.engine.guarding import RunGuard
     from agentloop.pausing import PendingCall
@@ -75,10 +76,10 @@ class RunLoop(ModelStep):
         "session", "started", "state", "task",
     )  # fmt: skip
 
-    def __init__(self, session: Conversation[Any], state: RunState) -> None:
+    def __init__(self, session: Conversation[Any], state: RunState | None = None) -> None:
+        """The steps of a run over ``state``; None: ``Session.run``'s, begun by ``drive``."""
         self.session = session
         self.agent = session.agent
-        self.state = state
         self.own = own = session._own  # the agent's attributes, read at C speed (no hook)
         self.config, self.clock, self.output = own["config"], own["clock"], own["output"]
         """The agent's, read once a run: each read of an ``Agent`` pays its ``__getattr__``
@@ -88,19 +89,51 @@ class RunLoop(ModelStep):
         self.latency: float | None = None
         self.started = 0.0
         """When the common model call was sent (``clock.monotonic``), for its latency."""
-        self.quiet = not reports(state.client)  # its requests' events: for a listener only
         self.task: asyncio.Task[Any] | None = None
-        self.guarding: RunGuard | None = None  # nothing to pay for a run without guardrails
-        if own["_guardrails"] is not None or state.run.last_agent is not None:
-            self.guarding = guarding_of.run_guard(session, state, self._ruling())
+        if state is not None:
+            self._bind(state)
 
-    async def drive(self) -> Run[Any]:
-        """Run to the end in the caller's task: no task, no inner coroutine (the turns loop here).
+    def _bind(self, state: RunState) -> RunState:
+        """The run's state, and what the loop reads of it once (its events, its guardrails)."""
+        self.state = state
+        self.quiet = not reports(state.client)  # its requests' events: for a listener only
+        self.guarding: RunGuard | None = None  # nothing to pay for a run without guardrails
+        if self.own["_guardrails"] is not None or state.run.last_agent is not None:
+            self.guarding = guarding_of.run_guard(self.session, state, self._ruling())
+        return state
+
+    def _opening(
+        self,
+        input: Any,
+        deps: Any,
+        cancel: CancelToken | None,
+        toolsets: object,
+        model_settings: object,
+        usage_limits: object,
+    ) -> RunState:
+        """``Session.run``'s start, as its awaited coroutine's first step (``Session.run``).
+
+        Its arguments checked and the run begun here, so a mistake raises at the ``await``,
+        as it did when ``Session.run`` was a coroutine of its own.
+        """
+        options = RunOptions.checked(model_settings, usage_limits, toolsets)
+        cancels = () if cancel is None else (cancel,)
+        session = self.session
+        return self._bind(session._begin(input, deps, cancels, None, options=options))
+
+    def _watching(self, state: RunState) -> RunState:
+        """The run's task, and ``state``'s tokens watched by the loop (``__call__``)."""
+        loop = asyncio.get_running_loop()  # read once, for the task and every token
+        self.task = asyncio.current_task(loop)
+        state.watch(self, loop)  # the loop is the callback: no bound method kept (handle: its id)
+        return state
+
+    async def drive(self, *start: Any) -> Run[Any]:
+        """Run to the end in the caller's task, no inner coroutine (``start``: ``Session.run``'s).
 
         A token's callback cancels that task while the steps run; ``_caught`` takes it back.
         """
-        state, self.task = self.state, asyncio.current_task()
-        state.watch(self)  # the loop is the callback: no bound method kept (its handle: its id)
+        state, start = self._watching(self._opening(*start) if start else self.state), ()
         error = let_go = None
         reply: ModelResponse | None  # (each set to None before the end: see below)
         response: ModelResponse | None

@@ -8,8 +8,9 @@ of one agent run concurrently; one session runs one run at a time. The state a s
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentloop._util.peers import hinting
 from agentloop.cancel import CancelToken
@@ -31,6 +32,15 @@ if TYPE_CHECKING:  # the run's own rooms load with the first run, not with the i
 
 __all__ = ["Session"]
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _awaited(run: _F) -> _F:
+    """``run`` returns its coroutine: on 3.12+ it still reads as ``async def`` (``inspect``)."""
+    if hasattr(inspect, "markcoroutinefunction"):
+        inspect.markcoroutinefunction(run)
+    return run
+
 
 class Session(Conversation[OutputT]):
     """One conversation of an agent: its own history and runs on the agent's definition.
@@ -43,7 +53,8 @@ class Session(Conversation[OutputT]):
     # -- running -----------------------------------------------------------------------------
 
     @hinting(peers.RUN)
-    async def run(
+    @_awaited
+    def run(
         self,
         input: UserInput,
         *,
@@ -52,18 +63,16 @@ class Session(Conversation[OutputT]):
         toolsets: Sequence[AbstractToolset] | None = None,
         model_settings: ModelSettings | None = None,
         usage_limits: Budget | None = None,
-    ) -> Run[OutputT]:
+    ) -> Coroutine[Any, Any, Run[OutputT]]:
         """Run on ``input`` in this conversation; raise the hard error that ended it.
 
         The run is finalized first; ``deps`` reaches tools and hooks as ``ctx.deps``.
         ``model_settings`` and ``usage_limits`` replace the config's ``model_settings`` and
-        ``budget`` for this run only.
+        ``budget`` for this run only. Await it: it is the run's own coroutine (``RunLoop.drive``,
+        which checks the arguments and begins the run at its first step), not one around it.
         """
-        options = RunOptions.checked(model_settings, usage_limits, toolsets)
-        cancels = () if cancel is None else (cancel,)
-        work = self._drive(self._begin(input, deps, cancels, None, options=options))
-        del self  # a failed run's traceback keeps this frame: nothing of the run in it (frames)
-        return await work
+        loop = (_RunLoop or _load_loop())(self)
+        return loop.drive(input, deps, cancel, toolsets, model_settings, usage_limits)
 
     @hinting(peers.RUN)
     def run_sync(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 from agentloop._util.toolname import check_tool_name
 from agentloop.config import RunConfig
+from agentloop.engine.no_history import NO_HISTORY
 from agentloop.engine.output import FINAL_RESULT, OutputType
 from agentloop.errors import ConfigurationError, InvalidInput, TranscriptError
 from agentloop.messages import Message
@@ -309,7 +310,7 @@ def new_session(
 ) -> Session[Any]:
     """A session of ``agent``, recorded on ``store`` (``new``: an id it must not hold yet)."""
     found = None if store is None else recorder(store, session_id, existing_ok=not new)
-    history = [] if history is None else checked_history(history)
+    history = NO_HISTORY if history is None else checked_history(history)  # (shared, unwritten)
     return (_Session or _load_session())(agent, session_id, recorder=found, history=history)
 
 

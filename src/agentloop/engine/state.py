@@ -31,6 +31,8 @@ from agentloop.safety.budget import Budget
 from agentloop.tools import ToolRegistry
 
 if TYPE_CHECKING:
+    import asyncio
+
     from agentloop import events as ev
     from agentloop.engine.appendonly import AppendOnly
     from agentloop.engine.views import View
@@ -263,13 +265,13 @@ class RunState:
         """Whether any watched token fired."""
         return any(t.cancelled for t in self.tokens)
 
-    def watch(self, callback: Callable[[], None]) -> None:
-        """Watch every token with ``callback`` (each watch's handle is ``id(callback)``).
+    def watch(self, callback: Callable[[], None], loop: asyncio.AbstractEventLoop) -> None:
+        """Watch every token with ``callback`` on ``loop``, the running one (handle: its id).
 
         A loop, not a comprehension: the caller's frame keeps no cell for ``callback``.
         """
         for token in self.tokens:
-            token.watch(callback)
+            token._watch_on(loop, callback)
 
     def check_cancel(self) -> None:
         """A cancellation checkpoint (a run passes a few per turn).
