@@ -6,6 +6,14 @@ sent by a client is never trusted by itself (SPEC 18). Without one, ``ThreadSess
 in-memory session per thread id for the app's lifetime, seeded from the client's message history
 when new.
 
+A client's history may hold calls without results: the user stopped the chat while a tool ran
+(``chat.stop()``, ``abortRun()``), and the client keeps the call as it last saw it. That is a
+state the protocols' own clients produce, not a hostile request, so ``close_stopped`` closes
+each such call the way the engine closes an interrupted one (``close_interrupted``: the soft
+``INTERRUPTED_TEXT``, ``is_error``) before the session checks the seed; a history that is
+malformed otherwise (a result for no call, a call id twice, an assistant message first) is
+left as it came and stays the protocol's 4xx.
+
 The app's own callables (``session=``, ``deps=``) are called through ``call_app``, which sorts
 what they raise (SPEC 18, hostile requests)::
 
@@ -28,11 +36,20 @@ from agentloop.engine.session import Session
 from agentloop.errors import InvalidInput, TranscriptError
 from agentloop.messages import Message
 from agentloop.safety.redact import redact_secrets
+from agentloop.transcript import close_interrupted
 
 if TYPE_CHECKING:
     from agentloop.engine.agent import Agent
 
-__all__ = ["AppFailed", "SessionPicker", "ThreadSessions", "call_app", "pick_session", "refusal"]
+__all__ = [
+    "AppFailed",
+    "SessionPicker",
+    "ThreadSessions",
+    "call_app",
+    "close_stopped",
+    "pick_session",
+    "refusal",
+]
 
 _log = logging.getLogger("agentloop")
 
@@ -51,10 +68,45 @@ class ThreadSessions:
         """The thread's session; a new one starts from ``seed()`` (the client's history)."""
         session = self._sessions.get(thread_id)
         if session is None:
-            history = list(seed())
+            history = close_stopped(seed())
             session = self.agent.session(history=history or None)
             self._sessions[thread_id] = session
         return session
+
+
+def close_stopped(history: Sequence[Message]) -> list[Message]:
+    """``history`` with each call the client stopped closed as interrupted (the module's docstring).
+
+    A call is closed when the ``tool`` message right after its assistant message (or none) lacks
+    its result and holds nothing but results of that message's calls, each once; anything else
+    is left for the transcript check to refuse.
+    """
+    out: list[Message] = []
+    index = 0
+    while index < len(history):
+        message = history[index]
+        index += 1
+        if message.role != "assistant" or not message.tool_calls:
+            out.append(message)
+            continue
+        segment = [message]
+        if index < len(history) and history[index].role == "tool":
+            segment.append(history[index])
+            index += 1
+        out.extend(close_interrupted(segment) if _only_missing(segment) else segment)
+    return out
+
+
+def _only_missing(segment: Sequence[Message]) -> bool:
+    """Whether the results after a message's calls miss some and hold no stranger or repeat."""
+    calls = {call.id for call in segment[0].tool_calls}
+    if len(segment) == 1:
+        return True
+    tool = segment[1]
+    answered = [result.call_id for result in tool.tool_results_parts]
+    if len(answered) != len(tool.parts) or len(set(answered)) != len(answered):
+        return False
+    return set(answered) < calls
 
 
 async def pick_session(

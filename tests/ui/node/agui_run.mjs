@@ -4,7 +4,9 @@
 //
 // The plan is {"threadId": "...", "steps": [...]}; a step is {"say": "text"} (add a user message
 // and run) or {"resume": {"approved": true, ...}} (run again answering every pending interrupt
-// with that payload; {"cancel": true} answers with status "cancelled"); {"wait": "/a/file"} waits
+// with that payload; {"cancel": true} answers with status "cancelled"); a step with
+// {"abortOn": "EVENT_TYPE"} calls agent.abortRun() when that event arrives (the user stops the
+// chat, the client keeping what it had seen); {"wait": "/a/file"} waits
 // until that file exists (another process acts meanwhile, as an operator would). One JSON object goes to
 // stdout: each run's event types, outcome, interrupts and error, and the agent's final messages.
 import { existsSync } from "node:fs";
@@ -37,6 +39,7 @@ for (const step of plan.steps) {
     await agent.runAgent(parameters, {
       onEvent({ event }) {
         seen.events.push(event.type);
+        if (event.type === step.abortOn) agent.abortRun();
       },
       onToolCallResultEvent({ event }) {
         seen.results.push({ toolCallId: event.toolCallId, content: event.content, metadata: event.metadata ?? null });
