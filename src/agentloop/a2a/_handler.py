@@ -195,7 +195,7 @@ class AgentHandler(RequestHandler):
             raise InvalidParamsError(
                 message=f"task {record.id} is working: a follow-up answers an input-required task"
             )
-        record.busy = True  # held until the run is continued: a second follow-up is refused
+        record.hold()  # until the run is continued: a second follow-up is refused
         try:
             run = record.session.current_run
             pending = () if run is None else run.pending
@@ -204,7 +204,7 @@ class AgentHandler(RequestHandler):
             await check_continuable(self.agent, pending, decisions, last)
             deps = await self._app_deps(request, message)
         except BaseException:
-            record.busy = False
+            record.release()
             raise
         session = record.session
         return lambda cancel: session.continue_stream(decisions=decisions, deps=deps, cancel=cancel)
@@ -239,8 +239,11 @@ class AgentHandler(RequestHandler):
         if record.parked:  # paused, or waiting in a provider batch: no driver runs it
             await _cancel_parked(record)
         elif record.state not in wire.TERMINAL:
+            held = record.held  # a follow-up's checks: its continuation starts cancelled
             record.cancel.cancel()
             await record.settled.wait()
+            if held and record.parked:  # the checks failed: the run still waits, end it
+                await _cancel_parked(record)
         return record.task()
 
     # -- whose is it --------------------------------------------------------------------------

@@ -20,6 +20,10 @@ of the task) takes its end from the store once ``agentloop.batch.poll`` continue
 ``settled`` is set when the task waits (INPUT_REQUIRED) or ended; a listener then receives
 ``None`` and its response ends. ``busy`` holds a task between a follow-up's checks and its
 continue, so a second follow-up with the same decisions is refused: decided calls run once.
+``hold`` takes it for a follow-up and makes the continuation's cancel token then, so a
+``CancelTask`` that comes while the decisions are checked (the app's ``deps=`` awaited) cancels
+the continuation before it starts (it records the decisions and runs nothing), and waits on
+``settled`` for what the follow-up ends in; ``release`` gives the task back when the checks fail.
 """
 
 from __future__ import annotations
@@ -124,7 +128,8 @@ class TaskRecord:
         """
         loop = asyncio.get_running_loop()
         opened: asyncio.Future[None] = loop.create_future()
-        self.cancel = CancelToken()
+        if not self.busy:  # a follow-up's token was made by ``hold``: a cancel may be on it
+            self.cancel = CancelToken()
         self.busy = True
         self.settled.clear()
         self._streamed = []
@@ -136,6 +141,26 @@ class TaskRecord:
             if self.state in wire.TERMINAL or self.state == pb.TASK_STATE_INPUT_REQUIRED:
                 self.settled.set()
             raise
+
+    def hold(self) -> None:
+        """A follow-up checks its decisions: no second one, and a cancel meanwhile reaches its run.
+
+        The continuation's cancel token is made now (``start`` keeps it), and ``settled`` is
+        cleared until the follow-up's run settles or ``release`` gives the task back.
+        """
+        self.busy = True
+        self.cancel = CancelToken()
+        self.settled.clear()
+
+    def release(self) -> None:
+        """The follow-up's checks failed: the task waits as it did (a cancel meanwhile is moot)."""
+        self.busy = False
+        self.settled.set()
+
+    @property
+    def held(self) -> bool:
+        """Whether a follow-up holds the waiting task: its checks, or its run not yet opened."""
+        return self.busy and self.state == pb.TASK_STATE_INPUT_REQUIRED
 
     async def _drive(self, stream: RunStream[Any], opened: asyncio.Future[None]) -> None:
         finished = False
