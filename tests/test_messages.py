@@ -85,3 +85,15 @@ def test_usage_adds() -> None:
     total = Usage(1, 2) + Usage(3, 4)
     assert (total.input_tokens, total.output_tokens, total.total_tokens) == (4, 6, 10)
     assert Usage.from_dict(total.to_dict()) == total
+
+
+class _Text(str):
+    """A ``str`` subclass: ``Message.from_input`` takes its general path."""
+
+
+@given(st.text(max_size=40))
+def test_from_input_takes_a_plain_str_as_its_general_path_does(text: str) -> None:
+    fast, general = Message.from_input(text), Message.from_input(_Text(text))
+    assert fast == general == Message("user", (TextPart(text),))
+    assert type(fast.text) is str and fast.parts == general.parts
+    assert Message.from_input([text]) == fast

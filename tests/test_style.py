@@ -174,6 +174,7 @@ LAYERS = {
     "_provider_parts": 2,  # the provider tools' transcript parts, re-exported by messages
     "provider_tools": 2,  # SPEC 24's declarations: WebSearch, CodeExecution, ...
     "media": 2,
+    "_run_input": 2,  # a run's input checked and shown as a line (re-exported by messages)
     "model": 2,
     "pricing": 2,
     "transcript": 2,

@@ -20,6 +20,7 @@ from agentloop._provider_parts import (
     counted_calls,
     provider_part_from_dict,
 )
+from agentloop._run_input import INPUT_HELP, input_text, refused_input
 from agentloop._tool_parts import ToolChangePart
 from agentloop._util.depth import MAX_ARGUMENT_DEPTH, _cut, _too_deep
 from agentloop._util.slots import record
@@ -239,52 +240,6 @@ def _part_from_dict(data: Mapping[str, Any]) -> Part:
 UserInput: TypeAlias = "str | Sequence[str | ImagePart | DocumentPart | AudioPart]"
 """What ``run()``, ``run_sync()`` and ``stream()`` take: text, or text and media in order."""
 
-_INPUT_HELP = (
-    "run() input must be a str or a sequence of str and media parts (ImagePart, DocumentPart, "
-    "AudioPart), got {got}; earlier messages go in history="
-)
-_NOT_A_SEQUENCE = (
-    (str, ""),
-    (bytes | bytearray | memoryview, " (media bytes go in a part: ImagePart(data), "
-     "DocumentPart(data) or AudioPart(data), inside a list)"),
-    (Mapping, " (a dict would run its keys: pass the text, or a list of text and parts)"),
-    (frozenset | set, " (a set has no order: pass a list)"),
-    (ImagePart | DocumentPart | AudioPart, " (put the part in a list: ['what is this?', part])"),
-)  # fmt: skip
-
-
-def _refused_input(input: object) -> str | None:
-    """Why ``input`` is not a ``str`` or a sequence of parts (None: it is one).
-
-    A ``list`` or a ``tuple`` (any ``Sequence``) fits. Anything else is refused with the fix:
-    bytes (which iterate as numbers), a dict (whose keys would be the prompt), a set (no
-    order), a lone media part, and a one-shot iterator or generator, which the checks before a
-    run would consume, leaving the run nothing to keep in ``run.input``.
-    """
-    for kind, fix in _NOT_A_SEQUENCE:
-        if isinstance(input, kind):
-            return None if kind is str else _INPUT_HELP.format(got=type(input).__name__ + fix)
-    if isinstance(input, Sequence):
-        return None
-    got = type(input).__name__
-    if isinstance(input, Iterable):
-        return _INPUT_HELP.format(got=f"a one-shot {got}: pass list(...) of it")
-    return _INPUT_HELP.format(got=got)
-
-
-def input_text(input: object) -> str:
-    """A run's input as one line of text: media shown by ``describe()``, never their bytes."""
-    if isinstance(input, str):
-        return input
-    if isinstance(input, tuple | list):
-        return " ".join(i if isinstance(i, str) else _described(i) for i in input)
-    return str(input)
-
-
-def _described(item: object) -> str:
-    describe = getattr(item, "describe", None)
-    return str(describe()) if callable(describe) else repr(item)
-
 
 @record
 class Message:
@@ -325,7 +280,9 @@ class Message:
         Raises:
             InvalidInput: The input is neither, or an empty sequence; the message says what fits.
         """
-        refused = _refused_input(input)
+        if type(input) is str:  # a run's usual input: nothing to check (no call)
+            return cls("user", (TextPart(input),))
+        refused = refused_input(input)
         if refused is not None:
             raise InvalidInput(refused)
         if isinstance(input, str):
@@ -337,9 +294,9 @@ class Message:
             elif isinstance(item, ImagePart | DocumentPart | AudioPart):
                 parts.append(item)
             else:
-                raise InvalidInput(_INPUT_HELP.format(got=f"a sequence holding {item!r:.60}"))
+                raise InvalidInput(INPUT_HELP.format(got=f"a sequence holding {item!r:.60}"))
         if not parts:
-            raise InvalidInput(_INPUT_HELP.format(got="an empty sequence"))
+            raise InvalidInput(INPUT_HELP.format(got="an empty sequence"))
         return cls("user", tuple(parts))
 
     @classmethod
