@@ -97,3 +97,18 @@ def test_from_input_takes_a_plain_str_as_its_general_path_does(text: str) -> Non
     assert fast == general == Message("user", (TextPart(text),))
     assert type(fast.text) is str and fast.parts == general.parts
     assert Message.from_input([text]) == fast
+
+
+_SOME_PARTS = st.lists(
+    st.sampled_from(
+        [TextPart("a"), ToolCallPart("c1", "f", {}), ToolResultPart("c1", "f", "r"), TextPart("")]
+    ),
+    max_size=4,
+)
+
+
+@given(_SOME_PARTS)
+def test_tool_calls_are_the_call_parts_in_order(parts: list[Part]) -> None:
+    message = Message("assistant", tuple(parts))
+    expected = tuple(p for p in parts if isinstance(p, ToolCallPart))
+    assert message.tool_calls == expected and message.tool_calls is message.tool_calls

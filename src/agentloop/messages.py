@@ -332,7 +332,10 @@ class Message:
         calls: tuple[ToolCallPart, ...] | None = self._wire.get(":calls")
         if calls is None:
             parts: Any = self.parts  # one call: its parts are its calls (no tuple made, kept)
-            if len(parts) != 1 or type(parts[0]) is not ToolCallPart:
+            one = type(parts[0]) if len(parts) == 1 else None
+            if one is TextPart:  # one text (an answer): no calls, no generator
+                parts = ()
+            elif one is not ToolCallPart:
                 parts = tuple(p for p in parts if isinstance(p, ToolCallPart))
             calls = self._wire[":calls"] = parts
         return calls
