@@ -12,11 +12,13 @@ request: the seed closes the stopped call as the engine closes an interrupted on
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import shutil
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 pytest.importorskip("starlette", reason="the ui extra is not installed")
@@ -33,6 +35,7 @@ from agentloop.ui.ag_ui import AGUIApp
 from agentloop.ui.vercel import VercelAIApp
 
 from ._serve import serving
+from .test_ag_ui import validate
 
 NODE = Path(__file__).parent / "node"
 
@@ -70,17 +73,20 @@ class Restartable:
         await self.app(scope, receive, send)
 
 
-def agent(cancels: Cancels, step: Any) -> tuple[Agent[Any], ScriptedModel]:
-    model = ScriptedModel([step])
+def agent(cancels: Cancels, *steps: Any) -> tuple[Agent[Any], ScriptedModel]:
+    model = ScriptedModel(list(steps))
     return Agent(model, tools=[wait], observers=[cancels]), model
 
 
 async def restarted(
-    tmp_path: Path, face: Any, script: str, args: list[str]
+    tmp_path: Path, face: Any, script: str, args: list[str], *, restart: bool = True
 ) -> tuple[dict[str, Any], ScriptedModel]:
-    """Run ``script``; once its first run is cancelled, restart the app and let it go on."""
+    """Run ``script``; once its first run is cancelled, restart the app and let it go on.
+
+    ``restart=False``: the same app (the same worker, the session the cancel closed) goes on.
+    """
     cancels = Cancels()
-    first, _ = agent(cancels, call("wait", {}, id="c1"))
+    first, model = agent(cancels, call("wait", {}, id="c1"), reply("Back again."))
     served = Restartable(face(first))
     async with serving(served, "/chat") as url:
         argv = [a.replace("{url}", url) for a in args]
@@ -89,48 +95,115 @@ async def restarted(
         )
         communicated = asyncio.ensure_future(proc.communicate())
         await asyncio.wait_for(cancels.cancelled.wait(), 30)
-        second, model = agent(Cancels(), reply("Back again."))
-        served.app = face(second)  # a new server: its sessions start from the client's history
+        if restart:
+            second, model = agent(Cancels(), reply("Back again."))
+            served.app = face(second)  # a new server: its sessions start from the client's history
         (tmp_path / "restarted").touch()
         out, err = await asyncio.wait_for(communicated, 60)
     assert proc.returncode == 0, err.decode()
     return json.loads(out), model
 
 
-def assert_closed_as_interrupted(model: ScriptedModel) -> None:
-    [request] = model.requests
+def assert_closed_as_interrupted(model: ScriptedModel, *, restart: bool = True) -> None:
+    """What the model read of the stopped call in the next run.
+
+    A new worker seeds the client's history, the call closed as interrupted; the same worker
+    goes on from its session, where the cancelled run committed no turn in flight (SPEC 5).
+    """
+    request = model.requests[-1]
     results = [p for m in request.messages for p in m.parts if isinstance(p, ToolResultPart)]
-    assert results == [ToolResultPart("c1", "wait", INTERRUPTED_TEXT, is_error=True)]
+    closed = ToolResultPart("c1", "wait", INTERRUPTED_TEXT, is_error=True)
+    assert results == ([closed] if restart else [])
+
+
+WORKERS = pytest.mark.parametrize("restart", [False, True], ids=["same-worker", "new-worker"])
 
 
 @needs_node
-async def test_a_vercel_chat_stopped_mid_tool_goes_on_after_a_restart(tmp_path: Path) -> None:
+@WORKERS
+async def test_a_vercel_chat_stopped_mid_tool_goes_on_and_its_page_sees_the_call_end(
+    tmp_path: Path, restart: bool
+) -> None:
     steps = [
         {"send": "wait for me", "stopOn": "tool"},
         {"wait": str(tmp_path / "restarted")},
         {"send": "hello again"},
     ]
     scenario = {"url": "{url}", "chatId": "chat-1", "steps": steps}
-    seen, model = await restarted(tmp_path, VercelAIApp, "vercel_chat.mjs", [json.dumps(scenario)])
-    assert seen["errors"] == [] and seen["status"] == "ready"
-    last = seen["messages"][-1]
-    assert last["role"] == "assistant"
-    assert [p["text"] for p in last["parts"] if p["type"] == "text"] == ["Back again."]
-    assert_closed_as_interrupted(model)
+    args = [json.dumps(scenario)]
+    seen, model = await restarted(tmp_path, VercelAIApp, "vercel_chat.mjs", args, restart=restart)
+    assert seen["errors"] == [] and seen["statuses"] == ["ready", "ready"]
+    assert_closed_as_interrupted(model, restart=restart)
+    told = [d["data"] for d in seen["data"] if d["data"].get("type") == "StoppedCalls"]
+    calls = [{"toolCallId": "c1", "toolName": "wait", "errorText": INTERRUPTED_TEXT}]
+    assert told == [{"type": "StoppedCalls", "calls": calls}]
+    stopped, final = seen["after"][0], seen["messages"]
+    expected = copy.deepcopy(stopped)  # the page's addToolOutput finished the call, in place
+    [part] = [p for p in expected[-1]["parts"] if p.get("toolCallId") == "c1"]
+    assert part["state"] in ("input-streaming", "input-available")
+    part.update(state="output-error", errorText=INTERRUPTED_TEXT)
+    assert final[: len(stopped)] == expected
+    asked, answer = final[len(stopped) :]
+    assert asked["role"] == "user" and answer["role"] == "assistant"
+    assert answer["parts"] == [{"type": "step-start"}, *texts(answer, "Back again.")]
+
+
+def texts(message: dict[str, Any], text: str) -> list[dict[str, Any]]:
+    """``message``'s text parts, checked to read ``text`` together."""
+    parts = [p for p in message["parts"] if p["type"] == "text"]
+    assert "".join(p["text"] for p in parts) == text
+    return parts
 
 
 @needs_node
-async def test_an_ag_ui_chat_aborted_mid_tool_goes_on_after_a_restart(tmp_path: Path) -> None:
+@WORKERS
+async def test_an_ag_ui_chat_aborted_mid_tool_goes_on_and_its_page_sees_the_call_end(
+    tmp_path: Path, restart: bool
+) -> None:
     steps = [
         {"say": "wait for me", "abortOn": "TOOL_CALL_END"},
         {"wait": str(tmp_path / "restarted")},
         {"say": "hello again"},
     ]
     plan = json.dumps({"threadId": "t1", "steps": steps})
-    seen, model = await restarted(tmp_path, AGUIApp, "agui_run.mjs", ["{url}", plan])
-    again = seen["runs"][-1]
+    args = ["{url}", plan]
+    seen, model = await restarted(tmp_path, AGUIApp, "agui_run.mjs", args, restart=restart)
+    first, again = seen["runs"]
     assert again["error"] is None and again["outcome"] == "success"
-    assert_closed_as_interrupted(model)
+    assert_closed_as_interrupted(model, restart=restart)
+    error = {"agentloop": {"error": True}}
+    result = {"toolCallId": "c1", "content": INTERRUPTED_TEXT, "metadata": error}
+    assert again["results"] == [result]
+    assert again["events"][:3] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "TOOL_CALL_RESULT"]
+    stopped, final = first["messages"], seen["messages"]
+    assert final[: len(stopped)] == stopped  # what the page held is as it was
+    closed, asked, answer = final[len(stopped) :]
+    assert {k: closed[k] for k in ("role", "toolCallId", "content")} == {
+        "role": "tool",
+        "toolCallId": "c1",
+        "content": INTERRUPTED_TEXT,
+    }
+    assert asked["role"] == "user" and answer == {**answer, "content": "Back again."}
+
+
+async def test_an_ag_ui_stream_that_closes_an_earlier_call_is_valid(tmp_path: Path) -> None:
+    app = AGUIApp(agent(Cancels(), reply("Back again."))[0])
+    call_msg = {"id": "a1", "role": "assistant", "toolCalls": [WAIT_CALL]}
+    messages = [user_message("u1", "wait for me"), call_msg, user_message("u2", "hello again")]
+    body = {"threadId": "t1", "runId": "r2", "messages": messages, **EMPTY_INPUT}
+    async with serving(app, "/chat") as url, httpx.AsyncClient() as client:
+        response = await client.post(url, json=body, headers={"accept": "text/event-stream"})
+    assert response.status_code == 200
+    assert b'"type":"TOOL_CALL_RESULT"' in response.content
+    validate(response.content, tmp_path, "stopped")
+
+
+WAIT_CALL = {"id": "c1", "type": "function", "function": {"name": "wait", "arguments": "{}"}}
+EMPTY_INPUT: dict[str, Any] = {"state": {}, "tools": [], "context": [], "forwardedProps": {}}
+
+
+def user_message(message_id: str, text: str) -> dict[str, Any]:
+    return {"id": message_id, "role": "user", "content": text}
 
 
 def test_only_a_missing_result_is_closed_a_malformed_history_is_left_to_refuse() -> None:

@@ -15,6 +15,9 @@ never with the client's own answers (nothing runs, nothing is recorded):
     RUN_FINISHED / RUN_ERROR            the run's end: success, the next interrupts, cancelled
 
 ``RUN_FINISHED`` clears the client's interrupts (or replaces them when the run paused again).
+
+``stopped_frames`` says the same of calls a stopped chat left open (``_stopped``): their
+results, before a new message's run.
 """
 
 from __future__ import annotations
@@ -28,10 +31,11 @@ from agentloop.ui import _ag_ui_frames as frame
 from agentloop.ui._settled import decision_kinds, results_of
 
 if TYPE_CHECKING:
+    from agentloop.messages import ToolResultPart
     from agentloop.run import Run
     from agentloop.ui._ag_ui_events import AGUIEvents
 
-__all__ = ["settled_frames"]
+__all__ = ["settled_frames", "stopped_frames"]
 
 
 def settled_frames(out: AGUIEvents, run: Run[Any], resume: Sequence[core.ResumeEntry]) -> str:
@@ -49,4 +53,13 @@ def settled_frames(out: AGUIEvents, run: Run[Any], resume: Sequence[core.ResumeE
         message = f"{out.run_id}-answer"
         text += frame.TEXT_START(message) + frame.TEXT_CONTENT(message, run.output)
         text += frame.TEXT_END(message)
+    return text
+
+
+def stopped_frames(out: AGUIEvents, results: Sequence[ToolResultPart]) -> str:
+    """A ``TOOL_CALL_RESULT`` per call a stopped chat left open (``_stopped``), as it ended."""
+    text = ""
+    for part in results:
+        made = frame.TOOL_ERROR if part.is_error else frame.TOOL_RESULT
+        text += made(f"{out.run_id}-{part.call_id}", part.call_id, part.content)
     return text

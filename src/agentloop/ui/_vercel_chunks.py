@@ -7,7 +7,9 @@ fields of the ``ai`` package's ``uiMessageChunkSchema`` (7.x). One response is o
 =====================  ==========================================================================
 event                  chunks
 =====================  ==========================================================================
-RunStarted             ``start`` (``messageId``: a new id, or the assistant message continued)
+RunStarted             ``start`` (``messageId``: a new id, or the assistant message continued),
+                       then what the response tells first (``_stopped``: calls a stopped chat
+                       left open)
 TurnStarted            ``start-step``
 ThinkingDelta          ``reasoning-start`` (once), ``reasoning-delta``
 TextDelta              ``text-start`` (once), ``text-delta``
@@ -84,9 +86,15 @@ class Chunks:
     """The chunk writer of one response (one assistant ``UIMessage``)."""
 
     def __init__(
-        self, message_id: str, *, answered: Iterable[str] = (), denied: Iterable[str] = ()
+        self,
+        message_id: str,
+        *,
+        answered: Iterable[str] = (),
+        denied: Iterable[str] = (),
+        told: Iterable[Chunk] = (),
     ) -> None:
         self.message_id = message_id
+        self._told = list(told)  # said right after ``start`` (calls a stopped chat left open)
         self._answered = set(answered)  # the calls this request decides (a child's included)
         self._denied = set(denied)  # calls the client denied: their result is "denied"
         self._ids = itertools.count(1)
@@ -172,7 +180,7 @@ class Chunks:
     # -- steps and tool calls ------------------------------------------------------------------
 
     def _run_started(self, event: RunStarted) -> list[Chunk]:
-        return [{"type": "start", "messageId": self.message_id}]
+        return [{"type": "start", "messageId": self.message_id}, *self._told]
 
     def _turn_started(self, event: TurnStarted) -> list[Chunk]:
         self._new_step()

@@ -41,7 +41,16 @@ from agentloop.messages import (
 )
 from agentloop.pausing import Answer, Approve, Decision, Deny
 
-__all__ = ["BadChat", "ChatRequest", "UIMessage", "answers", "parse_chat", "run_input", "seed"]
+__all__ = [
+    "BadChat",
+    "ChatRequest",
+    "UIMessage",
+    "answers",
+    "parse_chat",
+    "run_input",
+    "seed",
+    "unfinished",
+]
 
 _ROLES = ("user", "assistant")
 _TRIGGERS = ("submit-message", "regenerate-message")
@@ -201,6 +210,22 @@ def _assistant_steps(message: UIMessage) -> list[Message]:
         if results:
             out.append(Message.tool_results(results))
     return out
+
+
+def unfinished(messages: Sequence[UIMessage]) -> list[str]:
+    """The ids of the tool parts in ``messages`` without an output (a stopped chat's), in order."""
+    calls: list[str] = []
+    done: set[str] = set()
+    for message in messages:
+        for part in message.parts if message.role == "assistant" else ():
+            call = _tool_call(part)
+            if call is None:
+                continue
+            if _tool_result(part) is None:
+                calls.append(call.id)
+            else:
+                done.add(call.id)
+    return [c for c in calls if c not in done]
 
 
 def _is_str(value: object) -> bool:

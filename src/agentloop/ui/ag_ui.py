@@ -16,7 +16,9 @@ One request, in order::
     stream    RUN_STARTED, the run's events (``_ag_ui_events`` has the table), then
               RUN_FINISHED (success, interrupt or cancelled) or RUN_ERROR; a resumed run
               first echoes the client's ``messages`` as MESSAGES_SNAPSHOT, so the calls its
-              results answer (streamed by the interrupted run) are known in this one
+              results answer (streamed by the interrupted run) are known in this one; so does
+              a new message's run when the client shows calls open that the session closed
+              (the user stopped the chat mid-tool), then a TOOL_CALL_RESULT each (``_stopped``)
 
 Nothing runs before the request passed every check above: a forged interrupt id, a missing
 answer or a new message on a thread that waits for answers is a RUN_ERROR (``code``
@@ -56,7 +58,7 @@ from agentloop.errors import AgentLoopError, InvalidInput
 from agentloop.ui import _ag_ui_input as read
 from agentloop.ui import _json_body as json_body
 from agentloop.ui._abort import cancel_abandoned
-from agentloop.ui._ag_ui_elsewhere import settled_frames
+from agentloop.ui._ag_ui_elsewhere import settled_frames, stopped_frames
 from agentloop.ui._ag_ui_events import AGUIEvents
 from agentloop.ui._ag_ui_frames import error_event
 from agentloop.ui._asgi import lifespan
@@ -70,10 +72,12 @@ from agentloop.ui._sessions import (
     refusal,
 )
 from agentloop.ui._settled import settled_run
+from agentloop.ui._stopped import ended, open_calls
 
 if TYPE_CHECKING:
     from agentloop.engine.agent import Agent
     from agentloop.engine.session import Session
+    from agentloop.messages import ToolResultPart
     from agentloop.run import Run
 
 __all__ = ["MAX_BODY_BYTES", "AGUIApp", "DepsHook"]
@@ -184,7 +188,9 @@ class AGUIApp:
         except AgentLoopError as exc:  # a seed or an input that is no safe transcript
             raise _Refused(422, str(exc)) from exc
         view = ClientView(expose_guardrails=self.expose_guardrails)
-        return _RunStream(self._encoder, run_input, session, deps, view)
+        stream = _RunStream(self._encoder, run_input, session, deps, view)
+        stream.stopped = [] if run_input.resume else open_calls(seed)
+        return stream
 
     # -- the response ------------------------------------------------------------------------
 
@@ -227,6 +233,8 @@ class _RunStream:
         self.view = view
         self.cancel = CancelToken()
         self.run: Run[Any] | None = None
+        self.stopped: list[str] = []  # calls the client shows open (a stopped chat, _stopped)
+        self.told: list[ToolResultPart] = []  # how they ended, said before the run's events
 
     def _elsewhere(self, out: AGUIEvents) -> bytes | None:
         """What happened to the calls ``resume`` answers when another process settled them.
@@ -265,6 +273,8 @@ class _RunStream:
                 f"this thread waits for answers to its interrupts ({waiting}): send them in "
                 "`resume` before a new message"
             )
+        if self.stopped:
+            self.told = ended(session, self.stopped)
         return session.stream(
             read.user_input(run_input.messages), deps=self.deps, cancel=self.cancel
         )
@@ -291,9 +301,9 @@ class _RunStream:
         try:
             async with self._open() as events:  # the answers were checked: now the snapshot
                 self.run = events.run
-                if run_input.resume:  # the interrupted calls, known again before their results
-                    snapshot = core.MessagesSnapshotEvent(messages=run_input.messages)
-                    yield self.encoder.encode(snapshot).encode()
+                lead = self._lead(out)
+                if lead:
+                    yield lead.encode()
                 async for event in events:
                     if type(event) in WATCHED and (event := shown(event)) is None:
                         continue
@@ -310,6 +320,18 @@ class _RunStream:
             _log.exception("AG-UI run on thread %r failed", run_input.thread_id)
             if not finished:
                 yield (out.withdrawn() + self._fail(error)).encode()
+
+    def _lead(self, out: AGUIEvents) -> str:
+        """What comes before the run's events once the answers or the input were checked.
+
+        A resumed run echoes the client's messages (the interrupted calls, known again before
+        their results); a new one after a stopped chat does too, then says how the calls the
+        client left open ended (``_stopped``).
+        """
+        if not self.run_input.resume and not self.told:
+            return ""
+        snapshot = core.MessagesSnapshotEvent(messages=self.run_input.messages)
+        return self.encoder.encode(snapshot) + stopped_frames(out, self.told)
 
     def _finish(self, out: AGUIEvents, run: Run[Any]) -> str:
         """RUN_FINISHED, or RUN_ERROR worded for the client when the run ended in a hard error."""

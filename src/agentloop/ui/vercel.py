@@ -32,7 +32,8 @@ path)::
   the guardrails' verdicts (``data-agentloop``) and a ``GuardrailTripped``'s name and reason
   only with ``expose_guardrails=True``, a hard error's class and its redacted message.
 - **A client that goes away** (``stop()``, an abort) cancels the run (it is finalized as
-  ``Cancelled``); a run that had already paused is ended with ``cancel_run`` (``_abort``).
+  ``Cancelled``); a run that had already paused is ended with ``cancel_run`` (``_abort``). The
+  next response tells the page how the calls it left open ended (``_stopped``).
 
 How each event becomes chunks is in ``agentloop.ui._vercel_chunks``; a soft error is a
 ``tool-output-error`` part, the protocol's own mark for a tool that failed while the model goes
@@ -68,6 +69,7 @@ from agentloop.ui._sessions import (
     refusal,
 )
 from agentloop.ui._settled import settled_run
+from agentloop.ui._stopped import ended, stopped_data
 from agentloop.ui._vercel_chunks import Chunk, Chunks
 from agentloop.ui._vercel_request import (
     BadChat,
@@ -76,6 +78,7 @@ from agentloop.ui._vercel_request import (
     parse_chat,
     run_input,
     seed,
+    unfinished,
 )
 from agentloop.ui._vercel_settled import settled_chunks
 
@@ -206,8 +209,9 @@ class VercelAIApp:
             raise _Refused(503, "MemoryBackendError", STORE_MESSAGE) from exc
         if chat.last.role == "user":
             _not_paused(session)
+            told = _stopped_told(session, chat)
             stream = session.stream(run_input(chat.last), deps=deps)
-            return stream, Chunks(f"msg-{secrets.token_hex(12)}")
+            return stream, Chunks(f"msg-{secrets.token_hex(12)}", told=told)
         given, outputs = answers(chat.last)
         asked = set(given) or set(outputs)
         settled = settled_run(session.current_run, asked)
@@ -239,6 +243,13 @@ class _Settled:
         headers = [(k.encode(), v.encode()) for k, v in HEADERS.items()]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send(_body(encode(self._chunks) + _DONE, more=False))
+
+
+def _stopped_told(session: Session[Any], chat: ChatRequest) -> list[Chunk]:
+    """The chunk telling the page how the calls a stopped chat left open ended (``_stopped``)."""
+    calls = unfinished(chat.messages[:-1])
+    results = ended(session, calls) if calls else []
+    return [stopped_data(results)] if results else []
 
 
 def _not_paused(session: Session[Any]) -> None:

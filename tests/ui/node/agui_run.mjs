@@ -8,7 +8,8 @@
 // {"abortOn": "EVENT_TYPE"} calls agent.abortRun() when that event arrives (the user stops the
 // chat, the client keeping what it had seen); {"wait": "/a/file"} waits
 // until that file exists (another process acts meanwhile, as an operator would). One JSON object goes to
-// stdout: each run's event types, outcome, interrupts and error, and the agent's final messages.
+// stdout: each run's event types, outcome, interrupts, error and the messages after it, and the
+// agent's final messages.
 import { existsSync } from "node:fs";
 import { HttpAgent } from "@ag-ui/client";
 
@@ -55,6 +56,7 @@ for (const step of plan.steps) {
   } catch (error) {
     seen.error = seen.error ?? { message: String(error), code: "client", metadata: null };
   }
+  seen.messages = structuredClone(agent.messages);
   runs.push(seen);
 }
 

@@ -15,7 +15,8 @@
 //   {"output": value} / {"errorText": "."} addToolOutput for every input-available tool part
 //   {"resend": true}                       sendMessage() with no message (continue)
 //   {"wait": "/a/file"}                    wait until that file exists (another process acts)
-// Prints {"messages", "status", "errors", "data", "statuses"} as JSON.
+// Prints {"messages", "status", "errors", "data", "statuses", "after"} as JSON ("after": the
+// messages after each step that sent something).
 
 import { existsSync } from 'node:fs';
 import { AbstractChat, DefaultChatTransport, isToolUIPart } from 'ai';
@@ -52,11 +53,26 @@ const scenario = JSON.parse(process.argv[2]);
 const errors = [];
 const data = [];
 const statuses = [];
+const after = [];
 const chat = new Chat({
   id: scenario.chatId,
   transport: new DefaultChatTransport({ api: scenario.url, headers: scenario.headers, body: scenario.body }),
   onError: error => errors.push(error.message),
-  onData: part => data.push(part),
+  onData: part => {
+    data.push(part);
+    // A page's lines for a chat stopped mid-tool (docs/ui.md): the server's next response says
+    // how each call the page still shows running ended; addToolOutput finishes its tool part in
+    // the message that holds it (no chunk of a later response can reach an earlier message).
+    if (part.type === 'data-agentloop' && part.data.type === 'StoppedCalls') {
+      for (const call of part.data.calls) {
+        void chat.addToolOutput(
+          'errorText' in call
+            ? { state: 'output-error', tool: call.toolName, toolCallId: call.toolCallId, errorText: call.errorText }
+            : { tool: call.toolName, toolCallId: call.toolCallId, output: call.output },
+        );
+      }
+    }
+  },
 });
 
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
@@ -115,6 +131,7 @@ for (const step of scenario.steps) {
   }
   await idle();
   statuses.push(chat.status);
+  after.push(structuredClone(chat.seen.messages));
 }
 
-console.log(JSON.stringify({ messages: chat.seen.messages, status: chat.status, errors, data, statuses }));
+console.log(JSON.stringify({ messages: chat.seen.messages, status: chat.status, errors, data, statuses, after }));
