@@ -31,6 +31,8 @@ from agentloop.observers import Observer
 from agentloop.testing import ScriptedModel, call, reply
 from agentloop.transcript import INTERRUPTED_TEXT
 from agentloop.ui._sessions import close_stopped
+from agentloop.ui._stopped import open_calls
+from agentloop.ui._vercel_request import UIMessage, unfinished
 from agentloop.ui.ag_ui import AGUIApp
 from agentloop.ui.vercel import VercelAIApp
 
@@ -148,6 +150,21 @@ async def test_a_vercel_chat_stopped_mid_tool_goes_on_and_its_page_sees_the_call
     assert answer["parts"] == [{"type": "step-start"}, *texts(answer, "Back again.")]
 
 
+@needs_node
+async def test_a_page_without_the_stopped_calls_lines_goes_on_unharmed(tmp_path: Path) -> None:
+    steps = [
+        {"send": "wait for me", "stopOn": "tool"},
+        {"wait": str(tmp_path / "restarted")},
+        {"send": "hello again"},
+    ]
+    scenario = {"url": "{url}", "chatId": "chat-1", "steps": steps, "plainPage": True}
+    seen, _ = await restarted(tmp_path, VercelAIApp, "vercel_chat.mjs", [json.dumps(scenario)])
+    assert seen["errors"] == [] and seen["statuses"] == ["ready", "ready"]
+    stopped, final = seen["after"][0], seen["messages"]
+    assert final[: len(stopped)] == stopped  # the transient part changed nothing by itself
+    assert texts(final[-1], "Back again.")
+
+
 def texts(message: dict[str, Any], text: str) -> list[dict[str, Any]]:
     """``message``'s text parts, checked to read ``text`` together."""
     parts = [p for p in message["parts"] if p["type"] == "text"]
@@ -196,6 +213,43 @@ async def test_an_ag_ui_stream_that_closes_an_earlier_call_is_valid(tmp_path: Pa
     assert response.status_code == 200
     assert b'"type":"TOOL_CALL_RESULT"' in response.content
     validate(response.content, tmp_path, "stopped")
+
+
+async def test_the_vercel_response_tells_right_after_start(tmp_path: Path) -> None:
+    app = VercelAIApp(agent(Cancels(), reply("Back again."))[0])
+    part = {"type": "tool-wait", "toolCallId": "c1", "state": "input-available", "input": {}}
+    messages = [
+        {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "wait for me"}]},
+        {"id": "a1", "role": "assistant", "parts": [{"type": "step-start"}, part]},
+        {"id": "u2", "role": "user", "parts": [{"type": "text", "text": "hello again"}]},
+    ]
+    body = {"id": "chat-1", "messages": messages, "trigger": "submit-message"}
+    async with serving(app, "/chat") as url, httpx.AsyncClient() as client:
+        response = await client.post(url, json=body)
+    lines = [line[6:] for line in response.text.split("\n") if line.startswith("data: {")]
+    chunks = [json.loads(line) for line in lines]
+    calls = [{"toolCallId": "c1", "toolName": "wait", "errorText": INTERRUPTED_TEXT}]
+    told = {"type": "StoppedCalls", "calls": calls}
+    assert [c["type"] for c in chunks[:3]] == ["start", "data-agentloop", "start-step"]
+    assert chunks[1] == {"type": "data-agentloop", "data": told, "transient": True}
+    assert [c for c in chunks if c["type"] == "data-agentloop"] == [chunks[1]]
+
+
+def test_only_calls_without_an_output_anywhere_are_open() -> None:
+    closed = {"type": "tool-f", "toolCallId": "c1", "state": "output-error", "errorText": "x"}
+    parts: list[dict[str, Any]] = [
+        {"type": "tool-f", "toolCallId": "c1", "state": "input-available", "input": {}},
+        {"type": "dynamic-tool", "toolName": "g", "toolCallId": "c2", "state": "input-streaming"},
+        {"type": "text", "text": "hi"},
+    ]
+    made = [
+        UIMessage("a1", "assistant", tuple(parts)),
+        UIMessage("a2", "assistant", (closed,)),
+    ]
+    assert unfinished(made) == ["c2"]
+    call = Message.assistant("", [ToolCallPart("c1", "f", {}), ToolCallPart("c2", "f", {})])
+    answered = Message.tool_results([ToolResultPart("c1", "f", "ok")])
+    assert open_calls([Message.user("a"), call, answered]) == ["c2"]
 
 
 WAIT_CALL = {"id": "c1", "type": "function", "function": {"name": "wait", "arguments": "{}"}}

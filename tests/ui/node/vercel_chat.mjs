@@ -15,6 +15,7 @@
 //   {"output": value} / {"errorText": "."} addToolOutput for every input-available tool part
 //   {"resend": true}                       sendMessage() with no message (continue)
 //   {"wait": "/a/file"}                    wait until that file exists (another process acts)
+// "plainPage": true leaves out the page's StoppedCalls lines (docs/ui.md): a page without them.
 // Prints {"messages", "status", "errors", "data", "statuses", "after"} as JSON ("after": the
 // messages after each step that sent something).
 
@@ -63,7 +64,7 @@ const chat = new Chat({
     // A page's lines for a chat stopped mid-tool (docs/ui.md): the server's next response says
     // how each call the page still shows running ended; addToolOutput finishes its tool part in
     // the message that holds it (no chunk of a later response can reach an earlier message).
-    if (part.type === 'data-agentloop' && part.data.type === 'StoppedCalls') {
+    if (part.type === 'data-agentloop' && part.data.type === 'StoppedCalls' && !scenario.plainPage) {
       for (const call of part.data.calls) {
         void chat.addToolOutput(
           'errorText' in call
