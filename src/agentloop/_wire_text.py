@@ -32,6 +32,7 @@ __all__ = [
     "compact_json",
     "message_chars",
     "message_text_pieces",
+    "part_chars",
 ]
 
 
@@ -116,20 +117,26 @@ def _provider_json(part: ProviderToolCallPart | ProviderToolResultPart) -> str:
     return _COMPACT({"content": part.content} if isinstance(part, ProviderToolResultPart) else {})
 
 
+def part_chars(part: Any) -> int:
+    """The characters of one part's ``message_text_pieces`` (0 for a part with none)."""
+    if isinstance(part, TextPart):
+        return len(part.text)
+    if isinstance(part, ToolCallPart):
+        return len(part.id) + len(part.name) + arguments_chars(part.arguments)
+    if isinstance(part, ToolResultPart):
+        return len(part.call_id) + len(part.name) + len(part.content)
+    if isinstance(part, ToolChangePart):  # an append-only conversation's tools (SPEC 28)
+        return sum(len(spec_key(s)) for s in part.added) + sum(map(len, part.removed))
+    if isinstance(part, ProviderToolCallPart | ProviderToolResultPart):
+        return len(_provider_json(part))
+    return 0
+
+
 def message_chars(message: Message) -> int:
-    """The characters of ``message_text_pieces`` (one loop, no generator)."""
+    """The characters of ``message_text_pieces``: its parts' ``part_chars`` (no generator)."""
     chars = 0
     for part in message.parts:
-        if isinstance(part, TextPart):
-            chars += len(part.text)
-        elif isinstance(part, ToolCallPart):
-            chars += len(part.id) + len(part.name) + arguments_chars(part.arguments)
-        elif isinstance(part, ToolResultPart):
-            chars += len(part.call_id) + len(part.name) + len(part.content)
-        elif isinstance(part, ToolChangePart):
-            chars += sum(len(spec_key(s)) for s in part.added) + sum(map(len, part.removed))
-        elif isinstance(part, ProviderToolCallPart | ProviderToolResultPart):
-            chars += len(_provider_json(part))
+        chars += part_chars(part)
     return chars
 
 

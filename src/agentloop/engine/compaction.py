@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
+from agentloop._wire_text import part_chars
 from agentloop.config import RunConfig
 from agentloop.context import WindowPolicy, without_old_media
 from agentloop.errors import (
@@ -33,7 +34,6 @@ from agentloop.tokens import (
     MEDIA_PROVIDER,
     HeuristicTokenCounter,
     RatioTokenCounter,
-    arguments_chars,
     count_messages,
     request_overhead,
 )
@@ -221,15 +221,11 @@ class ContextGuard(TranscriptChecker):
         one = len(parts) == 1 and type(counter) in _RATIOS and not self.server_side
         part: Any = parts[0] if one else None
         kind = type(part)
-        if kind is TextPart:
-            chars = len(part.text)
-        elif kind is ToolResultPart and not part.media:
-            chars = len(part.call_id) + len(part.name) + len(part.content)
-        elif kind is ToolCallPart:
-            chars = len(part.id) + len(part.name) + arguments_chars(part.arguments)
-        else:
-            self._added(message)
-            return
+        if kind is not TextPart and kind is not ToolCallPart:
+            if kind is not ToolResultPart or part.media:  # (media: counted by the counter)
+                self._added(message)
+                return
+        chars = part_chars(part)
         ratio, framing = counter.chars_per_token, counter.per_message  # type: ignore[attr-defined]
         self._tokens += _ceil(chars / ratio) + framing
         index = self._count  # ``append``, written out
