@@ -63,7 +63,7 @@ EARLIER: list[RunState] = []
 def collector_off() -> Iterator[None]:
     """The collector off while runs run: only reference counting frees anything."""
     gc.collect()
-    EARLIER[:] = [o for o in gc.get_objects() if type(o) is RunState]
+    EARLIER[:] = [o for o in gc.get_objects() if isinstance(o, RunState)]
     gc.disable()
     try:
         yield
@@ -73,9 +73,9 @@ def collector_off() -> Iterator[None]:
 
 
 def live_states() -> int:
-    """The test's ``RunState`` objects still alive (the collector tracks them; none collected)."""
+    """The test's run states (each its run's loop) still alive (tracked; none collected)."""
     earlier = {id(state) for state in EARLIER}
-    return sum(type(o) is RunState and id(o) not in earlier for o in gc.get_objects())
+    return sum(isinstance(o, RunState) and id(o) not in earlier for o in gc.get_objects())
 
 
 def unreachable() -> int:

@@ -23,7 +23,7 @@ restores the session from the store and cancels it as above.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agentloop.errors import Cancelled, InvalidInput
 from agentloop.messages import Message
@@ -61,7 +61,7 @@ async def cancel_paused(session: Conversation[Any]) -> Run[Any]:
     state = _reopened(session, last)
     from agentloop.engine.loop import RunLoop
 
-    await RunLoop(session, state).finalize(Cancelled())
+    await cast(RunLoop, state)._bind().finalize(Cancelled())  # the state is its run's loop
     await _cancel_children(session, state)
     return state.run
 

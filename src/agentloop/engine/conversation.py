@@ -31,6 +31,7 @@ from agentloop.tokens import MEDIA_PROVIDER
 if TYPE_CHECKING:  # the store loads only for a session given one, a run's rooms with a run
     from agentloop.engine.compaction import ContextGuard
     from agentloop.engine.journal import Journal
+    from agentloop.engine.loop import RunLoop
     from agentloop.store._session import SessionRecorder
 
 if TYPE_CHECKING:
@@ -188,11 +189,13 @@ class Conversation(Generic[OutputT]):
         *,
         stream: bool = False,
         options: RunOptions | None = None,
-    ) -> RunState:
+        into: RunLoop | None = None,
+    ) -> RunLoop:
         """Start a run synchronously: checks, the ``Run`` record, the state, the listener.
 
         ``stream``: ask the provider for streamed replies (``stream()`` does); ``options``:
-        this run's model settings and budget instead of the config's.
+        this run's model settings and budget instead of the config's; ``into``: the loop that
+        is the run's state (``Session.run``'s, made before the run begins).
         """
         toolsets = None if options is None else self._own_toolsets(options)
         if type(input) is str:  # the common input: its message as ``from_input`` makes it
@@ -216,7 +219,7 @@ class Conversation(Generic[OutputT]):
             known = self._measured = None
         if toolsets or self._run_toolsets:  # run(toolsets=...): this run's, kept to continue
             self._run_toolsets = {run.id: toolsets} if toolsets else _NO_RUN_TOOLSETS
-        state = self._new_state(run, transcript, base, deps, cancels, known)
+        state = self._new_state(run, transcript, base, deps, cancels, known, into)
         self._bus.turn = 0
         state.stream = stream
         if options is not None:
@@ -319,8 +322,12 @@ class Conversation(Generic[OutputT]):
         deps: Any,
         cancels: tuple[CancelToken, ...],
         known: Measured | None = None,
-    ) -> RunState:
-        """A run's state over ``transcript`` from ``base``; ``known``: its history's measure."""
+        into: RunLoop | None = None,
+    ) -> RunLoop:
+        """A run's state over ``transcript`` from ``base``; ``known``: its history's measure.
+
+        The state is the run's loop (``engine.loop.RunLoop``): ``into``, or a new one.
+        """
         agent, own = self.agent, self._own
         client: ModelClient = own["client"]
         swap = swap_of(agent)  # agent.override(): this run's client and tools instead
@@ -339,9 +346,10 @@ class Conversation(Generic[OutputT]):
         # with a caller's token, the tools' own (``ctx.cancel``: the last) shows every token's fire
         tokens = (self._cancel, *cancels, CancelToken()) if cancels else (self._cancel,)
         offer = kind._offer(agent, client, registry)
-        state = started_state(  # RunState(...) with every field, no keywords to match
+        state = into or (_loop or _load_loop())(self)  # the run's loop is its state
+        started_state(  # RunState(...) with every field, no keywords to match
             run, tokens, transcript, base, offer, guard, client, deps, system,
-            config.model_settings, registry, known,
+            config.model_settings, registry, known, state,
         )  # fmt: skip
         extra = self._run_toolsets.get(run.id, ()) if self._run_toolsets else ()  # run(toolsets=)
         if own["_toolsets"].sets or (registry or own["registry"]).deferring or swap or extra:
@@ -370,6 +378,19 @@ def _load_guard() -> type[ContextGuard]:
 
     _guard = ContextGuard
     return ContextGuard
+
+
+_loop: type[RunLoop] | None = None
+"""The run's loop, which is its state (``RunLoop``), loaded with the first run."""
+
+
+def _load_loop() -> type[RunLoop]:
+    """Import the run's loop once (it imports this module: not at this module's load)."""
+    global _loop
+    from agentloop.engine.loop import RunLoop
+
+    _loop = RunLoop
+    return RunLoop
 
 
 def _appends_only(

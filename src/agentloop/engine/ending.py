@@ -3,7 +3,8 @@
 ``finalize`` stops the guardrail check, then ``committed`` (the record, the history, SPEC 5's
 four cases), the memory writes, ``closed`` (the conversation, the store, the safety state),
 the run-end hooks, and ``told`` (the end events, the listener, the session's cancel signal).
-Each step takes the ``RunLoop`` (untyped here: the loop imports this module).
+Each step takes the ``RunLoop`` (untyped here: the loop imports this module), which is the
+run's state too.
 A run with no guardrails, memory or hooks has nothing to await at its end: ``RunLoop`` then
 calls the three steps in a row, without a coroutine per step.
 """
@@ -33,7 +34,7 @@ logger = logging.getLogger("agentloop")
 
 def committed(loop: Any, error: AgentLoopError | None) -> tuple[PendingCall, ...]:
     """The watches stopped, the record's end, the history committed; the calls it paused on."""
-    session, state = loop.session, loop.state
+    session, state = loop.session, loop  # the loop is the run's state
     handle = id(loop)  # the run loop watched each token itself (``RunState.watch``)
     for token in state.tokens:
         token.unwatch(handle)
@@ -53,7 +54,7 @@ def committed(loop: Any, error: AgentLoopError | None) -> tuple[PendingCall, ...
 
 def closed(loop: Any, error: AgentLoopError | None) -> None:
     """The run's conversation, its store record, the safety state's end, the error's summary."""
-    session, run = loop.session, loop.state.run
+    session, run = loop.session, loop.run
     history = session._history
     link = session._link  # the conversation, shared with the runs before it (engine.kept)
     if link is not None and session._linked is history:
@@ -71,7 +72,7 @@ def closed(loop: Any, error: AgentLoopError | None) -> None:
 
 def told(loop: Any, paused: tuple[PendingCall, ...]) -> None:
     """``RunPaused``/``RunWaiting`` and ``RunFinished``; the listener goes; the signal re-arms."""
-    session, state = loop.session, loop.state
+    session, state = loop.session, loop
     bus = session._bus
     if bus.active:
         run = state.run
@@ -88,7 +89,7 @@ def told(loop: Any, paused: tuple[PendingCall, ...]) -> None:
 
 async def run_end_hooks(loop: Any) -> None:
     """Each hook's ``on_run_end``; one that raises is logged and ignored."""
-    run = loop.state.run
+    run = loop.run
     for hook in loop.agent._hooks:
         if overrides(hook, Hook, "on_run_end"):
             try:

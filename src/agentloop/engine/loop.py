@@ -69,15 +69,21 @@ _NONE: Mapping[str, str] = MappingProxyType({})
 
 
 class RunLoop(ModelStep):
-    """The steps of one run of ``session`` over ``state`` (``agent``: its definition)."""
+    """The steps of one run of ``session`` (``agent``: its definition), on the run's state.
+
+    The loop is the run's ``RunState`` (``Conversation._new_state`` makes every state a loop,
+    ``started_state`` fills its fields): one object a run holds across its model calls, where
+    a loop over a state of its own was two, and each such object costs the collector at many
+    runs in flight. ``state`` is the loop itself, for readers that take a loop.
+    """
 
     __slots__ = (
-        "agent", "clock", "config", "finalizing", "guarding", "output", "own", "quiet",
-        "session", "started", "state", "task",
+        "agent", "clock", "config", "finalizing", "guarding", "latency", "output", "own",
+        "quiet", "session", "started", "task",
     )  # fmt: skip
 
-    def __init__(self, session: Conversation[Any], state: RunState | None = None) -> None:
-        """The steps of a run over ``state``; None: ``Session.run``'s, begun by ``drive``."""
+    def __init__(self, session: Conversation[Any]) -> None:  # (not ``RunState``'s: no fields)
+        """A run's loop on ``session``, its state's fields unset until ``started_state``."""
         self.session = session
         self.agent = session.agent
         self.own = own = session._own  # the agent's attributes, read at C speed (no hook)
@@ -86,21 +92,23 @@ class RunLoop(ModelStep):
         (SPEC 21), and ``_model_step`` reads them at every call. The run's own agent: a handoff
         changes the one that rules (``_ruling``), never these."""
         self.finalizing = False
-        self.latency: float | None = None
+        self.latency = None
         self.started = 0.0
         """When the common model call was sent (``clock.monotonic``), for its latency."""
         self.task: asyncio.Task[Any] | None = None
-        if state is not None:
-            self._bind(state)
 
-    def _bind(self, state: RunState) -> RunState:
-        """The run's state, and what the loop reads of it once (its events, its guardrails)."""
-        self.state = state
-        self.quiet = not reports(state.client)  # its requests' events: for a listener only
+    @property
+    def state(self) -> RunState:
+        """The run's state: the loop itself (no slot: a loop holding itself is a cycle)."""
+        return self
+
+    def _bind(self) -> RunLoop:
+        """What the loop reads of its state once, begun (its events, its guardrails)."""
+        self.quiet = not reports(self.client)  # its requests' events: for a listener only
         self.guarding: RunGuard | None = None  # nothing to pay for a run without guardrails
-        if self.own["_guardrails"] is not None or state.run.last_agent is not None:
-            self.guarding = guarding_of.run_guard(self.session, state, self._ruling())
-        return state
+        if self.own["_guardrails"] is not None or self.run.last_agent is not None:
+            self.guarding = guarding_of.run_guard(self.session, self, self._ruling())
+        return self
 
     def _opening(
         self,
@@ -110,30 +118,36 @@ class RunLoop(ModelStep):
         toolsets: object,
         model_settings: object,
         usage_limits: object,
-    ) -> RunState:
+    ) -> None:
         """``Session.run``'s start, as its awaited coroutine's first step (``Session.run``).
 
-        Its arguments checked and the run begun here, so a mistake raises at the ``await``,
-        as it did when ``Session.run`` was a coroutine of its own.
+        Its arguments checked and the run begun here, on this loop, so a mistake raises at
+        the ``await``, as it did when ``Session.run`` was a coroutine of its own.
         """
         options = RunOptions.checked(model_settings, usage_limits, toolsets)
         cancels = () if cancel is None else (cancel,)
-        session = self.session
-        return self._bind(session._begin(input, deps, cancels, None, options=options))
+        self.session._begin(input, deps, cancels, None, options=options, into=self)
+        self._bind()
 
-    def _watching(self, state: RunState) -> RunState:
-        """The run's task, and ``state``'s tokens watched by the loop (``__call__``)."""
+    def _watching(self, start: tuple[Any, ...]) -> tuple[()]:
+        """The run begun (``start``: ``Session.run``'s), its task, its tokens watched.
+
+        Without ``start`` the run was begun by whoever made its state (``Session._drive``).
+        The loop is the tokens' callback (``__call__``).
+        """
+        if start:
+            self._opening(*start)
         loop = asyncio.get_running_loop()  # read once, for the task and every token
         self.task = asyncio.current_task(loop)
-        state.watch(self, loop)  # the loop is the callback: no bound method kept (handle: its id)
-        return state
+        self.watch(self, loop)  # the loop is the callback: no bound method kept (handle: its id)
+        return ()
 
     async def drive(self, *start: Any) -> Run[Any]:
         """Run to the end in the caller's task, no inner coroutine (``start``: ``Session.run``'s).
 
         A token's callback cancels that task while the steps run; ``_caught`` takes it back.
         """
-        state, start = self._watching(self._opening(*start) if start else self.state), ()
+        start = self._watching(start)  # (its arguments let go: this frame keeps none)
         error = let_go = None
         reply: ModelResponse | None  # (each set to None before the end: see below)
         response: ModelResponse | None
@@ -150,7 +164,7 @@ class RunLoop(ModelStep):
                     response = await self._model_call()
                 else:
                     try:
-                        reply = await state.client.complete(request)
+                        reply = await self.client.complete(request)
                     except Exception as exc:
                         self._failed(exc, self.started)  # raised, or a rejection salvaged
                         continue
@@ -169,10 +183,10 @@ class RunLoop(ModelStep):
             await self.finalize(error)
         else:  # nothing to await at the end: its steps in a row (``finalize`` without awaits)
             self._finalized(error)
-        stop = state.run.stop_reason
+        stop = self.run.stop_reason
         if stop is None:
-            return state.run
-        del self, state, error  # the error's traceback keeps this frame: nothing of the run in it
+            return self.run
+        del self, error  # the error's traceback keeps this frame: nothing of the run in it
         try:  # an interrupt or a cancel not the run's own goes on; else the error, released
             raise let_go if let_go is not None else released(stop)  # (engine.frames)
         finally:
@@ -189,7 +203,7 @@ class RunLoop(ModelStep):
             return None, None
         if isinstance(exc, AgentLoopError):
             return exc, None
-        if isinstance(exc, asyncio.CancelledError) and self.state.cancelled:
+        if isinstance(exc, asyncio.CancelledError) and self.cancelled:
             return _taken_back(), None
         if isinstance(exc, Exception):  # (a ``CancelledError`` is not one)
             return internal_error(exc), None
@@ -204,7 +218,7 @@ class RunLoop(ModelStep):
 
     def _ruling(self) -> Any:
         """The agent that rules the run now: a handoff's receiver (SPEC 26), else its own."""
-        name = self.state.run.last_agent
+        name = self.run.last_agent
         return self.agent if name is None else handoffs.active_agent(self.agent, name)
 
     def __call__(self) -> None:
@@ -218,40 +232,40 @@ class RunLoop(ModelStep):
         if self.finalizing or task is None:
             return
         self.task = None
-        tokens = self.state.tokens
+        tokens = self.tokens
         if len(tokens) > 1:
             tokens[-1].cancel()
         task.cancel()
 
     def _awaits_start(self) -> bool:
         """Whether the run's start awaits anything: tool sources, hooks, instructions, checks."""
-        own, state = self.own, self.state
+        own = self.own
         return bool(
             own["_toolsets"].toolsets
             or own["_hooks"]
             or own["_prompt"] is not None
             or (own["memory"] if "memory" in own else type(self.agent).memory) is not None
-            or state.plan is not None
-            or state.run.last_agent is not None
+            or self.plan is not None
+            or self.run.last_agent is not None
             or self.guarding is not None
-            or state.resuming is not None
+            or self.resuming is not None
         )
 
     async def _start(self) -> None:
-        agent, session, state = self.agent, self.session, self.state
-        state.check_cancel()
+        agent, session = self.agent, self.session
+        self.check_cancel()
         if agent._toolsets.toolsets:  # MCP servers and other tool sources
-            await agent._refresh_tools(state, starting=True)
+            await agent._refresh_tools(self, starting=True)
         self._begun()
         for hook in agent._hooks:
             if overrides(hook, Hook, "on_run_start"):
-                await hook.on_run_start(state.run)
-        await run_instructions(session, state)
+                await hook.on_run_start(self.run)
+        await run_instructions(session, self)
         self._measured()
-        if state.resuming is not None:  # a continued paused run: its paused turn first
+        if self.resuming is not None:  # a continued paused run: its paused turn first
             from agentloop.engine.pause import complete_paused_turn
 
-            await complete_paused_turn(session, state)
+            await complete_paused_turn(session, self)
         elif self.guarding is not None:  # (a continued run was checked)
             await self.guarding.start()
 
@@ -263,36 +277,34 @@ class RunLoop(ModelStep):
 
     def _opened(self) -> None:
         """``_start`` for a run whose start awaits nothing (``_awaits_start``)."""
-        self.state.check_cancel()
+        self.check_cancel()
         self._begun()
         self._measured()
 
     def _begun(self) -> None:
         """The record begun, the limits zeroed, ``RunStarted``."""
-        session, run = self.session, self.state.run
+        session, run = self.session, self.run
         if session._recorder is not None:
             session._recorder.begin(run)
-        session.safety.limits.begin(self.state.budget)
+        session.safety.limits.begin(self.budget)
         if session._bus.active:
             session._bus.emit(ev.RunStarted(run.id, 0, run))
 
     def _measured(self) -> None:
         """The starting transcript measured; an append-only base, a handoff's view (26, 28)."""
-        state = self.state
-        state.guard.start(state.transcript, state.offer.specs, state.measured)
-        if state.appendonly is not None:  # SPEC 28: the conversation's base, built once
-            state.appendonly.open(self.session, state)
-        if state.shown is not None:  # a paused filtered handoff's view is what is sent (26)
-            handoffs.measure(state)
+        self.guard.start(self.transcript, self.offer.specs, self.measured)
+        if self.appendonly is not None:  # SPEC 28: the conversation's base, built once
+            self.appendonly.open(self.session, self)
+        if self.shown is not None:  # a paused filtered handoff's view is what is sent (26)
+            handoffs.measure(self)
 
     def _offering(self) -> bool:
         """Whether this call has an offer step (a run with none of them pays four reads)."""
-        state = self.state
         return bool(
             self.own["_toolsets"].toolsets
-            or state.plan is not None
-            or state.appendonly is not None
-            or state.run.last_agent is not None  # a receiver's own tool sources (SPEC 26)
+            or self.plan is not None
+            or self.appendonly is not None
+            or self.run.last_agent is not None  # a receiver's own tool sources (SPEC 26)
         )
 
     async def _offer(self) -> None:
@@ -301,13 +313,13 @@ class RunLoop(ModelStep):
         Tool sources are refreshed (an MCP list change), the toolsets' plan picks this call's
         tools (SPEC 22); on an append-only conversation each difference is a system entry (28).
         """
-        agent, state = self._ruling(), self.state  # a handoff's receiver: its tool sources (26)
+        agent = self._ruling()  # a handoff's receiver: its tool sources (26)
         if agent._toolsets.toolsets:
-            await agent._refresh_tools(state, starting=False)
-        if state.plan is not None:  # the tools this call offers (SPEC 22)
-            await state.plan.offer(state)
-        if state.appendonly is not None:  # what changed since the last call, at the end
-            state.appendonly.record(state)
+            await agent._refresh_tools(self, starting=False)
+        if self.plan is not None:  # the tools this call offers (SPEC 22)
+            await self.plan.offer(self)
+        if self.appendonly is not None:  # what changed since the last call, at the end
+            self.appendonly.record(self)
 
     def _plain_request(self) -> ModelRequest | None:
         """A turn's checkpoints, then the common model call's request (None: ``_model_call``).
@@ -315,24 +327,23 @@ class RunLoop(ModelStep):
         The common call (nothing to offer, the context ready, no guardrails, not streamed) is
         awaited by ``drive`` itself: one coroutine fewer between the caller and the provider.
         """
-        state = self.state
-        state.check_cancel()
-        self.session.safety.limits.before_request(state.run, state.turn_index)
+        self.check_cancel()
+        self.session.safety.limits.before_request(self.run, self.turn_index)
         if (
             self.guarding is not None
             or self.config.stream
-            or state.stream
+            or self.stream
             or self.own["_toolsets"].toolsets  # ``_offering``, written out (a call a turn)
-            or state.plan is not None
-            or state.appendonly is not None
-            or state.run.last_agent is not None
-            or not state.guard.ready()
+            or self.plan is not None
+            or self.appendonly is not None
+            or self.run.last_agent is not None
+            or not self.guard.ready()
         ):
             return None  # (``_model_call``)
         request = self._request()
         self.started = self.session._dispatcher.monotonic()
         if self.session._bus.active:  # a listener told ``TurnStarted`` may have cancelled
-            state.check_cancel()
+            self.check_cancel()
         return request
 
     def _model_call(self) -> Awaitable[ModelResponse | None]:
@@ -340,7 +351,7 @@ class RunLoop(ModelStep):
 
         Not a coroutine itself: a streamed or guarded call is as deep as the common one.
         """
-        if self._offering() or not self.state.guard.ready():
+        if self._offering() or not self.guard.ready():
             return self._prepared_call()
         if self.guarding is not None:  # the reply waits for an input check's verdict
             return self.guarding.race(self._model_step())
@@ -355,24 +366,23 @@ class RunLoop(ModelStep):
 
     async def _prepared(self) -> None:
         """Before a model call: the offer step, then compaction when the context needs it."""
-        state = self.state
         if self._offering():
             await self._offer()
-        if not state.guard.ready():
-            await state.guard.before_call(state, self._commit_compacted)
+        if not self.guard.ready():
+            await self.guard.before_call(self, self._commit_compacted)
 
     def _turn_closed(self, turn: Turn, done: bool | None) -> bool:
         """The turn recorded as done; true when the run has its answer."""
-        session, state, guarding = self.session, self.state, self.guarding
+        session, guarding = self.session, self.guarding
         if guarding is not None:
             guarding.release()
-        handing = state.handoff is not None
-        session._turn_done(state, turn)
+        handing = self.handoff is not None
+        session._turn_done(self, turn)
         if handing:  # the receiver's output guardrails rule from the next turn (SPEC 26)
-            self.guarding = guarding_of.run_guard(session, state, self._ruling())
+            self.guarding = guarding_of.run_guard(session, self, self._ruling())
         if done:
             return True
-        state.turn_index += 1
+        self.turn_index += 1
         return False
 
     def _answer(self, turn: Turn, response: ModelResponse) -> bool | Awaitable[bool | None]:
@@ -392,7 +402,7 @@ class RunLoop(ModelStep):
             cut = _NONE if response.stop_reason not in TRUNCATION_REASONS else cut_calls(response)
             return self._dispatch(turn, calls, answered=cut)  # None: not done
         text = turn.text  # the reply's, as ``_record`` kept it
-        turns = self.state.run.turns
+        turns = self.run.turns
         if len(turns) > 1 and turns[-2].stop_reason == PAUSE_TURN:  # one answer (SPEC 24)
             text = answer_text(turns, text)
         safety = self.session.safety
@@ -403,21 +413,21 @@ class RunLoop(ModelStep):
                 safety.poisoned("the convergence detector", exc)
                 status = None
             if status is not None:
-                stop = safety.converged(self.state.run, status)
+                stop = safety.converged(self.run, status)
                 if stop is not None:
                     raise stop
         if self.guarding is not None and self.guarding.guardrails.output:
             return self._guarded_answer(turn, response, text)
-        self.state.run.output = text
+        self.run.output = text
         return True
 
     async def _guarded_answer(self, turn: Turn, response: ModelResponse, text: str) -> bool:
         """An untyped answer past the output guardrails: the output, or a soft rejection."""
         rejected = await self._guard_output(turn, response, text)
         if rejected is not None:
-            self.state.append(Message.user(rejected))
+            self.append(Message.user(rejected))
             return False
-        self.state.run.output = text
+        self.run.output = text
         return True
 
     async def _guard_output(self, turn: Turn, response: ModelResponse, value: Any) -> str | None:
@@ -439,44 +449,45 @@ class RunLoop(ModelStep):
 
         ``finals``: the typed answer's ``final_result`` calls, answered without tool-call events.
         """
-        dispatcher, state, guarding = self.session._dispatcher, self.state, self.guarding
+        dispatcher, guarding = self.session._dispatcher, self.guarding
         if guarding is not None:
             guarding.release()  # not the answer: what the reply streamed goes out now
-        lone = dispatcher.lone(state, calls, answered, finals)  # the common turn: one call
+        lone = dispatcher.lone(self, calls, answered, finals)  # the common turn: one call
         if lone is not None:
             ran = lone.now()  # a tool that never waits: its answer without a coroutine
             answers: list[ToolResultPart | PendingCall | PausedChild] = [
                 await ran if type(ran) is CoroutineType else ran  # type: ignore[list-item]
             ]
         else:
-            answers = await dispatcher.dispatch_turn(state, calls, answered=answered, quiet=finals)
+            answers = await dispatcher.dispatch_turn(self, calls, answered=answered, quiet=finals)
         for answer in answers:  # (the exact type first: no call)
             if type(answer) is not ToolResultPart and not isinstance(answer, ToolResultPart):
-                state.paused = pending_of(answers)  # a call left pending (SPEC 17)
+                self.paused = pending_of(answers)  # a call left pending (SPEC 17)
                 turn.tool_results = [r for r in answers if isinstance(r, ToolResultPart)]
                 raise Paused
         results: list[ToolResultPart] = answers  # type: ignore[assignment]  # all results
         if guarding is not None and guarding.guardrails.screens:
             await guarding.screen(calls, results, skip=answered.keys() | finals.keys())
         turn.tool_results = results
-        state.append(Message("tool", tuple(results)))  # Message.tool_results, one call fewer
+        self.append(Message("tool", tuple(results)))  # Message.tool_results, one call fewer
 
     def _commit_compacted(self, messages: list[Message]) -> None:
         """Compaction is a commit point: its result becomes the history."""
-        session, state = self.session, self.state
+        session = self.session
         if session._recorder is not None:
-            session._recorder.compacted(state.run, messages, len(state.audit))
+            session._recorder.compacted(self.run, messages, len(self.audit))
         session._history = list(messages)
-        state.replace(messages)
+        self.replace(messages)
 
     async def finalize(self, error: AgentLoopError | None) -> None:
         """Record how the run ended, commit its history, tell hooks and observers."""
         self.finalizing = True
-        if self.guarding is not None:  # a pending check stops: nothing it held goes out
-            await self.guarding.close()
+        guarding, self.guarding = self.guarding, None  # it holds the loop: no cycle outlives it
+        if guarding is not None:  # a pending check stops: nothing it held goes out
+            await guarding.close()
         paused = ending.committed(self, error)
         if self.agent.memory is not None:  # the committed turns' memory writes, applied
-            error = await remembering.finish(self.session, self.state, error, bool(paused))
+            error = await remembering.finish(self.session, self, error, bool(paused))
         ending.closed(self, error)
         if self.agent._hooks:
             await ending.run_end_hooks(self)

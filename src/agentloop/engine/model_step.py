@@ -1,8 +1,9 @@
 """A run's model step: the request, the call, the reply checked and recorded as a turn.
 
-``RunLoop`` (``agentloop.engine.loop``) takes these steps from ``ModelStep``, a mixin of no
-state of its own: the loop awaits the common model call itself (no guardrails, not streamed),
-one coroutine fewer a turn, and ``_model_step`` for the others (a guardrail's race, a stream).
+``RunLoop`` (``agentloop.engine.loop``) takes these steps from ``ModelStep``, the run's state
+(``RunState``) with the step's methods and no slot of its own: the loop awaits the common
+model call itself (no guardrails, not streamed), one coroutine fewer a turn, and
+``_model_step`` for the others (a guardrail's race, a stream).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from agentloop import events as ev
 from agentloop._provider_parts import NO_CALLS
 from agentloop.engine.estimate import estimated_usage
 from agentloop.engine.provider_tools import continued, emit_provider_events
+from agentloop.engine.state import RunState
 from agentloop.engine.turn import (
     ClientEventBridge,
     bridge,
@@ -33,21 +35,22 @@ if TYPE_CHECKING:
     from agentloop.config import RunConfig
     from agentloop.engine.conversation import Conversation
     from agentloop.engine.guarding import RunGuard
-    from agentloop.engine.state import RunState
 
 __all__ = ["ModelStep"]
 
 
-class ModelStep:
+class ModelStep(RunState):
     """The model step of ``RunLoop``: what it reads of the loop, and the step's methods.
 
-    ``latency``: the last model call's, in seconds (its turn's ``latency_seconds``).
+    The loop is the run's state itself (one object a run holds across its model calls, not
+    two): the step reads the state's fields on ``self``. ``latency``: the last model call's,
+    in seconds (its turn's ``latency_seconds``).
     """
 
-    __slots__ = ("latency",)
+    __slots__ = ()
 
     session: Conversation[Any]
-    state: RunState
+    latency: float | None
     config: RunConfig
     clock: Clock
     output: Any
@@ -57,11 +60,11 @@ class ModelStep:
 
     async def _model_step(self) -> ModelResponse | None:
         """One model call; None when a context rejection sends the turn back for compaction."""
-        state, config = self.state, self.config
-        client, request = state.client, self._request()
+        config = self.config
+        client, request = self.client, self._request()
         started = self.session._dispatcher.monotonic()  # ``clock.monotonic``, without its call
-        if not (config.stream or state.stream):  # guarded: ``race`` awaits this coroutine
-            state.check_cancel()
+        if not (config.stream or self.stream):  # guarded: ``race`` awaits this coroutine
+            self.check_cancel()
             try:
                 reply = await client.complete(request)
             except Exception as exc:
@@ -70,10 +73,10 @@ class ModelStep:
             return self._responded(request, reply, started)
         try:
             response = await call_model(
-                client, request, state, self.session._bus, True, self.clock, self.output, started
+                client, request, self, self.session._bus, True, self.clock, self.output, started
             )
         except ContextLengthExceeded as error:
-            state.guard.salvage(state, error)
+            self.guard.salvage(self, error)
             return None
         return self._responded(request, response, started, True)
 
@@ -82,11 +85,10 @@ class ModelStep:
 
         A context rejection is salvaged instead: the turn goes back for compaction.
         """
-        state = self.state
         try:
-            model_failed(exc, state.client, state, self.clock, started)
+            model_failed(exc, self.client, self, self.clock, started)
         except ContextLengthExceeded as error:
-            state.guard.salvage(state, error)
+            self.guard.salvage(self, error)
 
     def _responded(
         self, request: ModelRequest, reply: object, started: float, checked: bool = False
@@ -95,61 +97,60 @@ class ModelStep:
 
         What every model call does after it; ``replied``'s steps written out, without its call.
         """
-        state, config = self.state, self.config
+        config = self.config
         bus = self.session._bus
         self.latency = self.session._dispatcher.monotonic() - started
         if checked:  # a streamed reply, checked as it was collected (``call_model``)
             response: ModelResponse = reply  # type: ignore[assignment]
         else:
-            response = checked_reply(reply, state.client, state, self.clock)
+            response = checked_reply(reply, self.client, self, self.clock)
             if response.thinking_dropped and bus.active:
-                bus.emit(dropped(response, state))
+                bus.emit(dropped(response, self))
         usage = response.usage
         limits = self.session.safety.limits
         if not (usage.input_tokens or usage.output_tokens) and limits.budget.counts_tokens():
-            usage = estimated_usage(config.token_counter, state, request, response)
-        limits.spent(usage, response.model or state.client.model)
-        if state.plan is not None and state.plan.native:  # what the provider's search loaded
-            state.plan.searched(response.message)
-        if state.settings.tool_choice_once:
-            state.release_tool_choice()
+            usage = estimated_usage(config.token_counter, self, request, response)
+        limits.spent(usage, response.model or self.client.model)
+        if self.plan is not None and self.plan.native:  # what the provider's search loaded
+            self.plan.searched(response.message)
+        if self.settings.tool_choice_once:
+            self.release_tool_choice()
         if bus.active:
-            if state.offer.provider_tools:
-                emit_provider_events(bus.emit, state.run.id, state.turn_index, response.message)
-            bus.emit(ev.ModelResponded(state.run.id, state.turn_index, response))
+            if self.offer.provider_tools:
+                emit_provider_events(bus.emit, self.run.id, self.turn_index, response.message)
+            bus.emit(ev.ModelResponded(self.run.id, self.turn_index, response))
         return response
 
     def _request(self) -> ModelRequest:
         """The next model call's request, its ``TurnStarted`` told (what a guardrail holds)."""
-        state, output = self.state, self.output
-        bus, client = self.session._bus, state.client
-        bus.turn = state.turn_index
-        events = state.events
+        output = self.output
+        bus, client = self.session._bus, self.client
+        bus.turn = self.turn_index
+        events = self.events
         if events is None and (bus.active or not self.quiet):  # else nobody reads it
-            events = bridge(state, bus, self.session.safety.limits)
+            events = bridge(self, bus, self.session.safety.limits)
         if bus.active:
             bus.emit(
                 ev.TurnStarted(
-                    state.run.id, state.turn_index, model=client.model, provider=client.provider
+                    self.run.id, self.turn_index, model=client.model, provider=client.provider
                 )
             )
         if self.guarding is not None:
             self.guarding.hold()
-        spec = output.spec if state.offer.native_output and output is not None else None
-        offer = state.offer
-        if state.appendonly is None and state.shown is None:  # ``build_request``, written out
+        spec = output.spec if self.offer.native_output and output is not None else None
+        offer = self.offer
+        if self.appendonly is None and self.shown is None:  # ``build_request``, written out
             return ModelRequest(  # for the common request: the transcript, the tools offered
-                tuple(state.transcript), offer.specs, state.system, state.settings, None,
+                tuple(self.transcript), offer.specs, self.system, self.settings, None,
                 events, spec, self.session.id, None, offer.provider_tools,
             )  # fmt: skip
-        return build_request(state, state.system, state.settings, spec, self.session.id)
+        return build_request(self, self.system, self.settings, spec, self.session.id)
 
     def _record(self, response: ModelResponse) -> Turn:
-        state = self.state
-        events, waits = state.events, None
+        events, waits = self.events, None
         if type(events) is ClientEventBridge and events.waits:  # a governor waited (SPEC 25)
             waits = governor_waits(events)
-        message, usage, run = response.message, response.usage, state.run
+        message, usage, run = response.message, response.usage, self.run
         parts, thinking = message.parts, ""
         kind = type(parts[0]) if len(parts) == 1 else None
         if kind is TextPart:  # a reply of one text: ``Message.text`` and no call, unread
@@ -165,7 +166,7 @@ class ModelStep:
         turn = Turn(  # positional, as keywords cost ~0.7 us to match: index, model, tool_calls,
             # tool_results, usage, stop_reason, text, thinking, latency_seconds, durations,
             # warnings, agent (set when the turn is done), batch
-            state.turn_index, response.model or state.client.model, list(calls), [], usage,
+            self.turn_index, response.model or self.client.model, list(calls), [], usage,
             response.stop_reason, text, thinking, self.latency, None, waits, None,
             self.config.batch,
         )  # fmt: skip
@@ -176,7 +177,7 @@ class ModelStep:
         else:
             run.usage = total + usage
         if message.parts and (calls or text or continued(response)):
-            state.append(message)
+            self.append(message)
         return turn
 
 

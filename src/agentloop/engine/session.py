@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from agentloop._util.peers import hinting
 from agentloop.cancel import CancelToken
@@ -245,7 +245,8 @@ class Session(Conversation[OutputT]):
 
     def _drive(self, state: RunState) -> Coroutine[Any, Any, Run[OutputT]]:
         """The run's steps over ``state``, to await (no coroutine frame of its own)."""
-        return (_RunLoop or _load_loop())(self, state).drive()
+        loop = cast("RunLoop", state)  # every state is its run's loop (``_new_state``)
+        return loop._bind().drive()
 
 
 _RunLoop: type[RunLoop] | None = None

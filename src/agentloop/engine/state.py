@@ -348,14 +348,16 @@ def started_state(
     settings: ModelSettings,
     registry: ToolRegistry | None,
     measured: Measured | None,
+    into: RunState | None = None,
 ) -> RunState:
     """The state of a run starting now, as ``RunState(...)`` builds it from these fields.
 
     Each slot set here, one statement each: ``RunState(...)`` matches a dozen keywords against
     its 36 parameters at every run. ``tests/test_run_state.py`` holds this to ``RunState(...)``
-    field by field (a field added and forgotten here fails there).
+    field by field (a field added and forgotten here fails there). ``into``: the object to
+    fill, a subclass's (the run's loop is its state, ``engine.loop.RunLoop``); None: a new one.
     """
-    state: RunState = _new(RunState)
+    state: RunState = _new(RunState) if into is None else into
     state.run = run
     state.tokens = tokens
     state.transcript = transcript

@@ -34,7 +34,10 @@ class RunLoop(Protocol):
     """What a typed turn uses of its run's ``agentloop.engine.loop.RunLoop``."""
 
     agent: Any
-    state: RunState
+
+    @property
+    def state(self) -> RunState:
+        """The run's state (the loop itself)."""
 
     async def _dispatch(
         self,
