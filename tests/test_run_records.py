@@ -261,3 +261,83 @@ async def test_a_callers_cancel_goes_on_and_leaves_no_cycle() -> None:
         gc.enable()
     assert isinstance(session.runs[-1].stop_reason, Cancelled)
     assert "RunState" not in found and "RunLoop" not in found
+
+
+# -- the run's loop is its state: one record where there were two, and no cycle left behind ----
+
+
+async def _left_behind(run: Any) -> list[str]:
+    """Run ``run()`` (a coroutine function) with the collector off; what only it would free."""
+    gc.collect()
+    gc.disable()
+    try:
+        await run()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        return [type(o).__name__ for o in gc.garbage]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+
+
+async def test_the_runs_loop_is_its_state() -> None:
+    from agentloop.engine.loop import RunLoop
+    from agentloop.engine.state import RunState
+
+    seen: list[Any] = []
+
+    async def model(request: object) -> object:
+        seen.append(session._active)
+        return reply("done")
+
+    session = Agent(FunctionModel(model)).session()
+    run = await session.run("go")
+    state = seen[0]
+    assert type(state) is RunLoop and isinstance(state, RunState)
+    assert state.state is state and state.run is run and state.session is session
+    continued = session.stream("again")
+    async with continued as events:
+        async for _ in events:
+            pass
+    assert type(seen[1]) is RunLoop and seen[1].run is continued.run
+    seen.clear()  # (the model holds the list: no cycle of this test's own left behind)
+
+
+@pytest.mark.parametrize("kind", ["guarded", "streamed", "paused"])
+async def test_a_finished_run_of_any_path_leaves_no_cycle(kind: str) -> None:
+    from agentloop import Approve
+    from agentloop.guardrails import InputGuardrail, OutputGuardrail
+
+    def fine(ctx: Any, value: Any) -> None:
+        return None
+
+    @tool(requires_approval=True)
+    def drop(key: str) -> str:
+        """Drop a key."""
+        return f"dropped {key}"
+
+    guarded = [InputGuardrail(fine), OutputGuardrail(fine, name="fine_out")]
+    guardrails = guarded if kind == "guarded" else []
+    tools = [drop] if kind == "paused" else [lookup]
+    name = tools[0].name
+    model = FunctionModel(
+        lambda r: call(name, {"key": "k"}) if len(r.messages) == 1 else reply("done")
+    )
+    session = Agent(model, tools=tools, guardrails=guardrails).session()
+
+    async def work() -> None:
+        if kind == "streamed":
+            async with session.stream("go") as events:
+                async for _ in events:
+                    pass
+        elif kind == "paused":
+            paused = await session.run("go")
+            assert paused.pending
+            decided = {paused.pending[0].id: Approve()}
+            assert (await session.continue_run(decisions=decided)).output == "done"
+        else:
+            assert (await session.run("go")).output == "done"
+
+    found = await _left_behind(work)
+    assert "RunLoop" not in found and "RunGuard" not in found, found
