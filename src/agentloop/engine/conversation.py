@@ -31,7 +31,6 @@ from agentloop.tokens import MEDIA_PROVIDER
 if TYPE_CHECKING:  # the store loads only for a session given one, a run's rooms with a run
     from agentloop.engine.compaction import ContextGuard
     from agentloop.engine.journal import Journal
-    from agentloop.engine.loop import RunLoop
     from agentloop.store._session import SessionRecorder
 
 if TYPE_CHECKING:
@@ -189,13 +188,12 @@ class Conversation(Generic[OutputT]):
         *,
         stream: bool = False,
         options: RunOptions | None = None,
-        into: RunLoop | None = None,
-    ) -> RunLoop:
+        into: RunState | None = None,
+    ) -> RunState:
         """Start a run synchronously: checks, the ``Run`` record, the state, the listener.
 
         ``stream``: ask the provider for streamed replies (``stream()`` does); ``options``:
-        this run's model settings and budget instead of the config's; ``into``: the loop that
-        is the run's state (``Session.run``'s, made before the run begins).
+        this run's model settings and budget; ``into``: the loop to begin it on (None: new).
         """
         toolsets = None if options is None else self._own_toolsets(options)
         if type(input) is str:  # the common input: its message as ``from_input`` makes it
@@ -211,9 +209,8 @@ class Conversation(Generic[OutputT]):
         if (sink := RUN_SINK.get()) is not None:  # agentloop.evals: the runs of a case
             sink.append(run)
         history = self._history
-        transcript = list(history)
-        base = len(transcript)
-        transcript.append(message)
+        transcript = [*history, message]
+        base = len(history)
         known = self._measured
         if known is not None and not known.holds(history):
             known = self._measured = None
@@ -292,6 +289,13 @@ class Conversation(Generic[OutputT]):
 
         state.client = BatchClient(state.client, state, self._recorder)
 
+    def _new_loop(self) -> RunState:
+        """A new run's loop, which is its state (``Session``'s: ``engine.loop.RunLoop``).
+
+        The loop's module imports this one: the session, a layer above, makes it.
+        """
+        raise NotImplementedError
+
     def _check_idle(self) -> None:
         """A new run needs a session that is neither running nor paused."""
         if self._active is not None:
@@ -322,8 +326,8 @@ class Conversation(Generic[OutputT]):
         deps: Any,
         cancels: tuple[CancelToken, ...],
         known: Measured | None = None,
-        into: RunLoop | None = None,
-    ) -> RunLoop:
+        into: RunState | None = None,
+    ) -> RunState:
         """A run's state over ``transcript`` from ``base``; ``known``: its history's measure.
 
         The state is the run's loop (``engine.loop.RunLoop``): ``into``, or a new one.
@@ -346,7 +350,7 @@ class Conversation(Generic[OutputT]):
         # with a caller's token, the tools' own (``ctx.cancel``: the last) shows every token's fire
         tokens = (self._cancel, *cancels, CancelToken()) if cancels else (self._cancel,)
         offer = kind._offer(agent, client, registry)
-        state = into or (_loop or _load_loop())(self)  # the run's loop is its state
+        state = self._new_loop() if into is None else into  # the run's loop is its state
         started_state(  # RunState(...) with every field, no keywords to match
             run, tokens, transcript, base, offer, guard, client, deps, system,
             config.model_settings, registry, known, state,
@@ -378,19 +382,6 @@ def _load_guard() -> type[ContextGuard]:
 
     _guard = ContextGuard
     return ContextGuard
-
-
-_loop: type[RunLoop] | None = None
-"""The run's loop, which is its state (``RunLoop``), loaded with the first run."""
-
-
-def _load_loop() -> type[RunLoop]:
-    """Import the run's loop once (it imports this module: not at this module's load)."""
-    global _loop
-    from agentloop.engine.loop import RunLoop
-
-    _loop = RunLoop
-    return RunLoop
 
 
 def _appends_only(

@@ -36,7 +36,7 @@ from agentloop.engine.provider_tools import (
     continued,
 )
 from agentloop.engine.starting import run_instructions
-from agentloop.engine.state import Paused, RunOptions, RunState
+from agentloop.engine.state import Paused, RunOptions
 from agentloop.engine.turn import reports
 from agentloop.engine.typed_turn import typed_turn
 from agentloop.errors import (
@@ -71,10 +71,8 @@ _NONE: Mapping[str, str] = MappingProxyType({})
 class RunLoop(ModelStep):
     """The steps of one run of ``session`` (``agent``: its definition), on the run's state.
 
-    The loop is the run's ``RunState`` (``Conversation._new_state`` makes every state a loop,
-    ``started_state`` fills its fields): one object a run holds across its model calls, where
-    a loop over a state of its own was two, and each such object costs the collector at many
-    runs in flight. ``state`` is the loop itself, for readers that take a loop.
+    The loop is the run's ``RunState`` (``Conversation._new_state`` makes each state a loop,
+    ``started_state`` fills it): one object a run holds across its model calls, not two.
     """
 
     __slots__ = (
@@ -98,7 +96,7 @@ class RunLoop(ModelStep):
         self.task: asyncio.Task[Any] | None = None
 
     @property
-    def state(self) -> RunState:
+    def state(self) -> RunLoop:
         """The run's state: the loop itself (no slot: a loop holding itself is a cycle)."""
         return self
 
@@ -132,8 +130,7 @@ class RunLoop(ModelStep):
     def _watching(self, start: tuple[Any, ...]) -> tuple[()]:
         """The run begun (``start``: ``Session.run``'s), its task, its tokens watched.
 
-        Without ``start`` the run was begun by whoever made its state (``Session._drive``).
-        The loop is the tokens' callback (``__call__``).
+        Without ``start``, ``Session._drive`` began it. The loop is the tokens' callback.
         """
         if start:
             self._opening(*start)

@@ -243,6 +243,10 @@ class Session(Conversation[OutputT]):
             self._bus.attach(listener)
         return state
 
+    def _new_loop(self) -> RunLoop:
+        """A new run's loop, which is its state (``Conversation._new_state`` fills it)."""
+        return (_RunLoop or _load_loop())(self)
+
     def _drive(self, state: RunState) -> Coroutine[Any, Any, Run[OutputT]]:
         """The run's steps over ``state``, to await (no coroutine frame of its own)."""
         loop = cast("RunLoop", state)  # every state is its run's loop (``_new_state``)
