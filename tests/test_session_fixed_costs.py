@@ -151,3 +151,23 @@ async def test_a_session_makes_what_a_plain_run_never_needs_only_when_needed() -
     assert safety.limits._gate is None
     assert safety.limits.budget.spent("tool_calls") == 1  # asked for: made, holding the spend
     assert safety.loops.snapshot()["window"] and safety.convergence.streak == 1
+
+
+async def test_a_session_s_dispatcher_is_its_limits_gate_and_event_channel_with_no_cycle() -> None:
+    import gc
+
+    from agentloop.engine.dispatch import Dispatcher
+    from agentloop.engine.limits import Limits
+    from agentloop.observers import EventBus
+
+    agent = Agent(cast(Any, OneCall("a")), tools=[lookup], config=RunConfig(max_tool_calls=3))
+    session = agent.session()
+    dispatcher = session._dispatcher
+    assert isinstance(dispatcher, Limits) and isinstance(dispatcher, EventBus)
+    assert dispatcher.limits is dispatcher.bus is dispatcher.observers is dispatcher
+    assert session._bus is dispatcher and dispatcher.session_id == session.id
+    assert dispatcher not in gc.get_referents(dispatcher)  # no reference to itself: no cycle
+    await session.run("go")
+    assert type(dispatcher) is Dispatcher and dispatcher.tool_calls == 1  # its own count
+    assert dispatcher.max_tool_calls == 3 and dispatcher.budget.spent("tool_calls") == 1
+    assert dispatcher not in gc.get_referents(dispatcher)

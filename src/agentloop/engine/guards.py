@@ -25,7 +25,7 @@ from agentloop.clock import Clock
 from agentloop.config import RunConfig
 from agentloop.engine.limits import Limits
 from agentloop.errors import AgentLoopError, LockPoisoned
-from agentloop.observers import Observer
+from agentloop.observers import EventBus, Observer
 from agentloop.run import Run
 from agentloop.safety.breaker import Admission, ToolBreakers
 from agentloop.safety.breaker import Outcome as BreakerOutcome
@@ -74,15 +74,17 @@ def _health_client(client: object) -> _HealthSnapshots | None:
     return None
 
 
-class SafetyState:
+class SafetyState(Limits):
     """Loop and convergence detection, tool breakers and the limits gate of one session.
 
-    The limits gate is the session's event channel too (``Limits`` is an ``EventBus`` of
-    ``observers``, stamping events with ``session_id``): ``bus`` is ``limits``.
+    It is its limits gate, and so the session's event channel too (``Limits`` is an
+    ``EventBus`` of ``observers``, stamping events with ``session_id``): one object for the
+    collector to track, not two. ``limits`` and ``bus`` are the state itself, read through the
+    class (a stored reference to itself would be a cycle only a collection frees).
     ``breakers``: the agent's, shared by its sessions (a private set when not given).
     """
 
-    __slots__ = ("_config", "_convergence", "_loops", "breakers", "bus", "detection_on", "limits")
+    __slots__ = ("_config", "_convergence", "_loops", "breakers", "detection_on")
 
     def __init__(
         self,
@@ -102,8 +104,18 @@ class SafetyState:
         # the system's function itself for the system's clock: the same readings, without a
         # bound method made (and scanned by the collector) per session, nor a call to choose
         monotonic = time.monotonic if type(clock).monotonic is Clock.monotonic else clock.monotonic
-        self.limits = self.bus = Limits(config, observers, session_id, monotonic)
+        Limits.__init__(self, config, observers, session_id, monotonic)
         self.detection_on = True
+
+    @property
+    def limits(self) -> Limits:
+        """The session's limits gate: this safety state itself."""
+        return self
+
+    @property
+    def bus(self) -> EventBus:
+        """The session's event channel: this safety state itself."""
+        return self
 
     @property
     def loops(self) -> LoopDetector:
@@ -128,9 +140,9 @@ class SafetyState:
             "loops": self.loops.snapshot(),
             "convergence": self.convergence.snapshot(),
             "breakers": self.breakers.snapshot(),
-            "budget": self.limits.budget.snapshot(),
+            "budget": self.budget.snapshot(),
             "detection_on": self.detection_on,
-            "budget_on": self.limits.budget_on,
+            "budget_on": self.budget_on,
         }
         health = _health_client(client)
         if health is not None:
@@ -160,9 +172,9 @@ class SafetyState:
         if shared:
             self.breakers.restore(data["breakers"])
         if continuing is not None:
-            self.limits.continue_run(continuing, data["budget"])
+            self.continue_run(continuing, data["budget"])
         self.detection_on = bool(data.get("detection_on", True))
-        self.limits.budget_on = bool(data.get("budget_on", True))
+        self.budget_on = bool(data.get("budget_on", True))
         health = _health_client(client) if shared else None
         if health is not None and "models" in data:
             health.restore(data["models"])
@@ -180,16 +192,14 @@ class SafetyState:
     def warned(self, run: Run, warning: LoopWarning) -> None:
         """A loop pattern reached its warning threshold: noted on the turn, told once."""
         _note(run, f"loop: {warning.pattern} ({warning.repetitions} repetitions)")
-        bus = self.bus
-        if bus.active:
-            bus.emit(ev.LoopWarning(run.id, bus.turn, warning.pattern, warning.repetitions))
+        if self.active:
+            self.emit(ev.LoopWarning(run.id, self.turn, warning.pattern, warning.repetitions))
 
     def converged(self, run: Run, status: ConvergenceStatus) -> AgentLoopError | None:
         """A terminal reply reached the convergence streak: noted, told, the action's error."""
         _note(run, f"convergence: {status}")
-        bus = self.bus
-        if bus.active:
-            bus.emit(ev.ConvergenceWarning(run.id, bus.turn, status))
+        if self.active:
+            self.emit(ev.ConvergenceWarning(run.id, self.turn, status))
         return convergence_error(status.action)
 
     def settle(self, admission: Admission, outcome: BreakerOutcome | None) -> None:
@@ -204,7 +214,8 @@ class SafetyState:
 
     def end_run(self) -> None:
         """Drop a stop-level pattern the run never fired; a run's own budget gate goes."""
-        self.limits.end_run()
+        if self._kept is not None:  # ``Limits.end_run``, written out: a call fewer per run
+            self._gate, self._kept = self._kept[0], None
         if self.detection_on and self._loops is not None:  # (none: no tool call yet)
             try:
                 self._loops.end_run()

@@ -272,7 +272,7 @@ class RunLoop(ModelStep):
         session, run = self.session, self.state.run
         if session._recorder is not None:
             session._recorder.begin(run)
-        session.safety.limits.begin(self.state.budget)
+        session.safety.begin(self.state.budget)
         if session._bus.active:
             session._bus.emit(ev.RunStarted(run.id, 0, run))
 
@@ -317,7 +317,7 @@ class RunLoop(ModelStep):
         """
         state = self.state
         state.check_cancel()
-        self.session.safety.limits.before_request(state.run, state.turn_index)
+        self.session.safety.before_request(state.run, state.turn_index)
         if (
             self.guarding is not None
             or self.config.stream

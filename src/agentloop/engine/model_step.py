@@ -105,7 +105,7 @@ class ModelStep:
             if response.thinking_dropped and bus.active:
                 bus.emit(dropped(response, state))
         usage = response.usage
-        limits = self.session.safety.limits
+        limits = self.session.safety
         if not (usage.input_tokens or usage.output_tokens) and limits.budget.counts_tokens():
             usage = estimated_usage(config.token_counter, state, request, response)
         limits.spent(usage, response.model or state.client.model)
@@ -126,7 +126,7 @@ class ModelStep:
         bus.turn = state.turn_index
         events = state.events
         if events is None and (bus.active or not self.quiet):  # else nobody reads it
-            events = bridge(state, bus, self.session.safety.limits)
+            events = bridge(state, bus, self.session.safety)
         if bus.active:
             bus.emit(
                 ev.TurnStarted(
