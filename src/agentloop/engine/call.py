@@ -291,12 +291,11 @@ class CallPipeline(Attempt):
                 turn.durations = {}
             turn.durations[call.id] = duration
         safety = self.safety
-        if safety.detection_on and outcome not in _NOT_RECORDED:  # ``loop_record``, written out
+        if safety.detection_on and outcome not in _NOT_RECORDED:  # a raising detector: off
             try:
-                warning = safety.loops.record(
-                    self.name, self.arguments, text, is_error=result.is_error,
-                    available=outcome not in _UNAVAILABLE,
-                )  # fmt: skip
+                warning = safety.loop_record(
+                    self.name, self.arguments, text, result.is_error, outcome not in _UNAVAILABLE
+                )
             except Exception as exc:
                 safety.poisoned("the loop detector", exc)
             else:

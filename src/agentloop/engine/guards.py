@@ -1,12 +1,12 @@
 """The engine's view of the safety stack, with the poisoning policy applied in one place.
 
 One ``SafetyState`` per session: the detectors' windows and the budget gate are the session's
-(each detector made when first asked for: no loop detector before a tool call, no convergence
-detector before an answer); the tool breakers are the agent's, shared by all its sessions (a
-sick tool is sick for everyone). Detection is advisory: if a detector's own update raises,
-detection switches itself off for the session with one warning and the run goes on. A breaker
-whose update raises fails closed (``LockPoisoned``). The budget gate: see
-``agentloop.engine.limits``.
+(each detector made when first asked for: no loop detector before a second tool call, no
+convergence detector before a second answer; the first is kept here until then); the tool
+breakers are the agent's, shared by all its sessions (a sick tool is sick for everyone).
+Detection is advisory: if a detector's own update raises, detection switches itself off for the
+session with one warning and the run goes on. A breaker whose update raises fails closed
+(``LockPoisoned``). The budget gate: see ``agentloop.engine.limits``.
 
 ``snapshot()`` gathers every component's state (and the model health of a ``FallbackClient``,
 found through wrapping clients' ``inner``) as plain JSON data; the engine stores it at each
@@ -42,6 +42,9 @@ else:  # the event classes load when somebody first listens
     ev = lazy_module("agentloop.events")
 
 __all__ = ["BREAKER_TEXT", "SAFETY_FORMAT", "SafetyState"]
+
+_NO_ARGUMENTS: Mapping[str, Any] = {}
+"""No kept operation's arguments (never written to)."""
 
 logger = logging.getLogger("agentloop")
 
@@ -84,7 +87,10 @@ class SafetyState(Limits):
     ``breakers``: the agent's, shared by its sessions (a private set when not given).
     """
 
-    __slots__ = ("_config", "_convergence", "_loops", "breakers", "detection_on")
+    __slots__ = (
+        "_answer", "_config", "_convergence", "_loops", "_op_args", "_op_available", "_op_error",
+        "_op_text", "_op_tool", "breakers", "detection_on",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -98,6 +104,13 @@ class SafetyState(Limits):
         self._config = config
         self._loops: LoopDetector | None = None
         self._convergence: ConvergenceDetector | None = None
+        self._op_tool: str | None = None
+        """The session's first tool call's operation, kept here until its detector is made."""
+        self._op_args: Mapping[str, Any] = _NO_ARGUMENTS
+        self._op_text = ""
+        self._op_error = self._op_available = False
+        self._answer: str | None = None
+        """The session's first answer, kept here until its detector is made."""
         self.breakers = (
             ToolBreakers(config.tool_breaker, clock.monotonic) if breakers is None else breakers
         )
@@ -119,19 +132,79 @@ class SafetyState(Limits):
 
     @property
     def loops(self) -> LoopDetector:
-        """The session's loop detector (made when first asked for: at its first tool call)."""
+        """The session's loop detector (made when first asked for, or at a second tool call).
+
+        A first operation kept here (``loop_record``) is the new detector's first, as if it had
+        been recorded there.
+        """
         loops = self._loops
         if loops is None:
             loops = self._loops = LoopDetector(self._config.loop_detection)
+            tool = self._op_tool
+            if tool is not None:
+                arguments, self._op_tool, self._op_args = self._op_args, None, _NO_ARGUMENTS
+                text, self._op_text = self._op_text, ""
+                loops.record(
+                    tool, arguments, text, is_error=self._op_error, available=self._op_available
+                )
         return loops
 
     @property
     def convergence(self) -> ConvergenceDetector:
-        """The session's convergence detector (made when first asked for: at its first answer)."""
+        """The session's convergence detector (made when first asked for, or at a second answer).
+
+        A first answer kept here (``converge``) is the new detector's first.
+        """
         convergence = self._convergence
         if convergence is None:
             convergence = self._convergence = ConvergenceDetector(self._config.convergence)
+            answer = self._answer
+            if answer is not None:
+                self._answer = None
+                convergence.record(answer)
         return convergence
+
+    def loop_record(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        text: str,
+        is_error: bool,
+        available: bool,
+    ) -> LoopWarning | None:
+        """Record a tool call's attempt (``LoopDetector.record``); a warning at the warn line.
+
+        The session's first operation can neither warn nor stop (unless a threshold is 1): it
+        is kept here as given, and the detector is made only when a second one (or a read of
+        ``loops``) needs it. A session with one tool call makes no detector.
+        """
+        loops = self._loops
+        if loops is None:
+            config = self._config.loop_detection
+            if not config.window:  # no window: nothing is ever recorded
+                return None
+            if self._op_tool is None and config.warn_threshold != 1 and config.stop_threshold != 1:
+                self._op_tool, self._op_args, self._op_text = tool, arguments, text
+                self._op_error, self._op_available = is_error, available
+                return None
+            loops = self.loops
+        return loops.record(tool, arguments, text, is_error=is_error, available=available)
+
+    def converge(self, text: str) -> ConvergenceStatus | None:
+        """Feed a terminal reply (``ConvergenceDetector.record``); a status at the streak.
+
+        The session's first answer never reports (a streak of one): it is kept here, and the
+        detector is made only when a second answer (or a read of ``convergence``) needs it.
+        """
+        convergence = self._convergence
+        if convergence is None:
+            if not self._config.convergence.count:  # off: nothing is ever recorded
+                return None
+            if self._answer is None:
+                self._answer = text
+                return None
+            convergence = self.convergence
+        return convergence.record(text)
 
     def snapshot(self, client: object = None) -> dict[str, Any]:
         """Every component's state as plain JSON data (``client``: the agent's model client)."""

@@ -398,7 +398,7 @@ class RunLoop(ModelStep):
         safety = self.session.safety
         if safety.detection_on:  # ``converge``: a raising detector switches detection off
             try:
-                status = safety.convergence.record(text)
+                status = safety.converge(text)
             except Exception as exc:
                 safety.poisoned("the convergence detector", exc)
                 status = None
