@@ -57,7 +57,7 @@ class Dispatcher(SafetyState):
     """
 
     __slots__ = (
-        "clock", "config", "default_recovery", "gates", "journal", "monotonic", "registry", "store"
+        "clock", "default_recovery", "gates", "journal", "registry", "store"
     )  # fmt: skip
 
     def __init__(self, own: dict[str, Any], session_id: str) -> None:
@@ -68,13 +68,6 @@ class Dispatcher(SafetyState):
             own["_hooks"],
             own["_approver"],
         )
-        SafetyState.__init__(
-            self, config, own["_observers"], session_id, clock, breakers=own["breakers"]
-        )
-        self.registry: ToolRegistry = own["registry"]
-        self.journal: Journal | None = None
-        self.store: Store | None = None
-        """The session's store, where a child agent's runs are recorded too (SPEC 18)."""
         fixed: _Fixed | None = own.get("_dispatching")
         if (
             fixed is None
@@ -84,8 +77,21 @@ class Dispatcher(SafetyState):
             or fixed[3] is not approver
         ):  # the agent's, made again if what it was made of changed (by identity)
             fixed = own["_dispatching"] = _fixed(config, clock, hooks, approver)
-        _, _, _, _, self.gates, self.monotonic, self.default_recovery = fixed
-        self.config, self.clock = config, clock
+        _, _, _, _, self.gates, monotonic, self.default_recovery = fixed
+        SafetyState.__init__(
+            self,
+            config,
+            own["_observers"],
+            session_id,
+            clock,
+            breakers=own["breakers"],
+            monotonic=monotonic,
+        )  # (``config`` and ``monotonic``: the safety state's, the limits gate's)
+        self.registry: ToolRegistry = own["registry"]
+        self.journal: Journal | None = None
+        self.store: Store | None = None
+        """The session's store, where a child agent's runs are recorded too (SPEC 18)."""
+        self.clock = clock
 
     @property
     def safety(self) -> SafetyState:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from agentloop._util.lazy import lazy_module
@@ -88,8 +88,8 @@ class SafetyState(Limits):
     """
 
     __slots__ = (
-        "_answer", "_config", "_convergence", "_loops", "_op_args", "_op_available", "_op_error",
-        "_op_text", "_op_tool", "breakers", "detection_on",
+        "_answer", "_convergence", "_loops", "_op_args", "_op_available", "_op_error", "_op_text",
+        "_op_tool", "breakers", "config", "detection_on",
     )  # fmt: skip
 
     def __init__(
@@ -100,8 +100,9 @@ class SafetyState(Limits):
         clock: Clock,
         *,
         breakers: ToolBreakers | None = None,
+        monotonic: Callable[[], float] | None = None,
     ) -> None:
-        self._config = config
+        self.config = config
         self._loops: LoopDetector | None = None
         self._convergence: ConvergenceDetector | None = None
         self._op_tool: str | None = None
@@ -114,9 +115,12 @@ class SafetyState(Limits):
         self.breakers = (
             ToolBreakers(config.tool_breaker, clock.monotonic) if breakers is None else breakers
         )
-        # the system's function itself for the system's clock: the same readings, without a
-        # bound method made (and scanned by the collector) per session, nor a call to choose
-        monotonic = time.monotonic if type(clock).monotonic is Clock.monotonic else clock.monotonic
+        if monotonic is None:  # (a dispatcher passes its agent's, chosen once per agent)
+            # the system's function itself for the system's clock: the same readings, without
+            # a bound method made (and scanned by the collector) per session
+            monotonic = (
+                time.monotonic if type(clock).monotonic is Clock.monotonic else clock.monotonic
+            )
         Limits.__init__(self, config, observers, session_id, monotonic)
         self.detection_on = True
 
@@ -139,7 +143,7 @@ class SafetyState(Limits):
         """
         loops = self._loops
         if loops is None:
-            loops = self._loops = LoopDetector(self._config.loop_detection)
+            loops = self._loops = LoopDetector(self.config.loop_detection)
             tool = self._op_tool
             if tool is not None:
                 arguments, self._op_tool, self._op_args = self._op_args, None, _NO_ARGUMENTS
@@ -157,7 +161,7 @@ class SafetyState(Limits):
         """
         convergence = self._convergence
         if convergence is None:
-            convergence = self._convergence = ConvergenceDetector(self._config.convergence)
+            convergence = self._convergence = ConvergenceDetector(self.config.convergence)
             answer = self._answer
             if answer is not None:
                 self._answer = None
@@ -180,7 +184,7 @@ class SafetyState(Limits):
         """
         loops = self._loops
         if loops is None:
-            config = self._config.loop_detection
+            config = self.config.loop_detection
             if not config.window:  # no window: nothing is ever recorded
                 return None
             if self._op_tool is None and config.warn_threshold != 1 and config.stop_threshold != 1:
@@ -198,7 +202,7 @@ class SafetyState(Limits):
         """
         convergence = self._convergence
         if convergence is None:
-            if not self._config.convergence.count:  # off: nothing is ever recorded
+            if not self.config.convergence.count:  # off: nothing is ever recorded
                 return None
             if self._answer is None:
                 self._answer = text

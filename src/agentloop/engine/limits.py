@@ -49,9 +49,9 @@ class Limits(EventBus):
     """
 
     __slots__ = (
-        "_begun", "_calls", "_clock", "_continued_budget", "_continued_calls", "_gate",
-        "_kept", "_lines", "_output_tokens", "_started", "_tokens", "_turns", "budget_on",
-        "max_tool_calls", "max_turns", "per_turn", "tool_calls",
+        "_begun", "_calls", "_continued_budget", "_continued_calls", "_gate", "_kept", "_lines",
+        "_output_tokens", "_started", "_tokens", "_turns", "budget_on", "max_tool_calls",
+        "max_turns", "monotonic", "per_turn", "tool_calls",
     )  # fmt: skip
 
     def __init__(
@@ -83,7 +83,8 @@ class Limits(EventBus):
         """Whether a run began while counted here (else counting refuses, as an unbegun gate)."""
         self._tokens = self._output_tokens = self._turns = self._calls = 0
         """A run's spend, while counted here (what the gate's ``spent`` would say)."""
-        self._clock = clock
+        self.monotonic = clock
+        """The monotonic clock's reading (the system's ``time.monotonic`` for the system's)."""
         self._kept: tuple[BudgetGate | None] | None = None
         """The session's gate while a run with a budget of its own runs."""
         self.budget_on = True
@@ -102,7 +103,7 @@ class Limits(EventBus):
         """
         gate = self._gate
         if gate is None:
-            gate = self._gate = BudgetGate._unbegun(self._lines, self._clock)
+            gate = self._gate = BudgetGate._unbegun(self._lines, self.monotonic)
             if self._begun:  # what the run spent so far
                 spent = (self._tokens, self._output_tokens, self._turns, self._calls)
                 gate._counted(self._started, *spent)
@@ -121,13 +122,13 @@ class Limits(EventBus):
         """
         if lines is not None:
             self._kept = (self._gate,) if self._kept is None else self._kept
-            self._gate = BudgetGate(lines, self._clock)
+            self._gate = BudgetGate(lines, self.monotonic)
         budget, self._continued_budget = self._continued_budget, None
         calls, self._continued_calls = self._continued_calls, None
         self.tool_calls = calls or 0
         self.budget_on = True
         if self._gate is None and budget is None:  # no line: counted here
-            self._started, self._begun = self._clock(), True
+            self._started, self._begun = self.monotonic(), True
             self._tokens = self._output_tokens = self._turns = self._calls = 0
             return
         try:
