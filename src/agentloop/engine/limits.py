@@ -45,7 +45,8 @@ class Limits(EventBus):
 
     A session's limits gate and its event channel always come together, one of each per
     session: one object (an ``EventBus`` of ``observers``, stamping events with ``session_id``)
-    for the collector to track, not two. Nothing it holds refers back to it.
+    for the collector to track, not two. A session's is its dispatcher itself (``SafetyState``
+    and ``Dispatcher`` subclass it). Nothing it holds refers back to it.
     """
 
     __slots__ = (
