@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import pytest
 
-from agentloop import Agent, Hook, RunConfig, tool
+from agentloop import Agent, Budget, Hook, RunConfig, tool
 from agentloop.messages import Message, TextPart, ToolCallPart, Usage
 from agentloop.model import ModelRequest, ModelResponse
 from agentloop.safety.budget import BudgetGate
@@ -119,6 +119,12 @@ async def test_what_sessions_share_follows_a_change_of_the_agent() -> None:
     assert later._dispatcher.config is agent.config
     await later.run("go")
     assert hook.calls == ["lookup", "lookup"]
+    assert later._dispatcher._gate is None and before._dispatcher._gate is None
+    agent.config = RunConfig(budget=Budget(turns=5))  # a line: each session's gate made at once
+    drawn = agent.session()
+    assert drawn._dispatcher._gate is not None and later._dispatcher._gate is None
+    agent.config = RunConfig()
+    assert agent.session()._dispatcher._gate is None  # (what the agent keeps follows it)
 
 
 def test_a_detector_makes_its_window_at_its_second_operation_and_shares_none() -> None:

@@ -30,6 +30,7 @@ from agentloop.hooks import Approver, Hook
 from agentloop.messages import ToolCallPart, ToolResultPart
 from agentloop.observers import EventBus
 from agentloop.pausing import Decision, PendingCall
+from agentloop.safety.budget import BudgetGate
 from agentloop.safety.recovery import ExponentialBackoffRecovery, NoopReflector
 from agentloop.tools import ToolRegistry
 
@@ -77,7 +78,7 @@ class Dispatcher(SafetyState):
             or fixed[3] is not approver
         ):  # the agent's, made again if what it was made of changed (by identity)
             fixed = own["_dispatching"] = _fixed(config, clock, hooks, approver)
-        _, _, _, _, self.gates, monotonic, self.default_recovery = fixed
+        _, _, _, _, self.gates, monotonic, self.default_recovery, draws = fixed
         SafetyState.__init__(
             self,
             config,
@@ -86,6 +87,7 @@ class Dispatcher(SafetyState):
             clock,
             breakers=own["breakers"],
             monotonic=monotonic,
+            draws=draws,
         )  # (``config`` and ``monotonic``: the safety state's, the limits gate's)
         self.registry: ToolRegistry = own["registry"]
         self.journal: Journal | None = None
@@ -264,7 +266,7 @@ def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
 
 
 _Fixed = tuple[
-    RunConfig, Clock, tuple[Hook, ...], "Approver | None", Gates, Callable[[], float], bool
+    RunConfig, Clock, tuple[Hook, ...], "Approver | None", Gates, Callable[[], float], bool, bool
 ]
 
 
@@ -285,4 +287,5 @@ def _fixed(config: RunConfig, clock: Clock, hooks: tuple[Hook, ...], approver: A
         and type(config.recovery) is ExponentialBackoffRecovery
     )
     gates = Gates(hooks, approver, headless=config.headless)
-    return (config, clock, hooks, approver, gates, monotonic, default_recovery)
+    draws = BudgetGate._draws(config.budget)  # whether each session's limits need a gate
+    return (config, clock, hooks, approver, gates, monotonic, default_recovery, draws)

@@ -101,7 +101,9 @@ class SafetyState(Limits):
         *,
         breakers: ToolBreakers | None = None,
         monotonic: Callable[[], float] | None = None,
+        draws: bool | None = None,
     ) -> None:
+        """``monotonic``, ``draws``: the clock's reading and ``Limits``' ``draws``, when known."""
         self.config = config
         self._loops: LoopDetector | None = None
         self._convergence: ConvergenceDetector | None = None
@@ -121,7 +123,7 @@ class SafetyState(Limits):
             monotonic = (
                 time.monotonic if type(clock).monotonic is Clock.monotonic else clock.monotonic
             )
-        Limits.__init__(self, config, observers, session_id, monotonic)
+        Limits.__init__(self, config, observers, session_id, monotonic, draws)
         self.detection_on = True
 
     @property

@@ -61,7 +61,9 @@ class Limits(EventBus):
         observers: Sequence[Observer],
         session_id: str,
         clock: Callable[[], float],
+        draws: bool | None = None,
     ) -> None:
+        """``draws``: whether ``config.budget`` draws a line, when the caller knows (else asked)."""
         if observers:
             EventBus.__init__(self, observers, session_id)
         else:  # ``EventBus.__init__`` with no observer, written out: a call fewer per session
@@ -72,10 +74,10 @@ class Limits(EventBus):
         self.max_tool_calls = config.max_tool_calls
         self.per_turn = config.max_tool_calls_per_turn
         self._lines = config.budget
+        if draws is None:  # (a dispatcher knows it from its agent: asked once per agent)
+            draws = BudgetGate._draws(config.budget)
         self._gate: BudgetGate | None = (  # its first run begins it
-            None
-            if not BudgetGate._draws(config.budget)
-            else BudgetGate._unbegun(config.budget, clock)
+            BudgetGate._unbegun(config.budget, clock) if draws else None
         )
         """The gate counting the runs; None while the budget has no line: counted here."""
         self._started = clock()
