@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import pytest
 
-from agentloop import Agent, Hook, RunConfig, tool
+from agentloop import Agent, Budget, Hook, RunConfig, tool
 from agentloop.messages import Message, TextPart, ToolCallPart, Usage
 from agentloop.model import ModelRequest, ModelResponse
 from agentloop.safety.budget import BudgetGate
@@ -119,6 +119,12 @@ async def test_what_sessions_share_follows_a_change_of_the_agent() -> None:
     assert later._dispatcher.config is agent.config
     await later.run("go")
     assert hook.calls == ["lookup", "lookup"]
+    assert later._dispatcher._gate is None and before._dispatcher._gate is None
+    agent.config = RunConfig(budget=Budget(turns=5))  # a line: each session's gate made at once
+    drawn = agent.session()
+    assert drawn._dispatcher._gate is not None and later._dispatcher._gate is None
+    agent.config = RunConfig()
+    assert agent.session()._dispatcher._gate is None  # (what the agent keeps follows it)
 
 
 def test_a_detector_makes_its_window_at_its_second_operation_and_shares_none() -> None:
@@ -146,8 +152,46 @@ async def test_a_session_makes_what_a_plain_run_never_needs_only_when_needed() -
     assert safety._loops is None and safety._convergence is None  # nothing made yet
     assert safety.limits._gate is None  # the default budget draws no line: no gate
     await session.run("go")
-    assert safety._loops is not None and safety._loops._first_tool == "lookup"  # one call kept
-    assert safety._convergence is not None and safety._convergence._first == "a"
+    assert safety._loops is None and safety._op_tool == "lookup"  # one call kept, no detector
+    assert safety._convergence is None and safety._answer == "a"  # one answer kept, no detector
     assert safety.limits._gate is None
     assert safety.limits.budget.spent("tool_calls") == 1  # asked for: made, holding the spend
     assert safety.loops.snapshot()["window"] and safety.convergence.streak == 1
+    assert safety._op_tool is None and safety._answer is None  # handed to the detectors made
+    assert safety._loops._first_tool is None and safety._convergence._first is None  # settled
+
+
+async def test_a_detector_is_made_at_a_session_s_second_operation_holding_the_first() -> None:
+    agent = Agent(cast(Any, OneCall("a")), tools=[lookup])
+    kept, made = agent.session(), agent.session()
+    for session in (kept, made):
+        await session.run("go")
+    made_loops, made_convergence = made.safety.loops, made.safety.convergence  # asked for
+    assert made.safety._loops is made_loops and made.safety._convergence is made_convergence
+    assert made_loops._first_tool == "lookup" and made_convergence._first == "a"  # handed over
+    assert kept.safety._loops is None and kept.safety._convergence is None
+    for session in (kept, made):
+        await session.run("go")  # a second call and a second answer: made, the first first
+    assert kept.safety.loops.snapshot() == made.safety.loops.snapshot()
+    assert kept.safety.convergence.snapshot() == made.safety.convergence.snapshot()
+    assert kept.safety.convergence.streak == 2 and len(kept.safety.loops._window) == 2
+
+
+async def test_a_session_s_dispatcher_is_its_limits_gate_and_event_channel_with_no_cycle() -> None:
+    import gc
+
+    from agentloop.engine.dispatch import Dispatcher
+    from agentloop.engine.limits import Limits
+    from agentloop.observers import EventBus
+
+    agent = Agent(cast(Any, OneCall("a")), tools=[lookup], config=RunConfig(max_tool_calls=3))
+    session = agent.session()
+    dispatcher = session._dispatcher
+    assert isinstance(dispatcher, Limits) and isinstance(dispatcher, EventBus)
+    assert dispatcher.limits is dispatcher.bus is dispatcher.observers is dispatcher
+    assert session._bus is dispatcher and dispatcher.session_id == session.id
+    assert dispatcher not in gc.get_referents(dispatcher)  # no reference to itself: no cycle
+    await session.run("go")
+    assert type(dispatcher) is Dispatcher and dispatcher.tool_calls == 1  # its own count
+    assert dispatcher.max_tool_calls == 3 and dispatcher.budget.spent("tool_calls") == 1
+    assert dispatcher not in gc.get_referents(dispatcher)

@@ -407,7 +407,7 @@ class TemporalAgent(Generic[OutputT]):
         tools.receivers = self._receivers  # a receiver's calls are activities too (SPEC 26)
         twin._dispatcher.registry = tools
         twin.safety.breakers = ToolBreakers(twin.config.tool_breaker, clock=workflow.time)
-        twin.safety.limits.budget = BudgetGate(twin.config.budget, clock=workflow.time)
+        twin.safety.budget = BudgetGate(twin.config.budget, clock=workflow.time)
         session = twin.default_session
         listen(twin, Replays(workflow.unsafe.is_replaying))  # events of a replay say so
         state = session._begin(input, deps, (), None)

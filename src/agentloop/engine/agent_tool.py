@@ -178,8 +178,8 @@ class AgentTool(Tool):
         """Share the parent's budget with the child; its events' forwarder to the parent."""
         if link is None:
             return None
-        limits = child.safety.limits
-        limits.budget = SharedBudget(child.agent.config.budget, link[1].safety.limits.budget)
+        limits = child.safety
+        limits.budget = SharedBudget(child.agent.config.budget, link[1].safety.budget)
         bus = link[1].observers
         if not bus.active:
             return None

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from agentloop.engine.guards import SafetyState
     from agentloop.engine.journal import Journal
     from agentloop.engine.state import RunState
-    from agentloop.observers import EventBus
+    from agentloop.events import Event
     from agentloop.tools import ToolRegistry
 
 __all__ = ["Attempt", "PausedChild", "PipelineServices"]
@@ -66,7 +66,8 @@ class PipelineServices(Protocol):
 
     registry: ToolRegistry
     config: RunConfig
-    observers: EventBus
+    active: bool
+    """Whether anybody listens to the session's events (the dispatcher is its event channel)."""
     gates: Gates
     session_id: str
     safety: SafetyState
@@ -74,6 +75,9 @@ class PipelineServices(Protocol):
     monotonic: Callable[[], float]
     default_recovery: bool
     journal: Journal | None
+
+    def emit(self, event: Event) -> None:
+        """Deliver ``event`` to the session's listeners (``EventBus.emit``)."""
 
 
 class Attempt:

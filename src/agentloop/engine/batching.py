@@ -40,7 +40,7 @@ def waiting_record(session: Conversation[Any], state: RunState) -> None:
 
     run = state.run
     run.waiting = state.waiting
-    limits = session.safety.limits
+    limits = session.safety
     run.paused_turn = {
         "turns": len(run.turns),
         "turn": state.turn_index,
@@ -122,7 +122,7 @@ def _state(
         raise InvalidInput(f"run {run.id}: its waiting record is unreadable: {exc}") from exc
     del run.turns[turns:]  # what a poller killed mid-apply saved is done again (journaled)
     del run.messages[saved:]
-    session.safety.limits.continue_run(run, info.get("budget"))
+    session.safety.continue_run(run, info.get("budget"))
     run.waiting, run.paused_turn = None, None
     run.stop_reason, run.output, run.ended_at = None, None, None
     recorder, journal = session._recorder, session._journal

@@ -139,7 +139,7 @@ class CallPipeline(Attempt):
             while True:  # each attempt recovery asks for
                 ctx = self._context()
                 self.open = True  # ``_started``: its event only while somebody listens
-                if self.dispatcher.observers.active:
+                if self.dispatcher.active:
                     self._started()
                 tool = self._looked_up()
                 gated = (  # a tool that never waits: its result without a coroutine
@@ -166,7 +166,7 @@ class CallPipeline(Attempt):
         and needs no recovery ends here; any other goes on in ``run`` (or ``_went_on``).
         """
         d = self.dispatcher
-        if self.decision is not None or d.observers.active or d.gates.pre_hooks:
+        if self.decision is not None or d.active or d.gates.pre_hooks:
             return self.run()
         tool = self._looked_up()
         if _declared(tool):
@@ -256,18 +256,16 @@ class CallPipeline(Attempt):
         """Announce an attempt (``ToolCallStarted``)."""
         d, state = self.dispatcher, self.state
         self.open = True
-        if d.observers.active:
-            d.observers.emit(
-                ev.ToolCallStarted(state.run.id, state.turn_index, self.call, self.attempt)
-            )
+        if d.active:
+            d.emit(ev.ToolCallStarted(state.run.id, state.turn_index, self.call, self.attempt))
 
     def _finished(self, result: ToolResultPart, duration: float) -> None:
         """Announce the attempt's result (``ToolCallFinished``)."""
         d, state = self.dispatcher, self.state
         self.open = False
         self.ended = True
-        if d.observers.active:
-            d.observers.emit(
+        if d.active:
+            d.emit(
                 ev.ToolCallFinished(
                     state.run.id, state.turn_index, self.call, result, self.attempt, duration
                 )
@@ -293,19 +291,18 @@ class CallPipeline(Attempt):
                 turn.durations = {}
             turn.durations[call.id] = duration
         safety = self.safety
-        if safety.detection_on and outcome not in _NOT_RECORDED:  # ``loop_record``, written out
+        if safety.detection_on and outcome not in _NOT_RECORDED:  # a raising detector: off
             try:
-                warning = safety.loops.record(
-                    self.name, self.arguments, text, is_error=result.is_error,
-                    available=outcome not in _UNAVAILABLE,
-                )  # fmt: skip
+                warning = safety.loop_record(
+                    self.name, self.arguments, text, result.is_error, outcome not in _UNAVAILABLE
+                )
             except Exception as exc:
                 safety.poisoned("the loop detector", exc)
             else:
                 if warning is not None:
                     safety.warned(state.run, warning)
         self.open, self.ended = False, True  # ``_finished``: its event only when listened to
-        if d.observers.active:
+        if d.active:
             self._finished(result, duration)
         return result, outcome
 

@@ -49,7 +49,7 @@ def commit_run(
     elif paused:
         from agentloop.engine.pause import paused_record
 
-        limits = session.safety.limits
+        limits = session.safety
         budget = limits.budget.snapshot() if limits.budget_on else None
         paused_record(session, state, paused, budget)
         history.extend(state.transcript[state.base : -1])  # all but the paused reply

@@ -75,9 +75,8 @@ class Conversation(Generic[OutputT]):
         C speed, where each read of an ``Agent`` pays its ``__getattr__`` hook on 3.11 (about
         300 instructions more) and ``vars(agent)`` pays it too (about 1,000)."""
         own = self._own
-        # its dispatcher is its safety state, whose limits gate is its event channel (``Limits``)
-        self.safety = self._dispatcher = dispatcher = Dispatcher(own, session_id)
-        self._bus = dispatcher.bus
+        # its dispatcher is its safety state, its limits gate and its event channel (``bus``)
+        self.safety = self._dispatcher = self._bus = Dispatcher(own, session_id)
         self._journal: Journal | None = None
         self._drop_block = bool(runs) and any(r.thinking_prefix_mismatch for r in self._runs)
         """A run asked for ``thinking_prefix_mismatch="drop_block"``: every later run sends it
@@ -154,7 +153,7 @@ class Conversation(Generic[OutputT]):
         turn.agent = state.run.last_agent
         if self._recorder is not None:
             self._recorder.turn_completed(state.run, state.audit)
-        self.safety.limits.turn_done()
+        self.safety.turn_done()
         if self._bus.active:
             self._bus.emit(ev.TurnFinished(state.run.id, turn))
         if state.handoff is not None:  # a handoff tool ran in this turn: the receiver rules

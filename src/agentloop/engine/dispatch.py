@@ -30,6 +30,7 @@ from agentloop.hooks import Approver, Hook
 from agentloop.messages import ToolCallPart, ToolResultPart
 from agentloop.observers import EventBus
 from agentloop.pausing import Decision, PendingCall
+from agentloop.safety.budget import BudgetGate
 from agentloop.safety.recovery import ExponentialBackoffRecovery, NoopReflector
 from agentloop.tools import ToolRegistry
 
@@ -51,13 +52,13 @@ _NO_ANSWERS: Mapping[str, str] = {}
 class Dispatcher(SafetyState):
     """Runs a turn's tool calls through the pipeline; the session's safety state too.
 
-    A session's dispatcher and its safety state always come together, one of each per session:
-    one object for the collector to track, not two (``safety`` is the dispatcher itself).
+    A session's dispatcher, its safety state, its limits gate and its event channel always
+    come together, one of each per session: one object for the collector to track, not three
+    (``safety``, ``limits``, ``bus`` and ``observers`` are the dispatcher itself).
     """
 
     __slots__ = (
-        "clock", "config", "default_recovery", "gates", "journal", "monotonic", "observers",
-        "registry", "session_id", "store",
+        "clock", "default_recovery", "gates", "journal", "registry", "store"
     )  # fmt: skip
 
     def __init__(self, own: dict[str, Any], session_id: str) -> None:
@@ -68,15 +69,6 @@ class Dispatcher(SafetyState):
             own["_hooks"],
             own["_approver"],
         )
-        SafetyState.__init__(
-            self, config, own["_observers"], session_id, clock, breakers=own["breakers"]
-        )
-        self.registry: ToolRegistry = own["registry"]
-        self.observers: EventBus = self.bus
-        self.journal: Journal | None = None
-        self.store: Store | None = None
-        """The session's store, where a child agent's runs are recorded too (SPEC 18)."""
-        self.session_id = session_id
         fixed: _Fixed | None = own.get("_dispatching")
         if (
             fixed is None
@@ -86,8 +78,22 @@ class Dispatcher(SafetyState):
             or fixed[3] is not approver
         ):  # the agent's, made again if what it was made of changed (by identity)
             fixed = own["_dispatching"] = _fixed(config, clock, hooks, approver)
-        _, _, _, _, self.gates, self.monotonic, self.default_recovery = fixed
-        self.config, self.clock = config, clock
+        _, _, _, _, self.gates, monotonic, self.default_recovery, draws = fixed
+        SafetyState.__init__(
+            self,
+            config,
+            own["_observers"],
+            session_id,
+            clock,
+            breakers=own["breakers"],
+            monotonic=monotonic,
+            draws=draws,
+        )  # (``config`` and ``monotonic``: the safety state's, the limits gate's)
+        self.registry: ToolRegistry = own["registry"]
+        self.journal: Journal | None = None
+        self.store: Store | None = None
+        """The session's store, where a child agent's runs are recorded too (SPEC 18)."""
+        self.clock = clock
 
     @property
     def safety(self) -> SafetyState:
@@ -98,6 +104,11 @@ class Dispatcher(SafetyState):
     def safety(self, state: SafetyState) -> None:
         if state is not self:  # (settable for ``PipelineServices``, which reads it)
             raise AttributeError("a dispatcher is its session's safety state; it has no other")
+
+    @property
+    def observers(self) -> EventBus:
+        """The session's event channel: this dispatcher itself (``active``, ``emit``)."""
+        return self
 
     @property
     def approver(self) -> Approver | None:
@@ -121,10 +132,9 @@ class Dispatcher(SafetyState):
         Every call ends in its ``ToolCallFinished`` or stays pending, whatever ends the turn: a
         cancel or a hard error finishes the calls it cut or never reached (``interrupted``).
         """
-        bus = self.observers
-        if bus.active:
+        if self.active:
             for call in [c for c in calls if c.id not in quiet] if quiet else calls:
-                bus.emit(ev.ToolCallRequested(state.run.id, state.turn_index, call))
+                self.emit(ev.ToolCallRequested(state.run.id, state.turn_index, call))
         if len(calls) == 1:  # the common turn: no list comprehension to make one pipeline
             pipelines = [CallPipeline(self, state, calls[0], decisions.get(calls[0].id))]
         else:
@@ -135,7 +145,7 @@ class Dispatcher(SafetyState):
                 return [await lone.run()]
             return await self._dispatch(state, pipelines, answered, quiet)
         except BaseException:
-            if bus.active:
+            if self.active:
                 for pipeline in pipelines:
                     if pipeline.call.id not in quiet:
                         pipeline.interrupted()
@@ -154,13 +164,13 @@ class Dispatcher(SafetyState):
         listener it emits nothing and finishes nothing when an exception cuts the call, so the
         caller awaits ``run()`` itself and wraps its one answer (``[await lone.run()]``).
         """
-        if len(calls) != 1 or answered or quiet or self.observers.active:
+        if len(calls) != 1 or answered or quiet or self.active:
             return None
         call = calls[0]
         if call.name not in state.offer.names:
             return None
         pipeline = CallPipeline(self, state, call)
-        self.limits.admit_tools(1)
+        self.admit_tools(1)
         state.check_cancel()
         return pipeline
 
@@ -180,7 +190,7 @@ class Dispatcher(SafetyState):
         pipeline = pipelines[0]
         if pipeline.name not in state.offer.names:
             return None
-        self.limits.admit_tools(1)
+        self.admit_tools(1)
         state.check_cancel()
         return pipeline
 
@@ -193,7 +203,7 @@ class Dispatcher(SafetyState):
     ) -> list[ToolResultPart | PendingCall | PausedChild]:
         count = len(pipelines) - len(answered) - len(quiet)  # the calls that may run
         if count:
-            self.limits.admit_tools(count)
+            self.admit_tools(count)
         results: list[ToolResultPart | PendingCall | PausedChild | None] = [None] * len(pipelines)
         runnable: list[int] = []
         offered = state.offer.names
@@ -256,7 +266,7 @@ def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
 
 
 _Fixed = tuple[
-    RunConfig, Clock, tuple[Hook, ...], "Approver | None", Gates, Callable[[], float], bool
+    RunConfig, Clock, tuple[Hook, ...], "Approver | None", Gates, Callable[[], float], bool, bool
 ]
 
 
@@ -277,4 +287,5 @@ def _fixed(config: RunConfig, clock: Clock, hooks: tuple[Hook, ...], approver: A
         and type(config.recovery) is ExponentialBackoffRecovery
     )
     gates = Gates(hooks, approver, headless=config.headless)
-    return (config, clock, hooks, approver, gates, monotonic, default_recovery)
+    draws = BudgetGate._draws(config.budget)  # whether each session's limits need a gate
+    return (config, clock, hooks, approver, gates, monotonic, default_recovery, draws)

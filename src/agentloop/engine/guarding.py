@@ -392,7 +392,7 @@ def run_guard(session: Any, state: RunState, ruling: Any) -> RunGuard | None:
         session_id=session.id,
         client=swap.client if swap is not None and swap.client is not None else ruling.client,
         clock=agent.clock,
-        limits=session.safety.limits,
+        limits=session.safety,
         output_retries=agent.config.output_retries,
         journal=session._journal,
         batch=agent.config.batch,

@@ -1,12 +1,12 @@
 """The engine's view of the safety stack, with the poisoning policy applied in one place.
 
 One ``SafetyState`` per session: the detectors' windows and the budget gate are the session's
-(each detector made when first asked for: no loop detector before a tool call, no convergence
-detector before an answer); the tool breakers are the agent's, shared by all its sessions (a
-sick tool is sick for everyone). Detection is advisory: if a detector's own update raises,
-detection switches itself off for the session with one warning and the run goes on. A breaker
-whose update raises fails closed (``LockPoisoned``). The budget gate: see
-``agentloop.engine.limits``.
+(each detector made when first asked for: no loop detector before a second tool call, no
+convergence detector before a second answer; the first is kept here until then); the tool
+breakers are the agent's, shared by all its sessions (a sick tool is sick for everyone).
+Detection is advisory: if a detector's own update raises, detection switches itself off for the
+session with one warning and the run goes on. A breaker whose update raises fails closed
+(``LockPoisoned``). The budget gate: see ``agentloop.engine.limits``.
 
 ``snapshot()`` gathers every component's state (and the model health of a ``FallbackClient``,
 found through wrapping clients' ``inner``) as plain JSON data; the engine stores it at each
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from agentloop._util.lazy import lazy_module
@@ -25,7 +25,7 @@ from agentloop.clock import Clock
 from agentloop.config import RunConfig
 from agentloop.engine.limits import Limits
 from agentloop.errors import AgentLoopError, LockPoisoned
-from agentloop.observers import Observer
+from agentloop.observers import EventBus, Observer
 from agentloop.run import Run
 from agentloop.safety.breaker import Admission, ToolBreakers
 from agentloop.safety.breaker import Outcome as BreakerOutcome
@@ -42,6 +42,9 @@ else:  # the event classes load when somebody first listens
     ev = lazy_module("agentloop.events")
 
 __all__ = ["BREAKER_TEXT", "SAFETY_FORMAT", "SafetyState"]
+
+_NO_ARGUMENTS: Mapping[str, Any] = {}
+"""No kept operation's arguments (never written to)."""
 
 logger = logging.getLogger("agentloop")
 
@@ -74,15 +77,20 @@ def _health_client(client: object) -> _HealthSnapshots | None:
     return None
 
 
-class SafetyState:
+class SafetyState(Limits):
     """Loop and convergence detection, tool breakers and the limits gate of one session.
 
-    The limits gate is the session's event channel too (``Limits`` is an ``EventBus`` of
-    ``observers``, stamping events with ``session_id``): ``bus`` is ``limits``.
+    It is its limits gate, and so the session's event channel too (``Limits`` is an
+    ``EventBus`` of ``observers``, stamping events with ``session_id``): one object for the
+    collector to track, not two. ``limits`` and ``bus`` are the state itself, read through the
+    class (a stored reference to itself would be a cycle only a collection frees).
     ``breakers``: the agent's, shared by its sessions (a private set when not given).
     """
 
-    __slots__ = ("_config", "_convergence", "_loops", "breakers", "bus", "detection_on", "limits")
+    __slots__ = (
+        "_answer", "_convergence", "_loops", "_op_args", "_op_available", "_op_error", "_op_text",
+        "_op_tool", "breakers", "config", "detection_on",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -92,34 +100,117 @@ class SafetyState:
         clock: Clock,
         *,
         breakers: ToolBreakers | None = None,
+        monotonic: Callable[[], float] | None = None,
+        draws: bool | None = None,
     ) -> None:
-        self._config = config
+        """``monotonic``, ``draws``: the clock's reading and ``Limits``' ``draws``, when known."""
+        self.config = config
         self._loops: LoopDetector | None = None
         self._convergence: ConvergenceDetector | None = None
+        self._op_tool: str | None = None
+        """The session's first tool call's operation, kept here until its detector is made."""
+        self._op_args: Mapping[str, Any] = _NO_ARGUMENTS
+        self._op_text = ""
+        self._op_error = self._op_available = False
+        self._answer: str | None = None
+        """The session's first answer, kept here until its detector is made."""
         self.breakers = (
             ToolBreakers(config.tool_breaker, clock.monotonic) if breakers is None else breakers
         )
-        # the system's function itself for the system's clock: the same readings, without a
-        # bound method made (and scanned by the collector) per session, nor a call to choose
-        monotonic = time.monotonic if type(clock).monotonic is Clock.monotonic else clock.monotonic
-        self.limits = self.bus = Limits(config, observers, session_id, monotonic)
+        if monotonic is None:  # (a dispatcher passes its agent's, chosen once per agent)
+            # the system's function itself for the system's clock: the same readings, without
+            # a bound method made (and scanned by the collector) per session
+            monotonic = (
+                time.monotonic if type(clock).monotonic is Clock.monotonic else clock.monotonic
+            )
+        Limits.__init__(self, config, observers, session_id, monotonic, draws)
         self.detection_on = True
 
     @property
+    def limits(self) -> Limits:
+        """The session's limits gate: this safety state itself."""
+        return self
+
+    @property
+    def bus(self) -> EventBus:
+        """The session's event channel: this safety state itself."""
+        return self
+
+    @property
     def loops(self) -> LoopDetector:
-        """The session's loop detector (made when first asked for: at its first tool call)."""
+        """The session's loop detector (made when first asked for, or at a second tool call).
+
+        A first operation kept here (``loop_record``) is the new detector's first, as if it had
+        been recorded there.
+        """
         loops = self._loops
         if loops is None:
-            loops = self._loops = LoopDetector(self._config.loop_detection)
+            loops = self._loops = LoopDetector(self.config.loop_detection)
+            tool = self._op_tool
+            if tool is not None:
+                arguments, self._op_tool, self._op_args = self._op_args, None, _NO_ARGUMENTS
+                text, self._op_text = self._op_text, ""
+                loops.record(
+                    tool, arguments, text, is_error=self._op_error, available=self._op_available
+                )
         return loops
 
     @property
     def convergence(self) -> ConvergenceDetector:
-        """The session's convergence detector (made when first asked for: at its first answer)."""
+        """The session's convergence detector (made when first asked for, or at a second answer).
+
+        A first answer kept here (``converge``) is the new detector's first.
+        """
         convergence = self._convergence
         if convergence is None:
-            convergence = self._convergence = ConvergenceDetector(self._config.convergence)
+            convergence = self._convergence = ConvergenceDetector(self.config.convergence)
+            answer = self._answer
+            if answer is not None:
+                self._answer = None
+                convergence.record(answer)
         return convergence
+
+    def loop_record(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        text: str,
+        is_error: bool,
+        available: bool,
+    ) -> LoopWarning | None:
+        """Record a tool call's attempt (``LoopDetector.record``); a warning at the warn line.
+
+        The session's first operation can neither warn nor stop (unless a threshold is 1): it
+        is kept here as given, and the detector is made only when a second one (or a read of
+        ``loops``) needs it. A session with one tool call makes no detector.
+        """
+        loops = self._loops
+        if loops is None:
+            config = self.config.loop_detection
+            if not config.window:  # no window: nothing is ever recorded
+                return None
+            if self._op_tool is None and config.warn_threshold != 1 and config.stop_threshold != 1:
+                self._op_tool, self._op_args, self._op_text = tool, arguments, text
+                self._op_error, self._op_available = is_error, available
+                return None
+            loops = self.loops
+        return loops.record(tool, arguments, text, is_error=is_error, available=available)
+
+    def converge(self, text: str) -> ConvergenceStatus | None:
+        """Feed a terminal reply (``ConvergenceDetector.record``); a status at the streak.
+
+        The session's first answer never reports (a streak of one): it is kept here, and the
+        detector is made only when a second answer (or a read of ``convergence``) needs it.
+        """
+        convergence = self._convergence
+        if convergence is None:
+            if not self.config.convergence.count:  # off: nothing is ever recorded
+                return None
+            if self._answer is None:
+                self._answer = text
+                return None
+            convergence = self.convergence
+        return convergence.record(text)
 
     def snapshot(self, client: object = None) -> dict[str, Any]:
         """Every component's state as plain JSON data (``client``: the agent's model client)."""
@@ -128,9 +219,9 @@ class SafetyState:
             "loops": self.loops.snapshot(),
             "convergence": self.convergence.snapshot(),
             "breakers": self.breakers.snapshot(),
-            "budget": self.limits.budget.snapshot(),
+            "budget": self.budget.snapshot(),
             "detection_on": self.detection_on,
-            "budget_on": self.limits.budget_on,
+            "budget_on": self.budget_on,
         }
         health = _health_client(client)
         if health is not None:
@@ -160,9 +251,9 @@ class SafetyState:
         if shared:
             self.breakers.restore(data["breakers"])
         if continuing is not None:
-            self.limits.continue_run(continuing, data["budget"])
+            self.continue_run(continuing, data["budget"])
         self.detection_on = bool(data.get("detection_on", True))
-        self.limits.budget_on = bool(data.get("budget_on", True))
+        self.budget_on = bool(data.get("budget_on", True))
         health = _health_client(client) if shared else None
         if health is not None and "models" in data:
             health.restore(data["models"])
@@ -180,16 +271,14 @@ class SafetyState:
     def warned(self, run: Run, warning: LoopWarning) -> None:
         """A loop pattern reached its warning threshold: noted on the turn, told once."""
         _note(run, f"loop: {warning.pattern} ({warning.repetitions} repetitions)")
-        bus = self.bus
-        if bus.active:
-            bus.emit(ev.LoopWarning(run.id, bus.turn, warning.pattern, warning.repetitions))
+        if self.active:
+            self.emit(ev.LoopWarning(run.id, self.turn, warning.pattern, warning.repetitions))
 
     def converged(self, run: Run, status: ConvergenceStatus) -> AgentLoopError | None:
         """A terminal reply reached the convergence streak: noted, told, the action's error."""
         _note(run, f"convergence: {status}")
-        bus = self.bus
-        if bus.active:
-            bus.emit(ev.ConvergenceWarning(run.id, bus.turn, status))
+        if self.active:
+            self.emit(ev.ConvergenceWarning(run.id, self.turn, status))
         return convergence_error(status.action)
 
     def settle(self, admission: Admission, outcome: BreakerOutcome | None) -> None:
@@ -204,7 +293,8 @@ class SafetyState:
 
     def end_run(self) -> None:
         """Drop a stop-level pattern the run never fired; a run's own budget gate goes."""
-        self.limits.end_run()
+        if self._kept is not None:  # ``Limits.end_run``, written out: a call fewer per run
+            self._gate, self._kept = self._kept[0], None
         if self.detection_on and self._loops is not None:  # (none: no tool call yet)
             try:
                 self._loops.end_run()

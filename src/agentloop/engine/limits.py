@@ -45,13 +45,14 @@ class Limits(EventBus):
 
     A session's limits gate and its event channel always come together, one of each per
     session: one object (an ``EventBus`` of ``observers``, stamping events with ``session_id``)
-    for the collector to track, not two. Nothing it holds refers back to it.
+    for the collector to track, not two. A session's is its dispatcher itself (``SafetyState``
+    and ``Dispatcher`` subclass it). Nothing it holds refers back to it.
     """
 
     __slots__ = (
-        "_begun", "_calls", "_clock", "_continued_budget", "_continued_calls", "_gate",
-        "_kept", "_lines", "_output_tokens", "_started", "_tokens", "_turns", "budget_on",
-        "max_tool_calls", "max_turns", "per_turn", "tool_calls",
+        "_begun", "_calls", "_continued_budget", "_continued_calls", "_gate", "_kept", "_lines",
+        "_output_tokens", "_started", "_tokens", "_turns", "budget_on", "max_tool_calls",
+        "max_turns", "monotonic", "per_turn", "tool_calls",
     )  # fmt: skip
 
     def __init__(
@@ -60,7 +61,9 @@ class Limits(EventBus):
         observers: Sequence[Observer],
         session_id: str,
         clock: Callable[[], float],
+        draws: bool | None = None,
     ) -> None:
+        """``draws``: whether ``config.budget`` draws a line, when the caller knows (else asked)."""
         if observers:
             EventBus.__init__(self, observers, session_id)
         else:  # ``EventBus.__init__`` with no observer, written out: a call fewer per session
@@ -71,10 +74,10 @@ class Limits(EventBus):
         self.max_tool_calls = config.max_tool_calls
         self.per_turn = config.max_tool_calls_per_turn
         self._lines = config.budget
+        if draws is None:  # (a dispatcher knows it from its agent: asked once per agent)
+            draws = BudgetGate._draws(config.budget)
         self._gate: BudgetGate | None = (  # its first run begins it
-            None
-            if not BudgetGate._draws(config.budget)
-            else BudgetGate._unbegun(config.budget, clock)
+            BudgetGate._unbegun(config.budget, clock) if draws else None
         )
         """The gate counting the runs; None while the budget has no line: counted here."""
         self._started = clock()
@@ -83,7 +86,8 @@ class Limits(EventBus):
         """Whether a run began while counted here (else counting refuses, as an unbegun gate)."""
         self._tokens = self._output_tokens = self._turns = self._calls = 0
         """A run's spend, while counted here (what the gate's ``spent`` would say)."""
-        self._clock = clock
+        self.monotonic = clock
+        """The monotonic clock's reading (the system's ``time.monotonic`` for the system's)."""
         self._kept: tuple[BudgetGate | None] | None = None
         """The session's gate while a run with a budget of its own runs."""
         self.budget_on = True
@@ -102,7 +106,7 @@ class Limits(EventBus):
         """
         gate = self._gate
         if gate is None:
-            gate = self._gate = BudgetGate._unbegun(self._lines, self._clock)
+            gate = self._gate = BudgetGate._unbegun(self._lines, self.monotonic)
             if self._begun:  # what the run spent so far
                 spent = (self._tokens, self._output_tokens, self._turns, self._calls)
                 gate._counted(self._started, *spent)
@@ -121,13 +125,13 @@ class Limits(EventBus):
         """
         if lines is not None:
             self._kept = (self._gate,) if self._kept is None else self._kept
-            self._gate = BudgetGate(lines, self._clock)
+            self._gate = BudgetGate(lines, self.monotonic)
         budget, self._continued_budget = self._continued_budget, None
         calls, self._continued_calls = self._continued_calls, None
         self.tool_calls = calls or 0
         self.budget_on = True
         if self._gate is None and budget is None:  # no line: counted here
-            self._started, self._begun = self._clock(), True
+            self._started, self._begun = self.monotonic(), True
             self._tokens = self._output_tokens = self._turns = self._calls = 0
             return
         try:

@@ -283,7 +283,7 @@ class RunLoop(ModelStep):
         session, run = self.session, self.run
         if session._recorder is not None:
             session._recorder.begin(run)
-        session.safety.limits.begin(self.budget)
+        session.safety.begin(self.budget)
         if session._bus.active:
             session._bus.emit(ev.RunStarted(run.id, 0, run))
 
@@ -325,7 +325,7 @@ class RunLoop(ModelStep):
         awaited by ``drive`` itself: one coroutine fewer between the caller and the provider.
         """
         self.check_cancel()
-        self.session.safety.limits.before_request(self.run, self.turn_index)
+        self.session.safety.before_request(self.run, self.turn_index)
         if (
             self.guarding is not None
             or self.config.stream
@@ -405,7 +405,7 @@ class RunLoop(ModelStep):
         safety = self.session.safety
         if safety.detection_on:  # ``converge``: a raising detector switches detection off
             try:
-                status = safety.convergence.record(text)
+                status = safety.converge(text)
             except Exception as exc:
                 safety.poisoned("the convergence detector", exc)
                 status = None

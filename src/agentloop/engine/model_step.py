@@ -107,7 +107,7 @@ class ModelStep(RunState):
             if response.thinking_dropped and bus.active:
                 bus.emit(dropped(response, self))
         usage = response.usage
-        limits = self.session.safety.limits
+        limits = self.session.safety
         if not (usage.input_tokens or usage.output_tokens) and limits.budget.counts_tokens():
             usage = estimated_usage(config.token_counter, self, request, response)
         limits.spent(usage, response.model or self.client.model)
@@ -128,7 +128,7 @@ class ModelStep(RunState):
         bus.turn = self.turn_index
         events = self.events
         if events is None and (bus.active or not self.quiet):  # else nobody reads it
-            events = bridge(self, bus, self.session.safety.limits)
+            events = bridge(self, bus, self.session.safety)
         if bus.active:
             bus.emit(
                 ev.TurnStarted(

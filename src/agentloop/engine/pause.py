@@ -282,7 +282,7 @@ def _state(
         raise InvalidInput(f"run {run.id}: its paused turn is unreadable: {exc}") from exc
     history = session._history
     transcript = [*history, reply]
-    limits = session.safety.limits
+    limits = session.safety
     limits.continue_run(run, paused.get("budget"))
     audit = [*run.messages, reply]
     run.turns.append(turn)

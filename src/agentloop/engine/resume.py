@@ -68,7 +68,7 @@ def _reopen(
     journal.start(run.id, recorder.durable.load_steps(run.id) if recorder.durable else {})
     mark_replays(session, journal, run.id)  # what the journal answers is told as replayed
     restore_safety(session, store, continuing=run)
-    session.safety.limits.continue_run(run)
+    session.safety.continue_run(run)
     state = session._new_state(run, transcript, keep, deps, cancels)
     state.audit = list(run.messages) if run.turns else transcript[keep:]
     state.turn_index = len(run.turns)
