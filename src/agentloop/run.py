@@ -365,12 +365,8 @@ class Run(_Kept, Generic[OutputT]):
     __hash__ = None  # type: ignore[assignment]
 
 
-_LATE = frozenset({"turns", "messages", "conversation", "decisions", "loaded_tools", "skills_read"})
-"""The lists of a started run made at their first read (``Run.__getattr__``).
-
-``turns`` too: its first read is the first reply's record (``ModelStep._record``), so a run
-holds no empty list across its first model call (about 0.5 us for the read, where each
-object held across that wait costs the collector more at many runs in flight)."""
+_LATE = frozenset({"messages", "conversation", "decisions", "loaded_tools", "skills_read"})
+"""The lists of a started run made at their first read (``Run.__getattr__``)."""
 
 
 def started_run(run_id: str, input: RunInput, started_at: float, session_id: str) -> Run[Any]:
@@ -384,6 +380,7 @@ def started_run(run_id: str, input: RunInput, started_at: float, session_id: str
     run.input = input
     run.output = None
     run.stop_reason = None
+    run.turns = []
     run.usage = _NO_USAGE
     run.unfinished_input = None
     run.started_at = started_at
