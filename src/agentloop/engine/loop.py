@@ -125,6 +125,7 @@ class RunLoop(ModelStep):
         """The run's task, and ``state``'s tokens watched by the loop (``__call__``)."""
         loop = asyncio.get_running_loop()  # read once, for the task and every token
         self.task = asyncio.current_task(loop)
+        self.session._watcher = self  # a session signal made while it runs is watched at once
         state.watch(self, loop)  # the loop is the callback: no bound method kept (handle: its id)
         return state
 
