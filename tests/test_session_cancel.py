@@ -20,6 +20,7 @@ from agentloop import Agent, CancelToken, ToolContext, tool
 from agentloop.errors import Cancelled
 from agentloop.model import ModelRequest, ModelResponse
 from agentloop.testing import FunctionModel, ScriptedModel, call, reply
+from agentloop.testing.doubles import ScriptedCall
 
 pytestmark = pytest.mark.usefixtures("no_real_sleep")
 
@@ -47,7 +48,7 @@ async def test_a_run_nobody_cancels_makes_no_token() -> None:
         """Look a key up (the context taken, its cancel never read)."""
         return f"{ctx.call_id}: {key}"
 
-    def model(request: ModelRequest) -> ModelResponse:
+    def model(request: ModelRequest) -> ScriptedCall | ModelResponse:
         state = session._active
         assert state is not None
         seen.append((state.tokens, session._cancel, _tokens_alive()))
@@ -161,7 +162,7 @@ async def test_a_token_a_sync_tool_made_is_watched_by_the_rest_of_the_run() -> N
         made.append(ctx.cancel)
         return "ok"
 
-    async def model(request: ModelRequest) -> ModelResponse:
+    async def model(request: ModelRequest) -> ScriptedCall | ModelResponse:
         if not made:
             return call("peek", {})
         started.set()
