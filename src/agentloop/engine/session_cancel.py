@@ -66,13 +66,18 @@ def _watched(session: Any, state: RunState, token: CancelToken) -> None:
     if task is None:
         return  # a fire interrupted the run already: its checkpoints read this one too
     loop = task.get_loop()
-    if asyncio._get_running_loop() is not loop:  # another thread: handed to the run's loop
+    if not _on(loop):  # another thread: handed to the run's loop
         try:
             loop.call_soon_threadsafe(_join, session, state, token, watcher, loop)
         except RuntimeError:  # its loop is closed: the run is over
             pass
         return
-    _join(session, state, token, watcher, task.get_loop())  # (mypy narrows ``loop`` by ``is``)
+    _join(session, state, token, watcher, loop)
+
+
+def _on(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether this thread runs ``loop`` now."""
+    return asyncio._get_running_loop() is loop
 
 
 def _join(
