@@ -187,6 +187,7 @@ LAYERS = {
     "events": 3,
     "tools": 3,
     "_schema": 3,
+    "_tool_output": 3,  # a tool's return value as text and media (tools re-exports it)
     "_plain_args": 3,  # tool arguments pydantic need not see (issue 39), beside _schema
     "_error_records": 3,  # errors and messages as records keep them (run.py re-exports)
     "hooks": 3,

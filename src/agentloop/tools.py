@@ -8,7 +8,6 @@ pydantic models and dataclasses), never ``repr``-dumped.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import os
 import tempfile
@@ -21,6 +20,8 @@ from pydantic import BaseModel, ValidationError
 
 from agentloop._plain_args import plain_fields
 from agentloop._schema import ArgumentModel, build_argument_model, format_validation_error
+from agentloop._tool_output import render_content
+from agentloop._tool_output import split_output as split_output  # (re-exported)
 from agentloop._util.numbers import is_finite
 from agentloop._util.peers import hinting
 from agentloop._util.slots import record
@@ -32,7 +33,7 @@ from agentloop.errors import (
     ToolExecutionError,
     ToolNotFound,
 )
-from agentloop.media import AudioPart, DocumentPart, ImagePart, MediaPart
+from agentloop.media import MediaPart
 from agentloop.model import ToolSpec
 from agentloop.run import DepsT, RunContext
 
@@ -65,7 +66,7 @@ class ToolContext(RunContext[DepsT]):
     Annotate the parameter as ``ctx: ToolContext[MyDeps]`` to have ``ctx.deps`` typed.
     """
 
-    __slots__ = ("_link", "_scratch", "call_id", "cancel", "media", "tool_name")
+    __slots__ = ("_cancel", "_link", "_scratch", "call_id", "media", "tool_name")
 
     def __init__(
         self,
@@ -88,10 +89,28 @@ class ToolContext(RunContext[DepsT]):
         self.tool_name = tool_name
         self.media: tuple[MediaPart, ...] = ()
         """Media the tool returned (set by the engine from its return value; read by the result)."""
-        self.cancel = cancel
+        self._cancel: CancelToken | None = cancel
         self.session_id = session_id
         self._scratch = scratch
         self._link: Any = None  # the engine's (run state, dispatcher), for agents as tools
+
+    @property
+    def cancel(self) -> CancelToken:
+        """The run's cancel signal: it fires when the run is cancelled, whoever cancels it.
+
+        In a run, made at its first read (``Conversation._tool_cancel``): a run whose tools
+        never read it holds no token (the session's own is made when somebody asks for it).
+        """
+        token = self._cancel
+        if token is None:
+            link = self._link
+            token = CancelToken() if link is None else link[0].session._tool_cancel(link[0])
+            self._cancel = token
+        return token
+
+    @cancel.setter
+    def cancel(self, token: CancelToken) -> None:
+        self._cancel = token
 
     @property
     def scratch_dir(self) -> Path:
@@ -104,62 +123,6 @@ class ToolContext(RunContext[DepsT]):
 
     def __repr__(self) -> str:
         return f"ToolContext(run_id={self.run_id!r}, turn={self.turn}, call_id={self.call_id!r})"
-
-
-MEDIA_TYPES = (ImagePart, DocumentPart, AudioPart)
-
-
-def split_output(value: Any) -> tuple[str, tuple[MediaPart, ...]]:
-    """A tool's return value as the text the model reads and the media it returned (SPEC 16).
-
-    A media part, or a list holding at least one media part among text (each non-media item
-    rendered as ``render_content`` renders it, joined by newlines), gives its media; anything
-    else is text only (a list of plain values stays JSON, as before).
-    """
-    if type(value) is str:  # the common return value, at once
-        return value, ()
-    if isinstance(value, MEDIA_TYPES):
-        return "", (value,)
-    if isinstance(value, list | tuple) and any(isinstance(v, MEDIA_TYPES) for v in value):
-        media = tuple(v for v in value if isinstance(v, MEDIA_TYPES))
-        text = "\n".join(render_content(v) for v in value if not isinstance(v, MEDIA_TYPES))
-        return text, media
-    return render_content(value), ()
-
-
-def render_content(value: Any) -> str:
-    """Serialise a tool's return value into the text the model reads."""
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    if isinstance(value, BaseModel):
-        return value.model_dump_json()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        value = dataclasses.asdict(value)
-    if isinstance(value, dict | list | tuple | int | float | bool):
-        try:
-            return _RENDER(value)
-        except (TypeError, ValueError):
-            pass
-    return pydantic_core.to_json(value, fallback=str).decode()
-
-
-def _json_default(value: Any) -> Any:
-    return pydantic_core.to_jsonable_python(value, fallback=str)
-
-
-def _first_render(value: Any) -> str:
-    """Builds ``_RENDER`` (and imports ``json``) on the first call, not at import."""
-    global _RENDER
-    import json
-
-    _RENDER = json.JSONEncoder(ensure_ascii=False, default=_json_default).encode
-    return _RENDER(value)
-
-
-_RENDER: Callable[[Any], str] = _first_render
-"""``json.dumps(value, ensure_ascii=False, default=_json_default)`` with one encoder."""
 
 
 class Tool:

@@ -352,7 +352,7 @@ class CallPipeline(Attempt):
         ctx.call_id = self.call.id
         ctx.tool_name = self.name
         ctx.media = ()
-        ctx.cancel = state.tokens[-1]
+        ctx._cancel = None  # made at its first read (``ToolContext.cancel``)
         ctx.session_id = d.session_id
         ctx._scratch = None
         ctx._link = (state, d)

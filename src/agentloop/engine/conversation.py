@@ -62,8 +62,11 @@ class Conversation(Generic[OutputT]):
         self._recorder = recorder
         self._history = history
         self._runs: list[Run[OutputT]] = [] if runs is None else runs
-        self._cancel = CancelToken()
+        self._cancel: CancelToken | None = None
+        """The session's own cancel signal, made when asked for (``engine.session_cancel``)."""
         self._active: RunState | None = None
+        self._watcher: Any = None
+        """The active run's loop once it drives (``RunLoop``): it watches a signal made then."""
         self._children: dict[str, Any] | None = None
         self._paused_options: dict[str, Any] | None = None
         """A paused run's own settings and budget (``run(model_settings=, usage_limits=)``)."""
@@ -140,12 +143,26 @@ class Conversation(Generic[OutputT]):
 
     @property
     def cancel_token(self) -> CancelToken:
-        """The session's own cancel signal."""
-        return self._cancel
+        """The session's own cancel signal (made at the first ask; a running run watches it)."""
+        token = self._cancel
+        if token is None:  # made now (and joins a running run): a run never asked makes none
+            from agentloop.engine.session_cancel import session_signal
+
+            token = session_signal(self)
+        return token
 
     def cancel(self) -> None:
         """Fire the session's cancel signal: the running (or else the next) run is cancelled."""
-        self._cancel.cancel()
+        self.cancel_token.cancel()
+
+    def _tool_cancel(self, state: RunState) -> CancelToken:
+        """A tool's ``ctx.cancel`` in ``state``'s run, at its first read (``ToolContext.cancel``).
+
+        The run's last token: its own beside a caller's (fired with any of them, ``RunLoop``),
+        else the session's, made now if nobody asked before (the run watches it at once).
+        """
+        tokens = state.tokens
+        return tokens[-1] if tokens else self.cancel_token
 
     def _turn_done(self, state: RunState, turn: Turn) -> None:
         """A turn is complete: a salvage point, saved, counted, announced (``TurnFinished``)."""
@@ -346,8 +363,13 @@ class Conversation(Generic[OutputT]):
         ContextGuard = _guard or _load_guard()
         config, bus = own["config"], self._bus
         guard = ContextGuard(config, system=system, observers=bus, hooks=own["_hooks"])
-        # with a caller's token, the tools' own (``ctx.cancel``: the last) shows every token's fire
-        tokens = (self._cancel, *cancels, CancelToken()) if cancels else (self._cancel,)
+        # with a caller's token, the tools' own (``ctx.cancel``: the last) shows every token's
+        # fire; the session's only once somebody asked for it (``engine.session_cancel``)
+        mine = self._cancel
+        if cancels:
+            tokens = (*cancels, CancelToken()) if mine is None else (mine, *cancels, CancelToken())
+        else:
+            tokens = () if mine is None else (mine,)
         offer = kind._offer(agent, client, registry)
         state = self._new_loop() if into is None else into  # the run's loop is its state
         started_state(  # RunState(...) with every field, no keywords to match
@@ -361,6 +383,7 @@ class Conversation(Generic[OutputT]):
             self._append_only(state)  # SPEC 28 (a base opens the history: append-only it stays)
         if config.batch:  # each model turn through the provider's batch API (SPEC 25)
             self._batched(state)
+        state.session = self
         self._active = state
         bus.run = run
         bus.agent = None  # every run starts with the session's own agent

@@ -38,7 +38,7 @@ def committed(loop: Any, error: AgentLoopError | None) -> tuple[PendingCall, ...
     handle = id(loop)  # the run loop watched each token itself (``RunState.watch``)
     for token in state.tokens:
         token.unwatch(handle)
-    session._active = None
+    session._active = session._watcher = None
     run = state.run
     run.ended_at = loop.clock.time()  # the agent's, kept by the loop (an agent read is slow)
     run.stop_reason = error
@@ -83,8 +83,9 @@ def told(loop: Any, paused: tuple[PendingCall, ...]) -> None:
         bus.emit(ev.RunFinished(run.id, state.turn_index, run))
     if state.listener is not None:
         bus.detach(state.listener)
-    if session._cancel._fired:  # the flag itself: ``cancelled`` is a property, a call
-        session._cancel.reset()
+    token = session._cancel  # None: nobody asked for the session's signal (made when asked)
+    if token is not None and token._fired:  # the flag itself: ``cancelled`` is a property
+        token.reset()
 
 
 async def run_end_hooks(loop: Any) -> None:

@@ -77,7 +77,7 @@ class RunLoop(ModelStep):
 
     __slots__ = (
         "agent", "clock", "config", "finalizing", "guarding", "latency", "output", "own",
-        "quiet", "session", "started", "task",
+        "quiet", "started", "task",
     )  # fmt: skip
 
     def __init__(self, session: Conversation[Any]) -> None:  # (not ``RunState``'s: no fields)
@@ -136,6 +136,7 @@ class RunLoop(ModelStep):
             self._opening(*start)
         loop = asyncio.get_running_loop()  # read once, for the task and every token
         self.task = asyncio.current_task(loop)
+        self.session._watcher = self  # a session signal made while it runs is watched at once
         self.watch(self, loop)  # the loop is the callback: no bound method kept (handle: its id)
         return ()
 

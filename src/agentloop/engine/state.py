@@ -239,6 +239,8 @@ class RunState:
     """Handoffs made so far (``RunConfig.max_handoffs``)."""
     shown: View | None = None
     """After a filtered handoff: what its receiver's requests send (``engine.views``)."""
+    session: Any = None
+    """The session running it (``Conversation``): a tool's ``ctx.cancel`` asks it, when read."""
 
     def __post_init__(self) -> None:
         self.boundary = self.base
@@ -377,6 +379,7 @@ def started_state(
     state.paused = ()
     state.waiting = state.plan = state.appendonly = state.handoff = state.shown = None
     state.measured = measured
+    state.session = None
     return state
 
 
