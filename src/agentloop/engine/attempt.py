@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from agentloop.engine.journal import Journal
     from agentloop.engine.state import RunState
     from agentloop.events import Event
+    from agentloop.observers import EventBus
     from agentloop.tools import ToolRegistry
 
 __all__ = ["Attempt", "PausedChild", "PipelineServices"]
@@ -78,6 +79,10 @@ class PipelineServices(Protocol):
 
     def emit(self, event: Event) -> None:
         """Deliver ``event`` to the session's listeners (``EventBus.emit``)."""
+
+    @property
+    def observers(self) -> EventBus:
+        """The session's event channel: the dispatcher itself (read ``active``/``emit``)."""
 
 
 class Attempt:
