@@ -363,13 +363,7 @@ class Conversation(Generic[OutputT]):
         ContextGuard = _guard or _load_guard()
         config, bus = own["config"], self._bus
         guard = ContextGuard(config, system=system, observers=bus, hooks=own["_hooks"])
-        # with a caller's token, the tools' own (``ctx.cancel``: the last) shows every token's
-        # fire; the session's only once somebody asked for it (``engine.session_cancel``)
-        mine = self._cancel
-        if cancels:
-            tokens = (*cancels, CancelToken()) if mine is None else (mine, *cancels, CancelToken())
-        else:
-            tokens = () if mine is None else (mine,)
+        tokens = _run_tokens(self._cancel, cancels) if cancels or self._cancel else ()
         offer = kind._offer(agent, client, registry)
         state = self._new_loop() if into is None else into  # the run's loop is its state
         started_state(  # RunState(...) with every field, no keywords to match
@@ -383,11 +377,22 @@ class Conversation(Generic[OutputT]):
             self._append_only(state)  # SPEC 28 (a base opens the history: append-only it stays)
         if config.batch:  # each model turn through the provider's batch API (SPEC 25)
             self._batched(state)
-        state.session = self
-        self._active = state
+        self._active = state  # (its loop was made with this session: ``state.session``)
         bus.run = run
         bus.agent = None  # every run starts with the session's own agent
         return state
+
+
+def _run_tokens(
+    mine: CancelToken | None, cancels: tuple[CancelToken, ...]
+) -> tuple[CancelToken, ...]:
+    """A run's cancel tokens: the session's once somebody asked for it (``engine.session_cancel``).
+
+    With a caller's token, the tools' own (``ctx.cancel``: the last) shows every token's fire.
+    """
+    if cancels:
+        return (*cancels, CancelToken()) if mine is None else (mine, *cancels, CancelToken())
+    return () if mine is None else (mine,)
 
 
 _NO_RUN_TOOLSETS: dict[str, tuple[Any, ...]] = {}

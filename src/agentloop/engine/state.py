@@ -359,7 +359,11 @@ def started_state(
     field by field (a field added and forgotten here fails there). ``into``: the object to
     fill, a subclass's (the run's loop is its state, ``engine.loop.RunLoop``); None: a new one.
     """
-    state: RunState = _new(RunState) if into is None else into
+    if into is None:
+        state: RunState = _new(RunState)
+        state.session = None
+    else:  # a loop, made with its session (``RunLoop.__init__``)
+        state = into
     state.run = run
     state.tokens = tokens
     state.transcript = transcript
@@ -379,7 +383,6 @@ def started_state(
     state.paused = ()
     state.waiting = state.plan = state.appendonly = state.handoff = state.shown = None
     state.measured = measured
-    state.session = None
     return state
 
 
