@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from agentloop import Agent, RunConfig, tool
-from agentloop.engine.compaction import ContextGuard
+from agentloop.engine.context_guard import ContextGuard
 from agentloop.errors import TranscriptError
 from agentloop.messages import Message
 from agentloop.observers import EventBus
@@ -76,8 +76,8 @@ async def test_the_known_history_gives_the_same_totals_as_measuring_it_again() -
     fresh.start(transcript, specs)
     resumed.start(transcript, specs, known)
     assert resumed.total == fresh.total
-    assert resumed.state() == fresh.state()
-    assert len(resumed) == len(fresh) == len(transcript)
+    assert resumed._checkpoint() == fresh._checkpoint()
+    assert resumed._count == fresh._count == len(transcript)
 
 
 async def test_a_history_changed_since_is_measured_again() -> None:

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentloop import Agent, Observer, RunConfig, tool
-from agentloop.engine.compaction import ContextGuard
+from agentloop.engine.context_guard import ContextGuard
 from agentloop.engine.state import NO_CALL_IDS
 from agentloop.errors import Cancelled, TranscriptError
 from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart
@@ -96,8 +96,8 @@ def test_the_guard_measures_and_checks_as_a_meter_and_a_checker(
             lambda m=message: checker.append(m)
         )
         assert (guard.total, guard.overhead) == (meter.total, meter.overhead)
-        assert (len(guard), guard.state()) == (len(checker), checker.state())
-        assert _verdict(guard.check_sendable) == _verdict(checker.check_sendable)
+        assert (guard._count, guard._checkpoint()) == (len(checker), checker.state())
+        assert _verdict(guard._check_sendable) == _verdict(checker.check_sendable)
 
 
 def lookup_specs() -> tuple[Any, ...]:
@@ -108,10 +108,12 @@ def lookup_specs() -> tuple[Any, ...]:
 async def test_the_guard_is_the_runs_only_context_record() -> None:
     agent = Agent(FunctionModel(lambda r: reply("done")))
     session = agent.session()
-    run = session._begin("go", None, (), None)
-    guard = run.guard
-    assert isinstance(guard, ContextGuard) and isinstance(guard, TranscriptChecker)
-    assert not any(isinstance(getattr(guard, n, None), ContextMeter) for n in dir(guard))
+    state = session._begin("go", None, (), None)
+    assert state.guard is state and isinstance(state, ContextGuard)  # the state is its guard
+    assert not hasattr(type(state), "__len__")  # a state with no messages is not falsy
+    slots = {name for kind in type(state).__mro__ for name in getattr(kind, "__slots__", ())}
+    held = [getattr(state, name, None) for name in slots]
+    assert not any(isinstance(v, ContextMeter | TranscriptChecker | ContextGuard) for v in held)
     session._active = None
 
 

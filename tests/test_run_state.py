@@ -34,7 +34,6 @@ def _fields(known: Measured | None) -> dict[str, object]:
         "transcript": transcript,
         "base": len(_HISTORY),
         "offer": agent._offer(agent.client),
-        "guard": object(),
         "client": agent.client,
         "deps": {"user": 42},
         "system": "be brief",

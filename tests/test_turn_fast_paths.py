@@ -18,7 +18,7 @@ from agentloop import Agent, Observer, ToolError, tool
 from agentloop._provider_parts import NO_CALLS, counted_calls
 from agentloop.config import RunConfig
 from agentloop.context import WindowPolicy
-from agentloop.engine.compaction import ContextGuard, quiet_line
+from agentloop.engine.context_guard import ContextGuard, quiet_line
 from agentloop.errors import Cancelled, TranscriptError
 from agentloop.events import Event, TurnStarted
 from agentloop.media import ImagePart
@@ -110,7 +110,7 @@ def test_one_part_messages_are_checked_as_the_general_rules_check_them(
         assert len(fast) == len(general)
         assert fast.pending_calls == general.pending_calls
         if not unique:
-            assert fast.state() == general.state()
+            assert fast._checkpoint() == general._checkpoint()
     assert _sendable(fast) == _sendable(general)
 
 
@@ -367,7 +367,7 @@ def test_an_appended_message_is_measured_and_checked_as_the_general_path_does(
             assert guards[0].total == guards[1].total
             if failed[0] is not None:
                 return
-            assert guards[0].state() == guards[1].state()
+            assert guards[0]._checkpoint() == guards[1]._checkpoint()
 
     check()
 
@@ -447,7 +447,7 @@ def test_a_run_starts_measured_as_the_general_start_measures(
         first = ContextGuard(config, system=None, observers=EventBus(()), hooks=())
         known = None
         if _started(first, history) is None:
-            known = first.measured(history, NO_CALL_IDS)
+            known = first.measure_of(history, NO_CALL_IDS)
         guard = ContextGuard(config, system=None, observers=EventBus(()), hooks=())
         guards.append((guard, _started(guard, transcript, known)))
         knowns.append(known is None)
@@ -456,4 +456,4 @@ def test_a_run_starts_measured_as_the_general_start_measures(
     assert failed == expected  # refused at the same message, in the same words
     if failed is None:  # (a refused start ends the run: its total is never read, and
         assert fast.total == general.total  # ``commit_run`` keeps no measure of a failed run)
-        assert fast.state() == general.state()
+        assert fast._checkpoint() == general._checkpoint()

@@ -61,21 +61,19 @@ def _fail(index: int, message: Message, problem: str) -> TranscriptError:
     return TranscriptError(f"message {index} ({message.role}): {problem}", index=index)
 
 
-class TranscriptChecker:
-    """Checks a transcript message by message; each check costs only the new messages.
+class _Rules:
+    """The rules' incremental state and steps, under names a run's state can carry as its own.
 
-    ``extend`` raises ``TranscriptError`` on the first offending message among the new ones; the
-    valid prefix stays absorbed. Unanswered calls at the end are allowed while the transcript is
-    being built (the tools are still running); ``check_sendable`` refuses them.
-
-    Args:
-        unique_ids: Require call ids unique across the whole transcript (default), not only
-            within one turn.
+    ``TranscriptChecker``'s engine: the run's context guard (``engine.guard.ContextGuard``),
+    which is the run's state, inherits these without the checker's public ``append``,
+    ``extend``, ``state()`` and ``__len__`` (a run's state has its own ``append`` and
+    ``state``, and a state with no messages must not be falsy).
     """
 
     __slots__ = ("_count", "_ids", "_pending", "_pending_index", "_started", "unique_ids")
 
-    def __init__(self, *, unique_ids: bool = True) -> None:
+    def _open(self, unique_ids: bool) -> None:
+        """Start with nothing absorbed (``unique_ids``: see ``TranscriptChecker``)."""
         self.unique_ids = unique_ids
         self._count = 0
         self._ids: set[str] = set() if unique_ids else _NO_IDS  # kept only when unique
@@ -83,53 +81,40 @@ class TranscriptChecker:
         self._pending_index = -1
         self._started = False  # a message other than system was absorbed (rule 3 is behind us)
 
-    def __len__(self) -> int:
-        return self._count
-
-    @property
-    def pending_calls(self) -> tuple[ToolCallPart, ...]:
-        """Calls of the last message still waiting for their results."""
-        return self._pending
-
-    def reset(self, messages: Iterable[Message] = ()) -> None:
-        """Forget everything and check ``messages`` afresh (after compaction replaced history)."""
+    def _reset(self, messages: Iterable[Message] = ()) -> None:
+        """``TranscriptChecker.reset``."""
         self._count = 0
         self._pending = ()
         self._pending_index = -1
         self._started = False
         if self.unique_ids:
             self._ids.clear()
-        self.extend(messages)
+        self._extend(messages)
 
-    def state(self) -> tuple[int, tuple[ToolCallPart, ...], int, bool]:
-        """What ``resume`` needs to go on from here (with ``unique_ids=False`` only)."""
+    def _checkpoint(self) -> tuple[int, tuple[ToolCallPart, ...], int, bool]:
+        """``TranscriptChecker.state``."""
         if self.unique_ids:
             raise ValueError("a checker of unique ids keeps every id: it cannot be resumed")
         return self._count, self._pending, self._pending_index, self._started
 
-    def resume(
+    def _resume(
         self,
         count: int,
         pending: tuple[ToolCallPart, ...],
         pending_index: int,
         started: bool = False,
     ) -> None:
-        """Go on from a ``state()``: as if the same messages had been absorbed again."""
+        """``TranscriptChecker.resume``."""
         self._count, self._pending, self._pending_index = count, pending, pending_index
         self._started = started
 
-    def extend(self, messages: Iterable[Message]) -> None:
-        """Check and absorb new messages appended to the transcript.
-
-        Raises:
-            TranscriptError: A new message breaks a rule; ``index`` is its position in the
-                whole transcript (or the position of the call left unanswered).
-        """
+    def _extend(self, messages: Iterable[Message]) -> None:
+        """``TranscriptChecker.extend``."""
         for message in messages:
-            self.append(message)
+            self._take(message)
 
-    def append(self, message: Message) -> None:
-        """Check and absorb one appended message (see ``extend``)."""
+    def _take(self, message: Message) -> None:
+        """``TranscriptChecker.append``."""
         index = self._count
         parts = message.parts
         if len(parts) != 1 or not self._one_part(index, message.role, parts[0]):
@@ -187,12 +172,8 @@ class TranscriptChecker:
         self._count = index + 1
         return True
 
-    def check_sendable(self) -> None:
-        """Raise unless the transcript absorbed so far can be sent as a request.
-
-        Raises:
-            TranscriptError: The transcript is empty or ends with unanswered calls.
-        """
+    def _check_sendable(self) -> None:
+        """``TranscriptChecker.check_sendable``."""
         if self._count == 0:
             raise TranscriptError("the transcript is empty", index=None)
         if self._pending:
@@ -276,6 +257,71 @@ class TranscriptChecker:
                     f" has no result in the next tool message (message {index})",
                     index=index - 1,
                 )
+
+
+class TranscriptChecker(_Rules):
+    """Checks a transcript message by message; each check costs only the new messages.
+
+    ``extend`` raises ``TranscriptError`` on the first offending message among the new ones; the
+    valid prefix stays absorbed. Unanswered calls at the end are allowed while the transcript is
+    being built (the tools are still running); ``check_sendable`` refuses them.
+
+    Args:
+        unique_ids: Require call ids unique across the whole transcript (default), not only
+            within one turn.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, *, unique_ids: bool = True) -> None:
+        self._open(unique_ids)
+
+    def __len__(self) -> int:
+        return self._count
+
+    @property
+    def pending_calls(self) -> tuple[ToolCallPart, ...]:
+        """Calls of the last message still waiting for their results."""
+        return self._pending
+
+    def reset(self, messages: Iterable[Message] = ()) -> None:
+        """Forget everything and check ``messages`` afresh (after compaction replaced history)."""
+        self._reset(messages)
+
+    def state(self) -> tuple[int, tuple[ToolCallPart, ...], int, bool]:
+        """What ``resume`` needs to go on from here (with ``unique_ids=False`` only)."""
+        return self._checkpoint()
+
+    def resume(
+        self,
+        count: int,
+        pending: tuple[ToolCallPart, ...],
+        pending_index: int,
+        started: bool = False,
+    ) -> None:
+        """Go on from a ``state()``: as if the same messages had been absorbed again."""
+        self._resume(count, pending, pending_index, started)
+
+    def extend(self, messages: Iterable[Message]) -> None:
+        """Check and absorb new messages appended to the transcript.
+
+        Raises:
+            TranscriptError: A new message breaks a rule; ``index`` is its position in the
+                whole transcript (or the position of the call left unanswered).
+        """
+        self._extend(messages)
+
+    def append(self, message: Message) -> None:
+        """Check and absorb one appended message (see ``extend``)."""
+        self._take(message)
+
+    def check_sendable(self) -> None:
+        """Raise unless the transcript absorbed so far can be sent as a request.
+
+        Raises:
+            TranscriptError: The transcript is empty or ends with unanswered calls.
+        """
+        self._check_sendable()
 
 
 _TEXT_ROLES = ("user", "assistant")

@@ -115,7 +115,7 @@ class AppendOnly:
             self._new(session, state)
         if self.recall:  # SPEC 27: this run's recall joins the instructions after the base
             text = f"{state.system}\n\n{self.recall}" if state.system else self.recall
-            state.system = state.guard.system = text
+            state.system = text
 
     def _new(self, session: Any, state: Any) -> None:
         """A new conversation: its base first, the seeded history's thinking dropped."""

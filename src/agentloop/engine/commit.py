@@ -56,7 +56,7 @@ def commit_run(
     elif error is None:  # the tail just made is ``pending``: no second slice of it
         history.extend(run.messages if tail else state.pending)
         if state.shown is None:  # a filtered handoff's guard measured its view, not this
-            session._measured = state.guard.measured(session._history, state.call_ids)
+            session._measured = state.measure_of(session._history, state.call_ids)
     elif isinstance(error, _CANNOT_FIT):
         run.unfinished_input = run.input
     else:

@@ -1,352 +1,98 @@
-"""The engine's context step: keep every request inside the window and safe to send.
+"""The engine's compaction step: a pass over what is sent, when the run's guard says so.
 
-Per run, ``ContextGuard`` keeps a running estimate (O(1) per appended message, as
-``ContextMeter`` does), checks the transcript incrementally (it is the run's
-``TranscriptChecker``: one record a run holds across its model calls, not three), decides
-before each model call whether a compaction pass is needed (``WindowPolicy``), runs it
+The run's context guard (``engine.context_guard.ContextGuard``, the base class of the run's
+state) keeps the estimate and the transcript checks and says when a request cannot go as it
+is (``ready``). Then ``before_call`` decides (``WindowPolicy``) and runs a compaction pass
 (pre-compact hooks may veto; the no-progress guard ends the run with ``CompactionStalled``; a
 raising compactor is ``CompactionFailed``; a result that still does not fit is
-``ContextExceeded``), commits its result (compaction is a commit point), and handles overflow
-salvage (a provider ``ContextLengthExceeded`` → compact once, retry the turn).
+``ContextExceeded``) and commits its result (compaction is a commit point). Overflow salvage
+(a provider ``ContextLengthExceeded``: compact once, retry the turn) forces the next pass
+(``ContextGuard.salvage``).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentloop import events as ev
-from agentloop._wire_text import part_chars
-from agentloop.config import RunConfig
-from agentloop.context import WindowPolicy, without_old_media
-from agentloop.errors import (
-    CompactionFailed,
-    CompactionStalled,
-    ContextExceeded,
-    ContextLengthExceeded,
-)
-from agentloop.hooks import Hook, overrides
-from agentloop.messages import Message, ProviderPart, TextPart, ToolCallPart, ToolResultPart
-from agentloop.model import ToolSpec
-from agentloop.observers import EventBus
-from agentloop.tokens import (
-    MEDIA_PROVIDER,
-    HeuristicTokenCounter,
-    RatioTokenCounter,
-    count_messages,
-    request_overhead,
-)
-from agentloop.transcript import TranscriptChecker
+from agentloop.context import without_old_media
+from agentloop.errors import CompactionFailed, CompactionStalled, ContextExceeded
+from agentloop.messages import Message
 
 if TYPE_CHECKING:
-    from agentloop.engine.state import CallIds, Measured, RunState
-else:  # a run's rooms load together: the state module is already loaded with the first run
-    from agentloop.engine.state import Measured
+    from agentloop.engine.state import RunState
 
-__all__ = ["ContextGuard"]
+__all__ = ["before_call"]
 
 Commit = Callable[[list[Message]], None]
 
 
-def _policy_of(config: RunConfig) -> tuple[RunConfig, WindowPolicy, int]:
-    """The config's window policy and its quiet line; cached, as every run asks (frozen both)."""
-    found = _POLICIES.get(id(config))
-    if found is not None and found[0] is config:
-        return found
-    policy = WindowPolicy(config.context_window, config.compact_threshold, config.auto_compact)
-    if len(_POLICIES) >= 64:
-        _POLICIES.clear()
-    made = _POLICIES[id(config)] = (config, policy, quiet_line(policy))  # holds the config:
-    return made  # its id stays its own
+async def before_call(state: RunState, commit: Commit) -> None:
+    """Compact when the policy says so; refuse anything that cannot be sent."""
+    reason = state.compaction_reason()
+    if reason is not None:
+        await _compact(state, reason, commit)
+    _sendable(state)
 
 
-_POLICIES: dict[int, tuple[RunConfig, WindowPolicy, int]] = {}
+def _sendable(state: RunState) -> None:
+    if not state.policy.fits(state.total):
+        raise ContextExceeded(state.total, state.config.context_window)
+    state._check_sendable()
 
 
-def quiet_line(policy: WindowPolicy) -> int:
-    """The largest estimate ``policy`` neither compacts at nor refuses (``ready``'s fast path).
+async def _compact(state: RunState, reason: str, commit: Commit) -> None:
+    """One pass over what is sent: the transcript, or a filtered handoff's view (26)."""
+    state.check_cancel()
+    before = state.total
+    messages = state.sent()
+    if not await _hooks_allow(state, messages, before):
+        _no_progress(state, reason, before, before)
+        return
+    target = max(0, state.policy.target - state.overhead)
+    counter = state.counter
+    try:
+        compacted = without_old_media(messages)  # old media go before old text
+        if compacted is None or sum(map(counter.count_message, compacted)) > target:
+            compacted = await state.config.compactor.compact(
+                compacted or list(messages), target_tokens=target, counter=counter
+            )
+    except Exception as exc:
+        error = CompactionFailed(before, state.config.context_window, cause=exc)
+        state.observers.emit(ev.CompactionFailed(state.run.id, state.turn_index, error))
+        raise error from exc
+    if state.appendonly is not None:  # SPEC 28: entries stay, no stale thinking is sent
+        from agentloop.engine.appendonly import kept_after_compaction
 
-    At or below it, ``policy.need`` is None and ``policy.fits`` is True, whatever else holds:
-    two comparisons a turn instead of four calls. A disabled window has no line.
-    """
-    if not policy.enabled:
-        return _NO_LINE
-    quiet = min(policy.emergency_tokens - 1, policy.window)
-    if policy.auto_compact and policy.threshold > 0:
-        quiet = min(quiet, policy.threshold_tokens)
-    return quiet
+        compacted = kept_after_compaction(messages, compacted)
+    after = state.overhead + sum(counter.count_message(m) for m in compacted)
+    if after >= before or not compacted:
+        _no_progress(state, reason, after, before)
+        return
+    if not state.policy.fits(after):
+        error_ = ContextExceeded(after, state.config.context_window)
+        state.observers.emit(ev.CompactionFailed(state.run.id, state.turn_index, error_))
+        raise error_
+    if state.shown is None:
+        commit(compacted)
+    else:  # the view's head now; the history keeps every message (engine.views)
+        from agentloop.engine.views import compacted as view_compacted
+
+        view_compacted(state, compacted, commit)
+    state.compacted(compacted)
+    state.observers.emit(ev.Compacted(state.run.id, state.turn_index, before, after))
 
 
-_RATIOS = frozenset({HeuristicTokenCounter, RatioTokenCounter})
-"""This module's counters by exact type: ``added`` measures a one-part message as they do."""
-_ceil = math.ceil
+def _no_progress(state: RunState, reason: str, after: int, before: int) -> None:
+    """A pass shaved nothing: defer while a threshold pass still fits, else stop."""
+    if reason == "threshold" and state.policy.fits(before):
+        return
+    raise CompactionStalled(after, before)
 
-_NO_LINE = 2**62
-"""No estimate comes near it (an estimate above it takes the exact path all the same)."""
 
-
-class ContextGuard(TranscriptChecker):
-    """Window policy, compaction passes, overflow salvage and transcript checks for one run.
-
-    The run's transcript checker itself (``TranscriptChecker``, without unique ids), and its
-    meter: ``counter``, ``overhead`` and ``total`` are a ``ContextMeter``'s, kept in the
-    guard's own slots. Every run holds its guard across each model call, and each object it
-    holds there costs the collector at many runs in flight: one record, not three.
-    """
-
-    # one per run: slots are set faster than a dict's keys
-    __slots__ = (
-        "_force", "_overhead", "_quiet", "_salvaged_turn", "_tokens", "config", "counter",
-        "hooks", "in_transcript", "lead", "observers", "policy", "server_side", "system",
-    )  # fmt: skip
-
-    def __init__(
-        self,
-        config: RunConfig,
-        *,
-        system: str | None,
-        observers: EventBus,
-        hooks: Sequence[Hook],
-    ) -> None:
-        self.config = config
-        self.system = system
-        self.observers = observers
-        self.hooks = tuple(h for h in hooks if overrides(h, Hook, "pre_compact")) if hooks else ()
-        _, self.policy, self._quiet = _policy_of(config)
-        TranscriptChecker.__init__(self, unique_ids=False)
-        self.counter = config.token_counter
-        self._overhead = self._tokens = 0
-        self._salvaged_turn: int | None = None
-        self._force = False
-        self.server_side = False
-        self.in_transcript = False
-        """The system prompt and tools travel in the transcript (an append-only conversation's
-        base and entries, SPEC 28): they are counted there, not again as overhead."""
-        """The provider compacts (SPEC 28's server-side compaction): the local compactor never
-        runs and the estimate counts from the last ``compaction`` part."""
-        self.lead: tuple[Message, ...] = ()
-        """Checked before the messages, never measured: a filtered handoff's base on an
-        append-only conversation (SPEC 26, 28), which travels as the view's system and tools."""
-
-    def start(
-        self,
-        transcript: Sequence[Message],
-        specs: Sequence[ToolSpec],
-        known: Measured | None = None,
-    ) -> None:
-        """Measure and check the transcript once, at run start (with the tools offered).
-
-        ``known``: what the session measured of the history the transcript starts with; then
-        only the messages after it are measured and checked.
-        """
-        system, counter = self.system, self.counter
-        if self.in_transcript:
-            system, specs = None, ()
-        self._overhead = request_overhead(system, specs, counter)
-        if (
-            known is None
-            or known.counter is not counter
-            or known.provider != MEDIA_PROVIDER.get()
-            or self.server_side
-        ):
-            if type(counter) in _RATIOS and not self.server_side:  # each as ``added`` takes it
-                self._tokens = 0
-                self.reset()
-                self._took(transcript)
-                return
-            self._tokens = count_messages(counter, transcript)
-            self.reset(transcript)
-            if self.server_side:
-                self._tokens = count_messages(counter, transcript[_last_compaction(transcript) :])
-            return
-        new = transcript[known.length :]
-        if type(counter) in _RATIOS:  # (never server-side here)
-            self._tokens = known.tokens
-            self.resume(*known.checker)
-            self._took(new)
-            return
-        self._tokens = known.tokens + count_messages(counter, new)
-        self.resume(*known.checker)
-        self.extend(new)
-
-    def _took(self, messages: Sequence[Message]) -> None:
-        """Each message measured and checked as ``added`` takes it (this module's counters)."""
-        for message in messages:
-            self.added(message)
-
-    def restart(
-        self,
-        messages: Sequence[Message],
-        system: str | None,
-        specs: Sequence[ToolSpec],
-        lead: tuple[Message, ...] = (),
-    ) -> None:
-        """Measure and check ``messages`` afresh with this overhead (a filtered handoff's view).
-
-        ``lead``: what the checker reads first (see ``self.lead``).
-        """
-        self.lead = lead
-        counter = self.counter
-        self._overhead = request_overhead(system, specs, counter)
-        self._tokens = count_messages(counter, messages)
-        self.reset([*lead, *messages])
-        if self.server_side:
-            self._tokens = count_messages(counter, messages[_last_compaction(messages) :])
-
-    @property
-    def overhead(self) -> int:
-        """Tokens of the system prompt and tool schemas (``ContextMeter.overhead``)."""
-        return self._overhead
-
-    @property
-    def total(self) -> int:
-        """The estimate of the next request: messages plus overhead (``ContextMeter.total``)."""
-        return self._tokens + self._overhead
-
-    def measured(self, history: list[Message], call_ids: CallIds) -> Measured:
-        """What this run's transcript, committed whole as ``history``, measured at the end."""
-        return Measured(
-            history, self.state(), self._tokens, self.counter, MEDIA_PROVIDER.get(), call_ids
-        )
-
-    def added(self, message: Message) -> None:
-        """Account for one appended message: counted, then checked (``append``).
-
-        A message of one text, call or result (no media) counted by this module's ratio
-        counters is measured here, as ``count_message`` measures it, without its call or its
-        cache (a run's message is counted once: ``Measured`` carries the sum to the next run).
-        """
-        parts, counter = message.parts, self.counter
-        one = len(parts) == 1 and type(counter) in _RATIOS and not self.server_side
-        part: Any = parts[0] if one else None
-        kind = type(part)
-        if kind is not TextPart and kind is not ToolCallPart:
-            if kind is not ToolResultPart or part.media:  # (media: counted by the counter)
-                self._added(message)
-                return
-        chars = part_chars(part)
-        ratio, framing = counter.chars_per_token, counter.per_message  # type: ignore[attr-defined]
-        self._tokens += _ceil(chars / ratio) + framing
-        index = self._count  # ``append``, written out
-        if not self._one_part(index, message.role, part):
-            self._absorb(index, message)
-
-    def _added(self, message: Message) -> None:
-        """``added`` for any message: counted by the counter (and its cache), then checked."""
-        if self.server_side and _compacts(message):  # the provider dropped what came before
-            self._tokens = 0
-        self._tokens += self.counter.count_message(message)
-        index, parts = self._count, message.parts  # ``append``, written out
-        if len(parts) != 1 or not self._one_part(index, message.role, parts[0]):
-            self._absorb(index, message)
-
-    def ready(self) -> bool:
-        """True when the next request needs no compaction and can be sent (then checked).
-
-        The common turn's whole context step, with no coroutine; False: ``before_call`` next.
-        """
-        total = self._tokens + self._overhead
-        if total <= self._quiet and not self._force:  # below every line: nothing to decide
-            if not self._count or self._pending:  # ``check_sendable``, its call when it raises
-                self.check_sendable()
-            return True
-        policy = self.policy
-        if self._force or (not self.server_side and policy.need(total)):
+async def _hooks_allow(state: RunState, messages: Sequence[Message], estimate: int) -> bool:
+    for hook in state.compact_hooks:
+        if await hook.pre_compact(messages, estimate) is False:
             return False
-        if not policy.fits(total):  # what _sendable checks, with the total read once
-            raise ContextExceeded(total, self.config.context_window)
-        self.check_sendable()
-        return True
-
-    async def before_call(self, state: RunState, commit: Commit) -> None:
-        """Compact when the policy says so; refuse anything that cannot be sent."""
-        reason = "emergency" if self._force else self.policy.need(self.total)
-        if self.server_side and not self._force:
-            reason = None  # the provider compacts past its trigger
-        self._force = False
-        if reason is not None:
-            await self._compact(state, reason, commit)
-        self._sendable()
-
-    def _sendable(self) -> None:
-        if not self.policy.fits(self.total):
-            raise ContextExceeded(self.total, self.config.context_window)
-        self.check_sendable()
-
-    def salvage(self, state: RunState, error: ContextLengthExceeded) -> None:
-        """First provider rejection on a turn: compact before retrying it; second: give up."""
-        window = self.config.context_window
-        if not self.policy.enabled:
-            raise error
-        if self._salvaged_turn == state.turn_index:
-            raise ContextExceeded(max(self.total, window + 1), window) from error
-        self._salvaged_turn = state.turn_index
-        self._force = len(state.sent()) > 1
-
-    async def _compact(self, state: RunState, reason: str, commit: Commit) -> None:
-        """One pass over what is sent: the transcript, or a filtered handoff's view (26)."""
-        state.check_cancel()
-        before = self.total
-        messages = state.sent()
-        if not await self._hooks_allow(messages, before):
-            self._no_progress(reason, before, before)
-            return
-        target = max(0, self.policy.target - self._overhead)
-        counter = self.counter
-        try:
-            compacted = without_old_media(messages)  # old media go before old text
-            if compacted is None or sum(map(counter.count_message, compacted)) > target:
-                compacted = await self.config.compactor.compact(
-                    compacted or list(messages), target_tokens=target, counter=counter
-                )
-        except Exception as exc:
-            error = CompactionFailed(before, self.config.context_window, cause=exc)
-            self.observers.emit(ev.CompactionFailed(state.run.id, state.turn_index, error))
-            raise error from exc
-        if state.appendonly is not None:  # SPEC 28: entries stay, no stale thinking is sent
-            from agentloop.engine.appendonly import kept_after_compaction
-
-            compacted = kept_after_compaction(messages, compacted)
-        after = self._overhead + sum(counter.count_message(m) for m in compacted)
-        if after >= before or not compacted:
-            self._no_progress(reason, after, before)
-            return
-        if not self.policy.fits(after):
-            error_ = ContextExceeded(after, self.config.context_window)
-            self.observers.emit(ev.CompactionFailed(state.run.id, state.turn_index, error_))
-            raise error_
-        if state.shown is None:
-            commit(compacted)
-        else:  # the view's head now; the history keeps every message (engine.views)
-            from agentloop.engine.views import compacted as view_compacted
-
-            view_compacted(state, compacted, commit)
-        self._tokens = count_messages(counter, compacted)
-        self.reset([*self.lead, *compacted])
-        self.observers.emit(ev.Compacted(state.run.id, state.turn_index, before, after))
-
-    def _no_progress(self, reason: str, after: int, before: int) -> None:
-        """A pass shaved nothing: defer while a threshold pass still fits, else stop."""
-        if reason == "threshold" and self.policy.fits(before):
-            return
-        raise CompactionStalled(after, before)
-
-    async def _hooks_allow(self, messages: Sequence[Message], estimate: int) -> bool:
-        for hook in self.hooks:
-            if await hook.pre_compact(messages, estimate) is False:
-                return False
-        return True
-
-
-def _compacts(message: Message) -> bool:
-    """Whether ``message`` carries a provider's ``compaction`` part (SPEC 28)."""
-    return any(type(p) is ProviderPart and p.kind == "compaction" for p in message.parts)
-
-
-def _last_compaction(transcript: Sequence[Message]) -> int:
-    """The index of the last message with a ``compaction`` part (0: none)."""
-    for index in range(len(transcript) - 1, -1, -1):
-        if _compacts(transcript[index]):
-            return index
-    return 0
+    return True

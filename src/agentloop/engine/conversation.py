@@ -29,7 +29,6 @@ from agentloop.run import OutputT, Run, Turn, started_run
 from agentloop.tokens import MEDIA_PROVIDER
 
 if TYPE_CHECKING:  # the store loads only for a session given one, a run's rooms with a run
-    from agentloop.engine.compaction import ContextGuard
     from agentloop.engine.journal import Journal
     from agentloop.store._session import SessionRecorder
 
@@ -344,10 +343,7 @@ class Conversation(Generic[OutputT]):
         known: Measured | None = None,
         into: RunState | None = None,
     ) -> RunState:
-        """A run's state over ``transcript`` from ``base``; ``known``: its history's measure.
-
-        The state is the run's loop (``engine.loop.RunLoop``): ``into``, or a new one.
-        """
+        """A run's state, its loop (``into`` or new), on ``transcript`` (``known``: measured)."""
         agent, own = self.agent, self._own
         client: ModelClient = own["client"]
         swap = swap_of(agent)  # agent.override(): this run's client and tools instead
@@ -360,16 +356,14 @@ class Conversation(Generic[OutputT]):
         provider = media_provider(client)  # None: a fallback over several (the largest)
         if MEDIA_PROVIDER.get() != provider:  # a set makes a new context mapping: only if new
             MEDIA_PROVIDER.set(provider)  # media cost by its formula (the run's task's too)
-        ContextGuard = _guard or _load_guard()
         config, bus = own["config"], self._bus
-        guard = ContextGuard(config, system=system, observers=bus, hooks=own["_hooks"])
         tokens = _run_tokens(self._cancel, cancels) if cancels or self._cancel else ()
         offer = kind._offer(agent, client, registry)
-        state = self._new_loop() if into is None else into  # the run's loop is its state
-        started_state(  # RunState(...) with every field, no keywords to match
-            run, tokens, transcript, base, offer, guard, client, deps, system,
-            config.model_settings, registry, known, state,
+        state = started_state(  # RunState(...) with every field, no keywords to match
+            run, tokens, transcript, base, offer, client, deps, system, config.model_settings,
+            registry, known, self._new_loop() if into is None else into,  # the loop: the state
         )  # fmt: skip
+        state.arm_guard(config, bus, own["_hooks"])  # the state is its context guard
         extra = self._run_toolsets.get(run.id, ()) if self._run_toolsets else ()  # run(toolsets=)
         if own["_toolsets"].sets or (registry or own["registry"]).deferring or swap or extra:
             self._plan(state, swap, extra)
@@ -397,18 +391,6 @@ def _run_tokens(
 
 _NO_RUN_TOOLSETS: dict[str, tuple[Any, ...]] = {}
 """A session's ``run(toolsets=...)`` while it has none (never written to: sessions replace it)."""
-
-_guard: type[ContextGuard] | None = None
-"""The run's context guard (``ContextGuard``), loaded with the first run."""
-
-
-def _load_guard() -> type[ContextGuard]:
-    """Import the run's guard once (an import statement per run costs a lookup chain)."""
-    global _guard
-    from agentloop.engine.compaction import ContextGuard
-
-    _guard = ContextGuard
-    return ContextGuard
 
 
 def _appends_only(

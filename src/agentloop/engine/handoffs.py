@@ -241,15 +241,15 @@ def _rule(
         MEDIA_PROVIDER.set(provider)
     state.registry = viewed(session, receiver, registry, sets)  # steps, journal (SPEC 14)
     state.offer = receiver._offer(own, registry)
-    state.system = state.guard.system = system
+    state.system = system
     state.run.last_agent = name
     state.plan = plan = _plan(session, receiver, registry, sets)
     extra = None if plan is None else plan.instructions()
     if extra and not stored:  # the receiver's toolsets' instructions (a skills list) join its own
-        system = state.system = state.guard.system = _joined(system, extra)
+        system = state.system = _joined(system, extra)
     recall = state.run.memory.get("block") if state.run.memory else None
     if recall and not stored:  # the run's recall block stays (memory is the starting agent's)
-        state.system = state.guard.system = _joined(system, recall)
+        state.system = _joined(system, recall)
     return system
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
 from agentloop._util.lazy import lazy_module
-from agentloop.engine import ending, remembering
+from agentloop.engine import compaction, ending, remembering
 from agentloop.engine.call import pending_of
 from agentloop.engine.conversation import Conversation
 from agentloop.engine.frames import internal_error, released
@@ -76,7 +76,7 @@ class RunLoop(ModelStep):
     """
 
     __slots__ = (
-        "agent", "clock", "config", "finalizing", "guarding", "latency", "output", "own",
+        "agent", "clock", "finalizing", "guarding", "latency", "output", "own",
         "quiet", "started", "task",
     )  # fmt: skip
 
@@ -335,7 +335,7 @@ class RunLoop(ModelStep):
             or self.plan is not None
             or self.appendonly is not None
             or self.run.last_agent is not None
-            or not self.guard.ready()
+            or not self.ready()
         ):
             return None  # (``_model_call``)
         request = self._request()
@@ -349,7 +349,7 @@ class RunLoop(ModelStep):
 
         Not a coroutine itself: a streamed or guarded call is as deep as the common one.
         """
-        if self._offering() or not self.guard.ready():
+        if self._offering() or not self.ready():
             return self._prepared_call()
         if self.guarding is not None:  # the reply waits for an input check's verdict
             return self.guarding.race(self._model_step())
@@ -366,8 +366,8 @@ class RunLoop(ModelStep):
         """Before a model call: the offer step, then compaction when the context needs it."""
         if self._offering():
             await self._offer()
-        if not self.guard.ready():
-            await self.guard.before_call(self, self._commit_compacted)
+        if not self.ready():  # the state is its context guard (``engine.context_guard``)
+            await compaction.before_call(self, self._commit_compacted)
 
     def _turn_closed(self, turn: Turn, done: bool | None) -> bool:
         """The turn recorded as done; true when the run has its answer."""

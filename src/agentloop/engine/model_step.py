@@ -76,7 +76,7 @@ class ModelStep(RunState):
                 client, request, self, self.session._bus, True, self.clock, self.output, started
             )
         except ContextLengthExceeded as error:
-            self.guard.salvage(self, error)
+            self.salvage(error, self.turn_index, len(self.sent()))
             return None
         return self._responded(request, response, started, True)
 
@@ -88,7 +88,7 @@ class ModelStep(RunState):
         try:
             model_failed(exc, self.client, self, self.clock, started)
         except ContextLengthExceeded as error:
-            self.guard.salvage(self, error)
+            self.salvage(error, self.turn_index, len(self.sent()))
 
     def _responded(
         self, request: ModelRequest, reply: object, started: float, checked: bool = False

@@ -160,7 +160,7 @@ class ToolPlan:
         extra = self.instructions()
         if extra:
             text = f"{state.system}\n\n{extra}" if state.system else extra
-            state.system = state.guard.system = text
+            state.system = text
 
     async def offer(self, state: RunState) -> None:
         """Resolve the toolsets for this model call and set ``state.offer``/``state.registry``."""

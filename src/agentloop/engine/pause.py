@@ -306,7 +306,7 @@ def _state(
     children = paused.get("children") or {}
     system = paused.get("agent_system") if run.last_agent is None else None
     if isinstance(system, str):  # the evaluated instructions, stored at the pause (SPEC 17)
-        state.system = state.guard.system = system
+        state.system = system
     else:
         system = None
     state.resuming = Resuming(turn, {r.call_id: r for r in results}, decisions, children, system)

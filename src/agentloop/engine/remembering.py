@@ -75,7 +75,7 @@ async def start(session: Conversation[Any], state: RunState) -> None:
     if block and state.appendonly is not None:  # SPEC 27/28: an entry after the input, not the base
         state.appendonly.recall = block
     elif block:
-        state.system = state.guard.system = f"{state.system}\n\n{block}" if state.system else block
+        state.system = f"{state.system}\n\n{block}" if state.system else block
     if memory.auto_recall and session._bus.active:
         session._bus.emit(ev.MemoryRecalled(run.id, 0, ids=tuple(record.get("recalled", ()))))
     if keep is not None:

@@ -31,7 +31,7 @@ async def run_instructions(session: Any, state: Any) -> None:
     if agent._prompt is not None and kept is None:  # a function: this run's text
         context = RunContext(run_id=state.run.id, session_id=session.id, deps=state.deps)
         text = await evaluate(agent._prompt, context)
-        state.system = state.guard.system = agent._system(text)
+        state.system = agent._system(text)
     if agent.memory is not None:  # long-term memory: the namespace, a recall (SPEC 27)
         from agentloop.engine import remembering
 
@@ -39,6 +39,6 @@ async def run_instructions(session: Any, state: Any) -> None:
     if state.plan is not None:  # toolsets: this call's tools, and their instructions
         await state.plan.start(state)
     if kept is not None:
-        state.system = state.guard.system = kept
+        state.system = kept
         if state.appendonly is not None:
             state.appendonly.recall = None  # already in the kept text

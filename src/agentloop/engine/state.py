@@ -16,14 +16,16 @@ plain run holds no second list across its model calls (``kept`` holds it once ma
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from agentloop._util.lazy import lazy_module
 from agentloop._util.slots import record
 from agentloop.cancel import CancelToken
-from agentloop.errors import Cancelled, ContextLengthExceeded, InvalidInput
+from agentloop.engine.context_guard import ContextGuard
+from agentloop.engine.measured import NO_CALL_IDS, CallIds, Measured
+from agentloop.errors import Cancelled, InvalidInput
 from agentloop.messages import Message
 from agentloop.model import ClientEvents, ModelClient, ModelSettings, ToolSpec
 from agentloop.run import Run
@@ -41,85 +43,11 @@ else:  # the event classes load when somebody first listens
     ev = lazy_module("agentloop.events")
 
 __all__ = [
-    "NO_CALL_IDS", "CallIds", "Guard", "Measured", "Offer", "Paused", "PerRun", "RunOptions",
+    "NO_CALL_IDS", "CallIds", "Measured", "Offer", "Paused", "PerRun", "RunOptions",
     "RunState", "started_state",
 ]  # fmt: skip
 
 _NO_SETTINGS = ModelSettings()
-
-NO_CALL_IDS: frozenset[str] = frozenset()
-"""A run's ``call_ids`` while its transcript has no tool call (shared: it cannot be added to)."""
-
-CallIds = set[str] | frozenset[str]
-"""A run's tool-call ids: its own set, or ``NO_CALL_IDS``."""
-
-
-class Guard(Protocol):
-    """What a run asks of its context guard (``agentloop.engine.compaction.ContextGuard``).
-
-    Declared here, below the guard, so the state it works on need not import it.
-    """
-
-    system: str | None
-    """The run's system prompt, as measured (set at run start for a prompt function)."""
-
-    def start(
-        self,
-        transcript: Sequence[Message],
-        specs: Sequence[ToolSpec],
-        known: Measured | None = None,
-    ) -> None:
-        """Measure the run's starting transcript and tool offer (``known``: its history's)."""
-
-    def measured(self, history: list[Message], call_ids: CallIds) -> Measured | None:
-        """What the run's transcript, now ``history``, measured at the end (None: unknown)."""
-
-    def added(self, message: Message) -> None:
-        """Measure and check one appended message."""
-
-    def ready(self) -> bool:
-        """True when the next request needs no compaction and is checked sendable."""
-
-    async def before_call(self, state: RunState, commit: Callable[[list[Message]], None]) -> None:
-        """Compact before the next model call when needed (``commit`` makes it history)."""
-
-    def salvage(self, state: RunState, error: ContextLengthExceeded) -> None:
-        """A provider rejected the context: force a compaction before the retry."""
-
-
-class Measured:
-    """What a session knows of its committed history, so the next run need not redo it.
-
-    Left by a run that committed all it made (``RunLoop.finalize``): the history list and its
-    length then, the transcript checker's state at its end, the tokens of its messages (by
-    ``counter``, media by ``provider``'s formula) and its tool-call ids. A run whose history is
-    still that list at that length starts from it and measures only its input, so a long
-    conversation costs each run its new messages, not its whole history. Anything else (another
-    list, another length, another counter or provider) measures afresh.
-    """
-
-    __slots__ = ("call_ids", "checker", "counter", "history", "length", "provider", "tokens")
-
-    def __init__(
-        self,
-        history: list[Message],
-        checker: tuple[int, tuple[Any, ...], int, bool],
-        tokens: int,
-        counter: object,
-        provider: str | None,
-        call_ids: CallIds,
-    ) -> None:
-        self.history = history
-        self.length = len(history)
-        self.checker = checker
-        self.tokens = tokens
-        self.counter = counter
-        self.provider = provider
-        self.call_ids = call_ids
-
-    def holds(self, history: list[Message]) -> bool:
-        """Whether ``history`` is still the list this was taken of, unchanged in length."""
-        return history is self.history and len(history) == self.length
 
 
 class Paused(Exception):
@@ -183,15 +111,19 @@ class RunOptions:
 
 
 @dataclass(eq=False, slots=True)
-class RunState:
-    """Everything one run mutates (slotted: with over 30 fields an instance would need a dict)."""
+class RunState(ContextGuard):
+    """Everything one run mutates (slotted: with over 30 fields an instance would need a dict).
+
+    Its context guard too: the state is a ``ContextGuard`` (``engine.context_guard``), its
+    estimate and transcript checks in the state's slots (``arm_guard`` sets them), and
+    ``guard`` is the state itself. ``system`` and ``config`` are the guard's fields.
+    """
 
     run: Run[Any]
     tokens: tuple[CancelToken, ...]
     transcript: list[Message]
     base: int
     offer: Offer
-    guard: Guard
     client: ModelClient
     """The client this run calls (the agent's, or a replaying wrapper around it)."""
     deps: Any = None
@@ -289,7 +221,7 @@ class RunState:
         self.transcript.append(message)
         if self.kept is not None:  # else ``audit`` is the transcript's tail, this message too
             self.kept.append(message)
-        self.guard.added(message)
+        self.added(message)
 
     def sent(self) -> list[Message]:
         """What the next request sends of the transcript: all of it, or a filtered view."""
@@ -343,7 +275,6 @@ def started_state(
     transcript: list[Message],
     base: int,
     offer: Offer,
-    guard: Guard,
     client: ModelClient,
     deps: Any,
     system: str | None,
@@ -369,7 +300,6 @@ def started_state(
     state.transcript = transcript
     state.base = state.boundary = base
     state.offer = offer
-    state.guard = guard
     state.client = client
     state.deps = deps
     state.kept = None

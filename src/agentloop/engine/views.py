@@ -76,7 +76,7 @@ def measure(state: Any) -> None:
     """
     conversation = state.appendonly
     if conversation is None:
-        state.guard.restart(state.sent(), state.guard.system, state.offer.specs)
+        state.guard.restart(state.sent(), state.system, state.offer.specs)
     else:
         conversation.measure(state)
 
