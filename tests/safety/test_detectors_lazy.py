@@ -1,10 +1,11 @@
 """The detectors' deferred work answers exactly as the eager work would, whatever the calls.
 
-A loop detector keeps its first operation as given (no encoding, no window) until a second one
-or a snapshot needs it; a convergence detector keeps its first reply's text until the next reply
-or a snapshot needs its words. One operation or reply can neither warn nor stop (a threshold of 1
-aside, which records at once), so every answer is the eager one: these tests hold each to a
-detector that settles at once, through any sequence of calls.
+A loop detector makes its window, counts and live results at its first operation. A session's
+safety state keeps its first operation and its first answer as given, and makes a detector only
+when a second one (or a snapshot) needs it (``SafetyState.loop_record`` and ``converge``). One
+operation or answer can neither warn nor stop (a threshold of 1 aside, which records at once),
+so every answer is the eager one: these tests hold each to a detector that records at once,
+through any sequence of calls.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentloop.clock import Clock
+from agentloop.config import RunConfig
+from agentloop.engine.guards import SafetyState
 from agentloop.safety import loops
 from agentloop.safety.convergence import (
     Convergence,
@@ -92,17 +96,48 @@ def test_a_loop_detector_answers_as_the_eager_one(
     assert lazy.snapshot() == eager.snapshot()
 
 
+def _safety(config: RunConfig) -> SafetyState:
+    return SafetyState(config, (), "s", Clock())
+
+
 def test_one_call_makes_nothing_and_a_threshold_of_one_records_at_once() -> None:
-    lazy = LoopDetector()
-    assert lazy.record("read", {"p": 1}, "x", is_error=True) is None
-    assert lazy._first_tool == "read" and lazy.check() is None
-    assert len(lazy.snapshot()["window"]) == 1 and lazy._first_tool is None
-    eager = LoopDetector(LoopDetection(warn_threshold=1, stop_threshold=3))
-    warning = eager.record("read", {"p": 1}, "x", is_error=False)
+    lazy = _safety(RunConfig())
+    assert lazy.loop_record("read", {"p": 1}, "x", is_error=True, available=True) is None
+    assert lazy._loops is None and lazy._op_tool == "read"  # kept as given, no detector
+    assert len(lazy.loops.snapshot()["window"]) == 1 and lazy._op_tool is None  # handed over
+    eager = _safety(RunConfig(loop_detection=LoopDetection(warn_threshold=1, stop_threshold=3)))
+    warning = eager.loop_record("read", {"p": 1}, "x", is_error=False, available=True)
     assert warning is not None and warning.repetitions == 1
-    stops = LoopDetector(LoopDetection(warn_threshold=0, stop_threshold=1))
-    stops.record("read", {"p": 1}, "x", is_error=False)
-    assert stops.check() is not None
+    stops = _safety(RunConfig(loop_detection=LoopDetection(warn_threshold=0, stop_threshold=1)))
+    stops.loop_record("read", {"p": 1}, "x", is_error=False, available=True)
+    assert stops.loops.check() is not None
+
+
+_RECORDS = st.lists(
+    st.tuples(
+        st.sampled_from(["read", "write"]),
+        st.integers(0, 2),
+        st.sampled_from(["", "a", "b"]),
+        st.booleans(),
+        st.booleans(),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(config=_LOOP_CONFIGS, records=_RECORDS)
+def test_a_session_s_kept_first_operation_answers_as_a_detector(
+    config: LoopDetection, records: list[tuple[Any, ...]]
+) -> None:
+    safety, eager = _safety(RunConfig(loop_detection=config)), LoopDetector(config)
+    for tool, arg, text, is_error, available in records:
+        said = eager.record(tool, {"p": arg}, text, is_error=is_error, available=available)
+        kept = safety.loop_record(tool, {"p": arg}, text, is_error, available)
+        assert _said(kept) == _said(said)
+        got = None if safety._loops is None else safety.loops.check()  # (the engine's pre-check)
+        assert _said(got) == _said(eager.check())
+    assert safety.loops.snapshot() == eager.snapshot()
 
 
 _REPLIES = st.sampled_from(["", "...", "The answer is 42.", "the ANSWER is 42", "Something else."])
@@ -174,8 +209,20 @@ def test_a_convergence_detector_answers_as_the_eager_one(
     assert lazy.snapshot() == eager.snapshot() and lazy.streak == eager.streak
 
 
-def test_one_reply_keeps_its_text_and_splits_no_words() -> None:
-    detector = ConvergenceDetector()
-    assert detector.record("The answer is 42.") is None
-    assert detector._first == "The answer is 42." and detector._previous is None
-    assert detector.streak == 1 and detector._previous == frozenset({"the", "answer", "is", "42"})
+def test_one_answer_keeps_its_text_and_splits_no_words() -> None:
+    safety = _safety(RunConfig())
+    assert safety.converge("The answer is 42.") is None
+    assert safety._convergence is None and safety._answer == "The answer is 42."
+    assert safety.convergence.streak == 1 and safety._answer is None  # handed over
+    assert safety.convergence._previous == frozenset({"the", "answer", "is", "42"})
+
+
+@settings(max_examples=200, deadline=None)
+@given(config=_CONVERGENCE_CONFIGS, replies=st.lists(_REPLIES, max_size=8))
+def test_a_session_s_kept_first_answer_answers_as_a_detector(
+    config: Convergence, replies: list[str]
+) -> None:
+    safety, eager = _safety(RunConfig(convergence=config)), ConvergenceDetector(config)
+    for text in replies:
+        assert safety.converge(text) == eager.record(text)
+    assert safety.convergence.snapshot() == eager.snapshot()

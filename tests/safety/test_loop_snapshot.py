@@ -58,7 +58,6 @@ def _call(detector: LoopDetector, op: tuple[Any, ...]) -> object:
 
 
 def _state(detector: LoopDetector) -> dict[str, Any]:
-    detector._settle()  # a kept first operation, recorded (what a snapshot does first)
     alternation = detector._alternation
     return {
         "window": list(detector._window),
@@ -78,7 +77,6 @@ def _state(detector: LoopDetector) -> dict[str, Any]:
 
 def _full_form(detector: LoopDetector) -> dict[str, Any]:
     """What an older agentloop wrote: every window signature, count and live result in full."""
-    detector._settle()
     alternation = detector._alternation
     return {
         "window": [list(s) for s in detector._window],

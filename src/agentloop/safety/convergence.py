@@ -95,8 +95,6 @@ class ConvergenceDetector:
         self.config = config or Convergence()
         self._previous: frozenset[str] | None = None
         self._streak = 0
-        self._first: str | None = None
-        """A reply with none before it, kept as given until its words are needed (``_settle``)."""
 
     def __repr__(self) -> str:
         return f"ConvergenceDetector({self.config!r}, streak={self.streak})"
@@ -104,34 +102,15 @@ class ConvergenceDetector:
     @property
     def streak(self) -> int:
         """Similar terminal replies in a row so far (0 after an empty reply or a reset)."""
-        if self._first is not None:
-            self._settle()
         return self._streak
 
     def reset(self) -> None:
         """Forget the previous reply and the streak."""
         self._previous = None
         self._streak = 0
-        self._first = None
-
-    def _settle(self) -> None:
-        """Take the kept reply's words: it starts a streak of one, or (no words) none.
-
-        A reply with none before it never reports (a streak of one is below any ``count``), so
-        ``record`` keeps its text until the next reply or a ``snapshot`` needs its words: a
-        session with one answer (most) never splits it.
-        """
-        text, self._first = self._first, None
-        words = word_set(text) if text is not None else None
-        if words:
-            self._previous, self._streak = words, 1
-        else:
-            self._previous, self._streak = None, 0
 
     def snapshot(self) -> dict[str, Any]:
         """The previous reply's words and the streak, as plain JSON data."""
-        if self._first is not None:
-            self._settle()
         previous = None if self._previous is None else sorted(self._previous)
         return {"previous": previous, "streak": self._streak}
 
@@ -143,7 +122,7 @@ class ConvergenceDetector:
             words = None if previous is None else frozenset(str(w) for w in previous)
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a ConvergenceDetector snapshot: {exc!r}") from exc
-        self._previous, self._streak, self._first = words, streak, None
+        self._previous, self._streak = words, streak
 
     def record(self, text: str) -> ConvergenceStatus | None:
         """Feed one terminal reply; return a status when the streak reaches ``count``.
@@ -153,11 +132,6 @@ class ConvergenceDetector:
         """
         if not self.config.count:
             return None
-        if self._previous is None:  # nothing to compare with: its words can wait
-            if self._first is None:
-                self._first = text
-                return None
-            self._settle()
         words = word_set(text)
         if not words:
             self.reset()

@@ -8,8 +8,9 @@ same operation keeps producing the same result (warn at ``warn_threshold``, stop
 The engine calls ``check()`` before every dispatch (a pure read) and ``record()`` once after
 every attempt. Every call costs O(1) amortized whatever the window: counts live in a dict
 beside the window list, and entries made stale by progress are tombstoned, not searched for.
-A detector's first operation is kept as given until a second one (or a snapshot) needs it: one
-operation can neither warn nor stop, so a session with one tool call never encodes it.
+One operation can neither warn nor stop (a threshold of 1 aside), so a session keeps its first
+as given and makes its detector only when a second one (or a snapshot) needs it
+(``engine.guards.SafetyState.loop_record``): a session with one tool call never encodes it.
 Result texts are hashed with a stable digest (not ``hash()``, which differs per process), so
 ``snapshot()`` / ``restore()`` carry the window into another process (``Agent.resume``).
 """
@@ -126,8 +127,6 @@ _NO_WINDOW: list[Any] = []
 _NO_COUNTS: dict[Any, int] = {}
 _NO_LIVE: dict[Any, int | None] = {}
 """A detector's until its first operation (never written to): a session with no call makes none."""
-_NO_ARGUMENTS: Mapping[str, Any] = {}
-"""A detector's kept first operation's arguments while it keeps none (never written to)."""
 
 
 class LoopDetector:
@@ -151,54 +150,6 @@ class LoopDetector:
         self._warned: set[_Signature] = _EMPTY  # a set of its own at the first add
         self._at_stop: set[_Signature] = _EMPTY
         self._alternation = _NO_ALTERNATION  # one of its own at the first failing operation
-        self._first_tool: str | None = None  # the first operation, kept as given (``_settle``)
-        self._first_args: Mapping[str, Any] = _NO_ARGUMENTS
-        self._first_text = ""
-        self._first_error = self._first_available = False
-
-    def _settle(self) -> None:
-        """Record the kept first operation now (what ``record`` did not do yet).
-
-        A detector's first operation can neither warn nor reach the stop line unless a
-        threshold is 1, so ``record`` keeps it as given (no encoding, no window, no counts) until
-        a second operation or a ``snapshot`` needs it: a session with one tool call (most) never
-        pays for it. ``check``, ``consume_stop`` and ``end_run`` answer the same either way.
-        """
-        tool = self._first_tool
-        if tool is not None:
-            self._first_tool = None
-            arguments, self._first_args = self._first_args, _NO_ARGUMENTS
-            text, self._first_text = self._first_text, ""
-            self._own()  # (so ``record`` records it: the base's, which kept it)
-            LoopDetector.record(
-                self, tool, arguments, text, is_error=self._first_error,
-                available=self._first_available,
-            )  # fmt: skip
-
-    def _kept(
-        self,
-        tool: str,
-        arguments: Mapping[str, Any],
-        text: str,
-        is_error: bool,
-        available: bool,
-    ) -> bool:
-        """Keep a first operation as given (True), or record the kept one first (False).
-
-        A threshold of 1 warns or stops at the first operation: then it is recorded at once.
-        Without a window (``window=0``) nothing is recorded: True, nothing kept.
-        """
-        config = self.config
-        if not config.window:
-            return True
-        if self._first_tool is not None:
-            self._settle()
-            return False
-        if config.warn_threshold == 1 or config.stop_threshold == 1:
-            return False
-        self._first_tool, self._first_args, self._first_text = tool, arguments, text
-        self._first_error, self._first_available = is_error, available
-        return True
 
     def _own(self) -> dict[_Key, int | None]:
         """A window, counts and live results of its own (the first operation); the live ones."""
@@ -249,7 +200,6 @@ class LoopDetector:
         counts and the live results are not written, ``restore`` derives them from the window
         and its tombstones (``dead``).
         """
-        self._settle()
         index: dict[_Signature, int] = {}
         window = [index.setdefault(s, len(index)) for s in self._window]
         return {
@@ -334,9 +284,7 @@ class LoopDetector:
             A ``LoopWarning`` the first time a pattern reaches ``warn_threshold`` (below the stop).
         """
         config = self.config
-        if (self._live_hash is _NO_LIVE or not config.window) and self._kept(
-            tool, arguments, result_text, is_error, available
-        ):  # no window, or nothing recorded yet: one operation cannot warn or stop, kept
+        if not config.window:  # no window: nothing is ever recorded
             return None
         if not available:
             args, digest = UNAVAILABLE_ARGUMENTS, None
