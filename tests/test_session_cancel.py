@@ -40,6 +40,22 @@ async def _cancelled_at_once(work: asyncio.Future[Any]) -> None:
         await work
 
 
+def _waiting_session() -> tuple[Any, asyncio.Event, list[CancelToken]]:
+    """A session whose tool notes its ``ctx.cancel`` and waits until the run is cancelled."""
+    started, tokens = asyncio.Event(), []
+
+    @tool
+    async def wait(ctx: ToolContext[Any]) -> str:
+        """Wait until cancelled."""
+        tokens.append(ctx.cancel)
+        started.set()
+        await asyncio.Event().wait()
+        return "unreachable"
+
+    session = Agent(ScriptedModel([call("wait", {}), reply("done")]), tools=[wait]).session()
+    return session, started, tokens
+
+
 async def test_a_run_nobody_cancels_makes_no_token() -> None:
     seen: list[tuple[Any, ...]] = []
 
@@ -179,17 +195,7 @@ async def test_a_token_a_sync_tool_made_is_watched_by_the_rest_of_the_run() -> N
 
 
 async def test_a_callers_token_and_the_sessions_made_during_the_run() -> None:
-    started, tokens = asyncio.Event(), []
-
-    @tool
-    async def wait(ctx: ToolContext[Any]) -> str:
-        """Wait until cancelled."""
-        tokens.append(ctx.cancel)
-        started.set()
-        await asyncio.Event().wait()
-        return "unreachable"
-
-    session = Agent(ScriptedModel([call("wait", {}), reply("done")]), tools=[wait]).session()
+    session, started, tokens = _waiting_session()
     caller = CancelToken()
     work = asyncio.ensure_future(session.run("go", cancel=caller))
     await started.wait()
@@ -203,17 +209,7 @@ async def test_a_callers_token_and_the_sessions_made_during_the_run() -> None:
 
 
 async def test_the_sessions_token_made_before_a_run_with_a_callers_token() -> None:
-    started, tokens = asyncio.Event(), []
-
-    @tool
-    async def wait(ctx: ToolContext[Any]) -> str:
-        """Wait until cancelled."""
-        tokens.append(ctx.cancel)
-        started.set()
-        await asyncio.Event().wait()
-        return "unreachable"
-
-    session = Agent(ScriptedModel([call("wait", {}), reply("done")]), tools=[wait]).session()
+    session, started, tokens = _waiting_session()
     mine, caller = session.cancel_token, CancelToken()
     work = asyncio.ensure_future(session.run("go", cancel=caller))
     await started.wait()
