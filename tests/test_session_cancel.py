@@ -56,6 +56,21 @@ def _waiting_session() -> tuple[Any, asyncio.Event, list[CancelToken]]:
     return session, started, tokens
 
 
+async def _waiting_on_the_model() -> tuple[Any, asyncio.Future[Any]]:
+    """A session's run, started and waiting on a model call that never answers."""
+    started, never = asyncio.Event(), asyncio.Event()
+
+    async def hang(request: ModelRequest) -> ModelResponse:
+        started.set()
+        await never.wait()
+        return reply("never")
+
+    session = Agent(FunctionModel(hang)).session()
+    work = asyncio.ensure_future(session.run("go"))
+    await started.wait()
+    return session, work
+
+
 async def test_a_run_nobody_cancels_makes_no_token() -> None:
     seen: list[tuple[Any, ...]] = []
 
@@ -89,16 +104,7 @@ async def test_a_cancel_while_idle_cancels_exactly_the_next_run() -> None:
 
 
 async def test_a_cancel_during_a_model_wait_interrupts_it_at_once() -> None:
-    started, never = asyncio.Event(), asyncio.Event()
-
-    async def hang(request: ModelRequest) -> ModelResponse:
-        started.set()
-        await never.wait()
-        return reply("never")
-
-    session = Agent(FunctionModel(hang)).session()
-    work = asyncio.ensure_future(session.run("go"))
-    await started.wait()
+    session, work = await _waiting_on_the_model()
     assert session._cancel is None and session._active is not None
     session.cancel()  # made now: the running run watches it at once
     await _cancelled_at_once(work)
@@ -107,16 +113,7 @@ async def test_a_cancel_during_a_model_wait_interrupts_it_at_once() -> None:
 
 
 async def test_a_cancel_from_another_thread_interrupts_the_run() -> None:
-    started, never = asyncio.Event(), asyncio.Event()
-
-    async def hang(request: ModelRequest) -> ModelResponse:
-        started.set()
-        await never.wait()
-        return reply("never")
-
-    session = Agent(FunctionModel(hang)).session()
-    work = asyncio.ensure_future(session.run("go"))
-    await started.wait()
+    session, work = await _waiting_on_the_model()
     thread = threading.Thread(target=session.cancel)  # made and fired there, watched here
     thread.start()
     thread.join()  # (the loop blocked meanwhile: the signal fires before the run watches it)
