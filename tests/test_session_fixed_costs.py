@@ -195,3 +195,20 @@ async def test_a_session_s_dispatcher_is_its_limits_gate_and_event_channel_with_
     assert type(dispatcher) is Dispatcher and dispatcher.tool_calls == 1  # its own count
     assert dispatcher.max_tool_calls == 3 and dispatcher.budget.spent("tool_calls") == 1
     assert dispatcher not in gc.get_referents(dispatcher)
+
+
+async def test_a_sessions_list_of_runs_is_made_at_its_second_run() -> None:
+    """A session's first run holds no list of runs across its waits; ``runs`` reads alike."""
+    from agentloop.testing import FunctionModel, reply
+
+    agent = Agent(FunctionModel(lambda request: reply("done")))
+    session = agent.session()
+    assert (session.runs, session.current_run, session._runs) == ([], None, None)
+    first = await session.run("one")
+    assert session._runs is None
+    assert session.runs == [first] and session.current_run is first
+    assert repr(session).endswith(": 1 runs>")
+    second = await session.run("two")
+    assert session._runs == [first, second] and session.runs == [first, second]
+    assert session.current_run is second and session.runs is not session._runs
+    assert repr(session).endswith(": 2 runs>")

@@ -55,7 +55,7 @@ async def cancel_paused(session: Conversation[Any]) -> Run[Any]:
             f"session {session.id!r} is running: cancel_run() ends a paused or waiting run; "
             "cancel a running one with cancel() or a CancelToken"
         )
-    last = session._runs[-1] if session._runs else None
+    last = session._latest
     if last is None or not (last.pending or last.waiting is not None):
         raise _no_run(session.id)
     state = _reopened(session, last)
@@ -113,6 +113,6 @@ async def _cancel_children(session: Conversation[Any], state: RunState) -> None:
     children = session._children
     session._children = None
     for child in (children or {}).values():
-        last = child._runs[-1] if child._runs else None
+        last = child._latest
         if last is not None and last.pending and child._active is None:
             await cancel_paused(child)

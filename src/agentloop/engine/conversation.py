@@ -60,7 +60,12 @@ class Conversation(Generic[OutputT]):
         self.persistence_error: MemoryBackendError | None = None
         self._recorder = recorder
         self._history = history
-        self._runs: list[Run[OutputT]] = [] if runs is None else runs
+        self._latest: Run[OutputT] | None = runs[-1] if runs else None
+        """The session's last run (``current_run``), None before its first."""
+        self._runs: list[Run[OutputT]] | None = runs if runs and len(runs) > 1 else None
+        """Every run, made at the second: a session's first run holds no list across its
+        model waits (one object less for the collector per run in flight). Its last item is
+        ``_latest``; ``_every_run()`` reads it, ``_set_runs`` replaces it."""
         self._cancel: CancelToken | None = None
         """The session's own cancel signal, made when asked for (``engine.session_cancel``)."""
         self._active: RunState | None = None
@@ -80,7 +85,7 @@ class Conversation(Generic[OutputT]):
         # its dispatcher is its safety state, its limits gate and its event channel (``bus``)
         self.safety = self._dispatcher = self._bus = Dispatcher(own, session_id)
         self._journal: Journal | None = None
-        self._drop_block = bool(runs) and any(r.thinking_prefix_mismatch for r in self._runs)
+        self._drop_block = bool(runs) and any(r.thinking_prefix_mismatch for r in runs or ())
         """A run asked for ``thinking_prefix_mismatch="drop_block"``: every later run sends it
         (a resumed session knows it from its stored runs)."""
         self._measured: Measured | None = None
@@ -93,7 +98,7 @@ class Conversation(Generic[OutputT]):
             self._wire_recorder()
 
     def __repr__(self) -> str:
-        return f"<Session {self.id!r}: {len(self._runs)} runs>"
+        return f"<Session {self.id!r}: {len(self._every_run())} runs>"
 
     def _wire_recorder(self) -> None:
         """With a durable store: safety state at each commit point, tool outputs journaled."""
@@ -133,12 +138,12 @@ class Conversation(Generic[OutputT]):
     @property
     def runs(self) -> list[Run[OutputT]]:
         """Every run of this session, failed ones included."""
-        return list(self._runs)
+        return list(self._every_run())
 
     @property
     def current_run(self) -> Run[OutputT] | None:
         """The last run."""
-        return self._runs[-1] if self._runs else None
+        return self._latest
 
     @property
     def cancel_token(self) -> CancelToken:
@@ -177,8 +182,8 @@ class Conversation(Generic[OutputT]):
 
             take_over(self, state)
 
-    def _ready(self) -> list[Run[OutputT]]:
-        """The runs, once the session may start one (else ``InvalidInput`` says why).
+    def _ready(self) -> list[Run[OutputT]] | None:
+        """The runs a new run joins (None: none yet), if it may start (else ``InvalidInput``).
 
         A session another process (or agent) ran since this one's last commit is reloaded
         from its store first (``agentloop.engine.resume.refreshed``).
@@ -189,9 +194,14 @@ class Conversation(Generic[OutputT]):
             from agentloop.engine.refresh import refreshed  # another process ran it since
 
             refreshed(self)  # before the paused check: another process may have decided it
-        runs = self._runs
-        if runs and (runs[-1].waiting or runs[-1].pending):
+        last = self._latest
+        if last is None:
+            return None
+        if last.waiting or last.pending:
             self._check_idle()  # says why the session cannot start a run
+        runs = self._runs
+        if runs is None:  # the second run: the list is made now
+            runs = self._runs = [last]
         return runs
 
     def _begin(
@@ -214,24 +224,22 @@ class Conversation(Generic[OutputT]):
         if type(input) is str:  # the common input: its message as ``from_input`` makes it
             message = Message("user", (TextPart(input),))
         else:
-            message = Message.from_input(input)  # InvalidInput says what fits
-            if not isinstance(input, str):
-                input = tuple(input)  # the run keeps what was given
+            message, input = _other_input(input)  # text and media parts
         runs = self._ready()
         clock = self._own["clock"]
-        run = started_run(clock.new_id(), input, clock.time(), self.id)
-        runs.append(run)
+        run = self._latest = started_run(clock.new_id(), input, clock.time(), self.id)
+        if runs is not None:  # (None: the session's first run, the only one: no list)
+            runs.append(run)
         if (sink := RUN_SINK.get()) is not None:  # agentloop.evals: the runs of a case
             sink.append(run)
         history = self._history
         transcript = [*history, message]
-        base = len(history)
         known = self._measured
         if known is not None and not known.holds(history):
             known = self._measured = None
         if toolsets or self._run_toolsets:  # run(toolsets=...): this run's, kept to continue
             self._run_toolsets = {run.id: toolsets} if toolsets else _NO_RUN_TOOLSETS
-        state = self._new_state(run, transcript, base, deps, cancels, known, into)
+        state = self._new_state(run, transcript, len(history), deps, cancels, known, into)
         self._bus.turn = 0
         state.stream = stream
         if options is not None:
@@ -262,7 +270,7 @@ class Conversation(Generic[OutputT]):
         """The deferred tools in effect for this conversation (SPEC 22): its runs' loads."""
         from agentloop.engine.offering import loaded_by
 
-        loaded = {n for r in self._runs for n in r.loaded_tools}
+        loaded = {n for r in self._every_run() for n in r.loaded_tools}
         return frozenset(loaded.union(loaded_by(self._history)))
 
     def _plan(self, state: RunState, swap: Any, extra: tuple[Any, ...] = ()) -> None:
@@ -311,6 +319,28 @@ class Conversation(Generic[OutputT]):
         """
         raise NotImplementedError
 
+    def _every_run(self) -> list[Run[OutputT]]:
+        """Every run of the session, in order (the list itself once there are two)."""
+        runs = self._runs
+        if runs is not None:
+            return runs
+        return [] if self._latest is None else [self._latest]
+
+    def _set_runs(self, runs: list[Run[OutputT]]) -> None:
+        """The session's runs are ``runs`` now (a store's reload): ``_latest`` and ``_runs``."""
+        self._latest = runs[-1] if runs else None
+        self._runs = runs if len(runs) > 1 else None
+
+    def _replace_run(self, run: Run[OutputT]) -> None:
+        """``run`` takes the place of the session's run of the same id (a stored version)."""
+        runs = self._runs
+        if runs is not None:
+            for i, r in enumerate(runs):
+                if r.id == run.id:
+                    runs[i] = run
+        if self._latest is not None and self._latest.id == run.id:
+            self._latest = run
+
     def _check_idle(self) -> None:
         """A new run needs a session that is neither running nor paused."""
         if self._active is not None:
@@ -318,14 +348,15 @@ class Conversation(Generic[OutputT]):
                 f"session {self.id!r} is already running; one session runs one run at a time "
                 "(give each concurrent conversation its own: agent.session())"
             )
-        if self._runs and self._runs[-1].waiting is not None:
+        last = self._latest
+        if last is not None and last.waiting is not None:
             raise InvalidInput(
-                f"session {self.id!r} has a batch run ({self._runs[-1].id}) waiting on its "
+                f"session {self.id!r} has a batch run ({last.id}) waiting on its "
                 "provider batch: agentloop.batch.poll(agent) continues it when its result arrives "
                 "(cancel_run() abandons it)"
             )
-        if self._runs and self._runs[-1].pending:
-            paused = self._runs[-1]
+        if last is not None and last.pending:
+            paused = last
             raise InvalidInput(
                 f"session {self.id!r} has a paused run ({paused.id}) waiting on "
                 f"{len(paused.pending)} pending call(s): answer them with "
@@ -375,6 +406,15 @@ class Conversation(Generic[OutputT]):
         bus.run = run
         bus.agent = None  # every run starts with the session's own agent
         return state
+
+
+def _other_input(input: UserInput) -> tuple[Message, str | tuple[Any, ...]]:
+    """A non-``str`` input's message (``InvalidInput`` says what fits), and what the run keeps.
+
+    The run keeps a tuple of what was given (a ``str`` subclass stays as it is).
+    """
+    message = Message.from_input(input)
+    return message, input if isinstance(input, str) else tuple(input)
 
 
 def _run_tokens(

@@ -155,9 +155,7 @@ def _adopted(session: Conversation[Any], mine: Run[Any], stored: Run[Any]) -> Ru
     if mine.to_dict() == stored.to_dict():
         return mine
     stored.session_id = session.id
-    for i, r in enumerate(session._runs):
-        if r.id == stored.id:
-            session._runs[i] = stored
+    session._replace_run(stored)
     return stored
 
 
@@ -243,7 +241,7 @@ async def ready_to_continue(
     factory is called; returns the deps to run with (a callable's result, awaited if need be).
     ``toolsets``: ``continue_run(toolsets=...)``, judged per call as the run's own toolsets are.
     """
-    last = session._runs[-1] if session._runs else None
+    last = session._latest
     if last is None:
         return deps
     agent = turn_agent(session.agent, last.last_agent)  # the agent of the paused turn

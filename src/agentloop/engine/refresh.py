@@ -35,7 +35,8 @@ def refreshed(session: Any) -> None:
     recorder = session._recorder
     store, agent = recorder.store, session.agent
     history, runs = restore(store, session.id, owner=recorder.owner, closing=closing(agent))
-    session._history, session._runs = history, runs
+    session._history = history
+    session._set_runs(runs)
     session._measured = None
     session._drop_block = any(r.thinking_prefix_mismatch for r in runs)
     recorder.reloaded(len(history))

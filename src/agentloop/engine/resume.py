@@ -61,7 +61,8 @@ def _reopen(
     run = runs[-1]
     inside = _receiver(session, run)  # a crash inside a handoff receiver goes on in it (26)
     keep = len(history) - (len(run.messages) - stored.absorbed)
-    session._history, session._runs = history[:keep], runs
+    session._history = history[:keep]
+    session._set_runs(runs)
     run.stop_reason, run.output, run.ended_at = None, None, None
     transcript = list(history) if run.turns else [*history, Message.from_input(run.input)]
     recorder.reopened(run, keep=keep)

@@ -197,7 +197,7 @@ class Session(Conversation[OutputT]):
         ``toolsets``: ``continue_run(toolsets=...)``, offered by the continued run instead of
         those its ``run(toolsets=...)`` left with this session (kept only if it starts).
         """
-        last = self._runs[-1] if self._runs else None
+        last = self._latest
         kept = self._run_toolsets
         if toolsets and last is not None:
             self._run_toolsets = {last.id: toolsets}

@@ -35,7 +35,7 @@ class _Keeper:
     def __call__(self, session: Conversation[Any]) -> None:
         agent = self.agent
         held: dict[str, Any] | None = agent.__dict__.get("_paused_stateless")
-        last = session._runs[-1] if session._runs else None
+        last = session._latest
         if last is not None and last.pending:
             if held is None:
                 held = agent._paused_stateless = {}
