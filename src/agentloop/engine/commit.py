@@ -39,8 +39,9 @@ def commit_run(
     """The run's messages, and what of them the history commits (SPEC 5's four cases)."""
     run, history = state.run, own_history(session)  # (a new session's: its own list from now)
     tail = state.kept is None  # the audit is made now as the transcript's tail (``audit``)
-    # the state's own list (nothing appends to it once the run ends): no copy
-    run.messages = state.audit if error is None else close_interrupted(state.audit)
+    # the state's own list (nothing appends to it once the run ends): no copy; kept here too,
+    # as a read of a ``Run`` pays its ``__getattr__`` hook (about 300 instructions on 3.11)
+    messages = run.messages = state.audit if error is None else close_interrupted(state.audit)
     session._measured = None  # unless the whole transcript is committed (below)
     if state.waiting is not None:  # a batch run's turn waits in a provider batch (SPEC 25)
         from agentloop.engine.batching import waiting_record
@@ -54,7 +55,7 @@ def commit_run(
         paused_record(session, state, paused, budget)
         history.extend(state.transcript[state.base : -1])  # all but the paused reply
     elif error is None:  # the tail just made is ``pending``: no second slice of it
-        history.extend(run.messages if tail else state.pending)
+        history.extend(messages if tail else state.pending)
         if state.shown is None:  # a filtered handoff's guard measured its view, not this
             session._measured = state.measure_of(session._history, state.call_ids)
     elif isinstance(error, _CANNOT_FIT):

@@ -171,7 +171,7 @@ class Conversation(Generic[OutputT]):
     def _turn_done(self, state: RunState, turn: Turn) -> None:
         """A turn is complete: a salvage point, saved, counted, announced (``TurnFinished``)."""
         state.boundary = len(state.transcript)  # a salvage point (``complete_turn``, inline)
-        turn.agent = state.run.last_agent
+        turn.agent = self._bus.agent  # the run's ``last_agent`` (a ``Run`` read pays its hook)
         if self._recorder is not None:
             self._recorder.turn_completed(state.run, state.audit)
         self.safety.turn_done()
