@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentloop.engine.no_history import own_history
+from agentloop.engine.no_history import NO_HISTORY
 from agentloop.errors import (
     AgentLoopError,
     CompactionStalled,
@@ -37,7 +37,9 @@ def commit_run(
     paused: tuple[PendingCall, ...],
 ) -> None:
     """The run's messages, and what of them the history commits (SPEC 5's four cases)."""
-    run, history = state.run, own_history(session)  # (a new session's: its own list from now)
+    run, history = state.run, session._history
+    if history is NO_HISTORY:  # a new session's: its own list from now (``own_history``, inline)
+        history = session._history = []
     tail = state.kept is None  # the audit is made now as the transcript's tail (``audit``)
     # the state's own list (nothing appends to it once the run ends): no copy; kept here too,
     # as a read of a ``Run`` pays its ``__getattr__`` hook (about 300 instructions on 3.11)

@@ -442,7 +442,8 @@ def _appends_only(
     with a ``ToolChangePart``; any other system message is the application's own, SPEC 12), or
     an agent its handoffs reach calls such a model (SPEC 26).
     """
-    if is_append_only(client) or bool(transcript and _opens_with_base(transcript[0])):
+    first = transcript[0] if transcript else None  # its role read here: no call a plain run
+    if is_append_only(client) or (first is not None and first.role == "system" and _base(first)):
         return True
     if not own.get("_handoffs"):  # (``own``: the agent's attributes)
         return False
@@ -451,6 +452,6 @@ def _appends_only(
     return any(is_append_only(a.client) for a in all_receivers(agent))
 
 
-def _opens_with_base(first: Message) -> bool:
-    """Whether ``first`` is an append-only conversation's base (``appendonly.is_base``)."""
-    return first.role == "system" and any(type(p) is ToolChangePart for p in first.parts)
+def _base(system: Message) -> bool:
+    """Whether a ``system`` message is an append-only conversation's base (``is_base``)."""
+    return any(type(p) is ToolChangePart for p in system.parts)
