@@ -1,0 +1,82 @@
+"""The tool call's fast paths decide exactly what the general pipeline they skip decides.
+
+A lone call nobody listens to goes through ``CallPipeline.now`` (issue 39), which writes out the
+tool's lookup, the gates' test and the loop pre-check; these properties hold it to ``run``, the
+general path a listened-to call takes, over arbitrary sequences of calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentloop import Agent, Observer, ToolError, tool
+from agentloop.config import RunConfig
+from agentloop.events import Event
+from agentloop.messages import Message
+from agentloop.safety.loops import LoopDetection
+from agentloop.testing import ScriptedModel, call, reply
+
+
+class _Listener(Observer):
+    """Somebody listening: the lone call goes the general way (``CallPipeline.run``)."""
+
+    def on_event(self, event: Event) -> None:
+        """Nothing to do: being there is enough."""
+
+
+async def _ok(key: str) -> str:
+    """Awaits nothing, as an async tool."""
+    return f"async {key}"
+
+
+async def _waits(key: str) -> str:
+    """Waits once."""
+    await asyncio.sleep(0)
+    return f"waited {key}"
+
+
+def _soft(key: str) -> str:
+    """A soft error."""
+    raise ToolError(f"no {key}")
+
+
+def _sick(key: str) -> str:
+    """A broken tool."""
+    raise RuntimeError(f"broken {key}")
+
+
+_TOOLS = {"a": _ok, "w": _waits, "e": _soft, "x": _sick}
+
+
+def _ended(names: list[str], config: RunConfig, listening: bool) -> tuple[list[Message], str]:
+    """The last request's messages and how the run ended, each call's arguments the same."""
+    script = [call(name, {"key": "k"}) for name in names] + [reply("end")]
+    model = ScriptedModel(script)
+    tools = [tool(name=name)(function) for name, function in _TOOLS.items()]
+    observers = [_Listener()] if listening else []
+    agent = Agent(model, tools=tools, observers=observers, config=config)
+    try:
+        run = asyncio.run(agent.run("go"))
+    except Exception as exc:
+        return list(model.requests[-1].messages), f"{type(exc).__name__}: {exc}"
+    warnings = [turn.warnings for turn in run.turns]
+    return list(model.requests[-1].messages), f"{run.output} {warnings}"
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.sampled_from([*_TOOLS, "missing"]), min_size=1, max_size=8),
+    st.integers(1, 3),
+    st.integers(0, 4),
+)
+def test_a_lone_call_is_checked_for_loops_as_the_general_pipeline_checks_it(
+    names: list[str], warn: int, stop: int
+) -> None:
+    """Repeated calls reach the loop detector's warn and stop lines alike, listened to or not."""
+    config = RunConfig(
+        loop_detection=LoopDetection(warn_threshold=warn, stop_threshold=stop, window=10)
+    )
+    assert _ended(names, config, False) == _ended(names, config, True)
