@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from agentloop import Agent, Observer, ToolError, tool
 from agentloop.config import RunConfig
 from agentloop.events import Event
-from agentloop.messages import Message
+from agentloop.messages import Message, ToolResultPart
 from agentloop.safety.loops import LoopDetection
 from agentloop.testing import ScriptedModel, call, reply
 
@@ -80,3 +80,30 @@ def test_a_lone_call_is_checked_for_loops_as_the_general_pipeline_checks_it(
         loop_detection=LoopDetection(warn_threshold=warn, stop_threshold=stop, window=10)
     )
     assert _ended(names, config, False) == _ended(names, config, True)
+
+
+class _OwnClock(asyncio.SelectorEventLoop):
+    """A loop whose clock is not the system's: an hour ahead of it."""
+
+    def time(self) -> float:
+        """The system's monotonic clock, an hour on."""
+        return super().time() + 3600.0
+
+
+@tool(timeout=5)
+async def _waits_briefly(key: str) -> str:
+    """Waits a little, well within its timeout, by the loop's own clock."""
+    await asyncio.sleep(0.01)
+    return f"waited {key}"
+
+
+def test_a_tools_deadline_is_read_from_the_loops_own_clock() -> None:
+    """A loop with its own ``time()`` times a tool by it (the stock loop's is read directly)."""
+    model = ScriptedModel([call("_waits_briefly", {"key": "k"}), reply("end")])
+    agent = Agent(model, tools=[_waits_briefly])
+    with asyncio.Runner(loop_factory=_OwnClock) as runner:
+        run = runner.run(agent.run("go"))
+    assert run.output == "end"
+    result = model.requests[-1].messages[-1].parts[0]
+    assert isinstance(result, ToolResultPart)
+    assert result.content == "waited k"  # not timed out
