@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from agentloop import Agent, Observer, ToolError, tool
 from agentloop.config import RunConfig
+from agentloop.engine.invoke import _fitted
 from agentloop.events import Event
 from agentloop.messages import Message, ToolResultPart
 from agentloop.safety.loops import LoopDetection
@@ -107,3 +108,14 @@ def test_a_tools_deadline_is_read_from_the_loops_own_clock() -> None:
     result = model.requests[-1].messages[-1].parts[0]
     assert isinstance(result, ToolResultPart)
     assert result.content == "waited k"  # not timed out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 40), st.integers(0, 40), st.text(max_size=60))
+def test_a_result_begin_keeps_whole_is_one_fitted_keeps_whole(
+    limit: int, window: int, text: str
+) -> None:
+    """``begin``'s test for an output nothing cuts agrees with ``_fitted``."""
+    config = RunConfig(max_tool_output_chars=limit, context_window=window)
+    if not config.max_tool_output_chars and len(text) <= config.context_window:
+        assert _fitted(config, text) == text

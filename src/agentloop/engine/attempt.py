@@ -200,8 +200,16 @@ class Attempt:
         if media:
             text, outcome, media = _takeable(self.name, state.client, text, outcome, media)
         result = self.finish(text, outcome, d.monotonic() - started, media)
-        if settle:
-            self.safety.settle(admission, _BREAKER[outcome])
+        if not settle:
+            return result
+        recorded = _BREAKER[outcome]
+        if recorded is None:  # a missing tool: its admission handed back
+            self.safety.settle(admission, None)
+            return result
+        try:  # ``SafetyState.settle``, written out: a raising breaker fails closed
+            self.safety.breakers.record(admission, recorded)
+        except Exception as exc:
+            raise LockPoisoned("tool_breaker") from exc
         return result
 
     def _refuse_if_looping(self) -> None:

@@ -111,6 +111,8 @@ def begin(
         return _timed_rest(config, tool, ctx, seconds, output, deadline)
     if type(output) is str and output.isascii():  # the common value: ``_rendered``, ``storable``
         ctx.media = ()  # agree, without their calls
+        if not config.max_tool_output_chars and len(output) <= config.context_window:
+            return output, "ok"  # nothing ``_fitted`` would cut
         return _fitted(config, output), "ok"
     content, outcome = _rendered(tool.name, output, ctx)
     return _fitted(config, storable(content)), outcome
