@@ -19,6 +19,7 @@ from agentloop.events import Event
 from agentloop.messages import Message, ToolResultPart
 from agentloop.safety.loops import LoopDetection
 from agentloop.testing import ScriptedModel, call, reply
+from agentloop.tools import ToolContext
 
 
 class _Listener(Observer):
@@ -119,3 +120,31 @@ def test_a_result_begin_keeps_whole_is_one_fitted_keeps_whole(
     config = RunConfig(max_tool_output_chars=limit, context_window=window)
     if not config.max_tool_output_chars and len(text) <= config.context_window:
         assert _fitted(config, text) == text
+
+
+def _context_of(listening: bool) -> dict[str, object]:
+    """What a tool's context holds in a lone call, listened to or not (ids as the run's)."""
+    seen: list[ToolContext[str]] = []
+
+    @tool(name="look")
+    def look(ctx: ToolContext[str], key: str) -> str:
+        """Keeps its context."""
+        seen.append(ctx)
+        return key
+
+    model = ScriptedModel([call("look", {"key": "k"}), reply("end")])
+    agent = Agent(model, tools=[look], observers=[_Listener()] if listening else [])
+    session = agent.session()
+    run = asyncio.run(session.run("go", deps="the deps"))
+    ctx = seen[0]
+    slots = {name for kind in type(ctx).__mro__ for name in getattr(kind, "__slots__", ())}
+    held = {name: getattr(ctx, name) for name in slots - {"run_id", "session_id", "_link"}}
+    held["ids"] = (ctx.run_id == run.id, ctx.session_id == session.id)
+    held["cancel"] = type(ctx.cancel).__name__
+    held["link"] = type(ctx._link).__name__, len(ctx._link)
+    return held
+
+
+def test_a_lone_calls_context_is_the_one_the_general_pipeline_makes() -> None:
+    """``now`` writes the context out as ``_context`` makes it."""
+    assert _context_of(False) == _context_of(True)

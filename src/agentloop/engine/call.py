@@ -181,10 +181,15 @@ class CallPipeline(Attempt):
         )
         if tool is not None and (tool.requires_approval or tool.external):  # ``_declared``
             return self.run()
-        safety = self.safety
+        safety, state = self.safety, self.state
+        run = state.run
+        ctx: ToolContext[Any] = object.__new__(ToolContext)  # ``_context``, written out
+        ctx.deps, ctx.agent, ctx.run_id = state.deps, run.last_agent, run.id
+        ctx.turn, ctx.call_id, ctx.tool_name = state.turn_index, self.call.id, self.name
+        ctx.media, ctx._cancel, ctx.session_id = (), None, d.session_id
+        ctx._scratch, ctx._link = None, (state, d)
         try:
             self.open = True  # ``run``'s attempt: an exception cuts it (``_cut``)
-            ctx = self._context()
             if safety.detection_on and safety._loops is not None:  # ``_ungated``, written out
                 self._refuse_if_looping()  # (no detector yet: nothing at the stop line)
             attempted = self._attempt(ctx, tool)
