@@ -8,12 +8,16 @@ general path a listened-to call takes, over arbitrary sequences of calls.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentloop import Agent, Observer, ToolError, tool
 from agentloop.config import RunConfig
+from agentloop.engine.call import CallPipeline
+from agentloop.engine.dispatch import Dispatcher
 from agentloop.engine.invoke import _fitted
 from agentloop.events import Event
 from agentloop.messages import Message, ToolResultPart
@@ -148,3 +152,28 @@ def _context_of(listening: bool) -> dict[str, object]:
 def test_a_lone_calls_context_is_the_one_the_general_pipeline_makes() -> None:
     """``now`` writes the context out as ``_context`` makes it."""
     assert _context_of(False) == _context_of(True)
+
+
+def test_a_lone_pipeline_is_the_one_its_constructor_makes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Dispatcher.lone`` writes ``CallPipeline.__init__`` out: every slot as it sets it."""
+    made: list[tuple[dict[str, object], dict[str, object]]] = []
+    lone = Dispatcher.lone
+
+    def kept(self: Dispatcher, state: Any, calls: Any, answered: Any, quiet: Any) -> Any:
+        pipeline = lone(self, state, calls, answered, quiet)
+        if pipeline is not None:
+            general = CallPipeline(self, state, calls[0])
+            slots = {n for kind in CallPipeline.__mro__ for n in getattr(kind, "__slots__", ())}
+            made.append(
+                (
+                    {name: getattr(pipeline, name) for name in slots},
+                    {name: getattr(general, name) for name in slots},
+                )
+            )
+        return pipeline
+
+    monkeypatch.setattr(Dispatcher, "lone", kept)
+    model = ScriptedModel([call("a", {"key": "k"}), reply("end")])
+    asyncio.run(Agent(model, tools=[tool(name="a")(_ok)]).run("go"))
+    assert len(made) == 1
+    assert made[0][0] == made[0][1]

@@ -45,6 +45,8 @@ else:  # the event classes load when somebody first listens
 
 __all__ = ["Dispatcher", "Outcome"]
 
+_new = object.__new__
+
 _NO_DECISIONS: Mapping[str, Decision] = {}
 _NO_ANSWERS: Mapping[str, str] = {}
 
@@ -169,7 +171,11 @@ class Dispatcher(SafetyState):
         call = calls[0]
         if call.name not in state.offer.names:
             return None
-        pipeline = CallPipeline(self, state, call, None, self)  # (its safety state: ``self``)
+        pipeline: CallPipeline = _new(CallPipeline)  # ``CallPipeline(self, state, call)``,
+        pipeline.dispatcher = pipeline.safety = self  # written out: no ``__init__`` call
+        pipeline.state, pipeline.call, pipeline.name = state, call, call.name
+        pipeline.arguments, pipeline.attempt, pipeline.decision = call.arguments, 0, None
+        pipeline.open = pipeline.ended = False
         self.admit_tools(1)
         for token in state.tokens:  # ``RunState.check_cancel``, written out
             if token._fired:
