@@ -20,7 +20,8 @@ from agentloop.engine.call import CallPipeline
 from agentloop.engine.dispatch import Dispatcher
 from agentloop.engine.invoke import _fitted
 from agentloop.events import Event
-from agentloop.messages import Message, ToolResultPart
+from agentloop.hooks import Hook
+from agentloop.messages import ToolCallPart, ToolResultPart
 from agentloop.safety.loops import LoopDetection
 from agentloop.testing import ScriptedModel, call, reply
 from agentloop.tools import ToolContext
@@ -30,6 +31,13 @@ class _Listener(Observer):
     """Somebody listening: the lone call goes the general way (``CallPipeline.run``)."""
 
     def on_event(self, event: Event) -> None:
+        """Nothing to do: being there is enough."""
+
+
+class _After(Hook):
+    """A post-tool hook that does nothing: the attempt goes the general way (``_waited``)."""
+
+    async def post_tool(self, call: ToolCallPart, result: ToolResultPart, ctx: ToolContext) -> None:
         """Nothing to do: being there is enough."""
 
 
@@ -44,32 +52,46 @@ async def _waits(key: str) -> str:
     return f"waited {key}"
 
 
-def _soft(key: str) -> str:
-    """A soft error."""
+async def _soft(key: str) -> str:
+    """A soft error, without waiting."""
     raise ToolError(f"no {key}")
 
 
-def _sick(key: str) -> str:
-    """A broken tool."""
+async def _sick(key: str) -> str:
+    """A broken tool, without waiting."""
     raise RuntimeError(f"broken {key}")
 
 
-_TOOLS = {"a": _ok, "w": _waits, "e": _soft, "x": _sick}
+def _sick_in_a_thread(key: str) -> str:
+    """A broken sync tool (it runs on a worker thread: it waits)."""
+    raise RuntimeError(f"broken {key}")
 
 
-def _ended(names: list[str], config: RunConfig, listening: bool) -> tuple[list[Message], str]:
-    """The last request's messages and how the run ended, each call's arguments the same."""
+_TOOLS = {"a": _ok, "w": _waits, "e": _soft, "x": _sick, "t": _sick_in_a_thread}
+
+
+def _ended(names: list[str], config: RunConfig, listening: bool) -> tuple[object, ...]:
+    """The last request, how the run ended and the tool breakers, each call's arguments alike.
+
+    ``listening``: a listener and a post-tool hook, so each call takes the general path.
+    """
     script = [call(name, {"key": "k"}) for name in names] + [reply("end")]
     model = ScriptedModel(script)
     tools = [tool(name=name)(function) for name, function in _TOOLS.items()]
     observers = [_Listener()] if listening else []
-    agent = Agent(model, tools=tools, observers=observers, config=config)
+    hooks = [_After()] if listening else []  # (the attempt's general path: ``_waited``)
+    agent = Agent(model, tools=tools, observers=observers, hooks=hooks, config=config)
     try:
         run = asyncio.run(agent.run("go"))
     except Exception as exc:
-        return list(model.requests[-1].messages), f"{type(exc).__name__}: {exc}"
-    warnings = [turn.warnings for turn in run.turns]
-    return list(model.requests[-1].messages), f"{run.output} {warnings}"
+        ended = f"{type(exc).__name__}: {exc}"
+    else:
+        ended = f"{run.output} {[turn.warnings for turn in run.turns]}"
+    breakers = {
+        name: (c["state"], c["generation"], c["consecutive_failures"], c["counts"], c["ewma"])
+        for name, c in agent.safety.breakers.snapshot()["tools"].items()
+    }
+    return list(model.requests[-1].messages), ended, breakers
 
 
 @settings(max_examples=40, deadline=None)
@@ -81,7 +103,7 @@ def _ended(names: list[str], config: RunConfig, listening: bool) -> tuple[list[M
 def test_a_lone_call_is_checked_for_loops_as_the_general_pipeline_checks_it(
     names: list[str], warn: int, stop: int
 ) -> None:
-    """Repeated calls reach the loop detector's warn and stop lines alike, listened to or not."""
+    """Repeated calls reach the loop detector's lines and the breaker's alike, listened or not."""
     config = RunConfig(
         loop_detection=LoopDetection(warn_threshold=warn, stop_threshold=stop, window=10)
     )
