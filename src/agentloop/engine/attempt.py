@@ -44,6 +44,10 @@ _BREAKER: dict[Outcome, BreakerOutcome | None] = {
     "missing": None,
 }
 """What the tool breaker records for an attempt that reached the tool."""
+_RECORDED: dict[Outcome, BreakerOutcome] = {
+    outcome: recorded for outcome, recorded in _BREAKER.items() if recorded is not None
+}
+"""``_BREAKER`` without the outcome whose admission is handed back instead (``missing``)."""
 
 
 class PausedChild:
@@ -136,8 +140,8 @@ class Attempt:
         ``tool``: the one called ``self.name`` (``_looked_up``). A tool that never waits (and no
         post-tool hook) ends here, without a coroutine.
         """
-        d = self.dispatcher
-        breakers = self.safety.breakers
+        d, safety, state = self.dispatcher, self.safety, self.state
+        breakers = safety.breakers
         try:  # ``SafetyState.admit``, written out: a raising breaker fails closed
             admission = breakers.admit(self.name)
         except Exception as exc:
@@ -145,16 +149,23 @@ class Attempt:
         if admission is None:
             return self.finish(BREAKER_TEXT, "refused")
         started = d.monotonic()
-        state = self.state
         registry = d.registry if state.registry is None else state.registry
         try:
             begun = begin(tool, registry, d.config, ctx, self.name, self.arguments)
         except BaseException:
-            self.safety.settle(admission, None)
+            safety.settle(admission, None)
             raise
         if type(begun) is not tuple or d.gates.post_hooks:
             return self._waited(admission, ctx, started, begun)
-        return self._ran(admission, ctx, started, begun, True)
+        recorded = _RECORDED.get(begun[1])  # (None: a missing tool, its admission handed back)
+        if recorded is None or state.children is not None or ctx.media:
+            return self._ran(admission, ctx, started, begun, True)
+        result = self.finish(begun[0], begun[1], d.monotonic() - started)  # ``_ran``'s, written
+        try:  # out, and ``SafetyState.settle``'s: a raising breaker fails closed
+            breakers.record(admission, recorded)
+        except Exception as exc:
+            raise LockPoisoned("tool_breaker") from exc
+        return result
 
     async def _waited(
         self,

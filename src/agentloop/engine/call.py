@@ -49,11 +49,12 @@ from agentloop.safety.recovery import (
     Retry,
     ToolFailure,
 )
-from agentloop.tools import Tool, ToolContext, render_content
+from agentloop.tools import Tool, ToolContext, ToolRegistry, render_content
 from agentloop.transcript import INTERRUPTED_TEXT
 
 if TYPE_CHECKING:
     from agentloop.engine.attempt import _Attempted, _Ran
+    from agentloop.engine.guards import SafetyState
 
 if TYPE_CHECKING:
     from agentloop import events as ev
@@ -111,9 +112,11 @@ class CallPipeline(Attempt):
         state: RunState,
         call: ToolCallPart,
         decision: Decision | None = None,
+        safety: SafetyState | None = None,
     ) -> None:
+        """``safety``: ``dispatcher.safety``, when the caller has it (no property read)."""
         self.dispatcher = dispatcher
-        self.safety = dispatcher.safety
+        self.safety = dispatcher.safety if safety is None else safety
         self.state = state
         self.call = call
         self.name = call.name
@@ -168,13 +171,27 @@ class CallPipeline(Attempt):
         d = self.dispatcher
         if self.decision is not None or d.active or d.gates.pre_hooks:
             return self.run()
-        tool = self._looked_up()
-        if _declared(tool):
+        registry = self.state.registry  # ``_looked_up``, written out
+        if registry is None:
+            registry = d.registry
+        tool = (
+            registry._tools.get(self.name)  # ``ToolRegistry.get``'s own read
+            if type(registry) is ToolRegistry
+            else registry.get(self.name)
+        )
+        if tool is not None and (tool.requires_approval or tool.external):  # ``_declared``
             return self.run()
+        safety, state = self.safety, self.state
+        run = state.run
+        ctx: ToolContext[Any] = object.__new__(ToolContext)  # ``_context``, written out
+        ctx.deps, ctx.agent, ctx.run_id = state.deps, run.last_agent, run.id
+        ctx.turn, ctx.call_id, ctx.tool_name = state.turn_index, self.call.id, self.name
+        ctx.media, ctx._cancel, ctx.session_id = (), None, d.session_id
+        ctx._scratch, ctx._link = None, (state, d)
         try:
             self.open = True  # ``run``'s attempt: an exception cuts it (``_cut``)
-            ctx = self._context()
-            self._refuse_if_looping()  # ``_ungated``, written out
+            if safety.detection_on and safety._loops is not None:  # ``_ungated``, written out
+                self._refuse_if_looping()  # (no detector yet: nothing at the stop line)
             attempted = self._attempt(ctx, tool)
         except BaseException:
             self._cut()

@@ -25,7 +25,7 @@ from agentloop.engine.gates import Gates
 from agentloop.engine.guards import SafetyState
 from agentloop.engine.invoke import Outcome
 from agentloop.engine.state import RunState
-from agentloop.errors import AgentLoopError
+from agentloop.errors import AgentLoopError, Cancelled
 from agentloop.hooks import Approver, Hook
 from agentloop.messages import ToolCallPart, ToolResultPart
 from agentloop.observers import EventBus
@@ -44,6 +44,8 @@ else:  # the event classes load when somebody first listens
     ev = lazy_module("agentloop.events")
 
 __all__ = ["Dispatcher", "Outcome"]
+
+_new = object.__new__
 
 _NO_DECISIONS: Mapping[str, Decision] = {}
 _NO_ANSWERS: Mapping[str, str] = {}
@@ -136,9 +138,9 @@ class Dispatcher(SafetyState):
             for call in [c for c in calls if c.id not in quiet] if quiet else calls:
                 self.emit(ev.ToolCallRequested(state.run.id, state.turn_index, call))
         if len(calls) == 1:  # the common turn: no list comprehension to make one pipeline
-            pipelines = [CallPipeline(self, state, calls[0], decisions.get(calls[0].id))]
+            pipelines = [CallPipeline(self, state, calls[0], decisions.get(calls[0].id), self)]
         else:
-            pipelines = [CallPipeline(self, state, c, decisions.get(c.id)) for c in calls]
+            pipelines = [CallPipeline(self, state, c, decisions.get(c.id), self) for c in calls]
         try:
             lone = self._lone(state, pipelines, answered, quiet)
             if lone is not None:
@@ -169,9 +171,15 @@ class Dispatcher(SafetyState):
         call = calls[0]
         if call.name not in state.offer.names:
             return None
-        pipeline = CallPipeline(self, state, call)
+        pipeline: CallPipeline = _new(CallPipeline)  # ``CallPipeline(self, state, call)``,
+        pipeline.dispatcher = pipeline.safety = self  # written out: no ``__init__`` call
+        pipeline.state, pipeline.call, pipeline.name = state, call, call.name
+        pipeline.arguments, pipeline.attempt, pipeline.decision = call.arguments, 0, None
+        pipeline.open = pipeline.ended = False
         self.admit_tools(1)
-        state.check_cancel()
+        for token in state.tokens:  # ``RunState.check_cancel``, written out
+            if token._fired:
+                raise Cancelled()
         return pipeline
 
     def _lone(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import types
 from collections.abc import Awaitable, Coroutine, Generator, Mapping
 from types import CoroutineType
@@ -77,25 +78,27 @@ def begin(
 ) -> tuple[str, Outcome] | Coroutine[Any, Any, tuple[str, Outcome]]:
     """Run tool ``name`` up to its first wait: its text and outcome, or the rest to await.
 
-    ``tool``: ``registry.get(name)``, as the caller looked it up (None: missing).
-
-    No coroutine for a tool that answers without waiting (a lookup, a computation): an async
-    ``@tool`` function is run directly, without ``FunctionTool.call`` around it, up to its
-    first wait without a timer (``_first_step``); what is left runs under
-    ``asyncio.timeout_at``, the deadline taken before the tool started (``_timed_rest``).
+    ``tool``: ``registry.get(name)``, as the caller looked it up (None: missing). No coroutine
+    for a tool that answers without waiting (a lookup, a computation): an async ``@tool``
+    function is run directly, without ``FunctionTool.call`` around it, up to its first wait
+    without a timer (``_first_step``); what is left runs under ``asyncio.timeout_at``, the
+    deadline taken before the tool started (``_timed_rest``).
     """
     if tool is None:
-        names = registry.names()
-        text = str(ToolNotFound(name, names))
-        hint = suggestion(config, name, names)
-        return (f"{text}. Did you mean '{hint}'?" if hint else text), "missing"
-    problem, valid = _checked(tool, name, arguments)
-    if problem is not None:
-        return problem, "invalid"
+        return _missing(registry, config, name)
+    plain = tool._plain if type(tool) is FunctionTool else None  # ``_checked``'s common case
+    valid: Mapping[str, Any] | None = (  # (a field's name never starts with "_", so it is
+        None if plain is None else plain_arguments(plain, arguments)  # never ``INVALID_JSON_KEY``)
+    )
+    if valid is None:
+        problem, valid = _checked(tool, name, arguments)
+        if problem is not None:
+            return problem, "invalid"
     seconds = tool.timeout if tool.timeout is not None else config.tool_timeout
     if not seconds:
         return _untimed(config, tool, ctx, valid, seconds)
-    deadline = asyncio.get_running_loop().time() + seconds
+    loop = asyncio.get_running_loop()  # the stock loop's ``time()`` without its Python call
+    deadline = (time.monotonic() if type(loop).time is _LOOP_TIME else loop.time()) + seconds
     try:
         if type(tool) is FunctionTool and tool.is_async:  # ``_called``, written out
             called = tool.func(ctx, **valid) if tool.takes_context else tool.func(**valid)
@@ -108,9 +111,23 @@ def begin(
         return _timed_rest(config, tool, ctx, seconds, output, deadline)
     if type(output) is str and output.isascii():  # the common value: ``_rendered``, ``storable``
         ctx.media = ()  # agree, without their calls
+        if not config.max_tool_output_chars and len(output) <= config.context_window:
+            return output, "ok"  # nothing ``_fitted`` would cut
         return _fitted(config, output), "ok"
     content, outcome = _rendered(tool.name, output, ctx)
     return _fitted(config, storable(content)), outcome
+
+
+def _missing(registry: ToolRegistry, config: RunConfig, name: str) -> tuple[str, Outcome]:
+    """A call to a tool the registry does not have: the model reads its names."""
+    names = registry.names()
+    text = str(ToolNotFound(name, names))
+    hint = suggestion(config, name, names)
+    return (f"{text}. Did you mean '{hint}'?" if hint else text), "missing"
+
+
+_LOOP_TIME = asyncio.BaseEventLoop.time
+"""The stock event loops' clock, ``time.monotonic()``: read directly, one Python call fewer."""
 
 
 async def _untimed(
