@@ -48,7 +48,7 @@ from agentloop.errors import (
 )
 from agentloop.hooks import Hook, overrides
 from agentloop.messages import Message, ToolCallPart, ToolResultPart
-from agentloop.model import ModelRequest, ModelResponse
+from agentloop.model import ModelResponse
 from agentloop.run import TRUNCATION_REASONS, Run, Turn
 
 handoffs = lazy_module("agentloop.engine.handoffs")  # loaded by a run that hands off
@@ -318,31 +318,6 @@ class RunLoop(ModelStep):
             await self.plan.offer(self)
         if self.appendonly is not None:  # what changed since the last call, at the end
             self.appendonly.record(self)
-
-    def _plain_request(self) -> ModelRequest | None:
-        """A turn's checkpoints, then the common model call's request (None: ``_model_call``).
-
-        The common call (nothing to offer, the context ready, no guardrails, not streamed) is
-        awaited by ``drive`` itself: one coroutine fewer between the caller and the provider.
-        """
-        self.check_cancel()
-        self.session.safety.before_request(self.run, self.turn_index)
-        if (
-            self.guarding is not None
-            or self.config.stream
-            or self.stream
-            or self.own["_toolsets"].toolsets  # ``_offering``, written out (a call a turn)
-            or self.plan is not None
-            or self.appendonly is not None
-            or self.run.last_agent is not None
-            or not self.ready()
-        ):
-            return None  # (``_model_call``)
-        request = self._request()
-        self.started = self.session._dispatcher.monotonic()
-        if self.session._bus.active:  # a listener told ``TurnStarted`` may have cancelled
-            self.check_cancel()
-        return request
 
     def _model_call(self) -> Awaitable[ModelResponse | None]:
         """Any other model call, to await: a guardrail's race, a stream, or its step prepared.

@@ -57,6 +57,54 @@ class ModelStep(RunState):
     guarding: RunGuard | None
     quiet: bool
     """The run's client never reads ``request.events`` (``engine.turn.reports``)."""
+    own: dict[str, Any]
+    started: float
+
+    def _plain_request(self) -> ModelRequest | None:
+        """A turn's checkpoints, then the common model call's request (None: ``_model_call``).
+
+        The common call (nothing to offer, the context ready, no guardrails, not streamed) is
+        awaited by ``drive`` itself: one coroutine fewer between the caller and the provider.
+        ``check_cancel``, ``ready``'s quiet path and ``_request`` are written out (calls fewer).
+        """
+        if self.tokens:  # ``check_cancel``: no token, nothing to check
+            self.check_cancel()
+        session, index = self.session, self.turn_index
+        session.safety.before_request(self.run, index)
+        quiet = self._tokens + self._overhead <= self._quiet and not self._force  # (``ready``)
+        if (
+            self.guarding is not None
+            or self.config.stream
+            or self.stream
+            or self.own["_toolsets"].toolsets  # ``_offering``, written out (a call a turn)
+            or self.plan is not None
+            or self.appendonly is not None
+            or self.run.last_agent is not None
+            or not ((quiet and self._count and not self._pending) or self.ready())
+        ):
+            return None  # (``_model_call``)
+        bus, client, offer = session._bus, self.client, self.offer
+        bus.turn = index
+        events = self.events
+        if events is None and (bus.active or not self.quiet):  # else nobody reads it
+            events = bridge(self, bus, session.safety)
+        if bus.active:
+            bus.emit(
+                ev.TurnStarted(self.run.id, index, model=client.model, provider=client.provider)
+            )
+        output = self.output
+        spec = output.spec if offer.native_output and output is not None else None
+        if self.shown is None:  # ``_request``'s common request, written out
+            request = ModelRequest(
+                tuple(self.transcript), offer.specs, self.system, self.settings, None,
+                events, spec, session.id, None, offer.provider_tools,
+            )  # fmt: skip
+        else:
+            request = build_request(self, self.system, self.settings, spec, session.id)
+        self.started = session._dispatcher.monotonic()
+        if bus.active and self.tokens:  # a listener told ``TurnStarted`` may have cancelled
+            self.check_cancel()
+        return request
 
     async def _model_step(self) -> ModelResponse | None:
         """One model call; None when a context rejection sends the turn back for compaction."""

@@ -1,0 +1,102 @@
+"""The common model call's written-out steps decide what the general steps decide.
+
+``ModelStep._plain_request`` writes out ``check_cancel``, ``ready``'s quiet path and
+``_request`` (issue 39: calls a turn fewer). These tests run the same scripts through it and
+through the general steps, each through its own call, and compare what the model was sent and
+what the run recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from agentloop import Agent, Observer, RunConfig, tool
+from agentloop.engine.model_step import ModelStep
+from agentloop.errors import AgentLoopError
+from agentloop.events import Event
+from agentloop.model import ModelRequest
+from agentloop.testing import ScriptedModel, call, reply
+
+
+def _general_request(self: Any) -> ModelRequest | None:
+    """``_plain_request`` as the general steps take it, each through its own call."""
+    self.check_cancel()
+    self.session.safety.before_request(self.run, self.turn_index)
+    if (
+        self.guarding is not None
+        or self.config.stream
+        or self.stream
+        or self._offering()
+        or not self.ready()
+    ):
+        return None
+    request: ModelRequest = self._request()
+    self.started = self.session._dispatcher.monotonic()
+    if self.session._bus.active:
+        self.check_cancel()
+    return request
+
+
+class _Listener(Observer):
+    def __init__(self) -> None:
+        self.kinds: list[str] = []
+
+    def on_event(self, event: Event) -> None:
+        self.kinds.append(type(event).__name__)
+
+
+def _lookup(key: str) -> str:
+    """Look a key up."""
+    return f"value of {key}"
+
+
+_CASES: dict[str, dict[str, Any]] = {
+    "plain": {},
+    "system": {"system": "Be brief."},
+    "listened": {"listen": True},
+    "small window": {"config": RunConfig(context_window=60, compact_threshold=0.5)},
+    "refused": {"config": RunConfig(context_window=8)},
+    "one turn": {"config": RunConfig(max_turns=1)},
+}
+
+
+def _run(case: dict[str, Any]) -> tuple[list[ModelRequest], str, Any, list[str]]:
+    script = [call("lookup", {"key": "k"}, id="c1"), call("lookup", {"key": "j"}), reply("done")]
+    model = ScriptedModel(script)
+    listener = _Listener()
+    agent = Agent(
+        model,
+        tools=[tool(name="lookup")(_lookup)],
+        system=case.get("system"),
+        config=case.get("config", RunConfig()),
+        observers=[listener] if case.get("listen") else [],
+    )
+    session = agent.session()
+    try:
+        run = asyncio.run(session.run("go"))
+        outcome: Any = (run.output, [(t.text, t.tool_calls, t.usage) for t in run.turns])
+    except AgentLoopError as error:
+        outcome = type(error).__name__, str(error)
+    return model.requests, session.id, outcome, listener.kinds
+
+
+@pytest.mark.parametrize("name", sorted(_CASES))
+def test_the_plain_request_is_the_general_request(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    case = _CASES[name]
+    plain, plain_id, plain_outcome, plain_events = _run(case)
+    monkeypatch.setattr(ModelStep, "_plain_request", _general_request)
+    general, general_id, general_outcome, general_events = _run(case)
+    assert plain_outcome == general_outcome
+    assert plain_events == general_events
+    assert len(plain) == len(general)
+    for mine, theirs in zip(plain, general, strict=True):
+        assert mine.session_id == plain_id and theirs.session_id == general_id
+        for field in ("messages", "tools", "system", "settings", "model", "output"):
+            assert getattr(mine, field) == getattr(theirs, field), field
+        assert (mine.compact_at, mine.provider_tools) == (theirs.compact_at, theirs.provider_tools)
+        assert type(mine.events) is type(theirs.events)
