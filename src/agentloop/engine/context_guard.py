@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from agentloop._wire_text import part_chars
+from agentloop._wire_text import arguments_chars
 from agentloop.config import RunConfig
 from agentloop.context import WindowPolicy
 from agentloop.engine.measured import CallIds, Measured
@@ -226,11 +226,15 @@ class ContextGuard(_Rules):
         one = len(parts) == 1 and type(counter) in _RATIOS and not self.server_side
         part: Any = parts[0] if one else None
         kind = type(part)
-        if kind is not TextPart and kind is not ToolCallPart:
-            if kind is not ToolResultPart or part.media:  # (media: counted by the counter)
-                self._added(message)
-                return
-        chars = part_chars(part)
+        if kind is TextPart:  # ``part_chars``, written out for the three kinds (no call)
+            chars = len(part.text)
+        elif kind is ToolCallPart:
+            chars = len(part.id) + len(part.name) + arguments_chars(part.arguments)
+        elif kind is ToolResultPart and not part.media:  # (media: counted by the counter)
+            chars = len(part.call_id) + len(part.name) + len(part.content)
+        else:
+            self._added(message)
+            return
         ratio, framing = counter.chars_per_token, counter.per_message  # type: ignore[attr-defined]
         self._tokens += _ceil(chars / ratio) + framing
         index = self._count  # ``_take``, written out
