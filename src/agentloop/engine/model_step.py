@@ -204,9 +204,11 @@ class ModelStep(RunState):
         if kind is TextPart:  # a reply of one text: ``Message.text`` and no call, unread
             calls: tuple[ToolCallPart, ...] = ()
             text = parts[0].text  # type: ignore[union-attr]
+        elif kind is ToolCallPart:  # one call: its parts are its calls (``tool_calls``), no text
+            calls, text = parts, ""  # type: ignore[assignment]
         else:
             calls = message.tool_calls
-            text = "" if kind is ToolCallPart else message.text
+            text = message.text
             for part in parts:  # ``_thinking_text``'s look, without its call for a reply
                 if type(part) is ThinkingPart:  # without reasoning
                     thinking = _thinking_text(message)
