@@ -17,7 +17,9 @@ from agentloop import Agent, Observer, RunConfig, tool
 from agentloop.engine.model_step import ModelStep
 from agentloop.errors import AgentLoopError
 from agentloop.events import Event
-from agentloop.model import ModelRequest
+from agentloop.messages import Message, ToolCallPart, Usage
+from agentloop.model import ModelRequest, ModelResponse
+from agentloop.safety.budget import Budget
 from agentloop.testing import ScriptedModel, call, reply
 
 
@@ -100,3 +102,21 @@ def test_the_plain_request_is_the_general_request(
             assert getattr(mine, field) == getattr(theirs, field), field
         assert (mine.compact_at, mine.provider_tools) == (theirs.compact_at, theirs.provider_tools)
         assert type(mine.events) is type(theirs.events)
+
+
+def test_a_replys_spend_is_counted_as_the_gate_counts_it() -> None:
+    """``_responded`` counts a reply's tokens itself while no line is drawn (``Limits.spent``)."""
+    spent = []
+    for config in (RunConfig(), RunConfig(budget=Budget(tokens=10**9, turns=99))):
+        asked = Message("assistant", (ToolCallPart("c1", "lookup", {"key": "k"}),))
+        script = [
+            ModelResponse(asked, usage=Usage(7, 3, 2)),
+            ModelResponse(Message.assistant("done"), usage=Usage(11, 5, 0, 1, 4)),
+        ]
+        session = Agent(
+            ScriptedModel(script), tools=[tool(name="lookup")(_lookup)], config=config
+        ).session()
+        asyncio.run(session.run("go"))
+        gate = session.safety.budget
+        spent.append({k: gate.spent(k) for k in ("tokens", "output_tokens", "turns")})
+    assert spent[0] == spent[1] == {"tokens": 26, "output_tokens": 8, "turns": 2}

@@ -158,7 +158,12 @@ class ModelStep(RunState):
         limits = self.session.safety
         if not (usage.input_tokens or usage.output_tokens) and limits.budget.counts_tokens():
             usage = estimated_usage(config.token_counter, self, request, response)
-        limits.spent(usage, response.model or self.client.model)
+        if limits._gate is None and limits._begun and limits.budget_on:  # ``spent``, written out:
+            output = usage.output_tokens  # no line, counted in the gate's numbers (no call)
+            limits._tokens += usage.input_tokens + output
+            limits._output_tokens += output
+        else:
+            limits.spent(usage, response.model or self.client.model)
         if self.plan is not None and self.plan.native:  # what the provider's search loaded
             self.plan.searched(response.message)
         if self.settings.tool_choice_once:
