@@ -62,6 +62,8 @@ _CASES: dict[str, dict[str, Any]] = {
     "small window": {"config": RunConfig(context_window=60, compact_threshold=0.5)},
     "refused": {"config": RunConfig(context_window=8)},
     "one turn": {"config": RunConfig(max_turns=1)},
+    "budget of one turn": {"config": RunConfig(budget=Budget(turns=1))},
+    "budget of tokens": {"config": RunConfig(budget=Budget(tokens=60, soft_fraction=0.1))},
 }
 
 

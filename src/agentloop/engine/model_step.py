@@ -70,7 +70,9 @@ class ModelStep(RunState):
         if self.tokens:  # ``check_cancel``: no token, nothing to check
             self.check_cancel()
         session, index = self.session, self.turn_index
-        session.safety.before_request(self.run, index)
+        limits = session.safety  # ``before_request``, called when it has a line to check
+        if index >= limits.max_turns or not limits.budget_on or limits._gate is not None:
+            limits.before_request(self.run, index)
         quiet = self._tokens + self._overhead <= self._quiet and not self._force  # (``ready``)
         if (
             self.guarding is not None
@@ -145,9 +147,9 @@ class ModelStep(RunState):
 
         What every model call does after it; ``replied``'s steps written out, without its call.
         """
-        config = self.config
-        bus = self.session._bus
-        self.latency = self.session._dispatcher.monotonic() - started
+        session = self.session
+        bus = limits = session._bus  # (the session's dispatcher: its bus and its limits)
+        self.latency = session._dispatcher.monotonic() - started
         if checked:  # a streamed reply, checked as it was collected (``call_model``)
             response: ModelResponse = reply  # type: ignore[assignment]
         else:
@@ -155,9 +157,8 @@ class ModelStep(RunState):
             if response.thinking_dropped and bus.active:
                 bus.emit(dropped(response, self))
         usage = response.usage
-        limits = self.session.safety
         if not (usage.input_tokens or usage.output_tokens) and limits.budget.counts_tokens():
-            usage = estimated_usage(config.token_counter, self, request, response)
+            usage = estimated_usage(self.config.token_counter, self, request, response)
         if limits._gate is None and limits._begun and limits.budget_on:  # ``spent``, written out:
             output = usage.output_tokens  # no line, counted in the gate's numbers (no call)
             limits._tokens += usage.input_tokens + output
