@@ -9,16 +9,20 @@ what the run recorded.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from typing import Any
 
 import pytest
 
 from agentloop import Agent, Observer, RunConfig, tool
+from agentloop.engine.calls_step import CallStep
 from agentloop.engine.model_step import ModelStep
+from agentloop.engine.output import cut_calls
 from agentloop.errors import AgentLoopError
 from agentloop.events import Event
 from agentloop.messages import Message, ToolCallPart, Usage
 from agentloop.model import ModelRequest, ModelResponse
+from agentloop.run import TRUNCATION_REASONS
 from agentloop.safety.budget import Budget
 from agentloop.testing import ScriptedModel, call, reply
 
@@ -122,3 +126,42 @@ def test_a_replys_spend_is_counted_as_the_gate_counts_it() -> None:
         gate = session.safety.budget
         spent.append({k: gate.spent(k) for k in ("tokens", "output_tokens", "turns")})
     assert spent[0] == spent[1] == {"tokens": 26, "output_tokens": 8, "turns": 2}
+
+
+async def _waits(key: str) -> str:
+    """Waits once."""
+    await asyncio.sleep(0)
+    return f"waited {key}"
+
+
+async def _at_once(key: str) -> str:
+    """Never waits: its answer without a coroutine to await (``CallPipeline.now``)."""
+    return f"at once {key}"
+
+
+async def _broken(key: str) -> str:
+    """A broken tool that never waits."""
+    raise RuntimeError(f"broken {key}")
+
+
+def _through_dispatch(self: Any, turn: Any, response: ModelResponse, calls: Any) -> Awaitable[None]:
+    """``_dispatched`` as the general step takes every turn's calls: ``_dispatch``, awaited."""
+    if response.stop_reason in TRUNCATION_REASONS:
+        return self._dispatch(turn, calls, answered=cut_calls(response))  # type: ignore[no-any-return]
+    return self._dispatch(turn, calls)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("name", ["_at_once", "_lookup", "_waits", "_broken", "missing"])
+def test_a_lone_call_is_answered_as_the_dispatch_answers_it(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``CallStep._dispatched``'s lone call: the run the general ``_dispatch`` records."""
+    tools = [tool(name=f.__name__)(f) for f in (_at_once, _lookup, _waits, _broken)]
+    runs = []
+    for general in (False, True):
+        if general:
+            monkeypatch.setattr(CallStep, "_dispatched", _through_dispatch)
+        script = [call(name, {"key": "k"}, id="c1"), call(name, {"key": "j"}), reply("done")]
+        run = asyncio.run(Agent(ScriptedModel(script), tools=tools).run("go"))
+        runs.append((run.output, [(t.tool_calls, t.tool_results) for t in run.turns], run.messages))
+    assert runs[0] == runs[1]

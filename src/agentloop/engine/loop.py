@@ -15,21 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Mapping, Sequence
-from types import CoroutineType, MappingProxyType
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
 from agentloop._util.lazy import lazy_module
 from agentloop.engine import compaction, ending, remembering
-from agentloop.engine.call import pending_of
+from agentloop.engine.calls_step import CallStep
 from agentloop.engine.conversation import Conversation
 from agentloop.engine.frames import internal_error, released
-from agentloop.engine.model_step import ModelStep
-from agentloop.engine.output import (
-    CUT_CALL_TEXT,
-    cut_calls,
-)
+from agentloop.engine.output import CUT_CALL_TEXT
 from agentloop.engine.provider_tools import (
     PAUSE_TURN,
     answer_text,
@@ -47,28 +42,25 @@ from agentloop.errors import (
     ContextLengthExceeded,
 )
 from agentloop.hooks import Hook, overrides
-from agentloop.messages import Message, ToolCallPart, ToolResultPart
+from agentloop.messages import Message
 from agentloop.model import ModelResponse
-from agentloop.run import TRUNCATION_REASONS, Run, Turn
+from agentloop.run import Run, Turn
 
 handoffs = lazy_module("agentloop.engine.handoffs")  # loaded by a run that hands off
 guarding_of = lazy_module("agentloop.engine.guarding")  # loaded by a run with guardrails
 
 if TYPE_CHECKING:  # annotations (the guardrails' module loads only for an agent with them)
     from agentloop.cancel import CancelToken
-    from agentloop.engine.call import PausedChild
     from agentloop.engine.guarding import RunGuard
-    from agentloop.pausing import PendingCall
 
 __all__ = ["CUT_CALL_TEXT", "RunLoop"]
 
 logger = logging.getLogger("agentloop")
 
 _CANNOT_FIT = (ContextExceeded, CompactionStalled, ContextLengthExceeded)
-_NONE: Mapping[str, str] = MappingProxyType({})
 
 
-class RunLoop(ModelStep):
+class RunLoop(CallStep):
     """The steps of one run of ``session`` (``agent``: its definition), on the run's state.
 
     The loop is the run's ``RunState`` (``Conversation._new_state`` makes each state a loop,
@@ -385,8 +377,7 @@ class RunLoop(ModelStep):
             return typed_turn(self, turn, response)
         calls = turn.tool_calls  # the reply's, as ``_record`` kept them (one property read fewer)
         if calls:
-            cut = _NONE if response.stop_reason not in TRUNCATION_REASONS else cut_calls(response)
-            return self._dispatch(turn, calls, answered=cut)  # None: not done
+            return self._dispatched(turn, response, calls)  # False, or what awaits the calls
         text = turn.text  # the reply's, as ``_record`` kept it
         turns = self.run.turns
         if len(turns) > 1 and turns[-2].stop_reason == PAUSE_TURN:  # one answer (SPEC 24)
@@ -422,40 +413,6 @@ class RunLoop(ModelStep):
         if guarding is None or not guarding.guardrails.output:
             return None
         return await guarding.check_output(turn, response, value)
-
-    async def _dispatch(
-        self,
-        turn: Turn,
-        calls: Sequence[ToolCallPart],
-        *,
-        answered: Mapping[str, str] = _NONE,
-        finals: Mapping[str, str] = _NONE,
-    ) -> None:
-        """Run the turn's tool calls; a call in ``answered`` or ``finals`` (by id) gets that text.
-
-        ``finals``: the typed answer's ``final_result`` calls, answered without tool-call events.
-        """
-        dispatcher, guarding = self.session._dispatcher, self.guarding
-        if guarding is not None:
-            guarding.release()  # not the answer: what the reply streamed goes out now
-        lone = dispatcher.lone(self, calls, answered, finals)  # the common turn: one call
-        if lone is not None:
-            ran = lone.now()  # a tool that never waits: its answer without a coroutine
-            answers: list[ToolResultPart | PendingCall | PausedChild] = [
-                await ran if type(ran) is CoroutineType else ran  # type: ignore[list-item]
-            ]
-        else:
-            answers = await dispatcher.dispatch_turn(self, calls, answered=answered, quiet=finals)
-        for answer in answers:  # (the exact type first: no call)
-            if type(answer) is not ToolResultPart and not isinstance(answer, ToolResultPart):
-                self.paused = pending_of(answers)  # a call left pending (SPEC 17)
-                turn.tool_results = [r for r in answers if isinstance(r, ToolResultPart)]
-                raise Paused
-        results: list[ToolResultPart] = answers  # type: ignore[assignment]  # all results
-        if guarding is not None and guarding.guardrails.screens:
-            await guarding.screen(calls, results, skip=answered.keys() | finals.keys())
-        turn.tool_results = results
-        self.append(Message("tool", tuple(results)))  # Message.tool_results, one call fewer
 
     def _commit_compacted(self, messages: list[Message]) -> None:
         """Compaction is a commit point: its result becomes the history."""
