@@ -16,12 +16,14 @@ import pytest
 
 from agentloop import Agent, Observer, RunConfig, tool
 from agentloop.engine.calls_step import CallStep
+from agentloop.engine.context_guard import ContextGuard
 from agentloop.engine.model_step import ModelStep
 from agentloop.engine.output import cut_calls
-from agentloop.errors import AgentLoopError
+from agentloop.errors import AgentLoopError, TranscriptError
 from agentloop.events import Event
-from agentloop.messages import Message, ToolCallPart, Usage
+from agentloop.messages import Message, TextPart, ToolCallPart, ToolResultPart, Usage
 from agentloop.model import ModelRequest, ModelResponse
+from agentloop.observers import EventBus
 from agentloop.run import TRUNCATION_REASONS
 from agentloop.safety.budget import Budget
 from agentloop.testing import ScriptedModel, call, reply
@@ -165,3 +167,65 @@ def test_a_lone_call_is_answered_as_the_dispatch_answers_it(
         run = asyncio.run(Agent(ScriptedModel(script), tools=tools).run("go"))
         runs.append((run.output, [(t.tool_calls, t.tool_results) for t in run.turns], run.messages))
     assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        (TextPart("one"),),
+        (TextPart(""),),
+        (TextPart("a"), TextPart("b")),
+        (ToolCallPart("c", "t", {}),),
+        (TextPart("a"), ToolCallPart("c", "t", {}), TextPart("b")),
+        (),
+    ],
+)
+def test_a_messages_text_is_its_text_parts_joined(parts: tuple[Any, ...]) -> None:
+    """``Message.text`` reads a one-text message's part itself; any other joins its texts."""
+    message = Message("assistant", parts)
+    joined = "".join(p.text for p in parts if isinstance(p, TextPart))
+    assert message.text == joined and message.text == joined  # (read twice: kept or not)
+
+
+class _GeneralGuard(ContextGuard):
+    """A guard whose every message takes the general path (``_added``: counter, rules)."""
+
+    __slots__ = ()
+
+    def added(self, message: Message) -> None:
+        self._added(message)
+
+
+_USER, _CALL = Message.user("hi"), Message("assistant", (ToolCallPart("c", "t", {}),))
+_RESULT = Message("tool", (ToolResultPart("c", "t", "r"),))
+
+
+@pytest.mark.parametrize(
+    "appended",
+    [
+        [_USER, Message.assistant("a"), Message.assistant("b"), _USER],
+        [_USER, _CALL, _RESULT, Message.assistant("done")],
+        [_USER, _CALL, _USER],  # a text while a call waits
+        [_USER, _CALL, Message.assistant("no")],
+        [Message.assistant("first")],  # a reply cannot open the transcript
+        [Message.user("")],  # nor can an empty text
+        [_USER, Message.assistant("")],
+        [_USER, Message.system("s"), Message.assistant("a")],
+    ],
+)
+def test_an_appended_text_is_checked_as_the_rules_check_it(appended: list[Message]) -> None:
+    """``ContextGuard.added``'s one-text check decides what ``_one_part`` and ``_absorb`` do."""
+    outcomes = []
+    for kind in (ContextGuard, _GeneralGuard):
+        guard = kind(RunConfig(), system=None, observers=EventBus(()), hooks=())
+        guard.start([], ())
+        seen: list[object] = []
+        for message in appended:
+            try:
+                guard.added(message)
+            except TranscriptError as error:
+                seen.append(str(error))
+                break
+            seen.append((guard.total, guard._checkpoint()))
+        outcomes.append(seen)
+    assert outcomes[0] == outcomes[1]

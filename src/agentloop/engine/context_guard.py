@@ -237,8 +237,17 @@ class ContextGuard(_Rules):
             return
         ratio, framing = counter.chars_per_token, counter.per_message  # type: ignore[attr-defined]
         self._tokens += _ceil(chars / ratio) + framing
-        index = self._count  # ``_take``, written out
-        if not self._one_part(index, message.role, part):
+        index, role = self._count, message.role  # ``_take``, written out
+        if (  # ``_one_part``'s text, written out: a user's or a reply's, while no call waits
+            kind is TextPart
+            and chars
+            and not self._pending
+            and (role == "user" or (role == "assistant" and self._started))
+        ):
+            self._pending_index = index
+            self._started = True
+            self._count = index + 1
+        elif not self._one_part(index, role, part):
             self._absorb(index, message)
 
     def _added(self, message: Message) -> None:
