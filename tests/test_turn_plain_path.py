@@ -206,6 +206,11 @@ _RESULT = Message("tool", (ToolResultPart("c", "t", "r"),))
         [_USER, Message.assistant("a"), Message.assistant("b"), _USER],
         [_USER, _CALL, _RESULT, Message.assistant("done")],
         [_USER, _CALL, _USER],  # a text while a call waits
+        [_USER, _CALL, Message("tool", (ToolResultPart("d", "t", "r"),))],  # not its call
+        [_USER, _RESULT],  # no call waits
+        [_USER, _CALL, _RESULT, _RESULT],
+        [_USER, _CALL, Message.system("s"), _RESULT],  # not just after it
+        [_RESULT],
         [_USER, _CALL, Message.assistant("no")],
         [Message.assistant("first")],  # a reply cannot open the transcript
         [Message.user("")],  # nor can an empty text

@@ -247,6 +247,16 @@ class ContextGuard(_Rules):
             self._pending_index = index
             self._started = True
             self._count = index + 1
+        elif (  # ``_one_part``'s result, written out: the one answer to the one call just before
+            kind is ToolResultPart
+            and role == "tool"
+            and self._started
+            and len(pending := self._pending) == 1
+            and self._pending_index == index - 1
+            and pending[0].id == part.call_id
+        ):
+            self._pending = ()
+            self._count = index + 1
         elif not self._one_part(index, role, part):
             self._absorb(index, message)
 
