@@ -164,6 +164,7 @@ class RunLoop(CallStep):
                 turn = self._record(response)
                 answer = self._answer(turn, response)
                 done = answer if type(answer) is bool else await answer  # a dispatch awaits
+                reply = response = answer = None  # not held across the next model call's wait
                 if self._turn_closed(turn, done):
                     break
         except BaseException as exc:
