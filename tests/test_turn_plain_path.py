@@ -211,6 +211,10 @@ _RESULT = Message("tool", (ToolResultPart("c", "t", "r"),))
         [_USER, _CALL, _RESULT, _RESULT],
         [_USER, _CALL, Message.system("s"), _RESULT],  # not just after it
         [_RESULT],
+        [_CALL],  # a call cannot open the transcript
+        [_USER, _CALL, _CALL],  # a call while one waits
+        [_USER, Message("user", (ToolCallPart("c", "t", {}),))],
+        [_USER, _CALL, _RESULT, _CALL, _RESULT],  # one id again, in the next turn
         [_USER, _CALL, Message.assistant("no")],
         [Message.assistant("first")],  # a reply cannot open the transcript
         [Message.user("")],  # nor can an empty text

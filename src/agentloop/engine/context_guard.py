@@ -257,6 +257,16 @@ class ContextGuard(_Rules):
         ):
             self._pending = ()
             self._count = index + 1
+        elif (  # ``_one_part``'s call, written out: a reply's one call while none waits
+            kind is ToolCallPart
+            and role == "assistant"
+            and self._started
+            and not self._pending
+            and not self.unique_ids  # (a guard's: ``arm_guard`` opens its rules with False)
+        ):
+            self._pending = parts  # type: ignore[assignment]  # ``(part,)``: the message's own
+            self._pending_index = index
+            self._count = index + 1
         elif not self._one_part(index, role, part):
             self._absorb(index, message)
 
