@@ -218,9 +218,8 @@ class ContextGuard(_Rules):
     def added(self, message: Message) -> None:
         """Account for one appended message: counted, then checked (``_take``).
 
-        A message of one text, call or result (no media) counted by this module's ratio
-        counters is measured here, as ``count_message`` measures it, without its call or its
-        cache (a run's message is counted once: ``Measured`` carries the sum to the next run).
+        A one-text, call or result message (no media) under this module's ratio counters is
+        measured here as ``count_message`` would, and checked as ``_one_part`` would (no calls).
         """
         parts, counter = message.parts, self.counter
         one = len(parts) == 1 and type(counter) in _RATIOS and not self.server_side
@@ -244,9 +243,7 @@ class ContextGuard(_Rules):
             and not self._pending
             and (role == "user" or (role == "assistant" and self._started))
         ):
-            self._pending_index = index
-            self._started = True
-            self._count = index + 1
+            self._pending_index, self._started, self._count = index, True, index + 1
         elif (  # ``_one_part``'s result, written out: the one answer to the one call just before
             kind is ToolResultPart
             and role == "tool"
@@ -265,8 +262,7 @@ class ContextGuard(_Rules):
             and not self.unique_ids  # (a guard's: ``arm_guard`` opens its rules with False)
         ):
             self._pending = parts  # type: ignore[assignment]  # ``(part,)``: the message's own
-            self._pending_index = index
-            self._count = index + 1
+            self._pending_index, self._count = index, index + 1
         elif not self._one_part(index, role, part):
             self._absorb(index, message)
 
