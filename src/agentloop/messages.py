@@ -314,11 +314,12 @@ class Message:
     @property
     def text(self) -> str:
         """All text parts joined (empty when there are none); computed once."""
+        parts = self.parts
+        if len(parts) == 1 and type(parts[0]) is TextPart:  # one text: itself (nothing kept)
+            return parts[0].text
         text: str | None = self._wire.get(":text")
         if text is None:
-            text = self._wire[":text"] = "".join(
-                p.text for p in self.parts if isinstance(p, TextPart)
-            )
+            text = self._wire[":text"] = "".join(p.text for p in parts if isinstance(p, TextPart))
         return text
 
     @property

@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from agentloop._wire_text import part_chars
+from agentloop._wire_text import arguments_chars
 from agentloop.config import RunConfig
 from agentloop.context import WindowPolicy
 from agentloop.engine.measured import CallIds, Measured
@@ -218,23 +218,52 @@ class ContextGuard(_Rules):
     def added(self, message: Message) -> None:
         """Account for one appended message: counted, then checked (``_take``).
 
-        A message of one text, call or result (no media) counted by this module's ratio
-        counters is measured here, as ``count_message`` measures it, without its call or its
-        cache (a run's message is counted once: ``Measured`` carries the sum to the next run).
+        A one-text, call or result message (no media) under this module's ratio counters is
+        measured here as ``count_message`` would, and checked as ``_one_part`` would (no calls).
         """
         parts, counter = message.parts, self.counter
         one = len(parts) == 1 and type(counter) in _RATIOS and not self.server_side
         part: Any = parts[0] if one else None
         kind = type(part)
-        if kind is not TextPart and kind is not ToolCallPart:
-            if kind is not ToolResultPart or part.media:  # (media: counted by the counter)
-                self._added(message)
-                return
-        chars = part_chars(part)
+        if kind is TextPart:  # ``part_chars``, written out for the three kinds (no call)
+            chars = len(part.text)
+        elif kind is ToolCallPart:
+            chars = len(part.id) + len(part.name) + arguments_chars(part.arguments)
+        elif kind is ToolResultPart and not part.media:  # (media: counted by the counter)
+            chars = len(part.call_id) + len(part.name) + len(part.content)
+        else:
+            self._added(message)
+            return
         ratio, framing = counter.chars_per_token, counter.per_message  # type: ignore[attr-defined]
         self._tokens += _ceil(chars / ratio) + framing
-        index = self._count  # ``_take``, written out
-        if not self._one_part(index, message.role, part):
+        index, role = self._count, message.role  # ``_take``, written out
+        if (  # ``_one_part``'s text, written out: a user's or a reply's, while no call waits
+            kind is TextPart
+            and chars
+            and not self._pending
+            and (role == "user" or (role == "assistant" and self._started))
+        ):
+            self._pending_index, self._started, self._count = index, True, index + 1
+        elif (  # ``_one_part``'s result, written out: the one answer to the one call just before
+            kind is ToolResultPart
+            and role == "tool"
+            and self._started
+            and len(pending := self._pending) == 1
+            and self._pending_index == index - 1
+            and pending[0].id == part.call_id
+        ):
+            self._pending = ()
+            self._count = index + 1
+        elif (  # ``_one_part``'s call, written out: a reply's one call while none waits
+            kind is ToolCallPart
+            and role == "assistant"
+            and self._started
+            and not self._pending
+            and not self.unique_ids  # (a guard's: ``arm_guard`` opens its rules with False)
+        ):
+            self._pending = parts  # type: ignore[assignment]  # ``(part,)``: the message's own
+            self._pending_index, self._count = index, index + 1
+        elif not self._one_part(index, role, part):
             self._absorb(index, message)
 
     def _added(self, message: Message) -> None:

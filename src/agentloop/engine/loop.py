@@ -15,21 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Mapping, Sequence
-from types import CoroutineType, MappingProxyType
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from agentloop import events as ev
 from agentloop._util.lazy import lazy_module
 from agentloop.engine import compaction, ending, remembering
-from agentloop.engine.call import pending_of
+from agentloop.engine.calls_step import CallStep
 from agentloop.engine.conversation import Conversation
 from agentloop.engine.frames import internal_error, released
-from agentloop.engine.model_step import ModelStep
-from agentloop.engine.output import (
-    CUT_CALL_TEXT,
-    cut_calls,
-)
+from agentloop.engine.output import CUT_CALL_TEXT
 from agentloop.engine.provider_tools import (
     PAUSE_TURN,
     answer_text,
@@ -47,28 +42,25 @@ from agentloop.errors import (
     ContextLengthExceeded,
 )
 from agentloop.hooks import Hook, overrides
-from agentloop.messages import Message, ToolCallPart, ToolResultPart
-from agentloop.model import ModelRequest, ModelResponse
-from agentloop.run import TRUNCATION_REASONS, Run, Turn
+from agentloop.messages import Message
+from agentloop.model import ModelResponse
+from agentloop.run import Run, Turn
 
 handoffs = lazy_module("agentloop.engine.handoffs")  # loaded by a run that hands off
 guarding_of = lazy_module("agentloop.engine.guarding")  # loaded by a run with guardrails
 
 if TYPE_CHECKING:  # annotations (the guardrails' module loads only for an agent with them)
     from agentloop.cancel import CancelToken
-    from agentloop.engine.call import PausedChild
     from agentloop.engine.guarding import RunGuard
-    from agentloop.pausing import PendingCall
 
 __all__ = ["CUT_CALL_TEXT", "RunLoop"]
 
 logger = logging.getLogger("agentloop")
 
 _CANNOT_FIT = (ContextExceeded, CompactionStalled, ContextLengthExceeded)
-_NONE: Mapping[str, str] = MappingProxyType({})
 
 
-class RunLoop(ModelStep):
+class RunLoop(CallStep):
     """The steps of one run of ``session`` (``agent``: its definition), on the run's state.
 
     The loop is the run's ``RunState`` (``Conversation._new_state`` makes each state a loop,
@@ -172,6 +164,7 @@ class RunLoop(ModelStep):
                 turn = self._record(response)
                 answer = self._answer(turn, response)
                 done = answer if type(answer) is bool else await answer  # a dispatch awaits
+                reply = response = answer = None  # not held across the next model call's wait
                 if self._turn_closed(turn, done):
                     break
         except BaseException as exc:
@@ -274,10 +267,23 @@ class RunLoop(ModelStep):
         return bool(self.guarding is not None or memory is not None or own["_hooks"])
 
     def _opened(self) -> None:
-        """``_start`` for a run whose start awaits nothing (``_awaits_start``)."""
-        self.check_cancel()
-        self._begun()
-        self._measured()
+        """``_start`` for a run whose start awaits nothing (``_awaits_start``).
+
+        ``check_cancel``, ``_begun`` and ``_measured`` written out: three calls a run fewer.
+        """
+        if self.tokens:
+            self.check_cancel()
+        session, run = self.session, self.run
+        if session._recorder is not None:
+            session._recorder.begin(run)
+        session.safety.begin(self.budget)
+        if session._bus.active:
+            session._bus.emit(ev.RunStarted(run.id, 0, run))
+        self.start(self.transcript, self.offer.specs, self.measured)  # (the guard: the state)
+        if self.appendonly is not None:
+            self.appendonly.open(session, self)
+        if self.shown is not None:
+            handoffs.measure(self)
 
     def _begun(self) -> None:
         """The record begun, the limits zeroed, ``RunStarted``."""
@@ -290,7 +296,7 @@ class RunLoop(ModelStep):
 
     def _measured(self) -> None:
         """The starting transcript measured; an append-only base, a handoff's view (26, 28)."""
-        self.guard.start(self.transcript, self.offer.specs, self.measured)
+        self.start(self.transcript, self.offer.specs, self.measured)  # (the guard: the state)
         if self.appendonly is not None:  # SPEC 28: the conversation's base, built once
             self.appendonly.open(self.session, self)
         if self.shown is not None:  # a paused filtered handoff's view is what is sent (26)
@@ -318,31 +324,6 @@ class RunLoop(ModelStep):
             await self.plan.offer(self)
         if self.appendonly is not None:  # what changed since the last call, at the end
             self.appendonly.record(self)
-
-    def _plain_request(self) -> ModelRequest | None:
-        """A turn's checkpoints, then the common model call's request (None: ``_model_call``).
-
-        The common call (nothing to offer, the context ready, no guardrails, not streamed) is
-        awaited by ``drive`` itself: one coroutine fewer between the caller and the provider.
-        """
-        self.check_cancel()
-        self.session.safety.before_request(self.run, self.turn_index)
-        if (
-            self.guarding is not None
-            or self.config.stream
-            or self.stream
-            or self.own["_toolsets"].toolsets  # ``_offering``, written out (a call a turn)
-            or self.plan is not None
-            or self.appendonly is not None
-            or self.run.last_agent is not None
-            or not self.ready()
-        ):
-            return None  # (``_model_call``)
-        request = self._request()
-        self.started = self.session._dispatcher.monotonic()
-        if self.session._bus.active:  # a listener told ``TurnStarted`` may have cancelled
-            self.check_cancel()
-        return request
 
     def _model_call(self) -> Awaitable[ModelResponse | None]:
         """Any other model call, to await: a guardrail's race, a stream, or its step prepared.
@@ -397,8 +378,7 @@ class RunLoop(ModelStep):
             return typed_turn(self, turn, response)
         calls = turn.tool_calls  # the reply's, as ``_record`` kept them (one property read fewer)
         if calls:
-            cut = _NONE if response.stop_reason not in TRUNCATION_REASONS else cut_calls(response)
-            return self._dispatch(turn, calls, answered=cut)  # None: not done
+            return self._dispatched(turn, response, calls)  # False, or what awaits the calls
         text = turn.text  # the reply's, as ``_record`` kept it
         turns = self.run.turns
         if len(turns) > 1 and turns[-2].stop_reason == PAUSE_TURN:  # one answer (SPEC 24)
@@ -434,40 +414,6 @@ class RunLoop(ModelStep):
         if guarding is None or not guarding.guardrails.output:
             return None
         return await guarding.check_output(turn, response, value)
-
-    async def _dispatch(
-        self,
-        turn: Turn,
-        calls: Sequence[ToolCallPart],
-        *,
-        answered: Mapping[str, str] = _NONE,
-        finals: Mapping[str, str] = _NONE,
-    ) -> None:
-        """Run the turn's tool calls; a call in ``answered`` or ``finals`` (by id) gets that text.
-
-        ``finals``: the typed answer's ``final_result`` calls, answered without tool-call events.
-        """
-        dispatcher, guarding = self.session._dispatcher, self.guarding
-        if guarding is not None:
-            guarding.release()  # not the answer: what the reply streamed goes out now
-        lone = dispatcher.lone(self, calls, answered, finals)  # the common turn: one call
-        if lone is not None:
-            ran = lone.now()  # a tool that never waits: its answer without a coroutine
-            answers: list[ToolResultPart | PendingCall | PausedChild] = [
-                await ran if type(ran) is CoroutineType else ran  # type: ignore[list-item]
-            ]
-        else:
-            answers = await dispatcher.dispatch_turn(self, calls, answered=answered, quiet=finals)
-        for answer in answers:  # (the exact type first: no call)
-            if type(answer) is not ToolResultPart and not isinstance(answer, ToolResultPart):
-                self.paused = pending_of(answers)  # a call left pending (SPEC 17)
-                turn.tool_results = [r for r in answers if isinstance(r, ToolResultPart)]
-                raise Paused
-        results: list[ToolResultPart] = answers  # type: ignore[assignment]  # all results
-        if guarding is not None and guarding.guardrails.screens:
-            await guarding.screen(calls, results, skip=answered.keys() | finals.keys())
-        turn.tool_results = results
-        self.append(Message("tool", tuple(results)))  # Message.tool_results, one call fewer
 
     def _commit_compacted(self, messages: list[Message]) -> None:
         """Compaction is a commit point: its result becomes the history."""

@@ -57,6 +57,56 @@ class ModelStep(RunState):
     guarding: RunGuard | None
     quiet: bool
     """The run's client never reads ``request.events`` (``engine.turn.reports``)."""
+    own: dict[str, Any]
+    started: float
+
+    def _plain_request(self) -> ModelRequest | None:
+        """A turn's checkpoints, then the common model call's request (None: ``_model_call``).
+
+        The common call (nothing to offer, the context ready, no guardrails, not streamed) is
+        awaited by ``drive`` itself: one coroutine fewer between the caller and the provider.
+        ``check_cancel``, ``ready``'s quiet path and ``_request`` are written out (calls fewer).
+        """
+        if self.tokens:  # ``check_cancel``: no token, nothing to check
+            self.check_cancel()
+        session, index = self.session, self.turn_index
+        limits = session.safety  # ``before_request``, called when it has a line to check
+        if index >= limits.max_turns or not limits.budget_on or limits._gate is not None:
+            limits.before_request(self.run, index)
+        quiet = self._tokens + self._overhead <= self._quiet and not self._force  # (``ready``)
+        if (
+            self.guarding is not None
+            or self.config.stream
+            or self.stream
+            or self.own["_toolsets"].toolsets  # ``_offering``, written out (a call a turn)
+            or self.plan is not None
+            or self.appendonly is not None
+            or self.run.last_agent is not None
+            or not ((quiet and self._count and not self._pending) or self.ready())
+        ):
+            return None  # (``_model_call``)
+        bus, client, offer = session._bus, self.client, self.offer
+        bus.turn = index
+        events = self.events
+        if events is None and (bus.active or not self.quiet):  # else nobody reads it
+            events = bridge(self, bus, session.safety)
+        if bus.active:
+            bus.emit(
+                ev.TurnStarted(self.run.id, index, model=client.model, provider=client.provider)
+            )
+        output = self.output
+        spec = output.spec if offer.native_output and output is not None else None
+        if self.shown is None:  # ``_request``'s common request, written out
+            request = ModelRequest(
+                tuple(self.transcript), offer.specs, self.system, self.settings, None,
+                events, spec, session.id, None, offer.provider_tools,
+            )  # fmt: skip
+        else:
+            request = build_request(self, self.system, self.settings, spec, session.id)
+        self.started = session._dispatcher.monotonic()
+        if bus.active and self.tokens:  # a listener told ``TurnStarted`` may have cancelled
+            self.check_cancel()
+        return request
 
     async def _model_step(self) -> ModelResponse | None:
         """One model call; None when a context rejection sends the turn back for compaction."""
@@ -97,9 +147,9 @@ class ModelStep(RunState):
 
         What every model call does after it; ``replied``'s steps written out, without its call.
         """
-        config = self.config
-        bus = self.session._bus
-        self.latency = self.session._dispatcher.monotonic() - started
+        session = self.session
+        bus = limits = session._bus  # (the session's dispatcher: its bus and its limits)
+        self.latency = session._dispatcher.monotonic() - started
         if checked:  # a streamed reply, checked as it was collected (``call_model``)
             response: ModelResponse = reply  # type: ignore[assignment]
         else:
@@ -107,10 +157,14 @@ class ModelStep(RunState):
             if response.thinking_dropped and bus.active:
                 bus.emit(dropped(response, self))
         usage = response.usage
-        limits = self.session.safety
         if not (usage.input_tokens or usage.output_tokens) and limits.budget.counts_tokens():
-            usage = estimated_usage(config.token_counter, self, request, response)
-        limits.spent(usage, response.model or self.client.model)
+            usage = estimated_usage(self.config.token_counter, self, request, response)
+        if limits._gate is None and limits._begun and limits.budget_on:  # ``spent``, written out:
+            output = usage.output_tokens  # no line, counted in the gate's numbers (no call)
+            limits._tokens += usage.input_tokens + output
+            limits._output_tokens += output
+        else:
+            limits.spent(usage, response.model or self.client.model)
         if self.plan is not None and self.plan.native:  # what the provider's search loaded
             self.plan.searched(response.message)
         if self.settings.tool_choice_once:
@@ -156,9 +210,11 @@ class ModelStep(RunState):
         if kind is TextPart:  # a reply of one text: ``Message.text`` and no call, unread
             calls: tuple[ToolCallPart, ...] = ()
             text = parts[0].text  # type: ignore[union-attr]
+        elif kind is ToolCallPart:  # one call: its parts are its calls (``tool_calls``), no text
+            calls, text = parts, ""  # type: ignore[assignment]
         else:
             calls = message.tool_calls
-            text = "" if kind is ToolCallPart else message.text
+            text = message.text
             for part in parts:  # ``_thinking_text``'s look, without its call for a reply
                 if type(part) is ThinkingPart:  # without reasoning
                     thinking = _thinking_text(message)

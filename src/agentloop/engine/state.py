@@ -26,7 +26,7 @@ from agentloop.cancel import CancelToken
 from agentloop.engine.context_guard import ContextGuard
 from agentloop.engine.measured import NO_CALL_IDS, CallIds, Measured
 from agentloop.errors import Cancelled, InvalidInput
-from agentloop.messages import Message
+from agentloop.messages import Message, TextPart
 from agentloop.model import ClientEvents, ModelClient, ModelSettings, ToolSpec
 from agentloop.run import Run
 from agentloop.safety.budget import Budget
@@ -262,6 +262,9 @@ def _call_ids(transcript: list[Message], known: Measured | None) -> CallIds:
     """
     ids: set[str] | None = None if known is None or not known.call_ids else set(known.call_ids)
     for message in transcript if known is None else transcript[known.length :]:
+        parts = message.parts
+        if len(parts) == 1 and type(parts[0]) is TextPart:  # one text (an input): no call to
+            continue  # read (``tool_calls``, which would keep its empty answer on the message)
         for call in message.tool_calls:
             if ids is None:
                 ids = set()

@@ -395,13 +395,8 @@ def checked_reply(
         )
     usage, whole = response.usage, False
     if type(usage) is Usage:  # the common reply: five ints in range, as ``_usage_checked`` sees
-        a, b, c, d, e = (
-            usage.input_tokens,
-            usage.output_tokens,
-            usage.cache_read_tokens,
-            usage.cache_write_tokens,
-            usage.reasoning_tokens,
-        )
+        a, b, c = usage.input_tokens, usage.output_tokens, usage.cache_read_tokens
+        d, e = usage.cache_write_tokens, usage.reasoning_tokens
         whole = (  # each in range when their bits are: no call to ``min`` and ``max``
             type(a) is type(b) is type(c) is type(d) is type(e) is int
             and 0 <= (a | b | c | d | e) < _QUICK_BOUND
@@ -409,9 +404,12 @@ def checked_reply(
     if not whole:
         response = _usage_checked(response, client)
     parts = response.message.parts
-    if len(parts) == 1 and type(parts[0]) is TextPart:  # one text: no call, nothing to read
+    kind = type(parts[0]) if len(parts) == 1 else None
+    if kind is TextPart:  # one text: no call, nothing to read
         return response
-    calls = response.message.tool_calls
+    calls: tuple[ToolCallPart, ...] = (  # one call: its parts are its calls (``tool_calls``)
+        parts if kind is ToolCallPart else response.message.tool_calls  # type: ignore[assignment]
+    )
     if not calls:
         return response
     seen = state.call_ids
