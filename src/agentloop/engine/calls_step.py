@@ -51,19 +51,17 @@ class CallStep(ModelStep):
         ran = lone.now()  # a tool that never waits: its answer without a coroutine
         if type(ran) is CoroutineType:
             return self._lone_awaited(turn, ran)
-        if type(ran) is not ToolResultPart and not isinstance(ran, ToolResultPart):
-            self.paused = pending_of([ran])  # the call left pending (SPEC 17)
-            turn.tool_results = []
-            raise Paused
-        turn.tool_results = [ran]
-        self.append(Message("tool", (ran,)))
+        self._lone_answered(turn, ran)
         return False
 
     async def _lone_awaited(self, turn: Turn, ran: Awaitable[Any]) -> None:
-        """``_dispatched``'s lone call when it waits: awaited, then the turn's answers."""
-        answer = await ran
+        """``_dispatched``'s lone call when it waits: awaited, then the turn's answer."""
+        self._lone_answered(turn, await ran)
+
+    def _lone_answered(self, turn: Turn, answer: Any) -> None:
+        """The lone call's answer: its result appended, or the run paused on it (SPEC 17)."""
         if type(answer) is not ToolResultPart and not isinstance(answer, ToolResultPart):
-            self.paused = pending_of([answer])  # the call left pending (SPEC 17)
+            self.paused = pending_of([answer])  # the call left pending
             turn.tool_results = []
             raise Paused
         turn.tool_results = [answer]
