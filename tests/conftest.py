@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from agentloop.testing import RecordingObserver
+from agentloop import Agent, CancelToken, ToolContext, tool
+from agentloop.testing import RecordingObserver, ScriptedModel, call, reply
 
 pytest_plugins = ["pytester"]
 
@@ -33,6 +34,26 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     an error under ``filterwarnings = error``).
     """
     asyncio.set_event_loop(None)
+
+
+@pytest.fixture
+def waiting_agent() -> tuple[Agent[Any], asyncio.Event, list[CancelToken]]:
+    """An agent whose tool ``wait`` notes its ``ctx.cancel``, sets the event, waits for ever.
+
+    Its model asks for ``wait`` once, then answers "done"; the list receives each ``ctx.cancel``.
+    """
+    started, tokens = asyncio.Event(), []
+
+    @tool
+    async def wait(ctx: ToolContext[Any]) -> str:
+        """Wait until cancelled."""
+        tokens.append(ctx.cancel)
+        started.set()
+        await asyncio.Event().wait()
+        return "unreachable"
+
+    agent = Agent(ScriptedModel([call("wait", {}), reply("done")]), tools=[wait])
+    return agent, started, tokens
 
 
 @pytest.fixture

@@ -40,22 +40,6 @@ async def _cancelled_at_once(work: asyncio.Future[Any]) -> None:
         await work
 
 
-def _waiting_session() -> tuple[Any, asyncio.Event, list[CancelToken]]:
-    """A session whose tool notes its ``ctx.cancel`` and waits until the run is cancelled."""
-    started, tokens = asyncio.Event(), []
-
-    @tool
-    async def wait(ctx: ToolContext[Any]) -> str:
-        """Wait until cancelled."""
-        tokens.append(ctx.cancel)
-        started.set()
-        await asyncio.Event().wait()
-        return "unreachable"
-
-    session = Agent(ScriptedModel([call("wait", {}), reply("done")]), tools=[wait]).session()
-    return session, started, tokens
-
-
 async def _waiting_on_the_model() -> tuple[Any, asyncio.Future[Any]]:
     """A session's run, started and waiting on a model call that never answers."""
     started, never = asyncio.Event(), asyncio.Event()
@@ -191,8 +175,11 @@ async def test_a_token_a_sync_tool_made_is_watched_by_the_rest_of_the_run() -> N
     await _cancelled_at_once(work)
 
 
-async def test_a_callers_token_and_the_sessions_made_during_the_run() -> None:
-    session, started, tokens = _waiting_session()
+async def test_a_callers_token_and_the_sessions_made_during_the_run(
+    waiting_agent: tuple[Agent[Any], asyncio.Event, list[CancelToken]],
+) -> None:
+    agent, started, tokens = waiting_agent
+    session = agent.session()
     caller = CancelToken()
     work = asyncio.ensure_future(session.run("go", cancel=caller))
     await started.wait()
@@ -205,8 +192,11 @@ async def test_a_callers_token_and_the_sessions_made_during_the_run() -> None:
     assert session.cancel_token._callback is None
 
 
-async def test_the_sessions_token_made_before_a_run_with_a_callers_token() -> None:
-    session, started, tokens = _waiting_session()
+async def test_the_sessions_token_made_before_a_run_with_a_callers_token(
+    waiting_agent: tuple[Agent[Any], asyncio.Event, list[CancelToken]],
+) -> None:
+    agent, started, tokens = waiting_agent
+    session = agent.session()
     mine, caller = session.cancel_token, CancelToken()
     work = asyncio.ensure_future(session.run("go", cancel=caller))
     await started.wait()

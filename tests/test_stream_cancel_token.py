@@ -12,23 +12,15 @@ from typing import Any
 
 import pytest
 
-from agentloop import Agent, CancelToken, ToolContext, tool
+from agentloop import Agent, CancelToken
 from agentloop.errors import Cancelled
-from agentloop.testing import ScriptedModel, call, reply
+from agentloop.testing import ScriptedModel, reply
 
 
-async def test_the_callers_cancel_reaches_the_tools_token() -> None:
-    started, tokens = asyncio.Event(), []
-
-    @tool
-    async def wait(ctx: ToolContext[Any]) -> str:
-        """Wait until cancelled."""
-        tokens.append(ctx.cancel)
-        started.set()
-        await asyncio.Event().wait()
-        return "unreachable"
-
-    agent = Agent(ScriptedModel([call("wait", {}), reply("done")]), tools=[wait])
+async def test_the_callers_cancel_reaches_the_tools_token(
+    waiting_agent: tuple[Agent[Any], asyncio.Event, list[CancelToken]],
+) -> None:
+    agent, started, tokens = waiting_agent
     token = CancelToken()
     with pytest.raises(Cancelled):
         async with agent.stream("go", cancel=token) as events:
@@ -50,19 +42,11 @@ async def test_a_stream_that_ends_leaves_no_watch_on_the_callers_token() -> None
     assert token._watchers == {}
 
 
-async def test_a_runs_tools_see_the_agents_cancel_when_the_caller_gave_a_token() -> None:
+async def test_a_runs_tools_see_the_agents_cancel_when_the_caller_gave_a_token(
+    waiting_agent: tuple[Agent[Any], asyncio.Event, list[CancelToken]],
+) -> None:
     """``run(cancel=token)``, then ``agent.cancel()``: ``ctx.cancel`` fires, not the caller's."""
-    started, tokens = asyncio.Event(), []
-
-    @tool
-    async def wait(ctx: ToolContext[Any]) -> str:
-        """Wait until cancelled."""
-        tokens.append(ctx.cancel)
-        started.set()
-        await asyncio.Event().wait()
-        return "unreachable"
-
-    agent = Agent(ScriptedModel([call("wait", {}), reply("done")]), tools=[wait])
+    agent, started, tokens = waiting_agent
     token = CancelToken()
     running = asyncio.ensure_future(agent.run("go", cancel=token))
     await started.wait()
