@@ -17,12 +17,22 @@ the app's internals by design and are replaced, whichever face shows them:
   unreadable card ended the run with, SPEC 7, 13, 26, 27): ``INTERNAL_MESSAGE``, as for the
   bug itself;
 - a ``GuardrailTripped`` whose check raised (SPEC 19: ``the check raised <ExcType>: <text>``):
-  its reason without the exception's text (``served_reason``), where a face shows reasons.
+  its reason without the exception's text (``served_reason``), where a face shows reasons;
+- a ``ProviderError`` says what failed, not where: without the transport's own text when no
+  reply came (``openai: connect failed``, not the host, port and OS error that follow it), a
+  404 without the URL it was sent to, a refused redirect without its target host. A reply's
+  own words (``Incorrect API key provided``) stay: the provider wrote them for reading.
+
+``served_error`` is the same for an error an event carries (``RetryScheduled``, ``FellBack``):
+a copy of it whose text is ``served_message``'s.
 
 The whole text stays in the log, the store and the viewer.
 """
 
 from __future__ import annotations
+
+import copy
+import re
 
 from agentloop.errors import (
     AgentLoopError,
@@ -32,6 +42,7 @@ from agentloop.errors import (
     GuardrailTripped,
     InternalError,
     MemoryBackendError,
+    ProviderError,
 )
 from agentloop.safety.redact import redact_secrets
 
@@ -40,6 +51,7 @@ __all__ = [
     "INTERNAL_MESSAGE",
     "STORE_MESSAGE",
     "served_compaction_failure",
+    "served_error",
     "served_message",
     "served_reason",
     "wraps_app_failure",
@@ -69,7 +81,38 @@ def served_message(error: BaseException) -> str:
     text = str(error)
     if isinstance(error, GuardrailTripped) and error.reason:
         text = text.replace(error.reason, served_reason(error.reason))
+    elif isinstance(error, ProviderError):
+        text = _provider_words(error, text)
     return redact_secrets(text)
+
+
+def served_error(error: BaseException) -> AgentLoopError:
+    """``error`` as a client may read it in an event: a copy of it with ``served_message``'s text.
+
+    A bug (no ``AgentLoopError``) and an ``InternalError`` are an ``InternalError`` reading
+    ``INTERNAL_MESSAGE``; an error whose text needs no change is itself.
+    """
+    said = served_message(error)
+    if not isinstance(error, AgentLoopError) or isinstance(error, InternalError):
+        return InternalError(said)
+    if said == error.message:
+        return error
+    shown = copy.copy(error)
+    shown.message = said  # ``str()`` reads it; ``args`` rebuild the copy, whatever they hold
+    return shown
+
+
+_SENT_TO = re.compile(r"^(\S+ HTTP 404) for POST \S+:")
+"""A 404's ``for POST <url>`` (``providers/_classify.error_for_status``)."""
+
+
+def _provider_words(error: ProviderError, text: str) -> str:
+    """What failed at the provider, without where: no host, port, URL or OS error."""
+    if error.status_code is None:  # no reply: ``<provider>: <what> (<the transport's text>)``
+        return text.split(" (", 1)[0]
+    if error.redirect_host:
+        text = text.replace(f" to {error.redirect_host} ", " ", 1)
+    return _SENT_TO.sub(r"\1:", text, count=1)
 
 
 _CRASHED = "the check raised "

@@ -21,7 +21,11 @@ events, and word a hard error for the client with it:
   ``GovernorUnavailable`` (the rate governor's database: a path, a user, a host) reads
   ``GOVERNOR_MESSAGE``; an error wrapping what the app's own code raised (a compactor, a memory
   namespace function) reads ``INTERNAL_MESSAGE``, and so does a ``CompactionFailed`` event's
-  error (``agentloop.safety._client_text``, the words every served face uses).
+  error (``agentloop.safety._client_text``, the words every served face uses). A provider
+  failure says what failed, not where (no host, port or URL).
+- **An event's error is worded the same**: a ``RetryScheduled`` or ``FellBack`` (a custom event
+  on either protocol) carries a copy of its error with the words above (``served_error``), not
+  the transport's text the log keeps.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from agentloop.safety._client_text import (
     INTERNAL_MESSAGE,
     STORE_MESSAGE,
     served_compaction_failure,
+    served_error,
     served_message,
     served_reason,
 )
@@ -55,7 +60,14 @@ __all__ = [
 GUARDRAIL_MESSAGE = "The application's guardrails stopped this run."
 """A ``GuardrailTripped``'s message for a client, unless the app exposes guardrails."""
 WATCHED: frozenset[type[ev.Event]] = frozenset(
-    {ev.ModelResponded, ev.GuardrailChecked, ev.ToolCallFinished, ev.CompactionFailed}
+    {
+        ev.ModelResponded,
+        ev.GuardrailChecked,
+        ev.ToolCallFinished,
+        ev.CompactionFailed,
+        ev.RetryScheduled,
+        ev.FellBack,
+    }
 )
 """The only event types ``ClientView.shown`` may change: every other one goes out as it is."""
 
@@ -83,6 +95,9 @@ class ClientView:
             )
         if isinstance(event, ev.CompactionFailed):  # its error names what the compactor raised
             return dataclasses.replace(event, error=served_compaction_failure(event.error))
+        if isinstance(event, ev.RetryScheduled | ev.FellBack):  # a provider's host, a bug's text
+            said = served_error(event.error)
+            return event if said is event.error else dataclasses.replace(event, error=said)
         if kind is ev.ToolCallFinished:
             return None if event.call.id in self._hidden else event  # type: ignore[attr-defined]
         if kind is ev.ModelResponded and isinstance(

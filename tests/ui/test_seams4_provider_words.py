@@ -1,0 +1,228 @@
+"""A provider's failure reaches the end user as what failed, never where (SPEC 18, 26).
+
+A model provider that cannot be reached fails with the transport's own text: ``openai: connect
+failed (ClientConnectorError: Cannot connect to host 10.0.3.7:4000 ...)``, the host and port of
+the app's provider or its gateway. The UI apps' error event, the A2A task's status and the MCP
+result showed it to the end user, and so did the custom event of a fallback (``FellBack``) or a
+retry (``RetryScheduled``), which carried the error's whole text. Now every served face reads
+``openai: connect failed``; a reply's own words (``HTTP 503: The server had an error``, an
+``Incorrect API key``) stay, a 404 loses its URL and a refused redirect its target host. The
+run's own events, the log and the store keep the whole text. Real clients: ``@ag-ui/client``
+(``node/agui_events.mjs``), the ``ai`` package's chat (``node/vercel_chat.mjs``), the official
+A2A and MCP clients; the raw bytes on the wire are checked too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import pickle
+import socket
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentloop import Agent
+from agentloop import events as ev
+from agentloop.errors import (
+    InternalError,
+    ProviderUnavailable,
+    RateLimitEscalation,
+    UnexpectedRedirect,
+)
+from agentloop.observers import Observer
+from agentloop.providers import FallbackClient, OpenAIClient, RetryingClient
+from agentloop.providers._classify import error_for_status, redirect_error
+from agentloop.safety._client_text import INTERNAL_MESSAGE, served_error, served_message
+from agentloop.store import SQLiteStore
+from agentloop.testing import FakeProviderServer, FakeReply, Fault
+from agentloop.ui.ag_ui import AGUIApp
+from agentloop.ui.vercel import VercelAIApp
+
+from .test_seams_guardrails import Tap, agui, node_or_skip, serving, vercel
+
+CONNECT_FAILED = "openai: connect failed"
+
+
+@contextlib.contextmanager
+def dead_port() -> Iterator[int]:
+    """A port of 127.0.0.1 bound and not listening: a connect there is refused."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        sock.close()
+
+
+def dead_client(port: int) -> OpenAIClient:
+    return OpenAIClient("dead-model", api_key="k", base_url=f"http://127.0.0.1:{port}/v1")
+
+
+class Seen(Observer):
+    """An observer: the run's own events, whole."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[ev.Event] = []
+
+    def on_event(self, event: ev.Event) -> None:
+        self.events.append(event)
+
+
+@contextlib.asynccontextmanager
+async def falling_back(port: int, seen: Seen) -> AsyncIterator[Agent[Any]]:
+    """A dead primary, then a live model that answers 503 once (retried) and then ``ok``."""
+    async with FakeProviderServer([Fault.server_error(503), FakeReply("ok")]) as fake:
+        live = OpenAIClient("fake-model", api_key="k", base_url=fake.base_url)
+        retrying = RetryingClient(live, base_delay=0.0, jitter=0.0)
+        client = FallbackClient([dead_client(port), retrying])
+        async with client:
+            yield Agent(client, observers=[seen])
+
+
+def the_runs_own(seen: Seen, port: int) -> None:
+    """The app's observers read the whole text: only the served faces reword it."""
+    [fell] = [e for e in seen.events if isinstance(e, ev.FellBack)]
+    assert f"127.0.0.1:{port}" in str(fell.error)
+    [retry] = [e for e in seen.events if isinstance(e, ev.RetryScheduled)]
+    assert "503" in str(retry.error)
+
+
+# -- the words -------------------------------------------------------------------------------------
+
+
+async def test_a_refused_connect_is_what_failed_without_where() -> None:
+    with dead_port() as port:
+        with pytest.raises(ProviderUnavailable) as caught:
+            await Agent(dead_client(port)).run("hello")
+    error = caught.value
+    assert f"127.0.0.1:{port}" in str(error)  # the caller's code and the log read it all
+    assert served_message(error) == CONNECT_FAILED
+    shown = served_error(error)
+    assert type(shown) is ProviderUnavailable and str(shown) == CONNECT_FAILED
+    assert (shown.phase, shown.request_sent, shown.provider) == ("connect", False, "openai")
+    assert f"127.0.0.1:{port}" in str(error)  # the copy left the original alone
+    assert str(pickle.loads(pickle.dumps(shown))) == CONNECT_FAILED
+
+
+def test_a_404_loses_its_url_and_keeps_the_providers_words() -> None:
+    url = "http://gateway.ops-internal.example:4000/chat/completions?key=1"
+    body = '{"error": {"message": "Not found"}}'
+    error = error_for_status(404, {}, body, provider="openai", url=url)
+    assert "gateway.ops-internal.example" in str(error)
+    said = served_message(error)
+    assert said.startswith("openai HTTP 404: Not found")
+    assert "ops-internal" not in said and "http" not in said.split(": ", 1)[1].split(";")[0]
+
+
+def test_a_refused_redirect_loses_its_target_host() -> None:
+    headers = {"location": "https://sso.ops-internal.example/login"}
+    error = redirect_error(302, headers, "https://api.openai.com/v1/chat", "openai")
+    assert isinstance(error, UnexpectedRedirect) and "sso.ops-internal.example" in str(error)
+    said = served_message(error)
+    assert said == "openai HTTP 302: redirect refused (redirects are never followed)"
+
+
+def test_a_replys_own_words_stay() -> None:
+    body = '{"error": {"message": "Incorrect API key provided: sk-abc...xyz."}}'
+    error = error_for_status(401, {}, body, provider="openai")
+    assert served_message(error) == str(error)
+    assert served_error(error) is error  # nothing to change: no copy
+
+
+def test_an_error_whose_args_are_not_its_text_copies_whole() -> None:
+    key = "sk-proj-" + "a1b2c3d4" * 6
+    error = RateLimitEscalation(4, 2.5)  # its args are (attempts, retry_after)
+    error.message = f"{error.message}; the gateway said: key {key} is over its limit"
+    shown = served_error(error)
+    assert type(shown) is RateLimitEscalation and (shown.attempts, shown.retry_after) == (4, 2.5)
+    again = pickle.loads(pickle.dumps(shown))
+    assert key not in str(shown) and key not in str(again) and again.attempts == 4
+    assert key in str(error)
+
+
+def test_a_bug_in_an_event_is_the_internal_words() -> None:
+    shown = served_error(KeyError("row 7 of db.ops-internal.example"))
+    assert type(shown) is InternalError and str(shown) == INTERNAL_MESSAGE
+    assert str(served_error(InternalError("hook raised: host x"))) == INTERNAL_MESSAGE
+
+
+# -- AG-UI -----------------------------------------------------------------------------------------
+
+
+async def test_ag_ui_a_dead_provider_is_connect_failed() -> None:
+    node_or_skip("@ag-ui/client")
+    with dead_port() as port:
+        tap = Tap(AGUIApp(Agent(dead_client(port))))
+        async with serving(tap) as url:
+            seen = await agui(url)
+    [run] = seen["runs"]
+    assert run["error"]["code"] == "ProviderUnavailable"
+    assert run["error"]["message"] == CONNECT_FAILED
+    assert run["error"]["metadata"]["agentloop"]["phase"] == "connect"
+    assert f":{port}" not in tap.sent.decode() and f":{port}" not in json.dumps(seen)
+
+
+async def test_ag_ui_a_fallback_and_a_retry_say_what_failed() -> None:
+    node_or_skip("@ag-ui/client")
+    seen_here = Seen()
+    with dead_port() as port:
+        async with falling_back(port, seen_here) as agent:
+            tap = Tap(AGUIApp(agent))
+            async with serving(tap) as url:
+                seen = await agui(url)
+    [run] = seen["runs"]
+    assert run["error"] is None and run["events"][-1]["result"] == "ok"
+    custom = {e["name"]: e["value"] for e in run["events"] if e["type"] == "CUSTOM"}
+    assert custom["agentloop:FellBack"]["error"] == CONNECT_FAILED
+    assert custom["agentloop:RetryScheduled"]["error"] == "openai HTTP 503: The server had an error"
+    assert f":{port}" not in tap.sent.decode() and f":{port}" not in json.dumps(seen)
+    the_runs_own(seen_here, port)
+
+
+# -- Vercel ----------------------------------------------------------------------------------------
+
+
+async def test_vercel_a_dead_provider_is_connect_failed() -> None:
+    node_or_skip("ai")
+    with dead_port() as port:
+        tap = Tap(VercelAIApp(Agent(dead_client(port))))
+        async with serving(tap) as url:
+            seen = await vercel(url)
+    [said] = seen["errors"]
+    assert said.startswith(f"ProviderUnavailable: {CONNECT_FAILED}")
+    assert f":{port}" not in tap.sent.decode() and f":{port}" not in json.dumps(seen)
+
+
+async def test_vercel_a_fallback_and_a_retry_say_what_failed() -> None:
+    node_or_skip("ai")
+    seen_here = Seen()
+    with dead_port() as port:
+        async with falling_back(port, seen_here) as agent:
+            tap = Tap(VercelAIApp(agent))
+            async with serving(tap) as url:
+                seen = await vercel(url)
+    assert seen["errors"] == []
+    told = {p["data"]["kind"]: p["data"] for p in seen["data"] if p["type"] == "data-agentloop"}
+    assert told["FellBack"]["error"] == f"ProviderUnavailable: {CONNECT_FAILED}"
+    assert told["RetryScheduled"]["error"].startswith("ProviderUnavailable: openai HTTP 503")
+    assert f":{port}" not in tap.sent.decode() and f":{port}" not in json.dumps(seen)
+    the_runs_own(seen_here, port)
+
+
+# -- A2A and MCP -----------------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("face", ["a2a", "mcp"])
+async def test_a2a_and_mcp_a_dead_provider_is_connect_failed(face: str, tmp_path: Path) -> None:
+    from tests.interop.test_seams2_served_internals import _said
+
+    with dead_port() as port, SQLiteStore(tmp_path / "runs.db") as store:
+        said = await _said(face, Agent(dead_client(port), store=store))
+        [record] = store.load_runs()
+        assert f"127.0.0.1:{port}" in str(record.run.stop_reason)  # the store keeps it all
+    assert said == f"ProviderUnavailable: {CONNECT_FAILED}"
