@@ -17,7 +17,10 @@ import pytest
 from agentloop import Agent, RunConfig, handoff, tool
 from agentloop.context import SummarizingCompactor
 from agentloop.errors import BudgetExhausted, ToolError
-from agentloop.fleet import RateGovernor, RateLimit
+from agentloop.fleet import RateGovernor, RateLimit, govern
+from agentloop.guardrails import GuardrailContext, InputGuardrail
+from agentloop.messages import Message
+from agentloop.model import ModelRequest
 from agentloop.providers.openai import OpenAIClient
 from agentloop.safety import Budget, ExponentialBackoffRecovery, LLMReflector
 from agentloop.testing import FakeClock, FakeProviderServer, FakeReply, FakeToolCall
@@ -180,3 +183,47 @@ async def test_a_handoff_inside_a_governed_child_stays_governed() -> None:
         sent = len(server.received)
     assert run.output == "done" and sent == 4
     assert clock.sleeps == pytest.approx([WAIT] * 3)
+
+
+async def test_a_guardrails_metered_client_waits_for_the_agents_governor() -> None:
+    """A guardrail that asks its own judge model (``ctx.metered(judge)``, SPEC 19) sent around
+    the fleet's limits: the judge is another client object, which the agent does not govern.
+    Now its requests wait for the governor the run's client waits for; ``ctx.client`` (the
+    agent's own, governed) is not wrapped twice, and a judge governed by another governor keeps
+    it."""
+    clock = FakeClock()
+    governor = RateGovernor([RateLimit("openai", rpm=1)], clock=clock)
+    verdicts: list[str] = []
+
+    async def judged(ctx: GuardrailContext[None], value: str) -> str | None:
+        reply = await ctx.metered(judge).complete(ModelRequest([Message.user(value)]))
+        verdicts.append(reply.message.text)
+        return None if reply.message.text == "safe" else "unsafe"
+
+    async with FakeProviderServer([FakeReply("safe"), FakeReply("hello")]) as server:
+        client, judge = openai(server), openai(server)
+        guard = InputGuardrail(judged)
+        agent = Agent(client, guardrails=[guard], governor=governor, clock=clock)
+        run = await agent.run("hi")
+        sent = len(server.received)
+    assert run.output == "hello" and verdicts == ["safe"] and sent == 2
+    assert clock.sleeps == pytest.approx([WAIT])  # the second request waited a window
+    turns = sum(t.usage.input_tokens for t in run.turns)
+    assert run.usage.input_tokens > turns  # the judge's reply counted in the run (metered)
+
+
+async def test_a_guardrails_judge_with_its_own_governor_keeps_it() -> None:
+    clock = FakeClock()
+    agents = RateGovernor([RateLimit("openai", rpm=1)], clock=clock)
+    own = RateGovernor([RateLimit("openai", rpm=1_000)], clock=clock)
+
+    async def judged(ctx: GuardrailContext[None], value: str) -> str | None:
+        await ctx.metered(judge).complete(ModelRequest([Message.user(value)]))
+        return None
+
+    async with FakeProviderServer([FakeReply("safe"), FakeReply("hello")]) as server:
+        client = openai(server)
+        judge = govern(openai(server), own)
+        agent = Agent(client, guardrails=[InputGuardrail(judged)], governor=agents, clock=clock)
+        assert (await agent.run("hi")).output == "hello"
+    assert clock.sleeps == []  # each governor saw one request

@@ -27,10 +27,10 @@ approval of its call is refused, never spent on a tool of the same name that ano
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from typing import Any
 
+from agentloop._util.governing import governed_as
 from agentloop.engine.overrides import swap_of
 from agentloop.errors import ConfigurationError
 from agentloop.model import ModelClient, ToolSpec
@@ -151,7 +151,8 @@ def carried_client(session: Any, state: Any, client: ModelClient) -> ModelClient
     """
     client = governed(session.agent, client)
     if getattr(session.agent, "governor", None) is None:
-        client = _governed_as_run(state, client, session.agent.config.token_counter)
+        counter = session.agent.config.token_counter  # the run's current client's governor
+        client = governed_as(getattr(state, "client", None), client, counter)
     if session.agent.config.batch:
         from agentloop.fleet._batch_client import BatchClient
 
@@ -167,17 +168,6 @@ def governed(start: Any, client: ModelClient) -> ModelClient:
     from agentloop.fleet import govern
 
     return govern(client, governor, start.config.token_counter)
-
-
-def _governed_as_run(state: Any, client: ModelClient, counter: Any) -> ModelClient:
-    """``client`` under the governor of the run's current client, if any and it has none."""
-    fleet = sys.modules.get("agentloop.fleet._client")  # not loaded: nothing is governed
-    if fleet is None:
-        return client
-    governor = fleet.governor_of(getattr(state, "client", None))
-    if governor is None or fleet.governor_of(client) is not None:
-        return client
-    return fleet.govern(client, governor, counter)  # type: ignore[no-any-return]
 
 
 def _has_governor(client: object) -> bool:

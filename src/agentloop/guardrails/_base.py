@@ -19,6 +19,7 @@ from typing import Any, Generic, Literal, TypeAlias
 from typing_extensions import TypeVar
 
 from agentloop._util.aio import aclose_iterator
+from agentloop._util.governing import governed_as
 from agentloop._util.slots import record
 from agentloop.errors import ConfigurationError
 from agentloop.messages import ToolCallPart, Usage
@@ -92,7 +93,13 @@ class GuardrailContext(Generic[DepsT]):
         return self.metered(self._client)
 
     def metered(self, client: ModelClient) -> ModelClient:
-        """``client`` with its replies' usage counted in the run's usage and budget."""
+        """``client`` with its replies' usage counted in the run's usage and budget.
+
+        Its requests wait for the rate governor the run's own client waits for (SPEC 25),
+        unless ``client`` has a governor of its own.
+        """
+        if self._client is not None and client is not self._client:
+            client = governed_as(self._client, client)
         if self._report is None:
             return client
         return MeteredClient(client, self._report)
