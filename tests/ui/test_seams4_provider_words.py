@@ -150,67 +150,61 @@ def test_a_bug_in_an_event_is_the_internal_words() -> None:
     assert str(served_error(InternalError("hook raised: host x"))) == INTERNAL_MESSAGE
 
 
-# -- AG-UI -----------------------------------------------------------------------------------------
+# -- AG-UI and Vercel ------------------------------------------------------------------------------
+
+FACES = {"ag_ui": (AGUIApp, agui, "@ag-ui/client"), "vercel": (VercelAIApp, vercel, "ai")}
 
 
-async def test_ag_ui_a_dead_provider_is_connect_failed() -> None:
-    node_or_skip("@ag-ui/client")
+async def served(face: str, agent: Agent[Any]) -> tuple[dict[str, Any], str]:
+    """What the face's real client saw, and everything visible: the wire and the client's."""
+    app, drive, package = FACES[face]
+    node_or_skip(package)
+    tap = Tap(app(agent))
+    async with serving(tap) as url:
+        seen = await drive(url)
+    return seen, tap.sent.decode() + json.dumps(seen)
+
+
+async def fell_back(face: str) -> dict[str, Any]:
+    """A run that fell back from a dead model and retried a 503, through ``face``."""
+    seen_here = Seen()
     with dead_port() as port:
-        tap = Tap(AGUIApp(Agent(dead_client(port))))
-        async with serving(tap) as url:
-            seen = await agui(url)
+        async with falling_back(port, seen_here) as agent:
+            seen, visible = await served(face, agent)
+    assert f":{port}" not in visible
+    the_runs_own(seen_here, port)
+    return seen
+
+
+@pytest.mark.parametrize("face", sorted(FACES))
+async def test_ui_a_dead_provider_is_connect_failed(face: str) -> None:
+    with dead_port() as port:
+        seen, visible = await served(face, Agent(dead_client(port)))
+    assert f":{port}" not in visible
+    if face == "vercel":
+        [said] = seen["errors"]
+        assert said.startswith(f"ProviderUnavailable: {CONNECT_FAILED}")
+        return
     [run] = seen["runs"]
     assert run["error"]["code"] == "ProviderUnavailable"
     assert run["error"]["message"] == CONNECT_FAILED
     assert run["error"]["metadata"]["agentloop"]["phase"] == "connect"
-    assert f":{port}" not in tap.sent.decode() and f":{port}" not in json.dumps(seen)
 
 
 async def test_ag_ui_a_fallback_and_a_retry_say_what_failed() -> None:
-    node_or_skip("@ag-ui/client")
-    seen_here = Seen()
-    with dead_port() as port:
-        async with falling_back(port, seen_here) as agent:
-            tap = Tap(AGUIApp(agent))
-            async with serving(tap) as url:
-                seen = await agui(url)
-    [run] = seen["runs"]
+    [run] = (await fell_back("ag_ui"))["runs"]
     assert run["error"] is None and run["events"][-1]["result"] == "ok"
     custom = {e["name"]: e["value"] for e in run["events"] if e["type"] == "CUSTOM"}
     assert custom["agentloop:FellBack"]["error"] == CONNECT_FAILED
     assert custom["agentloop:RetryScheduled"]["error"] == "openai HTTP 503: The server had an error"
-    assert f":{port}" not in tap.sent.decode() and f":{port}" not in json.dumps(seen)
-    the_runs_own(seen_here, port)
-
-
-# -- Vercel ----------------------------------------------------------------------------------------
-
-
-async def test_vercel_a_dead_provider_is_connect_failed() -> None:
-    node_or_skip("ai")
-    with dead_port() as port:
-        tap = Tap(VercelAIApp(Agent(dead_client(port))))
-        async with serving(tap) as url:
-            seen = await vercel(url)
-    [said] = seen["errors"]
-    assert said.startswith(f"ProviderUnavailable: {CONNECT_FAILED}")
-    assert f":{port}" not in tap.sent.decode() and f":{port}" not in json.dumps(seen)
 
 
 async def test_vercel_a_fallback_and_a_retry_say_what_failed() -> None:
-    node_or_skip("ai")
-    seen_here = Seen()
-    with dead_port() as port:
-        async with falling_back(port, seen_here) as agent:
-            tap = Tap(VercelAIApp(agent))
-            async with serving(tap) as url:
-                seen = await vercel(url)
+    seen = await fell_back("vercel")
     assert seen["errors"] == []
     told = {p["data"]["kind"]: p["data"] for p in seen["data"] if p["type"] == "data-agentloop"}
     assert told["FellBack"]["error"] == f"ProviderUnavailable: {CONNECT_FAILED}"
     assert told["RetryScheduled"]["error"].startswith("ProviderUnavailable: openai HTTP 503")
-    assert f":{port}" not in tap.sent.decode() and f":{port}" not in json.dumps(seen)
-    the_runs_own(seen_here, port)
 
 
 # -- A2A and MCP -----------------------------------------------------------------------------------
