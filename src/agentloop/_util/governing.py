@@ -10,14 +10,15 @@ nothing for this.
 from __future__ import annotations
 
 import sys
-from typing import Any
-
-from agentloop.model import ModelClient
+from typing import Any, TypeVar, cast
 
 __all__ = ["governed_as"]
 
+_C = TypeVar("_C")
+"""A model client (this room is below ``agentloop.model``: the protocol is not imported)."""
 
-def governed_as(own: object, client: ModelClient, counter: Any = None) -> ModelClient:
+
+def governed_as(own: object, client: _C, counter: Any = None) -> _C:
     """``client`` under the governor of ``own`` (a client), if it has one and ``client`` none.
 
     ``counter`` estimates the governed requests' tokens (``govern``'s; None: its default).
@@ -28,4 +29,4 @@ def governed_as(own: object, client: ModelClient, counter: Any = None) -> ModelC
     governor = fleet.governor_of(own)
     if governor is None or fleet.governor_of(client) is not None:
         return client
-    return fleet.govern(client, governor, counter)  # type: ignore[no-any-return]
+    return cast(_C, fleet.govern(client, governor, counter))
