@@ -5,11 +5,11 @@ failed (ClientConnectorError: Cannot connect to host 10.0.3.7:4000 ...)``, the h
 the app's provider or its gateway. The UI apps' error event, the A2A task's status and the MCP
 result showed it to the end user, and so did the custom event of a fallback (``FellBack``) or a
 retry (``RetryScheduled``), which carried the error's whole text. Now every served face reads
-``openai: connect failed``; a reply's own words (``HTTP 503: The server had an error``, an
-``Incorrect API key``) stay, a 404 loses its URL and a refused redirect its target host. The
-run's own events, the log and the store keep the whole text. Real clients: ``@ag-ui/client``
-(``node/agui_events.mjs``), the ``ai`` package's chat (``node/vercel_chat.mjs``), the official
-A2A and MCP clients; the raw bytes on the wire are checked too.
+``openai: connect failed``; a 4xx reply's own words (``Incorrect API key``) stay, a 5xx loses
+its body (a gateway's diagnostics: ``openai HTTP 503``), a 404 its URL and a refused redirect
+its target host. The run's own events, the log and the store keep the whole text. Real
+clients: ``@ag-ui/client`` (``node/agui_events.mjs``), the ``ai`` package's chat
+(``node/vercel_chat.mjs``), the official A2A and MCP clients; the raw bytes on the wire too.
 """
 
 from __future__ import annotations
@@ -126,6 +126,18 @@ def test_a_refused_redirect_loses_its_target_host() -> None:
     assert said == "openai HTTP 302: redirect refused (redirects are never followed)"
 
 
+def test_a_5xx_loses_its_body() -> None:
+    """A gateway's 500 (LiteLLM's proxy words it so) names its backend: the server's to read."""
+    body = (
+        '{"error": {"message": "litellm.APIConnectionError: Connection error to '
+        'http://vllm-7.ops-internal.example:8000/v1 (Traceback: ...)", "code": "500"}}'
+    )
+    error = error_for_status(500, {}, body, provider="openai")
+    assert "vllm-7.ops-internal.example" in str(error)
+    assert served_message(error) == "openai HTTP 500"
+    assert served_message(error_for_status(503, {}, "", provider="openai")) == "openai HTTP 503"
+
+
 def test_a_replys_own_words_stay() -> None:
     body = '{"error": {"message": "Incorrect API key provided: sk-abc...xyz."}}'
     error = error_for_status(401, {}, body, provider="openai")
@@ -196,7 +208,7 @@ async def test_ag_ui_a_fallback_and_a_retry_say_what_failed() -> None:
     assert run["error"] is None and run["events"][-1]["result"] == "ok"
     custom = {e["name"]: e["value"] for e in run["events"] if e["type"] == "CUSTOM"}
     assert custom["agentloop:FellBack"]["error"] == CONNECT_FAILED
-    assert custom["agentloop:RetryScheduled"]["error"] == "openai HTTP 503: The server had an error"
+    assert custom["agentloop:RetryScheduled"]["error"] == "openai HTTP 503"
 
 
 async def test_vercel_a_fallback_and_a_retry_say_what_failed() -> None:
@@ -204,7 +216,7 @@ async def test_vercel_a_fallback_and_a_retry_say_what_failed() -> None:
     assert seen["errors"] == []
     told = {p["data"]["kind"]: p["data"] for p in seen["data"] if p["type"] == "data-agentloop"}
     assert told["FellBack"]["error"] == f"ProviderUnavailable: {CONNECT_FAILED}"
-    assert told["RetryScheduled"]["error"].startswith("ProviderUnavailable: openai HTTP 503")
+    assert told["RetryScheduled"]["error"] == "ProviderUnavailable: openai HTTP 503"
 
 
 # -- A2A and MCP -----------------------------------------------------------------------------------

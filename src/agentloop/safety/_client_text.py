@@ -20,8 +20,10 @@ the app's internals by design and are replaced, whichever face shows them:
   its reason without the exception's text (``served_reason``), where a face shows reasons;
 - a ``ProviderError`` says what failed, not where: without the transport's own text when no
   reply came (``openai: connect failed``, not the host, port and OS error that follow it), a
-  404 without the URL it was sent to, a refused redirect without its target host. A reply's
-  own words (``Incorrect API key provided``) stay: the provider wrote them for reading.
+  5xx without its body (a gateway's or an inference server's diagnostics: a backend's URL, a
+  traceback), a 404 without the URL it was sent to, a refused redirect without its target host.
+  A 4xx reply's own words (``Incorrect API key provided``) stay: they say what the request got
+  wrong, written for reading.
 
 ``served_error`` is the same for an error an event carries (``RetryScheduled``, ``FellBack``):
 a copy of it whose text is ``served_message``'s.
@@ -104,12 +106,17 @@ def served_error(error: BaseException) -> AgentLoopError:
 
 _SENT_TO = re.compile(r"^(\S+ HTTP 404) for POST \S+:")
 """A 404's ``for POST <url>`` (``providers/_classify.error_for_status``)."""
+_SERVER_FAILED = re.compile(r"^(\S+ HTTP 5\d\d)\b.*", re.S)
+"""A 5xx's ``<provider> HTTP <status>: <its body's text>`` (``error_for_status``)."""
 
 
 def _provider_words(error: ProviderError, text: str) -> str:
     """What failed at the provider, without where: no host, port, URL or OS error."""
-    if error.status_code is None:  # no reply: ``<provider>: <what> (<the transport's text>)``
+    status = error.status_code
+    if status is None:  # no reply: ``<provider>: <what> (<the transport's text>)``
         return text.split(" (", 1)[0]
+    if status >= 500:
+        return _SERVER_FAILED.sub(r"\1", text, count=1)
     if error.redirect_host:
         text = text.replace(f" to {error.redirect_host} ", " ", 1)
     return _SENT_TO.sub(r"\1:", text, count=1)
