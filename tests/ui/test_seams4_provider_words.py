@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import pickle
 import socket
 from collections.abc import AsyncIterator, Iterator
@@ -27,6 +28,8 @@ import pytest
 from agentloop import Agent
 from agentloop import events as ev
 from agentloop.errors import (
+    BudgetExhausted,
+    Cancelled,
     InternalError,
     ProviderUnavailable,
     RateLimitEscalation,
@@ -35,7 +38,12 @@ from agentloop.errors import (
 from agentloop.observers import Observer
 from agentloop.providers import FallbackClient, OpenAIClient, RetryingClient
 from agentloop.providers._classify import error_for_status, redirect_error
-from agentloop.safety._client_text import INTERNAL_MESSAGE, served_error, served_message
+from agentloop.safety._client_text import (
+    INTERNAL_MESSAGE,
+    served_error,
+    served_failure,
+    served_message,
+)
 from agentloop.store import SQLiteStore
 from agentloop.testing import FakeProviderServer, FakeReply, Fault
 from agentloop.ui.ag_ui import AGUIApp
@@ -89,6 +97,14 @@ def the_runs_own(seen: Seen, port: int) -> None:
     assert f"127.0.0.1:{port}" in str(fell.error)
     [retry] = [e for e in seen.events if isinstance(e, ev.RetryScheduled)]
     assert "503" in str(retry.error)
+
+
+def logged_once(caplog: pytest.LogCaptureFixture, face: str, port: int) -> None:
+    """The operator's log has the whole text once: the face, the class, the host and port."""
+    lines = [r.getMessage() for r in caplog.records if r.name == "agentloop"]
+    [line] = [m for m in lines if "a served run ended" in m]
+    assert line.startswith(f"{face}: a served run ended in ProviderUnavailable: ")
+    assert f"127.0.0.1:{port}" in line
 
 
 # -- the words -------------------------------------------------------------------------------------
@@ -156,6 +172,23 @@ def test_an_error_whose_args_are_not_its_text_copies_whole() -> None:
     assert key in str(error)
 
 
+def test_a_served_failure_is_logged_only_when_its_words_hide_something(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="agentloop")
+    spent = BudgetExhausted("tokens", 100, 120)
+    assert served_failure(spent, "A2A") == str(spent)  # the client read it all: no line
+    assert served_failure(Cancelled(), "A2A") == "Agent cancelled"
+    assert served_failure(KeyError("x"), "A2A") == INTERNAL_MESSAGE  # the face logs a bug
+    assert [r for r in caplog.records if r.name == "agentloop"] == []
+    key = "sk-proj-" + "a1b2c3d4" * 6
+    hidden = InternalError(f"hook raised: db.ops-internal.example refused {key}")
+    assert served_failure(hidden, "MCPApp") == INTERNAL_MESSAGE
+    [record] = [r for r in caplog.records if r.name == "agentloop"]
+    assert record.levelno == logging.WARNING and "db.ops-internal.example" in record.getMessage()
+    assert key not in record.getMessage()  # redacted of secrets
+
+
 def test_a_bug_in_an_event_is_the_internal_words() -> None:
     shown = served_error(KeyError("row 7 of db.ops-internal.example"))
     assert type(shown) is InternalError and str(shown) == INTERNAL_MESSAGE
@@ -189,10 +222,14 @@ async def fell_back(face: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("face", sorted(FACES))
-async def test_ui_a_dead_provider_is_connect_failed(face: str) -> None:
+async def test_ui_a_dead_provider_is_connect_failed(
+    face: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="agentloop")
     with dead_port() as port:
         seen, visible = await served(face, Agent(dead_client(port)))
     assert f":{port}" not in visible
+    logged_once(caplog, {"ag_ui": "AGUIApp", "vercel": "VercelAIApp"}[face], port)
     if face == "vercel":
         [said] = seen["errors"]
         assert said.startswith(f"ProviderUnavailable: {CONNECT_FAILED}")
@@ -224,11 +261,15 @@ async def test_vercel_a_fallback_and_a_retry_say_what_failed() -> None:
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @pytest.mark.parametrize("face", ["a2a", "mcp"])
-async def test_a2a_and_mcp_a_dead_provider_is_connect_failed(face: str, tmp_path: Path) -> None:
+async def test_a2a_and_mcp_a_dead_provider_is_connect_failed(
+    face: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     from tests.interop.test_seams2_served_internals import _said
 
+    caplog.set_level(logging.WARNING, logger="agentloop")
     with dead_port() as port, SQLiteStore(tmp_path / "runs.db") as store:
         said = await _said(face, Agent(dead_client(port), store=store))
         [record] = store.load_runs()
         assert f"127.0.0.1:{port}" in str(record.run.stop_reason)  # the store keeps it all
     assert said == f"ProviderUnavailable: {CONNECT_FAILED}"
+    logged_once(caplog, {"a2a": "A2A", "mcp": "MCPApp"}[face], port)

@@ -29,7 +29,7 @@ from google.protobuf import json_format, struct_pb2
 
 from agentloop.errors import InvalidInput
 from agentloop.pausing import Answer, Approve, Decision, Deny, Edit, PendingCall
-from agentloop.safety._client_text import served_message
+from agentloop.safety._client_text import served_failure
 
 __all__ = [
     "OUTPUT",
@@ -105,7 +105,7 @@ def pending_message(task_id: str, context_id: str, pending: Sequence[PendingCall
 
 def error_text(error: BaseException) -> str:
     """A hard error's status text: ``<ErrorClass>: <message>``, redacted (no key, no path)."""
-    message = served_message(error)  # the app's internals (a store, a governor) read as words
+    message = served_failure(error, "A2A")  # the app's internals (a store, a governor) as words
     return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 

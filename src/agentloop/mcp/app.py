@@ -47,7 +47,7 @@ from agentloop.batching import refuse_batch
 from agentloop.cancel import CancelToken
 from agentloop.errors import AgentLoopError, ToolExecutionError, ToolNotFound
 from agentloop.pausing import Answer, Approve, Decision, Deny, PendingCall
-from agentloop.safety._client_text import served_message
+from agentloop.safety._client_text import served_failure
 from agentloop.safety.redact import redact_secrets
 
 if TYPE_CHECKING:
@@ -375,7 +375,7 @@ class _Call:
     def _stopped(self, error: AgentLoopError) -> types.CallToolResult:
         if error.is_cancelled():
             raise error
-        message = served_message(error)  # the app's internals (a store, a governor) as words
+        message = served_failure(error, "MCPApp")  # the app's internals (a store) as words
         return _error(f"agent '{self.name}' stopped: {type(error).__name__}: {message}")
 
 

@@ -28,12 +28,16 @@ the app's internals by design and are replaced, whichever face shows them:
 ``served_error`` is the same for an error an event carries (``RetryScheduled``, ``FellBack``):
 a copy of it whose text is ``served_message``'s.
 
-The whole text stays in the log, the store and the viewer.
+The whole text stays in the store and the viewer, and in the log: ``served_failure`` (a hard
+error that ends a served run) logs it once, redacted of secrets, at WARNING on the
+``agentloop`` logger, whenever the client's words hide part of it. An operator whose customer
+read ``The server failed while running the agent.`` finds the cause without a store.
 """
 
 from __future__ import annotations
 
 import copy
+import logging
 import re
 
 from agentloop.errors import (
@@ -54,6 +58,7 @@ __all__ = [
     "STORE_MESSAGE",
     "served_compaction_failure",
     "served_error",
+    "served_failure",
     "served_message",
     "served_reason",
     "wraps_app_failure",
@@ -86,6 +91,25 @@ def served_message(error: BaseException) -> str:
     elif isinstance(error, ProviderError):
         text = _provider_words(error, text)
     return redact_secrets(text)
+
+
+_log = logging.getLogger("agentloop")
+
+
+def served_failure(error: BaseException, face: str) -> str:
+    """``served_message`` for the hard error that ends a run ``face`` serves, logged if it hides.
+
+    When the client's words are not the error's whole (redacted) text, the whole text is logged
+    once for the operator. A bug (no ``AgentLoopError``) is the face's to log, with its
+    traceback; a cancellation hides nothing worth a line.
+    """
+    said = served_message(error)
+    if isinstance(error, AgentLoopError) and not error.is_cancelled():
+        whole = redact_secrets(str(error))
+        if whole != said:
+            name = type(error).__name__
+            _log.warning("%s: a served run ended in %s: %s", face, name, whole)
+    return said
 
 
 def served_error(error: BaseException) -> AgentLoopError:

@@ -43,6 +43,7 @@ from agentloop.safety._client_text import (
     STORE_MESSAGE,
     served_compaction_failure,
     served_error,
+    served_failure,
     served_message,
     served_reason,
 )
@@ -121,11 +122,16 @@ class ClientView:
         response = dataclasses.replace(event.response, message=Message(message.role, tuple(kept)))
         return dataclasses.replace(event, response=response)
 
-    def message(self, error: BaseException) -> str:
-        """A hard error's message for the client: redacted, the guardrail's only when exposed."""
+    def message(self, error: BaseException, *, face: str | None = None) -> str:
+        """A hard error's message for the client: redacted, the guardrail's only when exposed.
+
+        ``face`` (the app's name) is given where the error ends a run the app serves: what the
+        words hide is logged there once (``served_failure``).
+        """
         if isinstance(error, GuardrailTripped) and not self.expose_guardrails:
             return GUARDRAIL_MESSAGE
-        return served_message(error) or type(error).__name__  # a bug's text: the log's only
+        said = served_message(error) if face is None else served_failure(error, face)
+        return said or type(error).__name__  # a bug's text: the log's only
 
     def facts(self, error: BaseException) -> dict[str, str]:
         """What an exposed ``GuardrailTripped`` adds for the client: its name and reason."""

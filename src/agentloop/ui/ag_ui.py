@@ -342,7 +342,8 @@ class _RunStream:
 
     def _fail(self, error: BaseException) -> str:
         """RUN_ERROR: the error's class, and its message as the client may read it."""
-        event = error_event(error, self.view.message(error), self.view.facts(error))
+        said = self.view.message(error, face="AGUIApp")
+        event = error_event(error, said, self.view.facts(error))
         return self.encoder.encode(event)
 
 

@@ -437,7 +437,7 @@ def _worded(chunks: list[Chunk], error: BaseException, view: ClientView) -> None
     ``errorText`` reads ``<class>: <str(error)>`` and then the phase: the message is replaced
     where it stands.
     """
-    message, facts = view.message(error), view.facts(error)
+    message, facts = view.message(error, face="VercelAIApp"), view.facts(error)
     head = f"{type(error).__name__}: "
     cut = len(head) + len(str(error))
     for chunk in chunks:
