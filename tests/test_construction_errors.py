@@ -75,3 +75,30 @@ def test_a_direct_client_reads_its_key_from_the_environment(
         cls("m", api_key=None)
     monkeypatch.setenv(variable, "from-the-environment")
     assert cls("m", api_key=None).model == "m"
+
+
+def test_an_observer_that_is_not_one_is_refused_with_the_fix() -> None:
+    """A function (the peers' event handler habit) or any object without ``on_event`` was taken,
+    then failed at every event of every run, logged and ignored: the app never heard a thing."""
+    from agentloop import events as ev
+    from agentloop.observers import Observer
+
+    fix = r"subclass agentloop\.observers\.Observer"
+    for wrong in (lambda event: None, print, object()):
+        with pytest.raises(ConfigurationError, match=fix) as e:
+            Agent(ScriptedModel([]), observers=[wrong])  # type: ignore[list-item]
+        assert e.value.field == "observers"
+
+    seen: list[str] = []
+
+    class Duck:  # not an Observer, but it has on_event: taken
+        def on_event(self, event: ev.Event) -> None:
+            seen.append(type(event).__name__)
+
+    class Turns(Observer):  # only a per-event method: taken
+        def on_turn_start(self, run: object, index: int) -> None:
+            seen.append(f"turn {index}")
+
+    agent = Agent(ScriptedModel(["hi"]), observers=[Duck(), Turns()])  # type: ignore[list-item]
+    assert agent.run_sync("go").output == "hi"
+    assert seen[0] == "RunStarted" and "turn 0" in seen and seen[-1] == "RunFinished"

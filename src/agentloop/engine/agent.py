@@ -159,7 +159,8 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         self._provider_tools = agent_provider_tools(provider_tools, inside, self)
         self.store = store
         self.breakers = ToolBreakers(config.tool_breaker, clock.monotonic)
-        self._hooks, self._observers, self._approver = tuple(hooks), tuple(observers), approver
+        self._hooks, self._approver = tuple(hooks), approver
+        self._observers = _setup.checked_observers(observers)
         self.name, self._handoffs = name, _setup.handoffs(self, handoffs)  # SPEC 26
         self._guardrails = _setup.guardrails_of(guardrails)  # loads only for an agent with some
         _setup.batch_checked(self)  # SPEC 25: a batch agent's client, stream and handoffs

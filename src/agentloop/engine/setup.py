@@ -21,6 +21,7 @@ from agentloop.engine.no_history import NO_HISTORY
 from agentloop.engine.output import FINAL_RESULT, OutputType
 from agentloop.errors import ConfigurationError, InvalidInput, TranscriptError
 from agentloop.messages import Message
+from agentloop.observers import Observer
 from agentloop.tools import Tool, ToolRegistry, Toolset
 from agentloop.transcript import validate_transcript
 
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "add_tool",
     "checked_history",
+    "checked_observers",
     "checked_session_id",
     "checked_setup",
     "checked_store",
@@ -86,6 +88,26 @@ def checked_setup(client: object, config: object, approver: object) -> RunConfig
 
         native_mode("native", client)
     return config
+
+
+def checked_observers(observers: Iterable[object]) -> tuple[Observer, ...]:
+    """``observers`` as a tuple, each an ``Observer`` or an object with an ``on_event`` method.
+
+    Anything else (a plain function, say) would only fail at every event of every run, logged
+    and ignored: it is refused here, with the fix.
+    """
+    kept = tuple(observers)
+    for observer in kept:
+        if isinstance(observer, Observer) or callable(getattr(observer, "on_event", None)):
+            continue
+        what = getattr(observer, "__qualname__", None) or type(observer).__name__
+        raise ConfigurationError(
+            f"Agent observers take Observer objects, got {what}: subclass "
+            "agentloop.observers.Observer and override on_event(event) for every event (or "
+            "the on_* methods you want); a function goes inside on_event",
+            field="observers",
+        )
+    return kept  # type: ignore[return-value]
 
 
 def governed_client(client: ModelClient, governor: object, config: RunConfig) -> ModelClient:
