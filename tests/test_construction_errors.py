@@ -102,3 +102,33 @@ def test_an_observer_that_is_not_one_is_refused_with_the_fix() -> None:
     agent = Agent(ScriptedModel(["hi"]), observers=[Duck(), Turns()])  # type: ignore[list-item]
     assert agent.run_sync("go").output == "hi"
     assert seen[0] == "RunStarted" and "turn 0" in seen and seen[-1] == "RunFinished"
+
+
+def test_a_hook_that_is_not_one_is_refused_with_the_fix() -> None:
+    """A function given as a hook ended every run as an ``InternalError`` ("unexpected
+    AttributeError in the engine") at its first hook call."""
+    from agentloop import Hook
+    from agentloop.messages import ToolCallPart
+    from agentloop.tools import ToolContext as Context
+
+    fix = r"subclass agentloop\.Hook and override the methods you need"
+    for wrong in (lambda call, ctx: None, object()):
+        with pytest.raises(ConfigurationError, match=fix) as e:
+            Agent(ScriptedModel([]), hooks=[wrong])  # type: ignore[list-item]
+        assert e.value.field == "hooks"
+
+    class Partial:  # duck-typed, but without on_run_start and the rest: refused
+        async def pre_tool(self, call: ToolCallPart, ctx: Context) -> None:
+            return None
+
+    with pytest.raises(ConfigurationError, match=fix):
+        Agent(ScriptedModel([]), hooks=[Partial()])  # type: ignore[list-item]
+
+    started: list[str] = []
+
+    class Starts(Hook):
+        async def on_run_start(self, run: object) -> None:
+            started.append("run")
+
+    assert Agent(ScriptedModel(["hi"]), hooks=[Starts()]).run_sync("go").output == "hi"
+    assert started == ["run"]

@@ -148,7 +148,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         config = _setup.governed_config(_setup.checked_setup(client, config, approver), governor)
         self.client = _setup.governed_client(resolve_client(client), governor, config)
         self.governor = governor  # SPEC 25: every request of the client waits for it
-        self.clock = clock
+        self.clock, self._approver = clock, approver
         tools, inside = split_tools(tools)
         self.registry, sources = _setup.registry(tools)
         _setup.with_memory(self, memory)  # the memory tools join the registry (SPEC 27)
@@ -159,8 +159,7 @@ class Agent(Definition[OutputT], Habits, AsyncClosing, Closing):
         self._provider_tools = agent_provider_tools(provider_tools, inside, self)
         self.store = store
         self.breakers = ToolBreakers(config.tool_breaker, clock.monotonic)
-        self._hooks, self._approver = tuple(hooks), approver
-        self._observers = _setup.checked_observers(observers)
+        self._hooks, self._observers = _setup.hooks(hooks), _setup.observers(observers)
         self.name, self._handoffs = name, _setup.handoffs(self, handoffs)  # SPEC 26
         self._guardrails = _setup.guardrails_of(guardrails)  # loads only for an agent with some
         _setup.batch_checked(self)  # SPEC 25: a batch agent's client, stream and handoffs

@@ -20,6 +20,7 @@ from agentloop.config import RunConfig
 from agentloop.engine.no_history import NO_HISTORY
 from agentloop.engine.output import FINAL_RESULT, OutputType
 from agentloop.errors import ConfigurationError, InvalidInput, TranscriptError
+from agentloop.hooks import Hook
 from agentloop.messages import Message
 from agentloop.observers import Observer
 from agentloop.tools import Tool, ToolRegistry, Toolset
@@ -38,15 +39,16 @@ if TYPE_CHECKING:
 __all__ = [
     "add_tool",
     "checked_history",
-    "checked_observers",
     "checked_session_id",
     "checked_setup",
     "checked_store",
     "fork",
-    "handoffs",
     "governed_client",
     "governed_config",
     "guardrails_of",
+    "handoffs",
+    "hooks",
+    "observers",
     "output_type",
     "recorder",
     "registry",
@@ -90,24 +92,49 @@ def checked_setup(client: object, config: object, approver: object) -> RunConfig
     return config
 
 
-def checked_observers(observers: Iterable[object]) -> tuple[Observer, ...]:
+_HOOK_METHODS = ("pre_tool", "post_tool", "pre_compact", "on_run_start", "on_run_end")
+
+
+def hooks(hooks: Iterable[object]) -> tuple[Hook, ...]:
+    """``hooks`` as a tuple, each a ``Hook`` or an object with every hook method.
+
+    Anything else (a plain function, say) would end each run as an ``InternalError`` at its
+    first hook call: it is refused here, with the fix.
+    """
+    return _of_kind(
+        hooks,
+        lambda h: isinstance(h, Hook) or all(callable(getattr(h, m, None)) for m in _HOOK_METHODS),
+        "hooks",
+        "Hook objects: subclass agentloop.Hook and override the methods you need (pre_tool, "
+        "post_tool, pre_compact, on_run_start, on_run_end)",
+    )
+
+
+def observers(observers: Iterable[object]) -> tuple[Observer, ...]:
     """``observers`` as a tuple, each an ``Observer`` or an object with an ``on_event`` method.
 
     Anything else (a plain function, say) would only fail at every event of every run, logged
     and ignored: it is refused here, with the fix.
     """
-    kept = tuple(observers)
-    for observer in kept:
-        if isinstance(observer, Observer) or callable(getattr(observer, "on_event", None)):
-            continue
-        what = getattr(observer, "__qualname__", None) or type(observer).__name__
-        raise ConfigurationError(
-            f"Agent observers take Observer objects, got {what}: subclass "
-            "agentloop.observers.Observer and override on_event(event) for every event (or "
-            "the on_* methods you want); a function goes inside on_event",
-            field="observers",
-        )
-    return kept  # type: ignore[return-value]
+    return _of_kind(
+        observers,
+        lambda o: isinstance(o, Observer) or callable(getattr(o, "on_event", None)),
+        "observers",
+        "Observer objects: subclass agentloop.observers.Observer and override on_event(event) "
+        "for every event (or the on_* methods you want); a function goes inside on_event",
+    )
+
+
+def _of_kind(
+    items: Iterable[object], fits: Callable[[object], bool], field: str, take: str
+) -> tuple[Any, ...]:
+    """``items`` as a tuple once each ``fits``; else ``ConfigurationError`` saying what to pass."""
+    kept = tuple(items)
+    for item in kept:
+        if not fits(item):
+            what = getattr(item, "__qualname__", None) or type(item).__name__
+            raise ConfigurationError(f"Agent {field} take {take}; got {what}", field=field)
+    return kept
 
 
 def governed_client(client: ModelClient, governor: object, config: RunConfig) -> ModelClient:
