@@ -24,8 +24,8 @@ events, and word a hard error for the client with it:
   error (``agentloop.safety._client_text``, the words every served face uses). A provider
   failure says what failed, not where (no host, port or URL).
 - **An event's error is worded the same**: a ``RetryScheduled`` or ``FellBack`` (a custom event
-  on either protocol) carries a copy of its error with the words above (``served_error``), not
-  the transport's text the log keeps.
+  on either protocol) carries a copy of its error with the words above (``served_error``); the
+  run's own events (an observer's) keep the whole text.
 """
 
 from __future__ import annotations
