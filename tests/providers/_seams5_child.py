@@ -61,7 +61,7 @@ async def main() -> None:
             api_key="sk-ant-twin-0123456789",
             base_url=URL,
             max_retries=0,
-        )  # fmt: skip
+        )
     )
     with SQLiteStore(DB) as store:
         agent = Agent(
