@@ -102,7 +102,7 @@ def fake_client(server: FakeProviderServer) -> Any:
 
 
 async def test_a_retried_request_sends_the_same_bytes_after_each_fault() -> None:
-    script = [
+    script: list[FakeReply | Fault] = [
         thought(1, call="a"),
         Fault.server_error(),
         thought(2, call="b"),

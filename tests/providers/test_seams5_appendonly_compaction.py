@@ -1,0 +1,80 @@
+"""Server-side compaction (SPEC 28) meets entries: the model keeps the instructions in effect.
+
+Anthropic drops every block before a ``compaction`` block it is sent back (provider-rules,
+Anthropic late 2026, rule 8): a mid-conversation system message before it is gone with it,
+while the top-level ``system`` and ``tools`` stay. So on a model whose entries travel in place,
+a changed prompt (a callable, SPEC 21), memory recall (27) or a tool added mid-conversation
+(22) would silently fall back to the base once the provider compacts, though the engine goes
+on believing them in effect. Here each request the model reads after a compaction must still
+state them, and every request still extends the one before.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agentloop import Agent, RunConfig, tool
+from agentloop.model import ModelSettings
+from agentloop.toolsets import FunctionToolset
+
+from .test_seams5_appendonly_retry import Versions, look, one_conversation, twin_client
+from .twins import anthropic as twin
+from .twins.anthropic import AnthropicTwin, TwinReply
+from .twins.anthropic_prefix import compaction
+
+CONFIG = RunConfig(model_settings=ModelSettings(reasoning_effort="low"), context_window=100_000)
+
+
+@tool
+def rate(order: str) -> str:
+    """Rate an order's service."""
+    return f"rated {order}"
+
+
+def seen_by_model(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The messages the model reads: those after the last ``compaction`` block (rule 8)."""
+    messages = body["messages"]
+    for index in range(len(messages) - 1, -1, -1):
+        blocks = messages[index]["content"]
+        kinds = [b.get("type") for b in blocks] if isinstance(blocks, list) else []
+        if "compaction" in kinds:
+            cut = kinds.index("compaction")
+            return [{**messages[index], "content": blocks[cut:]}, *messages[index + 1 :]]
+    return list(messages)
+
+
+def stated(messages: list[dict[str, Any]]) -> str:
+    return json.dumps([m for m in messages if m["role"] == "system"])
+
+
+async def test_a_server_compaction_keeps_the_changed_prompt_and_tools_in_effect() -> None:
+    compacted = TwinReply(
+        [compaction("the story so far"), twin.thinking("c"), twin.tool_use("rate", {"order": "A"})],
+        "tool_use",
+    )
+    script = [
+        TwinReply([twin.thinking("t1"), twin.tool_use("look", {"q": "a"})], "tool_use"),
+        TwinReply([twin.thinking("a1"), twin.text("one")]),
+        compacted,  # run 2's first reply: the provider compacted everything before it
+        TwinReply([twin.thinking("t3"), twin.tool_use("rate", {"order": "B"})], "tool_use"),
+        TwinReply([twin.thinking("a2"), twin.text("two")]),
+        TwinReply([twin.thinking("a3"), twin.text("three")]),
+    ]
+    offer = {"rate": False}
+    rating = FunctionToolset([rate], name="rating").filtered(lambda ctx, spec: offer["rate"])
+    async with AnthropicTwin(script) as server:
+        agent = Agent(twin_client(server), instructions=Versions(), tools=[look], config=CONFIG,
+                      toolsets=[rating])  # fmt: skip
+        one = await agent.run("one")
+        offer["rate"] = True
+        two = await agent.run("two")
+        three = await agent.run("three")
+    assert (one.output, two.output, three.output) == ("one", "two", "three")
+    assert server.rejected == []
+    one_conversation(server.requests)
+    for body in server.requests[3:5]:  # run 2 after the compaction: version 2, rate offered
+        seen = stated(seen_by_model(body))
+        assert "Version 2" in seen and '"rate"' in seen
+    last = stated(seen_by_model(server.requests[5]))
+    assert "Version 3" in last and '"rate"' in last
