@@ -14,6 +14,13 @@ the conversation's base. Two wire forms (provider-rules, Anthropic late 2026, ru
   in order, tool changes apply to ``tools``, and on an ``append_only`` model the thinking of
   every message before the last entry is left out (its prefix changed: the documented remedy).
 
+**Server-side compaction** (rule 8) drops every block before a ``compaction`` block, entries
+sent in place included, while the top-level ``system`` and ``tools`` stay. So after each message
+holding one, ``InEffect`` states again what the entries before it had in effect (the last
+instruction text, the net tool change against the base) as the next entry: the model goes on
+reading the instructions and tools the engine believes in effect. It is computed from the
+transcript alone, so every later request sends it identically.
+
 ``betas_of`` reads the ``anthropic-beta`` values a payload needs from the payload itself.
 """
 
@@ -23,12 +30,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentloop._tool_parts import apply_changes, spec_key
-from agentloop.messages import Message, TextPart, ThinkingPart, ToolChangePart
+from agentloop.messages import Message, ProviderPart, TextPart, ThinkingPart, ToolChangePart
 from agentloop.model import ToolSpec
 
 __all__ = [
     "INLINE_TOOLS_BETA",
     "TOOL_CHANGES_BETA",
+    "InEffect",
     "betas_of",
     "compaction_edits",
     "entry_blocks",
@@ -81,6 +89,37 @@ def entry_blocks(message: Message, base: Sequence[ToolSpec]) -> list[dict[str, A
                 else:
                     blocks.append({"type": "tool_addition", "tool": tool_json(spec)})
     return blocks
+
+
+class InEffect:
+    """What the in-place entries so far have in effect, stated again after a compaction."""
+
+    __slots__ = ("base", "changes", "text")
+
+    def __init__(self, base: Sequence[ToolSpec]) -> None:
+        self.base = base
+        self.text: str | None = None
+        self.changes: list[ToolChangePart] = []
+
+    def see(self, entry: Message) -> None:
+        """Count one entry sent in place (its text replaces the last; tool changes add up)."""
+        if any(type(p) is TextPart for p in entry.parts):
+            self.text = entry.text
+        self.changes.extend(p for p in entry.parts if type(p) is ToolChangePart)
+
+    def after(self, message: Message) -> list[dict[str, Any]]:
+        """The blocks to state after ``message``: none unless it holds a ``compaction`` block."""
+        if not any(type(p) is ProviderPart and p.kind == "compaction" for p in message.parts):
+            return []
+        now = apply_changes(self.base, self.changes) if self.changes else self.base
+        was = {spec.name: spec_key(spec) for spec in self.base}
+        keys = {spec.name: spec_key(spec) for spec in now}
+        removed = tuple(name for name, key in was.items() if keys.get(name) != key)
+        added = tuple(spec for spec in now if was.get(spec.name) != keys[spec.name])
+        parts: list[TextPart | ToolChangePart] = [TextPart(self.text)] if self.text else []
+        if added or removed:
+            parts.append(ToolChangePart(added=added, removed=removed))
+        return entry_blocks(Message("system", tuple(parts)), self.base) if parts else []
 
 
 def last_entry(messages: Sequence[Message]) -> int:

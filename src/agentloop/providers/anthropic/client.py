@@ -73,6 +73,7 @@ from agentloop.providers.anthropic import _media as media
 from agentloop.providers.anthropic import _server_tools as server
 from agentloop.providers.anthropic._entries import (
     NATIVE_KEY,
+    InEffect,
     betas_of,
     compaction_edits,
     entry_blocks,
@@ -182,11 +183,13 @@ def encode_messages(
     """
     out: list[dict[str, Any]] = []
     held: list[dict[str, Any]] = []
+    effect = InEffect(entries) if entries is not None else None
     inline = 0  # the request's media bytes, base64 (the API caps a whole request)
     for index, message in enumerate(messages):
         if message.role == "system":
-            if entries is not None and out:
-                held.extend(entry_blocks(message, entries))
+            if effect is not None and out:
+                held.extend(entry_blocks(message, effect.base))
+                effect.see(message)
             continue
         if index < bare_before:
             role, blocks, found = message.encoded(_BARE, _BARE_ENCODE)
@@ -199,13 +202,20 @@ def encode_messages(
         if held and role == "assistant":
             out.append({"role": "system", "content": held})
             held = []
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(blocks)
-        else:
-            out.append({"role": role, "content": list(blocks)})
+        _join(out, role, blocks)
+        if effect is not None:  # a compaction drops the entries before it: state them again
+            held.extend(effect.after(message))
     if held:
         out.append({"role": "system", "content": held})
     return out
+
+
+def _join(out: list[dict[str, Any]], role: str, blocks: Sequence[Any]) -> None:
+    """Append ``blocks`` as a ``role`` message, merged into a last message of the same role."""
+    if out and out[-1]["role"] == role:
+        out[-1]["content"].extend(blocks)
+    else:
+        out.append({"role": role, "content": list(blocks)})
 
 
 _BARE = "anthropic:bare"
