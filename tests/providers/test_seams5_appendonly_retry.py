@@ -207,3 +207,52 @@ async def test_a_run_cancelled_mid_tool_leaves_the_next_run_extending_what_was_s
         second = await agent.run("two")
     assert second.output == "two" and server.rejected == []
     one_conversation(server.requests)
+
+
+async def test_a_fallback_to_openai_and_back_keeps_the_anthropic_conversation() -> None:
+    """Run 2 on OpenAI (the Claude model down), run 3 on Claude: its requests extend run 1's."""
+    script = [step(1, "a"), answer("one"), step(3, "c"), answer("three")]
+    other: list[FakeReply | Fault] = [
+        FakeReply(tool_calls=[FakeToolCall("look", {"q": "b"}, id="call_b")], thinking="o1"),
+        FakeReply("two", thinking="o2"),
+    ]
+    async with FailingTwin(script) as server, FakeProviderServer(other, model="gpt-5") as openai:
+        backup = build_client(
+            Settings(provider="openai", model="gpt-5", api_key="sk-test", base_url=openai.base_url)
+        )
+        fallback = FallbackClient([twin_client(server), backup], trip_threshold=1, cooldown=0.0)
+        agent = Agent(fallback, instructions=Versions(), tools=[look], config=CONFIG)
+        one = await agent.run("one")
+        server.down = MODEL
+        two = await agent.run("two")
+        server.down = None
+        three = await agent.run("three")
+    assert (one.output, two.output, three.output) == ("one", "two", "three")
+    assert server.rejected == [] and len(server.requests) == 4
+    one_conversation(server.requests)
+    sent = [m["content"] for m in openai.requests[0]["messages"]]
+    assert "You look things up. Version 2." in str(sent)  # OpenAI reads the run's prompt too
+
+
+async def test_a_stream_cut_mid_answer_is_replayed_with_the_same_bytes() -> None:
+    """``replay_streams=True``: a stream cut after its thinking began is asked again as sent."""
+    script: list[FakeReply | Fault] = [
+        thought(1, call="a"),
+        Fault.truncate(thought(2, call="b")),
+        thought(2, call="b"),
+        thought(3, text="one"),
+    ]
+    async with FakeProviderServer(script, model=MODEL) as server:
+        settings = Settings(
+            provider="anthropic", model=MODEL, api_key=KEY, base_url=server.root_url, max_retries=0
+        )
+        client = RetryingClient(build_client(settings), replay_streams=True, sleep=_no_sleep)
+        config = RunConfig(model_settings=ModelSettings(reasoning_effort="low"), stream=True)
+        agent = Agent(client, instructions=Versions(), tools=[look], config=config)
+        run = await agent.run("one")
+        bodies = list(server.requests)
+    assert run.output == "one" and len(bodies) == 4
+    assert bodies[1] == bodies[2]
+    one_conversation([bodies[0], *bodies[2:]])
+    kinds = [b["type"] for m in bodies[3]["messages"] for b in m["content"]]
+    assert kinds.count("thinking") == 2  # the cut attempt's thinking never reached the history
