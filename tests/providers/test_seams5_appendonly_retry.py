@@ -256,3 +256,28 @@ async def test_a_stream_cut_mid_answer_is_replayed_with_the_same_bytes() -> None
     one_conversation([bodies[0], *bodies[2:]])
     kinds = [b["type"] for m in bodies[3]["messages"] for b in m["content"]]
     assert kinds.count("thinking") == 2  # the cut attempt's thinking never reached the history
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_run_cancelled_mid_request_leaves_the_next_run_extending_what_was_sent(
+    stream: bool,
+) -> None:
+    asked = asyncio.Event()
+
+    def hang(body: Mapping[str, Any]) -> Fault:
+        asked.set()
+        return Fault.hang()
+
+    script: list[Any] = [thought(1, call="a"), hang, thought(2, call="b"), thought(3, text="two")]
+    config = RunConfig(model_settings=ModelSettings(reasoning_effort="low"), stream=stream)
+    async with FakeProviderServer(script, model=MODEL) as server:
+        agent = Agent(fake_client(server), instructions=Versions(), tools=[look], config=config)
+        task = asyncio.create_task(agent.run("one"))
+        await asked.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        second = await agent.run("two")
+        bodies = list(server.requests)
+    assert second.output == "two" and len(bodies) == 4
+    one_conversation(bodies)
