@@ -12,10 +12,12 @@ state them, and every request still extends the one before.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from agentloop import Agent, RunConfig, tool
 from agentloop.model import ModelSettings
+from agentloop.store import SQLiteStore
 from agentloop.toolsets import FunctionToolset
 
 from .test_seams5_appendonly_retry import Versions, look, one_conversation, twin_client
@@ -78,3 +80,33 @@ async def test_a_server_compaction_keeps_the_changed_prompt_and_tools_in_effect(
         assert "Version 2" in seen and '"rate"' in seen
     last = stated(seen_by_model(server.requests[5]))
     assert "Version 3" in last and '"rate"' in last
+
+
+async def test_the_statement_after_a_compaction_is_sent_the_same_after_a_resume(
+    tmp_path: Path,
+) -> None:
+    compacted = TwinReply(
+        [compaction("so far"), twin.thinking("c"), twin.tool_use("look", {"q": "b"})], "tool_use"
+    )
+    script = [
+        TwinReply([twin.thinking("a1"), twin.text("one")]),
+        compacted,
+        TwinReply([twin.thinking("a2"), twin.text("two")]),
+        TwinReply([twin.thinking("a3"), twin.text("three")]),
+    ]
+    versions = Versions()
+    async with AnthropicTwin(script) as server:
+        with SQLiteStore(tmp_path / "s.db") as store:
+            first = Agent(twin_client(server), instructions=versions, tools=[look],
+                          config=CONFIG, store=store, session_id="s")  # fmt: skip
+            await first.run("one")
+            await first.run("two")
+        with SQLiteStore(tmp_path / "s.db") as store:
+            options: dict[str, Any] = {"instructions": versions, "tools": [look, rate]}
+            again = Agent.resume("s", store=store, client=twin_client(server), config=CONFIG,
+                                 **options)  # fmt: skip
+            three = await again.run("three")
+    assert three.output == "three" and server.rejected == []
+    one_conversation(server.requests)
+    seen = stated(seen_by_model(server.requests[-1]))
+    assert "Version 2" in seen and "Version 3" in seen and '"rate"' in seen
