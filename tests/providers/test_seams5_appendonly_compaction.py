@@ -110,3 +110,36 @@ async def test_the_statement_after_a_compaction_is_sent_the_same_after_a_resume(
     one_conversation(server.requests)
     seen = stated(seen_by_model(server.requests[-1]))
     assert "Version 2" in seen and "Version 3" in seen and '"rate"' in seen
+
+
+def test_each_compaction_is_followed_by_what_was_in_effect_before_it() -> None:
+    """Pure: two compactions, a text entry and a tool change; only in place; stable bytes."""
+    from agentloop.messages import Message, ProviderPart, ToolChangePart
+    from agentloop.model import ModelRequest
+    from agentloop.providers.anthropic import build_payload
+
+    def compacted(summary: str) -> Message:
+        part = ProviderPart("anthropic", "compaction", {"type": "compaction", "content": summary})
+        return Message("assistant", (part, *Message.assistant("ok").parts))
+
+    messages = [
+        Message.user("a"),
+        Message.system("Version 2."),
+        compacted("first"),
+        Message.user("b"),
+        Message("system", (ToolChangePart(added=(rate.spec(),), removed=("look",)),)),
+        compacted("second"),
+        Message.user("c"),
+    ]
+    request = ModelRequest(messages, system="Version 1.", tools=(look.spec(),))
+    body = build_payload(request, model="claude-fable-5-1", stream=False)
+    roles = [m["role"] for m in body["messages"]]
+    assert roles == ["user", "system", "assistant", "user", "system", "assistant", "user", "system"]
+    assert body["messages"][4]["content"][0] == {"type": "text", "text": "Version 2."}  # restated
+    last = body["messages"][-1]["content"]
+    assert last[0] == {"type": "text", "text": "Version 2."}
+    assert {b["type"] for b in last[1:]} == {"tool_removal", "tool_addition"}
+    assert build_payload(request, model="claude-fable-5-1", stream=False) == body
+    folded = build_payload(request, model="claude-mythos-5-2", stream=False)
+    roles = [m["role"] for m in folded["messages"]]
+    assert roles == ["user", "assistant", "user", "assistant", "user"]  # folded: nothing stated
