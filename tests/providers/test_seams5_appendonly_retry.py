@@ -281,3 +281,35 @@ async def test_a_run_cancelled_mid_request_leaves_the_next_run_extending_what_wa
         bodies = list(server.requests)
     assert second.output == "two" and len(bodies) == 4
     one_conversation(bodies)
+
+
+class FailingOnce(FailingTwin):
+    """``down``'s model fails one request, then serves again (a fallback inside one run)."""
+
+    async def serve(
+        self, request: Any, body: Any, beta: str, number: int, sent: Any = None
+    ) -> web.StreamResponse:
+        answered = await super().serve(request, body, beta, number, sent)
+        if body.get("model") == self.down:
+            self.down = None
+        return answered
+
+
+async def test_one_turn_on_openai_inside_a_run_then_back_to_claude() -> None:
+    script = [step(1, "a"), answer("one"), step(3, "c"), answer("two")]
+    other: list[FakeReply | Fault] = [
+        FakeReply(tool_calls=[FakeToolCall("look", {"q": "b"}, id="call_b")], thinking="o1")
+    ]
+    async with FailingOnce(script) as server, FakeProviderServer(other, model="gpt-5") as openai:
+        backup = build_client(
+            Settings(provider="openai", model="gpt-5", api_key="sk-test", base_url=openai.base_url)
+        )
+        fallback = FallbackClient([twin_client(server), backup], trip_threshold=1, cooldown=0.0)
+        agent = Agent(fallback, instructions=Versions(), tools=[look], config=CONFIG)
+        await agent.run("one")
+        server.down = MODEL
+        two = await agent.run("two")
+    assert two.output == "two" and server.rejected == [] and len(openai.requests) == 1
+    one_conversation(server.requests)
+    kinds = [[b["type"] for b in m["content"]] for m in server.requests[-1]["messages"]]
+    assert ["tool_use"] in kinds  # OpenAI's turn: its reasoning is not Claude's to read
