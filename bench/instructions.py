@@ -15,6 +15,10 @@ piece of work executes do not (within about 1 %). Each figure runs a program twi
   ``concurrency.py`` would have if time followed instructions;
 - ``stream``: goal 4, instructions per turn of ``stream_overhead.py``'s engine-only ``run()``
   and ``stream()`` (K = 100, 10 runs), and the ratio;
+- ``caches``: ``many``'s JSON runs again with callgrind's cache and branch simulation (L1 sized
+  as this CPU's, the last level as its L2, read from ``/sys``): misses and mispredicted branches
+  per run, to see whether the engine's instructions miss more than the raw loop's (slow: about
+  25 minutes);
 - ``client``: the provider client's own cost, instructions per model call of
   ``provider_overhead.py``'s ``agentloop client`` loop (``OpenAIClient`` in a hand loop, no
   ``Agent``) against ``raw aiohttp``, JSON and SSE, N = 1, K = 1 (100 conversations of two calls
@@ -23,10 +27,11 @@ piece of work executes do not (within about 1 %). Each figure runs a program twi
   per tree under callgrind counting only inside ``functools.reduce`` (as ``instruction_guard.py``
   does): nothing is subtracted. ``many`` has the client alone at N = 1000.
 
-    python bench/instructions.py                        # all three, this tree
+    python bench/instructions.py                        # all but caches, this tree
     python bench/instructions.py turn --before /tmp/old/src
     python bench/instructions.py many
     python bench/instructions.py client --before /tmp/old/src
+    python bench/instructions.py caches                 # misses and mispredictions, slow
 
 Needs ``valgrind`` (``apt install valgrind``). A benchmark, not a test; only 127.0.0.1 is used.
 Slow: each figure is a program run under valgrind (about 50x slower), all of them 10-20 minutes.
@@ -120,6 +125,58 @@ def instructions(argv: list[str], env: dict[str, str]) -> int:
     if match is None:
         raise SystemExit(f"callgrind printed no count:\n{found[-2000:]}")
     return int(match.group(1))
+
+
+def simulated(argv: list[str], env: dict[str, str], flags: list[str]) -> dict[str, int]:
+    """Every event callgrind counts for ``argv`` with ``flags`` (its cache and branch models)."""
+    subprocess.run(argv, env=env, check=True, capture_output=True)
+    valgrind = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *flags]
+    found = subprocess.run([*valgrind, *argv], env=env, capture_output=True, text=True, check=True)
+    names = re.search(r"Events\s*:\s*(.*)", found.stderr)
+    counts = re.search(r"Collected\s*:\s*(.*)", found.stderr)
+    if names is None or counts is None:
+        raise SystemExit(f"callgrind printed no counts:\n{found.stderr[-2000:]}")
+    return dict(zip(names.group(1).split(), (int(c) for c in counts.group(1).split()), strict=True))
+
+
+def cache_flags() -> list[str]:
+    """callgrind's simulated I1, D1 and last level, sized as this CPU's L1i, L1d and L2."""
+    sizes: dict[str, str] = {}
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        kind = {"Instruction": "I", "Data": "D"}.get((index / "type").read_text().strip(), "")
+        level = (index / "level").read_text().strip()
+        size = int((index / "size").read_text().strip().rstrip("K")) * 1024
+        ways = (index / "ways_of_associativity").read_text().strip()
+        line = (index / "coherency_line_size").read_text().strip()
+        sizes[f"{kind}{level}"] = f"{size},{ways},{line}"
+    if not {"I1", "D1", "2"} <= set(sizes):
+        raise SystemExit(f"this CPU's caches were not found in /sys: {sizes}")
+    return [
+        "--cache-sim=yes",
+        "--branch-sim=yes",
+        f"--I1={sizes['I1']}",
+        f"--D1={sizes['D1']}",
+        f"--LL={sizes['2']}",
+    ]
+
+
+def cache_figures(trees: list[Path], cache: str) -> None:
+    """``many``'s JSON runs under simulated caches and branch predictors, per run."""
+    flags, conc, runs = cache_flags(), 1000, 2000
+    print(f"callgrind {' '.join(flags[2:])} (the last level as this CPU's L2), N = {conc}, JSON")
+    print("| client | tree | instructions | I1 misses | D1 misses | L2 misses | mispredicted |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    with fake_server(1) as url:
+        whos = [("raw", trees[0]), ("client", trees[0]), *(("agentloop", t) for t in trees)]
+        for who, tree in whos:
+            env = {**environment(tree, cache), "BENCH_URL": url, "BENCH_GC": "1"}
+            argv = [sys.executable, "-c", TURN_PROGRAM.format(bench=str(HERE)), who, "json"]
+            some = simulated([*argv, str(conc), str(runs)], env, flags)
+            none = simulated([*argv, str(conc), "0"], env, flags)
+            d = {k: (some[k] - none[k]) / runs for k in some}
+            row = [d["Ir"], d["I1mr"], d["D1mr"] + d["D1mw"], d["ILmr"] + d["DLmr"] + d["DLmw"]]
+            row.append(d["Bcm"] + d["Bim"])
+            print(f"| {who} | {tree} | " + " | ".join(f"{v:,.0f}" for v in row) + " |")
 
 
 def environment(src: Path, cache: str) -> dict[str, str]:
@@ -246,7 +303,11 @@ def stream_figures(trees: list[Path], cache: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", nargs="*", help="turn, many, import, stream, client (default: all)")
+    parser.add_argument(
+        "what",
+        nargs="*",
+        help="turn, many, import, stream, client, caches (default: all but caches)",
+    )
     parser.add_argument("--before", type=Path, help="also count another tree's src")
     args = parser.parse_args()
     figures = {
@@ -255,13 +316,14 @@ def main() -> None:
         "import": import_figures,
         "stream": stream_figures,
         "client": client_figures,
+        "caches": cache_figures,
     }
     unknown = set(args.what) - set(figures)
     if unknown:
         parser.error(f"unknown figure(s): {', '.join(sorted(unknown))}; pick {', '.join(figures)}")
     trees = [SRC, *([args.before] if args.before else [])]
     with tempfile.TemporaryDirectory() as cache:
-        for what in args.what or list(figures):
+        for what in args.what or [f for f in figures if f != "caches"]:
             print(f"\n## {what}\n")
             figures[what](trees, cache)
 
