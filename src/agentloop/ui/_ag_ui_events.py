@@ -239,16 +239,25 @@ class AGUIEvents:
                 self._on_thinking(ev.ThinkingDelta(event.run_id, event.turn, thinking))
         if not self._said and message.text:
             self._on_text(ev.TextDelta(event.run_id, event.turn, message.text))
-        for index, part in enumerate(message.tool_calls):
-            call = self._calls.get(index)
-            if call is None or call.id is None:  # never streamed, or never named: send it whole
-                call = self._calls[index] = _Call()
-                call.id = part.id
-                self._start_call(part.id, part.name)
-                self._args(part.id, json.dumps(plain(part.arguments)))
+        if message.tool_calls:
+            self._send_unstreamed(message.tool_calls)
         thought = "".join(p.text for p in message.thinking) if self._thought else None
         self._keep(thought, message.text if self._said else None, message.tool_calls)
         self._close_reply()
+
+    def _send_unstreamed(self, calls: tuple[ToolCallPart, ...]) -> None:
+        """Send whole each call that never streamed under its id (or was never named).
+
+        Matched by id, not position: a stream's index is the provider's (Claude numbers content
+        blocks, so a call after text is block 1), not the call's place among the reply's calls.
+        """
+        streamed = {call.id for call in self._calls.values() if call.id is not None}
+        for part in calls:
+            if part.id not in streamed:
+                call = self._calls[-1 - len(self._calls)] = _Call()  # a key no stream index has
+                call.id = part.id
+                self._start_call(part.id, part.name)
+                self._args(part.id, json.dumps(plain(part.arguments)))
 
     def _keep(
         self, thinking: str | None, text: str | None, calls: tuple[ToolCallPart, ...]
