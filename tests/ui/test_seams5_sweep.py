@@ -1,12 +1,13 @@
 """Every tool call that starts in the browser ends there: a sweep of the kinds of call.
 
-Each kind of call the engine can make (a handoff, an agent used as a tool, a memory tool, tool
-search and the tool it found, a skill, an MCP tool, a call cut by the limits, a timed-out, a
-vetoed, a breaker-refused and a failing parallel call) runs through ``@ag-ui/client``'s
-``HttpAgent`` and the ``ai`` package's chat (``tests/ui/node``), on a real uvicorn server on
-127.0.0.1, with the model the fake OpenAI-compatible server behind the real adapter. Each call
-the client saw start ends (AG-UI: TOOL_CALL_END and one TOOL_CALL_RESULT; Vercel: an output or
-an output error), and the end user reads what the model read, no internals.
+Each kind of call the engine can make (a handoff, an agent used as a tool and a stopped one, a
+memory tool, tool search and the tool it found, a skill, an MCP tool, a call cut by the limits,
+a timed-out, a vetoed, a breaker-refused, a loop-refused and a failing parallel call, a tool
+result a guardrail tripped) runs through ``@ag-ui/client``'s ``HttpAgent`` and the ``ai``
+package's chat (``tests/ui/node``), on a real uvicorn server on 127.0.0.1, with the model the
+fake OpenAI-compatible server behind the real adapter. Each call the client saw start ends
+(AG-UI: TOOL_CALL_END and one TOOL_CALL_RESULT; Vercel: an output or an output error), and the
+run ends as it should (the hard error the kind ends in, else none).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from agentloop.mcp import MCPServer
 from agentloop.memory import InMemoryMemoryStore, Memory, by_session
 from agentloop.messages import ToolCallPart
 from agentloop.providers import OpenAIClient
-from agentloop.safety import ToolBreaker
+from agentloop.safety import LoopDetection, ToolBreaker
 from agentloop.skills import SkillSet
 from agentloop.testing import FakeProviderServer, FakeReply, FakeToolCall
 from agentloop.tools import ToolContext
@@ -148,6 +149,11 @@ def guarded_result(client: OpenAIClient, tmp: Path) -> Agent[Any]:
     return Agent(client, tools=[add], guardrails=[guard])
 
 
+def looping(client: OpenAIClient, tmp: Path) -> Agent[Any]:
+    detection = LoopDetection(warn_threshold=2, stop_threshold=3)
+    return Agent(client, tools=[add], config=RunConfig(loop_detection=detection))
+
+
 def parallel(client: OpenAIClient, tmp: Path) -> Agent[Any]:
     return Agent(client, tools=[add, flaky], config=RunConfig(parallel_tool_calls=True))
 
@@ -223,6 +229,11 @@ KINDS: dict[str, tuple[Build, list[Any], str | None]] = {
         breaker,
         [calls(("broken", {"x": 1})), calls(("broken", {"x": 2})), FakeReply("ok")],
         None,
+    ),
+    "loop": (
+        looping,
+        [*(calls(("add", {"a": 1, "b": 2})) for _ in range(4)), FakeReply("never")],
+        "LoopDetected",
     ),
     "parallel": (
         parallel,
