@@ -30,7 +30,7 @@ from agentloop.hooks import Block, Hook
 from agentloop.mcp import MCPServer
 from agentloop.memory import InMemoryMemoryStore, Memory, by_session
 from agentloop.messages import ToolCallPart
-from agentloop.providers import OpenAIClient
+from agentloop.providers import AnthropicClient, OpenAIClient
 from agentloop.safety import LoopDetection, ToolBreaker
 from agentloop.skills import SkillSet
 from agentloop.testing import FakeProviderServer, FakeReply, FakeToolCall
@@ -81,61 +81,61 @@ _ids = itertools.count()
 
 
 def calls(*pairs: tuple[str, dict[str, Any]]) -> FakeReply:
-    """One reply asking for these calls, each with an id of its own (``c0``, ``c1``...)."""
+    """One reply saying a word and asking for these calls, each with an id of its own."""
     asked = [FakeToolCall(name, args, id=f"c{next(_ids)}") for name, args in pairs]
-    return FakeReply(tool_calls=asked)
+    return FakeReply("On it.", tool_calls=asked)  # words first: Claude's call is block 1
 
 
-Build = Callable[[OpenAIClient, Path], Agent[Any]]
+Build = Callable[[Any, Path], Agent[Any]]
 
 
-def handoff(client: OpenAIClient, tmp: Path) -> Agent[Any]:
+def handoff(client: Any, tmp: Path) -> Agent[Any]:
     return Agent(client, handoffs=[Agent(client, name="billing", tools=[add])])
 
 
-def sub_agent(client: OpenAIClient, tmp: Path) -> Agent[Any]:
+def sub_agent(client: Any, tmp: Path) -> Agent[Any]:
     child = Agent(client, tools=[add])
     return Agent(client, tools=[child.as_tool(name="helper", description="Helps.")])
 
 
-def stopped_sub_agent(client: OpenAIClient, tmp: Path) -> Agent[Any]:
+def stopped_sub_agent(client: Any, tmp: Path) -> Agent[Any]:
     child = Agent(client, tools=[add], config=RunConfig(max_turns=1))
     return Agent(client, tools=[child.as_tool(name="helper", description="Helps.")])
 
 
-def memory(client: OpenAIClient, tmp: Path) -> Agent[Any]:
+def memory(client: Any, tmp: Path) -> Agent[Any]:
     return Agent(client, memory=Memory(InMemoryMemoryStore(), namespace=by_session))
 
 
-def searching(client: OpenAIClient, tmp: Path) -> Agent[Any]:
+def searching(client: Any, tmp: Path) -> Agent[Any]:
     return Agent(client, tools=[add, weather], config=RunConfig(tool_search="local"))
 
 
-def skills(client: OpenAIClient, tmp: Path) -> Agent[Any]:
+def skills(client: Any, tmp: Path) -> Agent[Any]:
     folder = tmp / "skills" / "pdf-forms"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "SKILL.md").write_text("---\nname: pdf-forms\ndescription: Fill forms.\n---\nUse it.")
     return Agent(client, toolsets=[SkillSet(tmp / "skills")])
 
 
-def mcp(client: OpenAIClient, tmp: Path) -> Agent[Any]:
+def mcp(client: Any, tmp: Path) -> Agent[Any]:
     server = MCPServer.stdio(sys.executable, [str(FAULTY)], name="faulty")
     return Agent(client, tools=[server])
 
 
-def cut(client: OpenAIClient, tmp: Path) -> Agent[Any]:
+def cut(client: Any, tmp: Path) -> Agent[Any]:
     return Agent(client, tools=[add], config=RunConfig(max_tool_calls_per_turn=1))
 
 
-def timed_out(client: OpenAIClient, tmp: Path) -> Agent[Any]:
+def timed_out(client: Any, tmp: Path) -> Agent[Any]:
     return Agent(client, tools=[stuck])
 
 
-def vetoed(client: OpenAIClient, tmp: Path) -> Agent[Any]:
+def vetoed(client: Any, tmp: Path) -> Agent[Any]:
     return Agent(client, tools=[add], hooks=[Veto()])
 
 
-def breaker(client: OpenAIClient, tmp: Path) -> Agent[Any]:
+def breaker(client: Any, tmp: Path) -> Agent[Any]:
     config = RunConfig(tool_breaker=ToolBreaker(failure_threshold=1))
     return Agent(client, tools=[broken], config=config)
 
@@ -144,17 +144,17 @@ def no_threes(ctx: Any, text: str) -> str | None:
     return "a three" if "3" in text else None
 
 
-def guarded_result(client: OpenAIClient, tmp: Path) -> Agent[Any]:
+def guarded_result(client: Any, tmp: Path) -> Agent[Any]:
     guard = InputGuardrail(no_threes, tool_results=True)
     return Agent(client, tools=[add], guardrails=[guard])
 
 
-def looping(client: OpenAIClient, tmp: Path) -> Agent[Any]:
+def looping(client: Any, tmp: Path) -> Agent[Any]:
     detection = LoopDetection(warn_threshold=2, stop_threshold=3)
     return Agent(client, tools=[add], config=RunConfig(loop_detection=detection))
 
 
-def parallel(client: OpenAIClient, tmp: Path) -> Agent[Any]:
+def parallel(client: Any, tmp: Path) -> Agent[Any]:
     return Agent(client, tools=[add, flaky], config=RunConfig(parallel_tool_calls=True))
 
 
@@ -244,24 +244,34 @@ KINDS: dict[str, tuple[Build, list[Any], str | None]] = {
 
 
 @asynccontextmanager
-async def agent_of(kind: str, tmp: Path) -> AsyncIterator[Agent[Any]]:
+async def agent_of(kind: str, wire: str, tmp: Path) -> AsyncIterator[Agent[Any]]:
     build, script, _ = KINDS[kind]
     async with FakeProviderServer(list(script)) as fake:
-        async with OpenAIClient("fake-model", api_key="k", base_url=fake.base_url) as client:
+        client: Any = (
+            OpenAIClient("fake-model", api_key="k", base_url=fake.base_url)
+            if wire == "openai"
+            else AnthropicClient("claude-sonnet-4-5", api_key="k", base_url=fake.root_url)
+        )
+        async with client:
             yield build(client, tmp)
 
 
+WIRES = pytest.mark.parametrize("wire", ["openai", "anthropic"])
+
+
+@WIRES
 @pytest.mark.parametrize("kind", sorted(KINDS))
-async def test_ag_ui(kind: str, tmp_path: Path) -> None:
-    async with agent_of(kind, tmp_path) as agent:
+async def test_ag_ui(kind: str, wire: str, tmp_path: Path) -> None:
+    async with agent_of(kind, wire, tmp_path) as agent:
         seen = await ag_ui(agent, "go", tmp_path)
     assert seen["calls"] and seen["unfinished"] == []
     assert (seen["error"] or {}).get("code") == KINDS[kind][2]
 
 
+@WIRES
 @pytest.mark.parametrize("kind", sorted(KINDS))
-async def test_vercel(kind: str, tmp_path: Path) -> None:
-    async with agent_of(kind, tmp_path) as agent:
+async def test_vercel(kind: str, wire: str, tmp_path: Path) -> None:
+    async with agent_of(kind, wire, tmp_path) as agent:
         seen = await vercel(agent, "go")
     tools = [
         (p.get("toolCallId"), p.get("state"), p.get("output"), p.get("errorText"))
