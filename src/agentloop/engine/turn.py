@@ -16,10 +16,11 @@ from agentloop import events as ev
 from agentloop._util.aio import aclose_iterator
 from agentloop.batching import Waiting
 from agentloop.cancel import CancelToken
-from agentloop.clock import Clock
+from agentloop.clock import SYSTEM_CLOCK, Clock
 from agentloop.engine.output import FINAL_RESULT, OutputType
 from agentloop.engine.partial import Partials
 from agentloop.engine.state import Paused
+from agentloop.engine.stream_ids import StreamIds, unique_ids
 from agentloop.errors import (
     AgentLoopError,
     AttemptRecord,
@@ -200,7 +201,7 @@ async def call_model(
     partials = _partials(output, state, observers) if stream and output is not None else None
     try:
         if stream:
-            response = await _consume_stream(client, request, state, observers, partials)
+            response = await _consume_stream(client, request, state, observers, partials, clock)
         else:
             response = await client.complete(request)
     except Exception as exc:
@@ -265,15 +266,18 @@ async def _consume_stream(
     state: RunState,
     bus: EventBus,
     partials: Partials | None = None,
+    clock: Clock | None = None,
 ) -> ModelResponse:
     """The reply of a streamed model call, each chunk forwarded as an event while somebody listens.
 
     ``collect_stream`` written out for the engine's hot path: no closure per call and no extra
-    call per chunk; a cancel check per chunk, as before.
+    call per chunk; a cancel check per chunk, as before. A call's id is the run's from the first
+    event that names it (``StreamIds``), so a UI starts it under the id its result carries.
     """
     run_id, turn = state.run.id, state.turn_index
     response: ModelResponse | None = None
     streamed = False
+    ids = StreamIds(state.call_ids, clock or SYSTEM_CLOCK)
     events = client.stream(request)
     try:
         async for event in events:
@@ -283,6 +287,10 @@ async def _consume_stream(
             streamed = True
             state.check_cancel()
             if bus.active:
+                if event.kind == "tool_call_delta":
+                    event = ids.stamped(event)
+                elif event.kind == "attempt_reset":
+                    ids.reset()
                 bus.emit(_forwarded(event, run_id, turn))
                 if partials is not None:
                     partials.on_event(event)
@@ -294,7 +302,7 @@ async def _consume_stream(
     state.check_cancel()
     if not streamed and bus.active:
         _replay_parts(response, bus, run_id, turn)
-    return response
+    return ids.restamped(response)
 
 
 def _replay_parts(response: ModelResponse, bus: EventBus, run_id: str, turn: int) -> None:
@@ -422,25 +430,7 @@ def checked_reply(
         elif call_id:  # ``NO_CALL_IDS``: the run's first call, its set made with it
             state.call_ids = {call_id}
             return response
-    return _stamped(response, calls, state, clock)
-
-
-def _stamped(
-    response: ModelResponse, calls: tuple[ToolCallPart, ...], state: RunState, clock: Clock
-) -> ModelResponse:
-    """The reply with call ids unique in the run, each added to ``state.call_ids``.
-
-    The run's set of ids is made with its first call (``RunState.call_ids``).
-    """
-    seen = state.call_ids
-    if not isinstance(seen, set):  # ``NO_CALL_IDS``: the run's first call
-        seen = state.call_ids = set()
-    ids = {c.id for c in calls}
-    if "" in ids or len(ids) != len(calls) or not ids.isdisjoint(seen):
-        response = replace(response, message=_restamped(response.message, seen, clock))
-        ids = {c.id for c in response.message.tool_calls}
-    seen.update(ids)
-    return response
+    return unique_ids(response, calls, state, clock)
 
 
 MAX_TOKEN_COUNT = 10**12
@@ -480,15 +470,3 @@ def _bad_usage(client: ModelClient, what: str) -> NoReturn:
         phase=FailurePhase.BODY,
         request_sent=True,
     )
-
-
-def _restamped(message: Message, taken: set[str], clock: Clock) -> Message:
-    seen = set(taken)
-    parts = []
-    for part in message.parts:
-        if isinstance(part, ToolCallPart):
-            if not part.id or part.id in seen:
-                part = ToolCallPart(f"call_{clock.new_id()[:12]}", part.name, part.arguments)
-            seen.add(part.id)
-        parts.append(part)
-    return Message("assistant", tuple(parts), phase=message.phase)

@@ -16,6 +16,9 @@ AG-UI 1.0 events each becomes (the official ``ag_ui.core`` models); ``finish(run
                                  streams as a new message
     ToolCallFinished             TOOL_CALL_RESULT; a soft error carries
                                  ``metadata = {"agentloop": {"error": true}}``
+    TurnFinished, final_result   TOOL_CALL_RESULT of each ``final_result`` call the client saw
+                                 (the answer's calls have no tool-call events): the turn's
+                                 result; a run that ended first, ``INTERRUPTED_TEXT``
     PartialOutput and the rest   CUSTOM ``agentloop:<event>`` with the event's plain fields
     RunFinished, the run paused  RUN_FINISHED outcome ``interrupt``, one ``Interrupt`` a pending
                                  call (id = the call id, reason ``tool_call``)
@@ -57,8 +60,10 @@ from ag_ui import core
 from ag_ui.encoder import EventEncoder
 
 from agentloop import events as ev
+from agentloop.engine.output import FINAL_RESULT
 from agentloop.messages import ToolCallPart
 from agentloop.run import Run
+from agentloop.transcript import INTERRUPTED_TEXT
 from agentloop.ui import _ag_ui_frames as frame
 from agentloop.ui._ag_ui_frames import error_event, interrupt_of, plain, quoted
 
@@ -98,6 +103,7 @@ class AGUIEvents:
         self._thought_id: str | None = None  # the reply's reasoning message
         self.history: list[core.Message] = []  # the client's messages before this run
         self._kept: list[tuple[Any, ...]] = []  # what this run completed, as the client has it
+        self._finals: set[str] = set()  # started ``final_result`` calls, not yet answered
         self._handlers: dict[type[ev.Event], Callable[[Any], None]] = {
             ev.TextDelta: self._on_text,
             ev.ThinkingDelta: self._on_thinking,
@@ -151,6 +157,8 @@ class AGUIEvents:
             return self.fail(error)
         self._withdraw()  # a cancel that cut a reply: the client drops it, as the history does
         self._close_all()
+        if not run.paused:
+            self._end_finals()
         if run.paused:
             interrupts = [interrupt_of(p) for p in run.pending]
             outcome: Any = core.RunFinishedInterruptOutcome(interrupts=interrupts)
@@ -178,6 +186,7 @@ class AGUIEvents:
         self.out = []
         self._withdraw()
         self._close_all()
+        self._end_finals()
         return "".join(self.out)
 
     def _new_id(self) -> str:
@@ -196,6 +205,11 @@ class AGUIEvents:
 
     def _on_turn_finished(self, event: ev.TurnFinished) -> None:
         self._close_reply()
+        if self._finals:  # the answer's calls get no events: their results are the turn's
+            for result in event.turn.tool_results:
+                if result.call_id in self._finals:
+                    self._finals.discard(result.call_id)
+                    self._result(result.call_id, result.content, result.is_error)
         self._end_step()
 
     def _on_thinking(self, event: ev.ThinkingDelta) -> None:
@@ -239,16 +253,25 @@ class AGUIEvents:
                 self._on_thinking(ev.ThinkingDelta(event.run_id, event.turn, thinking))
         if not self._said and message.text:
             self._on_text(ev.TextDelta(event.run_id, event.turn, message.text))
-        for index, part in enumerate(message.tool_calls):
-            call = self._calls.get(index)
-            if call is None or call.id is None:  # never streamed, or never named: send it whole
-                call = self._calls[index] = _Call()
-                call.id = part.id
-                self._start_call(part.id, part.name)
-                self._args(part.id, json.dumps(plain(part.arguments)))
+        if message.tool_calls:
+            self._send_unstreamed(message.tool_calls)
         thought = "".join(p.text for p in message.thinking) if self._thought else None
         self._keep(thought, message.text if self._said else None, message.tool_calls)
         self._close_reply()
+
+    def _send_unstreamed(self, calls: tuple[ToolCallPart, ...]) -> None:
+        """Send whole each call that never streamed under its id (or was never named).
+
+        Matched by id, not position: a stream's index is the provider's (Claude numbers content
+        blocks, so a call after text is block 1), not the call's place among the reply's calls.
+        """
+        streamed = {call.id for call in self._calls.values() if call.id is not None}
+        for part in calls:
+            if part.id not in streamed:
+                call = self._calls[-1 - len(self._calls)] = _Call()  # a key no stream index has
+                call.id = part.id
+                self._start_call(part.id, part.name)
+                self._args(part.id, json.dumps(plain(part.arguments)))
 
     def _keep(
         self, thinking: str | None, text: str | None, calls: tuple[ToolCallPart, ...]
@@ -267,18 +290,20 @@ class AGUIEvents:
         """Close a reply in flight and send the client's messages without it (a snapshot)."""
         if not (self._said or self._thought or any(c.id for c in self._calls.values())):
             return
+        self._finals.difference_update(c.id for c in self._calls.values() if c.id)
         self._close_reply()
         messages = [*self.history, *map(_message, self._kept)]
         self._emit(core.MessagesSnapshotEvent(messages=messages))
 
     def _on_result(self, event: ev.ToolCallFinished) -> None:
         result = event.result
+        self._result(result.call_id, result.content, result.is_error)
+
+    def _result(self, call_id: str, content: str, is_error: bool) -> None:
         message_id = self._new_id()
-        self._kept.append(("tool", message_id, result.call_id, result.content, result.is_error))
+        self._kept.append(("tool", message_id, call_id, content, is_error))
         self.out.append(
-            (frame.TOOL_ERROR if result.is_error else frame.TOOL_RESULT)(
-                message_id, result.call_id, result.content
-            )
+            (frame.TOOL_ERROR if is_error else frame.TOOL_RESULT)(message_id, call_id, content)
         )
 
     def _custom(self, event: ev.Event) -> None:
@@ -309,6 +334,8 @@ class AGUIEvents:
         self._text_frame = frame.TEXT_CONTENT.around(self._text)
 
     def _start_call(self, call_id: str, name: str) -> None:
+        if name == FINAL_RESULT:
+            self._finals.add(call_id)
         self._close_reasoning()
         self._close_text()
         self.out.append(frame.TOOL_START(call_id, name, self._reply))
@@ -352,6 +379,12 @@ class AGUIEvents:
     def _close_all(self) -> None:
         self._close_reply()
         self._end_step()
+
+    def _end_finals(self) -> None:
+        """A run that ended before its answer's turn did: its ``final_result`` calls end too."""
+        for call_id in sorted(self._finals):
+            self._result(call_id, INTERRUPTED_TEXT, True)
+        self._finals.clear()
 
 
 def _message(kept: tuple[Any, ...]) -> core.Message:

@@ -23,6 +23,10 @@ events, and word a hard error for the client with it:
   namespace function) reads ``INTERNAL_MESSAGE``, and so does a ``CompactionFailed`` event's
   error (``agentloop.safety._client_text``, the words every served face uses). A provider
   failure says what failed, not where (no host, port or URL).
+- **A stopped child reads the same**: an agent used as a tool whose run ended in a hard error is
+  its parent's soft result ``agent '<name>' stopped: <Class>: <message>``; the client reads
+  that message worded as above (the child's ``RunFinished``, with a ``path``, says which error
+  it was), the model and the store the whole of it.
 - **An event's error is worded the same**: a ``RetryScheduled`` or ``FellBack`` (a custom event
   on either protocol) carries a copy of its error with the words above (``served_error``); the
   run's own events (an observer's) keep the whole text.
@@ -31,11 +35,12 @@ events, and word a hard error for the client with it:
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from agentloop import events as ev
 from agentloop.engine.holdback import WithheldResponse
 from agentloop.engine.output import FINAL_RESULT
-from agentloop.errors import GuardrailTripped
+from agentloop.errors import AgentLoopError, GuardrailTripped
 from agentloop.messages import Message, Part, TextPart, ToolCallPart
 from agentloop.safety._client_text import (
     GOVERNOR_MESSAGE,
@@ -65,6 +70,7 @@ WATCHED: frozenset[type[ev.Event]] = frozenset(
         ev.ModelResponded,
         ev.GuardrailChecked,
         ev.ToolCallFinished,
+        ev.RunFinished,
         ev.CompactionFailed,
         ev.RetryScheduled,
         ev.FellBack,
@@ -76,11 +82,14 @@ WATCHED: frozenset[type[ev.Event]] = frozenset(
 class ClientView:
     """One response's filter of what the client sees (see the module)."""
 
-    __slots__ = ("_hidden", "expose_guardrails")
+    __slots__ = ("_hidden", "_stopped", "expose_guardrails")
 
     def __init__(self, *, expose_guardrails: bool = False) -> None:
         self.expose_guardrails = expose_guardrails
         self._hidden: set[str] = set()  # the final_result calls of withheld answers
+        self._stopped: dict[
+            str, str
+        ] = {}  # a stopped child's error: as the model reads it -> shown
 
     def shown(self, event: ev.Event) -> ev.Event | None:
         """``event`` as the client may see it, or None when it sees nothing of it."""
@@ -100,12 +109,44 @@ class ClientView:
             said = served_error(event.error)
             return event if said is event.error else dataclasses.replace(event, error=said)
         if kind is ev.ToolCallFinished:
-            return None if event.call.id in self._hidden else event  # type: ignore[attr-defined]
+            if event.call.id in self._hidden:  # type: ignore[attr-defined]
+                return None
+            return self._reworded(event) if self._stopped else event  # type: ignore[arg-type]
+        if kind is ev.RunFinished:
+            if event.path:
+                self._child_finished(event.run)  # type: ignore[attr-defined]
+            return event
         if kind is ev.ModelResponded and isinstance(
             event.response,  # type: ignore[attr-defined]
             WithheldResponse,
         ):
             return self._unsaid(event)  # type: ignore[arg-type]
+        return event
+
+    def _child_finished(self, run: Any) -> None:
+        """Note how a child's hard error reads for the client (its parent's soft result, next)."""
+        error = run.stop_reason
+        if isinstance(error, AgentLoopError) and not error.is_cancelled():
+            head = f": {type(error).__name__}: "
+            shown = head + self.message(error)
+            if shown != head + str(error):
+                self._stopped[head + str(error)] = shown
+
+    def _reworded(self, event: ev.ToolCallFinished) -> ev.ToolCallFinished:
+        """A stopped child's soft result, worded as its hard error is for the client.
+
+        The result is ``agent '<name>' stopped: <Class>: <message>`` (SPEC 13); the model read
+        the whole message, the client reads the message ``message`` gives the hard error.
+        """
+        result = event.result
+        if not result.is_error or not result.content.startswith("agent '"):
+            return event
+        for whole, shown in self._stopped.items():
+            if result.content.endswith(whole):
+                content = result.content[: -len(whole)] + shown
+                return dataclasses.replace(
+                    event, result=dataclasses.replace(result, content=content)
+                )
         return event
 
     def _unsaid(self, event: ev.ModelResponded) -> ev.ModelResponded:

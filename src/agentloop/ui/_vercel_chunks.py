@@ -23,7 +23,9 @@ ToolCallFinished       ``tool-output-available``; a soft error ``tool-output-err
 PartialOutput          ``data-output`` (id ``output``: the typed answer so far, replaced in place)
 RunPaused              ``tool-approval-request`` per approval call (``approvalId`` is the call
                        id); an external call stays ``input-available`` for ``addToolOutput``
-TurnFinished           ``finish-step``
+TurnFinished           ``finish-step``, after the end of each ``final_result`` call the client
+                       saw (the answer's calls have no tool-call events): the turn's result
+                       (a run that ended first: ``INTERRUPTED_TEXT``, at ``RunFinished``)
 RunFinished            a hard error: ``data-error`` (class, message, phase, ``request_sent``,
                        recoverable) then ``error``; ``Cancelled``: ``abort``; then ``finish``
                        (``stop``, ``length``, ``tool-calls`` when paused, ``error``); a
@@ -44,6 +46,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import fields
 from typing import Any
 
+from agentloop.engine.output import FINAL_RESULT
 from agentloop.errors import AgentLoopError, Cancelled
 from agentloop.events import (
     AttemptReset,
@@ -63,6 +66,7 @@ from agentloop.events import (
     TurnStarted,
 )
 from agentloop.messages import ToolCallPart
+from agentloop.transcript import INTERRUPTED_TEXT
 
 __all__ = ["Chunk", "Chunks", "error_fields"]
 
@@ -99,6 +103,7 @@ class Chunks:
         self._denied = set(denied)  # calls the client denied: their result is "denied"
         self._ids = itertools.count(1)
         self._announced: set[str] = set()  # call ids given a tool-input-start
+        self._finals: set[str] = set()  # announced ``final_result`` calls, not yet answered
         self._handlers: dict[type[Event], Callable[[Any], list[Chunk]]] = {
             RunStarted: self._run_started,
             TurnStarted: self._turn_started,
@@ -215,6 +220,8 @@ class Chunks:
 
     def _input_start(self, call_id: str, name: str) -> Chunk:
         self._announced.add(call_id)
+        if name == FINAL_RESULT:
+            self._finals.add(call_id)
         return {"type": "tool-input-start", "toolCallId": call_id, "toolName": name}
 
     def _available(self, call: ToolCallPart) -> list[Chunk]:
@@ -247,11 +254,7 @@ class Chunks:
         call_id, result = event.call.id, event.result
         if call_id in self._denied:
             return [{"type": "tool-output-denied", "toolCallId": call_id}]
-        if result.is_error:
-            return [
-                {"type": "tool-output-error", "toolCallId": call_id, "errorText": result.content}
-            ]
-        return [{"type": "tool-output-available", "toolCallId": call_id, "output": result.content}]
+        return _output(call_id, result.content, result.is_error)
 
     def _partial(self, event: PartialOutput) -> list[Chunk]:
         return [{"type": "data-output", "id": "output", "data": event.value}]
@@ -273,15 +276,26 @@ class Chunks:
         return out
 
     def _turn_finished(self, event: TurnFinished) -> list[Chunk]:
-        return [*self._close(), {"type": "finish-step"}]
+        out = self._close()
+        if self._finals:  # the answer's calls get no events: their results are the turn's
+            for result in event.turn.tool_results:
+                if result.call_id in self._finals:
+                    self._finals.discard(result.call_id)
+                    out += _output(result.call_id, result.content, result.is_error)
+        return [*out, {"type": "finish-step"}]
 
     def _run_finished(self, event: RunFinished) -> list[Chunk]:
         run, error = event.run, event.run.stop_reason
         cut = not self._replied and (self._streamed_text or self._streamed_thinking or self._calls)
         out = self._close()
         if error is not None and cut:  # the reply the run dropped: its parts go from the client
+            self._finals.difference_update(c.id for c in self._calls.values() if c.id)
             self._new_step()
             out = [{"type": "reset-step"}]
+        if not run.paused:  # a run that ended before its answer's turn did: those calls end
+            for call_id in sorted(self._finals):
+                out += _output(call_id, INTERRUPTED_TEXT, True)
+            self._finals.clear()
         if isinstance(error, Cancelled):
             return [*out, {"type": "abort", "reason": str(error)}]
         if error is not None:
@@ -295,6 +309,13 @@ class Chunks:
             reason = "length"
         out.append({"type": "finish", "finishReason": reason})
         return out
+
+
+def _output(call_id: str, content: str, is_error: bool) -> list[Chunk]:
+    """A call's end: ``tool-output-error`` for a soft error, else ``tool-output-available``."""
+    if is_error:
+        return [{"type": "tool-output-error", "toolCallId": call_id, "errorText": content}]
+    return [{"type": "tool-output-available", "toolCallId": call_id, "output": content}]
 
 
 def error_fields(error: AgentLoopError) -> dict[str, Any]:

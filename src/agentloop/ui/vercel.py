@@ -415,7 +415,11 @@ class _ChunkStream:
                 if type(event) in WATCHED and (event := shown(event)) is None:  # type: ignore[assignment]
                     continue
                 chunks = feed(event)
-                if type(event) is RunFinished and event.run.stop_reason is not None:
+                if (
+                    type(event) is RunFinished
+                    and event.run.stop_reason is not None
+                    and not event.path
+                ):
                     _worded(chunks, event.run.stop_reason, self._view)
                 if chunks:
                     await send(_body(encode(chunks)))
