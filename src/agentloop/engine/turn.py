@@ -277,7 +277,7 @@ async def _consume_stream(
     run_id, turn = state.run.id, state.turn_index
     response: ModelResponse | None = None
     streamed = False
-    ids = StreamIds(state.call_ids, clock or SYSTEM_CLOCK)
+    ids: StreamIds | None = None  # made by the first call fragment a listener gets
     events = client.stream(request)
     try:
         async for event in events:
@@ -288,8 +288,9 @@ async def _consume_stream(
             state.check_cancel()
             if bus.active:
                 if event.kind == "tool_call_delta":
+                    ids = ids or StreamIds(state.call_ids, clock or SYSTEM_CLOCK)
                     event = ids.stamped(event)
-                elif event.kind == "attempt_reset":
+                elif event.kind == "attempt_reset" and ids is not None:
                     ids.reset()
                 bus.emit(_forwarded(event, run_id, turn))
                 if partials is not None:
@@ -302,7 +303,7 @@ async def _consume_stream(
     state.check_cancel()
     if not streamed and bus.active:
         _replay_parts(response, bus, run_id, turn)
-    return ids.restamped(response)
+    return response if ids is None else ids.restamped(response)
 
 
 def _replay_parts(response: ModelResponse, bus: EventBus, run_id: str, turn: int) -> None:
