@@ -304,6 +304,7 @@ class ToolPlan:
         if not new:
             return
         self.loaded.update(dict.fromkeys(new))
+        self._fresh = False  # a continuation's first offer (its paused turn's) is out of date
         state = self.state
         if state is not None:
             state.run.loaded_tools.extend(new)

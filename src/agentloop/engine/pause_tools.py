@@ -54,10 +54,11 @@ def agent_tools(agent: Any) -> ToolNames:
             return None  # tool sources not listed yet: the continued run lists them
         registry = _registry(current, swap_of)
         sets = _sets(current, swap_of)
+        search = _searching(current, bool(sets) or registry.deferring)
         if not sets:
-            return registry
+            return _Either(registry, search) if search else registry
         static = _static(sets)
-        return None if static is None else _Either(registry, static)
+        return None if static is None else _Either(registry, static | search)
 
     return names
 
@@ -75,6 +76,27 @@ def _sets(agent: Any, swap_of: Any) -> tuple[Any, ...]:
         return tuple(swap.toolsets)
     toolsets = getattr(agent, "_toolsets", None)
     return tuple(toolsets.sets) if toolsets is not None else ()
+
+
+def _searching(agent: Any, deferring: bool) -> frozenset[str]:
+    """``{"search_tools"}`` when a run of ``agent`` may offer it (SPEC 22, local search), else {}.
+
+    A hook's ``Ask`` pauses the engine's own tool as any other (SPEC 17): approving it needs an
+    agent whose run offers it, tools deferred and searched locally. With toolsets (``deferring``
+    then only means "may defer") ``check_offered`` judges on the resolved tools.
+    """
+    from agentloop.engine.native_search import native_mode
+    from agentloop.errors import ConfigurationError
+    from agentloop.toolsets._search import SEARCH_TOOLS
+
+    mode = getattr(getattr(agent, "config", None), "tool_search", "off")  # (an absent receiver)
+    if not deferring or mode == "off":
+        return frozenset()
+    try:
+        native = native_mode(mode, getattr(agent, "client", None))
+    except ConfigurationError:
+        return frozenset()  # "native" on a model without it: the run cannot start
+    return frozenset() if native else frozenset({SEARCH_TOOLS})
 
 
 def _static(sets: tuple[Any, ...]) -> frozenset[str] | None:
@@ -134,14 +156,19 @@ async def check_offered(
 
     turn = run.paused_turn.get("turn", {}).get("index", 0) if run.paused_turn else 0
     scope = Scope(RunContext(run_id=run.id, session_id=run.session_id, deps=deps, turn=turn))
-    offered: set[str] = set(_registry(agent, swap_of).names())
+    registry = _registry(agent, swap_of)
+    offered: set[str] = set(registry.names())
+    deferring = registry.deferring
     try:
         for toolset in sets:
-            offered.update(entry.spec.name for entry in await toolset.entries(scope))
+            for entry in await toolset.entries(scope):
+                offered.add(entry.spec.name)
+                deferring = deferring or entry.deferred
     except AgentLoopError:
         raise  # a source that cannot list its tools: typed, as at a run's start
     except Exception:  # a toolset's own bug: the continued run ends typed (InternalError)
         return
+    offered.update(_searching(agent, deferring))
     check_tools(
         run.pending, decisions, lambda path: None if path else offered, why=_by_deps(sets, deps)
     )
