@@ -143,19 +143,46 @@ async def check_offered(
 
     The agent's toolsets (or its override's) and the run's own resolve as the continuation's
     first offer does: a ``RunContext`` of the run at its paused turn, with ``deps``. Only the
-    calls of the top agent (no ``path``) whose decision runs them are judged, and only when
-    the agent has toolsets.
+    calls whose decision runs them are judged, and only when the agent of their ``path`` has
+    toolsets: a child agent's (``as_tool``) resolve with the same deps, which its continuation
+    gets from the parent's, at turn 0 (its own paused turn is in its own run).
     """
     from agentloop.engine.overrides import swap_of
 
     if not _judged(agent, run.pending, decisions, own):
         return
-    sets = (*_sets(agent, swap_of), *own)
     from agentloop.run import RunContext
     from agentloop.toolsets import Scope
 
     turn = run.paused_turn.get("turn", {}).get("index", 0) if run.paused_turn else 0
-    scope = Scope(RunContext(run_id=run.id, session_id=run.session_id, deps=deps, turn=turn))
+    paths = {p.path for p in run.pending if isinstance(decisions.get(p.call.id), Approve | Edit)}
+    for path in sorted(paths):
+        current = _at(agent, path, swap_of)
+        sets = (*_sets(current, swap_of), *(() if path else own)) if current is not None else ()
+        if not sets:
+            continue  # agent_tools judged it by its registry
+        at = 0 if path else turn
+        context = RunContext(run_id=run.id, session_id=run.session_id, deps=deps, turn=at)
+        offered = await _offered(current, sets, Scope(context), swap_of)
+        if offered is None:
+            continue
+        mine = tuple(p for p in run.pending if p.path == path)
+        check_tools(mine, decisions, _names(offered), why=_by_deps(sets, deps))
+
+
+def _at(agent: Any, path: tuple[str, ...], swap_of: Any) -> Any:
+    """The agent of a pending call's ``path`` (an ``as_tool`` child), or None when not known."""
+    current = agent
+    for name in path:
+        tool = _registry(current, swap_of).get(name)
+        current = getattr(getattr(tool, "inner", tool), "agent", None)
+        if current is None:
+            return None
+    return current
+
+
+async def _offered(agent: Any, sets: tuple[Any, ...], scope: Any, swap_of: Any) -> set[str] | None:
+    """The names a run of ``agent`` offers with ``sets`` resolved in ``scope`` (None: unknown)."""
     registry = _registry(agent, swap_of)
     offered: set[str] = set(registry.names())
     deferring = registry.deferring
@@ -167,11 +194,8 @@ async def check_offered(
     except AgentLoopError:
         raise  # a source that cannot list its tools: typed, as at a run's start
     except Exception:  # a toolset's own bug: the continued run ends typed (InternalError)
-        return
-    offered.update(_searching(agent, deferring))
-    check_tools(
-        run.pending, decisions, lambda path: None if path else offered, why=_by_deps(sets, deps)
-    )
+        return None
+    return offered | _searching(agent, deferring)
 
 
 def _by_deps(sets: tuple[Any, ...], deps: Any) -> Callable[[str], str]:
@@ -200,11 +224,16 @@ def _judged(
     decisions: Mapping[str, Decision],
     own: tuple[Any, ...],
 ) -> bool:
-    """Whether toolsets must be resolved: the agent has some, and a top call's decision runs it."""
+    """Whether toolsets must be resolved: a decision runs a call whose agent has some."""
     from agentloop.engine.overrides import swap_of
 
-    runs = any(isinstance(decisions.get(p.call.id), Approve | Edit) and not p.path for p in pending)
-    return runs and bool(own or _sets(agent, swap_of))
+    for waiting in pending:
+        if not isinstance(decisions.get(waiting.call.id), Approve | Edit):
+            continue
+        current = _at(agent, waiting.path, swap_of)
+        if current is not None and ((own and not waiting.path) or _sets(current, swap_of)):
+            return True
+    return False
 
 
 class _Published(NamedTuple):
@@ -239,6 +268,11 @@ async def check_published(
         return
     run = _Published(run_id, pending, {"turn": {"index": turn}}, session_id)
     await check_offered(agent, run, decisions, loaded, ())
+
+
+def _names(names: set[str]) -> Callable[[tuple[str, ...]], Container[str] | None]:
+    """``ToolNames`` answering ``names`` for every path."""
+    return lambda path: names
 
 
 class _Either(Container[str]):
