@@ -35,7 +35,12 @@ from typing import TYPE_CHECKING, Any
 from agentloop.cancel import CancelToken
 from agentloop.engine.handoff_carry import turn_agent
 from agentloop.engine.handoffs import paused_view, resume_in
-from agentloop.engine.pause_tools import agent_tools, check_offered, check_own_tools
+from agentloop.engine.pause_tools import (
+    agent_tools,
+    check_memory,
+    check_offered,
+    check_own_tools,
+)
 from agentloop.engine.replay_marks import mark_replays
 from agentloop.engine.state import Paused
 from agentloop.errors import InvalidInput
@@ -134,6 +139,8 @@ def reopen_paused(
             stored = durable.load_run(run.id)
             if stored is not None:
                 run = _adopted(session, run, stored.run)
+        if run.pending:
+            check_memory(session.agent, run)  # the paused turn's writes: never dropped (27)
         agent = turn_agent(session.agent, run.last_agent)  # a receiver gone: no tools (26)
         checked = _decisions(agent, run, decisions, session._run_toolsets.get(run.id, ()))
         at = session.agent.clock.time()
@@ -248,6 +255,7 @@ async def ready_to_continue(
     checked: dict[str, Decision] = {}
     own: tuple[Any, ...] = ()
     if last.pending:
+        check_memory(session.agent, last)
         await _list_tools(agent)
         if decisions is not None:
             if _recorded(last):  # decided elsewhere: reopen_paused says so (the lease first)

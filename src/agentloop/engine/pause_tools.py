@@ -23,11 +23,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Container, Mapping
 from typing import Any, NamedTuple
 
-from agentloop.errors import AgentLoopError
+from agentloop.errors import AgentLoopError, InvalidInput
 from agentloop.pausing import Approve, Decision, Edit, PendingCall, ToolNames, check_tools
 from agentloop.tools import ToolRegistry
 
-__all__ = ["agent_tools", "check_offered", "check_own_tools", "check_published"]
+__all__ = ["agent_tools", "check_memory", "check_offered", "check_own_tools", "check_published"]
 
 
 def agent_tools(agent: Any) -> ToolNames:
@@ -108,6 +108,25 @@ def _static(sets: tuple[Any, ...]) -> frozenset[str] | None:
             return None
         found.update(static)
     return frozenset(found)
+
+
+def check_memory(agent: Any, run: Any) -> None:
+    """``InvalidInput`` when the paused turn staged memory writes ``agent`` cannot apply (27).
+
+    The paused turn's writes wait on the run until ``continue_run`` completes the turn; an
+    agent (the session's own: memory stays the starting agent's, 26) without ``memory=`` would
+    complete it and drop them, after the model read that they were kept.
+    """
+    record = getattr(run, "memory", None)
+    staged = record.get("staged") if isinstance(record, dict) else None
+    if not staged or getattr(agent, "memory", None) is not None:
+        return
+    raise InvalidInput(
+        f"run {run.id} paused on a turn that wrote {len(staged)} long-term memory item(s), "
+        "applied when continue_run completes it, and the agent continuing it has no memory=: "
+        "nothing was recorded and the run stays paused; continue it with an agent built with "
+        "Agent(memory=Memory(...)) over the same memory store, or cancel_run() to drop them"
+    )
 
 
 def check_own_tools(

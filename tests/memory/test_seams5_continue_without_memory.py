@@ -1,0 +1,80 @@
+"""A paused turn's memory writes are never dropped by a continuation without memory (17 x 27).
+
+The paused turn wrote a memory (``remember`` ran beside the call that waits for a person); its
+write is staged on the run until ``continue_run`` completes the turn (SPEC 27). Before, a
+process whose agent was built without ``memory=`` (a worker, a face, a CLI) continued the run,
+completed it, and dropped the write: the model had read ``remembered as <id>`` and the memory
+was never stored. Now that continuation is refused before anything is recorded
+(``InvalidInput`` naming ``memory=``), the run stays paused, and an agent with the memory
+continues it: the approved call runs once and the write is applied.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentloop import Agent, Approve, Deny, tool
+from agentloop.errors import InvalidInput
+from agentloop.memory import Memory, SQLiteMemoryStore, by_session
+from agentloop.store import SQLiteStore
+from agentloop.testing import ScriptedModel, call, reply
+
+pytestmark = pytest.mark.usefixtures("no_real_sleep")
+
+SHIPPED: list[str] = []
+
+
+@tool(requires_approval=True)
+def ship(order: str) -> str:
+    """Ship an order."""
+    SHIPPED.append(order)
+    return f"shipped {order}"
+
+
+def memory(path: Path) -> Memory:
+    return Memory(SQLiteMemoryStore(path / "memory.db"), namespace=by_session)
+
+
+async def paused(tmp_path: Path, store: SQLiteStore) -> Any:
+    steps = [
+        [
+            call("remember", {"text": "ships on Fridays"}, id="m1"),
+            call("ship", {"order": "A"}, id="c1"),
+        ]
+    ]
+    agent = Agent(
+        ScriptedModel(steps), tools=[ship], store=store, session_id="s1", memory=memory(tmp_path)
+    )
+    run = await agent.run("go")
+    assert run.paused and [p.call.name for p in run.pending] == ["ship"]
+    return run
+
+
+@pytest.mark.parametrize("decision", [Approve(), Deny()])
+async def test_a_continuation_without_memory_is_refused_and_the_write_survives(
+    tmp_path: Path, decision: Any
+) -> None:
+    SHIPPED.clear()
+    store = SQLiteStore(tmp_path / "runs.db")
+    run = await paused(tmp_path, store)
+
+    bare = Agent.resume("s1", store=store, client=ScriptedModel([reply("done")]), tools=[ship])
+    with pytest.raises(InvalidInput, match=r"memory=") as refused:
+        await bare.continue_run(decisions={"c1": decision})
+    assert run.id in str(refused.value)
+    stored = store.load_run(run.id)
+    assert stored is not None and stored.run.paused and stored.run.decisions == []
+    assert SHIPPED == []
+
+    kept = memory(tmp_path)
+    worker = Agent.resume(
+        "s1", store=store, client=ScriptedModel([reply("done")]), tools=[ship], memory=kept
+    )
+    done = await worker.continue_run(decisions={"c1": decision})
+    assert done.id == run.id and done.output == "done"
+    assert SHIPPED == (["A"] if isinstance(decision, Approve) else [])
+    found = await kept.store.search(("session", "s1"))
+    assert [item.text for item in found] == ["ships on Fridays"]
