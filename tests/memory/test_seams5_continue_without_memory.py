@@ -22,8 +22,6 @@ from agentloop.memory import Memory, SQLiteMemoryStore, by_session
 from agentloop.store import SQLiteStore
 from agentloop.testing import ScriptedModel, call, reply
 
-pytestmark = pytest.mark.usefixtures("no_real_sleep")
-
 SHIPPED: list[str] = []
 
 
@@ -53,6 +51,7 @@ async def paused(tmp_path: Path, store: SQLiteStore) -> Any:
     return run
 
 
+@pytest.mark.usefixtures("no_real_sleep")
 @pytest.mark.parametrize("decision", [Approve(), Deny()])
 async def test_a_continuation_without_memory_is_refused_and_the_write_survives(
     tmp_path: Path, decision: Any
@@ -78,3 +77,43 @@ async def test_a_continuation_without_memory_is_refused_and_the_write_survives(
     assert SHIPPED == (["A"] if isinstance(decision, Approve) else [])
     found = await kept.store.search(("session", "s1"))
     assert [item.text for item in found] == ["ships on Fridays"]
+
+
+TOOLS = '''
+from agentloop import tool
+
+
+@tool(requires_approval=True)
+def ship(order: str) -> str:
+    """Ship an order."""
+    return f"shipped {order}"
+'''
+
+
+def test_agentloop_continue_names_the_app_agent_and_records_nothing(tmp_path: Path) -> None:
+    import asyncio
+    import os
+    import subprocess
+    import sys
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    run = asyncio.run(paused(tmp_path, store))
+    (tmp_path / "shipping.py").write_text(TOOLS)
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test", "PYTHONPATH": os.pathsep.join(sys.path)}
+    env["PYTHONPATH"] += os.pathsep + str(tmp_path)
+    argv = [
+        sys.executable,
+        "-m",
+        "agentloop",
+        "continue",
+        run.id,
+        "--store",
+        str(tmp_path / "runs.db"),
+    ]
+    argv += ["--approve", "c1", "--tools", "shipping:ship", "--provider", "openai", "--plain"]
+    argv += ["--base-url", "http://127.0.0.1:9/v1"]  # never reached: refused before any request
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert done.returncode == 2, done.stderr
+    assert "has no memory=" in done.stderr and "--agent MODULE:NAME" in done.stderr
+    stored = store.load_run(run.id)
+    assert stored is not None and stored.run.paused and stored.run.decisions == []
