@@ -117,3 +117,44 @@ def test_agentloop_continue_names_the_app_agent_and_records_nothing(tmp_path: Pa
     assert "has no memory=" in done.stderr and "--agent MODULE:NAME" in done.stderr
     stored = store.load_run(run.id)
     assert stored is not None and stored.run.paused and stored.run.decisions == []
+
+
+def with_child(tmp_path: Path, store: SQLiteStore, *steps: Any, child_memory: bool) -> Agent[Any]:
+    """A parent whose child agent (as a tool) has memory, or (another deploy) none."""
+    kept = memory(tmp_path) if child_memory else None
+    child_steps = list(steps) or [reply("child done")]
+    child = Agent(ScriptedModel(child_steps), tools=[ship], name="shipping", memory=kept)
+    tools = [child.as_tool(name="shipping", description="Ships orders.")]
+    if steps:
+        parent = ScriptedModel([call("shipping", {"input": "ship A"}), reply("done")])
+        return Agent(parent, tools=tools, store=store, session_id="s1")
+    return Agent.resume("s1", store=store, client=ScriptedModel([reply("done")]), tools=tools)
+
+
+@pytest.mark.usefixtures("no_real_sleep")
+async def test_a_child_agent_without_memory_is_refused_before_the_parent_records(
+    tmp_path: Path,
+) -> None:
+    """Before: the parent's decision was recorded, the child refused, the parent's call read
+    ``Tool "shipping" panicked: InvalidInput: ...`` and the approved call was lost."""
+    SHIPPED.clear()
+    store = SQLiteStore(tmp_path / "runs.db")
+    first = [
+        call("remember", {"text": "ships on Fridays"}, id="m1"),
+        call("ship", {"order": "A"}, id="c1"),
+    ]
+    run = await with_child(tmp_path, store, first, reply("child done"), child_memory=True).run("go")
+    assert run.paused and [p.path for p in run.pending] == [("shipping",)]
+
+    bare = with_child(tmp_path, store, child_memory=False)
+    with pytest.raises(InvalidInput, match=r"agent 'shipping' continuing it has no memory="):
+        await bare.continue_run(decisions={"c1": Approve()})
+    stored = store.load_run(run.id)
+    assert stored is not None and stored.run.paused and stored.run.decisions == []
+
+    done = await with_child(tmp_path, store, child_memory=True).continue_run(
+        decisions={"c1": Approve()}
+    )
+    assert done.output == "done" and SHIPPED == ["A"]
+    spaces = await memory(tmp_path).store.namespaces()
+    assert len(spaces) == 1

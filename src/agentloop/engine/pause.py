@@ -28,7 +28,7 @@ factory builds the deps a decided tool reads.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -140,7 +140,7 @@ def reopen_paused(
             if stored is not None:
                 run = _adopted(session, run, stored.run)
         if run.pending:
-            check_memory(session.agent, run)  # the paused turn's writes: never dropped (27)
+            check_memory(session.agent, run, _child_run(session))  # its writes kept (27)
         agent = turn_agent(session.agent, run.last_agent)  # a receiver gone: no tools (26)
         checked = _decisions(agent, run, decisions, session._run_toolsets.get(run.id, ()))
         at = session.agent.clock.time()
@@ -155,6 +155,20 @@ def reopen_paused(
         if recorder is not None and durable is not None:
             recorder.release()
         raise
+
+
+def _child_run(session: Conversation[Any]) -> Callable[[str, str], Any]:
+    """The paused run of the child agent a paused call ran (live, else stored), or None."""
+
+    def find(call_id: str, child_session: str) -> Any:
+        live = (session._children or {}).get(call_id)
+        if live is not None:
+            return live._latest
+        store = session._recorder.store if session._recorder is not None else None
+        runs = store.load_runs(child_session) if store is not None else []
+        return runs[-1].run if runs else None
+
+    return find
 
 
 def _adopted(session: Conversation[Any], mine: Run[Any], stored: Run[Any]) -> Run[Any]:
@@ -255,7 +269,7 @@ async def ready_to_continue(
     checked: dict[str, Decision] = {}
     own: tuple[Any, ...] = ()
     if last.pending:
-        check_memory(session.agent, last)
+        check_memory(session.agent, last, _child_run(session))
         await _list_tools(agent)
         if decisions is not None:
             if _recorded(last):  # decided elsewhere: reopen_paused says so (the lease first)

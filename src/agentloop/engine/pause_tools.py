@@ -110,21 +110,40 @@ def _static(sets: tuple[Any, ...]) -> frozenset[str] | None:
     return frozenset(found)
 
 
-def check_memory(agent: Any, run: Any) -> None:
-    """``InvalidInput`` when the paused turn staged memory writes ``agent`` cannot apply (27).
+def check_memory(agent: Any, run: Any, child_run: Callable[[str, str], Any] | None = None) -> None:
+    """``InvalidInput`` when the paused turn staged memory writes an agent cannot apply (27).
 
     The paused turn's writes wait on the run until ``continue_run`` completes the turn; an
     agent (the session's own: memory stays the starting agent's, 26) without ``memory=`` would
-    complete it and drop them, after the model read that they were kept.
+    complete it and drop them, after the model read that they were kept. A paused child agent
+    (``as_tool``) is judged too, before the parent's decisions are recorded (its own continue
+    would refuse after them, and the parent's call would read the refusal): ``child_run(call
+    id, child session id)`` gives the child's paused run, or None when it is not known here.
     """
+    _check_staged(agent, run, "the agent continuing it")
+    children = (getattr(run, "paused_turn", None) or {}).get("children") or {}
+    if child_run is None or not children:
+        return
+    from agentloop.engine.overrides import swap_of
+
+    paths = {p.id: p.path for p in run.pending if p.path}
+    for call_id, record in children.items():
+        path = next((paths[i] for i in record.get("ids", ()) if i in paths), None)
+        child = _at(agent, path[:1], swap_of) if path else None
+        mine = child_run(call_id, str(record.get("session_id"))) if child is not None else None
+        if mine is not None:
+            _check_staged(child, mine, f"agent '{path[0]}' continuing it" if path else "")
+
+
+def _check_staged(agent: Any, run: Any, who: str) -> None:
     record = getattr(run, "memory", None)
     staged = record.get("staged") if isinstance(record, dict) else None
     if not staged or getattr(agent, "memory", None) is not None:
         return
     raise InvalidInput(
         f"run {run.id} paused on a turn that wrote {len(staged)} long-term memory item(s), "
-        "applied when continue_run completes it, and the agent continuing it has no memory=: "
-        "nothing was recorded and the run stays paused; continue it with an agent built with "
+        f"applied when continue_run completes it, and {who} has no memory=: nothing was "
+        "recorded and the run stays paused; continue it with an agent built with "
         "Agent(memory=Memory(...)) over the same memory store, or cancel_run() to drop them"
     )
 
