@@ -40,6 +40,7 @@ from agentloop.engine.pause_tools import (
     check_memory,
     check_offered,
     check_own_tools,
+    stored_child,
 )
 from agentloop.engine.replay_marks import mark_replays
 from agentloop.engine.state import Paused
@@ -159,16 +160,8 @@ def reopen_paused(
 
 def _child_run(session: Conversation[Any]) -> Callable[[str, str], Any]:
     """The paused run of the child agent a paused call ran (live, else stored), or None."""
-
-    def find(call_id: str, child_session: str) -> Any:
-        live = (session._children or {}).get(call_id)
-        if live is not None:
-            return live._latest
-        store = session._recorder.store if session._recorder is not None else None
-        runs = store.load_runs(child_session) if store is not None else []
-        return runs[-1].run if runs else None
-
-    return find
+    store = session._recorder.store if session._recorder is not None else None
+    return stored_child(store, session._children)
 
 
 def _adopted(session: Conversation[Any], mine: Run[Any], stored: Run[Any]) -> Run[Any]:

@@ -27,7 +27,14 @@ from agentloop.errors import AgentLoopError, InvalidInput
 from agentloop.pausing import Approve, Decision, Edit, PendingCall, ToolNames, check_tools
 from agentloop.tools import ToolRegistry
 
-__all__ = ["agent_tools", "check_memory", "check_offered", "check_own_tools", "check_published"]
+__all__ = [
+    "agent_tools",
+    "check_memory",
+    "check_offered",
+    "check_own_tools",
+    "check_published",
+    "stored_child",
+]
 
 
 def agent_tools(agent: Any) -> ToolNames:
@@ -133,6 +140,23 @@ def check_memory(agent: Any, run: Any, child_run: Callable[[str, str], Any] | No
         mine = child_run(call_id, str(record.get("session_id"))) if child is not None else None
         if mine is not None:
             _check_staged(child, mine, f"agent '{path[0]}' continuing it" if path else "")
+
+
+def stored_child(store: Any, live: Mapping[str, Any] | None = None) -> Callable[[str, str], Any]:
+    """``check_memory``'s ``child_run``: a live child session's run, else the stored one.
+
+    ``live``: the parent session's paused children by call id; else the child session's last
+    run in ``store``; else None.
+    """
+
+    def find(call_id: str, child_session: str) -> Any:
+        session = (live or {}).get(call_id)
+        if session is not None:
+            return session._latest
+        runs = store.load_runs(child_session) if store is not None else []
+        return runs[-1].run if runs else None
+
+    return find
 
 
 def _check_staged(agent: Any, run: Any, who: str) -> None:

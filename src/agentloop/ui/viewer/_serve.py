@@ -55,10 +55,18 @@ class AgentContinuer:
         pending: tuple[PendingCall, ...],
         decisions: Mapping[str, Decision],
         last_agent: str | None = None,
+        run: Run[Any] | None = None,
     ) -> None:
-        """``InvalidInput`` naming the tool when the agent of the turn cannot run a call."""
-        from agentloop.engine.pause import check_continuable
+        """``InvalidInput`` naming the tool when the agent of the turn cannot run a call.
 
+        With the ``run``: naming ``memory=`` too when its paused turn staged memory writes the
+        agent cannot apply (SPEC 27), so the page says so before the redirect.
+        """
+        from agentloop.engine.pause import check_continuable
+        from agentloop.engine.pause_tools import check_memory, stored_child
+
+        if run is not None:
+            check_memory(self.agent, run, stored_child(self.agent.store))
         await check_continuable(self.agent, pending, decisions, last_agent)
 
     def with_deps(self, deps: Any) -> AgentContinuer:
