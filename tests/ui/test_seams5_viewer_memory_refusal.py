@@ -23,6 +23,7 @@ from agentloop import Agent, tool
 from agentloop.memory import Memory, SQLiteMemoryStore, by_session
 from agentloop.store import SQLiteStore
 from agentloop.testing import ScriptedModel, call, reply
+from agentloop.toolsets import DynamicToolset
 from agentloop.ui.viewer import ViewerApp, agent_continuer
 
 LOCAL = "http://127.0.0.1"
@@ -62,3 +63,65 @@ def test_the_viewer_refuses_before_its_redirect_when_its_agent_has_no_memory(
     assert answer.status_code == 400 and "has no memory=" in answer.text
     stored = store.load_run(run.id)
     assert stored is not None and stored.run.paused and stored.run.decisions == []
+
+
+WIPED: list[str] = []
+MADE: list[str] = []
+
+
+@tool(requires_approval=True)
+def wipe(path: str) -> str:
+    """Wipe a path."""
+    WIPED.append(path)
+    return f"wiped {path}"
+
+
+def admins_only(ctx: Any) -> list[Any]:
+    return [wipe] if (ctx.deps or {}).get("admin") else []
+
+
+def test_the_viewer_judges_toolsets_with_its_deps_before_its_redirect(tmp_path: Path) -> None:
+    """Before: a 303, the background continue refused where nobody saw it, the page just paused.
+
+    Now the toolsets resolve with the viewer's deps in its check (the factory called once, the
+    continue using what it made): 400 naming the tool and the deps, nothing recorded.
+    """
+    WIPED.clear()
+    store = SQLiteStore(tmp_path / "runs.db")
+    tools = [DynamicToolset(admins_only)]
+    agent = Agent(ScriptedModel([call("wipe", {"path": "/a"})]), toolsets=tools, store=store)
+    run = agent.session("ops").run_sync("wipe /a", deps={"admin": True})
+    call_id = run.pending[0].id
+
+    def decide(admin: bool) -> Any:
+        def deps(run: Any) -> dict[str, bool]:
+            MADE.append(run.id)
+            return {"admin": admin}
+
+        viewer = Agent(ScriptedModel([reply("Wiped.")]), toolsets=tools, store=store)
+        app = ViewerApp(
+            str(tmp_path / "runs.db"),
+            allow_decisions=True,
+            continuer=agent_continuer(viewer, deps=deps),
+        )
+        try:
+            with TestClient(app, base_url=LOCAL) as client:
+                return client.post(
+                    f"/runs/{run.id}/decide",
+                    data={f"decision:{call_id}": "approve"},
+                    headers={"origin": LOCAL},
+                    follow_redirects=False,
+                )
+        finally:
+            app.close()
+
+    refused = decide(admin=False)
+    assert refused.status_code == 400 and "tool &#x27;wipe&#x27;" in refused.text
+    assert "deps of type dict" in refused.text
+    stored = store.load_run(run.id)
+    assert stored is not None and stored.run.paused and stored.run.decisions == []
+
+    MADE.clear()
+    assert decide(admin=True).status_code == 303
+    stored = store.load_run(run.id)
+    assert stored is not None and not stored.run.paused and WIPED == ["/a"] and MADE == [run.id]

@@ -33,6 +33,7 @@ __all__ = [
     "check_offered",
     "check_own_tools",
     "check_published",
+    "judged_with_deps",
     "stored_child",
 ]
 
@@ -278,6 +279,11 @@ def _by_deps(sets: tuple[Any, ...], deps: Any) -> Callable[[str], str]:
         )
 
     return why
+
+
+def judged_with_deps(agent: Any, run: Any, decisions: Mapping[str, Decision]) -> bool:
+    """Whether ``check_offered`` must resolve toolsets with deps for these decisions."""
+    return _judged(agent, run.pending, decisions, ())
 
 
 def _judged(
