@@ -328,9 +328,20 @@ def decisions_from_flags(
 
 
 async def check_tools(agent: Agent, run: Run, decisions: Mapping[str, Decision]) -> None:
-    """``InvalidInput`` naming ``--tools`` when an approval needs a tool this agent lacks."""
-    from agentloop.engine.pause import check_continuable
+    """``InvalidInput`` naming ``--tools`` when an approval needs a tool this agent lacks.
 
+    And naming ``--agent`` when the paused turn staged memory writes this agent cannot apply.
+    """
+    from agentloop.engine.pause import check_continuable
+    from agentloop.engine.pause_tools import check_memory
+
+    try:
+        check_memory(agent, run)
+    except InvalidInput as error:  # the command line builds no memory: the app's agent has it
+        raise InvalidInput(
+            f"{error.message}. Give agentloop continue the application's agent: --agent "
+            "MODULE:NAME (built with memory=), or agentloop runs cancel the run"
+        ) from error
     try:
         await check_continuable(agent, run.pending, decisions, run.last_agent)
     except InvalidInput as error:

@@ -133,7 +133,8 @@ class ToolPlan:
         self._searchable: list[Entry] = []
         self._search: SearchTool | None = None
         self._offered: dict[str, str] = {}
-        self._fresh = False
+        self._fresh: int | None = None
+        """The turn whose offer ``start`` computed (a continuation's: its paused turn's)."""
         self.native = False
         """The provider searches (SPEC 22, native): deferred tools are offered marked."""
         self._wrapped: dict[str, Tool] = {}
@@ -156,7 +157,7 @@ class ToolPlan:
     async def start(self, state: RunState) -> None:
         """At run start: the first call's offer, and the toolsets' instructions in the prompt."""
         await self.offer(state)
-        self._fresh = True
+        self._fresh = state.turn_index
         extra = self.instructions()
         if extra:
             text = f"{state.system}\n\n{extra}" if state.system else extra
@@ -164,8 +165,8 @@ class ToolPlan:
 
     async def offer(self, state: RunState) -> None:
         """Resolve the toolsets for this model call and set ``state.offer``/``state.registry``."""
-        if self._fresh:  # computed at run start, for this very call
-            self._fresh = False
+        fresh, self._fresh = self._fresh, None
+        if fresh == state.turn_index:  # computed at run start, for this very call
             return
         scope = self.scope
         if scope is None:
@@ -304,6 +305,7 @@ class ToolPlan:
         if not new:
             return
         self.loaded.update(dict.fromkeys(new))
+        self._fresh = None  # a continuation's first offer (its paused turn's) is out of date
         state = self.state
         if state is not None:
             state.run.loaded_tools.extend(new)

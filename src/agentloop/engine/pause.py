@@ -28,14 +28,20 @@ factory builds the deps a decided tool reads.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentloop.cancel import CancelToken
 from agentloop.engine.handoff_carry import turn_agent
 from agentloop.engine.handoffs import paused_view, resume_in
-from agentloop.engine.pause_tools import agent_tools, check_offered, check_own_tools
+from agentloop.engine.pause_tools import (
+    agent_tools,
+    check_memory,
+    check_offered,
+    check_own_tools,
+    stored_child,
+)
 from agentloop.engine.replay_marks import mark_replays
 from agentloop.engine.state import Paused
 from agentloop.errors import InvalidInput
@@ -134,6 +140,8 @@ def reopen_paused(
             stored = durable.load_run(run.id)
             if stored is not None:
                 run = _adopted(session, run, stored.run)
+        if run.pending:
+            check_memory(session.agent, run, _child_run(session))  # its writes kept (27)
         agent = turn_agent(session.agent, run.last_agent)  # a receiver gone: no tools (26)
         checked = _decisions(agent, run, decisions, session._run_toolsets.get(run.id, ()))
         at = session.agent.clock.time()
@@ -148,6 +156,12 @@ def reopen_paused(
         if recorder is not None and durable is not None:
             recorder.release()
         raise
+
+
+def _child_run(session: Conversation[Any]) -> Callable[[str, str], Any]:
+    """The paused run of the child agent a paused call ran (live, else stored), or None."""
+    store = session._recorder.store if session._recorder is not None else None
+    return stored_child(store, session._children)
 
 
 def _adopted(session: Conversation[Any], mine: Run[Any], stored: Run[Any]) -> Run[Any]:
@@ -248,6 +262,7 @@ async def ready_to_continue(
     checked: dict[str, Decision] = {}
     own: tuple[Any, ...] = ()
     if last.pending:
+        check_memory(session.agent, last, _child_run(session))
         await _list_tools(agent)
         if decisions is not None:
             if _recorded(last):  # decided elsewhere: reopen_paused says so (the lease first)

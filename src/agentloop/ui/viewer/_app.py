@@ -258,7 +258,7 @@ class ViewerApp:
         try:
             decisions = decisions_from_form(found.run.pending, fields)
             await refuse_unrunnable(
-                self.continuer, found.run.pending, decisions, found.run.last_agent
+                self.continuer, found.run.pending, decisions, found.run.last_agent, found.run
             )
         except InvalidInput as error:
             return self._refused(error.message, 400)

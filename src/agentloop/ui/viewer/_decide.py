@@ -84,14 +84,16 @@ async def refuse_unrunnable(
     pending: Sequence[PendingCall],
     decisions: Mapping[str, Decision],
     last_agent: str | None = None,
+    run: Any = None,
 ) -> None:
     """``InvalidInput`` when the continuer's agent lacks an approved call's tool (when known).
 
     ``last_agent``: the run's; a handoff receiver's call is judged by the receiver (SPEC 26).
+    ``run``: the paused run, for ``agent_continuer``'s check of its staged memory writes (27).
     """
     check = getattr(continuer, "check", None)
     if getattr(continuer, "judges_turn_agent", False):  # agent_continuer's (no import: a circle)
-        await check(tuple(pending), decisions, last_agent)  # type: ignore[misc]
+        await check(tuple(pending), decisions, last_agent, run=run)  # type: ignore[misc]
         return
     if check is not None:
         await check(tuple(pending), decisions)

@@ -14,6 +14,7 @@ and the run stays paused.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -42,24 +43,51 @@ class AgentContinuer:
     def __init__(self, agent: Agent[Any], *, deps: Any = None) -> None:
         self.agent = agent
         self.deps = deps
+        self._made: dict[str, Any] = {}
+        """Deps ``check`` made for a run (a factory is called once), used by its continue."""
 
     async def __call__(
         self, session_id: str, run_id: str, decisions: Mapping[str, Decision]
     ) -> Run[Any]:
         """Continue the run (the session is restored from the agent's store)."""
         session = self.agent.session(session_id)
-        return await session.continue_run(decisions=decisions, deps=self.deps)
+        deps = self._made.pop(run_id, self.deps)
+        return await session.continue_run(decisions=decisions, deps=deps)
 
     async def check(
         self,
         pending: tuple[PendingCall, ...],
         decisions: Mapping[str, Decision],
         last_agent: str | None = None,
+        run: Run[Any] | None = None,
     ) -> None:
-        """``InvalidInput`` naming the tool when the agent of the turn cannot run a call."""
-        from agentloop.engine.pause import check_continuable
+        """``InvalidInput`` naming the tool when the agent of the turn cannot run a call.
 
+        With the ``run``: naming ``memory=`` too when its paused turn staged memory writes the
+        agent cannot apply (SPEC 27), and judging toolsets as the continuation resolves them,
+        with the deps (a factory called here, once: the continue uses what it made), so the page
+        says so before the redirect, where a refusal would reach nobody.
+        """
+        from agentloop.engine.handoff_carry import turn_agent
+        from agentloop.engine.pause import check_continuable
+        from agentloop.engine.pause_tools import (
+            check_memory,
+            check_offered,
+            judged_with_deps,
+            stored_child,
+        )
+
+        if run is not None:
+            check_memory(self.agent, run, stored_child(self.agent.store))
         await check_continuable(self.agent, pending, decisions, last_agent)
+        agent = turn_agent(self.agent, last_agent)
+        if run is None or not judged_with_deps(agent, run, decisions):
+            return
+        deps = self.deps(run) if callable(self.deps) else self.deps
+        if inspect.isawaitable(deps):
+            deps = await deps
+        await check_offered(agent, run, decisions, deps, ())
+        self._made[run.id] = deps
 
     def with_deps(self, deps: Any) -> AgentContinuer:
         """The same continuer with these deps."""
