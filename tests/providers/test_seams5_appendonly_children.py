@@ -58,14 +58,14 @@ async def test_a_childs_pause_decided_by_agents_built_again_keeps_both_prefixes(
     ]
     async with AnthropicTwin(script) as server:
         with SQLiteStore(tmp_path / "runs.db") as store:
-            first = parent_of(server, store, 1)  # held, then closed: an agent dropped while
-            run = await first.run("pay the bill")  # the loop runs leaves its pool to the GC
+            before = parent_of(server, store, 1)  # held, then closed: an agent dropped while
+            run = await before.run("pay the bill")  # the loop runs leaves its pool to the GC
             assert [p.call.name for p in run.pending] == ["wire"]
             again = parent_of(server, store, 2)
             done = await again.continue_run(decisions={run.pending[0].id: Approve()})
             later = await again.run("pay another")
             last = await again.continue_run(decisions={later.pending[0].id: Approve()})
-            await first.aclose()
+            await before.aclose()
             await again.aclose()
     assert (done.output, last.output) == ("paid", "paid again") and WIRED == [5, 6]
     assert server.rejected == []
