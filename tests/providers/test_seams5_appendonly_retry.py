@@ -154,6 +154,17 @@ class FailingTwin(AnthropicTwin):
         return await super().serve(request, body, beta, number, sent)
 
 
+async def down_for_run_two(fallback: FallbackClient, server: Any) -> list[Any]:
+    """Three runs of one agent on ``fallback``, the twin's first model down for the second."""
+    agent = Agent(fallback, instructions=Versions(), tools=[look], config=CONFIG)
+    outputs = [(await agent.run("one")).output]
+    server.down = MODEL
+    outputs.append((await agent.run("two")).output)
+    server.down = None
+    outputs.append((await agent.run("three")).output)
+    return outputs
+
+
 async def test_a_fallback_to_another_model_and_back_keeps_one_conversation() -> None:
     """The append-only model fails (500s), the other serves a run, then the first again."""
     script = [step(1, "a"), answer("one"), step(2, "b"), answer("two"), step(3, "c"),
@@ -164,13 +175,8 @@ async def test_a_fallback_to_another_model_and_back_keeps_one_conversation() -> 
             trip_threshold=1,
             cooldown=0.0,
         )
-        agent = Agent(fallback, instructions=Versions(), tools=[look], config=CONFIG)
-        one = await agent.run("one")
-        server.down = MODEL
-        two = await agent.run("two")
-        server.down = None
-        three = await agent.run("three")
-    assert (one.output, two.output, three.output) == ("one", "two", "three")
+        outputs = await down_for_run_two(fallback, server)
+    assert outputs == ["one", "two", "three"]
     assert server.rejected == []
     models = [b["model"] for b in server.requests]
     assert models == [MODEL, MODEL, "claude-opus-5-5", "claude-opus-5-5", MODEL, MODEL]
@@ -221,13 +227,8 @@ async def test_a_fallback_to_openai_and_back_keeps_the_anthropic_conversation() 
             Settings(provider="openai", model="gpt-5", api_key="sk-test", base_url=openai.base_url)
         )
         fallback = FallbackClient([twin_client(server), backup], trip_threshold=1, cooldown=0.0)
-        agent = Agent(fallback, instructions=Versions(), tools=[look], config=CONFIG)
-        one = await agent.run("one")
-        server.down = MODEL
-        two = await agent.run("two")
-        server.down = None
-        three = await agent.run("three")
-    assert (one.output, two.output, three.output) == ("one", "two", "three")
+        outputs = await down_for_run_two(fallback, server)
+    assert outputs == ["one", "two", "three"]
     assert server.rejected == [] and len(server.requests) == 4
     one_conversation(server.requests)
     sent = [m["content"] for m in openai.requests[0]["messages"]]
